@@ -1,0 +1,31 @@
+# tuner_module(NAME [DEPS dep...] [PRIVATE_DEPS dep...])
+#
+# Declares the library of one top-level folder: every *.cc below the folder that is not a test
+# (*_test.cc) or a benchmark (*_benchmark.cc) is a source; the folder's parent is the include root,
+# so headers are included as "search/sampler.h". Unit tests (*_test.cc beside the code) become one
+# gtest executable per module, NAME_tests, registered with CTest.
+function(tuner_module name)
+  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;EXCLUDE" ${ARGN})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cc")
+  file(GLOB_RECURSE tests CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc")
+  list(FILTER sources EXCLUDE REGEX "(_test|_benchmark|/main)\\.cc$")
+  foreach(pattern IN LISTS ARG_EXCLUDE)
+    list(FILTER sources EXCLUDE REGEX "${pattern}")
+    list(FILTER tests EXCLUDE REGEX "${pattern}")
+  endforeach()
+  add_library(tuner_${name} STATIC ${sources})
+  target_include_directories(tuner_${name} PUBLIC "${PROJECT_SOURCE_DIR}")
+  target_link_libraries(tuner_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  tuner_warnings(tuner_${name})
+  if(TUNER_BUILD_TESTS AND tests)
+    add_executable(${name}_tests ${tests})
+    target_link_libraries(${name}_tests PRIVATE tuner_${name} ${ARG_PRIVATE_DEPS} GTest::gtest_main GTest::gmock)
+    tuner_warnings(${name}_tests)
+    gtest_discover_tests(${name}_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
+  endif()
+endfunction()
+
+function(tuner_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers>)
+endfunction()

@@ -1,0 +1,188 @@
+#include "storage/in_memory_storage.h"
+
+#include <algorithm>
+#include <map>
+
+#include "storage/write_checks.h"
+#include "trials/error.h"
+
+namespace tuner {
+
+struct InMemoryStorage::State {
+  struct Study {
+    StudyRecord record;
+    std::vector<int64_t> trial_ids;  // by number
+  };
+  std::map<int64_t, Study> studies;
+  std::vector<FrozenTrial> trials;          // by trial_id
+  std::vector<int64_t> trial_study;         // study of each trial_id
+  int64_t next_study_id = 1;
+
+  Study& study(int64_t study_id) {
+    auto it = studies.find(study_id);
+    if (it == studies.end()) {
+      throw Error(ErrorCode::kNotFound, "no study with id " + std::to_string(study_id));
+    }
+    return it->second;
+  }
+  FrozenTrial& trial(int64_t trial_id) {
+    if (trial_id < 0 || trial_id >= static_cast<int64_t>(trials.size()) ||
+        !studies.contains(trial_study[trial_id])) {
+      throw Error(ErrorCode::kNotFound, "no trial with id " + std::to_string(trial_id));
+    }
+    return trials[trial_id];
+  }
+};
+
+InMemoryStorage::InMemoryStorage() : state_(std::make_unique<State>()) {}
+InMemoryStorage::~InMemoryStorage() = default;
+
+StudyRecord InMemoryStorage::create_study(const std::string& name,
+                                          const std::vector<StudyDirection>& directions) {
+  if (directions.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "study '" + name + "' needs at least one direction");
+  }
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, s] : state_->studies) {
+    if (s.record.name == name) {
+      throw Error(ErrorCode::kAlreadyExists, "a study named '" + name + "' already exists");
+    }
+  }
+  StudyRecord record{state_->next_study_id++, name, directions, {}, {}};
+  state_->studies[record.study_id] = {record, {}};
+  return record;
+}
+
+std::optional<StudyRecord> InMemoryStorage::find_study(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [id, s] : state_->studies) {
+    if (s.record.name == name) return s.record;
+  }
+  return std::nullopt;
+}
+
+std::vector<StudyRecord> InMemoryStorage::list_studies() {
+  std::lock_guard lock(mutex_);
+  std::vector<StudyRecord> out;
+  for (const auto& [id, s] : state_->studies) out.push_back(s.record);
+  return out;
+}
+
+void InMemoryStorage::delete_study(int64_t study_id) {
+  std::lock_guard lock(mutex_);
+  state_->study(study_id);
+  state_->studies.erase(study_id);
+}
+
+void InMemoryStorage::set_study_user_attr(int64_t study_id, const std::string& key,
+                                          const std::string& json) {
+  std::lock_guard lock(mutex_);
+  state_->study(study_id).record.user_attrs[key] = json;
+}
+
+void InMemoryStorage::set_study_system_attr(int64_t study_id, const std::string& key,
+                                            const std::string& json) {
+  std::lock_guard lock(mutex_);
+  state_->study(study_id).record.system_attrs[key] = json;
+}
+
+FrozenTrial InMemoryStorage::create_trial(int64_t study_id, TrialState state,
+                                          const FrozenTrial* from) {
+  if (state != TrialState::kRunning && state != TrialState::kWaiting) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "a new trial is RUNNING or WAITING, not " + std::string(to_string(state)));
+  }
+  std::lock_guard lock(mutex_);
+  auto& study = state_->study(study_id);
+  FrozenTrial trial;
+  if (from) {
+    trial.params = from->params;
+    trial.distributions = from->distributions;
+    trial.user_attrs = from->user_attrs;
+    trial.system_attrs = from->system_attrs;
+  }
+  trial.trial_id = static_cast<int64_t>(state_->trials.size());
+  trial.number = static_cast<int>(study.trial_ids.size());
+  trial.state = state;
+  if (state == TrialState::kRunning) trial.datetime_start = std::chrono::system_clock::now();
+  study.trial_ids.push_back(trial.trial_id);
+  state_->trials.push_back(trial);
+  state_->trial_study.push_back(study_id);
+  return trial;
+}
+
+bool InMemoryStorage::claim_waiting_trial(int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  if (trial.state != TrialState::kWaiting) return false;
+  trial.state = TrialState::kRunning;
+  trial.datetime_start = std::chrono::system_clock::now();
+  return true;
+}
+
+void InMemoryStorage::set_trial_param(int64_t trial_id, const std::string& name,
+                                      const Distribution& distribution, const ParamValue& value) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  check_param(trial, name, distribution, value);
+  trial.params[name] = value;
+  trial.distributions[name] = distribution;
+}
+
+void InMemoryStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  check_intermediate_value(trial, step, value);
+  trial.intermediate_values[step] = value;
+}
+
+void InMemoryStorage::set_trial_user_attr(int64_t trial_id, const std::string& key,
+                                          const std::string& json) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  check_writable(trial, "set user attribute '" + key + "'");
+  trial.user_attrs[key] = json;
+}
+
+void InMemoryStorage::set_trial_system_attr(int64_t trial_id, const std::string& key,
+                                            const std::string& json) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  check_writable(trial, "set system attribute '" + key + "'");
+  trial.system_attrs[key] = json;
+}
+
+void InMemoryStorage::finish_trial(int64_t trial_id, TrialState state,
+                                   const std::vector<double>& values) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  const auto& study = state_->study(state_->trial_study[trial_id]);
+  check_finish(trial, state, values, study.record.directions.size());
+  trial.state = state;
+  trial.values = values;
+  trial.datetime_complete = std::chrono::system_clock::now();
+  if (!trial.datetime_start) trial.datetime_start = trial.datetime_complete;
+}
+
+FrozenTrial InMemoryStorage::get_trial(int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  return state_->trial(trial_id);
+}
+
+std::vector<FrozenTrial> InMemoryStorage::get_trials(int64_t study_id, const TrialFilter& filter) {
+  std::lock_guard lock(mutex_);
+  const auto& study = state_->study(study_id);
+  std::vector<FrozenTrial> out;
+  for (size_t n = static_cast<size_t>(std::max(filter.min_number, 0)); n < study.trial_ids.size();
+       ++n) {
+    const FrozenTrial& trial = state_->trials[study.trial_ids[n]];
+    if (filter.states && std::find(filter.states->begin(), filter.states->end(), trial.state) ==
+                             filter.states->end()) {
+      continue;
+    }
+    out.push_back(trial);
+  }
+  return out;
+}
+
+}  // namespace tuner

@@ -1,0 +1,54 @@
+// InMemoryStorage: a Storage that lives and dies with the process.
+//
+// Thread-safe (one mutex). The default storage of a Study, and the reference the shared storage
+// test suite holds every other backend to.
+#ifndef TUNER_STORAGE_IN_MEMORY_STORAGE_H_
+#define TUNER_STORAGE_IN_MEMORY_STORAGE_H_
+
+#include <memory>
+#include <mutex>
+
+#include "storage/storage.h"
+
+namespace tuner {
+
+class InMemoryStorage final : public Storage {
+ public:
+  InMemoryStorage();
+  ~InMemoryStorage() override;
+
+  StudyRecord create_study(const std::string& name,
+                           const std::vector<StudyDirection>& directions) override;
+  std::optional<StudyRecord> find_study(const std::string& name) override;
+  std::vector<StudyRecord> list_studies() override;
+  void delete_study(int64_t study_id) override;
+  void set_study_user_attr(int64_t study_id, const std::string& key,
+                           const std::string& json) override;
+  void set_study_system_attr(int64_t study_id, const std::string& key,
+                             const std::string& json) override;
+
+  FrozenTrial create_trial(int64_t study_id, TrialState state,
+                           const FrozenTrial* from) override;
+  bool claim_waiting_trial(int64_t trial_id) override;
+  void set_trial_param(int64_t trial_id, const std::string& name,
+                       const Distribution& distribution, const ParamValue& value) override;
+  void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
+  void set_trial_user_attr(int64_t trial_id, const std::string& key,
+                           const std::string& json) override;
+  void set_trial_system_attr(int64_t trial_id, const std::string& key,
+                             const std::string& json) override;
+  void finish_trial(int64_t trial_id, TrialState state,
+                    const std::vector<double>& values) override;
+
+  FrozenTrial get_trial(int64_t trial_id) override;
+  std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter) override;
+
+ private:
+  struct State;
+  std::mutex mutex_;
+  std::unique_ptr<State> state_;  // protected by mutex_
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_STORAGE_IN_MEMORY_STORAGE_H_
