@@ -1,17 +1,44 @@
 #include "trials/param_value.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "trials/error.h"
 
 namespace tuner {
 
 namespace {
+
+// The shortest text that reads back as `v`, laid out as Python's repr lays it out: positional
+// for exponents in [-4, 16), scientific otherwise ("0.0001", "1e-05", "2.5e+16").
 std::string format_double(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buffer[64];
-  auto result = std::to_chars(buffer, buffer + sizeof(buffer), v);
-  return std::string(buffer, result.ptr);
+  auto result = std::to_chars(buffer, buffer + sizeof(buffer), v, std::chars_format::scientific);
+  std::string text(buffer, result.ptr);  // e.g. "-1.25e-05"
+  size_t e = text.find('e');
+  int exponent = std::stoi(text.substr(e + 1));
+  std::string sign = text[0] == '-' ? "-" : "";
+  std::string digits;
+  for (size_t i = sign.size(); i < e; ++i) {
+    if (text[i] != '.') digits += text[i];
+  }
+  if (exponent < -4 || exponent >= 16) {
+    std::string out = sign + digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char exp[8];
+    std::snprintf(exp, sizeof(exp), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return out + exp;
+  }
+  if (exponent < 0) return sign + "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  auto int_digits = static_cast<size_t>(exponent) + 1;
+  if (digits.size() <= int_digits) return sign + digits + std::string(int_digits - digits.size(), '0');
+  return sign + digits.substr(0, int_digits) + "." + digits.substr(int_digits);
 }
+
 }  // namespace
 
 std::string to_string(const ParamValue& value) {

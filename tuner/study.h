@@ -1,0 +1,117 @@
+// Study: an optimization session, as in Optuna.
+//
+// A study owns nothing but handles: its trials live in a Storage, its proposals come from a
+// Sampler and its early stops from a Scheduler, and none of these keeps state that storage does
+// not hold, so Study::load() continues a study exactly. Two ways to run trials:
+// - optimize(objective, ...): the study asks, runs the objective, and tells, on one or more threads;
+// - ask() / tell(): the caller runs trials itself (an executor, a notebook loop).
+// Thread-safe: ask, tell and optimize may be called from several threads. Copies share the study.
+#ifndef TUNER_TUNER_STUDY_H_
+#define TUNER_TUNER_STUDY_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/sampler.h"
+#include "search/scheduler.h"
+#include "search/search_space.h"
+#include "storage/storage.h"
+#include "trials/frozen_trial.h"
+#include "trials/trial_state.h"
+#include "tuner/trial.h"
+
+namespace tuner {
+
+struct StudyOptions {
+  // Unique within the storage. Default: "study-" followed by a random suffix.
+  std::string name;
+  // One per objective. Default: minimize a single objective.
+  std::vector<StudyDirection> directions = {StudyDirection::kMinimize};
+  // Default: a TpeSampler with its default options.
+  std::shared_ptr<Sampler> sampler;
+  // Default: none (trials always continue).
+  std::shared_ptr<Scheduler> scheduler;
+  // Default: a new InMemoryStorage.
+  std::shared_ptr<Storage> storage;
+  // Seeds every trial's random source (trial n uses Rng::for_trial(seed, n)), so a seed gives
+  // the same trials. Default: drawn once at creation. Stored with the study; load() reuses it.
+  std::optional<uint64_t> seed;
+  // Define-and-run: every ask() samples this whole space up front. Default: define-by-run.
+  std::optional<SearchSpace> space;
+  // create(): open the study of that name when it exists instead of failing.
+  bool load_if_exists = false;
+};
+
+struct OptimizeOptions {
+  // Stop after this many trials have been run by this call. Default: no limit (then a timeout,
+  // an exhausted sampler or the objective's end must stop it).
+  std::optional<int> n_trials;
+  // Trials run in parallel on this many threads. Default 1.
+  int n_threads = 1;
+  // No new trial starts after this much wall time. Default: none.
+  std::optional<std::chrono::duration<double>> timeout;
+  // Called after every finished trial, from the thread that ran it.
+  std::function<void(const FrozenTrial&)> on_trial_finished;
+};
+
+using Objective = std::function<double(Trial&)>;
+using MultiObjective = std::function<std::vector<double>(Trial&)>;
+
+class Study {
+ public:
+  // Throws Error(kAlreadyExists) when the name is taken (unless load_if_exists).
+  static Study create(StudyOptions options = {});
+  // Continues a stored study: numbering goes on and the sampler and scheduler see its history.
+  // `options.name` and `options.storage` name it; directions and seed come from storage.
+  // Throws Error(kNotFound) naming the study and listing the ones that exist.
+  static Study load(StudyOptions options);
+
+  const std::string& name() const;
+  const std::vector<StudyDirection>& directions() const;
+  StudyDirection direction() const;  // REQUIRES: one objective
+  int64_t id() const;
+  uint64_t seed() const;
+  Storage& storage() const;
+
+  // Starts a trial (RUNNING in storage). Throws Error(kFailedPrecondition) when the sampler is
+  // exhausted (a grid whose every point has been tried).
+  Trial ask();
+  // Define-and-run with an explicit space: all active params are sampled and stored now.
+  Trial ask(const SearchSpace& space);
+
+  // Finishes a trial. A NaN or infinite value makes it FAIL with the reason stored in its
+  // "fail_reason" system attribute; a trial whose should_stop() said true becomes PRUNED.
+  FrozenTrial tell(Trial& trial, double value);
+  FrozenTrial tell(Trial& trial, const std::vector<double>& values);
+  // PRUNED (with the last intermediate value) or FAIL (with `reason`).
+  FrozenTrial tell(Trial& trial, TrialState state, const std::string& reason = "");
+
+  // Adds a WAITING trial with these params; the next ask() runs it before sampling new ones.
+  void enqueue_trial(const Params& params);
+
+  // Runs trials until a limit of `options` is reached. An objective that throws, or returns NaN
+  // or an infinity, makes its trial FAIL and the study goes on.
+  void optimize(const Objective& objective, const OptimizeOptions& options);
+  void optimize(const MultiObjective& objective, const OptimizeOptions& options);
+
+  // The best COMPLETE trial. Throws Error(kFailedPrecondition) when there is none, or when the
+  // study has several objectives (use best_trials()).
+  FrozenTrial best_trial() const;
+  // The Pareto front of COMPLETE trials (for one objective: every trial with the best value).
+  std::vector<FrozenTrial> best_trials() const;
+  std::vector<FrozenTrial> trials(const TrialFilter& filter = {}) const;
+
+ private:
+  explicit Study(std::shared_ptr<StudyCore> core);
+  Trial start_trial(const SearchSpace* space);
+  std::shared_ptr<StudyCore> core_;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_TUNER_STUDY_H_

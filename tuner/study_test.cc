@@ -1,0 +1,277 @@
+#include "tuner/study.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include "search/grid_sampler.h"
+#include "search/random_sampler.h"
+#include "storage/in_memory_storage.h"
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+StudyOptions random_study(uint64_t seed = 1) {
+  StudyOptions options;
+  options.name = "test";
+  options.sampler = std::make_shared<RandomSampler>();
+  options.seed = seed;
+  return options;
+}
+
+OptimizeOptions trials(int n, int threads = 1) {
+  OptimizeOptions o;
+  o.n_trials = n;
+  o.n_threads = threads;
+  return o;
+}
+
+double quadratic(Trial& t) {
+  double x = t.suggest_float("x", -10, 10);
+  int64_t y = t.suggest_int("y", -5, 5);
+  return (x - 2) * (x - 2) + static_cast<double>(y * y);
+}
+
+TEST(Study, DefineByRunStoresParamsAndValues) {
+  Study study = Study::create(random_study());
+  study.optimize(quadratic, trials(20));
+  auto all = study.trials();
+  ASSERT_EQ(all.size(), 20u);
+  for (const FrozenTrial& t : all) {
+    t.validate(1);
+    EXPECT_EQ(t.state, TrialState::kComplete);
+    double x = std::get<double>(t.params.at("x"));
+    auto y = static_cast<double>(std::get<int64_t>(t.params.at("y")));
+    EXPECT_DOUBLE_EQ(t.value(), (x - 2) * (x - 2) + y * y);
+  }
+  FrozenTrial best = study.best_trial();
+  for (const FrozenTrial& t : all) EXPECT_LE(best.value(), t.value());
+}
+
+TEST(Study, AnObjectiveThatThrowsFailsItsTrialAndTheStudyGoesOn) {
+  Study study = Study::create(random_study());
+  int calls = 0;
+  study.optimize(
+      [&](Trial& t) -> double {
+        double x = t.suggest_float("x", 0, 1);
+        if (++calls % 2 == 0) throw std::runtime_error("out of memory in layer 3");
+        return x;
+      },
+      trials(6));
+  auto all = study.trials();
+  ASSERT_EQ(all.size(), 6u);
+  for (const FrozenTrial& t : all) {
+    if (t.number % 2 == 1) {
+      EXPECT_EQ(t.state, TrialState::kFail);
+      EXPECT_EQ(t.system_attrs.at("fail_reason"), "\"out of memory in layer 3\"");
+      EXPECT_EQ(t.params.size(), 1u);  // what was stored before the throw is kept
+    } else {
+      EXPECT_EQ(t.state, TrialState::kComplete);
+    }
+  }
+}
+
+TEST(Study, NanAndInfinityFailTheTrialWithTheReason) {
+  Study study = Study::create(random_study());
+  int calls = 0;
+  study.optimize([&](Trial&) { return ++calls == 1 ? std::nan("") : HUGE_VAL; }, trials(2));
+  auto all = study.trials();
+  EXPECT_EQ(all[0].state, TrialState::kFail);
+  EXPECT_EQ(all[0].system_attrs.at("fail_reason"), "\"the objective returned nan\"");
+  EXPECT_EQ(all[1].state, TrialState::kFail);
+  EXPECT_EQ(all[1].system_attrs.at("fail_reason"), "\"the objective returned inf\"");
+  EXPECT_THROW(study.best_trial(), Error);
+}
+
+TEST(Study, ReportingNanFailsTheTrialWithAClearMessage) {
+  Study study = Study::create(random_study());
+  study.optimize(
+      [](Trial& t) {
+        t.report(3, std::nan(""));
+        return 1.0;
+      },
+      trials(1));
+  FrozenTrial t = study.trials().at(0);
+  EXPECT_EQ(t.state, TrialState::kFail);
+  EXPECT_EQ(t.system_attrs.at("fail_reason"), "\"trial 0 step 3: the value is NaN\"");
+}
+
+// Stops every trial at its second report.
+class StopAtStepTwo final : public Scheduler {
+ public:
+  Decision on_report(const FrozenTrial&, int64_t step, const History&) const override {
+    return step >= 2 ? Decision::kStop : Decision::kContinue;
+  }
+};
+
+TEST(Study, ATrialToldToStopIsPrunedWithItsLastValue) {
+  StudyOptions options = random_study();
+  options.scheduler = std::make_shared<StopAtStepTwo>();
+  Study study = Study::create(options);
+  study.optimize(
+      [](Trial& t) {
+        for (int step = 1; step <= 5; ++step) {
+          t.report(step, 10.0 - step);
+          if (t.should_stop()) return -1.0;  // ignored: the trial is pruned
+        }
+        return 0.0;
+      },
+      trials(3));
+  for (const FrozenTrial& t : study.trials()) {
+    EXPECT_EQ(t.state, TrialState::kPruned);
+    EXPECT_EQ(t.values, std::vector<double>{8.0});
+    EXPECT_EQ(t.intermediate_values.size(), 2u);
+  }
+}
+
+TEST(Study, DefineAndRunSamplesAndStoresTheWholeSpaceUpFront) {
+  SearchSpace space;
+  space.add_categorical("opt", {std::string("sgd"), std::string("adam")});
+  space.add({"momentum", FloatDistribution{0, 0.9}, Condition{"opt", {std::string("sgd")}}});
+  Study study = Study::create(random_study());
+  for (int i = 0; i < 10; ++i) {
+    Trial t = study.ask(space);
+    space.check_assignment(t.params());
+    EXPECT_EQ(study.storage().get_trial(t.id()).params, t.params());
+    // The objective reads the decided values back through suggest.
+    auto opt = t.suggest_categorical<std::string>("opt", {"sgd", "adam"});
+    if (opt == "sgd") {
+      EXPECT_EQ(t.suggest_float("momentum", 0, 0.9), std::get<double>(t.params().at("momentum")));
+      EXPECT_THROW(t.suggest_float("momentum", 0, 0.5), Error);  // not the space's distribution
+    }
+    study.tell(t, 1.0);
+  }
+}
+
+TEST(Study, ASuggestionKeepsItsDistribution) {
+  Study study = Study::create(random_study());
+  Trial t = study.ask();
+  double x = t.suggest_float("x", 0, 1);
+  EXPECT_EQ(t.suggest_float("x", 0, 1), x);
+  EXPECT_THROW(t.suggest_float("x", 0, 2), Error);
+  EXPECT_THROW(t.suggest_float("bad", 0, 1, {.log = true}), Error);
+}
+
+TEST(Study, TellTwiceIsRefusedAndKeepsTheFirstResult) {
+  Study study = Study::create(random_study());
+  Trial t = study.ask();
+  study.tell(t, 1.0);
+  EXPECT_THROW(study.tell(t, 2.0), Error);
+  EXPECT_EQ(study.trials().at(0).values, std::vector<double>{1.0});
+}
+
+TEST(Study, EnqueuedTrialsRunFirstWithTheirValues) {
+  Study study = Study::create(random_study());
+  study.enqueue_trial({{"x", 3.5}, {"y", int64_t{-2}}});
+  Trial t = study.ask();
+  EXPECT_EQ(t.number(), 0);
+  EXPECT_EQ(t.suggest_float("x", -10, 10), 3.5);
+  EXPECT_EQ(t.suggest_int("y", -5, 5), -2);
+  study.tell(t, 1.0);
+  EXPECT_EQ(study.trials().at(0).params.at("x"), ParamValue(3.5));
+}
+
+TEST(Study, LoadContinuesNumberingWithTheStoredSeed) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  StudyOptions options = random_study(77);
+  options.storage = storage;
+  Study::create(options).optimize(quadratic, trials(5));
+
+  StudyOptions again;
+  again.name = "test";
+  again.storage = storage;
+  again.sampler = std::make_shared<RandomSampler>();
+  Study loaded = Study::load(again);
+  EXPECT_EQ(loaded.seed(), 77u);
+  loaded.optimize(quadratic, trials(5));
+  auto all = loaded.trials();
+  ASSERT_EQ(all.size(), 10u);
+  EXPECT_EQ(all.back().number, 9);
+
+  // Same seed, uninterrupted: the same ten trials.
+  StudyOptions straight = random_study(77);
+  Study reference = Study::create(straight);
+  reference.optimize(quadratic, trials(10));
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(reference.trials()[i].params, all[i].params);
+
+  again.name = "missing";
+  try {
+    Study::load(again);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_EQ(std::string(e.what()), "no study named 'missing' in the storage (it has: test)");
+  }
+}
+
+TEST(Study, GridExhaustionEndsOptimize) {
+  SearchSpace space;
+  space.add_int("a", 0, 3);
+  space.add_categorical("b", {true, false});
+  StudyOptions options = random_study();
+  options.sampler = std::make_shared<GridSampler>(space);
+  Study study = Study::create(options);
+  std::set<std::pair<int64_t, bool>> seen;
+  study.optimize(
+      [&](Trial& t) {
+        seen.insert({t.suggest_int("a", 0, 3), t.suggest_categorical<bool>("b", {true, false})});
+        return 0.0;
+      },
+      trials(100, 2));
+  EXPECT_EQ(study.trials().size(), 8u);
+  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_THROW(study.ask(), Error);
+}
+
+TEST(Study, ParallelThreadsRunEveryTrialOnce) {
+  Study study = Study::create(random_study());
+  std::atomic<int> calls{0};
+  study.optimize(
+      [&](Trial& t) {
+        ++calls;
+        return quadratic(t);
+      },
+      trials(40, 4));
+  EXPECT_EQ(calls.load(), 40);
+  auto all = study.trials();
+  ASSERT_EQ(all.size(), 40u);
+  for (const FrozenTrial& t : all) EXPECT_EQ(t.state, TrialState::kComplete);
+}
+
+TEST(Study, TimeoutStopsStartingTrials) {
+  Study study = Study::create(random_study());
+  OptimizeOptions o;
+  o.timeout = std::chrono::milliseconds(30);
+  study.optimize(
+      [](Trial& t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return quadratic(t);
+      },
+      o);
+  EXPECT_GE(study.trials().size(), 1u);
+  EXPECT_LE(study.trials().size(), 20u);
+}
+
+TEST(Study, MultiObjectiveKeepsTheParetoFront) {
+  StudyOptions options = random_study();
+  options.directions = {StudyDirection::kMinimize, StudyDirection::kMaximize};
+  Study study = Study::create(options);
+  std::vector<std::pair<double, double>> points = {{1, 1}, {2, 3}, {3, 2}, {0.5, 0.5}, {2, 2}};
+  for (auto [a, b] : points) {
+    Trial t = study.ask();
+    study.tell(t, std::vector<double>{a, b});
+  }
+  std::set<int> front;
+  for (const FrozenTrial& t : study.best_trials()) front.insert(t.number);
+  // (2, 2) is dominated by (2, 3); (3, 2) by (2, 3); (1, 1) and (0.5, 0.5) trade off with (2, 3).
+  EXPECT_EQ(front, (std::set<int>{0, 1, 3}));
+  EXPECT_THROW(study.best_trial(), Error);
+  Trial t = study.ask();
+  EXPECT_EQ(study.tell(t, 1.0).state, TrialState::kFail);  // one value for two objectives
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,96 @@
+#include "tuner/trial.h"
+
+#include "trials/error.h"
+#include "tuner/trial_state_internal.h"
+
+namespace tuner {
+
+Trial::Trial(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Trial::Trial(Trial&&) noexcept = default;
+Trial& Trial::operator=(Trial&&) noexcept = default;
+Trial::~Trial() = default;
+
+int Trial::number() const { return state_->number; }
+int64_t Trial::id() const { return state_->trial_id; }
+const Params& Trial::params() const { return state_->params; }
+bool Trial::stop_requested() const { return state_->stop_requested; }
+
+double Trial::suggest_float(const std::string& name, double low, double high,
+                            FloatOptions options) {
+  return std::get<double>(suggest(name, FloatDistribution{low, high, options.log, options.step}));
+}
+
+int64_t Trial::suggest_int(const std::string& name, int64_t low, int64_t high, IntOptions options) {
+  return std::get<int64_t>(suggest(name, IntDistribution{low, high, options.log, options.step}));
+}
+
+ParamValue Trial::suggest_categorical(const std::string& name, std::vector<ParamValue> choices) {
+  return suggest(name, CategoricalDistribution{std::move(choices)});
+}
+
+ParamValue Trial::suggest(const std::string& name, const Distribution& distribution) {
+  State& s = *state_;
+  std::string where = "trial " + std::to_string(s.number) + " param '" + name + "'";
+  if (s.told) {
+    throw Error(ErrorCode::kFailedPrecondition, where + ": the trial is already finished");
+  }
+  validate(distribution, where);
+  if (auto it = s.distributions.find(name); it != s.distributions.end()) {
+    if (it->second != distribution) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  where + " was suggested as " + to_string(it->second) + " and now as " +
+                      to_string(distribution) + "; a parameter keeps one distribution");
+    }
+    return s.params.at(name);
+  }
+
+  ParamValue value;
+  if (auto it = s.fixed.find(name); it != s.fixed.end()) {
+    if (!contains(distribution, it->second)) {
+      throw Error(ErrorCode::kInvalidArgument, where + ": the value decided before the trial ran, " +
+                                                   to_string(it->second) + ", is not in " +
+                                                   to_string(distribution));
+    }
+    value = it->second;
+  } else if (auto rit = s.relative.find(name);
+             rit != s.relative.end() && s.relative_distributions.at(name) == distribution) {
+    value = rit->second;
+  } else {
+    std::lock_guard lock(s.core->mutex);
+    value = s.core->sampler->sample_independent(name, distribution, s.core->history_locked(),
+                                                TrialContext{s.number}, s.rng);
+  }
+  s.core->storage->set_trial_param(s.trial_id, name, distribution, value);
+  s.params[name] = value;
+  s.distributions[name] = distribution;
+  return value;
+}
+
+void Trial::report(int64_t step, double value) {
+  State& s = *state_;
+  if (s.told) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "trial " + std::to_string(s.number) + ": cannot report after it finished");
+  }
+  s.core->storage->set_trial_intermediate_value(s.trial_id, step, value);
+  s.last_step = step;
+}
+
+bool Trial::should_stop() {
+  State& s = *state_;
+  if (s.stop_requested) return true;
+  if (!s.core->scheduler || !s.last_step) return false;
+  FrozenTrial record = s.core->storage->get_trial(s.trial_id);
+  std::lock_guard lock(s.core->mutex);
+  s.core->refresh_locked();
+  Decision d = s.core->scheduler->on_report(record, *s.last_step, s.core->history_locked());
+  // In-process trials cannot be paused and resumed later; a pause means go on.
+  s.stop_requested = d == Decision::kStop;
+  return s.stop_requested;
+}
+
+void Trial::set_user_attr(const std::string& key, const std::string& json) {
+  state_->core->storage->set_trial_user_attr(state_->trial_id, key, json);
+}
+
+}  // namespace tuner

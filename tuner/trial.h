@@ -1,0 +1,91 @@
+// Trial: the live handle of one running trial, handed to the objective.
+//
+// Define-by-run: the objective asks for values with suggest_*(); each value is stored before it
+// is returned. Report intermediate values with report() and ask should_stop() whether the
+// study's scheduler wants the trial to end early; an objective that was told to stop may return
+// anything and the trial is recorded as PRUNED with its last intermediate value.
+// Not thread-safe: one thread drives a trial. Movable, not copyable.
+#ifndef TUNER_TUNER_TRIAL_H_
+#define TUNER_TUNER_TRIAL_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trials/distribution.h"
+#include "trials/param_value.h"
+
+namespace tuner {
+
+struct StudyCore;
+
+struct FloatOptions {
+  bool log = false;                  // log-uniform; REQUIRES low > 0
+  std::optional<double> step;        // values low, low + step, ..., high
+};
+
+struct IntOptions {
+  bool log = false;   // log-uniform; REQUIRES low >= 1 and step == 1
+  int64_t step = 1;
+};
+
+class Trial {
+ public:
+  Trial(Trial&&) noexcept;
+  Trial& operator=(Trial&&) noexcept;
+  ~Trial();
+
+  int number() const;
+  int64_t id() const;
+
+  double suggest_float(const std::string& name, double low, double high, FloatOptions options = {});
+  int64_t suggest_int(const std::string& name, int64_t low, int64_t high, IntOptions options = {});
+  ParamValue suggest_categorical(const std::string& name, std::vector<ParamValue> choices);
+  // Typed convenience: suggest_categorical<std::string>("opt", {"sgd", "adam"}).
+  template <class T>
+  T suggest_categorical(const std::string& name, const std::vector<T>& choices);
+  // Any distribution. Throws Error(kInvalidArgument) for an invalid distribution, or a name
+  // already suggested in this trial with another distribution.
+  ParamValue suggest(const std::string& name, const Distribution& distribution);
+
+  // Stores `value` at `step`. Throws Error(kInvalidArgument) for NaN.
+  void report(int64_t step, double value);
+  // Asks the scheduler about the last reported step; false when nothing was reported or the
+  // study has no scheduler. Once true, stays true.
+  bool should_stop();
+  bool stop_requested() const;
+
+  // Attributes are stored as JSON text: set_user_attr("note", "\"baseline\"").
+  void set_user_attr(const std::string& key, const std::string& json);
+
+  // The values chosen so far (all of the space's active params for define-and-run trials).
+  const Params& params() const;
+
+ private:
+  friend class Study;
+  struct State;
+  explicit Trial(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+template <class T>
+T Trial::suggest_categorical(const std::string& name, const std::vector<T>& choices) {
+  std::vector<ParamValue> values;
+  values.reserve(choices.size());
+  for (const auto& c : choices) values.emplace_back(ParamValue(c));
+  ParamValue v = suggest_categorical(name, std::move(values));
+  if constexpr (std::is_same_v<T, const char*>) {
+    for (const auto& c : choices) {
+      if (ParamValue(c) == v) return c;
+    }
+    return choices.front();  // unreachable: the value is one of the choices
+  } else {
+    return std::get<T>(v);
+  }
+}
+
+}  // namespace tuner
+
+#endif  // TUNER_TUNER_TRIAL_H_

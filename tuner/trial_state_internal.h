@@ -1,0 +1,37 @@
+// Trial::State: the live state of one trial. Internal to tuner/.
+#ifndef TUNER_TUNER_TRIAL_STATE_INTERNAL_H_
+#define TUNER_TUNER_TRIAL_STATE_INTERNAL_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "search/rng.h"
+#include "tuner/study_core.h"
+#include "tuner/trial.h"
+
+namespace tuner {
+
+struct Trial::State {
+  std::shared_ptr<StudyCore> core;
+  int64_t trial_id = -1;
+  int number = -1;
+  Rng rng{0};
+  // Values chosen and stored so far.
+  Params params;
+  std::map<std::string, Distribution, std::less<>> distributions;
+  // Values decided before the objective ran: the whole space of a define-and-run trial, or the
+  // params of an enqueued trial. suggest_*() must return them.
+  Params fixed;
+  // Proposed jointly by the sampler for define-by-run; used when the objective suggests the same
+  // distribution, ignored otherwise.
+  Params relative;
+  std::map<std::string, Distribution, std::less<>> relative_distributions;
+  std::optional<int64_t> last_step;
+  bool stop_requested = false;
+  bool told = false;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_TUNER_TRIAL_STATE_INTERNAL_H_
