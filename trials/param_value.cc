@@ -27,16 +27,25 @@ std::string format_double(double v) {
     if (text[i] != '.') digits += text[i];
   }
   if (exponent < -4 || exponent >= 16) {
-    std::string out = sign + digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char exp[8];
+    std::string out = sign;
+    out.append(digits, 0, 1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
+    char exp[16];
     std::snprintf(exp, sizeof(exp), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
     return out + exp;
   }
-  if (exponent < 0) return sign + "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  std::string out = sign;
+  if (exponent < 0) {
+    out.append("0.").append(static_cast<size_t>(-exponent - 1), '0').append(digits);
+    return out;
+  }
   auto int_digits = static_cast<size_t>(exponent) + 1;
-  if (digits.size() <= int_digits) return sign + digits + std::string(int_digits - digits.size(), '0');
-  return sign + digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+  if (digits.size() <= int_digits) {
+    out.append(digits).append(int_digits - digits.size(), '0');
+  } else {
+    out.append(digits, 0, int_digits).append(".").append(digits, int_digits);
+  }
+  return out;
 }
 
 }  // namespace

@@ -1,0 +1,70 @@
+// Test helpers for schedulers: a study's trials built from learning curves.
+#ifndef TUNER_SEARCH_SCHEDULER_TEST_UTIL_H_
+#define TUNER_SEARCH_SCHEDULER_TEST_UTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "search/history.h"
+#include "trials/frozen_trial.h"
+#include "trials/trial_state.h"
+
+namespace tuner::scheduler_test {
+
+// step -> intermediate value.
+using Curve = std::map<int64_t, double>;
+
+// Values at steps first_step, first_step + 1, ...
+inline Curve curve(std::vector<double> values, int64_t first_step = 1) {
+  Curve result;
+  for (double value : values) result[first_step++] = value;
+  return result;
+}
+
+// A trial record with the given number, state and intermediate values. A COMPLETE trial's
+// objective value and a PRUNED trial's value are its last intermediate value, as Optuna stores.
+inline FrozenTrial make_trial(int number, TrialState state, Curve values) {
+  FrozenTrial trial;
+  trial.trial_id = number;
+  trial.number = number;
+  trial.state = state;
+  if ((state == TrialState::kComplete || state == TrialState::kPruned) && !values.empty()) {
+    trial.values = {values.rbegin()->second};
+  }
+  trial.intermediate_values = std::move(values);
+  return trial;
+}
+
+// The trials of one single-objective study, numbered in the order they are added.
+// History views into it stay valid until the next add().
+class StudyFixture {
+ public:
+  explicit StudyFixture(StudyDirection direction = StudyDirection::kMinimize)
+      : directions_{direction} {}
+
+  // Adds the next trial; returns its number.
+  int add(TrialState state, Curve values) {
+    const int number = static_cast<int>(trials_.size());
+    trials_.push_back(make_trial(number, state, std::move(values)));
+    return number;
+  }
+  int complete(Curve values) { return add(TrialState::kComplete, std::move(values)); }
+
+  // A RUNNING trial numbered after every trial added so far, not added to the study (as when
+  // history has not caught up with it yet).
+  FrozenTrial next_running(Curve values) const {
+    return make_trial(static_cast<int>(trials_.size()), TrialState::kRunning, std::move(values));
+  }
+
+  History history() const { return History{trials_, directions_}; }
+  std::vector<FrozenTrial>& trials() { return trials_; }
+
+ private:
+  std::vector<FrozenTrial> trials_;
+  std::vector<StudyDirection> directions_;
+};
+
+}  // namespace tuner::scheduler_test
+
+#endif  // TUNER_SEARCH_SCHEDULER_TEST_UTIL_H_
