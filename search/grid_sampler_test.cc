@@ -47,7 +47,7 @@ TEST(GridSampler, RejectsParametersWithoutAGrid) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "grid: parameter 'lr' float[0.001, 1, log] cannot be enumerated: give the float a step");
+              "grid: parameter 'lr' float[0.001, 1.0, log] cannot be enumerated: give the float a step");
   }
 }
 

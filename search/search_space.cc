@@ -12,8 +12,9 @@ void SearchSpace::add(ParamSpec spec) {
   if (spec.name.empty()) throw invalid("a parameter name must not be empty");
   if (find(spec.name)) throw invalid("parameter '" + spec.name + "' is declared twice");
   validate(spec.distribution, spec.name);
-  if (spec.fixed && !is_single(spec.distribution)) {
-    throw invalid(spec.name + ": a fixed parameter must have exactly one value");
+  if (spec.fixed && !(std::holds_alternative<CategoricalDistribution>(spec.distribution) &&
+                      is_single(spec.distribution))) {
+    throw invalid(spec.name + ": a fixed parameter is a categorical with exactly one choice");
   }
   if (spec.condition) {
     const ParamSpec* parent = find(spec.condition->parent);

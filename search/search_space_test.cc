@@ -52,7 +52,7 @@ TEST(SearchSpace, RejectsBadDeclarations) {
   EXPECT_EQ(message({"m", FloatDistribution{0, 1}, Condition{"opt", {std::string("sgd")}}}),
             "m.condition.parent: 'opt' is not a parameter declared before 'm'");
   EXPECT_EQ(message({"m", FloatDistribution{0, 1}, Condition{"lr", {2.0}}}),
-            "m.condition.values[0]: 2 is not a value of 'lr' float[0.0001, 1, log]");
+            "m.condition.values[0]: 2.0 is not a value of 'lr' float[0.0001, 1.0, log]");
   EXPECT_EQ(message({"x", FloatDistribution{0, 1, true}, {}}), "x.low: must be > 0 for a log scale");
   EXPECT_EQ(message({"", FloatDistribution{0, 1}, {}}), "a parameter name must not be empty");
 }

@@ -125,7 +125,8 @@ bool contains(const Distribution& distribution, const ParamValue& value) {
           },
           [&](const NormalDistribution& d) {
             const auto* x = std::get_if<double>(&value);
-            if (!x || !std::isfinite(*x) || (d.log && *x <= 0)) return false;
+            // exp() is positive, but rounding it to a multiple of q can give 0.
+            if (!x || !std::isfinite(*x) || (d.log && (d.q ? *x < 0 : *x <= 0))) return false;
             return !d.q || on_float_grid(0.0, *d.q, *x);
           },
       },

@@ -23,7 +23,7 @@ TEST(Distribution, LogWithNonPositiveLowIsRejected) {
 
 TEST(Distribution, StepThatDoesNotDivideTheRangeIsRejected) {
   EXPECT_EQ(problem_of(FloatDistribution{0.0, 1.0, false, 0.3}),
-            "step: 0.3 does not divide the range [0, 1]");
+            "step: 0.3 does not divide the range [0.0, 1.0]");
   EXPECT_EQ(problem_of(IntDistribution{0, 10, false, 3}), "step: 3 does not divide the range [0, 10]");
   EXPECT_EQ(problem_of(FloatDistribution{0.0, 1.0, false, 0.1}), "");  // 0.1 divides despite rounding
   EXPECT_EQ(problem_of(FloatDistribution{0.0, 1.0, false, 0.0}), "step: must be > 0");
@@ -32,7 +32,7 @@ TEST(Distribution, StepThatDoesNotDivideTheRangeIsRejected) {
 }
 
 TEST(Distribution, InvertedBoundsAreRejected) {
-  EXPECT_EQ(problem_of(FloatDistribution{2.0, 1.0, false, {}}), "high: must be >= low (2)");
+  EXPECT_EQ(problem_of(FloatDistribution{2.0, 1.0, false, {}}), "high: must be >= low (2.0)");
   EXPECT_EQ(problem_of(IntDistribution{5, 4, false, 1}), "high: must be >= low (5)");
   EXPECT_EQ(problem_of(FloatDistribution{1.0, 1.0, false, {}}), "");  // a single point is allowed
 }
@@ -105,7 +105,7 @@ TEST(ParamValue, FloatsPrintAsPythonReprDoes) {
   EXPECT_EQ(to_string(ParamValue(0.0001)), "0.0001");
   EXPECT_EQ(to_string(ParamValue(1e-05)), "1e-05");
   EXPECT_EQ(to_string(ParamValue(-2.5e16)), "-2.5e+16");
-  EXPECT_EQ(to_string(ParamValue(123.0)), "123");
+  EXPECT_EQ(to_string(ParamValue(123.0)), "123.0");
   EXPECT_EQ(to_string(ParamValue(0.1 + 0.2)), "0.30000000000000004");
   EXPECT_EQ(to_string(ParamValue(1234.5)), "1234.5");
   EXPECT_EQ(to_string(ParamValue(std::string("adam"))), "\"adam\"");

@@ -12,7 +12,8 @@ namespace tuner {
 namespace {
 
 // The shortest text that reads back as `v`, laid out as Python's repr lays it out: positional
-// for exponents in [-4, 16), scientific otherwise ("0.0001", "1e-05", "2.5e+16").
+// for exponents in [-4, 16), scientific otherwise ("0.0001", "1e-05", "2.5e+16", "3.0"), so a float
+// never reads as an integer.
 std::string format_double(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -41,7 +42,7 @@ std::string format_double(double v) {
   }
   auto int_digits = static_cast<size_t>(exponent) + 1;
   if (digits.size() <= int_digits) {
-    out.append(digits).append(int_digits - digits.size(), '0');
+    out.append(digits).append(int_digits - digits.size(), '0').append(".0");
   } else {
     out.append(digits, 0, int_digits).append(".").append(digits, int_digits);
   }

@@ -18,7 +18,8 @@ using ParamValue = std::variant<bool, int64_t, double, std::string>;
 // Parameters of one trial by name.
 using Params = std::map<std::string, ParamValue, std::less<>>;
 
-// A readable form: strings quoted, booleans true/false, floats with round-trip precision.
+// A readable form: strings quoted, booleans true/false, floats as Python prints them (round-trip
+// precision, always with a point or an exponent: 3.0, 0.25, 1e-05).
 std::string to_string(const ParamValue& value);
 
 // The value as a double: floats as they are, integers and booleans converted.

@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "search/random_sampler.h"
+#include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
 #include "tuner/study_core.h"
@@ -21,7 +21,7 @@ constexpr char kSeedAttr[] = "tuner:seed";
 constexpr char kFailReasonAttr[] = "fail_reason";    // the keys Optuna uses
 constexpr char kFixedParamsAttr[] = "fixed_params";
 
-std::shared_ptr<Sampler> default_sampler() { return std::make_shared<RandomSampler>(); }
+std::shared_ptr<Sampler> default_sampler() { return std::make_shared<TpeSampler>(); }
 
 uint64_t fresh_random() {
   std::random_device device;

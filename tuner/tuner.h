@@ -2,10 +2,16 @@
 #ifndef TUNER_TUNER_TUNER_H_
 #define TUNER_TUNER_TUNER_H_
 
+#include "search/asha.h"
+#include "search/grid_sampler.h"
+#include "search/hyperband.h"
+#include "search/median_stopping.h"
+#include "search/patience.h"
 #include "search/random_sampler.h"
 #include "search/sampler.h"
 #include "search/scheduler.h"
 #include "search/search_space.h"
+#include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "storage/storage.h"
 #include "trials/distribution.h"

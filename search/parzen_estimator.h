@@ -1,0 +1,137 @@
+// ParzenEstimator: the mixture of product kernels that TPE fits to a group of trials.
+//
+// One kernel per observation plus, optionally, a prior kernel; each kernel is a product over the
+// dimensions of: a truncated normal (float, log float: in log space), a truncated normal
+// integrated over the step cell (stepped float, int, log int: the cell in log space), a smoothed
+// categorical (categorical), or an untruncated normal (NormalDistribution, in log space when
+// `log`). This is the estimator of Optuna's TPESampler (neighbour-gap bandwidths, the magic clip,
+// the prior kernel), written for speed: kernel constants are computed once per estimator, and
+// densities are evaluated over contiguous arrays.
+//
+// Values are internal representations (see trials/distribution.h): numbers for float, int and
+// normal, choice indices for categorical. Densities are with respect to the transformed space
+// (log space for log dimensions; counting measure for discrete ones), so the densities of two
+// estimators over the same dimensions can be compared, which is all TPE needs.
+//
+// Immutable after construction; const methods may be called from several threads.
+#ifndef TUNER_SEARCH_PARZEN_ESTIMATOR_H_
+#define TUNER_SEARCH_PARZEN_ESTIMATOR_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "search/rng.h"
+#include "trials/distribution.h"
+
+namespace tuner {
+
+struct ParzenEstimatorOptions {
+  // Add a kernel at the prior (the middle of the range with the width of the range; the prior
+  // N(mu, sigma) of a NormalDistribution; the uniform distribution of a categorical), weighted
+  // prior_weight against observation weights. Default: true. Without observations the prior kernel
+  // is always used.
+  bool consider_prior = true;
+  // Weight of the prior kernel, relative to the observation weights. REQUIRES >= 0. Default 1.0.
+  double prior_weight = 1.0;
+  // Clip bandwidths below at range / min(100, n_kernels + 1). Default: true.
+  bool consider_magic_clip = true;
+  // Let the outermost observations' bandwidths reach to the range's ends. Default: false.
+  bool consider_endpoints = false;
+};
+
+class ParzenEstimator {
+ public:
+  // `dims`: the distribution of each dimension (REQUIRES: each valid).
+  // `observations`: one column per dimension, each of n internal representations inside its
+  //   distribution; kernel k sits at (observations[0][k], ..., observations[D-1][k]).
+  // `weights`: n non-negative finite weights, kernel k's in weights[k] (REQUIRES: a positive sum
+  //   when n > 0).
+  // `sorted`: optional; when not empty, sorted[d] is a permutation of 0..n-1 that orders
+  //   observations[d] ascending (ties in any order). Saves the sorts.
+  // Throws Error(kInvalidArgument) naming the problem when the inputs do not fit together.
+  ParzenEstimator(std::span<const Distribution> dims,
+                  std::span<const std::vector<double>> observations,
+                  std::span<const double> weights, const ParzenEstimatorOptions& options,
+                  std::span<const std::vector<int>> sorted = {});
+
+  size_t n_dims() const { return dims_.size(); }
+  // Observations (merged where identical for a one-dimensional discrete estimator) plus prior.
+  size_t n_kernels() const { return weight_.size(); }
+
+  // `n` draws, row-major: result[i * n_dims() + d] is draw i's internal representation in
+  // dimension d, always inside that dimension's distribution (on its grid; rounded to q).
+  std::vector<double> sample(Rng& rng, int n) const;
+
+  // The log density of each of the n points x[i * n_dims() + d] (row-major, internal
+  // representations inside the distributions). REQUIRES: x.size() == n * n_dims().
+  std::vector<double> log_pdf(std::span<const double> x, int n) const;
+
+ private:
+  enum class Kind { kContinuous, kDiscrete, kCategorical };
+
+  // One dimension: its transform and, per kernel, the kernel's parameters.
+  struct Dim {
+    Kind kind = Kind::kContinuous;
+    bool log = false;       // kernels live in log space
+    double low = 0.0;       // truncation bounds in the kernel space (+-inf when unbounded);
+    double high = 0.0;      //   discrete ones extended by half a step
+    double raw_low = 0.0;   // the distribution's bounds, for clamping draws
+    double raw_high = 0.0;
+    double step = 0.0;      // grid step (discrete), or q of a normal (0: none)
+    int n_choices = 0;      // categorical
+    // Per kernel (continuous and discrete): centre and bandwidth in the kernel space.
+    std::vector<double> mu;
+    std::vector<double> sigma;
+    std::vector<double> inv_sigma;
+    std::vector<int> order;  // observation kernels by ascending centre
+    // Discrete and categorical: kernel -> distinct kernel shape ("pair"), and per pair its
+    // centre, bandwidth and log normalizer (discrete), or its log probabilities (categorical,
+    // [pair * n_choices + choice]).
+    std::vector<int> pair;
+    std::vector<double> pair_mu;
+    std::vector<double> pair_sigma;
+    std::vector<double> pair_log_z;
+    std::vector<double> cat_log_p;
+    std::vector<double> cat_p;  // the same, not in log space: for draws
+  };
+
+  void build_numeric(Dim& dim, const Distribution& distribution, std::span<const double> column,
+                     std::span<const int> order, const ParzenEstimatorOptions& options,
+                     bool with_prior);
+  void build_categorical(Dim& dim, const CategoricalDistribution& distribution,
+                         std::span<const double> column, const ParzenEstimatorOptions& options,
+                         bool with_prior);
+  void merge_identical_kernels();
+  void sort_kernels_1d(size_t n_observations);
+  double log_pdf_1d(double x) const;
+  double draw_in_dim(const Dim& dim, int kernel, Rng& rng) const;
+  // Adds dimension d's log density of each point to acc[i * K + k].
+  void add_dim_log_pdf(size_t d, std::span<const double> x, int n, std::vector<double>& acc) const;
+
+  // Constant after construction.
+  std::vector<Dim> dims_;
+  std::vector<double> weight_;         // per kernel, normalized
+  std::vector<double> cum_weight_;     // per kernel, for drawing a kernel
+  std::vector<double> kernel_const_;   // per kernel: log weight + continuous log normalizers
+  // One continuous dimension: the first n_sorted_ kernels are sorted by centre.
+  size_t n_sorted_ = 0;
+  double max_sorted_sigma_ = 0.0;
+  double max_sorted_const_ = 0.0;
+};
+
+// Truncated-normal arithmetic, exposed for tests.
+
+// log(Phi(z)), Phi the standard normal CDF; accurate in both tails.
+double log_ndtr(double z);
+// log(Phi(b) - Phi(a)) for a <= b; accurate in the tails; -inf when the mass underflows.
+double log_gauss_mass(double a, double b);
+// The inverse of Phi. REQUIRES 0 <= p <= 1 (0 and 1 map to -inf and +inf).
+double ndtri(double p);
+// A standard normal truncated to [a, b] (a <= b, either may be infinite), by inversion of `u` in
+// [0, 1).
+double truncnorm_ppf(double u, double a, double b);
+
+}  // namespace tuner
+
+#endif  // TUNER_SEARCH_PARZEN_ESTIMATOR_H_

@@ -1,0 +1,532 @@
+#include "search/tpe_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "search/parzen_estimator.h"
+#include "search/random_sampler.h"
+#include "trials/error.h"
+
+namespace tuner {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+enum Role : uint8_t { kNone = 0, kBelow = 1, kAbove = 2 };
+
+using NamedDistributions = std::vector<std::pair<std::string, Distribution>>;  // sorted by name
+
+// The internal representation of trial's value for `name` if it lies in `distribution`, else NaN.
+double extract(const FrozenTrial& trial, const std::string& name,
+               const Distribution& distribution) {
+  auto it = trial.params.find(name);
+  if (it == trial.params.end()) return kNaN;
+  auto dit = trial.distributions.find(name);
+  bool same = dit != trial.distributions.end() && dit->second == distribution;
+  if (!same && !contains(distribution, it->second)) return kNaN;
+  try {
+    return to_internal(distribution, it->second);
+  } catch (const Error&) {
+    return kNaN;
+  }
+}
+
+void check_options(const TpeOptions& o) {
+  auto bad = [](const std::string& field, const std::string& why) {
+    throw Error(ErrorCode::kInvalidArgument, "TpeOptions." + field + ": " + why);
+  };
+  if (o.n_startup_trials < 0) bad("n_startup_trials", "must be >= 0");
+  if (o.n_ei_candidates < 1) bad("n_ei_candidates", "must be >= 1");
+  if (!(o.prior_weight >= 0.0) || !std::isfinite(o.prior_weight)) {
+    bad("prior_weight", "must be a finite number >= 0");
+  }
+  if (o.group && !o.multivariate) bad("group", "requires multivariate = true");
+}
+
+}  // namespace
+
+int tpe_default_gamma(int n) {
+  return std::min(static_cast<int>(std::ceil(0.1 * static_cast<double>(n))), 25);
+}
+
+std::vector<double> tpe_default_weights(int n) {
+  if (n <= 0) return {};
+  std::vector<double> w(static_cast<size_t>(n), 1.0);
+  if (n < 25) return w;
+  // linspace(1/n, 1, n - 25) for the oldest, then 25 ones.
+  const int ramp = n - 25;
+  const double lo = 1.0 / n;
+  for (int i = 0; i < ramp; ++i) {
+    w[static_cast<size_t>(i)] = ramp == 1 ? lo : lo + (1.0 - lo) * i / (ramp - 1);
+  }
+  return w;
+}
+
+// One parameter with one distribution: every cached finished trial's value.
+struct Column {
+  std::string name;
+  Distribution distribution;
+  std::vector<double> value;  // by trial number; NaN: absent, unfinished or outside
+  std::vector<int> sorted;    // numbers of cached trials with a value, by (value, number)
+};
+
+struct TpeSampler::Cache {
+  struct Entry {
+    int64_t trial_id = -1;
+    bool cached = false;  // finished and ingested
+  };
+
+  uint64_t generation = 0;
+  StudyDirection direction = StudyDirection::kMinimize;
+  bool rebuild_next = false;  // a finished trial had no trial_id: it cannot be checked next time
+  std::vector<Entry> trials;  // by number
+  std::vector<double> score;  // COMPLETE: the loss; PRUNED: the last value as a loss
+  std::vector<double> step;   // PRUNED: -(last step), 1 without intermediate values
+  std::vector<int> complete;  // numbers of COMPLETE trials, best first (ties by number)
+  std::vector<int> pruned;    // numbers of PRUNED trials, best first
+  std::vector<std::unique_ptr<Column>> columns;
+  std::optional<NamedDistributions> intersection;
+  std::vector<NamedDistributions> groups;
+
+  void resize(size_t n) {
+    trials.resize(n);
+    score.resize(n, kNaN);
+    step.resize(n, kNaN);
+    for (auto& c : columns) c->value.resize(n, kNaN);
+  }
+
+  void insert_sorted(Column& c, int number) {
+    auto less = [&](int a, int b) {
+      double va = c.value[static_cast<size_t>(a)];
+      double vb = c.value[static_cast<size_t>(b)];
+      return va < vb || (va == vb && a < b);
+    };
+    c.sorted.insert(std::lower_bound(c.sorted.begin(), c.sorted.end(), number, less), number);
+  }
+
+  Column& column(const std::string& name, const Distribution& distribution,
+                 const History& history) {
+    for (auto& c : columns) {
+      if (c->name == name && c->distribution == distribution) return *c;
+    }
+    auto c = std::make_unique<Column>();
+    c->name = name;
+    c->distribution = distribution;
+    c->value.assign(trials.size(), kNaN);
+    for (size_t i = 0; i < trials.size(); ++i) {
+      if (!trials[i].cached) continue;
+      TrialState s = history.trials[i].state;
+      if (s != TrialState::kComplete && s != TrialState::kPruned) continue;
+      c->value[i] = extract(history.trials[i], name, distribution);
+      if (!std::isnan(c->value[i])) c->sorted.push_back(static_cast<int>(i));
+    }
+    std::stable_sort(c->sorted.begin(), c->sorted.end(), [&](int a, int b) {
+      return c->value[static_cast<size_t>(a)] < c->value[static_cast<size_t>(b)];
+    });
+    columns.push_back(std::move(c));
+    return *columns.back();
+  }
+
+  void ingest(const FrozenTrial& t) {
+    const size_t i = static_cast<size_t>(t.number);
+    trials[i].trial_id = t.trial_id;
+    trials[i].cached = true;
+    if (t.state == TrialState::kComplete) {
+      if (t.values.empty()) return;
+      double v = t.values[0];
+      if (std::isnan(v)) return;
+      score[i] = direction == StudyDirection::kMaximize ? -v : v;
+      auto less = [&](int a, int b) {
+        return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)] ||
+               (score[static_cast<size_t>(a)] == score[static_cast<size_t>(b)] && a < b);
+      };
+      complete.insert(std::lower_bound(complete.begin(), complete.end(), t.number, less),
+                      t.number);
+    } else if (t.state == TrialState::kPruned) {
+      // Optuna's order: more steps first, then the better last value; NaN last.
+      if (t.intermediate_values.empty()) {
+        step[i] = 1.0;
+        score[i] = 0.0;
+      } else {
+        auto [last_step, v] = *t.intermediate_values.rbegin();
+        step[i] = -static_cast<double>(last_step);
+        score[i] = std::isnan(v) ? std::numeric_limits<double>::infinity()
+                                 : (direction == StudyDirection::kMaximize ? -v : v);
+      }
+      auto less = [&](int a, int b) {
+        size_t x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+        if (step[x] != step[y]) return step[x] < step[y];
+        if (score[x] != score[y]) return score[x] < score[y];
+        return a < b;
+      };
+      pruned.insert(std::lower_bound(pruned.begin(), pruned.end(), t.number, less), t.number);
+    } else {
+      return;  // FAIL: ignored
+    }
+    for (auto& c : columns) {
+      c->value[i] = extract(t, c->name, c->distribution);
+      if (!std::isnan(c->value[i])) insert_sorted(*c, t.number);
+    }
+    update_spaces(t);
+  }
+
+  // Optuna's IntersectionSearchSpace and _SearchSpaceGroup, updated with one finished trial.
+  void update_spaces(const FrozenTrial& t) {
+    NamedDistributions mine;
+    for (const auto& [name, value] : t.params) {
+      auto it = t.distributions.find(name);
+      if (it != t.distributions.end()) mine.emplace_back(name, it->second);
+    }
+    if (!intersection) {
+      intersection = mine;
+    } else {
+      NamedDistributions next;
+      for (auto& entry : *intersection) {
+        auto it = std::lower_bound(mine.begin(), mine.end(), entry.first,
+                                   [](const auto& e, const std::string& n) { return e.first < n; });
+        if (it != mine.end() && it->first == entry.first && it->second == entry.second) {
+          next.push_back(entry);
+        }
+      }
+      intersection = std::move(next);
+    }
+    std::vector<NamedDistributions> next;
+    NamedDistributions rest = mine;  // names not yet in a group
+    for (const auto& g : groups) {
+      NamedDistributions both, only_group;
+      for (const auto& entry : g) {
+        auto it = std::lower_bound(rest.begin(), rest.end(), entry.first,
+                                   [](const auto& e, const std::string& n) { return e.first < n; });
+        bool in_trial = std::binary_search(
+            mine.begin(), mine.end(), entry,
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+        (in_trial ? both : only_group).push_back(entry);
+        if (it != rest.end() && it->first == entry.first) rest.erase(it);
+      }
+      if (!both.empty()) next.push_back(std::move(both));
+      if (!only_group.empty()) next.push_back(std::move(only_group));
+    }
+    if (!rest.empty()) next.push_back(std::move(rest));
+    groups = std::move(next);
+  }
+};
+
+// What one call sees: the split of the history's trials, computed for one cache generation.
+struct TpeSampler::Call {
+  const History* history = nullptr;
+  int number = 0;
+  uint64_t generation = 0;
+  int n_finished = 0;          // COMPLETE + PRUNED
+  std::vector<uint8_t> role;   // by number
+  std::vector<int> running;    // RUNNING trials that are lied about (constant liar)
+};
+
+TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
+  check_options(options_);
+}
+
+TpeSampler::~TpeSampler() = default;
+
+void TpeSampler::sync(const History& history) {
+  const size_t n = history.trials.size();
+  bool reset = !cache_ || cache_->rebuild_next || cache_->direction != history.direction() ||
+               n < cache_->trials.size();
+  if (!reset) {
+    for (size_t i = 0; i < cache_->trials.size(); ++i) {
+      if (cache_->trials[i].cached && cache_->trials[i].trial_id != history.trials[i].trial_id) {
+        reset = true;
+        break;
+      }
+    }
+  }
+  if (reset) {
+    uint64_t generation = cache_ ? cache_->generation + 1 : 0;
+    cache_ = std::make_unique<Cache>();
+    cache_->generation = generation;
+    cache_->direction = history.direction();
+  }
+  cache_->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (cache_->trials[i].cached) continue;
+    const FrozenTrial& t = history.trials[i];
+    if (!is_finished(t.state)) continue;
+    if (t.number != static_cast<int>(i)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "TpeSampler: history.trials[" + std::to_string(i) + "] has number " +
+                      std::to_string(t.number) + "; trials must be ordered by number");
+    }
+    if (t.trial_id < 0) cache_->rebuild_next = true;
+    cache_->ingest(t);
+  }
+}
+
+TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialContext& trial) {
+  sync(history);
+  Call call;
+  call.history = &history;
+  call.number = trial.number;
+  call.generation = cache_->generation;
+  const size_t n = history.trials.size();
+  call.role.assign(n, kNone);
+  bool any_running = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (cache_->trials[i].cached) continue;
+    const FrozenTrial& t = history.trials[i];
+    if (t.state == TrialState::kRunning && t.number != trial.number) {
+      any_running = true;
+      call.running.push_back(static_cast<int>(i));
+    }
+  }
+  bool liar = options_.constant_liar == ConstantLiar::kOn ||
+              (options_.constant_liar == ConstantLiar::kAuto && any_running);
+  if (!liar) call.running.clear();
+  const auto& complete = cache_->complete;
+  const auto& pruned = cache_->pruned;
+  call.n_finished = static_cast<int>(complete.size() + pruned.size());
+  int n_below = options_.gamma ? options_.gamma(call.n_finished)
+                               : tpe_default_gamma(call.n_finished);
+  n_below = std::clamp(n_below, 0, call.n_finished);
+  for (int number : complete) call.role[static_cast<size_t>(number)] = kAbove;
+  for (int number : pruned) call.role[static_cast<size_t>(number)] = kAbove;
+  for (int j = 0; j < n_below; ++j) {
+    size_t c = complete.size();
+    int number = static_cast<size_t>(j) < c ? complete[static_cast<size_t>(j)]
+                                            : pruned[static_cast<size_t>(j) - c];
+    call.role[static_cast<size_t>(number)] = kBelow;
+  }
+  for (int number : call.running) call.role[static_cast<size_t>(number)] = kAbove;
+  return call;
+}
+
+namespace {
+
+std::vector<double> checked_weights(const TpeOptions& options, int n) {
+  if (!options.weights) return tpe_default_weights(n);
+  std::vector<double> w = options.weights(n);
+  if (w.size() < static_cast<size_t>(n)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "TpeOptions.weights(" + std::to_string(n) + ") returned " +
+                    std::to_string(w.size()) + " values; it must return at least " +
+                    std::to_string(n));
+  }
+  w.resize(static_cast<size_t>(n));
+  double sum = 0.0;
+  for (double x : w) {
+    if (!(x >= 0.0) || !std::isfinite(x)) {
+      throw Error(ErrorCode::kInvalidArgument, "TpeOptions.weights(" + std::to_string(n) +
+                                                   ") returned a negative or non-finite value");
+    }
+    sum += x;
+  }
+  if (n > 0 && !(sum > 0.0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "TpeOptions.weights(" + std::to_string(n) + ") returned only zeros");
+  }
+  return w;
+}
+
+// The observations of one group of trials (below or above) over some dimensions.
+struct GroupObservations {
+  std::vector<std::vector<double>> columns;  // [dim][kernel]
+  std::vector<std::vector<int>> sorted;      // [dim]: kernels by value
+  std::vector<double> weights;
+};
+
+}  // namespace
+
+std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::string>& names,
+                                             const std::vector<Distribution>& dims, Rng& rng) {
+  const size_t n_dims = dims.size();
+  GroupObservations groups[2];  // below, above
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!cache_ || cache_->generation != call.generation) {
+      // Another study's history reset the cache meanwhile: start over from ours.
+      call = begin_call(*call.history, TrialContext{call.number});
+    }
+    const History& history = *call.history;
+    std::vector<Column*> cols(n_dims);
+    for (size_t d = 0; d < n_dims; ++d) cols[d] = &cache_->column(names[d], dims[d], history);
+    // Values of the lied-about RUNNING trials, which the cache does not hold.
+    std::vector<double> running_values(call.running.size() * n_dims);
+    std::vector<bool> running_ok(call.running.size(), true);
+    for (size_t r = 0; r < call.running.size(); ++r) {
+      const FrozenTrial& t = history.trials[static_cast<size_t>(call.running[r])];
+      for (size_t d = 0; d < n_dims; ++d) {
+        double v = extract(t, names[d], dims[d]);
+        running_values[r * n_dims + d] = v;
+        if (std::isnan(v)) running_ok[r] = false;
+      }
+    }
+    const size_t n = call.role.size();
+    std::vector<int> rank(n, -1);
+    std::vector<int> running_index(n, -1);
+    for (size_t r = 0; r < call.running.size(); ++r) {
+      running_index[static_cast<size_t>(call.running[r])] = static_cast<int>(r);
+    }
+    for (int g = 0; g < 2; ++g) {
+      const uint8_t want = g == 0 ? kBelow : kAbove;
+      GroupObservations& obs = groups[g];
+      obs.columns.assign(n_dims, {});
+      // Kernels in trial-number order (the weights favour recent trials).
+      int count = 0;
+      for (size_t i = 0; i < n; ++i) {
+        if (call.role[i] != want) continue;
+        int r = running_index[i];
+        bool ok = true;
+        if (r >= 0) {
+          ok = running_ok[static_cast<size_t>(r)];
+        } else {
+          for (size_t d = 0; d < n_dims && ok; ++d) ok = !std::isnan(cols[d]->value[i]);
+        }
+        if (!ok) continue;
+        rank[i] = count++;
+        for (size_t d = 0; d < n_dims; ++d) {
+          obs.columns[d].push_back(r >= 0 ? running_values[static_cast<size_t>(r) * n_dims + d]
+                                          : cols[d]->value[i]);
+        }
+      }
+      obs.weights = checked_weights(options_, count);
+      // Sorted orders: the cached sorted column, filtered, merged with the running trials.
+      obs.sorted.assign(n_dims, {});
+      for (size_t d = 0; d < n_dims; ++d) {
+        std::vector<std::pair<double, int>> extra;
+        for (size_t r = 0; r < call.running.size(); ++r) {
+          size_t i = static_cast<size_t>(call.running[r]);
+          if (call.role[i] == want && rank[i] >= 0) {
+            extra.emplace_back(running_values[r * n_dims + d], rank[i]);
+          }
+        }
+        std::sort(extra.begin(), extra.end());
+        auto& out = obs.sorted[d];
+        out.reserve(static_cast<size_t>(count));
+        size_t e = 0;
+        for (int number : cols[d]->sorted) {
+          size_t i = static_cast<size_t>(number);
+          if (i >= n || call.role[i] != want || rank[i] < 0) continue;
+          double v = cols[d]->value[i];
+          while (e < extra.size() && extra[e].first < v) out.push_back(extra[e++].second);
+          out.push_back(rank[i]);
+        }
+        while (e < extra.size()) out.push_back(extra[e++].second);
+      }
+    }
+  }
+
+  ParzenEstimatorOptions pe;
+  pe.consider_prior = options_.consider_prior;
+  pe.prior_weight = options_.prior_weight;
+  pe.consider_magic_clip = options_.consider_magic_clip;
+  pe.consider_endpoints = options_.consider_endpoints;
+  ParzenEstimator below(dims, groups[0].columns, groups[0].weights, pe, groups[0].sorted);
+  ParzenEstimator above(dims, groups[1].columns, groups[1].weights, pe, groups[1].sorted);
+  const int m = options_.n_ei_candidates;
+  std::vector<double> candidates = below.sample(rng, m);
+  std::vector<double> lb = below.log_pdf(candidates, m);
+  std::vector<double> la = above.log_pdf(candidates, m);
+  int best = 0;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < m; ++i) {
+    double s = lb[static_cast<size_t>(i)] - la[static_cast<size_t>(i)];
+    if (std::isnan(s)) continue;
+    if (s > best_score) {
+      best_score = s;
+      best = i;
+    }
+  }
+  return {candidates.begin() + static_cast<ptrdiff_t>(best) * static_cast<ptrdiff_t>(n_dims),
+          candidates.begin() + static_cast<ptrdiff_t>(best + 1) * static_cast<ptrdiff_t>(n_dims)};
+}
+
+ParamValue TpeSampler::sample_one(Call& call, const std::string& name,
+                                  const Distribution& distribution, Rng& rng) {
+  if (call.n_finished < options_.n_startup_trials || is_single(distribution)) {
+    return RandomSampler::draw(distribution, rng);
+  }
+  std::vector<double> x = sample_group(call, {name}, {distribution}, rng);
+  return from_internal(distribution, x[0]);
+}
+
+ParamValue TpeSampler::sample_independent(const std::string& name,
+                                          const Distribution& distribution,
+                                          const History& history, const TrialContext& trial,
+                                          Rng& rng) {
+  Call call;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    call = begin_call(history, trial);
+  }
+  return sample_one(call, name, distribution, rng);
+}
+
+Params TpeSampler::sample(const SearchSpace& space, const History& history,
+                          const TrialContext& trial, Rng& rng) {
+  Call call;
+  std::vector<NamedDistributions> joint_sets;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    call = begin_call(history, trial);
+    if (options_.multivariate && call.n_finished >= options_.n_startup_trials) {
+      // The joint sets, restricted to the parameters of `space` with the same distribution.
+      auto restrict = [&](const NamedDistributions& set) {
+        NamedDistributions out;
+        for (const auto& [name, dist] : set) {
+          const ParamSpec* spec = space.find(name);
+          if (spec && spec->distribution == dist && !is_single(dist)) out.emplace_back(name, dist);
+        }
+        return out;
+      };
+      if (options_.group) {
+        for (const auto& g : cache_->groups) joint_sets.push_back(restrict(g));
+      } else if (cache_->intersection) {
+        joint_sets.push_back(restrict(*cache_->intersection));
+      }
+    }
+  }
+  Params joint;
+  for (const auto& set : joint_sets) {
+    if (set.empty()) continue;
+    std::vector<std::string> names;
+    std::vector<Distribution> dims;
+    for (const auto& [name, dist] : set) {
+      names.push_back(name);
+      dims.push_back(dist);
+    }
+    std::vector<double> x = sample_group(call, names, dims, rng);
+    for (size_t d = 0; d < names.size(); ++d) joint.emplace(names[d], from_internal(dims[d], x[d]));
+  }
+  Params params;
+  for (const auto& spec : space.params()) {
+    if (!space.is_active(spec, params)) continue;
+    auto it = joint.find(spec.name);
+    params.emplace(spec.name, it != joint.end()
+                                  ? it->second
+                                  : sample_one(call, spec.name, spec.distribution, rng));
+  }
+  return params;
+}
+
+SearchSpace TpeSampler::relative_space(const History& history) {
+  SearchSpace space;
+  if (!options_.multivariate) return space;
+  std::lock_guard<std::mutex> lock(mutex_);
+  sync(history);
+  auto add = [&](const NamedDistributions& set) {
+    for (const auto& [name, dist] : set) {
+      if (!is_single(dist)) space.add(ParamSpec{name, dist, std::nullopt, false});
+    }
+  };
+  if (options_.group) {
+    for (const auto& g : cache_->groups) add(g);
+  } else if (cache_->intersection) {
+    add(*cache_->intersection);
+  }
+  return space;
+}
+
+}  // namespace tuner

@@ -1,0 +1,122 @@
+// TpeSampler: the Tree-structured Parzen Estimator (Bergstra et al. 2011), as Optuna's TPESampler.
+//
+// The finished trials are split into the best ("below", gamma(n) of them) and the rest
+// ("above"); a Parzen estimator is fitted to each; n_ei_candidates points are drawn from the
+// below estimator and the one with the largest log l(x) - log g(x) is proposed.
+// - Univariate (default): each parameter on its own (sample_independent()).
+// - Multivariate: one joint estimator over the parameters every finished trial has (Optuna's
+//   IntersectionSearchSpace), or with `group`, one per group of parameters that always appear
+//   together; the other parameters of a conditional space are sampled on their own.
+// - COMPLETE trials rank by value (history.direction()); PRUNED ones after them, by their last
+//   reported step (more is better) and then its value; FAIL trials are ignored.
+// - Constant liar: RUNNING trials (other than the one being sampled) join the "above" group, so
+//   parallel workers spread out instead of proposing the same point.
+// - Before n_startup_trials COMPLETE or PRUNED trials: RandomSampler::draw.
+//
+// Thread-safe: several threads may call it at once. The sampler caches what it extracts from
+// finished trials, keyed by trial number and checked against trial_id; it assumes that the
+// histories it is given belong to one study (a history of another study resets the cache).
+// Deterministic: the same history, trial and Rng give the same values.
+#ifndef TUNER_SEARCH_TPE_SAMPLER_H_
+#define TUNER_SEARCH_TPE_SAMPLER_H_
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "search/sampler.h"
+
+namespace tuner {
+
+enum class ConstantLiar {
+  kAuto,  // on whenever the history holds RUNNING trials other than the one being sampled
+  kOn,
+  kOff,
+};
+
+struct TpeOptions {
+  // Trials sampled at random (RandomSampler::draw) until this many trials are COMPLETE or
+  // PRUNED. Default: 10.
+  int n_startup_trials = 10;
+  // Candidates drawn from the "below" estimator per proposal. REQUIRES >= 1. Default: 24.
+  int n_ei_candidates = 24;
+  // Sample the parameters every finished trial has jointly. Default: false.
+  bool multivariate = false;
+  // With multivariate: decompose the trials' parameter sets into groups that always appear
+  // together, one joint estimator per group (Optuna's group=True). Default: false.
+  bool group = false;
+  // RUNNING trials as bad observations. Default: kAuto.
+  ConstantLiar constant_liar = ConstantLiar::kAuto;
+  // Add the prior kernel to each estimator. Default: true.
+  bool consider_prior = true;
+  // Weight of the prior kernel against the observations' (which weigh at most 1).
+  // REQUIRES >= 0. Default: 1.0.
+  double prior_weight = 1.0;
+  // Floor bandwidths at range / min(100, n_kernels + 1). Default: true.
+  bool consider_magic_clip = true;
+  // Let the outermost observations' bandwidths reach to the range's ends. Default: false.
+  bool consider_endpoints = false;
+  // gamma(n): how many of the n COMPLETE or PRUNED trials are "below". Empty: Optuna's default,
+  // min(ceil(0.1 n), 25).
+  std::function<int(int)> gamma;
+  // weights(n): the weights of n observations, oldest first (at least n values, non-negative,
+  // finite, not all zero). Empty: Optuna's default, 1 for n < 25, else a ramp from 1/n to 1 over
+  // the oldest n - 25 and 1 for the newest 25.
+  std::function<std::vector<double>(int)> weights;
+};
+
+// Optuna's default gamma and weights, for reference and tests.
+int tpe_default_gamma(int n);
+std::vector<double> tpe_default_weights(int n);
+
+class TpeSampler final : public Sampler {
+ public:
+  // Throws Error(kInvalidArgument) naming the field when an option is out of range.
+  explicit TpeSampler(TpeOptions options = {});
+  ~TpeSampler() override;
+
+  TpeSampler(const TpeSampler&) = delete;
+  TpeSampler& operator=(const TpeSampler&) = delete;
+
+  // Multivariate: the joint part jointly (see above), the rest of the active parameters on their
+  // own. Univariate: every active parameter on its own.
+  Params sample(const SearchSpace& space, const History& history, const TrialContext& trial,
+                Rng& rng) override;
+
+  // Univariate TPE for one parameter; trials whose value for `name` is outside `distribution`
+  // are left out.
+  ParamValue sample_independent(const std::string& name, const Distribution& distribution,
+                                const History& history, const TrialContext& trial,
+                                Rng& rng) override;
+
+  // Multivariate: the parameters present with one distribution in every COMPLETE or PRUNED trial
+  // (with `group`: the union of the groups), leaving out single-valued ones; empty otherwise.
+  SearchSpace relative_space(const History& history) override;
+
+  const TpeOptions& options() const { return options_; }
+
+ private:
+  struct Cache;
+  struct Call;
+
+  // REQUIRES: mutex_ held.
+  void sync(const History& history);
+  Call begin_call(const History& history, const TrialContext& trial);
+  std::vector<double> sample_group(Call& call, const std::vector<std::string>& names,
+                                   const std::vector<Distribution>& dims, Rng& rng);
+  ParamValue sample_one(Call& call, const std::string& name, const Distribution& distribution,
+                        Rng& rng);
+
+  // Constant after construction.
+  const TpeOptions options_;
+
+  std::mutex mutex_;
+  // State below is protected by mutex_.
+  std::unique_ptr<Cache> cache_;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_SEARCH_TPE_SAMPLER_H_

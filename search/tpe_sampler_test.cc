@@ -1,0 +1,320 @@
+#include "search/tpe_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "search/random_sampler.h"
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+const std::vector<StudyDirection> kMinimize{StudyDirection::kMinimize};
+
+FrozenTrial make_trial(int number, const SearchSpace& space, const Params& params,
+                       TrialState state, std::vector<double> values = {}) {
+  FrozenTrial t;
+  t.trial_id = 1000 + number;
+  t.number = number;
+  t.state = state;
+  t.params = params;
+  for (const auto& [name, value] : params) t.distributions[name] = space.find(name)->distribution;
+  t.values = std::move(values);
+  return t;
+}
+
+// Runs `n` trials of `objective` with `sampler`; returns the trials.
+std::vector<FrozenTrial> optimize(Sampler& sampler, const SearchSpace& space, uint64_t seed, int n,
+                                  const std::function<double(const Params&)>& objective,
+                                  const std::vector<StudyDirection>& directions = kMinimize) {
+  std::vector<FrozenTrial> trials;
+  for (int i = 0; i < n; ++i) {
+    History history{trials, directions};
+    Rng rng = Rng::for_trial(seed, i);
+    Params params = sampler.sample(space, history, TrialContext{i}, rng);
+    space.check_assignment(params);
+    trials.push_back(make_trial(i, space, params, TrialState::kComplete, {objective(params)}));
+  }
+  return trials;
+}
+
+double best_value(const std::vector<FrozenTrial>& trials) {
+  double best = INFINITY;
+  for (const auto& t : trials) best = std::min(best, t.values[0]);
+  return best;
+}
+
+SearchSpace quadratic_space() {
+  SearchSpace space;
+  space.add_float("x", -10, 10);
+  space.add_float("y", -10, 10);
+  return space;
+}
+
+double quadratic(const Params& p) {
+  double x = std::get<double>(p.at("x")) - 1.5;
+  double y = std::get<double>(p.at("y")) + 2.0;
+  return x * x + y * y;
+}
+
+SearchSpace every_kind_space() {
+  SearchSpace space;
+  space.add_float("f", -1, 1);
+  space.add_float("flog", 1e-5, 1e-1, true);
+  space.add_float("fstep", 0, 1, false, 0.125);
+  space.add_int("i", -3, 7);
+  space.add_int("ilog", 1, 1024, true);
+  space.add_int("istep", 0, 100, false, 5);
+  space.add_categorical("c", {std::string("a"), int64_t{2}, 3.5, true});
+  space.add(ParamSpec{"n", NormalDistribution{0.0, 2.0, false, std::nullopt}, std::nullopt, false});
+  space.add(ParamSpec{"nlogq", NormalDistribution{0.0, 1.0, true, 0.25}, std::nullopt, false});
+  return space;
+}
+
+double every_kind_objective(const Params& p) {
+  double v = 0.0;
+  for (const auto& [name, value] : p) {
+    if (const auto* s = std::get_if<std::string>(&value)) {
+      v += static_cast<double>(s->size());
+    } else {
+      v += std::abs(as_double(value));
+    }
+  }
+  return v;
+}
+
+TEST(TpeSampler, SameRngSameValues) {
+  for (bool multivariate : {false, true}) {
+    TpeOptions options;
+    options.multivariate = multivariate;
+    TpeSampler a(options), b(options);
+    auto ta = optimize(a, every_kind_space(), 42, 40, every_kind_objective);
+    auto tb = optimize(b, every_kind_space(), 42, 40, every_kind_objective);
+    for (size_t i = 0; i < ta.size(); ++i) EXPECT_EQ(ta[i].params, tb[i].params) << i;
+  }
+}
+
+TEST(TpeSampler, ValuesStayInsideEveryKindOfDistribution) {
+  for (bool multivariate : {false, true}) {
+    TpeOptions options;
+    options.multivariate = multivariate;
+    options.n_startup_trials = 5;
+    TpeSampler sampler(options);
+    SearchSpace space = every_kind_space();
+    auto trials = optimize(sampler, space, 7, 60, every_kind_objective);
+    for (const auto& t : trials) {
+      for (const auto& [name, value] : t.params) {
+        EXPECT_TRUE(contains(space.find(name)->distribution, value))
+            << name << " = " << to_string(value) << " in trial " << t.number;
+      }
+    }
+  }
+}
+
+TEST(TpeSampler, BeatsRandomOnASmoothFunction) {
+  std::vector<double> tpe, random;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    TpeSampler sampler;
+    RandomSampler rs;
+    tpe.push_back(best_value(optimize(sampler, quadratic_space(), seed, 60, quadratic)));
+    random.push_back(best_value(optimize(rs, quadratic_space(), seed, 60, quadratic)));
+  }
+  std::sort(tpe.begin(), tpe.end());
+  std::sort(random.begin(), random.end());
+  EXPECT_LT(tpe[2], random[2]);
+  EXPECT_LT(tpe[2], 0.5);
+}
+
+TEST(TpeSampler, MultivariateAndGroupedRunAndConverge) {
+  for (bool group : {false, true}) {
+    TpeOptions options;
+    options.multivariate = true;
+    options.group = group;
+    std::vector<double> best;
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      TpeSampler sampler(options);
+      best.push_back(best_value(optimize(sampler, quadratic_space(), seed, 60, quadratic)));
+    }
+    std::sort(best.begin(), best.end());
+    EXPECT_LT(best[2], 0.5) << "group " << group;
+  }
+}
+
+TEST(TpeSampler, MaximizeMovesTowardsTheMaximum) {
+  TpeSampler sampler;
+  std::vector<StudyDirection> maximize{StudyDirection::kMaximize};
+  auto trials = optimize(
+      sampler, quadratic_space(), 3, 60, [](const Params& p) { return -quadratic(p); }, maximize);
+  double best = -INFINITY;
+  for (const auto& t : trials) best = std::max(best, t.values[0]);
+  EXPECT_GT(best, -0.5);
+}
+
+// 20 complete trials around x = 2, and `n_running` RUNNING trials sitting at the best point.
+std::vector<FrozenTrial> liar_history(const SearchSpace& space, int n_running) {
+  std::vector<FrozenTrial> trials;
+  for (int i = 0; i < 20; ++i) {
+    double x = -10.0 + i;
+    double y = 0.0;
+    Params p{{"x", x}, {"y", y}};
+    trials.push_back(make_trial(i, space, p, TrialState::kComplete, {(x - 2) * (x - 2)}));
+  }
+  for (int i = 0; i < n_running; ++i) {
+    Params p{{"x", 2.0}, {"y", 0.0}};
+    trials.push_back(make_trial(20 + i, space, p, TrialState::kRunning));
+  }
+  // The trial being sampled: RUNNING, no params yet.
+  trials.push_back(make_trial(20 + n_running, space, {}, TrialState::kRunning));
+  return trials;
+}
+
+double mean_distance_from_best(ConstantLiar liar, bool multivariate) {
+  SearchSpace space = quadratic_space();
+  auto trials = liar_history(space, 8);
+  History history{trials, kMinimize};
+  TpeOptions options;
+  options.constant_liar = liar;
+  options.multivariate = multivariate;
+  TpeSampler sampler(options);
+  double sum = 0.0;
+  for (int r = 0; r < 40; ++r) {
+    Rng rng(static_cast<uint64_t>(r));
+    Params p = sampler.sample(space, history, TrialContext{static_cast<int>(trials.size()) - 1},
+                              rng);
+    sum += std::abs(std::get<double>(p.at("x")) - 2.0);
+  }
+  return sum / 40;
+}
+
+TEST(TpeSampler, ConstantLiarMovesProposalsAwayFromRunningTrials) {
+  for (bool multivariate : {false, true}) {
+    double off = mean_distance_from_best(ConstantLiar::kOff, multivariate);
+    double on = mean_distance_from_best(ConstantLiar::kOn, multivariate);
+    double automatic = mean_distance_from_best(ConstantLiar::kAuto, multivariate);
+    EXPECT_GT(on, off * (multivariate ? 1.2 : 1.5)) << "multivariate " << multivariate;
+    EXPECT_EQ(on, automatic);  // RUNNING trials are present: kAuto is on
+  }
+}
+
+TEST(TpeSampler, ConditionalSpacesSampleOnlyActiveParameters) {
+  SearchSpace space;
+  space.add_categorical("opt", {std::string("adam"), std::string("sgd")});
+  space.add(ParamSpec{"lr_adam", FloatDistribution{1e-5, 1e-1, true},
+                      Condition{"opt", {std::string("adam")}}, false});
+  space.add(ParamSpec{"momentum", FloatDistribution{0, 1},
+                      Condition{"opt", {std::string("sgd")}}, false});
+  space.add_int("layers", 1, 4);
+  auto objective = [](const Params& p) {
+    double v = static_cast<double>(std::get<int64_t>(p.at("layers")));
+    if (auto it = p.find("lr_adam"); it != p.end()) v += std::abs(std::log10(std::get<double>(it->second)) + 3);
+    if (auto it = p.find("momentum"); it != p.end()) v += 1.0 - std::get<double>(it->second);
+    return v;
+  };
+  for (int mode = 0; mode < 3; ++mode) {
+    TpeOptions options;
+    options.multivariate = mode > 0;
+    options.group = mode == 2;
+    TpeSampler sampler(options);
+    auto trials = optimize(sampler, space, 11, 50, objective);  // check_assignment inside
+    bool saw_adam = false, saw_sgd = false;
+    for (const auto& t : trials) {
+      saw_adam |= t.params.count("lr_adam") > 0;
+      saw_sgd |= t.params.count("momentum") > 0;
+    }
+    EXPECT_TRUE(saw_adam && saw_sgd);
+    if (mode > 0) {
+      History history{trials, kMinimize};
+      SearchSpace relative = sampler.relative_space(history);
+      EXPECT_NE(relative.find("opt"), nullptr);
+      EXPECT_NE(relative.find("layers"), nullptr);
+      if (mode == 1) {
+        EXPECT_EQ(relative.find("lr_adam"), nullptr);  // not in every trial
+      } else {
+        EXPECT_NE(relative.find("lr_adam"), nullptr);  // a group of its own
+      }
+    }
+  }
+  EXPECT_TRUE(TpeSampler().relative_space(History{{}, kMinimize}).empty());
+}
+
+TEST(TpeSampler, FailedTrialsAreIgnored) {
+  SearchSpace space = quadratic_space();
+  std::vector<FrozenTrial> trials;
+  for (int i = 0; i < 30; ++i) {
+    trials.push_back(make_trial(i, space, {{"x", 1.0 * i / 3}, {"y", 0.0}}, TrialState::kFail));
+  }
+  History history{trials, kMinimize};
+  TpeSampler sampler;
+  Rng a(5), b(5);
+  Params p = sampler.sample(space, history, TrialContext{30}, a);
+  RandomSampler random;
+  EXPECT_EQ(p, random.sample(space, history, TrialContext{30}, b));  // still in startup
+}
+
+TEST(TpeSampler, PrunedTrialsAreUsed) {
+  // Pruned trials only: the ones that got furthest, with the best last value, are near x = 7.
+  SearchSpace space;
+  space.add_float("x", -10, 10);
+  std::vector<FrozenTrial> trials;
+  for (int i = 0; i < 40; ++i) {
+    double x = -10.0 + 0.5 * i;
+    FrozenTrial t = make_trial(i, space, {{"x", x}}, TrialState::kPruned);
+    int64_t steps = std::abs(x - 7.0) < 1.1 ? 5 : 2;
+    for (int64_t s = 0; s < steps; ++s) t.intermediate_values[s] = std::abs(x - 7.0);
+    t.values = {std::abs(x - 7.0)};
+    trials.push_back(t);
+  }
+  History history{trials, kMinimize};
+  TpeSampler sampler;
+  double sum = 0.0;
+  for (int r = 0; r < 20; ++r) {
+    Rng rng(static_cast<uint64_t>(r));
+    sum += std::get<double>(sampler.sample(space, history, TrialContext{40}, rng).at("x"));
+  }
+  EXPECT_NEAR(sum / 20, 7.0, 1.5);
+}
+
+TEST(TpeSampler, SampleIndependentHandlesAChangedDistribution) {
+  SearchSpace space = quadratic_space();
+  TpeSampler sampler;
+  auto trials = optimize(sampler, space, 2, 20, quadratic);
+  History history{trials, kMinimize};
+  Rng rng(1);
+  Distribution narrow = FloatDistribution{0.0, 1.0};
+  for (int i = 0; i < 20; ++i) {
+    ParamValue v = sampler.sample_independent("x", narrow, history, TrialContext{20}, rng);
+    EXPECT_TRUE(contains(narrow, v));
+  }
+  ParamValue v = sampler.sample_independent("new", narrow, history, TrialContext{20}, rng);
+  EXPECT_TRUE(contains(narrow, v));
+}
+
+TEST(TpeSampler, RejectsBadOptions) {
+  TpeOptions bad;
+  bad.n_ei_candidates = 0;
+  EXPECT_THROW(TpeSampler{bad}, Error);
+  TpeOptions group;
+  group.group = true;
+  EXPECT_THROW(TpeSampler{group}, Error);
+}
+
+TEST(TpeSampler, DefaultGammaAndWeightsFollowOptuna) {
+  EXPECT_EQ(tpe_default_gamma(0), 0);
+  EXPECT_EQ(tpe_default_gamma(11), 2);
+  EXPECT_EQ(tpe_default_gamma(1000), 25);
+  EXPECT_EQ(tpe_default_weights(3), std::vector<double>(3, 1.0));
+  auto w = tpe_default_weights(30);
+  ASSERT_EQ(w.size(), 30u);
+  EXPECT_DOUBLE_EQ(w[0], 1.0 / 30);
+  EXPECT_DOUBLE_EQ(w[4], 1.0);
+  EXPECT_LT(w[1], w[2]);
+  EXPECT_DOUBLE_EQ(w[29], 1.0);
+}
+
+}  // namespace
+}  // namespace tuner

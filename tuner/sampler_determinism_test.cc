@@ -1,0 +1,86 @@
+// Every sampler: the same seed gives the same trials, through the public Study API, for
+// define-by-run and define-and-run studies, with conditional parameters.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+
+#include "search/grid_sampler.h"
+#include "search/random_sampler.h"
+#include "search/tpe_sampler.h"
+#include "tuner/study.h"
+
+namespace tuner {
+namespace {
+
+SearchSpace mixed_space() {
+  SearchSpace s;
+  s.add_categorical("opt", {std::string("sgd"), std::string("adam")});
+  s.add({"momentum", FloatDistribution{0.0, 0.9, false, 0.1}, Condition{"opt", {std::string("sgd")}}});
+  s.add_int("layers", 1, 4);
+  s.add_categorical("act", {std::string("relu"), std::string("tanh")});
+  s.add_float("dropout", 0.0, 0.5, false, 0.25);
+  return s;
+}
+
+double objective(Trial& t) {
+  std::string opt = t.suggest_categorical<std::string>("opt", {"sgd", "adam"});
+  double m = opt == "sgd" ? t.suggest_float("momentum", 0.0, 0.9, {.step = 0.1}) : 0.5;
+  int64_t layers = t.suggest_int("layers", 1, 4);
+  std::string act = t.suggest_categorical<std::string>("act", {"relu", "tanh"});
+  double dropout = t.suggest_float("dropout", 0.0, 0.5, {.step = 0.25});
+  return (m - 0.3) * (m - 0.3) + static_cast<double>((layers - 3) * (layers - 3)) +
+         (act == "relu" ? 0.0 : 0.5) + dropout;
+}
+
+struct SamplerCase {
+  std::string name;
+  std::function<std::shared_ptr<Sampler>()> make;
+};
+
+class SamplerDeterminism : public testing::TestWithParam<SamplerCase> {
+ protected:
+  std::vector<Params> run(uint64_t seed, bool define_and_run) {
+    StudyOptions options;
+    options.sampler = GetParam().make();
+    options.seed = seed;
+    if (define_and_run) options.space = mixed_space();
+    Study study = Study::create(options);
+    OptimizeOptions o;
+    o.n_trials = 30;
+    study.optimize(objective, o);
+    std::vector<Params> params;
+    for (const FrozenTrial& t : study.trials()) params.push_back(t.params);
+    return params;
+  }
+};
+
+TEST_P(SamplerDeterminism, SameSeedSameTrials) {
+  for (bool define_and_run : {false, true}) {
+    auto a = run(123, define_and_run);
+    EXPECT_EQ(a.size(), 30u);
+    EXPECT_EQ(a, run(123, define_and_run)) << "define_and_run=" << define_and_run;
+    EXPECT_NE(a, run(124, define_and_run)) << "define_and_run=" << define_and_run;
+  }
+}
+
+TpeOptions tpe(bool multivariate, bool group) {
+  TpeOptions o;
+  o.multivariate = multivariate;
+  o.group = group;
+  return o;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllSamplers, SamplerDeterminism,
+    testing::Values(
+        SamplerCase{"random", [] { return std::make_shared<RandomSampler>(); }},
+        SamplerCase{"grid", [] { return std::make_shared<GridSampler>(mixed_space()); }},
+        SamplerCase{"tpe", [] { return std::make_shared<TpeSampler>(); }},
+        SamplerCase{"tpe_multivariate",
+                    [] { return std::make_shared<TpeSampler>(tpe(true, false)); }},
+        SamplerCase{"tpe_grouped", [] { return std::make_shared<TpeSampler>(tpe(true, true)); }}),
+    [](const testing::TestParamInfo<SamplerCase>& p) { return p.param.name; });
+
+}  // namespace
+}  // namespace tuner
