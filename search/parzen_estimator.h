@@ -73,13 +73,13 @@ class ParzenEstimator {
   // One dimension: its transform and, per kernel, the kernel's parameters.
   struct Dim {
     Kind kind = Kind::kContinuous;
-    bool log = false;       // kernels live in log space
-    double low = 0.0;       // truncation bounds in the kernel space (+-inf when unbounded);
-    double high = 0.0;      //   discrete ones extended by half a step
-    double raw_low = 0.0;   // the distribution's bounds, for clamping draws
+    bool log = false;      // kernels live in log space
+    double low = 0.0;      // truncation bounds in the kernel space (+-inf when unbounded);
+    double high = 0.0;     //   discrete ones extended by half a step
+    double raw_low = 0.0;  // the distribution's bounds, for clamping draws
     double raw_high = 0.0;
-    double step = 0.0;      // grid step (discrete), or q of a normal (0: none)
-    int n_choices = 0;      // categorical
+    double step = 0.0;  // grid step (discrete), or q of a normal (0: none)
+    int n_choices = 0;  // categorical
     // Per kernel (continuous and discrete): centre and bandwidth in the kernel space.
     std::vector<double> mu;
     std::vector<double> sigma;
@@ -111,9 +111,9 @@ class ParzenEstimator {
 
   // Constant after construction.
   std::vector<Dim> dims_;
-  std::vector<double> weight_;         // per kernel, normalized
-  std::vector<double> cum_weight_;     // per kernel, for drawing a kernel
-  std::vector<double> kernel_const_;   // per kernel: log weight + continuous log normalizers
+  std::vector<double> weight_;        // per kernel, normalized
+  std::vector<double> cum_weight_;    // per kernel, for drawing a kernel
+  std::vector<double> kernel_const_;  // per kernel: log weight + continuous log normalizers
   // One continuous dimension: the first n_sorted_ kernels are sorted by centre.
   size_t n_sorted_ = 0;
   double max_sorted_sigma_ = 0.0;

@@ -1,9 +1,9 @@
 #include "search/parzen_estimator.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "trials/error.h"
 

@@ -145,8 +145,7 @@ struct TpeSampler::Cache {
         return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)] ||
                (score[static_cast<size_t>(a)] == score[static_cast<size_t>(b)] && a < b);
       };
-      complete.insert(std::lower_bound(complete.begin(), complete.end(), t.number, less),
-                      t.number);
+      complete.insert(std::lower_bound(complete.begin(), complete.end(), t.number, less), t.number);
     } else if (t.state == TrialState::kPruned) {
       // Optuna's order: more steps first, then the better last value; NaN last.
       if (t.intermediate_values.empty()) {
@@ -202,9 +201,9 @@ struct TpeSampler::Cache {
       for (const auto& entry : g) {
         auto it = std::lower_bound(rest.begin(), rest.end(), entry.first,
                                    [](const auto& e, const std::string& n) { return e.first < n; });
-        bool in_trial = std::binary_search(
-            mine.begin(), mine.end(), entry,
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+        bool in_trial =
+            std::binary_search(mine.begin(), mine.end(), entry,
+                               [](const auto& a, const auto& b) { return a.first < b.first; });
         (in_trial ? both : only_group).push_back(entry);
         if (it != rest.end() && it->first == entry.first) rest.erase(it);
       }
@@ -221,9 +220,9 @@ struct TpeSampler::Call {
   const History* history = nullptr;
   int number = 0;
   uint64_t generation = 0;
-  int n_finished = 0;          // COMPLETE + PRUNED
-  std::vector<uint8_t> role;   // by number
-  std::vector<int> running;    // RUNNING trials that are lied about (constant liar)
+  int n_finished = 0;         // COMPLETE + PRUNED
+  std::vector<uint8_t> role;  // by number
+  std::vector<int> running;   // RUNNING trials that are lied about (constant liar)
 };
 
 TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
@@ -256,9 +255,9 @@ void TpeSampler::sync(const History& history) {
     const FrozenTrial& t = history.trials[i];
     if (!is_finished(t.state)) continue;
     if (t.number != static_cast<int>(i)) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "TpeSampler: history.trials[" + std::to_string(i) + "] has number " +
-                      std::to_string(t.number) + "; trials must be ordered by number");
+      throw Error(ErrorCode::kInvalidArgument, "TpeSampler: history.trials[" + std::to_string(i) +
+                                                   "] has number " + std::to_string(t.number) +
+                                                   "; trials must be ordered by number");
     }
     if (t.trial_id < 0) cache_->rebuild_next = true;
     cache_->ingest(t);
@@ -288,8 +287,8 @@ TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialConte
   const auto& complete = cache_->complete;
   const auto& pruned = cache_->pruned;
   call.n_finished = static_cast<int>(complete.size() + pruned.size());
-  int n_below = options_.gamma ? options_.gamma(call.n_finished)
-                               : tpe_default_gamma(call.n_finished);
+  int n_below =
+      options_.gamma ? options_.gamma(call.n_finished) : tpe_default_gamma(call.n_finished);
   n_below = std::clamp(n_below, 0, call.n_finished);
   for (int number : complete) call.role[static_cast<size_t>(number)] = kAbove;
   for (int number : pruned) call.role[static_cast<size_t>(number)] = kAbove;
@@ -309,10 +308,10 @@ std::vector<double> checked_weights(const TpeOptions& options, int n) {
   if (!options.weights) return tpe_default_weights(n);
   std::vector<double> w = options.weights(n);
   if (w.size() < static_cast<size_t>(n)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "TpeOptions.weights(" + std::to_string(n) + ") returned " +
-                    std::to_string(w.size()) + " values; it must return at least " +
-                    std::to_string(n));
+    throw Error(ErrorCode::kInvalidArgument, "TpeOptions.weights(" + std::to_string(n) +
+                                                 ") returned " + std::to_string(w.size()) +
+                                                 " values; it must return at least " +
+                                                 std::to_string(n));
   }
   w.resize(static_cast<size_t>(n));
   double sum = 0.0;
@@ -452,8 +451,7 @@ ParamValue TpeSampler::sample_one(Call& call, const std::string& name,
   return from_internal(distribution, x[0]);
 }
 
-ParamValue TpeSampler::sample_independent(const std::string& name,
-                                          const Distribution& distribution,
+ParamValue TpeSampler::sample_independent(const std::string& name, const Distribution& distribution,
                                           const History& history, const TrialContext& trial,
                                           Rng& rng) {
   Call call;

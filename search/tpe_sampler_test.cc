@@ -1,12 +1,12 @@
 #include "search/tpe_sampler.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "search/random_sampler.h"
 #include "trials/error.h"
@@ -16,8 +16,8 @@ namespace {
 
 const std::vector<StudyDirection> kMinimize{StudyDirection::kMinimize};
 
-FrozenTrial make_trial(int number, const SearchSpace& space, const Params& params,
-                       TrialState state, std::vector<double> values = {}) {
+FrozenTrial make_trial(int number, const SearchSpace& space, const Params& params, TrialState state,
+                       std::vector<double> values = {}) {
   FrozenTrial t;
   t.trial_id = 1000 + number;
   t.number = number;
@@ -184,8 +184,8 @@ double mean_distance_from_best(ConstantLiar liar, bool multivariate) {
   double sum = 0.0;
   for (int r = 0; r < 40; ++r) {
     Rng rng(static_cast<uint64_t>(r));
-    Params p = sampler.sample(space, history, TrialContext{static_cast<int>(trials.size()) - 1},
-                              rng);
+    Params p =
+        sampler.sample(space, history, TrialContext{static_cast<int>(trials.size()) - 1}, rng);
     sum += std::abs(std::get<double>(p.at("x")) - 2.0);
   }
   return sum / 40;
@@ -206,12 +206,13 @@ TEST(TpeSampler, ConditionalSpacesSampleOnlyActiveParameters) {
   space.add_categorical("opt", {std::string("adam"), std::string("sgd")});
   space.add(ParamSpec{"lr_adam", FloatDistribution{1e-5, 1e-1, true},
                       Condition{"opt", {std::string("adam")}}, false});
-  space.add(ParamSpec{"momentum", FloatDistribution{0, 1},
-                      Condition{"opt", {std::string("sgd")}}, false});
+  space.add(ParamSpec{"momentum", FloatDistribution{0, 1}, Condition{"opt", {std::string("sgd")}},
+                      false});
   space.add_int("layers", 1, 4);
   auto objective = [](const Params& p) {
     double v = static_cast<double>(std::get<int64_t>(p.at("layers")));
-    if (auto it = p.find("lr_adam"); it != p.end()) v += std::abs(std::log10(std::get<double>(it->second)) + 3);
+    if (auto it = p.find("lr_adam"); it != p.end())
+      v += std::abs(std::log10(std::get<double>(it->second)) + 3);
     if (auto it = p.find("momentum"); it != p.end()) v += 1.0 - std::get<double>(it->second);
     return v;
   };
