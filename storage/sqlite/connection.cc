@@ -1,0 +1,160 @@
+#include "storage/sqlite/connection.h"
+
+#include "trials/error.h"
+
+namespace tuner::sqlite {
+
+namespace {
+
+ErrorCode code_for(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+      return ErrorCode::kUnavailable;
+    case SQLITE_READONLY:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+      return ErrorCode::kFailedPrecondition;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+      return ErrorCode::kDataLoss;
+    default:
+      return ErrorCode::kInternal;
+  }
+}
+
+std::string advice_for(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return "; another process holds the database lock longer than the busy timeout: retry, or "
+             "raise the busy timeout";
+    case SQLITE_READONLY:
+      return "; the file is read-only: open a writable copy";
+    case SQLITE_FULL:
+      return "; the disk is full: free space and retry";
+    case SQLITE_NOTADB:
+      return "; the file is not a SQLite database";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+Statement::~Statement() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+  int rc = sqlite3_bind_int64(stmt_, index + 1, value);
+  if (rc != SQLITE_OK) connection_->fail(rc, "binding a parameter");
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  int rc = sqlite3_bind_double(stmt_, index + 1, value);
+  if (rc != SQLITE_OK) connection_->fail(rc, "binding a parameter");
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view value) {
+  int rc = sqlite3_bind_text64(stmt_, index + 1, value.data(), value.size(), SQLITE_TRANSIENT,
+                               SQLITE_UTF8);
+  if (rc != SQLITE_OK) connection_->fail(rc, "binding a parameter");
+  return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+  int rc = sqlite3_bind_null(stmt_, index + 1);
+  if (rc != SQLITE_OK) connection_->fail(rc, "binding a parameter");
+  return *this;
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  connection_->fail(rc, std::string("running '") + sqlite3_sql(stmt_) + "'");
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+}
+
+bool Statement::is_null(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+
+std::string Statement::text(int column) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, column);
+  int n = sqlite3_column_bytes(stmt_, column);
+  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
+}
+
+std::optional<std::string> Statement::optional_text(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return text(column);
+}
+
+Connection::Connection(std::string path) : path_(std::move(path)) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path_.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  db_.reset(db);  // owned even when opening failed, as sqlite3_open_v2 asks
+  if (rc != SQLITE_OK) fail(rc, "opening the database");
+  sqlite3_extended_result_codes(db, 1);
+}
+
+void Connection::set_busy_timeout(std::chrono::milliseconds timeout) {
+  int rc = sqlite3_busy_timeout(db_.get(), static_cast<int>(timeout.count()));
+  if (rc != SQLITE_OK) fail(rc, "setting the busy timeout");
+}
+
+void Connection::exec(std::string_view sql) {
+  std::string text(sql);
+  int rc = sqlite3_exec(db_.get(), text.c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) fail(rc, "running '" + text.substr(0, 60) + "'");
+}
+
+Statement Connection::query(std::string_view sql) {
+  auto it = statements_.find(std::string(sql));
+  if (it == statements_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    StmtHandle handle(stmt);
+    if (rc != SQLITE_OK) fail(rc, "preparing '" + std::string(sql) + "'");
+    it = statements_.emplace(std::string(sql), std::move(handle)).first;
+  }
+  return Statement(*this, it->second.get());
+}
+
+void Connection::fail(int rc, std::string_view what) const {
+  std::string detail = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
+  throw Error(code_for(rc), "SQLite database '" + path_ + "': " + std::string(what) +
+                                " failed: " + detail + advice_for(rc));
+}
+
+Transaction::Transaction(Connection& connection, Kind kind) : connection_(connection) {
+  connection_.exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
+  open_ = true;
+}
+
+Transaction::~Transaction() {
+  if (open_) sqlite3_exec(connection_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Transaction::commit() {
+  connection_.exec("COMMIT");
+  open_ = false;
+}
+
+}  // namespace tuner::sqlite

@@ -1,0 +1,721 @@
+#include "storage/sqlite_storage.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "storage/optuna_schema.h"
+#include "storage/sqlite/connection.h"
+#include "storage/write_checks.h"
+#include "trials/error.h"
+
+namespace tuner {
+
+namespace {
+
+namespace os = optuna_schema;
+using sqlite::Connection;
+using sqlite::Statement;
+using sqlite::Transaction;
+
+// The version of the project's own tables (tuner_*). Bump it with every change to them; a file
+// with a larger one is refused as newer than this build.
+constexpr int kTunerSchemaVersion = 1;
+// version_info.library_version of a file this project creates (Optuna only shows it in messages).
+constexpr char kLibraryVersion[] = "tuner 0.1.0";
+// Trial system attributes that mirror NormalDistribution params for Optuna (hidden on read).
+constexpr std::string_view kParamMirrorPrefix = "tuner:param:";
+
+constexpr const char* kTunerTables[] = {
+    "CREATE TABLE IF NOT EXISTS tuner_meta (\n"
+    "\t\"key\" VARCHAR(512) NOT NULL, \n"
+    "\tvalue TEXT NOT NULL, \n"
+    "\tPRIMARY KEY (\"key\")\n)",
+    "CREATE TABLE IF NOT EXISTS tuner_trial_params (\n"
+    "\tparam_id INTEGER NOT NULL, \n"
+    "\ttrial_id INTEGER NOT NULL, \n"
+    "\tparam_name VARCHAR(512) NOT NULL, \n"
+    "\tparam_value FLOAT NOT NULL, \n"
+    "\tdistribution_json TEXT NOT NULL, \n"
+    "\tPRIMARY KEY (param_id), \n"
+    "\tUNIQUE (trial_id, param_name), \n"
+    "\tFOREIGN KEY(trial_id) REFERENCES trials (trial_id)\n)",
+};
+
+os::Revision to_schema_revision(OptunaRevision revision) {
+  return revision == OptunaRevision::kV3_0_0_d ? os::Revision::kV3_0_0_d
+                                               : os::Revision::kV3_2_0_a;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+struct SqliteStorage::Impl {
+  Connection conn;
+  SqliteStorageOptions options;
+
+  Impl(const std::string& path, SqliteStorageOptions opts) : conn(path), options(opts) {
+    conn.set_busy_timeout(options.busy_timeout);
+    std::vector<std::string> tables = table_names();
+    if (tables.empty()) {
+      // A new file: WAL first (it is a property of the file), then the schema in one
+      // transaction. Another process may have created it meanwhile: look again under the lock.
+      set_wal();
+      Transaction tx(conn, Transaction::Kind::kWrite);
+      tables = table_names();
+      if (tables.empty()) {
+        for (const auto& sql :
+             os::create_statements(to_schema_revision(options.revision), kLibraryVersion)) {
+          conn.exec(sql);
+        }
+        create_tuner_tables();
+      }
+      tx.commit();
+      tables = table_names();
+    }
+    validate(tables);  // throws before anything is written to a file that is not ours
+    set_wal();
+    conn.exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    if (std::find(tables.begin(), tables.end(), "tuner_meta") == tables.end()) {
+      // A file Optuna wrote: add the project's tables (Optuna ignores them).
+      Transaction tx(conn, Transaction::Kind::kWrite);
+      create_tuner_tables();
+      tx.commit();
+    }
+  }
+
+  const std::string& path() const { return conn.path(); }
+
+  // --- opening -----------------------------------------------------------------------------
+
+  std::vector<std::string> table_names() {
+    std::vector<std::string> out;
+    try {
+      auto q = conn.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+      while (q.step()) out.push_back(q.text(0));
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kDataLoss) {
+        throw Error(ErrorCode::kDataLoss,
+                    "'" + path() + "' is not a SQLite database (or it is corrupt), so it cannot "
+                    "hold studies; the file was not changed: pick another path (" + e.what() + ")");
+      }
+      throw;
+    }
+    return out;
+  }
+
+  void set_wal() {
+    std::string mode;
+    {
+      auto q = conn.query("PRAGMA journal_mode");
+      if (q.step()) mode = q.text(0);
+    }
+    if (mode != "wal") conn.exec("PRAGMA journal_mode=WAL");
+  }
+
+  void create_tuner_tables() {
+    for (const char* sql : kTunerTables) conn.exec(sql);
+    conn.query("INSERT OR IGNORE INTO tuner_meta (\"key\", value) VALUES ('schema_version', ?)")
+        .bind(0, std::to_string(kTunerSchemaVersion))
+        .run();
+  }
+
+  void validate(const std::vector<std::string>& tables) {
+    std::set<std::string> present(tables.begin(), tables.end());
+    std::vector<std::string> missing;
+    bool any_optuna = false;
+    for (std::string_view t : os::required_tables()) {
+      if (present.contains(std::string(t))) {
+        any_optuna = true;
+      } else {
+        missing.emplace_back(t);
+      }
+    }
+    if (!any_optuna) {
+      throw Error(ErrorCode::kDataLoss,
+                  "'" + path() + "' is a database of another program (its tables: " +
+                      join(tables) + "); tuner only opens files that tuner or Optuna wrote. The "
+                      "file was not changed: pick another path");
+    }
+    if (!missing.empty()) {
+      throw Error(ErrorCode::kDataLoss,
+                  "'" + path() + "' lacks Optuna's tables " + join(missing) +
+                      " (written by an Optuna older than 2.6, or damaged); the file was not "
+                      "changed: upgrade it with `optuna storage upgrade --storage sqlite:///" +
+                      path() + "`");
+    }
+    std::string revision;
+    {
+      auto q = conn.query("SELECT version_num FROM alembic_version");
+      if (q.step()) revision = q.text(0);
+    }
+    if (!os::parse_revision(revision)) {
+      if (os::is_older_revision(revision)) {
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "'" + path() + "' has Optuna schema revision " + revision +
+                        ", older than tuner reads (v3.0.0.d, v3.2.0.a); the file was not "
+                        "changed: upgrade it with `optuna storage upgrade --storage sqlite:///" +
+                        path() + "`");
+      }
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "'" + path() + "' has Optuna schema revision '" + revision +
+                      "', newer than this build of tuner knows (it reads v3.0.0.d and "
+                      "v3.2.0.a); the file was not changed: use a newer tuner");
+    }
+    {
+      auto q = conn.query("SELECT schema_version FROM version_info");
+      int64_t version = q.step() ? q.int64(0) : -1;
+      if (version != os::kSchemaVersion) {
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "'" + path() + "' has version_info.schema_version " + std::to_string(version) +
+                        " where Optuna's schema " + revision + " has " +
+                        std::to_string(os::kSchemaVersion) + "; the file was not changed");
+      }
+    }
+    if (present.contains("tuner_meta")) {
+      auto q = conn.query("SELECT value FROM tuner_meta WHERE \"key\" = 'schema_version'");
+      int version = q.step() ? std::atoi(q.text(0).c_str()) : 0;
+      if (version > kTunerSchemaVersion) {
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "'" + path() + "' has tuner schema version " + std::to_string(version) +
+                        ", newer than this build knows (" + std::to_string(kTunerSchemaVersion) +
+                        "); the file was not changed: use a newer tuner");
+      }
+    }
+  }
+
+  // --- lookups -----------------------------------------------------------------------------
+
+  Error no_study(int64_t study_id) const {
+    return Error(ErrorCode::kNotFound, "no study with id " + std::to_string(study_id) + " in '" +
+                                           path() + "'");
+  }
+  Error no_trial(int64_t trial_id) const {
+    return Error(ErrorCode::kNotFound, "no trial with id " + std::to_string(trial_id) + " in '" +
+                                           path() + "'");
+  }
+
+  void require_study(int64_t study_id) {
+    auto q = conn.query("SELECT 1 FROM studies WHERE study_id = ?");
+    q.bind(0, study_id);
+    if (!q.step()) throw no_study(study_id);
+  }
+
+  size_t n_objectives(int64_t study_id) {
+    auto q = conn.query("SELECT COUNT(*) FROM study_directions WHERE study_id = ?");
+    q.bind(0, study_id);
+    q.step();
+    return static_cast<size_t>(q.int64(0));
+  }
+
+  StudyRecord load_study(int64_t study_id) {
+    StudyRecord record;
+    {
+      auto q = conn.query("SELECT study_name FROM studies WHERE study_id = ?");
+      q.bind(0, study_id);
+      if (!q.step()) throw no_study(study_id);
+      record.study_id = study_id;
+      record.name = q.text(0);
+    }
+    {
+      auto q = conn.query(
+          "SELECT direction FROM study_directions WHERE study_id = ? ORDER BY objective");
+      q.bind(0, study_id);
+      while (q.step()) {
+        std::string name = q.text(0);
+        auto d = os::parse_direction_name(name);
+        if (!d) {
+          throw Error(ErrorCode::kDataLoss, "study '" + record.name + "' in '" + path() +
+                                                "' has the direction '" + name +
+                                                "'; tuner knows MINIMIZE and MAXIMIZE");
+        }
+        record.directions.push_back(*d);
+      }
+    }
+    for (auto [table, attrs] :
+         {std::pair{"study_user_attributes", &record.user_attrs},
+          std::pair{"study_system_attributes", &record.system_attrs}}) {
+      auto q = conn.query(std::string("SELECT \"key\", value_json FROM ") + table +
+                          " WHERE study_id = ?");
+      q.bind(0, study_id);
+      while (q.step()) (*attrs)[q.text(0)] = q.text(1);
+    }
+    return record;
+  }
+
+  // The trial's number, state and study, which the write checks need. Throws kNotFound.
+  FrozenTrial load_header(int64_t trial_id, int64_t* study_id) {
+    auto q = conn.query("SELECT number, state, study_id FROM trials WHERE trial_id = ?");
+    q.bind(0, trial_id);
+    if (!q.step()) throw no_trial(trial_id);
+    FrozenTrial t;
+    t.trial_id = trial_id;
+    t.number = static_cast<int>(q.int64(0));
+    t.state = parse_state(q.text(1), trial_id);
+    if (study_id) *study_id = q.int64(2);
+    return t;
+  }
+
+  TrialState parse_state(const std::string& name, int64_t trial_id) const {
+    auto s = os::parse_state(name);
+    if (!s) {
+      throw Error(ErrorCode::kDataLoss, "trial id " + std::to_string(trial_id) + " in '" +
+                                            path() + "' has the unknown state '" + name + "'");
+    }
+    return *s;
+  }
+
+  // Loads whole trials: the one `trial_id` (study_id < 0), or those of `study_id` numbered
+  // >= min_number, ordered by number.
+  std::vector<FrozenTrial> load_trials(int64_t trial_id, int64_t study_id, int min_number) {
+    const bool one = study_id < 0;
+    const std::string where =
+        one ? " WHERE t.trial_id = ?1" : " WHERE t.study_id = ?1 AND t.number >= ?2";
+    auto bind = [&](Statement& q) {
+      if (one) {
+        q.bind(0, trial_id);
+      } else {
+        q.bind(0, study_id).bind(1, min_number);
+      }
+    };
+    std::vector<FrozenTrial> trials;
+    std::map<int64_t, size_t> index;  // trial_id -> position in trials
+    {
+      auto q = conn.query(
+          "SELECT t.trial_id, t.number, t.state, t.datetime_start, t.datetime_complete "
+          "FROM trials t" + where + " ORDER BY t.number, t.trial_id");
+      bind(q);
+      while (q.step()) {
+        FrozenTrial t;
+        t.trial_id = q.int64(0);
+        t.number = static_cast<int>(q.int64(1));
+        t.state = parse_state(q.text(2), t.trial_id);
+        if (auto s = q.optional_text(3)) t.datetime_start = os::parse_datetime(*s);
+        if (auto s = q.optional_text(4)) t.datetime_complete = os::parse_datetime(*s);
+        index[t.trial_id] = trials.size();
+        trials.push_back(std::move(t));
+      }
+    }
+    if (trials.empty()) return trials;
+    auto trial_of = [&](int64_t id) -> FrozenTrial& { return trials[index.at(id)]; };
+    for (const char* table : {"trial_params", "tuner_trial_params"}) {
+      auto q = conn.query(std::string("SELECT c.trial_id, c.param_name, c.param_value, "
+                                      "c.distribution_json FROM ") +
+                          table + " c JOIN trials t ON c.trial_id = t.trial_id" + where);
+      bind(q);
+      while (q.step()) {
+        FrozenTrial& t = trial_of(q.int64(0));
+        std::string name = q.text(1);
+        std::string where_param = "trial " + std::to_string(t.number) + " param '" + name +
+                                  "' in '" + path() + "'";
+        Distribution d = os::from_json(q.text(3), where_param);
+        ParamValue v;
+        try {
+          v = from_internal(d, q.real(2));
+        } catch (const Error& e) {
+          throw Error(ErrorCode::kDataLoss, where_param + ": " + e.what());
+        }
+        t.params[name] = std::move(v);
+        t.distributions[name] = std::move(d);
+      }
+    }
+    {
+      auto q = conn.query(
+          "SELECT c.trial_id, c.objective, c.value, c.value_type FROM trial_values c "
+          "JOIN trials t ON c.trial_id = t.trial_id" + where + " ORDER BY c.objective");
+      bind(q);
+      while (q.step()) {
+        FrozenTrial& t = trial_of(q.int64(0));
+        auto objective = static_cast<size_t>(q.int64(1));
+        std::optional<double> raw;
+        if (!q.is_null(2)) raw = q.real(2);
+        auto v = os::stored_value(raw, q.text(3));
+        if (!v) {
+          throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" +
+                                                path() + "' has a malformed value");
+        }
+        if (t.values.size() <= objective) t.values.resize(objective + 1);
+        t.values[objective] = *v;
+      }
+    }
+    {
+      auto q = conn.query(
+          "SELECT c.trial_id, c.step, c.intermediate_value, c.intermediate_value_type "
+          "FROM trial_intermediate_values c JOIN trials t ON c.trial_id = t.trial_id" + where);
+      bind(q);
+      while (q.step()) {
+        FrozenTrial& t = trial_of(q.int64(0));
+        std::optional<double> raw;
+        if (!q.is_null(2)) raw = q.real(2);
+        auto v = os::stored_value(raw, q.text(3));
+        if (!v) {
+          throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" +
+                                                path() + "' has a malformed intermediate value");
+        }
+        t.intermediate_values[q.int64(1)] = *v;
+      }
+    }
+    for (bool user : {true, false}) {
+      auto q = conn.query(std::string("SELECT c.trial_id, c.\"key\", c.value_json FROM ") +
+                          (user ? "trial_user_attributes" : "trial_system_attributes") +
+                          " c JOIN trials t ON c.trial_id = t.trial_id" + where);
+      bind(q);
+      while (q.step()) {
+        FrozenTrial& t = trial_of(q.int64(0));
+        std::string key = q.text(1);
+        if (user) {
+          t.user_attrs[key] = q.text(2);
+        } else if (!key.starts_with(kParamMirrorPrefix)) {
+          t.system_attrs[key] = q.text(2);
+        }
+      }
+    }
+    return trials;
+  }
+
+  FrozenTrial load_trial(int64_t trial_id) {
+    auto trials = load_trials(trial_id, -1, 0);
+    if (trials.empty()) throw no_trial(trial_id);
+    return std::move(trials.front());
+  }
+
+  // --- writes (inside a write transaction) -------------------------------------------------
+
+  void insert_param(int64_t trial_id, const std::string& name, const Distribution& distribution,
+                    const ParamValue& value) {
+    const double internal = to_internal(distribution, value);
+    if (os::has_optuna_counterpart(distribution)) {
+      conn.query("INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+                 "VALUES (?, ?, ?, ?)")
+          .bind(0, trial_id)
+          .bind(1, name)
+          .bind(2, internal)
+          .bind(3, os::to_optuna_json(distribution))
+          .run();
+      return;
+    }
+    conn.query("INSERT INTO tuner_trial_params (trial_id, param_name, param_value, "
+               "distribution_json) VALUES (?, ?, ?, ?)")
+        .bind(0, trial_id)
+        .bind(1, name)
+        .bind(2, internal)
+        .bind(3, os::to_tuner_json(distribution))
+        .run();
+    upsert_trial_attr(false, trial_id, std::string(kParamMirrorPrefix) + name,
+                      nlohmann::json(internal).dump());
+  }
+
+  void upsert_trial_attr(bool user, int64_t trial_id, const std::string& key,
+                         const std::string& json) {
+    conn.query(user ? "INSERT INTO trial_user_attributes (trial_id, \"key\", value_json) "
+                      "VALUES (?, ?, ?) ON CONFLICT (trial_id, \"key\") DO UPDATE SET "
+                      "value_json = excluded.value_json"
+                    : "INSERT INTO trial_system_attributes (trial_id, \"key\", value_json) "
+                      "VALUES (?, ?, ?) ON CONFLICT (trial_id, \"key\") DO UPDATE SET "
+                      "value_json = excluded.value_json")
+        .bind(0, trial_id)
+        .bind(1, key)
+        .bind(2, json)
+        .run();
+  }
+
+  void upsert_study_attr(bool user, int64_t study_id, const std::string& key,
+                         const std::string& json) {
+    conn.query(user ? "INSERT INTO study_user_attributes (study_id, \"key\", value_json) "
+                      "VALUES (?, ?, ?) ON CONFLICT (study_id, \"key\") DO UPDATE SET "
+                      "value_json = excluded.value_json"
+                    : "INSERT INTO study_system_attributes (study_id, \"key\", value_json) "
+                      "VALUES (?, ?, ?) ON CONFLICT (study_id, \"key\") DO UPDATE SET "
+                      "value_json = excluded.value_json")
+        .bind(0, study_id)
+        .bind(1, key)
+        .bind(2, json)
+        .run();
+  }
+
+  static std::string now() { return os::format_datetime(std::chrono::system_clock::now()); }
+};
+
+SqliteStorage::SqliteStorage(std::string path, SqliteStorageOptions options)
+    : path_(std::move(path)), impl_(std::make_unique<Impl>(path_, options)) {}
+
+SqliteStorage::~SqliteStorage() = default;
+
+StudyRecord SqliteStorage::create_study(const std::string& name,
+                                        const std::vector<StudyDirection>& directions) {
+  if (directions.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "study '" + name + "' needs at least one direction");
+  }
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  {
+    auto q = impl_->conn.query("SELECT 1 FROM studies WHERE study_name = ?");
+    q.bind(0, name);
+    if (q.step()) {
+      throw Error(ErrorCode::kAlreadyExists,
+                  "a study named '" + name + "' already exists in '" + path_ + "'");
+    }
+  }
+  impl_->conn.query("INSERT INTO studies (study_name) VALUES (?)").bind(0, name).run();
+  const int64_t study_id = sqlite3_last_insert_rowid(impl_->conn.get());
+  for (size_t i = 0; i < directions.size(); ++i) {
+    impl_->conn
+        .query("INSERT INTO study_directions (direction, study_id, objective) VALUES (?, ?, ?)")
+        .bind(0, optuna_schema::direction_name(directions[i]))
+        .bind(1, study_id)
+        .bind(2, static_cast<int64_t>(i))
+        .run();
+  }
+  tx.commit();
+  return StudyRecord{study_id, name, directions, {}, {}};
+}
+
+std::optional<StudyRecord> SqliteStorage::find_study(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kRead);
+  int64_t study_id;
+  {
+    auto q = impl_->conn.query("SELECT study_id FROM studies WHERE study_name = ?");
+    q.bind(0, name);
+    if (!q.step()) return std::nullopt;
+    study_id = q.int64(0);
+  }
+  StudyRecord record = impl_->load_study(study_id);
+  tx.commit();
+  return record;
+}
+
+std::vector<StudyRecord> SqliteStorage::list_studies() {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kRead);
+  std::vector<int64_t> ids;
+  {
+    auto q = impl_->conn.query("SELECT study_id FROM studies ORDER BY study_id");
+    while (q.step()) ids.push_back(q.int64(0));
+  }
+  std::vector<StudyRecord> out;
+  for (int64_t id : ids) out.push_back(impl_->load_study(id));
+  tx.commit();
+  return out;
+}
+
+void SqliteStorage::delete_study(int64_t study_id) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  impl_->require_study(study_id);
+  for (const char* table :
+       {"trial_params", "tuner_trial_params", "trial_values", "trial_intermediate_values",
+        "trial_user_attributes", "trial_system_attributes", "trial_heartbeats"}) {
+    impl_->conn
+        .query(std::string("DELETE FROM ") + table +
+               " WHERE trial_id IN (SELECT trial_id FROM trials WHERE study_id = ?)")
+        .bind(0, study_id)
+        .run();
+  }
+  for (const char* table : {"trials", "study_directions", "study_user_attributes",
+                            "study_system_attributes", "studies"}) {
+    impl_->conn.query(std::string("DELETE FROM ") + table + " WHERE study_id = ?")
+        .bind(0, study_id)
+        .run();
+  }
+  tx.commit();
+}
+
+void SqliteStorage::set_study_user_attr(int64_t study_id, const std::string& key,
+                                        const std::string& json) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  impl_->require_study(study_id);
+  impl_->upsert_study_attr(true, study_id, key, json);
+  tx.commit();
+}
+
+void SqliteStorage::set_study_system_attr(int64_t study_id, const std::string& key,
+                                          const std::string& json) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  impl_->require_study(study_id);
+  impl_->upsert_study_attr(false, study_id, key, json);
+  tx.commit();
+}
+
+FrozenTrial SqliteStorage::create_trial(int64_t study_id, TrialState state,
+                                        const FrozenTrial* from) {
+  if (state != TrialState::kRunning && state != TrialState::kWaiting) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "a new trial is RUNNING or WAITING, not " + std::string(to_string(state)));
+  }
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  impl_->require_study(study_id);
+  int64_t number;
+  {
+    // Optuna numbers a trial by the count of the study's earlier trials; the write lock makes
+    // the count and the insert one step.
+    auto q = impl_->conn.query("SELECT COUNT(*) FROM trials WHERE study_id = ?");
+    q.bind(0, study_id);
+    q.step();
+    number = q.int64(0);
+  }
+  {
+    auto q = impl_->conn.query(
+        "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
+        "VALUES (?, ?, ?, ?, NULL)");
+    q.bind(0, number).bind(1, study_id).bind(2, optuna_schema::state_name(state));
+    if (state == TrialState::kRunning) {
+      q.bind(3, Impl::now());
+    } else {
+      q.bind_null(3);
+    }
+    q.run();
+  }
+  const int64_t trial_id = sqlite3_last_insert_rowid(impl_->conn.get());
+  if (from) {
+    for (const auto& [name, value] : from->params) {
+      impl_->insert_param(trial_id, name, from->distributions.at(name), value);
+    }
+    for (const auto& [key, json] : from->user_attrs) {
+      impl_->upsert_trial_attr(true, trial_id, key, json);
+    }
+    for (const auto& [key, json] : from->system_attrs) {
+      impl_->upsert_trial_attr(false, trial_id, key, json);
+    }
+  }
+  FrozenTrial created = impl_->load_trial(trial_id);
+  tx.commit();
+  return created;
+}
+
+bool SqliteStorage::claim_waiting_trial(int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  FrozenTrial header = impl_->load_header(trial_id, nullptr);
+  if (header.state != TrialState::kWaiting) return false;
+  impl_->conn
+      .query("UPDATE trials SET state = 'RUNNING', datetime_start = ? "
+             "WHERE trial_id = ? AND state = 'WAITING'")
+      .bind(0, Impl::now())
+      .bind(1, trial_id)
+      .run();
+  const bool claimed = sqlite3_changes(impl_->conn.get()) == 1;
+  tx.commit();
+  return claimed;
+}
+
+void SqliteStorage::set_trial_param(int64_t trial_id, const std::string& name,
+                                    const Distribution& distribution, const ParamValue& value) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  FrozenTrial trial = impl_->load_trial(trial_id);
+  check_param(trial, name, distribution, value);
+  if (trial.params.contains(name)) return;  // the same value again: nothing to write
+  impl_->insert_param(trial_id, name, distribution, value);
+  tx.commit();
+}
+
+void SqliteStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  FrozenTrial header = impl_->load_header(trial_id, nullptr);
+  check_intermediate_value(header, step, value);
+  std::string_view type = optuna_schema::value_type(value);
+  auto q = impl_->conn.query(
+      "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
+      "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE SET "
+      "intermediate_value = excluded.intermediate_value, "
+      "intermediate_value_type = excluded.intermediate_value_type");
+  q.bind(0, trial_id).bind(1, step);
+  if (type == "FINITE") {
+    q.bind(2, value);
+  } else {
+    q.bind_null(2);
+  }
+  q.bind(3, type);
+  q.run();
+  tx.commit();
+}
+
+void SqliteStorage::set_trial_user_attr(int64_t trial_id, const std::string& key,
+                                        const std::string& json) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  FrozenTrial header = impl_->load_header(trial_id, nullptr);
+  check_writable(header, "set user attribute '" + key + "'");
+  impl_->upsert_trial_attr(true, trial_id, key, json);
+  tx.commit();
+}
+
+void SqliteStorage::set_trial_system_attr(int64_t trial_id, const std::string& key,
+                                          const std::string& json) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  FrozenTrial header = impl_->load_header(trial_id, nullptr);
+  check_writable(header, "set system attribute '" + key + "'");
+  impl_->upsert_trial_attr(false, trial_id, key, json);
+  tx.commit();
+}
+
+void SqliteStorage::finish_trial(int64_t trial_id, TrialState state,
+                                 const std::vector<double>& values) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  int64_t study_id = -1;
+  FrozenTrial header = impl_->load_header(trial_id, &study_id);
+  check_finish(header, state, values, impl_->n_objectives(study_id));
+  const std::string now = Impl::now();
+  impl_->conn
+      .query("UPDATE trials SET state = ?, datetime_complete = ?, "
+             "datetime_start = COALESCE(datetime_start, ?) WHERE trial_id = ?")
+      .bind(0, optuna_schema::state_name(state))
+      .bind(1, now)
+      .bind(2, now)
+      .bind(3, trial_id)
+      .run();
+  impl_->conn.query("DELETE FROM trial_values WHERE trial_id = ?").bind(0, trial_id).run();
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::string_view type = optuna_schema::value_type(values[i]);
+    auto q = impl_->conn.query(
+        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?)");
+    q.bind(0, trial_id).bind(1, static_cast<int64_t>(i));
+    if (type == "FINITE") {
+      q.bind(2, values[i]);
+    } else {
+      q.bind_null(2);
+    }
+    q.bind(3, type);
+    q.run();
+  }
+  tx.commit();
+}
+
+FrozenTrial SqliteStorage::get_trial(int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kRead);
+  FrozenTrial trial = impl_->load_trial(trial_id);
+  tx.commit();
+  return trial;
+}
+
+std::vector<FrozenTrial> SqliteStorage::get_trials(int64_t study_id, const TrialFilter& filter) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kRead);
+  impl_->require_study(study_id);
+  std::vector<FrozenTrial> trials =
+      impl_->load_trials(-1, study_id, std::max(filter.min_number, 0));
+  tx.commit();
+  if (filter.states) {
+    std::erase_if(trials, [&](const FrozenTrial& t) {
+      return std::find(filter.states->begin(), filter.states->end(), t.state) ==
+             filter.states->end();
+    });
+  }
+  return trials;
+}
+
+}  // namespace tuner

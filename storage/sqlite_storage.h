@@ -1,0 +1,116 @@
+// SqliteStorage: a Storage in one SQLite file, in Optuna's RDB schema.
+//
+// A study written here is read exactly by `optuna.load_study(study_name=...,
+// storage="sqlite:///FILE")` and by optuna-dashboard; a study Optuna 3.x to 5.x wrote is loaded
+// and continued here. docs/storage.md maps every table and column.
+//
+// The file:
+// - Optuna's tables (studies, study_directions, study_{user,system}_attributes, trials,
+//   trial_params, trial_values, trial_intermediate_values, trial_{user,system}_attributes,
+//   trial_heartbeats, version_info with schema_version 12, alembic_version), stamped with the
+//   alembic revision of SqliteStorageOptions::revision when the file is new. An existing file
+//   keeps its revision (v3.0.0.d or v3.2.0.a); older revisions need `optuna storage upgrade`
+//   first, newer ones a newer tuner.
+// - The project's own tables, prefixed tuner_ (Optuna ignores them): tuner_meta (the project's
+//   schema version) and tuner_trial_params.
+// - A parameter with a NormalDistribution, which Optuna has no counterpart for, is kept exactly
+//   in tuner_trial_params (its value and the distribution as {"name": "NormalDistribution",
+//   "attributes": {"mu", "sigma", "log", "q"}}) and not in trial_params, since any Optuna
+//   distribution would misstate its domain. So that Optuna users still see the value, it is
+//   mirrored in the trial system attribute "tuner:param:NAME" (a JSON number); get_trial()
+//   hides those attributes and returns the parameter with its exact distribution.
+// - Trial datetimes are naive UTC with microseconds, as Optuna's RDB storage writes them.
+//
+// Opening checks the file before changing anything: a file that is not a SQLite database, or a
+// database of another program (tables that are not Optuna's), fails with Error(kDataLoss); a
+// schema revision or tuner_meta version newer than this build knows fails with
+// Error(kFailedPrecondition). In these cases the file is left byte for byte as it was. Every
+// message names the file.
+//
+// Concurrency: WAL mode; every method is one transaction (writes take the write lock with BEGIN
+// IMMEDIATE, reads run in one snapshot), so several processes and several SqliteStorage objects
+// can use one file at once. A lock held by another connection longer than the busy timeout fails
+// with Error(kUnavailable) and changes nothing.
+// Durability: a committed change survives a killed process. With synchronous_full it also
+// survives a power cut or OS crash; without it (synchronous=NORMAL, the default), a power cut
+// may lose the last transactions committed before it, but never corrupts the file.
+//
+// Thread safety: every method may be called from several threads at once (one mutex around the
+// connection).
+#ifndef TUNER_STORAGE_SQLITE_STORAGE_H_
+#define TUNER_STORAGE_SQLITE_STORAGE_H_
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "storage/storage.h"
+
+namespace tuner {
+
+// The alembic revision of Optuna's schema that a new file is stamped with.
+enum class OptunaRevision {
+  kV3_2_0_a,  // Optuna 3.2 to 5.x and today's optuna-dashboard (the current head)
+  kV3_0_0_d,  // Optuna 3.0 and 3.1 (Debian 12's python3-optuna)
+};
+
+struct SqliteStorageOptions {
+  // How long a call waits for a lock another connection holds before failing with
+  // Error(kUnavailable). Default 5 s.
+  std::chrono::milliseconds busy_timeout{5000};
+  // The revision a new file gets; an existing file keeps its own. Default v3.2.0.a.
+  OptunaRevision revision = OptunaRevision::kV3_2_0_a;
+  // PRAGMA synchronous=FULL (survives a power cut) instead of NORMAL. Default false.
+  bool synchronous_full = false;
+};
+
+class SqliteStorage final : public Storage {
+ public:
+  // Opens `path`, creating the file and the schema when it does not exist or is empty.
+  // Throws Error (see the file comment) naming `path`.
+  explicit SqliteStorage(std::string path, SqliteStorageOptions options = {});
+  ~SqliteStorage() override;
+
+  const std::string& path() const { return path_; }
+
+  StudyRecord create_study(const std::string& name,
+                           const std::vector<StudyDirection>& directions) override;
+  std::optional<StudyRecord> find_study(const std::string& name) override;
+  std::vector<StudyRecord> list_studies() override;
+  void delete_study(int64_t study_id) override;
+  void set_study_user_attr(int64_t study_id, const std::string& key,
+                           const std::string& json) override;
+  void set_study_system_attr(int64_t study_id, const std::string& key,
+                             const std::string& json) override;
+
+  FrozenTrial create_trial(int64_t study_id, TrialState state = TrialState::kRunning,
+                           const FrozenTrial* from = nullptr) override;
+  bool claim_waiting_trial(int64_t trial_id) override;
+  void set_trial_param(int64_t trial_id, const std::string& name,
+                       const Distribution& distribution, const ParamValue& value) override;
+  void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
+  void set_trial_user_attr(int64_t trial_id, const std::string& key,
+                           const std::string& json) override;
+  void set_trial_system_attr(int64_t trial_id, const std::string& key,
+                             const std::string& json) override;
+  void finish_trial(int64_t trial_id, TrialState state,
+                    const std::vector<double>& values) override;
+
+  FrozenTrial get_trial(int64_t trial_id) override;
+  std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) override;
+
+ private:
+  struct Impl;
+
+  // Constant after construction.
+  const std::string path_;
+
+  // State below is protected by mutex_.
+  std::mutex mutex_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_STORAGE_SQLITE_STORAGE_H_

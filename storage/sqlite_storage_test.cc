@@ -1,0 +1,361 @@
+#include "storage/sqlite_storage.h"
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "storage/optuna_schema.h"
+#include "storage/sqlite/connection.h"
+#include "storage/storage_test_suite.h"
+#include "trials/error.h"
+
+#include <gtest/gtest.h>
+
+namespace tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test (and per factory call), removed at exit.
+fs::path make_temp_dir() {
+  static std::atomic<int> counter{0};
+  fs::path dir = fs::temp_directory_path() /
+                 ("tuner_sqlite_test_" + std::to_string(::getpid()) + "_" +
+                  std::to_string(counter++));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Removes this process's temp directories when the tests end.
+class RemoveTempDirs : public testing::Environment {
+ public:
+  void TearDown() override {
+    std::string prefix = "tuner_sqlite_test_" + std::to_string(::getpid()) + "_";
+    for (const auto& entry : fs::directory_iterator(fs::temp_directory_path())) {
+      if (entry.path().filename().string().starts_with(prefix)) fs::remove_all(entry.path());
+    }
+  }
+};
+const auto* const kRemoveTempDirs = testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
+// The shared suite, on a fresh file per storage, for both schema revisions this backend writes.
+INSTANTIATE_TEST_SUITE_P(Sqlite, StorageSuite, testing::Values(StorageFactory{[] {
+                           return std::make_shared<SqliteStorage>(
+                               (make_temp_dir() / "suite.db").string());
+                         }}));
+
+INSTANTIATE_TEST_SUITE_P(SqliteV300d, StorageSuite, testing::Values(StorageFactory{[] {
+                           SqliteStorageOptions options;
+                           options.revision = OptunaRevision::kV3_0_0_d;
+                           return std::make_shared<SqliteStorage>(
+                               (make_temp_dir() / "suite.db").string(), options);
+                         }}));
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class SqliteStorageTest : public testing::Test {
+ protected:
+  void SetUp() override { dir_ = make_temp_dir(); }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name = "study.db") const { return (dir_ / name).string(); }
+
+  // Runs `sql` on its own connection and returns the first column of every row, as text.
+  std::vector<std::string> column(const std::string& file, const std::string& sql) {
+    sqlite::Connection conn(file);
+    auto q = conn.query(sql);
+    std::vector<std::string> out;
+    while (q.step()) out.push_back(q.is_null(0) ? "NULL" : q.text(0));
+    return out;
+  }
+
+  Error error_of(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e;
+    }
+    ADD_FAILURE() << "no error";
+    return Error(ErrorCode::kInternal, "");
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(SqliteStorageTest, WritesOptunaSchemaHead) {
+  { SqliteStorage storage(path()); }
+  EXPECT_EQ(column(path(), "SELECT version_num FROM alembic_version"),
+            std::vector<std::string>{"v3.2.0.a"});
+  EXPECT_EQ(column(path(), "SELECT schema_version FROM version_info"),
+            std::vector<std::string>{"12"});
+  EXPECT_EQ(column(path(), "SELECT name FROM sqlite_master WHERE name = 'trials_study_id_key'")
+                .size(),
+            1u);
+  EXPECT_EQ(column(path(), "PRAGMA journal_mode"), std::vector<std::string>{"wal"});
+  for (std::string_view t : optuna_schema::required_tables()) {
+    EXPECT_EQ(column(path(), "SELECT name FROM sqlite_master WHERE name = '" + std::string(t) + "'")
+                  .size(),
+              1u)
+        << t;
+  }
+}
+
+TEST_F(SqliteStorageTest, WritesV300dOnRequest) {
+  SqliteStorageOptions options;
+  options.revision = OptunaRevision::kV3_0_0_d;
+  { SqliteStorage storage(path(), options); }
+  EXPECT_EQ(column(path(), "SELECT version_num FROM alembic_version"),
+            std::vector<std::string>{"v3.0.0.d"});
+  EXPECT_TRUE(
+      column(path(), "SELECT name FROM sqlite_master WHERE name = 'trials_study_id_key'").empty());
+  // Reopening with the default keeps the file's revision.
+  { SqliteStorage storage(path()); }
+  EXPECT_EQ(column(path(), "SELECT version_num FROM alembic_version"),
+            std::vector<std::string>{"v3.0.0.d"});
+}
+
+TEST_F(SqliteStorageTest, StoresOptunaColumnValues) {
+  SqliteStorage storage(path());
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMaximize});
+  FrozenTrial t = storage.create_trial(s.study_id);
+  storage.set_trial_param(t.trial_id, "opt",
+                          CategoricalDistribution{{std::string("sgd"), std::string("adam")}},
+                          std::string("adam"));
+  storage.set_trial_param(t.trial_id, "layers", IntDistribution{1, 8, false, 1}, int64_t{3});
+  storage.set_trial_param(t.trial_id, "lr", FloatDistribution{1e-5, 0.1, true, {}}, 0.001);
+  storage.set_trial_intermediate_value(t.trial_id, 0, INFINITY);
+  storage.set_trial_intermediate_value(t.trial_id, 1, -INFINITY);
+  storage.set_trial_intermediate_value(t.trial_id, 2, 0.5);
+  storage.finish_trial(t.trial_id, TrialState::kPruned, {-INFINITY});
+
+  EXPECT_EQ(column(path(), "SELECT direction FROM study_directions"),
+            std::vector<std::string>{"MAXIMIZE"});
+  EXPECT_EQ(column(path(), "SELECT state FROM trials"), std::vector<std::string>{"PRUNED"});
+  EXPECT_EQ(column(path(), "SELECT param_value FROM trial_params WHERE param_name = 'opt'"),
+            std::vector<std::string>{"1.0"});
+  EXPECT_EQ(column(path(), "SELECT param_value FROM trial_params WHERE param_name = 'layers'"),
+            std::vector<std::string>{"3.0"});
+  EXPECT_EQ(
+      column(path(), "SELECT distribution_json FROM trial_params WHERE param_name = 'opt'"),
+      std::vector<std::string>{
+          R"({"name":"CategoricalDistribution","attributes":{"choices":["sgd","adam"]}})"});
+  EXPECT_EQ(column(path(),
+                   "SELECT intermediate_value_type || ':' || coalesce(intermediate_value, 'NULL') "
+                   "FROM trial_intermediate_values ORDER BY step"),
+            (std::vector<std::string>{"INF_POS:NULL", "INF_NEG:NULL", "FINITE:0.5"}));
+  EXPECT_EQ(column(path(), "SELECT value_type || ':' || coalesce(value, 'NULL') FROM trial_values"),
+            std::vector<std::string>{"INF_NEG:NULL"});
+  auto start = column(path(), "SELECT datetime_start FROM trials");
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_EQ(start[0].size(), 26u) << start[0];  // "YYYY-MM-DD HH:MM:SS.ffffff"
+
+  FrozenTrial got = storage.get_trial(t.trial_id);
+  EXPECT_EQ(got.params.at("opt"), ParamValue(std::string("adam")));
+  EXPECT_EQ(got.params.at("layers"), ParamValue(int64_t{3}));
+  EXPECT_EQ(got.values, std::vector<double>{-INFINITY});
+  EXPECT_EQ(got.intermediate_values.at(0), INFINITY);
+}
+
+TEST_F(SqliteStorageTest, RoundTripsEveryField) {
+  SqliteStorage storage(path());
+  StudyRecord s =
+      storage.create_study("s", {StudyDirection::kMinimize, StudyDirection::kMaximize});
+  storage.set_study_user_attr(s.study_id, "k", "[1,2]");
+  FrozenTrial t = storage.create_trial(s.study_id);
+  Distribution cat = CategoricalDistribution{
+      {std::string("a"), int64_t{1}, 1.0, true, 2.5}};
+  storage.set_trial_param(t.trial_id, "c", cat, 1.0);
+  storage.set_trial_param(t.trial_id, "f", FloatDistribution{0, 1, false, 0.25}, 0.75);
+  storage.set_trial_param(t.trial_id, "n", NormalDistribution{1.0, 2.0, false, {}}, 0.123456789);
+  storage.set_trial_param(t.trial_id, "i", IntDistribution{2, 10, false, 2}, int64_t{6});
+  storage.set_trial_user_attr(t.trial_id, "u", "{\"a\":1}");
+  storage.set_trial_system_attr(t.trial_id, "sys", "\"x\"");
+  storage.finish_trial(t.trial_id, TrialState::kComplete, {0.1, 1e300});
+
+  SqliteStorage reopened(path());
+  FrozenTrial got = reopened.get_trial(t.trial_id);
+  FrozenTrial expected = storage.get_trial(t.trial_id);
+  got.validate(2);
+  EXPECT_EQ(got.params, expected.params);
+  EXPECT_EQ(got.params.at("c"), ParamValue(1.0));  // the float choice, not the integer 1
+  EXPECT_EQ(got.distributions.at("c"), cat);
+  EXPECT_EQ(got.distributions.at("n"), (Distribution{NormalDistribution{1.0, 2.0, false, {}}}));
+  EXPECT_EQ(got.params.at("n"), ParamValue(0.123456789));
+  EXPECT_EQ(got.values, (std::vector<double>{0.1, 1e300}));
+  EXPECT_EQ(got.user_attrs.at("u"), "{\"a\":1}");
+  EXPECT_EQ(got.system_attrs, (std::map<std::string, std::string, std::less<>>{{"sys", "\"x\""}}));
+  EXPECT_EQ(got.datetime_start, expected.datetime_start);
+  EXPECT_EQ(got.datetime_complete, expected.datetime_complete);
+  EXPECT_EQ(reopened.find_study("s")->user_attrs.at("k"), "[1,2]");
+  // The normal param is not in Optuna's table, but mirrored for Optuna's users.
+  EXPECT_TRUE(column(path(), "SELECT 1 FROM trial_params WHERE param_name = 'n'").empty());
+  EXPECT_EQ(column(path(), "SELECT value_json FROM trial_system_attributes WHERE key = "
+                           "'tuner:param:n'"),
+            std::vector<std::string>{"0.123456789"});
+}
+
+TEST_F(SqliteStorageTest, ReadsLegacyDistributionJson) {
+  using optuna_schema::from_json;
+  EXPECT_EQ(from_json(R"({"name": "UniformDistribution", "attributes": {"low": 0, "high": 2}})",
+                      "p"),
+            (Distribution{FloatDistribution{0, 2, false, {}}}));
+  EXPECT_EQ(
+      from_json(R"({"name": "LogUniformDistribution", "attributes": {"low": 1e-3, "high": 1}})",
+                "p"),
+      (Distribution{FloatDistribution{1e-3, 1, true, {}}}));
+  EXPECT_EQ(from_json(R"({"name": "DiscreteUniformDistribution", "attributes": {"low": 0,
+                         "high": 1, "q": 0.5}})",
+                      "p"),
+            (Distribution{FloatDistribution{0, 1, false, 0.5}}));
+  EXPECT_EQ(from_json(R"({"name": "IntUniformDistribution", "attributes": {"low": 0,
+                         "high": 9, "step": 3}})",
+                      "p"),
+            (Distribution{IntDistribution{0, 9, false, 3}}));
+  EXPECT_EQ(from_json(R"({"name": "IntLogUniformDistribution", "attributes": {"low": 1,
+                         "high": 9, "step": 1}})",
+                      "p"),
+            (Distribution{IntDistribution{1, 9, true, 1}}));
+  EXPECT_EQ(from_json(R"({"type": "int", "low": 1, "high": 3})", "p"),
+            (Distribution{IntDistribution{1, 3, false, 1}}));
+  EXPECT_EQ(error_of([&] {
+              from_json(R"({"name": "CategoricalDistribution", "attributes": {"choices": [null]}})",
+                        "trial 3 param 'x'");
+            }).code(),
+            ErrorCode::kDataLoss);
+}
+
+TEST_F(SqliteStorageTest, RefusesANonDatabaseFileUntouched) {
+  {
+    std::ofstream out(path("notes.db"), std::ios::binary);
+    out << "these are my notes, not a database\n" << std::string(5000, 'x');
+  }
+  const std::string before = read_bytes(path("notes.db"));
+  Error e = error_of([&] { SqliteStorage storage(path("notes.db")); });
+  EXPECT_EQ(e.code(), ErrorCode::kDataLoss);
+  EXPECT_NE(std::string(e.what()).find(path("notes.db")), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("not a SQLite database"), std::string::npos) << e.what();
+  EXPECT_EQ(read_bytes(path("notes.db")), before);
+}
+
+TEST_F(SqliteStorageTest, RefusesAForeignDatabaseUntouched) {
+  {
+    sqlite::Connection conn(path("foreign.db"));
+    conn.exec("CREATE TABLE foo (x INTEGER); INSERT INTO foo VALUES (1)");
+  }
+  const std::string before = read_bytes(path("foreign.db"));
+  Error e = error_of([&] { SqliteStorage storage(path("foreign.db")); });
+  EXPECT_EQ(e.code(), ErrorCode::kDataLoss);
+  EXPECT_NE(std::string(e.what()).find(path("foreign.db")), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("foo"), std::string::npos) << e.what();
+  EXPECT_EQ(read_bytes(path("foreign.db")), before);
+  EXPECT_EQ(column(path("foreign.db"), "SELECT name FROM sqlite_master"),
+            std::vector<std::string>{"foo"});
+}
+
+TEST_F(SqliteStorageTest, RefusesNewerSchemasUntouched) {
+  int index = 0;
+  for (const char* sql : {"UPDATE alembic_version SET version_num = 'v9.9.9.z'",
+                          "UPDATE tuner_meta SET value = '99' WHERE key = 'schema_version'",
+                          "UPDATE alembic_version SET version_num = 'v2.6.0.a'"}) {
+    const std::string file = path("newer" + std::to_string(index++) + ".db");
+    {
+      SqliteStorage storage(file);
+      storage.create_study("s", {StudyDirection::kMinimize});
+    }
+    {
+      sqlite::Connection conn(file);
+      conn.exec(sql);
+      conn.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    }
+    const std::string before = read_bytes(file);
+    Error e = error_of([&] { SqliteStorage storage(file); });
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition) << sql;
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+    EXPECT_EQ(read_bytes(file), before) << sql;
+  }
+}
+
+TEST_F(SqliteStorageTest, TwoStoragesOnOneFileSeeEachOthersWrites) {
+  SqliteStorage a(path());
+  SqliteStorage b(path());
+  StudyRecord s = a.create_study("shared", {StudyDirection::kMinimize});
+  ASSERT_TRUE(b.find_study("shared"));
+  FrozenTrial t = b.create_trial(s.study_id);
+  a.set_trial_param(t.trial_id, "x", FloatDistribution{0, 1}, 0.5);
+  b.finish_trial(t.trial_id, TrialState::kComplete, {1.5});
+  EXPECT_EQ(a.get_trial(t.trial_id).values, std::vector<double>{1.5});
+  EXPECT_EQ(a.create_trial(s.study_id).number, 1);
+  EXPECT_EQ(b.get_trials(s.study_id).size(), 2u);
+  // A write through one refused because the other finished the trial.
+  EXPECT_EQ(error_of([&] { a.set_trial_user_attr(t.trial_id, "k", "1"); }).code(),
+            ErrorCode::kFailedPrecondition);
+}
+
+TEST_F(SqliteStorageTest, LockedDatabaseIsUnavailableAndLosesNothing) {
+  SqliteStorageOptions options;
+  options.busy_timeout = std::chrono::milliseconds(100);
+  SqliteStorage storage(path(), options);
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage.create_trial(s.study_id);
+  storage.set_trial_intermediate_value(t.trial_id, 1, 0.5);
+
+  sqlite::Connection other(path());
+  other.exec("BEGIN IMMEDIATE");
+  auto started = std::chrono::steady_clock::now();
+  Error e = error_of([&] { storage.set_trial_intermediate_value(t.trial_id, 2, 0.25); });
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(90));
+  EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+  EXPECT_NE(std::string(e.what()).find(path()), std::string::npos) << e.what();
+  EXPECT_EQ(error_of([&] { storage.finish_trial(t.trial_id, TrialState::kComplete, {1}); }).code(),
+            ErrorCode::kUnavailable);
+  // Readers are not blocked by a writer in WAL mode.
+  EXPECT_EQ(storage.get_trial(t.trial_id).intermediate_values.size(), 1u);
+  other.exec("ROLLBACK");
+
+  storage.set_trial_intermediate_value(t.trial_id, 2, 0.25);
+  storage.finish_trial(t.trial_id, TrialState::kComplete, {1});
+  FrozenTrial got = storage.get_trial(t.trial_id);
+  EXPECT_EQ(got.intermediate_values.size(), 2u);
+  EXPECT_EQ(got.state, TrialState::kComplete);
+}
+
+TEST_F(SqliteStorageTest, ConcurrentCreationOfANewFile) {
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        SqliteStorage storage(path());
+        storage.create_study("s" + std::to_string(i), {StudyDirection::kMinimize});
+      } catch (const Error& e) {
+        ADD_FAILURE() << e.what();
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(SqliteStorage(path()).list_studies().size(), 4u);
+}
+
+TEST_F(SqliteStorageTest, UnknownIdsNameTheFile) {
+  SqliteStorage storage(path());
+  Error e = error_of([&] { storage.get_trials(42); });
+  EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+  EXPECT_NE(std::string(e.what()).find(path()), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The Optuna interop test: a study written here is read by Optuna, and a study written by Optuna
+# is loaded and continued here, then read by Optuna again (and continued by it once more).
+#   run_interop.sh BUILD_DIR WRITE_STUDY_BINARY
+# Uses the latest optuna from PyPI in BUILD_DIR/interop-venv (created when missing), and, when
+# Debian's python3-optuna is installed, Optuna 3.1 under /usr/bin/python3 on files written with
+# the v3.0.0.d option.
+set -euo pipefail
+build=$1
+write_study=$2
+here=$(cd "$(dirname "$0")" && pwd)
+export TZ=UTC  # Optuna shows datetimes in local time; the dumps hold naive UTC
+
+venv="$build/interop-venv"
+if ! "$venv/bin/python" -c "import optuna" 2>/dev/null; then
+  echo "interop: creating $venv with the latest optuna from PyPI"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q optuna
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tuner_interop.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+run_pair() {  # run_pair PYTHON TAG [--v300d]
+  local py=$1 tag=$2 opt=${3:-}
+  echo "== $tag: tuner writes, optuna reads"
+  "$write_study" write "$work/$tag-cpp.db" "$work/$tag-cpp.json" $opt
+  "$py" "$here/check_study.py" read "$work/$tag-cpp.db" "$work/$tag-cpp.json" --then-optimize
+  echo "== $tag: optuna writes, tuner continues, optuna reads"
+  "$py" "$here/check_study.py" write "$work/$tag-py.db"
+  "$write_study" continue "$work/$tag-py.db" "$work/$tag-py.json" from-optuna 4
+  "$py" "$here/check_study.py" read "$work/$tag-py.db" "$work/$tag-py.json" --then-optimize
+}
+
+run_pair "$venv/bin/python" latest
+if /usr/bin/python3 -c "import optuna" 2>/dev/null; then
+  run_pair /usr/bin/python3 debian --v300d
+else
+  echo "interop: Debian's python3-optuna is not installed; skipping the v3.0.0.d check"
+fi
+echo "interop: passed"
