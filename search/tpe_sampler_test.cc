@@ -300,7 +300,8 @@ TEST(TpeSampler, RejectsBadOptions) {
   bad.n_ei_candidates = 0;
   EXPECT_THROW(TpeSampler{bad}, Error);
   TpeOptions group;
-  group.group = true;
+  group.multivariate = false;
+  group.group = true;  // grouping needs multivariate
   EXPECT_THROW(TpeSampler{group}, Error);
 }
 
