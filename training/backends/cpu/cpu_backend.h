@@ -1,0 +1,96 @@
+// The CPU backend: Eigen's GEMM kernels on a fixed pool of threads.
+#ifndef TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
+#define TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
+
+#include <memory>
+#include <vector>
+
+#include "training/backend.h"
+#include "training/backends/cpu/thread_pool.h"
+
+namespace tuner::training {
+
+// Every kernel splits its output statically over the threads (rows of a product, samples of a
+// convolution, channels of a norm) and never splits a reduction between threads except through
+// per-thread partials summed in thread order, so results are bit-identical for a given thread
+// count. Products run on Eigen's single-threaded kernels inside each thread's block, with the
+// bias and activation applied to the block while it is in cache (the fused epilogue).
+// Thread safety: as Backend (one caller at a time).
+class CpuBackend final : public Backend {
+ public:
+  // REQUIRES: threads >= 1.
+  explicit CpuBackend(int threads);
+
+  std::string_view name() const override { return "cpu"; }
+  int num_threads() const override { return pool_.size(); }
+
+  void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b, float beta,
+            Tensor& c) override;
+  void linear_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act,
+                      Tensor& y) override;
+  void linear_backward(const Tensor& x, const Tensor& w, const Tensor& y, Activation act,
+                       const Tensor& dy, Tensor& dz, Tensor* dx, Tensor& dw, Tensor* db) override;
+
+  int64_t conv2d_backward_workspace(const Window2d& win, const Shape& x,
+                                    int64_t out_channels) const override;
+  void conv2d_forward(const Window2d& win, const Tensor& x, const Tensor& w, const Tensor* bias,
+                      Activation act, Tensor& col, Tensor& y) override;
+  void conv2d_backward(const Window2d& win, const Tensor& x, const Tensor& w, const Tensor& col,
+                       const Tensor& y, Activation act, const Tensor& dy, Tensor& dz, Tensor* dx,
+                       Tensor& dw, Tensor* db, std::span<float> work) override;
+
+  void max_pool2d_forward(const Window2d& win, const Tensor& x, Tensor& y,
+                          std::span<int32_t> argmax) override;
+  void max_pool2d_backward(const Window2d& win, std::span<const int32_t> argmax, const Tensor& dy,
+                           Tensor& dx) override;
+  void avg_pool2d_forward(const Window2d& win, const Tensor& x, Tensor& y) override;
+  void avg_pool2d_backward(const Window2d& win, const Tensor& dy, Tensor& dx) override;
+  void global_avg_pool_forward(const Tensor& x, Tensor& y) override;
+  void global_avg_pool_backward(const Tensor& dy, Tensor& dx) override;
+
+  void activation_forward(Activation act, const Tensor& x, Tensor& y) override;
+  void activation_backward(Activation act, const Tensor& x, const Tensor& y, const Tensor& dy,
+                           Tensor& dx) override;
+  void dropout_forward(float p, uint64_t seed, const Tensor& x, Tensor& mask, Tensor& y) override;
+  void mul(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override;
+  void copy(const Tensor& x, Tensor& y) override;
+
+  void batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                                float momentum, Tensor& running_mean, Tensor& running_var,
+                                Tensor& mean, Tensor& rstd, Tensor& y) override;
+  void batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                               const Tensor& running_mean, const Tensor& running_var,
+                               Tensor& y) override;
+  void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                           const Tensor& rstd, const Tensor& dy, Tensor* dx, Tensor& dgamma,
+                           Tensor& dbeta) override;
+  void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                          Tensor& mean, Tensor& rstd, Tensor& y) override;
+  void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                           const Tensor& rstd, const Tensor& dy, Tensor* dx, Tensor& dgamma,
+                           Tensor& dbeta) override;
+
+  float softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
+                              float label_smoothing, Tensor* dlogits) override;
+  float mean_squared_error(const Tensor& pred, const Tensor& target, Tensor* dpred) override;
+
+  void sgd_step(const SgdStepArgs& args, std::span<float> params, std::span<const float> grads,
+                std::span<float> velocity) override;
+  void adam_step(const AdamStepArgs& args, std::span<float> params, std::span<const float> grads,
+                 std::span<float> m, std::span<float> v) override;
+  double sum_squares(std::span<const float> x) override;
+  void scale(std::span<float> x, float factor) override;
+
+ private:
+  ThreadPool pool_;
+  // One partial sum per thread, summed in thread order (deterministic reductions).
+  std::vector<double> partials_;
+};
+
+// A CPU backend on `threads` threads (REQUIRES: threads >= 1).
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+}  // namespace tuner::training
+
+#endif  // TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_

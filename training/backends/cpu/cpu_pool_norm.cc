@@ -1,0 +1,321 @@
+// The CPU backend's pooling and normalization kernels.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "training/backends/cpu/cpu_backend.h"
+
+namespace tuner::training {
+namespace {
+
+// Planes ([H,W] of one sample and channel) per thread below which a kernel is not split.
+constexpr int64_t kMinPlanesPerThread = 4;
+
+// Spatial extent S of x[B,C,S...] (1 for [B,C]).
+int64_t spatial(const Tensor& x) {
+  int64_t s = 1;
+  for (int i = 2; i < x.rank(); ++i) s *= x.dim(i);
+  return s;
+}
+
+}  // namespace
+
+void CpuBackend::max_pool2d_forward(const Window2d& win, const Tensor& x, Tensor& y,
+                                    std::span<int32_t> argmax) {
+  const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t oh = y.dim(2), ow = y.dim(3);
+  const float* xp = x.data();
+  float* yp = y.data();
+  pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* in = xp + p * h * w;
+      float* out = yp + p * oh * ow;
+      int32_t* arg = argmax.data() + p * oh * ow;
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          float best = -std::numeric_limits<float>::infinity();
+          int32_t best_at = -1;
+          for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
+            const int64_t ih = i * win.stride - win.padding + kh;
+            if (ih < 0 || ih >= h) continue;
+            for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
+              const int64_t iw = j * win.stride - win.padding + kw;
+              if (iw < 0 || iw >= w) continue;
+              const float v = in[ih * w + iw];
+              if (v > best || best_at < 0) {
+                best = v;
+                best_at = static_cast<int32_t>(ih * w + iw);
+              }
+            }
+          }
+          out[i * ow + j] = best;
+          arg[i * ow + j] = best_at;
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::max_pool2d_backward(const Window2d& /*win*/, std::span<const int32_t> argmax,
+                                     const Tensor& dy, Tensor& dx) {
+  const int64_t planes = dx.dim(0) * dx.dim(1), hw = dx.dim(2) * dx.dim(3);
+  const int64_t ohw = dy.dim(2) * dy.dim(3);
+  const float* g = dy.data();
+  float* out = dx.data();
+  pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      float* plane = out + p * hw;
+      std::fill(plane, plane + hw, 0.0f);
+      for (int64_t i = 0; i < ohw; ++i) {
+        const int32_t at = argmax[p * ohw + i];
+        if (at >= 0) plane[at] += g[p * ohw + i];
+      }
+    }
+  });
+}
+
+void CpuBackend::avg_pool2d_forward(const Window2d& win, const Tensor& x, Tensor& y) {
+  const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t oh = y.dim(2), ow = y.dim(3);
+  const float inv = 1.0f / static_cast<float>(win.kernel_h * win.kernel_w);
+  const float* xp = x.data();
+  float* yp = y.data();
+  pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* in = xp + p * h * w;
+      float* out = yp + p * oh * ow;
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          float acc = 0.0f;
+          for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
+            const int64_t ih = i * win.stride - win.padding + kh;
+            if (ih < 0 || ih >= h) continue;
+            for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
+              const int64_t iw = j * win.stride - win.padding + kw;
+              if (iw >= 0 && iw < w) acc += in[ih * w + iw];
+            }
+          }
+          out[i * ow + j] = acc * inv;
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::avg_pool2d_backward(const Window2d& win, const Tensor& dy, Tensor& dx) {
+  const int64_t planes = dx.dim(0) * dx.dim(1), h = dx.dim(2), w = dx.dim(3);
+  const int64_t oh = dy.dim(2), ow = dy.dim(3);
+  const float inv = 1.0f / static_cast<float>(win.kernel_h * win.kernel_w);
+  const float* g = dy.data();
+  float* dxp = dx.data();
+  pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      float* plane = dxp + p * h * w;
+      std::fill(plane, plane + h * w, 0.0f);
+      const float* gp = g + p * oh * ow;
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          const float v = gp[i * ow + j] * inv;
+          for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
+            const int64_t ih = i * win.stride - win.padding + kh;
+            if (ih < 0 || ih >= h) continue;
+            for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
+              const int64_t iw = j * win.stride - win.padding + kw;
+              if (iw >= 0 && iw < w) plane[ih * w + iw] += v;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::global_avg_pool_forward(const Tensor& x, Tensor& y) {
+  const int64_t planes = x.dim(0) * x.dim(1), s = spatial(x);
+  const float* xp = x.data();
+  float* yp = y.data();
+  pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < s; ++i) acc += xp[p * s + i];
+      yp[p] = acc / static_cast<float>(s);
+    }
+  });
+}
+
+void CpuBackend::global_avg_pool_backward(const Tensor& dy, Tensor& dx) {
+  const int64_t planes = dx.dim(0) * dx.dim(1), s = spatial(dx);
+  const float* g = dy.data();
+  float* out = dx.data();
+  pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float v = g[p] / static_cast<float>(s);
+      std::fill(out + p * s, out + (p + 1) * s, v);
+    }
+  });
+}
+
+void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          float eps, float momentum, Tensor& running_mean,
+                                          Tensor& running_var, Tensor& mean, Tensor& rstd,
+                                          Tensor& y) {
+  const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
+  const int64_t n = batch * s;
+  const float* xp = x.data();
+  float* yp = y.data();
+  pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double sum = 0.0;
+      for (int64_t b = 0; b < batch; ++b) {
+        const float* in = xp + (b * channels + c) * s;
+        for (int64_t i = 0; i < s; ++i) sum += in[i];
+      }
+      const double mu = sum / static_cast<double>(n);
+      double sq = 0.0;
+      for (int64_t b = 0; b < batch; ++b) {
+        const float* in = xp + (b * channels + c) * s;
+        for (int64_t i = 0; i < s; ++i) sq += (in[i] - mu) * (in[i] - mu);
+      }
+      const double var = sq / static_cast<double>(n);
+      const float r = static_cast<float>(1.0 / std::sqrt(var + eps));
+      const float m = static_cast<float>(mu);
+      mean.data()[c] = m;
+      rstd.data()[c] = r;
+      const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
+      running_mean.data()[c] = (1.0f - momentum) * running_mean.data()[c] + momentum * m;
+      running_var.data()[c] =
+          (1.0f - momentum) * running_var.data()[c] + momentum * static_cast<float>(unbiased);
+      const float g = gamma.data()[c] * r, bb = beta.data()[c];
+      for (int64_t b = 0; b < batch; ++b) {
+        const float* in = xp + (b * channels + c) * s;
+        float* out = yp + (b * channels + c) * s;
+        for (int64_t i = 0; i < s; ++i) out[i] = (in[i] - m) * g + bb;
+      }
+    }
+  });
+}
+
+void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         float eps, const Tensor& running_mean,
+                                         const Tensor& running_var, Tensor& y) {
+  const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
+  const float* xp = x.data();
+  float* yp = y.data();
+  pool_.parallel_for(batch * channels, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c = p % channels;
+      const float g = gamma.data()[c] / std::sqrt(running_var.data()[c] + eps);
+      const float m = running_mean.data()[c], bb = beta.data()[c];
+      for (int64_t i = 0; i < s; ++i) yp[p * s + i] = (xp[p * s + i] - m) * g + bb;
+    }
+  });
+}
+
+void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                     const Tensor& rstd, const Tensor& dy, Tensor* dx,
+                                     Tensor& dgamma, Tensor& dbeta) {
+  const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
+  const float inv_n = 1.0f / static_cast<float>(batch * s);
+  const float* xp = x.data();
+  const float* g = dy.data();
+  float* dxp = dx ? dx->data() : nullptr;
+  pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const float m = mean.data()[c], r = rstd.data()[c];
+      double sum_dy = 0.0, sum_dy_xhat = 0.0;
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t off = (b * channels + c) * s;
+        for (int64_t i = 0; i < s; ++i) {
+          sum_dy += g[off + i];
+          sum_dy_xhat += g[off + i] * (xp[off + i] - m) * r;
+        }
+      }
+      dbeta.data()[c] = static_cast<float>(sum_dy);
+      dgamma.data()[c] = static_cast<float>(sum_dy_xhat);
+      if (dxp == nullptr) continue;
+      const float k = gamma.data()[c] * r;
+      const float a = static_cast<float>(sum_dy) * inv_n;
+      const float bq = static_cast<float>(sum_dy_xhat) * inv_n;
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t off = (b * channels + c) * s;
+        for (int64_t i = 0; i < s; ++i) {
+          const float xhat = (xp[off + i] - m) * r;
+          dxp[off + i] = k * (g[off + i] - a - xhat * bq);
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    float eps, Tensor& mean, Tensor& rstd, Tensor& y) {
+  const int64_t rows = x.dim(0), d = x.numel() / std::max<int64_t>(rows, 1);
+  const float* xp = x.data();
+  const float* gp = gamma.data();
+  const float* bp = beta.data();
+  float* yp = y.data();
+  pool_.parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* in = xp + r * d;
+      double sum = 0.0;
+      for (int64_t i = 0; i < d; ++i) sum += in[i];
+      const double mu = sum / static_cast<double>(d);
+      double sq = 0.0;
+      for (int64_t i = 0; i < d; ++i) sq += (in[i] - mu) * (in[i] - mu);
+      const float rs = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(d) + eps));
+      const float m = static_cast<float>(mu);
+      mean.data()[r] = m;
+      rstd.data()[r] = rs;
+      float* out = yp + r * d;
+      for (int64_t i = 0; i < d; ++i) out[i] = (in[i] - m) * rs * gp[i] + bp[i];
+    }
+  });
+}
+
+void CpuBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                     const Tensor& rstd, const Tensor& dy, Tensor* dx,
+                                     Tensor& dgamma, Tensor& dbeta) {
+  const int64_t rows = x.dim(0), d = x.numel() / std::max<int64_t>(rows, 1);
+  const float* xp = x.data();
+  const float* gp = gamma.data();
+  const float* g = dy.data();
+  if (dx != nullptr) {
+    float* dxp = dx->data();
+    pool_.parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float m = mean.data()[r], rs = rstd.data()[r];
+        const float* in = xp + r * d;
+        const float* gr = g + r * d;
+        double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+        for (int64_t i = 0; i < d; ++i) {
+          const float dxhat = gr[i] * gp[i];
+          sum_dxhat += dxhat;
+          sum_dxhat_xhat += dxhat * (in[i] - m) * rs;
+        }
+        const float a = static_cast<float>(sum_dxhat / static_cast<double>(d));
+        const float bq = static_cast<float>(sum_dxhat_xhat / static_cast<double>(d));
+        float* out = dxp + r * d;
+        for (int64_t i = 0; i < d; ++i) {
+          const float xhat = (in[i] - m) * rs;
+          out[i] = rs * (gr[i] * gp[i] - a - xhat * bq);
+        }
+      }
+    });
+  }
+  // Parameter gradients: each thread owns a range of features and sums over all rows in order.
+  pool_.parallel_for(d, 16, [&](int64_t i0, int64_t i1) {
+    float* dgp = dgamma.data();
+    float* dbp = dbeta.data();
+    for (int64_t i = i0; i < i1; ++i) dgp[i] = dbp[i] = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float m = mean.data()[r], rs = rstd.data()[r];
+      for (int64_t i = i0; i < i1; ++i) {
+        const float gv = g[r * d + i];
+        dgp[i] += gv * (xp[r * d + i] - m) * rs;
+        dbp[i] += gv;
+      }
+    }
+  });
+}
+
+}  // namespace tuner::training

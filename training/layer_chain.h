@@ -1,0 +1,52 @@
+// Layers run one after the other, with their intermediate activations pre-allocated: the body of
+// Sequential and of a residual block (internal to the engine).
+#ifndef TUNER_TRAINING_LAYER_CHAIN_H_
+#define TUNER_TRAINING_LAYER_CHAIN_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "training/layer.h"
+
+namespace tuner::training {
+
+// Thread safety: one thread at a time.
+class LayerChain {
+ public:
+  // REQUIRES: every layer non-null.
+  explicit LayerChain(std::vector<std::unique_ptr<Layer>> layers);
+
+  size_t size() const { return layers_.size(); }
+  const Layer& layer(size_t i) const { return *layers_[i]; }
+
+  // Output sample shape of the whole chain (the input itself when empty). Throws ShapeError
+  // naming the position and kind of the first layer that does not fit.
+  Shape output_shape(const Shape& sample_in) const;
+  // The specs of every layer in order, names prefixed "<index>.<kind>.".
+  std::vector<ParamSpec> parameter_specs() const;
+  std::vector<BufferSpec> buffer_specs() const;
+  void bind(std::span<ParamView> params, std::span<Tensor> buffers);
+  // Calls setup on every layer and allocates the activations between layers (B = max_batch) and
+  // two ping-pong gradient buffers as large as the largest of them.
+  void setup(const Shape& sample_in, int64_t max_batch, Backend& backend);
+
+  // x[B, in...] -> y[B, out...]; the intermediate activations are kept for backward.
+  // REQUIRES: size() >= 1.
+  void forward(Pass& pass, const Tensor& x, Tensor& y);
+  // dx (skipped when nullptr) and every layer's parameter gradients, from dy[B, out...], after a
+  // forward with the same x and y.
+  void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx);
+
+  std::string describe(const std::string& indent) const;
+
+ private:
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Shape> shapes_;  // sample shape before layer i; shapes_[size()] is the output
+  std::vector<Tensor> acts_;   // acts_[i]: output of layer i, [max_batch, shapes_[i + 1]...]
+  Tensor grad_a_, grad_b_;     // flat scratch for the gradients between layers
+};
+
+}  // namespace tuner::training
+
+#endif  // TUNER_TRAINING_LAYER_CHAIN_H_

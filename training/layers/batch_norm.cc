@@ -1,0 +1,82 @@
+#include "training/layers/batch_norm.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "training/shape_error.h"
+
+namespace tuner::training {
+
+BatchNorm::BatchNorm(int64_t channels, float eps, float momentum)
+    : channels_(channels), eps_(eps), momentum_(momentum) {
+  if (channels < 1 || !(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f)) {
+    throw std::invalid_argument("batch_norm: channels >= 1, eps > 0, momentum in [0, 1]");
+  }
+}
+
+std::string BatchNorm::describe() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "batch_norm(%lld, eps=%g, momentum=%g)",
+                static_cast<long long>(channels_), static_cast<double>(eps_),
+                static_cast<double>(momentum_));
+  return buf;
+}
+
+Shape BatchNorm::output_shape(const Shape& sample_in) const {
+  if ((sample_in.rank() != 1 && sample_in.rank() != 3) || sample_in[0] != channels_) {
+    throw_shape_error("batch_norm", "input sample shape " + sample_in.to_string() + ", expected [" +
+                                        std::to_string(channels_) + "] or [" +
+                                        std::to_string(channels_) + ", H, W]");
+  }
+  return sample_in;
+}
+
+std::vector<ParamSpec> BatchNorm::parameter_specs() const {
+  return {{"gamma", Shape{channels_}, Init::kOnes, channels_, channels_},
+          {"beta", Shape{channels_}, Init::kZeros, channels_, channels_}};
+}
+
+std::vector<BufferSpec> BatchNorm::buffer_specs() const {
+  return {{"running_mean", Shape{channels_}, 0.0f}, {"running_var", Shape{channels_}, 1.0f}};
+}
+
+void BatchNorm::bind(std::span<ParamView> params, std::span<Tensor> buffers) {
+  check_bind("batch_norm.bind", params.size(), 2, buffers.size(), 2);
+  gamma_ = {params[0].value.view(), params[0].grad.view()};
+  beta_ = {params[1].value.view(), params[1].grad.view()};
+  running_mean_ = buffers[0].view();
+  running_var_ = buffers[1].view();
+}
+
+void BatchNorm::setup(const Shape& sample_in, int64_t max_batch, Backend& /*backend*/) {
+  sample_ = output_shape(sample_in);
+  max_batch_ = max_batch;
+  mean_ = Tensor(Shape{channels_});
+  rstd_ = Tensor(Shape{channels_});
+}
+
+void BatchNorm::forward(Pass& pass, const Tensor& x, Tensor& y) {
+  check_batched("batch_norm.forward", "x", x, sample_, max_batch_);
+  check_shape("batch_norm.forward", "y", y, x.shape());
+  last_mode_ = pass.mode;
+  if (pass.mode == Mode::kTrain) {
+    pass.backend.batch_norm_forward_train(x, gamma_.value, beta_.value, eps_, momentum_,
+                                          running_mean_, running_var_, mean_, rstd_, y);
+  } else {
+    pass.backend.batch_norm_forward_eval(x, gamma_.value, beta_.value, eps_, running_mean_,
+                                         running_var_, y);
+  }
+}
+
+void BatchNorm::backward(Pass& pass, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
+                         Tensor* dx) {
+  if (last_mode_ != Mode::kTrain) {
+    throw std::logic_error("batch_norm.backward: the latest forward ran in eval mode");
+  }
+  check_batched("batch_norm.backward", "x", x, sample_, max_batch_);
+  check_shape("batch_norm.backward", "dy", dy, x.shape());
+  if (dx != nullptr) check_shape("batch_norm.backward", "dx", *dx, x.shape());
+  pass.backend.batch_norm_backward(x, gamma_.value, mean_, rstd_, dy, dx, gamma_.grad, beta_.grad);
+}
+
+}  // namespace tuner::training

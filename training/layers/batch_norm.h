@@ -1,0 +1,44 @@
+// Batch normalization over the channel dim of [B,C] or [B,C,H,W] input (BatchNorm1d / 2d).
+#ifndef TUNER_TRAINING_LAYERS_BATCH_NORM_H_
+#define TUNER_TRAINING_LAYERS_BATCH_NORM_H_
+
+#include "training/layer.h"
+
+namespace tuner::training {
+
+// Train mode normalizes each channel by the batch's mean and (biased) variance over B and the
+// spatial dims, and updates the running stats (running = (1 - momentum) * running + momentum *
+// batch, unbiased variance, as PyTorch); eval mode normalizes by the running stats.
+// Parameters: "gamma" [C] (ones), "beta" [C] (zeros). Buffers: "running_mean" [C] (0),
+// "running_var" [C] (1). Backward is defined after a train-mode forward only.
+class BatchNorm final : public Layer {
+ public:
+  // REQUIRES: channels >= 1, eps > 0, 0 <= momentum <= 1 (else std::invalid_argument).
+  explicit BatchNorm(int64_t channels, float eps = 1e-5f, float momentum = 0.1f);
+
+  std::string_view kind() const override { return "batch_norm"; }
+  std::string describe() const override;
+  Shape output_shape(const Shape& sample_in) const override;  // [C] or [C,H,W], unchanged
+  std::vector<ParamSpec> parameter_specs() const override;
+  std::vector<BufferSpec> buffer_specs() const override;
+  void bind(std::span<ParamView> params, std::span<Tensor> buffers) override;
+  void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;
+  void forward(Pass& pass, const Tensor& x, Tensor& y) override;
+  // Throws std::logic_error when the latest forward ran in eval mode.
+  void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+
+ private:
+  const int64_t channels_;
+  const float eps_, momentum_;
+  ParamView gamma_, beta_;
+  Tensor running_mean_, running_var_;
+  Shape sample_;
+  int64_t max_batch_ = 0;
+  Mode last_mode_ = Mode::kEval;
+  Tensor mean_, rstd_;  // [C], saved by a train-mode forward
+};
+
+}  // namespace tuner::training
+
+#endif  // TUNER_TRAINING_LAYERS_BATCH_NORM_H_

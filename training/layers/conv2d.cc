@@ -1,0 +1,102 @@
+#include "training/layers/conv2d.h"
+
+#include <stdexcept>
+
+#include "training/shape_error.h"
+
+namespace tuner::training {
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Options options)
+    : in_(in_channels),
+      out_(out_channels),
+      kernel_(kernel),
+      options_(options),
+      window_{kernel, kernel, options.stride, options.padding} {
+  if (in_ < 1 || out_ < 1 || kernel_ < 1 || options_.stride < 1 || options_.padding < 0) {
+    throw std::invalid_argument("conv2d: channels, kernel and stride must be >= 1, padding >= 0");
+  }
+  if (!activation_fusable(options_.activation)) {
+    throw std::invalid_argument("conv2d: activation " +
+                                std::string(activation_name(options_.activation)) +
+                                " cannot be fused; use a separate activation layer");
+  }
+}
+
+std::string Conv2d::describe() const {
+  std::string s = "conv2d(" + std::to_string(in_) + " -> " + std::to_string(out_) + ", kernel " +
+                  std::to_string(kernel_) + ", stride " + std::to_string(options_.stride) +
+                  ", padding " + std::to_string(options_.padding);
+  if (!options_.bias) s += ", no bias";
+  if (options_.activation != Activation::kNone) {
+    s += ", " + std::string(activation_name(options_.activation));
+  }
+  return s + ")";
+}
+
+Shape Conv2d::output_shape(const Shape& sample_in) const {
+  if (sample_in.rank() != 3 || sample_in[0] != in_) {
+    throw_shape_error("conv2d", "input sample shape " + sample_in.to_string() + ", expected [" +
+                                    std::to_string(in_) + ", H, W]");
+  }
+  const int64_t oh = window_.out_h(sample_in[1]), ow = window_.out_w(sample_in[2]);
+  if (oh < 1 || ow < 1) {
+    throw_shape_error("conv2d", "kernel " + std::to_string(kernel_) + " with padding " +
+                                    std::to_string(options_.padding) + " does not fit input " +
+                                    sample_in.to_string());
+  }
+  return Shape{out_, oh, ow};
+}
+
+std::vector<ParamSpec> Conv2d::parameter_specs() const {
+  const int64_t fan_in = in_ * kernel_ * kernel_, fan_out = out_ * kernel_ * kernel_;
+  std::vector<ParamSpec> specs{
+      {"weight", Shape{out_, in_, kernel_, kernel_}, Init::kHeUniform, fan_in, fan_out}};
+  if (options_.bias) specs.push_back({"bias", Shape{out_}, Init::kZeros, fan_in, fan_out});
+  return specs;
+}
+
+void Conv2d::bind(std::span<ParamView> params, std::span<Tensor> buffers) {
+  check_bind("conv2d.bind", params.size(), options_.bias ? 2 : 1, buffers.size(), 0);
+  weight_ = {params[0].value.view(), params[0].grad.view()};
+  if (options_.bias) bias_ = {params[1].value.view(), params[1].grad.view()};
+}
+
+void Conv2d::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) {
+  sample_out_ = output_shape(sample_in);
+  sample_in_ = sample_in;
+  max_batch_ = max_batch;
+  col_ = Tensor(Shape{max_batch, in_ * kernel_ * kernel_, sample_out_[1] * sample_out_[2]});
+  if (options_.activation != Activation::kNone) dz_ = Tensor(sample_out_.with_batch(max_batch));
+  work_.assign(static_cast<size_t>(backend.conv2d_backward_workspace(
+                   window_, sample_in.with_batch(max_batch), out_)),
+               0.0f);
+}
+
+void Conv2d::forward(Pass& pass, const Tensor& x, Tensor& y) {
+  check_batched("conv2d.forward", "x", x, sample_in_, max_batch_);
+  check_shape("conv2d.forward", "y", y, sample_out_.with_batch(x.dim(0)));
+  Tensor col = col_.slice(0, x.dim(0));
+  pass.backend.conv2d_forward(window_, x, weight_.value, options_.bias ? &bias_.value : nullptr,
+                              options_.activation, col, y);
+}
+
+void Conv2d::backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) {
+  check_batched("conv2d.backward", "x", x, sample_in_, max_batch_);
+  const int64_t batch = x.dim(0);
+  check_shape("conv2d.backward", "y", y, sample_out_.with_batch(batch));
+  check_shape("conv2d.backward", "dy", dy, sample_out_.with_batch(batch));
+  if (dx != nullptr) check_shape("conv2d.backward", "dx", *dx, x.shape());
+  const int64_t need =
+      pass.backend.conv2d_backward_workspace(window_, sample_in_.with_batch(max_batch_), out_);
+  if (need > static_cast<int64_t>(work_.size())) {
+    throw_shape_error("conv2d.backward",
+                      "backend needs a larger workspace than setup() sized; "
+                      "use the backend given to setup()");
+  }
+  Tensor col = col_.slice(0, batch);
+  Tensor dz = dz_.empty() ? Tensor() : dz_.slice(0, batch);
+  pass.backend.conv2d_backward(window_, x, weight_.value, col, y, options_.activation, dy, dz, dx,
+                               weight_.grad, options_.bias ? &bias_.grad : nullptr, work_);
+}
+
+}  // namespace tuner::training

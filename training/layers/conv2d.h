@@ -1,0 +1,50 @@
+// 2-D convolution over NCHW input (im2col + GEMM), with an optional fused activation.
+#ifndef TUNER_TRAINING_LAYERS_CONV2D_H_
+#define TUNER_TRAINING_LAYERS_CONV2D_H_
+
+#include <vector>
+
+#include "training/layer.h"
+
+namespace tuner::training {
+
+// y[B,O,OH,OW] = act(conv(x[B,C,H,W], W[O,C,K,K]) + b[O]), OH = (H + 2*padding - K)/stride + 1.
+// Parameters: "weight" [O,C,K,K] (He uniform, fan_in C*K*K), "bias" [O] (zeros).
+class Conv2d final : public Layer {
+ public:
+  struct Options {
+    int64_t stride = 1;
+    int64_t padding = 0;
+    bool bias = true;
+    Activation activation = Activation::kNone;  // REQUIRES: fusable
+  };
+  // REQUIRES: channels, kernel, stride >= 1, padding >= 0 (else std::invalid_argument).
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Options options);
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel)
+      : Conv2d(in_channels, out_channels, kernel, {}) {}
+
+  std::string_view kind() const override { return "conv2d"; }
+  std::string describe() const override;
+  Shape output_shape(const Shape& sample_in) const override;  // [C,H,W] -> [O,OH,OW]
+  std::vector<ParamSpec> parameter_specs() const override;
+  void bind(std::span<ParamView> params, std::span<Tensor> buffers) override;
+  void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;
+  void forward(Pass& pass, const Tensor& x, Tensor& y) override;
+  void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+
+ private:
+  const int64_t in_, out_, kernel_;
+  const Options options_;
+  const Window2d window_;
+  ParamView weight_, bias_;
+  Shape sample_in_, sample_out_;
+  int64_t max_batch_ = 0;
+  Tensor col_;               // [max_batch, C*K*K, OH*OW], kept from forward for backward
+  Tensor dz_;                // [max_batch, O, OH, OW] when an activation is fused
+  std::vector<float> work_;  // the backend's backward workspace
+};
+
+}  // namespace tuner::training
+
+#endif  // TUNER_TRAINING_LAYERS_CONV2D_H_

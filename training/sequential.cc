@@ -1,0 +1,59 @@
+#include "training/sequential.h"
+
+#include <stdexcept>
+
+#include "training/shape_error.h"
+
+namespace tuner::training {
+
+Sequential::Sequential(const Shape& sample_input, std::vector<std::unique_ptr<Layer>> layers,
+                       int64_t max_batch, Backend& backend, uint64_t seed)
+    : backend_(backend),
+      input_shape_(sample_input),
+      max_batch_(max_batch),
+      chain_(std::move(layers)) {
+  if (chain_.size() == 0) throw std::invalid_argument("sequential: no layers");
+  if (max_batch < 1) throw std::invalid_argument("sequential: max_batch must be >= 1");
+  output_shape_ = chain_.output_shape(sample_input);
+  arena_ = std::make_unique<ParameterArena>(chain_.parameter_specs(), chain_.buffer_specs());
+  chain_.bind(arena_->params(), arena_->buffers());
+  chain_.setup(sample_input, max_batch, backend);
+  input_ = Tensor(sample_input.with_batch(max_batch));
+  output_ = Tensor(output_shape_.with_batch(max_batch));
+  output_grad_ = Tensor(output_shape_.with_batch(max_batch));
+  arena_->initialize(seed);
+}
+
+const Tensor& Sequential::forward(const Tensor& x, Mode mode) {
+  check_batched("sequential.forward", "x", x, input_shape_, max_batch_);
+  batch_ = x.dim(0);
+  mode_ = mode;
+  input_view_ = input_.slice(0, batch_);
+  output_view_ = output_.slice(0, batch_);
+  output_grad_view_ = output_grad_.slice(0, batch_);
+  backend_.copy(x, input_view_);
+  Pass pass{backend_, mode};
+  chain_.forward(pass, input_view_, output_view_);
+  return output_view_;
+}
+
+Tensor& Sequential::output_grad() {
+  if (batch_ == 0) throw std::logic_error("sequential.output_grad: no forward yet");
+  return output_grad_view_;
+}
+
+void Sequential::backward() {
+  if (batch_ == 0) throw std::logic_error("sequential.backward: no forward yet");
+  Pass pass{backend_, mode_};
+  chain_.backward(pass, input_view_, output_view_, output_grad_view_, nullptr);
+}
+
+std::string Sequential::describe() const {
+  std::string s = "sequential(input " + input_shape_.to_string() + ", max batch " +
+                  std::to_string(max_batch_) + ")\n";
+  s += chain_.describe("  ");
+  s += "  parameters: " + std::to_string(arena_->num_parameters()) + "\n";
+  return s;
+}
+
+}  // namespace tuner::training
