@@ -3,14 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trials/overloaded.h"
+
 namespace tuner {
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 // Log-uniform on [low, high] with step 1: drawn on [low - 0.5, high + 0.5] in log space so the
 // end points get their share, then rounded (Optuna does the same).

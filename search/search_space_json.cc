@@ -6,17 +6,13 @@
 #include "search/json_path.h"
 #include "search/search_space_json_value.h"
 #include "trials/error.h"
+#include "trials/overloaded.h"
 
 namespace tuner {
 
 namespace {
 
 constexpr std::string_view kTypeList = "float, int, categorical, normal, fixed";
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 // The JSON path of a DistributionProblem field ("low", "choices[2]") below `path`.
 std::string field_path(const std::string& path, const std::string& field, bool fixed) {

@@ -10,6 +10,7 @@
 #define TUNER_TRAINING_LAYER_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -79,6 +80,11 @@ class Layer {
   // nullptr) and overwrites the gradients of this layer's parameters.
   virtual void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
                         Tensor* dx) = 0;
+
+  // Calls f on each layer directly nested in this one (a residual block's body, then its
+  // shortcut), not recursively; leaf layers have none. Used to reach per-layer state such as
+  // Dropout's counter for checkpoints.
+  virtual void for_each_sublayer(const std::function<void(Layer&)>& f) { (void)f; }
 };
 
 // ---- Boundary checks shared by the layers; each throws ShapeError naming op and shapes. ----

@@ -19,6 +19,7 @@ class LayerChain {
 
   size_t size() const { return layers_.size(); }
   const Layer& layer(size_t i) const { return *layers_[i]; }
+  Layer& layer(size_t i) { return *layers_[i]; }
 
   // Output sample shape of the whole chain (the input itself when empty). Throws ShapeError
   // naming the position and kind of the first layer that does not fit.

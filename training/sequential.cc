@@ -48,6 +48,14 @@ void Sequential::backward() {
   chain_.backward(pass, input_view_, output_view_, output_grad_view_, nullptr);
 }
 
+void Sequential::for_each_layer(const std::function<void(Layer&)>& f) {
+  std::function<void(Layer&)> visit = [&](Layer& layer) {
+    f(layer);
+    layer.for_each_sublayer(visit);
+  };
+  for (size_t i = 0; i < chain_.size(); ++i) visit(chain_.layer(i));
+}
+
 std::string Sequential::describe() const {
   std::string s = "sequential(input " + input_shape_.to_string() + ", max batch " +
                   std::to_string(max_batch_) + ")\n";

@@ -3,6 +3,7 @@
 #ifndef TUNER_TRAINING_SEQUENTIAL_H_
 #define TUNER_TRAINING_SEQUENTIAL_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@ namespace tuner::training {
 
 // Typical step (nothing is allocated in it):
 //   const Tensor& logits = model.forward(x, Mode::kTrain);          // x[B, input...]
-//   float loss = ce.compute(backend, logits, labels, &model.output_grad(B));
+//   float loss = ce.compute(backend, logits, labels, &model.output_grad());
 //   model.backward();
 //   optimizer.step(model.parameters().values(), model.parameters().grads(), lr);
 // Thread safety: one thread at a time. The backend must outlive the model.
@@ -33,6 +34,8 @@ class Sequential {
   int64_t max_batch() const { return max_batch_; }
   size_t size() const { return chain_.size(); }
   const Layer& layer(size_t i) const { return chain_.layer(i); }
+  // Calls f on every layer, nested ones included (depth first, parents before their sublayers).
+  void for_each_layer(const std::function<void(Layer&)>& f);
   Backend& backend() { return backend_; }
 
   ParameterArena& parameters() { return *arena_; }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "trials/error.h"
+#include "trials/overloaded.h"
 
 namespace tuner {
 
@@ -75,11 +76,6 @@ std::optional<DistributionProblem> find_normal_problem(const NormalDistribution&
   if (d.q && (!std::isfinite(*d.q) || *d.q <= 0)) return problem("q", "must be > 0");
   return std::nullopt;
 }
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 int64_t round_to_int_grid(const IntDistribution& d, double x) {
   double k = std::round((x - static_cast<double>(d.low)) / static_cast<double>(d.step));

@@ -8,7 +8,8 @@ namespace tuner::training {
 
 // Train mode: y = x * mask, mask 0 with probability p else 1/(1-p); the n-th training forward
 // draws its mask from (seed, n), whatever the thread count. Eval mode: y = x. Any sample shape.
-// The counter n is the layer's only state (calls(), set_calls() for checkpoints).
+// The stream (seed, n) is the layer's only state (seed(), calls() and their setters, for
+// checkpoints).
 class Dropout final : public Layer {
  public:
   // REQUIRES: 0 <= p < 1 (else std::invalid_argument).
@@ -22,12 +23,14 @@ class Dropout final : public Layer {
   void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
 
+  uint64_t seed() const { return seed_; }
+  void set_seed(uint64_t seed) { seed_ = seed; }
   uint64_t calls() const { return calls_; }
   void set_calls(uint64_t calls) { calls_ = calls; }
 
  private:
   const float p_;
-  const uint64_t seed_;
+  uint64_t seed_;
   uint64_t calls_ = 0;
   Mode last_mode_ = Mode::kEval;
   Shape sample_;

@@ -39,6 +39,11 @@ Shape Residual::output_shape(const Shape& sample_in) const {
   return body_out;
 }
 
+void Residual::for_each_sublayer(const std::function<void(Layer&)>& f) {
+  for (size_t i = 0; i < body_.size(); ++i) f(body_.layer(i));
+  for (size_t i = 0; i < shortcut_.size(); ++i) f(shortcut_.layer(i));
+}
+
 std::vector<ParamSpec> Residual::parameter_specs() const {
   std::vector<ParamSpec> all;
   for (ParamSpec p : body_.parameter_specs()) {

@@ -30,6 +30,7 @@ class Residual final : public Layer {
   void forward(Pass& pass, const Tensor& x, Tensor& y) override;
   void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
+  void for_each_sublayer(const std::function<void(Layer&)>& f) override;
 
  private:
   LayerChain body_, shortcut_;

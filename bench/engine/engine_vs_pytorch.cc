@@ -1,0 +1,191 @@
+// The engine's side of bench/engine/run_engine_vs_pytorch: training throughput (samples per
+// second of forward + backward + optimizer step) and test accuracy on Fashion-MNIST for the MLP
+// 784-512-256-10 and the small CNN of issue 4, plus the peak of a large GEMM on the same threads.
+// Prints one JSON line per measurement (its PyTorch peer, engine_vs_pytorch.py, prints the same).
+//
+//   engine_vs_pytorch [--threads 2] [--steps 200] [--epochs-mlp 5] [--epochs-cnn 3]
+//                     [--models mlp,cnn] [--data DIR] [--quick]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "training/backends/cpu/cpu_backend.h"
+#include "training/data/idx.h"
+#include "training/model_spec.h"
+#include "training/optim/adam.h"
+#include "training/optim/lr_schedule.h"
+#include "training/trainer.h"
+
+namespace tuner::training {
+namespace {
+
+constexpr const char* kMlp = R"({"name": "mlp", "input": [1, 28, 28], "layers": [
+    {"type": "flatten"}, {"type": "linear", "out": 512}, {"type": "relu"},
+    {"type": "linear", "out": 256}, {"type": "relu"}, {"type": "linear", "out": 10}]})";
+constexpr const char* kCnn = R"({"name": "cnn", "input": [1, 28, 28], "layers": [
+    {"type": "conv2d", "out": 32, "kernel": 3, "padding": 1}, {"type": "relu"},
+    {"type": "max_pool2d", "kernel": 2},
+    {"type": "conv2d", "out": 64, "kernel": 3, "padding": 1}, {"type": "relu"},
+    {"type": "max_pool2d", "kernel": 2}, {"type": "flatten"},
+    {"type": "linear", "out": 128}, {"type": "relu"}, {"type": "linear", "out": 10}]})";
+constexpr int64_t kBatch = 128;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Training FLOPs per sample of the GEMM-shaped layers: 2 per multiply-add, times 3 (forward, the
+// input gradient and the weight gradient; the first layer's input gradient is counted too, as
+// the usual 6 * params rule does).
+double training_flops(const std::vector<LayerSpec>& layers) {
+  double f = 0;
+  for (const LayerSpec& l : layers) {
+    if (l.type == "linear") f += 6.0 * l.input[0] * l.out;
+    if (l.type == "conv2d") {
+      f += 6.0 * l.input[0] * l.kernel * l.kernel * l.out * l.output[1] * l.output[2];
+    }
+    f += training_flops(l.body) + training_flops(l.shortcut);
+  }
+  return f;
+}
+
+double gemm_peak_gflops(Backend& backend, int64_t n) {
+  Tensor a(Shape{n, n}), b(Shape{n, n}), c(Shape{n, n});
+  Rng rng(1);
+  for (float& v : a.span()) v = rng.uniform(-1, 1);
+  for (float& v : b.span()) v = rng.uniform(-1, 1);
+  backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t = now();
+    backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
+    best = std::max(best, 2.0 * n * n * n / (now() - t) / 1e9);
+  }
+  return best;
+}
+
+struct Args {
+  int threads = 2;
+  int64_t steps = 200;
+  int64_t epochs_mlp = 5, epochs_cnn = 3;
+  std::string models = "mlp,cnn";
+  std::string data = "/usr/share/datasets/fashion-mnist/";
+  bool quick = false;
+};
+
+void bench_model(const Args& args, const std::string& name, const char* json, Dataset& train,
+                 Dataset& test, double peak) {
+  const ModelSpec spec = parse_model_spec(json);
+  CpuBackend backend(args.threads);
+  auto model = build_model(spec, kBatch, backend, 1);
+  Adam adam(backend, static_cast<int64_t>(model->parameters().values().size()), AdamOptions{});
+  ConstantLr lr(1e-3);
+  // Throughput: steps over shuffled batches (copying the batch in is part of the step).
+  BatchLoader loader(train, {kBatch, true, true, 7});
+  auto step = [&] {
+    const Batch* b = loader.next();
+    if (b == nullptr) {
+      loader.start_epoch();
+      b = loader.next();
+    }
+    const Tensor& logits = model->forward(b->x, Mode::kTrain);
+    SoftmaxCrossEntropy ce;
+    ce.compute(backend, logits, b->labels, &model->output_grad());
+    model->backward();
+    adam.step(model->parameters().values(), model->parameters().grads(), 1e-3f);
+  };
+  loader.start_epoch();
+  for (int i = 0; i < 10; ++i) step();
+  const double t0 = now();
+  for (int64_t i = 0; i < args.steps; ++i) step();
+  const double sps = static_cast<double>(args.steps * kBatch) / (now() - t0);
+  const double flops = training_flops(spec.layers);
+  std::printf(
+      "{\"impl\": \"engine\", \"model\": \"%s\", \"threads\": %d, \"batch\": %lld, "
+      "\"samples_per_s\": %.1f, \"gflops\": %.2f, \"peak_fraction\": %.4f}\n",
+      name.c_str(), args.threads, static_cast<long long>(kBatch), sps, sps * flops / 1e9,
+      sps * flops / 1e9 / peak);
+  std::fflush(stdout);
+
+  // Accuracy: the recipe from a fresh model.
+  const int64_t epochs = name == "mlp" ? args.epochs_mlp : args.epochs_cnn;
+  if (epochs <= 0) return;
+  auto fresh = build_model(spec, kBatch, backend, 1);
+  Adam adam2(backend, static_cast<int64_t>(fresh->parameters().values().size()), AdamOptions{});
+  Trainer trainer(*fresh, adam2, lr, train, Dataset(),
+                  {.epochs = epochs, .batch_size = kBatch, .seed = 1});
+  const double t1 = now();
+  trainer.run();
+  const double train_s = now() - t1;
+  const EvalResult eval = trainer.evaluate(test);
+  std::printf(
+      "{\"impl\": \"engine\", \"model\": \"%s\", \"epochs\": %lld, \"test_accuracy\": %.4f, "
+      "\"test_loss\": %.4f, \"train_seconds\": %.1f}\n",
+      name.c_str(), static_cast<long long>(epochs), eval.accuracy, eval.loss, train_s);
+  std::fflush(stdout);
+}
+
+int run(const Args& args) {
+  const int64_t limit = args.quick ? 2048 : -1;
+  Dataset train = read_idx(args.data + "train-images-idx3-ubyte.gz",
+                           args.data + "train-labels-idx1-ubyte.gz", limit);
+  Dataset test = read_idx(args.data + "t10k-images-idx3-ubyte.gz",
+                          args.data + "t10k-labels-idx1-ubyte.gz", args.quick ? 1024 : -1);
+  const Normalizer norm = Normalizer::fit(train, NormalizeBy::kAll);
+  norm.apply(train);
+  norm.apply(test);
+  CpuBackend backend(args.threads);
+  const double peak = gemm_peak_gflops(backend, args.quick ? 512 : 2048);
+  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f, \"threads\": %d}\n", peak,
+              args.threads);
+  if (args.models.find("mlp") != std::string::npos)
+    bench_model(args, "mlp", kMlp, train, test, peak);
+  if (args.models.find("cnn") != std::string::npos)
+    bench_model(args, "cnn", kCnn, train, test, peak);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tuner::training
+
+int main(int argc, char** argv) {
+  tuner::training::Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "engine_vs_pytorch: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--threads")
+      args.threads = std::stoi(value());
+    else if (a == "--steps")
+      args.steps = std::stoll(value());
+    else if (a == "--epochs-mlp")
+      args.epochs_mlp = std::stoll(value());
+    else if (a == "--epochs-cnn")
+      args.epochs_cnn = std::stoll(value());
+    else if (a == "--models")
+      args.models = value();
+    else if (a == "--data")
+      args.data = value();
+    else if (a == "--quick")
+      args.quick = true, args.steps = 20, args.epochs_mlp = 1, args.epochs_cnn = 1;
+    else {
+      std::fprintf(stderr,
+                   "usage: engine_vs_pytorch [--threads N] [--steps N] [--epochs-mlp N] "
+                   "[--epochs-cnn N] [--models mlp,cnn] [--data DIR] [--quick]\n");
+      return 2;
+    }
+  }
+  try {
+    return tuner::training::run(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "engine_vs_pytorch: %s\n", e.what());
+    return 1;
+  }
+}

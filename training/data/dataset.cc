@@ -1,0 +1,113 @@
+#include "training/data/dataset.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "training/rng.h"
+
+namespace tuner::training {
+
+Dataset::Dataset(Shape sample, std::vector<float> features, std::vector<int32_t> labels,
+                 int32_t num_classes)
+    : sample_(sample),
+      features_(std::move(features)),
+      labels_(std::move(labels)),
+      num_classes_(num_classes) {
+  if (static_cast<int64_t>(features_.size()) != size() * sample_.numel()) {
+    throw DataError("dataset: " + std::to_string(features_.size()) + " feature values for " +
+                    std::to_string(size()) + " samples of " + sample_.to_string());
+  }
+  for (size_t i = 0; i < labels_.size(); ++i) {
+    if (labels_[i] < 0 || labels_[i] >= num_classes_) {
+      throw DataError("dataset: label " + std::to_string(labels_[i]) + " of sample " +
+                      std::to_string(i) + " is outside [0, " + std::to_string(num_classes_) + ")");
+    }
+  }
+}
+
+Dataset Dataset::select(std::span<const int64_t> indices) const {
+  const int64_t n = sample_numel();
+  std::vector<float> features(indices.size() * n);
+  std::vector<int32_t> labels(indices.size());
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const int64_t i = indices[k];
+    if (i < 0 || i >= size()) throw std::out_of_range("dataset.select: index out of range");
+    std::copy_n(features_.begin() + i * n, n, features.begin() + static_cast<int64_t>(k) * n);
+    labels[k] = labels_[i];
+  }
+  return Dataset(sample_, std::move(features), std::move(labels), num_classes_);
+}
+
+Dataset Dataset::slice(int64_t begin, int64_t end) const {
+  if (begin < 0 || begin > end || end > size()) {
+    throw std::out_of_range("dataset.slice: [" + std::to_string(begin) + ", " +
+                            std::to_string(end) + ") of " + std::to_string(size()));
+  }
+  std::vector<int64_t> idx(end - begin);
+  std::iota(idx.begin(), idx.end(), begin);
+  return select(idx);
+}
+
+TrainValidationSplit split_train_validation(const Dataset& data, int64_t validation_size,
+                                            uint64_t seed) {
+  if (validation_size < 0 || validation_size > data.size()) {
+    throw std::invalid_argument("split: validation size " + std::to_string(validation_size) +
+                                " outside [0, " + std::to_string(data.size()) + "]");
+  }
+  std::vector<int64_t> idx(data.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  Rng rng(seed);
+  for (size_t i = idx.size(); i > 1; --i) std::swap(idx[i - 1], idx[rng.next_u64() % i]);
+  const std::span<const int64_t> all(idx);
+  return {data.select(all.subspan(validation_size)), data.select(all.first(validation_size))};
+}
+
+Normalizer Normalizer::fit(const Dataset& train, NormalizeBy by) {
+  if (train.empty()) throw std::invalid_argument("normalizer: empty training split");
+  Normalizer n;
+  n.sample_ = train.sample_shape();
+  const int64_t numel = train.sample_numel();
+  int64_t channels = 1;
+  if (by == NormalizeBy::kChannel) channels = n.sample_.rank() >= 1 ? n.sample_[0] : 1;
+  n.group_ = numel / std::max<int64_t>(channels, 1);
+  std::vector<double> sum(channels, 0.0), sum_sq(channels, 0.0);
+  const std::span<const float> x = train.features();
+  for (int64_t s = 0; s < train.size(); ++s) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* p = x.data() + s * numel + c * n.group_;
+      double a = 0, b = 0;
+      for (int64_t k = 0; k < n.group_; ++k) a += p[k], b += static_cast<double>(p[k]) * p[k];
+      sum[c] += a;
+      sum_sq[c] += b;
+    }
+  }
+  const double count = static_cast<double>(train.size()) * static_cast<double>(n.group_);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double mean = sum[c] / count;
+    const double var = std::max(0.0, sum_sq[c] / count - mean * mean);
+    const double sd = std::sqrt(var);
+    n.mean_.push_back(static_cast<float>(mean));
+    n.std_.push_back(sd > 1e-12 ? static_cast<float>(sd) : 1.0f);
+  }
+  return n;
+}
+
+void Normalizer::apply(Dataset& data) const {
+  if (!(data.sample_shape() == sample_)) {
+    throw std::invalid_argument("normalizer: fit on samples of " + sample_.to_string() +
+                                ", applied to " + data.sample_shape().to_string());
+  }
+  const int64_t numel = sample_.numel();
+  const int64_t channels = static_cast<int64_t>(mean_.size());
+  std::span<float> x = data.features();
+  for (int64_t s = 0; s < data.size(); ++s) {
+    for (int64_t c = 0; c < channels; ++c) {
+      float* p = x.data() + s * numel + c * group_;
+      const float m = mean_[c], inv = 1.0f / std_[c];
+      for (int64_t k = 0; k < group_; ++k) p[k] = (p[k] - m) * inv;
+    }
+  }
+}
+
+}  // namespace tuner::training

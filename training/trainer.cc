@@ -1,0 +1,256 @@
+#include "training/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "training/layers/dropout.h"
+#include "training/optim/clip.h"
+
+namespace tuner::training {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Correct predictions in logits[B,K] (argmax, first maximum on ties).
+int64_t count_correct(const Tensor& logits, std::span<const int32_t> labels) {
+  const int64_t b = logits.dim(0), k = logits.dim(1);
+  const float* p = logits.data();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; ++j) best = p[i * k + j] > p[i * k + best] ? j : best;
+    correct += best == labels[i];
+  }
+  return correct;
+}
+
+void check_fits(const Sequential& model, const Dataset& data, const char* what) {
+  if (data.empty()) return;
+  if (!(data.sample_shape() == model.input_shape())) {
+    throw std::invalid_argument(std::string("trainer: ") + what + " samples are " +
+                                data.sample_shape().to_string() + " but the model takes " +
+                                model.input_shape().to_string());
+  }
+  if (model.output_shape().rank() != 1 || data.num_classes() > model.output_shape()[0]) {
+    throw std::invalid_argument(
+        std::string("trainer: ") + what + " has " + std::to_string(data.num_classes()) +
+        " classes but the model outputs " + model.output_shape().to_string());
+  }
+}
+
+}  // namespace
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::kCompleted:
+      return "completed";
+    case StopReason::kEarlyStopping:
+      return "early_stopping";
+    case StopReason::kCallback:
+      return "callback";
+    case StopReason::kDiverged:
+      return "diverged";
+  }
+  return "?";
+}
+
+Trainer::Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& schedule,
+                 const Dataset& train, const Dataset& validation, TrainerOptions options)
+    : model_(model),
+      optimizer_(optimizer),
+      schedule_(schedule),
+      train_(train),
+      validation_(validation),
+      options_(options),
+      loss_(options.label_smoothing),
+      train_loader_(train, {options.batch_size, true, options.drop_last, options.seed}) {
+  if (options.batch_size > model.max_batch()) {
+    throw std::invalid_argument("trainer: batch size " + std::to_string(options.batch_size) +
+                                " exceeds the model's max batch " +
+                                std::to_string(model.max_batch()));
+  }
+  if (options.epochs < 0) throw std::invalid_argument("trainer: epochs must be >= 0");
+  check_fits(model, train, "the training split");
+  check_fits(model, validation, "the validation split");
+  if (options.early_stopping.patience > 0 && validation.empty()) {
+    throw std::invalid_argument("trainer: early stopping needs a validation split");
+  }
+  if (options.early_stopping.patience < 0) {
+    throw std::invalid_argument("trainer: early stopping patience must be >= 0");
+  }
+  if (!validation.empty()) {
+    val_loader_ = std::make_unique<BatchLoader>(
+        validation, BatchLoaderOptions{model.max_batch(), false, false, 0});
+  }
+}
+
+EvalResult Trainer::evaluate_with(BatchLoader& loader) {
+  double loss = 0.0;
+  int64_t correct = 0, seen = 0;
+  loader.start_epoch();
+  while (const Batch* b = loader.next()) {
+    const Tensor& logits = model_.forward(b->x, Mode::kEval);
+    const int64_t n = b->x.dim(0);
+    loss += static_cast<double>(loss_.compute(model_.backend(), logits, b->labels, nullptr)) *
+            static_cast<double>(n);
+    correct += count_correct(logits, b->labels);
+    seen += n;
+  }
+  return {loss / static_cast<double>(seen),
+          static_cast<double>(correct) / static_cast<double>(seen)};
+}
+
+EvalResult Trainer::evaluate(const Dataset& data) {
+  check_fits(model_, data, "the evaluated dataset");
+  if (data.empty()) return {kNaN, kNaN};
+  BatchLoader loader(data, {model_.max_batch(), false, false, 0});
+  return evaluate_with(loader);
+}
+
+EpochMetrics Trainer::train_epoch() {
+  const auto start = std::chrono::steady_clock::now();
+  EpochMetrics m;
+  double loss_sum = 0.0;
+  int64_t seen = 0;
+  float lr = 0.0f;
+  ParameterArena& params = model_.parameters();
+  train_loader_.start_epoch();
+  while (const Batch* b = train_loader_.next()) {
+    const Tensor& logits = model_.forward(b->x, Mode::kTrain);
+    const float loss = loss_.compute(model_.backend(), logits, b->labels, &model_.output_grad());
+    model_.backward();
+    if (options_.clip_grad_norm > 0.0) {
+      clip_grad_norm(model_.backend(), params.grads(), options_.clip_grad_norm);
+    }
+    lr = static_cast<float>(schedule_.lr(optimizer_.steps()));
+    optimizer_.step(params.values(), params.grads(), lr);
+    loss_sum += static_cast<double>(loss) * static_cast<double>(b->x.dim(0));
+    seen += b->x.dim(0);
+  }
+  ++epoch_;
+  m.epoch = epoch_;
+  m.train_loss = seen > 0 ? loss_sum / static_cast<double>(seen) : kNaN;
+  m.lr = lr;
+  m.steps = optimizer_.steps();
+  if (val_loader_) {
+    const EvalResult v = evaluate_with(*val_loader_);
+    m.val_loss = v.loss;
+    m.val_accuracy = v.accuracy;
+  } else {
+    m.val_loss = m.val_accuracy = kNaN;
+  }
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+bool Trainer::early_stop(const EpochMetrics& m) {
+  if (!val_loader_) return false;
+  const EarlyStoppingOptions& es = options_.early_stopping;
+  const bool by_loss = es.metric == StopMetric::kValLoss;
+  const double value = by_loss ? m.val_loss : m.val_accuracy;
+  const bool improved = best_epoch_ == 0 || (by_loss ? value < best_value_ - es.min_delta
+                                                     : value > best_value_ + es.min_delta);
+  if (improved) {
+    best_value_ = value;
+    best_epoch_ = m.epoch;
+    bad_epochs_ = 0;
+  } else {
+    ++bad_epochs_;
+  }
+  return es.patience > 0 && bad_epochs_ >= es.patience;
+}
+
+TrainResult Trainer::run(const EpochCallback& on_epoch) {
+  TrainResult result;
+  while (epoch_ < options_.epochs) {
+    const EpochMetrics m = train_epoch();
+    result.history.push_back(m);
+    const bool stop_early = early_stop(m);
+    if (!std::isfinite(m.train_loss)) {
+      result.reason = StopReason::kDiverged;
+      break;
+    }
+    if (on_epoch && on_epoch(m) == EpochDecision::kStop) {
+      result.reason = StopReason::kCallback;
+      break;
+    }
+    if (stop_early) {
+      result.reason = StopReason::kEarlyStopping;
+      break;
+    }
+  }
+  result.best_epoch = best_epoch_;
+  result.best_value = best_value_;
+  return result;
+}
+
+Checkpoint Trainer::checkpoint(const std::string& model_spec_json) const {
+  Checkpoint c;
+  c.model_spec = model_spec_json;
+  const ParameterArena& arena = model_.parameters();
+  c.parameters.assign(arena.values().begin(), arena.values().end());
+  c.buffers.assign(arena.buffer_values().begin(), arena.buffer_values().end());
+  const std::span<const float> state = optimizer_.state();
+  c.optimizer_state.assign(state.begin(), state.end());
+  c.optimizer_steps = optimizer_.steps();
+  c.lr_step = optimizer_.steps();
+  c.data_rng = train_loader_.rng_state();
+  model_.for_each_layer([&](Layer& layer) {
+    if (auto* d = dynamic_cast<Dropout*>(&layer)) {
+      c.dropout_seeds.push_back(d->seed());
+      c.dropout_calls.push_back(d->calls());
+    }
+  });
+  c.epoch = epoch_;
+  c.best_value = best_value_;
+  c.best_epoch = best_epoch_;
+  c.epochs_without_improvement = bad_epochs_;
+  return c;
+}
+
+void Trainer::restore(const Checkpoint& c) {
+  ParameterArena& arena = model_.parameters();
+  auto mismatch = [](const std::string& what, size_t got, size_t want) {
+    throw CheckpointError("checkpoint does not fit this run: " + what + " has " +
+                          std::to_string(got) + " values, expected " + std::to_string(want));
+  };
+  if (c.parameters.size() != arena.values().size()) {
+    mismatch("parameters", c.parameters.size(), arena.values().size());
+  }
+  if (c.buffers.size() != arena.buffer_values().size()) {
+    mismatch("buffers", c.buffers.size(), arena.buffer_values().size());
+  }
+  if (c.optimizer_state.size() != optimizer_.state().size()) {
+    mismatch("optimizer state", c.optimizer_state.size(), optimizer_.state().size());
+  }
+  std::vector<Dropout*> dropouts;
+  model_.for_each_layer([&](Layer& layer) {
+    if (auto* d = dynamic_cast<Dropout*>(&layer)) dropouts.push_back(d);
+  });
+  if (c.dropout_calls.size() != dropouts.size() || c.dropout_seeds.size() != dropouts.size()) {
+    mismatch("dropout counters", c.dropout_calls.size(), dropouts.size());
+  }
+  if (c.lr_step != c.optimizer_steps) {
+    throw CheckpointError("checkpoint: LR schedule position " + std::to_string(c.lr_step) +
+                          " differs from the optimizer's step count " +
+                          std::to_string(c.optimizer_steps));
+  }
+  std::copy(c.parameters.begin(), c.parameters.end(), arena.values().begin());
+  std::copy(c.buffers.begin(), c.buffers.end(), arena.buffer_values().begin());
+  std::copy(c.optimizer_state.begin(), c.optimizer_state.end(), optimizer_.state().begin());
+  optimizer_.set_steps(c.optimizer_steps);
+  for (size_t i = 0; i < dropouts.size(); ++i) {
+    dropouts[i]->set_seed(c.dropout_seeds[i]);
+    dropouts[i]->set_calls(c.dropout_calls[i]);
+  }
+  train_loader_.set_rng_state(c.data_rng);
+  arena.zero_grads();
+  epoch_ = c.epoch;
+  best_value_ = c.best_value;
+  best_epoch_ = c.best_epoch;
+  bad_epochs_ = c.epochs_without_improvement;
+}
+
+}  // namespace tuner::training

@@ -1,0 +1,128 @@
+// The training loop: epochs of mini-batches with an optimizer and an LR schedule, evaluation on
+// the validation split after each epoch, a per-epoch callback that may stop the run (what a
+// tuning scheduler plugs into), early stopping with patience, and checkpoints.
+#ifndef TUNER_TRAINING_TRAINER_H_
+#define TUNER_TRAINING_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "training/checkpoint.h"
+#include "training/data/batch_loader.h"
+#include "training/data/dataset.h"
+#include "training/losses/cross_entropy.h"
+#include "training/optim/lr_schedule.h"
+#include "training/optim/optimizer.h"
+#include "training/sequential.h"
+
+namespace tuner::training {
+
+enum class StopMetric { kValLoss, kValAccuracy };
+
+struct EarlyStoppingOptions {
+  int64_t patience = 0;  // epochs without improvement before stopping; 0 disables
+  StopMetric metric = StopMetric::kValLoss;
+  double min_delta = 0.0;  // an improvement must beat the best by more than this
+};
+
+struct TrainerOptions {
+  int64_t epochs = 10;       // total epochs of the run (a restored run continues up to it)
+  int64_t batch_size = 128;  // REQUIRES: 1 <= batch_size <= model.max_batch()
+  uint64_t seed = 0;         // seeds the training order (the model's seed is its own)
+  bool drop_last = false;    // skip a last batch smaller than batch_size
+  float label_smoothing = 0.0f;
+  double clip_grad_norm = 0.0;  // clip the gradients' global L2 norm to this; 0 disables
+  EarlyStoppingOptions early_stopping;
+};
+
+// What one epoch reports. Validation values are NaN when there is no validation split.
+struct EpochMetrics {
+  int64_t epoch = 0;          // 1-based
+  double train_loss = 0.0;    // mean over the epoch's training samples (train mode)
+  double val_loss = 0.0;      // mean over the validation split (eval mode)
+  double val_accuracy = 0.0;  // fraction in [0, 1]
+  double lr = 0.0;            // learning rate of the epoch's last step
+  int64_t steps = 0;          // optimizer steps so far
+  double seconds = 0.0;       // wall time of the epoch, evaluation included
+};
+
+enum class EpochDecision { kContinue, kStop };
+// Called after each epoch; returning kStop ends the run (e.g. a pruned trial).
+using EpochCallback = std::function<EpochDecision(const EpochMetrics&)>;
+
+enum class StopReason {
+  kCompleted,      // all epochs ran
+  kEarlyStopping,  // the validation metric stopped improving
+  kCallback,       // the callback said stop
+  kDiverged,       // the training loss became NaN or infinite
+};
+std::string_view stop_reason_name(StopReason reason);
+
+struct TrainResult {
+  std::vector<EpochMetrics> history;  // the epochs this call ran
+  StopReason reason = StopReason::kCompleted;
+  int64_t best_epoch = 0;   // by the early-stopping metric (0 without a validation split)
+  double best_value = 0.0;  // that metric's best value
+};
+
+struct EvalResult {
+  double loss = 0.0;      // mean cross-entropy
+  double accuracy = 0.0;  // fraction in [0, 1]
+};
+
+// A run is deterministic given the model's seed, TrainerOptions::seed and the backend's thread
+// count: the same inputs give bit-identical weights and metrics, and so does a run restored from
+// a checkpoint of it. Nothing is allocated per step.
+// Thread safety: one thread at a time. Everything passed to the constructor must outlive it.
+class Trainer {
+ public:
+  // Throws std::invalid_argument when the batch size does not fit the model, the datasets'
+  // samples or classes do not fit the model's input and output, or early stopping is asked for
+  // without a validation split. `validation` may be empty.
+  Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& schedule, const Dataset& train,
+          const Dataset& validation, TrainerOptions options);
+
+  // Runs epochs epoch()+1 .. options.epochs, calling on_epoch after each (when given).
+  TrainResult run(const EpochCallback& on_epoch = {});
+  // One epoch of training followed by evaluation on the validation split.
+  EpochMetrics train_epoch();
+  // Mean loss and accuracy of the model in eval mode over `data`, in batches of the model's
+  // max_batch (allocates a batch buffer; train_epoch's validation pass does not).
+  EvalResult evaluate(const Dataset& data);
+
+  int64_t epoch() const { return epoch_; }  // epochs completed
+
+  // The run's state at the current epoch boundary, for save_checkpoint().
+  Checkpoint checkpoint(const std::string& model_spec_json) const;
+  // Continues from a checkpoint of the same model (same arena layout), optimizer and options.
+  // Throws CheckpointError when the arrays do not match this model or optimizer.
+  void restore(const Checkpoint& checkpoint);
+
+ private:
+  EvalResult evaluate_with(BatchLoader& loader);
+  // Updates the early-stopping state for this epoch's metrics; true when patience ran out.
+  bool early_stop(const EpochMetrics& m);
+
+  // Constant after construction.
+  Sequential& model_;
+  Optimizer& optimizer_;
+  const LrSchedule& schedule_;
+  const Dataset& train_;
+  const Dataset& validation_;
+  const TrainerOptions options_;
+  const SoftmaxCrossEntropy loss_;
+  // Run state (saved in checkpoints).
+  BatchLoader train_loader_;
+  std::unique_ptr<BatchLoader> val_loader_;  // null without a validation split
+  int64_t epoch_ = 0;
+  double best_value_ = 0.0;
+  int64_t best_epoch_ = 0;
+  int64_t bad_epochs_ = 0;
+};
+
+}  // namespace tuner::training
+
+#endif  // TUNER_TRAINING_TRAINER_H_
