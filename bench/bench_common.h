@@ -39,7 +39,11 @@ inline const std::vector<std::string>& sampler_names() {
 // Null for "default". Throws std::invalid_argument for an unknown name.
 inline std::shared_ptr<Sampler> make_sampler(const std::string& name) {
   if (name == "random") return std::make_shared<RandomSampler>();
-  if (name == "tpe") return std::make_shared<TpeSampler>(TpeOptions{});
+  if (name == "tpe") {
+    TpeOptions options;
+    options.multivariate = false;  // the classic univariate TPE; the default is multivariate
+    return std::make_shared<TpeSampler>(options);
+  }
   if (name == "tpe-mv") {
     TpeOptions options;
     options.multivariate = true;

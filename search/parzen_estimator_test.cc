@@ -171,5 +171,24 @@ TEST(ParzenEstimator, RejectsMismatchedInputs) {
   EXPECT_THROW(ParzenEstimator(dims, columns, zero, {}), Error);
 }
 
+TEST(ParzenEstimator, PriorInBandwidthsCountsThePriorCentreAsANeighbour) {
+  // One observation at 0.45 on [0, 1]: its bandwidth is max(0.45, 0.55) = 0.55 without the
+  // prior's centre (0.5) among its neighbours, and the clip's 0.5 with it (Optuna 3.1).
+  std::vector<Distribution> dims{FloatDistribution{0, 1}};
+  std::vector<std::vector<double>> columns{{0.45}};
+  std::vector<double> w{1.0};
+  ParzenEstimatorOptions without;
+  ParzenEstimatorOptions with;
+  with.prior_in_bandwidths = true;
+  ParzenEstimator a(dims, columns, w, without);
+  ParzenEstimator b(dims, columns, w, with);
+  std::vector<double> x{0.45, 0.999};
+  auto la = a.log_pdf(x, 2);
+  auto lb = b.log_pdf(x, 2);
+  EXPECT_GT(lb[0], la[0]);  // the narrower kernel is denser at its centre
+  EXPECT_LT(lb[1], la[1]);  // and thinner far from it
+  EXPECT_NEAR(total_mass(b, dims[0]), 1.0, 1e-3);
+}
+
 }  // namespace
 }  // namespace tuner

@@ -339,7 +339,8 @@ struct GroupObservations {
 }  // namespace
 
 std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::string>& names,
-                                             const std::vector<Distribution>& dims, Rng& rng) {
+                                             const std::vector<Distribution>& dims,
+                                             bool univariate, Rng& rng) {
   const size_t n_dims = dims.size();
   GroupObservations groups[2];  // below, above
   {
@@ -363,56 +364,70 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
       }
     }
     const size_t n = call.role.size();
-    std::vector<int> rank(n, -1);
     std::vector<int> running_index(n, -1);
     for (size_t r = 0; r < call.running.size(); ++r) {
       running_index[static_cast<size_t>(call.running[r])] = static_cast<int>(r);
     }
+    // The kernels of each group in trial-number order (the weights favour recent trials), and
+    // each trial's index among them (rank; -1: not a kernel).
+    std::vector<int> rank(n, -1);
+    std::vector<int> members[2];
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t role = call.role[i];
+      if (role == kNone) continue;
+      const int r = running_index[i];
+      bool ok = true;
+      if (r >= 0) {
+        ok = running_ok[static_cast<size_t>(r)];
+      } else {
+        for (size_t d = 0; d < n_dims; ++d) ok &= !std::isnan(cols[d]->value[i]);
+      }
+      if (!ok) continue;
+      std::vector<int>& m = members[role == kBelow ? 0 : 1];
+      rank[i] = static_cast<int>(m.size());
+      m.push_back(static_cast<int>(i));
+    }
     for (int g = 0; g < 2; ++g) {
-      const uint8_t want = g == 0 ? kBelow : kAbove;
       GroupObservations& obs = groups[g];
-      obs.columns.assign(n_dims, {});
-      // Kernels in trial-number order (the weights favour recent trials).
-      int count = 0;
-      for (size_t i = 0; i < n; ++i) {
-        if (call.role[i] != want) continue;
-        int r = running_index[i];
-        bool ok = true;
-        if (r >= 0) {
-          ok = running_ok[static_cast<size_t>(r)];
-        } else {
-          for (size_t d = 0; d < n_dims && ok; ++d) ok = !std::isnan(cols[d]->value[i]);
-        }
-        if (!ok) continue;
-        rank[i] = count++;
-        for (size_t d = 0; d < n_dims; ++d) {
-          obs.columns[d].push_back(r >= 0 ? running_values[static_cast<size_t>(r) * n_dims + d]
-                                          : cols[d]->value[i]);
+      const std::vector<int>& m = members[g];
+      obs.columns.assign(n_dims, std::vector<double>(m.size()));
+      for (size_t d = 0; d < n_dims; ++d) {
+        double* out = obs.columns[d].data();
+        const double* value = cols[d]->value.data();
+        for (size_t j = 0; j < m.size(); ++j) {
+          const size_t i = static_cast<size_t>(m[j]);
+          const int r = running_index[i];
+          out[j] = r >= 0 ? running_values[static_cast<size_t>(r) * n_dims + d] : value[i];
         }
       }
-      obs.weights = checked_weights(options_, count);
-      // Sorted orders: the cached sorted column, filtered, merged with the running trials.
+      obs.weights = checked_weights(options_, static_cast<int>(m.size()));
       obs.sorted.assign(n_dims, {});
-      for (size_t d = 0; d < n_dims; ++d) {
-        std::vector<std::pair<double, int>> extra;
-        for (size_t r = 0; r < call.running.size(); ++r) {
-          size_t i = static_cast<size_t>(call.running[r]);
-          if (call.role[i] == want && rank[i] >= 0) {
-            extra.emplace_back(running_values[r * n_dims + d], rank[i]);
-          }
-        }
-        std::sort(extra.begin(), extra.end());
-        auto& out = obs.sorted[d];
-        out.reserve(static_cast<size_t>(count));
-        size_t e = 0;
-        for (int number : cols[d]->sorted) {
-          size_t i = static_cast<size_t>(number);
-          if (i >= n || call.role[i] != want || rank[i] < 0) continue;
-          double v = cols[d]->value[i];
-          while (e < extra.size() && extra[e].first < v) out.push_back(extra[e++].second);
-          out.push_back(rank[i]);
-        }
-        while (e < extra.size()) out.push_back(extra[e++].second);
+      for (auto& order : obs.sorted) order.reserve(m.size());
+    }
+    // Sorted orders: the cached sorted column, filtered, merged with the running trials.
+    std::vector<std::pair<double, int>> extra[2];
+    for (size_t d = 0; d < n_dims; ++d) {
+      for (auto& e : extra) e.clear();
+      for (size_t r = 0; r < call.running.size(); ++r) {
+        const size_t i = static_cast<size_t>(call.running[r]);
+        if (rank[i] < 0) continue;
+        extra[call.role[i] == kBelow ? 0 : 1].emplace_back(running_values[r * n_dims + d], rank[i]);
+      }
+      for (auto& e : extra) std::sort(e.begin(), e.end());
+      size_t next[2] = {0, 0};
+      const double* value = cols[d]->value.data();
+      for (int number : cols[d]->sorted) {
+        const size_t i = static_cast<size_t>(number);
+        if (i >= n || rank[i] < 0) continue;
+        const int g = call.role[i] == kBelow ? 0 : 1;
+        std::vector<int>& out = groups[g].sorted[d];
+        const double v = value[i];
+        const auto& e = extra[g];
+        while (next[g] < e.size() && e[next[g]].first < v) out.push_back(e[next[g]++].second);
+        out.push_back(rank[i]);
+      }
+      for (int g = 0; g < 2; ++g) {
+        while (next[g] < extra[g].size()) groups[g].sorted[d].push_back(extra[g][next[g]++].second);
       }
     }
   }
@@ -422,6 +437,10 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
   pe.prior_weight = options_.prior_weight;
   pe.consider_magic_clip = options_.consider_magic_clip;
   pe.consider_endpoints = options_.consider_endpoints;
+  // Univariate estimators count the prior's centre among the neighbours (Optuna 3.1): over 20
+  // seeds it halves the median regret on Branin at 200 trials and ties on Rosenbrock-10D and
+  // Ackley-10D (docs/samplers.md). Joint estimators leave it out.
+  pe.prior_in_bandwidths = univariate;
   ParzenEstimator below(dims, groups[0].columns, groups[0].weights, pe, groups[0].sorted);
   ParzenEstimator above(dims, groups[1].columns, groups[1].weights, pe, groups[1].sorted);
   const int m = options_.n_ei_candidates;
@@ -447,7 +466,7 @@ ParamValue TpeSampler::sample_one(Call& call, const std::string& name,
   if (call.n_finished < options_.n_startup_trials || is_single(distribution)) {
     return RandomSampler::draw(distribution, rng);
   }
-  std::vector<double> x = sample_group(call, {name}, {distribution}, rng);
+  std::vector<double> x = sample_group(call, {name}, {distribution}, /*univariate=*/true, rng);
   return from_internal(distribution, x[0]);
 }
 
@@ -495,7 +514,7 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
       names.push_back(name);
       dims.push_back(dist);
     }
-    std::vector<double> x = sample_group(call, names, dims, rng);
+    std::vector<double> x = sample_group(call, names, dims, /*univariate=*/false, rng);
     for (size_t d = 0; d < names.size(); ++d) joint.emplace(names[d], from_internal(dims[d], x[d]));
   }
   Params params;

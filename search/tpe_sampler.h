@@ -105,8 +105,10 @@ class TpeSampler final : public Sampler {
   // REQUIRES: mutex_ held.
   void sync(const History& history);
   Call begin_call(const History& history, const TrialContext& trial);
+  // `univariate`: the estimators are sample_independent()'s (one parameter on its own).
   std::vector<double> sample_group(Call& call, const std::vector<std::string>& names,
-                                   const std::vector<Distribution>& dims, Rng& rng);
+                                   const std::vector<Distribution>& dims, bool univariate,
+                                   Rng& rng);
   ParamValue sample_one(Call& call, const std::string& name, const Distribution& distribution,
                         Rng& rng);
 

@@ -16,6 +16,7 @@ struct InMemoryStorage::State {
   std::map<int64_t, Study> studies;
   std::vector<FrozenTrial> trials;          // by trial_id
   std::vector<int64_t> trial_study;         // study of each trial_id
+  std::map<int64_t, TimePoint> heartbeats;  // trial_id -> last heartbeat
   int64_t next_study_id = 1;
 
   Study& study(int64_t study_id) {
@@ -32,9 +33,47 @@ struct InMemoryStorage::State {
     }
     return trials[trial_id];
   }
+
+  FrozenTrial& add_trial(int64_t study_id, TrialState state, const FrozenTrial* from,
+                         TimePoint now) {
+    auto& s = study(study_id);
+    FrozenTrial trial;
+    if (from) {
+      trial.params = from->params;
+      trial.distributions = from->distributions;
+      trial.user_attrs = from->user_attrs;
+      trial.system_attrs = from->system_attrs;
+    }
+    trial.trial_id = static_cast<int64_t>(trials.size());
+    trial.number = static_cast<int>(s.trial_ids.size());
+    trial.state = state;
+    if (state == TrialState::kRunning) trial.datetime_start = now;
+    s.trial_ids.push_back(trial.trial_id);
+    trials.push_back(std::move(trial));
+    trial_study.push_back(study_id);
+    return trials.back();
+  }
+
+  bool is_stale(const FrozenTrial& trial, TimePoint stale_before) const {
+    if (trial.state != TrialState::kRunning) return false;
+    auto it = heartbeats.find(trial.trial_id);
+    std::optional<TimePoint> last =
+        it != heartbeats.end() ? std::optional<TimePoint>(it->second) : trial.datetime_start;
+    return last && *last < stale_before;
+  }
+
+  void finish(FrozenTrial& trial, TrialState state, const std::vector<double>& values,
+              const Attributes& system_attrs, TimePoint now) {
+    for (const auto& [key, json] : system_attrs) trial.system_attrs[key] = json;
+    trial.state = state;
+    trial.values = values;
+    trial.datetime_complete = now;
+    if (!trial.datetime_start) trial.datetime_start = trial.datetime_complete;
+  }
 };
 
-InMemoryStorage::InMemoryStorage() : state_(std::make_unique<State>()) {}
+InMemoryStorage::InMemoryStorage(std::shared_ptr<Clock> clock)
+    : clock_(clock ? std::move(clock) : system_clock()), state_(std::make_unique<State>()) {}
 InMemoryStorage::~InMemoryStorage() = default;
 
 StudyRecord InMemoryStorage::create_study(const std::string& name,
@@ -93,22 +132,7 @@ FrozenTrial InMemoryStorage::create_trial(int64_t study_id, TrialState state,
                 "a new trial is RUNNING or WAITING, not " + std::string(to_string(state)));
   }
   std::lock_guard lock(mutex_);
-  auto& study = state_->study(study_id);
-  FrozenTrial trial;
-  if (from) {
-    trial.params = from->params;
-    trial.distributions = from->distributions;
-    trial.user_attrs = from->user_attrs;
-    trial.system_attrs = from->system_attrs;
-  }
-  trial.trial_id = static_cast<int64_t>(state_->trials.size());
-  trial.number = static_cast<int>(study.trial_ids.size());
-  trial.state = state;
-  if (state == TrialState::kRunning) trial.datetime_start = std::chrono::system_clock::now();
-  study.trial_ids.push_back(trial.trial_id);
-  state_->trials.push_back(trial);
-  state_->trial_study.push_back(study_id);
-  return trial;
+  return state_->add_trial(study_id, state, from, clock_->system_now());
 }
 
 bool InMemoryStorage::claim_waiting_trial(int64_t trial_id) {
@@ -116,7 +140,7 @@ bool InMemoryStorage::claim_waiting_trial(int64_t trial_id) {
   auto& trial = state_->trial(trial_id);
   if (trial.state != TrialState::kWaiting) return false;
   trial.state = TrialState::kRunning;
-  trial.datetime_start = std::chrono::system_clock::now();
+  trial.datetime_start = clock_->system_now();
   return true;
 }
 
@@ -152,21 +176,66 @@ void InMemoryStorage::set_trial_system_attr(int64_t trial_id, const std::string&
   trial.system_attrs[key] = json;
 }
 
-void InMemoryStorage::finish_trial(int64_t trial_id, TrialState state,
-                                   const std::vector<double>& values) {
+FrozenTrial InMemoryStorage::finish_trial(int64_t trial_id, TrialState state,
+                                          const std::vector<double>& values,
+                                          const Attributes& system_attrs) {
   std::lock_guard lock(mutex_);
   auto& trial = state_->trial(trial_id);
   const auto& study = state_->study(state_->trial_study[trial_id]);
   check_finish(trial, state, values, study.record.directions.size());
-  trial.state = state;
-  trial.values = values;
-  trial.datetime_complete = std::chrono::system_clock::now();
-  if (!trial.datetime_start) trial.datetime_start = trial.datetime_complete;
+  state_->finish(trial, state, values, system_attrs, clock_->system_now());
+  return trial;
+}
+
+void InMemoryStorage::record_heartbeat(int64_t trial_id, TimePoint time) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  check_heartbeat(trial);
+  state_->heartbeats[trial_id] = time;
+}
+
+std::vector<FrozenTrial> InMemoryStorage::get_stale_trials(int64_t study_id,
+                                                           TimePoint stale_before) {
+  std::lock_guard lock(mutex_);
+  std::vector<FrozenTrial> out;
+  for (int64_t id : state_->study(study_id).trial_ids) {
+    if (state_->is_stale(state_->trials[id], stale_before)) out.push_back(state_->trials[id]);
+  }
+  return out;
+}
+
+std::optional<Storage::StaleTrialOutcome> InMemoryStorage::fail_stale_trial(
+    int64_t trial_id, TimePoint stale_before, const Attributes& fail_attrs,
+    const FrozenTrial* retry) {
+  std::lock_guard lock(mutex_);
+  if (!state_->is_stale(state_->trial(trial_id), stale_before)) return std::nullopt;
+  const TimePoint now = clock_->system_now();
+  state_->finish(state_->trial(trial_id), TrialState::kFail, {}, fail_attrs, now);
+  StaleTrialOutcome outcome;
+  if (retry) {
+    outcome.retry = state_->add_trial(state_->trial_study[trial_id], TrialState::kWaiting, retry, now);
+  }
+  outcome.failed = state_->trials[trial_id];  // after add_trial: it may move the vector
+  return outcome;
 }
 
 FrozenTrial InMemoryStorage::get_trial(int64_t trial_id) {
   std::lock_guard lock(mutex_);
   return state_->trial(trial_id);
+}
+
+std::optional<FrozenTrial> InMemoryStorage::get_best_trial(int64_t study_id) {
+  std::lock_guard lock(mutex_);
+  const auto& study = state_->study(study_id);
+  const StudyDirection direction = study.record.directions.front();
+  const FrozenTrial* best = nullptr;
+  for (int64_t id : study.trial_ids) {
+    const FrozenTrial& t = state_->trials[id];
+    if (t.state != TrialState::kComplete || t.values.empty()) continue;
+    if (!best || is_better(direction, t.values[0], best->values[0])) best = &t;
+  }
+  if (!best) return std::nullopt;
+  return *best;
 }
 
 std::vector<FrozenTrial> InMemoryStorage::get_trials(int64_t study_id, const TrialFilter& filter) {

@@ -9,12 +9,14 @@
 #include <mutex>
 
 #include "storage/storage.h"
+#include "trials/clock.h"
 
 namespace tuner {
 
 class InMemoryStorage final : public Storage {
  public:
-  InMemoryStorage();
+  // `clock` stamps trial datetimes. Default: the system clock.
+  explicit InMemoryStorage(std::shared_ptr<Clock> clock = system_clock());
   ~InMemoryStorage() override;
 
   StudyRecord create_study(const std::string& name,
@@ -37,14 +39,23 @@ class InMemoryStorage final : public Storage {
                            const std::string& json) override;
   void set_trial_system_attr(int64_t trial_id, const std::string& key,
                              const std::string& json) override;
-  void finish_trial(int64_t trial_id, TrialState state,
-                    const std::vector<double>& values) override;
+  FrozenTrial finish_trial(int64_t trial_id, TrialState state, const std::vector<double>& values,
+                           const Attributes& system_attrs = {}) override;
+  void record_heartbeat(int64_t trial_id, TimePoint time) override;
+  std::vector<FrozenTrial> get_stale_trials(int64_t study_id, TimePoint stale_before) override;
+  std::optional<StaleTrialOutcome> fail_stale_trial(int64_t trial_id, TimePoint stale_before,
+                                                    const Attributes& fail_attrs,
+                                                    const FrozenTrial* retry) override;
 
   FrozenTrial get_trial(int64_t trial_id) override;
+  std::optional<FrozenTrial> get_best_trial(int64_t study_id) override;
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter) override;
 
  private:
   struct State;
+  // Constant after construction.
+  const std::shared_ptr<Clock> clock_;
+
   std::mutex mutex_;
   std::unique_ptr<State> state_;  // protected by mutex_
 };

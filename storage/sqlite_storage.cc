@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
 
 #include "storage/optuna_schema.h"
 #include "storage/sqlite/connection.h"
@@ -60,9 +61,20 @@ struct SqliteStorage::Impl {
   Connection conn;
   SqliteStorageOptions options;
 
-  Impl(const std::string& path, SqliteStorageOptions opts) : conn(path), options(opts) {
+  Impl(const std::string& path, SqliteStorageOptions opts)
+      : conn(path, opts.read_only), options(std::move(opts)) {
+    if (!options.clock) options.clock = system_clock();
     conn.set_busy_timeout(options.busy_timeout);
     std::vector<std::string> tables = table_names();
+    if (options.read_only) {
+      validate(tables);
+      if (std::find(tables.begin(), tables.end(), "tuner_meta") == tables.end()) {
+        conn.exec(std::string("CREATE TEMP TABLE tuner_trial_params AS SELECT * FROM ") +
+                  "(SELECT 1 AS param_id, 1 AS trial_id, '' AS param_name, 0.0 AS param_value, "
+                  "'' AS distribution_json) WHERE 0");
+      }
+      return;
+    }
     if (tables.empty()) {
       // A new file: WAL first (it is a property of the file), then the schema in one
       // transaction. Another process may have created it meanwhile: look again under the lock.
@@ -273,10 +285,20 @@ struct SqliteStorage::Impl {
 
   // Loads whole trials: the one `trial_id` (study_id < 0), or those of `study_id` numbered
   // >= min_number, ordered by number.
-  std::vector<FrozenTrial> load_trials(int64_t trial_id, int64_t study_id, int min_number) {
+  std::vector<FrozenTrial> load_trials(int64_t trial_id, int64_t study_id, int min_number,
+                                       const std::optional<std::vector<TrialState>>& states = {}) {
     const bool one = study_id < 0;
-    const std::string where =
+    std::string where =
         one ? " WHERE t.trial_id = ?1" : " WHERE t.study_id = ?1 AND t.number >= ?2";
+    if (states) {
+      // The state names are the fixed enum names, so the statement text (the cache key) takes
+      // one of few forms.
+      std::string in;
+      for (TrialState state : *states) {
+        in += std::string(in.empty() ? "'" : ", '") + std::string(os::state_name(state)) + "'";
+      }
+      where += " AND t.state IN (" + (in.empty() ? std::string("NULL") : in) + ")";
+    }
     auto bind = [&](Statement& q) {
       if (one) {
         q.bind(0, trial_id);
@@ -304,6 +326,8 @@ struct SqliteStorage::Impl {
     }
     if (trials.empty()) return trials;
     auto trial_of = [&](int64_t id) -> FrozenTrial& { return trials[index.at(id)]; };
+    // A study's params share few distributions: parse each distinct JSON text once.
+    std::unordered_map<std::string, Distribution> parsed;
     for (const char* table : {"trial_params", "tuner_trial_params"}) {
       auto q = conn.query(std::string("SELECT c.trial_id, c.param_name, c.param_value, "
                                       "c.distribution_json FROM ") +
@@ -312,14 +336,20 @@ struct SqliteStorage::Impl {
       while (q.step()) {
         FrozenTrial& t = trial_of(q.int64(0));
         std::string name = q.text(1);
-        std::string where_param = "trial " + std::to_string(t.number) + " param '" + name +
-                                  "' in '" + path() + "'";
-        Distribution d = os::from_json(q.text(3), where_param);
+        auto where_param = [&] {
+          return "trial " + std::to_string(t.number) + " param '" + name + "' in '" + path() + "'";
+        };
+        std::string json = q.text(3);
+        auto it = parsed.find(json);
+        if (it == parsed.end()) {
+          it = parsed.emplace(json, os::from_json(json, where_param())).first;
+        }
+        Distribution d = it->second;
         ParamValue v;
         try {
           v = from_internal(d, q.real(2));
         } catch (const Error& e) {
-          throw Error(ErrorCode::kDataLoss, where_param + ": " + e.what());
+          throw Error(ErrorCode::kDataLoss, where_param() + ": " + e.what());
         }
         t.params[name] = std::move(v);
         t.distributions[name] = std::move(d);
@@ -377,6 +407,29 @@ struct SqliteStorage::Impl {
       }
     }
     return trials;
+  }
+
+  // Adds param `name` of `trial` (when it has it) to trial.params and trial.distributions.
+  void load_param(FrozenTrial& trial, const std::string& name) {
+    for (const char* sql :
+         {"SELECT param_value, distribution_json FROM trial_params WHERE trial_id = ? AND "
+          "param_name = ?",
+          "SELECT param_value, distribution_json FROM tuner_trial_params WHERE trial_id = ? AND "
+          "param_name = ?"}) {
+      auto q = conn.query(sql);
+      q.bind(0, trial.trial_id).bind(1, name);
+      if (!q.step()) continue;
+      const std::string where = "trial " + std::to_string(trial.number) + " param '" + name +
+                                "' in '" + path() + "'";
+      Distribution d = os::from_json(q.text(1), where);
+      try {
+        trial.params[name] = from_internal(d, q.real(0));
+      } catch (const Error& e) {
+        throw Error(ErrorCode::kDataLoss, where + ": " + e.what());
+      }
+      trial.distributions[name] = std::move(d);
+      return;
+    }
   }
 
   FrozenTrial load_trial(int64_t trial_id) {
@@ -439,13 +492,105 @@ struct SqliteStorage::Impl {
         .run();
   }
 
-  static std::string now() { return os::format_datetime(std::chrono::system_clock::now()); }
+  std::string now() const { return os::format_datetime(options.clock->system_now()); }
+
+  // RUNNING trials of `study_id` (or just `trial_id`, when study_id < 0) whose last heartbeat,
+  // or start when they have none, is earlier than `stale_before`.
+  std::vector<int64_t> stale_trial_ids(int64_t study_id, int64_t trial_id,
+                                       TimePoint stale_before) {
+    auto q = conn.query(
+        study_id >= 0
+            ? "SELECT t.trial_id, h.heartbeat, t.datetime_start FROM trials t LEFT JOIN "
+              "trial_heartbeats h ON h.trial_id = t.trial_id WHERE t.study_id = ? AND "
+              "t.state = 'RUNNING' ORDER BY t.number"
+            : "SELECT t.trial_id, h.heartbeat, t.datetime_start FROM trials t LEFT JOIN "
+              "trial_heartbeats h ON h.trial_id = t.trial_id WHERE t.trial_id = ? AND "
+              "t.state = 'RUNNING'");
+    q.bind(0, study_id >= 0 ? study_id : trial_id);
+    std::vector<int64_t> out;
+    while (q.step()) {
+      std::optional<std::string> text = q.optional_text(1);
+      if (!text) text = q.optional_text(2);
+      std::optional<TimePoint> last = text ? os::parse_datetime(*text) : std::nullopt;
+      if (last && *last < stale_before) out.push_back(q.int64(0));
+    }
+    return out;
+  }
+
+  // Inside a write transaction: the finishing writes of finish_trial().
+  void write_finish(int64_t trial_id, TrialState state, const std::vector<double>& values,
+                    const Attributes& system_attrs) {
+    const std::string time = now();
+    conn.query("UPDATE trials SET state = ?, datetime_complete = ?, "
+               "datetime_start = COALESCE(datetime_start, ?) WHERE trial_id = ?")
+        .bind(0, os::state_name(state))
+        .bind(1, time)
+        .bind(2, time)
+        .bind(3, trial_id)
+        .run();
+    conn.query("DELETE FROM trial_values WHERE trial_id = ?").bind(0, trial_id).run();
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::string_view type = os::value_type(values[i]);
+      auto q = conn.query(
+          "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?)");
+      q.bind(0, trial_id).bind(1, static_cast<int64_t>(i));
+      if (type == "FINITE") {
+        q.bind(2, values[i]);
+      } else {
+        q.bind_null(2);
+      }
+      q.bind(3, type);
+      q.run();
+    }
+    for (const auto& [key, json] : system_attrs) upsert_trial_attr(false, trial_id, key, json);
+  }
+
+  // Inside a write transaction: create_trial() after its checks. Returns the new trial's id.
+  int64_t insert_trial(int64_t study_id, TrialState state, const FrozenTrial* from) {
+    int64_t number;
+    {
+      // Optuna numbers a trial by the count of the study's earlier trials; the write lock makes
+      // the count and the insert one step.
+      auto q = conn.query("SELECT COUNT(*) FROM trials WHERE study_id = ?");
+      q.bind(0, study_id);
+      q.step();
+      number = q.int64(0);
+    }
+    {
+      auto q = conn.query(
+          "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
+          "VALUES (?, ?, ?, ?, NULL)");
+      q.bind(0, number).bind(1, study_id).bind(2, os::state_name(state));
+      if (state == TrialState::kRunning) {
+        q.bind(3, now());
+      } else {
+        q.bind_null(3);
+      }
+      q.run();
+    }
+    const int64_t trial_id = sqlite3_last_insert_rowid(conn.get());
+    if (from) {
+      for (const auto& [name, value] : from->params) {
+        insert_param(trial_id, name, from->distributions.at(name), value);
+      }
+      for (const auto& [key, json] : from->user_attrs) upsert_trial_attr(true, trial_id, key, json);
+      for (const auto& [key, json] : from->system_attrs) {
+        upsert_trial_attr(false, trial_id, key, json);
+      }
+    }
+    return trial_id;
+  }
 };
 
 SqliteStorage::SqliteStorage(std::string path, SqliteStorageOptions options)
     : path_(std::move(path)), impl_(std::make_unique<Impl>(path_, options)) {}
 
 SqliteStorage::~SqliteStorage() = default;
+
+void SqliteStorage::with_connection(const std::function<void(Connection&)>& f) {
+  std::lock_guard lock(mutex_);
+  f(impl_->conn);
+}
 
 StudyRecord SqliteStorage::create_study(const std::string& name,
                                         const std::vector<StudyDirection>& directions) {
@@ -554,39 +699,7 @@ FrozenTrial SqliteStorage::create_trial(int64_t study_id, TrialState state,
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
   impl_->require_study(study_id);
-  int64_t number;
-  {
-    // Optuna numbers a trial by the count of the study's earlier trials; the write lock makes
-    // the count and the insert one step.
-    auto q = impl_->conn.query("SELECT COUNT(*) FROM trials WHERE study_id = ?");
-    q.bind(0, study_id);
-    q.step();
-    number = q.int64(0);
-  }
-  {
-    auto q = impl_->conn.query(
-        "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
-        "VALUES (?, ?, ?, ?, NULL)");
-    q.bind(0, number).bind(1, study_id).bind(2, optuna_schema::state_name(state));
-    if (state == TrialState::kRunning) {
-      q.bind(3, Impl::now());
-    } else {
-      q.bind_null(3);
-    }
-    q.run();
-  }
-  const int64_t trial_id = sqlite3_last_insert_rowid(impl_->conn.get());
-  if (from) {
-    for (const auto& [name, value] : from->params) {
-      impl_->insert_param(trial_id, name, from->distributions.at(name), value);
-    }
-    for (const auto& [key, json] : from->user_attrs) {
-      impl_->upsert_trial_attr(true, trial_id, key, json);
-    }
-    for (const auto& [key, json] : from->system_attrs) {
-      impl_->upsert_trial_attr(false, trial_id, key, json);
-    }
-  }
+  const int64_t trial_id = impl_->insert_trial(study_id, state, from);
   FrozenTrial created = impl_->load_trial(trial_id);
   tx.commit();
   return created;
@@ -600,7 +713,7 @@ bool SqliteStorage::claim_waiting_trial(int64_t trial_id) {
   impl_->conn
       .query("UPDATE trials SET state = 'RUNNING', datetime_start = ? "
              "WHERE trial_id = ? AND state = 'WAITING'")
-      .bind(0, Impl::now())
+      .bind(0, impl_->now())
       .bind(1, trial_id)
       .run();
   const bool claimed = sqlite3_changes(impl_->conn.get()) == 1;
@@ -612,7 +725,8 @@ void SqliteStorage::set_trial_param(int64_t trial_id, const std::string& name,
                                     const Distribution& distribution, const ParamValue& value) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
-  FrozenTrial trial = impl_->load_trial(trial_id);
+  FrozenTrial trial = impl_->load_header(trial_id, nullptr);
+  impl_->load_param(trial, name);  // all the checks need of the trial
   check_param(trial, name, distribution, value);
   if (trial.params.contains(name)) return;  // the same value again: nothing to write
   impl_->insert_param(trial_id, name, distribution, value);
@@ -661,37 +775,62 @@ void SqliteStorage::set_trial_system_attr(int64_t trial_id, const std::string& k
   tx.commit();
 }
 
-void SqliteStorage::finish_trial(int64_t trial_id, TrialState state,
-                                 const std::vector<double>& values) {
+FrozenTrial SqliteStorage::finish_trial(int64_t trial_id, TrialState state,
+                                        const std::vector<double>& values,
+                                        const Attributes& system_attrs) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
   int64_t study_id = -1;
   FrozenTrial header = impl_->load_header(trial_id, &study_id);
   check_finish(header, state, values, impl_->n_objectives(study_id));
-  const std::string now = Impl::now();
+  impl_->write_finish(trial_id, state, values, system_attrs);
+  FrozenTrial finished = impl_->load_trial(trial_id);
+  tx.commit();
+  return finished;
+}
+
+void SqliteStorage::record_heartbeat(int64_t trial_id, TimePoint time) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  check_heartbeat(impl_->load_header(trial_id, nullptr));
   impl_->conn
-      .query("UPDATE trials SET state = ?, datetime_complete = ?, "
-             "datetime_start = COALESCE(datetime_start, ?) WHERE trial_id = ?")
-      .bind(0, optuna_schema::state_name(state))
-      .bind(1, now)
-      .bind(2, now)
-      .bind(3, trial_id)
+      .query("INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, ?) "
+             "ON CONFLICT (trial_id) DO UPDATE SET heartbeat = excluded.heartbeat")
+      .bind(0, trial_id)
+      .bind(1, optuna_schema::format_datetime(time))
       .run();
-  impl_->conn.query("DELETE FROM trial_values WHERE trial_id = ?").bind(0, trial_id).run();
-  for (size_t i = 0; i < values.size(); ++i) {
-    std::string_view type = optuna_schema::value_type(values[i]);
-    auto q = impl_->conn.query(
-        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?)");
-    q.bind(0, trial_id).bind(1, static_cast<int64_t>(i));
-    if (type == "FINITE") {
-      q.bind(2, values[i]);
-    } else {
-      q.bind_null(2);
-    }
-    q.bind(3, type);
-    q.run();
+  tx.commit();
+}
+
+std::vector<FrozenTrial> SqliteStorage::get_stale_trials(int64_t study_id,
+                                                         TimePoint stale_before) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kRead);
+  impl_->require_study(study_id);
+  std::vector<FrozenTrial> out;
+  for (int64_t id : impl_->stale_trial_ids(study_id, -1, stale_before)) {
+    out.push_back(impl_->load_trial(id));
   }
   tx.commit();
+  return out;
+}
+
+std::optional<Storage::StaleTrialOutcome> SqliteStorage::fail_stale_trial(
+    int64_t trial_id, TimePoint stale_before, const Attributes& fail_attrs,
+    const FrozenTrial* retry) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  int64_t study_id = -1;
+  impl_->load_header(trial_id, &study_id);  // kNotFound for an unknown id
+  if (impl_->stale_trial_ids(-1, trial_id, stale_before).empty()) return std::nullopt;
+  impl_->write_finish(trial_id, TrialState::kFail, {}, fail_attrs);
+  StaleTrialOutcome outcome;
+  if (retry) {
+    outcome.retry = impl_->load_trial(impl_->insert_trial(study_id, TrialState::kWaiting, retry));
+  }
+  outcome.failed = impl_->load_trial(trial_id);
+  tx.commit();
+  return outcome;
 }
 
 FrozenTrial SqliteStorage::get_trial(int64_t trial_id) {
@@ -702,19 +841,37 @@ FrozenTrial SqliteStorage::get_trial(int64_t trial_id) {
   return trial;
 }
 
+std::optional<FrozenTrial> SqliteStorage::get_best_trial(int64_t study_id) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kRead);
+  StudyRecord record = impl_->load_study(study_id);
+  // Optuna files may hold infinite values of COMPLETE trials (value NULL, the type says which).
+  const bool minimize = record.directions.front() == StudyDirection::kMinimize;
+  auto q = impl_->conn.query(
+      minimize ? "SELECT t.trial_id FROM trials t JOIN trial_values v ON v.trial_id = t.trial_id "
+                 "AND v.objective = 0 WHERE t.study_id = ? AND t.state = 'COMPLETE' ORDER BY "
+                 "CASE v.value_type WHEN 'INF_NEG' THEN 0 WHEN 'FINITE' THEN 1 ELSE 2 END, "
+                 "v.value, t.number LIMIT 1"
+               : "SELECT t.trial_id FROM trials t JOIN trial_values v ON v.trial_id = t.trial_id "
+                 "AND v.objective = 0 WHERE t.study_id = ? AND t.state = 'COMPLETE' ORDER BY "
+                 "CASE v.value_type WHEN 'INF_POS' THEN 0 WHEN 'FINITE' THEN 1 ELSE 2 END, "
+                 "v.value DESC, t.number LIMIT 1");
+  q.bind(0, study_id);
+  if (!q.step()) return std::nullopt;
+  const int64_t trial_id = q.int64(0);
+  q.run();
+  FrozenTrial best = impl_->load_trial(trial_id);
+  tx.commit();
+  return best;
+}
+
 std::vector<FrozenTrial> SqliteStorage::get_trials(int64_t study_id, const TrialFilter& filter) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kRead);
   impl_->require_study(study_id);
   std::vector<FrozenTrial> trials =
-      impl_->load_trials(-1, study_id, std::max(filter.min_number, 0));
+      impl_->load_trials(-1, study_id, std::max(filter.min_number, 0), filter.states);
   tx.commit();
-  if (filter.states) {
-    std::erase_if(trials, [&](const FrozenTrial& t) {
-      return std::find(filter.states->begin(), filter.states->end(), t.state) ==
-             filter.states->end();
-    });
-  }
   return trials;
 }
 

@@ -41,13 +41,19 @@
 #define TUNER_STORAGE_SQLITE_STORAGE_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "storage/storage.h"
+#include "trials/clock.h"
 
 namespace tuner {
+
+namespace sqlite {
+class Connection;
+}  // namespace sqlite
 
 // The alembic revision of Optuna's schema that a new file is stamped with.
 enum class OptunaRevision {
@@ -63,6 +69,12 @@ struct SqliteStorageOptions {
   OptunaRevision revision = OptunaRevision::kV3_2_0_a;
   // PRAGMA synchronous=FULL (survives a power cut) instead of NORMAL. Default false.
   bool synchronous_full = false;
+  // Stamps trial datetimes (start, completion). Default: the system clock.
+  std::shared_ptr<Clock> clock;
+  // Open for reading only (a dashboard, `tuner status`, a file on read-only media): every write
+  // fails with Error(kFailedPrecondition) naming the file. The file must exist with its schema.
+  // Default false.
+  bool read_only = false;
 };
 
 class SqliteStorage final : public Storage {
@@ -94,14 +106,26 @@ class SqliteStorage final : public Storage {
                            const std::string& json) override;
   void set_trial_system_attr(int64_t trial_id, const std::string& key,
                              const std::string& json) override;
-  void finish_trial(int64_t trial_id, TrialState state,
-                    const std::vector<double>& values) override;
+  FrozenTrial finish_trial(int64_t trial_id, TrialState state, const std::vector<double>& values,
+                           const Attributes& system_attrs = {}) override;
+  // Writes Optuna's trial_heartbeats row (one per trial, its time replaced), as Optuna's
+  // RDBStorage.record_heartbeat does, so Optuna's fail_stale_trials agrees on what is stale.
+  void record_heartbeat(int64_t trial_id, TimePoint time) override;
+  std::vector<FrozenTrial> get_stale_trials(int64_t study_id, TimePoint stale_before) override;
+  std::optional<StaleTrialOutcome> fail_stale_trial(int64_t trial_id, TimePoint stale_before,
+                                                    const Attributes& fail_attrs,
+                                                    const FrozenTrial* retry) override;
 
   FrozenTrial get_trial(int64_t trial_id) override;
+  std::optional<FrozenTrial> get_best_trial(int64_t study_id) override;
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) override;
 
  private:
+  friend class FaultInjectionStorage;  // reaches the connection to cause real SQLite faults
   struct Impl;
+
+  // Runs `f` on the connection, under mutex_.
+  void with_connection(const std::function<void(sqlite::Connection&)>& f);
 
   // Constant after construction.
   const std::string path_;

@@ -350,6 +350,28 @@ TEST_F(SqliteStorageTest, ConcurrentCreationOfANewFile) {
   EXPECT_EQ(SqliteStorage(path()).list_studies().size(), 4u);
 }
 
+TEST_F(SqliteStorageTest, HeartbeatsAreOptunasTrialHeartbeatsRows) {
+  SqliteStorage storage(path());
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage.create_trial(s.study_id);
+  auto at = optuna_schema::parse_datetime("2026-03-01 10:00:00.250000");
+  storage.record_heartbeat(t.trial_id, *at);
+  storage.record_heartbeat(t.trial_id, *at + std::chrono::seconds(60));
+  EXPECT_EQ(column(path(), "SELECT trial_id || ' ' || heartbeat FROM trial_heartbeats"),
+            std::vector<std::string>{std::to_string(t.trial_id) + " 2026-03-01 10:01:00.250000"});
+  // A heartbeat Optuna wrote (CURRENT_TIMESTAMP: no fraction) is read too.
+  {
+    sqlite::Connection conn(path());
+    conn.exec("UPDATE trial_heartbeats SET heartbeat = '2026-03-01 09:00:00'");
+  }
+  auto stale = storage.get_stale_trials(s.study_id, *optuna_schema::parse_datetime("2026-03-01 09:00:01"));
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_TRUE(storage.get_stale_trials(s.study_id, *optuna_schema::parse_datetime("2026-03-01 08:59:59")).empty());
+  // Deleting the study deletes its heartbeats.
+  storage.delete_study(s.study_id);
+  EXPECT_TRUE(column(path(), "SELECT trial_id FROM trial_heartbeats").empty());
+}
+
 TEST_F(SqliteStorageTest, UnknownIdsNameTheFile) {
   SqliteStorage storage(path());
   Error e = error_of([&] { storage.get_trials(42); });

@@ -5,6 +5,11 @@
 // RUNNING (or WAITING), gets parameters, intermediate values and attributes while it runs, and is
 // finished once with a state and its values. Each method is one atomic state change.
 //
+// Heartbeats (for resuming a study whose process died): a process that runs a trial records a
+// heartbeat now and then; a RUNNING trial whose last heartbeat, or whose start when it has none,
+// is older than a grace period is stale, and fail_stale_trial() finishes it (and creates its retry)
+// in one step, so that of several processes that find it stale only one handles it.
+//
 // Thread safety: every method may be called from several threads at once.
 // Errors: Error(kNotFound) for an unknown study or trial, Error(kAlreadyExists) for a taken study
 // name, Error(kFailedPrecondition) for any write to a finished trial (finished trials are never
@@ -13,6 +18,7 @@
 #define TUNER_STORAGE_STORAGE_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,12 +29,15 @@
 
 namespace tuner {
 
+// Attributes as stored: key -> JSON text.
+using Attributes = std::map<std::string, std::string, std::less<>>;
+
 struct StudyRecord {
   int64_t study_id = -1;
   std::string name;
   std::vector<StudyDirection> directions;
-  std::map<std::string, std::string, std::less<>> user_attrs;    // JSON text
-  std::map<std::string, std::string, std::less<>> system_attrs;  // JSON text
+  Attributes user_attrs;
+  Attributes system_attrs;
 };
 
 // Which trials get_trials() returns.
@@ -66,11 +75,38 @@ class Storage {
                                    const std::string& json) = 0;
   virtual void set_trial_system_attr(int64_t trial_id, const std::string& key,
                                      const std::string& json) = 0;
+  // Finishes the trial and sets `system_attrs` on it in the same atomic step (e.g. Optuna's
+  // "fail_reason" of a FAIL trial), and returns the finished record.
   // REQUIRES: is_finished(state); values as FrozenTrial documents them.
-  virtual void finish_trial(int64_t trial_id, TrialState state,
-                            const std::vector<double>& values) = 0;
+  virtual FrozenTrial finish_trial(int64_t trial_id, TrialState state,
+                                   const std::vector<double>& values,
+                                   const Attributes& system_attrs = {}) = 0;
+
+  // Records that the RUNNING trial is alive at `time` (replacing its previous heartbeat).
+  // Throws Error(kFailedPrecondition) when the trial is not RUNNING (finished meanwhile, e.g.
+  // failed as stale by another process).
+  virtual void record_heartbeat(int64_t trial_id, TimePoint time) = 0;
+  // The study's RUNNING trials whose last heartbeat, or start when they have none, is earlier
+  // than `stale_before` (now minus the grace period). Ordered by number.
+  virtual std::vector<FrozenTrial> get_stale_trials(int64_t study_id, TimePoint stale_before) = 0;
+  // In one atomic step, when trial `trial_id` is still RUNNING and stale as get_stale_trials()
+  // defines it: finishes it as FAIL with `fail_attrs` set as system attributes and, when `retry`
+  // is given, creates a WAITING trial from *retry as create_trial(study, kWaiting, retry) does.
+  // Returns the failed record and the retry, or nullopt when the trial is no longer stale (it
+  // finished, got a fresh heartbeat, or another process handled it first).
+  struct StaleTrialOutcome {
+    FrozenTrial failed;
+    std::optional<FrozenTrial> retry;
+  };
+  virtual std::optional<StaleTrialOutcome> fail_stale_trial(int64_t trial_id,
+                                                            TimePoint stale_before,
+                                                            const Attributes& fail_attrs,
+                                                            const FrozenTrial* retry) = 0;
 
   virtual FrozenTrial get_trial(int64_t trial_id) = 0;
+  // The COMPLETE trial with the best first value in the study's first direction (the lowest
+  // number among equals), or nullopt when there is none. Fast on large studies.
+  virtual std::optional<FrozenTrial> get_best_trial(int64_t study_id) = 0;
   // Ordered by number.
   virtual std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) = 0;
 };

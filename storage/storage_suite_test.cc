@@ -1,4 +1,6 @@
 // The tests of the shared storage suite (storage_test_suite.h); every backend instantiates them.
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -140,6 +142,139 @@ TEST_P(StorageSuite, ConcurrentWritersGetDistinctNumbers) {
   auto trials = storage_->get_trials(s.study_id);
   ASSERT_EQ(trials.size(), 100u);
   for (size_t i = 0; i < trials.size(); ++i) EXPECT_EQ(trials[i].number, static_cast<int>(i));
+}
+
+TEST_P(StorageSuite, FinishSetsSystemAttributesInTheSameStep) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage_->create_trial(s.study_id);
+  FrozenTrial done =
+      storage_->finish_trial(t.trial_id, TrialState::kFail, {}, {{"fail_reason", "\"oom\""}});
+  EXPECT_EQ(done.state, TrialState::kFail);
+  EXPECT_EQ(done.system_attrs.at("fail_reason"), "\"oom\"");
+  EXPECT_TRUE(done.datetime_complete);
+  EXPECT_EQ(storage_->get_trial(t.trial_id).system_attrs.at("fail_reason"), "\"oom\"");
+  // A refused finish sets no attribute either.
+  FrozenTrial u = storage_->create_trial(s.study_id);
+  EXPECT_EQ(code_of([&] {
+              storage_->finish_trial(u.trial_id, TrialState::kComplete, {}, {{"k", "1"}});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(storage_->get_trial(u.trial_id).system_attrs.contains("k"));
+}
+
+TEST_P(StorageSuite, StaleTrialsAreRunningTrialsWithoutARecentHeartbeat) {
+  using std::chrono::hours;
+  using std::chrono::minutes;
+  const TimePoint now = std::chrono::system_clock::now();
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  StudyRecord other = storage_->create_study("other", {StudyDirection::kMinimize});
+  FrozenTrial beating = storage_->create_trial(s.study_id);
+  FrozenTrial silent = storage_->create_trial(s.study_id);
+  FrozenTrial done = storage_->create_trial(s.study_id);
+  FrozenTrial waiting = storage_->create_trial(s.study_id, TrialState::kWaiting);
+  storage_->create_trial(other.study_id);
+  storage_->finish_trial(done.trial_id, TrialState::kComplete, {1.0});
+  storage_->record_heartbeat(beating.trial_id, now + hours(1));
+
+  // `silent` has no heartbeat: its start counts.
+  auto stale = storage_->get_stale_trials(s.study_id, now + minutes(10));
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_EQ(stale[0].number, silent.number);
+  EXPECT_TRUE(storage_->get_stale_trials(s.study_id, now - hours(1)).empty());
+  // A later heartbeat replaces the earlier one (here: moves it back in time).
+  storage_->record_heartbeat(beating.trial_id, now - hours(2));
+  stale = storage_->get_stale_trials(s.study_id, now - hours(1));
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_EQ(stale[0].number, beating.number);
+  EXPECT_EQ(storage_->get_stale_trials(s.study_id, now + hours(2)).size(), 2u);
+
+  EXPECT_EQ(code_of([&] { storage_->record_heartbeat(done.trial_id, now); }),
+            ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(code_of([&] { storage_->record_heartbeat(waiting.trial_id, now); }),
+            ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(code_of([&] { storage_->record_heartbeat(999999, now); }), ErrorCode::kNotFound);
+}
+
+TEST_P(StorageSuite, FailingAStaleTrialCreatesItsRetryOnce) {
+  const TimePoint now = std::chrono::system_clock::now();
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage_->create_trial(s.study_id);
+  storage_->set_trial_param(t.trial_id, "x", FloatDistribution{0, 1}, 0.25);
+  storage_->set_trial_user_attr(t.trial_id, "note", "\"n\"");
+  FrozenTrial fresh = storage_->create_trial(s.study_id);
+  storage_->record_heartbeat(fresh.trial_id, now + std::chrono::hours(1));
+
+  FrozenTrial stale = storage_->get_trials(s.study_id)[0];
+  FrozenTrial retry = stale;
+  retry.system_attrs["failed_trial"] = "0";
+  retry.system_attrs["retry_history"] = "[0]";
+  const TimePoint stale_before = now + std::chrono::minutes(1);
+  auto outcome = storage_->fail_stale_trial(t.trial_id, stale_before,
+                                            {{"fail_reason", "\"stale\""}}, &retry);
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->failed.state, TrialState::kFail);
+  EXPECT_EQ(outcome->failed.system_attrs.at("fail_reason"), "\"stale\"");
+  ASSERT_TRUE(outcome->retry);
+  EXPECT_EQ(outcome->retry->number, 2);
+  EXPECT_EQ(outcome->retry->state, TrialState::kWaiting);
+  EXPECT_EQ(outcome->retry->params, stale.params);
+  EXPECT_EQ(outcome->retry->user_attrs.at("note"), "\"n\"");
+  EXPECT_EQ(outcome->retry->system_attrs.at("failed_trial"), "0");
+  EXPECT_EQ(storage_->get_trial(outcome->retry->trial_id).system_attrs.at("retry_history"),
+            "[0]");
+
+  // Handled once: the second caller (another process that saw it stale) gets nothing.
+  EXPECT_FALSE(storage_->fail_stale_trial(t.trial_id, stale_before, {}, &retry));
+  // A trial with a recent heartbeat is not failed, and is left RUNNING.
+  EXPECT_FALSE(storage_->fail_stale_trial(fresh.trial_id, stale_before, {}, nullptr));
+  EXPECT_EQ(storage_->get_trial(fresh.trial_id).state, TrialState::kRunning);
+  // Without a retry, only the FAIL.
+  auto failed = storage_->fail_stale_trial(fresh.trial_id, now + std::chrono::hours(2), {}, nullptr);
+  ASSERT_TRUE(failed);
+  EXPECT_FALSE(failed->retry);
+  EXPECT_EQ(storage_->get_trials(s.study_id).size(), 3u);
+}
+
+TEST_P(StorageSuite, ConcurrentStaleHandlersFailATrialOnce) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage_->create_trial(s.study_id);
+  const TimePoint stale_before = std::chrono::system_clock::now() + std::chrono::hours(1);
+  std::atomic<int> wins{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      if (storage_->fail_stale_trial(t.trial_id, stale_before, {}, &t)) ++wins;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wins, 1);
+  EXPECT_EQ(storage_->get_trials(s.study_id).size(), 2u);
+}
+
+TEST_P(StorageSuite, BestTrialIsTheFirstOfTheBestCompleteValue) {
+  StudyRecord lo = storage_->create_study("lo", {StudyDirection::kMinimize});
+  StudyRecord hi = storage_->create_study("hi", {StudyDirection::kMaximize});
+  EXPECT_FALSE(storage_->get_best_trial(lo.study_id));
+  for (StudyRecord* s : {&lo, &hi}) {
+    for (double v : {3.0, 1.0, 5.0, 1.0, 5.0}) {
+      FrozenTrial t = storage_->create_trial(s->study_id);
+      storage_->finish_trial(t.trial_id, TrialState::kComplete, {v});
+    }
+    FrozenTrial pruned = storage_->create_trial(s->study_id);
+    storage_->finish_trial(pruned.trial_id, TrialState::kPruned, {-100.0});
+    storage_->create_trial(s->study_id);  // RUNNING
+  }
+  EXPECT_EQ(storage_->get_best_trial(lo.study_id)->number, 1);
+  EXPECT_EQ(storage_->get_best_trial(hi.study_id)->number, 2);
+  EXPECT_EQ(storage_->get_best_trial(hi.study_id)->values, std::vector<double>{5.0});
+  TrialFilter filter;
+  filter.states = std::vector<TrialState>{TrialState::kPruned, TrialState::kRunning};
+  auto some = storage_->get_trials(lo.study_id, filter);
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_EQ(some[0].number, 5);
+  EXPECT_EQ(some[1].number, 6);
+  filter.states = std::vector<TrialState>{};
+  EXPECT_TRUE(storage_->get_trials(lo.study_id, filter).empty());
 }
 
 }  // namespace tuner

@@ -35,6 +35,14 @@ void check_param(const FrozenTrial& trial, const std::string& name,
   }
 }
 
+void check_heartbeat(const FrozenTrial& trial) {
+  if (trial.state != TrialState::kRunning) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "cannot record a heartbeat: " + trial_name(trial) + " is " +
+                    std::string(to_string(trial.state)) + ", not RUNNING");
+  }
+}
+
 void check_intermediate_value(const FrozenTrial& trial, int64_t step, double value) {
   check_writable(trial, "report step " + std::to_string(step));
   if (std::isnan(value)) {

@@ -22,6 +22,10 @@ void check_param(const FrozenTrial& trial, const std::string& name,
 // Throws Error(kInvalidArgument) when `value` is NaN (infinities are kept, as Optuna keeps them).
 void check_intermediate_value(const FrozenTrial& trial, int64_t step, double value);
 
+// Throws Error(kFailedPrecondition) unless `trial` is RUNNING (only a running trial has a
+// heartbeat).
+void check_heartbeat(const FrozenTrial& trial);
+
 // Throws Error(kInvalidArgument) unless `state` is finished and `values` fit it and the study's
 // number of objectives (see FrozenTrial).
 void check_finish(const FrozenTrial& trial, TrialState state, const std::vector<double>& values,

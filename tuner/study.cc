@@ -10,6 +10,7 @@
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
+#include "trials/params_json.h"
 #include "tuner/study_core.h"
 #include "tuner/trial_state_internal.h"
 
@@ -20,6 +21,8 @@ namespace {
 constexpr char kSeedAttr[] = "tuner:seed";
 constexpr char kFailReasonAttr[] = "fail_reason";    // the keys Optuna uses
 constexpr char kFixedParamsAttr[] = "fixed_params";
+constexpr char kFailedTrialAttr[] = "failed_trial";  // as Optuna's RetryFailedTrialCallback
+constexpr char kRetryHistoryAttr[] = "retry_history";
 
 std::shared_ptr<Sampler> default_sampler() { return std::make_shared<TpeSampler>(); }
 
@@ -30,30 +33,14 @@ uint64_t fresh_random() {
 
 std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
-std::string params_to_json(const Params& params) {
-  nlohmann::ordered_json object = nlohmann::ordered_json::object();
-  for (const auto& [name, value] : params) {
-    std::visit([&](const auto& v) { object[name] = v; }, value);
+// The enqueued values of a trial. Stored data that does not parse is data loss, not bad input.
+Params fixed_params_of(const std::string& text, int trial_number) {
+  try {
+    return params_from_json(text, "trial " + std::to_string(trial_number) + ": system attribute " +
+                                      kFixedParamsAttr);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kDataLoss, e.what());
   }
-  return object.dump();
-}
-
-Params params_from_json(const std::string& text, int trial_number) {
-  auto fail = [&](const std::string& why) {
-    return Error(ErrorCode::kDataLoss, "trial " + std::to_string(trial_number) + ": system attribute " +
-                                           kFixedParamsAttr + " " + why);
-  };
-  nlohmann::json object = nlohmann::json::parse(text, nullptr, false);
-  if (!object.is_object()) throw fail("is not a JSON object");
-  Params params;
-  for (const auto& [name, v] : object.items()) {
-    if (v.is_boolean()) params[name] = v.get<bool>();
-    else if (v.is_number_integer()) params[name] = v.get<int64_t>();
-    else if (v.is_number_float()) params[name] = v.get<double>();
-    else if (v.is_string()) params[name] = v.get<std::string>();
-    else throw fail("holds '" + name + "' = " + v.dump() + ", which is not a parameter value");
-  }
-  return params;
 }
 
 uint64_t parse_seed(const StudyRecord& record) {
@@ -67,7 +54,27 @@ uint64_t parse_seed(const StudyRecord& record) {
   }
 }
 
+std::string format_ms(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
 std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, uint64_t seed) {
+  if (options.heartbeat_interval) {
+    const auto interval = *options.heartbeat_interval;
+    const auto grace = options.grace_period.value_or(2 * interval);
+    if (interval.count() <= 0 || grace <= interval) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "study '" + record.name + "': heartbeat_interval (" + format_ms(interval) +
+                      ") must be > 0 and grace_period (" + format_ms(grace) +
+                      ") longer than it, or a live trial would look stale");
+    }
+  }
+  if (options.max_retries < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "study '" + record.name + "': max_retries must be >= 0");
+  }
   auto core = std::make_shared<StudyCore>();
   core->storage = options.storage;
   core->sampler = options.sampler ? options.sampler : default_sampler();
@@ -75,6 +82,15 @@ std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, 
   core->record = std::move(record);
   core->seed = seed;
   core->space = std::move(options.space);
+  core->clock = options.clock ? options.clock : system_clock();
+  core->heartbeat_interval = options.heartbeat_interval;
+  if (options.heartbeat_interval) {
+    core->grace_period = options.grace_period.value_or(2 * *options.heartbeat_interval);
+    core->heartbeater = std::make_unique<Heartbeater>(*core->storage, *core->clock,
+                                                      *options.heartbeat_interval);
+  }
+  core->stale_trial_policy = options.stale_trial_policy;
+  core->max_retries = options.max_retries;
   return core;
 }
 
@@ -94,7 +110,127 @@ bool dominates(const std::vector<StudyDirection>& directions, const std::vector<
   return strictly;
 }
 
+// The WAITING copy of stale trial `t` that re-runs it, or nullopt when its chain has had
+// `max_retries` retries. As Optuna's RetryFailedTrialCallback: the same params, distributions
+// and user attributes; system attributes "failed_trial" (the chain's first trial) and
+// "retry_history" (every failed attempt's number); and, so that this project's ask() serves the
+// values, "fixed_params" (the params, with any still unused enqueued values).
+std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
+  nlohmann::json history = nlohmann::json::array();
+  if (auto it = t.system_attrs.find(kRetryHistoryAttr); it != t.system_attrs.end()) {
+    history = nlohmann::json::parse(it->second, nullptr, false);
+    if (!history.is_array()) history = nlohmann::json::array();
+  }
+  history.push_back(t.number);
+  if (static_cast<int>(history.size()) > max_retries) return std::nullopt;
+  FrozenTrial retry;
+  retry.params = t.params;
+  retry.distributions = t.distributions;
+  retry.user_attrs = t.user_attrs;
+  retry.system_attrs = t.system_attrs;
+  retry.system_attrs.erase(kFailReasonAttr);
+  if (!retry.system_attrs.contains(kFailedTrialAttr)) {
+    retry.system_attrs[kFailedTrialAttr] = std::to_string(t.number);
+  }
+  retry.system_attrs[kRetryHistoryAttr] = history.dump();
+  Params fixed;
+  if (auto it = t.system_attrs.find(kFixedParamsAttr); it != t.system_attrs.end()) {
+    fixed = fixed_params_of(it->second, t.number);
+  }
+  for (const auto& [name, value] : t.params) fixed[name] = value;
+  retry.system_attrs[kFixedParamsAttr] = params_to_json(fixed);
+  return retry;
+}
+
 }  // namespace
+
+Heartbeater::Heartbeater(Storage& storage, Clock& clock, std::chrono::milliseconds interval)
+    : storage_(storage), clock_(clock), interval_(interval) {}
+
+Heartbeater::~Heartbeater() {
+  std::jthread thread;
+  {
+    std::lock_guard lock(mutex_);
+    thread = std::move(thread_);
+  }
+  // `thread` stops and joins here, outside the lock that run() takes.
+}
+
+void Heartbeater::add(int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  live_.insert(trial_id);
+  if (!thread_.joinable()) {
+    const auto first = clock_.steady_now() + interval_;
+    thread_ = std::jthread([this, first](std::stop_token stop) { run(first, stop); });
+  }
+}
+
+void Heartbeater::remove(int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  live_.erase(trial_id);
+}
+
+bool Heartbeater::is_live(int64_t trial_id) {
+  std::lock_guard lock(mutex_);
+  return live_.contains(trial_id);
+}
+
+void Heartbeater::run(Clock::SteadyTime next, std::stop_token stop) {
+  while (clock_.sleep_until(next, stop)) {
+    next += interval_;
+    std::vector<int64_t> ids;
+    {
+      std::lock_guard lock(mutex_);
+      ids.assign(live_.begin(), live_.end());
+    }
+    for (int64_t id : ids) {
+      if (stop.stop_requested()) return;
+      try {
+        storage_.record_heartbeat(id, clock_.system_now());
+      } catch (const Error& e) {
+        // Finished meanwhile (told, or failed as stale elsewhere): no more heartbeats. Anything
+        // else (a busy database) is retried at the next beat, well within the grace period.
+        if (e.code() == ErrorCode::kFailedPrecondition || e.code() == ErrorCode::kNotFound) {
+          remove(id);
+        }
+      }
+    }
+    // After a long stall (a suspended machine), beat at once and go on from now.
+    if (const auto now = clock_.steady_now(); next < now) next = now;
+  }
+}
+
+void StudyCore::handle_stale_trials_locked() {
+  if (!heartbeater) return;
+  // Only a RUNNING trial that no thread of this study object runs can be stale.
+  bool foreign = false;
+  for (const FrozenTrial& t : trials) {
+    if (t.state == TrialState::kRunning && !heartbeater->is_live(t.trial_id)) {
+      foreign = true;
+      break;
+    }
+  }
+  if (!foreign) return;
+  const TimePoint now = clock->system_now();
+  const TimePoint stale_before = now - grace_period;
+  bool changed = false;
+  for (const FrozenTrial& t : storage->get_stale_trials(record.study_id, stale_before)) {
+    if (heartbeater->is_live(t.trial_id)) continue;  // ours: alive, its heartbeat is late
+    Attributes fail_attrs;
+    fail_attrs[kFailReasonAttr] = json_string(
+        "stale: no heartbeat for more than the grace period of " + format_ms(grace_period) +
+        " (the process running it died or hung); found by study '" + record.name + "' at " +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                           now.time_since_epoch()).count()) + " s since the epoch");
+    std::optional<FrozenTrial> retry;
+    if (stale_trial_policy == StaleTrialPolicy::kRetry) retry = retry_of(t, max_retries);
+    if (storage->fail_stale_trial(t.trial_id, stale_before, fail_attrs,
+                                  retry ? &*retry : nullptr)) {
+      changed = true;
+    }
+  }
+  if (changed) refresh_locked();
+}
 
 void StudyCore::refresh_locked() {
   TrialFilter filter;
@@ -107,6 +243,16 @@ void StudyCore::refresh_locked() {
   while (first_unfinished < static_cast<int>(trials.size()) &&
          is_finished(trials[first_unfinished].state)) {
     ++first_unfinished;
+  }
+  for (const auto& [number, proposal] : proposals) {
+    if (number >= static_cast<int>(trials.size())) continue;
+    FrozenTrial& t = trials[static_cast<size_t>(number)];
+    if (t.state != TrialState::kRunning) continue;
+    for (const auto& [name, value] : proposal.params) {
+      if (t.params.emplace(name, value).second) {
+        t.distributions.emplace(name, proposal.distributions.at(name));
+      }
+    }
   }
 }
 
@@ -142,6 +288,7 @@ Study Study::load(StudyOptions options) {
   auto core = make_core(options, std::move(*record), seed);
   std::lock_guard lock(core->mutex);
   core->refresh_locked();
+  core->handle_stale_trials_locked();
   return Study(core);
 }
 
@@ -170,14 +317,15 @@ Trial Study::start_trial(const SearchSpace* space) {
   state->core = core_;
   std::lock_guard lock(core.mutex);
   core.refresh_locked();
+  core.handle_stale_trials_locked();
 
-  // Enqueued trials run first, in the order they were enqueued.
+  // Enqueued trials (and retries of stale ones) run first, in the order they were enqueued.
   for (const FrozenTrial& t : core.trials) {
     if (t.state == TrialState::kWaiting && core.storage->claim_waiting_trial(t.trial_id)) {
       state->trial_id = t.trial_id;
       state->number = t.number;
       if (auto it = t.system_attrs.find(kFixedParamsAttr); it != t.system_attrs.end()) {
-        state->fixed = params_from_json(it->second, t.number);
+        state->fixed = fixed_params_of(it->second, t.number);
       }
       break;
     }
@@ -192,37 +340,52 @@ Trial Study::start_trial(const SearchSpace* space) {
     state->trial_id = created.trial_id;
     state->number = created.number;
   }
-  core.refresh_locked();  // the history now includes the new trial
-  state->rng = Rng::for_trial(core.seed, state->number);
-  History history = core.history_locked();
-  TrialContext context{state->number};
+  // The trial is RUNNING in storage from here: if what follows fails, it is failed with the
+  // reason (or, when even that cannot be written, left to the stale-trial handling).
+  try {
+    core.refresh_locked();  // the history now includes the new trial
+    state->rng = Rng::for_trial(core.seed, state->number);
+    History history = core.history_locked();
+    TrialContext context{state->number};
 
-  if (space) {
-    // Define-and-run: the whole space is decided and stored before the objective runs.
-    Params sampled = core.sampler->sample(*space, history, context, state->rng);
-    for (const auto& [name, value] : state->fixed) sampled[name] = value;
-    Params active;
-    for (const ParamSpec& spec : space->params()) {
-      if (!space->is_active(spec, active)) continue;
-      auto it = sampled.find(spec.name);
-      if (it == sampled.end()) {
-        throw Error(ErrorCode::kInternal, "the sampler left parameter '" + spec.name + "' out");
+    if (space) {
+      // Define-and-run: the whole space is decided and stored before the objective runs.
+      Params sampled = core.sampler->sample(*space, history, context, state->rng);
+      for (const auto& [name, value] : state->fixed) sampled[name] = value;
+      Params active;
+      for (const ParamSpec& spec : space->params()) {
+        if (!space->is_active(spec, active)) continue;
+        auto it = sampled.find(spec.name);
+        if (it == sampled.end()) {
+          throw Error(ErrorCode::kInternal, "the sampler left parameter '" + spec.name + "' out");
+        }
+        core.storage->set_trial_param(state->trial_id, spec.name, spec.distribution, it->second);
+        active.insert(*it);
+        state->params.insert(*it);
+        state->distributions.emplace(spec.name, spec.distribution);
       }
-      core.storage->set_trial_param(state->trial_id, spec.name, spec.distribution, it->second);
-      active.insert(*it);
-      state->params.insert(*it);
-      state->distributions.emplace(spec.name, spec.distribution);
-    }
-    state->fixed = state->params;
-  } else {
-    SearchSpace relative = core.sampler->relative_space(history);
-    if (!relative.empty()) {
-      state->relative = core.sampler->sample(relative, history, context, state->rng);
-      for (const ParamSpec& spec : relative.params()) {
-        state->relative_distributions.emplace(spec.name, spec.distribution);
+      state->fixed = state->params;
+    } else {
+      SearchSpace relative = core.sampler->relative_space(history);
+      if (!relative.empty()) {
+        state->relative = core.sampler->sample(relative, history, context, state->rng);
+        for (const ParamSpec& spec : relative.params()) {
+          state->relative_distributions.emplace(spec.name, spec.distribution);
+        }
+        core.proposals[state->number] = {state->relative, state->relative_distributions};
       }
     }
+  } catch (const std::exception& e) {
+    try {
+      core.storage->finish_trial(state->trial_id, TrialState::kFail, {},
+                                 {{kFailReasonAttr, json_string(std::string("ask() failed: ") +
+                                                                e.what())}});
+    } catch (const std::exception&) {
+      // The storage refuses writes now; the trial goes stale and is handled on resume.
+    }
+    throw;
   }
+  if (core.heartbeater) core.heartbeater->add(state->trial_id);
   return Trial(std::move(state));
 }
 
@@ -245,14 +408,15 @@ FrozenTrial Study::tell(Trial& trial, const std::vector<double>& values) {
                       (values.size() > 1 ? " for objective " + std::to_string(i) : std::string()));
     }
   }
-  core_->storage->finish_trial(s.trial_id, TrialState::kComplete, values);
-  s.told = true;
-  return core_->storage->get_trial(s.trial_id);
+  FrozenTrial finished = core_->storage->finish_trial(s.trial_id, TrialState::kComplete, values);
+  mark_told(s);
+  return finished;
 }
 
 FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reason) {
   Trial::State& s = *trial.state_;
   std::vector<double> values;
+  Attributes attrs;
   if (state == TrialState::kPruned) {
     FrozenTrial record = core_->storage->get_trial(s.trial_id);
     if (!record.intermediate_values.empty() && directions().size() == 1) {
@@ -260,15 +424,22 @@ FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reaso
       if (std::isfinite(last)) values.push_back(last);
     }
   } else if (state == TrialState::kFail) {
-    core_->storage->set_trial_system_attr(s.trial_id, kFailReasonAttr, json_string(reason));
+    attrs[kFailReasonAttr] = json_string(reason);
   } else {
     throw Error(ErrorCode::kInvalidArgument,
                 "trial " + std::to_string(s.number) + ": tell() with a state takes PRUNED or FAIL, "
                 "not " + std::string(to_string(state)) + " (give COMPLETE trials their values)");
   }
-  core_->storage->finish_trial(s.trial_id, state, values);
+  FrozenTrial finished = core_->storage->finish_trial(s.trial_id, state, values, attrs);
+  mark_told(s);
+  return finished;
+}
+
+void Study::mark_told(Trial::State& s) {
   s.told = true;
-  return core_->storage->get_trial(s.trial_id);
+  if (core_->heartbeater) core_->heartbeater->remove(s.trial_id);
+  std::lock_guard lock(core_->mutex);
+  core_->proposals.erase(s.number);
 }
 
 void Study::enqueue_trial(const Params& params) {
@@ -286,8 +457,8 @@ void Study::optimize(const MultiObjective& objective, const OptimizeOptions& opt
   if (options.n_threads < 1) {
     throw Error(ErrorCode::kInvalidArgument, "optimize: n_threads must be >= 1");
   }
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
+  Clock& clock = *core_->clock;
+  const auto start = clock.steady_now();
   std::atomic<int> started{0};
   std::atomic<bool> done{false};
   std::exception_ptr error;
@@ -296,7 +467,7 @@ void Study::optimize(const MultiObjective& objective, const OptimizeOptions& opt
   auto worker = [&] {
     while (!done) {
       if (options.n_trials && started.fetch_add(1) >= *options.n_trials) break;
-      if (options.timeout && Clock::now() - start >= *options.timeout) break;
+      if (options.timeout && clock.steady_now() - start >= *options.timeout) break;
       try {
         std::optional<Trial> trial;
         try {
@@ -307,12 +478,24 @@ void Study::optimize(const MultiObjective& objective, const OptimizeOptions& opt
         }
         FrozenTrial finished;
         try {
-          std::vector<double> values = objective(*trial);
-          finished = tell(*trial, values);
-        } catch (const std::exception& e) {
-          finished = tell(*trial, TrialState::kFail, e.what());
-        } catch (...) {
-          finished = tell(*trial, TrialState::kFail, "the objective threw a non-standard exception");
+          std::optional<std::vector<double>> values;
+          std::string failure;
+          try {
+            values = objective(*trial);
+          } catch (const std::exception& e) {
+            failure = e.what();
+          } catch (...) {
+            failure = "the objective threw a non-standard exception";
+          }
+          finished = values ? tell(*trial, *values) : tell(*trial, TrialState::kFail, failure);
+        } catch (const Error& e) {
+          // Another process failed the trial as stale while it ran (this one was stalled past
+          // the grace period): its result is not ours to write. Go on with the next trial.
+          if (e.code() != ErrorCode::kFailedPrecondition ||
+              !is_finished(core_->storage->get_trial(trial->id()).state)) {
+            throw;
+          }
+          continue;
         }
         if (options.on_trial_finished) options.on_trial_finished(finished);
       } catch (...) {
@@ -336,13 +519,8 @@ std::vector<FrozenTrial> Study::trials(const TrialFilter& filter) const {
 }
 
 FrozenTrial Study::best_trial() const {
-  StudyDirection dir = direction();
-  TrialFilter filter;
-  filter.states = std::vector<TrialState>{TrialState::kComplete};
-  std::optional<FrozenTrial> best;
-  for (FrozenTrial& t : trials(filter)) {
-    if (!best || is_better(dir, t.values[0], best->values[0])) best = std::move(t);
-  }
+  direction();  // throws for several objectives
+  std::optional<FrozenTrial> best = core_->storage->get_best_trial(id());
   if (!best) {
     throw Error(ErrorCode::kFailedPrecondition, "study '" + name() + "' has no COMPLETE trial yet");
   }

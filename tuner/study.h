@@ -5,6 +5,14 @@
 // not hold, so Study::load() continues a study exactly. Two ways to run trials:
 // - optimize(objective, ...): the study asks, runs the objective, and tells, on one or more threads;
 // - ask() / tell(): the caller runs trials itself (an executor, a notebook loop).
+//
+// Resume: a trial is live from ask() until tell() (or until its Trial handle is destroyed); while
+// it is live, the study records a heartbeat for it every `heartbeat_interval`. A RUNNING trial
+// whose last heartbeat (or start) is older than `grace_period` belongs to a process that died:
+// Study::load() and every ask() hand such stale trials to `stale_trial_policy` (FAIL with the
+// reason in "fail_reason", or FAIL and re-run with the same params as a new WAITING trial that
+// runs before new samples, as Optuna's RetryFailedTrialCallback does). docs/storage.md.
+//
 // Thread-safe: ask, tell and optimize may be called from several threads. Copies share the study.
 #ifndef TUNER_TUNER_STUDY_H_
 #define TUNER_TUNER_STUDY_H_
@@ -21,11 +29,21 @@
 #include "search/scheduler.h"
 #include "search/search_space.h"
 #include "storage/storage.h"
+#include "trials/clock.h"
 #include "trials/frozen_trial.h"
 #include "trials/trial_state.h"
 #include "tuner/trial.h"
 
 namespace tuner {
+
+// What happens to a stale trial (RUNNING, but its heartbeat stopped: its process died).
+enum class StaleTrialPolicy {
+  kFail,   // FAIL, with the reason in the "fail_reason" system attribute
+  kRetry,  // FAIL as above, and enqueue a copy with the same params (system attributes
+           // "failed_trial": the first trial of the chain, "retry_history": the numbers of every
+           // failed attempt, as Optuna's RetryFailedTrialCallback writes them) until
+           // max_retries retries of one trial have failed; then only FAIL
+};
 
 struct StudyOptions {
   // Unique within the storage. Default: "study-" followed by a random suffix.
@@ -45,6 +63,21 @@ struct StudyOptions {
   std::optional<SearchSpace> space;
   // create(): open the study of that name when it exists instead of failing.
   bool load_if_exists = false;
+
+  // Time of heartbeats and of stale-trial detection. Default: the system clock. (Storages stamp
+  // trial datetimes with their own clock: tests give both the same FakeClock.)
+  std::shared_ptr<Clock> clock;
+  // How often a live trial's heartbeat is stored. Default 60 s (Optuna's suggested value).
+  // nullopt: no heartbeats and no stale-trial detection (Optuna's default; RUNNING trials of a
+  // dead process then stay RUNNING).
+  std::optional<std::chrono::milliseconds> heartbeat_interval = std::chrono::seconds(60);
+  // A RUNNING trial without a heartbeat (or start) for longer than this is stale.
+  // Default: 2 x heartbeat_interval (Optuna's default). REQUIRES: > heartbeat_interval.
+  std::optional<std::chrono::milliseconds> grace_period;
+  // Default: kRetry.
+  StaleTrialPolicy stale_trial_policy = StaleTrialPolicy::kRetry;
+  // kRetry: how many times one trial is re-run after its runs went stale. Default 3.
+  int max_retries = 3;
 };
 
 struct OptimizeOptions {
@@ -86,6 +119,9 @@ class Study {
 
   // Finishes a trial. A NaN or infinite value makes it FAIL with the reason stored in its
   // "fail_reason" system attribute; a trial whose should_stop() said true becomes PRUNED.
+  // Atomic: when the storage write fails (Error), the trial is as it was before the call, and
+  // tell() may be called again. Throws Error(kFailedPrecondition) when the trial is finished
+  // already (told before, or failed as stale by another process).
   FrozenTrial tell(Trial& trial, double value);
   FrozenTrial tell(Trial& trial, const std::vector<double>& values);
   // PRUNED (with the last intermediate value) or FAIL (with `reason`).
@@ -95,7 +131,8 @@ class Study {
   void enqueue_trial(const Params& params);
 
   // Runs trials until a limit of `options` is reached. An objective that throws, or returns NaN
-  // or an infinity, makes its trial FAIL and the study goes on.
+  // or an infinity, makes its trial FAIL and the study goes on. A trial that another process
+  // finished meanwhile (failed as stale) is skipped. A storage error ends optimize() with it.
   void optimize(const Objective& objective, const OptimizeOptions& options);
   void optimize(const MultiObjective& objective, const OptimizeOptions& options);
 
@@ -109,6 +146,7 @@ class Study {
  private:
   explicit Study(std::shared_ptr<StudyCore> core);
   Trial start_trial(const SearchSpace* space);
+  void mark_told(Trial::State& s);
   std::shared_ptr<StudyCore> core_;
 };
 

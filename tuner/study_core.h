@@ -2,9 +2,13 @@
 #ifndef TUNER_TUNER_STUDY_CORE_H_
 #define TUNER_TUNER_STUDY_CORE_H_
 
+#include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "search/history.h"
@@ -12,8 +16,40 @@
 #include "search/scheduler.h"
 #include "search/search_space.h"
 #include "storage/storage.h"
+#include "trials/clock.h"
+#include "tuner/study.h"
 
 namespace tuner {
+
+// Records a heartbeat every `interval` for each live trial it was told about, on its own thread
+// (started with the first live trial, stopped and joined when the Heartbeater is destroyed).
+// A heartbeat that the storage refuses because the trial is finished drops the trial; other
+// storage errors are retried at the next beat. Thread-safe.
+class Heartbeater {
+ public:
+  Heartbeater(Storage& storage, Clock& clock, std::chrono::milliseconds interval);
+  ~Heartbeater();
+  Heartbeater(const Heartbeater&) = delete;
+  Heartbeater& operator=(const Heartbeater&) = delete;
+
+  void add(int64_t trial_id);
+  void remove(int64_t trial_id);
+  bool is_live(int64_t trial_id);
+
+ private:
+  // Beats at `next`, then every interval_ after it, until `stop`.
+  void run(Clock::SteadyTime next, std::stop_token stop);
+
+  // Constant after construction.
+  Storage& storage_;
+  Clock& clock_;
+  const std::chrono::milliseconds interval_;
+
+  // State below is protected by mutex_.
+  std::mutex mutex_;
+  std::set<int64_t> live_;
+  std::jthread thread_;  // last: joined before the members above go
+};
 
 struct StudyCore {
   // Constant after construction.
@@ -23,19 +59,38 @@ struct StudyCore {
   StudyRecord record;
   uint64_t seed = 0;
   std::optional<SearchSpace> space;
+  std::shared_ptr<Clock> clock;
+  std::optional<std::chrono::milliseconds> heartbeat_interval;  // nullopt: heartbeats off
+  std::chrono::milliseconds grace_period{0};
+  StaleTrialPolicy stale_trial_policy = StaleTrialPolicy::kRetry;
+  int max_retries = 0;
 
   // State below is protected by mutex. A cache of the study's trials by number: finished trials
   // never change, so a refresh re-reads only the trials from the first unfinished one on.
   std::mutex mutex;
   std::vector<FrozenTrial> trials;
   int first_unfinished = 0;
+  // The relative proposals of this object's live define-by-run trials (by number), shown in
+  // `trials` as if stored until the objective suggests them, so that a sampler asked meanwhile on
+  // another thread sees them taken (a grid point is not handed out twice).
+  struct Proposal {
+    Params params;
+    std::map<std::string, Distribution, std::less<>> distributions;
+  };
+  std::map<int, Proposal> proposals;
 
   // Brings `trials` up to date with storage. REQUIRES: mutex held.
   void refresh_locked();
+  // Fails (and, by policy, enqueues retries of) the study's stale trials, then refreshes.
+  // No-op when heartbeats are off. REQUIRES: mutex held.
+  void handle_stale_trials_locked();
   // A view of the cached trials. REQUIRES: mutex held for as long as the view is used.
   History history_locked() const {
     return History{trials, record.directions};
   }
+
+  // Null when heartbeats are off. Last: destroyed (its thread joined) before what it uses.
+  std::unique_ptr<Heartbeater> heartbeater;
 };
 
 }  // namespace tuner

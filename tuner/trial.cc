@@ -7,8 +7,24 @@ namespace tuner {
 
 Trial::Trial(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Trial::Trial(Trial&&) noexcept = default;
-Trial& Trial::operator=(Trial&&) noexcept = default;
-Trial::~Trial() = default;
+Trial& Trial::operator=(Trial&& other) noexcept {
+  if (this != &other) {
+    release();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+Trial::~Trial() { release(); }
+
+void Trial::release() noexcept {
+  // A trial dropped without tell(): no more heartbeats, so it goes stale and the study's policy
+  // handles it after the grace period.
+  if (!state_ || state_->told) return;
+  StudyCore& core = *state_->core;
+  if (core.heartbeater) core.heartbeater->remove(state_->trial_id);
+  std::lock_guard lock(core.mutex);
+  core.proposals.erase(state_->number);
+}
 
 int Trial::number() const { return state_->number; }
 int64_t Trial::id() const { return state_->trial_id; }
@@ -44,6 +60,8 @@ ParamValue Trial::suggest(const std::string& name, const Distribution& distribut
     return s.params.at(name);
   }
 
+  // On a failed store, the trial is left as before the call, its random source included.
+  const Rng rng_before = s.rng;
   ParamValue value;
   if (auto it = s.fixed.find(name); it != s.fixed.end()) {
     if (!contains(distribution, it->second)) {
@@ -60,7 +78,12 @@ ParamValue Trial::suggest(const std::string& name, const Distribution& distribut
     value = s.core->sampler->sample_independent(name, distribution, s.core->history_locked(),
                                                 TrialContext{s.number}, s.rng);
   }
-  s.core->storage->set_trial_param(s.trial_id, name, distribution, value);
+  try {
+    s.core->storage->set_trial_param(s.trial_id, name, distribution, value);
+  } catch (...) {
+    s.rng = rng_before;
+    throw;
+  }
   s.params[name] = value;
   s.distributions[name] = distribution;
   return value;

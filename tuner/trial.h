@@ -4,6 +4,8 @@
 // is returned. Report intermediate values with report() and ask should_stop() whether the
 // study's scheduler wants the trial to end early; an objective that was told to stop may return
 // anything and the trial is recorded as PRUNED with its last intermediate value.
+// While the handle lives and the trial is not told, the study records its heartbeat; a handle
+// destroyed without tell() leaves the trial RUNNING until the study's stale-trial policy takes it.
 // Not thread-safe: one thread drives a trial. Movable, not copyable.
 #ifndef TUNER_TUNER_TRIAL_H_
 #define TUNER_TUNER_TRIAL_H_
@@ -67,6 +69,7 @@ class Trial {
   friend class Study;
   struct State;
   explicit Trial(std::unique_ptr<State> state);
+  void release() noexcept;
   std::unique_ptr<State> state_;
 };
 

@@ -32,11 +32,14 @@ std::string advice_for(int rc) {
       return "; another process holds the database lock longer than the busy timeout: retry, or "
              "raise the busy timeout";
     case SQLITE_READONLY:
-      return "; the file is read-only: open a writable copy";
+      return "; the file (or its directory, or this connection) is read-only: make it writable "
+             "or open a writable copy";
     case SQLITE_FULL:
       return "; the disk is full: free space and retry";
     case SQLITE_NOTADB:
       return "; the file is not a SQLite database";
+    case SQLITE_CONSTRAINT:
+      return "; the transaction was rolled back, nothing of it was written";
     default:
       return "";
   }
@@ -103,11 +106,13 @@ std::optional<std::string> Statement::optional_text(int column) const {
   return text(column);
 }
 
-Connection::Connection(std::string path) : path_(std::move(path)) {
+Connection::Connection(std::string path, bool read_only) : path_(std::move(path)) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path_.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path_.c_str(), &db,
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+          SQLITE_OPEN_NOMUTEX,
+      nullptr);
   db_.reset(db);  // owned even when opening failed, as sqlite3_open_v2 asks
   if (rc != SQLITE_OK) fail(rc, "opening the database");
   sqlite3_extended_result_codes(db, 1);
@@ -144,7 +149,7 @@ void Connection::fail(int rc, std::string_view what) const {
 }
 
 Transaction::Transaction(Connection& connection, Kind kind) : connection_(connection) {
-  connection_.exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
+  connection_.query(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN").run();
   open_ = true;
 }
 
@@ -153,7 +158,7 @@ Transaction::~Transaction() {
 }
 
 void Transaction::commit() {
-  connection_.exec("COMMIT");
+  connection_.query("COMMIT").run();
   open_ = false;
 }
 

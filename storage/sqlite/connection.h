@@ -78,9 +78,9 @@ class Statement {
 
 class Connection {
  public:
-  // Opens `path` for reading and writing, creating it when missing. Nothing is written to the
-  // file by opening it. Throws Error naming the file.
-  explicit Connection(std::string path);
+  // Opens `path` for reading and writing, creating it when missing, or (read_only) for reading
+  // only. Nothing is written to the file by opening it. Throws Error naming the file.
+  explicit Connection(std::string path, bool read_only = false);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 

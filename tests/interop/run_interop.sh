@@ -2,6 +2,8 @@
 # The Optuna interop test: a study written here is read by Optuna, and a study written by Optuna
 # is loaded and continued here, then read by Optuna again (and continued by it once more).
 #   run_interop.sh BUILD_DIR WRITE_STUDY_BINARY
+# Then optuna-dashboard (PyPI, same venv) is started on a study written here and its HTTP API
+# must list the study and its trials (check_dashboard.py).
 # Uses the latest optuna from PyPI in BUILD_DIR/interop-venv (created when missing), and, when
 # Debian's python3-optuna is installed, Optuna 3.1 under /usr/bin/python3 on files written with
 # the v3.0.0.d option.
@@ -16,6 +18,10 @@ if ! "$venv/bin/python" -c "import optuna" 2>/dev/null; then
   echo "interop: creating $venv with the latest optuna from PyPI"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q optuna
+fi
+if ! "$venv/bin/python" -c "import optuna_dashboard" 2>/dev/null; then
+  echo "interop: installing the latest optuna-dashboard from PyPI into $venv"
+  "$venv/bin/pip" install -q optuna-dashboard
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tuner_interop.XXXXXX")
@@ -33,6 +39,10 @@ run_pair() {  # run_pair PYTHON TAG [--v300d]
 }
 
 run_pair "$venv/bin/python" latest
+echo "== optuna-dashboard lists a study written here"
+"$write_study" write "$work/dashboard.db" "$work/dashboard.json"
+timeout 180 "$venv/bin/python" "$here/check_dashboard.py" "$work/dashboard.db" \
+  "$work/dashboard.json" 90
 if /usr/bin/python3 -c "import optuna" 2>/dev/null; then
   run_pair /usr/bin/python3 debian --v300d
 else
