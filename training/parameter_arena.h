@@ -30,6 +30,8 @@ class ParameterArena {
   // Views, in spec order.
   std::span<ParamView> params() { return views_; }
   std::span<Tensor> buffers() { return buffer_views_; }
+  std::span<const ParamView> params() const { return views_; }
+  std::span<const Tensor> buffers() const { return buffer_views_; }
 
   // The flat arrays (including the alignment padding).
   std::span<float> values() { return values_.span(); }

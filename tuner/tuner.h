@@ -13,6 +13,7 @@
 #include "search/search_space.h"
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
+#include "storage/sqlite_storage.h"
 #include "storage/storage.h"
 #include "trials/distribution.h"
 #include "trials/error.h"

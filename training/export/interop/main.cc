@@ -1,0 +1,154 @@
+// The engine's half of the onnxruntime comparison (run_onnx_interop.sh runs the other half).
+//   onnx_export_driver OUT_DIR
+// For each test model, writes to OUT_DIR:
+//   NAME.onnx           the exported model
+//   NAME.input.f32      a batch of inputs, float32 little-endian, row-major [B, input...]
+//   NAME.expected.f32   the engine's eval-mode outputs for it, [B, output...]
+// and manifest.json: [{"name", "input_shape": [B, ...], "output_shape": [B, ...]}, ...].
+// The models' parameters are perturbed and their batch norms trained for a few steps, so that
+// gammas, betas and running statistics are not their initial values.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "training/backends/cpu/cpu_backend.h"
+#include "training/export/onnx_export.h"
+#include "training/model_spec.h"
+#include "training/rng.h"
+
+namespace tuner::training {
+namespace {
+
+constexpr int64_t kBatch = 7;
+
+struct TestModel {
+  const char* name;
+  const char* spec;
+};
+
+// The MLP and the small CNN of docs/model_spec.md, and a model with every other layer kind.
+const TestModel kModels[] = {
+    {"mlp", R"({"input": [1, 28, 28], "layers": [
+        {"type": "flatten"},
+        {"type": "linear", "out": 512}, {"type": "relu"},
+        {"type": "dropout", "p": 0.1},
+        {"type": "linear", "out": 256}, {"type": "relu"},
+        {"type": "linear", "out": 10}]})"},
+    {"small_cnn", R"({"input": [1, 28, 28], "layers": [
+        {"type": "conv2d", "out": 32, "kernel": 3, "padding": 1}, {"type": "relu"},
+        {"type": "max_pool2d", "kernel": 2},
+        {"type": "conv2d", "out": 64, "kernel": 3, "padding": 1}, {"type": "relu"},
+        {"type": "max_pool2d", "kernel": 2},
+        {"type": "flatten"},
+        {"type": "linear", "out": 128}, {"type": "relu"},
+        {"type": "linear", "out": 10}]})"},
+    {"norm_residual_gelu", R"({"input": [3, 12, 12], "layers": [
+        {"type": "conv2d", "out": 8, "kernel": 3, "padding": 1, "bias": false},
+        {"type": "batch_norm"}, {"type": "relu"},
+        {"type": "residual", "body": [
+            {"type": "conv2d", "out": 8, "kernel": 3, "padding": 1, "bias": false},
+            {"type": "batch_norm", "eps": 0.001}, {"type": "gelu"},
+            {"type": "conv2d", "out": 8, "kernel": 3, "padding": 1, "bias": false},
+            {"type": "batch_norm"}]},
+        {"type": "relu"},
+        {"type": "residual", "projection": true, "body": [
+            {"type": "conv2d", "out": 16, "kernel": 3, "stride": 2, "padding": 1,
+             "activation": "tanh"},
+            {"type": "conv2d", "out": 16, "kernel": 3, "padding": 1}]},
+        {"type": "max_pool2d", "kernel": 3, "stride": 1, "padding": 1},
+        {"type": "avg_pool2d", "kernel": 3, "stride": 2, "padding": 1},
+        {"type": "layer_norm"},
+        {"type": "dropout", "p": 0.3},
+        {"type": "global_avg_pool"},
+        {"type": "layer_norm", "eps": 0.0001},
+        {"type": "residual", "projection": true, "body": [
+            {"type": "linear", "out": 24, "activation": "gelu"},
+            {"type": "dropout", "p": 0.5},
+            {"type": "linear", "out": 12, "activation": "sigmoid"}]},
+        {"type": "residual", "shortcut": [{"type": "linear", "out": 12, "bias": false},
+                                          {"type": "batch_norm"}],
+         "body": [{"type": "layer_norm"}, {"type": "linear", "out": 12}, {"type": "gelu"}]},
+        {"type": "batch_norm"},
+        {"type": "linear", "out": 5}]})"},
+};
+
+void fill_normal(Rng& rng, std::span<float> values, float scale) {
+  for (float& v : values) v = scale * rng.normal();
+}
+
+void write_floats(const std::filesystem::path& path, const Tensor& t) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(t.data()),
+            static_cast<std::streamsize>(t.numel() * sizeof(float)));
+  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+}
+
+nlohmann::json dims(const Shape& shape) {
+  nlohmann::json j = nlohmann::json::array();
+  for (int64_t d : shape.dims()) j.push_back(d);
+  return j;
+}
+
+nlohmann::json export_one(const TestModel& m, const std::filesystem::path& dir, Backend& backend) {
+  const ModelSpec spec = parse_model_spec(m.spec);
+  auto model = build_model(spec, kBatch, backend, 11);
+  Rng rng(12);
+  // Norm parameters away from ones and zeros.
+  ParameterArena& arena = model->parameters();
+  for (size_t i = 0; i < arena.param_specs().size(); ++i) {
+    const std::string& name = arena.param_specs()[i].name;
+    if (name.ends_with(".gamma")) {
+      for (float& v : arena.params()[i].value.span()) v = 1.0f + 0.3f * rng.normal();
+    } else if (name.ends_with(".beta") || name.ends_with(".bias")) {
+      fill_normal(rng, arena.params()[i].value.span(), 0.1f);
+    }
+  }
+  Tensor x(spec.input.with_batch(kBatch));
+  // Running statistics from a few train-mode batches.
+  for (int step = 0; step < 3; ++step) {
+    fill_normal(rng, x.span(), 1.0f);
+    (void)model->forward(x, Mode::kTrain);
+  }
+  fill_normal(rng, x.span(), 1.0f);
+  const Tensor& y = model->forward(x, Mode::kEval);
+
+  OnnxExportOptions options;
+  options.graph_name = m.name;
+  export_onnx(spec, *model, dir / (std::string(m.name) + ".onnx"), options);
+  write_floats(dir / (std::string(m.name) + ".input.f32"), x);
+  write_floats(dir / (std::string(m.name) + ".expected.f32"), y);
+  return {{"name", m.name},
+          {"input_shape", dims(x.shape())},
+          {"output_shape", dims(y.shape())},
+          {"parameters", arena.num_parameters()}};
+}
+
+}  // namespace
+}  // namespace tuner::training
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: onnx_export_driver OUT_DIR\n";
+    return 2;
+  }
+  try {
+    const std::filesystem::path dir = argv[1];
+    std::filesystem::create_directories(dir);
+    tuner::training::CpuBackend backend(1);
+    nlohmann::json manifest = nlohmann::json::array();
+    for (const auto& m : tuner::training::kModels) {
+      manifest.push_back(tuner::training::export_one(m, dir, backend));
+      std::cout << "exported " << m.name << "\n";
+    }
+    std::ofstream(dir / "manifest.json") << manifest.dump(2) << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "onnx_export_driver: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
