@@ -254,11 +254,37 @@ double truncnorm_ppf(double u, double a, double b) {
   return std::clamp(z, a, b);
 }
 
+ParzenMemo::ParzenMemo() : table_(size_t{1} << kBits), log_table_(size_t{1} << kBits) {}
+
+double ParzenMemo::log(double x) {
+  const uint64_t k = std::bit_cast<uint64_t>(x);
+  const uint64_t h = k * 0x9E3779B97F4A7C15ULL;
+  LogEntry& e = log_table_[static_cast<size_t>((h ^ (h >> 31)) >> (64 - kBits))];
+  if (e.x != k) {
+    e.value = std::log(x);
+    e.x = k;
+  }
+  return e.value;
+}
+
+double ParzenMemo::log_gauss_mass(double a, double b) {
+  const uint64_t ka = std::bit_cast<uint64_t>(a);
+  const uint64_t kb = std::bit_cast<uint64_t>(b);
+  const uint64_t h = (ka * 0x9E3779B97F4A7C15ULL) ^ (kb * 0xC2B2AE3D27D4EB4FULL);
+  Entry& e = table_[static_cast<size_t>((h ^ (h >> 29)) >> (64 - kBits))];
+  if (e.a != ka || e.b != kb) {
+    e.value = tuner::log_gauss_mass(a, b);
+    e.a = ka;
+    e.b = kb;
+  }
+  return e.value;
+}
+
 ParzenEstimator::ParzenEstimator(std::span<const Distribution> dims,
                                  std::span<const std::vector<double>> observations,
                                  std::span<const double> weights,
                                  const ParzenEstimatorOptions& options,
-                                 std::span<const std::vector<int>> sorted) {
+                                 std::span<const std::vector<int>> sorted, ParzenMemo* memo) {
   if (observations.size() != dims.size()) {
     fail(std::to_string(observations.size()) + " observation columns for " +
          std::to_string(dims.size()) + " dimensions");
@@ -293,7 +319,7 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution> dims,
   if (with_prior) weight_[n] = prior_w / total;
 
   dims_.resize(dims.size());
-  std::vector<int> order;
+  UninitVector<int> order;
   for (size_t d = 0; d < dims.size(); ++d) {
     const auto& column = observations[d];
     if (const auto* c = std::get_if<CategoricalDistribution>(&dims[d])) {
@@ -307,10 +333,10 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution> dims,
     }
     build_numeric(dims_[d], dims[d], column,
                   sorted.empty() ? std::span<const int>(order) : std::span<const int>(sorted[d]),
-                  options, with_prior);
+                  options, with_prior, memo);
   }
   if (dims_.size() == 1 && dims_[0].kind != Kind::kContinuous) merge_identical_kernels();
-  prepare_densities();
+  prepare_densities(memo);
 
   // Per kernel constants: log(weight / prod(sigma * Z)) over the continuous dimensions, with one
   // log per kernel (the products are renormalized before they could overflow).
@@ -326,16 +352,40 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution> dims,
     }
     return last_out;
   };
-  double w_in = -1.0, w_out = 0.0;
-  for (size_t k = 0; k < K; ++k) kernel_const_[k] += memo_log(weight_[k], w_in, w_out);
+  // The logs of the normalized weights; all K of them when the memo holds this weight vector.
+  const bool weights_known = memo && memo->prior_weight_ == prior_w &&
+                             memo->log_weights_.size() == n_kernels &&
+                             std::equal(weights.begin(), weights.end(), memo->weights_.begin(),
+                                        memo->weights_.end());
+  // (Not when merge_identical_kernels() has merged the kernels.)
+  const bool use_memo = memo && !(dims_.size() == 1 && dims_[0].kind != Kind::kContinuous);
+  if (use_memo) {
+    if (!weights_known) {
+      memo->weights_.assign(weights.begin(), weights.end());
+      memo->prior_weight_ = prior_w;
+      memo->log_weights_.resize(K);
+      double w_in = -1.0, w_out = 0.0;
+      for (size_t k = 0; k < K; ++k) memo->log_weights_[k] = memo_log(weight_[k], w_in, w_out);
+    }
+    for (size_t k = 0; k < K; ++k) kernel_const_[k] += memo->log_weights_[k];
+  } else {
+    double w_in = -1.0, w_out = 0.0;
+    for (size_t k = 0; k < K; ++k) kernel_const_[k] += memo_log(weight_[k], w_in, w_out);
+  }
   for (const Dim& dim : dims_) {
     if (dim.kind != Kind::kContinuous) continue;
     double s_in = -1.0, s_out = 0.0;
     for (size_t k = 0; k < K; ++k) {
       double a = (dim.low - dim.mu[k]) * dim.inv_sigma[k];
       double b = (dim.high - dim.mu[k]) * dim.inv_sigma[k];
-      if (a > -kNegligibleTail || b < kNegligibleTail) kernel_const_[k] -= log_gauss_mass(a, b);
-      kernel_const_[k] -= memo_log(dim.sigma[k], s_in, s_out);
+      if (a > -kNegligibleTail || b < kNegligibleTail) {
+        kernel_const_[k] -= memo ? memo->log_gauss_mass(a, b) : log_gauss_mass(a, b);
+      }
+      if (dim.sigma[k] != s_in) {
+        s_in = dim.sigma[k];
+        s_out = memo ? memo->log(s_in) : std::log(s_in);
+      }
+      kernel_const_[k] -= s_out;
     }
   }
   if (dims_.size() == 1 && dims_[0].kind == Kind::kContinuous) sort_kernels_1d(n);
@@ -349,7 +399,8 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution> dims,
 
 void ParzenEstimator::build_numeric(Dim& dim, const Distribution& distribution,
                                     std::span<const double> column, std::span<const int> order,
-                                    const ParzenEstimatorOptions& options, bool with_prior) {
+                                    const ParzenEstimatorOptions& options, bool with_prior,
+                                    ParzenMemo* memo) {
   const size_t n = column.size();
   double prior_mu = 0.0;
   double prior_sigma = 0.0;
@@ -406,8 +457,12 @@ void ParzenEstimator::build_numeric(Dim& dim, const Distribution& distribution,
   const size_t n_kernels = n + (with_prior ? 1 : 0);
   dim.mu.resize(n_kernels);
   dim.sigma.resize(n_kernels);
-  std::vector<double> sorted_t(n);
-  for (size_t i = 0; i < n; ++i) sorted_t[i] = transform(dim.log, column[order[i]]);
+  UninitVector<double> sorted_t(n);
+  if (dim.log && memo) {
+    for (size_t i = 0; i < n; ++i) sorted_t[i] = memo->log(column[order[i]]);
+  } else {
+    for (size_t i = 0; i < n; ++i) sorted_t[i] = transform(dim.log, column[order[i]]);
+  }
   double lo_end = unbounded && n > 0 ? std::min(span_low, sorted_t.front()) : span_low;
   double hi_end = unbounded && n > 0 ? std::max(span_high, sorted_t.back()) : span_high;
   double max_sigma = unbounded ? prior_sigma : span_high - span_low;
@@ -483,7 +538,9 @@ void ParzenEstimator::build_numeric(Dim& dim, const Distribution& distribution,
   for (size_t p = 0; p < dim.pair_mu.size(); ++p) {
     double a = (dim.low - dim.pair_mu[p]) / dim.pair_sigma[p];
     double b = (dim.high - dim.pair_mu[p]) / dim.pair_sigma[p];
-    dim.pair_log_z[p] = (a > -kNegligibleTail || b < kNegligibleTail) ? log_gauss_mass(a, b) : 0.0;
+    dim.pair_log_z[p] = !(a > -kNegligibleTail || b < kNegligibleTail) ? 0.0
+                        : memo                                          ? memo->log_gauss_mass(a, b)
+                                                                        : log_gauss_mass(a, b);
   }
 }
 
@@ -532,12 +589,12 @@ void ParzenEstimator::merge_identical_kernels() {
   for (size_t k = 0; k < weight_.size(); ++k) {
     weight[static_cast<size_t>(dim.pair[k])] += weight_[k];
   }
-  std::vector<int> kept;  // the shapes that carry weight
+  UninitVector<int> kept;  // the shapes that carry weight
   for (size_t p = 0; p < n_pairs; ++p) {
     if (weight[p] > 0.0) kept.push_back(static_cast<int>(p));
   }
   weight_.clear();
-  std::vector<double> mu, sigma, inv_sigma;
+  UninitVector<double> mu, sigma, inv_sigma;
   for (int p : kept) {
     weight_.push_back(weight[static_cast<size_t>(p)]);
     if (dim.kind == Kind::kDiscrete) {
@@ -598,7 +655,7 @@ std::vector<double> ParzenEstimator::sample(Rng& rng, int n) const {
   return out;
 }
 
-void ParzenEstimator::prepare_densities() {
+void ParzenEstimator::prepare_densities(ParzenMemo* memo) {
   const size_t K = n_kernels();
   const bool merged = dims_.size() == 1;  // discrete and categorical kernels are their shapes
   for (Dim& dim : dims_) {
@@ -614,8 +671,8 @@ void ParzenEstimator::prepare_densities() {
         dim.cat_choice[k] = c < dim.n_choices ? static_cast<double>(c) : -1.0;
       }
     } else if (dim.kind == Kind::kDiscrete) {
-      const std::vector<double>& mu = merged ? dim.mu : dim.pair_mu;
-      const std::vector<double>& sigma = merged ? dim.sigma : dim.pair_sigma;
+      const UninitVector<double>& mu = merged ? dim.mu : dim.pair_mu;
+      const UninitVector<double>& sigma = merged ? dim.sigma : dim.pair_sigma;
       const size_t n_shapes = mu.size();
       dim.shape_mu = mu;
       dim.shape_inv_sigma.resize(n_shapes);
@@ -623,7 +680,7 @@ void ParzenEstimator::prepare_densities() {
       dim.shape_log_z.resize(n_shapes);
       for (size_t p = 0; p < n_shapes; ++p) {
         dim.shape_inv_sigma[p] = 1.0 / sigma[p];
-        dim.shape_log_sigma[p] = std::log(sigma[p]);
+        dim.shape_log_sigma[p] = memo ? memo->log(sigma[p]) : std::log(sigma[p]);
         dim.shape_log_z[p] = dim.pair_log_z[merged ? static_cast<size_t>(dim.pair[p]) : p];
       }
       dim.kernel_shape.resize(K);
@@ -640,7 +697,7 @@ TUNER_VECTORIZED ParzenEstimator::CellTable ParzenEstimator::cell_table(size_t d
   const size_t n_dims = dims_.size();
   CellTable out;
   // The distinct values among the points: one row each.
-  std::vector<int> point_order(static_cast<size_t>(n));
+  UninitVector<int> point_order(static_cast<size_t>(n));
   std::iota(point_order.begin(), point_order.end(), 0);
   auto value = [&](int i) { return x[static_cast<size_t>(i) * n_dims + d]; };
   std::sort(point_order.begin(), point_order.end(),
@@ -715,9 +772,9 @@ void ParzenEstimator::sort_kernels_1d(size_t n_observations) {
   // One continuous dimension: observation kernels sorted by centre, so that log_pdf() visits
   // only those within reach of a point. The prior kernel (if any) stays last.
   Dim& dim = dims_[0];
-  const std::vector<int>& perm = dim.order;  // ascending centres, from build_numeric()
-  auto apply = [&](std::vector<double>& v) {
-    std::vector<double> out(v);
+  const UninitVector<int>& perm = dim.order;  // ascending centres, from build_numeric()
+  auto apply = [&](UninitVector<double>& v) {
+    UninitVector<double> out(v);
     for (size_t i = 0; i < n_observations; ++i) out[i] = v[static_cast<size_t>(perm[i])];
     v = std::move(out);
   };
@@ -787,7 +844,7 @@ TUNER_VECTORIZED std::vector<double> ParzenEstimator::log_pdf(std::span<const do
     if (dims_[d].kind == Kind::kDiscrete) tables[d] = cell_table(d, x, n);
   }
   // One point at a time: its row of K kernel terms stays in the L1 cache.
-  std::vector<double> row(K);
+  UninitVector<double> row(K);
   std::vector<double> out(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     const size_t base = static_cast<size_t>(i) * n_dims;

@@ -22,7 +22,10 @@
 #define TUNER_SEARCH_PARZEN_ESTIMATOR_H_
 
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "search/rng.h"
@@ -50,6 +53,62 @@ struct ParzenEstimatorOptions {
   bool prior_in_bandwidths = false;
 };
 
+// A std::vector allocator whose resize() leaves new elements default-initialized (for doubles
+// and ints: unwritten), for buffers that are filled right after they are sized.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+template <class T>
+using UninitVector = std::vector<T, DefaultInitAllocator<T>>;
+
+// What a ParzenEstimator computes that repeats across the estimators a sampler builds, ask after
+// ask: the log normal masses of kernels over their truncation bounds (kernels keep their centre
+// and bandwidth while trials are added), and the log weights of the last weight vector (the
+// univariate estimators of one ask share theirs). Results are bit-identical with and without a
+// memo. Lossy (a fixed-size table, about 320 KiB): a miss recomputes.
+//
+// Not thread-safe: one estimator construction at a time may use a memo.
+class ParzenMemo {
+ public:
+  ParzenMemo();
+  // log_gauss_mass(a, b), remembered.
+  double log_gauss_mass(double a, double b);
+  // std::log(x), remembered (observations in log space, bandwidths).
+  double log(double x);
+
+ private:
+  friend class ParzenEstimator;
+  struct Entry {
+    uint64_t a = ~uint64_t{0};  // bits; all ones (a NaN) marks an empty slot
+    uint64_t b = 0;
+    double value = 0.0;
+  };
+  struct LogEntry {
+    uint64_t x = ~uint64_t{0};  // bits; all ones (a NaN) marks an empty slot
+    double value = 0.0;
+  };
+  static constexpr int kBits = 13;
+  std::vector<Entry> table_;       // [1 << kBits]
+  std::vector<LogEntry> log_table_;  // [1 << kBits]
+  // The last weights given to an estimator with the prior weight, and their logs once normalized.
+  std::vector<double> weights_;
+  double prior_weight_ = -1.0;
+  std::vector<double> log_weights_;
+};
+
 class ParzenEstimator {
  public:
   // `dims`: the distribution of each dimension (REQUIRES: each valid).
@@ -59,11 +118,13 @@ class ParzenEstimator {
   //   when n > 0).
   // `sorted`: optional; when not empty, sorted[d] is a permutation of 0..n-1 that orders
   //   observations[d] ascending (ties in any order). Saves the sorts.
+  // `memo`: optional (borrowed for the construction only); saves recomputing what repeats across
+  //   estimators. The estimator is the same with or without it.
   // Throws Error(kInvalidArgument) naming the problem when the inputs do not fit together.
   ParzenEstimator(std::span<const Distribution> dims,
                   std::span<const std::vector<double>> observations,
                   std::span<const double> weights, const ParzenEstimatorOptions& options,
-                  std::span<const std::vector<int>> sorted = {});
+                  std::span<const std::vector<int>> sorted = {}, ParzenMemo* memo = nullptr);
 
   size_t n_dims() const { return dims_.size(); }
   // Observations (merged where identical for a one-dimensional discrete estimator) plus prior.
@@ -91,48 +152,48 @@ class ParzenEstimator {
     double step = 0.0;  // grid step (discrete), or q of a normal (0: none)
     int n_choices = 0;  // categorical
     // Per kernel (continuous and discrete): centre and bandwidth in the kernel space.
-    std::vector<double> mu;
-    std::vector<double> sigma;
-    std::vector<double> inv_sigma;
-    std::vector<int> order;  // observation kernels by ascending centre
+    UninitVector<double> mu;
+    UninitVector<double> sigma;
+    UninitVector<double> inv_sigma;
+    UninitVector<int> order;  // observation kernels by ascending centre
     // Discrete and categorical: kernel -> distinct kernel shape ("pair"), and per pair its
     // centre, bandwidth and log normalizer (discrete), or its log probabilities (categorical,
     // [pair * n_choices + choice]).
-    std::vector<int> pair;
-    std::vector<double> pair_mu;
-    std::vector<double> pair_sigma;
-    std::vector<double> pair_log_z;
-    std::vector<double> cat_log_p;
-    std::vector<double> cat_p;  // the same, not in log space: for draws
+    UninitVector<int> pair;
+    UninitVector<double> pair_mu;
+    UninitVector<double> pair_sigma;
+    UninitVector<double> pair_log_z;
+    UninitVector<double> cat_log_p;
+    UninitVector<double> cat_p;  // the same, not in log space: for draws
     // Categorical, for densities: per kernel its choice (-1: the uniform prior), and the three
     // log probabilities a kernel can give a point (its choice, another choice, the prior's).
-    std::vector<double> cat_choice;
+    UninitVector<double> cat_choice;
     double cat_log_hit = 0.0;
     double cat_log_miss = 0.0;
     double cat_log_prior = 0.0;
     // Discrete, for densities: per kernel shape (the kernels themselves once merged) its centre,
     // 1 / bandwidth, log bandwidth and log normalizer; per kernel its shape.
-    std::vector<double> shape_mu;
-    std::vector<double> shape_inv_sigma;
-    std::vector<double> shape_log_sigma;
-    std::vector<double> shape_log_z;
-    std::vector<int> kernel_shape;
+    UninitVector<double> shape_mu;
+    UninitVector<double> shape_inv_sigma;
+    UninitVector<double> shape_log_sigma;
+    UninitVector<double> shape_log_z;
+    UninitVector<int> kernel_shape;
   };
 
   // The log masses of a discrete dimension's kernel shapes over the distinct values of n points.
   struct CellTable {
-    std::vector<int> point_cell;  // [n]: the row of point i
-    std::vector<double> log_mass;  // [cell * n_shapes + shape]
+    UninitVector<int> point_cell;  // [n]: the row of point i
+    UninitVector<double> log_mass;  // [cell * n_shapes + shape]
   };
 
   void build_numeric(Dim& dim, const Distribution& distribution, std::span<const double> column,
                      std::span<const int> order, const ParzenEstimatorOptions& options,
-                     bool with_prior);
+                     bool with_prior, ParzenMemo* memo);
   void build_categorical(Dim& dim, const CategoricalDistribution& distribution,
                          std::span<const double> column, const ParzenEstimatorOptions& options,
                          bool with_prior);
   void merge_identical_kernels();
-  void prepare_densities();
+  void prepare_densities(ParzenMemo* memo);
   void sort_kernels_1d(size_t n_observations);
   double log_pdf_1d(double x) const;
   double draw_in_dim(const Dim& dim, int kernel, Rng& rng) const;
@@ -144,9 +205,9 @@ class ParzenEstimator {
 
   // Constant after construction.
   std::vector<Dim> dims_;
-  std::vector<double> weight_;        // per kernel, normalized
-  std::vector<double> cum_weight_;    // per kernel, for drawing a kernel
-  std::vector<double> kernel_const_;  // per kernel: log weight + continuous log normalizers
+  UninitVector<double> weight_;        // per kernel, normalized
+  UninitVector<double> cum_weight_;    // per kernel, for drawing a kernel
+  UninitVector<double> kernel_const_;  // per kernel: log weight + continuous log normalizers
   // One continuous dimension: the first n_sorted_ kernels are sorted by centre.
   size_t n_sorted_ = 0;
   double max_sorted_sigma_ = 0.0;

@@ -343,8 +343,14 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
                                              bool univariate, Rng& rng) {
   const size_t n_dims = dims.size();
   GroupObservations groups[2];  // below, above
+  std::unique_ptr<ParzenMemo> memos[2];  // below, above
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& memo : memos) {
+      if (memos_.empty()) break;
+      memo = std::move(memos_.back());
+      memos_.pop_back();
+    }
     if (!cache_ || cache_->generation != call.generation) {
       // Another study's history reset the cache meanwhile: start over from ours.
       call = begin_call(*call.history, TrialContext{call.number});
@@ -441,8 +447,19 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
   // seeds it halves the median regret on Branin at 200 trials and ties on Rosenbrock-10D and
   // Ackley-10D (docs/samplers.md). Joint estimators leave it out.
   pe.prior_in_bandwidths = univariate;
-  ParzenEstimator below(dims, groups[0].columns, groups[0].weights, pe, groups[0].sorted);
-  ParzenEstimator above(dims, groups[1].columns, groups[1].weights, pe, groups[1].sorted);
+  for (auto& memo : memos) {
+    if (!memo) memo = std::make_unique<ParzenMemo>();
+  }
+  ParzenEstimator below(dims, groups[0].columns, groups[0].weights, pe, groups[0].sorted,
+                        memos[0].get());
+  ParzenEstimator above(dims, groups[1].columns, groups[1].weights, pe, groups[1].sorted,
+                        memos[1].get());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Above first: the next call takes them back in the order below, above.
+    memos_.push_back(std::move(memos[1]));
+    memos_.push_back(std::move(memos[0]));
+  }
   const int m = options_.n_ei_candidates;
   std::vector<double> candidates = below.sample(rng, m);
   std::vector<double> lb = below.log_pdf(candidates, m);

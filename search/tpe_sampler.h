@@ -30,6 +30,8 @@
 
 namespace tuner {
 
+class ParzenMemo;
+
 enum class ConstantLiar {
   kAuto,  // on whenever the history holds RUNNING trials other than the one being sampled
   kOn,
@@ -118,6 +120,9 @@ class TpeSampler final : public Sampler {
   std::mutex mutex_;
   // State below is protected by mutex_.
   std::unique_ptr<Cache> cache_;
+  // Memos lent to the estimator constructions of one call at a time (two per call: one for
+  // the "below" estimators, one for the "above"); returned after use.
+  std::vector<std::unique_ptr<ParzenMemo>> memos_;
 };
 
 }  // namespace tuner

@@ -346,21 +346,10 @@ Distribution from_json(std::string_view text, const std::string& where) {
   }
 }
 
-std::string_view state_name(TrialState state) {
-  switch (state) {
-    case TrialState::kRunning: return "RUNNING";
-    case TrialState::kComplete: return "COMPLETE";
-    case TrialState::kPruned: return "PRUNED";
-    case TrialState::kFail: return "FAIL";
-    case TrialState::kWaiting: return "WAITING";
-  }
-  return "RUNNING";
-}
-
 std::optional<TrialState> parse_state(std::string_view name) {
   for (TrialState s : {TrialState::kRunning, TrialState::kComplete, TrialState::kPruned,
                        TrialState::kFail, TrialState::kWaiting}) {
-    if (state_name(s) == name) return s;
+    if (to_string(s) == name) return s;  // Optuna stores the upper-case names
   }
   return std::nullopt;
 }

@@ -57,8 +57,7 @@ std::string to_tuner_json(const Distribution& distribution);
 // NormalDistribution. Throws Error(kDataLoss) naming `where` for anything else (a None choice).
 Distribution from_json(std::string_view json, const std::string& where);
 
-// Enum names as SQLAlchemy stores Optuna's enums.
-std::string_view state_name(TrialState state);  // "RUNNING", "COMPLETE", ...
+// Enum names as SQLAlchemy stores Optuna's enums; a state is written as to_string(state).
 std::optional<TrialState> parse_state(std::string_view name);
 std::string_view direction_name(StudyDirection direction);  // "MINIMIZE", "MAXIMIZE"
 std::optional<StudyDirection> parse_direction_name(std::string_view name);

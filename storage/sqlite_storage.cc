@@ -295,7 +295,7 @@ struct SqliteStorage::Impl {
       // one of few forms.
       std::string in;
       for (TrialState state : *states) {
-        in += std::string(in.empty() ? "'" : ", '") + std::string(os::state_name(state)) + "'";
+        in += std::string(in.empty() ? "'" : ", '") + std::string(to_string(state)) + "'";
       }
       where += " AND t.state IN (" + (in.empty() ? std::string("NULL") : in) + ")";
     }
@@ -523,7 +523,7 @@ struct SqliteStorage::Impl {
     const std::string time = now();
     conn.query("UPDATE trials SET state = ?, datetime_complete = ?, "
                "datetime_start = COALESCE(datetime_start, ?) WHERE trial_id = ?")
-        .bind(0, os::state_name(state))
+        .bind(0, to_string(state))
         .bind(1, time)
         .bind(2, time)
         .bind(3, trial_id)
@@ -560,7 +560,7 @@ struct SqliteStorage::Impl {
       auto q = conn.query(
           "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
           "VALUES (?, ?, ?, ?, NULL)");
-      q.bind(0, number).bind(1, study_id).bind(2, os::state_name(state));
+      q.bind(0, number).bind(1, study_id).bind(2, to_string(state));
       if (state == TrialState::kRunning) {
         q.bind(3, now());
       } else {

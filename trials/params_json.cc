@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trials/error.h"
+#include "trials/json_depth.h"
 
 namespace tuner {
 
@@ -12,27 +13,6 @@ namespace {
 // Deeper nesting than this is refused before parsing (parameters are flat; this only bounds the
 // work an error message's dump of a hostile value may do).
 constexpr int kMaxDepth = 64;
-
-bool nested_too_deep(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
 
 std::string shorten(std::string text) {
   constexpr size_t kMax = 80;
@@ -61,7 +41,7 @@ Params params_from_json(std::string_view json, const std::string& where) {
   auto fail = [&](const std::string& why) {
     return Error(ErrorCode::kInvalidArgument, where + why);
   };
-  if (nested_too_deep(json)) throw fail(": nested deeper than " + std::to_string(kMaxDepth));
+  if (json_nests_deeper_than(json, kMaxDepth)) throw fail(": nested deeper than " + std::to_string(kMaxDepth));
   nlohmann::json object = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) throw fail(": not valid JSON");
   if (!object.is_object()) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "trials/json_depth.h"
 #include "trials/params_json.h"
 
 namespace tuner {
@@ -298,27 +299,6 @@ class BodyReader {
   std::string p_;
 };
 
-bool nested_too_deep(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxBodyDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 std::optional<MessageType> type_from_wire(uint16_t value) {
   if (value < static_cast<uint16_t>(MessageType::kHello) ||
       value > static_cast<uint16_t>(MessageType::kBye)) {
@@ -329,7 +309,7 @@ std::optional<MessageType> type_from_wire(uint16_t value) {
 
 Message decode_body(MessageType type, const std::string& text) {
   std::string name(to_string(type));
-  if (nested_too_deep(text)) {
+  if (json_nests_deeper_than(text, kMaxBodyDepth)) {
     throw ProtocolError(name + " body: nested deeper than " + std::to_string(kMaxBodyDepth));
   }
   Json body;
