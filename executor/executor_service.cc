@@ -1,0 +1,539 @@
+#include "executor/executor_service.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+#include <variant>
+
+#include "executor/command_job.h"
+#include "executor/job_spec.h"
+#include "executor/transport/message_socket.h"
+#include "executor/unique_fd.h"
+#include "training/device/gpu_inventory.h"
+#include "trials/error.h"
+#include "trials/protocol.h"
+
+namespace tuner {
+
+namespace {
+
+using std::chrono::milliseconds;
+using SteadyTime = Clock::SteadyTime;
+
+// The longest single wait for input, so that clock deadlines are looked at now and then even when
+// nothing arrives (a FakeClock moves without waking anyone).
+constexpr milliseconds kMaxWait{200};
+// Time a closing socket keeps trying to deliver what is queued (BYE, a last RESULT).
+constexpr milliseconds kLinger{200};
+
+std::string default_executor_id() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "host");
+  return std::string(host) + "-" + std::to_string(::getpid());
+}
+
+std::string hostname() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
+}
+
+// Wakes run()'s wait from other threads (job threads, a stop request).
+class Waker {
+ public:
+  Waker() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+    if (!fd_.valid()) {
+      throw Error(ErrorCode::kUnavailable,
+                  std::string("executor: cannot create an eventfd: ") + std::strerror(errno));
+    }
+  }
+  void wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(fd_.get(), &one, sizeof one);
+  }
+  void drain() {
+    uint64_t count;
+    [[maybe_unused]] ssize_t n = ::read(fd_.get(), &count, sizeof count);
+  }
+  int fd() const { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+};
+
+// One trial this executor holds, from TRIAL until its outcome is handed to the main loop.
+struct Job {
+  TrialMessage trial;
+  JobSpec spec;
+  std::stop_source stop;
+  // Set by the main loop (DECISION), read by the job thread's report callback.
+  std::atomic<JobDecision> decision{JobDecision::kContinue};
+  // Why the executor itself stopped the job (lease given up, shutdown); empty when it did not.
+  // Written before stop.request_stop() by the main loop, read by the job thread after the run.
+  std::string executor_stop_reason;
+  std::mutex reason_mutex;
+  std::jthread thread;  // last: joined before the members above go
+};
+
+// What a job thread hands to the main loop.
+struct JobEvent {
+  uint64_t lease_id = 0;
+  std::optional<ReportMessage> report;
+  std::optional<Message> outcome;  // RESULT or FAIL; the job's last event
+};
+
+}  // namespace
+
+struct ExecutorService::Impl {
+  explicit Impl(ExecutorOptions o) : options(std::move(o)) {}
+
+  // Constant after construction.
+  ExecutorOptions options;
+  Clock* clock = nullptr;
+  Resources resources;
+
+  // Job threads -> main loop. State below is protected by events_mutex.
+  std::mutex events_mutex;
+  std::deque<JobEvent> events;
+  Waker waker;
+
+  // State below is used by run()'s thread only (stats_ also after run()).
+  ExecutorStats stats_;
+  mutable std::mutex stats_mutex;
+  std::unique_ptr<ZmqContext> context;
+  std::unique_ptr<DealerEndpoint> dealer;
+  int64_t generation = 0;
+  milliseconds heartbeat_interval{0};
+  SteadyTime last_heard{};
+  SteadyTime next_heartbeat{};
+  SteadyTime next_resend{};
+  bool hello_wanted = false;
+  bool shutting_down = false;
+  std::map<uint64_t, std::unique_ptr<Job>> running;
+  std::deque<std::unique_ptr<Job>> queued;
+  std::map<uint64_t, Message> unacked;  // RESULT or FAIL, by lease
+
+  void log(const std::string& line) {
+    const std::string text = "executor " + options.executor_id + ": " + line;
+    if (options.log) {
+      options.log(text);
+    } else {
+      std::cerr << text << std::endl;
+    }
+  }
+
+  void count(int64_t ExecutorStats::*field) {
+    std::lock_guard lock(stats_mutex);
+    ++(stats_.*field);
+  }
+
+  void post(JobEvent event) {
+    {
+      std::lock_guard lock(events_mutex);
+      events.push_back(std::move(event));
+    }
+    waker.wake();
+  }
+
+  bool send(const Message& message) {
+    if (!dealer) return false;
+    try {
+      if (dealer->send(message)) return true;
+      log(std::string("could not queue ") + std::string(to_string(message_type(message))) +
+          " for the coordinator (its queue is full)");
+    } catch (const ProtocolError& e) {
+      log(std::string("cannot encode ") + std::string(to_string(message_type(message))) + ": " +
+          e.what());
+    }
+    return false;
+  }
+
+  int free_slots() const {
+    return std::max(0, options.slots - static_cast<int>(running.size() + queued.size()));
+  }
+
+  std::vector<uint64_t> held_leases() const {
+    std::set<uint64_t> ids;
+    for (const auto& [id, job] : running) ids.insert(id);
+    for (const auto& job : queued) ids.insert(job->trial.lease_id);
+    for (const auto& [id, message] : unacked) ids.insert(id);
+    return {ids.begin(), ids.end()};
+  }
+
+  void send_ready() {
+    ReadyMessage ready{.free_slots = free_slots()};
+    for (const GpuInfo& g : resources.gpus) ready.free_gpus.push_back(g.index);
+    send(ready);
+  }
+
+  // HELLO, what this executor holds, what is not ACKed, and READY.
+  void introduce() {
+    send(HelloMessage{.executor_id = options.executor_id,
+                      .hostname = hostname(),
+                      .pid = ::getpid(),
+                      .resources = resources});
+    send(HeartbeatMessage{.lease_ids = held_leases()});
+    for (const auto& [id, message] : unacked) send(message);
+    send_ready();
+    hello_wanted = false;
+  }
+
+  void connect() {
+    ++generation;
+    ZmqSocketOptions socket_options;
+    socket_options.routing_id = options.executor_id.substr(0, 200) + "#" +
+                                std::to_string(::getpid()) + "." + std::to_string(generation);
+    socket_options.linger = kLinger;
+    socket_options.max_frame_bytes = static_cast<int64_t>(kMaxMessageBytes) + 1024;
+    dealer.reset();
+    dealer = std::make_unique<DealerEndpoint>(*context, options.coordinator, socket_options);
+    count(&ExecutorStats::connections);
+    const SteadyTime now = clock->steady_now();
+    last_heard = now;
+    next_heartbeat = now + heartbeat_interval;
+    next_resend = now + options.coordinator_timeout;
+    introduce();
+  }
+
+  // --- Jobs -------------------------------------------------------------------------------------
+
+  void run_job(Job& job) {
+    JobEvent done{.lease_id = job.trial.lease_id};
+    try {
+      CommandJobOptions job_options;
+      job_options.stop_grace = options.stop_grace;
+      if (!options.log_dir.empty()) {
+        job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
+                               "-lease-" + std::to_string(job.trial.lease_id) + ".log";
+      }
+      CommandJob command(job.spec.command, job_options);
+      CommandTrial trial{.trial_id = job.trial.trial_id,
+                         .number = job.trial.number,
+                         .params = job.trial.params,
+                         .checkpoint_path = job.trial.checkpoint_path};
+      auto on_report = [&](const CommandReport& r) {
+        post(JobEvent{.lease_id = job.trial.lease_id,
+                      .report = ReportMessage{
+                          .lease_id = job.trial.lease_id, .step = r.step, .metrics = r.metrics}});
+        return job.decision.load();
+      };
+      CommandOutcome outcome = command.run(trial, on_report, job.stop.get_token());
+      done.outcome = outcome_message(job, outcome);
+    } catch (const std::exception& e) {
+      done.outcome = FailMessage{.lease_id = job.trial.lease_id,
+                                 .reason = std::string("the job could not start: ") + e.what()};
+    }
+    post(std::move(done));
+  }
+
+  Message outcome_message(Job& job, const CommandOutcome& outcome) {
+    const uint64_t lease = job.trial.lease_id;
+    const std::string& metric = job.spec.objective_metric;
+    Metrics metrics = outcome.result_metrics();
+    auto objective = metrics.find(metric);
+    std::string stop_reason;
+    {
+      std::lock_guard lock(job.reason_mutex);
+      stop_reason = job.executor_stop_reason;
+    }
+    if (job.decision.load() != JobDecision::kContinue) {
+      // Told to stop (pruned) or pause: the coordinator records the trial as such.
+      ResultMessage result{.lease_id = lease, .metrics = metrics};
+      if (objective != metrics.end()) result.values.push_back(objective->second);
+      return result;
+    }
+    if (!stop_reason.empty()) {
+      return FailMessage{
+          .lease_id = lease,
+          .reason = "stopped by the executor (" + stop_reason + "); " + outcome.describe(),
+          .exit_code = outcome.exit_code,
+          .log_tail = outcome.log_tail};
+    }
+    if (!outcome.succeeded()) {
+      return FailMessage{.lease_id = lease,
+                         .reason = outcome.describe(),
+                         .exit_code = outcome.exit_code,
+                         .log_tail = outcome.log_tail};
+    }
+    if (objective == metrics.end()) {
+      std::string names;
+      for (const auto& [name, value] : metrics) names += (names.empty() ? "" : ", ") + name;
+      return FailMessage{
+          .lease_id = lease,
+          .reason = "the job exited with code 0 but its metrics have no objective metric '" +
+                    metric + "' (it printed: " + (names.empty() ? "no metrics" : names) + ")",
+          .exit_code = outcome.exit_code,
+          .log_tail = outcome.log_tail};
+    }
+    return ResultMessage{.lease_id = lease, .metrics = metrics, .values = {objective->second}};
+  }
+
+  void start(std::unique_ptr<Job> job) {
+    Job* j = job.get();
+    const uint64_t lease = j->trial.lease_id;
+    running[lease] = std::move(job);
+    j->thread = std::jthread([this, j] { run_job(*j); });
+  }
+
+  void stop_job(Job& job, const std::string& reason) {
+    {
+      std::lock_guard lock(job.reason_mutex);
+      if (job.executor_stop_reason.empty()) job.executor_stop_reason = reason;
+    }
+    job.stop.request_stop();
+  }
+
+  void on_trial(TrialMessage trial) {
+    count(&ExecutorStats::trials_received);
+    const uint64_t lease = trial.lease_id;
+    bool known = running.contains(lease) || unacked.contains(lease) ||
+                 std::any_of(queued.begin(), queued.end(),
+                             [&](const auto& j) { return j->trial.lease_id == lease; });
+    if (known) return;  // a duplicate
+    if (trial.heartbeat_interval_ms > 0) {
+      heartbeat_interval = std::min(heartbeat_interval, milliseconds(trial.heartbeat_interval_ms));
+    }
+    auto job = std::make_unique<Job>();
+    try {
+      job->spec = parse_job_spec(trial.job_json, "trial " + std::to_string(trial.number) + ": job");
+    } catch (const Error& e) {
+      log(std::string("refusing lease ") + std::to_string(lease) + ": " + e.what());
+      finish(FailMessage{.lease_id = lease, .reason = e.what()});
+      return;
+    }
+    job->trial = std::move(trial);
+    if (static_cast<int>(running.size()) < options.slots) {
+      start(std::move(job));
+    } else {
+      queued.push_back(std::move(job));
+    }
+  }
+
+  // Sends a job's outcome and keeps it until ACKed.
+  void finish(Message outcome) {
+    const uint64_t lease = std::visit(
+        [](const auto& m) -> uint64_t {
+          if constexpr (requires { m.lease_id; }) {
+            return m.lease_id;
+          } else {
+            return 0;
+          }
+        },
+        outcome);
+    count(std::holds_alternative<ResultMessage>(outcome) ? &ExecutorStats::results_sent
+                                                         : &ExecutorStats::fails_sent);
+    send(outcome);
+    unacked[lease] = std::move(outcome);
+  }
+
+  void handle_job_events() {
+    std::deque<JobEvent> batch;
+    {
+      std::lock_guard lock(events_mutex);
+      batch.swap(events);
+    }
+    bool freed = false;
+    for (JobEvent& e : batch) {
+      if (e.report) {
+        send(*e.report);
+        continue;
+      }
+      auto it = running.find(e.lease_id);
+      if (it == running.end()) continue;
+      std::unique_ptr<Job> job = std::move(it->second);
+      running.erase(it);
+      job->thread.join();  // the event was the thread's last act
+      if (!shutting_down && e.outcome) finish(std::move(*e.outcome));
+      freed = true;
+    }
+    if (!freed || shutting_down) return;
+    while (!queued.empty() && static_cast<int>(running.size()) < options.slots) {
+      std::unique_ptr<Job> next = std::move(queued.front());
+      queued.pop_front();
+      start(std::move(next));
+    }
+    send_ready();
+  }
+
+  // --- Coordinator messages ---------------------------------------------------------------------
+
+  void handle(const std::vector<std::string>& frames) {
+    last_heard = clock->steady_now();
+    Message message;
+    try {
+      message = decode(frames);
+    } catch (const ProtocolError& e) {
+      log(std::string("undecodable message from the coordinator: ") + e.what());
+      send(ErrorMessage{.message = std::string("executor ") + options.executor_id +
+                                   ": cannot decode your message: " + e.what()});
+      return;
+    }
+    if (auto* m = std::get_if<TrialMessage>(&message)) {
+      on_trial(std::move(*m));
+    } else if (auto* d = std::get_if<DecisionMessage>(&message)) {
+      auto it = running.find(d->lease_id);
+      if (it == running.end()) return;  // finished meanwhile
+      it->second->decision.store(d->decision);
+      if (d->decision != JobDecision::kContinue) it->second->stop.request_stop();
+    } else if (auto* a = std::get_if<AckMessage>(&message)) {
+      if (unacked.erase(a->lease_id) && !a->accepted) {
+        count(&ExecutorStats::acks_refused);
+        log("the coordinator refused the outcome of lease " + std::to_string(a->lease_id) + ": " +
+            a->reason);
+      }
+    } else if (auto* h = std::get_if<HeartbeatMessage>(&message)) {
+      std::set<uint64_t> honoured(h->lease_ids.begin(), h->lease_ids.end());
+      for (auto& [id, job] : running) {
+        if (!honoured.contains(id) && job->executor_stop_reason.empty()) {
+          log("the coordinator no longer holds lease " + std::to_string(id) + " (trial " +
+              std::to_string(job->trial.number) + "): stopping its job");
+          stop_job(*job, "the coordinator gave up lease " + std::to_string(id));
+        }
+      }
+      std::erase_if(queued,
+                    [&](const auto& job) { return !honoured.contains(job->trial.lease_id); });
+    } else if (auto* err = std::get_if<ErrorMessage>(&message)) {
+      log("the coordinator reports an error: " + err->message);
+      hello_wanted = true;
+    } else if (std::holds_alternative<ByeMessage>(message)) {
+      log("the coordinator said BYE; reconnecting");
+      connect();
+    } else {
+      const std::string type(to_string(message_type(message)));
+      log("unexpected " + type + " from the coordinator");
+      send(ErrorMessage{.message = "executor " + options.executor_id + ": unexpected " + type});
+    }
+  }
+
+  void on_timers() {
+    const SteadyTime now = clock->steady_now();
+    if (now - last_heard >= options.coordinator_timeout) {
+      log("nothing from the coordinator for " +
+          std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
+          " ms; reconnecting to " + options.coordinator);
+      connect();
+      return;
+    }
+    if (now >= next_heartbeat) {
+      if (hello_wanted) {
+        introduce();
+      } else {
+        send(HeartbeatMessage{.lease_ids = held_leases()});
+      }
+      next_heartbeat = now + heartbeat_interval;
+    }
+    if (now >= next_resend) {
+      for (const auto& [id, message] : unacked) send(message);
+      next_resend = now + options.coordinator_timeout;
+    }
+  }
+
+  milliseconds wait_time() const {
+    const SteadyTime now = clock->steady_now();
+    SteadyTime next =
+        std::min({next_heartbeat, next_resend, last_heard + options.coordinator_timeout});
+    auto wait = std::chrono::duration_cast<milliseconds>(next - now) + milliseconds(1);
+    return std::clamp(wait, milliseconds(0), kMaxWait);
+  }
+
+  void serve(std::stop_token stop) {
+    context = std::make_unique<ZmqContext>();
+    heartbeat_interval = options.heartbeat_interval;
+    std::stop_callback wake_on_stop(stop, [this] { waker.wake(); });
+    connect();
+    while (!stop.stop_requested()) {
+      ZmqPollEntry entries[2] = {{.socket = &dealer->socket()}, {.fd = waker.fd()}};
+      zmq_wait(entries, wait_time());
+      if (entries[1].readable) waker.drain();
+      while (dealer) {
+        std::optional<std::vector<std::string>> frames = dealer->receive();
+        if (!frames) break;
+        handle(*frames);
+      }
+      handle_job_events();
+      on_timers();
+    }
+    shut_down();
+  }
+
+  void shut_down() {
+    shutting_down = true;
+    queued.clear();
+    for (auto& [id, job] : running) stop_job(*job, "the executor is shutting down");
+    for (auto& [id, job] : running) job->thread.join();
+    running.clear();
+    {
+      std::lock_guard lock(events_mutex);
+      events.clear();
+    }
+    send(ByeMessage{});
+    log("stopped");
+    dealer.reset();  // lingers up to kLinger to deliver BYE
+    context.reset();
+  }
+};
+
+ExecutorService::ExecutorService(ExecutorOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {
+  ExecutorOptions& o = impl_->options;
+  if (o.coordinator.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "executor: no coordinator endpoint given");
+  }
+  if (o.slots < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "executor: slots must be >= 1, got " + std::to_string(o.slots));
+  }
+  if (o.heartbeat_interval <= milliseconds(0) || o.coordinator_timeout <= o.heartbeat_interval) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "executor: coordinator_timeout (" + std::to_string(o.coordinator_timeout.count()) +
+                    " ms) must exceed heartbeat_interval (" +
+                    std::to_string(o.heartbeat_interval.count()) + " ms), which must be > 0");
+  }
+  if (o.executor_id.empty()) o.executor_id = default_executor_id();
+  if (!o.clock) o.clock = system_clock();
+  impl_->clock = o.clock.get();
+
+  Resources& r = impl_->resources;
+  r.cpu_slots = o.slots;
+  std::vector<training::GpuInfo> found = training::list_gpus();
+  for (const training::GpuInfo& g : found) {
+    if (o.gpus && std::find(o.gpus->begin(), o.gpus->end(), g.index) == o.gpus->end()) continue;
+    r.gpus.push_back(GpuInfo{.index = g.index, .name = g.name, .memory_bytes = g.memory_bytes});
+  }
+  if (o.gpus) {
+    for (int index : *o.gpus) {
+      bool present = std::any_of(found.begin(), found.end(),
+                                 [&](const training::GpuInfo& g) { return g.index == index; });
+      if (!present) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "executor: GPU " + std::to_string(index) + " is not visible to this process (" +
+                        std::to_string(found.size()) + " GPU(s) found)");
+      }
+    }
+  }
+}
+
+ExecutorService::~ExecutorService() = default;
+
+void ExecutorService::run(std::stop_token stop) { impl_->serve(stop); }
+
+const ExecutorOptions& ExecutorService::options() const { return impl_->options; }
+
+ExecutorStats ExecutorService::stats() const {
+  std::lock_guard lock(impl_->stats_mutex);
+  return impl_->stats_;
+}
+
+}  // namespace tuner

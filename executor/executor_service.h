@@ -1,0 +1,103 @@
+// ExecutorService: the worker side of the protocol (trials/protocol.h; docs/protocol.md).
+//
+// Connects a DEALER to the coordinator, says HELLO with its resources (CPU slots; GPUs), READY,
+// and runs each TRIAL's job on a thread of its own, at most `slots` at once (a TRIAL that finds
+// every slot taken waits in a queue). While a job runs, its reports go to the coordinator as
+// REPORT; a DECISION to stop (or pause) stops the job (docs/command_jobs.md, "How it ends").
+// When a job ends, RESULT or FAIL goes to the coordinator and is sent again (after a reconnect,
+// and every `coordinator_timeout`) until the coordinator ACKs it.
+//
+// Heartbeats: every `heartbeat_interval` the service sends HEARTBEAT with the leases it holds
+// (running, queued, or finished but not yet ACKed). A coordinator HEARTBEAT that no longer lists a
+// running lease means the coordinator gave it up (it expired): the job is stopped and its outcome
+// sent anyway, for the coordinator to refuse.
+//
+// The coordinator going away: when nothing has come from it for `coordinator_timeout`, or it said
+// BYE, the service opens a new connection and says HELLO again (same executor_id), re-sends what
+// is not ACKed and carries on; running jobs are not disturbed. An ERROR from the coordinator
+// (e.g. a restarted coordinator that does not know this executor) is logged and answered with a
+// new HELLO at the next heartbeat.
+//
+// Only "command" jobs run here (executor/job_spec.h); a job that cannot be parsed or started is
+// answered with FAIL naming the problem.
+//
+// Thread safety: run() drives the service on the calling thread (which owns the socket); jobs run
+// on threads of their own. Only one run() at a time; `stop` may be requested from any thread.
+#ifndef TUNER_EXECUTOR_EXECUTOR_SERVICE_H_
+#define TUNER_EXECUTOR_EXECUTOR_SERVICE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "trials/clock.h"
+
+namespace tuner {
+
+struct ExecutorOptions {
+  // The coordinator's endpoint, e.g. "tcp://10.0.0.5:5555" or "ipc:///tmp/tuner.sock". Required.
+  std::string coordinator;
+  // Stable across reconnects of this process. Default: "<hostname>-<pid>".
+  std::string executor_id;
+  // CPU slots: trials that run at once. Default 1. REQUIRES: >= 1.
+  int slots = 1;
+  // GPU indices offered to the coordinator. Default: every GPU the training engine finds
+  // (training/device/gpu_inventory.h); an empty list offers none.
+  std::optional<std::vector<int>> gpus;
+  // How often a HEARTBEAT goes to the coordinator. Default 1 s. A TRIAL that asks for a shorter
+  // interval (heartbeat_interval_ms) shortens it.
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // Nothing from the coordinator for this long: reconnect. Default 5 s.
+  // REQUIRES: > the coordinator's heartbeat interval.
+  std::chrono::milliseconds coordinator_timeout{5000};
+  // Per-trial logs go to LOG_DIR/trial-<number>-lease-<lease>.log. Default: empty, no log files
+  // (the tail that FAIL carries is kept either way).
+  std::string log_dir;
+  // A stopped job's grace between SIGTERM and SIGKILL. Default 10 s.
+  std::chrono::milliseconds stop_grace{10'000};
+  // Heartbeat and reconnect timing. Default: the system clock. (Waits for network input are real
+  // time: a FakeClock only shifts the deadlines.)
+  std::shared_ptr<Clock> clock;
+  // Where log lines go ("executor ID: ..."). Default: standard error. Called on run()'s thread.
+  std::function<void(const std::string&)> log;
+};
+
+// Counts since construction, for tests and status lines. Read them after run() returned.
+struct ExecutorStats {
+  int64_t trials_received = 0;
+  int64_t results_sent = 0;  // RESULT messages, first sends only
+  int64_t fails_sent = 0;    // FAIL messages, first sends only
+  int64_t acks_refused = 0;  // ACKs with accepted = false
+  int64_t connections = 0;   // connections opened (1 + reconnects)
+};
+
+class ExecutorService {
+ public:
+  // Throws Error(kInvalidArgument) for options that break a REQUIRES above.
+  explicit ExecutorService(ExecutorOptions options);
+  ~ExecutorService();
+  ExecutorService(const ExecutorService&) = delete;
+  ExecutorService& operator=(const ExecutorService&) = delete;
+
+  // Serves the coordinator until `stop` is requested; then stops the running jobs (their trials
+  // are left to the coordinator's lease expiry, which re-runs them), says BYE and returns.
+  // Throws Error only for what makes serving impossible (no ZeroMQ context, a malformed
+  // endpoint).
+  void run(std::stop_token stop);
+
+  const ExecutorOptions& options() const;
+  ExecutorStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_EXECUTOR_EXECUTOR_SERVICE_H_

@@ -1,0 +1,198 @@
+#include "executor/executor_service.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "executor/transport/message_socket.h"
+#include "trials/protocol.h"
+
+namespace tuner {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A fake coordinator (a ROUTER in the test) and an ExecutorService on a thread of its own.
+class ExecutorServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tuner-executor-service-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    router_.emplace(context_, "ipc://" + (dir_ / "coordinator.sock").string());
+  }
+  void TearDown() override {
+    if (thread_.joinable()) {
+      thread_.request_stop();
+      thread_.join();
+    }
+    router_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  void start(milliseconds coordinator_timeout = milliseconds(5000)) {
+    ExecutorOptions options;
+    options.coordinator = router_->endpoint();
+    options.executor_id = "test-executor";
+    options.slots = 2;
+    options.gpus = std::vector<int>{};
+    options.heartbeat_interval = milliseconds(50);
+    options.coordinator_timeout = coordinator_timeout;
+    options.stop_grace = milliseconds(500);
+    options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+    service_ = std::make_unique<ExecutorService>(options);
+    thread_ = std::jthread([this](std::stop_token stop) { service_->run(stop); });
+  }
+
+  // The next message of type T from the executor (others are skipped), within 5 s.
+  template <typename T>
+  T next(std::string* peer = nullptr) {
+    auto end = std::chrono::steady_clock::now() + milliseconds(5000);
+    while (std::chrono::steady_clock::now() < end) {
+      ZmqPollEntry entry{.socket = &router_->socket()};
+      zmq_wait({&entry, 1}, milliseconds(20));
+      while (auto in = router_->receive()) {
+        Message m = decode(in->frames);
+        if (auto* t = std::get_if<T>(&m)) {
+          if (peer) *peer = in->peer;
+          return *t;
+        }
+      }
+    }
+    ADD_FAILURE() << "no such message within 5 s";
+    return T{};
+  }
+
+  // REQUIRES: `code` has no braces (argv templates read them as placeholders).
+  static std::string python_job(const std::string& code) {
+    return nlohmann::json{
+        {"kind", "command"}, {"argv", {"python3", "-c", code}}, {"objective_metric", "loss"}}
+        .dump();
+  }
+
+  std::filesystem::path dir_;
+  ZmqContext context_;
+  std::optional<RouterEndpoint> router_;
+  std::unique_ptr<ExecutorService> service_;
+  std::jthread thread_;
+};
+
+TEST_F(ExecutorServiceTest, RunsATrialAndResendsItsResultUntilAcked) {
+  start(milliseconds(500));
+  std::string peer;
+  HelloMessage hello = next<HelloMessage>(&peer);
+  EXPECT_EQ(hello.executor_id, "test-executor");
+  EXPECT_EQ(hello.resources.cpu_slots, 2);
+  EXPECT_EQ(next<ReadyMessage>().free_slots, 2);
+
+  TrialMessage trial{
+      .lease_id = 5,
+      .study_name = "s",
+      .trial_id = 9,
+      .number = 3,
+      .params = {{"x", 0.25}},
+      .job_json = python_job("import json, os\n"
+                             "x = json.loads(os.environ['TUNER_PARAMS'])['x']\n"
+                             "print(json.dumps(dict(step=1, loss=1.0)), flush=True)\n"
+                             "print(json.dumps(dict(loss=x * x)))\n"),
+      .heartbeat_interval_ms = 50};
+  ASSERT_TRUE(router_->send(peer, trial));
+  ReportMessage report = next<ReportMessage>();
+  EXPECT_EQ(report.lease_id, 5u);
+  EXPECT_EQ(report.step, 1);
+  ResultMessage result = next<ResultMessage>();
+  EXPECT_EQ(result.lease_id, 5u);
+  EXPECT_EQ(result.values, std::vector<double>{0.0625});
+  // Not ACKed within coordinator_timeout: sent again. Meanwhile the executor's heartbeats list
+  // the lease, and ours keep it from reconnecting.
+  bool resent = false;
+  for (int i = 0; i < 100 && !resent; ++i) {
+    ASSERT_TRUE(router_->send(peer, HeartbeatMessage{.lease_ids = {5}}));
+    ZmqPollEntry entry{.socket = &router_->socket()};
+    zmq_wait({&entry, 1}, milliseconds(50));
+    while (auto in = router_->receive()) {
+      Message m = decode(in->frames);
+      if (auto* h = std::get_if<HeartbeatMessage>(&m)) {
+        EXPECT_EQ(h->lease_ids, std::vector<uint64_t>{5});
+      }
+      if (auto* r = std::get_if<ResultMessage>(&m)) resent = r->lease_id == 5;
+      EXPECT_FALSE(std::holds_alternative<HelloMessage>(m)) << "reconnected";
+    }
+  }
+  EXPECT_TRUE(resent);
+  ASSERT_TRUE(router_->send(peer, AckMessage{.lease_id = 5}));
+  ASSERT_TRUE(router_->send(peer, HeartbeatMessage{}));
+  for (int i = 0; i < 5; ++i) {
+    HeartbeatMessage heartbeat = next<HeartbeatMessage>();
+    if (heartbeat.lease_ids.empty()) return;
+  }
+  ADD_FAILURE() << "the ACKed lease is still in the heartbeats";
+}
+
+TEST_F(ExecutorServiceTest, ADecisionToStopEndsTheJobAsAResult) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  TrialMessage trial{
+      .lease_id = 6,
+      .number = 0,
+      .job_json = python_job("import json, time\n"
+                             "for i in range(1, 400):\n"
+                             "    print(json.dumps(dict(step=i, loss=10.0 / i)), flush=True)\n"
+                             "    time.sleep(0.05)\n")};
+  ASSERT_TRUE(router_->send(peer, trial));
+  next<ReportMessage>();
+  ASSERT_TRUE(router_->send(peer, DecisionMessage{.lease_id = 6, .decision = JobDecision::kStop}));
+  auto start = std::chrono::steady_clock::now();
+  ResultMessage result = next<ResultMessage>();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(3000));
+  EXPECT_EQ(result.lease_id, 6u);
+  EXPECT_TRUE(result.metrics.contains("loss"));
+}
+
+TEST_F(ExecutorServiceTest, ABadJobIsAFailNamingTheJsonPath) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  ASSERT_TRUE(router_->send(
+      peer,
+      TrialMessage{.lease_id = 7,
+                   .number = 4,
+                   .job_json = R"({"kind": "command", "argv": [1], "objective_metric": "m"})"}));
+  FailMessage fail = next<FailMessage>();
+  EXPECT_EQ(fail.lease_id, 7u);
+  EXPECT_NE(fail.reason.find("trial 4: job.argv[0]: expected a string"), std::string::npos)
+      << fail.reason;
+}
+
+TEST_F(ExecutorServiceTest, ACoordinatorHeartbeatWithoutTheLeaseStopsTheJob) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 8, .job_json = python_job("import time\ntime.sleep(30)\n")}));
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_TRUE(router_->send(peer, HeartbeatMessage{}));  // the lease is given up
+  FailMessage fail = next<FailMessage>();
+  EXPECT_EQ(fail.lease_id, 8u);
+  EXPECT_NE(fail.reason.find("gave up lease 8"), std::string::npos) << fail.reason;
+}
+
+TEST_F(ExecutorServiceTest, ASilentCoordinatorMakesItReconnectAndSayHelloAgain) {
+  start(milliseconds(300));
+  std::string first, second;
+  next<HelloMessage>(&first);
+  HelloMessage again = next<HelloMessage>(&second);
+  EXPECT_EQ(again.executor_id, "test-executor");
+  EXPECT_NE(first, second);  // a new connection
+  EXPECT_GE(service_->stats().connections, 2);
+}
+
+}  // namespace
+}  // namespace tuner

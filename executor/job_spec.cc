@@ -1,0 +1,92 @@
+#include "executor/job_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include "trials/error.h"
+
+namespace tuner {
+
+namespace {
+
+using Json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, path + ": " + what);
+}
+
+std::string string_of(const Json& v, const std::string& path) {
+  if (!v.is_string()) fail(path, std::string("expected a string, got ") + v.type_name());
+  return v.get<std::string>();
+}
+
+}  // namespace
+
+JobSpec parse_job_spec(std::string_view json, const std::string& where) {
+  Json root;
+  try {
+    root = Json::parse(json);
+  } catch (const Json::parse_error& e) {
+    fail(where, std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
+  for (const auto& [key, value] : root.items()) {
+    if (key != "kind" && key != "argv" && key != "env" && key != "working_dir" &&
+        key != "objective_metric") {
+      fail(where + "." + key,
+           "unknown member (a command job has kind, argv, env, working_dir, objective_metric)");
+    }
+  }
+  auto member = [&](const char* key) -> const Json& {
+    auto it = root.find(key);
+    if (it == root.end()) fail(where + "." + key, "missing");
+    return *it;
+  };
+
+  JobSpec spec;
+  std::string kind = string_of(member("kind"), where + ".kind");
+  if (kind == "command") {
+    spec.kind = JobKind::kCommand;
+  } else if (kind == "engine") {
+    fail(where + ".kind",
+         "\"engine\" jobs are not supported by this executor yet (use \"command\")");
+  } else {
+    fail(where + ".kind", "expected \"command\", got \"" + kind + "\"");
+  }
+
+  const std::string argv_path = where + ".argv";
+  const Json& argv = member("argv");
+  if (!argv.is_array()) fail(argv_path, std::string("expected an array, got ") + argv.type_name());
+  if (argv.empty()) fail(argv_path, "must name a program (it is empty)");
+  for (size_t i = 0; i < argv.size(); ++i) {
+    spec.command.argv.push_back(string_of(argv[i], argv_path + "[" + std::to_string(i) + "]"));
+  }
+  if (spec.command.argv.front().empty()) fail(argv_path + "[0]", "the program name is empty");
+
+  if (auto it = root.find("env"); it != root.end()) {
+    const std::string env_path = where + ".env";
+    if (!it->is_object()) fail(env_path, std::string("expected an object, got ") + it->type_name());
+    for (const auto& [name, value] : it->items()) {
+      if (name.empty() || name.find('=') != std::string::npos) {
+        fail(env_path + "." + name, "not a valid environment variable name");
+      }
+      spec.command.env[name] = string_of(value, env_path + "." + name);
+    }
+  }
+  if (auto it = root.find("working_dir"); it != root.end()) {
+    spec.command.working_dir = string_of(*it, where + ".working_dir");
+  }
+  spec.objective_metric = string_of(member("objective_metric"), where + ".objective_metric");
+  if (spec.objective_metric.empty()) fail(where + ".objective_metric", "must not be empty");
+  return spec;
+}
+
+std::string job_spec_to_json(const JobSpec& spec) {
+  Json json = {{"kind", "command"},
+               {"argv", spec.command.argv},
+               {"objective_metric", spec.objective_metric}};
+  if (!spec.command.env.empty()) json["env"] = spec.command.env;
+  if (!spec.command.working_dir.empty()) json["working_dir"] = spec.command.working_dir;
+  return json.dump();
+}
+
+}  // namespace tuner

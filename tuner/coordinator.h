@@ -1,0 +1,128 @@
+// Coordinator: farms a study's trials out to executors over ZeroMQ (see ../shared/DESIGN.md,
+// "Protocol", and docs/protocol.md).
+//
+// It binds a ROUTER and keeps:
+// - an executor registry: each executor's HELLO (id, host, resources) and when it was last heard;
+// - a lease table: each trial handed out, under a lease id that is never reused, with the
+//   executor that holds it and a deadline that every HEARTBEAT (or REPORT) naming it renews.
+// When an executor is READY with free slots and the study has budget (n_trials, max_concurrency),
+// the coordinator asks the study for a trial (Study::ask: define-and-run, so its params are stored
+// RUNNING before anyone runs it) and sends TRIAL with a lease and the job.
+// - REPORT: the objective metric is stored as an intermediate value (Trial::report) and the
+//   study's scheduler is asked (Trial::should_stop); DECISION answers continue or stop.
+// - RESULT / FAIL: the outcome is told to the study (committed to storage) before ACK is sent.
+//   A FAIL keeps the job's exit code and log tail as the trial's system attributes "exit_code" and
+//   "log_tail" (its reason in Optuna's "fail_reason").
+// - A lease whose deadline passes (no heartbeat naming it for lease_timeout), or whose executor
+//   says BYE, expires: its trial is FAIL ("lease ... expired") and, up to max_retries times per
+//   trial, run again with the same params as a new trial (Study::enqueue_trial; the retry carries
+//   Optuna's "failed_trial" and "retry_history" system attributes, so attempt = history length).
+// - A RESULT or FAIL for a lease that expired is refused: ACK{accepted = false}; for one already
+//   committed (a resend) it is ACKed again without a second commit.
+// - A message that cannot be decoded, comes from a peer that has not said HELLO, or is of a type
+//   an executor does not send gets an ERROR reply and a log line; nothing an executor sends stops
+//   the coordinator.
+// Heartbeats go both ways: every heartbeat_interval each executor gets HEARTBEAT with the leases
+// it holds; a lease missing from that list tells the executor to stop the job.
+//
+// Time: deadlines and heartbeats follow the injected Clock; waiting for input is real time
+// (zmq_poll), at most until the next deadline. With a FakeClock, drive it with poll_once(0ms).
+//
+// Thread safety: not thread-safe. One thread calls run() or poll_once() and the accessors; the
+// study may meanwhile be used from other threads (Study is thread-safe). run() returns promptly
+// when its stop token is requested. Study::ask() and storage writes run on the loop's thread.
+#ifndef TUNER_TUNER_COORDINATOR_H_
+#define TUNER_TUNER_COORDINATOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "search/search_space.h"
+#include "trials/clock.h"
+#include "tuner/study.h"
+
+namespace tuner {
+
+struct CoordinatorOptions {
+  // Where to bind: "ipc://PATH" or "tcp://HOST:PORT" ("tcp://127.0.0.1:*" picks a free port;
+  // see endpoint()). Required.
+  std::string endpoint;
+  // Every trial's job as JSON (executor/job_spec.h), validated at construction. Required.
+  // Its objective_metric is what REPORTs are judged by and RESULTs are valued by.
+  std::string job_json;
+  // Define-and-run: each trial is asked with this space. Default: Study::ask() (the study's own
+  // space when it was created with one).
+  std::optional<SearchSpace> space;
+  // New trials to start; re-runs after lost leases are not counted. Default: no limit (the
+  // sampler running out, or the stop token, ends run()).
+  std::optional<int> n_trials;
+  // Trials leased at once across all executors. Default 0: only the executors' slots limit it.
+  int max_concurrency = 0;
+  // How often HEARTBEAT goes to each executor; sent to executors in TRIAL, too. Default 1 s.
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // A lease not renewed for this long expires, and an executor not heard from for this long is
+  // forgotten. Default 5 s. REQUIRES: > heartbeat_interval.
+  std::chrono::milliseconds lease_timeout{5000};
+  // How many times one trial is re-run after its lease expired. Default 3.
+  int max_retries = 3;
+  // Deadlines and heartbeats. Default: the system clock.
+  std::shared_ptr<Clock> clock;
+  // Where log lines go ("coordinator: ..."). Default: standard error. Called on the loop's thread.
+  std::function<void(const std::string&)> log;
+};
+
+// Counts since construction.
+struct CoordinatorStats {
+  int64_t trials_started = 0;   // new trials leased (not re-runs)
+  int64_t retries_started = 0;  // re-runs leased after an expired lease
+  int64_t completed = 0;
+  int64_t pruned = 0;
+  int64_t failed = 0;  // FAIL told for a FAIL message or an expired lease
+  int64_t leases_expired = 0;
+  int64_t stale_outcomes_refused = 0;  // RESULT/FAIL answered ACK{accepted = false}
+  int64_t reports = 0;
+  int64_t errors_sent = 0;  // ERROR replies
+  int executors = 0;        // registered now
+  int active_leases = 0;    // now
+};
+
+class Coordinator {
+ public:
+  // Binds the ROUTER. Throws Error(kInvalidArgument) for bad options (naming them: a bad job,
+  // an endpoint ZeroMQ cannot parse, a study with several objectives) and Error(kUnavailable)
+  // when the endpoint cannot be bound.
+  Coordinator(Study study, CoordinatorOptions options);
+  // Says BYE to the executors it knows. Trials still leased stay RUNNING in storage (the study's
+  // stale-trial policy takes them when it is resumed).
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // The endpoint bound, with a chosen port filled in.
+  const std::string& endpoint() const;
+
+  // One turn of the loop: waits up to `timeout` (less when a deadline is nearer) for messages,
+  // handles those that arrived, expires overdue leases, sends due heartbeats and dispatches.
+  void poll_once(std::chrono::milliseconds timeout);
+  // Turns the loop until done() or until `stop` is requested.
+  void run(std::stop_token stop = {});
+
+  // The budget is spent (n_trials started, or the sampler exhausted), nothing is leased and no
+  // re-run is waiting.
+  bool done() const;
+  CoordinatorStats stats() const;
+  const Study& study() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_TUNER_COORDINATOR_H_

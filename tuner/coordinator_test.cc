@@ -1,0 +1,344 @@
+#include "tuner/coordinator.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "executor/transport/message_socket.h"
+#include "search/random_sampler.h"
+#include "storage/in_memory_storage.h"
+#include "trials/error.h"
+#include "trials/protocol.h"
+
+namespace tuner {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr char kJob[] =
+    R"({"kind": "command", "argv": ["true", "{x}"], "objective_metric": "loss"})";
+constexpr milliseconds kHeartbeat{100};
+constexpr milliseconds kLeaseTimeout{400};
+
+// Stops every trial whose reported value is above 10.
+class StopAboveTen : public Scheduler {
+ public:
+  Decision on_report(const FrozenTrial& trial, int64_t step, const History&) const override {
+    return trial.intermediate_values.at(step) > 10 ? Decision::kStop : Decision::kContinue;
+  }
+};
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tuner-coordinator-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    clock_ = std::make_shared<FakeClock>();
+  }
+  void TearDown() override {
+    coordinator_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  void start(int n_trials, int max_retries = 3, std::shared_ptr<Scheduler> scheduler = nullptr) {
+    StudyOptions study_options;
+    study_options.name = "distributed";
+    study_options.sampler = std::make_shared<RandomSampler>();
+    study_options.scheduler = std::move(scheduler);
+    study_options.seed = 7;
+    study_options.storage = std::make_shared<InMemoryStorage>();
+    study_options.clock = clock_;
+    study_options.heartbeat_interval = std::nullopt;
+    SearchSpace space;
+    space.add_float("x", 0.0, 1.0);
+    study_options.space = space;
+    study_.emplace(Study::create(study_options));
+
+    CoordinatorOptions options;
+    options.endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
+    options.job_json = kJob;
+    options.n_trials = n_trials;
+    options.heartbeat_interval = kHeartbeat;
+    options.lease_timeout = kLeaseTimeout;
+    options.max_retries = max_retries;
+    options.clock = clock_;
+    options.log = [this](const std::string& line) { log_.push_back(line); };
+    coordinator_.emplace(*study_, options);
+  }
+
+  std::unique_ptr<DealerEndpoint> connect(const std::string& id) {
+    return std::make_unique<DealerEndpoint>(context_, coordinator_->endpoint(),
+                                            ZmqSocketOptions{.routing_id = id});
+  }
+
+  // The next message for `peer` other than HEARTBEAT, turning the coordinator's loop meanwhile.
+  Message next(DealerEndpoint& peer, bool skip_heartbeats = true) {
+    for (int i = 0; i < 400; ++i) {
+      coordinator_->poll_once(milliseconds(0));
+      while (auto frames = peer.receive()) {
+        Message m = decode(*frames);
+        if (skip_heartbeats && std::holds_alternative<HeartbeatMessage>(m)) continue;
+        return m;
+      }
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    ADD_FAILURE() << "no message within 2 s";
+    return ByeMessage{};
+  }
+
+  // Turns the loop a few times (lets messages in flight arrive).
+  void pump() {
+    for (int i = 0; i < 10; ++i) {
+      coordinator_->poll_once(milliseconds(0));
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  }
+
+  TrialMessage hello_and_get_trial(DealerEndpoint& peer, const std::string& id, int slots = 1) {
+    EXPECT_TRUE(peer.send(HelloMessage{
+        .executor_id = id, .hostname = "test", .pid = 1, .resources = {.cpu_slots = slots}}));
+    EXPECT_TRUE(peer.send(ReadyMessage{.free_slots = slots}));
+    Message m = next(peer);
+    EXPECT_TRUE(std::holds_alternative<TrialMessage>(m)) << to_string(message_type(m));
+    return std::holds_alternative<TrialMessage>(m) ? std::get<TrialMessage>(m) : TrialMessage{};
+  }
+
+  std::filesystem::path dir_;
+  std::shared_ptr<FakeClock> clock_;
+  std::optional<Study> study_;
+  std::vector<std::string> log_;
+  ZmqContext context_;  // before coordinator_: sockets close before the context
+  std::optional<Coordinator> coordinator_;
+};
+
+TEST_F(CoordinatorTest, LeasesTrialsStoresReportsAndCommitsResultsBeforeAck) {
+  start(/*n_trials=*/2);
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  EXPECT_EQ(trial.number, 0);
+  EXPECT_EQ(trial.attempt, 0);
+  EXPECT_EQ(trial.job_json, kJob);
+  EXPECT_EQ(trial.heartbeat_interval_ms, kHeartbeat.count());
+  ASSERT_TRUE(trial.params.contains("x"));
+  // Define-and-run: the params are stored, RUNNING, before the executor runs anything.
+  FrozenTrial stored = study_->storage().get_trial(trial.trial_id);
+  EXPECT_EQ(stored.state, TrialState::kRunning);
+  EXPECT_EQ(stored.params, trial.params);
+
+  ASSERT_TRUE(peer->send(ReportMessage{
+      .lease_id = trial.lease_id, .step = 1, .metrics = {{"loss", 0.5}, {"acc", 0.9}}}));
+  Message decision = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<DecisionMessage>(decision));
+  EXPECT_EQ(std::get<DecisionMessage>(decision).decision, JobDecision::kContinue);
+  EXPECT_EQ(study_->storage().get_trial(trial.trial_id).intermediate_values.at(1), 0.5);
+
+  ASSERT_TRUE(peer->send(
+      ResultMessage{.lease_id = trial.lease_id, .metrics = {{"loss", 0.25}}, .values = {0.25}}));
+  Message ack = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<AckMessage>(ack));
+  EXPECT_TRUE(std::get<AckMessage>(ack).accepted);
+  stored = study_->storage().get_trial(trial.trial_id);
+  EXPECT_EQ(stored.state, TrialState::kComplete);
+  EXPECT_EQ(stored.values, std::vector<double>{0.25});
+
+  // A resent RESULT is ACKed again, not committed twice.
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.25}}));
+  ack = next(*peer);
+  EXPECT_TRUE(std::get<AckMessage>(ack).accepted);
+  EXPECT_EQ(std::get<AckMessage>(ack).reason, "already committed");
+
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  TrialMessage second = std::get<TrialMessage>(next(*peer));
+  EXPECT_EQ(second.number, 1);
+  EXPECT_NE(second.lease_id, trial.lease_id);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = second.lease_id, .metrics = {{"loss", 2.0}}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  EXPECT_EQ(study_->storage().get_trial(second.trial_id).values, std::vector<double>{2.0});
+  EXPECT_TRUE(coordinator_->done());
+  EXPECT_EQ(coordinator_->stats().completed, 2);
+}
+
+TEST_F(CoordinatorTest, HonoursTheExecutorsSlotsAndTheTrialBudget) {
+  start(/*n_trials=*/3);
+  auto peer = connect("e1#1");
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 2}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 5}));  // more than its slots: 2 count
+  TrialMessage a = std::get<TrialMessage>(next(*peer));
+  TrialMessage b = std::get<TrialMessage>(next(*peer));
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 2);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = a.lease_id, .values = {1.0}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 2}));
+  TrialMessage c = std::get<TrialMessage>(next(*peer));
+  EXPECT_EQ(c.number, 2);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  pump();
+  EXPECT_EQ(coordinator_->stats().trials_started, 3);  // the budget is spent
+  EXPECT_FALSE(coordinator_->done());                  // b and c still run
+  (void)b;
+}
+
+TEST_F(CoordinatorTest, ReportsAskTheSchedulerAndStoppedTrialsArePruned) {
+  start(/*n_trials=*/1, 3, std::make_shared<StopAboveTen>());
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  ASSERT_TRUE(peer->send(
+      ReportMessage{.lease_id = trial.lease_id, .step = 1, .metrics = {{"loss", 50.0}}}));
+  EXPECT_EQ(std::get<DecisionMessage>(next(*peer)).decision, JobDecision::kStop);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .metrics = {{"loss", 50.0}}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  FrozenTrial stored = study_->storage().get_trial(trial.trial_id);
+  EXPECT_EQ(stored.state, TrialState::kPruned);
+  EXPECT_EQ(coordinator_->stats().pruned, 1);
+}
+
+TEST_F(CoordinatorTest, FailKeepsTheReasonExitCodeAndLogTail) {
+  start(/*n_trials=*/1);
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  ASSERT_TRUE(peer->send(FailMessage{.lease_id = trial.lease_id,
+                                     .reason = "exited with code 3",
+                                     .exit_code = 3,
+                                     .log_tail = "Traceback...\nboom\n"}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  FrozenTrial stored = study_->storage().get_trial(trial.trial_id);
+  EXPECT_EQ(stored.state, TrialState::kFail);
+  EXPECT_EQ(stored.system_attrs.at("fail_reason"), "\"exited with code 3\"");
+  EXPECT_EQ(stored.system_attrs.at("exit_code"), "3");
+  EXPECT_EQ(stored.system_attrs.at("log_tail"), "\"Traceback...\\nboom\\n\"");
+  EXPECT_TRUE(coordinator_->done());
+}
+
+TEST_F(CoordinatorTest, ExpiredLeaseFailsTheTrialAndRerunsItUpToTheRetryLimit) {
+  start(/*n_trials=*/1, /*max_retries=*/1);
+  auto peer = connect("e1#1");
+  TrialMessage first = hello_and_get_trial(*peer, "e1");
+
+  // The executor stays alive (its heartbeats arrive) but no longer holds the lease.
+  clock_->advance(kLeaseTimeout * 6 / 10);
+  ASSERT_TRUE(peer->send(HeartbeatMessage{}));
+  pump();
+  clock_->advance(kLeaseTimeout * 6 / 10);
+  pump();
+  EXPECT_EQ(coordinator_->stats().leases_expired, 1);
+  FrozenTrial failed = study_->storage().get_trial(first.trial_id);
+  EXPECT_EQ(failed.state, TrialState::kFail);
+  EXPECT_NE(failed.system_attrs.at("fail_reason").find("expired"), std::string::npos);
+
+  // The re-run: a new trial with the same params, attempt 1.
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  TrialMessage second = std::get<TrialMessage>(next(*peer));
+  EXPECT_EQ(second.attempt, 1);
+  EXPECT_EQ(second.params, first.params);
+  EXPECT_NE(second.trial_id, first.trial_id);
+  EXPECT_NE(second.lease_id, first.lease_id);
+  FrozenTrial retry = study_->storage().get_trial(second.trial_id);
+  EXPECT_EQ(retry.system_attrs.at("failed_trial"), std::to_string(first.number));
+  EXPECT_EQ(retry.system_attrs.at("retry_history"), "[" + std::to_string(first.number) + "]");
+
+  // The first lease's RESULT arrives late: refused, nothing counted twice.
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = first.lease_id, .values = {0.5}}));
+  AckMessage refused = std::get<AckMessage>(next(*peer));
+  EXPECT_FALSE(refused.accepted);
+  EXPECT_NE(refused.reason.find("expired"), std::string::npos) << refused.reason;
+  EXPECT_EQ(study_->storage().get_trial(first.trial_id).state, TrialState::kFail);
+  EXPECT_EQ(coordinator_->stats().stale_outcomes_refused, 1);
+
+  // The coordinator's heartbeat no longer lists the expired lease, but lists the live one.
+  clock_->advance(kHeartbeat);
+  HeartbeatMessage heartbeat = std::get<HeartbeatMessage>(next(*peer, false));
+  EXPECT_EQ(heartbeat.lease_ids, std::vector<uint64_t>{second.lease_id});
+
+  // The re-run's lease expires too: the retry limit (1) is reached, the trial is FAIL for good.
+  clock_->advance(kLeaseTimeout * 6 / 10);
+  ASSERT_TRUE(peer->send(HeartbeatMessage{}));
+  pump();
+  clock_->advance(kLeaseTimeout * 6 / 10);
+  pump();
+  EXPECT_EQ(study_->storage().get_trial(second.trial_id).state, TrialState::kFail);
+  EXPECT_TRUE(coordinator_->done());
+  EXPECT_EQ(study_->trials().size(), 2u);
+}
+
+TEST_F(CoordinatorTest, HeartbeatsKeepALeaseAndBYEExpiresIt) {
+  start(/*n_trials=*/1, /*max_retries=*/0);
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  for (int i = 0; i < 5; ++i) {
+    clock_->advance(kLeaseTimeout / 2);
+    ASSERT_TRUE(peer->send(HeartbeatMessage{.lease_ids = {trial.lease_id}}));
+    pump();
+  }
+  EXPECT_EQ(coordinator_->stats().leases_expired, 0);
+  ASSERT_TRUE(peer->send(ByeMessage{}));
+  pump();
+  EXPECT_EQ(coordinator_->stats().leases_expired, 1);
+  EXPECT_EQ(coordinator_->stats().executors, 0);
+  EXPECT_EQ(study_->storage().get_trial(trial.trial_id).state, TrialState::kFail);
+}
+
+TEST_F(CoordinatorTest, AReconnectedExecutorKeepsItsLeases) {
+  start(/*n_trials=*/1);
+  auto old_connection = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*old_connection, "e1");
+  old_connection.reset();
+  auto peer = connect("e1#2");
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 1}}));
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.125}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  EXPECT_EQ(study_->storage().get_trial(trial.trial_id).values, std::vector<double>{0.125});
+  EXPECT_EQ(coordinator_->stats().executors, 1);
+}
+
+TEST_F(CoordinatorTest, GarbledAndUnexpectedMessagesGetErrorsAndTheLoopGoesOn) {
+  start(/*n_trials=*/1);
+  auto peer = connect("e1#1");
+  auto expect_error = [&](const std::vector<std::string>& frames, const std::string& needle) {
+    ASSERT_TRUE(peer->send_frames(frames));
+    Message m = next(*peer);
+    ASSERT_TRUE(std::holds_alternative<ErrorMessage>(m)) << to_string(message_type(m));
+    EXPECT_NE(std::get<ErrorMessage>(m).message.find(needle), std::string::npos)
+        << std::get<ErrorMessage>(m).message;
+  };
+  expect_error({"garbage"}, "cannot decode");
+  expect_error({std::string("XXXX\0\1\0\1", 8), "{}"}, "cannot decode");
+  expect_error({std::string("TUNR\0\1\0\x63", 8), "{}"}, "cannot decode");  // type 99
+  expect_error({std::string("TUNR\0\x09\0\1", 8), "{}"}, "cannot decode");  // version 9
+  expect_error({std::string("TUNR\0\1\0\4", 8), "{\"lease_id\": \"x\"}"}, "cannot decode");
+  std::vector<std::string> ready = encode(ReadyMessage{.free_slots = 1});
+  expect_error(ready, "say HELLO first");
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 1}}));
+  expect_error(encode(AckMessage{.lease_id = 1}), "unexpected ACK");
+  EXPECT_EQ(coordinator_->stats().errors_sent, 7);
+  // Still serving.
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  EXPECT_TRUE(std::holds_alternative<TrialMessage>(next(*peer)));
+}
+
+TEST_F(CoordinatorTest, OptionsAreChecked) {
+  start(1);
+  StudyOptions study_options;
+  study_options.storage = std::make_shared<InMemoryStorage>();
+  Study study = Study::create(study_options);
+  CoordinatorOptions options;
+  options.endpoint = "ipc://" + (dir_ / "other.sock").string();
+  options.job_json = R"({"kind": "command", "argv": ["a", 1], "objective_metric": "m"})";
+  try {
+    Coordinator c(study, options);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("job.argv[1]"), std::string::npos) << e.what();
+  }
+  options.job_json = kJob;
+  options.lease_timeout = options.heartbeat_interval;
+  EXPECT_THROW(Coordinator(study, options), Error);
+}
+
+}  // namespace
+}  // namespace tuner
