@@ -1,9 +1,18 @@
-// The `tuner` command. This issue's commands work on search spaces and the machine; the sweep,
+// The `tuner` command. Search-space tools, the executor, and the machine's GPUs; the sweep,
 // resume, status and service commands arrive with the issues that build them.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
 #include <iostream>
+#include <map>
+#include <sstream>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "executor/executor_service.h"
 #include "search/import_nni.h"
 #include "search/import_wandb.h"
 #include "search/search_space_json.h"
@@ -18,6 +27,12 @@ Commands:
   space check FILE                 validate a search-space JSON file and print it back
   space import --from FORMAT FILE  convert an NNI/Hyperopt search_space.json (FORMAT nni) or the
                                    parameters of a W&B sweep (FORMAT wandb) to tuner's JSON form
+  executor --connect ENDPOINT [--slots N] [--gpus LIST] [--id ID] [--log-dir DIR]
+           [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]
+                                   serve a coordinator (tcp://HOST:PORT or ipc://PATH): run its
+                                   trials on N slots (default 1), offering the GPUs in LIST
+                                   (comma-separated indices, "none"; default: all found), until
+                                   SIGTERM or SIGINT; reconnects when the coordinator goes away
   gpus                             list the GPUs this build can use
   version                          print the version
   help                             print this help
@@ -58,6 +73,97 @@ int space_command(const std::vector<std::string>& args) {
   throw UsageError("tuner space: unknown command '" + args[0] + "' (check or import)");
 }
 
+// Reads `--flag value` pairs; every flag must be in `known`.
+std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args,
+                                               const std::vector<std::string>& known,
+                                               const std::string& command) {
+  std::map<std::string, std::string> flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (std::find(known.begin(), known.end(), flag) == known.end()) {
+      throw UsageError("tuner " + command + ": unknown flag '" + flag + "'; see 'tuner help'");
+    }
+    if (i + 1 >= args.size()) throw UsageError("tuner " + command + ": " + flag + " needs a value");
+    flags[flag] = args[++i];
+  }
+  return flags;
+}
+
+int int_flag(const std::map<std::string, std::string>& flags, const std::string& name,
+             int fallback) {
+  auto it = flags.find(name);
+  if (it == flags.end()) return fallback;
+  try {
+    size_t used = 0;
+    int value = std::stoi(it->second, &used);
+    if (used == it->second.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(name + ": '" + it->second + "' is not an integer");
+}
+
+std::vector<int> gpu_list(const std::string& text) {
+  std::vector<int> gpus;
+  if (text == "none") return gpus;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    try {
+      size_t used = 0;
+      gpus.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw UsageError("--gpus: '" + item + "' is not a GPU index (give e.g. 0,1 or none)");
+    }
+  }
+  return gpus;
+}
+
+int executor_command(const std::vector<std::string>& args) {
+  auto flags = parse_flags(args,
+                           {"--connect", "--slots", "--gpus", "--id", "--log-dir", "--heartbeat-ms",
+                            "--timeout-ms", "--stop-grace-ms"},
+                           "executor");
+  if (!flags.contains("--connect")) {
+    throw UsageError("tuner executor: --connect ENDPOINT is required (e.g. tcp://host:5555)");
+  }
+  tuner::ExecutorOptions options;
+  options.coordinator = flags["--connect"];
+  options.slots = int_flag(flags, "--slots", 1);
+  if (flags.contains("--gpus")) options.gpus = gpu_list(flags["--gpus"]);
+  if (flags.contains("--id")) options.executor_id = flags["--id"];
+  if (flags.contains("--log-dir")) options.log_dir = flags["--log-dir"];
+  using std::chrono::milliseconds;
+  options.heartbeat_interval =
+      milliseconds(int_flag(flags, "--heartbeat-ms", int(options.heartbeat_interval.count())));
+  options.coordinator_timeout =
+      milliseconds(int_flag(flags, "--timeout-ms", int(options.coordinator_timeout.count())));
+  options.stop_grace =
+      milliseconds(int_flag(flags, "--stop-grace-ms", int(options.stop_grace.count())));
+
+  // SIGTERM and SIGINT go to a thread of their own (blocked everywhere else; jobs get a clean
+  // signal mask from CommandJob), which asks the service to stop.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::stop_source stop;
+  std::atomic<bool> finished{false};
+  std::jthread signal_thread([&] {
+    timespec tick{0, 100'000'000};
+    while (!finished) {
+      if (sigtimedwait(&signals, nullptr, &tick) > 0) stop.request_stop();
+    }
+  });
+  struct Finish {
+    std::atomic<bool>& flag;
+    ~Finish() { flag = true; }
+  } finish{finished};
+  tuner::ExecutorService service(options);
+  service.run(stop.get_token());
+  return 0;
+}
+
 int gpus_command() {
   std::string why;
   auto gpus = tuner::training::list_gpus(&why);
@@ -89,6 +195,7 @@ int main(int argc, char** argv) {
     }
     if (command == "space") return space_command(args);
     if (command == "gpus") return gpus_command();
+    if (command == "executor") return executor_command(args);
     throw UsageError("tuner: unknown command '" + command + "'; see 'tuner help'");
   } catch (const UsageError& e) {
     std::cerr << e.what() << "\n";

@@ -1,5 +1,5 @@
 // End-to-end: a coordinator in this process on ipc://, executors as real processes
-// (test_executor) running command trials, and the failures they must survive.
+// (`tuner executor`) running command trials, and the failures they must survive.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,12 +36,13 @@ namespace fs = std::filesystem;
 constexpr milliseconds kHeartbeat{100};
 constexpr milliseconds kLeaseTimeout{400};
 
-// A test_executor process; killed (SIGKILL) and reaped on destruction if still running.
+// A `tuner executor` process; killed (SIGKILL) and reaped on destruction if still running.
 class ExecutorProcess {
  public:
   ExecutorProcess(const std::string& endpoint, const std::string& id, int slots,
                   const fs::path& log_dir) {
-    std::vector<std::string> args = {TEST_EXECUTOR_PATH,
+    std::vector<std::string> args = {TUNER_PATH,
+                                     "executor",
                                      "--connect",
                                      endpoint,
                                      "--id",
