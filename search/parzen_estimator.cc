@@ -792,7 +792,12 @@ void ParzenEstimator::sort_kernels_1d(size_t n_observations) {
   }
 }
 
-double ParzenEstimator::log_pdf_1d(double x) const {
+// Not inlined into log_pdf()'s AVX2 clone: contracting its arithmetic into FMAs there would change
+// the results' bits with the machine.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+double ParzenEstimator::log_pdf_1d(double x, double* __restrict terms) const {
   const Dim& dim = dims_[0];
   const double t = transform(dim.log, x);
   const size_t K = n_kernels();
@@ -814,12 +819,17 @@ double ParzenEstimator::log_pdf_1d(double x) const {
       max_sorted_sigma_ * std::sqrt(2.0 * std::max(0.0, max_sorted_const_ - floor + 40.0));
   size_t lo = static_cast<size_t>(std::lower_bound(begin, end, t - reach) - begin);
   size_t hi = static_cast<size_t>(std::upper_bound(begin, end, t + reach) - begin);
+  // The terms in reach, computed once (the same values as term(k)) for the max and the sum.
   double max = floor;
-  for (size_t k = lo; k < hi; ++k) max = std::max(max, term(k));
+  for (size_t k = lo; k < hi; ++k) {
+    const double v = term(k);
+    terms[k] = v;
+    max = std::max(max, v);
+  }
   if (std::isinf(max)) return max;
   double sum = 0.0;
   for (size_t k = lo; k < hi; ++k) {
-    double e = term(k) - max;
+    double e = terms[k] - max;
     if (e > -40.0) sum += exp_nonpositive(e);
   }
   for (size_t k = n_sorted_; k < K; ++k) sum += exp_nonpositive(term(k) - max);
@@ -835,7 +845,10 @@ TUNER_VECTORIZED std::vector<double> ParzenEstimator::log_pdf(std::span<const do
   }
   if (n_sorted_ > 0 || (n_dims == 1 && dims_[0].kind == Kind::kContinuous)) {
     std::vector<double> out(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) out[static_cast<size_t>(i)] = log_pdf_1d(x[static_cast<size_t>(i)]);
+    UninitVector<double> terms(n_sorted_);  // log_pdf_1d's scratch
+    for (int i = 0; i < n; ++i) {
+      out[static_cast<size_t>(i)] = log_pdf_1d(x[static_cast<size_t>(i)], terms.data());
+    }
     return out;
   }
   const size_t K = n_kernels();

@@ -195,7 +195,8 @@ class ParzenEstimator {
   void merge_identical_kernels();
   void prepare_densities(ParzenMemo* memo);
   void sort_kernels_1d(size_t n_observations);
-  double log_pdf_1d(double x) const;
+  // `terms`: scratch of n_sorted_ values.
+  double log_pdf_1d(double x, double* terms) const;
   double draw_in_dim(const Dim& dim, int kernel, Rng& rng) const;
   // Discrete dimension d's table for the n points x (row-major, n_dims() per point).
   CellTable cell_table(size_t d, std::span<const double> x, int n) const;

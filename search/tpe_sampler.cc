@@ -223,6 +223,28 @@ struct TpeSampler::Call {
   int n_finished = 0;         // COMPLETE + PRUNED
   std::vector<uint8_t> role;  // by number
   std::vector<int> running;   // RUNNING trials that are lied about (constant liar)
+  std::shared_ptr<Split> split;  // where this split came from, with what derives from it
+};
+
+// One begin_call()'s split, kept for the next calls with the same key, and what sample_group()
+// derives from it whatever the parameters. Derived parts are filled lazily, under mutex_.
+struct TpeSampler::Split {
+  // Key.
+  uint64_t version = 0;
+  int number = 0;
+  size_t n = 0;
+  std::vector<int> all_running;  // RUNNING trials other than `number`, liar or not
+  // The split.
+  std::vector<uint8_t> role;
+  std::vector<int> running;
+  int n_finished = 0;
+  // Derived: every trial with a role as a kernel (no parameter leaves one out).
+  bool derived = false;
+  std::vector<int> code;           // by number: -1, or rank * 2 + group (0: below, 1: above)
+  std::vector<int> running_index;  // by number: index in `running`, or -1
+  std::vector<int> members[2];     // numbers of each group's kernels, ascending
+  bool weights_ready = false;
+  std::vector<double> weights[2];  // default weights of each group's kernels
 };
 
 TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
@@ -248,6 +270,7 @@ void TpeSampler::sync(const History& history) {
     cache_ = std::make_unique<Cache>();
     cache_->generation = generation;
     cache_->direction = history.direction();
+    ++cache_version_;
   }
   cache_->resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -260,6 +283,7 @@ void TpeSampler::sync(const History& history) {
                                                    "; trials must be ordered by number");
     }
     if (t.trial_id < 0) cache_->rebuild_next = true;
+    ++cache_version_;
     cache_->ingest(t);
   }
 }
@@ -271,16 +295,26 @@ TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialConte
   call.number = trial.number;
   call.generation = cache_->generation;
   const size_t n = history.trials.size();
-  call.role.assign(n, kNone);
-  bool any_running = false;
+  std::vector<int> all_running;
   for (size_t i = 0; i < n; ++i) {
     if (cache_->trials[i].cached) continue;
     const FrozenTrial& t = history.trials[i];
     if (t.state == TrialState::kRunning && t.number != trial.number) {
-      any_running = true;
-      call.running.push_back(static_cast<int>(i));
+      all_running.push_back(static_cast<int>(i));
     }
   }
+  if (last_split_ && last_split_->version == cache_version_ && last_split_->number == trial.number &&
+      last_split_->n == n && last_split_->all_running == all_running) {
+    const Split& s = *last_split_;
+    call.role = s.role;
+    call.running = s.running;
+    call.n_finished = s.n_finished;
+    call.split = last_split_;
+    return call;
+  }
+  call.role.assign(n, kNone);
+  const bool any_running = !all_running.empty();
+  call.running = all_running;
   bool liar = options_.constant_liar == ConstantLiar::kOn ||
               (options_.constant_liar == ConstantLiar::kAuto && any_running);
   if (!liar) call.running.clear();
@@ -299,6 +333,16 @@ TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialConte
     call.role[static_cast<size_t>(number)] = kBelow;
   }
   for (int number : call.running) call.role[static_cast<size_t>(number)] = kAbove;
+  auto split = std::make_shared<Split>();
+  split->version = cache_version_;
+  split->number = trial.number;
+  split->n = n;
+  split->all_running = std::move(all_running);
+  split->role = call.role;
+  split->running = call.running;
+  split->n_finished = call.n_finished;
+  call.split = split;
+  last_split_ = std::move(split);
   return call;
 }
 
@@ -370,70 +414,176 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
       }
     }
     const size_t n = call.role.size();
-    std::vector<int> running_index(n, -1);
-    for (size_t r = 0; r < call.running.size(); ++r) {
-      running_index[static_cast<size_t>(call.running[r])] = static_cast<int>(r);
-    }
-    // The kernels of each group in trial-number order (the weights favour recent trials), and
-    // each trial's index among them (rank; -1: not a kernel).
-    std::vector<int> rank(n, -1);
-    std::vector<int> members[2];
-    for (size_t i = 0; i < n; ++i) {
-      const uint8_t role = call.role[i];
-      if (role == kNone) continue;
-      const int r = running_index[i];
-      bool ok = true;
-      if (r >= 0) {
-        ok = running_ok[static_cast<size_t>(r)];
-      } else {
-        for (size_t d = 0; d < n_dims; ++d) ok &= !std::isnan(cols[d]->value[i]);
+    // Fast path: no parameter leaves a trial with a role out (the usual case), so the kernels,
+    // their ranks and the default weights are the split's, shared by the calls of one trial.
+    bool fast = call.split != nullptr &&
+                std::all_of(running_ok.begin(), running_ok.end(), [](bool ok) { return ok; });
+    if (fast) {
+      Split& sp = *call.split;
+      if (!sp.derived) {
+        sp.code.assign(n, -1);
+        sp.running_index.assign(n, -1);
+        for (size_t r = 0; r < sp.running.size(); ++r) {
+          sp.running_index[static_cast<size_t>(sp.running[r])] = static_cast<int>(r);
+        }
+        for (size_t i = 0; i < n; ++i) {
+          const uint8_t role = sp.role[i];
+          if (role == kNone) continue;
+          const int g = role == kBelow ? 0 : 1;
+          std::vector<int>& m = sp.members[g];
+          sp.code[i] = static_cast<int>(m.size()) * 2 + g;
+          m.push_back(static_cast<int>(i));
+        }
+        sp.derived = true;
       }
-      if (!ok) continue;
-      std::vector<int>& m = members[role == kBelow ? 0 : 1];
-      rank[i] = static_cast<int>(m.size());
-      m.push_back(static_cast<int>(i));
-    }
-    for (int g = 0; g < 2; ++g) {
-      GroupObservations& obs = groups[g];
-      const std::vector<int>& m = members[g];
-      obs.columns.assign(n_dims, std::vector<double>(m.size()));
-      for (size_t d = 0; d < n_dims; ++d) {
-        double* out = obs.columns[d].data();
-        const double* value = cols[d]->value.data();
-        for (size_t j = 0; j < m.size(); ++j) {
-          const size_t i = static_cast<size_t>(m[j]);
-          const int r = running_index[i];
-          out[j] = r >= 0 ? running_values[static_cast<size_t>(r) * n_dims + d] : value[i];
+      for (int g = 0; g < 2 && fast; ++g) {
+        GroupObservations& obs = groups[g];
+        const std::vector<int>& m = sp.members[g];
+        const size_t mn = m.size();
+        obs.columns.resize(n_dims);
+        for (size_t d = 0; d < n_dims && fast; ++d) {
+          std::vector<double>& col = obs.columns[d];
+          col.resize(mn);
+          double* out = col.data();
+          const double* value = cols[d]->value.data();
+          const int* mem = m.data();
+          for (size_t j = 0; j < mn; ++j) out[j] = value[static_cast<size_t>(mem[j])];
+          for (size_t r = 0; r < sp.running.size(); ++r) {
+            const int c = sp.code[static_cast<size_t>(sp.running[r])];
+            if ((c & 1) == g) out[static_cast<size_t>(c >> 1)] = running_values[r * n_dims + d];
+          }
+          bool any_nan = false;
+          for (size_t j = 0; j < mn; ++j) any_nan |= std::isnan(out[j]);
+          if (any_nan) fast = false;
         }
       }
-      obs.weights = checked_weights(options_, static_cast<int>(m.size()));
-      obs.sorted.assign(n_dims, {});
-      for (auto& order : obs.sorted) order.reserve(m.size());
-    }
-    // Sorted orders: the cached sorted column, filtered, merged with the running trials.
-    std::vector<std::pair<double, int>> extra[2];
-    for (size_t d = 0; d < n_dims; ++d) {
-      for (auto& e : extra) e.clear();
-      for (size_t r = 0; r < call.running.size(); ++r) {
-        const size_t i = static_cast<size_t>(call.running[r]);
-        if (rank[i] < 0) continue;
-        extra[call.role[i] == kBelow ? 0 : 1].emplace_back(running_values[r * n_dims + d], rank[i]);
+      if (fast) {
+        if (!options_.weights) {
+          if (!sp.weights_ready) {
+            for (int g = 0; g < 2; ++g) {
+              sp.weights[g] = checked_weights(options_, static_cast<int>(sp.members[g].size()));
+            }
+            sp.weights_ready = true;
+          }
+          for (int g = 0; g < 2; ++g) groups[g].weights = sp.weights[g];
+        } else {
+          for (int g = 0; g < 2; ++g) {
+            groups[g].weights = checked_weights(options_, static_cast<int>(sp.members[g].size()));
+          }
+        }
+        // Every kernel has a value in every dimension: each order holds all of its group's.
+        for (int g = 0; g < 2; ++g) {
+          groups[g].sorted.assign(n_dims, std::vector<int>(sp.members[g].size()));
+        }
+        const int* code = sp.code.data();
+        std::vector<std::pair<double, int>> extra[2];
+        for (size_t d = 0; d < n_dims; ++d) {
+          for (auto& e : extra) e.clear();
+          for (size_t r = 0; r < sp.running.size(); ++r) {
+            const int c = code[static_cast<size_t>(sp.running[r])];
+            extra[c & 1].emplace_back(running_values[r * n_dims + d], c >> 1);
+          }
+          for (auto& e : extra) std::sort(e.begin(), e.end());
+          size_t next[2] = {0, 0};
+          const double* value = cols[d]->value.data();
+          std::vector<int>* out_sorted[2] = {&groups[0].sorted[d], &groups[1].sorted[d]};
+          if (extra[0].empty() && extra[1].empty()) {
+            int* out[2] = {out_sorted[0]->data(), out_sorted[1]->data()};
+            size_t filled[2] = {0, 0};
+            for (int number : cols[d]->sorted) {
+              const size_t i = static_cast<size_t>(number);
+              if (i >= n) continue;
+              const int c = code[i];
+              if (c < 0) continue;
+              out[c & 1][filled[c & 1]++] = c >> 1;
+            }
+          } else {
+            for (auto* o : out_sorted) o->clear();
+            for (int number : cols[d]->sorted) {
+              const size_t i = static_cast<size_t>(number);
+              if (i >= n) continue;
+              const int c = code[i];
+              if (c < 0) continue;
+              const int g = c & 1;
+              std::vector<int>& out = *out_sorted[g];
+              const double v = value[i];
+              const auto& e = extra[g];
+              while (next[g] < e.size() && e[next[g]].first < v) out.push_back(e[next[g]++].second);
+              out.push_back(c >> 1);
+            }
+          }
+          for (int g = 0; g < 2; ++g) {
+            while (next[g] < extra[g].size()) out_sorted[g]->push_back(extra[g][next[g]++].second);
+          }
+        }
       }
-      for (auto& e : extra) std::sort(e.begin(), e.end());
-      size_t next[2] = {0, 0};
-      const double* value = cols[d]->value.data();
-      for (int number : cols[d]->sorted) {
-        const size_t i = static_cast<size_t>(number);
-        if (i >= n || rank[i] < 0) continue;
-        const int g = call.role[i] == kBelow ? 0 : 1;
-        std::vector<int>& out = groups[g].sorted[d];
-        const double v = value[i];
-        const auto& e = extra[g];
-        while (next[g] < e.size() && e[next[g]].first < v) out.push_back(e[next[g]++].second);
-        out.push_back(rank[i]);
+    }
+    if (!fast) {
+      std::vector<int> running_index(n, -1);
+      for (size_t r = 0; r < call.running.size(); ++r) {
+        running_index[static_cast<size_t>(call.running[r])] = static_cast<int>(r);
+      }
+      // The kernels of each group in trial-number order (the weights favour recent trials), and
+      // each trial's index among them (rank; -1: not a kernel).
+      std::vector<int> rank(n, -1);
+      std::vector<int> members[2];
+      for (size_t i = 0; i < n; ++i) {
+        const uint8_t role = call.role[i];
+        if (role == kNone) continue;
+        const int r = running_index[i];
+        bool ok = true;
+        if (r >= 0) {
+          ok = running_ok[static_cast<size_t>(r)];
+        } else {
+          for (size_t d = 0; d < n_dims; ++d) ok &= !std::isnan(cols[d]->value[i]);
+        }
+        if (!ok) continue;
+        std::vector<int>& m = members[role == kBelow ? 0 : 1];
+        rank[i] = static_cast<int>(m.size());
+        m.push_back(static_cast<int>(i));
       }
       for (int g = 0; g < 2; ++g) {
-        while (next[g] < extra[g].size()) groups[g].sorted[d].push_back(extra[g][next[g]++].second);
+        GroupObservations& obs = groups[g];
+        const std::vector<int>& m = members[g];
+        obs.columns.assign(n_dims, std::vector<double>(m.size()));
+        for (size_t d = 0; d < n_dims; ++d) {
+          double* out = obs.columns[d].data();
+          const double* value = cols[d]->value.data();
+          for (size_t j = 0; j < m.size(); ++j) {
+            const size_t i = static_cast<size_t>(m[j]);
+            const int r = running_index[i];
+            out[j] = r >= 0 ? running_values[static_cast<size_t>(r) * n_dims + d] : value[i];
+          }
+        }
+        obs.weights = checked_weights(options_, static_cast<int>(m.size()));
+        obs.sorted.assign(n_dims, {});
+        for (auto& order : obs.sorted) order.reserve(m.size());
+      }
+      // Sorted orders: the cached sorted column, filtered, merged with the running trials.
+      std::vector<std::pair<double, int>> extra[2];
+      for (size_t d = 0; d < n_dims; ++d) {
+        for (auto& e : extra) e.clear();
+        for (size_t r = 0; r < call.running.size(); ++r) {
+          const size_t i = static_cast<size_t>(call.running[r]);
+          if (rank[i] < 0) continue;
+          extra[call.role[i] == kBelow ? 0 : 1].emplace_back(running_values[r * n_dims + d], rank[i]);
+        }
+        for (auto& e : extra) std::sort(e.begin(), e.end());
+        size_t next[2] = {0, 0};
+        const double* value = cols[d]->value.data();
+        for (int number : cols[d]->sorted) {
+          const size_t i = static_cast<size_t>(number);
+          if (i >= n || rank[i] < 0) continue;
+          const int g = call.role[i] == kBelow ? 0 : 1;
+          std::vector<int>& out = groups[g].sorted[d];
+          const double v = value[i];
+          const auto& e = extra[g];
+          while (next[g] < e.size() && e[next[g]].first < v) out.push_back(e[next[g]++].second);
+          out.push_back(rank[i]);
+        }
+        for (int g = 0; g < 2; ++g) {
+          while (next[g] < extra[g].size()) groups[g].sorted[d].push_back(extra[g][next[g]++].second);
+        }
       }
     }
   }

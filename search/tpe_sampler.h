@@ -103,6 +103,7 @@ class TpeSampler final : public Sampler {
  private:
   struct Cache;
   struct Call;
+  struct Split;
 
   // REQUIRES: mutex_ held.
   void sync(const History& history);
@@ -120,6 +121,11 @@ class TpeSampler final : public Sampler {
   std::mutex mutex_;
   // State below is protected by mutex_.
   std::unique_ptr<Cache> cache_;
+  // Bumped whenever sync() changes what the cache holds (a reset or an ingested trial).
+  uint64_t cache_version_ = 0;
+  // The split of the last begin_call(), reused while the history's finished and running trials
+  // and the trial being sampled stay the same (the parameter calls of one define-by-run trial).
+  std::shared_ptr<Split> last_split_;
   // Memos lent to the estimator constructions of one call at a time (two per call: one for
   // the "below" estimators, one for the "above"); returned after use.
   std::vector<std::unique_ptr<ParzenMemo>> memos_;
