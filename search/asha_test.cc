@@ -227,14 +227,8 @@ TEST(AshaTest, AResumedStudyDecidesTheSame) {
 }
 
 TEST(AshaTest, RejectsInvalidOptions) {
-  auto message_of = [](const AshaOptions& options) -> std::string {
-    try {
-      AshaScheduler asha(options);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-      return e.what();
-    }
-    return "no error";
+  auto message_of = [](const AshaOptions& options) {
+    return scheduler_test::construction_error<AshaScheduler>(options);
   };
   EXPECT_THAT(message_of({.min_resource = 0}), HasSubstr("asha.min_resource: must be >= 1"));
   EXPECT_THAT(message_of({.reduction_factor = 1}),

@@ -130,14 +130,8 @@ TEST(HyperbandTest, BracketsStopLaterAndTheLastNever) {
 }
 
 TEST(HyperbandTest, RejectsInvalidOptions) {
-  auto message_of = [](const HyperbandOptions& options) -> std::string {
-    try {
-      HyperbandScheduler hyperband(options);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-      return e.what();
-    }
-    return "no error";
+  auto message_of = [](const HyperbandOptions& options) {
+    return scheduler_test::construction_error<HyperbandScheduler>(options);
   };
   EXPECT_THAT(message_of({}), HasSubstr("hyperband.max_resource: required"));
   EXPECT_THAT(message_of({.min_resource = 5, .max_resource = 5}),

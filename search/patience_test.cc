@@ -103,14 +103,8 @@ TEST(PatienceTest, OnlyTheTrialsOwnCurveMatters) {
 }
 
 TEST(PatienceTest, RejectsInvalidOptions) {
-  auto message_of = [](const PatienceOptions& options) -> std::string {
-    try {
-      PatienceStopping patience(options);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-      return e.what();
-    }
-    return "no error";
+  auto message_of = [](const PatienceOptions& options) {
+    return scheduler_test::construction_error<PatienceStopping>(options);
   };
   EXPECT_THAT(message_of({}), HasSubstr("patience.patience: required, must be >= 1"));
   EXPECT_THAT(message_of({.patience = 1, .min_delta = -0.1}),

@@ -2,11 +2,15 @@
 #ifndef TUNER_SEARCH_SCHEDULER_TEST_UTIL_H_
 #define TUNER_SEARCH_SCHEDULER_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "search/history.h"
+#include "trials/error.h"
 #include "trials/frozen_trial.h"
 #include "trials/trial_state.h"
 
@@ -64,6 +68,19 @@ class StudyFixture {
   std::vector<FrozenTrial> trials_;
   std::vector<StudyDirection> directions_;
 };
+
+// The message of the Error(kInvalidArgument) that building a `SchedulerType` from `options`
+// throws, or "no error".
+template <class SchedulerType, class Options>
+std::string construction_error(const Options& options) {
+  try {
+    SchedulerType scheduler(options);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return "no error";
+}
 
 }  // namespace tuner::scheduler_test
 
