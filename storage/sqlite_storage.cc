@@ -1,9 +1,11 @@
 #include "storage/sqlite_storage.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "storage/optuna_schema.h"
@@ -122,13 +124,27 @@ struct SqliteStorage::Impl {
     return out;
   }
 
+  // Switching a file to WAL needs every other connection to let go of it, and SQLite answers
+  // SQLITE_BUSY at once there instead of calling the busy handler; so wait here, up to the
+  // same busy timeout, while several processes open a new file together.
   void set_wal() {
-    std::string mode;
-    {
-      auto q = conn.query("PRAGMA journal_mode");
-      if (q.step()) mode = q.text(0);
+    auto deadline = std::chrono::steady_clock::now() + options.busy_timeout;
+    for (;;) {
+      try {
+        std::string mode;
+        {
+          auto q = conn.query("PRAGMA journal_mode");
+          if (q.step()) mode = q.text(0);
+        }
+        if (mode != "wal") conn.exec("PRAGMA journal_mode=WAL");
+        return;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kUnavailable || std::chrono::steady_clock::now() >= deadline) {
+          throw;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    if (mode != "wal") conn.exec("PRAGMA journal_mode=WAL");
   }
 
   void create_tuner_tables() {
