@@ -63,6 +63,23 @@ class Backend {
   virtual std::string_view name() const = 0;
   virtual int num_threads() const = 0;
 
+  // ---- Memory ----
+  // The tensors and flat arrays passed to this backend's kernels live in its memory: host memory
+  // on the CPU, device memory on a GPU. Layers, models and optimizers allocate through allocate();
+  // host code moves values in and out with upload() and download() only.
+  //
+  // A zero-filled contiguous tensor in this backend's memory.
+  virtual Tensor allocate(const Shape& shape) { return Tensor(shape); }
+  // True when host code may dereference memory from allocate() (the CPU backend).
+  virtual bool host_accessible() const { return true; }
+  // dst = host values. REQUIRES: host.size() == dst.size(); dst in this backend's memory.
+  virtual void upload(std::span<const float> host, std::span<float> dst);
+  // host = src, after every kernel launched before has finished writing it.
+  // REQUIRES: src.size() == host.size(); src in this backend's memory.
+  virtual void download(std::span<const float> src, std::span<float> host);
+  // Waits for every kernel launched so far (a no-op on the CPU, whose kernels are synchronous).
+  virtual void synchronize() {}
+
   // ---- Matrix products ----
   // c[M,N] = alpha * op(a) * op(b) + beta * c, op(a)[M,K], op(b)[K,N]. All 2-D.
   virtual void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
@@ -93,6 +110,8 @@ class Backend {
                                std::span<float> work) = 0;
 
   // ---- Pooling ----
+  // Index arrays (argmax) live in this backend's memory too: allocate() a float tensor of the
+  // same count and view its storage as int32 (both 4 bytes; only kernels read it).
   // y[B,C,OH,OW]; argmax[B*C*OH*OW] receives the flat index in the (H*W) plane of each maximum.
   virtual void max_pool2d_forward(const Window2d& win, const Tensor& x, Tensor& y,
                                   std::span<int32_t> argmax) = 0;
@@ -145,6 +164,7 @@ class Backend {
                                    Tensor& dbeta) = 0;
 
   // ---- Losses (mean over the batch) ----
+  // The loss returns to the host (a GPU backend waits for it); labels are host memory.
   // logits[B,K], labels[B] in [0, K): mean cross-entropy of softmax(logits) against the one-hot
   // target smoothed as (1 - s) * onehot + s / K; dlogits[B,K] (skipped when nullptr).
   virtual float softmax_cross_entropy(const Tensor& logits, std::span<const int32_t> labels,
@@ -152,7 +172,7 @@ class Backend {
   // Mean over all elements of (pred - target)^2; dpred (skipped when nullptr).
   virtual float mean_squared_error(const Tensor& pred, const Tensor& target, Tensor* dpred) = 0;
 
-  // ---- Flat parameter arrays (optimizers) ----
+  // ---- Flat parameter arrays (optimizers), all in this backend's memory ----
   virtual void sgd_step(const SgdStepArgs& args, std::span<float> params,
                         std::span<const float> grads, std::span<float> velocity) = 0;
   virtual void adam_step(const AdamStepArgs& args, std::span<float> params,

@@ -84,7 +84,7 @@ TEST_P(GradientCheck, InputAndParameterGradientsMatchFiniteDifferences) {
   CpuBackend backend(2);
   std::unique_ptr<Layer> layer = c.make();
   const Shape out_sample = layer->output_shape(c.sample);
-  ParameterArena arena(layer->parameter_specs(), layer->buffer_specs());
+  ParameterArena arena(layer->parameter_specs(), layer->buffer_specs(), backend);
   layer->bind(arena.params(), arena.buffers());
   layer->setup(c.sample, c.batch, backend);
   arena.initialize(7);

@@ -71,10 +71,10 @@ void LayerChain::setup(const Shape& sample_in, int64_t max_batch, Backend& backe
     layers_[i]->setup(shapes_[i], max_batch, backend);
     largest = std::max(largest, shapes_[i].numel() * max_batch);
     // The last layer writes into the caller's y; its activation is not stored here.
-    if (i + 1 < layers_.size()) acts_.emplace_back(shapes_[i + 1].with_batch(max_batch));
+    if (i + 1 < layers_.size()) acts_.push_back(backend.allocate(shapes_[i + 1].with_batch(max_batch)));
   }
-  grad_a_ = Tensor(Shape{std::max<int64_t>(largest, 1)});
-  grad_b_ = Tensor(Shape{std::max<int64_t>(largest, 1)});
+  grad_a_ = backend.allocate(Shape{std::max<int64_t>(largest, 1)});
+  grad_b_ = backend.allocate(Shape{std::max<int64_t>(largest, 1)});
 }
 
 void LayerChain::forward(Pass& pass, const Tensor& x, Tensor& y) {

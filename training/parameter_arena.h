@@ -15,12 +15,15 @@ namespace tuner::training {
 
 // Each parameter starts at a multiple of kArenaAlignment floats (64 bytes); the padding between
 // parameters is zero in both values and gradients, so flat optimizer steps leave it zero.
+// The arrays live in the backend's memory; the *_to_host and set_* methods copy them in and out.
 // Thread safety: none; one owner.
 class ParameterArena {
  public:
   static constexpr int64_t kArenaAlignment = 16;
 
-  ParameterArena(std::vector<ParamSpec> params, std::vector<BufferSpec> buffers);
+  // `backend` allocates the arrays and must outlive the arena.
+  ParameterArena(std::vector<ParamSpec> params, std::vector<BufferSpec> buffers,
+                 Backend& backend);
   ParameterArena(const ParameterArena&) = delete;
   ParameterArena& operator=(const ParameterArena&) = delete;
 
@@ -51,7 +54,17 @@ class ParameterArena {
   void initialize(uint64_t seed);
   void zero_grads();
 
+  // Host copies of the flat arrays, and their replacement (REQUIRES: the same sizes, else
+  // std::invalid_argument): checkpoints, exports and the tests read and write through these.
+  std::vector<float> values_to_host() const;
+  std::vector<float> buffer_values_to_host() const;
+  void set_values(std::span<const float> host);
+  void set_buffer_values(std::span<const float> host);
+
  private:
+  void reset_buffers();
+
+  Backend& backend_;
   std::vector<ParamSpec> param_specs_;
   std::vector<BufferSpec> buffer_specs_;
   std::vector<int64_t> offsets_;

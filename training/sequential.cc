@@ -15,12 +15,13 @@ Sequential::Sequential(const Shape& sample_input, std::vector<std::unique_ptr<La
   if (chain_.size() == 0) throw std::invalid_argument("sequential: no layers");
   if (max_batch < 1) throw std::invalid_argument("sequential: max_batch must be >= 1");
   output_shape_ = chain_.output_shape(sample_input);
-  arena_ = std::make_unique<ParameterArena>(chain_.parameter_specs(), chain_.buffer_specs());
+  arena_ = std::make_unique<ParameterArena>(chain_.parameter_specs(), chain_.buffer_specs(),
+                                            backend);
   chain_.bind(arena_->params(), arena_->buffers());
   chain_.setup(sample_input, max_batch, backend);
-  input_ = Tensor(sample_input.with_batch(max_batch));
-  output_ = Tensor(output_shape_.with_batch(max_batch));
-  output_grad_ = Tensor(output_shape_.with_batch(max_batch));
+  input_ = backend.allocate(sample_input.with_batch(max_batch));
+  output_ = backend.allocate(output_shape_.with_batch(max_batch));
+  output_grad_ = backend.allocate(output_shape_.with_batch(max_batch));
   arena_->initialize(seed);
 }
 
@@ -31,7 +32,7 @@ const Tensor& Sequential::forward(const Tensor& x, Mode mode) {
   input_view_ = input_.slice(0, batch_);
   output_view_ = output_.slice(0, batch_);
   output_grad_view_ = output_grad_.slice(0, batch_);
-  backend_.copy(x, input_view_);
+  backend_.upload(x.span(), input_view_.span());
   Pass pass{backend_, mode};
   chain_.forward(pass, input_view_, output_view_);
   return output_view_;

@@ -43,8 +43,9 @@ class Sequential {
   // Re-initializes the parameters (and buffers) from seed.
   void initialize(uint64_t seed) { arena_->initialize(seed); }
 
-  // x[B, input...], 1 <= B <= max_batch. Returns the output [B, output...], valid until the next
-  // forward. The input is copied, so x need not outlive the call.
+  // x[B, input...] in host memory, 1 <= B <= max_batch. Returns the output [B, output...] in
+  // the backend's memory, valid until the next forward. The input is copied (uploaded), so x
+  // need not outlive the call.
   const Tensor& forward(const Tensor& x, Mode mode);
   // The gradient buffer of the output for a batch of B, [B, output...], for a loss to fill.
   Tensor& output_grad();

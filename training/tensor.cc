@@ -87,7 +87,9 @@ std::array<int64_t, kMaxRank> contiguous_strides(const Shape& shape) {
   return st;
 }
 
-void Tensor::AlignedFree::operator()(float* p) const { std::free(p); }
+namespace {
+void free_host(float* p) { std::free(p); }
+}  // namespace
 
 Tensor::Tensor(const Shape& shape) : shape_(shape), strides_(contiguous_strides(shape)) {
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(shape.numel(), 1)) * sizeof(float);
@@ -95,8 +97,14 @@ Tensor::Tensor(const Shape& shape) : shape_(shape), strides_(contiguous_strides(
   auto* p = static_cast<float*>(std::aligned_alloc(64, rounded));
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, rounded);
-  owned_.reset(p);
+  owned_ = std::unique_ptr<float, TensorFree>(p, TensorFree{&free_host});
   data_ = p;
+}
+
+Tensor Tensor::adopt(float* data, const Shape& shape, Release release) {
+  Tensor t = borrow(data, shape);
+  t.owned_ = std::unique_ptr<float, TensorFree>(data, TensorFree{release});
+  return t;
 }
 
 Tensor Tensor::borrow(float* data, const Shape& shape) {

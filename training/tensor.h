@@ -49,9 +49,19 @@ class Shape {
   int rank_ = 0;
 };
 
-// A float32 tensor. Owned tensors hold 64-byte aligned, zero-initialized memory; borrowed ones
-// (views) point into memory that someone else owns and must outlive them. Copying is explicit
-// (`view()` for a borrowed alias); moving is cheap. Views never allocate.
+// How an owned tensor frees its memory (declared outside Tensor so that unique_ptr sees a
+// complete, default-constructible deleter).
+using TensorRelease = void (*)(float*);
+struct TensorFree {
+  TensorRelease release = nullptr;
+  void operator()(float* p) const { release(p); }
+};
+
+// A float32 tensor. Owned tensors hold 64-byte aligned, zero-initialized host memory, or memory
+// a backend allocated and adopted (device memory on a GPU backend: only that backend's kernels
+// and its upload/download touch it; `at`, `fill`, `copy_from` and `span` reads are host-only).
+// Borrowed tensors (views) point into memory that someone else owns and must outlive them.
+// Copying is explicit (`view()` for a borrowed alias); moving is cheap. Views never allocate.
 // Thread safety: none of its own; concurrent reads are fine, writes need external exclusion.
 class Tensor {
  public:
@@ -64,6 +74,10 @@ class Tensor {
   static const Tensor borrow_const(const float* data, const Shape& shape);
   // A strided view; strides are in elements.
   static Tensor borrow(float* data, const Shape& shape, std::span<const int64_t> strides);
+  // Takes ownership of `data` (contiguous, shape.numel() floats), which `release` frees. How
+  // backends hand out their own memory (see Backend::allocate).
+  using Release = TensorRelease;
+  static Tensor adopt(float* data, const Shape& shape, Release release);
 
   Tensor(Tensor&&) noexcept = default;
   Tensor& operator=(Tensor&&) noexcept = default;
@@ -103,15 +117,12 @@ class Tensor {
   void copy_from(std::span<const float> values);
 
  private:
-  struct AlignedFree {
-    void operator()(float* p) const;
-  };
   int64_t offset_of(std::initializer_list<int64_t> index) const;
 
   Shape shape_;
   std::array<int64_t, kMaxRank> strides_{};
   float* data_ = nullptr;
-  std::unique_ptr<float[], AlignedFree> owned_;
+  std::unique_ptr<float, TensorFree> owned_;
 };
 
 // The contiguous strides of a shape, in elements.

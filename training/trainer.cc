@@ -13,10 +13,17 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Correct predictions in logits[B,K] (argmax, first maximum on ties).
-int64_t count_correct(const Tensor& logits, std::span<const int32_t> labels) {
+// Correct predictions in logits[B,K] (argmax, first maximum on ties); logits in the backend's
+// memory.
+int64_t count_correct(Backend& backend, const Tensor& logits, std::span<const int32_t> labels) {
   const int64_t b = logits.dim(0), k = logits.dim(1);
+  std::vector<float> host;
   const float* p = logits.data();
+  if (!backend.host_accessible()) {
+    host.resize(static_cast<size_t>(b * k));
+    backend.download(logits.span(), host);
+    p = host.data();
+  }
   int64_t correct = 0;
   for (int64_t i = 0; i < b; ++i) {
     int64_t best = 0;
@@ -95,7 +102,7 @@ EvalResult Trainer::evaluate_with(BatchLoader& loader) {
     const int64_t n = b->x.dim(0);
     loss += static_cast<double>(loss_.compute(model_.backend(), logits, b->labels, nullptr)) *
             static_cast<double>(n);
-    correct += count_correct(logits, b->labels);
+    correct += count_correct(model_.backend(), logits, b->labels);
     seen += n;
   }
   return {loss / static_cast<double>(seen),
@@ -190,10 +197,11 @@ Checkpoint Trainer::checkpoint(const std::string& model_spec_json) const {
   Checkpoint c;
   c.model_spec = model_spec_json;
   const ParameterArena& arena = model_.parameters();
-  c.parameters.assign(arena.values().begin(), arena.values().end());
-  c.buffers.assign(arena.buffer_values().begin(), arena.buffer_values().end());
+  c.parameters = arena.values_to_host();
+  c.buffers = arena.buffer_values_to_host();
   const std::span<const float> state = optimizer_.state();
-  c.optimizer_state.assign(state.begin(), state.end());
+  c.optimizer_state.resize(state.size());
+  model_.backend().download(state, c.optimizer_state);
   c.optimizer_steps = optimizer_.steps();
   c.lr_step = optimizer_.steps();
   c.data_rng = train_loader_.rng_state();
@@ -237,9 +245,9 @@ void Trainer::restore(const Checkpoint& c) {
                           " differs from the optimizer's step count " +
                           std::to_string(c.optimizer_steps));
   }
-  std::copy(c.parameters.begin(), c.parameters.end(), arena.values().begin());
-  std::copy(c.buffers.begin(), c.buffers.end(), arena.buffer_values().begin());
-  std::copy(c.optimizer_state.begin(), c.optimizer_state.end(), optimizer_.state().begin());
+  arena.set_values(c.parameters);
+  arena.set_buffer_values(c.buffers);
+  model_.backend().upload(c.optimizer_state, optimizer_.state());
   optimizer_.set_steps(c.optimizer_steps);
   for (size_t i = 0; i < dropouts.size(); ++i) {
     dropouts[i]->set_seed(c.dropout_seeds[i]);

@@ -59,14 +59,20 @@ void set_tensor_type(onnx::ValueInfoProto& value, const std::string& name, const
 // from the spec is detected: a name or shape that is missing, or a parameter left over.
 class GraphBuilder {
  public:
-  GraphBuilder(const ParameterArena& arena, onnx::GraphProto& graph) : arena_(arena), g_(graph) {
+  // The weights are read from host copies of the arena, which may live in device memory.
+  GraphBuilder(const ParameterArena& arena, onnx::GraphProto& graph)
+      : arena_(arena),
+        g_(graph),
+        values_(arena.values_to_host()),
+        buffer_values_(arena.buffer_values_to_host()) {
     for (size_t i = 0; i < arena.param_specs().size(); ++i) {
-      const ParamView& view = arena.params()[i];
-      arrays_.emplace(arena.param_specs()[i].name, Array{view.value.data(), &view.value.shape()});
+      const ParamSpec& spec = arena.param_specs()[i];
+      arrays_.emplace(spec.name, Array{values_.data() + arena.offset(i), &spec.shape});
     }
-    for (size_t i = 0; i < arena.buffer_specs().size(); ++i) {
-      const Tensor& view = arena.buffers()[i];
-      arrays_.emplace(arena.buffer_specs()[i].name, Array{view.data(), &view.shape()});
+    int64_t at = 0;
+    for (const BufferSpec& spec : arena.buffer_specs()) {
+      arrays_.emplace(spec.name, Array{buffer_values_.data() + at, &spec.shape});
+      at += spec.shape.numel();
     }
   }
 
@@ -301,6 +307,7 @@ class GraphBuilder {
 
   const ParameterArena& arena_;
   onnx::GraphProto& g_;
+  std::vector<float> values_, buffer_values_;
   std::map<std::string, Array> arrays_;  // arena name -> values
   std::set<std::string> used_, scalars_;
   std::vector<Expected> expected_;

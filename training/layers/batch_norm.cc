@@ -48,11 +48,11 @@ void BatchNorm::bind(std::span<ParamView> params, std::span<Tensor> buffers) {
   running_var_ = buffers[1].view();
 }
 
-void BatchNorm::setup(const Shape& sample_in, int64_t max_batch, Backend& /*backend*/) {
+void BatchNorm::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) {
   sample_ = output_shape(sample_in);
   max_batch_ = max_batch;
-  mean_ = Tensor(Shape{channels_});
-  rstd_ = Tensor(Shape{channels_});
+  mean_ = backend.allocate(Shape{channels_});
+  rstd_ = backend.allocate(Shape{channels_});
 }
 
 void BatchNorm::forward(Pass& pass, const Tensor& x, Tensor& y) {

@@ -65,11 +65,10 @@ void Conv2d::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) 
   sample_out_ = output_shape(sample_in);
   sample_in_ = sample_in;
   max_batch_ = max_batch;
-  col_ = Tensor(Shape{max_batch, in_ * kernel_ * kernel_, sample_out_[1] * sample_out_[2]});
-  if (options_.activation != Activation::kNone) dz_ = Tensor(sample_out_.with_batch(max_batch));
-  work_.assign(static_cast<size_t>(backend.conv2d_backward_workspace(
-                   window_, sample_in.with_batch(max_batch), out_)),
-               0.0f);
+  col_ = backend.allocate(Shape{max_batch, in_ * kernel_ * kernel_, sample_out_[1] * sample_out_[2]});
+  if (options_.activation != Activation::kNone) dz_ = backend.allocate(sample_out_.with_batch(max_batch));
+  work_ = backend.allocate(Shape{
+      backend.conv2d_backward_workspace(window_, sample_in.with_batch(max_batch), out_)});
 }
 
 void Conv2d::forward(Pass& pass, const Tensor& x, Tensor& y) {
@@ -88,7 +87,7 @@ void Conv2d::backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor
   if (dx != nullptr) check_shape("conv2d.backward", "dx", *dx, x.shape());
   const int64_t need =
       pass.backend.conv2d_backward_workspace(window_, sample_in_.with_batch(max_batch_), out_);
-  if (need > static_cast<int64_t>(work_.size())) {
+  if (need > work_.numel()) {
     throw_shape_error("conv2d.backward",
                       "backend needs a larger workspace than setup() sized; "
                       "use the backend given to setup()");
@@ -96,7 +95,8 @@ void Conv2d::backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor
   Tensor col = col_.slice(0, batch);
   Tensor dz = dz_.empty() ? Tensor() : dz_.slice(0, batch);
   pass.backend.conv2d_backward(window_, x, weight_.value, col, y, options_.activation, dy, dz, dx,
-                               weight_.grad, options_.bias ? &bias_.grad : nullptr, work_);
+                               weight_.grad, options_.bias ? &bias_.grad : nullptr,
+                               work_.span());
 }
 
 }  // namespace tuner::training

@@ -42,7 +42,7 @@ class Conv2d final : public Layer {
   int64_t max_batch_ = 0;
   Tensor col_;               // [max_batch, C*K*K, OH*OW], kept from forward for backward
   Tensor dz_;                // [max_batch, O, OH, OW] when an activation is fused
-  std::vector<float> work_;  // the backend's backward workspace
+  Tensor work_;  // the backend's backward workspace, flat
 };
 
 }  // namespace tuner::training

@@ -19,10 +19,10 @@ std::string Dropout::describe() const {
   return buf;
 }
 
-void Dropout::setup(const Shape& sample_in, int64_t max_batch, Backend& /*backend*/) {
+void Dropout::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) {
   sample_ = sample_in;
   max_batch_ = max_batch;
-  mask_ = Tensor(sample_in.with_batch(max_batch));
+  mask_ = backend.allocate(sample_in.with_batch(max_batch));
 }
 
 void Dropout::forward(Pass& pass, const Tensor& x, Tensor& y) {

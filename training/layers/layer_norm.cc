@@ -39,12 +39,12 @@ void LayerNorm::bind(std::span<ParamView> params, std::span<Tensor> buffers) {
   beta_ = {params[1].value.view(), params[1].grad.view()};
 }
 
-void LayerNorm::setup(const Shape& sample_in, int64_t max_batch, Backend& /*backend*/) {
+void LayerNorm::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) {
   sample_ = output_shape(sample_in);
   max_batch_ = max_batch;
   rows_per_sample_ = sample_in.numel() / features_;
-  mean_ = Tensor(Shape{max_batch * rows_per_sample_});
-  rstd_ = Tensor(Shape{max_batch * rows_per_sample_});
+  mean_ = backend.allocate(Shape{max_batch * rows_per_sample_});
+  rstd_ = backend.allocate(Shape{max_batch * rows_per_sample_});
 }
 
 void LayerNorm::forward(Pass& pass, const Tensor& x, Tensor& y) {

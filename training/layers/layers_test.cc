@@ -24,7 +24,7 @@ namespace {
 // A layer bound to its own arena and set up for max_batch samples.
 struct Bound {
   Bound(std::unique_ptr<Layer> l, const Shape& sample, int64_t max_batch)
-      : layer(std::move(l)), arena(layer->parameter_specs(), layer->buffer_specs()) {
+      : layer(std::move(l)), arena(layer->parameter_specs(), layer->buffer_specs(), backend) {
     layer->bind(arena.params(), arena.buffers());
     layer->setup(sample, max_batch, backend);
   }

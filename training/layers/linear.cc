@@ -48,10 +48,10 @@ void Linear::bind(std::span<ParamView> params, std::span<Tensor> buffers) {
   if (options_.bias) bias_ = {params[1].value.view(), params[1].grad.view()};
 }
 
-void Linear::setup(const Shape& sample_in, int64_t max_batch, Backend& /*backend*/) {
+void Linear::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) {
   output_shape(sample_in);
   max_batch_ = max_batch;
-  if (options_.activation != Activation::kNone) dz_ = Tensor(Shape{max_batch, out_});
+  if (options_.activation != Activation::kNone) dz_ = backend.allocate(Shape{max_batch, out_});
 }
 
 void Linear::forward(Pass& pass, const Tensor& x, Tensor& y) {

@@ -32,18 +32,23 @@ Shape MaxPool2d::output_shape(const Shape& sample_in) const {
   return Shape{sample_in[0], oh, ow};
 }
 
-void MaxPool2d::setup(const Shape& sample_in, int64_t max_batch, Backend& /*backend*/) {
+void MaxPool2d::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) {
   sample_out_ = output_shape(sample_in);
   sample_in_ = sample_in;
   max_batch_ = max_batch;
-  argmax_.assign(static_cast<size_t>(sample_out_.numel() * max_batch), -1);
+  argmax_ = backend.allocate(Shape{sample_out_.numel() * max_batch});
+}
+
+// The argmax indices are int32 stored in float-sized slots of backend memory (backend.h).
+std::span<int32_t> MaxPool2d::argmax(int64_t n) {
+  return {reinterpret_cast<int32_t*>(argmax_.data()), static_cast<size_t>(n)};
 }
 
 void MaxPool2d::forward(Pass& pass, const Tensor& x, Tensor& y) {
   check_batched("max_pool2d.forward", "x", x, sample_in_, max_batch_);
   check_shape("max_pool2d.forward", "y", y, sample_out_.with_batch(x.dim(0)));
   const int64_t n = y.numel();
-  pass.backend.max_pool2d_forward(window_, x, y, std::span<int32_t>(argmax_.data(), n));
+  pass.backend.max_pool2d_forward(window_, x, y, argmax(n));
 }
 
 void MaxPool2d::backward(Pass& pass, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
@@ -52,7 +57,7 @@ void MaxPool2d::backward(Pass& pass, const Tensor& x, const Tensor& /*y*/, const
   check_batched("max_pool2d.backward", "x", x, sample_in_, max_batch_);
   check_shape("max_pool2d.backward", "dy", dy, sample_out_.with_batch(x.dim(0)));
   check_shape("max_pool2d.backward", "dx", *dx, x.shape());
-  pass.backend.max_pool2d_backward(window_, std::span<const int32_t>(argmax_.data(), dy.numel()),
+  pass.backend.max_pool2d_backward(window_, argmax(dy.numel()),
                                    dy, *dx);
 }
 

@@ -2,6 +2,7 @@
 #ifndef TUNER_TRAINING_LAYERS_MAX_POOL2D_H_
 #define TUNER_TRAINING_LAYERS_MAX_POOL2D_H_
 
+#include <span>
 #include <vector>
 
 #include "training/layer.h"
@@ -27,7 +28,9 @@ class MaxPool2d final : public Layer {
   const Window2d window_;
   Shape sample_in_, sample_out_;
   int64_t max_batch_ = 0;
-  std::vector<int32_t> argmax_;  // [max_batch * C * OH * OW], from forward
+  std::span<int32_t> argmax(int64_t n);
+
+  Tensor argmax_;  // int32 [max_batch * C * OH * OW] in backend memory, from forward
 };
 
 }  // namespace tuner::training

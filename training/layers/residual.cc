@@ -83,12 +83,12 @@ void Residual::setup(const Shape& sample_in, int64_t max_batch, Backend& backend
   sample_in_ = sample_in;
   max_batch_ = max_batch;
   body_.setup(sample_in, max_batch, backend);
-  body_out_ = Tensor(sample_out_.with_batch(max_batch));
-  dx_body_ = Tensor(sample_in.with_batch(max_batch));
+  body_out_ = backend.allocate(sample_out_.with_batch(max_batch));
+  dx_body_ = backend.allocate(sample_in.with_batch(max_batch));
   if (shortcut_.size() > 0) {
     shortcut_.setup(sample_in, max_batch, backend);
-    shortcut_out_ = Tensor(sample_out_.with_batch(max_batch));
-    dx_shortcut_ = Tensor(sample_in.with_batch(max_batch));
+    shortcut_out_ = backend.allocate(sample_out_.with_batch(max_batch));
+    dx_shortcut_ = backend.allocate(sample_in.with_batch(max_batch));
   }
 }
 

@@ -19,7 +19,7 @@ Adam::Adam(Backend& backend, int64_t size, AdamOptions options)
       options.weight_decay < 0.0f) {
     throw std::invalid_argument("adam: betas in [0, 1), eps > 0, weight_decay >= 0");
   }
-  state_.assign(static_cast<size_t>(2 * size), 0.0f);
+  state_ = backend.allocate(Shape{2 * size});
 }
 
 std::string Adam::describe() const {
@@ -41,7 +41,7 @@ void Adam::step(std::span<float> params, std::span<const float> grads, float lr)
   AdamStepArgs args{lr,           options_.beta1,        options_.beta2,
                     options_.eps, options_.weight_decay, options_.decoupled,
                     steps_};
-  std::span<float> all(state_);
+  std::span<float> all = state_.span();
   backend_.adam_step(args, params, grads, all.subspan(0, size_), all.subspan(size_, size_));
 }
 

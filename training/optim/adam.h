@@ -28,13 +28,13 @@ class Adam final : public Optimizer {
 
   std::string describe() const override;
   void step(std::span<float> params, std::span<const float> grads, float lr) override;
-  std::span<float> state() override { return state_; }  // m then v
+  std::span<float> state() override { return state_.span(); }  // m then v
 
  private:
   Backend& backend_;
   const int64_t size_;
   const AdamOptions options_;
-  std::vector<float> state_;  // [2 * size]
+  Tensor state_;  // [2 * size] in backend memory
 };
 
 // AdamW with PyTorch's default weight decay of 0.01.

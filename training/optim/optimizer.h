@@ -19,7 +19,8 @@ class Optimizer {
   // One update at learning rate lr. REQUIRES: params.size() == grads.size() == the size given
   // at construction (else std::invalid_argument).
   virtual void step(std::span<float> params, std::span<const float> grads, float lr) = 0;
-  // The state arrays back to back (velocity; or m then v), for checkpoints.
+  // The state arrays back to back (velocity; or m then v), in the backend's memory, for
+  // checkpoints (Backend::download and upload move them).
   virtual std::span<float> state() = 0;
 
   // Steps taken so far (restored with the state from a checkpoint).

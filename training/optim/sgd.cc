@@ -14,7 +14,7 @@ Sgd::Sgd(Backend& backend, int64_t size, SgdOptions options)
   if (options.nesterov && (options.momentum <= 0.0f || options.dampening != 0.0f)) {
     throw std::invalid_argument("sgd: nesterov needs momentum > 0 and dampening 0");
   }
-  if (options.momentum > 0.0f) velocity_.assign(static_cast<size_t>(size), 0.0f);
+  if (options.momentum > 0.0f) velocity_ = backend.allocate(Shape{size});
 }
 
 std::string Sgd::describe() const {
@@ -34,7 +34,7 @@ void Sgd::step(std::span<float> params, std::span<const float> grads, float lr) 
   SgdStepArgs args{
       lr,         options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov,
       steps_ == 0};
-  backend_.sgd_step(args, params, grads, velocity_);
+  backend_.sgd_step(args, params, grads, state());
   ++steps_;
 }
 

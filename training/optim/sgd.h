@@ -25,13 +25,15 @@ class Sgd final : public Optimizer {
 
   std::string describe() const override;
   void step(std::span<float> params, std::span<const float> grads, float lr) override;
-  std::span<float> state() override { return velocity_; }
+  std::span<float> state() override {
+    return velocity_.empty() ? std::span<float>() : velocity_.span();
+  }
 
  private:
   Backend& backend_;
   const int64_t size_;
   const SgdOptions options_;
-  std::vector<float> velocity_;  // [size] when momentum > 0, else empty
+  Tensor velocity_;  // [size] in backend memory when momentum > 0, else empty
 };
 
 }  // namespace tuner::training
