@@ -97,7 +97,7 @@ void LayerChain::forward(Pass& pass, const Tensor& x, Tensor& y) {
 }
 
 void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
-                          Tensor* dx) {
+                          Tensor* dx, const std::function<void(size_t)>& after_layer) {
   const int64_t batch = x.dim(0);
   const size_t n = layers_.size();
   if (n == 0) throw_shape_error("chain.backward", "no layers");
@@ -118,6 +118,7 @@ void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Te
       layers_[i]->backward(pass, layer_in, layer_out, layer_dy, &g_in);
       g_out = std::move(g_in);
     }
+    if (after_layer) after_layer(i);
   }
 }
 

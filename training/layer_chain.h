@@ -3,6 +3,7 @@
 #ifndef TUNER_TRAINING_LAYER_CHAIN_H_
 #define TUNER_TRAINING_LAYER_CHAIN_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,8 +37,10 @@ class LayerChain {
   // REQUIRES: size() >= 1.
   void forward(Pass& pass, const Tensor& x, Tensor& y);
   // dx (skipped when nullptr) and every layer's parameter gradients, from dy[B, out...], after a
-  // forward with the same x and y.
-  void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx);
+  // forward with the same x and y. after_layer(i), when given, runs once layer i's backward is
+  // done (layers finish from the last to the first).
+  void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
+                const std::function<void(size_t)>& after_layer = {});
 
   std::string describe(const std::string& indent) const;
 

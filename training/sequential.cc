@@ -23,6 +23,13 @@ Sequential::Sequential(const Shape& sample_input, std::vector<std::unique_ptr<La
   output_ = backend.allocate(output_shape_.with_batch(max_batch));
   output_grad_ = backend.allocate(output_shape_.with_batch(max_batch));
   arena_->initialize(seed);
+  ready_from_.assign(chain_.size() + 1, static_cast<int64_t>(arena_->grads().size()));
+  size_t param = arena_->param_specs().size();
+  for (size_t i = chain_.size(); i-- > 0;) {
+    const size_t n = chain_.layer(i).parameter_specs().size();
+    param -= n;
+    ready_from_[i] = n > 0 ? arena_->offset(param) : ready_from_[i + 1];
+  }
 }
 
 const Tensor& Sequential::forward(const Tensor& x, Mode mode) {
@@ -47,6 +54,13 @@ void Sequential::backward() {
   if (batch_ == 0) throw std::logic_error("sequential.backward: no forward yet");
   Pass pass{backend_, mode_};
   chain_.backward(pass, input_view_, output_view_, output_grad_view_, nullptr);
+}
+
+void Sequential::backward(const std::function<void(int64_t)>& grads_ready_from) {
+  if (batch_ == 0) throw std::logic_error("sequential.backward: no forward yet");
+  Pass pass{backend_, mode_};
+  chain_.backward(pass, input_view_, output_view_, output_grad_view_, nullptr,
+                  [&](size_t layer) { grads_ready_from(ready_from_[layer]); });
 }
 
 void Sequential::for_each_layer(const std::function<void(Layer&)>& f) {

@@ -52,6 +52,9 @@ class Sequential {
   // Backward of the latest forward from output_grad(); overwrites every parameter gradient.
   // REQUIRES: a forward ran before (else std::logic_error).
   void backward();
+  // The same, calling grads_ready_from(offset) each time every gradient at positions >= offset of
+  // parameters().grads() is final (how data parallelism starts all-reducing early buckets).
+  void backward(const std::function<void(int64_t)>& grads_ready_from);
 
   // The layers, one per line, with their output shapes, and the parameter count.
   std::string describe() const;
@@ -65,6 +68,9 @@ class Sequential {
   std::unique_ptr<ParameterArena> arena_;
   Tensor input_, output_, output_grad_;  // [max_batch, ...]
   Tensor input_view_, output_view_, output_grad_view_;
+  // ready_from_[i]: the offset of the first parameter of layers i.. in the arena (its size when
+  // they have none); once layer i's backward is done, the gradients from there on are final.
+  std::vector<int64_t> ready_from_;
   int64_t batch_ = 0;
   Mode mode_ = Mode::kEval;
 };

@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "training/distributed/communicator.h"
+#include "training/distributed/gradient_buckets.h"
 #include "training/layers/dropout.h"
 #include "training/optim/clip.h"
 
@@ -91,6 +93,67 @@ Trainer::Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& sche
     val_loader_ = std::make_unique<BatchLoader>(
         validation, BatchLoaderOptions{model.max_batch(), false, false, 0});
   }
+  if (Communicator* comm = options.communicator) {
+    // Every rank starts from rank 0's weights, whatever seed built its model.
+    ParameterArena& arena = model.parameters();
+    if (!arena.values().empty()) comm->broadcast(arena.values(), 0);
+    if (!arena.buffer_values().empty()) comm->broadcast(arena.buffer_values(), 0);
+    std::vector<int64_t> offsets;
+    for (size_t i = 0; i < arena.param_specs().size(); ++i) offsets.push_back(arena.offset(i));
+    Backend& backend = model.backend();
+    buckets_ = std::make_unique<GradientBuckets>(
+        arena.grads(), offsets, *comm,
+        [&backend](std::span<float> x, float factor) { backend.scale(x, factor); },
+        options.bucket_bytes);
+    reduce_scratch_ = backend.allocate(Shape{4});
+  }
+}
+
+Trainer::~Trainer() = default;
+
+Trainer::ShardLoss Trainer::forward_backward(const Batch& batch) {
+  Backend& backend = model_.backend();
+  const int64_t global = batch.x.dim(0);
+  int64_t begin = 0, rows = global;
+  if (Communicator* comm = options_.communicator) {
+    begin = global * comm->rank() / comm->size();
+    rows = global * (comm->rank() + 1) / comm->size() - begin;
+    buckets_->begin_step();
+  }
+  float loss = 0.0f;
+  if (rows > 0) {
+    const int64_t row_floats = batch.x.numel() / global;
+    const Tensor x = Tensor::borrow_const(batch.x.data() + begin * row_floats,
+                                          batch.x.shape().with_dim0(rows));
+    const Tensor& logits = model_.forward(x, Mode::kTrain);
+    Tensor& grad = model_.output_grad();
+    loss = loss_.compute(backend, logits, batch.labels.subspan(static_cast<size_t>(begin),
+                                                              static_cast<size_t>(rows)),
+                         &grad);
+    if (buckets_) {
+      // The loss is the mean over this rank's rows: weighted so that the sum over the ranks is
+      // the mean over the whole batch.
+      if (rows != global) {
+        backend.scale(grad.span(), static_cast<float>(rows) / static_cast<float>(global));
+      }
+      model_.backward([this](int64_t offset) { buckets_->ready_from(offset); });
+    } else {
+      model_.backward();
+    }
+  } else {
+    model_.parameters().zero_grads();  // a batch smaller than the world leaves some ranks idle
+  }
+  if (buckets_) buckets_->finish(1.0f);
+  return {loss, rows};
+}
+
+void Trainer::sum_over_ranks(std::span<float> host_values) {
+  if (options_.communicator == nullptr) return;
+  Backend& backend = model_.backend();
+  std::span<float> scratch = reduce_scratch_.span().subspan(0, host_values.size());
+  backend.upload(host_values, scratch);
+  options_.communicator->all_reduce_sum(scratch);
+  backend.download(scratch, host_values);
 }
 
 EvalResult Trainer::evaluate_with(BatchLoader& loader) {
@@ -125,16 +188,20 @@ EpochMetrics Trainer::train_epoch() {
   ParameterArena& params = model_.parameters();
   train_loader_.start_epoch();
   while (const Batch* b = train_loader_.next()) {
-    const Tensor& logits = model_.forward(b->x, Mode::kTrain);
-    const float loss = loss_.compute(model_.backend(), logits, b->labels, &model_.output_grad());
-    model_.backward();
+    const ShardLoss shard = forward_backward(*b);
     if (options_.clip_grad_norm > 0.0) {
       clip_grad_norm(model_.backend(), params.grads(), options_.clip_grad_norm);
     }
     lr = static_cast<float>(schedule_.lr(optimizer_.steps()));
     optimizer_.step(params.values(), params.grads(), lr);
-    loss_sum += static_cast<double>(loss) * static_cast<double>(b->x.dim(0));
-    seen += b->x.dim(0);
+    loss_sum += static_cast<double>(shard.loss) * static_cast<double>(shard.rows);
+    seen += shard.rows;
+  }
+  if (options_.communicator != nullptr) {
+    float totals[2] = {static_cast<float>(loss_sum), static_cast<float>(seen)};
+    sum_over_ranks(totals);
+    loss_sum = totals[0];
+    seen = static_cast<int64_t>(totals[1]);
   }
   ++epoch_;
   m.epoch = epoch_;

@@ -20,6 +20,9 @@
 
 namespace tuner::training {
 
+class Communicator;
+class GradientBuckets;
+
 enum class StopMetric { kValLoss, kValAccuracy };
 
 struct EarlyStoppingOptions {
@@ -36,6 +39,14 @@ struct TrainerOptions {
   float label_smoothing = 0.0f;
   double clip_grad_norm = 0.0;  // clip the gradients' global L2 norm to this; 0 disables
   EarlyStoppingOptions early_stopping;
+  // Data parallelism as PyTorch's DDP does it, when set: this process is one rank of the
+  // communicator. Every rank runs the same trainer on the same data and options; each global
+  // batch of batch_size is split by rank, the gradients are all-reduced in buckets of
+  // bucket_bytes while the backward pass runs, the parameters are broadcast from rank 0 when
+  // the trainer is made, and every rank sees the metrics of the whole batch and validation
+  // split. Borrowed: it must outlive the trainer.
+  Communicator* communicator = nullptr;
+  int64_t bucket_bytes = 25 << 20;
 };
 
 // What one epoch reports. Validation values are NaN when there is no validation split.
@@ -84,6 +95,7 @@ class Trainer {
   // without a validation split. `validation` may be empty.
   Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& schedule, const Dataset& train,
           const Dataset& validation, TrainerOptions options);
+  ~Trainer();
 
   // Runs epochs epoch()+1 .. options.epochs, calling on_epoch after each (when given).
   TrainResult run(const EpochCallback& on_epoch = {});
@@ -103,6 +115,15 @@ class Trainer {
 
  private:
   EvalResult evaluate_with(BatchLoader& loader);
+  // Forward, loss and backward of this rank's rows of a global batch (all of them without a
+  // communicator), leaving the gradients of the whole batch on every rank.
+  struct ShardLoss {
+    float loss = 0.0f;  // mean over the rows
+    int64_t rows = 0;
+  };
+  ShardLoss forward_backward(const Batch& batch);
+  // Sums values over the ranks (a no-op without a communicator).
+  void sum_over_ranks(std::span<float> host_values);
   // Updates the early-stopping state for this epoch's metrics; true when patience ran out.
   bool early_stop(const EpochMetrics& m);
 
@@ -117,6 +138,8 @@ class Trainer {
   // Run state (saved in checkpoints).
   BatchLoader train_loader_;
   std::unique_ptr<BatchLoader> val_loader_;  // null without a validation split
+  std::unique_ptr<GradientBuckets> buckets_;  // with a communicator
+  Tensor reduce_scratch_;                     // a few floats in backend memory, for metrics
   int64_t epoch_ = 0;
   double best_value_ = 0.0;
   int64_t best_epoch_ = 0;
