@@ -2,16 +2,21 @@
 // second of forward + backward + optimizer step) and test accuracy on Fashion-MNIST for the MLP
 // 784-512-256-10 and the small CNN of issue 4, plus the peak of a large GEMM on the same threads.
 // Prints one JSON line per measurement (its PyTorch peer, engine_vs_pytorch.py, prints the same).
+// With --backend cuda the same measurements run on GPU 0 (bench/gpu/check.sh).
 //
-//   engine_vs_pytorch [--threads 2] [--steps 200] [--epochs-mlp 5] [--epochs-cnn 3]
-//                     [--models mlp,cnn] [--data DIR] [--quick]
+//   engine_vs_pytorch [--backend cpu|cuda] [--threads 2] [--steps 200] [--epochs-mlp 5]
+//                     [--epochs-cnn 3] [--models mlp,cnn] [--data DIR] [--quick]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cuda/cuda_backend.h"
 #include "training/data/idx.h"
 #include "training/model_spec.h"
 #include "training/optim/adam.h"
@@ -52,21 +57,37 @@ double training_flops(const std::vector<LayerSpec>& layers) {
 }
 
 double gemm_peak_gflops(Backend& backend, int64_t n) {
-  Tensor a(Shape{n, n}), b(Shape{n, n}), c(Shape{n, n});
+  Tensor a = backend.allocate(Shape{n, n}), b = backend.allocate(Shape{n, n});
+  Tensor c = backend.allocate(Shape{n, n});
   Rng rng(1);
-  for (float& v : a.span()) v = rng.uniform(-1, 1);
-  for (float& v : b.span()) v = rng.uniform(-1, 1);
+  std::vector<float> host(static_cast<size_t>(n * n));
+  for (float& v : host) v = rng.uniform(-1, 1);
+  backend.upload(host, a.span());
+  backend.upload(host, b.span());
   backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
+  backend.synchronize();
+  // A GPU needs several products per timing to rise above the launch and clock noise.
+  const int per_rep = backend.host_accessible() ? 1 : 20;
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     const double t = now();
-    backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
-    best = std::max(best, 2.0 * n * n * n / (now() - t) / 1e9);
+    for (int i = 0; i < per_rep; ++i) {
+      backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
+    }
+    backend.synchronize();
+    best = std::max(best, per_rep * 2.0 * n * n * n / (now() - t) / 1e9);
   }
   return best;
 }
 
+std::unique_ptr<Backend> make_backend(const std::string& kind, int threads) {
+  if (kind == "cuda") return make_cuda_backend(0);
+  if (kind != "cpu") throw std::invalid_argument("--backend must be cpu or cuda, not " + kind);
+  return make_cpu_backend(threads);
+}
+
 struct Args {
+  std::string backend = "cpu";
   int threads = 2;
   int64_t steps = 200;
   int64_t epochs_mlp = 5, epochs_cnn = 3;
@@ -78,7 +99,8 @@ struct Args {
 void bench_model(const Args& args, const std::string& name, const char* json, Dataset& train,
                  Dataset& test, double peak) {
   const ModelSpec spec = parse_model_spec(json);
-  CpuBackend backend(args.threads);
+  std::unique_ptr<Backend> owned = make_backend(args.backend, args.threads);
+  Backend& backend = *owned;
   auto model = build_model(spec, kBatch, backend, 1);
   Adam adam(backend, static_cast<int64_t>(model->parameters().values().size()), AdamOptions{});
   ConstantLr lr(1e-3);
@@ -100,12 +122,13 @@ void bench_model(const Args& args, const std::string& name, const char* json, Da
   for (int i = 0; i < 10; ++i) step();
   const double t0 = now();
   for (int64_t i = 0; i < args.steps; ++i) step();
+  backend.synchronize();
   const double sps = static_cast<double>(args.steps * kBatch) / (now() - t0);
   const double flops = training_flops(spec.layers);
   std::printf(
-      "{\"impl\": \"engine\", \"model\": \"%s\", \"threads\": %d, \"batch\": %lld, "
-      "\"samples_per_s\": %.1f, \"gflops\": %.2f, \"peak_fraction\": %.4f}\n",
-      name.c_str(), args.threads, static_cast<long long>(kBatch), sps, sps * flops / 1e9,
+      "{\"impl\": \"engine\", \"backend\": \"%s\", \"model\": \"%s\", \"threads\": %d, "
+      "\"batch\": %lld, \"samples_per_s\": %.1f, \"gflops\": %.2f, \"peak_fraction\": %.4f}\n",
+      args.backend.c_str(), name.c_str(), args.threads, static_cast<long long>(kBatch), sps, sps * flops / 1e9,
       sps * flops / 1e9 / peak);
   std::fflush(stdout);
 
@@ -121,9 +144,9 @@ void bench_model(const Args& args, const std::string& name, const char* json, Da
   const double train_s = now() - t1;
   const EvalResult eval = trainer.evaluate(test);
   std::printf(
-      "{\"impl\": \"engine\", \"model\": \"%s\", \"epochs\": %lld, \"test_accuracy\": %.4f, "
-      "\"test_loss\": %.4f, \"train_seconds\": %.1f}\n",
-      name.c_str(), static_cast<long long>(epochs), eval.accuracy, eval.loss, train_s);
+      "{\"impl\": \"engine\", \"backend\": \"%s\", \"model\": \"%s\", \"epochs\": %lld, "
+      "\"test_accuracy\": %.4f, \"test_loss\": %.4f, \"train_seconds\": %.1f}\n",
+      args.backend.c_str(), name.c_str(), static_cast<long long>(epochs), eval.accuracy, eval.loss, train_s);
   std::fflush(stdout);
 }
 
@@ -136,10 +159,12 @@ int run(const Args& args) {
   const Normalizer norm = Normalizer::fit(train, NormalizeBy::kAll);
   norm.apply(train);
   norm.apply(test);
-  CpuBackend backend(args.threads);
-  const double peak = gemm_peak_gflops(backend, args.quick ? 512 : 2048);
-  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f, \"threads\": %d}\n", peak,
-              args.threads);
+  std::unique_ptr<Backend> backend = make_backend(args.backend, args.threads);
+  const int64_t gemm_n = args.quick ? 512 : (args.backend == "cuda" ? 8192 : 2048);
+  const double peak = gemm_peak_gflops(*backend, gemm_n);
+  std::printf("{\"impl\": \"engine\", \"backend\": \"%s\", \"gemm_peak_gflops\": %.1f, "
+              "\"threads\": %d}\n",
+              args.backend.c_str(), peak, args.threads);
   if (args.models.find("mlp") != std::string::npos)
     bench_model(args, "mlp", kMlp, train, test, peak);
   if (args.models.find("cnn") != std::string::npos)
@@ -161,7 +186,9 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--threads")
+    if (a == "--backend")
+      args.backend = value();
+    else if (a == "--threads")
       args.threads = std::stoi(value());
     else if (a == "--steps")
       args.steps = std::stoll(value());
@@ -177,7 +204,7 @@ int main(int argc, char** argv) {
       args.quick = true, args.steps = 20, args.epochs_mlp = 1, args.epochs_cnn = 1;
     else {
       std::fprintf(stderr,
-                   "usage: engine_vs_pytorch [--threads N] [--steps N] [--epochs-mlp N] "
+                   "usage: engine_vs_pytorch [--backend cpu|cuda] [--threads N] [--steps N] [--epochs-mlp N] "
                    "[--epochs-cnn N] [--models mlp,cnn] [--data DIR] [--quick]\n");
       return 2;
     }

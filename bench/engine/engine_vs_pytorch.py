@@ -4,6 +4,10 @@
 The same models, recipe and measurements as engine_vs_pytorch.cc: training throughput (forward +
 backward + Adam step, batch 128) with N threads, test accuracy after the recipe's epochs, and the
 peak of a 2048 float32 GEMM. Prints one JSON line per measurement, tagged with --label.
+
+With --device cuda it is the GPU anchor of bench/gpu/check.sh: the data set sits on the GPU and
+the steps are timed between two synchronizations, with no per-step synchronization (PyTorch's
+eager mode at its best; the engine waits for each step's loss).
 """
 import argparse
 import gzip
@@ -48,14 +52,23 @@ FLOPS = {  # training FLOPs per sample, counted as engine_vs_pytorch.cc does
 }
 
 
-def gemm_peak(n):
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def gemm_peak(n, device):
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
     a @ b
+    sync(device)
+    reps = 20 if device.type == "cuda" else 1
     best = 0.0
     for _ in range(5):
         t = time.perf_counter()
-        a @ b
-        best = max(best, 2.0 * n ** 3 / (time.perf_counter() - t) / 1e9)
+        for _ in range(reps):
+            a @ b
+        sync(device)
+        best = max(best, reps * 2.0 * n ** 3 / (time.perf_counter() - t) / 1e9)
     return best
 
 
@@ -69,7 +82,9 @@ def main():
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist/")
     p.add_argument("--label", default="pytorch")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = p.parse_args()
+    dev = torch.device(a.device)
     if a.quick:
         a.steps, a.epochs_mlp, a.epochs_cnn = 20, 1, 1
     torch.set_num_threads(a.threads)
@@ -80,19 +95,20 @@ def main():
                       1024 if a.quick else None)
     mean, std = x.mean(), x.std()
     x, tx = (x - mean) / std, (tx - mean) / std
-    tag = {"impl": a.label, "torch": torch.__version__, "threads": a.threads}
-    peak = gemm_peak(512 if a.quick else 2048)
+    x, y, tx, ty = x.to(dev), y.to(dev), tx.to(dev), ty.to(dev)
+    tag = {"impl": a.label, "torch": torch.__version__, "device": a.device, "threads": a.threads}
+    peak = gemm_peak(512 if a.quick else (8192 if dev.type == "cuda" else 2048), dev)
     print(json.dumps({**tag, "gemm_peak_gflops": round(peak, 1)}), flush=True)
     for name in a.models.split(","):
         make = {"mlp": mlp, "cnn": cnn}[name]
-        model = make()
+        model = make().to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         loss_fn = nn.CrossEntropyLoss()
 
         def batches(seed):
             g = torch.Generator().manual_seed(seed)
             while True:
-                perm = torch.randperm(len(x), generator=g)
+                perm = torch.randperm(len(x), generator=g).to(dev)
                 for i in range(0, len(x) - BATCH + 1, BATCH):
                     idx = perm[i:i + BATCH]
                     yield x[idx], y[idx]
@@ -107,9 +123,11 @@ def main():
 
         for _ in range(10):
             step(*next(it))
+        sync(dev)
         t = time.perf_counter()
         for _ in range(a.steps):
             step(*next(it))
+        sync(dev)
         sps = a.steps * BATCH / (time.perf_counter() - t)
         print(json.dumps({**tag, "model": name, "batch": BATCH, "samples_per_s": round(sps, 1),
                           "gflops": round(sps * FLOPS[name] / 1e9, 2),
@@ -120,15 +138,16 @@ def main():
         if epochs <= 0:
             continue
         torch.manual_seed(1)
-        model = make()
+        model = make().to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         g = torch.Generator().manual_seed(1)
         t = time.perf_counter()
         for _ in range(epochs):
-            perm = torch.randperm(len(x), generator=g)
+            perm = torch.randperm(len(x), generator=g).to(dev)
             for i in range(0, len(x), BATCH):
                 idx = perm[i:i + BATCH]
                 step(x[idx], y[idx])
+        sync(dev)
         train_s = time.perf_counter() - t
         model.eval()
         with torch.no_grad():

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The GPU check of issue 8, in one run that fits in 8 minutes on one GPU machine:
+#   1. the GPU tests (the CUDA backend's op suite against the CPU backend, NCCL, the inventory),
+#      in the whole training_tests binary;
+#   2. training throughput and accuracy of the MLP and the CNN, engine (--backend cuda) against
+#      PyTorch eager on the same GPU in the same run;
+#   3. the GEMM peak each side reaches, and the NCCL all-reduce bandwidth.
+#
+#   bench/gpu/check.sh [--bin DIR] [--data DIR] [--quick]
+# --bin: binaries made by bench/gpu/pack.sh (a machine without this project's Debian packages);
+#        otherwise it configures and builds in $BUILD (default build-gpu) here.
+# Results: one JSON line per measurement on stdout, also saved to $RESULTS (default
+# <build or bin>/gpu-check-<time>.jsonl). Exit status: that of the tests, else 0.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+bin=""
+data="/usr/share/datasets/fashion-mnist/"
+quick=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin="$(cd "$2" && pwd)"; shift ;;
+    --data) data="$2"; shift ;;
+    --quick) quick=(--quick) ;;
+    *) echo "usage: $0 [--bin DIR] [--data DIR] [--quick]" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$data" in */) ;; *) data="$data/" ;; esac
+
+if [ -z "$bin" ]; then
+  build="${BUILD:-$root/build-gpu}"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTUNER_CUDA=ON >/dev/null || exit 1
+  cmake --build "$build" -j "$(nproc)" --target training_tests engine_vs_pytorch nccl_allreduce || exit 1
+  tests="$build/training/training_tests"
+  engine="$build/bench/engine/engine_vs_pytorch"
+  nccl="$build/bench/gpu/nccl_allreduce"
+  peer="$root/bench/engine/engine_vs_pytorch.py"
+  results_dir="$build"
+else
+  # Packed binaries load their libraries from ../lib, CUDA's from the machine.
+  export LD_LIBRARY_PATH="$bin/../lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  tests="$bin/training_tests"
+  engine="$bin/engine_vs_pytorch"
+  nccl="$bin/nccl_allreduce"
+  peer="$bin/engine_vs_pytorch.py"
+  results_dir="$bin/.."
+fi
+results="${RESULTS:-$results_dir/gpu-check-$(date +%Y%m%d-%H%M%S).jsonl}"
+python="${PYTHON:-python3}"
+step() { echo "== $* ($(date +%T))" >&2; }
+
+step "GPU"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2
+
+step "tests"
+"$tests" --gtest_brief=1 2>&1 | tail -40
+tests_rc=${PIPESTATUS[0]}
+echo "{\"bench\": \"gpu_tests\", \"exit_code\": $tests_rc}" | tee -a "$results"
+
+step "engine on the GPU"
+"$engine" --backend cuda --data "$data" "${quick[@]}" | tee -a "$results"
+step "PyTorch on the GPU"
+"$python" "$peer" --device cuda --data "$data" --label pytorch-cuda "${quick[@]}" | tee -a "$results"
+"$python" - <<'PY' | tee -a "$results"
+# cuBLAS's own bf16 GEMM rate through PyTorch, the ceiling for the engine's bf16 path.
+import json, time, torch
+n = 8192
+a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+for _ in range(3):
+    a @ b
+torch.cuda.synchronize()
+t = time.perf_counter()
+for _ in range(20):
+    a @ b
+torch.cuda.synchronize()
+print(json.dumps({"impl": "pytorch-cuda", "torch": torch.__version__, "bf16_gemm_tflops":
+                  round(20 * 2 * n ** 3 / (time.perf_counter() - t) / 1e12, 1), "n": n}))
+PY
+
+step "NCCL all-reduce"
+"$nccl" ${quick:+--max-mb 64} | tee -a "$results"
+
+step "done: $results"
+exit "$tests_rc"

@@ -1,0 +1,23 @@
+// The CUDA backend: tensors in device memory, GEMMs through cuBLAS, fused kernels for the
+// element-wise work, everything on one stream per backend. Built when nvcc is found
+// (TUNER_HAVE_CUDA); elsewhere make_cuda_backend says why it cannot be made.
+#ifndef TUNER_TRAINING_BACKENDS_CUDA_CUDA_BACKEND_H_
+#define TUNER_TRAINING_BACKENDS_CUDA_CUDA_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "training/backend.h"
+
+namespace tuner::training {
+
+// Empty when a CUDA backend can be made on `device`; else why not ("built without CUDA",
+// "no CUDA device: <driver's message>", "device 3 of 1").
+std::string cuda_backend_unavailable(int device = 0);
+
+// Throws std::runtime_error with cuda_backend_unavailable's reason when it cannot be made.
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+
+}  // namespace tuner::training
+
+#endif  // TUNER_TRAINING_BACKENDS_CUDA_CUDA_BACKEND_H_

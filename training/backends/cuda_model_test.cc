@@ -1,0 +1,130 @@
+// Whole models on the CUDA backend against the CPU backend: the same spec and seed train to the
+// same weights and metrics (to float tolerance), and a checkpoint written on the GPU continues on
+// the CPU and back. The op-by-op comparison is backend_ops_test.cc; these tests skip where there
+// is no GPU.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cuda/cuda_backend.h"
+#include "training/checkpoint.h"
+#include "training/model_spec.h"
+#include "training/optim/adam.h"
+#include "training/optim/lr_schedule.h"
+#include "training/rng.h"
+#include "training/trainer.h"
+
+namespace tuner::training {
+namespace {
+
+// n images [1, 8, 8] of 4 classes: class c brightens quadrant c, plus noise.
+Dataset quadrants(int64_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * 64));
+  std::vector<int32_t> y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t c = static_cast<int32_t>(rng.next_u64() % 4);
+    y[static_cast<size_t>(i)] = c;
+    for (int64_t p = 0; p < 64; ++p) {
+      const bool hot = (p / 32) * 2 + (p % 8) / 4 == c;
+      x[static_cast<size_t>(i * 64 + p)] = (hot ? 0.6f : 0.0f) + 0.5f * rng.normal();
+    }
+  }
+  return Dataset(Shape{1, 8, 8}, std::move(x), std::move(y), 4);
+}
+
+// Every layer kind the CUDA backend runs, dropout and batch norm included (their masks and
+// statistics must match the CPU's too).
+constexpr const char* kSpec = R"({"input": [1, 8, 8], "layers": [
+    {"type": "conv2d", "out": 6, "kernel": 3, "padding": 1}, {"type": "relu"},
+    {"type": "batch_norm"}, {"type": "max_pool2d", "kernel": 2},
+    {"type": "conv2d", "out": 8, "kernel": 3, "stride": 2, "padding": 1, "activation": "gelu"},
+    {"type": "avg_pool2d", "kernel": 2}, {"type": "flatten"},
+    {"type": "dropout", "p": 0.2}, {"type": "linear", "out": 16}, {"type": "tanh"},
+    {"type": "residual", "body": [{"type": "layer_norm"}, {"type": "linear", "out": 16},
+                                   {"type": "sigmoid"}]},
+    {"type": "linear", "out": 4}]})";
+
+struct ModelRun {
+  ModelRun(Backend& b, const Dataset& train, const Dataset& val, int64_t epochs)
+      : backend(b),
+        spec(parse_model_spec(kSpec)),
+        model(build_model(spec, 16, backend, 3)),
+        adam(backend, static_cast<int64_t>(model->parameters().values().size()), AdamOptions{}),
+        lr(3e-3),
+        trainer(*model, adam, lr, train, val, {.epochs = epochs, .batch_size = 16, .seed = 4}) {}
+  Backend& backend;
+  ModelSpec spec;
+  std::unique_ptr<Sequential> model;
+  Adam adam;
+  ConstantLr lr;
+  Trainer trainer;
+};
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = a.size() == b.size() ? 0.0 : INFINITY;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
+  }
+  return worst;
+}
+
+class CudaModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = cuda_backend_unavailable(0);
+    if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
+    gpu_ = make_cuda_backend(0);
+  }
+  CpuBackend cpu_{1};
+  std::unique_ptr<Backend> gpu_;
+};
+
+TEST_F(CudaModel, TrainsToTheCpuWeightsAndMetrics) {
+  const Dataset train = quadrants(96, 1), val = quadrants(48, 2);
+  ModelRun on_cpu(cpu_, train, val, 3), on_gpu(*gpu_, train, val, 3);
+  const TrainResult c = on_cpu.trainer.run(), g = on_gpu.trainer.run();
+  ASSERT_EQ(c.history.size(), g.history.size());
+  for (size_t e = 0; e < c.history.size(); ++e) {
+    EXPECT_NEAR(g.history[e].train_loss, c.history[e].train_loss, 2e-3) << "epoch " << e;
+    EXPECT_NEAR(g.history[e].val_loss, c.history[e].val_loss, 2e-3) << "epoch " << e;
+  }
+  EXPECT_LT(max_abs_diff(on_gpu.model->parameters().values_to_host(),
+                         on_cpu.model->parameters().values_to_host()),
+            2e-3);
+  EXPECT_LT(max_abs_diff(on_gpu.model->parameters().buffer_values_to_host(),
+                         on_cpu.model->parameters().buffer_values_to_host()),
+            2e-3);
+}
+
+TEST_F(CudaModel, ACheckpointMovesBetweenGpuAndCpu) {
+  const Dataset train = quadrants(64, 3), val = quadrants(32, 4);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tuner-cuda-ckpt-" + std::to_string(getpid())))
+          .string();
+  // Two epochs on the GPU, the third on the CPU, the fourth on the GPU again.
+  ModelRun first(*gpu_, train, val, 2);
+  first.trainer.run();
+  save_checkpoint(path, first.trainer.checkpoint(first.spec.json));
+  ModelRun second(cpu_, train, val, 3);
+  second.trainer.restore(load_checkpoint(path));
+  EXPECT_EQ(second.model->parameters().values_to_host(), first.model->parameters().values_to_host());
+  second.trainer.run();
+  save_checkpoint(path, second.trainer.checkpoint(second.spec.json));
+  ModelRun third(*gpu_, train, val, 4);
+  third.trainer.restore(load_checkpoint(path));
+  EXPECT_EQ(third.model->parameters().values_to_host(), second.model->parameters().values_to_host());
+  const TrainResult r = third.trainer.run();
+  ASSERT_EQ(r.history.size(), 1u);
+  EXPECT_TRUE(std::isfinite(r.history[0].train_loss));
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace tuner::training
