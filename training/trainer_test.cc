@@ -13,6 +13,7 @@
 
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/checkpoint.h"
+#include "training/data/fashion_mnist.h"
 #include "training/data/idx.h"
 #include "training/model_spec.h"
 #include "training/optim/adam.h"
@@ -197,7 +198,7 @@ TEST(Checkpoint, RestoreRefusesAnotherModel) {
 }
 
 TEST(FashionMnist, AThousandImageSliceTrainsAnMlpToASaneAccuracyInSeconds) {
-  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  const std::string dir = fashion_mnist_dir();
   const auto start = std::chrono::steady_clock::now();
   const Dataset all =
       read_idx(dir + "train-images-idx3-ubyte.gz", dir + "train-labels-idx1-ubyte.gz", 1500);

@@ -17,6 +17,7 @@
 
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cuda/cuda_backend.h"
+#include "training/data/fashion_mnist.h"
 #include "training/data/idx.h"
 #include "training/model_spec.h"
 #include "training/optim/adam.h"
@@ -92,7 +93,7 @@ struct Args {
   int64_t steps = 200;
   int64_t epochs_mlp = 5, epochs_cnn = 3;
   std::string models = "mlp,cnn";
-  std::string data = "/usr/share/datasets/fashion-mnist/";
+  std::string data = fashion_mnist_dir();
   bool quick = false;
 };
 

@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 case "$data" in */) ;; *) data="$data/" ;; esac
+export TUNER_FASHION_MNIST_DIR="$data"  # for the tests that read Fashion-MNIST
 
 if [ -z "$bin" ]; then
   build="${BUILD:-$root/build-gpu}"

@@ -97,6 +97,13 @@ int main(int argc, char** argv) {
     check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
     const int size = args.gpus > 0 ? std::min(args.gpus, visible) : visible;
     if (size < 1) throw std::runtime_error("no GPU visible");
+    if (size == 1) {
+      // NCCL returns at once from an in-place all-reduce over one rank: there is no bandwidth
+      // to measure.
+      std::printf("{\"bench\": \"nccl_allreduce\", \"ranks\": 1, \"note\": \"one GPU: "
+                  "all-reduce bandwidth needs two or more\"}\n");
+      return 0;
+    }
     const std::string id = tuner::training::nccl_new_unique_id();
     std::vector<std::thread> ranks;
     std::vector<std::string> errors(static_cast<size_t>(size));

@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cuda/cuda_backend.h"
 #include "training/checkpoint.h"
+#include "training/distributed/nccl_communicator.h"
 #include "training/model_spec.h"
 #include "training/optim/adam.h"
 #include "training/optim/lr_schedule.h"
@@ -124,6 +126,50 @@ TEST_F(CudaModel, ACheckpointMovesBetweenGpuAndCpu) {
   ASSERT_EQ(r.history.size(), 1u);
   EXPECT_TRUE(std::isfinite(r.history[0].train_loss));
   std::filesystem::remove(path);
+}
+
+// Data parallelism on GPUs: one NCCL rank per visible GPU (one, on a one-GPU machine) ends
+// with the weights of the plain run, within float tolerance.
+TEST_F(CudaModel, NcclRanksMatchThePlainRun) {
+  const Dataset train = quadrants(64, 5), val = quadrants(32, 6);
+  ModelRun plain(*gpu_, train, val, 2);
+  plain.trainer.run();
+  const NcclDevices devices = nccl_visible_devices();
+  const int world = devices.count;
+  const std::string id = nccl_new_unique_id();
+  std::vector<std::vector<float>> weights(static_cast<size_t>(world));
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        std::unique_ptr<Backend> backend = r == 0 ? nullptr : make_cuda_backend(r);
+        Backend& b = r == 0 ? *gpu_ : *backend;
+        NcclCommunicator comm(r, world, id, r, std::chrono::seconds(60));
+        comm.set_producer_stream(cuda_stream_of(b));
+        const ModelSpec spec = parse_model_spec(kSpec);
+        auto model = build_model(spec, 16, b, 3);
+        Adam adam(b, static_cast<int64_t>(model->parameters().values().size()), AdamOptions{});
+        ConstantLr lr(3e-3);
+        TrainerOptions options{.epochs = 2, .batch_size = 16, .seed = 4};
+        options.communicator = &comm;
+        Trainer trainer(*model, adam, lr, train, val, options);
+        trainer.run();
+        weights[static_cast<size_t>(r)] = model->parameters().values_to_host();
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+    // Batch norm and dropout see each rank's rows, so only one rank is the plain run exactly.
+    if (world == 1) {
+      EXPECT_LT(max_abs_diff(weights[0], plain.model->parameters().values_to_host()), 1e-5);
+    }
+    EXPECT_EQ(weights[static_cast<size_t>(r)], weights[0]) << "rank " << r;
+  }
 }
 
 }  // namespace

@@ -14,12 +14,13 @@
 #include "training/data/batch_loader.h"
 #include "training/data/csv.h"
 #include "training/data/dataset.h"
+#include "training/data/fashion_mnist.h"
 #include "training/data/idx.h"
 
 namespace tuner::training {
 namespace {
 
-const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+const std::string kFashion = fashion_mnist_dir();
 
 class TempDir {
  public:

@@ -18,6 +18,11 @@ std::string cuda_backend_unavailable(int device = 0);
 // Throws std::runtime_error with cuda_backend_unavailable's reason when it cannot be made.
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
 
+// The cudaStream_t a CUDA backend runs its kernels on, as void* (nullptr for other backends), so
+// that a NcclCommunicator's collectives wait for the kernels that write the gradients
+// (NcclCommunicator::set_producer_stream).
+void* cuda_stream_of(Backend& backend);
+
 }  // namespace tuner::training
 
 #endif  // TUNER_TRAINING_BACKENDS_CUDA_CUDA_BACKEND_H_

@@ -96,6 +96,11 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);
 }
 
+void* cuda_stream_of(Backend& backend) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  return cuda != nullptr ? static_cast<void*>(cuda->stream()) : nullptr;
+}
+
 CudaBackend::CudaBackend(int device) : device_(device) {
   const char* op = "CudaBackend()";
   TUNER_CUDA_CHECK(cudaSetDevice(device_), op, cuda::args("device", int64_t{device}));

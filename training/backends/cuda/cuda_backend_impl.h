@@ -151,6 +151,7 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
   int num_threads() const override { return 1; }
+  cudaStream_t stream() const { return stream_.get(); }
 
   Tensor allocate(const Shape& shape) override;
   bool host_accessible() const override { return false; }

@@ -13,4 +13,6 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
   throw std::runtime_error("make_cuda_backend: " + cuda_backend_unavailable(device));
 }
 
+void* cuda_stream_of(Backend& /*backend*/) { return nullptr; }
+
 }  // namespace tuner::training
