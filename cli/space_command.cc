@@ -1,0 +1,36 @@
+// tuner space check|import: validate a search-space file, or convert NNI / W&B spaces.
+#include <iostream>
+
+#include "cli/command.h"
+#include "search/import_nni.h"
+#include "search/import_wandb.h"
+#include "search/search_space_json.h"
+
+namespace tuner::cli {
+
+int run_space(const std::vector<std::string>& args) {
+  if (args.empty()) throw UsageError("tuner space: expected 'check' or 'import'");
+  if (args[0] == "check") {
+    if (args.size() != 2) throw UsageError("usage: tuner space check FILE");
+    std::cout << to_json(load_search_space(args[1]));
+    return kExitOk;
+  }
+  if (args[0] == "import") {
+    if (args.size() != 4 || args[1] != "--from") {
+      throw UsageError("usage: tuner space import --from nni|wandb FILE");
+    }
+    const std::string& format = args[2];
+    const std::string& path = args[3];
+    if (format == "nni") {
+      std::cout << to_json(load_nni_search_space(path));
+    } else if (format == "wandb") {
+      std::cout << to_json(load_wandb_parameters(path));
+    } else {
+      throw UsageError("tuner space import: unknown format '" + format + "' (nni or wandb)");
+    }
+    return kExitOk;
+  }
+  throw UsageError("tuner space: unknown command '" + args[0] + "' (check or import)");
+}
+
+}  // namespace tuner::cli
