@@ -102,6 +102,7 @@ struct Coordinator::Impl {
   std::map<std::string, SteadyTime> unknown_peers;  // route -> when it was last told to say HELLO
   uint64_t next_lease_id = 1;
   bool exhausted = false;          // the sampler has nothing left
+  bool draining = false;           // drain() was called
   SteadyTime ask_blocked_until{};  // after a failed ask(): wait before asking again
   SteadyTime next_heartbeat{};
   CoordinatorStats stats;
@@ -166,7 +167,7 @@ struct Coordinator::Impl {
       prepared.pop_front();
       return p;
     }
-    if (retries.empty() && !may_start_new()) return std::nullopt;
+    if (draining || (retries.empty() && !may_start_new())) return std::nullopt;
     if (clock->steady_now() < ask_blocked_until) return std::nullopt;
     std::optional<Trial> trial;
     try {
@@ -601,7 +602,31 @@ struct Coordinator::Impl {
 
   bool done() const {
     return leases.empty() && retries.empty() && prepared.empty() &&
-           (exhausted || (options.n_trials && stats.trials_started >= *options.n_trials));
+           (draining || exhausted ||
+            (options.n_trials && stats.trials_started >= *options.n_trials));
+  }
+
+  void drain() {
+    if (draining) return;
+    draining = true;
+    for (Prepared& p : prepared) {
+      try {
+        study.tell(*p.trial, TrialState::kFail, "not started: the coordinator was drained");
+        study.enqueue_trial(p.params);
+      } catch (const Error& e) {
+        log("trial " + std::to_string(p.trial->number()) + ": cannot requeue it: " + e.what());
+      }
+    }
+    prepared.clear();
+    for (const PendingRetry& r : retries) {
+      try {
+        study.enqueue_trial(r.params);
+      } catch (const Error& e) {
+        log(std::string("cannot requeue a re-run: ") + e.what());
+      }
+    }
+    retries.clear();
+    log("draining: no new trials; " + std::to_string(leases.size()) + " still running");
   }
 };
 
@@ -663,6 +688,10 @@ void Coordinator::run(std::stop_token stop) {
 }
 
 bool Coordinator::done() const { return impl_->done(); }
+
+void Coordinator::drain() { impl_->drain(); }
+
+bool Coordinator::draining() const { return impl_->draining; }
 
 CoordinatorStats Coordinator::stats() const {
   CoordinatorStats s = impl_->stats;

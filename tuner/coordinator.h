@@ -112,8 +112,15 @@ class Coordinator {
   // Turns the loop until done() or until `stop` is requested.
   void run(std::stop_token stop = {});
 
-  // The budget is spent (n_trials started, or the sampler exhausted), nothing is leased and no
-  // re-run is waiting.
+  // Stops handing out trials: nothing new is asked or leased and expired leases are not re-run;
+  // the trials already leased run on. A re-run that was waiting (or a trial asked but not yet
+  // leased, which is told FAIL) is enqueued in the study with its params, so that the study's
+  // next ask() runs it when it is resumed. How a sweep stops gracefully, or ends its time budget.
+  void drain();
+  bool draining() const;
+
+  // The budget is spent (n_trials started, or the sampler exhausted) or drain() was called,
+  // nothing is leased and no re-run is waiting.
   bool done() const;
   CoordinatorStats stats() const;
   const Study& study() const;

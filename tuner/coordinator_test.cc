@@ -340,5 +340,21 @@ TEST_F(CoordinatorTest, OptionsAreChecked) {
   EXPECT_THROW(Coordinator(study, options), Error);
 }
 
+TEST_F(CoordinatorTest, DrainLetsLeasedTrialsFinishAndStartsNoMore) {
+  start(/*n_trials=*/10);
+  auto peer = connect("e1#1");
+  TrialMessage first = hello_and_get_trial(*peer, "e1", /*slots=*/1);
+  coordinator_->drain();
+  EXPECT_TRUE(coordinator_->draining());
+  EXPECT_FALSE(coordinator_->done());  // the leased trial runs on
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = first.lease_id, .metrics = {{"loss", 1.0}}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  pump();
+  EXPECT_TRUE(coordinator_->done());
+  EXPECT_EQ(coordinator_->stats().trials_started, 1);
+  EXPECT_EQ(study_->trials().size(), 1u);
+}
+
 }  // namespace
 }  // namespace tuner
