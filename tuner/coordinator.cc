@@ -262,9 +262,10 @@ struct Coordinator::Impl {
     Trial& trial = *lease.work.trial;
     bool told = false;
     try {
-      study.tell(trial, TrialState::kFail, reason);
+      const FrozenTrial failed = study.tell(trial, TrialState::kFail, reason);
       ++stats.failed;
       told = true;
+      if (options.on_trial_finished) options.on_trial_finished(failed);
     } catch (const Error& e) {
       // Finished elsewhere (kFailedPrecondition) or the storage refuses: in the second case the
       // trial stays RUNNING and the study's stale-trial policy takes it when it is loaded again.
@@ -364,6 +365,7 @@ struct Coordinator::Impl {
     leases.erase(id);
     remember_end(id, true, "");
     send(executor.route, AckMessage{.lease_id = id});
+    if (options.on_trial_finished) options.on_trial_finished(finished);
   }
 
   // --- Messages ---------------------------------------------------------------------------------
@@ -628,6 +630,23 @@ struct Coordinator::Impl {
     retries.clear();
     log("draining: no new trials; " + std::to_string(leases.size()) + " still running");
   }
+
+  void abandon(const std::string& reason) {
+    drain();
+    for (auto& [id, lease] : leases) {
+      Trial& trial = *lease.work.trial;
+      try {
+        const FrozenTrial failed = study.tell(trial, TrialState::kFail, "abandoned: " + reason);
+        ++stats.failed;
+        study.enqueue_trial(lease.work.params);
+        if (options.on_trial_finished) options.on_trial_finished(failed);
+      } catch (const Error& e) {
+        log("trial " + std::to_string(trial.number()) + ": cannot abandon it: " + e.what());
+      }
+      remember_end(id, false, describe(lease) + " was abandoned: " + reason);
+    }
+    leases.clear();
+  }
 };
 
 Coordinator::Coordinator(Study study, CoordinatorOptions options)
@@ -690,6 +709,8 @@ void Coordinator::run(std::stop_token stop) {
 bool Coordinator::done() const { return impl_->done(); }
 
 void Coordinator::drain() { impl_->drain(); }
+
+void Coordinator::abandon(const std::string& reason) { impl_->abandon(reason); }
 
 bool Coordinator::draining() const { return impl_->draining; }
 

@@ -74,6 +74,9 @@ struct CoordinatorOptions {
   std::shared_ptr<Clock> clock;
   // Where log lines go ("coordinator: ..."). Default: standard error. Called on the loop's thread.
   std::function<void(const std::string&)> log;
+  // Called on the loop's thread after each trial's outcome is committed (COMPLETE, PRUNED, or
+  // FAIL, an expired lease included). Default: none.
+  std::function<void(const FrozenTrial&)> on_trial_finished;
 };
 
 // Counts since construction.
@@ -118,6 +121,10 @@ class Coordinator {
   // next ask() runs it when it is resumed. How a sweep stops gracefully, or ends its time budget.
   void drain();
   bool draining() const;
+  // Drains, and gives up every leased trial at once: each is told FAIL ("abandoned: <reason>")
+  // and enqueued with its params, so that the study's next ask() (a resumed sweep) runs it
+  // again; outcomes that arrive for it later are refused. How a sweep stops at once.
+  void abandon(const std::string& reason);
 
   // The budget is spent (n_trials started, or the sampler exhausted) or drain() was called,
   // nothing is leased and no re-run is waiting.

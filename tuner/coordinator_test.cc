@@ -356,5 +356,22 @@ TEST_F(CoordinatorTest, DrainLetsLeasedTrialsFinishAndStartsNoMore) {
   EXPECT_EQ(study_->trials().size(), 1u);
 }
 
+TEST_F(CoordinatorTest, AbandonFailsLeasedTrialsAndRequeuesTheirParams) {
+  start(/*n_trials=*/10);
+  auto peer = connect("e1#1");
+  TrialMessage first = hello_and_get_trial(*peer, "e1", /*slots=*/1);
+  coordinator_->abandon("interrupted");
+  EXPECT_TRUE(coordinator_->done());
+  const std::vector<FrozenTrial> trials = study_->trials();
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].state, TrialState::kFail);
+  EXPECT_EQ(trials[1].state, TrialState::kWaiting);
+  // Enqueued as Optuna does it: the params wait in the "fixed_params" system attribute.
+  EXPECT_TRUE(trials[1].system_attrs.contains("fixed_params"));
+  // The executor's outcome, arriving late, is refused.
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = first.lease_id, .metrics = {{"loss", 1.0}}}));
+  EXPECT_FALSE(std::get<AckMessage>(next(*peer)).accepted);
+}
+
 }  // namespace
 }  // namespace tuner
