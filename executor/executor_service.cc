@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <variant>
 
 #include "executor/command_job.h"
+#include "executor/engine_job.h"
 #include "executor/job_spec.h"
 #include "executor/transport/message_socket.h"
 #include "executor/unique_fd.h"
@@ -218,7 +220,17 @@ struct ExecutorService::Impl {
         job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
                                "-lease-" + std::to_string(job.trial.lease_id) + ".log";
       }
-      CommandJob command(job.spec.command, job_options);
+      CommandSpec spec = job.spec.command;
+      if (job.spec.kind == JobKind::kEngine) {
+        spec = engine_job_command(job.spec.engine, options.tuner_path);
+        std::string gpus;
+        for (int g : job.trial.gpus) {
+          if (!gpus.empty()) gpus += ',';
+          gpus += std::to_string(g);
+        }
+        if (!gpus.empty()) spec.env["TUNER_GPUS"] = gpus;
+      }
+      CommandJob command(std::move(spec), job_options);
       CommandTrial trial{.trial_id = job.trial.trial_id,
                          .number = job.trial.number,
                          .params = job.trial.params,
@@ -502,6 +514,16 @@ ExecutorService::ExecutorService(ExecutorOptions options)
                     std::to_string(o.heartbeat_interval.count()) + " ms), which must be > 0");
   }
   if (o.executor_id.empty()) o.executor_id = default_executor_id();
+  if (o.tuner_path.empty()) {
+    std::error_code ec;
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) {
+      throw Error(ErrorCode::kUnavailable,
+                  "executor: cannot resolve /proc/self/exe for running engine jobs (" +
+                      ec.message() + "); set tuner_path");
+    }
+    o.tuner_path = self.string();
+  }
   if (!o.clock) o.clock = system_clock();
   impl_->clock = o.clock.get();
 

@@ -18,8 +18,9 @@
 // (e.g. a restarted coordinator that does not know this executor) is logged and answered with a
 // new HELLO at the next heartbeat.
 //
-// Only "command" jobs run here (executor/job_spec.h); a job that cannot be parsed or started is
-// answered with FAIL naming the problem.
+// Command jobs run as they are; an engine job (executor/engine_job.h) runs as the command job
+// `TUNER_PATH trial --engine-job JSON` (engine_job_command()), with TUNER_GPUS naming the trial's
+// GPUs. A job that cannot be parsed or started is answered with FAIL naming the problem.
 //
 // Thread safety: run() drives the service on the calling thread (which owns the socket); jobs run
 // on threads of their own. Only one run() at a time; `stop` may be requested from any thread.
@@ -60,6 +61,10 @@ struct ExecutorOptions {
   std::string log_dir;
   // A stopped job's grace between SIGTERM and SIGKILL. Default 10 s.
   std::chrono::milliseconds stop_grace{10'000};
+  // The `tuner` binary that runs engine jobs (`tuner trial`). Default: this process's own
+  // executable (/proc/self/exe, resolved at construction), which is right for `tuner executor`;
+  // a test that embeds the service passes the built binary.
+  std::string tuner_path;
   // Heartbeat and reconnect timing. Default: the system clock. (Waits for network input are real
   // time: a FakeClock only shifts the deadlines.)
   std::shared_ptr<Clock> clock;

@@ -50,11 +50,14 @@ class ExecutorServiceTest : public ::testing::Test {
     thread_ = std::jthread([this](std::stop_token stop) { service_->run(stop); });
   }
 
-  // The next message of type T from the executor (others are skipped), within 5 s.
+  // The next message of type T from the executor (others are skipped), within 5 s. With a
+  // keepalive set, a HEARTBEAT goes to that peer every turn meanwhile, as a live coordinator's
+  // would, so that a slow job start on a loaded machine does not make the executor reconnect.
   template <typename T>
   T next(std::string* peer = nullptr) {
     auto end = std::chrono::steady_clock::now() + milliseconds(5000);
     while (std::chrono::steady_clock::now() < end) {
+      if (keepalive_) router_->send(keepalive_->first, HeartbeatMessage{.lease_ids = keepalive_->second});
       ZmqPollEntry entry{.socket = &router_->socket()};
       zmq_wait({&entry, 1}, milliseconds(20));
       while (auto in = router_->receive()) {
@@ -76,6 +79,7 @@ class ExecutorServiceTest : public ::testing::Test {
         .dump();
   }
 
+  std::optional<std::pair<std::string, std::vector<uint64_t>>> keepalive_;  // peer, leases
   std::filesystem::path dir_;
   ZmqContext context_;
   std::optional<RouterEndpoint> router_;
@@ -103,12 +107,14 @@ TEST_F(ExecutorServiceTest, RunsATrialAndResendsItsResultUntilAcked) {
                              "print(json.dumps(dict(loss=x * x)))\n"),
       .heartbeat_interval_ms = 50};
   ASSERT_TRUE(router_->send(peer, trial));
+  keepalive_ = {peer, {5}};
   ReportMessage report = next<ReportMessage>();
   EXPECT_EQ(report.lease_id, 5u);
   EXPECT_EQ(report.step, 1);
   ResultMessage result = next<ResultMessage>();
   EXPECT_EQ(result.lease_id, 5u);
   EXPECT_EQ(result.values, std::vector<double>{0.0625});
+  keepalive_.reset();
   // Not ACKed within coordinator_timeout: sent again. Meanwhile the executor's heartbeats list
   // the lease, and ours keep it from reconnecting.
   bool resent = false;

@@ -29,6 +29,13 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
     fail(where, std::string("not valid JSON: ") + e.what());
   }
   if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
+  if (auto kind = root.find("kind"); kind != root.end() && *kind == "engine") {
+    JobSpec spec;
+    spec.kind = JobKind::kEngine;
+    spec.engine = parse_engine_job(json, where);
+    spec.objective_metric = spec.engine.objective_metric;
+    return spec;
+  }
   for (const auto& [key, value] : root.items()) {
     if (key != "kind" && key != "argv" && key != "env" && key != "working_dir" &&
         key != "objective_metric") {
@@ -46,11 +53,8 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
   std::string kind = string_of(member("kind"), where + ".kind");
   if (kind == "command") {
     spec.kind = JobKind::kCommand;
-  } else if (kind == "engine") {
-    fail(where + ".kind",
-         "\"engine\" jobs are not supported by this executor yet (use \"command\")");
   } else {
-    fail(where + ".kind", "expected \"command\", got \"" + kind + "\"");
+    fail(where + ".kind", "expected \"command\" or \"engine\", got \"" + kind + "\"");
   }
 
   const std::string argv_path = where + ".argv";
@@ -81,6 +85,7 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
 }
 
 std::string job_spec_to_json(const JobSpec& spec) {
+  if (spec.kind == JobKind::kEngine) return spec.engine.json;
   Json json = {{"kind", "command"},
                {"argv", spec.command.argv},
                {"objective_metric", spec.objective_metric}};

@@ -8,7 +8,11 @@
 //    "working_dir": "/src",                             optional
 //    "objective_metric": "val_loss"}                    required: the metric that is the value
 // Members not listed are refused (a misspelt "evn" would otherwise be silently ignored).
-// Only "command" jobs exist in this version; "engine" jobs come with the engine's job adapter.
+//
+// An "engine" job trains one of the engine's own models (executor/engine_job.h,
+// docs/engine_jobs.md): {"kind": "engine", "model": {...}, "data": {...}, "training": {...},
+// "threads": 1, "backend": "cpu", "artifacts_dir": "...", "objective_metric": "val_accuracy"}.
+// An executor runs it as a command job (engine_job_command(): `tuner trial --engine-job JSON`).
 //
 // Thread safety: pure functions.
 #ifndef TUNER_EXECUTOR_JOB_SPEC_H_
@@ -18,22 +22,26 @@
 #include <string_view>
 
 #include "executor/command_job.h"
+#include "executor/engine_job.h"
 
 namespace tuner {
 
 enum class JobKind {
   kCommand,  // any program (executor/command_job.h)
+  kEngine,   // the engine's own training (executor/engine_job.h)
 };
 
 struct JobSpec {
   JobKind kind = JobKind::kCommand;
   CommandSpec command;           // kind == kCommand
+  EngineJobSpec engine;          // kind == kEngine
   std::string objective_metric;  // the metric whose final value is the trial's objective value
 };
 
 // Parses and validates a job. Errors are Error(kInvalidArgument) whose message starts with
 // `where` and names the JSON path and what is expected, e.g.
-// "job.argv[2]: expected a string, got number" or "job.objective_metric: missing".
+// "job.argv[2]: expected a string, got number" or "job.objective_metric: missing"; an engine
+// job's errors are parse_engine_job's.
 JobSpec parse_job_spec(std::string_view json, const std::string& where = "job");
 
 // The JSON text of `spec` (parse_job_spec reads it back to an equal spec).

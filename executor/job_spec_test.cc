@@ -46,7 +46,7 @@ TEST(JobSpecTest, ErrorsNameTheJsonPath) {
                          "objective_metric": "m"})"),
             "job.env.X: expected a string, got number");
   EXPECT_EQ(error_of(R"({"kind": "shell", "argv": ["a"], "objective_metric": "m"})"),
-            "job.kind: expected \"command\", got \"shell\"");
+            "job.kind: expected \"command\" or \"engine\", got \"shell\"");
   EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "evn": {}, "objective_metric": "m"})")
                 .find("job.evn: unknown member"),
             std::string::npos);

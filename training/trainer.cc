@@ -61,6 +61,8 @@ std::string_view stop_reason_name(StopReason reason) {
       return "callback";
     case StopReason::kDiverged:
       return "diverged";
+    case StopReason::kInterrupted:
+      return "interrupted";
   }
   return "?";
 }
@@ -188,6 +190,10 @@ EpochMetrics Trainer::train_epoch() {
   ParameterArena& params = model_.parameters();
   train_loader_.start_epoch();
   while (const Batch* b = train_loader_.next()) {
+    if (options_.stop.stop_requested()) {
+      m.interrupted = true;
+      return m;
+    }
     const ShardLoss shard = forward_backward(*b);
     if (options_.clip_grad_norm > 0.0) {
       clip_grad_norm(model_.backend(), params.grads(), options_.clip_grad_norm);
@@ -240,6 +246,10 @@ TrainResult Trainer::run(const EpochCallback& on_epoch) {
   TrainResult result;
   while (epoch_ < options_.epochs) {
     const EpochMetrics m = train_epoch();
+    if (m.interrupted) {
+      result.reason = StopReason::kInterrupted;
+      break;
+    }
     result.history.push_back(m);
     const bool stop_early = early_stop(m);
     if (!std::isfinite(m.train_loss)) {

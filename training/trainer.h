@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,13 @@ struct TrainerOptions {
   // split. Borrowed: it must outlive the trainer.
   Communicator* communicator = nullptr;
   int64_t bucket_bytes = 25 << 20;
+  // Checked between batches, so that a process told to stop (SIGTERM) ends within a batch:
+  // once a stop is requested, train_epoch() abandons its epoch (EpochMetrics::interrupted, no
+  // evaluation, epoch() unchanged) and run() ends with StopReason::kInterrupted. The abandoned
+  // epoch's updates stay in the model, so the trainer is no longer at an epoch boundary: its
+  // checkpoint() is not one to resume from (restore the last epoch's checkpoint instead).
+  // Default: never stops. Not for data-parallel runs (each rank would stop at its own batch).
+  std::stop_token stop;
 };
 
 // What one epoch reports. Validation values are NaN when there is no validation split.
@@ -58,6 +66,7 @@ struct EpochMetrics {
   double lr = 0.0;            // learning rate of the epoch's last step
   int64_t steps = 0;          // optimizer steps so far
   double seconds = 0.0;       // wall time of the epoch, evaluation included
+  bool interrupted = false;   // abandoned by TrainerOptions::stop; the other fields are unset
 };
 
 enum class EpochDecision { kContinue, kStop };
@@ -69,6 +78,7 @@ enum class StopReason {
   kEarlyStopping,  // the validation metric stopped improving
   kCallback,       // the callback said stop
   kDiverged,       // the training loss became NaN or infinite
+  kInterrupted,    // TrainerOptions::stop was requested (the last epoch was abandoned)
 };
 std::string_view stop_reason_name(StopReason reason);
 
@@ -99,7 +109,8 @@ class Trainer {
 
   // Runs epochs epoch()+1 .. options.epochs, calling on_epoch after each (when given).
   TrainResult run(const EpochCallback& on_epoch = {});
-  // One epoch of training followed by evaluation on the validation split.
+  // One epoch of training followed by evaluation on the validation split (or an abandoned one,
+  // see TrainerOptions::stop).
   EpochMetrics train_epoch();
   // Mean loss and accuracy of the model in eval mode over `data`, in batches of the model's
   // max_batch (allocates a batch buffer; train_epoch's validation pass does not).

@@ -1,0 +1,39 @@
+// tuner best --study NAME --storage PATH [--json]: the best COMPLETE trial of a study.
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/study_view.h"
+#include "trials/error.h"
+#include "trials/param_value.h"
+
+namespace tuner::cli {
+
+int run_best(const std::vector<std::string>& args) {
+  Flags flags(args, {"--storage", "--study"}, {"--json"}, "best");
+  const std::string path = flags.require("--storage", "the study database, a SQLite file");
+  const std::string name = flags.require("--study", "the study's name; 'tuner status' lists them");
+  std::unique_ptr<Storage> storage = open_read_only(path);
+  const StudyRecord study = find_study(*storage, name, path);
+  if (study.directions.size() != 1) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "study '" + name + "' has " + std::to_string(study.directions.size()) +
+                    " objectives: there is no single best trial ('tuner trials' lists them)");
+  }
+  const std::vector<FrozenTrial> trials =
+      storage->get_trials(study.study_id, {.states = std::vector{TrialState::kComplete}});
+  const FrozenTrial* best = best_of(trials, study.directions[0]);
+  if (best == nullptr) {
+    throw Error(ErrorCode::kNotFound, "study '" + name + "' has no COMPLETE trial yet");
+  }
+  if (flags.has("--json")) {
+    std::cout << trial_json(*best) << "\n";
+    return kExitOk;
+  }
+  std::cout << "trial " << best->number << ": value " << best->values[0] << "\n";
+  for (const auto& [param, value] : best->params) {
+    std::cout << "  " << param << " = " << to_string(value) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,87 @@
+// tuner report --study NAME --storage PATH [--out FILE] [--seed N]: write the study's HTML
+// report (docs/report.md).
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/study_view.h"
+#include "report/html_report.h"
+#include "trials/error.h"
+
+namespace tuner::cli {
+
+namespace {
+
+// The study name as a file name: characters a shell or a file system may mind become '_'.
+std::string file_name_for(const std::string& study) {
+  std::string name;
+  for (char c : study) {
+    bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '_' || c == '.';
+    name += safe ? c : '_';
+  }
+  if (name.empty() || name.front() == '.') name.insert(name.begin(), '_');
+  return name + "-report.html";
+}
+
+std::string now_utc() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M UTC", &utc);
+  return buffer;
+}
+
+// Writes beside `path` and renames, so that a reader never sees half a report.
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path partial = path;
+  partial += ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      throw Error(ErrorCode::kInvalidArgument, "cannot write the report to " + partial.string() +
+                                                   ": " + std::strerror(errno) +
+                                                   " (choose another --out)");
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(partial, path, error);
+  if (error) {
+    std::filesystem::remove(partial, error);
+    throw Error(ErrorCode::kInvalidArgument,
+                "cannot write the report to " + path.string() + ": " + error.message());
+  }
+}
+
+}  // namespace
+
+int run_report(const std::vector<std::string>& args) {
+  Flags flags(args, {"--storage", "--study", "--out", "--seed"}, {}, "report");
+  const std::string path = flags.require("--storage", "the study database, a SQLite file");
+  const std::string name = flags.require("--study", "the study's name; 'tuner status' lists them");
+  const int seed = flags.get_int("--seed", 0);
+  if (seed < 0) throw UsageError("tuner report: --seed must be >= 0");
+  const std::filesystem::path out = flags.get("--out", file_name_for(name));
+
+  std::unique_ptr<Storage> storage = open_read_only(path);
+  report::ReportInput input;
+  input.study = find_study(*storage, name, path);
+  input.trials = storage->get_trials(input.study.study_id);
+  input.generated_at = now_utc();
+  input.options.importance.seed = static_cast<uint64_t>(seed);
+  write_file(out, report::render_report(input));
+  std::cout << "report of study '" << name << "' (" << input.trials.size() << " trials) written to "
+            << out.string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,40 @@
+// tuner status --storage PATH [--study NAME]: the studies in a file and how far each has come.
+#include <iostream>
+#include <map>
+
+#include "cli/command.h"
+#include "cli/study_view.h"
+
+namespace tuner::cli {
+
+int run_status(const std::vector<std::string>& args) {
+  Flags flags(args, {"--storage", "--study"}, {}, "status");
+  const std::string path = flags.require("--storage", "the study database, a SQLite file");
+  std::unique_ptr<Storage> storage = open_read_only(path);
+  std::vector<StudyRecord> studies;
+  if (flags.has("--study")) {
+    studies.push_back(find_study(*storage, flags.get("--study"), path));
+  } else {
+    studies = storage->list_studies();
+  }
+  if (studies.empty()) std::cout << "no studies in " << path << "\n";
+  for (const StudyRecord& s : studies) {
+    const std::vector<FrozenTrial> trials = storage->get_trials(s.study_id);
+    std::map<TrialState, int> by_state;
+    for (const FrozenTrial& t : trials) ++by_state[t.state];
+    std::cout << s.name << ": " << trials.size() << " trials";
+    for (const auto& [state, n] : by_state) std::cout << ", " << n << " " << to_string(state);
+    if (s.directions.size() == 1) {
+      std::cout << "; " << to_string(s.directions[0]);
+      if (const FrozenTrial* best = best_of(trials, s.directions[0])) {
+        std::cout << ", best " << best->values[0] << " (trial " << best->number << ")";
+      }
+    } else {
+      std::cout << "; " << s.directions.size() << " objectives";
+    }
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,128 @@
+#include "cli/study_view.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "storage/optuna_schema.h"
+#include "storage/sqlite_storage.h"
+#include "trials/error.h"
+#include "trials/param_value.h"
+
+namespace tuner::cli {
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream out;
+  out.precision(8);
+  out << v;
+  return out.str();
+}
+
+std::string duration_seconds(const FrozenTrial& t) {
+  if (!t.datetime_start || !t.datetime_complete) return "";
+  const double s =
+      std::chrono::duration<double>(*t.datetime_complete - *t.datetime_start).count();
+  return number_text(s);
+}
+
+// A param value as JSON: numbers stay numbers, strings strings (ParamValue's text form).
+nlohmann::json param_json(const ParamValue& value) {
+  const std::string text = to_string(value);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    return text;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Storage> open_read_only(const std::string& path) {
+  if (!std::filesystem::exists(path)) {
+    throw Error(ErrorCode::kNotFound, "no study database at '" + path + "'");
+  }
+  SqliteStorageOptions options;
+  options.read_only = true;
+  return std::make_unique<SqliteStorage>(path, options);
+}
+
+StudyRecord find_study(Storage& storage, const std::string& name, const std::string& path) {
+  if (std::optional<StudyRecord> s = storage.find_study(name)) return *s;
+  std::string names;
+  for (const StudyRecord& s : storage.list_studies()) names += (names.empty() ? "" : ", ") + s.name;
+  throw Error(ErrorCode::kNotFound, "no study '" + name + "' in " + path +
+                                        " (its studies: " + (names.empty() ? "none" : names) + ")");
+}
+
+const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirection direction) {
+  const FrozenTrial* best = nullptr;
+  for (const FrozenTrial& t : trials) {
+    if (t.state != TrialState::kComplete || t.values.size() != 1) continue;
+    if (best == nullptr || (direction == StudyDirection::kMaximize ? t.values[0] > best->values[0]
+                                                                   : t.values[0] < best->values[0])) {
+      best = &t;
+    }
+  }
+  return best;
+}
+
+std::string trial_json(const FrozenTrial& t) {
+  nlohmann::ordered_json j;
+  j["number"] = t.number;
+  j["state"] = std::string(to_string(t.state));
+  j["values"] = t.values;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : t.params) params[name] = param_json(value);
+  j["params"] = params;
+  nlohmann::ordered_json steps = nlohmann::ordered_json::object();
+  for (const auto& [step, value] : t.intermediate_values) steps[std::to_string(step)] = value;
+  j["intermediate_values"] = steps;
+  nlohmann::ordered_json attrs = nlohmann::ordered_json::object();
+  for (const auto& [key, text] : t.user_attrs) {
+    try {
+      attrs[key] = nlohmann::ordered_json::parse(text);
+    } catch (const nlohmann::ordered_json::exception&) {
+      attrs[key] = text;
+    }
+  }
+  j["user_attrs"] = attrs;
+  j["datetime_start"] =
+      t.datetime_start ? nlohmann::ordered_json(optuna_schema::format_datetime(*t.datetime_start)) : nullptr;
+  j["datetime_complete"] = t.datetime_complete
+                               ? nlohmann::ordered_json(optuna_schema::format_datetime(*t.datetime_complete))
+                               : nullptr;
+  const std::string seconds = duration_seconds(t);
+  j["duration_seconds"] = seconds.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json::parse(seconds);
+  return j.dump();
+}
+
+std::vector<std::string> trial_header(const std::vector<std::string>& names) {
+  std::vector<std::string> header = {"number", "state", "value", "seconds"};
+  header.insert(header.end(), names.begin(), names.end());
+  return header;
+}
+
+std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::string>& names) {
+  std::string values;
+  for (double v : t.values) values += (values.empty() ? "" : " ") + number_text(v);
+  std::vector<std::string> row = {std::to_string(t.number), std::string(to_string(t.state)),
+                                  values, duration_seconds(t)};
+  for (const std::string& name : names) {
+    auto it = t.params.find(name);
+    row.push_back(it == t.params.end() ? "" : to_string(it->second));
+  }
+  return row;
+}
+
+std::vector<std::string> param_names(const std::vector<FrozenTrial>& trials) {
+  std::set<std::string> names;
+  for (const FrozenTrial& t : trials) {
+    for (const auto& [name, value] : t.params) names.insert(name);
+  }
+  return {names.begin(), names.end()};
+}
+
+}  // namespace tuner::cli

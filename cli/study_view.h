@@ -1,0 +1,40 @@
+// Read-only views of stored studies for the commands that show them (status, trials, best): the
+// storage opened read-only (so a running sweep is never disturbed), a study found by name with an
+// error that lists the others, and trials as table rows, JSON or CSV.
+#ifndef TUNER_CLI_STUDY_VIEW_H_
+#define TUNER_CLI_STUDY_VIEW_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/storage.h"
+#include "trials/frozen_trial.h"
+
+namespace tuner::cli {
+
+// Opens PATH read-only; Error(kNotFound) naming it when the file does not exist.
+std::unique_ptr<Storage> open_read_only(const std::string& path);
+
+// The study named `name`; Error(kNotFound) listing the studies of the file otherwise.
+StudyRecord find_study(Storage& storage, const std::string& name, const std::string& path);
+
+// The best COMPLETE trial of a single-objective study; nullptr when there is none.
+const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirection direction);
+
+// A trial as JSON: number, state, values, params, intermediate values, user attributes,
+// start and end datetimes (Optuna's format), duration in seconds.
+std::string trial_json(const FrozenTrial& trial);
+
+// Column headers and the cells of one trial: number, state, value(s), duration, then one column
+// per parameter name (empty when the trial has none of it).
+std::vector<std::string> trial_header(const std::vector<std::string>& param_names);
+std::vector<std::string> trial_row(const FrozenTrial& trial,
+                                   const std::vector<std::string>& param_names);
+
+// Every parameter name that occurs, sorted.
+std::vector<std::string> param_names(const std::vector<FrozenTrial>& trials);
+
+}  // namespace tuner::cli
+
+#endif  // TUNER_CLI_STUDY_VIEW_H_

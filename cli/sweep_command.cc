@@ -1,0 +1,190 @@
+// tuner sweep FILE and tuner resume: run a study from its sweep file, with a live progress line
+// on a terminal (log lines otherwise), a graceful first Ctrl-C and an immediate second one.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/stop_signals.h"
+#include "storage/sqlite_storage.h"
+#include "trials/param_value.h"
+#include "tuner/study.h"
+#include "tuner/sweep_runner.h"
+
+namespace tuner::cli {
+namespace {
+
+std::string duration_text(std::chrono::seconds s) { return format_duration(s); }
+
+std::string value_text(double v) {
+  std::ostringstream out;
+  out.precision(6);
+  out << v;
+  return out.str();
+}
+
+std::string counts_text(const SweepProgress& p) {
+  const int64_t done = p.complete + p.pruned + p.failed;
+  std::string text = std::to_string(done);
+  if (p.trial_budget) text += "/" + std::to_string(*p.trial_budget);
+  text += " done (" + std::to_string(p.complete) + " complete, " + std::to_string(p.pruned) +
+          " pruned, " + std::to_string(p.failed) + " failed), " + std::to_string(p.running) +
+          " running";
+  return text;
+}
+
+std::string best_text(const SweepProgress& p, const std::string& metric) {
+  if (!p.best_value) return "no complete trial yet";
+  return "best " + metric + " " + value_text(*p.best_value) + " (trial " +
+         std::to_string(*p.best_number) + ")";
+}
+
+// The progress line on a terminal, log lines elsewhere (CI, pipes).
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::string study, std::string metric)
+      : study_(std::move(study)), metric_(std::move(metric)), tty_(::isatty(STDERR_FILENO)) {}
+
+  void progress(const SweepProgress& p) {
+    if (!tty_) return;
+    std::string line = "[" + study_ + "] " + counts_text(p) + ", " + best_text(p, metric_) +
+                       ", " + duration_text(p.elapsed);
+    if (p.time_left) line += ", " + duration_text(*p.time_left) + " left";
+    if (p.draining) line += ", stopping: waiting for the running trials (Ctrl-C again: stop now)";
+    std::cerr << "\r" << line << "\x1b[K" << std::flush;
+  }
+
+  void trial(const FrozenTrial& t, const SweepProgress& p) {
+    if (tty_) std::cerr << "\r\x1b[K";
+    std::string line = "[" + study_ + "] trial " + std::to_string(t.number) + " " +
+                       std::string(to_string(t.state));
+    if (!t.values.empty()) line += ": " + metric_ + " " + value_text(t.values[0]);
+    auto reason = t.system_attrs.find("fail_reason");
+    if (t.state == TrialState::kFail && reason != t.system_attrs.end()) {
+      line += ": " + reason->second;
+    }
+    line += "; " + counts_text(p) + "; " + best_text(p, metric_);
+    std::cerr << line << "\n";
+    progress(p);
+  }
+
+  void finish() {
+    if (tty_) std::cerr << "\r\x1b[K" << std::flush;
+  }
+
+ private:
+  std::string study_, metric_;
+  bool tty_;
+};
+
+Params trial_params(const SweepResult& result, int number) {
+  SqliteStorage storage(result.storage_path);
+  const std::optional<StudyRecord> study = storage.find_study(result.study_name);
+  if (!study) return {};
+  const std::vector<FrozenTrial> from = storage.get_trials(study->study_id, {.min_number = number});
+  return from.empty() ? Params{} : from.front().params;
+}
+
+std::string params_text(const Params& params) {
+  std::string text;
+  for (const auto& [name, value] : params) {
+    text += (text.empty() ? "" : ", ") + name + "=" + to_string(value);
+  }
+  return "{" + text + "}";
+}
+
+int run(const SweepFile& sweep, const Flags& flags) {
+  StopSignals signals;
+  ProgressPrinter printer(sweep.name, sweep.objective_metric);
+  SweepRunOptions options;
+  options.endpoint = flags.get("--endpoint");
+  options.drain = signals.first();
+  options.abort = signals.second();
+  options.on_progress = [&](const SweepProgress& p) { printer.progress(p); };
+  options.on_trial_finished = [&](const FrozenTrial& t, const SweepProgress& p) {
+    printer.trial(t, p);
+  };
+  if (flags.has("--verbose")) {
+    options.log = [&](const std::string& line) {
+      printer.finish();
+      std::cerr << line << "\n";
+    };
+  }
+  std::cerr << "[" << sweep.name << "] study in " << sweep.storage_path << ", "
+            << sweep.local_executors << " local executor slot"
+            << (sweep.local_executors == 1 ? "" : "s") << "\n";
+  const SweepResult result = run_sweep(sweep, options);
+  printer.finish();
+  const SweepProgress& p = result.progress;
+  std::cout << "sweep '" << result.study_name << "': " << counts_text(p) << " in "
+            << duration_text(p.elapsed) << "\n";
+  if (p.best_number) {
+    std::cout << best_text(p, sweep.objective_metric) << " with "
+              << params_text(trial_params(result, *p.best_number)) << "\n";
+  }
+  const std::string resume =
+      "tuner resume --study " + result.study_name + " --storage " + result.storage_path;
+  switch (result.end) {
+    case SweepEnd::kBudgetSpent:
+      return kExitOk;
+    case SweepEnd::kTimeUp:
+      std::cout << "the time budget ran out; to go on: " << resume << "\n";
+      return kExitOk;
+    case SweepEnd::kDrained:
+    case SweepEnd::kAborted:
+      std::cout << "stopped; everything finished is stored. To go on: " << resume << "\n";
+      return kExitInterrupted;
+  }
+  return kExitOk;
+}
+
+void apply_overrides(SweepFile& sweep, const Flags& flags) {
+  if (flags.has("--executors")) sweep.local_executors = flags.get_int("--executors", 1);
+  if (sweep.local_executors < 0) throw UsageError("--executors must be >= 0");
+  if (flags.has("--trials")) sweep.budget.trials = flags.get_int("--trials", 0);
+}
+
+}  // namespace
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  Flags flags(args, {"--study", "--storage", "--executors", "--endpoint", "--trials"},
+              {"--verbose"}, "sweep", &files);
+  if (files.size() != 1) throw UsageError("usage: tuner sweep FILE [flags]; see 'tuner help'");
+  SweepFile sweep = load_sweep_file(files[0]);
+  if (flags.has("--study")) sweep.name = flags.get("--study");
+  if (flags.has("--storage")) sweep.storage_path = flags.get("--storage");
+  apply_overrides(sweep, flags);
+  return run(sweep, flags);
+}
+
+int run_resume_command(const std::vector<std::string>& args) {
+  Flags flags(args, {"--study", "--storage", "--executors", "--endpoint", "--trials"},
+              {"--rerun-failed", "--verbose"}, "resume");
+  const std::string study = flags.require("--study", "the study to continue");
+  const std::string storage = flags.require("--storage", "the study's SQLite file");
+  SweepFile sweep = stored_sweep(study, storage);
+  sweep.name = study;
+  sweep.storage_path = storage;
+  apply_overrides(sweep, flags);
+  if (flags.has("--rerun-failed")) {
+    // Each FAIL trial runs again with its params (a new trial; the failed one stays as it was),
+    // on top of the trial budget.
+    StudyOptions open = make_study_options(sweep);
+    open.storage = std::make_shared<SqliteStorage>(storage);
+    Study s = Study::load(open);
+    int reruns = 0;
+    for (const FrozenTrial& t : s.trials({.states = std::vector{TrialState::kFail}})) {
+      s.enqueue_trial(t.params);
+      ++reruns;
+    }
+    if (sweep.budget.trials) *sweep.budget.trials += reruns;
+    std::cerr << "[" << study << "] " << reruns << " failed trial" << (reruns == 1 ? "" : "s")
+              << " enqueued to run again\n";
+  }
+  return run(sweep, flags);
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,84 @@
+// tuner trials --study NAME --storage PATH [--state S,...] [--json | --csv]: the trials of a
+// study as an aligned table, JSON lines or CSV.
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/study_view.h"
+
+namespace tuner::cli {
+namespace {
+
+std::vector<TrialState> parse_states(const std::string& text) {
+  std::vector<TrialState> states;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    std::string upper = item;
+    std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+    std::optional<TrialState> s = parse_trial_state(upper);
+    if (!s) {
+      throw UsageError("tuner trials: --state: unknown state '" + item +
+                       "' (RUNNING, WAITING, COMPLETE, PRUNED, FAIL)");
+    }
+    states.push_back(*s);
+  }
+  return states;
+}
+
+std::string csv_cell(const std::string& cell) {
+  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
+  std::string quoted = "\"";
+  for (char c : cell) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i] + std::string(i + 1 < row.size() ? widths[i] - row[i].size() + 2 : 0, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+}  // namespace
+
+int run_trials(const std::vector<std::string>& args) {
+  Flags flags(args, {"--storage", "--study", "--state"}, {"--json", "--csv"}, "trials");
+  const std::string path = flags.require("--storage", "the study database, a SQLite file");
+  const std::string name = flags.require("--study", "the study's name; 'tuner status' lists them");
+  if (flags.has("--json") && flags.has("--csv")) {
+    throw UsageError("tuner trials: --json and --csv exclude each other");
+  }
+  std::unique_ptr<Storage> storage = open_read_only(path);
+  const StudyRecord study = find_study(*storage, name, path);
+  TrialFilter filter;
+  if (flags.has("--state")) filter.states = parse_states(flags.get("--state"));
+  const std::vector<FrozenTrial> trials = storage->get_trials(study.study_id, filter);
+  if (flags.has("--json")) {
+    for (const FrozenTrial& t : trials) std::cout << trial_json(t) << "\n";
+    return kExitOk;
+  }
+  const std::vector<std::string> names = param_names(trials);
+  std::vector<std::vector<std::string>> rows = {trial_header(names)};
+  for (const FrozenTrial& t : trials) rows.push_back(trial_row(t, names));
+  if (flags.has("--csv")) {
+    for (const auto& row : rows) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + csv_cell(row[i]);
+      std::cout << line << "\n";
+    }
+  } else {
+    print_table(rows);
+  }
+  return kExitOk;
+}
+
+}  // namespace tuner::cli

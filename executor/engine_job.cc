@@ -1,0 +1,745 @@
+#include "executor/engine_job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cuda/cuda_backend.h"
+#include "training/checkpoint.h"
+#include "training/data/dataset.h"
+#include "training/data/fashion_mnist.h"
+#include "training/data/idx.h"
+#include "training/model_spec.h"
+#include "training/optim/adam.h"
+#include "training/optim/lr_schedule.h"
+#include "training/optim/sgd.h"
+#include "training/trainer.h"
+#include "trials/error.h"
+
+namespace tuner {
+
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kHistoryVersion = 1;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, path + ": " + what);
+}
+
+std::string join(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+// --- Placeholders -------------------------------------------------------------------------------
+
+// "{NAME}" with a non-empty NAME free of braces.
+std::optional<std::string> placeholder_name(const Json& v) {
+  if (!v.is_string()) return std::nullopt;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.size() < 3 || s.front() != '{' || s.back() != '}') return std::nullopt;
+  std::string name = s.substr(1, s.size() - 2);
+  if (name.find_first_of("{}") != std::string::npos) return std::nullopt;
+  return name;
+}
+
+bool has_placeholder(const Json& v) {
+  if (placeholder_name(v)) return true;
+  if (v.is_structured()) {
+    for (const Json& child : v) {
+      if (has_placeholder(child)) return true;
+    }
+  }
+  return false;
+}
+
+Json param_json(const ParamValue& value) {
+  return std::visit([](const auto& x) { return Json(x); }, value);
+}
+
+// `v` with every placeholder replaced by its parameter.
+Json substitute(const Json& v, const std::string& path, const Params& params) {
+  if (auto name = placeholder_name(v)) {
+    auto it = params.find(*name);
+    if (it == params.end()) {
+      fail(path, v.dump() + ": the trial has no parameter '" + *name + "'");
+    }
+    return param_json(it->second);
+  }
+  if (v.is_object()) {
+    Json out = Json::object();
+    for (const auto& [key, child] : v.items())
+      out[key] = substitute(child, path + "." + key, params);
+    return out;
+  }
+  if (v.is_array()) {
+    Json out = Json::array();
+    for (size_t i = 0; i < v.size(); ++i) {
+      out.push_back(substitute(v[i], path + "[" + std::to_string(i) + "]", params));
+    }
+    return out;
+  }
+  return v;
+}
+
+// --- Typed values -------------------------------------------------------------------------------
+
+// Reads one member of `object` that may be a placeholder. Absent: nullopt (the caller keeps its
+// default). A placeholder while `templated` (no trial yet): nullopt too, its type unknown.
+class Reader {
+ public:
+  Reader(const Json& object, std::string path, bool templated)
+      : object_(object), path_(std::move(path)), templated_(templated) {}
+
+  // Refuses members not in `known`.
+  void only(const std::vector<std::string_view>& known, std::string_view what) const {
+    for (const auto& [key, value] : object_.items()) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        fail(path_ + "." + key,
+             "unknown member (" + std::string(what) + " has " + join(known) + ")");
+      }
+    }
+  }
+
+  std::optional<int64_t> integer(const std::string& key, int64_t min,
+                                 bool placeholder_ok = true) const {
+    const Json* v = get(key, placeholder_ok);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer() ||
+        (v->is_number_unsigned() &&
+         v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) ||
+        v->get<int64_t>() < min) {
+      fail(path_ + "." + key,
+           "expected an integer >= " + std::to_string(min) + ", got " + v->dump());
+    }
+    return v->get<int64_t>();
+  }
+
+  // A finite number in the range that `ok` accepts, described by `range` (e.g. "> 0").
+  template <typename Ok>
+  std::optional<double> number(const std::string& key, const std::string& range, Ok ok) const {
+    const Json* v = get(key, true);
+    if (!v) return std::nullopt;
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || !ok(v->get<double>())) {
+      fail(path_ + "." + key, "expected a number " + range + ", got " + v->dump());
+    }
+    return v->get<double>();
+  }
+
+  std::optional<std::string> choice(const std::string& key,
+                                    const std::vector<std::string_view>& choices,
+                                    bool placeholder_ok = true) const {
+    const Json* v = get(key, placeholder_ok);
+    if (!v) return std::nullopt;
+    if (!v->is_string() ||
+        std::find(choices.begin(), choices.end(), v->get<std::string>()) == choices.end()) {
+      fail(path_ + "." + key, "expected one of " + join(choices) + ", got " + v->dump());
+    }
+    return v->get<std::string>();
+  }
+
+  std::optional<std::string> string(const std::string& key) const {
+    const Json* v = get(key, false);
+    if (!v) return std::nullopt;
+    if (!v->is_string())
+      fail(path_ + "." + key, std::string("expected a string, got ") + v->dump());
+    return v->get<std::string>();
+  }
+
+ private:
+  const Json* get(const std::string& key, bool placeholder_ok) const {
+    auto it = object_.find(key);
+    if (it == object_.end()) return nullptr;
+    if (placeholder_name(*it)) {
+      if (!placeholder_ok) fail(path_ + "." + key, "cannot be a placeholder (" + it->dump() + ")");
+      if (templated_) return nullptr;
+    }
+    return &*it;
+  }
+
+  const Json& object_;
+  const std::string path_;
+  const bool templated_;
+};
+
+const std::vector<std::string_view> kRootMembers = {
+    "kind", "model", "data", "training", "threads", "backend", "artifacts_dir", "objective_metric"};
+const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
+                                                    "test"};
+const std::vector<std::string_view> kTrainingMembers = {
+    "epochs",   "batch_size",      "optimizer",      "lr",     "weight_decay",
+    "momentum", "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
+    "gamma",    "label_smoothing", "clip_grad_norm", "seed"};
+const std::vector<std::string_view> kObjectives = {"train_loss", "val_loss", "val_accuracy"};
+
+// A dataset the engine can load. Sizes are -1 where only loading tells (a CSV file, later).
+struct DatasetInfo {
+  std::string_view name;
+  int64_t train_size;  // images in the training file: train + validation come from it
+  int64_t test_size;   // images in the test file
+};
+const DatasetInfo kDatasets[] = {{"fashion-mnist", 60000, 10000}};
+
+std::vector<std::string_view> dataset_names() {
+  std::vector<std::string_view> names;
+  for (const DatasetInfo& d : kDatasets) names.push_back(d.name);
+  return names;
+}
+
+const DatasetInfo& dataset_info(const std::string& name, const std::string& path) {
+  for (const DatasetInfo& d : kDatasets) {
+    if (d.name == name) return d;
+  }
+  fail(path, "unknown dataset \"" + name + "\" (known: " + join(dataset_names()) + ")");
+}
+
+const Json& object_member(const Json& root, const std::string& key, const std::string& path,
+                          bool required) {
+  static const Json kEmpty = Json::object();
+  auto it = root.find(key);
+  if (it == root.end()) {
+    if (required) fail(path, "missing");
+    return kEmpty;
+  }
+  if (!it->is_object()) fail(path, std::string("expected an object, got ") + it->type_name());
+  return *it;
+}
+
+bool data_has(const Json& root, const char* key) {
+  auto it = root.find("data");
+  return it != root.end() && it->is_object() && it->contains(key);
+}
+
+// The members under data and training, and the model; `templated`: placeholders stay unchecked.
+EngineTrialConfig read_config(const Json& root, const EngineJobSpec& spec, const std::string& where,
+                              bool templated) {
+  EngineTrialConfig c;
+  const std::string model_path = where + ".model";
+  const Json& model = object_member(root, "model", model_path, true);
+  if (!templated || !has_placeholder(model)) {
+    try {
+      c.model_json = training::parse_model_spec(model.dump()).json;
+    } catch (const training::SpecError& e) {
+      const bool at_root = e.path().empty() || e.path().front() == '(';
+      fail(at_root ? model_path : model_path + "." + e.path(), e.reason());
+    }
+  }
+
+  const std::string data_path = where + ".data";
+  Reader data(object_member(root, "data", data_path, true), data_path, templated);
+  const DatasetInfo& info = dataset_info(spec.dataset, data_path + ".dataset");
+  auto train = data.integer("train", 1);
+  auto validation = data.integer("validation", 0);
+  auto test = data.integer("test", 0);
+  if (train) c.train = *train;
+  if (validation) c.validation = *validation;
+  if (test) c.test = *test;
+  if ((train || !data_has(root, "train")) && (validation || !data_has(root, "validation")) &&
+      info.train_size >= 0 && c.train + c.validation > info.train_size) {
+    fail(data_path, "train + validation is " + std::to_string(c.train + c.validation) + " but " +
+                        std::string(info.name) + " has " + std::to_string(info.train_size) +
+                        " training images");
+  }
+  if (test && info.test_size >= 0 && c.test > info.test_size) {
+    fail(data_path + ".test", std::to_string(c.test) + " is more than the " +
+                                  std::to_string(info.test_size) + " test images of " +
+                                  std::string(info.name));
+  }
+  if (spec.objective_metric.starts_with("val_") && (validation || !data_has(root, "validation")) &&
+      c.validation == 0) {
+    fail(data_path + ".validation", "must be > 0: the objective metric " + spec.objective_metric +
+                                        " needs a validation split");
+  }
+
+  const std::string training_path = where + ".training";
+  Reader t(object_member(root, "training", training_path, false), training_path, templated);
+  t.only(kTrainingMembers, "training");
+  if (auto v = t.integer("epochs", 1)) c.epochs = *v;
+  if (auto v = t.integer("batch_size", 1)) c.batch_size = *v;
+  if (auto v = t.choice("optimizer", {"adam", "adamw", "sgd"})) c.optimizer = *v;
+  if (auto v = t.number("lr", "> 0", [](double x) { return x > 0; })) c.lr = *v;
+  if (auto v = t.number("weight_decay", ">= 0", [](double x) { return x >= 0; })) {
+    c.weight_decay = *v;
+  }
+  if (auto v = t.number("momentum", "in [0, 1)", [](double x) { return x >= 0 && x < 1; })) {
+    c.momentum = *v;
+  }
+  if (auto v = t.choice("schedule", {"constant", "cosine", "step"})) c.schedule = *v;
+  if (auto v = t.number("warmup_epochs", ">= 0", [](double x) { return x >= 0; })) {
+    c.warmup_epochs = *v;
+  }
+  if (auto v = t.number("min_lr", ">= 0", [](double x) { return x >= 0; })) c.min_lr = *v;
+  if (auto v = t.integer("step_epochs", 1)) c.step_epochs = *v;
+  if (auto v = t.number("gamma", "> 0", [](double x) { return x > 0; })) c.gamma = *v;
+  if (auto v = t.number("label_smoothing", "in [0, 1)", [](double x) { return x >= 0 && x < 1; })) {
+    c.label_smoothing = *v;
+  }
+  if (auto v = t.number("clip_grad_norm", ">= 0", [](double x) { return x >= 0; })) {
+    c.clip_grad_norm = *v;
+  }
+  if (auto v = t.integer("seed", 0)) c.seed = static_cast<uint64_t>(*v);
+  if (!templated) {
+    if (c.batch_size > c.train) {
+      fail(training_path + ".batch_size", std::to_string(c.batch_size) +
+                                              " is larger than the training split (data.train " +
+                                              std::to_string(c.train) + ")");
+    }
+    if (c.schedule == "cosine" && c.min_lr > c.lr) {
+      fail(training_path + ".min_lr", "must be <= lr (" + Json(c.lr).dump() + ")");
+    }
+    if (c.schedule == "cosine" && c.warmup_epochs >= static_cast<double>(c.epochs)) {
+      fail(training_path + ".warmup_epochs", "must be < epochs (" + std::to_string(c.epochs) + ")");
+    }
+  }
+  return c;
+}
+
+// --- Files --------------------------------------------------------------------------------------
+
+// Writes `text` to `path` atomically (a temporary file beside it, then rename).
+void write_file_atomically(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw Error(ErrorCode::kUnavailable, tmp + ": cannot write");
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) throw Error(ErrorCode::kUnavailable, path + ": cannot write: " + ec.message());
+}
+
+Json metrics_json(const Metrics& metrics) {
+  Json out = Json::object();
+  for (const auto& [name, value] : metrics) out[name] = std::isfinite(value) ? Json(value) : Json();
+  return out;  // NaN and the infinities become null
+}
+
+Metrics metrics_from_json(const Json& json) {
+  Metrics out;
+  for (const auto& [name, value] : json.items()) {
+    out[name] = value.is_number() ? value.get<double>() : kNaN;
+  }
+  return out;
+}
+
+// One completed epoch.
+struct EpochRecord {
+  int64_t epoch = 0;  // 1-based
+  Metrics metrics;
+};
+
+Json history_json(const std::vector<EpochRecord>& history) {
+  Json epochs = Json::array();
+  for (const EpochRecord& r : history) {
+    Json e = metrics_json(r.metrics);
+    e["epoch"] = r.epoch;
+    epochs.push_back(e);
+  }
+  return epochs;
+}
+
+std::string history_path(const std::string& checkpoint_path) {
+  return checkpoint_path + ".history.json";
+}
+
+// The epochs' metrics saved beside a checkpoint, up to epoch `last` (the checkpoint's). A missing
+// or unreadable file gives fewer epochs, which only narrows the best-epoch choice.
+std::vector<EpochRecord> read_history(const std::string& path, int64_t last) {
+  std::vector<EpochRecord> history;
+  std::ifstream in(path);
+  if (!in) return history;
+  try {
+    Json json = Json::parse(in);
+    if (json.value("version", 0) != kHistoryVersion) return history;
+    for (Json epoch : json.at("epochs")) {
+      const int64_t number = epoch.at("epoch").get<int64_t>();
+      if (number > last) break;
+      epoch.erase("epoch");
+      history.push_back({number, metrics_from_json(epoch)});
+    }
+  } catch (const Json::exception&) {
+    history.clear();
+  }
+  return history;
+}
+
+// --- Training -----------------------------------------------------------------------------------
+
+struct Splits {
+  training::Dataset train, validation, test;
+};
+
+Splits load_fashion_mnist(const std::string& dir_in, const EngineTrialConfig& c,
+                          const std::string& path) {
+  std::string dir = dir_in.empty() ? training::fashion_mnist_dir() : dir_in;
+  if (dir.back() != '/') dir += '/';
+  auto file = [&](const char* name) {
+    std::string f = dir + name;
+    if (!fs::exists(f)) {
+      throw Error(ErrorCode::kNotFound,
+                  path + ": " + f +
+                      " does not exist (install Debian's dataset-fashion-mnist, set "
+                      "TUNER_FASHION_MNIST_DIR or the job's data.dir)");
+    }
+    return f;
+  };
+  Splits s;
+  try {
+    training::Dataset all =
+        training::read_idx(file("train-images-idx3-ubyte.gz"), file("train-labels-idx1-ubyte.gz"),
+                           c.train + c.validation);
+    if (all.size() < c.train + c.validation) {
+      fail(path, "train + validation is " + std::to_string(c.train + c.validation) +
+                     " but the training file has " + std::to_string(all.size()) + " images");
+    }
+    s.train = all.slice(0, c.train);
+    s.validation = all.slice(c.train, c.train + c.validation);
+    if (c.test > 0) {
+      s.test = training::read_idx(file("t10k-images-idx3-ubyte.gz"),
+                                  file("t10k-labels-idx1-ubyte.gz"), c.test);
+      if (s.test.size() < c.test) {
+        fail(path + ".test", std::to_string(c.test) + " is more than the test file's " +
+                                 std::to_string(s.test.size()) + " images");
+      }
+    }
+  } catch (const training::DataError& e) {
+    throw Error(ErrorCode::kDataLoss, path + ": " + e.what());
+  }
+  return s;
+}
+
+// Loads the splits of the job's dataset, normalized with the training split's statistics.
+Splits load_data(const EngineJobSpec& spec, const EngineTrialConfig& c, const std::string& where) {
+  const std::string path = where + ".data";
+  Splits s;
+  if (spec.dataset == "fashion-mnist") {
+    s = load_fashion_mnist(spec.data_dir, c, path);
+  } else {
+    fail(path + ".dataset",
+         "unknown dataset \"" + spec.dataset + "\" (known: " + join(dataset_names()) + ")");
+  }
+  const training::Normalizer norm = training::Normalizer::fit(s.train, training::NormalizeBy::kAll);
+  norm.apply(s.train);
+  if (!s.validation.empty()) norm.apply(s.validation);
+  if (!s.test.empty()) norm.apply(s.test);
+  return s;
+}
+
+std::unique_ptr<training::Backend> make_backend(const EngineJobSpec& spec, int gpu,
+                                                const std::string& where) {
+  if (spec.backend == "cuda") {
+    try {
+      return training::make_cuda_backend(gpu);
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::kUnavailable,
+                  where + ".backend: \"cuda\" (device " + std::to_string(gpu) + "): " + e.what());
+    }
+  }
+  return training::make_cpu_backend(spec.threads);
+}
+
+std::unique_ptr<training::Optimizer> make_optimizer(const EngineTrialConfig& c,
+                                                    training::Backend& backend, int64_t size) {
+  if (c.optimizer == "sgd") {
+    return std::make_unique<training::Sgd>(
+        backend, size,
+        training::SgdOptions{.momentum = static_cast<float>(c.momentum),
+                             .weight_decay = static_cast<float>(c.weight_decay)});
+  }
+  training::AdamOptions adam;
+  adam.weight_decay = static_cast<float>(c.weight_decay);
+  adam.decoupled = c.optimizer == "adamw";
+  return std::make_unique<training::Adam>(backend, size, adam);
+}
+
+std::unique_ptr<training::LrSchedule> make_schedule(const EngineTrialConfig& c) {
+  const int64_t steps_per_epoch = (c.train + c.batch_size - 1) / c.batch_size;
+  if (c.schedule == "cosine") {
+    const int64_t total = c.epochs * steps_per_epoch;
+    // warmup_epochs < epochs, but rounding to steps could reach the end.
+    const int64_t warmup =
+        std::min(total - 1, static_cast<int64_t>(std::llround(c.warmup_epochs * steps_per_epoch)));
+    return std::make_unique<training::CosineLr>(c.lr, warmup, total, c.min_lr);
+  }
+  if (c.schedule == "step") {
+    return std::make_unique<training::StepLr>(c.lr, c.step_epochs * steps_per_epoch, c.gamma);
+  }
+  return std::make_unique<training::ConstantLr>(c.lr);
+}
+
+Metrics epoch_metrics(const training::EpochMetrics& m) {
+  return {{"train_loss", m.train_loss},
+          {"val_loss", m.val_loss},
+          {"val_accuracy", m.val_accuracy},
+          {"lr", m.lr},
+          {"epoch_seconds", m.seconds}};
+}
+
+// Whether objective value a beats b (NaN never beats anything; anything finite beats NaN).
+bool better(double a, double b, bool maximize) {
+  if (std::isnan(a)) return false;
+  if (std::isnan(b)) return true;
+  return maximize ? a > b : a < b;
+}
+
+// The position of the best epoch in a non-empty history.
+size_t best_index(const std::vector<EpochRecord>& history, const EngineJobSpec& spec) {
+  size_t best = 0;
+  for (size_t i = 1; i < history.size(); ++i) {
+    if (better(history[i].metrics.at(spec.objective_metric),
+               history[best].metrics.at(spec.objective_metric), spec.maximize)) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+// --- Public -------------------------------------------------------------------------------------
+
+std::string substitute_engine_params(std::string_view json, const Params& params,
+                                     const std::string& where) {
+  Json root;
+  try {
+    root = Json::parse(json);
+  } catch (const Json::parse_error& e) {
+    fail(where, std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
+  if (auto it = root.find("model"); it != root.end()) {
+    *it = substitute(*it, where + ".model", params);
+  }
+  if (auto it = root.find("training"); it != root.end()) {
+    *it = substitute(*it, where + ".training", params);
+  }
+  if (auto it = root.find("data"); it != root.end() && it->is_object()) {
+    for (const char* key : {"train", "validation", "test"}) {
+      if (auto v = it->find(key); v != it->end()) {
+        *v = substitute(*v, where + ".data." + key, params);
+      }
+    }
+  }
+  return root.dump();
+}
+
+EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) {
+  Json root;
+  try {
+    root = Json::parse(json);
+  } catch (const Json::parse_error& e) {
+    fail(where, std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
+  Reader top(root, where, true);
+  top.only(kRootMembers, "an engine job");
+  EngineJobSpec spec;
+  if (auto kind = top.string("kind"); !kind || *kind != "engine") {
+    fail(where + ".kind", kind ? "expected \"engine\", got \"" + *kind + "\"" : "missing");
+  }
+  if (auto v = top.integer("threads", 1, false)) {
+    if (*v > 1024) {
+      fail(where + ".threads", "expected an integer in [1, 1024], got " + std::to_string(*v));
+    }
+    spec.threads = static_cast<int>(*v);
+  }
+  if (auto v = top.choice("backend", {"cpu", "cuda"}, false)) spec.backend = *v;
+  if (auto v = top.string("artifacts_dir")) spec.artifacts_dir = *v;
+  auto objective = top.choice("objective_metric", kObjectives, false);
+  if (!objective) fail(where + ".objective_metric", "missing (one of " + join(kObjectives) + ")");
+  spec.objective_metric = *objective;
+  spec.maximize = spec.objective_metric.ends_with("_accuracy");
+
+  const std::string data_path = where + ".data";
+  Reader data(object_member(root, "data", data_path, true), data_path, true);
+  data.only(kDataMembers, "data");
+  auto dataset = data.string("dataset");
+  if (!dataset) fail(data_path + ".dataset", "missing (one of " + join(dataset_names()) + ")");
+  spec.dataset = dataset_info(*dataset, data_path + ".dataset").name;
+  if (auto v = data.string("dir")) spec.data_dir = *v;
+
+  read_config(root, spec, where, /*templated=*/true);
+  spec.json = root.dump();
+  return spec;
+}
+
+EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& params,
+                                     const std::string& where) {
+  const Json root = Json::parse(substitute_engine_params(spec.json, params, where));
+  return read_config(root, spec, where, /*templated=*/false);
+}
+
+EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& trial,
+                               const EngineReportCallback& on_report, std::stop_token stop) {
+  const std::string where =
+      trial.number >= 0 ? "trial " + std::to_string(trial.number) + ": job" : std::string("job");
+  if (!spec.artifacts_dir.empty() && trial.number < 0) {
+    fail(where + ".artifacts_dir", "needs the trial's number (TUNER_TRIAL_NUMBER)");
+  }
+  const EngineTrialConfig c = resolve_engine_job(spec, trial.params, where);
+  const training::ModelSpec model_spec = training::parse_model_spec(c.model_json);
+  const Splits data = load_data(spec, c, where);
+  std::unique_ptr<training::Backend> backend = make_backend(spec, trial.gpu, where);
+  std::unique_ptr<training::Sequential> model;
+  std::unique_ptr<training::Optimizer> optimizer;
+  std::unique_ptr<training::LrSchedule> schedule;
+  std::unique_ptr<training::Trainer> trainer;
+  try {
+    schedule = make_schedule(c);
+    model = training::build_model(model_spec, c.batch_size, *backend, c.seed);
+    optimizer =
+        make_optimizer(c, *backend, static_cast<int64_t>(model->parameters().values().size()));
+    training::TrainerOptions options{.epochs = c.epochs,
+                                     .batch_size = c.batch_size,
+                                     .seed = c.seed,
+                                     .label_smoothing = static_cast<float>(c.label_smoothing),
+                                     .clip_grad_norm = c.clip_grad_norm};
+    options.stop = stop;
+    trainer = std::make_unique<training::Trainer>(*model, *optimizer, *schedule, data.train,
+                                                  data.validation, options);
+  } catch (const std::invalid_argument& e) {
+    fail(where, std::string(e.what()) + " (model " + model_spec.input.to_string() + " -> " +
+                    model_spec.output.to_string() + ", data " +
+                    data.train.sample_shape().to_string() + " with " +
+                    std::to_string(data.train.num_classes()) + " classes)");
+  }
+
+  EngineOutcome outcome;
+  std::vector<EpochRecord> history;
+  if (trial.checkpoint_path && fs::exists(*trial.checkpoint_path)) {
+    const std::string& path = *trial.checkpoint_path;
+    try {
+      training::Checkpoint checkpoint = training::load_checkpoint(path);
+      if (checkpoint.model_spec != model_spec.json) {
+        throw Error(ErrorCode::kFailedPrecondition,
+                    path + ": a checkpoint of another model (" + checkpoint.model_spec +
+                        "), not this trial's (" + model_spec.json + "); remove it to start over");
+      }
+      trainer->restore(checkpoint);
+    } catch (const training::CheckpointError& e) {
+      throw Error(ErrorCode::kDataLoss, e.what());
+    }
+    outcome.resumed_from = trainer->epoch();
+    history = read_history(history_path(path), trainer->epoch());
+  }
+
+  const fs::path artifacts =
+      spec.artifacts_dir.empty()
+          ? fs::path()
+          : fs::path(spec.artifacts_dir) / ("trial-" + std::to_string(trial.number));
+  auto final_metrics = [&] {
+    Metrics out;
+    if (history.empty()) return out;
+    const size_t best = best_index(history, spec);
+    out = history[best].metrics;
+    out["best_epoch"] = static_cast<double>(history[best].epoch);
+    return out;
+  };
+  auto write_metrics_file = [&](const Metrics& final) {
+    Json params = Json::object();
+    for (const auto& [name, value] : trial.params) params[name] = param_json(value);
+    Json doc = {{"version", kHistoryVersion},
+                {"trial", trial.number},
+                {"params", params},
+                {"objective_metric", spec.objective_metric},
+                {"metrics", metrics_json(final)},
+                {"epochs", history_json(history)},
+                {"model", Json::parse(model_spec.json)}};
+    write_file_atomically((artifacts / "metrics.json").string(), doc.dump(2) + "\n");
+  };
+
+  if (!artifacts.empty()) {
+    std::error_code ec;
+    fs::create_directories(artifacts, ec);
+    if (ec) {
+      throw Error(ErrorCode::kUnavailable, where + ".artifacts_dir: cannot create " +
+                                               artifacts.string() + ": " + ec.message());
+    }
+  }
+  outcome.end_reason = "completed";
+  while (trainer->epoch() < c.epochs) {
+    const training::EpochMetrics m = trainer->train_epoch();
+    if (m.interrupted) {
+      outcome.end_reason = "interrupted";
+      break;
+    }
+    history.push_back({m.epoch, epoch_metrics(m)});
+    const bool is_best = best_index(history, spec) == history.size() - 1;
+    try {
+      if (!artifacts.empty()) {
+        if (is_best) {
+          training::save_checkpoint((artifacts / "model.ckpt").string(),
+                                    trainer->checkpoint(model_spec.json));
+        }
+        write_metrics_file(final_metrics());
+      }
+      if (trial.checkpoint_path) {
+        // The history first: a crash between the two leaves a history one epoch ahead, which the
+        // resume cuts back to the checkpoint's epoch.
+        write_file_atomically(
+            history_path(*trial.checkpoint_path),
+            Json{{"version", kHistoryVersion}, {"epochs", history_json(history)}}.dump());
+        training::save_checkpoint(*trial.checkpoint_path, trainer->checkpoint(model_spec.json));
+      }
+    } catch (const training::CheckpointError& e) {
+      throw Error(ErrorCode::kUnavailable, e.what());
+    }
+    if (!std::isfinite(m.train_loss)) {
+      outcome.end_reason = "diverged";
+    }
+    if (on_report) {
+      const JobDecision decision =
+          on_report(EngineReport{.step = m.epoch, .metrics = history.back().metrics});
+      if (decision != JobDecision::kContinue && outcome.end_reason == "completed") {
+        outcome.end_reason = "callback";
+      }
+    }
+    if (outcome.end_reason != "completed") break;
+  }
+  outcome.epochs_completed = trainer->epoch();
+  outcome.final_metrics = final_metrics();
+  if (!outcome.final_metrics.empty() && c.test > 0 && outcome.end_reason != "interrupted") {
+    const training::EvalResult test = trainer->evaluate(data.test);
+    outcome.final_metrics["test_loss"] = test.loss;
+    outcome.final_metrics["test_accuracy"] = test.accuracy;
+  }
+  if (!artifacts.empty() && !outcome.final_metrics.empty())
+    write_metrics_file(outcome.final_metrics);
+  return outcome;
+}
+
+CommandSpec engine_job_command(const EngineJobSpec& spec, const std::string& tuner_path) {
+  auto escape = [](const std::string& text) {
+    std::string out;
+    out.reserve(text.size() + 16);
+    for (char ch : text) {
+      out += ch;
+      if (ch == '{' || ch == '}') out += ch;
+    }
+    return out;
+  };
+  CommandSpec command;
+  command.argv = {escape(tuner_path), "trial", "--engine-job", escape(spec.json)};
+  return command;
+}
+
+}  // namespace tuner

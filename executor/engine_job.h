@@ -1,0 +1,142 @@
+// EngineJob: a trial that trains one of the project's own models (training/) instead of running a
+// user's program (the `engine` job kind; docs/engine_jobs.md is the contract).
+//
+// The job's JSON form (every member and default in docs/engine_jobs.md):
+//   {"kind": "engine",
+//    "model": {...a model spec (docs/model_spec.md)...},
+//    "data": {"dataset": "fashion-mnist", "dir": "...", "train": 50000, "validation": 10000,
+//             "test": 0},
+//    "training": {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 0.001, ...},
+//    "threads": 1, "backend": "cpu", "artifacts_dir": "...", "objective_metric": "val_accuracy"}
+// Any string value under "model" and "training" (and data.train / validation / test) that is
+// exactly "{NAME}" is a placeholder: it becomes the trial's value of parameter NAME with its JSON
+// type ("{width}" -> 256, "{act}" -> "relu").
+//
+// Three steps: parse_engine_job() validates a job once (the coordinator and the executor do, with
+// no trial at hand: placeholders are only checked for syntax); resolve_engine_job() substitutes a
+// trial's parameters and checks every value; run_engine_trial() trains it epoch by epoch. An
+// executor runs an engine trial as a command job (engine_job_command()): `tuner trial` in a
+// process of its own, which prints the metrics protocol of docs/command_jobs.md.
+//
+// Thread safety: pure functions, except run_engine_trial, which reads and writes files (data,
+// checkpoint, artifacts); concurrent runs need distinct checkpoint paths and trial numbers.
+#ifndef TUNER_EXECUTOR_ENGINE_JOB_H_
+#define TUNER_EXECUTOR_ENGINE_JOB_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "executor/command_job.h"
+#include "trials/param_value.h"
+#include "trials/protocol.h"
+
+namespace tuner {
+
+// A validated engine job, placeholders unresolved. The members that cannot be placeholders are
+// typed here; the rest stays in `json`.
+struct EngineJobSpec {
+  std::string json;              // the whole job, canonical compact JSON (keys sorted)
+  std::string dataset;           // "fashion-mnist"
+  std::string data_dir;          // empty: training::fashion_mnist_dir()
+  int threads = 1;               // CPU backend threads; >= 1
+  std::string backend = "cpu";   // "cpu" or "cuda"
+  std::string artifacts_dir;     // empty: no artifacts
+  std::string objective_metric;  // train_loss, val_loss or val_accuracy
+  bool maximize = false;         // true for *_accuracy
+};
+
+// One trial's job: every placeholder substituted, every value typed and checked.
+struct EngineTrialConfig {
+  std::string model_json;  // the model spec, canonical (training::ModelSpec::json)
+  // Data: the first `train` training images, the next `validation` ones, the first `test` test
+  // images (0: none).
+  int64_t train = 50000, validation = 10000, test = 0;
+  // Training.
+  int64_t epochs = 10, batch_size = 128;
+  std::string optimizer = "adam";  // adam, adamw, sgd
+  double lr = 0.001;
+  double weight_decay = 0.0;          // adam: L2; adamw: decoupled; sgd: L2
+  double momentum = 0.9;              // sgd only
+  std::string schedule = "constant";  // constant, cosine, step
+  double warmup_epochs = 0.0;         // cosine: linear warm-up, in epochs (may be fractional)
+  double min_lr = 0.0;                // cosine: the final learning rate
+  int64_t step_epochs = 1;            // step: decay every this many epochs
+  double gamma = 0.1;                 // step: the decay factor
+  double label_smoothing = 0.0;
+  double clip_grad_norm = 0.0;  // 0: no clipping
+  uint64_t seed = 0;            // the model's initialization, dropout and the data order
+};
+
+// Parses and validates an engine job. Errors are Error(kInvalidArgument) whose message starts
+// with `where` and names the JSON path, e.g. "job.training.lr: expected a number > 0, got -1" or
+// "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)". A model without
+// placeholders is validated in full here (shapes included).
+EngineJobSpec parse_engine_job(std::string_view json, const std::string& where = "job");
+
+// Substitutes `params` into the job and checks every value. Errors are Error(kInvalidArgument)
+// naming the JSON path: `job.training.lr: "{learning_rate}": the trial has no parameter
+// 'learning_rate'`, `job.training.epochs: expected an integer >= 1, got 2.5 (from "{epochs}")`,
+// `job.model.layers[1].out: expected an integer >= 1, got "wide"` (the model spec's own errors).
+EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& params,
+                                     const std::string& where = "job");
+
+// `json` (a job's JSON text) with every "{NAME}" string under model, training and data replaced by
+// the parameter's value, keeping its JSON type. Errors as resolve_engine_job.
+std::string substitute_engine_params(std::string_view json, const Params& params,
+                                     const std::string& where = "job");
+
+// The trial an engine run is for.
+struct EngineTrial {
+  int number = -1;  // names the artifacts folder; REQUIRES: >= 0 when the job has artifacts_dir
+  Params params;
+  // Saved after every epoch, and restored from when it exists at the start (a paused or
+  // preempted trial resumes). Beside it, PATH.history.json keeps the epochs' metrics.
+  std::optional<std::string> checkpoint_path;
+  int gpu = 0;  // the CUDA device of backend "cuda"
+};
+
+// What the report callback gets after each epoch: step = the epoch (1-based), and the metrics
+// train_loss, val_loss, val_accuracy, lr (the epoch's last), epoch_seconds.
+struct EngineReport {
+  int64_t step = 0;
+  Metrics metrics;
+};
+// Called after each epoch (its checkpoint saved); kStop and kPause end the run.
+using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
+
+struct EngineOutcome {
+  // The best epoch's metrics by the objective (NaN epochs never win unless all are NaN; ties go
+  // to the earlier epoch), plus "best_epoch", plus test_loss and test_accuracy when data.test > 0
+  // and the run was not interrupted. Empty when no epoch completed.
+  Metrics final_metrics;
+  int64_t epochs_completed = 0;  // restored ones included
+  int64_t resumed_from = 0;      // the checkpoint's epoch; 0 for a fresh start
+  // "completed", "callback" (kStop or kPause), "interrupted" (the stop token; the epoch under way
+  // was abandoned) or "diverged" (a non-finite training loss).
+  std::string end_reason;
+};
+
+// Trains the trial (see the file comment and docs/engine_jobs.md). A stop requested on `stop`
+// abandons the current epoch within one batch; the checkpoint then stays at the last completed
+// epoch. Deterministic: the same job, params, seed and threads give the same metrics and weights,
+// with or without a resume from a checkpoint in between.
+// Throws Error naming the JSON path or file: kInvalidArgument for values that do not fit (a model
+// whose input is not the data's, a batch larger than the training split), kNotFound or kDataLoss
+// for data files, kDataLoss for a corrupt checkpoint, kFailedPrecondition for a checkpoint of
+// another model (other parameters), kUnavailable for a CUDA backend that cannot be made or a file
+// that cannot be written.
+EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& trial,
+                               const EngineReportCallback& on_report = {},
+                               std::stop_token stop = {});
+
+// The command an executor runs for an engine trial: [tuner_path, "trial", "--engine-job", JSON],
+// the JSON's braces doubled for the argv template (executor/argv_template.h).
+CommandSpec engine_job_command(const EngineJobSpec& spec, const std::string& tuner_path);
+
+}  // namespace tuner
+
+#endif  // TUNER_EXECUTOR_ENGINE_JOB_H_

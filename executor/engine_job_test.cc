@@ -1,0 +1,369 @@
+// Engine jobs: parsing with JSON paths, typed substitution, and real runs on a Fashion-MNIST slice
+// (600 training and 200 validation images, a small MLP): reports, stopping, determinism,
+// checkpoint resume and artifacts.
+#include "executor/engine_job.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <stop_token>
+
+#include "executor/argv_template.h"
+#include "executor/job_spec.h"
+#include "training/checkpoint.h"
+#include "training/data/fashion_mnist.h"
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// The tiny job of these tests; `edit` changes it before it is dumped.
+Json tiny_job() {
+  return Json::parse(R"({
+    "kind": "engine",
+    "model": {"input": [1, 28, 28], "layers": [
+      {"type": "flatten"}, {"type": "linear", "out": "{width}"}, {"type": "{act}"},
+      {"type": "linear", "out": 10}]},
+    "data": {"dataset": "fashion-mnist", "train": 600, "validation": 200},
+    "training": {"epochs": 2, "batch_size": 64, "lr": "{lr}", "seed": 7},
+    "objective_metric": "val_accuracy"})");
+}
+
+const Params kParams = {{"width", int64_t{32}}, {"act", std::string("relu")}, {"lr", 0.003}};
+
+std::string error_of(const std::string& json, const Params* params = nullptr) {
+  try {
+    EngineJobSpec spec = parse_engine_job(json);
+    if (params) resolve_engine_job(spec, *params);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string error_of(Json job, const std::function<void(Json&)>& edit,
+                     const Params* params = nullptr) {
+  edit(job);
+  return error_of(job.dump(), params);
+}
+
+TEST(EngineJobSpec, ParsesAndKeepsPlaceholdersUntilATrialComes) {
+  EngineJobSpec spec = parse_engine_job(tiny_job().dump());
+  EXPECT_EQ(spec.dataset, "fashion-mnist");
+  EXPECT_EQ(spec.objective_metric, "val_accuracy");
+  EXPECT_TRUE(spec.maximize);
+  EXPECT_EQ(spec.threads, 1);
+  EXPECT_EQ(spec.backend, "cpu");
+  EXPECT_NE(spec.json.find("\"{width}\""), std::string::npos);
+  // The job is a JobSpec too, and round-trips through its JSON.
+  JobSpec job = parse_job_spec(tiny_job().dump());
+  EXPECT_EQ(job.kind, JobKind::kEngine);
+  EXPECT_EQ(job.objective_metric, "val_accuracy");
+  EXPECT_EQ(parse_job_spec(job_spec_to_json(job)).engine.json, job.engine.json);
+}
+
+TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
+  const Json job = tiny_job();
+  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["lrr"] = 1; }).substr(0, 38),
+            "job.training.lrr: unknown member (trai");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["extra"] = 1; }).substr(0, 26),
+            "job.extra: unknown member ");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["tset"] = 1; }).substr(0, 27),
+            "job.data.tset: unknown memb");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["lr"] = -1; }),
+            "job.training.lr: expected a number > 0, got -1");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["epochs"] = 2.5; }),
+            "job.training.epochs: expected an integer >= 1, got 2.5");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["optimizer"] = "lion"; }),
+            "job.training.optimizer: expected one of adam, adamw, sgd, got \"lion\"");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["schedule"] = "linear"; }),
+            "job.training.schedule: expected one of constant, cosine, step, got \"linear\"");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["dataset"] = "cifar"; }),
+            "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["train"] = 59900; }),
+            "job.data: train + validation is 60100 but fashion-mnist has 60000 training images");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["validation"] = 0; }),
+            "job.data.validation: must be > 0: the objective metric val_accuracy needs a "
+            "validation split");
+  EXPECT_EQ(error_of(job, [](Json& j) { j.erase("objective_metric"); }),
+            "job.objective_metric: missing (one of train_loss, val_loss, val_accuracy)");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["objective_metric"] = "accuracy"; }),
+            "job.objective_metric: expected one of train_loss, val_loss, val_accuracy, got "
+            "\"accuracy\"");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["threads"] = "{threads}"; }),
+            "job.threads: cannot be a placeholder (\"{threads}\")");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["kind"] = "command"; }),
+            "job.kind: expected \"engine\", got \"command\"");
+  // A model without placeholders is checked in full at once.
+  EXPECT_EQ(error_of(job,
+                     [](Json& j) {
+                       j["model"]["layers"][1]["out"] = 0;
+                       j["model"]["layers"][2]["type"] = "relu";
+                     })
+                .substr(0, 35),
+            "job.model.layers[1].out: 0 is out o");
+  // Through parse_job_spec, with the caller's prefix.
+  try {
+    Json bad = job;
+    bad["training"]["momentum"] = 1.5;
+    parse_job_spec(bad.dump(), "trial 4: job");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "trial 4: job.training.momentum: expected a number in [0, 1), got 1.5");
+  }
+}
+
+TEST(EngineJobSpec, SubstitutionKeepsTheParametersTypes) {
+  const Params params = {{"width", int64_t{256}},
+                         {"act", std::string("relu")},
+                         {"lr", 0.001},
+                         {"one", 1.0},
+                         {"bias", false}};
+  Json job = tiny_job();
+  job["model"]["layers"][3]["bias"] = "{bias}";
+  job["training"]["weight_decay"] = "{one}";
+  const Json out = Json::parse(substitute_engine_params(job.dump(), params));
+  const Json& width = out["model"]["layers"][1]["out"];
+  EXPECT_TRUE(width.is_number_integer());
+  EXPECT_EQ(width.get<int64_t>(), 256);
+  EXPECT_EQ(out["model"]["layers"][2]["type"], "relu");
+  EXPECT_TRUE(out["model"]["layers"][3]["bias"].is_boolean());
+  EXPECT_TRUE(out["training"]["lr"].is_number_float());
+  EXPECT_EQ(out["training"]["lr"].get<double>(), 0.001);
+  EXPECT_TRUE(out["training"]["weight_decay"].is_number_float());  // 1.0 stays a float
+
+  const EngineTrialConfig c = resolve_engine_job(parse_engine_job(job.dump()), params);
+  EXPECT_EQ(c.lr, 0.001);
+  EXPECT_EQ(c.weight_decay, 1.0);
+  EXPECT_NE(c.model_json.find("\"out\":256"), std::string::npos) << c.model_json;
+  EXPECT_EQ(c.epochs, 2);
+  EXPECT_EQ(c.train, 600);
+  EXPECT_EQ(c.validation, 200);
+  EXPECT_EQ(c.seed, 7u);
+}
+
+TEST(EngineJobSpec, ResolveErrorsNameThePathAndThePlaceholder) {
+  Json job = tiny_job();
+  job["training"]["lr"] = "{learning_rate}";
+  EXPECT_EQ(error_of(job.dump(), &kParams),
+            "job.training.lr: \"{learning_rate}\": the trial has no parameter 'learning_rate'");
+  job = tiny_job();
+  job["training"]["epochs"] = "{lr}";
+  EXPECT_EQ(error_of(job.dump(), &kParams),
+            "job.training.epochs: expected an integer >= 1, got 0.003");
+  const Params float_width = {{"width", 32.0}, {"act", std::string("relu")}, {"lr", 0.003}};
+  EXPECT_EQ(error_of(tiny_job().dump(), &float_width).substr(0, 43),
+            "job.model.layers[1].out: expected an intege");
+  const Params bad_act = {{"width", int64_t{32}}, {"act", std::string("relux")}, {"lr", 0.003}};
+  EXPECT_EQ(error_of(tiny_job().dump(), &bad_act).substr(0, 45),
+            "job.model.layers[2].type: unknown layer \"relu");
+  job = tiny_job();
+  job["data"]["train"] = "{width}";
+  const Params big = {{"width", int64_t{64}}, {"act", std::string("relu")}, {"lr", 0.003}};
+  EXPECT_EQ(error_of(job.dump(), &big), "no error");
+  job["training"]["batch_size"] = 128;
+  EXPECT_EQ(error_of(job.dump(), &big),
+            "job.training.batch_size: 128 is larger than the training split (data.train 64)");
+}
+
+TEST(EngineJobSpec, TheExecutorsCommandCarriesTheJobVerbatim) {
+  const EngineJobSpec spec = parse_engine_job(tiny_job().dump());
+  const CommandSpec command = engine_job_command(spec, "/opt/tuner/bin/tuner");
+  const Params params = kParams;
+  const std::vector<std::string> argv =
+      expand_argv(command.argv, ArgvValues{.trial_number = 3, .params = &params});
+  ASSERT_EQ(argv.size(), 4u);
+  EXPECT_EQ(argv[0], "/opt/tuner/bin/tuner");
+  EXPECT_EQ(argv[1], "trial");
+  EXPECT_EQ(argv[2], "--engine-job");
+  EXPECT_EQ(argv[3], spec.json);  // placeholders left for `tuner trial`
+}
+
+// --- Real runs
+// ------------------------------------------------------------------------------------
+
+class EngineRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(training::fashion_mnist_dir() + "train-images-idx3-ubyte.gz")) {
+      GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
+    }
+    static int counter = 0;
+    dir_ = fs::temp_directory_path() /
+           ("tuner-engine-job-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    if (!dir_.empty()) fs::remove_all(dir_, ignored);
+  }
+
+  static EngineJobSpec spec(const std::function<void(Json&)>& edit = {}) {
+    Json job = tiny_job();
+    if (edit) edit(job);
+    return parse_engine_job(job.dump());
+  }
+
+  // Every metric but the wall time.
+  static Metrics without_time(Metrics m) {
+    m.erase("epoch_seconds");
+    return m;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
+  std::vector<EngineReport> reports;
+  const EngineOutcome outcome =
+      run_engine_trial(spec(), {.number = 0, .params = kParams}, [&](const EngineReport& r) {
+        reports.push_back(r);
+        return JobDecision::kContinue;
+      });
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].step, 1);
+  EXPECT_EQ(reports[1].step, 2);
+  for (const char* name : {"train_loss", "val_loss", "val_accuracy", "lr", "epoch_seconds"}) {
+    EXPECT_TRUE(reports[1].metrics.contains(name)) << name;
+  }
+  EXPECT_NEAR(reports[1].metrics.at("lr"), 0.003, 1e-9);  // the step's float
+  EXPECT_LT(reports[1].metrics.at("train_loss"), reports[0].metrics.at("train_loss"));
+  EXPECT_GT(reports[1].metrics.at("val_accuracy"), 0.5);  // chance is 0.1
+  EXPECT_LT(reports[1].metrics.at("val_loss"), 2.0);
+
+  EXPECT_EQ(outcome.end_reason, "completed");
+  EXPECT_EQ(outcome.epochs_completed, 2);
+  const Metrics& final = outcome.final_metrics;
+  const int best = static_cast<int>(final.at("best_epoch"));
+  ASSERT_TRUE(best == 1 || best == 2);
+  EXPECT_EQ(final.at("val_accuracy"), reports[best - 1].metrics.at("val_accuracy"));
+  EXPECT_GE(final.at("val_accuracy"), reports[0].metrics.at("val_accuracy"));
+  EXPECT_GE(final.at("val_accuracy"), reports[1].metrics.at("val_accuracy"));
+  EXPECT_FALSE(final.contains("test_accuracy"));
+
+  // Same params and seed: the same metrics, bit for bit.
+  const EngineOutcome again = run_engine_trial(spec(), {.number = 0, .params = kParams});
+  EXPECT_EQ(without_time(again.final_metrics), without_time(final));
+}
+
+TEST_F(EngineRun, TheCallbackStopsAfterAnEpochAndTestMetricsComeWhenAsked) {
+  int calls = 0;
+  const EngineOutcome outcome =
+      run_engine_trial(spec([](Json& j) {
+                         j["data"]["test"] = 100;
+                         j["objective_metric"] = "val_loss";
+                         j["training"]["optimizer"] = "sgd";
+                         j["training"]["lr"] = 0.05;
+                         j["training"]["schedule"] = "cosine";
+                         j["training"]["warmup_epochs"] = 0.5;
+                       }),
+                       {.number = 1, .params = kParams}, [&](const EngineReport&) {
+                         ++calls;
+                         return JobDecision::kStop;
+                       });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(outcome.end_reason, "callback");
+  EXPECT_EQ(outcome.epochs_completed, 1);
+  EXPECT_EQ(outcome.final_metrics.at("best_epoch"), 1.0);
+  EXPECT_GT(outcome.final_metrics.at("test_accuracy"), 0.3);
+  EXPECT_TRUE(std::isfinite(outcome.final_metrics.at("test_loss")));
+}
+
+TEST_F(EngineRun, AStopRequestAbandonsTheEpochAndKeepsTheLastCheckpoint) {
+  std::stop_source stop;
+  const std::string checkpoint = (dir_ / "trial.ckpt").string();
+  const EngineOutcome outcome = run_engine_trial(
+      spec([](Json& j) {
+        j["training"]["optimizer"] = "adamw";
+        j["training"]["weight_decay"] = 0.01;
+        j["training"]["schedule"] = "step";
+      }),
+      {.number = 2, .params = kParams, .checkpoint_path = checkpoint},
+      [&](const EngineReport&) {
+        stop.request_stop();  // as SIGTERM would, while epoch 2 is about to start
+        return JobDecision::kContinue;
+      },
+      stop.get_token());
+  EXPECT_EQ(outcome.end_reason, "interrupted");
+  EXPECT_EQ(outcome.epochs_completed, 1);
+  EXPECT_EQ(outcome.final_metrics.at("best_epoch"), 1.0);
+  EXPECT_EQ(training::load_checkpoint(checkpoint).epoch, 1);
+}
+
+TEST_F(EngineRun, AResumedTrialEndsWithTheWeightsOfAnUninterruptedOne) {
+  const std::string whole = (dir_ / "whole.ckpt").string();
+  const std::string resumed = (dir_ / "resumed.ckpt").string();
+  const EngineOutcome uninterrupted =
+      run_engine_trial(spec(), {.number = 3, .params = kParams, .checkpoint_path = whole});
+  // Paused after epoch 1, then run again: it continues from the checkpoint.
+  const EngineOutcome first =
+      run_engine_trial(spec(), {.number = 3, .params = kParams, .checkpoint_path = resumed},
+                       [](const EngineReport&) { return JobDecision::kPause; });
+  EXPECT_EQ(first.epochs_completed, 1);
+  std::vector<int64_t> steps;
+  const EngineOutcome second =
+      run_engine_trial(spec(), {.number = 3, .params = kParams, .checkpoint_path = resumed},
+                       [&](const EngineReport& r) {
+                         steps.push_back(r.step);
+                         return JobDecision::kContinue;
+                       });
+  EXPECT_EQ(second.resumed_from, 1);
+  EXPECT_EQ(steps, std::vector<int64_t>{2});
+  EXPECT_EQ(second.epochs_completed, 2);
+  EXPECT_EQ(training::load_checkpoint(resumed).parameters,
+            training::load_checkpoint(whole).parameters);
+  // The best epoch is chosen over both runs' epochs.
+  EXPECT_EQ(without_time(second.final_metrics), without_time(uninterrupted.final_metrics));
+
+  // A checkpoint of another model is refused, not half-applied.
+  Params wider = kParams;
+  wider["width"] = int64_t{48};
+  try {
+    run_engine_trial(spec(), {.number = 3, .params = wider, .checkpoint_path = resumed});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_NE(std::string(e.what()).find("a checkpoint of another model"), std::string::npos);
+  }
+}
+
+TEST_F(EngineRun, ArtifactsKeepTheBestEpochsModelAndMetrics) {
+  const fs::path artifacts = dir_ / "artifacts";
+  const EngineOutcome outcome =
+      run_engine_trial(spec([&](Json& j) { j["artifacts_dir"] = artifacts.string(); }),
+                       {.number = 5, .params = kParams});
+  const fs::path trial_dir = artifacts / "trial-5";
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(trial_dir)) {
+    files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"metrics.json", "model.ckpt"}));
+  const training::Checkpoint model = training::load_checkpoint((trial_dir / "model.ckpt").string());
+  EXPECT_EQ(model.epoch, static_cast<int64_t>(outcome.final_metrics.at("best_epoch")));
+  EXPECT_NE(model.model_spec.find("\"out\":32"), std::string::npos) << model.model_spec;
+  std::ifstream in(trial_dir / "metrics.json");
+  const Json metrics = Json::parse(in);
+  EXPECT_EQ(metrics["trial"], 5);
+  EXPECT_EQ(metrics["params"]["width"], 32);
+  EXPECT_EQ(metrics["metrics"]["best_epoch"].get<double>(), outcome.final_metrics.at("best_epoch"));
+  EXPECT_EQ(metrics["epochs"].size(), 2u);
+  // Artifacts need the trial's number.
+  EXPECT_THROW(run_engine_trial(spec([&](Json& j) { j["artifacts_dir"] = artifacts.string(); }),
+                                {.params = kParams}),
+               Error);
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,69 @@
+// The study report: one self-contained HTML file that explains a study (docs/report.md).
+//
+// Sections, each with its plots as inline SVG (`<svg class="plot" id=...>`, data in
+// `<g class="marks">`; ids below are for a single objective, a multi-objective study gets one
+// plot per objective with "-objK" appended):
+// - summary: name, directions, trial counts by state, the best trial and its params (the Pareto
+//   front for several objectives), or a note that no trial is COMPLETE;
+// - optimization history (id "history"): each COMPLETE trial's value and the best so far;
+// - intermediate values ("intermediate"): learning curves, PRUNED trials dashed and marked;
+// - parallel coordinates ("parallel"): one line per COMPLETE trial across params and objectives;
+// - slices ("slice-N", N the index of the param in name order): objective against each param,
+//   on a log axis for log params, in bands for categorical ones;
+// - importances ("importance"): fANOVA (report/importance.h);
+// - Pareto front ("pareto", two or more objectives): the first two objectives;
+// - the trials table ("trials-table"), paged by a little inline JavaScript.
+// Nothing is fetched from the network: no fonts, scripts or styles outside the file. When the
+// page's script has run it sets data-ok="1" on <body> (data-js-error on failure) and data-marks
+// (the count of drawn marks) on every plot.
+//
+// Size: every plot draws a bounded number of marks (ReportOptions), chosen by an even spread
+// that always keeps the best trials, so a 100,000-trial study gives a file of a few MB.
+//
+// Thread safety: a pure function of its input.
+#ifndef TUNER_REPORT_HTML_REPORT_H_
+#define TUNER_REPORT_HTML_REPORT_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "report/importance.h"
+#include "storage/storage.h"
+#include "trials/frozen_trial.h"
+
+namespace tuner::report {
+
+struct ReportOptions {
+  // Points drawn per scatter plot (history, Pareto front). Default 5,000.
+  size_t max_points = 5000;
+  // Points drawn by all the slice plots together (each gets its share, at least 300 and at most
+  // max_points). Default 40,000.
+  size_t max_slice_points = 40000;
+  // Lines of the parallel-coordinates plot. Default 1,000.
+  size_t max_parallel_lines = 1000;
+  // Trials whose intermediate values are drawn, and points per curve. Defaults 200 and 200.
+  size_t max_curves = 200;
+  size_t max_curve_points = 200;
+  // Rows of the trials table. Default 1,000.
+  size_t max_table_rows = 1000;
+  // Of each capped set above, this share is kept for the best trials. Default 0.1.
+  double best_share = 0.1;
+  ImportanceOptions importance;
+};
+
+struct ReportInput {
+  StudyRecord study;                // name, directions and attributes
+  std::vector<FrozenTrial> trials;  // every trial of the study, any state
+  // When the report was made, as the reader should see it ("2024-05-01 12:00 UTC"); shown in
+  // the header when not empty. (Passed in so that the output depends on its input only.)
+  std::string generated_at;
+  ReportOptions options;
+};
+
+// The HTML text. REQUIRES: input.study.directions is not empty.
+std::string render_report(const ReportInput& input);
+
+}  // namespace tuner::report
+
+#endif  // TUNER_REPORT_HTML_REPORT_H_

@@ -1,0 +1,221 @@
+#include "report/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include "search/rng.h"
+
+namespace tuner::report {
+namespace {
+
+using std::chrono::seconds;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The text of the <svg> element with this id, or "" when there is none.
+std::string plot(const std::string& html, const std::string& id) {
+  size_t at = html.find("id=\"" + id + "\" data-plot=");
+  if (at == std::string::npos) return "";
+  size_t start = html.rfind("<svg", at);
+  return html.substr(start, html.find("</svg>", at) + 6 - start);
+}
+
+// Marks drawn in one plot: elements directly in its <g class="marks">.
+size_t marks(const std::string& svg) {
+  size_t begin = svg.find("<g class=\"marks\">");
+  if (begin == std::string::npos) return 0;
+  std::string body = svg.substr(begin);
+  return count(body, "<circle") + count(body, "<path") + count(body, "<rect");
+}
+
+// A study like a real one: x (float), lr (log float), units (int), optimizer (categorical),
+// momentum (only with sgd), intermediate values, PRUNED, FAIL and RUNNING trials.
+ReportInput make_input(int n_trials, int n_objectives = 1) {
+  ReportInput in;
+  in.study.name = "demo";
+  in.study.directions.assign(static_cast<size_t>(n_objectives), StudyDirection::kMinimize);
+  Rng rng(5);
+  const TimePoint t0 = TimePoint{} + std::chrono::hours(24 * 365 * 54);
+  for (int i = 0; i < n_trials; ++i) {
+    FrozenTrial t;
+    t.trial_id = i;
+    t.number = i;
+    double x = rng.uniform(-5, 5), lr = std::exp(rng.uniform(std::log(1e-5), std::log(1e-1)));
+    int64_t units = rng.integer(1, 64);
+    std::string optimizer = rng.uniform() < 0.5 ? "sgd" : "adam";
+    t.params = {{"x", x}, {"lr", lr}, {"units", units}, {"optimizer", optimizer}};
+    t.distributions = {
+        {"x", FloatDistribution{-5, 5}},
+        {"lr", FloatDistribution{1e-5, 1e-1, true}},
+        {"units", IntDistribution{1, 64}},
+        {"optimizer", CategoricalDistribution{{std::string("sgd"), std::string("adam")}}}};
+    if (optimizer == "sgd") {
+      t.params["momentum"] = rng.uniform(0, 0.99);
+      t.distributions["momentum"] = FloatDistribution{0, 0.99};
+    }
+    double value = x * x + 0.1 * std::abs(std::log10(lr) + 3);
+    if (i < 300) {  // curves for the first trials only: big studies stay quick to build
+      for (int step = 0; step < 20; ++step) t.intermediate_values[step] = value + 10.0 / (step + 1);
+    }
+    t.datetime_start = t0 + seconds(i);
+    if (i % 10 == 7) {
+      t.state = TrialState::kPruned;
+      if (!t.intermediate_values.empty()) t.values = {t.intermediate_values.rbegin()->second};
+    } else if (i % 23 == 5) {
+      t.state = TrialState::kFail;
+    } else if (i == n_trials - 1) {
+      t.state = TrialState::kRunning;
+      t.datetime_complete.reset();
+    } else {
+      t.state = TrialState::kComplete;
+      t.values = {value};
+      if (n_objectives > 1) t.values.push_back(static_cast<double>(units) - x);
+    }
+    if (t.state != TrialState::kRunning) t.datetime_complete = *t.datetime_start + seconds(2);
+    in.trials.push_back(std::move(t));
+  }
+  return in;
+}
+
+void expect_self_contained(const std::string& html) {
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("@import"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+  EXPECT_EQ(count(html, "<svg"), count(html, "</svg>"));
+}
+
+TEST(HtmlReportTest, EverySectionAndPlotIsThere) {
+  ReportInput in = make_input(60);
+  in.generated_at = "2024-05-01 12:00 UTC";
+  std::string html = render_report(in);
+  expect_self_contained(html);
+  for (std::string id :
+       {"summary", "history-section", "intermediate-section", "parallel-section", "slice-section",
+        "importance-section", "trials-section", "best-trial", "trials-table"}) {
+    EXPECT_NE(html.find("id=\"" + id + "\""), std::string::npos) << id;
+  }
+  // Params in name order: lr, momentum, optimizer, units, x.
+  for (std::string id : {"history", "intermediate", "parallel", "importance", "slice-0", "slice-1",
+                         "slice-2", "slice-3", "slice-4"}) {
+    EXPECT_GT(marks(plot(html, id)), 0u) << id;
+  }
+  EXPECT_EQ(plot(html, "pareto"), "");
+  EXPECT_NE(html.find("2024-05-01 12:00 UTC"), std::string::npos);
+  EXPECT_NE(html.find("curve pruned"), std::string::npos);
+  EXPECT_NE(html.find("prune-mark"), std::string::npos);
+  EXPECT_NE(plot(html, "slice-0").find("(log scale)"), std::string::npos);     // lr
+  EXPECT_NE(plot(html, "slice-2").find("class=\"band\""), std::string::npos);  // optimizer
+  // Every trial is in the table (60 rows, no note about a limit).
+  EXPECT_EQ(html.find("trials-limited"), std::string::npos);
+  EXPECT_EQ(count(html, "<tr><td class=\"num\" data-v="), 60u);
+}
+
+TEST(HtmlReportTest, TheBestTrialIsNamed) {
+  ReportInput in = make_input(60);
+  const FrozenTrial* best = nullptr;
+  for (const auto& t : in.trials) {
+    if (t.state == TrialState::kComplete && (!best || t.values[0] < best->values[0])) best = &t;
+  }
+  std::string html = render_report(in);
+  std::string section = html.substr(html.find("id=\"best-trial\""), 400);
+  EXPECT_NE(section.find("<td>" + std::to_string(best->number) + "</td>"), std::string::npos)
+      << section;
+  EXPECT_NE(plot(html, "history").find("class=\"pt best\""), std::string::npos);
+}
+
+TEST(HtmlReportTest, SameInputSameOutput) {
+  EXPECT_EQ(render_report(make_input(80)), render_report(make_input(80)));
+}
+
+TEST(HtmlReportTest, NamesAreEscaped) {
+  ReportInput in = make_input(12);
+  in.study.name = "<script>alert(1)</script>";
+  for (auto& t : in.trials) {
+    t.params["<b>"] = std::string("a&b");
+    t.distributions["<b>"] = CategoricalDistribution{{std::string("a&b")}};
+  }
+  std::string html = render_report(in);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)"), std::string::npos);
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
+  EXPECT_NE(html.find("&quot;a&amp;b&quot;"), std::string::npos);
+}
+
+TEST(HtmlReportTest, NoCompleteTrialSaysSo) {
+  ReportInput in = make_input(10);
+  for (auto& t : in.trials) {
+    if (t.state == TrialState::kComplete) {
+      t.state = TrialState::kFail;
+      t.values.clear();
+    }
+  }
+  std::string html = render_report(in);
+  expect_self_contained(html);
+  EXPECT_NE(html.find("id=\"no-complete\""), std::string::npos);
+  EXPECT_EQ(plot(html, "history"), "");
+  EXPECT_NE(html.find("id=\"history-empty\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"importance-empty\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"trials-table\""), std::string::npos);
+}
+
+TEST(HtmlReportTest, EmptyStudy) {
+  ReportInput in;
+  in.study.name = "empty";
+  in.study.directions = {StudyDirection::kMaximize};
+  std::string html = render_report(in);
+  EXPECT_NE(html.find("id=\"no-complete\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"intermediate-empty\""), std::string::npos);
+  EXPECT_EQ(count(html, "<svg"), 0u);
+}
+
+TEST(HtmlReportTest, MultiObjectiveGetsAPlotPerObjectiveAndAParetoFront) {
+  ReportInput in = make_input(80, 2);
+  in.study.system_attrs["study:metric_names"] = R"(["loss", "cost"])";
+  std::string html = render_report(in);
+  expect_self_contained(html);
+  for (std::string id : {"history-obj0", "history-obj1", "importance-obj0", "importance-obj1",
+                         "slice-4-obj1", "pareto", "parallel"}) {
+    EXPECT_GT(marks(plot(html, id)), 0u) << id;
+  }
+  EXPECT_EQ(plot(html, "history"), "");
+  EXPECT_NE(html.find("id=\"best-trials\""), std::string::npos);
+  EXPECT_NE(html.find("loss (minimize)"), std::string::npos);
+  EXPECT_NE(plot(html, "pareto").find("pt front"), std::string::npos);
+}
+
+// A 100,000-trial study: every plot stays capped and the file small.
+TEST(HtmlReportTest, HugeStudyStaysBounded) {
+  ReportInput in = make_input(100000);
+  std::string html = render_report(in);
+  EXPECT_LT(html.size(), 20u << 20);
+  ReportOptions defaults;
+  EXPECT_LE(marks(plot(html, "history")), defaults.max_points + 2);  // + best line and best point
+  EXPECT_LE(marks(plot(html, "parallel")), defaults.max_parallel_lines);
+  EXPECT_LE(marks(plot(html, "intermediate")), 2 * defaults.max_curves);  // curves + prune marks
+  for (int p = 0; p < 5; ++p) {
+    EXPECT_LE(marks(plot(html, "slice-" + std::to_string(p))), defaults.max_points);
+  }
+  EXPECT_NE(html.find("id=\"trials-limited\""), std::string::npos);
+  EXPECT_EQ(count(html, "<tr><td class=\"num\" data-v="), defaults.max_table_rows);
+  // The best trial is drawn in the history even though most trials are not.
+  const FrozenTrial* best = nullptr;
+  for (const auto& t : in.trials) {
+    if (t.state == TrialState::kComplete && (!best || t.values[0] < best->values[0])) best = &t;
+  }
+  EXPECT_NE(plot(html, "history").find("best: trial " + std::to_string(best->number) + ":"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tuner::report

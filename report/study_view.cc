@@ -1,0 +1,186 @@
+#include "report/study_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+namespace tuner::report {
+
+namespace {
+
+// Optuna keeps the names set with study.set_metric_names() here (a JSON list of strings).
+constexpr char kMetricNamesAttr[] = "study:metric_names";
+
+std::vector<std::string> objective_names(const StudyRecord& study) {
+  const size_t n = study.directions.size();
+  std::vector<std::string> names;
+  if (auto it = study.system_attrs.find(kMetricNamesAttr); it != study.system_attrs.end()) {
+    auto json = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (json.is_array() && json.size() == n) {
+      for (const auto& name : json) {
+        if (!name.is_string()) break;
+        names.push_back(name.get<std::string>());
+      }
+    }
+  }
+  if (names.size() == n) return names;
+  names.clear();
+  for (size_t k = 0; k < n; ++k) {
+    names.push_back(n == 1 ? "value" : "objective " + std::to_string(k));
+  }
+  return names;
+}
+
+std::vector<ParamAxis> describe_params(const std::vector<const FrozenTrial*>& trials) {
+  std::map<std::string, ParamAxis> by_name;
+  std::map<std::string, bool> seen_value;
+  for (const FrozenTrial* t : trials) {
+    for (const auto& [name, value] : t->params) {
+      ParamAxis& axis = by_name[name];
+      axis.name = name;
+      auto dist = t->distributions.find(name);
+      bool categorical = std::holds_alternative<std::string>(value) ||
+                         (dist != t->distributions.end() &&
+                          std::holds_alternative<CategoricalDistribution>(dist->second));
+      if (categorical) axis.kind = ParamAxis::Kind::kCategorical;
+      if (dist == t->distributions.end()) continue;
+      const Distribution& d = dist->second;
+      if (const auto* c = std::get_if<CategoricalDistribution>(&d)) {
+        for (const ParamValue& choice : c->choices) {
+          std::string text = to_string(choice);
+          if (axis.category_index.emplace(text, axis.categories.size()).second) {
+            axis.categories.push_back(text);
+          }
+        }
+      }
+      bool log = false;
+      if (const auto* f = std::get_if<FloatDistribution>(&d)) log = f->log;
+      if (const auto* i = std::get_if<IntDistribution>(&d)) log = i->log;
+      if (const auto* nd = std::get_if<NormalDistribution>(&d)) log = nd->log;
+      if (log && axis.kind == ParamAxis::Kind::kLinear) axis.kind = ParamAxis::Kind::kLog;
+    }
+  }
+  // Ranges: the bounds of the distributions and every value seen.
+  for (auto& [name, axis] : by_name) {
+    bool first = true;
+    auto widen = [&](double v) {
+      if (!std::isfinite(v) || (axis.kind == ParamAxis::Kind::kLog && v <= 0)) return;
+      axis.low = first ? v : std::min(axis.low, v);
+      axis.high = first ? v : std::max(axis.high, v);
+      first = false;
+    };
+    for (const FrozenTrial* t : trials) {
+      auto p = t->params.find(name);
+      if (p == t->params.end()) continue;
+      if (axis.kind == ParamAxis::Kind::kCategorical) {
+        std::string text = to_string(p->second);
+        if (axis.category_index.emplace(text, axis.categories.size()).second) {
+          axis.categories.push_back(text);
+        }
+        continue;
+      }
+      widen(as_double(p->second));
+      auto dist = t->distributions.find(name);
+      if (dist == t->distributions.end()) continue;
+      if (const auto* f = std::get_if<FloatDistribution>(&dist->second)) {
+        widen(f->low);
+        widen(f->high);
+      } else if (const auto* i = std::get_if<IntDistribution>(&dist->second)) {
+        widen(static_cast<double>(i->low));
+        widen(static_cast<double>(i->high));
+      }
+    }
+    if (first && axis.kind == ParamAxis::Kind::kLog) axis.kind = ParamAxis::Kind::kLinear;
+  }
+  std::vector<ParamAxis> out;
+  for (auto& [name, axis] : by_name) {
+    axis.index = out.size();
+    out.push_back(std::move(axis));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<double> ParamAxis::position(const FrozenTrial& trial) const {
+  auto p = trial.params.find(name);
+  if (p == trial.params.end()) return std::nullopt;
+  if (kind == Kind::kCategorical) {
+    auto c = category_index.find(to_string(p->second));
+    if (c == category_index.end()) return std::nullopt;
+    return static_cast<double>(c->second);
+  }
+  if (std::holds_alternative<std::string>(p->second)) return std::nullopt;
+  double v = as_double(p->second);
+  if (!std::isfinite(v) || (kind == Kind::kLog && v <= 0)) return std::nullopt;
+  return v;
+}
+
+bool StudyView::better(size_t k, double a, double b) const {
+  return is_better(study->directions[k], a, b);
+}
+
+std::string StudyView::objective_label(size_t k) const {
+  return objective_names[k] + " (" + std::string(to_string(study->directions[k])) + ")";
+}
+
+StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTrial>& trials) {
+  StudyView view;
+  view.study = &study;
+  view.n_objectives = study.directions.size();
+  view.objective_names = objective_names(study);
+  for (const FrozenTrial& t : trials) view.trials.push_back(&t);
+  std::stable_sort(
+      view.trials.begin(), view.trials.end(),
+      [](const FrozenTrial* a, const FrozenTrial* b) { return a->number < b->number; });
+  for (const FrozenTrial* t : view.trials) {
+    if (t->state != TrialState::kComplete || t->values.size() != view.n_objectives) continue;
+    if (std::all_of(t->values.begin(), t->values.end(),
+                    [](double v) { return std::isfinite(v); })) {
+      view.complete.push_back(t);
+    }
+  }
+  for (size_t k = 0; k < view.n_objectives; ++k) {
+    std::vector<size_t> order(view.complete.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return view.better(k, view.complete[a]->values[k], view.complete[b]->values[k]);
+    });
+    view.ranked.push_back(std::move(order));
+  }
+  if (view.n_objectives > 1) {
+    // Sorted lexicographically on "smaller is better" values, no trial is dominated by a later
+    // one, so one pass against the front found so far decides each trial.
+    std::vector<std::vector<double>> costs(view.complete.size());
+    for (size_t i = 0; i < costs.size(); ++i) {
+      for (size_t k = 0; k < view.n_objectives; ++k) {
+        double v = view.complete[i]->values[k];
+        costs[i].push_back(study.directions[k] == StudyDirection::kMinimize ? v : -v);
+      }
+    }
+    std::vector<size_t> order(costs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return costs[a] < costs[b]; });
+    for (size_t i : order) {
+      bool dominated = false;
+      for (size_t f : view.pareto) {
+        bool no_worse = true;
+        for (size_t k = 0; k < view.n_objectives && no_worse; ++k) {
+          no_worse = costs[f][k] <= costs[i][k];
+        }
+        if (no_worse && costs[f] != costs[i]) {
+          dominated = true;
+          break;
+        }
+      }
+      if (!dominated) view.pareto.push_back(i);
+    }
+    std::sort(view.pareto.begin(), view.pareto.end());
+  }
+  view.params = describe_params(view.trials);
+  return view;
+}
+
+}  // namespace tuner::report

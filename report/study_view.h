@@ -1,0 +1,58 @@
+// StudyView: a study's trials arranged for drawing (ordered, ranked, params described), built
+// once per report. Internal to report/.
+//
+// Thread safety: immutable after make_study_view(); it borrows the input, which must outlive it.
+#ifndef TUNER_REPORT_STUDY_VIEW_H_
+#define TUNER_REPORT_STUDY_VIEW_H_
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/storage.h"
+#include "trials/frozen_trial.h"
+
+namespace tuner::report {
+
+// How one parameter is laid along an axis.
+struct ParamAxis {
+  enum class Kind { kLinear, kLog, kCategorical };
+  std::string name;
+  size_t index = 0;  // in name order; plot ids use it
+  Kind kind = Kind::kLinear;
+  double low = 0.0, high = 0.0;         // numeric: the distributions' bounds and values seen
+  std::vector<std::string> categories;  // categorical: readable choices, in choice order
+  std::map<std::string, size_t> category_index;
+
+  // The trial's value on this axis (the number, or the category's index), or nullopt when the
+  // trial does not have the parameter.
+  std::optional<double> position(const FrozenTrial& trial) const;
+};
+
+struct StudyView {
+  const StudyRecord* study = nullptr;
+  size_t n_objectives = 1;
+  std::vector<std::string> objective_names;  // the study's metric names, or "value"/"objective K"
+  std::vector<const FrozenTrial*> trials;    // every trial, by number
+  // COMPLETE trials with one finite value per objective, by number.
+  std::vector<const FrozenTrial*> complete;
+  // Per objective: indices into `complete`, best first (ties by number).
+  std::vector<std::vector<size_t>> ranked;
+  // Indices into `complete` of the Pareto-optimal trials (several objectives only), by number.
+  std::vector<size_t> pareto;
+  std::vector<ParamAxis> params;  // every param any trial has, by name
+
+  // True when `a` is a better value than `b` for objective k.
+  bool better(size_t k, double a, double b) const;
+  // The text of an objective for axis labels: "value (minimize)".
+  std::string objective_label(size_t k) const;
+};
+
+// REQUIRES: study.directions is not empty.
+StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTrial>& trials);
+
+}  // namespace tuner::report
+
+#endif  // TUNER_REPORT_STUDY_VIEW_H_

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `tuner sweep` and the commands around it as a user meets them, on the command-job example:
+# a sweep to its budget; status, trials and best; a first Ctrl-C that lets running trials finish
+# and prints how to resume; resume; a second Ctrl-C that stops at once and leaves no trial RUNNING.
+#   sweep_cli_test.sh TUNER_BINARY REPO_ROOT WORK_DIR
+set -uo pipefail
+tuner="$1"; root="$2"; work="$3/sweep-cli-$$"
+sweep="$root/examples/sweeps/quadratic_command.json"
+rm -rf "$work"; mkdir -p "$work"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+db="$work/q.db"
+
+out=$("$tuner" sweep "$sweep" --storage "$db" --trials 4 2>&1) || fail "sweep exited $?: $out"
+grep -q "sweep 'quadratic': 4/4 done" <<<"$out" || fail "no summary in: $out"
+grep -q "best loss" <<<"$out" || fail "no best trial in: $out"
+
+out=$("$tuner" status --storage "$db") || fail "status: $out"
+grep -q "^quadratic: 4 trials" <<<"$out" || fail "status says: $out"
+[ "$("$tuner" trials --storage "$db" --study quadratic --csv | wc -l)" = 5 ] || fail "csv rows"
+"$tuner" trials --storage "$db" --study quadratic --json | python3 -c '
+import json, sys
+rows = [json.loads(line) for line in sys.stdin]
+assert len(rows) == 4 and all("params" in r and "state" in r for r in rows), rows' || fail "json"
+"$tuner" best --storage "$db" --study quadratic | grep -q "^trial [0-9]*: value" || fail "best"
+out=$("$tuner" best --storage "$db" --study nope 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "its studies: quadratic" <<<"$out" || fail "unknown study: rc $rc, $out"
+
+# Waits until the study in $1 has at least $2 finished trials.
+wait_for_trials() {
+  for _ in $(seq 1 200); do
+    n=$("$tuner" trials --storage "$1" --study quadratic --state complete,pruned,fail --csv 2>/dev/null | tail -n +2 | wc -l)
+    [ "$n" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "no $2 finished trials in $1"
+}
+
+# First Ctrl-C: running trials finish, exit 130, the resume command is printed.
+db2="$work/q2.db"
+"$tuner" sweep "$sweep" --storage "$db2" --trials 1000 >"$work/out2" 2>&1 & pid=$!
+wait_for_trials "$db2" 2
+kill -INT $pid; wait $pid; rc=$?
+[ $rc = 130 ] || fail "first Ctrl-C: exit $rc: $(cat "$work/out2")"
+grep -q "tuner resume --study quadratic --storage $db2" "$work/out2" || fail "no resume hint: $(cat "$work/out2")"
+running=$("$tuner" trials --storage "$db2" --study quadratic --state running --csv | tail -n +2 | wc -l)
+[ "$running" = 0 ] || fail "$running trials left RUNNING after a graceful stop"
+done=$("$tuner" trials --storage "$db2" --study quadratic --csv | tail -n +2 | wc -l)
+out=$("$tuner" resume --study quadratic --storage "$db2" --trials $((done + 3)) 2>&1) || fail "resume: $out"
+[ "$("$tuner" trials --storage "$db2" --study quadratic --csv | tail -n +2 | wc -l)" = $((done + 3)) ] ||
+  fail "resume did not run 3 more trials: $out"
+
+# Second Ctrl-C: stop at once; nothing stays RUNNING (abandoned trials are FAIL, and re-queued).
+db3="$work/q3.db"
+"$tuner" sweep "$sweep" --storage "$db3" --trials 1000 >"$work/out3" 2>&1 & pid=$!
+wait_for_trials "$db3" 1
+kill -INT $pid; sleep 0.3; kill -INT $pid; wait $pid; rc=$?
+[ $rc = 130 ] || fail "second Ctrl-C: exit $rc: $(cat "$work/out3")"
+running=$("$tuner" trials --storage "$db3" --study quadratic --state running --csv | tail -n +2 | wc -l)
+[ "$running" = 0 ] || fail "$running trials left RUNNING after an immediate stop"
+echo "PASS"

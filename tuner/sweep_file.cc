@@ -1,0 +1,984 @@
+#include "tuner/sweep_file.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "executor/job_spec.h"
+#include "search/grid_sampler.h"
+#include "search/import_nni.h"
+#include "search/import_wandb.h"
+#include "search/json_path.h"
+#include "search/random_sampler.h"
+#include "search/search_space_json.h"
+#include "search/search_space_json_value.h"
+#include "trials/error.h"
+
+namespace tuner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// `value` for an error message: numbers, booleans and strings as JSON writes them, containers by
+// their type.
+std::string shown(const Json& value) {
+  if (value.is_object() || value.is_array() || value.is_null()) return json_type_name(value);
+  return value.dump();
+}
+
+std::string json_text(std::string_view s) { return Json(std::string(s)).dump(); }
+
+// A bound for a message: 0 rather than 0.0.
+std::string number_text(double x) {
+  if (x == std::floor(x) && std::abs(x) < 1e15) return std::to_string(static_cast<int64_t>(x));
+  return Json(x).dump();
+}
+
+// Rewrites an option error of a sampler or scheduler ("asha.max_resource: must be ...") to name
+// the sweep's section ("<file>: scheduler.max_resource: must be ...").
+Error section_error(const std::string& file, std::string_view section, const std::string& message) {
+  size_t dot = message.find('.');
+  size_t colon = message.find(": ");
+  if (dot != std::string::npos && colon != std::string::npos && dot < colon) {
+    return Error(ErrorCode::kInvalidArgument,
+                 file + ": " + std::string(section) + "." + message.substr(dot + 1));
+  }
+  return Error(ErrorCode::kInvalidArgument, file + ": " + std::string(section) + ": " + message);
+}
+
+std::string list_of(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += json_text(words[i]);
+  }
+  return out;
+}
+
+// Reads one sweep file. Every error it throws names the file and the JSON path.
+class Parser {
+ public:
+  explicit Parser(std::string file) : file_(std::move(file)) {
+    dir_ = fs::path(file_).parent_path();
+  }
+
+  SweepFile parse(std::string_view text);
+
+ private:
+  [[noreturn]] void fail(std::string_view path, const std::string& message) const {
+    throw Error(ErrorCode::kInvalidArgument, file_ + ": " + std::string(path) + ": " + message);
+  }
+
+  // Runs `f`, adding the file name to an Error raised by the shared JSON helpers (which name
+  // only the path).
+  template <typename F>
+  decltype(auto) named(F&& f) const {
+    try {
+      return f();
+    } catch (const Error& e) {
+      throw with_source(e, file_);
+    }
+  }
+
+  void fields(const Json& obj, std::string_view path,
+              std::initializer_list<std::string_view> allowed,
+              std::string_view context = "") const {
+    named([&] { check_fields(obj, path, allowed, context); });
+  }
+
+  const Json& object(const Json& value, std::string_view path) const {
+    if (!value.is_object()) fail(path, "expected an object, got " + shown(value));
+    return value;
+  }
+
+  const Json& required(const Json& obj, std::string_view path, std::string_view key,
+                       std::string_view hint = "") const {
+    return named([&]() -> const Json& { return require_field(obj, path, key, hint); });
+  }
+
+  // An integer in [min, max].
+  int64_t integer(const Json& value, std::string_view path, int64_t min,
+                  int64_t max = kInt64Max) const {
+    std::string want =
+        max == kInt64Max || max == kIntMax
+            ? "an integer >= " + std::to_string(min)
+            : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    if (!is_json_integer(value)) fail(path, "expected " + want + ", got " + shown(value));
+    if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(kInt64Max)) {
+      fail(path, "expected " + want + ", got " + shown(value));
+    }
+    int64_t v = value.get<int64_t>();
+    if (v < min || v > max) fail(path, "expected " + want + ", got " + shown(value));
+    return v;
+  }
+
+  int int32(const Json& value, std::string_view path, int64_t min) const {
+    return static_cast<int>(integer(value, path, min, kIntMax));
+  }
+
+  // A finite number >= min (> min when `exclusive`) and <= max.
+  double number(const Json& value, std::string_view path, double min, bool exclusive,
+                double max = std::numeric_limits<double>::infinity()) const {
+    std::string want = std::string("a number ") + (exclusive ? "> " : ">= ") + number_text(min);
+    if (std::isfinite(max)) {
+      want = std::string("a number in ") + (exclusive ? "(" : "[") + number_text(min) + ", " +
+             number_text(max) + "]";
+    }
+    if (!value.is_number()) fail(path, "expected " + want + ", got " + shown(value));
+    double v = value.get<double>();
+    if (!std::isfinite(v) || v < min || (exclusive && v == min) || v > max) {
+      fail(path, "expected " + want + ", got " + shown(value));
+    }
+    return v;
+  }
+
+  bool boolean(const Json& value, std::string_view path) const {
+    if (!value.is_boolean()) fail(path, "expected true or false, got " + shown(value));
+    return value.get<bool>();
+  }
+
+  std::string string(const Json& value, std::string_view path) const {
+    if (!value.is_string()) fail(path, "expected a string, got " + shown(value));
+    std::string s = value.get<std::string>();
+    if (s.empty()) fail(path, "must not be empty");
+    return s;
+  }
+
+  // One of `names`, with a did-you-mean for a typo.
+  size_t one_of(const Json& value, std::string_view path,
+                const std::vector<std::string>& names) const {
+    if (value.is_string()) {
+      const std::string& s = value.get_ref<const std::string&>();
+      auto it = std::find(names.begin(), names.end(), s);
+      if (it != names.end()) return static_cast<size_t>(it - names.begin());
+    }
+    std::string message = "expected " + list_of(names) + ", got " + shown(value);
+    if (value.is_string()) message += did_you_mean(value.get_ref<const std::string&>(), names);
+    fail(path, message);
+  }
+
+  // `relative` against the sweep file's directory.
+  std::string resolve(const std::string& relative) const {
+    fs::path p = (dir_ / relative).lexically_normal();
+    if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "a/b/" -> "a/b"
+    return p.empty() ? "." : p.string();
+  }
+
+  SearchSpace parse_space(const Json& value);
+  SearchSpace import_space(const Json& value);
+  void parse_objective(const Json& value, SweepFile& sweep);
+  SamplerConfig parse_sampler(const Json& value, const SearchSpace& space);
+  SchedulerConfig parse_scheduler(const Json& value);
+  Budget parse_budget(const Json* value, SamplerType sampler);
+  void parse_job(const Json& value, SweepFile& sweep);
+  ExportConfig parse_export(const Json& value, const SweepFile& sweep);
+
+  std::string file_;
+  fs::path dir_;
+};
+
+const std::vector<std::string> kSamplerTypes = {"tpe", "random", "grid"};
+const std::vector<std::string> kSchedulerTypes = {"none", "median",    "percentile",
+                                                  "asha", "hyperband", "patience"};
+const std::vector<std::string> kDirections = {"minimize", "maximize"};
+
+SweepFile Parser::parse(std::string_view text) {
+  Json root = parse_json_text(text, file_);
+  if (!root.is_object()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                file_ + ": expected a sweep (a JSON object), got " + shown(root));
+  }
+  named([&] {
+    check_fields(root, "",
+                 {"version", "name", "description", "storage", "space", "objective", "sampler",
+                  "scheduler", "budget", "job", "executors", "export"});
+  });
+
+  SweepFile sweep;
+  sweep.path = file_;
+  if (const Json* v = find_field(root, "version")) {
+    int64_t version = integer(*v, "version", 1);
+    if (version != kSweepFileVersion) {
+      fail("version", "this tuner reads version " + std::to_string(kSweepFileVersion) +
+                          " of the sweep file format, got " + std::to_string(version));
+    }
+  }
+  if (const Json* v = find_field(root, "name")) {
+    sweep.name = string(*v, "name");
+  } else {
+    sweep.name = fs::path(file_).stem().string();
+    if (sweep.name.empty()) fail("name", "missing, and the file name gives none");
+  }
+  if (const Json* v = find_field(root, "description")) {
+    if (!v->is_string()) fail("description", "expected a string, got " + shown(*v));
+    sweep.description = v->get<std::string>();
+  }
+  sweep.storage_path = resolve(find_field(root, "storage") ? string(root["storage"], "storage")
+                                                           : sweep.name + ".db");
+
+  sweep.space = parse_space(required(root, "", "space"));
+  parse_objective(required(root, "", "objective"), sweep);
+  const Json* sampler = find_field(root, "sampler");
+  sweep.sampler = sampler ? parse_sampler(*sampler, sweep.space) : SamplerConfig{};
+  if (const Json* v = find_field(root, "scheduler")) sweep.scheduler = parse_scheduler(*v);
+  sweep.budget = parse_budget(find_field(root, "budget"), sweep.sampler.type);
+  if (const Json* v = find_field(root, "export")) sweep.export_config = parse_export(*v, sweep);
+
+  // The job reads threads_per_trial, which the executors' default needs.
+  const Json& job = required(root, "", "job");
+  const Json* executors = find_field(root, "executors");
+  if (executors) {
+    object(*executors, "executors");
+    fields(*executors, "executors", {"local"});
+  }
+  // Last, so that an error of parse_job_spec (an engine job before the executor knows them)
+  // comes only after everything else was found valid.
+  parse_job(job, sweep);
+  if (executors && find_field(*executors, "local")) {
+    sweep.local_executors = int32((*executors)["local"], "executors.local", 0);
+  } else {
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    sweep.local_executors = std::max(1, cores / sweep.threads_per_trial);
+  }
+  return sweep;
+}
+
+SearchSpace Parser::parse_space(const Json& value) {
+  object(value, "space");
+  SearchSpace space;
+  if (find_field(value, "import")) {
+    space = import_space(value);
+  } else if (find_field(value, "file")) {
+    fields(value, "space", {"file"}, "next to \"file\"");
+    fs::path file = resolve(string(value["file"], "space.file"));
+    try {
+      space = load_search_space(file);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotFound) throw;  // it names the space file and its path
+      throw Error(e.code(), file_ + ": space.file: " + e.what());
+    }
+  } else {
+    space = named([&] { return search_space_from_json(value, "space"); });
+  }
+  if (space.empty()) fail("space", "has no parameters to tune");
+  return space;
+}
+
+SearchSpace Parser::import_space(const Json& value) {
+  size_t kind = one_of(value["import"], "space.import", {"nni", "wandb"});
+  // An inline space sits under the key its tool gives it: W&B's "parameters" block, NNI's
+  // "search_space" (the searchSpace of an NNI experiment config).
+  const char* inline_key = kind == 0 ? "search_space" : "parameters";
+  if (kind == 0) {
+    fields(value, "space", {"import", "file", "search_space"}, "for an NNI import");
+  } else {
+    fields(value, "space", {"import", "file", "parameters"}, "for a W&B import");
+  }
+  const Json* file = find_field(value, "file");
+  const Json* inline_space = find_field(value, inline_key);
+  if ((file != nullptr) == (inline_space != nullptr)) {
+    fail("space",
+         std::string("an import needs exactly one of \"file\" and \"") + inline_key + "\"");
+  }
+  if (file) {
+    fs::path path = resolve(string(*file, "space.file"));
+    try {
+      return kind == 0 ? load_nni_search_space(path) : load_wandb_parameters(path);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotFound) throw;
+      throw Error(e.code(), file_ + ": space.file: " + e.what());
+    }
+  }
+  object(*inline_space, child_path("space", inline_key));
+  // The importers read text and name their errors "<source>: <path in the imported block>".
+  std::string source = file_ + ": " + child_path("space", inline_key);
+  std::string text = inline_space->dump();
+  return kind == 0 ? import_nni_search_space(text, source) : import_wandb_parameters(text, source);
+}
+
+void Parser::parse_objective(const Json& value, SweepFile& sweep) {
+  object(value, "objective");
+  fields(value, "objective", {"metric", "direction"});
+  sweep.objective_metric = string(required(value, "objective", "metric"), "objective.metric");
+  const Json& direction = required(value, "objective", "direction", " (minimize or maximize)");
+  sweep.direction = one_of(direction, "objective.direction", kDirections) == 0
+                        ? StudyDirection::kMinimize
+                        : StudyDirection::kMaximize;
+}
+
+SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space) {
+  object(value, "sampler");
+  SamplerConfig config;
+  if (const Json* type = find_field(value, "type")) {
+    config.type = static_cast<SamplerType>(one_of(*type, "sampler.type", kSamplerTypes));
+  }
+  switch (config.type) {
+    case SamplerType::kTpe:
+      fields(value, "sampler",
+             {"type", "seed", "n_startup_trials", "n_ei_candidates", "multivariate", "group",
+              "constant_liar", "consider_prior", "prior_weight", "consider_magic_clip",
+              "consider_endpoints", "gamma", "weights"},
+             "for sampler type \"tpe\"");
+      break;
+    case SamplerType::kRandom:
+      fields(value, "sampler", {"type", "seed"}, "for sampler type \"random\"");
+      break;
+    case SamplerType::kGrid:
+      fields(value, "sampler", {"type", "seed", "max_points"}, "for sampler type \"grid\"");
+      break;
+  }
+  if (const Json* seed = find_field(value, "seed")) {
+    if (!seed->is_number_unsigned()) {
+      fail("sampler.seed", "expected an integer >= 0, got " + shown(*seed));
+    }
+    config.seed = seed->get<uint64_t>();
+  }
+  auto at = [&](std::string_view key) { return child_path("sampler", key); };
+  auto get = [&](std::string_view key) { return find_field(value, key); };
+
+  if (config.type == SamplerType::kTpe) {
+    TpeOptions& o = config.tpe;
+    if (auto* v = get("n_startup_trials"))
+      o.n_startup_trials = int32(*v, at("n_startup_trials"), 0);
+    if (auto* v = get("n_ei_candidates")) o.n_ei_candidates = int32(*v, at("n_ei_candidates"), 1);
+    if (auto* v = get("multivariate")) o.multivariate = boolean(*v, at("multivariate"));
+    if (auto* v = get("group")) o.group = boolean(*v, at("group"));
+    if (auto* v = get("constant_liar")) {
+      if (v->is_boolean()) {
+        o.constant_liar = v->get<bool>() ? ConstantLiar::kOn : ConstantLiar::kOff;
+      } else if (v->is_string() && v->get<std::string>() == "auto") {
+        o.constant_liar = ConstantLiar::kAuto;
+      } else {
+        fail(at("constant_liar"), "expected \"auto\", true or false, got " + shown(*v));
+      }
+    }
+    if (auto* v = get("consider_prior")) o.consider_prior = boolean(*v, at("consider_prior"));
+    if (auto* v = get("prior_weight")) o.prior_weight = number(*v, at("prior_weight"), 0, false);
+    if (auto* v = get("consider_magic_clip")) {
+      o.consider_magic_clip = boolean(*v, at("consider_magic_clip"));
+    }
+    if (auto* v = get("consider_endpoints")) {
+      o.consider_endpoints = boolean(*v, at("consider_endpoints"));
+    }
+    if (auto* v = get("gamma")) {
+      object(*v, at("gamma"));
+      fields(*v, at("gamma"), {"fraction", "max"});
+      TpeGamma gamma;
+      if (auto* f = find_field(*v, "fraction")) {
+        gamma.fraction = number(*f, child_path(at("gamma"), "fraction"), 0, true, 1);
+      }
+      if (auto* m = find_field(*v, "max")) gamma.max = int32(*m, child_path(at("gamma"), "max"), 1);
+      config.tpe_gamma = gamma;
+    }
+    if (auto* v = get("weights")) {
+      config.tpe_weights = one_of(*v, at("weights"), {"optuna", "uniform"}) == 0
+                               ? TpeWeights::kOptuna
+                               : TpeWeights::kUniform;
+    }
+    if (o.group && !o.multivariate) {
+      fail(at("group"), "true needs \"multivariate\": true (groups are joint estimators)");
+    }
+    try {
+      TpeSampler check(o);
+    } catch (const Error& e) {
+      throw section_error(file_, "sampler", e.what());
+    }
+  } else if (config.type == SamplerType::kGrid) {
+    if (auto* v = get("max_points")) {
+      config.grid_max_points = static_cast<size_t>(integer(*v, at("max_points"), 1));
+    }
+    // Builds the grid once so that a space it cannot enumerate fails now, naming the parameter.
+    try {
+      GridSampler check(space, config.grid_max_points);
+    } catch (const Error& e) {
+      fail("sampler.type", std::string("\"grid\" over this space: ") + e.what());
+    }
+  }
+  return config;
+}
+
+SchedulerConfig Parser::parse_scheduler(const Json& value) {
+  object(value, "scheduler");
+  SchedulerConfig config;
+  const Json& type = required(value, "scheduler", "type", " (" + list_of(kSchedulerTypes) + ")");
+  config.type = static_cast<SchedulerType>(one_of(type, "scheduler.type", kSchedulerTypes));
+  auto at = [&](std::string_view key) { return child_path("scheduler", key); };
+  auto get = [&](std::string_view key) { return find_field(value, key); };
+  std::string context = "for scheduler type " + json_text(to_string(config.type));
+
+  switch (config.type) {
+    case SchedulerType::kNone:
+      fields(value, "scheduler", {"type"}, context);
+      break;
+    case SchedulerType::kMedian:
+    case SchedulerType::kPercentile: {
+      if (config.type == SchedulerType::kMedian) {
+        fields(value, "scheduler",
+               {"type", "n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"},
+               context);
+      } else {
+        fields(value, "scheduler",
+               {"type", "percentile", "n_startup_trials", "n_warmup_steps", "interval_steps",
+                "n_min_trials"},
+               context);
+        config.percentile.percentile = number(
+            required(value, "scheduler", "percentile", " (in [0, 100], counted from the best)"),
+            at("percentile"), 0, false, 100);
+      }
+      PercentileStoppingOptions& o = config.percentile;
+      if (auto* v = get("n_startup_trials"))
+        o.n_startup_trials = int32(*v, at("n_startup_trials"), 0);
+      if (auto* v = get("n_warmup_steps")) o.n_warmup_steps = integer(*v, at("n_warmup_steps"), 0);
+      if (auto* v = get("interval_steps")) o.interval_steps = integer(*v, at("interval_steps"), 1);
+      if (auto* v = get("n_min_trials")) o.n_min_trials = int32(*v, at("n_min_trials"), 1);
+      break;
+    }
+    case SchedulerType::kAsha: {
+      fields(value, "scheduler",
+             {"type", "min_resource", "reduction_factor", "max_resource", "min_early_stopping_rate",
+              "bootstrap_count"},
+             context);
+      AshaOptions& o = config.asha;
+      if (auto* v = get("min_resource")) o.min_resource = integer(*v, at("min_resource"), 1);
+      if (auto* v = get("reduction_factor"))
+        o.reduction_factor = int32(*v, at("reduction_factor"), 2);
+      if (auto* v = get("max_resource")) {
+        o.max_resource = integer(*v, at("max_resource"), o.min_resource + 1);
+      }
+      if (auto* v = get("min_early_stopping_rate")) {
+        o.min_early_stopping_rate = int32(*v, at("min_early_stopping_rate"), 0);
+      }
+      if (auto* v = get("bootstrap_count")) o.bootstrap_count = int32(*v, at("bootstrap_count"), 0);
+      break;
+    }
+    case SchedulerType::kHyperband: {
+      fields(value, "scheduler",
+             {"type", "min_resource", "max_resource", "reduction_factor", "bootstrap_count"},
+             context);
+      HyperbandOptions& o = config.hyperband;
+      if (auto* v = get("min_resource")) o.min_resource = integer(*v, at("min_resource"), 1);
+      o.max_resource = integer(required(value, "scheduler", "max_resource",
+                                        " (the steps of a whole trial, e.g. epochs)"),
+                               at("max_resource"), o.min_resource + 1);
+      if (auto* v = get("reduction_factor"))
+        o.reduction_factor = int32(*v, at("reduction_factor"), 2);
+      if (auto* v = get("bootstrap_count")) o.bootstrap_count = int32(*v, at("bootstrap_count"), 0);
+      break;
+    }
+    case SchedulerType::kPatience: {
+      fields(value, "scheduler", {"type", "patience", "min_delta", "n_warmup_steps"}, context);
+      PatienceOptions& o = config.patience;
+      o.patience = int32(required(value, "scheduler", "patience",
+                                  " (reports without improvement that stop a trial)"),
+                         at("patience"), 1);
+      if (auto* v = get("min_delta")) o.min_delta = number(*v, at("min_delta"), 0, false);
+      if (auto* v = get("n_warmup_steps")) o.n_warmup_steps = integer(*v, at("n_warmup_steps"), 0);
+      break;
+    }
+  }
+  // The schedulers check their options again (cross-field limits such as Hyperband's budgets);
+  // their messages start with the scheduler's name where ours say "scheduler".
+  SweepFile probe;
+  probe.scheduler = config;
+  try {
+    make_scheduler(probe);
+  } catch (const Error& e) {
+    throw section_error(file_, "scheduler", e.what());
+  }
+  return config;
+}
+
+Budget Parser::parse_budget(const Json* value, SamplerType sampler) {
+  Budget budget;
+  if (!value) {
+    // A grid ends when every point has been tried; anything else would run forever.
+    if (sampler == SamplerType::kGrid) return budget;
+    throw Error(ErrorCode::kInvalidArgument,
+                file_ +
+                    ": missing required field \"budget\" (e.g. {\"trials\": 50} or "
+                    "{\"time\": \"2h\"})");
+  }
+  object(*value, "budget");
+  fields(*value, "budget", {"trials", "time", "max_concurrent"});
+  if (const Json* v = find_field(*value, "trials")) budget.trials = int32(*v, "budget.trials", 1);
+  if (const Json* v = find_field(*value, "time")) {
+    if (v->is_string()) {
+      try {
+        budget.time = parse_duration(v->get<std::string>());
+      } catch (const Error& e) {
+        fail("budget.time", e.what());
+      }
+    } else {
+      budget.time = std::chrono::seconds(integer(*v, "budget.time", 1));
+    }
+    if (budget.time->count() <= 0) fail("budget.time", "must be longer than 0 s");
+  }
+  if (const Json* v = find_field(*value, "max_concurrent")) {
+    budget.max_concurrent = int32(*v, "budget.max_concurrent", 0);
+  }
+  if (!budget.trials && !budget.time && sampler != SamplerType::kGrid) {
+    fail("budget", "needs \"trials\", \"time\" or both (only a grid sampler ends by itself)");
+  }
+  return budget;
+}
+
+// Throws unless placeholder `name`, found at `path`, names a parameter every trial has: an
+// unknown name is a typo, and a conditional parameter is absent from the trials where it is
+// inactive; either would fail trials at run time instead of the sweep at load time.
+void check_placeholder(const std::string& name, const std::string& path, const SearchSpace& space,
+                       const std::string& file, std::string_view remedy) {
+  const ParamSpec* spec = space.find(name);
+  if (!spec) {
+    std::vector<std::string> names;
+    for (const ParamSpec& p : space.params()) names.push_back(p.name);
+    throw Error(ErrorCode::kInvalidArgument, file + ": " + path + ": placeholder {" + name +
+                                                 "} names no parameter of the space" +
+                                                 did_you_mean(name, names));
+  }
+  if (spec->condition) {
+    throw Error(ErrorCode::kInvalidArgument,
+                file + ": " + path + ": placeholder {" + name +
+                    "} names a conditional parameter (" + "active only for some values of " +
+                    json_text(spec->condition->parent) + "), which the other trials do not have; " +
+                    std::string(remedy));
+  }
+}
+
+// Scans a command argv for {name} placeholders (as executor/argv_template.h reads them) and
+// refuses names that are neither built-in nor parameters: a typo would otherwise fail every
+// trial at run time instead of the sweep at load time.
+void check_placeholders(const Json& argv, const SearchSpace& space, const std::string& file) {
+  if (!argv.is_array()) return;  // parse_job_spec says what is wrong with it
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (!argv[i].is_string()) continue;
+    const std::string& s = argv[i].get_ref<const std::string&>();
+    for (size_t k = 0; k < s.size(); ++k) {
+      if (s[k] != '{') continue;
+      if (k + 1 < s.size() && s[k + 1] == '{') {
+        ++k;  // "{{" is a literal brace
+        continue;
+      }
+      size_t end = s.find('}', k);
+      if (end == std::string::npos) break;  // expand_argv reports it
+      std::string name = s.substr(k + 1, end - k - 1);
+      if (name != "trial_id" && name != "trial_number") {
+        check_placeholder(name, index_path("job.argv", i), space, file,
+                          "read it from the TUNER_PARAMS environment variable instead");
+      }
+      k = end;
+    }
+  }
+}
+
+// Engine jobs: every string value under model, training and data that is exactly "{NAME}" is a
+// placeholder (executor/engine_job.h); NAME must be a parameter, or every trial would fail.
+void check_engine_placeholders(const Json& value, const std::string& path, const SearchSpace& space,
+                               const std::string& file) {
+  if (value.is_string()) {
+    const std::string& s = value.get_ref<const std::string&>();
+    if (s.size() < 3 || s.front() != '{' || s.back() != '}') return;
+    std::string name = s.substr(1, s.size() - 2);
+    if (name.find_first_of("{}") != std::string::npos) return;
+    check_placeholder(name, path, space, file,
+                      "make it unconditional (a job may ignore a value it does not use)");
+  } else if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      check_engine_placeholders(child, child_path(path, key), space, file);
+    }
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      check_engine_placeholders(value[i], index_path(path, i), space, file);
+    }
+  }
+}
+
+void Parser::parse_job(const Json& value, SweepFile& sweep) {
+  object(value, "job");
+  Json job = value;
+  sweep.job_kind = string(required(job, "job", "kind", " (\"command\" or \"engine\")"), "job.kind");
+  one_of(job["kind"], "job.kind", {"command", "engine"});
+  if (const Json* metric = find_field(job, "objective_metric")) {
+    std::string stated = string(*metric, "job.objective_metric");
+    if (stated != sweep.objective_metric) {
+      fail("job.objective_metric",
+           json_text(stated) + " differs from objective.metric " +
+               json_text(sweep.objective_metric) +
+               "; state the metric once, in \"objective\", or make the two the same");
+    }
+  } else {
+    job["objective_metric"] = sweep.objective_metric;
+  }
+  sweep.threads_per_trial = 1;
+  // The job runs in other processes, in other directories: its paths are made absolute here,
+  // relative ones against the sweep file's directory like every path of the file.
+  auto absolute_path = [&](Json& field, const std::string& path) {
+    fs::path p = fs::absolute(fs::path(resolve(string(field, path)))).lexically_normal();
+    if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "/a/b/" -> "/a/b"
+    field = p.string();
+  };
+  if (sweep.job_kind == "engine") {
+    if (const Json* threads = find_field(job, "threads")) {
+      sweep.threads_per_trial = int32(*threads, "job.threads", 1);
+    }
+    for (const char* key : {"model", "training", "data"}) {
+      if (const Json* v = find_field(job, key)) {
+        check_engine_placeholders(*v, child_path("job", key), sweep.space, file_);
+      }
+    }
+    if (find_field(job, "artifacts_dir")) absolute_path(job["artifacts_dir"], "job.artifacts_dir");
+    if (job.contains("data") && job["data"].is_object() && job["data"].contains("dir")) {
+      absolute_path(job["data"]["dir"], "job.data.dir");
+    }
+  } else {
+    if (const Json* argv = find_field(job, "argv")) check_placeholders(*argv, sweep.space, file_);
+    // A command's relative program and files then mean what they mean beside the sweep file.
+    if (!find_field(job, "working_dir")) job["working_dir"] = ".";
+    absolute_path(job["working_dir"], "job.working_dir");
+  }
+  sweep.job_json = job.dump();
+  // The full check of the job is the executor's own.
+  parse_job_spec(sweep.job_json, file_ + ": job");
+}
+
+ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
+  object(value, "export");
+  fields(value, "export", {"registry", "name", "metric", "direction"});
+  ExportConfig config;
+  config.registry_path = resolve(string(
+      required(value, "export", "registry", " (the registry directory)"), "export.registry"));
+  config.model_name = find_field(value, "name") ? string(value["name"], "export.name") : sweep.name;
+  config.metric = find_field(value, "metric") ? string(value["metric"], "export.metric")
+                                              : sweep.objective_metric;
+  if (const Json* d = find_field(value, "direction")) {
+    config.direction = one_of(*d, "export.direction", kDirections) == 0 ? StudyDirection::kMinimize
+                                                                        : StudyDirection::kMaximize;
+  } else if (config.metric == sweep.objective_metric) {
+    config.direction = sweep.direction;
+  } else {
+    fail("export", "missing required field \"direction\" (the metric " + json_text(config.metric) +
+                       " is not the objective's, so its direction is not known)");
+  }
+  return config;
+}
+
+// `resolved` as the sweep file at `sweep_path` would write it: relative to its directory.
+std::string relative_to_sweep(const std::string& resolved, const std::string& sweep_path) {
+  fs::path dir = fs::path(sweep_path).parent_path();
+  if (dir.empty()) return resolved;
+  fs::path relative = fs::path(resolved).lexically_relative(dir);
+  return relative.empty() ? resolved : relative.string();
+}
+
+}  // namespace
+
+bool SamplerConfig::operator==(const SamplerConfig& other) const {
+  if (type != other.type || seed != other.seed) return false;
+  switch (type) {
+    case SamplerType::kRandom:
+      return true;
+    case SamplerType::kGrid:
+      return grid_max_points == other.grid_max_points;
+    case SamplerType::kTpe: {
+      const TpeOptions& a = tpe;
+      const TpeOptions& b = other.tpe;
+      return a.n_startup_trials == b.n_startup_trials && a.n_ei_candidates == b.n_ei_candidates &&
+             a.multivariate == b.multivariate && a.group == b.group &&
+             a.constant_liar == b.constant_liar && a.consider_prior == b.consider_prior &&
+             a.prior_weight == b.prior_weight && a.consider_magic_clip == b.consider_magic_clip &&
+             a.consider_endpoints == b.consider_endpoints && tpe_gamma == other.tpe_gamma &&
+             tpe_weights == other.tpe_weights;
+    }
+  }
+  return false;
+}
+
+bool SchedulerConfig::operator==(const SchedulerConfig& other) const {
+  if (type != other.type) return false;
+  switch (type) {
+    case SchedulerType::kNone:
+      return true;
+    case SchedulerType::kMedian:
+    case SchedulerType::kPercentile: {
+      const auto& a = percentile;
+      const auto& b = other.percentile;
+      return a.percentile == b.percentile && a.n_startup_trials == b.n_startup_trials &&
+             a.n_warmup_steps == b.n_warmup_steps && a.interval_steps == b.interval_steps &&
+             a.n_min_trials == b.n_min_trials;
+    }
+    case SchedulerType::kAsha: {
+      const auto& a = asha;
+      const auto& b = other.asha;
+      return a.min_resource == b.min_resource && a.reduction_factor == b.reduction_factor &&
+             a.max_resource == b.max_resource &&
+             a.min_early_stopping_rate == b.min_early_stopping_rate &&
+             a.bootstrap_count == b.bootstrap_count;
+    }
+    case SchedulerType::kHyperband: {
+      const auto& a = hyperband;
+      const auto& b = other.hyperband;
+      return a.min_resource == b.min_resource && a.max_resource == b.max_resource &&
+             a.reduction_factor == b.reduction_factor && a.bootstrap_count == b.bootstrap_count;
+    }
+    case SchedulerType::kPatience: {
+      const auto& a = patience;
+      const auto& b = other.patience;
+      return a.patience == b.patience && a.min_delta == b.min_delta &&
+             a.n_warmup_steps == b.n_warmup_steps;
+    }
+  }
+  return false;
+}
+
+SweepFile load_sweep_file(const std::string& path) {
+  std::string text = read_text_file(path);
+  return parse_sweep_file(text, path);
+}
+
+SweepFile parse_sweep_file(std::string_view json, const std::string& path) {
+  return Parser(path).parse(json);
+}
+
+std::shared_ptr<Sampler> make_sampler(const SweepFile& sweep) {
+  const SamplerConfig& config = sweep.sampler;
+  switch (config.type) {
+    case SamplerType::kRandom:
+      return std::make_shared<RandomSampler>();
+    case SamplerType::kGrid:
+      return std::make_shared<GridSampler>(sweep.space, config.grid_max_points);
+    case SamplerType::kTpe:
+      break;
+  }
+  TpeOptions options = config.tpe;
+  if (config.tpe_gamma) {
+    TpeGamma g = *config.tpe_gamma;
+    options.gamma = [g](int n) {
+      return std::min(static_cast<int>(std::ceil(g.fraction * static_cast<double>(n))), g.max);
+    };
+  }
+  if (config.tpe_weights == TpeWeights::kUniform) {
+    options.weights = [](int n) { return std::vector<double>(static_cast<size_t>(n), 1.0); };
+  }
+  return std::make_shared<TpeSampler>(std::move(options));
+}
+
+std::shared_ptr<Scheduler> make_scheduler(const SweepFile& sweep) {
+  const SchedulerConfig& config = sweep.scheduler;
+  switch (config.type) {
+    case SchedulerType::kNone:
+      return nullptr;
+    case SchedulerType::kMedian: {
+      MedianStoppingOptions o;
+      o.n_startup_trials = config.percentile.n_startup_trials;
+      o.n_warmup_steps = config.percentile.n_warmup_steps;
+      o.interval_steps = config.percentile.interval_steps;
+      o.n_min_trials = config.percentile.n_min_trials;
+      return std::make_shared<MedianStopping>(o);
+    }
+    case SchedulerType::kPercentile:
+      return std::make_shared<PercentileStopping>(config.percentile);
+    case SchedulerType::kAsha:
+      return std::make_shared<AshaScheduler>(config.asha);
+    case SchedulerType::kHyperband:
+      return std::make_shared<HyperbandScheduler>(config.hyperband);
+    case SchedulerType::kPatience:
+      return std::make_shared<PatienceStopping>(config.patience);
+  }
+  return nullptr;
+}
+
+StudyOptions make_study_options(const SweepFile& sweep) {
+  StudyOptions options;
+  options.name = sweep.name;
+  options.directions = {sweep.direction};
+  options.sampler = make_sampler(sweep);
+  options.scheduler = make_scheduler(sweep);
+  options.seed = sweep.sampler.seed;
+  options.space = sweep.space;
+  options.load_if_exists = true;
+  return options;
+}
+
+std::string to_json(const SweepFile& sweep) {
+  Json root = Json::object();
+  root["version"] = kSweepFileVersion;
+  root["name"] = sweep.name;
+  if (!sweep.description.empty()) root["description"] = sweep.description;
+  root["storage"] = relative_to_sweep(sweep.storage_path, sweep.path);
+  root["space"] = search_space_to_json_value(sweep.space);
+  root["objective"] = {{"metric", sweep.objective_metric},
+                       {"direction", std::string(to_string(sweep.direction))}};
+
+  Json sampler = {{"type", std::string(to_string(sweep.sampler.type))}};
+  if (sweep.sampler.seed) sampler["seed"] = *sweep.sampler.seed;
+  if (sweep.sampler.type == SamplerType::kTpe) {
+    const TpeOptions& o = sweep.sampler.tpe;
+    sampler["n_startup_trials"] = o.n_startup_trials;
+    sampler["n_ei_candidates"] = o.n_ei_candidates;
+    sampler["multivariate"] = o.multivariate;
+    sampler["group"] = o.group;
+    if (o.constant_liar == ConstantLiar::kAuto) {
+      sampler["constant_liar"] = "auto";
+    } else {
+      sampler["constant_liar"] = o.constant_liar == ConstantLiar::kOn;
+    }
+    sampler["consider_prior"] = o.consider_prior;
+    sampler["prior_weight"] = o.prior_weight;
+    sampler["consider_magic_clip"] = o.consider_magic_clip;
+    sampler["consider_endpoints"] = o.consider_endpoints;
+    if (sweep.sampler.tpe_gamma) {
+      sampler["gamma"] = {{"fraction", sweep.sampler.tpe_gamma->fraction},
+                          {"max", sweep.sampler.tpe_gamma->max}};
+    }
+    sampler["weights"] = sweep.sampler.tpe_weights == TpeWeights::kOptuna ? "optuna" : "uniform";
+  } else if (sweep.sampler.type == SamplerType::kGrid) {
+    sampler["max_points"] = sweep.sampler.grid_max_points;
+  }
+  root["sampler"] = sampler;
+
+  const SchedulerConfig& sc = sweep.scheduler;
+  Json scheduler = {{"type", std::string(to_string(sc.type))}};
+  switch (sc.type) {
+    case SchedulerType::kNone:
+      break;
+    case SchedulerType::kPercentile:
+      scheduler["percentile"] = sc.percentile.percentile;
+      [[fallthrough]];
+    case SchedulerType::kMedian:
+      scheduler["n_startup_trials"] = sc.percentile.n_startup_trials;
+      scheduler["n_warmup_steps"] = sc.percentile.n_warmup_steps;
+      scheduler["interval_steps"] = sc.percentile.interval_steps;
+      scheduler["n_min_trials"] = sc.percentile.n_min_trials;
+      break;
+    case SchedulerType::kAsha:
+      scheduler["min_resource"] = sc.asha.min_resource;
+      scheduler["reduction_factor"] = sc.asha.reduction_factor;
+      if (sc.asha.max_resource) scheduler["max_resource"] = *sc.asha.max_resource;
+      scheduler["min_early_stopping_rate"] = sc.asha.min_early_stopping_rate;
+      scheduler["bootstrap_count"] = sc.asha.bootstrap_count;
+      break;
+    case SchedulerType::kHyperband:
+      scheduler["min_resource"] = sc.hyperband.min_resource;
+      scheduler["max_resource"] = sc.hyperband.max_resource;
+      scheduler["reduction_factor"] = sc.hyperband.reduction_factor;
+      scheduler["bootstrap_count"] = sc.hyperband.bootstrap_count;
+      break;
+    case SchedulerType::kPatience:
+      scheduler["patience"] = sc.patience.patience;
+      scheduler["min_delta"] = sc.patience.min_delta;
+      scheduler["n_warmup_steps"] = sc.patience.n_warmup_steps;
+      break;
+  }
+  root["scheduler"] = scheduler;
+
+  Json budget = Json::object();
+  if (sweep.budget.trials) budget["trials"] = *sweep.budget.trials;
+  if (sweep.budget.time) budget["time"] = format_duration(*sweep.budget.time);
+  budget["max_concurrent"] = sweep.budget.max_concurrent;
+  root["budget"] = budget;
+
+  root["job"] = Json::parse(sweep.job_json);
+  root["executors"] = {{"local", sweep.local_executors}};
+  if (sweep.export_config) {
+    const ExportConfig& e = *sweep.export_config;
+    root["export"] = {{"registry", relative_to_sweep(e.registry_path, sweep.path)},
+                      {"name", e.model_name},
+                      {"metric", e.metric},
+                      {"direction", std::string(to_string(e.direction))}};
+  }
+  return root.dump(2) + "\n";
+}
+
+std::chrono::seconds parse_duration(std::string_view text) {
+  auto bad = [&]() -> Error {
+    return Error(ErrorCode::kInvalidArgument,
+                 "expected a duration such as \"90s\", \"30m\", \"2h\" or \"1h30m\" (units d, h, "
+                 "m, s, largest first) or a number of seconds, got " +
+                     json_text(text));
+  };
+  if (text.empty()) throw bad();
+  constexpr std::string_view kUnits = "dhms";
+  constexpr int64_t kUnitSeconds[] = {86400, 3600, 60, 1};
+  int64_t total = 0;
+  size_t next_unit = 0;  // units must come largest first, each at most once
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    int64_t n = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      if (n > (kInt64Max - 9) / 10) throw bad();
+      n = n * 10 + (text[i] - '0');
+      ++i;
+    }
+    if (i == start) throw bad();
+    if (i == text.size()) {
+      if (start != 0) throw bad();  // "1h30" : a bare number only on its own
+      return std::chrono::seconds(n);
+    }
+    size_t unit = kUnits.find(text[i]);
+    if (unit == std::string_view::npos || unit < next_unit) throw bad();
+    if (n > kInt64Max / kUnitSeconds[unit] || total > kInt64Max - n * kUnitSeconds[unit]) {
+      throw bad();
+    }
+    total += n * kUnitSeconds[unit];
+    next_unit = unit + 1;
+    ++i;
+  }
+  return std::chrono::seconds(total);
+}
+
+std::string format_duration(std::chrono::seconds duration) {
+  int64_t s = duration.count();
+  if (s <= 0) return std::to_string(s) + "s";
+  std::string out;
+  constexpr int64_t kUnitSeconds[] = {86400, 3600, 60, 1};
+  constexpr char kUnits[] = "dhms";
+  for (int u = 0; u < 4; ++u) {
+    if (s >= kUnitSeconds[u]) {
+      out += std::to_string(s / kUnitSeconds[u]) + kUnits[u];
+      s %= kUnitSeconds[u];
+    }
+  }
+  return out;
+}
+
+std::string_view to_string(SamplerType type) {
+  switch (type) {
+    case SamplerType::kTpe:
+      return "tpe";
+    case SamplerType::kRandom:
+      return "random";
+    case SamplerType::kGrid:
+      return "grid";
+  }
+  return "?";
+}
+
+std::string_view to_string(SchedulerType type) {
+  switch (type) {
+    case SchedulerType::kNone:
+      return "none";
+    case SchedulerType::kMedian:
+      return "median";
+    case SchedulerType::kPercentile:
+      return "percentile";
+    case SchedulerType::kAsha:
+      return "asha";
+    case SchedulerType::kHyperband:
+      return "hyperband";
+    case SchedulerType::kPatience:
+      return "patience";
+  }
+  return "?";
+}
+
+}  // namespace tuner

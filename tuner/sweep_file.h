@@ -1,0 +1,205 @@
+// SweepFile: the one JSON file that describes a whole study for `tuner sweep FILE`: the search
+// space, the objective, the sampler, the scheduler, the budget, the job, the local executors and
+// the export of the best model.
+//
+//   {"name": "mlp", "space": {"file": "space.json"},
+//    "objective": {"metric": "val_accuracy", "direction": "maximize"},
+//    "sampler": {"type": "tpe", "seed": 1}, "scheduler": {"type": "asha", "max_resource": 4},
+//    "budget": {"trials": 30, "time": "2h"}, "job": {"kind": "engine", ...}}
+//
+// Every field, its default and the mapping from W&B sweeps, Optuna, Katib and NNI are in
+// docs/sweep_file.md. Loading validates everything (the space, every sampler and scheduler
+// option, the job through parse_job_spec) so that a sweep fails before its first trial, not in
+// its tenth. An error is Error(kInvalidArgument) whose message is "<file>: <JSON path>: <problem>",
+// e.g. `sweep.json: sampler.n_startup_trials: expected an integer >= 0, got -1`; an unknown field
+// at any level is an error, so a typo is never silently ignored.
+//
+// Paths in the file (storage, space files, the export registry, the job's working_dir,
+// artifacts_dir and data.dir) are relative to the sweep file's directory. SweepFile holds them
+// resolved: that directory joined with the path; the job's paths absolute, since the job runs in
+// other processes (a command job's working_dir defaults to the sweep file's directory).
+//
+// Thread safety: pure functions; a SweepFile is a plain value.
+#ifndef TUNER_TUNER_SWEEP_FILE_H_
+#define TUNER_TUNER_SWEEP_FILE_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "search/asha.h"
+#include "search/hyperband.h"
+#include "search/median_stopping.h"
+#include "search/patience.h"
+#include "search/sampler.h"
+#include "search/scheduler.h"
+#include "search/search_space.h"
+#include "search/tpe_sampler.h"
+#include "trials/trial_state.h"
+#include "tuner/study.h"
+
+namespace tuner {
+
+// The version of the sweep file format this code reads and writes ("version" in the file).
+inline constexpr int kSweepFileVersion = 1;
+
+enum class SamplerType {
+  kTpe,     // TpeSampler (the default)
+  kRandom,  // RandomSampler
+  kGrid,    // GridSampler over the sweep's space
+};
+
+// TPE's gamma(n) as a file can state it: min(ceil(fraction * n), max), Optuna's default_gamma
+// form. Default {0.1, 25} is Optuna's default.
+struct TpeGamma {
+  double fraction = 0.1;  // in (0, 1]
+  int max = 25;           // >= 1
+  bool operator==(const TpeGamma&) const = default;
+};
+
+enum class TpeWeights {
+  kOptuna,   // Optuna's default_weights (a ramp over the oldest observations); the default
+  kUniform,  // every observation weighs 1
+};
+
+struct SamplerConfig {
+  SamplerType type = SamplerType::kTpe;
+  // The study's seed (StudyOptions::seed; trial n draws from Rng::for_trial(seed, n)), so a seed
+  // gives the same trials whatever the sampler. Default: drawn when the study is created.
+  std::optional<uint64_t> seed;
+  // kTpe: the options the file states; `gamma` and `weights` of TpeOptions are left empty here
+  // and built by make_sampler() from the two fields below. Defaults: TpeOptions' defaults.
+  TpeOptions tpe;
+  // kTpe: gamma(n). Default: unset, Optuna's default (TpeOptions::gamma empty).
+  std::optional<TpeGamma> tpe_gamma;
+  // kTpe. Default: kOptuna.
+  TpeWeights tpe_weights = TpeWeights::kOptuna;
+  // kGrid: the most points the grid may have. Default: 10,000,000 (GridSampler's).
+  size_t grid_max_points = 10'000'000;
+
+  // Compares the fields the file can state (not TpeOptions' function members).
+  bool operator==(const SamplerConfig& other) const;
+};
+
+enum class SchedulerType {
+  kNone,        // trials always continue (the default)
+  kMedian,      // MedianStopping
+  kPercentile,  // PercentileStopping
+  kAsha,        // AshaScheduler
+  kHyperband,   // HyperbandScheduler
+  kPatience,    // PatienceStopping
+};
+
+struct SchedulerConfig {
+  SchedulerType type = SchedulerType::kNone;
+  // The options of `type`; the other members keep their defaults. kMedian uses `percentile`
+  // with percentile 50.
+  PercentileStoppingOptions percentile;
+  AshaOptions asha;
+  HyperbandOptions hyperband;
+  PatienceOptions patience;
+
+  // Compares the options of `type` only.
+  bool operator==(const SchedulerConfig& other) const;
+};
+
+struct Budget {
+  // New trials to start (re-runs after lost executors are not counted). Default: unset.
+  std::optional<int> trials;
+  // No new trial starts after this much wall time since the sweep started; running trials
+  // finish. Default: unset. At least one of `trials` and `time` is set.
+  std::optional<std::chrono::seconds> time;
+  // Trials running at once across all executors (CoordinatorOptions::max_concurrency).
+  // Default 0: only the executors' slots limit it.
+  int max_concurrent = 0;
+  bool operator==(const Budget&) const = default;
+};
+
+// Where the best trial's model goes. The registry itself is not part of this module: this is
+// what the file says, validated.
+struct ExportConfig {
+  // The registry directory, resolved against the sweep file's directory. Required.
+  std::string registry_path;
+  // The model's name in the registry. Default: the study name.
+  std::string model_name;
+  // The metric by which the best trial is chosen, and its direction. Default: the objective's.
+  // A metric other than the objective's needs its direction stated.
+  std::string metric;
+  StudyDirection direction = StudyDirection::kMinimize;
+  bool operator==(const ExportConfig&) const = default;
+};
+
+struct SweepFile {
+  // The sweep file as given to load_sweep_file() (the `source` of parse_sweep_file()).
+  std::string path;
+  // The study name. Default: the file's stem ("mlp" for "sweeps/mlp.json").
+  std::string name;
+  // A free text the file may carry. Default: empty.
+  std::string description;
+  // The SQLite file of the study, resolved. Default: "<name>.db" beside the sweep file.
+  std::string storage_path;
+  SearchSpace space;
+  std::string objective_metric;
+  StudyDirection direction = StudyDirection::kMinimize;
+  SamplerConfig sampler;
+  SchedulerConfig scheduler;
+  Budget budget;
+  // The job as JSON (executor/job_spec.h), with "objective_metric" set to objective_metric and
+  // its paths resolved (see the top); the text that goes to the coordinator
+  // (CoordinatorOptions::job_json). parse_job_spec accepts it.
+  std::string job_json;
+  // "command" or "engine".
+  std::string job_kind;
+  // CPU threads one trial uses: the engine job's "threads" (default 1); 1 for command jobs.
+  int threads_per_trial = 1;
+  // Executor slots `tuner sweep` starts locally when it runs embedded; 0 starts none (executors
+  // connect from elsewhere). Default: max(1, hardware threads / threads_per_trial).
+  int local_executors = 1;
+  std::optional<ExportConfig> export_config;
+
+  bool operator==(const SweepFile&) const = default;
+};
+
+// Reads and parses `path`. Error(kNotFound) naming the file when it does not exist; otherwise as
+// parse_sweep_file().
+SweepFile load_sweep_file(const std::string& path);
+
+// Parses the JSON text of a sweep file. `path` names it in errors, gives the default study name
+// (its stem) and is the base of the relative paths in it (its directory; none for a bare name).
+// Files the sweep names (a space file) are read. Throws Error(kInvalidArgument) as described at
+// the top, Error(kNotFound) for a missing space file (naming it and the field that names it).
+SweepFile parse_sweep_file(std::string_view json, const std::string& path);
+
+// The sampler that `sweep.sampler` describes (a GridSampler over sweep.space for kGrid).
+std::shared_ptr<Sampler> make_sampler(const SweepFile& sweep);
+
+// The scheduler that `sweep.scheduler` describes; nullptr for kNone.
+std::shared_ptr<Scheduler> make_scheduler(const SweepFile& sweep);
+
+// StudyOptions for the sweep: name, direction, sampler, scheduler, seed and space (define-and-run)
+// set; storage left unset for the caller (a SQLite storage at sweep.storage_path), and
+// load_if_exists set so that running a sweep again continues its study.
+StudyOptions make_study_options(const SweepFile& sweep);
+
+// The JSON text of `sweep`: every field stated (defaults included), the space inline, paths
+// relative to the sweep file's directory when they lie under it. parse_sweep_file(to_json(s),
+// s.path) == s.
+std::string to_json(const SweepFile& sweep);
+
+// Durations as a sweep file writes them: one or more <integer><unit> with units d, h, m, s in
+// that order ("90s", "30m", "2h", "1h30m", "1d"), or a bare integer of seconds ("3600").
+// Throws Error(kInvalidArgument) with a message (without a path) saying the form expected.
+std::chrono::seconds parse_duration(std::string_view text);
+// The shortest such text: 5400 s -> "1h30m", 0 -> "0s".
+std::string format_duration(std::chrono::seconds duration);
+
+std::string_view to_string(SamplerType type);
+std::string_view to_string(SchedulerType type);
+
+}  // namespace tuner
+
+#endif  // TUNER_TUNER_SWEEP_FILE_H_

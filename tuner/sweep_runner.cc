@@ -1,0 +1,222 @@
+#include "tuner/sweep_runner.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "executor/executor_service.h"
+#include "storage/sqlite_storage.h"
+#include "trials/error.h"
+#include "tuner/coordinator.h"
+#include "tuner/study.h"
+
+namespace tuner {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// A fresh private directory for the coordinator's ipc socket; removed when the sweep ends.
+class SocketDir {
+ public:
+  SocketDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tuner-sweep-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      throw Error(ErrorCode::kUnavailable, "cannot create a directory for the coordinator's "
+                                           "socket under " + pattern);
+    }
+    path_ = pattern;
+  }
+  ~SocketDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string endpoint() const { return "ipc://" + (path_ / "coordinator.sock").string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+bool better(double a, double b, StudyDirection direction) {
+  return direction == StudyDirection::kMaximize ? a > b : a < b;
+}
+
+// The study's counts and best trial, kept up to date from the coordinator's callbacks.
+class Tally {
+ public:
+  Tally(const std::vector<FrozenTrial>& trials, StudyDirection direction)
+      : direction_(direction) {
+    for (const FrozenTrial& t : trials) add(t);
+  }
+
+  void add(const FrozenTrial& t) {
+    switch (t.state) {
+      case TrialState::kComplete:
+        ++progress_.complete;
+        if (!t.values.empty() &&
+            (!progress_.best_value || better(t.values[0], *progress_.best_value, direction_))) {
+          progress_.best_value = t.values[0];
+          progress_.best_number = t.number;
+        }
+        break;
+      case TrialState::kPruned:
+        ++progress_.pruned;
+        break;
+      case TrialState::kFail:
+        ++progress_.failed;
+        break;
+      default:
+        break;
+    }
+  }
+
+  SweepProgress& progress() { return progress_; }
+
+ private:
+  StudyDirection direction_;
+  SweepProgress progress_;
+};
+
+}  // namespace
+
+SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options) {
+  const SteadyClock::time_point started = SteadyClock::now();
+  auto storage = std::make_shared<SqliteStorage>(sweep.storage_path);
+  StudyOptions study_options = make_study_options(sweep);
+  study_options.storage = storage;
+  Study study = Study::create(std::move(study_options));
+  const nlohmann::json stored = {
+      {"path", std::filesystem::absolute(sweep.path).string()},
+      {"file", nlohmann::json::parse(to_json(sweep))}};
+  storage->set_study_system_attr(study.id(), kSweepAttr, nlohmann::json(stored.dump()).dump());
+
+  const std::vector<FrozenTrial> existing = study.trials();
+  Tally tally(existing, sweep.direction);
+  tally.progress().trial_budget = sweep.budget.trials;
+  SweepResult result{.study_name = study.name(), .storage_path = sweep.storage_path};
+
+  // The trial budget is the study's: trials of earlier runs count (a WAITING one is still to run).
+  std::optional<int> remaining;
+  if (sweep.budget.trials) {
+    const auto counted = std::count_if(existing.begin(), existing.end(), [](const FrozenTrial& t) {
+      return t.state != TrialState::kWaiting;
+    });
+    remaining = std::max(0, *sweep.budget.trials - static_cast<int>(counted));
+  }
+  const std::optional<SteadyClock::time_point> deadline =
+      sweep.budget.time ? std::optional(started + *sweep.budget.time) : std::nullopt;
+
+  auto quiet = [](const std::string&) {};
+  auto log = options.log ? options.log : std::function<void(const std::string&)>(quiet);
+  std::optional<SocketDir> socket_dir;
+  CoordinatorOptions co;
+  if (options.endpoint.empty()) {
+    socket_dir.emplace();
+    co.endpoint = socket_dir->endpoint();
+  } else {
+    co.endpoint = options.endpoint;
+  }
+  co.job_json = sweep.job_json;
+  co.n_trials = remaining;
+  co.max_concurrency = sweep.budget.max_concurrent;
+  co.log = log;
+  auto progress_now = [&](const Coordinator& c) {
+    SweepProgress& p = tally.progress();
+    p.running = c.stats().active_leases;
+    p.draining = c.draining();
+    p.elapsed = std::chrono::duration_cast<std::chrono::seconds>(SteadyClock::now() - started);
+    if (deadline) {
+      p.time_left = std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(
+                                                          *deadline - SteadyClock::now()));
+    }
+    return p;
+  };
+  Coordinator* coordinator_ptr = nullptr;
+  co.on_trial_finished = [&](const FrozenTrial& t) {
+    tally.add(t);
+    if (options.on_trial_finished && coordinator_ptr != nullptr) {
+      options.on_trial_finished(t, progress_now(*coordinator_ptr));
+    }
+  };
+  Coordinator coordinator(study, co);
+  coordinator_ptr = &coordinator;
+
+  std::stop_source executor_stop;
+  std::jthread executor_thread;
+  if (sweep.local_executors > 0) {
+    ExecutorOptions eo;
+    eo.coordinator = coordinator.endpoint();
+    eo.executor_id = "local-" + std::to_string(::getpid());
+    eo.slots = sweep.local_executors;
+    eo.log_dir = options.log_dir.empty() ? sweep.storage_path + ".logs" : options.log_dir;
+    eo.stop_grace = std::chrono::seconds(5);
+    eo.log = log;
+    executor_thread = std::jthread([eo, stop = executor_stop.get_token()] {
+      ExecutorService service(eo);
+      service.run(stop);
+    });
+  }
+
+  SteadyClock::time_point next_progress = SteadyClock::now();
+  while (!coordinator.done()) {
+    if (options.abort.stop_requested()) {
+      coordinator.abandon("the sweep was stopped");
+      result.end = SweepEnd::kAborted;
+      break;
+    }
+    if (!coordinator.draining()) {
+      if (options.drain.stop_requested()) {
+        coordinator.drain();
+        result.end = SweepEnd::kDrained;
+      } else if (deadline && SteadyClock::now() >= *deadline) {
+        coordinator.drain();
+        result.end = SweepEnd::kTimeUp;
+      }
+    }
+    coordinator.poll_once(std::chrono::milliseconds(100));
+    if (options.on_progress && SteadyClock::now() >= next_progress) {
+      options.on_progress(progress_now(coordinator));
+      next_progress += std::chrono::seconds(1);
+    }
+  }
+  executor_stop.request_stop();
+  if (executor_thread.joinable()) executor_thread.join();
+  result.progress = progress_now(coordinator);
+  if (options.on_progress) options.on_progress(result.progress);
+  return result;
+}
+
+SweepFile stored_sweep(const std::string& study_name, const std::string& storage_path) {
+  SqliteStorageOptions read_only;
+  read_only.read_only = true;
+  SqliteStorage storage(storage_path, read_only);
+  std::optional<StudyRecord> study = storage.find_study(study_name);
+  if (!study) {
+    std::string names;
+    for (const StudyRecord& s : storage.list_studies()) names += (names.empty() ? "" : ", ") + s.name;
+    throw Error(ErrorCode::kNotFound, "no study '" + study_name + "' in " + storage_path +
+                                          " (its studies: " + (names.empty() ? "none" : names) +
+                                          ")");
+  }
+  auto it = study->system_attrs.find(kSweepAttr);
+  if (it == study->system_attrs.end()) {
+    throw Error(ErrorCode::kNotFound, "study '" + study_name + "' in " + storage_path +
+                                          " was not made by a sweep file (no '" + kSweepAttr +
+                                          "' attribute): run it with the API that made it");
+  }
+  // A JSON string holding the JSON text {"path": ..., "file": ...} (see run_sweep).
+  nlohmann::json stored;
+  try {
+    stored = nlohmann::json::parse(nlohmann::json::parse(it->second).get<std::string>());
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (!stored.is_object() || !stored.contains("path") || !stored.contains("file")) {
+    throw Error(ErrorCode::kDataLoss, "study '" + study_name + "' in " + storage_path +
+                                          ": its '" + kSweepAttr + "' attribute is not a sweep");
+  }
+  return parse_sweep_file(stored["file"].dump(), stored["path"].get<std::string>());
+}
+
+}  // namespace tuner

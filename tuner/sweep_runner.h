@@ -1,0 +1,84 @@
+// run_sweep: what `tuner sweep FILE` does. The study lives in the sweep's SQLite file; a
+// coordinator runs in this process and, unless the sweep asks for none, an executor with the
+// sweep's local slots too (its jobs are child processes, so a crashing trial cannot take the
+// sweep down). Executors on other hosts may connect to the same coordinator.
+//
+// Stopping: `drain` (a first Ctrl-C, or the time budget) starts no new trial and lets the
+// running ones finish; `abort` (a second Ctrl-C) stops them at once: each is stored as FAIL
+// ("abandoned") and enqueued with its params, so a resumed sweep runs it first. Either way
+// everything finished is committed, and the sweep file is kept with the study (system attribute
+// "tuner:sweep") so that `tuner resume` needs only the study name and the storage.
+//
+// Thread safety: run_sweep blocks the calling thread until the sweep ends; the stop tokens may
+// be requested from any thread.
+#ifndef TUNER_TUNER_SWEEP_RUNNER_H_
+#define TUNER_TUNER_SWEEP_RUNNER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "trials/frozen_trial.h"
+#include "tuner/sweep_file.h"
+
+namespace tuner {
+
+// The study system attribute that holds the sweep file (to_json(SweepFile)) as a JSON string.
+inline constexpr char kSweepAttr[] = "tuner:sweep";
+
+// Where a sweep stands; counts are over the whole study (earlier runs of it included).
+struct SweepProgress {
+  int64_t complete = 0, pruned = 0, failed = 0, running = 0;
+  std::optional<int> trial_budget;  // the sweep's budget.trials
+  std::optional<double> best_value;
+  std::optional<int> best_number;
+  std::chrono::seconds elapsed{0};                  // since this run started
+  std::optional<std::chrono::seconds> time_left;    // of the time budget
+  bool draining = false;
+};
+
+struct SweepRunOptions {
+  // Where the coordinator listens. Default: an ipc socket in a fresh temporary directory (only
+  // the local executor can reach it).
+  std::string endpoint;
+  // Per-trial logs. Default: "<storage path>.logs".
+  std::string log_dir;
+  std::stop_token drain;  // finish the running trials, start no more
+  std::stop_token abort;  // stop the running trials now
+  // About once a second, and once at the end.
+  std::function<void(const SweepProgress&)> on_progress;
+  // After each trial's outcome is stored.
+  std::function<void(const FrozenTrial&, const SweepProgress&)> on_trial_finished;
+  // Log lines of the coordinator and the local executor. Default: none.
+  std::function<void(const std::string&)> log;
+};
+
+enum class SweepEnd {
+  kBudgetSpent,  // the trial budget is used up or the sampler has nothing left
+  kTimeUp,       // the time budget ran out (running trials finished)
+  kDrained,      // `drain` was requested (running trials finished)
+  kAborted,      // `abort` was requested
+};
+
+struct SweepResult {
+  SweepEnd end = SweepEnd::kBudgetSpent;
+  SweepProgress progress;
+  std::string study_name;
+  std::string storage_path;
+};
+
+// Runs (or continues: the study is created or loaded by name) the sweep. Throws Error for what
+// prevents the start (the storage cannot be opened, the endpoint cannot be bound, a study of that
+// name with another direction); trial failures are outcomes, not exceptions.
+SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options = {});
+
+// The sweep file stored with a study by run_sweep, parsed back (relative paths as they were
+// resolved then). Throws Error(kNotFound) when the study has none (it was not made by a sweep).
+SweepFile stored_sweep(const std::string& study_name, const std::string& storage_path);
+
+}  // namespace tuner
+
+#endif  // TUNER_TUNER_SWEEP_RUNNER_H_
