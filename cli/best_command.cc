@@ -5,6 +5,7 @@
 #include "cli/study_view.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
+#include "tuner/sweep_runner.h"
 
 namespace tuner::cli {
 
@@ -32,6 +33,13 @@ int run_best(const std::vector<std::string>& args) {
   std::cout << "trial " << best->number << ": value " << best->values[0] << "\n";
   for (const auto& [param, value] : best->params) {
     std::cout << "  " << param << " = " << to_string(value) << "\n";
+  }
+  // The job's final metrics (user attributes) and, for a sweep's engine job, its model.
+  for (const auto& [key, json] : best->user_attrs) std::cout << "  " << key << ": " << json << "\n";
+  if (study.system_attrs.contains(kSweepAttr)) {
+    if (auto model = trial_model_path(stored_sweep(name, path), best->number)) {
+      std::cout << "  model: " << *model << "\n";
+    }
   }
   return kExitOk;
 }

@@ -68,6 +68,14 @@ struct Lease {
 };
 
 // A re-run waiting in the study's queue (enqueue_trial), to be recognised when ask() serves it.
+// A metric as JSON text the way Python's json.dumps writes it (NaN and the infinities included),
+// which is how Optuna's tools read user attributes.
+std::string metric_json(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return nlohmann::json(value).dump();
+}
+
 struct PendingRetry {
   Params params;
   int attempt = 0;
@@ -434,6 +442,9 @@ struct Coordinator::Impl {
     Lease* lease = held_by(executor, result.lease_id);
     if (!lease) return;
     commit(executor, *lease, [&](Trial& trial) {
+      // Every final metric stays with the trial as a user attribute (as a W&B run keeps its
+      // summary): test accuracy, the best epoch, whatever the job printed.
+      for (const auto& [name, value] : result.metrics) trial.set_user_attr(name, metric_json(value));
       if (trial.stop_requested()) return study.tell(trial, TrialState::kPruned);
       if (!result.values.empty()) return study.tell(trial, result.values);
       auto metric = result.metrics.find(objective_metric);

@@ -145,6 +145,7 @@ TEST_F(CoordinatorTest, LeasesTrialsStoresReportsAndCommitsResultsBeforeAck) {
   stored = study_->storage().get_trial(trial.trial_id);
   EXPECT_EQ(stored.state, TrialState::kComplete);
   EXPECT_EQ(stored.values, std::vector<double>{0.25});
+  EXPECT_EQ(stored.user_attrs.at("loss"), "0.25");  // final metrics stay with the trial
 
   // A resent RESULT is ACKed again, not committed twice.
   ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.25}}));

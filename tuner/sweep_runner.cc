@@ -79,9 +79,32 @@ class Tally {
   SweepProgress progress_;
 };
 
+// Engine jobs keep each trial's best model beside the study database unless the file says where.
+SweepFile with_artifacts_dir(SweepFile sweep) {
+  if (sweep.job_kind != "engine") return sweep;
+  nlohmann::json job = nlohmann::json::parse(sweep.job_json);
+  if (!job.contains("artifacts_dir")) {
+    job["artifacts_dir"] =
+        std::filesystem::absolute(sweep.storage_path + ".artifacts").lexically_normal().string();
+    sweep.job_json = job.dump();
+  }
+  return sweep;
+}
+
 }  // namespace
 
-SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options) {
+std::optional<std::string> trial_model_path(const SweepFile& sweep, int number) {
+  if (sweep.job_kind != "engine") return std::nullopt;
+  const nlohmann::json job = nlohmann::json::parse(sweep.job_json);
+  if (!job.contains("artifacts_dir")) return std::nullopt;
+  const std::filesystem::path path = std::filesystem::path(job["artifacts_dir"].get<std::string>()) /
+                                     ("trial-" + std::to_string(number)) / "model.ckpt";
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return path.string();
+}
+
+SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
+  const SweepFile sweep = with_artifacts_dir(file);
   const SteadyClock::time_point started = SteadyClock::now();
   auto storage = std::make_shared<SqliteStorage>(sweep.storage_path);
   StudyOptions study_options = make_study_options(sweep);

@@ -72,8 +72,14 @@ struct SweepResult {
 
 // Runs (or continues: the study is created or loaded by name) the sweep. Throws Error for what
 // prevents the start (the storage cannot be opened, the endpoint cannot be bound, a study of that
-// name with another direction); trial failures are outcomes, not exceptions.
+// name with another direction); trial failures are outcomes, not exceptions. An engine job
+// without an artifacts_dir gets "<storage path>.artifacts".
 SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options = {});
+
+// Where an engine job keeps trial `number`'s best model (docs/engine_jobs.md, "Artifacts"): by
+// default "<storage path>.artifacts/trial-<number>/model.ckpt". nullopt for command jobs and
+// when the file does not exist (the trial saved none).
+std::optional<std::string> trial_model_path(const SweepFile& sweep, int number);
 
 // The sweep file stored with a study by run_sweep, parsed back (relative paths as they were
 // resolved then). Throws Error(kNotFound) when the study has none (it was not made by a sweep).
