@@ -12,14 +12,14 @@
 #include "trials/param_value.h"
 
 namespace tuner::cli {
-namespace {
-
-std::string number_text(double v) {
+std::string number_text(double v, int digits) {
   std::ostringstream out;
-  out.precision(8);
+  out.precision(digits);
   out << v;
   return out.str();
 }
+
+namespace {
 
 std::string duration_seconds(const FrozenTrial& t) {
   if (!t.datetime_start || !t.datetime_complete) return "";

@@ -13,6 +13,9 @@
 
 namespace tuner::cli {
 
+// A number for people: `digits` significant digits ("0.8667", "1.5e-24").
+std::string number_text(double v, int digits = 8);
+
 // Opens PATH read-only; Error(kNotFound) naming it when the file does not exist.
 std::unique_ptr<Storage> open_read_only(const std::string& path);
 

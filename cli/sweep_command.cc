@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/stop_signals.h"
+#include "cli/study_view.h"
 #include "storage/sqlite_storage.h"
 #include "trials/param_value.h"
 #include "tuner/study.h"
@@ -18,12 +19,7 @@ namespace {
 
 std::string duration_text(std::chrono::seconds s) { return format_duration(s); }
 
-std::string value_text(double v) {
-  std::ostringstream out;
-  out.precision(6);
-  out << v;
-  return out.str();
-}
+std::string value_text(double v) { return number_text(v, 6); }
 
 std::string counts_text(const SweepProgress& p) {
   const int64_t done = p.complete + p.pruned + p.failed;

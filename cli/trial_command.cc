@@ -2,6 +2,14 @@
 // process, speaking the command-job metrics protocol (docs/command_jobs.md) on stdout. This is what
 // an executor runs for an engine job; it also runs by hand:
 //   TUNER_PARAMS='{"width": 64}' tuner trial --engine-job job.json
+// A job with "ranks": N > 1 makes this process rank 0 and the launcher of ranks 1..N-1
+// (executor/engine_launcher.h), which run as
+//   tuner trial --engine-job JSON --rank R --world N [--rendezvous DIR]
+// print nothing on stdout and write no files.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +20,7 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "executor/engine_job.h"
+#include "executor/engine_launcher.h"
 #include "trials/error.h"
 #include "trials/params_json.h"
 
@@ -51,12 +60,76 @@ std::string metrics_line(const Metrics& metrics, std::optional<int64_t> step) {
   return line.dump();
 }
 
+// TUNER_GPUS: the trial's GPU indices, comma-separated.
+std::vector<int> env_gpus() {
+  const std::string text = env_or("TUNER_GPUS", "");
+  std::vector<int> gpus;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    try {
+      size_t used = 0;
+      gpus.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw Error(ErrorCode::kInvalidArgument, "TUNER_GPUS: '" + text + "' is not a GPU list");
+    }
+    at = end + 1;
+  }
+  return gpus;
+}
+
+// Test-only fault injection: TUNER_TEST_RANK_EXIT="R:E" makes rank R (> 0) exit with code 3 after
+// epoch E, as a rank that crashes would.
+void maybe_fail_for_test(int rank, int64_t epoch) {
+  const std::string spec = env_or("TUNER_TEST_RANK_EXIT", "");
+  if (spec.empty() || rank == 0) return;
+  if (spec == std::to_string(rank) + ":" + std::to_string(epoch)) {
+    std::cerr << "tuner trial: rank " << rank << ": TUNER_TEST_RANK_EXIT: exiting with code 3 after epoch "
+              << epoch << std::endl;
+    ::_exit(3);
+  }
+}
+
+// Ranks 1..N-1 of a data-parallel trial: the launcher (rank 0) started this process and kills it
+// when the trial ends early; it must not outlive the launcher either.
+int run_rank(const EngineJobSpec& spec, EngineTrial trial, const Flags& flags,
+             const std::string& where) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (const int launcher = env_int("TUNER_LAUNCHER_PID", -1);
+      launcher > 0 && ::getppid() != launcher) {
+    throw Error(ErrorCode::kUnavailable, "tuner trial: rank " + flags.get("--rank") +
+                                             ": the launcher (pid " + std::to_string(launcher) +
+                                             ") is gone");
+  }
+  trial.rank = flags.get_int("--rank", 0);
+  trial.world = flags.get_int("--world", 0);
+  trial.rendezvous_dir = flags.get("--rendezvous");
+  trial.nccl_id = env_or("TUNER_NCCL_ID", "");
+  if (trial.world != spec.ranks || trial.rank < 1 || trial.rank >= trial.world) {
+    throw UsageError("tuner trial: --rank " + flags.get("--rank") + " --world " +
+                     flags.get("--world") + " do not fit the job's ranks (" +
+                     std::to_string(spec.ranks) + "); the launcher passes them");
+  }
+  if (spec.backend == "cuda") {
+    trial.gpu = engine_rank_gpus(spec, env_gpus(), where)[static_cast<size_t>(trial.rank)];
+  }
+  const int rank = trial.rank;
+  auto on_report = [rank](const EngineReport& report) {
+    maybe_fail_for_test(rank, report.step);
+    return JobDecision::kContinue;  // rank 0's decision counts
+  };
+  const EngineOutcome outcome = run_engine_trial(spec, trial, on_report);
+  std::cerr << "tuner trial: rank " << rank << ": " << outcome.end_reason << " after "
+            << outcome.epochs_completed << " epoch(s)\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int run_trial(const std::vector<std::string>& args) {
-  // Before any thread starts (the CPU backend's pool): SIGTERM and SIGINT become a stop request.
-  StopSignals signals;
-  Flags flags(args, {"--engine-job"}, {}, "trial");
+  Flags flags(args, {"--engine-job", "--rank", "--world", "--rendezvous"}, {}, "trial");
   const std::string job_arg = flags.require("--engine-job", "a job file or its JSON text");
   std::string text = job_arg, where = "job";
   if (job_arg.find_first_not_of(" \t\r\n") == std::string::npos ||
@@ -77,23 +150,30 @@ int run_trial(const std::vector<std::string>& args) {
   if (std::string path = env_or("TUNER_CHECKPOINT_PATH", ""); !path.empty()) {
     trial.checkpoint_path = path;
   }
-  if (std::string gpus = env_or("TUNER_GPUS", ""); !gpus.empty()) {
-    // The trial's GPUs, comma-separated; the engine trains on one: the first.
-    const std::string first = gpus.substr(0, gpus.find(','));
+  if (flags.has("--rank")) {
     try {
-      trial.gpu = std::stoi(first);
-    } catch (const std::exception&) {
-      throw Error(ErrorCode::kInvalidArgument, "TUNER_GPUS: '" + gpus + "' is not a GPU list");
+      return run_rank(spec, trial, flags, where);
+    } catch (const Error&) {
+      throw;
+    } catch (const UsageError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(ErrorCode::kInternal, where + ": rank " + flags.get("--rank") + ": " + e.what());
     }
   }
 
+  // Before any thread starts (the CPU backend's pool, the ranks' monitor): SIGTERM and SIGINT
+  // become a stop request. Ranks 1..N-1 leave them at their default: the launcher kills them.
+  StopSignals signals;
+  EngineLaunchOptions launch;
+  launch.gpus = env_gpus();
   auto on_report = [](const EngineReport& report) {
     std::cout << metrics_line(report.metrics, report.step) << std::endl;  // flushed
     return JobDecision::kContinue;  // the executor stops the process (SIGTERM) to prune it
   };
   EngineOutcome outcome;
   try {
-    outcome = run_engine_trial(spec, trial, on_report, signals.first());
+    outcome = launch_engine_trial(spec, trial, launch, on_report, signals.first());
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

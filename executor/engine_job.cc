@@ -19,6 +19,9 @@
 #include "training/data/dataset.h"
 #include "training/data/fashion_mnist.h"
 #include "training/data/idx.h"
+#include "training/distributed/communicator.h"
+#include "training/distributed/gloo_communicator.h"
+#include "training/distributed/nccl_communicator.h"
 #include "training/model_spec.h"
 #include "training/optim/adam.h"
 #include "training/optim/lr_schedule.h"
@@ -178,7 +181,10 @@ class Reader {
 };
 
 const std::vector<std::string_view> kRootMembers = {
-    "kind", "model", "data", "training", "threads", "backend", "artifacts_dir", "objective_metric"};
+    "kind",    "model",         "data",
+    "training", "threads",      "backend",
+    "ranks",   "collective_timeout_s", "artifacts_dir",
+    "objective_metric"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};
 const std::vector<std::string_view> kTrainingMembers = {
@@ -457,6 +463,53 @@ std::unique_ptr<training::Backend> make_backend(const EngineJobSpec& spec, int g
   return training::make_cpu_backend(spec.threads);
 }
 
+// The communicator of rank trial.rank of trial.world (null for one rank), made once every rank
+// has come (the rendezvous is bounded by the job's collective_timeout_s).
+std::unique_ptr<training::Communicator> make_communicator(const EngineJobSpec& spec,
+                                                          const EngineTrial& trial,
+                                                          training::Backend& backend,
+                                                          const std::string& rank_where) {
+  if (trial.world == 1) return nullptr;
+  const auto timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(std::llround(spec.collective_timeout_s * 1000.0)));
+  try {
+    if (spec.backend == "cuda") {
+      auto nccl = std::make_unique<training::NcclCommunicator>(trial.rank, trial.world,
+                                                               trial.nccl_id, trial.gpu, timeout);
+      nccl->set_producer_stream(training::cuda_stream_of(backend));
+      return nccl;
+    }
+    return std::make_unique<training::GlooCommunicator>(
+        trial.rank, trial.world, fs::path(trial.rendezvous_dir),
+        training::GlooOptions{.timeout = timeout});
+  } catch (const training::CommunicatorError& e) {
+    throw Error(ErrorCode::kUnavailable, rank_where + ": cannot join the other ranks: " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorCode::kInvalidArgument, rank_where + ": " + e.what());
+  }
+}
+
+// Checks the rank fields of `trial` against the job.
+void check_rank(const EngineJobSpec& spec, const EngineTrial& trial, const std::string& where) {
+  if (trial.world != spec.ranks) {
+    fail(where + ".ranks", "the job has " + std::to_string(spec.ranks) +
+                               " rank(s) but this run is one of " + std::to_string(trial.world) +
+                               " (`tuner trial` launches the ranks of a job)");
+  }
+  if (trial.rank < 0 || trial.rank >= trial.world) {
+    fail(where + ".ranks", "rank " + std::to_string(trial.rank) + " is not in [0, " +
+                               std::to_string(trial.world) + ")");
+  }
+  if (trial.world > 1 && spec.backend == "cpu" && trial.rendezvous_dir.empty()) {
+    fail(where + ".ranks", "a CPU run of " + std::to_string(trial.world) +
+                               " ranks needs a rendezvous directory");
+  }
+  if (trial.world > 1 && spec.backend == "cuda" && trial.nccl_id.empty()) {
+    fail(where + ".ranks", "a CUDA run of " + std::to_string(trial.world) +
+                               " ranks needs the NCCL id of rank 0 (TUNER_NCCL_ID)");
+  }
+}
+
 std::unique_ptr<training::Optimizer> make_optimizer(const EngineTrialConfig& c,
                                                     training::Backend& backend, int64_t size) {
   if (c.optimizer == "sgd") {
@@ -563,6 +616,20 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
     spec.threads = static_cast<int>(*v);
   }
   if (auto v = top.choice("backend", {"cpu", "cuda"}, false)) spec.backend = *v;
+  if (auto v = top.integer("ranks", 1, false)) {
+    if (*v > 256) {
+      fail(where + ".ranks", "expected an integer in [1, 256], got " + std::to_string(*v));
+    }
+    spec.ranks = static_cast<int>(*v);
+  }
+  if (root.contains("collective_timeout_s") && placeholder_name(root["collective_timeout_s"])) {
+    fail(where + ".collective_timeout_s",
+         "cannot be a placeholder (" + root["collective_timeout_s"].dump() + ")");
+  }
+  if (auto v = top.number("collective_timeout_s", "in (0, 86400]",
+                          [](double x) { return x > 0 && x <= 86400; })) {
+    spec.collective_timeout_s = *v;
+  }
   if (auto v = top.string("artifacts_dir")) spec.artifacts_dir = *v;
   auto objective = top.choice("objective_metric", kObjectives, false);
   if (!objective) fail(where + ".objective_metric", "missing (one of " + join(kObjectives) + ")");
@@ -595,10 +662,29 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
   if (!spec.artifacts_dir.empty() && trial.number < 0) {
     fail(where + ".artifacts_dir", "needs the trial's number (TUNER_TRIAL_NUMBER)");
   }
+  check_rank(spec, trial, where);
+  // Only rank 0 writes files; every rank reads the data and the checkpoint.
+  const bool writes = trial.rank == 0;
+  const std::string rank_where =
+      where + ": rank " + std::to_string(trial.rank) + " of " + std::to_string(trial.world);
   const EngineTrialConfig c = resolve_engine_job(spec, trial.params, where);
   const training::ModelSpec model_spec = training::parse_model_spec(c.model_json);
   const Splits data = load_data(spec, c, where);
   std::unique_ptr<training::Backend> backend = make_backend(spec, trial.gpu, where);
+  if (trial.world > 1 && stop.stop_requested()) {
+    // The other ranks are being killed: a rendezvous would only wait for its timeout.
+    EngineOutcome stopped;
+    stopped.end_reason = "interrupted";
+    return stopped;
+  }
+  std::unique_ptr<training::Communicator> comm =
+      make_communicator(spec, trial, *backend, rank_where);
+  // A collective's failure: an interruption when this rank was told to stop (the others are
+  // being killed), else an error naming this rank.
+  auto collective_failed = [&](const training::CommunicatorError& e) {
+    if (stop.stop_requested()) return;
+    throw Error(ErrorCode::kUnavailable, rank_where + ": " + e.what());
+  };
   std::unique_ptr<training::Sequential> model;
   std::unique_ptr<training::Optimizer> optimizer;
   std::unique_ptr<training::LrSchedule> schedule;
@@ -614,8 +700,14 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
                                      .label_smoothing = static_cast<float>(c.label_smoothing),
                                      .clip_grad_norm = c.clip_grad_norm};
     options.stop = stop;
+    options.communicator = comm.get();
     trainer = std::make_unique<training::Trainer>(*model, *optimizer, *schedule, data.train,
                                                   data.validation, options);
+  } catch (const training::CommunicatorError& e) {
+    collective_failed(e);
+    EngineOutcome interrupted;
+    interrupted.end_reason = "interrupted";
+    return interrupted;
   } catch (const std::invalid_argument& e) {
     fail(where, std::string(e.what()) + " (model " + model_spec.input.to_string() + " -> " +
                     model_spec.output.to_string() + ", data " +
@@ -643,7 +735,7 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
   }
 
   const fs::path artifacts =
-      spec.artifacts_dir.empty()
+      spec.artifacts_dir.empty() || !writes
           ? fs::path()
           : fs::path(spec.artifacts_dir) / ("trial-" + std::to_string(trial.number));
   auto final_metrics = [&] {
@@ -676,8 +768,25 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     }
   }
   outcome.end_reason = "completed";
+  // Rank 0's decision, on every rank (a one-float broadcast; backend memory for NCCL).
+  training::Tensor decision_scratch;
+  if (comm) decision_scratch = backend->allocate(training::Shape{1});
+  auto agree = [&](JobDecision decision) {
+    if (!comm) return decision;
+    float value[1] = {static_cast<float>(static_cast<int>(decision))};
+    backend->upload(value, decision_scratch.span());
+    comm->broadcast(decision_scratch.span(), 0);
+    backend->download(decision_scratch.span(), value);
+    return static_cast<JobDecision>(static_cast<int>(value[0]));
+  };
   while (trainer->epoch() < c.epochs) {
-    const training::EpochMetrics m = trainer->train_epoch();
+    training::EpochMetrics m;
+    try {
+      m = trainer->train_epoch();
+    } catch (const training::CommunicatorError& e) {
+      collective_failed(e);
+      m.interrupted = true;
+    }
     if (m.interrupted) {
       outcome.end_reason = "interrupted";
       break;
@@ -692,7 +801,7 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
         }
         write_metrics_file(final_metrics());
       }
-      if (trial.checkpoint_path) {
+      if (trial.checkpoint_path && writes) {
         // The history first: a crash between the two leaves a history one epoch ahead, which the
         // resume cuts back to the checkpoint's epoch.
         write_file_atomically(
@@ -706,12 +815,17 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     if (!std::isfinite(m.train_loss)) {
       outcome.end_reason = "diverged";
     }
-    if (on_report) {
-      const JobDecision decision =
-          on_report(EngineReport{.step = m.epoch, .metrics = history.back().metrics});
-      if (decision != JobDecision::kContinue && outcome.end_reason == "completed") {
-        outcome.end_reason = "callback";
-      }
+    JobDecision decision = JobDecision::kContinue;
+    if (on_report) decision = on_report(EngineReport{.step = m.epoch, .metrics = history.back().metrics});
+    try {
+      decision = agree(decision);
+    } catch (const training::CommunicatorError& e) {
+      collective_failed(e);
+      outcome.end_reason = "interrupted";
+      break;
+    }
+    if (decision != JobDecision::kContinue && outcome.end_reason == "completed") {
+      outcome.end_reason = "callback";
     }
     if (outcome.end_reason != "completed") break;
   }
@@ -725,6 +839,22 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
   if (!artifacts.empty() && !outcome.final_metrics.empty())
     write_metrics_file(outcome.final_metrics);
   return outcome;
+}
+
+std::vector<int> engine_rank_gpus(const EngineJobSpec& spec, const std::vector<int>& trial_gpus,
+                                  const std::string& where) {
+  if (spec.backend != "cuda") return {};
+  if (spec.ranks == 1) return {trial_gpus.empty() ? 0 : trial_gpus.front()};
+  if (static_cast<int>(trial_gpus.size()) != spec.ranks) {
+    std::string given;
+    for (int g : trial_gpus) given += (given.empty() ? "" : ",") + std::to_string(g);
+    fail(where + ".ranks",
+         std::to_string(spec.ranks) + " CUDA ranks need one GPU each, but the trial was given " +
+             (trial_gpus.empty() ? std::string("none (TUNER_GPUS is not set)")
+                                 : std::to_string(trial_gpus.size()) + " (TUNER_GPUS=" + given +
+                                       ")"));
+  }
+  return trial_gpus;
 }
 
 CommandSpec engine_job_command(const EngineJobSpec& spec, const std::string& tuner_path) {

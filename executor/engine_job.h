@@ -7,7 +7,8 @@
 //    "data": {"dataset": "fashion-mnist", "dir": "...", "train": 50000, "validation": 10000,
 //             "test": 0},
 //    "training": {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 0.001, ...},
-//    "threads": 1, "backend": "cpu", "artifacts_dir": "...", "objective_metric": "val_accuracy"}
+//    "threads": 1, "backend": "cpu", "ranks": 1, "collective_timeout_s": 60,
+//    "artifacts_dir": "...", "objective_metric": "val_accuracy"}
 // Any string value under "model" and "training" (and data.train / validation / test) that is
 // exactly "{NAME}" is a placeholder: it becomes the trial's value of parameter NAME with its JSON
 // type ("{width}" -> 256, "{act}" -> "relu").
@@ -17,6 +18,10 @@
 // trial's parameters and checks every value; run_engine_trial() trains it epoch by epoch. An
 // executor runs an engine trial as a command job (engine_job_command()): `tuner trial` in a
 // process of its own, which prints the metrics protocol of docs/command_jobs.md.
+//
+// Data parallelism: a job with "ranks": N > 1 trains each trial on N ranks (N CPU processes over
+// Gloo, or one process per GPU over NCCL). run_engine_trial() runs one rank; `tuner trial` runs
+// rank 0 and launches the others (executor/engine_launcher.h).
 //
 // Thread safety: pure functions, except run_engine_trial, which reads and writes files (data,
 // checkpoint, artifacts); concurrent runs need distinct checkpoint paths and trial numbers.
@@ -29,6 +34,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "executor/command_job.h"
 #include "trials/param_value.h"
@@ -44,6 +50,12 @@ struct EngineJobSpec {
   std::string data_dir;          // empty: training::fashion_mnist_dir()
   int threads = 1;               // CPU backend threads; >= 1
   std::string backend = "cpu";   // "cpu" or "cuda"
+  // Data-parallel ranks of each trial: CPU processes (backend cpu, each with `threads` threads)
+  // or GPUs (backend cuda, one process per GPU the trial is given). Default 1; in [1, 256].
+  int ranks = 1;
+  // Bound on the ranks' rendezvous and on every collective, in seconds: a rank that dies or
+  // stalls fails the others' next collective within it. Default 60; in (0, 86400].
+  double collective_timeout_s = 60.0;
   std::string artifacts_dir;     // empty: no artifacts
   std::string objective_metric;  // train_loss, val_loss or val_accuracy
   bool maximize = false;         // true for *_accuracy
@@ -96,7 +108,17 @@ struct EngineTrial {
   // Saved after every epoch, and restored from when it exists at the start (a paused or
   // preempted trial resumes). Beside it, PATH.history.json keeps the epochs' metrics.
   std::optional<std::string> checkpoint_path;
-  int gpu = 0;  // the CUDA device of backend "cuda"
+  int gpu = 0;  // the CUDA device of backend "cuda" (this rank's)
+  // Data parallelism: this run is rank `rank` of `world`. REQUIRES: world == the job's ranks,
+  // 0 <= rank < world. Rank 0 alone writes the checkpoint, its history and the artifacts; every
+  // rank restores the checkpoint when it exists.
+  int rank = 0;
+  int world = 1;
+  // world > 1, backend cpu: the Gloo rendezvous directory every rank sees, fresh for this run.
+  std::string rendezvous_dir;
+  // world > 1, backend cuda: the run's NCCL id (training::nccl_new_unique_id() in rank 0's
+  // process, which must stay up while the others join).
+  std::string nccl_id;
 };
 
 // What the report callback gets after each epoch: step = the epoch (1-based), and the metrics
@@ -105,7 +127,8 @@ struct EngineReport {
   int64_t step = 0;
   Metrics metrics;
 };
-// Called after each epoch (its checkpoint saved); kStop and kPause end the run.
+// Called after each epoch (its checkpoint saved); kStop and kPause end the run. With world > 1 it
+// is called on every rank and rank 0's decision is the one every rank follows (it is broadcast).
 using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 
 struct EngineOutcome {
@@ -122,16 +145,32 @@ struct EngineOutcome {
 
 // Trains the trial (see the file comment and docs/engine_jobs.md). A stop requested on `stop`
 // abandons the current epoch within one batch; the checkpoint then stays at the last completed
-// epoch. Deterministic: the same job, params, seed and threads give the same metrics and weights,
-// with or without a resume from a checkpoint in between.
+// epoch. Deterministic: the same job, params, seed, threads and ranks give the same metrics and
+// weights, with or without a resume from a checkpoint in between; N ranks give those of one to
+// float tolerance (without dropout or batch norm, which see each rank's rows alone).
+//
+// With world > 1 this is one rank: every rank must run it with the same spec and params. A stop
+// requested on one rank abandons that rank's epoch only, so the other ranks' next collective
+// fails: stop one rank only when the others are being killed (as `tuner trial` does); a
+// collective that fails after this rank's stop was requested ends the run as "interrupted".
+// A collective that fails otherwise (a peer died, the timeout passed) throws
+// Error(kUnavailable) naming this rank ("trial 3: job: rank 0 of 2: gloo ...").
 // Throws Error naming the JSON path or file: kInvalidArgument for values that do not fit (a model
 // whose input is not the data's, a batch larger than the training split), kNotFound or kDataLoss
 // for data files, kDataLoss for a corrupt checkpoint, kFailedPrecondition for a checkpoint of
-// another model (other parameters), kUnavailable for a CUDA backend that cannot be made or a file
-// that cannot be written.
+// another model (other parameters), kUnavailable for a CUDA backend or communicator that cannot
+// be made or a file that cannot be written; kInvalidArgument for a rank, world, rendezvous
+// directory or NCCL id that does not fit the job.
 EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& trial,
                                const EngineReportCallback& on_report = {},
                                std::stop_token stop = {});
+
+// The CUDA device of each rank of a trial given `trial_gpus` (TUNER_GPUS): backend cuda with
+// ranks > 1 needs exactly one GPU per rank (rank r trains on trial_gpus[r]); ranks 1 trains on the
+// first GPU, or device 0 when none was given. Empty for backend cpu. Throws
+// Error(kInvalidArgument) naming `where`.ranks and the GPUs when they do not fit.
+std::vector<int> engine_rank_gpus(const EngineJobSpec& spec, const std::vector<int>& trial_gpus,
+                                  const std::string& where = "job");
 
 // The command an executor runs for an engine trial: [tuner_path, "trial", "--engine-job", JSON],
 // the JSON's braces doubled for the argv template (executor/argv_template.h).

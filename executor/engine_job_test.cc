@@ -13,6 +13,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <stop_token>
+#include <thread>
+#include <vector>
 
 #include "executor/argv_template.h"
 #include "executor/job_spec.h"
@@ -189,6 +191,82 @@ TEST(EngineJobSpec, TheExecutorsCommandCarriesTheJobVerbatim) {
   EXPECT_EQ(argv[3], spec.json);  // placeholders left for `tuner trial`
 }
 
+// --- Ranks (data parallelism) ----------------------------------------------------------------
+
+TEST(EngineJobSpec, RanksAndTheCollectiveTimeoutAreCheckedPlainIntegers) {
+  EngineJobSpec spec = parse_engine_job(tiny_job().dump());
+  EXPECT_EQ(spec.ranks, 1);
+  EXPECT_EQ(spec.collective_timeout_s, 60.0);
+  Json job = tiny_job();
+  job["ranks"] = 4;
+  job["collective_timeout_s"] = 2.5;
+  spec = parse_engine_job(job.dump());
+  EXPECT_EQ(spec.ranks, 4);
+  EXPECT_EQ(spec.collective_timeout_s, 2.5);
+
+  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = 0; }),
+            "job.ranks: expected an integer >= 1, got 0");
+  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = 2.0; }),
+            "job.ranks: expected an integer >= 1, got 2.0");
+  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = 300; }),
+            "job.ranks: expected an integer in [1, 256], got 300");
+  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = "{ranks}"; }),
+            "job.ranks: cannot be a placeholder (\"{ranks}\")");
+  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["collective_timeout_s"] = 0; }),
+            "job.collective_timeout_s: expected a number in (0, 86400], got 0");
+  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["collective_timeout_s"] = "{t}"; }),
+            "job.collective_timeout_s: cannot be a placeholder (\"{t}\")");
+}
+
+TEST(EngineJobSpec, CudaRanksNeedOneGpuEach) {
+  Json job = tiny_job();
+  job["backend"] = "cuda";
+  job["ranks"] = 2;
+  const EngineJobSpec cuda2 = parse_engine_job(job.dump());
+  EXPECT_EQ(engine_rank_gpus(cuda2, {3, 5}), (std::vector<int>{3, 5}));
+  try {
+    engine_rank_gpus(cuda2, {0}, "trial 4: job");
+    ADD_FAILURE() << "one GPU for two ranks was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()),
+              "trial 4: job.ranks: 2 CUDA ranks need one GPU each, but the trial was given 1 "
+              "(TUNER_GPUS=0)");
+  }
+  EXPECT_THROW(engine_rank_gpus(cuda2, {}), Error);
+  job["ranks"] = 1;
+  EXPECT_EQ(engine_rank_gpus(parse_engine_job(job.dump()), {}), (std::vector<int>{0}));
+  EXPECT_EQ(engine_rank_gpus(parse_engine_job(job.dump()), {2, 3}), (std::vector<int>{2}));
+  EXPECT_TRUE(engine_rank_gpus(parse_engine_job(tiny_job().dump()), {1}).empty());  // cpu
+}
+
+TEST(EngineJobSpec, ARunsRankMustFitTheJob) {
+  Json job = tiny_job();
+  job["ranks"] = 2;
+  const EngineJobSpec cpu2 = parse_engine_job(job.dump());
+  auto code_and_message = [&](const EngineJobSpec& spec, const EngineTrial& trial) {
+    try {
+      run_engine_trial(spec, trial);
+    } catch (const Error& e) {
+      return std::string(to_string(e.code())) + " " + e.what();
+    }
+    return std::string("no error");
+  };
+  // One process cannot run a 2-rank job by itself (tuner trial launches the ranks).
+  EXPECT_EQ(code_and_message(cpu2, {.params = kParams}).substr(0, 79),
+            "invalid argument job.ranks: the job has 2 rank(s) but this run is one of 1 (tun");
+  EXPECT_NE(code_and_message(cpu2, {.params = kParams, .rank = 2, .world = 2})
+                .find("job.ranks: rank 2 is not in [0, 2)"),
+            std::string::npos);
+  EXPECT_NE(code_and_message(cpu2, {.params = kParams, .rank = 1, .world = 2})
+                .find("job.ranks: a CPU run of 2 ranks needs a rendezvous directory"),
+            std::string::npos);
+  job["backend"] = "cuda";
+  EXPECT_NE(code_and_message(parse_engine_job(job.dump()), {.params = kParams, .world = 2})
+                .find("needs the NCCL id of rank 0 (TUNER_NCCL_ID)"),
+            std::string::npos);
+}
+
 // --- Real runs
 // ------------------------------------------------------------------------------------
 
@@ -363,6 +441,70 @@ TEST_F(EngineRun, ArtifactsKeepTheBestEpochsModelAndMetrics) {
   EXPECT_THROW(run_engine_trial(spec([&](Json& j) { j["artifacts_dir"] = artifacts.string(); }),
                                 {.params = kParams}),
                Error);
+}
+
+// Two Gloo ranks (threads here; processes under `tuner trial`) end with the metrics of one
+// process that trains on the whole batch, to float tolerance (the tiny job has no dropout or
+// batch norm). Rank 0 alone writes the checkpoint.
+TEST_F(EngineRun, TwoRanksGiveTheMetricsOfOne) {
+  const EngineOutcome one = run_engine_trial(spec(), {.number = 0, .params = kParams});
+
+  const EngineJobSpec two = spec([](Json& j) {
+    j["ranks"] = 2;
+    j["collective_timeout_s"] = 20;
+  });
+  const std::string rendezvous = (dir_ / "rendezvous").string();
+  const std::string checkpoint = (dir_ / "trial.ckpt").string();
+  std::vector<EngineOutcome> outcomes(2);
+  std::vector<std::vector<EngineReport>> reports(2);
+  std::vector<std::string> errors(2);
+  {
+    std::vector<std::jthread> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] {
+        try {
+          outcomes[r] = run_engine_trial(two,
+                                         {.number = 0,
+                                          .params = kParams,
+                                          .checkpoint_path = checkpoint,
+                                          .rank = r,
+                                          .world = 2,
+                                          .rendezvous_dir = rendezvous},
+                                         [&, r](const EngineReport& report) {
+                                           reports[r].push_back(report);
+                                           // Rank 0's decision counts: rank 1's is ignored.
+                                           return r == 1 ? JobDecision::kStop
+                                                         : JobDecision::kContinue;
+                                         });
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    }
+  }
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(outcomes[r].end_reason, "completed") << "rank " << r;
+    EXPECT_EQ(reports[r].size(), 2u) << "rank " << r;
+    for (const char* name : {"train_loss", "val_loss", "val_accuracy", "lr", "best_epoch"}) {
+      ASSERT_TRUE(outcomes[r].final_metrics.contains(name)) << name;
+      EXPECT_NEAR(outcomes[r].final_metrics.at(name), one.final_metrics.at(name), 1e-4)
+          << "rank " << r << ": " << name;
+    }
+  }
+  // Every rank reports the whole batch's metrics.
+  EXPECT_EQ(reports[0][1].metrics.at("val_loss"), reports[1][1].metrics.at("val_loss"));
+  EXPECT_TRUE(fs::exists(checkpoint));
+  const std::vector<std::string> written = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      if (entry.path().filename() != "rendezvous") names.push_back(entry.path().filename());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }();
+  EXPECT_EQ(written, (std::vector<std::string>{"trial.ckpt", "trial.ckpt.history.json"}));
 }
 
 }  // namespace

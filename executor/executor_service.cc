@@ -222,6 +222,10 @@ struct ExecutorService::Impl {
       }
       CommandSpec spec = job.spec.command;
       if (job.spec.kind == JobKind::kEngine) {
+        // A CUDA job of N ranks needs N GPUs: fail before starting anything when the trial was
+        // given another number (the launcher in `tuner trial` checks it again).
+        engine_rank_gpus(job.spec.engine, job.trial.gpus,
+                         "trial " + std::to_string(job.trial.number) + ": job");
         spec = engine_job_command(job.spec.engine, options.tuner_path);
         std::string gpus;
         for (int g : job.trial.gpus) {

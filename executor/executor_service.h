@@ -20,7 +20,9 @@
 //
 // Command jobs run as they are; an engine job (executor/engine_job.h) runs as the command job
 // `TUNER_PATH trial --engine-job JSON` (engine_job_command()), with TUNER_GPUS naming the trial's
-// GPUs. A job that cannot be parsed or started is answered with FAIL naming the problem.
+// GPUs; a job of "ranks": N runs its N ranks under that one process (executor/engine_launcher.h),
+// which holds one slot, and a CUDA job of N ranks needs exactly N GPUs from the coordinator. A
+// job that cannot be parsed or started is answered with FAIL naming the problem.
 //
 // Thread safety: run() drives the service on the calling thread (which owns the socket); jobs run
 // on threads of their own. Only one run() at a time; `stop` may be requested from any thread.

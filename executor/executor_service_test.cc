@@ -177,6 +177,28 @@ TEST_F(ExecutorServiceTest, ABadJobIsAFailNamingTheJsonPath) {
       << fail.reason;
 }
 
+TEST_F(ExecutorServiceTest, ACudaEngineJobWithMoreRanksThanGpusFailsBeforeStarting) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const nlohmann::json job = {
+      {"kind", "engine"},
+      {"model", {{"input", {4}}, {"layers", {{{"type", "linear"}, {"out", 2}}}}}},
+      {"data", {{"dataset", "fashion-mnist"}, {"train", 8}, {"validation", 0}}},
+      {"training", {{"batch_size", 4}}},
+      {"backend", "cuda"},
+      {"ranks", 2},
+      {"objective_metric", "train_loss"}};
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 9, .number = 5, .job_json = job.dump(), .gpus = {0}}));
+  FailMessage fail = next<FailMessage>();
+  EXPECT_EQ(fail.lease_id, 9u);
+  EXPECT_NE(fail.reason.find("trial 5: job.ranks: 2 CUDA ranks need one GPU each, but the trial "
+                             "was given 1 (TUNER_GPUS=0)"),
+            std::string::npos)
+      << fail.reason;
+}
+
 TEST_F(ExecutorServiceTest, ACoordinatorHeartbeatWithoutTheLeaseStopsTheJob) {
   start();
   std::string peer;

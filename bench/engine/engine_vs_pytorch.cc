@@ -2,9 +2,11 @@
 // second of forward + backward + optimizer step) and test accuracy on Fashion-MNIST for the MLP
 // 784-512-256-10 and the small CNN of issue 4, plus the peak of a large GEMM on the same threads.
 // Prints one JSON line per measurement (its PyTorch peer, engine_vs_pytorch.py, prints the same).
-// With --backend cuda the same measurements run on GPU 0 (bench/gpu/check.sh).
+// With --backend cuda the same measurements run on GPU 0 (bench/gpu/check.sh); with cuda-bf16 in
+// bf16 mixed precision (CudaBackendOptions::matmul = kBfloat16: bf16 GEMM inputs, fp32 all else),
+// where the GEMM peak is that of the bf16 products too.
 //
-//   engine_vs_pytorch [--backend cpu|cuda] [--threads 2] [--steps 200] [--epochs-mlp 5]
+//   engine_vs_pytorch [--backend cpu|cuda|cuda-bf16] [--threads 2] [--steps 200] [--epochs-mlp 5]
 //                     [--epochs-cnn 3] [--models mlp,cnn] [--data DIR] [--quick]
 #include <algorithm>
 #include <chrono>
@@ -83,7 +85,10 @@ double gemm_peak_gflops(Backend& backend, int64_t n) {
 
 std::unique_ptr<Backend> make_backend(const std::string& kind, int threads) {
   if (kind == "cuda") return make_cuda_backend(0);
-  if (kind != "cpu") throw std::invalid_argument("--backend must be cpu or cuda, not " + kind);
+  if (kind == "cuda-bf16") return make_cuda_backend(0, {.matmul = Precision::kBfloat16});
+  if (kind != "cpu") {
+    throw std::invalid_argument("--backend must be cpu, cuda or cuda-bf16, not " + kind);
+  }
   return make_cpu_backend(threads);
 }
 
@@ -161,7 +166,7 @@ int run(const Args& args) {
   norm.apply(train);
   norm.apply(test);
   std::unique_ptr<Backend> backend = make_backend(args.backend, args.threads);
-  const int64_t gemm_n = args.quick ? 512 : (args.backend == "cuda" ? 8192 : 2048);
+  const int64_t gemm_n = args.quick ? 512 : (args.backend.starts_with("cuda") ? 8192 : 2048);
   const double peak = gemm_peak_gflops(*backend, gemm_n);
   std::printf("{\"impl\": \"engine\", \"backend\": \"%s\", \"gemm_peak_gflops\": %.1f, "
               "\"threads\": %d}\n",
@@ -205,7 +210,7 @@ int main(int argc, char** argv) {
       args.quick = true, args.steps = 20, args.epochs_mlp = 1, args.epochs_cnn = 1;
     else {
       std::fprintf(stderr,
-                   "usage: engine_vs_pytorch [--backend cpu|cuda] [--threads N] [--steps N] [--epochs-mlp N] "
+                   "usage: engine_vs_pytorch [--backend cpu|cuda|cuda-bf16] [--threads N] [--steps N] [--epochs-mlp N] "
                    "[--epochs-cnn N] [--models mlp,cnn] [--data DIR] [--quick]\n");
       return 2;
     }

@@ -8,7 +8,12 @@ peak of a 2048 float32 GEMM. Prints one JSON line per measurement, tagged with -
 With --device cuda it is the GPU anchor of bench/gpu/check.sh: the data set sits on the GPU and
 the steps are timed between two synchronizations, with no per-step synchronization (PyTorch's
 eager mode at its best; the engine waits for each step's loss).
+
+With --autocast-bf16 the forward passes and losses run under torch.autocast(dtype=torch.bfloat16)
+(bf16 matmuls and convolutions, float32 weights and optimizer), the peer of the engine's
+--backend cuda-bf16; the GEMM peak is then that of bf16 inputs.
 """
+import contextlib
 import argparse
 import gzip
 import json
@@ -57,8 +62,9 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def gemm_peak(n, device):
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+def gemm_peak(n, device, dtype=torch.float32):
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
     a @ b
     sync(device)
     reps = 20 if device.type == "cuda" else 1
@@ -83,8 +89,16 @@ def main():
     p.add_argument("--label", default="pytorch")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--autocast-bf16", action="store_true",
+                   help="forward and loss under torch.autocast(dtype=torch.bfloat16)")
     a = p.parse_args()
     dev = torch.device(a.device)
+
+    def amp():
+        if not a.autocast_bf16:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=dev.type, dtype=torch.bfloat16)
+
     if a.quick:
         a.steps, a.epochs_mlp, a.epochs_cnn = 20, 1, 1
     torch.set_num_threads(a.threads)
@@ -97,7 +111,10 @@ def main():
     x, tx = (x - mean) / std, (tx - mean) / std
     x, y, tx, ty = x.to(dev), y.to(dev), tx.to(dev), ty.to(dev)
     tag = {"impl": a.label, "torch": torch.__version__, "device": a.device, "threads": a.threads}
-    peak = gemm_peak(512 if a.quick else (8192 if dev.type == "cuda" else 2048), dev)
+    if a.autocast_bf16:
+        tag["autocast"] = "bf16"
+    peak = gemm_peak(512 if a.quick else (8192 if dev.type == "cuda" else 2048), dev,
+                     torch.bfloat16 if a.autocast_bf16 else torch.float32)
     print(json.dumps({**tag, "gemm_peak_gflops": round(peak, 1)}), flush=True)
     for name in a.models.split(","):
         make = {"mlp": mlp, "cnn": cnn}[name]
@@ -117,7 +134,8 @@ def main():
 
         def step(xb, yb):
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xb), yb)
+            with amp():
+                loss = loss_fn(model(xb), yb)
             loss.backward()
             opt.step()
 
@@ -150,8 +168,8 @@ def main():
         sync(dev)
         train_s = time.perf_counter() - t
         model.eval()
-        with torch.no_grad():
-            logits = torch.cat([model(tx[i:i + 1000]) for i in range(0, len(tx), 1000)])
+        with torch.no_grad(), amp():
+            logits = torch.cat([model(tx[i:i + 1000]) for i in range(0, len(tx), 1000)]).float()
             acc = (logits.argmax(1) == ty).float().mean().item()
             loss = loss_fn(logits, ty).item()
         print(json.dumps({**tag, "model": name, "epochs": epochs, "test_accuracy": round(acc, 4),

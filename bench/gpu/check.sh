@@ -3,8 +3,10 @@
 #   1. the GPU tests (the CUDA backend's op suite against the CPU backend, NCCL, the inventory),
 #      in the whole training_tests binary;
 #   2. training throughput and accuracy of the MLP and the CNN, engine (--backend cuda) against
-#      PyTorch eager on the same GPU in the same run;
-#   3. the GEMM peak each side reaches, and the NCCL all-reduce bandwidth.
+#      PyTorch eager on the same GPU in the same run, then both again in bf16 mixed precision
+#      (engine --backend cuda-bf16 against PyTorch under torch.autocast(dtype=torch.bfloat16));
+#   3. the GEMM peak each side reaches, the bf16 GEMM rate of the engine against cuBLAS's own
+#      (gemm_bf16), and the NCCL all-reduce bandwidth.
 #
 #   bench/gpu/check.sh [--bin DIR] [--data DIR] [--quick]
 # --bin: binaries made by bench/gpu/pack.sh (a machine without this project's Debian packages);
@@ -31,10 +33,11 @@ export TUNER_FASHION_MNIST_DIR="$data"  # for the tests that read Fashion-MNIST
 if [ -z "$bin" ]; then
   build="${BUILD:-$root/build-gpu}"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTUNER_CUDA=ON >/dev/null || exit 1
-  cmake --build "$build" -j "$(nproc)" --target training_tests engine_vs_pytorch nccl_allreduce || exit 1
+  cmake --build "$build" -j "$(nproc)" --target training_tests engine_vs_pytorch nccl_allreduce gemm_bf16 || exit 1
   tests="$build/training/training_tests"
   engine="$build/bench/engine/engine_vs_pytorch"
   nccl="$build/bench/gpu/nccl_allreduce"
+  gemm="$build/bench/gpu/gemm_bf16"
   peer="$root/bench/engine/engine_vs_pytorch.py"
   results_dir="$build"
 else
@@ -43,6 +46,7 @@ else
   tests="$bin/training_tests"
   engine="$bin/engine_vs_pytorch"
   nccl="$bin/nccl_allreduce"
+  gemm="$bin/gemm_bf16"
   peer="$bin/engine_vs_pytorch.py"
   results_dir="$bin/.."
 fi
@@ -78,6 +82,19 @@ torch.cuda.synchronize()
 print(json.dumps({"impl": "pytorch-cuda", "torch": torch.__version__, "bf16_gemm_tflops":
                   round(20 * 2 * n ** 3 / (time.perf_counter() - t) / 1e12, 1), "n": n}))
 PY
+
+step "engine on the GPU, bf16 mixed precision"
+"$engine" --backend cuda-bf16 --data "$data" "${quick[@]}" | tee -a "$results"
+step "PyTorch on the GPU, autocast bf16"
+"$python" "$peer" --device cuda --autocast-bf16 --data "$data" --label pytorch-cuda-bf16 \
+  "${quick[@]}" | tee -a "$results"
+
+step "bf16 GEMM: engine against cuBLAS"
+if [ ${#quick[@]} -gt 0 ]; then
+  "$gemm" --sizes 4096 --reps 10 | tee -a "$results"
+else
+  "$gemm" --sizes 4096,8192 --reps 20 | tee -a "$results"
+fi
 
 step "NCCL all-reduce"
 "$nccl" ${quick:+--max-mb 64} | tee -a "$results"

@@ -10,7 +10,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD:-$root/build}"
 dest="${1:-$root/.gpu}"
-targets=(training_tests engine_vs_pytorch nccl_allreduce)
+targets=(training_tests engine_vs_pytorch nccl_allreduce gemm_bf16)
 
 cmake --build "$build" -j 2 --target "${targets[@]}" >/dev/null
 rm -rf "$dest/bin" "$dest/lib" "$dest/data"

@@ -5,6 +5,10 @@
 // Each case is its own test, so one failing op hides no other. Adding an op is one line in
 // all_cases(); adding a backend is one line in kBackends.
 //
+// A backend whose products round their inputs to bf16 (cuda_bf16) is held to a bf16 tolerance on
+// the outputs that come out of a GEMM (Bench::record_product: 1e-2 relative, 1e-2 * sqrt(K) times
+// the terms' scale absolute) and to the usual tolerance on everything else.
+//
 // Backends that need a device skip every test ("no GPU: <reason>") where there is none.
 #include <gtest/gtest.h>
 
@@ -14,6 +18,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,21 +37,38 @@ struct BackendUnderTest {
   const char* name;
   std::function<std::string()> unavailable;  // empty when it can be made here
   std::function<std::unique_ptr<Backend>()> make;
+  bool bf16_products = false;  // its GEMMs round their inputs to bf16
 };
 
 const std::vector<BackendUnderTest>& backends_under_test() {
   static const std::vector<BackendUnderTest> kBackends = {
       {"cuda", [] { return cuda_backend_unavailable(0); }, [] { return make_cuda_backend(0); }},
+      {"cuda_bf16", [] { return cuda_backend_unavailable(0); },
+       [] { return make_cuda_backend(0, {.matmul = Precision::kBfloat16}); }, true},
   };
   return kBackends;
 }
 
 // ---- What a case sees: a backend, seeded inputs in its memory, recorded outputs ----
 
+struct Tolerance {
+  double rtol = 1e-5, atol = 1e-6;  // |got - want| <= atol + rtol * |want|; both 0: bit for bit
+};
+
 struct Output {
   std::string name;
   std::vector<double> values;
+  // For outputs of a GEMM: the tolerance that replaces the case's on a backend whose products
+  // round their inputs to bf16.
+  std::optional<Tolerance> bf16;
 };
+
+// The bf16 tolerance of a product whose outputs sum k terms a_i * b_i with |a_i * b_i| <= scale:
+// each input is rounded with relative error <= 2^-9, so a term errs by about 2^-8 |a_i b_i| and
+// k independent errors by sqrt(k) times that; 1e-2 * sqrt(k) * scale is several of their sigmas.
+Tolerance bf16_product(int64_t k, double scale) {
+  return {1e-2, 1e-2 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1))) * scale};
+}
 
 // Builds a case's inputs on one backend (the same values on every backend: they come from the
 // seeds) and downloads the outputs the case records.
@@ -98,6 +120,12 @@ class Bench {
     outputs_.push_back({name, std::move(v)});
   }
   void record(const std::string& name, double value) { outputs_.push_back({name, {value}}); }
+  // Records an output computed by a GEMM of reduction length k over terms bounded by `scale`
+  // (see bf16_product).
+  void record_product(const std::string& name, const Tensor& t, int64_t k, double scale) {
+    record(name, t);
+    outputs_.back().bf16 = bf16_product(k, scale);
+  }
 
   const std::vector<Output>& outputs() const { return outputs_; }
 
@@ -112,9 +140,6 @@ std::span<int32_t> as_ints(Tensor& t) {
 
 // ---- The table ----
 
-struct Tolerance {
-  double rtol = 1e-5, atol = 1e-6;  // |got - want| <= atol + rtol * |want|; both 0: bit for bit
-};
 constexpr Tolerance kExact{0.0, 0.0};
 constexpr Tolerance kElementwise{1e-5, 1e-6};
 constexpr Tolerance kReduction{1e-4, 1e-5};  // sums in another order (trees vs loops)
@@ -157,7 +182,7 @@ void add_gemm_cases(std::vector<OpCase>& cases) {
              Tensor c = b.random(Shape{s.m, s.n}, 3);
              b.backend().gemm(ta ? Transpose::kYes : Transpose::kNo,
                               tb ? Transpose::kYes : Transpose::kNo, 0.5f, a, bb, 2.0f, c);
-             b.record("c", c);
+             b.record_product("c", c, s.k, 0.5);
            }});
     }
   }
@@ -178,15 +203,17 @@ void add_linear_cases(std::vector<OpCase>& cases) {
                            Tensor bias = b.random(Shape{s.o}, 13);
                            Tensor y = b.zeros(Shape{s.b, s.o});
                            b.backend().linear_forward(x, w, with_bias ? &bias : nullptr, act, y);
-                           b.record("y", y);
+                           b.record_product("y", y, s.i, 0.1);
                          }});
         // with_bias doubles as "with dx and db" for the backward.
         cases.push_back({"linear_backward_" + tag, kProduct, [=](Bench& b) {
                            Tensor x = b.random(Shape{s.b, s.i}, 21);
                            Tensor w = b.random(Shape{s.o, s.i}, 22, -0.1f, 0.1f);
-                           Tensor bias = b.random(Shape{s.o}, 23);
+                           // y = act(z) for a random z, not the forward's output: act'(y) must
+                           // not hang on the forward's precision (bf16 flips relu near 0).
+                           Tensor z = b.random(Shape{s.b, s.o}, 23);
                            Tensor y = b.zeros(Shape{s.b, s.o});
-                           b.backend().linear_forward(x, w, &bias, act, y);
+                           b.backend().activation_forward(act, z, y);
                            Tensor dy = b.random(Shape{s.b, s.o}, 24);
                            Tensor dz = b.zeros(Shape{s.b, s.o});
                            Tensor dx = b.zeros(Shape{s.b, s.i});
@@ -196,8 +223,9 @@ void add_linear_cases(std::vector<OpCase>& cases) {
                                                        with_bias ? &dx : nullptr, dw,
                                                        with_bias ? &db : nullptr);
                            if (act != Activation::kNone) b.record("dz", dz);
-                           if (with_bias) b.record("dx", dx);
-                           b.record("dw", dw);
+                           // |dz| <= 1: |dy| <= 1 and |act'| <= 1.
+                           if (with_bias) b.record_product("dx", dx, s.o, 0.1);
+                           b.record_product("dw", dw, s.b, 1.0);
                            if (with_bias) b.record("db", db);
                          }});
       }
@@ -240,7 +268,7 @@ void add_conv_cases(std::vector<OpCase>& cases) {
              Tensor y = b.zeros(g.y());
              b.backend().conv2d_forward(g.win, x, w, &bias, act, col, y);
              b.record("col", col);
-             b.record("y", y);
+             b.record_product("y", y, g.c * g.win.kernel_h * g.win.kernel_w, 0.3);
            }});
       if (!activation_fusable(act)) continue;  // the backward takes act' from the output
       for (int full = 0; full < 2; ++full) {
@@ -251,8 +279,13 @@ void add_conv_cases(std::vector<OpCase>& cases) {
                    b.random(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w}, 42, -0.3f, 0.3f);
                Tensor bias = b.random(Shape{g.o}, 43);
                Tensor col = b.zeros(g.col());
+               Tensor forward_y = b.zeros(g.y());
+               b.backend().conv2d_forward(g.win, x, w, &bias, act, col, forward_y);
+               // y = act(z) for a random z (as in linear_backward): act'(y) must not hang on
+               // the forward's precision.
+               Tensor z = b.random(g.y(), 45);
                Tensor y = b.zeros(g.y());
-               b.backend().conv2d_forward(g.win, x, w, &bias, act, col, y);
+               b.backend().activation_forward(act, z, y);
                Tensor dy = b.random(g.y(), 44);
                Tensor dz = b.zeros(g.y());
                Tensor dx = b.zeros(g.x());
@@ -263,8 +296,11 @@ void add_conv_cases(std::vector<OpCase>& cases) {
                b.backend().conv2d_backward(g.win, x, w, col, y, act, dy, dz, full ? &dx : nullptr,
                                            dw, full ? &db : nullptr, work.span());
                if (act != Activation::kNone) b.record("dz", dz);
-               if (full) b.record("dx", dx);
-               b.record("dw", dw);
+               // |dz| <= 1; dw sums over the batch and the output pixels, a pixel of dx over
+               // the output channels and (at most) the kernel's taps.
+               const Shape ys = g.y();
+               if (full) b.record_product("dx", dx, g.o * g.win.kernel_h * g.win.kernel_w, 0.3);
+               b.record_product("dw", dw, g.b * ys[2] * ys[3], 1.0);
                if (full) b.record("db", db);
              }});
       }
@@ -654,9 +690,12 @@ TEST_P(BackendOps, MatchesCpu) {
   ASSERT_EQ(want.outputs().size(), got.outputs().size()) << c.name;
   for (size_t i = 0; i < want.outputs().size(); ++i) {
     const Output& w = want.outputs()[i];
-    const bool exact = c.tol.rtol == 0.0 && c.tol.atol == 0.0;
-    const std::string diff = compare(w, got.outputs()[i], c.tol, exact);
-    EXPECT_TRUE(diff.empty()) << "op " << c.name << " on " << dev->name() << " vs cpu: " << diff;
+    const bool bf16 = under_test().bf16_products && w.bf16.has_value();
+    const Tolerance tol = bf16 ? *w.bf16 : c.tol;
+    const bool exact = tol.rtol == 0.0 && tol.atol == 0.0;
+    const std::string diff = compare(w, got.outputs()[i], tol, exact);
+    EXPECT_TRUE(diff.empty()) << "op " << c.name << " on " << dev->name() << " vs cpu"
+                              << (bf16 ? " (bf16 product tolerance)" : "") << ": " << diff;
   }
 }
 
@@ -782,6 +821,40 @@ std::string backend_param_name(const ::testing::TestParamInfo<size_t>& info) {
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendOpsMemory,
                          ::testing::Range(size_t{0}, backends_under_test().size()),
                          backend_param_name);
+
+// The bf16 mode really rounds each GEMM input to the nearest bf16, ties to even (bf16 keeps 8
+// significant bits: the spacing above 1 is 2^-7), and accumulates in fp32; the default mode
+// does not round. Pins the mode a tolerance alone would not tell from fp32.
+TEST(CudaBf16Products, RoundGemmInputsToNearestEven) {
+  const std::string why = cuda_backend_unavailable(0);
+  if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  std::unique_ptr<Backend> fp32 = make_cuda_backend(0);
+  std::unique_ptr<Backend> bf16 = make_cuda_backend(0, {.matmul = Precision::kBfloat16});
+  EXPECT_EQ(fp32->name(), "cuda");
+  EXPECT_EQ(bf16->name(), "cuda-bf16");
+  const float u = std::ldexp(1.0f, -8);  // half the bf16 spacing above 1
+  // a[4,1] times b[1,1] = 1: K = 1, so c is the rounded a exactly.
+  const std::vector<float> a = {1 + u, 1 + 3 * u, 1 + 1.5f * u, -(1 + 0.5f * u)};
+  const std::vector<float> rounded = {1, 1 + 4 * u, 1 + 2 * u, -1};
+  for (Backend* dev : {fp32.get(), bf16.get()}) {
+    Bench bench(*dev);
+    Tensor ta = bench.values(Shape{4, 1}, a);
+    Tensor tb = bench.values(Shape{1, 1}, {1.0f});
+    Tensor tc = bench.zeros(Shape{4, 1});
+    dev->gemm(Transpose::kNo, Transpose::kNo, 1.0f, ta, tb, 0.0f, tc);
+    EXPECT_EQ(bench.download(tc), dev == bf16.get() ? rounded : a) << dev->name();
+  }
+  // Accumulation is fp32: 1 + 256 products of 2^-8 * 1 (all exact in bf16) sum to 2, which a
+  // bf16 accumulator (1 + 2^-8 rounds back to 1) would not reach.
+  Bench bench(*bf16);
+  std::vector<float> row(257, u);
+  row[0] = 1.0f;
+  Tensor ta = bench.values(Shape{1, 257}, row);
+  Tensor tb = bench.values(Shape{257, 1}, std::vector<float>(257, 1.0f));
+  Tensor tc = bench.zeros(Shape{1, 1});
+  bf16->gemm(Transpose::kNo, Transpose::kNo, 1.0f, ta, tb, 0.0f, tc);
+  EXPECT_EQ(bench.download(tc), std::vector<float>{2.0f});
+}
 
 }  // namespace
 }  // namespace tuner::training

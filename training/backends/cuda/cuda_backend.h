@@ -15,8 +15,22 @@ namespace tuner::training {
 // "no CUDA device: <driver's message>", "device 3 of 1").
 std::string cuda_backend_unavailable(int device = 0);
 
+// The element type a CUDA backend's matrix products read their inputs in.
+enum class Precision { kFloat32, kBfloat16 };
+
+struct CudaBackendOptions {
+  // Input precision of every GEMM of gemm, linear_* and conv2d_* (default kFloat32: full fp32
+  // products, no TF32). kBfloat16 is autocast-style mixed precision: each product rounds its two
+  // input operands to bf16 (round to nearest even) in backend scratch and multiplies them on the
+  // tensor cores with fp32 accumulation and an fp32 output. Everything else stays fp32: tensors,
+  // activations, gradients, master weights, optimizer state, and the non-GEMM kernels. Products
+  // then match fp32 to about 1e-2 * sqrt(K) of their terms' scale (K: the reduction length), and
+  // a backend in this mode reports name() "cuda-bf16". Results stay bit-reproducible.
+  Precision matmul = Precision::kFloat32;
+};
+
 // Throws std::runtime_error with cuda_backend_unavailable's reason when it cannot be made.
-std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+std::unique_ptr<Backend> make_cuda_backend(int device = 0, CudaBackendOptions options = {});
 
 // The cudaStream_t a CUDA backend runs its kernels on, as void* (nullptr for other backends), so
 // that a NcclCommunicator's collectives wait for the kernels that write the gradients

@@ -90,10 +90,10 @@ std::string cuda_backend_unavailable(int device) {
   return "";
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device) {
+std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options) {
   const std::string reason = cuda_backend_unavailable(device);
   if (!reason.empty()) throw std::runtime_error("make_cuda_backend: " + reason);
-  return std::make_unique<CudaBackend>(device);
+  return std::make_unique<CudaBackend>(device, options);
 }
 
 void* cuda_stream_of(Backend& backend) {
@@ -101,7 +101,8 @@ void* cuda_stream_of(Backend& backend) {
   return cuda != nullptr ? static_cast<void*>(cuda->stream()) : nullptr;
 }
 
-CudaBackend::CudaBackend(int device) : device_(device) {
+CudaBackend::CudaBackend(int device, CudaBackendOptions options)
+    : device_(device), options_(options) {
   const char* op = "CudaBackend()";
   TUNER_CUDA_CHECK(cudaSetDevice(device_), op, cuda::args("device", int64_t{device}));
   cudaStream_t stream = nullptr;
@@ -111,7 +112,8 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   TUNER_CUBLAS_CHECK(cublasCreate(&handle), op, std::string());
   cublas_.reset(handle);
   TUNER_CUBLAS_CHECK(cublasSetStream(handle, stream), op, std::string());
-  // Full fp32 products (no TF32), so results match the CPU backend to float tolerance.
+  // Full fp32 products (no TF32), so results match the CPU backend to float tolerance. The bf16
+  // products (gemm_rows_bf16) use the tensor cores in this mode too: their inputs are bf16.
   TUNER_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH), op, std::string());
   for (Staging& st : staging_) {
     cudaEvent_t ev = nullptr;

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "training/backend.h"
+#include "training/backends/cuda/cuda_backend.h"
 #include "training/backends/cuda/kernels.h"
 
 namespace tuner::training {
@@ -139,17 +140,21 @@ class PinnedBuffer {
 
 // Tensors live in device memory from cudaMalloc; every kernel and cuBLAS call runs on the
 // backend's one stream, so ops are ordered without host waits. The host waits only in download,
-// synchronize, and the ops that return a value (the losses, sum_squares). GEMMs are cuBLAS fp32
-// (no TF32) on row-major data; everything else is a kernel of kernels.h mirroring the CPU twin.
+// synchronize, and the ops that return a value (the losses, sum_squares). GEMMs are cuBLAS on
+// row-major data, fp32 (no TF32) or, with Precision::kBfloat16, bf16 copies of both inputs in
+// scratch with fp32 accumulation and output (CudaBackendOptions); everything else is a kernel of
+// kernels.h mirroring the CPU twin.
 // Thread safety: as Backend (one caller at a time); the calling thread's current device must be
 // `device` (the constructor makes it so on the constructing thread).
 class CudaBackend final : public Backend {
  public:
   // REQUIRES: cuda_backend_unavailable(device) is empty.
-  explicit CudaBackend(int device);
+  CudaBackend(int device, CudaBackendOptions options);
   ~CudaBackend() override;
 
-  std::string_view name() const override { return "cuda"; }
+  std::string_view name() const override {
+    return options_.matmul == Precision::kBfloat16 ? "cuda-bf16" : "cuda";
+  }
   int num_threads() const override { return 1; }
   cudaStream_t stream() const { return stream_.get(); }
 
@@ -220,11 +225,19 @@ class CudaBackend final : public Backend {
  private:
   // Row-major c[m,n] = alpha op(a) op(b) + beta c for `batch` products whose operands are
   // `stride_*` floats apart (0: one operand shared by all); lda, ldb, ldc are the row lengths of
-  // the stored matrices. Runs cuBLAS on the column-major transposes (c^T = op(b)^T op(a)^T).
+  // the stored matrices. Runs cuBLAS on the column-major transposes (c^T = op(b)^T op(a)^T), in
+  // the input precision of options_.matmul.
   void gemm_rows(const char* op, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
                  int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c,
                  int64_t batch);
+  // gemm_rows with Precision::kBfloat16: rounds both operands into bf16_ (rows padded to a
+  // multiple of 8 elements), then one cublasGemmEx / cublasGemmStridedBatchedEx with bf16 A and
+  // B, fp32 C and CUBLAS_COMPUTE_32F. Arguments as gemm_rows; m, n, batch > 0.
+  void gemm_rows_bf16(const char* op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      float alpha, const float* a, int64_t lda, int64_t stride_a, const float* b,
+                      int64_t ldb, int64_t stride_b, float beta, float* c, int64_t ldc,
+                      int64_t stride_c, int64_t batch);
   // Copies `bytes` of host memory to device memory `dst` through a pinned staging buffer without
   // waiting for the copy (only for the buffer's previous copy, two uploads back).
   void stage_upload(const void* host, void* dst, size_t bytes, const char* op);
@@ -234,6 +247,7 @@ class CudaBackend final : public Backend {
 
   // Constant after construction.
   int device_;
+  CudaBackendOptions options_;
   cuda::StreamPtr stream_;
   cuda::CublasPtr cublas_;
 
@@ -247,6 +261,9 @@ class CudaBackend final : public Backend {
   int next_staging_ = 0;
   cuda::DeviceBuffer labels_;  // int32 labels of softmax_cross_entropy
   cuda::DeviceBuffer reduce_;  // partials[kMaxReduceBlocks], result, counter
+  // The bf16 copies of one product's two operands (gemm_rows_bf16). It grows to the largest
+  // product of the first step and is reused in stream order after that (no allocation later).
+  cuda::DeviceBuffer bf16_;
   cuda::PinnedBuffer result_host_;
 };
 

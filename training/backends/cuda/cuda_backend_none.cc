@@ -9,7 +9,7 @@ std::string cuda_backend_unavailable(int /*device*/) {
   return "built without CUDA (no nvcc found at configure time)";
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device) {
+std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions /*options*/) {
   throw std::runtime_error("make_cuda_backend: " + cuda_backend_unavailable(device));
 }
 

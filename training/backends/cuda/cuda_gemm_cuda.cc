@@ -1,5 +1,7 @@
 // The CUDA backend's matrix products: GEMM, linear and convolution (im2col + strided-batched
-// cuBLAS, with fused element-wise epilogues and deterministic reductions).
+// cuBLAS, with fused element-wise epilogues and deterministic reductions), in fp32 or with bf16
+// inputs (gemm_rows_bf16).
+#include <algorithm>
 #include <climits>
 
 #include "training/backends/cuda/cuda_backend_impl.h"
@@ -17,6 +19,15 @@ int to_int(int64_t v, const char* op, const char* what) {
 
 cuda::Window window_of(const Window2d& w) { return {w.kernel_h, w.kernel_w, w.stride, w.padding}; }
 
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// Row length of a bf16 copy: a multiple of 8 elements (16 bytes), as the tensor-core kernels of
+// cuBLAS want their leading dimensions; at least 8, so cuBLAS's ld >= 1 holds for empty rows.
+int64_t bf16_ld(int64_t cols) { return round_up(std::max<int64_t>(cols, 1), 8); }
+
+// Offsets inside the bf16 scratch start on this many bytes (cuBLAS wants 16; more is free).
+constexpr int64_t kBf16Align = 256;
+
 }  // namespace
 
 void CudaBackend::gemm_rows(const char* op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
@@ -24,6 +35,11 @@ void CudaBackend::gemm_rows(const char* op, bool ta, bool tb, int64_t m, int64_t
                             const float* b, int64_t ldb, int64_t stride_b, float beta, float* c,
                             int64_t ldc, int64_t stride_c, int64_t batch) {
   if (m == 0 || n == 0 || batch == 0) return;
+  if (options_.matmul == Precision::kBfloat16) {
+    gemm_rows_bf16(op, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                   stride_c, batch);
+    return;
+  }
   // Row-major X[r, s] with row length ld is column-major X^T with leading dimension ld, so
   // c^T[n, m] = op(b)^T[n, k] op(a)^T[k, m]: cuBLAS gets b first, with the same transposes.
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -44,6 +60,59 @@ void CudaBackend::gemm_rows(const char* op, bool ta, bool tb, int64_t m, int64_t
                                                  ildb, stride_b, a, ilda, stride_a, &beta, c, ildc,
                                                  stride_c, to_int(batch, op, "batch")),
                        op, shapes());
+  }
+}
+
+void CudaBackend::gemm_rows_bf16(const char* op, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                 float alpha, const float* a, int64_t lda, int64_t stride_a,
+                                 const float* b, int64_t ldb, int64_t stride_b, float beta,
+                                 float* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+  auto shapes = [&] {
+    return cuda::args("m", m, "n", n, "k", k, "ta", int64_t{ta}, "tb", int64_t{tb}, "batch", batch,
+                      "bf16", int64_t{1});
+  };
+  // The stored matrices: a is [k, m] when transposed, else [m, k]; b is [n, k] or [k, n]. A
+  // stride of 0 means one matrix shared by the whole batch, rounded once.
+  cuda::Bf16Operand ops[2] = {
+      {a, lda, stride_a, nullptr, 0, ta ? k : m, ta ? m : k, stride_a == 0 ? 1 : batch},
+      {b, ldb, stride_b, nullptr, 0, tb ? n : k, tb ? k : n, stride_b == 0 ? 1 : batch},
+  };
+  int64_t bytes = 0;
+  int64_t offset[2];
+  for (int i = 0; i < 2; ++i) {
+    ops[i].dst_ld = bf16_ld(ops[i].cols);
+    offset[i] = bytes;
+    bytes += round_up(ops[i].matrices * ops[i].rows * ops[i].dst_ld * 2, kBf16Align);
+  }
+  // Grows only while the shapes of the first step are new (it waits for the stream then).
+  auto* base = static_cast<char*>(
+      bf16_.reserve(static_cast<size_t>(std::max(bytes, kBf16Align)), stream_.get(), op));
+  for (int i = 0; i < 2; ++i) ops[i].dst = reinterpret_cast<uint16_t*>(base + offset[i]);
+  TUNER_CUDA_CHECK(cuda::launch_to_bf16(ops, 2, stream_.get()), op, shapes());
+
+  // As gemm_rows: cuBLAS computes c^T[n, m] = op(b)^T op(a)^T on the column-major views.
+  const cuda::Bf16Operand& a16 = ops[0];
+  const cuda::Bf16Operand& b16 = ops[1];
+  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int im = to_int(m, op, "m"), in = to_int(n, op, "n"), ik = to_int(k, op, "k");
+  const int ilda = to_int(a16.dst_ld, op, "lda (bf16)");
+  const int ildb = to_int(b16.dst_ld, op, "ldb (bf16)");
+  const int ildc = to_int(std::max<int64_t>(ldc, 1), op, "ldc");
+  if (batch == 1) {
+    TUNER_CUBLAS_CHECK(cublasGemmEx(cublas_.get(), op_b, op_a, in, im, ik, &alpha, b16.dst,
+                                    CUDA_R_16BF, ildb, a16.dst, CUDA_R_16BF, ilda, &beta, c,
+                                    CUDA_R_32F, ildc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                       op, shapes());
+  } else {
+    const long long sa = stride_a == 0 ? 0 : a16.rows * a16.dst_ld;
+    const long long sb = stride_b == 0 ? 0 : b16.rows * b16.dst_ld;
+    TUNER_CUBLAS_CHECK(
+        cublasGemmStridedBatchedEx(cublas_.get(), op_b, op_a, in, im, ik, &alpha, b16.dst,
+                                   CUDA_R_16BF, ildb, sb, a16.dst, CUDA_R_16BF, ilda, sa, &beta, c,
+                                   CUDA_R_32F, ildc, stride_c, to_int(batch, op, "batch"),
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        op, shapes());
   }
 }
 

@@ -51,6 +51,22 @@ cudaError_t launch_scale(float* x, float factor, int64_t n, cudaStream_t s);
 cudaError_t launch_dz_column_sum(float* dz, float* db, const float* y, const float* dy,
                                  int64_t rows, int64_t cols, int act, cudaStream_t s);
 
+// ---- bf16 operands of the mixed-precision products (bf16_convert.cu) ----
+// One GEMM operand to round to bf16: `matrices` row-major float matrices [rows, cols] with row
+// length src_ld, src_stride floats apart, written as dst[matrices, rows, dst_ld] of bf16 bit
+// patterns (uint16_t) with columns [cols, dst_ld) zeroed.
+// REQUIRES: dst 16-byte aligned; dst_ld a multiple of 8 and >= cols.
+struct Bf16Operand {
+  const float* src;
+  int64_t src_ld, src_stride;
+  uint16_t* dst;
+  int64_t dst_ld;
+  int64_t rows, cols, matrices;
+};
+// Rounds `count` (1 or 2) operands to the nearest bf16 (ties to even; NaN stays NaN), all in one
+// launch. cudaErrorInvalidValue when count or an operand breaks the REQUIRES above.
+cudaError_t launch_to_bf16(const Bf16Operand* ops, int count, cudaStream_t s);
+
 // ---- Optimizers (elementwise.cu), the CPU's formulas on flat arrays ----
 cudaError_t launch_sgd(float* params, const float* grads, float* velocity, int64_t n, float lr,
                        float momentum, float dampening, float weight_decay, bool nesterov,
