@@ -13,17 +13,22 @@ int run_status(const std::vector<std::string>& args);
 int run_trials(const std::vector<std::string>& args);
 int run_best(const std::vector<std::string>& args);
 int run_report(const std::vector<std::string>& args);
+int run_export(const std::vector<std::string>& args);
+int run_registry(const std::vector<std::string>& args);
+int run_predict(const std::vector<std::string>& args);
 // (new commands: declare here)
 
 std::span<const Command> commands() {
   static const Command kCommands[] = {
       {"sweep",
        "sweep FILE [--study NAME] [--storage PATH] [--executors N] [--trials N]\n"
-       "      [--endpoint ENDPOINT] [--verbose]\n"
+       "      [--registry DIR] [--endpoint ENDPOINT] [--verbose]\n"
        "                                 run the study a sweep file describes (docs/sweep_file.md)\n"
        "                                 with N local executor slots (0: only executors that\n"
        "                                 connect to ENDPOINT); continues the study when it exists.\n"
-       "                                 Ctrl-C: finish the running trials and stop; twice: stop now",
+       "                                 Ctrl-C: finish the running trials and stop; twice: stop now.\n"
+       "                                 With an \"export\" section, the best model goes to the\n"
+       "                                 registry (--registry DIR overrides where)",
        &run_sweep_command},
       {"resume",
        "resume --study NAME --storage PATH [--rerun-failed] [--executors N] [--trials N]\n"
@@ -70,6 +75,27 @@ std::span<const Command> commands() {
        "                                 slices, fANOVA importances, trials); default FILE:\n"
        "                                 NAME-report.html here (docs/report.md)",
        &run_report},
+      {"export",
+       "export --study NAME --storage PATH [--trial N] --registry DIR [--name MODEL]\n"
+       "       [--promote-if-better] [--alias A,...] [--metric M --direction D]\n"
+       "       [--checkpoint FILE] [--description TEXT]\n"
+       "                                 a trial's model (default: the best) as a new version of\n"
+       "                                 MODEL in the registry DIR, an MLflow model with ONNX\n"
+       "                                 inside; --promote-if-better makes it champion only when\n"
+       "                                 its metric beats the champion's (docs/registry.md)",
+       &run_export},
+      {"registry",
+       "registry list | show MODEL[@ALIAS|/VERSION] | alias MODEL VERSION ALIAS |\n"
+       "         tag MODEL VERSION KEY VALUE | delete MODEL[/VERSION]  --registry DIR\n"
+       "                                 the registered models, their versions and aliases",
+       &run_registry},
+      {"predict",
+       "predict --model DIR/MODEL[@ALIAS|/VERSION] --input FILE [--labels FILE] [--limit N]\n"
+       "        [--output FILE]\n"
+       "                                 batch inference with the engine: idx images (.gz, labels\n"
+       "                                 found beside them) or a CSV of features; writes class\n"
+       "                                 probabilities as CSV and prints the accuracy",
+       &run_predict},
       // (new commands: add their entry here)
   };
   return kCommands;

@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "cli/study_view.h"
+#include "registry/export.h"
 #include "storage/sqlite_storage.h"
 #include "trials/param_value.h"
 #include "tuner/study.h"
@@ -120,6 +121,15 @@ int run(const SweepFile& sweep, const Flags& flags) {
     std::cout << best_text(p, sweep.objective_metric) << " with "
               << params_text(trial_params(result, *p.best_number)) << "\n";
   }
+  if (result.end != SweepEnd::kAborted && sweep.export_config) {
+    // The best trial's model goes to the registry the sweep file names (docs/registry.md).
+    if (const auto e = registry::export_best_of_sweep(sweep)) {
+      std::cout << "exported trial " << e->version.lineage.trial << " as " << e->model_name << "/"
+                << e->version.version
+                << (e->alias_summary.empty() ? "" : " @" + e->alias_summary) << " at "
+                << e->dir.string() << "\n";
+    }
+  }
   const std::string resume =
       "tuner resume --study " + result.study_name + " --storage " + result.storage_path;
   switch (result.end) {
@@ -137,6 +147,10 @@ int run(const SweepFile& sweep, const Flags& flags) {
 }
 
 void apply_overrides(SweepFile& sweep, const Flags& flags) {
+  if (flags.has("--registry")) {
+    if (!sweep.export_config) throw UsageError("--registry: the sweep file has no \"export\" section");
+    sweep.export_config->registry_path = flags.get("--registry");
+  }
   if (flags.has("--executors")) sweep.local_executors = flags.get_int("--executors", 1);
   if (sweep.local_executors < 0) throw UsageError("--executors must be >= 0");
   if (flags.has("--trials")) sweep.budget.trials = flags.get_int("--trials", 0);
@@ -146,7 +160,7 @@ void apply_overrides(SweepFile& sweep, const Flags& flags) {
 
 int run_sweep_command(const std::vector<std::string>& args) {
   std::vector<std::string> files;
-  Flags flags(args, {"--study", "--storage", "--executors", "--endpoint", "--trials"},
+  Flags flags(args, {"--study", "--storage", "--executors", "--endpoint", "--trials", "--registry"},
               {"--verbose"}, "sweep", &files);
   if (files.size() != 1) throw UsageError("usage: tuner sweep FILE [flags]; see 'tuner help'");
   SweepFile sweep = load_sweep_file(files[0]);
@@ -157,7 +171,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
 }
 
 int run_resume_command(const std::vector<std::string>& args) {
-  Flags flags(args, {"--study", "--storage", "--executors", "--endpoint", "--trials"},
+  Flags flags(args,
+              {"--study", "--storage", "--executors", "--endpoint", "--trials", "--registry"},
               {"--rerun-failed", "--verbose"}, "resume");
   const std::string study = flags.require("--study", "the study to continue");
   const std::string storage = flags.require("--storage", "the study's SQLite file");

@@ -86,8 +86,8 @@ void maybe_fail_for_test(int rank, int64_t epoch) {
   const std::string spec = env_or("TUNER_TEST_RANK_EXIT", "");
   if (spec.empty() || rank == 0) return;
   if (spec == std::to_string(rank) + ":" + std::to_string(epoch)) {
-    std::cerr << "tuner trial: rank " << rank << ": TUNER_TEST_RANK_EXIT: exiting with code 3 after epoch "
-              << epoch << std::endl;
+    std::cerr << "tuner trial: rank " << rank
+              << ": TUNER_TEST_RANK_EXIT: exiting with code 3 after epoch " << epoch << std::endl;
     ::_exit(3);
   }
 }

@@ -181,10 +181,9 @@ class Reader {
 };
 
 const std::vector<std::string_view> kRootMembers = {
-    "kind",    "model",         "data",
-    "training", "threads",      "backend",
-    "ranks",   "collective_timeout_s", "artifacts_dir",
-    "objective_metric"};
+    "kind",          "model",           "data",  "training",
+    "threads",       "backend",         "ranks", "collective_timeout_s",
+    "artifacts_dir", "objective_metric"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};
 const std::vector<std::string_view> kTrainingMembers = {
@@ -479,9 +478,9 @@ std::unique_ptr<training::Communicator> make_communicator(const EngineJobSpec& s
       nccl->set_producer_stream(training::cuda_stream_of(backend));
       return nccl;
     }
-    return std::make_unique<training::GlooCommunicator>(
-        trial.rank, trial.world, fs::path(trial.rendezvous_dir),
-        training::GlooOptions{.timeout = timeout});
+    return std::make_unique<training::GlooCommunicator>(trial.rank, trial.world,
+                                                        fs::path(trial.rendezvous_dir),
+                                                        training::GlooOptions{.timeout = timeout});
   } catch (const training::CommunicatorError& e) {
     throw Error(ErrorCode::kUnavailable, rank_where + ": cannot join the other ranks: " + e.what());
   } catch (const std::invalid_argument& e) {
@@ -501,8 +500,8 @@ void check_rank(const EngineJobSpec& spec, const EngineTrial& trial, const std::
                                std::to_string(trial.world) + ")");
   }
   if (trial.world > 1 && spec.backend == "cpu" && trial.rendezvous_dir.empty()) {
-    fail(where + ".ranks", "a CPU run of " + std::to_string(trial.world) +
-                               " ranks needs a rendezvous directory");
+    fail(where + ".ranks",
+         "a CPU run of " + std::to_string(trial.world) + " ranks needs a rendezvous directory");
   }
   if (trial.world > 1 && spec.backend == "cuda" && trial.nccl_id.empty()) {
     fail(where + ".ranks", "a CUDA run of " + std::to_string(trial.world) +
@@ -816,7 +815,8 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
       outcome.end_reason = "diverged";
     }
     JobDecision decision = JobDecision::kContinue;
-    if (on_report) decision = on_report(EngineReport{.step = m.epoch, .metrics = history.back().metrics});
+    if (on_report)
+      decision = on_report(EngineReport{.step = m.epoch, .metrics = history.back().metrics});
     try {
       decision = agree(decision);
     } catch (const training::CommunicatorError& e) {
@@ -850,9 +850,9 @@ std::vector<int> engine_rank_gpus(const EngineJobSpec& spec, const std::vector<i
     for (int g : trial_gpus) given += (given.empty() ? "" : ",") + std::to_string(g);
     fail(where + ".ranks",
          std::to_string(spec.ranks) + " CUDA ranks need one GPU each, but the trial was given " +
-             (trial_gpus.empty() ? std::string("none (TUNER_GPUS is not set)")
-                                 : std::to_string(trial_gpus.size()) + " (TUNER_GPUS=" + given +
-                                       ")"));
+             (trial_gpus.empty()
+                  ? std::string("none (TUNER_GPUS is not set)")
+                  : std::to_string(trial_gpus.size()) + " (TUNER_GPUS=" + given + ")"));
   }
   return trial_gpus;
 }

@@ -45,11 +45,11 @@ namespace tuner {
 // A validated engine job, placeholders unresolved. The members that cannot be placeholders are
 // typed here; the rest stays in `json`.
 struct EngineJobSpec {
-  std::string json;              // the whole job, canonical compact JSON (keys sorted)
-  std::string dataset;           // "fashion-mnist"
-  std::string data_dir;          // empty: training::fashion_mnist_dir()
-  int threads = 1;               // CPU backend threads; >= 1
-  std::string backend = "cpu";   // "cpu" or "cuda"
+  std::string json;             // the whole job, canonical compact JSON (keys sorted)
+  std::string dataset;          // "fashion-mnist"
+  std::string data_dir;         // empty: training::fashion_mnist_dir()
+  int threads = 1;              // CPU backend threads; >= 1
+  std::string backend = "cpu";  // "cpu" or "cuda"
   // Data-parallel ranks of each trial: CPU processes (backend cpu, each with `threads` threads)
   // or GPUs (backend cuda, one process per GPU the trial is given). Default 1; in [1, 256].
   int ranks = 1;

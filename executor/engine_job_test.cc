@@ -254,7 +254,7 @@ TEST(EngineJobSpec, ARunsRankMustFitTheJob) {
   };
   // One process cannot run a 2-rank job by itself (tuner trial launches the ranks).
   EXPECT_EQ(code_and_message(cpu2, {.params = kParams}).substr(0, 79),
-            "invalid argument job.ranks: the job has 2 rank(s) but this run is one of 1 (tun");
+            "invalid argument job.ranks: the job has 2 rank(s) but this run is one of 1 (`tu");
   EXPECT_NE(code_and_message(cpu2, {.params = kParams, .rank = 2, .world = 2})
                 .find("job.ranks: rank 2 is not in [0, 2)"),
             std::string::npos);
@@ -463,19 +463,19 @@ TEST_F(EngineRun, TwoRanksGiveTheMetricsOfOne) {
     for (int r = 0; r < 2; ++r) {
       ranks.emplace_back([&, r] {
         try {
-          outcomes[r] = run_engine_trial(two,
-                                         {.number = 0,
-                                          .params = kParams,
-                                          .checkpoint_path = checkpoint,
-                                          .rank = r,
-                                          .world = 2,
-                                          .rendezvous_dir = rendezvous},
-                                         [&, r](const EngineReport& report) {
-                                           reports[r].push_back(report);
-                                           // Rank 0's decision counts: rank 1's is ignored.
-                                           return r == 1 ? JobDecision::kStop
-                                                         : JobDecision::kContinue;
-                                         });
+          outcomes[r] =
+              run_engine_trial(two,
+                               {.number = 0,
+                                .params = kParams,
+                                .checkpoint_path = checkpoint,
+                                .rank = r,
+                                .world = 2,
+                                .rendezvous_dir = rendezvous},
+                               [&, r](const EngineReport& report) {
+                                 reports[r].push_back(report);
+                                 // Rank 0's decision counts: rank 1's is ignored.
+                                 return r == 1 ? JobDecision::kStop : JobDecision::kContinue;
+                               });
         } catch (const std::exception& e) {
           errors[r] = e.what();
         }

@@ -114,7 +114,8 @@ TrialRun run_tuner_trial(const nlohmann::json& job, const std::vector<std::strin
 const std::string kParamsEnv = R"(TUNER_PARAMS={"width": 24, "lr": 0.004})";
 
 TEST(EngineRanksEndToEnd, TwoCpuRanksGiveTheFinalMetricsOfOne) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
+  if (!have_fashion_mnist())
+    GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
   const TrialRun one = run_tuner_trial(tiny_job(1, 2), {kParamsEnv});
   const TrialRun two = run_tuner_trial(tiny_job(2, 2), {kParamsEnv});
   ASSERT_EQ(one.status.exit_code, 0) << one.stderr_text;
@@ -133,9 +134,9 @@ TEST(EngineRanksEndToEnd, TwoCpuRanksGiveTheFinalMetricsOfOne) {
 }
 
 TEST(EngineRanksEndToEnd, ARankThatDiesFailsTheTrialNamingIt) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
-  const TrialRun run =
-      run_tuner_trial(tiny_job(2, 20), {kParamsEnv, "TUNER_TEST_RANK_EXIT=1:1"});
+  if (!have_fashion_mnist())
+    GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
+  const TrialRun run = run_tuner_trial(tiny_job(2, 20), {kParamsEnv, "TUNER_TEST_RANK_EXIT=1:1"});
   EXPECT_EQ(run.status.exit_code, 1) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("error: job: rank 1 of 2 exited with code 3; the other ranks "
                                  "were stopped"),
@@ -146,7 +147,8 @@ TEST(EngineRanksEndToEnd, ARankThatDiesFailsTheTrialNamingIt) {
 }
 
 TEST(EngineRanksEndToEnd, SigtermStopsEveryRankAndPrintsTheEpochsSoFar) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
+  if (!have_fashion_mnist())
+    GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
   bool signalled = false;
   const TrialRun run = run_tuner_trial(
       tiny_job(2, 50), {kParamsEnv}, [&](const std::string& line, ChildProcess& child) {
@@ -228,12 +230,14 @@ void run_engine_study(const nlohmann::json& job, int n_trials, const std::string
 }
 
 TEST(EngineJobEndToEnd, ACoordinatorRunsTwoEngineTrialsThroughAnExecutor) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
+  if (!have_fashion_mnist())
+    GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
   run_engine_study(tiny_job(1, 2), 2, "one-rank");
 }
 
 TEST(EngineJobEndToEnd, ATwoRankEngineTrialCompletesThroughAnExecutor) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
+  if (!have_fashion_mnist())
+    GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
   run_engine_study(tiny_job(2, 2), 1, "two-ranks");
 }
 

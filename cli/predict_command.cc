@@ -1,0 +1,222 @@
+// tuner predict --model DIR/MODEL[@ALIAS|/VERSION] --input FILE [--labels FILE] [--limit N]
+//   [--output FILE]: batch inference with the engine on a registered model (docs/registry.md).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/command.h"
+#include "registry/mlflow_model.h"
+#include "registry/registry.h"
+#include "training/data/dataset.h"
+#include "training/data/idx.h"
+#include "trials/error.h"
+
+namespace tuner::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Inputs {
+  std::vector<float> features;  // [N, sample...], in the data loader's units
+  std::vector<int32_t> labels;  // empty when unknown
+  int64_t count = 0;
+};
+
+// DIR/MODEL, DIR/MODEL@ALIAS, DIR/MODEL/VERSION, or an MLflow model directory itself.
+fs::path model_directory(const std::string& spec) {
+  const fs::path path(spec);
+  if (fs::is_regular_file(path / "MLmodel")) return path;
+  fs::path parent = path.parent_path();
+  std::string last = path.filename().string();
+  std::string ref = last;
+  const bool digits = !last.empty() && std::all_of(last.begin(), last.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (last.find('@') == std::string::npos && digits) {
+    ref = parent.filename().string() + "/" + last;
+    parent = parent.parent_path();
+  }
+  if (parent.empty()) parent = ".";
+  return registry::Registry::open(parent, /*create=*/false).resolve(ref).dir;
+}
+
+// "t10k-images-idx3-ubyte.gz" -> "t10k-labels-idx1-ubyte.gz" beside it, when it exists.
+std::string labels_beside(const fs::path& images) {
+  std::string name = images.filename().string();
+  const size_t at = name.find("images-idx3");
+  if (at == std::string::npos) return "";
+  name.replace(at, 11, "labels-idx1");
+  const fs::path labels = images.parent_path() / name;
+  return fs::exists(labels) ? labels.string() : "";
+}
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream s(line);
+  for (std::string field; std::getline(s, field, ',');) {
+    field.erase(0, field.find_first_not_of(" \t\r"));
+    field.erase(field.find_last_not_of(" \t\r") + 1);
+    out.push_back(field);
+  }
+  return out;
+}
+
+// A CSV of features, one sample per row; a first row that is not numbers is a header, and a
+// header whose first column is "label" makes that column the labels.
+Inputs read_features_csv(const std::string& path, int64_t numel, int64_t limit) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kNotFound, path + ": cannot read the input file");
+  Inputs out;
+  bool first = true, labelled = false;
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::vector<std::string> fields = split_csv(line);
+    if (first) {
+      first = false;
+      if (!is_number(fields[0])) {
+        labelled = fields[0] == "label";
+        continue;
+      }
+    }
+    if (limit >= 0 && out.count >= limit) break;
+    const size_t skip = labelled ? 1 : 0;
+    if (static_cast<int64_t>(fields.size() - skip) != numel) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  path + ":" + std::to_string(line_number) + ": " +
+                      std::to_string(fields.size() - skip) + " features, the model takes " +
+                      std::to_string(numel));
+    }
+    if (labelled) {
+      if (!is_number(fields[0])) {
+        throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) +
+                                                     ": label '" + fields[0] + "' is not a number");
+      }
+      out.labels.push_back(static_cast<int32_t>(std::stol(fields[0])));
+    }
+    for (size_t i = skip; i < fields.size(); ++i) {
+      if (!is_number(fields[i])) {
+        throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) +
+                                                     ": '" + fields[i] + "' is not a number");
+      }
+      out.features.push_back(std::stof(fields[i]));
+    }
+    ++out.count;
+  }
+  return out;
+}
+
+std::string format(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+int run_predict(const std::vector<std::string>& args) {
+  Flags flags(args, {"--model", "--input", "--labels", "--output", "--limit", "--threads"}, {},
+              "predict");
+  const std::string model_spec =
+      flags.require("--model", "DIR/MODEL, DIR/MODEL@ALIAS or DIR/MODEL/VERSION");
+  const std::string input = flags.require("--input", "Fashion-MNIST idx images (.gz) or a CSV");
+  const int limit = flags.get_int("--limit", -1);
+  const int threads = flags.get_int("--threads", 1);
+  if (threads < 1) throw UsageError("tuner predict: --threads must be >= 1");
+
+  const fs::path dir = model_directory(model_spec);
+  registry::ServedModel model = registry::ServedModel::load(dir, threads);
+  const int64_t numel = model.spec().input.numel();
+
+  Inputs in;
+  const bool csv = input.ends_with(".csv") || input.ends_with(".CSV");
+  if (csv) {
+    in = read_features_csv(input, numel, limit);
+  } else {
+    const std::string labels = flags.get("--labels", labels_beside(input));
+    if (labels.empty()) {
+      throw UsageError("tuner predict: the idx images " + input +
+                       " need their labels file: give --labels FILE");
+    }
+    training::Dataset data;
+    try {
+      data = training::read_idx(input, labels, limit);
+    } catch (const training::DataError& e) {
+      throw Error(ErrorCode::kInvalidArgument, e.what());
+    }
+    if (data.sample_numel() != numel) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  input + ": samples of " + data.sample_shape().to_string() + ", the model takes " +
+                      model.spec().input.to_string());
+    }
+    in.features.assign(data.features().begin(), data.features().end());
+    in.labels.assign(data.labels().begin(), data.labels().end());
+    in.count = data.size();
+  }
+  if (in.count == 0) throw Error(ErrorCode::kInvalidArgument, input + ": no samples");
+  model.preprocess(in.features);
+  const std::vector<float> logits = model.forward(in.features);
+  const int64_t k = model.spec().output.numel();
+
+  std::ofstream file;
+  const bool to_file = flags.has("--output");
+  if (to_file) {
+    file.open(flags.get("--output"));
+    if (!file) throw Error(ErrorCode::kInvalidArgument, flags.get("--output") + ": cannot write");
+  }
+  std::ostream& out = to_file ? file : std::cout;
+  std::ostream& summary = to_file ? std::cout : std::cerr;
+  out << "index,predicted";
+  if (!in.labels.empty()) out << ",label";
+  for (int64_t c = 0; c < k; ++c) out << ",p" << c;
+  out << "\n";
+  int64_t correct = 0;
+  std::vector<double> p(static_cast<size_t>(k));
+  for (int64_t i = 0; i < in.count; ++i) {
+    const float* row = logits.data() + i * k;
+    const int64_t arg = std::max_element(row, row + k) - row;
+    const double top = row[arg];
+    double sum = 0;
+    for (int64_t c = 0; c < k; ++c) sum += p[c] = std::exp(row[c] - top);
+    out << i << "," << arg;
+    if (!in.labels.empty()) {
+      out << "," << in.labels[i];
+      correct += in.labels[i] == arg ? 1 : 0;
+    }
+    for (int64_t c = 0; c < k; ++c) out << "," << format(p[c] / sum);
+    out << "\n";
+  }
+  out.flush();
+  if (!out) throw Error(ErrorCode::kUnavailable, "cannot write the predictions");
+  summary << "predicted " << in.count << " samples with " << dir.string() << "\n";
+  if (!in.labels.empty()) {
+    const double accuracy = static_cast<double>(correct) / static_cast<double>(in.count);
+    summary << "accuracy " << format(accuracy) << " (" << correct << "/" << in.count << ")\n";
+    const nlohmann::json meta = nlohmann::json::parse(model.metadata_json(), nullptr, false);
+    if (meta.is_object() && meta.contains("metrics") && meta["metrics"].contains("test_accuracy") &&
+        meta["metrics"]["test_accuracy"].is_number()) {
+      const double recorded = meta["metrics"]["test_accuracy"].get<double>();
+      summary << "recorded test_accuracy of trial " << meta.value("trial", -1) << ": "
+              << format(recorded)
+              << (std::abs(recorded - accuracy) * static_cast<double>(in.count) < 0.5 ? " (the same)"
+                                                                                  : " (differs)") << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,63 @@
+// Export of a study's trial to the model registry: the join of the study database (which trial,
+// its params and metrics), the engine's checkpoint of that trial (its weights) and the registry
+// (registry.h). What `tuner export` and the end of `tuner sweep` run.
+//
+// Thread safety: as Registry (several processes may export to one registry at once).
+#ifndef TUNER_REGISTRY_EXPORT_H_
+#define TUNER_REGISTRY_EXPORT_H_
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "registry/registry.h"
+#include "tuner/sweep_file.h"
+
+namespace tuner::registry {
+
+struct ExportRequest {
+  std::string study;    // the study's name
+  std::string storage;  // its SQLite file
+  // The trial's number. Default: the best COMPLETE trial by `metric` (by the study's objective
+  // value when the metric is the objective's or unset).
+  std::optional<int> trial;
+  std::string registry_dir;
+  std::string model_name;  // default: the study's name
+  // The version's evaluation metric (promotion compares it; "best" uses it). Default: the sweep's
+  // objective metric, else "value" (the trial's objective value).
+  std::string metric;
+  // Its direction. Default: the study's direction for the objective metric; another metric
+  // needs it, except names ending in "accuracy" (maximize) or "loss" (minimize).
+  std::optional<bool> maximize;
+  bool promote_if_better = false;  // see RegisterOptions::promote_if_better
+  std::vector<std::string> aliases;
+  std::string description;
+  // The checkpoint to export. Default: the sweep's artifact of the trial
+  // (tuner/sweep_runner.h trial_model_path).
+  std::string checkpoint;
+};
+
+struct ExportResult {
+  std::string model_name;
+  ModelVersion version;        // with its promotion decision, if any
+  std::filesystem::path dir;   // DIR/MODEL/<version>
+  std::string alias_summary;   // e.g. "champion" or ""; the aliases the version holds
+};
+
+// Exports one trial (see ExportRequest). Throws Error naming what is missing: kNotFound for an
+// unknown study, trial, or a trial without a checkpoint (saying where it was looked for) or
+// without the dataset its normalization needs; kFailedPrecondition for a trial that is not
+// COMPLETE; what Registry::register_version throws.
+ExportResult export_trial(const ExportRequest& request, const RegistryOptions& options = {});
+
+// The automatic export at the end of `tuner sweep`: when `sweep` has an "export" section, exports
+// the best trial of its study (by export.metric and export.direction) to export.registry_path as
+// export.model_name with the promotion rule on (so the first export becomes champion and later
+// ones only when better). nullopt when the sweep has no export section; throws as export_trial.
+std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
+                                                 const RegistryOptions& options = {});
+
+}  // namespace tuner::registry
+
+#endif  // TUNER_REGISTRY_EXPORT_H_

@@ -1,0 +1,425 @@
+#include "registry/mlflow_model.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "registry/file_util.h"
+#include "training/backends/cpu/cpu_backend.h"
+#include "training/export/onnx_export.h"
+#include "trials/error.h"
+
+#ifndef TUNER_ONNX_VERSION
+#define TUNER_ONNX_VERSION "1.12.0"
+#endif
+
+namespace tuner::registry {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int64_t kServeBatch = 256;
+
+std::string random_uuid_hex() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16] = {};
+  in.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  if (!in) throw Error(ErrorCode::kUnavailable, "cannot read /dev/urandom for a model UUID");
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);  // version 4
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+      1000000;
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char buffer[64];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S", &utc);
+  char out[96];
+  std::snprintf(out, sizeof(out), "%s.%06lld", buffer, static_cast<long long>(micros));
+  return out;
+}
+
+// MLflow's tensor spec of a float32 tensor [-1, sample...], as the JSON text the MLmodel holds.
+std::string tensor_spec(const training::Shape& sample) {
+  Json shape = Json::array({-1});
+  for (int64_t d : sample.dims()) shape.push_back(d);
+  Json spec = Json::array(
+      {{{"type", "tensor"}, {"tensor-spec", {{"dtype", "float32"}, {"shape", shape}}}}});
+  return spec.dump();
+}
+
+// YAML ------------------------------------------------------------------------------------------
+// A block-style YAML emitter for the JSON values the MLmodel holds. Strings are single-quoted;
+// numbers always carry a '.' before an exponent so that YAML 1.1 readers (PyYAML) read floats.
+
+std::string yaml_string(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "''";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string yaml_key(const std::string& key) {
+  bool plain = !key.empty();
+  for (char c : key) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.';
+    plain = plain && ok;
+  }
+  if (plain && ((key[0] >= '0' && key[0] <= '9') || key[0] == '-' || key[0] == '.')) plain = false;
+  return plain ? key : yaml_string(key);
+}
+
+std::string yaml_scalar(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isnan(d)) return ".nan";
+    if (std::isinf(d)) return d > 0 ? ".inf" : "-.inf";
+    std::string text = v.dump();
+    const size_t e = text.find_first_of("eE");
+    if (e != std::string::npos && text.find('.') == std::string::npos) text.insert(e, ".0");
+    if (e == std::string::npos && text.find('.') == std::string::npos) text += ".0";
+    if (e != std::string::npos) {
+      const size_t at = text.find_first_of("eE") + 1;
+      if (text[at] != '-' && text[at] != '+') text.insert(at, "+");
+    }
+    return text;
+  }
+  return yaml_string(v.get<std::string>());
+}
+
+void emit_yaml(const Json& v, int indent, std::string& out) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  if (v.is_object()) {
+    for (const auto& [key, value] : v.items()) {
+      out += pad + yaml_key(key) + ":";
+      if (value.is_object() && !value.empty()) {
+        out += "\n";
+        emit_yaml(value, indent + 2, out);
+      } else if (value.is_array() && !value.empty()) {
+        out += "\n";
+        emit_yaml(value, indent, out);
+      } else if (value.is_object()) {
+        out += " {}\n";
+      } else if (value.is_array()) {
+        out += " []\n";
+      } else {
+        out += " " + yaml_scalar(value) + "\n";
+      }
+    }
+  } else if (v.is_array()) {
+    for (const Json& item : v) {
+      if (item.is_object() || item.is_array()) {
+        out += pad + "- " + item.dump() + "\n";  // JSON flow style is YAML
+      } else {
+        out += pad + "- " + yaml_scalar(item) + "\n";
+      }
+    }
+  }
+}
+
+std::string to_yaml(const Json& doc) {
+  std::string out;
+  emit_yaml(doc, 0, out);
+  return out;
+}
+
+Json json_or_string(const std::string& text) {
+  Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? Json(text) : parsed;
+}
+
+Json number_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+Json preprocessing_json(const Preprocessing& p) {
+  Json j = {{"version", kMlflowModelFormatVersion}};
+  if (p.mean && p.stddev) {
+    j["normalize"] = {{"mean", *p.mean}, {"stddev", *p.stddev}};
+  } else {
+    j["normalize"] = nullptr;
+  }
+  j["dataset"] = p.dataset;
+  return j;
+}
+
+Json metadata_json(const Lineage& lineage, const Preprocessing& preprocessing,
+                   const training::ModelSpec& spec, const MlflowModelOptions& options) {
+  Json params = Json::object();
+  for (const auto& [name, text] : lineage.params) params[name] = json_or_string(text);
+  Json metrics = Json::object();
+  for (const auto& [name, value] : lineage.metrics) metrics[name] = number_or_null(value);
+  Json m = {{"tuner_format_version", kMlflowModelFormatVersion},
+            {"study", lineage.study},
+            {"trial", lineage.trial},
+            {"storage", lineage.storage},
+            {"objective_metric", lineage.objective_metric},
+            {"params", params},
+            {"metrics", metrics},
+            {"input_name", training::kOnnxInputName},
+            {"output_name", training::kOnnxOutputName},
+            {"num_parameters", spec.num_parameters},
+            {"preprocessing", preprocessing_json(preprocessing)}};
+  for (const auto& [key, text] : options.extra_metadata) m[key] = json_or_string(text);
+  return m;
+}
+
+std::string mlmodel_yaml(const training::ModelSpec& spec, const Json& metadata,
+                         const MlflowModelOptions& options) {
+  Json flavors = {
+      {"onnx",
+       {{"code", nullptr},
+        {"data", "model.onnx"},
+        {"onnx_version", TUNER_ONNX_VERSION},
+        {"providers", Json::array({"CUDAExecutionProvider", "CPUExecutionProvider"})}}},
+      {"python_function",
+       {{"data", "model.onnx"},
+        {"env", {{"conda", "conda.yaml"}, {"virtualenv", "python_env.yaml"}}},
+        {"loader_module", "mlflow.onnx"},
+        {"python_version", options.python_version}}}};
+  Json doc = {
+      {"artifact_path", options.artifact_path},
+      {"flavors", flavors},
+      {"metadata", metadata},
+      {"mlflow_version", options.mlflow_version},
+      {"model_uuid", options.model_uuid.empty() ? random_uuid_hex() : options.model_uuid},
+      {"signature",
+       {{"inputs", tensor_spec(spec.input)}, {"outputs", tensor_spec(spec.output)},
+        {"params", nullptr}}},
+      {"utc_time_created", options.utc_time_created.empty() ? utc_now() : options.utc_time_created},
+  };
+  return "# An MLflow model written by tuner (docs/registry.md).\n" + to_yaml(doc);
+}
+
+std::string requirements_txt(const MlflowModelOptions& options) {
+  return "mlflow>=" + options.mlflow_version + "\nonnx>=" + TUNER_ONNX_VERSION +
+         "\nonnxruntime>=1.16\nnumpy\n";
+}
+
+std::string python_env_yaml(const MlflowModelOptions& options) {
+  return "python: '" + options.python_version +
+         "'\nbuild_dependencies:\n- pip\n- setuptools\n- wheel\ndependencies:\n"
+         "- -r requirements.txt\n";
+}
+
+std::string conda_yaml(const MlflowModelOptions& options) {
+  std::string out = "channels:\n- conda-forge\ndependencies:\n- python=" + options.python_version +
+                    "\n- pip\n- pip:\n";
+  std::istringstream lines(requirements_txt(options));
+  for (std::string line; std::getline(lines, line);) out += "  - " + line + "\n";
+  return out + "name: mlflow-env\n";
+}
+
+training::ModelSpec parse_spec_or_throw(const std::string& json, const std::string& where) {
+  try {
+    return training::parse_model_spec(json);
+  } catch (const training::SpecError& e) {
+    throw Error(ErrorCode::kInvalidArgument, where + ": the model spec does not build: " + e.what());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<training::Sequential> model_from_checkpoint(const training::Checkpoint& checkpoint,
+                                                            const training::ModelSpec& spec,
+                                                            int64_t max_batch,
+                                                            training::Backend& backend) {
+  std::unique_ptr<training::Sequential> model;
+  try {
+    model = training::build_model(spec, max_batch, backend, /*seed=*/0);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("the model spec does not build: ") +
+                                                 e.what());
+  }
+  training::ParameterArena& arena = model->parameters();
+  if (checkpoint.parameters.size() != arena.values().size() ||
+      checkpoint.buffers.size() != arena.buffer_values().size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the checkpoint's weights do not fit its model spec: " +
+                    std::to_string(checkpoint.parameters.size()) + " parameter and " +
+                    std::to_string(checkpoint.buffers.size()) + " buffer values, the spec needs " +
+                    std::to_string(arena.values().size()) + " and " +
+                    std::to_string(arena.buffer_values().size()));
+  }
+  arena.set_values(checkpoint.parameters);
+  arena.set_buffer_values(checkpoint.buffers);
+  return model;
+}
+
+void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& lineage,
+                        const Preprocessing& preprocessing, const fs::path& out,
+                        const MlflowModelOptions& options) {
+  if (fs::exists(out)) {
+    throw Error(ErrorCode::kAlreadyExists,
+                out.string() + ": exists; an MLflow model is written to a new directory only");
+  }
+  if (preprocessing.stddev && !(*preprocessing.stddev > 0.0f)) {
+    throw Error(ErrorCode::kInvalidArgument, "preprocessing: stddev must be > 0");
+  }
+  const training::ModelSpec spec = parse_spec_or_throw(checkpoint.model_spec, "checkpoint");
+  std::unique_ptr<training::Backend> backend = training::make_cpu_backend(1);
+  std::unique_ptr<training::Sequential> model = model_from_checkpoint(checkpoint, spec, 1, *backend);
+
+  training::OnnxExportOptions onnx_options;
+  onnx_options.graph_name = lineage.study.empty() ? "tuner_model" : lineage.study;
+  onnx_options.doc_string = "exported by tuner from study '" + lineage.study + "', trial " +
+                            std::to_string(lineage.trial);
+  if (!lineage.study.empty()) onnx_options.metadata.emplace_back("study", lineage.study);
+  if (lineage.trial >= 0) onnx_options.metadata.emplace_back("trial", std::to_string(lineage.trial));
+  std::string onnx_bytes;
+  try {
+    onnx_bytes = training::onnx_model_bytes(spec, *model, onnx_options);
+  } catch (const training::OnnxExportError& e) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "cannot export the model to ONNX: " + std::string(e.what()));
+  }
+
+  const Json metadata = metadata_json(lineage, preprocessing, spec, options);
+  TempDir tmp = TempDir::beside(out);
+  const fs::path& dir = tmp.path();
+  write_file(dir / "MLmodel", mlmodel_yaml(spec, metadata, options));
+  write_file(dir / "model.onnx", onnx_bytes);
+  write_file(dir / "requirements.txt", requirements_txt(options));
+  write_file(dir / "python_env.yaml", python_env_yaml(options));
+  write_file(dir / "conda.yaml", conda_yaml(options));
+  make_directory(dir / "engine");
+  // The engine's files: the weights without the optimizer's state (serving needs none).
+  training::Checkpoint weights;
+  weights.model_spec = checkpoint.model_spec;
+  weights.parameters = checkpoint.parameters;
+  weights.buffers = checkpoint.buffers;
+  weights.epoch = checkpoint.epoch;
+  weights.best_value = checkpoint.best_value;
+  weights.best_epoch = checkpoint.best_epoch;
+  try {
+    training::save_checkpoint((dir / "engine" / "model.ckpt").string(), weights);
+  } catch (const training::CheckpointError& e) {
+    throw Error(ErrorCode::kUnavailable, e.what());
+  }
+  write_file(dir / "engine" / "model_spec.json", Json::parse(spec.json).dump(2) + "\n");
+  write_file(dir / "engine" / "preprocessing.json", preprocessing_json(preprocessing).dump(2) + "\n");
+  write_file(dir / "engine" / "metadata.json", metadata.dump(2) + "\n");
+  if (options.before_publish) options.before_publish(dir);
+  tmp.publish(out);
+}
+
+// ServedModel ----------------------------------------------------------------------------------
+
+ServedModel::ServedModel(ServedModel&&) noexcept = default;
+ServedModel& ServedModel::operator=(ServedModel&&) noexcept = default;
+ServedModel::~ServedModel() = default;
+
+ServedModel ServedModel::load(const fs::path& dir, int threads) {
+  const fs::path engine = dir / "engine";
+  for (const char* name : {"model.ckpt", "model_spec.json"}) {
+    if (!fs::is_regular_file(engine / name)) {
+      throw Error(ErrorCode::kNotFound,
+                  dir.string() + ": not a model written by tuner export (no engine/" + name + ")");
+    }
+  }
+  ServedModel m;
+  m.spec_ = parse_spec_or_throw(read_file(engine / "model_spec.json"),
+                                (engine / "model_spec.json").string());
+  training::Checkpoint checkpoint;
+  try {
+    checkpoint = training::load_checkpoint((engine / "model.ckpt").string());
+  } catch (const training::CheckpointError& e) {
+    throw Error(ErrorCode::kDataLoss, e.what());
+  }
+  if (checkpoint.model_spec != m.spec_.json) {
+    throw Error(ErrorCode::kDataLoss, (engine / "model.ckpt").string() +
+                                          ": holds another model than engine/model_spec.json");
+  }
+  if (fs::is_regular_file(engine / "preprocessing.json")) {
+    const fs::path path = engine / "preprocessing.json";
+    Json p = Json::parse(read_file(path), nullptr, false);
+    if (p.is_discarded() || !p.is_object()) {
+      throw Error(ErrorCode::kDataLoss, path.string() + ": not JSON");
+    }
+    if (p.value("version", 0) > kMlflowModelFormatVersion) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  path.string() + ": format version " + std::to_string(p.value("version", 0)) +
+                      " is newer than this tuner's (" +
+                      std::to_string(kMlflowModelFormatVersion) + "); use a newer tuner");
+    }
+    if (p.contains("normalize") && p["normalize"].is_object()) {
+      const Json& n = p["normalize"];
+      if (!n.value("mean", Json()).is_number() || !n.value("stddev", Json()).is_number() ||
+          !(n["stddev"].get<double>() > 0)) {
+        throw Error(ErrorCode::kDataLoss, path.string() + ": normalize needs numbers mean and "
+                                                          "stddev > 0");
+      }
+      m.preprocessing_.mean = n["mean"].get<float>();
+      m.preprocessing_.stddev = n["stddev"].get<float>();
+    }
+    if (p.contains("dataset") && p["dataset"].is_string()) {
+      m.preprocessing_.dataset = p["dataset"].get<std::string>();
+    }
+  }
+  if (fs::is_regular_file(engine / "metadata.json")) {
+    m.metadata_json_ = read_file(engine / "metadata.json");
+  }
+  m.backend_ = training::make_cpu_backend(threads);
+  try {
+    m.model_ = model_from_checkpoint(checkpoint, m.spec_, kServeBatch, *m.backend_);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kDataLoss, dir.string() + ": " + e.what());
+  }
+  return m;
+}
+
+void ServedModel::preprocess(std::span<float> raw) const {
+  if (!preprocessing_.mean || !preprocessing_.stddev) return;
+  const float mean = *preprocessing_.mean, inv = 1.0f / *preprocessing_.stddev;
+  for (float& v : raw) v = (v - mean) * inv;
+}
+
+std::vector<float> ServedModel::forward(std::span<const float> inputs) {
+  const int64_t in_numel = spec_.input.numel();
+  const int64_t out_numel = spec_.output.numel();
+  if (in_numel <= 0 || static_cast<int64_t>(inputs.size()) % in_numel != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::to_string(inputs.size()) + " input values are not a whole number of samples " +
+                    spec_.input.to_string());
+  }
+  const int64_t n = static_cast<int64_t>(inputs.size()) / in_numel;
+  std::vector<float> out(static_cast<size_t>(n * out_numel));
+  for (int64_t begin = 0; begin < n; begin += kServeBatch) {
+    const int64_t b = std::min(kServeBatch, n - begin);
+    training::Tensor x(spec_.input.with_batch(b));
+    x.copy_from(inputs.subspan(static_cast<size_t>(begin * in_numel),
+                               static_cast<size_t>(b * in_numel)));
+    const training::Tensor& y = model_->forward(x, training::Mode::kEval);
+    backend_->download(y.span(), std::span<float>(out).subspan(static_cast<size_t>(begin * out_numel),
+                                                              static_cast<size_t>(b * out_numel)));
+  }
+  return out;
+}
+
+}  // namespace tuner::registry

@@ -1,0 +1,129 @@
+// An engine model as an MLflow model directory (the format `mlflow.pyfunc.load_model` and
+// `mlflow models serve` read), with its lineage back to the study and trial it came from.
+//
+// The directory (docs/registry.md lists every field):
+//   MLmodel                 YAML: flavors `onnx` and `python_function` (loader mlflow.onnx),
+//                           signature (tensor specs), model_uuid, utc_time_created,
+//                           mlflow_version, metadata {study, trial, params, metrics, ...}
+//   model.onnx              training/export/onnx_export.h's graph, checked by the ONNX checker
+//   python_env.yaml, requirements.txt, conda.yaml    the Python environment MLflow recreates
+//   engine/model.ckpt       the engine's checkpoint (weights and buffers)
+//   engine/model_spec.json  the model spec (the trial's values substituted)
+//   engine/preprocessing.json  how raw inputs become the model's input (normalization)
+//
+// Thread safety: pure functions over files; concurrent writes need distinct target paths.
+#ifndef TUNER_REGISTRY_MLFLOW_MODEL_H_
+#define TUNER_REGISTRY_MLFLOW_MODEL_H_
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "training/backend.h"
+#include "training/checkpoint.h"
+#include "training/model_spec.h"
+#include "training/sequential.h"
+
+namespace tuner::registry {
+
+// The version of the engine/ files and of the metadata this module writes (metadata
+// "tuner_format_version"); readers refuse a newer one.
+inline constexpr int kMlflowModelFormatVersion = 1;
+
+// What the model was trained on, as the engine job's data loader scaled it: inputs in the
+// loader's units (Fashion-MNIST pixels in [0, 1]) become model inputs (x - mean) / stddev.
+// Without normalization the model takes its inputs as they are.
+struct Preprocessing {
+  std::optional<float> mean;    // one value over every input element; unset: no normalization
+  std::optional<float> stddev;  // > 0 when set
+  std::string dataset;          // e.g. "fashion-mnist"; empty when unknown
+};
+
+// Where a model came from. Params and metrics keep their JSON text ("0.001", "\"relu\"").
+struct Lineage {
+  std::string study;                        // the study's name; empty when none
+  int trial = -1;                           // the trial's number; -1 when none
+  std::string storage;                      // the study database; empty when none
+  std::map<std::string, std::string> params;  // name -> JSON text
+  std::map<std::string, double> metrics;      // the trial's final metrics
+  std::string objective_metric;             // which metric the study optimized; may be empty
+};
+
+struct MlflowModelOptions {
+  // MLmodel `artifact_path`. Default "model".
+  std::string artifact_path = "model";
+  // The version of MLflow the MLmodel says wrote it, and the minimum requirements.txt asks for.
+  // Default "2.9.2": the format here is read by MLflow 2.9 and later (3.x included).
+  std::string mlflow_version = "2.9.2";
+  // The Python version python_env.yaml and `python_version` state. Default "3.11".
+  std::string python_version = "3.11";
+  // Extra metadata entries (JSON text values), written after the lineage. Default none.
+  std::map<std::string, std::string> extra_metadata;
+  // UUID and creation time; empty: a random UUID and now (UTC). Tests pin them.
+  std::string model_uuid;
+  std::string utc_time_created;  // "YYYY-MM-DD HH:MM:SS.ffffff"
+  // Called with the temporary directory once every file is in it, before it is renamed to the
+  // target; an exception from it aborts the write (tests inject failures here). Default none.
+  std::function<void(const std::filesystem::path&)> before_publish;
+};
+
+// Writes the MLflow model directory `out` for `checkpoint` (whose model_spec is the spec).
+// Everything is written to a hidden temporary directory beside `out`, checked (the spec builds,
+// the checkpoint fits it, the ONNX checker accepts model.onnx), then renamed to `out`: a failure
+// leaves neither `out` nor the temporary. REQUIRES: out's parent exists; `out` does not exist.
+// Throws Error: kInvalidArgument for a checkpoint whose spec does not build or whose weights do
+// not fit it, or a layer that has no ONNX export (the message names the layer's JSON path);
+// kAlreadyExists when `out` exists; kUnavailable for I/O failures (naming the file).
+void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& lineage,
+                        const Preprocessing& preprocessing, const std::filesystem::path& out,
+                        const MlflowModelOptions& options = {});
+
+// An MLflow model directory written by write_mlflow_model, loaded for inference with the engine.
+// Thread safety: one thread at a time (the model's forward pass).
+class ServedModel {
+ public:
+  // Reads engine/model_spec.json, engine/model.ckpt and engine/preprocessing.json of `dir`.
+  // Throws Error(kNotFound) when `dir` is not such a directory, kDataLoss for corrupt files,
+  // kFailedPrecondition for a newer format version.
+  static ServedModel load(const std::filesystem::path& dir, int threads = 1);
+
+  const training::ModelSpec& spec() const { return spec_; }
+  const Preprocessing& preprocessing() const { return preprocessing_; }
+  // The MLmodel metadata as JSON text (study, trial, params, metrics, ...).
+  const std::string& metadata_json() const { return metadata_json_; }
+
+  // Logits for `inputs`, B samples of spec().input each, row-major, already preprocessed:
+  // returns [B, spec().output...] row-major. REQUIRES: inputs.size() % input numel == 0.
+  std::vector<float> forward(std::span<const float> inputs);
+  // Applies preprocessing() in place to raw inputs (in the data loader's units).
+  void preprocess(std::span<float> raw) const;
+
+  ServedModel(ServedModel&&) noexcept;
+  ServedModel& operator=(ServedModel&&) noexcept;
+  ~ServedModel();
+
+ private:
+  ServedModel() = default;
+  training::ModelSpec spec_;
+  Preprocessing preprocessing_;
+  std::string metadata_json_;
+  std::unique_ptr<training::Backend> backend_;
+  std::unique_ptr<training::Sequential> model_;
+};
+
+// The engine model of a checkpoint: builds the spec (CPU backend, batch max_batch)
+// and loads the checkpoint's parameters and buffers. Throws Error(kInvalidArgument) naming the
+// spec's JSON path or the mismatching sizes.
+std::unique_ptr<training::Sequential> model_from_checkpoint(const training::Checkpoint& checkpoint,
+                                                            const training::ModelSpec& spec,
+                                                            int64_t max_batch,
+                                                            training::Backend& backend);
+
+}  // namespace tuner::registry
+
+#endif  // TUNER_REGISTRY_MLFLOW_MODEL_H_

@@ -1,0 +1,163 @@
+#include "registry/mlflow_model.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "registry/test_util.h"
+#include "trials/error.h"
+
+namespace tuner::registry {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+using testing::tiny_checkpoint;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Lineage lineage() {
+  Lineage l;
+  l.study = "fmnist";
+  l.trial = 7;
+  l.storage = "/data/fmnist.db";
+  l.params = {{"lr", "1e-05"}, {"act", "\"relu\""}, {"width", "64"}};
+  l.metrics = {{"val_accuracy", 0.9}, {"val_loss", 0.000012}};
+  l.objective_metric = "val_accuracy";
+  return l;
+}
+
+MlflowModelOptions pinned() {
+  MlflowModelOptions o;
+  o.model_uuid = "0123456789abcdef0123456789abcdef";
+  o.utc_time_created = "2024-01-02 03:04:05.000006";
+  return o;
+}
+
+TEST(MlflowModelTest, WritesTheMlflowDirectory) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "1";
+  write_mlflow_model(tiny_checkpoint(), lineage(), {.mean = 0.5f, .stddev = 2.0f}, out, pinned());
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"MLmodel", "conda.yaml", "engine",
+                                                    "model.onnx", "python_env.yaml",
+                                                    "requirements.txt"}));
+  EXPECT_EQ(entries(out / "engine"),
+            (std::vector<std::string>{"metadata.json", "model.ckpt", "model_spec.json",
+                                      "preprocessing.json"}));
+  EXPECT_EQ(entries(scratch.path()), std::vector<std::string>{"1"});  // no temporary left
+
+  const std::string mlmodel = slurp(out / "MLmodel");
+  for (const char* line : {
+           "artifact_path: 'model'\n",
+           "flavors:\n  onnx:\n    code: null\n    data: 'model.onnx'\n    onnx_version: '",
+           "    providers:\n    - 'CUDAExecutionProvider'\n    - 'CPUExecutionProvider'\n",
+           "  python_function:\n    data: 'model.onnx'\n    env:\n      conda: 'conda.yaml'\n"
+           "      virtualenv: 'python_env.yaml'\n    loader_module: 'mlflow.onnx'\n"
+           "    python_version: '3.11'\n",
+           "model_uuid: '0123456789abcdef0123456789abcdef'\n",
+           "utc_time_created: '2024-01-02 03:04:05.000006'\n",
+           "signature:\n  inputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":\"float32\","
+           "\"shape\":[-1,4]}}]'\n  outputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":"
+           "\"float32\",\"shape\":[-1,3]}}]'\n  params: null\n",
+           "metadata:\n  tuner_format_version: 1\n  study: 'fmnist'\n  trial: 7\n",
+           "  params:\n    act: 'relu'\n    lr: 1.0e-05\n    width: 64\n",
+           "  metrics:\n    val_accuracy: 0.9\n    val_loss: 1.2e-05\n",
+           "mlflow_version: '2.9.2'\n"}) {
+    EXPECT_THAT(mlmodel, HasSubstr(line));
+  }
+  EXPECT_THAT(slurp(out / "python_env.yaml"), HasSubstr("- -r requirements.txt"));
+  EXPECT_THAT(slurp(out / "requirements.txt"), HasSubstr("mlflow>=2.9.2\n"));
+  EXPECT_THAT(slurp(out / "requirements.txt"), HasSubstr("onnxruntime"));
+  EXPECT_THAT(slurp(out / "engine" / "preprocessing.json"), HasSubstr("\"stddev\": 2.0"));
+}
+
+TEST(MlflowModelTest, ServedModelGivesTheCheckpointsOutputs) {
+  ScratchDir scratch;
+  const training::Checkpoint c = tiny_checkpoint(3);
+  write_mlflow_model(c, lineage(), {.mean = 1.0f, .stddev = 2.0f}, scratch.path() / "m");
+  ServedModel served = ServedModel::load(scratch.path() / "m");
+  EXPECT_EQ(served.spec().input.to_string(), "[4]");
+  std::vector<float> x = {1, 3, 5, 7, -1, 1, 3, 5};
+  served.preprocess(x);
+  EXPECT_EQ(x, (std::vector<float>{0, 1, 2, 3, -1, 0, 1, 2}));
+
+  auto backend = training::make_cpu_backend(1);
+  const training::ModelSpec spec = training::parse_model_spec(c.model_spec);
+  auto model = model_from_checkpoint(c, spec, 2, *backend);
+  training::Tensor t(spec.input.with_batch(2));
+  t.copy_from(x);
+  const training::Tensor& want = model->forward(t, training::Mode::kEval);
+  const std::vector<float> got = served.forward(x);
+  ASSERT_EQ(got.size(), 6u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], want.span()[i]);
+  EXPECT_THAT(served.metadata_json(), HasSubstr("\"trial\": 7"));
+}
+
+TEST(MlflowModelTest, AFailedWriteLeavesNothing) {
+  ScratchDir scratch;
+  MlflowModelOptions options;
+  options.before_publish = [](const fs::path& tmp) {
+    EXPECT_TRUE(fs::exists(tmp / "model.onnx"));
+    throw Error(ErrorCode::kUnavailable, "disk full (injected)");
+  };
+  EXPECT_THROW(write_mlflow_model(tiny_checkpoint(), lineage(), {}, scratch.path() / "1", options),
+               Error);
+  EXPECT_TRUE(entries(scratch.path()).empty());
+}
+
+TEST(MlflowModelTest, RefusesACheckpointThatDoesNotFitItsSpec) {
+  ScratchDir scratch;
+  training::Checkpoint c = tiny_checkpoint();
+  c.parameters.pop_back();
+  try {
+    write_mlflow_model(c, lineage(), {}, scratch.path() / "1");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("do not fit its model spec"));
+  }
+  c = tiny_checkpoint();
+  c.model_spec = R"({"input": [4], "layers": [{"type": "swish"}]})";
+  EXPECT_THROW(write_mlflow_model(c, lineage(), {}, scratch.path() / "1"), Error);
+  EXPECT_TRUE(entries(scratch.path()).empty());
+}
+
+TEST(MlflowModelTest, RefusesAnExistingTarget) {
+  ScratchDir scratch;
+  fs::create_directories(scratch.path() / "1");
+  try {
+    write_mlflow_model(tiny_checkpoint(), lineage(), {}, scratch.path() / "1");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists);
+  }
+}
+
+TEST(MlflowModelTest, LoadNamesADirectoryThatIsNotAModel) {
+  ScratchDir scratch;
+  try {
+    (void)ServedModel::load(scratch.path());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_THAT(e.what(), HasSubstr("not a model written by tuner export"));
+  }
+}
+
+}  // namespace
+}  // namespace tuner::registry
