@@ -182,7 +182,7 @@ class Reader {
 
 const std::vector<std::string_view> kRootMembers = {
     "kind",          "model",           "data",  "training",
-    "threads",       "backend",         "ranks", "collective_timeout_s",
+    "threads",       "backend",         "precision", "ranks", "collective_timeout_s",
     "artifacts_dir", "objective_metric"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};
@@ -453,7 +453,9 @@ std::unique_ptr<training::Backend> make_backend(const EngineJobSpec& spec, int g
                                                 const std::string& where) {
   if (spec.backend == "cuda") {
     try {
-      return training::make_cuda_backend(gpu);
+      training::CudaBackendOptions options;
+      if (spec.precision == "bf16") options.matmul = training::Precision::kBfloat16;
+      return training::make_cuda_backend(gpu, options);
     } catch (const std::exception& e) {
       throw Error(ErrorCode::kUnavailable,
                   where + ".backend: \"cuda\" (device " + std::to_string(gpu) + "): " + e.what());
@@ -615,6 +617,11 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
     spec.threads = static_cast<int>(*v);
   }
   if (auto v = top.choice("backend", {"cpu", "cuda"}, false)) spec.backend = *v;
+  if (auto v = top.choice("precision", {"fp32", "bf16"}, false)) spec.precision = *v;
+  if (spec.precision == "bf16" && spec.backend != "cuda") {
+    fail(where + ".precision",
+         "\"bf16\" needs \"backend\": \"cuda\" (the CPU backend computes in fp32)");
+  }
   if (auto v = top.integer("ranks", 1, false)) {
     if (*v > 256) {
       fail(where + ".ranks", "expected an integer in [1, 256], got " + std::to_string(*v));
@@ -766,6 +773,18 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
                                                artifacts.string() + ": " + ec.message());
     }
   }
+  // The best epoch's weights (what the artifacts keep), so that the test split measures the model
+  // a registry exports. A resumed trial starts from its saved best model when it has one.
+  training::Checkpoint best_weights;
+  bool have_best = false;
+  if (!history.empty() && !artifacts.empty() && fs::exists(artifacts / "model.ckpt")) {
+    try {
+      best_weights = training::load_checkpoint((artifacts / "model.ckpt").string());
+      have_best = best_weights.model_spec == model_spec.json;
+    } catch (const training::CheckpointError&) {
+      have_best = false;  // the test split then measures the last epoch's model
+    }
+  }
   outcome.end_reason = "completed";
   // Rank 0's decision, on every rank (a one-float broadcast; backend memory for NCCL).
   training::Tensor decision_scratch;
@@ -792,6 +811,11 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     }
     history.push_back({m.epoch, epoch_metrics(m)});
     const bool is_best = best_index(history, spec) == history.size() - 1;
+    if (is_best && c.test > 0) {
+      best_weights.parameters = model->parameters().values_to_host();
+      best_weights.buffers = model->parameters().buffer_values_to_host();
+      have_best = true;
+    }
     try {
       if (!artifacts.empty()) {
         if (is_best) {
@@ -832,6 +856,10 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
   outcome.epochs_completed = trainer->epoch();
   outcome.final_metrics = final_metrics();
   if (!outcome.final_metrics.empty() && c.test > 0 && outcome.end_reason != "interrupted") {
+    if (have_best) {
+      model->parameters().set_values(best_weights.parameters);
+      model->parameters().set_buffer_values(best_weights.buffers);
+    }
     const training::EvalResult test = trainer->evaluate(data.test);
     outcome.final_metrics["test_loss"] = test.loss;
     outcome.final_metrics["test_accuracy"] = test.accuracy;

@@ -50,6 +50,9 @@ struct EngineJobSpec {
   std::string data_dir;         // empty: training::fashion_mnist_dir()
   int threads = 1;              // CPU backend threads; >= 1
   std::string backend = "cpu";  // "cpu" or "cuda"
+  // GEMM inputs on "cuda": "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything
+  // else; docs/training.md).
+  std::string precision = "fp32";
   // Data-parallel ranks of each trial: CPU processes (backend cpu, each with `threads` threads)
   // or GPUs (backend cuda, one process per GPU the trial is given). Default 1; in [1, 256].
   int ranks = 1;
