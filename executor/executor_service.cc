@@ -176,7 +176,12 @@ struct ExecutorService::Impl {
 
   void send_ready() {
     ReadyMessage ready{.free_slots = free_slots()};
-    for (const GpuInfo& g : resources.gpus) ready.free_gpus.push_back(g.index);
+    std::set<int> held;  // by running and queued trials
+    for (const auto& [id, job] : running) held.insert(job->trial.gpus.begin(), job->trial.gpus.end());
+    for (const auto& job : queued) held.insert(job->trial.gpus.begin(), job->trial.gpus.end());
+    for (const GpuInfo& g : resources.gpus) {
+      if (!held.contains(g.index)) ready.free_gpus.push_back(g.index);
+    }
     send(ready);
   }
 

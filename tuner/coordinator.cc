@@ -65,6 +65,7 @@ struct Lease {
   std::string route;
   Prepared work;
   SteadyTime deadline{};
+  std::vector<int> gpus;  // the executor's GPUs given to this trial
 };
 
 // A re-run waiting in the study's queue (enqueue_trial), to be recognised when ask() serves it.
@@ -97,6 +98,7 @@ struct Coordinator::Impl {
   CoordinatorOptions options;
   Clock* clock = nullptr;
   std::string objective_metric;
+  int gpus_per_trial = 0;  // a CUDA engine job's ranks; 0 for jobs that need no GPU
 
   // State below is used by the loop's thread only.
   std::unique_ptr<ZmqContext> context;
@@ -216,21 +218,40 @@ struct Coordinator::Impl {
     return p;
   }
 
+  // The executor's GPUs that none of its leases holds, in its order.
+  std::vector<int> free_gpus(const std::string& route, const ExecutorEntry& executor) const {
+    std::vector<int> free;
+    for (const GpuInfo& g : executor.resources.gpus) {
+      const bool held = std::any_of(leases.begin(), leases.end(), [&](const auto& l) {
+        return l.second.route == route &&
+               std::find(l.second.gpus.begin(), l.second.gpus.end(), g.index) != l.second.gpus.end();
+      });
+      if (!held) free.push_back(g.index);
+    }
+    return free;
+  }
+
   void dispatch() {
     for (auto& [route, executor] : executors) {
       int held = static_cast<int>(std::count_if(
           leases.begin(), leases.end(), [&](const auto& l) { return l.second.route == route; }));
       while (executor.credit > 0 && held < executor.resources.cpu_slots && may_lease_more()) {
+        std::vector<int> gpus;
+        if (gpus_per_trial > 0) {
+          gpus = free_gpus(route, executor);
+          if (static_cast<int>(gpus.size()) < gpus_per_trial) break;  // wait for its GPUs
+          gpus.resize(static_cast<size_t>(gpus_per_trial));
+        }
         std::optional<Prepared> work = next_work();
         if (!work) return;
-        if (!lease_to(executor, std::move(*work))) break;
+        if (!lease_to(executor, std::move(*work), std::move(gpus))) break;
         ++held;
       }
     }
   }
 
   // Sends TRIAL; false (and the work kept for another executor) when the executor is gone.
-  bool lease_to(ExecutorEntry& executor, Prepared work) {
+  bool lease_to(ExecutorEntry& executor, Prepared work, std::vector<int> gpus) {
     Lease lease;
     lease.id = next_lease_id++;
     lease.executor_id = executor.executor_id;
@@ -242,7 +263,8 @@ struct Coordinator::Impl {
                          .attempt = work.attempt,
                          .params = work.params,
                          .job_json = options.job_json,
-                         .heartbeat_interval_ms = options.heartbeat_interval.count()};
+                         .heartbeat_interval_ms = options.heartbeat_interval.count(),
+                         .gpus = gpus};
     if (!send(executor.route, message)) {
       log("executor " + executor.executor_id + " is unreachable; trial " +
           std::to_string(work.trial->number()) + " waits for another");
@@ -252,6 +274,7 @@ struct Coordinator::Impl {
     }
     --executor.credit;
     lease.work = std::move(work);
+    lease.gpus = std::move(gpus);
     lease.deadline = clock->steady_now() + options.lease_timeout;
     leases.emplace(lease.id, std::move(lease));
     return true;
@@ -407,7 +430,11 @@ struct Coordinator::Impl {
     if (!known) {
       log("executor " + hello.executor_id + " (" + hello.hostname + ", pid " +
           std::to_string(hello.pid) + ") joined with " + std::to_string(hello.resources.cpu_slots) +
-          " slot(s), " + std::to_string(hello.resources.gpus.size()) + " GPU(s)");
+          " slot(s), " + std::to_string(hello.resources.gpus.size()) + " GPU(s)" +
+          (static_cast<int>(hello.resources.gpus.size()) < gpus_per_trial
+               ? "; the job needs " + std::to_string(gpus_per_trial) +
+                     " GPU(s) per trial, so no trial goes there"
+               : ""));
     }
   }
 
@@ -681,9 +708,13 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
                     std::to_string(impl_->study.directions().size()) +
                     " objectives; a command job has one objective metric");
   }
-  impl_->objective_metric =
-      parse_job_spec(o.job_json, "coordinator: study '" + impl_->study.name() + "': job")
-          .objective_metric;
+  const JobSpec job =
+      parse_job_spec(o.job_json, "coordinator: study '" + impl_->study.name() + "': job");
+  impl_->objective_metric = job.objective_metric;
+  // A CUDA engine trial takes one GPU per rank, on one executor.
+  if (job.kind == JobKind::kEngine && job.engine.backend == "cuda") {
+    impl_->gpus_per_trial = job.engine.ranks;
+  }
   if (!o.clock) o.clock = system_clock();
   impl_->clock = o.clock.get();
   // Lease ids never repeat, not even across restarts of the coordinator: they start at the

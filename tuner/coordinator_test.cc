@@ -45,7 +45,8 @@ class CoordinatorTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ignored);
   }
 
-  void start(int n_trials, int max_retries = 3, std::shared_ptr<Scheduler> scheduler = nullptr) {
+  void start(int n_trials, int max_retries = 3, std::shared_ptr<Scheduler> scheduler = nullptr,
+             const std::string& job = kJob) {
     StudyOptions study_options;
     study_options.name = "distributed";
     study_options.sampler = std::make_shared<RandomSampler>();
@@ -61,7 +62,7 @@ class CoordinatorTest : public ::testing::Test {
 
     CoordinatorOptions options;
     options.endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
-    options.job_json = kJob;
+    options.job_json = job;
     options.n_trials = n_trials;
     options.heartbeat_interval = kHeartbeat;
     options.lease_timeout = kLeaseTimeout;
@@ -372,6 +373,40 @@ TEST_F(CoordinatorTest, AbandonFailsLeasedTrialsAndRequeuesTheirParams) {
   // The executor's outcome, arriving late, is refused.
   ASSERT_TRUE(peer->send(ResultMessage{.lease_id = first.lease_id, .metrics = {{"loss", 1.0}}}));
   EXPECT_FALSE(std::get<AckMessage>(next(*peer)).accepted);
+}
+
+TEST_F(CoordinatorTest, ACudaEngineTrialGetsAGpuOfItsOwn) {
+  const std::string cuda_job = R"({"kind": "engine", "backend": "cuda",
+      "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]},
+      "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+      "objective_metric": "val_accuracy"})";
+  start(/*n_trials=*/5, 3, nullptr, cuda_job);
+  // An executor without GPUs gets no trial; one with a GPU gets one trial per GPU, not per slot.
+  auto cpu_only = connect("cpu#1");
+  ASSERT_TRUE(cpu_only->send(HelloMessage{
+      .executor_id = "cpu", .hostname = "test", .pid = 1, .resources = {.cpu_slots = 4}}));
+  ASSERT_TRUE(cpu_only->send(ReadyMessage{.free_slots = 4}));
+  auto gpu = connect("gpu#1");
+  ASSERT_TRUE(gpu->send(HelloMessage{.executor_id = "gpu",
+                                     .hostname = "test",
+                                     .pid = 2,
+                                     .resources = {.cpu_slots = 2, .gpus = {{3, "H200", 1}}}}));
+  ASSERT_TRUE(gpu->send(ReadyMessage{.free_slots = 2, .free_gpus = {3}}));
+  Message m = next(*gpu);
+  ASSERT_TRUE(std::holds_alternative<TrialMessage>(m));
+  const TrialMessage first = std::get<TrialMessage>(m);
+  EXPECT_EQ(first.gpus, std::vector<int>{3});
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 1);  // the second slot waits for the GPU
+  while (auto frames = cpu_only->receive()) {
+    EXPECT_FALSE(std::holds_alternative<TrialMessage>(decode(*frames)));
+  }
+  ASSERT_TRUE(gpu->send(ResultMessage{.lease_id = first.lease_id, .metrics = {{"val_accuracy", 0.5}}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*gpu)).accepted);
+  ASSERT_TRUE(gpu->send(ReadyMessage{.free_slots = 2, .free_gpus = {3}}));
+  m = next(*gpu);
+  ASSERT_TRUE(std::holds_alternative<TrialMessage>(m));
+  EXPECT_EQ(std::get<TrialMessage>(m).gpus, std::vector<int>{3});
 }
 
 }  // namespace
