@@ -27,6 +27,7 @@
 #include "training/optim/lr_schedule.h"
 #include "training/optim/sgd.h"
 #include "training/trainer.h"
+#include "executor/job_json.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -39,9 +40,7 @@ namespace fs = std::filesystem;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kHistoryVersion = 1;
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error(ErrorCode::kInvalidArgument, path + ": " + what);
-}
+using job_json::fail;
 
 std::string join(const std::vector<std::string_view>& names) {
   std::string out;
@@ -573,13 +572,7 @@ size_t best_index(const std::vector<EpochRecord>& history, const EngineJobSpec& 
 
 std::string substitute_engine_params(std::string_view json, const Params& params,
                                      const std::string& where) {
-  Json root;
-  try {
-    root = Json::parse(json);
-  } catch (const Json::parse_error& e) {
-    fail(where, std::string("not valid JSON: ") + e.what());
-  }
-  if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
+  Json root = job_json::parse_object(json, where);
   if (auto it = root.find("model"); it != root.end()) {
     *it = substitute(*it, where + ".model", params);
   }
@@ -597,13 +590,7 @@ std::string substitute_engine_params(std::string_view json, const Params& params
 }
 
 EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) {
-  Json root;
-  try {
-    root = Json::parse(json);
-  } catch (const Json::parse_error& e) {
-    fail(where, std::string("not valid JSON: ") + e.what());
-  }
-  if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
+  Json root = job_json::parse_object(json, where);
   Reader top(root, where, true);
   top.only(kRootMembers, "an engine job");
   EngineJobSpec spec;

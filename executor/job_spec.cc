@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executor/job_json.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -10,9 +11,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error(ErrorCode::kInvalidArgument, path + ": " + what);
-}
+using job_json::fail;
 
 std::string string_of(const Json& v, const std::string& path) {
   if (!v.is_string()) fail(path, std::string("expected a string, got ") + v.type_name());
@@ -22,13 +21,7 @@ std::string string_of(const Json& v, const std::string& path) {
 }  // namespace
 
 JobSpec parse_job_spec(std::string_view json, const std::string& where) {
-  Json root;
-  try {
-    root = Json::parse(json);
-  } catch (const Json::parse_error& e) {
-    fail(where, std::string("not valid JSON: ") + e.what());
-  }
-  if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
+  Json root = job_json::parse_object(json, where);
   if (auto kind = root.find("kind"); kind != root.end() && *kind == "engine") {
     JobSpec spec;
     spec.kind = JobKind::kEngine;
