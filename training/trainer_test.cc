@@ -18,27 +18,12 @@
 #include "training/model_spec.h"
 #include "training/optim/adam.h"
 #include "training/optim/sgd.h"
+#include "training/test_datasets.h"
 
 namespace tuner::training {
 namespace {
 
-// n images [1, 8, 8] of 4 classes: class c brightens quadrant c, plus noise.
-Dataset quadrants(int64_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(n * 64);
-  std::vector<int32_t> y(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t c = static_cast<int32_t>(rng.next_u64() % 4);
-    y[i] = c;
-    for (int64_t r = 0; r < 8; ++r) {
-      for (int64_t q = 0; q < 8; ++q) {
-        const bool hot = (r / 4) * 2 + (q / 4) == c;
-        x[i * 64 + r * 8 + q] = (hot ? 0.6f : 0.0f) + 0.5f * rng.normal();
-      }
-    }
-  }
-  return Dataset(Shape{1, 8, 8}, std::move(x), std::move(y), 4);
-}
+Dataset quadrants(int64_t n, uint64_t seed) { return quadrant_images(n, seed); }
 
 constexpr const char* kCnnSpec = R"({"input": [1, 8, 8], "layers": [
     {"type": "conv2d", "out": 4, "kernel": 3, "padding": 1}, {"type": "relu"},

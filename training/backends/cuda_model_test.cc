@@ -19,27 +19,13 @@
 #include "training/model_spec.h"
 #include "training/optim/adam.h"
 #include "training/optim/lr_schedule.h"
-#include "training/rng.h"
+#include "training/test_datasets.h"
 #include "training/trainer.h"
 
 namespace tuner::training {
 namespace {
 
-// n images [1, 8, 8] of 4 classes: class c brightens quadrant c, plus noise.
-Dataset quadrants(int64_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n * 64));
-  std::vector<int32_t> y(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t c = static_cast<int32_t>(rng.next_u64() % 4);
-    y[static_cast<size_t>(i)] = c;
-    for (int64_t p = 0; p < 64; ++p) {
-      const bool hot = (p / 32) * 2 + (p % 8) / 4 == c;
-      x[static_cast<size_t>(i * 64 + p)] = (hot ? 0.6f : 0.0f) + 0.5f * rng.normal();
-    }
-  }
-  return Dataset(Shape{1, 8, 8}, std::move(x), std::move(y), 4);
-}
+Dataset quadrants(int64_t n, uint64_t seed) { return quadrant_images(n, seed); }
 
 // Every layer kind the CUDA backend runs, dropout and batch norm included (their masks and
 // statistics must match the CPU's too).
