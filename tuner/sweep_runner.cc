@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <thread>
 
 #include "executor/executor_service.h"
@@ -167,6 +168,14 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   coordinator_ptr = &coordinator;
 
   std::stop_source executor_stop;
+  struct {
+    std::mutex mutex;
+    std::string message;  // why the local executor failed, if it did
+  } executor_error;
+  auto local_executor_failed = [&] {
+    std::lock_guard lock(executor_error.mutex);
+    return executor_error.message;
+  };
   std::jthread executor_thread;
   if (sweep.local_executors > 0) {
     ExecutorOptions eo;
@@ -176,14 +185,25 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     eo.log_dir = options.log_dir.empty() ? sweep.storage_path + ".logs" : options.log_dir;
     eo.stop_grace = std::chrono::seconds(5);
     eo.log = log;
-    executor_thread = std::jthread([eo, stop = executor_stop.get_token()] {
-      ExecutorService service(eo);
-      service.run(stop);
+    executor_thread = std::jthread([eo, &executor_error, stop = executor_stop.get_token()] {
+      try {
+        ExecutorService service(eo);
+        service.run(stop);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(executor_error.mutex);
+        executor_error.message = e.what();
+      }
     });
   }
 
   SteadyClock::time_point next_progress = SteadyClock::now();
   while (!coordinator.done()) {
+    if (const std::string failed = local_executor_failed(); !failed.empty()) {
+      coordinator.abandon("the local executor failed");
+      throw Error(ErrorCode::kUnavailable, "the sweep's local executor failed: " + failed +
+                                               "; finished trials are stored, resume with "
+                                               "'tuner resume'");
+    }
     if (options.abort.stop_requested()) {
       coordinator.abandon("the sweep was stopped");
       result.end = SweepEnd::kAborted;
