@@ -16,22 +16,28 @@ int run_report(const std::vector<std::string>& args);
 int run_export(const std::vector<std::string>& args);
 int run_registry(const std::vector<std::string>& args);
 int run_predict(const std::vector<std::string>& args);
+int run_keygen(const std::vector<std::string>& args);
 // (new commands: declare here)
 
 std::span<const Command> commands() {
   static const Command kCommands[] = {
       {"sweep",
        "sweep FILE [--study NAME] [--storage PATH] [--executors N] [--trials N]\n"
-       "      [--registry DIR] [--endpoint ENDPOINT] [--verbose]\n"
+       "      [--registry DIR] [--endpoint ENDPOINT] [--key FILE --executor-keys PATH]\n"
+       "      [--insecure] [--verbose]\n"
        "                                 run the study a sweep file describes (docs/sweep_file.md)\n"
        "                                 with N local executor slots (0: only executors that\n"
        "                                 connect to ENDPOINT); continues the study when it exists.\n"
+       "                                 ENDPOINT other hosts can reach needs CURVE: --key is the\n"
+       "                                 coordinator's .key file, --executor-keys a file of public\n"
+       "                                 keys or a folder of .pub files (or --insecure: plain TCP).\n"
        "                                 Ctrl-C: finish the running trials and stop; twice: stop now.\n"
        "                                 With an \"export\" section, the best model goes to the\n"
        "                                 registry (--registry DIR overrides where)",
        &run_sweep_command},
       {"resume",
        "resume --study NAME --storage PATH [--rerun-failed] [--executors N] [--trials N]\n"
+       "       [--endpoint ENDPOINT] [--key FILE --executor-keys PATH] [--insecure]\n"
        "                                 continue a sweep's study from its SQLite file alone;\n"
        "                                 --rerun-failed runs every FAIL trial again with its params",
        &run_resume_command},
@@ -56,12 +62,19 @@ std::span<const Command> commands() {
       {"executor",
        "executor --connect ENDPOINT [--slots N] [--gpus LIST] [--id ID] [--log-dir DIR]\n"
        "         [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
+       "         [--key FILE --coordinator-key FILE]\n"
        "                                 serve a coordinator (tcp://HOST:PORT or ipc://PATH): run\n"
        "                                 its trials on N slots (default 1), offering the GPUs in\n"
        "                                 LIST (comma-separated indices, \"none\"; default: all\n"
        "                                 found), until SIGTERM or SIGINT; reconnects when the\n"
-       "                                 coordinator goes away",
+       "                                 coordinator goes away. With CURVE: --key is this\n"
+       "                                 executor's .key file, --coordinator-key the coordinator's\n"
+       "                                 .pub file",
        &run_executor},
+      {"keygen",
+       "keygen --out NAME [--force]      write a CURVE key pair: NAME.key (secret, mode 0600) and\n"
+       "                                 NAME.pub (give it to the other side; docs/protocol.md)",
+       &run_keygen},
       {"gpus", "gpus                             list the GPUs this build can use", &run_gpus},
       {"trial",
        "trial --engine-job FILE_OR_JSON  run one engine trial (docs/engine_jobs.md) with the\n"

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "executor/executor_service.h"
+#include "executor/transport/curve_keys.h"
 
 namespace tuner::cli {
 namespace {
@@ -30,13 +31,22 @@ std::vector<int> gpu_list(const std::string& text) {
 int run_executor(const std::vector<std::string>& args) {
   Flags flags(args,
               {"--connect", "--slots", "--gpus", "--id", "--log-dir", "--heartbeat-ms",
-               "--timeout-ms", "--stop-grace-ms"},
+               "--timeout-ms", "--stop-grace-ms", "--key", "--coordinator-key"},
               {}, "executor");
   ExecutorOptions options;
   options.coordinator = flags.require("--connect", "e.g. tcp://host:5555");
   options.slots = flags.get_int("--slots", 1);
   if (flags.has("--gpus")) options.gpus = gpu_list(flags.get("--gpus"));
   if (flags.has("--id")) options.executor_id = flags.get("--id");
+  if (flags.has("--key") != flags.has("--coordinator-key")) {
+    throw UsageError(
+        "--key and --coordinator-key go together: this executor's key pair (a .key file from "
+        "'tuner keygen') and the coordinator's public key (its .pub file)");
+  }
+  if (flags.has("--key")) {
+    options.curve_keys = read_curve_secret_key_file(flags.get("--key"));
+    options.coordinator_key = read_curve_public_key_file(flags.get("--coordinator-key"));
+  }
   if (flags.has("--log-dir")) options.log_dir = flags.get("--log-dir");
   using std::chrono::milliseconds;
   options.heartbeat_interval =

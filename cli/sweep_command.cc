@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "cli/study_view.h"
+#include "executor/transport/curve_keys.h"
 #include "registry/export.h"
 #include "storage/sqlite_storage.h"
 #include "trials/param_value.h"
@@ -92,11 +93,29 @@ std::string params_text(const Params& params) {
   return "{" + text + "}";
 }
 
+// --key FILE --executor-keys PATH: CURVE on the endpoint; --insecure: plain TCP that other hosts
+// can reach.
+CoordinatorSecurity coordinator_security(const Flags& flags) {
+  CoordinatorSecurity security;
+  security.allow_insecure_tcp = flags.has("--insecure");
+  if (flags.has("--key") != flags.has("--executor-keys")) {
+    throw UsageError(
+        "--key and --executor-keys go together: the coordinator's key pair (a .key file from "
+        "'tuner keygen') and the public keys of the executors it accepts");
+  }
+  if (flags.has("--key")) {
+    security.curve_keys = read_curve_secret_key_file(flags.get("--key"));
+    security.executor_keys = read_curve_authorized_keys(flags.get("--executor-keys"));
+  }
+  return security;
+}
+
 int run(const SweepFile& sweep, const Flags& flags) {
   StopSignals signals;
   ProgressPrinter printer(sweep.name, sweep.objective_metric);
   SweepRunOptions options;
   options.endpoint = flags.get("--endpoint");
+  options.security = coordinator_security(flags);
   options.drain = signals.first();
   options.abort = signals.second();
   options.on_progress = [&](const SweepProgress& p) { printer.progress(p); };
@@ -146,6 +165,11 @@ int run(const SweepFile& sweep, const Flags& flags) {
   return kExitOk;
 }
 
+// The flags with a value that `sweep` and `resume` share.
+const std::vector<std::string> kRunFlags = {"--study",    "--storage",       "--executors",
+                                            "--endpoint", "--trials",        "--registry",
+                                            "--key",      "--executor-keys"};
+
 void apply_overrides(SweepFile& sweep, const Flags& flags) {
   if (flags.has("--registry")) {
     if (!sweep.export_config) throw UsageError("--registry: the sweep file has no \"export\" section");
@@ -160,8 +184,7 @@ void apply_overrides(SweepFile& sweep, const Flags& flags) {
 
 int run_sweep_command(const std::vector<std::string>& args) {
   std::vector<std::string> files;
-  Flags flags(args, {"--study", "--storage", "--executors", "--endpoint", "--trials", "--registry"},
-              {"--verbose"}, "sweep", &files);
+  Flags flags(args, kRunFlags, {"--verbose", "--insecure"}, "sweep", &files);
   if (files.size() != 1) throw UsageError("usage: tuner sweep FILE [flags]; see 'tuner help'");
   SweepFile sweep = load_sweep_file(files[0]);
   if (flags.has("--study")) sweep.name = flags.get("--study");
@@ -171,9 +194,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
 }
 
 int run_resume_command(const std::vector<std::string>& args) {
-  Flags flags(args,
-              {"--study", "--storage", "--executors", "--endpoint", "--trials", "--registry"},
-              {"--rerun-failed", "--verbose"}, "resume");
+  Flags flags(args, kRunFlags, {"--rerun-failed", "--verbose", "--insecure"}, "resume");
   const std::string study = flags.require("--study", "the study to continue");
   const std::string storage = flags.require("--storage", "the study's SQLite file");
   SweepFile sweep = stored_sweep(study, storage);

@@ -204,6 +204,11 @@ struct ExecutorService::Impl {
                                 std::to_string(::getpid()) + "." + std::to_string(generation);
     socket_options.linger = kLinger;
     socket_options.max_frame_bytes = static_cast<int64_t>(kMaxMessageBytes) + 1024;
+    if (options.curve_keys) {
+      socket_options.curve_public_key = options.curve_keys->public_key;
+      socket_options.curve_secret_key = options.curve_keys->secret_key;
+      socket_options.curve_server_key = options.coordinator_key;
+    }
     dealer.reset();
     dealer = std::make_unique<DealerEndpoint>(*context, options.coordinator, socket_options);
     count(&ExecutorStats::connections);
@@ -443,7 +448,10 @@ struct ExecutorService::Impl {
     if (now - last_heard >= options.coordinator_timeout) {
       log("nothing from the coordinator for " +
           std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
-          " ms; reconnecting to " + options.coordinator);
+          " ms; reconnecting to " + options.coordinator +
+          (options.curve_keys ? " (with CURVE: does the coordinator accept this executor's "
+                                "public key, and is --coordinator-key its .pub file?)"
+                              : ""));
       connect();
       return;
     }
@@ -521,6 +529,11 @@ ExecutorService::ExecutorService(ExecutorOptions options)
                 "executor: coordinator_timeout (" + std::to_string(o.coordinator_timeout.count()) +
                     " ms) must exceed heartbeat_interval (" +
                     std::to_string(o.heartbeat_interval.count()) + " ms), which must be > 0");
+  }
+  if (o.curve_keys) {
+    check_curve_key(o.curve_keys->public_key, "executor: CURVE public key");
+    check_curve_key(o.curve_keys->secret_key, "executor: CURVE secret key");
+    check_curve_key(o.coordinator_key, "executor: the coordinator's CURVE public key");
   }
   if (o.executor_id.empty()) o.executor_id = default_executor_id();
   if (o.tuner_path.empty()) {

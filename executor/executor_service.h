@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/transport/curve_keys.h"
 #include "trials/clock.h"
 
 namespace tuner {
@@ -45,6 +46,11 @@ namespace tuner {
 struct ExecutorOptions {
   // The coordinator's endpoint, e.g. "tcp://10.0.0.5:5555" or "ipc:///tmp/tuner.sock". Required.
   std::string coordinator;
+  // CURVE (executor/transport/curve_keys.h): this executor's key pair and the coordinator's
+  // public key; the connection is encrypted and only that coordinator is talked to. The
+  // coordinator must have been given curve_keys->public_key. Default: none.
+  std::optional<CurveKeyPair> curve_keys;
+  std::string coordinator_key;
   // Stable across reconnects of this process. Default: "<hostname>-<pid>".
   std::string executor_id;
   // CPU slots: trials that run at once. Default 1. REQUIRES: >= 1.

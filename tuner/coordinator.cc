@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "executor/job_spec.h"
+#include "executor/transport/curve_authenticator.h"
 #include "executor/transport/message_socket.h"
 #include "trials/error.h"
 #include "trials/protocol.h"
@@ -102,6 +103,8 @@ struct Coordinator::Impl {
 
   // State below is used by the loop's thread only.
   std::unique_ptr<ZmqContext> context;
+  std::unique_ptr<CurveAuthenticator> authenticator;  // with CURVE; before the router, which
+                                                     // must close first
   std::unique_ptr<RouterEndpoint> router;
   std::map<std::string, ExecutorEntry> executors;  // by route
   std::map<uint64_t, Lease> leases;
@@ -620,8 +623,11 @@ struct Coordinator::Impl {
   }
 
   void poll_once(milliseconds timeout) {
-    ZmqPollEntry entry{.socket = &router->socket()};
-    zmq_wait({&entry, 1}, wait_limit(timeout));
+    ZmqPollEntry entries[2] = {{.socket = &router->socket()}};
+    const size_t n_entries = authenticator ? 2 : 1;
+    if (authenticator) entries[1].socket = &authenticator->socket();
+    zmq_wait({entries, n_entries}, wait_limit(timeout));
+    if (authenticator) authenticator->answer_requests();
     for (int i = 0; i < kMaxMessagesPerTurn; ++i) {
       std::optional<RoutedFrames> in = router->receive();
       if (!in) break;
@@ -728,6 +734,25 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
   ZmqSocketOptions socket_options;
   socket_options.max_frame_bytes = static_cast<int64_t>(kMaxMessageBytes) + 1024;
   socket_options.linger = milliseconds(200);
+  const CoordinatorSecurity& security = o.security;
+  if (security.curve_keys) {
+    check_curve_key(security.curve_keys->secret_key, "coordinator: CURVE secret key");
+    if (security.executor_keys.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "coordinator: CURVE needs the public keys of the executors to accept");
+    }
+    // Bound before the router: without it ZeroMQ would let in any client.
+    impl_->authenticator = std::make_unique<CurveAuthenticator>(
+        *impl_->context, security.executor_keys, [this](const std::string& line) { impl_->log(line); });
+    socket_options.curve_public_key = security.curve_keys->public_key;
+    socket_options.curve_secret_key = security.curve_keys->secret_key;
+  } else if (!security.allow_insecure_tcp && !endpoint_is_local(o.endpoint)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "coordinator: '" + o.endpoint +
+                    "' can be reached from other hosts, and without CURVE anyone there could "
+                    "take trials: give CURVE keys (tuner keygen; --key and --executor-keys) or "
+                    "allow plain TCP explicitly (--insecure)");
+  }
   impl_->router = std::make_unique<RouterEndpoint>(*impl_->context, o.endpoint, socket_options);
   impl_->next_heartbeat = impl_->clock->steady_now();
   impl_->log("listening on " + impl_->router->endpoint() + " for study '" + impl_->study.name() +
@@ -737,6 +762,7 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
 Coordinator::~Coordinator() {
   for (const auto& [route, executor] : impl_->executors) impl_->send(route, ByeMessage{});
   impl_->router.reset();
+  impl_->authenticator.reset();
   impl_->context.reset();
 }
 

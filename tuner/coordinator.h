@@ -41,12 +41,23 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
+#include "executor/transport/curve_keys.h"
 #include "search/search_space.h"
 #include "trials/clock.h"
 #include "tuner/study.h"
 
 namespace tuner {
+
+// CURVE (executor/transport/curve_keys.h): with `curve_keys`, every connection is encrypted and
+// only the executors whose public keys are in `executor_keys` are let in. Without, an endpoint
+// that other hosts can reach (tcp:// not on loopback) is refused unless allow_insecure_tcp.
+struct CoordinatorSecurity {
+  std::optional<CurveKeyPair> curve_keys;
+  std::vector<std::string> executor_keys;
+  bool allow_insecure_tcp = false;
+};
 
 struct CoordinatorOptions {
   // Where to bind: "ipc://PATH" or "tcp://HOST:PORT" ("tcp://127.0.0.1:*" picks a free port;
@@ -72,6 +83,8 @@ struct CoordinatorOptions {
   int max_retries = 3;
   // Deadlines and heartbeats. Default: the system clock.
   std::shared_ptr<Clock> clock;
+  // Who may connect. Default: anyone who can reach a local endpoint (ipc://, loopback TCP).
+  CoordinatorSecurity security;
   // Where log lines go ("coordinator: ..."). Default: standard error. Called on the loop's thread.
   std::function<void(const std::string&)> log;
   // Called on the loop's thread after each trial's outcome is committed (COMPLETE, PRUNED, or
@@ -97,7 +110,8 @@ struct CoordinatorStats {
 class Coordinator {
  public:
   // Binds the ROUTER. Throws Error(kInvalidArgument) for bad options (naming them: a bad job,
-  // an endpoint ZeroMQ cannot parse, a study with several objectives) and Error(kUnavailable)
+  // an endpoint ZeroMQ cannot parse, a study with several objectives, malformed CURVE keys, an
+  // endpoint other hosts can reach without CURVE) and Error(kUnavailable)
   // when the endpoint cannot be bound.
   Coordinator(Study study, CoordinatorOptions options);
   // Says BYE to the executors it knows. Trials still leased stay RUNNING in storage (the study's

@@ -342,6 +342,30 @@ TEST_F(CoordinatorTest, OptionsAreChecked) {
   EXPECT_THROW(Coordinator(study, options), Error);
 }
 
+TEST_F(CoordinatorTest, AnEndpointOtherHostsCanReachNeedsCurveOrAnExplicitInsecure) {
+  start(1);
+  StudyOptions study_options;
+  study_options.storage = std::make_shared<InMemoryStorage>();
+  Study study = Study::create(study_options);
+  CoordinatorOptions options;
+  options.endpoint = "tcp://0.0.0.0:*";
+  options.job_json = kJob;
+  options.log = [](const std::string&) {};
+  try {
+    Coordinator c(study, options);
+    FAIL() << "bound an open endpoint without CURVE";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("can be reached from other hosts"), std::string::npos)
+        << e.what();
+  }
+  options.security.curve_keys = generate_curve_key_pair();
+  EXPECT_THROW(Coordinator(study, options), Error);  // CURVE without executor keys to accept
+  options.security.executor_keys = {generate_curve_key_pair().public_key};
+  { Coordinator with_curve(study, options); }
+  options.security = {.allow_insecure_tcp = true};
+  { Coordinator insecure(study, options); }
+}
+
 TEST_F(CoordinatorTest, DrainLetsLeasedTrialsFinishAndStartsNoMore) {
   start(/*n_trials=*/10);
   auto peer = connect("e1#1");

@@ -142,6 +142,11 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   } else {
     co.endpoint = options.endpoint;
   }
+  co.security = options.security;
+  if (co.security.curve_keys) {
+    // The local executor connects with the coordinator's own key pair.
+    co.security.executor_keys.push_back(co.security.curve_keys->public_key);
+  }
   co.job_json = sweep.job_json;
   co.n_trials = remaining;
   co.max_concurrency = sweep.budget.max_concurrent;
@@ -180,6 +185,10 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   if (sweep.local_executors > 0) {
     ExecutorOptions eo;
     eo.coordinator = coordinator.endpoint();
+    if (co.security.curve_keys) {
+      eo.curve_keys = co.security.curve_keys;
+      eo.coordinator_key = co.security.curve_keys->public_key;
+    }
     eo.executor_id = "local-" + std::to_string(::getpid());
     eo.slots = sweep.local_executors;
     eo.log_dir = options.log_dir.empty() ? sweep.storage_path + ".logs" : options.log_dir;

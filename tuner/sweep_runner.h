@@ -22,6 +22,7 @@
 #include <string>
 
 #include "trials/frozen_trial.h"
+#include "tuner/coordinator.h"
 #include "tuner/sweep_file.h"
 
 namespace tuner {
@@ -44,6 +45,9 @@ struct SweepRunOptions {
   // Where the coordinator listens. Default: an ipc socket in a fresh temporary directory (only
   // the local executor can reach it).
   std::string endpoint;
+  // Who may connect to the endpoint (CURVE keys; tuner/coordinator.h). The local executor is
+  // let in with the coordinator's own key pair.
+  CoordinatorSecurity security;
   // Per-trial logs. Default: "<storage path>.logs".
   std::string log_dir;
   std::stop_token drain;  // finish the running trials, start no more

@@ -29,7 +29,41 @@ struct ZmqSocket::Impl {
 namespace {
 
 const char* type_name(ZmqSocketType type) {
-  return type == ZmqSocketType::kRouter ? "ROUTER" : "DEALER";
+  switch (type) {
+    case ZmqSocketType::kRouter:
+      return "ROUTER";
+    case ZmqSocketType::kDealer:
+      return "DEALER";
+    case ZmqSocketType::kReply:
+      return "REP";
+  }
+  return "?";
+}
+
+zmq::socket_type zmq_type(ZmqSocketType type) {
+  switch (type) {
+    case ZmqSocketType::kRouter:
+      return zmq::socket_type::router;
+    case ZmqSocketType::kDealer:
+      return zmq::socket_type::dealer;
+    case ZmqSocketType::kReply:
+      return zmq::socket_type::rep;
+  }
+  return zmq::socket_type::dealer;
+}
+
+void set_curve(zmq::socket_t& s, ZmqSocketType type, const ZmqSocketOptions& options) {
+  if (options.curve_secret_key.empty()) return;
+  if (type == ZmqSocketType::kRouter) {
+    s.set(zmq::sockopt::curve_server, 1);
+    s.set(zmq::sockopt::curve_secretkey, options.curve_secret_key);
+    // A domain makes ZeroMQ ask the authenticator about every client.
+    s.set(zmq::sockopt::zap_domain, "tuner");
+  } else {
+    s.set(zmq::sockopt::curve_publickey, options.curve_public_key);
+    s.set(zmq::sockopt::curve_secretkey, options.curve_secret_key);
+    s.set(zmq::sockopt::curve_serverkey, options.curve_server_key);
+  }
 }
 
 }  // namespace
@@ -37,9 +71,7 @@ const char* type_name(ZmqSocketType type) {
 ZmqSocket::ZmqSocket(ZmqContext& context, ZmqSocketType type, const ZmqSocketOptions& options)
     : type_(type) {
   try {
-    impl_ = std::make_unique<Impl>(Impl{zmq::socket_t(
-        context.impl_->context,
-        type == ZmqSocketType::kRouter ? zmq::socket_type::router : zmq::socket_type::dealer)});
+    impl_ = std::make_unique<Impl>(Impl{zmq::socket_t(context.impl_->context, zmq_type(type))});
     zmq::socket_t& s = impl_->socket;
     s.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
     s.set(zmq::sockopt::maxmsgsize, options.max_frame_bytes);
@@ -50,9 +82,10 @@ ZmqSocket::ZmqSocket(ZmqContext& context, ZmqSocketType type, const ZmqSocketOpt
       // peer that reconnects with a routing id in use takes it over.
       s.set(zmq::sockopt::router_mandatory, 1);
       s.set(zmq::sockopt::router_handover, 1);
-    } else if (!options.routing_id.empty()) {
+    } else if (type == ZmqSocketType::kDealer && !options.routing_id.empty()) {
       s.set(zmq::sockopt::routing_id, zmq::buffer(options.routing_id));
     }
+    set_curve(s, type, options);
   } catch (const zmq::error_t& e) {
     throw Error(ErrorCode::kInternal,
                 std::string("cannot create a ZeroMQ ") + type_name(type) + " socket: " + e.what());
@@ -117,6 +150,21 @@ std::optional<std::vector<std::string>> ZmqSocket::receive() {
     throw Error(ErrorCode::kInternal,
                 std::string("ZeroMQ ") + type_name(type_) + " receive failed: " + e.what());
   }
+}
+
+bool endpoint_is_local(const std::string& endpoint) {
+  if (endpoint.starts_with("ipc://") || endpoint.starts_with("inproc://")) return true;
+  if (!endpoint.starts_with("tcp://")) return false;
+  std::string host = endpoint.substr(6);
+  // tcp://[::1]:PORT, tcp://HOST:PORT; a "source;destination" form names the destination last.
+  if (const auto semicolon = host.rfind(';'); semicolon != std::string::npos) {
+    host = host.substr(semicolon + 1);
+  }
+  if (const auto colon = host.rfind(':'); colon != std::string::npos) host.resize(colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
 int zmq_wait(std::span<ZmqPollEntry> entries, std::chrono::milliseconds timeout) {

@@ -46,6 +46,7 @@ class ZmqContext {
 enum class ZmqSocketType {
   kRouter,  // the coordinator's: frame 0 of every message is the peer's routing id
   kDealer,  // an executor's
+  kReply,   // answers requests in turn (the CURVE authenticator's)
 };
 
 struct ZmqSocketOptions {
@@ -60,6 +61,13 @@ struct ZmqSocketOptions {
   int high_water_mark = 100'000;
   // How long closing the socket keeps trying to deliver queued messages. Default 0: drop them.
   std::chrono::milliseconds linger{0};
+  // CURVE (executor/transport/curve_keys.h), Z85 keys. A ROUTER with curve_secret_key is a CURVE
+  // server: it accepts only clients that a CurveAuthenticator in its context approves. A DEALER
+  // with all three keys is a CURVE client that talks only to the server holding curve_server_key.
+  // Empty (the default): no encryption.
+  std::string curve_public_key;
+  std::string curve_secret_key;
+  std::string curve_server_key;
 };
 
 class ZmqSocket {
@@ -94,6 +102,10 @@ class ZmqSocket {
   std::unique_ptr<Impl> impl_;
   ZmqSocketType type_;
 };
+
+// True for endpoints that only this host can reach: ipc://, inproc://, and tcp:// on a loopback
+// address (127.x.x.x, ::1, localhost).
+bool endpoint_is_local(const std::string& endpoint);
 
 // What zmq_wait() watches: a socket or a file descriptor (e.g. an eventfd that worker threads
 // signal), and whether it became readable.
