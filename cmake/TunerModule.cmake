@@ -21,6 +21,9 @@ function(tuner_module name)
     add_executable(${name}_tests ${tests})
     target_link_libraries(${name}_tests PRIVATE tuner_${name} ${ARG_PRIVATE_DEPS} GTest::gtest_main GTest::gmock)
     tuner_warnings(${name}_tests)
+    # Test data is found from the source tree's root (not __FILE__, which ccache's base_dir can
+    # make relative).
+    target_compile_definitions(${name}_tests PRIVATE TUNER_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
     gtest_discover_tests(${name}_tests DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
   endif()
 endfunction()

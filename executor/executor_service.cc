@@ -125,7 +125,12 @@ struct ExecutorService::Impl {
   bool shutting_down = false;
   std::map<uint64_t, std::unique_ptr<Job>> running;
   std::deque<std::unique_ptr<Job>> queued;
-  std::map<uint64_t, Message> unacked;  // RESULT or FAIL, by lease
+  // RESULT or FAIL sent and not ACKed yet, by lease.
+  struct Unacked {
+    Message outcome;
+    HeldLease lease;
+  };
+  std::map<uint64_t, Unacked> unacked;
 
   void log(const std::string& line) {
     const std::string text = "executor " + options.executor_id + ": " + line;
@@ -170,8 +175,24 @@ struct ExecutorService::Impl {
     std::set<uint64_t> ids;
     for (const auto& [id, job] : running) ids.insert(id);
     for (const auto& job : queued) ids.insert(job->trial.lease_id);
-    for (const auto& [id, message] : unacked) ids.insert(id);
+    for (const auto& [id, u] : unacked) ids.insert(id);
     return {ids.begin(), ids.end()};
+  }
+
+  // The same, with their trials, for HELLO: a restarted coordinator takes them back from it.
+  std::vector<HeldLease> held_trials() const {
+    std::vector<HeldLease> held;
+    for (const auto& [id, job] : running) held.push_back(held_lease(job->trial));
+    for (const auto& job : queued) held.push_back(held_lease(job->trial));
+    for (const auto& [id, u] : unacked) held.push_back(u.lease);
+    return held;
+  }
+
+  static HeldLease held_lease(const TrialMessage& trial) {
+    return {.lease_id = trial.lease_id,
+            .study_name = trial.study_name,
+            .trial_id = trial.trial_id,
+            .gpus = trial.gpus};
   }
 
   void send_ready() {
@@ -190,9 +211,10 @@ struct ExecutorService::Impl {
     send(HelloMessage{.executor_id = options.executor_id,
                       .hostname = hostname(),
                       .pid = ::getpid(),
-                      .resources = resources});
+                      .resources = resources,
+                      .leases = held_trials()});
     send(HeartbeatMessage{.lease_ids = held_leases()});
-    for (const auto& [id, message] : unacked) send(message);
+    for (const auto& [id, u] : unacked) send(u.outcome);
     send_ready();
     hello_wanted = false;
   }
@@ -336,7 +358,7 @@ struct ExecutorService::Impl {
       job->spec = parse_job_spec(trial.job_json, "trial " + std::to_string(trial.number) + ": job");
     } catch (const Error& e) {
       log(std::string("refusing lease ") + std::to_string(lease) + ": " + e.what());
-      finish(FailMessage{.lease_id = lease, .reason = e.what()});
+      finish(trial, FailMessage{.lease_id = lease, .reason = e.what()});
       return;
     }
     job->trial = std::move(trial);
@@ -347,21 +369,12 @@ struct ExecutorService::Impl {
     }
   }
 
-  // Sends a job's outcome and keeps it until ACKed.
-  void finish(Message outcome) {
-    const uint64_t lease = std::visit(
-        [](const auto& m) -> uint64_t {
-          if constexpr (requires { m.lease_id; }) {
-            return m.lease_id;
-          } else {
-            return 0;
-          }
-        },
-        outcome);
+  // Sends a trial's outcome and keeps it until ACKed.
+  void finish(const TrialMessage& trial, Message outcome) {
     count(std::holds_alternative<ResultMessage>(outcome) ? &ExecutorStats::results_sent
                                                          : &ExecutorStats::fails_sent);
     send(outcome);
-    unacked[lease] = std::move(outcome);
+    unacked[trial.lease_id] = Unacked{std::move(outcome), held_lease(trial)};
   }
 
   void handle_job_events() {
@@ -381,7 +394,7 @@ struct ExecutorService::Impl {
       std::unique_ptr<Job> job = std::move(it->second);
       running.erase(it);
       job->thread.join();  // the event was the thread's last act
-      if (!shutting_down && e.outcome) finish(std::move(*e.outcome));
+      if (!shutting_down && e.outcome) finish(job->trial, std::move(*e.outcome));
       freed = true;
     }
     if (!freed || shutting_down) return;
@@ -464,7 +477,7 @@ struct ExecutorService::Impl {
       next_heartbeat = now + heartbeat_interval;
     }
     if (now >= next_resend) {
-      for (const auto& [id, message] : unacked) send(message);
+      for (const auto& [id, u] : unacked) send(u.outcome);
       next_resend = now + options.coordinator_timeout;
     }
   }

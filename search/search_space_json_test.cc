@@ -392,7 +392,7 @@ TEST(SearchSpaceJson, LoadNamesTheFile) {
 // save and a reload.
 TEST(SearchSpaceJson, ExampleSpacesLoad) {
   const auto dir =
-      std::filesystem::path(__FILE__).parent_path().parent_path() / "examples" / "spaces";
+      std::filesystem::path(TUNER_SOURCE_DIR) / "examples" / "spaces";
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

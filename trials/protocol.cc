@@ -49,10 +49,17 @@ struct BodyWriter {
     for (const auto& g : m.resources.gpus) {
       gpus.push_back({{"index", g.index}, {"name", g.name}, {"memory_bytes", g.memory_bytes}});
     }
+    OrderedJson leases = OrderedJson::array();
+    for (const auto& l : m.leases) {
+      leases.push_back(
+          {{"lease_id", l.lease_id}, {"study_name", l.study_name}, {"trial_id", l.trial_id},
+           {"gpus", l.gpus}});
+    }
     return {{"executor_id", m.executor_id},
             {"hostname", m.hostname},
             {"pid", m.pid},
-            {"resources", {{"cpu_slots", m.resources.cpu_slots}, {"gpus", gpus}}}};
+            {"resources", {{"cpu_slots", m.resources.cpu_slots}, {"gpus", gpus}}},
+            {"leases", leases}};
   }
   OrderedJson operator()(const ReadyMessage& m) const {
     return {{"free_slots", m.free_slots}, {"free_gpus", m.free_gpus}};
@@ -231,6 +238,18 @@ class BodyReader {
           .index = int_of<int>(member(g, "index", gp), gp + ".index"),
           .name = string_of(member(g, "name", gp), gp + ".name"),
           .memory_bytes = int_of<uint64_t>(member(g, "memory_bytes", gp), gp + ".memory_bytes")});
+    }
+    if (auto it = body_.find("leases"); it != body_.end()) {
+      const Json& leases = array_of(*it, path("leases"));
+      for (size_t i = 0; i < leases.size(); ++i) {
+        std::string lp = path("leases") + "[" + std::to_string(i) + "]";
+        const Json& l = object_of(leases[i], lp);
+        m.leases.push_back(HeldLease{
+            .lease_id = int_of<uint64_t>(member(l, "lease_id", lp), lp + ".lease_id"),
+            .study_name = string_of(member(l, "study_name", lp), lp + ".study_name"),
+            .trial_id = int_of<int64_t>(member(l, "trial_id", lp), lp + ".trial_id"),
+            .gpus = ints_of<int>(member(l, "gpus", lp), lp + ".gpus")});
+      }
     }
     return m;
   }

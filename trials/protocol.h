@@ -95,12 +95,23 @@ struct Resources {
   bool operator==(const Resources&) const = default;
 };
 
+// A trial an executor holds (running, queued, or finished and not ACKed) when it says HELLO, so
+// that a restarted coordinator can take it back (docs/protocol.md, "A coordinator restart").
+struct HeldLease {
+  uint64_t lease_id = 0;
+  std::string study_name;
+  int64_t trial_id = -1;
+  std::vector<int> gpus;  // the GPUs its TRIAL gave it
+  bool operator==(const HeldLease&) const = default;
+};
+
 // executor -> coordinator, first message of a connection.
 struct HelloMessage {
   std::string executor_id;  // stable across reconnects of one executor process
   std::string hostname;
   int64_t pid = 0;
   Resources resources;
+  std::vector<HeldLease> leases;  // optional on the wire (absent: none)
   bool operator==(const HelloMessage&) const = default;
 };
 

@@ -54,7 +54,8 @@ std::vector<Message> samples() {
                    .pid = 4242,
                    .resources = {.cpu_slots = 16,
                                  .gpus = {{0, "NVIDIA H200", uint64_t{141} << 30},
-                                          {1, "NVIDIA H200", uint64_t{141} << 30}}}},
+                                          {1, "NVIDIA H200", uint64_t{141} << 30}}},
+                   .leases = {{.lease_id = 99, .study_name = "s", .trial_id = 7, .gpus = {1}}}},
       ReadyMessage{.free_slots = 3, .free_gpus = {1}},
       TrialMessage{.lease_id = 17,
                    .study_name = "étude ✓",
@@ -222,6 +223,10 @@ TEST(Protocol, FieldErrorsNameTheField) {
       body_error(T::kHello, R"({"executor_id":"e","hostname":"h","pid":1,)"
                             R"("resources":{"cpu_slots":1,"gpus":[{"index":0,"name":"g"}]}})"),
       "HELLO.resources.gpus[0].memory_bytes: missing");
+  EXPECT_EQ(
+      body_error(T::kHello, R"({"executor_id":"e","hostname":"h","pid":1,)"
+                            R"("resources":{"cpu_slots":1,"gpus":[]},"leases":[{"lease_id":1}]})"),
+      "HELLO.leases[0].study_name: missing");
   EXPECT_EQ(body_error(T::kHello, R"({"executor_id":7})"),
             "HELLO.executor_id: expected a string, got number");
   EXPECT_EQ(body_error(T::kDecision, R"({"lease_id":1,"decision":"prune"})"),
@@ -297,6 +302,13 @@ TEST(Protocol, RandomMutationsOnlyReturnOrThrowProtocolError) {
   }
   EXPECT_GT(decoded, 100);  // some mutations keep a valid message (e.g. a flipped string byte)
   EXPECT_GT(refused, 10000);
+}
+
+TEST(ProtocolTest, AHelloWithoutLeasesHoldsNone) {
+  const Message m = decode(frames_of(
+      MessageType::kHello,
+      R"({"executor_id":"e","hostname":"h","pid":1,"resources":{"cpu_slots":1,"gpus":[]}})"));
+  EXPECT_TRUE(std::get<HelloMessage>(m).leases.empty());
 }
 
 }  // namespace

@@ -84,6 +84,13 @@ struct PendingRetry {
   std::vector<int> history;
 };
 
+// A trial left RUNNING by an earlier coordinator of the study: an executor may still run it and
+// take it back (HELLO lists it); unclaimed at `deadline`, it fails and is re-run.
+struct Orphan {
+  int number = -1;
+  SteadyTime deadline{};
+};
+
 struct EndedLease {
   bool committed = false;  // false: expired
   std::string detail;
@@ -108,6 +115,7 @@ struct Coordinator::Impl {
   std::unique_ptr<RouterEndpoint> router;
   std::map<std::string, ExecutorEntry> executors;  // by route
   std::map<uint64_t, Lease> leases;
+  std::map<int64_t, Orphan> orphans;  // by trial id
   std::map<uint64_t, EndedLease> ended;
   std::deque<uint64_t> ended_order;
   std::deque<PendingRetry> retries;
@@ -293,7 +301,16 @@ struct Coordinator::Impl {
     ++stats.leases_expired;
     const std::string reason = describe(lease) + " expired: " + why;
     log(reason);
-    Trial& trial = *lease.work.trial;
+    std::string detail = "lease " + std::to_string(lease.id) + " of trial " +
+                         std::to_string(lease.work.trial->number()) + " expired (" + why + ")";
+    if (fail_and_rerun(lease.work, reason)) detail += "; the trial is run again as a new trial";
+    remember_end(lease.id, false, detail);
+  }
+
+  // Tells a lost trial FAIL and, up to max_retries attempts, enqueues it to run again with the
+  // same params. True when a re-run was enqueued.
+  bool fail_and_rerun(Prepared& work, const std::string& reason) {
+    Trial& trial = *work.trial;
     bool told = false;
     try {
       const FrozenTrial failed = study.tell(trial, TrialState::kFail, reason);
@@ -305,26 +322,107 @@ struct Coordinator::Impl {
       // trial stays RUNNING and the study's stale-trial policy takes it when it is loaded again.
       log("trial " + std::to_string(trial.number()) + ": cannot record the expiry: " + e.what());
     }
-    std::string detail = "lease " + std::to_string(lease.id) + " of trial " +
-                         std::to_string(trial.number()) + " expired (" + why + ")";
-    if (told && lease.work.attempt < options.max_retries) {
-      PendingRetry retry{.params = lease.work.params,
-                         .attempt = lease.work.attempt + 1,
-                         .history = lease.work.history};
+    if (told && work.attempt < options.max_retries) {
+      PendingRetry retry{
+          .params = work.params, .attempt = work.attempt + 1, .history = work.history};
       retry.history.push_back(trial.number());
       try {
         study.enqueue_trial(retry.params);
-        retries.push_back(std::move(retry));
-        detail += "; the trial is run again as a new trial";
+        // Drained: the study's next ask() (a resumed sweep) runs it, without its lineage.
+        if (!draining) retries.push_back(std::move(retry));
+        return true;
       } catch (const Error& e) {
         log("trial " + std::to_string(trial.number()) + ": cannot enqueue its re-run: " + e.what());
       }
     } else if (told) {
       log("trial " + std::to_string(trial.number()) +
-          " is not run again: " + std::to_string(lease.work.attempt + 1) +
+          " is not run again: " + std::to_string(work.attempt + 1) +
           " attempt(s), max_retries " + std::to_string(options.max_retries));
     }
-    remember_end(lease.id, false, detail);
+    return false;
+  }
+
+  // --- Trials of an earlier coordinator ---------------------------------------------------------
+
+  // The study's RUNNING trials, which nobody here holds: an earlier coordinator leased them.
+  void find_orphans() {
+    const SteadyTime deadline = clock->steady_now() + 2 * options.lease_timeout;
+    for (const FrozenTrial& t : study.trials({.states = std::vector{TrialState::kRunning}})) {
+      orphans[t.trial_id] = Orphan{.number = t.number, .deadline = deadline};
+    }
+    if (!orphans.empty()) {
+      log(std::to_string(orphans.size()) +
+          " trial(s) were running under an earlier coordinator; waiting " +
+          std::to_string(to_ms(2 * options.lease_timeout)) +
+          " ms for their executors to take them back");
+    }
+  }
+
+  // A live handle for an orphan, with its attempt and retry history from its system attributes.
+  Prepared adopt(int64_t trial_id) {
+    Prepared work;
+    work.trial.emplace(study.adopt(trial_id));
+    work.params = work.trial->params();
+    const FrozenTrial frozen = study.storage().get_trial(trial_id);
+    if (auto h = frozen.system_attrs.find(kRetryHistoryAttr); h != frozen.system_attrs.end()) {
+      try {
+        work.history = nlohmann::json::parse(h->second).get<std::vector<int>>();
+      } catch (const std::exception&) {
+        // Not written by us: the trial counts as a first attempt.
+      }
+    }
+    work.attempt = static_cast<int>(work.history.size());
+    return work;
+  }
+
+  // HELLO's leases that name orphans become this executor's leases again.
+  void reattach(const ExecutorEntry& executor, const std::vector<HeldLease>& held) {
+    for (const HeldLease& h : held) {
+      auto orphan = orphans.find(h.trial_id);
+      if (h.study_name != study.name() || orphan == orphans.end() || leases.contains(h.lease_id)) {
+        continue;
+      }
+      const int number = orphan->second.number;
+      orphans.erase(orphan);
+      Lease lease;
+      lease.id = h.lease_id;
+      lease.executor_id = executor.executor_id;
+      lease.route = executor.route;
+      lease.gpus = h.gpus;
+      lease.deadline = clock->steady_now() + options.lease_timeout;
+      try {
+        lease.work = adopt(h.trial_id);
+      } catch (const Error& e) {
+        log("trial " + std::to_string(number) + ": cannot take it back: " + e.what());
+        continue;
+      }
+      ++stats.reattached;
+      log(describe(lease) + " taken back from an earlier coordinator");
+      leases.emplace(lease.id, std::move(lease));
+    }
+  }
+
+  void expire_orphans(SteadyTime now) {
+    for (auto it = orphans.begin(); it != orphans.end();) {
+      if (now < it->second.deadline) {
+        ++it;
+        continue;
+      }
+      const auto [trial_id, orphan] = *it;
+      it = orphans.erase(it);
+      const std::string reason = "trial " + std::to_string(orphan.number) +
+                                 " was running under an earlier coordinator, and no executor "
+                                 "took it back within " +
+                                 std::to_string(to_ms(2 * options.lease_timeout)) + " ms";
+      log(reason);
+      ++stats.leases_expired;
+      try {
+        Prepared work = adopt(trial_id);
+        fail_and_rerun(work, reason);
+      } catch (const Error& e) {
+        log("trial " + std::to_string(orphan.number) + ": " + e.what());
+      }
+    }
   }
 
   // Answers a RESULT or FAIL for a lease that is not held (any more).
@@ -439,6 +537,7 @@ struct Coordinator::Impl {
                      " GPU(s) per trial, so no trial goes there"
                : ""));
     }
+    if (!orphans.empty()) reattach(e, hello.leases);
   }
 
   void on_report(ExecutorEntry& executor, const ReportMessage& report) {
@@ -593,6 +692,7 @@ struct Coordinator::Impl {
       }
     }
     for (const auto& [id, why] : overdue) expire(id, why);
+    expire_orphans(now);
     for (auto it = executors.begin(); it != executors.end();) {
       if (now - it->second.last_heard >= options.lease_timeout) {
         log("executor " + it->second.executor_id + " is silent for " +
@@ -617,6 +717,7 @@ struct Coordinator::Impl {
   milliseconds wait_limit(milliseconds timeout) const {
     SteadyTime next = next_heartbeat;
     for (const auto& [id, lease] : leases) next = std::min(next, lease.deadline);
+    for (const auto& [id, orphan] : orphans) next = std::min(next, orphan.deadline);
     auto until =
         std::chrono::duration_cast<milliseconds>(next - clock->steady_now()) + milliseconds(1);
     return std::clamp(until, milliseconds(0), timeout);
@@ -647,7 +748,7 @@ struct Coordinator::Impl {
   }
 
   bool done() const {
-    return leases.empty() && retries.empty() && prepared.empty() &&
+    return leases.empty() && retries.empty() && prepared.empty() && orphans.empty() &&
            (draining || exhausted ||
             (options.n_trials && stats.trials_started >= *options.n_trials));
   }
@@ -677,6 +778,7 @@ struct Coordinator::Impl {
 
   void abandon(const std::string& reason) {
     drain();
+    orphans.clear();  // still RUNNING in storage: the next coordinator of the study looks again
     for (auto& [id, lease] : leases) {
       Trial& trial = *lease.work.trial;
       try {
@@ -730,6 +832,7 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
                                                    .count()) *
                              1024 +
                          1;
+  impl_->find_orphans();
   impl_->context = std::make_unique<ZmqContext>();
   ZmqSocketOptions socket_options;
   socket_options.max_frame_bytes = static_cast<int64_t>(kMaxMessageBytes) + 1024;

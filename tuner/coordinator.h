@@ -22,6 +22,10 @@
 // - A message that cannot be decoded, comes from a peer that has not said HELLO, or is of a type
 //   an executor does not send gets an ERROR reply and a log line; nothing an executor sends stops
 //   the coordinator.
+// - A restart: the study's RUNNING trials at construction were leased by an earlier coordinator
+//   (one coordinator per study). An executor still running one lists it in its HELLO and keeps
+//   its lease (Study::adopt); one that nobody claims within 2 x lease_timeout is told FAIL and
+//   re-run like an expired lease.
 // Heartbeats go both ways: every heartbeat_interval each executor gets HEARTBEAT with the leases
 // it holds; a lease missing from that list tells the executor to stop the job.
 //
@@ -99,7 +103,8 @@ struct CoordinatorStats {
   int64_t completed = 0;
   int64_t pruned = 0;
   int64_t failed = 0;  // FAIL told for a FAIL message or an expired lease
-  int64_t leases_expired = 0;
+  int64_t leases_expired = 0;     // an earlier coordinator's trials nobody took back included
+  int64_t reattached = 0;         // an earlier coordinator's trials taken back from executors
   int64_t stale_outcomes_refused = 0;  // RESULT/FAIL answered ACK{accepted = false}
   int64_t reports = 0;
   int64_t errors_sent = 0;  // ERROR replies

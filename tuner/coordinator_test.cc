@@ -69,6 +69,7 @@ class CoordinatorTest : public ::testing::Test {
     options.max_retries = max_retries;
     options.clock = clock_;
     options.log = [this](const std::string& line) { log_.push_back(line); };
+    options_ = options;
     coordinator_.emplace(*study_, options);
   }
 
@@ -113,6 +114,7 @@ class CoordinatorTest : public ::testing::Test {
   std::shared_ptr<FakeClock> clock_;
   std::optional<Study> study_;
   std::vector<std::string> log_;
+  CoordinatorOptions options_;  // of the last start()
   ZmqContext context_;  // before coordinator_: sockets close before the context
   std::optional<Coordinator> coordinator_;
 };
@@ -296,6 +298,61 @@ TEST_F(CoordinatorTest, AReconnectedExecutorKeepsItsLeases) {
   EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
   EXPECT_EQ(study_->storage().get_trial(trial.trial_id).values, std::vector<double>{0.125});
   EXPECT_EQ(coordinator_->stats().executors, 1);
+}
+
+TEST_F(CoordinatorTest, ARestartedCoordinatorTakesBackTrialsStillRunningAndRerunsTheRest) {
+  start(/*n_trials=*/2);
+  auto peer = connect("e1#1");
+  TrialMessage kept = hello_and_get_trial(*peer, "e1", /*slots=*/2);
+  TrialMessage lost = std::get<TrialMessage>(next(*peer));
+  peer.reset();
+
+  // The coordinator dies (its trials stay RUNNING) and a new one starts on the same study, with
+  // no new trials to start (both count against the budget already).
+  coordinator_.reset();
+  options_.n_trials = 0;
+  coordinator_.emplace(*study_, options_);
+  EXPECT_FALSE(coordinator_->done());
+
+  // The executor reconnects still running `kept`; `lost` went with its executor.
+  peer = connect("e1#2");
+  ASSERT_TRUE(peer->send(HelloMessage{
+      .executor_id = "e1",
+      .resources = {.cpu_slots = 2},
+      .leases = {{.lease_id = kept.lease_id, .study_name = "distributed", .trial_id = kept.trial_id},
+                 {.lease_id = 12345, .study_name = "another study", .trial_id = lost.trial_id}}}));
+  pump();
+  EXPECT_EQ(coordinator_->stats().reattached, 1);
+  clock_->advance(kHeartbeat);
+  HeartbeatMessage heartbeat = std::get<HeartbeatMessage>(next(*peer, false));
+  EXPECT_EQ(heartbeat.lease_ids, std::vector<uint64_t>{kept.lease_id});
+  ASSERT_TRUE(peer->send(ReportMessage{.lease_id = kept.lease_id, .step = 3, .metrics = {{"loss", 0.5}}}));
+  EXPECT_EQ(std::get<DecisionMessage>(next(*peer)).decision, JobDecision::kContinue);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = kept.lease_id, .values = {0.25}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  const FrozenTrial finished = study_->storage().get_trial(kept.trial_id);
+  EXPECT_EQ(finished.state, TrialState::kComplete);
+  EXPECT_EQ(finished.values, std::vector<double>{0.25});
+  EXPECT_EQ(finished.intermediate_values.at(3), 0.5);
+
+  // Nobody claims `lost` within 2 x lease_timeout: FAIL, and re-run with the same params.
+  for (int i = 0; i < 5; ++i) {
+    clock_->advance(kLeaseTimeout / 2);
+    ASSERT_TRUE(peer->send(HeartbeatMessage{}));
+    pump();
+  }
+  const FrozenTrial failed = study_->storage().get_trial(lost.trial_id);
+  EXPECT_EQ(failed.state, TrialState::kFail);
+  EXPECT_NE(failed.system_attrs.at("fail_reason").find("earlier coordinator"), std::string::npos)
+      << failed.system_attrs.at("fail_reason");
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 2}));
+  TrialMessage rerun = std::get<TrialMessage>(next(*peer));
+  EXPECT_EQ(rerun.params, lost.params);
+  EXPECT_EQ(rerun.attempt, 1);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = rerun.lease_id, .values = {0.75}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  EXPECT_TRUE(coordinator_->done());
+  EXPECT_EQ(study_->trials().size(), 3u);
 }
 
 TEST_F(CoordinatorTest, GarbledAndUnexpectedMessagesGetErrorsAndTheLoopGoesOn) {

@@ -1,5 +1,6 @@
 #include "tuner/study.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <exception>
@@ -385,6 +386,34 @@ Trial Study::start_trial(const SearchSpace* space) {
     }
     throw;
   }
+  if (core.heartbeater) core.heartbeater->add(state->trial_id);
+  return Trial(std::move(state));
+}
+
+Trial Study::adopt(int64_t trial_id) {
+  StudyCore& core = *core_;
+  std::lock_guard lock(core.mutex);
+  core.refresh_locked();
+  auto it = std::find_if(core.trials.begin(), core.trials.end(),
+                         [&](const FrozenTrial& t) { return t.trial_id == trial_id; });
+  if (it == core.trials.end()) {
+    throw Error(ErrorCode::kNotFound, "study '" + core.record.name + "' has no trial with id " +
+                                          std::to_string(trial_id));
+  }
+  if (it->state != TrialState::kRunning) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "trial " + std::to_string(it->number) + " of study '" + core.record.name +
+                    "' is " + std::string(to_string(it->state)) + ", not RUNNING");
+  }
+  auto state = std::make_unique<Trial::State>();
+  state->core = core_;
+  state->trial_id = it->trial_id;
+  state->number = it->number;
+  state->rng = Rng::for_trial(core.seed, it->number);
+  state->params = it->params;
+  state->fixed = it->params;
+  state->distributions = it->distributions;
+  if (!it->intermediate_values.empty()) state->last_step = it->intermediate_values.rbegin()->first;
   if (core.heartbeater) core.heartbeater->add(state->trial_id);
   return Trial(std::move(state));
 }

@@ -117,6 +117,13 @@ class Study {
   // Define-and-run with an explicit space: all active params are sampled and stored now.
   Trial ask(const SearchSpace& space);
 
+  // A live handle for a trial that is RUNNING in storage with nobody holding it: its process died
+  // (a coordinator killed while its executors ran on) and this one carries it on. Params,
+  // distributions and the last reported step come from storage, and heartbeats resume.
+  // Throws Error(kNotFound) for a trial of another study or none, Error(kFailedPrecondition)
+  // for one that is not RUNNING.
+  Trial adopt(int64_t trial_id);
+
   // Finishes a trial. A NaN or infinite value makes it FAIL with the reason stored in its
   // "fail_reason" system attribute; a trial whose should_stop() said true becomes PRUNED.
   // Atomic: when the storage write fails (Error), the trial is as it was before the call, and

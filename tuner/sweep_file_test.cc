@@ -26,8 +26,8 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
 
-const fs::path kTestdata = fs::path(__FILE__).parent_path() / "testdata" / "sweeps";
-const fs::path kExamples = fs::path(__FILE__).parent_path().parent_path() / "examples" / "sweeps";
+const fs::path kTestdata = fs::path(TUNER_SOURCE_DIR) / "tuner" / "testdata" / "sweeps";
+const fs::path kExamples = fs::path(TUNER_SOURCE_DIR) / "examples" / "sweeps";
 
 // The smallest valid sweep: a space, an objective, a budget and a command job.
 const char* kMinimal = R"({

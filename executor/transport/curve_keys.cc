@@ -35,16 +35,20 @@ struct KeyLine {
 std::optional<KeyLine> parse_key_line(const std::string& raw, const std::string& where) {
   const std::string line = trim(raw);
   if (line.empty() || line[0] == '#') return std::nullopt;
+  // A bare key has no blanks ('=' is a Z85 character, so it cannot mark a name).
+  if (line.find_first_of(" \t") == std::string::npos && !line.starts_with("public-key=") &&
+      !line.starts_with("secret-key=")) {
+    return KeyLine{"", line};
+  }
   const auto eq = line.find('=');
-  if (eq == std::string::npos) return KeyLine{"", line};
-  KeyLine parsed{trim(line.substr(0, eq)), trim(line.substr(eq + 1))};
+  KeyLine parsed{trim(line.substr(0, eq)), eq == std::string::npos ? "" : trim(line.substr(eq + 1))};
+  if (eq == std::string::npos || (parsed.name != "public-key" && parsed.name != "secret-key")) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where + ": expected public-key = \"...\", secret-key = \"...\" or a bare key, not '" +
+                    line.substr(0, 40) + "'");
+  }
   if (parsed.key.size() >= 2 && parsed.key.front() == '"' && parsed.key.back() == '"') {
     parsed.key = parsed.key.substr(1, parsed.key.size() - 2);
-  }
-  if (parsed.name != "public-key" && parsed.name != "secret-key") {
-    throw Error(ErrorCode::kInvalidArgument,
-                where + ": expected public-key = \"...\" or secret-key = \"...\", not '" +
-                    parsed.name + "'");
   }
   return parsed;
 }

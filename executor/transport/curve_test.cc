@@ -89,6 +89,10 @@ TEST_F(CurveTest, MalformedKeysAreErrorsNamingTheFileAndLine) {
                 .find("no secret-key line"),
             std::string::npos);
   write("typo.pub", "publik-key = \"" + keys.public_key + "\"\n");
+  // Z85 has '=' in its alphabet: a bare key with one is still a key.
+  write("equals.pub", "Z?V-TdGblE0<v&UZ>o-}E=pPBYVb2jK$Zc(Z0PXz\n");
+  EXPECT_EQ(read_curve_public_key_file(path("equals.pub")),
+            "Z?V-TdGblE0<v&UZ>o-}E=pPBYVb2jK$Zc(Z0PXz");
   EXPECT_NE(message_of([&] { read_curve_public_key_file(path("typo.pub")); })
                 .find("typo.pub:1: expected public-key"),
             std::string::npos);

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The coordinator killed with SIGKILL while its executors run trials: `tuner resume` brings it
+# back on the same storage, the executors reconnect and hand back the trials they kept running,
+# and no finished trial is lost or run twice.
+#   coordinator_restart_test.sh TUNER_BINARY WORK_DIR
+set -uo pipefail
+tuner="$1"; work="$2/coordinator-restart-$$"
+rm -rf "$work"; mkdir -p "$work"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# A trial of about 1.2 s that reports every step and, when it ends, notes that it ran.
+cat >"$work/slow.py" <<'PY'
+import json, os, sys, time
+x = float(sys.argv[1])
+for step in range(8):
+    time.sleep(0.15)
+    print(json.dumps({"step": step, "loss": (x - 1) ** 2 + 1 / (step + 1)}), flush=True)
+with open(sys.argv[2], "a") as runs:
+    runs.write(os.environ["TUNER_TRIAL_NUMBER"] + "\n")
+print(json.dumps({"loss": (x - 1) ** 2}), flush=True)
+PY
+cat >"$work/sweep.json" <<JSON
+{
+  "version": 1,
+  "name": "restart",
+  "space": {"params": {"x": {"type": "float", "low": -2.0, "high": 2.0}}},
+  "objective": {"metric": "loss", "direction": "minimize"},
+  "sampler": {"type": "random", "seed": 1},
+  "budget": {"trials": 10},
+  "job": {"kind": "command", "argv": ["python3", "$work/slow.py", "{x}", "$work/runs.txt"]},
+  "executors": {"local": 0}
+}
+JSON
+db="$work/restart.db"
+endpoint="ipc://$work/coordinator.sock"
+count() {  # trials in state $1
+  "$tuner" trials --storage "$db" --study restart --state "$1" --csv 2>/dev/null | tail -n +2 | wc -l
+}
+
+"$tuner" sweep "$work/sweep.json" --storage "$db" --endpoint "$endpoint" --verbose \
+  >"$work/sweep.out" 2>&1 &
+sweep_pid=$!; pids+=($sweep_pid)
+for name in a b; do
+  "$tuner" executor --connect "$endpoint" --id "$name" --slots 2 --heartbeat-ms 200 \
+    --timeout-ms 1000 >"$work/executor-$name.out" 2>&1 &
+  pids+=($!)
+done
+
+# Kill the coordinator once the second wave of trials is running.
+for _ in $(seq 1 300); do
+  [ "$(count complete)" -ge 4 ] && [ "$(count running)" -ge 2 ] && break
+  sleep 0.05
+done
+[ "$(count complete)" -ge 4 ] || fail "no trials finished: $(cat "$work/sweep.out")"
+kill -9 $sweep_pid; wait $sweep_pid 2>/dev/null
+running=$(count running)
+[ "$running" -ge 1 ] || fail "nothing was running when the coordinator died"
+
+out=$(timeout 60 "$tuner" resume --study restart --storage "$db" --endpoint "$endpoint" \
+      --executors 0 --verbose 2>&1); rc=$?
+[ $rc = 0 ] || fail "resume exited $rc: $out"
+taken=$(grep -c "taken back from an earlier coordinator" <<<"$out")
+[ "$taken" -ge 1 ] || fail "no trial was taken back ($running were running): $out"
+
+[ "$(count running)" = 0 ] || fail "trials left RUNNING: $out"
+[ "$(count fail)" = 0 ] || fail "trials failed: $("$tuner" trials --storage "$db" --study restart)"
+[ "$(count complete)" = 10 ] || fail "$(count complete) of 10 trials complete: $out"
+# Every trial that ran to its end is stored, once: numbers 0..9, each run exactly once.
+"$tuner" trials --storage "$db" --study restart --csv | tail -n +2 | cut -d, -f1 | sort -n >"$work/stored"
+sort -n "$work/runs.txt" >"$work/ran"
+diff "$work/stored" "$work/ran" >/dev/null ||
+  fail "stored trials $(tr '\n' ' ' <"$work/stored") but ran $(tr '\n' ' ' <"$work/ran")"
+[ "$(tr '\n' ' ' <"$work/stored")" = "0 1 2 3 4 5 6 7 8 9 " ] || fail "numbering: $(cat "$work/stored")"
+echo "PASS ($running trials were running when the coordinator was killed; $taken taken back)"
