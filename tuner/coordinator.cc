@@ -41,6 +41,14 @@ int64_t to_ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration_cast<milliseconds>(d).count();
 }
 
+// A metric as JSON text the way Python's json.dumps writes it (NaN and the infinities included),
+// which is how Optuna's tools read user attributes.
+std::string metric_json(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return nlohmann::json(value).dump();
+}
+
 struct ExecutorEntry {
   std::string route;  // the connection's routing id
   std::string executor_id;
@@ -60,24 +68,7 @@ struct Prepared {
   std::vector<int> history;  // numbers of the earlier, failed attempts
 };
 
-struct Lease {
-  uint64_t id = 0;
-  std::string executor_id;
-  std::string route;
-  Prepared work;
-  SteadyTime deadline{};
-  std::vector<int> gpus;  // the executor's GPUs given to this trial
-};
-
 // A re-run waiting in the study's queue (enqueue_trial), to be recognised when ask() serves it.
-// A metric as JSON text the way Python's json.dumps writes it (NaN and the infinities included),
-// which is how Optuna's tools read user attributes.
-std::string metric_json(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
-  return nlohmann::json(value).dump();
-}
-
 struct PendingRetry {
   Params params;
   int attempt = 0;
@@ -91,6 +82,50 @@ struct Orphan {
   SteadyTime deadline{};
 };
 
+// One study and what the coordinator keeps for it.
+struct StudyRun {
+  StudyRunId id = 0;
+  Study study;
+  StudyRunOptions options;
+  std::string objective_metric;
+  int gpus_per_trial = 0;  // a CUDA engine job's ranks; 0 for jobs that need no GPU
+  std::deque<PendingRetry> retries;
+  std::deque<Prepared> prepared;
+  std::map<int64_t, Orphan> orphans;  // by trial id
+  bool exhausted = false;             // the sampler has nothing left
+  bool draining = false;
+  bool paused = false;
+  SteadyTime ask_blocked_until{};  // after a failed ask(): wait before asking again
+  int leased = 0;                  // its entries in the lease table
+  CoordinatorStats stats;
+
+  bool may_lease_more() const {
+    return options.max_concurrency <= 0 || leased < options.max_concurrency;
+  }
+  bool may_start_new() const {
+    return !exhausted && (!options.n_trials || stats.trials_started < *options.n_trials);
+  }
+  // Something to lease now or later (draining or paused studies wait).
+  bool wants_slots() const {
+    return !draining && !paused && may_lease_more() &&
+           (!prepared.empty() || !retries.empty() || may_start_new());
+  }
+  bool done() const {
+    return leased == 0 && retries.empty() && prepared.empty() && orphans.empty() &&
+           (draining || exhausted || (options.n_trials && stats.trials_started >= *options.n_trials));
+  }
+};
+
+struct Lease {
+  uint64_t id = 0;
+  StudyRun* run = nullptr;
+  std::string executor_id;
+  std::string route;
+  Prepared work;
+  SteadyTime deadline{};
+  std::vector<int> gpus;  // the executor's GPUs given to this trial
+};
+
 struct EndedLease {
   bool committed = false;  // false: expired
   std::string detail;
@@ -99,34 +134,27 @@ struct EndedLease {
 }  // namespace
 
 struct Coordinator::Impl {
-  Impl(Study s, CoordinatorOptions o) : study(std::move(s)), options(std::move(o)) {}
+  explicit Impl(CoordinatorServiceOptions o) : options(std::move(o)) {}
 
   // Constant after construction.
-  Study study;
-  CoordinatorOptions options;
+  CoordinatorServiceOptions options;
   Clock* clock = nullptr;
-  std::string objective_metric;
-  int gpus_per_trial = 0;  // a CUDA engine job's ranks; 0 for jobs that need no GPU
 
   // State below is used by the loop's thread only.
   std::unique_ptr<ZmqContext> context;
   std::unique_ptr<CurveAuthenticator> authenticator;  // with CURVE; before the router, which
                                                      // must close first
   std::unique_ptr<RouterEndpoint> router;
+  std::map<StudyRunId, std::unique_ptr<StudyRun>> runs;
+  StudyRunId next_run_id = 0;
   std::map<std::string, ExecutorEntry> executors;  // by route
   std::map<uint64_t, Lease> leases;
-  std::map<int64_t, Orphan> orphans;  // by trial id
   std::map<uint64_t, EndedLease> ended;
   std::deque<uint64_t> ended_order;
-  std::deque<PendingRetry> retries;
-  std::deque<Prepared> prepared;
   std::map<std::string, SteadyTime> unknown_peers;  // route -> when it was last told to say HELLO
   uint64_t next_lease_id = 1;
-  bool exhausted = false;          // the sampler has nothing left
-  bool draining = false;           // drain() was called
-  SteadyTime ask_blocked_until{};  // after a failed ask(): wait before asking again
   SteadyTime next_heartbeat{};
-  CoordinatorStats stats;
+  CoordinatorStats stats;  // service-wide counts only (errors_sent, unknown leases refused)
 
   void log(const std::string& line) {
     const std::string text = "coordinator: " + line;
@@ -154,9 +182,18 @@ struct Coordinator::Impl {
     send(route, ErrorMessage{.message = what});
   }
 
+  StudyRun& run_of(StudyRunId id) const {
+    auto it = runs.find(id);
+    if (it == runs.end()) {
+      throw Error(ErrorCode::kNotFound, "coordinator: no study run " + std::to_string(id));
+    }
+    return *it->second;
+  }
+
   std::string describe(const Lease& lease) const {
-    return "lease " + std::to_string(lease.id) + " (trial " +
-           std::to_string(lease.work.trial->number()) + ", attempt " +
+    return "lease " + std::to_string(lease.id) + " (" +
+           (runs.size() > 1 ? "study " + lease.run->study.name() + ", " : std::string()) +
+           "trial " + std::to_string(lease.work.trial->number()) + ", attempt " +
            std::to_string(lease.work.attempt) + ", executor " + lease.executor_id + ")";
   }
 
@@ -169,61 +206,98 @@ struct Coordinator::Impl {
     }
   }
 
+  void add_lease(Lease lease) {
+    ++lease.run->leased;
+    leases.emplace(lease.id, std::move(lease));
+  }
+
+  // Removes a lease from the table and returns it.
+  Lease take_lease(std::map<uint64_t, Lease>::iterator it) {
+    Lease lease = std::move(it->second);
+    leases.erase(it);
+    --lease.run->leased;
+    return lease;
+  }
+
+  // --- Studies ----------------------------------------------------------------------------------
+
+  StudyRunId add_study(Study study, StudyRunOptions o) {
+    for (const auto& [id, run] : runs) {
+      if (run->study.name() == study.name()) {
+        throw Error(ErrorCode::kAlreadyExists,
+                    "coordinator: study '" + study.name() + "' runs here already");
+      }
+    }
+    if (study.directions().size() != 1) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "coordinator: study '" + study.name() + "' has " +
+                      std::to_string(study.directions().size()) +
+                      " objectives; a job has one objective metric");
+    }
+    if (o.max_retries < 0 || (o.n_trials && *o.n_trials < 0)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "coordinator: study '" + study.name() + "': max_retries and n_trials must be >= 0");
+    }
+    const JobSpec job = parse_job_spec(o.job_json, "coordinator: study '" + study.name() + "': job");
+    auto run = std::make_unique<StudyRun>(StudyRun{.study = std::move(study), .options = std::move(o)});
+    run->id = next_run_id++;
+    run->objective_metric = job.objective_metric;
+    // A CUDA engine trial takes one GPU per rank, on one executor.
+    if (job.kind == JobKind::kEngine && job.engine.backend == "cuda") {
+      run->gpus_per_trial = job.engine.ranks;
+    }
+    find_orphans(*run);
+    const StudyRunId id = run->id;
+    runs.emplace(id, std::move(run));
+    return id;
+  }
+
   // --- Budget and dispatch ----------------------------------------------------------------------
 
-  bool may_lease_more() const {
-    return options.max_concurrency <= 0 ||
-           static_cast<int>(leases.size()) < options.max_concurrency;
-  }
-
-  bool may_start_new() const {
-    return !exhausted && (!options.n_trials || stats.trials_started < *options.n_trials);
-  }
-
-  // The next trial to lease: one already asked, or a new ask(). nullopt when the budget is spent
-  // or the study cannot give one now.
-  std::optional<Prepared> next_work() {
-    if (!prepared.empty()) {
-      Prepared p = std::move(prepared.front());
-      prepared.pop_front();
+  // The next trial of `run` to lease: one already asked, or a new ask(). nullopt when its budget
+  // is spent or the study cannot give one now.
+  std::optional<Prepared> next_work(StudyRun& run) {
+    if (!run.prepared.empty()) {
+      Prepared p = std::move(run.prepared.front());
+      run.prepared.pop_front();
       return p;
     }
-    if (draining || (retries.empty() && !may_start_new())) return std::nullopt;
-    if (clock->steady_now() < ask_blocked_until) return std::nullopt;
+    if (run.draining || (run.retries.empty() && !run.may_start_new())) return std::nullopt;
+    if (clock->steady_now() < run.ask_blocked_until) return std::nullopt;
     std::optional<Trial> trial;
     try {
-      trial.emplace(options.space ? study.ask(*options.space) : study.ask());
+      trial.emplace(run.options.space ? run.study.ask(*run.options.space) : run.study.ask());
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kFailedPrecondition) {
-        if (!exhausted) log(std::string("no more trials: ") + e.what());
-        exhausted = true;
-        retries.clear();  // nothing will serve them now
+        if (!run.exhausted) log(std::string("no more trials: ") + e.what());
+        run.exhausted = true;
+        run.retries.clear();  // nothing will serve them now
         return std::nullopt;
       }
       log(std::string("ask() failed (retrying in one heartbeat interval): ") + e.what());
-      ask_blocked_until = clock->steady_now() + options.heartbeat_interval;
+      run.ask_blocked_until = clock->steady_now() + options.heartbeat_interval;
       return std::nullopt;
     }
     Prepared p;
     p.params = trial->params();
-    auto retry = std::find_if(retries.begin(), retries.end(),
+    auto retry = std::find_if(run.retries.begin(), run.retries.end(),
                               [&](const PendingRetry& r) { return r.params == p.params; });
-    if (retry != retries.end()) {
+    if (retry != run.retries.end()) {
       p.attempt = retry->attempt;
       p.history = retry->history;
-      retries.erase(retry);
+      run.retries.erase(retry);
       try {
         nlohmann::json history = p.history;
-        study.storage().set_trial_system_attr(trial->id(), kFailedTrialAttr,
-                                              std::to_string(p.history.front()));
-        study.storage().set_trial_system_attr(trial->id(), kRetryHistoryAttr, history.dump());
+        run.study.storage().set_trial_system_attr(trial->id(), kFailedTrialAttr,
+                                                  std::to_string(p.history.front()));
+        run.study.storage().set_trial_system_attr(trial->id(), kRetryHistoryAttr, history.dump());
       } catch (const Error& e) {
         log("trial " + std::to_string(trial->number()) +
             ": cannot record its retry history: " + e.what());
       }
-      ++stats.retries_started;
+      ++run.stats.retries_started;
     } else {
-      ++stats.trials_started;
+      ++run.stats.trials_started;
     }
     p.trial = std::move(trial);
     return p;
@@ -242,44 +316,67 @@ struct Coordinator::Impl {
     return free;
   }
 
+  // The studies that want a slot of `executor`, the fewest leased first (fair sharing; ties go to
+  // the study added first).
+  std::vector<StudyRun*> claimants(const std::string& route, const ExecutorEntry& executor) const {
+    std::vector<StudyRun*> wanting;
+    for (const auto& [id, run] : runs) {
+      if (!run->wants_slots()) continue;
+      if (run->gpus_per_trial > 0 &&
+          static_cast<int>(free_gpus(route, executor).size()) < run->gpus_per_trial) {
+        continue;  // waits for GPUs
+      }
+      wanting.push_back(run.get());
+    }
+    std::stable_sort(wanting.begin(), wanting.end(),
+                     [](const StudyRun* a, const StudyRun* b) { return a->leased < b->leased; });
+    return wanting;
+  }
+
   void dispatch() {
     for (auto& [route, executor] : executors) {
       int held = static_cast<int>(std::count_if(
           leases.begin(), leases.end(), [&](const auto& l) { return l.second.route == route; }));
-      while (executor.credit > 0 && held < executor.resources.cpu_slots && may_lease_more()) {
-        std::vector<int> gpus;
-        if (gpus_per_trial > 0) {
-          gpus = free_gpus(route, executor);
-          if (static_cast<int>(gpus.size()) < gpus_per_trial) break;  // wait for its GPUs
-          gpus.resize(static_cast<size_t>(gpus_per_trial));
+      while (executor.credit > 0 && held < executor.resources.cpu_slots) {
+        bool leased = false;
+        for (StudyRun* run : claimants(route, executor)) {
+          std::vector<int> gpus;
+          if (run->gpus_per_trial > 0) {
+            gpus = free_gpus(route, executor);
+            gpus.resize(static_cast<size_t>(run->gpus_per_trial));
+          }
+          std::optional<Prepared> work = next_work(*run);
+          if (!work) continue;  // nothing from this study now: the next may have some
+          if (!lease_to(executor, *run, std::move(*work), std::move(gpus))) break;
+          leased = true;
+          break;
         }
-        std::optional<Prepared> work = next_work();
-        if (!work) return;
-        if (!lease_to(executor, std::move(*work), std::move(gpus))) break;
+        if (!leased) break;
         ++held;
       }
     }
   }
 
   // Sends TRIAL; false (and the work kept for another executor) when the executor is gone.
-  bool lease_to(ExecutorEntry& executor, Prepared work, std::vector<int> gpus) {
+  bool lease_to(ExecutorEntry& executor, StudyRun& run, Prepared work, std::vector<int> gpus) {
     Lease lease;
     lease.id = next_lease_id++;
+    lease.run = &run;
     lease.executor_id = executor.executor_id;
     lease.route = executor.route;
     TrialMessage message{.lease_id = lease.id,
-                         .study_name = study.name(),
+                         .study_name = run.study.name(),
                          .trial_id = work.trial->id(),
                          .number = work.trial->number(),
                          .attempt = work.attempt,
                          .params = work.params,
-                         .job_json = options.job_json,
+                         .job_json = run.options.job_json,
                          .heartbeat_interval_ms = options.heartbeat_interval.count(),
                          .gpus = gpus};
     if (!send(executor.route, message)) {
       log("executor " + executor.executor_id + " is unreachable; trial " +
           std::to_string(work.trial->number()) + " waits for another");
-      prepared.push_front(std::move(work));
+      run.prepared.push_front(std::move(work));
       executor.credit = 0;
       return false;
     }
@@ -287,7 +384,7 @@ struct Coordinator::Impl {
     lease.work = std::move(work);
     lease.gpus = std::move(gpus);
     lease.deadline = clock->steady_now() + options.lease_timeout;
-    leases.emplace(lease.id, std::move(lease));
+    add_lease(std::move(lease));
     return true;
   }
 
@@ -296,40 +393,41 @@ struct Coordinator::Impl {
   void expire(uint64_t lease_id, const std::string& why) {
     auto it = leases.find(lease_id);
     if (it == leases.end()) return;
-    Lease lease = std::move(it->second);
-    leases.erase(it);
-    ++stats.leases_expired;
+    Lease lease = take_lease(it);
+    ++lease.run->stats.leases_expired;
     const std::string reason = describe(lease) + " expired: " + why;
     log(reason);
     std::string detail = "lease " + std::to_string(lease.id) + " of trial " +
                          std::to_string(lease.work.trial->number()) + " expired (" + why + ")";
-    if (fail_and_rerun(lease.work, reason)) detail += "; the trial is run again as a new trial";
+    if (fail_and_rerun(*lease.run, lease.work, reason)) {
+      detail += "; the trial is run again as a new trial";
+    }
     remember_end(lease.id, false, detail);
   }
 
   // Tells a lost trial FAIL and, up to max_retries attempts, enqueues it to run again with the
   // same params. True when a re-run was enqueued.
-  bool fail_and_rerun(Prepared& work, const std::string& reason) {
+  bool fail_and_rerun(StudyRun& run, Prepared& work, const std::string& reason) {
     Trial& trial = *work.trial;
     bool told = false;
     try {
-      const FrozenTrial failed = study.tell(trial, TrialState::kFail, reason);
-      ++stats.failed;
+      const FrozenTrial failed = run.study.tell(trial, TrialState::kFail, reason);
+      ++run.stats.failed;
       told = true;
-      if (options.on_trial_finished) options.on_trial_finished(failed);
+      if (run.options.on_trial_finished) run.options.on_trial_finished(failed);
     } catch (const Error& e) {
       // Finished elsewhere (kFailedPrecondition) or the storage refuses: in the second case the
       // trial stays RUNNING and the study's stale-trial policy takes it when it is loaded again.
       log("trial " + std::to_string(trial.number()) + ": cannot record the expiry: " + e.what());
     }
-    if (told && work.attempt < options.max_retries) {
+    if (told && work.attempt < run.options.max_retries) {
       PendingRetry retry{
           .params = work.params, .attempt = work.attempt + 1, .history = work.history};
       retry.history.push_back(trial.number());
       try {
-        study.enqueue_trial(retry.params);
+        run.study.enqueue_trial(retry.params);
         // Drained: the study's next ask() (a resumed sweep) runs it, without its lineage.
-        if (!draining) retries.push_back(std::move(retry));
+        if (!run.draining) run.retries.push_back(std::move(retry));
         return true;
       } catch (const Error& e) {
         log("trial " + std::to_string(trial.number()) + ": cannot enqueue its re-run: " + e.what());
@@ -337,7 +435,7 @@ struct Coordinator::Impl {
     } else if (told) {
       log("trial " + std::to_string(trial.number()) +
           " is not run again: " + std::to_string(work.attempt + 1) +
-          " attempt(s), max_retries " + std::to_string(options.max_retries));
+          " attempt(s), max_retries " + std::to_string(run.options.max_retries));
     }
     return false;
   }
@@ -345,13 +443,13 @@ struct Coordinator::Impl {
   // --- Trials of an earlier coordinator ---------------------------------------------------------
 
   // The study's RUNNING trials, which nobody here holds: an earlier coordinator leased them.
-  void find_orphans() {
+  void find_orphans(StudyRun& run) {
     const SteadyTime deadline = clock->steady_now() + 2 * options.lease_timeout;
-    for (const FrozenTrial& t : study.trials({.states = std::vector{TrialState::kRunning}})) {
-      orphans[t.trial_id] = Orphan{.number = t.number, .deadline = deadline};
+    for (const FrozenTrial& t : run.study.trials({.states = std::vector{TrialState::kRunning}})) {
+      run.orphans[t.trial_id] = Orphan{.number = t.number, .deadline = deadline};
     }
-    if (!orphans.empty()) {
-      log(std::to_string(orphans.size()) +
+    if (!run.orphans.empty()) {
+      log("study '" + run.study.name() + "': " + std::to_string(run.orphans.size()) +
           " trial(s) were running under an earlier coordinator; waiting " +
           std::to_string(to_ms(2 * options.lease_timeout)) +
           " ms for their executors to take them back");
@@ -359,11 +457,11 @@ struct Coordinator::Impl {
   }
 
   // A live handle for an orphan, with its attempt and retry history from its system attributes.
-  Prepared adopt(int64_t trial_id) {
+  static Prepared adopt(StudyRun& run, int64_t trial_id) {
     Prepared work;
-    work.trial.emplace(study.adopt(trial_id));
+    work.trial.emplace(run.study.adopt(trial_id));
     work.params = work.trial->params();
-    const FrozenTrial frozen = study.storage().get_trial(trial_id);
+    const FrozenTrial frozen = run.study.storage().get_trial(trial_id);
     if (auto h = frozen.system_attrs.find(kRetryHistoryAttr); h != frozen.system_attrs.end()) {
       try {
         work.history = nlohmann::json::parse(h->second).get<std::vector<int>>();
@@ -378,52 +476,57 @@ struct Coordinator::Impl {
   // HELLO's leases that name orphans become this executor's leases again.
   void reattach(const ExecutorEntry& executor, const std::vector<HeldLease>& held) {
     for (const HeldLease& h : held) {
-      auto orphan = orphans.find(h.trial_id);
-      if (h.study_name != study.name() || orphan == orphans.end() || leases.contains(h.lease_id)) {
-        continue;
+      if (leases.contains(h.lease_id)) continue;
+      for (auto& [id, run] : runs) {
+        auto orphan = run->orphans.find(h.trial_id);
+        if (run->study.name() != h.study_name || orphan == run->orphans.end()) continue;
+        const int number = orphan->second.number;
+        run->orphans.erase(orphan);
+        Lease lease;
+        lease.id = h.lease_id;
+        lease.run = run.get();
+        lease.executor_id = executor.executor_id;
+        lease.route = executor.route;
+        lease.gpus = h.gpus;
+        lease.deadline = clock->steady_now() + options.lease_timeout;
+        try {
+          lease.work = adopt(*run, h.trial_id);
+        } catch (const Error& e) {
+          log("trial " + std::to_string(number) + ": cannot take it back: " + e.what());
+          break;
+        }
+        ++run->stats.reattached;
+        log(describe(lease) + " taken back from an earlier coordinator");
+        add_lease(std::move(lease));
+        break;
       }
-      const int number = orphan->second.number;
-      orphans.erase(orphan);
-      Lease lease;
-      lease.id = h.lease_id;
-      lease.executor_id = executor.executor_id;
-      lease.route = executor.route;
-      lease.gpus = h.gpus;
-      lease.deadline = clock->steady_now() + options.lease_timeout;
-      try {
-        lease.work = adopt(h.trial_id);
-      } catch (const Error& e) {
-        log("trial " + std::to_string(number) + ": cannot take it back: " + e.what());
-        continue;
-      }
-      ++stats.reattached;
-      log(describe(lease) + " taken back from an earlier coordinator");
-      leases.emplace(lease.id, std::move(lease));
     }
   }
 
-  void expire_orphans(SteadyTime now) {
-    for (auto it = orphans.begin(); it != orphans.end();) {
+  void expire_orphans(StudyRun& run, SteadyTime now) {
+    for (auto it = run.orphans.begin(); it != run.orphans.end();) {
       if (now < it->second.deadline) {
         ++it;
         continue;
       }
       const auto [trial_id, orphan] = *it;
-      it = orphans.erase(it);
+      it = run.orphans.erase(it);
       const std::string reason = "trial " + std::to_string(orphan.number) +
                                  " was running under an earlier coordinator, and no executor "
                                  "took it back within " +
                                  std::to_string(to_ms(2 * options.lease_timeout)) + " ms";
       log(reason);
-      ++stats.leases_expired;
+      ++run.stats.leases_expired;
       try {
-        Prepared work = adopt(trial_id);
-        fail_and_rerun(work, reason);
+        Prepared work = adopt(run, trial_id);
+        fail_and_rerun(run, work, reason);
       } catch (const Error& e) {
         log("trial " + std::to_string(orphan.number) + ": " + e.what());
       }
     }
   }
+
+  // --- Outcomes ---------------------------------------------------------------------------------
 
   // Answers a RESULT or FAIL for a lease that is not held (any more).
   void answer_ended(const std::string& route, uint64_t lease_id) {
@@ -436,9 +539,7 @@ struct Coordinator::Impl {
       ack.reason =
           it != ended.end() ? it->second.detail : "unknown lease " + std::to_string(lease_id);
       ++stats.stale_outcomes_refused;
-      log("refused the outcome of " +
-          (it != ended.end() ? it->second.detail : "unknown lease " + std::to_string(lease_id)) +
-          " from " + peer_name(route));
+      log("refused the outcome of " + ack.reason + " from " + peer_name(route));
     }
     send(route, ack);
   }
@@ -461,43 +562,41 @@ struct Coordinator::Impl {
     return &it->second;
   }
 
-  void commit(const ExecutorEntry& executor, Lease& lease,
+  void commit(const ExecutorEntry& executor, Lease& held,
               const std::function<FrozenTrial(Trial&)>& tell) {
     FrozenTrial finished;
     try {
-      finished = tell(*lease.work.trial);
+      finished = tell(*held.work.trial);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kFailedPrecondition) {
         // Not committed: no ACK, the executor sends it again.
-        log(describe(lease) +
+        log(describe(held) +
             ": cannot commit the outcome (waiting for it to be resent): " + e.what());
         return;
       }
-      const uint64_t id = lease.id;
-      const std::string detail =
-          describe(lease) + ": the trial was finished elsewhere: " + e.what();
-      leases.erase(id);
-      remember_end(id, false, detail);
-      ++stats.stale_outcomes_refused;
-      send(executor.route, AckMessage{.lease_id = id, .accepted = false, .reason = detail});
+      const std::string detail = describe(held) + ": the trial was finished elsewhere: " + e.what();
+      const Lease lease = take_lease(leases.find(held.id));
+      remember_end(lease.id, false, detail);
+      ++lease.run->stats.stale_outcomes_refused;
+      send(executor.route, AckMessage{.lease_id = lease.id, .accepted = false, .reason = detail});
       return;
     }
+    const Lease lease = take_lease(leases.find(held.id));
+    CoordinatorStats& counts = lease.run->stats;
     switch (finished.state) {
       case TrialState::kComplete:
-        ++stats.completed;
+        ++counts.completed;
         break;
       case TrialState::kPruned:
-        ++stats.pruned;
+        ++counts.pruned;
         break;
       default:
-        ++stats.failed;
+        ++counts.failed;
         break;
     }
-    const uint64_t id = lease.id;
-    leases.erase(id);
-    remember_end(id, true, "");
-    send(executor.route, AckMessage{.lease_id = id});
-    if (options.on_trial_finished) options.on_trial_finished(finished);
+    remember_end(lease.id, true, "");
+    send(executor.route, AckMessage{.lease_id = lease.id});
+    if (lease.run->options.on_trial_finished) lease.run->options.on_trial_finished(finished);
   }
 
   // --- Messages ---------------------------------------------------------------------------------
@@ -529,19 +628,20 @@ struct Coordinator::Impl {
     e.credit = 0;
     e.last_heard = clock->steady_now();
     if (!known) {
+      int most_gpus = 0;
+      for (const auto& [id, run] : runs) most_gpus = std::max(most_gpus, run->gpus_per_trial);
       log("executor " + hello.executor_id + " (" + hello.hostname + ", pid " +
           std::to_string(hello.pid) + ") joined with " + std::to_string(hello.resources.cpu_slots) +
           " slot(s), " + std::to_string(hello.resources.gpus.size()) + " GPU(s)" +
-          (static_cast<int>(hello.resources.gpus.size()) < gpus_per_trial
-               ? "; the job needs " + std::to_string(gpus_per_trial) +
-                     " GPU(s) per trial, so no trial goes there"
+          (static_cast<int>(hello.resources.gpus.size()) < most_gpus
+               ? "; a job needs " + std::to_string(most_gpus) +
+                     " GPU(s) per trial, so none of its trials goes there"
                : ""));
     }
-    if (!orphans.empty()) reattach(e, hello.leases);
+    reattach(e, hello.leases);
   }
 
   void on_report(ExecutorEntry& executor, const ReportMessage& report) {
-    ++stats.reports;
     auto it = leases.find(report.lease_id);
     if (it == leases.end() || it->second.executor_id != executor.executor_id) {
       // Nobody wants this job's progress any more: tell it to stop.
@@ -550,9 +650,10 @@ struct Coordinator::Impl {
       return;
     }
     Lease& lease = it->second;
+    ++lease.run->stats.reports;
     lease.deadline = clock->steady_now() + options.lease_timeout;
     bool stop = false;
-    auto metric = report.metrics.find(objective_metric);
+    auto metric = report.metrics.find(lease.run->objective_metric);
     if (metric != report.metrics.end()) {
       try {
         if (!std::isnan(metric->second)) lease.work.trial->report(report.step, metric->second);
@@ -570,35 +671,37 @@ struct Coordinator::Impl {
   void on_result(ExecutorEntry& executor, const ResultMessage& result) {
     Lease* lease = held_by(executor, result.lease_id);
     if (!lease) return;
+    StudyRun& run = *lease->run;
     commit(executor, *lease, [&](Trial& trial) {
       // Every final metric stays with the trial as a user attribute (as a W&B run keeps its
       // summary): test accuracy, the best epoch, whatever the job printed.
       for (const auto& [name, value] : result.metrics) trial.set_user_attr(name, metric_json(value));
-      if (trial.stop_requested()) return study.tell(trial, TrialState::kPruned);
-      if (!result.values.empty()) return study.tell(trial, result.values);
-      auto metric = result.metrics.find(objective_metric);
+      if (trial.stop_requested()) return run.study.tell(trial, TrialState::kPruned);
+      if (!result.values.empty()) return run.study.tell(trial, result.values);
+      auto metric = result.metrics.find(run.objective_metric);
       if (metric == result.metrics.end()) {
-        return study.tell(
+        return run.study.tell(
             trial, TrialState::kFail,
-            "RESULT has no value for the objective metric '" + objective_metric + "'");
+            "RESULT has no value for the objective metric '" + run.objective_metric + "'");
       }
-      return study.tell(trial, metric->second);
+      return run.study.tell(trial, metric->second);
     });
   }
 
   void on_fail(ExecutorEntry& executor, const FailMessage& fail) {
     Lease* lease = held_by(executor, fail.lease_id);
     if (!lease) return;
+    StudyRun& run = *lease->run;
+    log(describe(*lease) + " failed: " + fail.reason);
     commit(executor, *lease, [&](Trial& trial) {
-      Storage& storage = study.storage();
+      Storage& storage = run.study.storage();
       if (fail.exit_code) {
         storage.set_trial_system_attr(trial.id(), "exit_code", std::to_string(*fail.exit_code));
       }
       if (!fail.log_tail.empty()) {
         storage.set_trial_system_attr(trial.id(), "log_tail", json_string(fail.log_tail));
       }
-      log(describe(*lease) + " failed: " + fail.reason);
-      return study.tell(trial, TrialState::kFail, fail.reason);
+      return run.study.tell(trial, TrialState::kFail, fail.reason);
     });
   }
 
@@ -692,7 +795,7 @@ struct Coordinator::Impl {
       }
     }
     for (const auto& [id, why] : overdue) expire(id, why);
-    expire_orphans(now);
+    for (auto& [id, run] : runs) expire_orphans(*run, now);
     for (auto it = executors.begin(); it != executors.end();) {
       if (now - it->second.last_heard >= options.lease_timeout) {
         log("executor " + it->second.executor_id + " is silent for " +
@@ -717,7 +820,9 @@ struct Coordinator::Impl {
   milliseconds wait_limit(milliseconds timeout) const {
     SteadyTime next = next_heartbeat;
     for (const auto& [id, lease] : leases) next = std::min(next, lease.deadline);
-    for (const auto& [id, orphan] : orphans) next = std::min(next, orphan.deadline);
+    for (const auto& [id, run] : runs) {
+      for (const auto& [trial_id, orphan] : run->orphans) next = std::min(next, orphan.deadline);
+    }
     auto until =
         std::chrono::duration_cast<milliseconds>(next - clock->steady_now()) + milliseconds(1);
     return std::clamp(until, milliseconds(0), timeout);
@@ -747,57 +852,58 @@ struct Coordinator::Impl {
     }
   }
 
-  bool done() const {
-    return leases.empty() && retries.empty() && prepared.empty() && orphans.empty() &&
-           (draining || exhausted ||
-            (options.n_trials && stats.trials_started >= *options.n_trials));
-  }
+  // --- Stopping ---------------------------------------------------------------------------------
 
-  void drain() {
-    if (draining) return;
-    draining = true;
-    for (Prepared& p : prepared) {
+  void drain(StudyRun& run) {
+    if (run.draining) return;
+    run.draining = true;
+    for (Prepared& p : run.prepared) {
       try {
-        study.tell(*p.trial, TrialState::kFail, "not started: the coordinator was drained");
-        study.enqueue_trial(p.params);
+        run.study.tell(*p.trial, TrialState::kFail, "not started: the coordinator was drained");
+        run.study.enqueue_trial(p.params);
       } catch (const Error& e) {
         log("trial " + std::to_string(p.trial->number()) + ": cannot requeue it: " + e.what());
       }
     }
-    prepared.clear();
-    for (const PendingRetry& r : retries) {
+    run.prepared.clear();
+    for (const PendingRetry& r : run.retries) {
       try {
-        study.enqueue_trial(r.params);
+        run.study.enqueue_trial(r.params);
       } catch (const Error& e) {
         log(std::string("cannot requeue a re-run: ") + e.what());
       }
     }
-    retries.clear();
-    log("draining: no new trials; " + std::to_string(leases.size()) + " still running");
+    run.retries.clear();
+    log("study '" + run.study.name() + "' draining: no new trials; " +
+        std::to_string(run.leased) + " still running");
   }
 
   void abandon(const std::string& reason) {
-    drain();
-    orphans.clear();  // still RUNNING in storage: the next coordinator of the study looks again
+    for (auto& [id, run] : runs) {
+      drain(*run);
+      run->orphans.clear();  // still RUNNING in storage: the next coordinator looks again
+    }
     for (auto& [id, lease] : leases) {
+      StudyRun& run = *lease.run;
       Trial& trial = *lease.work.trial;
       try {
-        const FrozenTrial failed = study.tell(trial, TrialState::kFail, "abandoned: " + reason);
-        ++stats.failed;
-        study.enqueue_trial(lease.work.params);
-        if (options.on_trial_finished) options.on_trial_finished(failed);
+        const FrozenTrial failed = run.study.tell(trial, TrialState::kFail, "abandoned: " + reason);
+        ++run.stats.failed;
+        run.study.enqueue_trial(lease.work.params);
+        if (run.options.on_trial_finished) run.options.on_trial_finished(failed);
       } catch (const Error& e) {
         log("trial " + std::to_string(trial.number()) + ": cannot abandon it: " + e.what());
       }
       remember_end(id, false, describe(lease) + " was abandoned: " + reason);
+      --run.leased;
     }
     leases.clear();
   }
 };
 
-Coordinator::Coordinator(Study study, CoordinatorOptions options)
-    : impl_(std::make_unique<Impl>(std::move(study), std::move(options))) {
-  CoordinatorOptions& o = impl_->options;
+namespace {
+
+void check_service_options(const CoordinatorServiceOptions& o) {
   if (o.endpoint.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "coordinator: no endpoint to bind given");
   }
@@ -807,22 +913,27 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
                     " ms) must exceed heartbeat_interval (" +
                     std::to_string(o.heartbeat_interval.count()) + " ms), which must be > 0");
   }
-  if (o.max_retries < 0 || (o.n_trials && *o.n_trials < 0)) {
-    throw Error(ErrorCode::kInvalidArgument, "coordinator: max_retries and n_trials must be >= 0");
-  }
-  if (impl_->study.directions().size() != 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "coordinator: study '" + impl_->study.name() + "' has " +
-                    std::to_string(impl_->study.directions().size()) +
-                    " objectives; a command job has one objective metric");
-  }
-  const JobSpec job =
-      parse_job_spec(o.job_json, "coordinator: study '" + impl_->study.name() + "': job");
-  impl_->objective_metric = job.objective_metric;
-  // A CUDA engine trial takes one GPU per rank, on one executor.
-  if (job.kind == JobKind::kEngine && job.engine.backend == "cuda") {
-    impl_->gpus_per_trial = job.engine.ranks;
-  }
+}
+
+// The counts of `add` added to `sum`.
+void accumulate(CoordinatorStats& sum, const CoordinatorStats& add) {
+  sum.trials_started += add.trials_started;
+  sum.retries_started += add.retries_started;
+  sum.completed += add.completed;
+  sum.pruned += add.pruned;
+  sum.failed += add.failed;
+  sum.leases_expired += add.leases_expired;
+  sum.reattached += add.reattached;
+  sum.stale_outcomes_refused += add.stale_outcomes_refused;
+  sum.reports += add.reports;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorServiceOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {
+  CoordinatorServiceOptions& o = impl_->options;
+  check_service_options(o);
   if (!o.clock) o.clock = system_clock();
   impl_->clock = o.clock.get();
   // Lease ids never repeat, not even across restarts of the coordinator: they start at the
@@ -832,7 +943,6 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
                                                    .count()) *
                              1024 +
                          1;
-  impl_->find_orphans();
   impl_->context = std::make_unique<ZmqContext>();
   ZmqSocketOptions socket_options;
   socket_options.max_frame_bytes = static_cast<int64_t>(kMaxMessageBytes) + 1024;
@@ -846,7 +956,8 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
     }
     // Bound before the router: without it ZeroMQ would let in any client.
     impl_->authenticator = std::make_unique<CurveAuthenticator>(
-        *impl_->context, security.executor_keys, [this](const std::string& line) { impl_->log(line); });
+        *impl_->context, security.executor_keys,
+        [this](const std::string& line) { impl_->log(line); });
     socket_options.curve_public_key = security.curve_keys->public_key;
     socket_options.curve_secret_key = security.curve_keys->secret_key;
   } else if (!security.allow_insecure_tcp && !endpoint_is_local(o.endpoint)) {
@@ -858,8 +969,12 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
   }
   impl_->router = std::make_unique<RouterEndpoint>(*impl_->context, o.endpoint, socket_options);
   impl_->next_heartbeat = impl_->clock->steady_now();
-  impl_->log("listening on " + impl_->router->endpoint() + " for study '" + impl_->study.name() +
-             "'");
+  impl_->log("listening on " + impl_->router->endpoint());
+}
+
+Coordinator::Coordinator(Study study, CoordinatorOptions options)
+    : Coordinator(static_cast<CoordinatorServiceOptions>(options)) {
+  add_study(std::move(study), static_cast<StudyRunOptions>(std::move(options)));
 }
 
 Coordinator::~Coordinator() {
@@ -869,29 +984,71 @@ Coordinator::~Coordinator() {
   impl_->context.reset();
 }
 
+StudyRunId Coordinator::add_study(Study study, StudyRunOptions options) {
+  const std::string name = study.name();
+  const StudyRunId id = impl_->add_study(std::move(study), std::move(options));
+  impl_->log("running study '" + name + "'");
+  return id;
+}
+
+void Coordinator::remove_study(StudyRunId id) {
+  StudyRun& run = impl_->run_of(id);
+  if (!run.done()) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "coordinator: study '" + run.study.name() + "' is not done; drain it first");
+  }
+  impl_->runs.erase(id);
+}
+
 const std::string& Coordinator::endpoint() const { return impl_->router->endpoint(); }
 
 void Coordinator::poll_once(std::chrono::milliseconds timeout) { impl_->poll_once(timeout); }
 
 void Coordinator::run(std::stop_token stop) {
-  while (!stop.stop_requested() && !impl_->done()) impl_->poll_once(kMaxWait);
+  while (!stop.stop_requested() && !done()) impl_->poll_once(kMaxWait);
 }
 
-bool Coordinator::done() const { return impl_->done(); }
+bool Coordinator::done() const {
+  return std::all_of(impl_->runs.begin(), impl_->runs.end(),
+                     [](const auto& r) { return r.second->done(); });
+}
 
-void Coordinator::drain() { impl_->drain(); }
+bool Coordinator::done(StudyRunId id) const { return impl_->run_of(id).done(); }
+
+void Coordinator::drain() {
+  for (auto& [id, run] : impl_->runs) impl_->drain(*run);
+}
+
+void Coordinator::drain(StudyRunId id) { impl_->drain(impl_->run_of(id)); }
+
+bool Coordinator::draining() const {
+  return !impl_->runs.empty() &&
+         std::all_of(impl_->runs.begin(), impl_->runs.end(),
+                     [](const auto& r) { return r.second->draining; });
+}
 
 void Coordinator::abandon(const std::string& reason) { impl_->abandon(reason); }
 
-bool Coordinator::draining() const { return impl_->draining; }
+void Coordinator::pause(StudyRunId id) { impl_->run_of(id).paused = true; }
+
+void Coordinator::unpause(StudyRunId id) { impl_->run_of(id).paused = false; }
 
 CoordinatorStats Coordinator::stats() const {
   CoordinatorStats s = impl_->stats;
+  for (const auto& [id, run] : impl_->runs) accumulate(s, run->stats);
   s.executors = static_cast<int>(impl_->executors.size());
   s.active_leases = static_cast<int>(impl_->leases.size());
   return s;
 }
 
-const Study& Coordinator::study() const { return impl_->study; }
+CoordinatorStats Coordinator::stats(StudyRunId id) const {
+  const StudyRun& run = impl_->run_of(id);
+  CoordinatorStats s = run.stats;
+  s.executors = static_cast<int>(impl_->executors.size());
+  s.active_leases = run.leased;
+  return s;
+}
+
+const Study& Coordinator::study(StudyRunId id) const { return impl_->run_of(id).study; }
 
 }  // namespace tuner

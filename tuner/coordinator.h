@@ -1,5 +1,5 @@
-// Coordinator: farms a study's trials out to executors over ZeroMQ (see ../shared/DESIGN.md,
-// "Protocol", and docs/protocol.md).
+// Coordinator: farms studies' trials out to executors over ZeroMQ (see ../shared/DESIGN.md,
+// "Protocol", and docs/protocol.md). One study for `tuner sweep`; several for `tuner serve`.
 //
 // It binds a ROUTER and keeps:
 // - an executor registry: each executor's HELLO (id, host, resources) and when it was last heard;
@@ -22,7 +22,7 @@
 // - A message that cannot be decoded, comes from a peer that has not said HELLO, or is of a type
 //   an executor does not send gets an ERROR reply and a log line; nothing an executor sends stops
 //   the coordinator.
-// - A restart: the study's RUNNING trials at construction were leased by an earlier coordinator
+// - A restart: a study's RUNNING trials when it is added were leased by an earlier coordinator
 //   (one coordinator per study). An executor still running one lists it in its HELLO and keeps
 //   its lease (Study::adopt); one that nobody claims within 2 x lease_timeout is told FAIL and
 //   re-run like an expired lease.
@@ -63,40 +63,49 @@ struct CoordinatorSecurity {
   bool allow_insecure_tcp = false;
 };
 
-struct CoordinatorOptions {
-  // Where to bind: "ipc://PATH" or "tcp://HOST:PORT" ("tcp://127.0.0.1:*" picks a free port;
-  // see endpoint()). Required.
-  std::string endpoint;
-  // Every trial's job as JSON (executor/job_spec.h), validated at construction. Required.
-  // Its objective_metric is what REPORTs are judged by and RESULTs are valued by.
+// How one study runs on the coordinator.
+struct StudyRunOptions {
+  // Every trial's job as JSON (executor/job_spec.h), validated when the study is added.
+  // Required. Its objective_metric is what REPORTs are judged by and RESULTs are valued by.
   std::string job_json;
   // Define-and-run: each trial is asked with this space. Default: Study::ask() (the study's own
   // space when it was created with one).
   std::optional<SearchSpace> space;
   // New trials to start; re-runs after lost leases are not counted. Default: no limit (the
-  // sampler running out, or the stop token, ends run()).
+  // sampler running out, or a drain, ends the study's run).
   std::optional<int> n_trials;
-  // Trials leased at once across all executors. Default 0: only the executors' slots limit it.
+  // The study's trials leased at once across all executors. Default 0: only the executors'
+  // slots limit it.
   int max_concurrency = 0;
-  // How often HEARTBEAT goes to each executor; sent to executors in TRIAL, too. Default 1 s.
-  std::chrono::milliseconds heartbeat_interval{1000};
-  // A lease not renewed for this long expires, and an executor not heard from for this long is
-  // forgotten. Default 5 s. REQUIRES: > heartbeat_interval.
-  std::chrono::milliseconds lease_timeout{5000};
   // How many times one trial is re-run after its lease expired. Default 3.
   int max_retries = 3;
-  // Deadlines and heartbeats. Default: the system clock.
-  std::shared_ptr<Clock> clock;
-  // Who may connect. Default: anyone who can reach a local endpoint (ipc://, loopback TCP).
-  CoordinatorSecurity security;
-  // Where log lines go ("coordinator: ..."). Default: standard error. Called on the loop's thread.
-  std::function<void(const std::string&)> log;
   // Called on the loop's thread after each trial's outcome is committed (COMPLETE, PRUNED, or
   // FAIL, an expired lease included). Default: none.
   std::function<void(const FrozenTrial&)> on_trial_finished;
 };
 
-// Counts since construction.
+// The service: where it listens, its timing, who may connect.
+struct CoordinatorServiceOptions {
+  // Where to bind: "ipc://PATH" or "tcp://HOST:PORT" ("tcp://127.0.0.1:*" picks a free port;
+  // see endpoint()). Required.
+  std::string endpoint;
+  // How often HEARTBEAT goes to each executor; sent to executors in TRIAL, too. Default 1 s.
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // A lease not renewed for this long expires, and an executor not heard from for this long is
+  // forgotten. Default 5 s. REQUIRES: > heartbeat_interval.
+  std::chrono::milliseconds lease_timeout{5000};
+  // Deadlines and heartbeats. Default: the system clock.
+  std::shared_ptr<Clock> clock;
+  // Where log lines go ("coordinator: ..."). Default: standard error. Called on the loop's thread.
+  std::function<void(const std::string&)> log;
+  // Who may connect. Default: anyone who can reach a local endpoint (ipc://, loopback TCP).
+  CoordinatorSecurity security;
+};
+
+// One study on its own service (what `tuner sweep` runs).
+struct CoordinatorOptions : CoordinatorServiceOptions, StudyRunOptions {};
+
+// Counts since construction (or, per study, since it was added).
 struct CoordinatorStats {
   int64_t trials_started = 0;   // new trials leased (not re-runs)
   int64_t retries_started = 0;  // re-runs leased after an expired lease
@@ -107,23 +116,36 @@ struct CoordinatorStats {
   int64_t reattached = 0;         // an earlier coordinator's trials taken back from executors
   int64_t stale_outcomes_refused = 0;  // RESULT/FAIL answered ACK{accepted = false}
   int64_t reports = 0;
-  int64_t errors_sent = 0;  // ERROR replies
-  int executors = 0;        // registered now
+  int64_t errors_sent = 0;  // ERROR replies (service-wide)
+  int executors = 0;        // registered now (service-wide)
   int active_leases = 0;    // now
 };
 
+// A study added to a coordinator.
+using StudyRunId = int;
+
 class Coordinator {
  public:
-  // Binds the ROUTER. Throws Error(kInvalidArgument) for bad options (naming them: a bad job,
-  // an endpoint ZeroMQ cannot parse, a study with several objectives, malformed CURVE keys, an
-  // endpoint other hosts can reach without CURVE) and Error(kUnavailable)
-  // when the endpoint cannot be bound.
+  // Binds the ROUTER with no study yet (tuner serve: add_study()). Throws
+  // Error(kInvalidArgument) for bad options (naming them: an endpoint ZeroMQ cannot parse,
+  // malformed CURVE keys, an endpoint other hosts can reach without CURVE) and
+  // Error(kUnavailable) when the endpoint cannot be bound.
+  explicit Coordinator(CoordinatorServiceOptions options);
+  // The same with one study added (its id is 0). Also throws add_study()'s errors.
   Coordinator(Study study, CoordinatorOptions options);
-  // Says BYE to the executors it knows. Trials still leased stay RUNNING in storage (the study's
-  // stale-trial policy takes them when it is resumed).
+  // Says BYE to the executors it knows. Trials still leased stay RUNNING in storage (the next
+  // coordinator of their study takes them back or re-runs them).
   ~Coordinator();
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
+
+  // Runs `study` on the executors too. Several studies share the executors fairly: a free slot
+  // goes to the study with the fewest trials leased. The study's RUNNING trials are taken for an
+  // earlier coordinator's (see above). Throws Error(kInvalidArgument) for a bad job or a study
+  // with several objectives, Error(kAlreadyExists) when a study of that name runs here.
+  StudyRunId add_study(Study study, StudyRunOptions options);
+  // Removes a study that is done(id). Throws Error(kFailedPrecondition) otherwise.
+  void remove_study(StudyRunId id);
 
   // The endpoint bound, with a chosen port filled in.
   const std::string& endpoint() const;
@@ -134,22 +156,31 @@ class Coordinator {
   // Turns the loop until done() or until `stop` is requested.
   void run(std::stop_token stop = {});
 
-  // Stops handing out trials: nothing new is asked or leased and expired leases are not re-run;
-  // the trials already leased run on. A re-run that was waiting (or a trial asked but not yet
-  // leased, which is told FAIL) is enqueued in the study with its params, so that the study's
-  // next ask() runs it when it is resumed. How a sweep stops gracefully, or ends its time budget.
+  // Stops handing out the study's trials: nothing new is asked or leased and expired leases are
+  // not re-run; the trials already leased run on. A re-run that was waiting (or a trial asked but
+  // not yet leased, which is told FAIL) is enqueued in the study with its params, so that the
+  // study's next ask() runs it when it is resumed. How a sweep stops gracefully, or ends its time
+  // budget. Without an id: every study.
   void drain();
-  bool draining() const;
+  void drain(StudyRunId id);
+  bool draining() const;  // every study is draining
   // Drains, and gives up every leased trial at once: each is told FAIL ("abandoned: <reason>")
   // and enqueued with its params, so that the study's next ask() (a resumed sweep) runs it
   // again; outcomes that arrive for it later are refused. How a sweep stops at once.
   void abandon(const std::string& reason);
+  // No new trials of the study are leased until unpause(); leased ones run on.
+  void pause(StudyRunId id);
+  void unpause(StudyRunId id);
 
-  // The budget is spent (n_trials started, or the sampler exhausted) or drain() was called,
-  // nothing is leased and no re-run is waiting.
+  // The study's budget is spent (n_trials started, or the sampler exhausted) or it was drained,
+  // nothing of it is leased and no re-run is waiting. Without an id: every study is done (true
+  // with none).
   bool done() const;
+  bool done(StudyRunId id) const;
+  // Service-wide (every study's counts summed), or one study's.
   CoordinatorStats stats() const;
-  const Study& study() const;
+  CoordinatorStats stats(StudyRunId id) const;
+  const Study& study(StudyRunId id = 0) const;
 
  private:
   struct Impl;

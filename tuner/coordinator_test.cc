@@ -355,6 +355,78 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorTakesBackTrialsStillRunningAndRerun
   EXPECT_EQ(study_->trials().size(), 3u);
 }
 
+TEST_F(CoordinatorTest, StudiesShareTheExecutorsFairlyAndPauseAndDrainOnTheirOwn) {
+  auto make_study = [&](const std::string& name) {
+    StudyOptions o;
+    o.name = name;
+    o.sampler = std::make_shared<RandomSampler>();
+    o.storage = std::make_shared<InMemoryStorage>();
+    o.clock = clock_;
+    o.heartbeat_interval = std::nullopt;
+    SearchSpace space;
+    space.add_float("x", 0.0, 1.0);
+    o.space = space;
+    return Study::create(o);
+  };
+  CoordinatorServiceOptions service;
+  service.endpoint = "ipc://" + (dir_ / "serve.sock").string();
+  service.heartbeat_interval = kHeartbeat;
+  service.lease_timeout = kLeaseTimeout;
+  service.clock = clock_;
+  service.log = [this](const std::string& line) { log_.push_back(line); };
+  Coordinator serve(service);
+  EXPECT_TRUE(serve.done());  // no studies
+  const StudyRunId a = serve.add_study(make_study("a"), {.job_json = kJob, .n_trials = 3});
+  const StudyRunId b = serve.add_study(make_study("b"), {.job_json = kJob, .n_trials = 3});
+  EXPECT_THROW(serve.add_study(make_study("a"), {.job_json = kJob}), Error);
+
+  auto peer = std::make_unique<DealerEndpoint>(context_, serve.endpoint(),
+                                               ZmqSocketOptions{.routing_id = "e1#1"});
+  auto next_trial = [&] {
+    for (int i = 0; i < 400; ++i) {
+      serve.poll_once(milliseconds(0));
+      while (auto frames = peer->receive()) {
+        Message m = decode(*frames);
+        if (auto* t = std::get_if<TrialMessage>(&m)) return *t;
+      }
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    ADD_FAILURE() << "no TRIAL within 2 s";
+    return TrialMessage{};
+  };
+  auto finish = [&](const TrialMessage& t) {
+    ASSERT_TRUE(peer->send(ResultMessage{.lease_id = t.lease_id, .values = {0.5}}));
+  };
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 2}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 2}));
+  // Two free slots, two studies: one trial each.
+  TrialMessage first = next_trial(), second = next_trial();
+  EXPECT_NE(first.study_name, second.study_name);
+
+  // Paused, study a gets no more slots; b gets both.
+  serve.pause(a);
+  TrialMessage of_a = first.study_name == "a" ? first : second;
+  TrialMessage of_b = first.study_name == "a" ? second : first;
+  finish(of_a);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  EXPECT_EQ(next_trial().study_name, "b");
+  EXPECT_EQ(serve.stats(a).active_leases, 0);
+  EXPECT_EQ(serve.stats(b).active_leases, 2);
+
+  // Unpaused, a gets the next free slot; drained, b ends when its leases do.
+  serve.unpause(a);
+  serve.drain(b);
+  finish(of_b);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  TrialMessage next = next_trial();
+  EXPECT_EQ(next.study_name, "a");
+  EXPECT_FALSE(serve.done(b));
+  EXPECT_THROW(serve.remove_study(b), Error);
+  EXPECT_EQ(serve.stats(a).completed, 1);
+  EXPECT_EQ(serve.stats().completed, 2);
+  EXPECT_EQ(serve.stats(b).trials_started, 2);
+}
+
 TEST_F(CoordinatorTest, GarbledAndUnexpectedMessagesGetErrorsAndTheLoopGoesOn) {
   start(/*n_trials=*/1);
   auto peer = connect("e1#1");
