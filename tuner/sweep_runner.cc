@@ -5,13 +5,11 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <mutex>
-#include <thread>
 
-#include "executor/executor_service.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
 #include "tuner/coordinator.h"
+#include "tuner/local_executor.h"
 #include "tuner/study.h"
 
 namespace tuner {
@@ -104,10 +102,8 @@ std::optional<std::string> trial_model_path(const SweepFile& sweep, int number) 
   return path.string();
 }
 
-SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
+OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) {
   const SweepFile sweep = with_artifacts_dir(file);
-  const SteadyClock::time_point started = SteadyClock::now();
-  auto storage = std::make_shared<SqliteStorage>(sweep.storage_path);
   StudyOptions study_options = make_study_options(sweep);
   study_options.storage = storage;
   Study study = Study::create(std::move(study_options));
@@ -115,12 +111,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
       {"path", std::filesystem::absolute(sweep.path).string()},
       {"file", nlohmann::json::parse(to_json(sweep))}};
   storage->set_study_system_attr(study.id(), kSweepAttr, nlohmann::json(stored.dump()).dump());
-
-  const std::vector<FrozenTrial> existing = study.trials();
-  Tally tally(existing, sweep.direction);
-  tally.progress().trial_budget = sweep.budget.trials;
-  SweepResult result{.study_name = study.name(), .storage_path = sweep.storage_path};
-
+  std::vector<FrozenTrial> existing = study.trials();
   // The trial budget is the study's: trials of earlier runs count (a WAITING one is still to run).
   std::optional<int> remaining;
   if (sweep.budget.trials) {
@@ -129,6 +120,26 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     });
     remaining = std::max(0, *sweep.budget.trials - static_cast<int>(counted));
   }
+  return OpenedSweep{.sweep = sweep,
+                     .study = std::move(study),
+                     .existing = std::move(existing),
+                     .remaining_trials = remaining};
+}
+
+StudyRunOptions study_run_options(const OpenedSweep& opened) {
+  return StudyRunOptions{.job_json = opened.sweep.job_json,
+                         .n_trials = opened.remaining_trials,
+                         .max_concurrency = opened.sweep.budget.max_concurrent};
+}
+
+SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
+  const SteadyClock::time_point started = SteadyClock::now();
+  OpenedSweep opened = open_sweep(file, std::make_shared<SqliteStorage>(file.storage_path));
+  const SweepFile& sweep = opened.sweep;
+  Study& study = opened.study;
+  Tally tally(opened.existing, sweep.direction);
+  tally.progress().trial_budget = sweep.budget.trials;
+  SweepResult result{.study_name = study.name(), .storage_path = sweep.storage_path};
   const std::optional<SteadyClock::time_point> deadline =
       sweep.budget.time ? std::optional(started + *sweep.budget.time) : std::nullopt;
 
@@ -147,9 +158,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     // The local executor connects with the coordinator's own key pair.
     co.security.executor_keys.push_back(co.security.curve_keys->public_key);
   }
-  co.job_json = sweep.job_json;
-  co.n_trials = remaining;
-  co.max_concurrency = sweep.budget.max_concurrent;
+  static_cast<StudyRunOptions&>(co) = study_run_options(opened);
   co.log = log;
   auto progress_now = [&](const Coordinator& c) {
     SweepProgress& p = tally.progress();
@@ -172,38 +181,18 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   Coordinator coordinator(study, co);
   coordinator_ptr = &coordinator;
 
-  std::stop_source executor_stop;
-  struct {
-    std::mutex mutex;
-    std::string message;  // why the local executor failed, if it did
-  } executor_error;
-  auto local_executor_failed = [&] {
-    std::lock_guard lock(executor_error.mutex);
-    return executor_error.message;
-  };
-  std::jthread executor_thread;
+  std::optional<LocalExecutor> local_executor;
   if (sweep.local_executors > 0) {
-    ExecutorOptions eo;
-    eo.coordinator = coordinator.endpoint();
-    if (co.security.curve_keys) {
-      eo.curve_keys = co.security.curve_keys;
-      eo.coordinator_key = co.security.curve_keys->public_key;
-    }
-    eo.executor_id = "local-" + std::to_string(::getpid());
-    eo.slots = sweep.local_executors;
-    eo.log_dir = options.log_dir.empty() ? sweep.storage_path + ".logs" : options.log_dir;
-    eo.stop_grace = std::chrono::seconds(5);
-    eo.log = log;
-    executor_thread = std::jthread([eo, &executor_error, stop = executor_stop.get_token()] {
-      try {
-        ExecutorService service(eo);
-        service.run(stop);
-      } catch (const std::exception& e) {
-        std::lock_guard lock(executor_error.mutex);
-        executor_error.message = e.what();
-      }
-    });
+    local_executor.emplace(LocalExecutorOptions{
+        .coordinator = coordinator.endpoint(),
+        .curve_keys = co.security.curve_keys,
+        .slots = sweep.local_executors,
+        .log_dir = options.log_dir.empty() ? sweep.storage_path + ".logs" : options.log_dir,
+        .log = log});
   }
+  auto local_executor_failed = [&] {
+    return local_executor ? local_executor->failure() : std::string();
+  };
 
   SteadyClock::time_point next_progress = SteadyClock::now();
   while (!coordinator.done()) {
@@ -233,8 +222,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
       next_progress += std::chrono::seconds(1);
     }
   }
-  executor_stop.request_stop();
-  if (executor_thread.joinable()) executor_thread.join();
+  local_executor.reset();
   result.progress = progress_now(coordinator);
   if (options.on_progress) options.on_progress(result.progress);
   return result;

@@ -17,12 +17,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 
 #include "trials/frozen_trial.h"
 #include "tuner/coordinator.h"
+#include "tuner/study.h"
 #include "tuner/sweep_file.h"
 
 namespace tuner {
@@ -73,6 +75,17 @@ struct SweepResult {
   std::string study_name;
   std::string storage_path;
 };
+
+// A sweep's study, created or loaded by name, with the sweep file stored on it (kSweepAttr).
+struct OpenedSweep {
+  SweepFile sweep;  // an engine job without an artifacts_dir has "<storage path>.artifacts"
+  Study study;
+  std::vector<FrozenTrial> existing;      // the study's trials when it was opened
+  std::optional<int> remaining_trials;    // budget.trials less the trials already started
+};
+OpenedSweep open_sweep(const SweepFile& sweep, std::shared_ptr<Storage> storage);
+// How the coordinator runs an opened sweep's study.
+StudyRunOptions study_run_options(const OpenedSweep& opened);
 
 // Runs (or continues: the study is created or loaded by name) the sweep. Throws Error for what
 // prevents the start (the storage cannot be opened, the endpoint cannot be bound, a study of that
