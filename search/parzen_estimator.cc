@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <numbers>
 #include <numeric>
@@ -78,6 +79,55 @@ inline double exp_nonpositive(double x) {
   return p * std::bit_cast<double>(scale);
 }
 
+// Four points at once, one per lane of a vector (GCC and Clang vector extensions): the joint
+// density loops evaluate a block of points against each kernel. The helpers below are inlined
+// into their callers, so the ABI note -Wpsabi gives for vector arguments does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+constexpr size_t kLanes = 4;
+typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
+typedef uint64_t LaneBits __attribute__((vector_size(kLanes * sizeof(double))));
+
+inline Lanes broadcast(double v) { return Lanes{v, v, v, v}; }
+// Lanes from and to memory that need not be aligned to the vector's size.
+inline Lanes load_lanes(const double* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store_lanes(double* p, const Lanes& v) { std::memcpy(p, &v, sizeof v); }
+
+// exp_nonpositive() in each lane: the same operations, so the same bits.
+inline Lanes exp_nonpositive(const Lanes& in) {
+  Lanes x = in;
+  constexpr double kLog2e = std::numbers::log2e;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  constexpr double kShifter = 0x1.8p52;
+  const LaneBits bits = std::bit_cast<LaneBits>(x);
+  const LaneBits floor_bits = LaneBits{} + std::bit_cast<uint64_t>(-700.0);
+  x = std::bit_cast<Lanes>(bits < floor_bits ? bits : floor_bits);
+  Lanes shifted = x * kLog2e + kShifter;
+  Lanes n = shifted - kShifter;
+  Lanes r = (x - n * kLn2Hi) - n * kLn2Lo;
+  Lanes p = broadcast(1.0 / 479001600.0);
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const LaneBits scale = (std::bit_cast<LaneBits>(shifted) + 1023) << 52;  // 2^n
+  return p * std::bit_cast<Lanes>(scale);
+}
+
 // log(x) for finite x > 0 that is not subnormal: a branch-free polynomial the compiler can
 // vectorize (fdlibm's reduction to [sqrt(1/2), sqrt(2)) and atanh series); error within 1 ulp.
 inline double log_positive(double x) {
@@ -106,6 +156,24 @@ inline double log_positive(double x) {
   p = p * s2 + 1.0 / 3.0;
   // log(m) = 2 atanh(s) = 2 s + 2 s^3 p, with 2 s written f - s f for accuracy.
   return e * kLn2Hi + ((f - s * f) + (2.0 * s * s2 * p + e * kLn2Lo));
+}
+
+// The series regime of log_cell_mass_common() alone (a narrow cell), without branches; NaN where
+// it does not apply. Most cells of a fine grid (a log int over a wide range) are in it, and it
+// costs a fraction of the far tail's logs: callers take it first, then log_cell_mass_common() for
+// the rest. Where it applies, it equals log_cell_mass_common() bit for bit.
+inline double log_cell_mass_series(double z, double a, double log_2a) {
+  const double abs_z = std::abs(z);
+  const double a2 = a * a;
+  const double z2 = z * z;
+  const double za = abs_z * a;
+  const double series = log_2a - 0.5 * z2 - kLogSqrt2Pi +
+                        (za * za / 6.0 - za * za * za * za / 180.0) - a2 / 6.0 +
+                        a2 * a2 / 90.0 - z2 * a2 * a2 / 45.0;
+  const bool is_series = (a <= 0.125) & ((za <= 0.5) | (abs_z > 9.0));
+  const uint64_t series_mask = uint64_t{0} - static_cast<uint64_t>(is_series);
+  return std::bit_cast<double>((std::bit_cast<uint64_t>(series) & series_mask) |
+                               (std::bit_cast<uint64_t>(kNaN) & ~series_mask));
 }
 
 // log_cell_mass() over many cells: the two regimes that cover most cells (the series, and the
@@ -570,7 +638,10 @@ void ParzenEstimator::build_categorical(Dim& dim, const CategoricalDistribution&
   for (size_t i = 0; i < dim.cat_p.size(); ++i) dim.cat_log_p[i] = std::log(dim.cat_p[i]);
   dim.pair.resize(n_kernels);
   for (size_t k = 0; k < n; ++k) {
-    double index = std::round(column[k]);
+    // Choice indices are whole numbers: std::round (a library call) only for the others.
+    const double v = column[k];
+    const bool whole = v >= 0 && v < n_choices && v == static_cast<double>(static_cast<int>(v));
+    double index = whole ? v : std::round(v);
     if (!(index >= 0 && index < n_choices)) {
       fail("categorical observation " + std::to_string(column[k]) + " is not a choice index");
     }
@@ -714,6 +785,31 @@ TUNER_VECTORIZED ParzenEstimator::CellTable ParzenEstimator::cell_table(size_t d
   const double* shape_inv_sigma = dim.shape_inv_sigma.data();
   const double* shape_log_sigma = dim.shape_log_sigma.data();
   const double* shape_log_z = dim.shape_log_z.data();
+  // log_gauss_mass(lo, hi), remembered for this table (direct-mapped by the bits of both bounds).
+  struct ExactMemo {
+    struct Entry {
+      uint64_t lo = ~uint64_t{0};  // all ones (a NaN) marks an empty slot
+      uint64_t hi = 0;
+      double value = 0.0;
+    };
+    Entry slots[128];
+    double get(double lo, double hi) {
+      const uint64_t a = std::bit_cast<uint64_t>(lo);
+      const uint64_t b = std::bit_cast<uint64_t>(hi);
+      const uint64_t h = (a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xC2B2AE3D27D4EB4FULL);
+      Entry& e = slots[(h ^ (h >> 29)) >> 57];
+      if (e.lo != a || e.hi != b) {
+        e.value = log_gauss_mass(lo, hi);
+        e.lo = a;
+        e.hi = b;
+      }
+      return e.value;
+    }
+  } exact;
+  // The shapes outside the series regime of one cell, packed: [rest] each.
+  UninitVector<int> rest(n_shapes);
+  UninitVector<double> rest_z(n_shapes), rest_a(n_shapes), rest_log_2a(n_shapes),
+      rest_value(n_shapes);
   for (size_t c = 0; c < cell_values.size(); ++c) {
     double lo = transform(dim.log, cell_values[c] - 0.5 * dim.step);
     double hi = transform(dim.log, cell_values[c] + 0.5 * dim.step);
@@ -721,51 +817,43 @@ TUNER_VECTORIZED ParzenEstimator::CellTable ParzenEstimator::cell_table(size_t d
     double half = 0.5 * (hi - lo);
     double log_width = std::log(2.0 * half);
     double* __restrict trow = &out.log_mass[c * n_shapes];
+    // Three passes, each over fewer shapes: the series (vectorized), the far tail (vectorized,
+    // over the shapes the series left), the exact forms (one by one, over what is still left).
     for (size_t p = 0; p < n_shapes; ++p) {
       double inv = shape_inv_sigma[p];
       double z = (centre - shape_mu[p]) * inv;
       double a = half * inv;
-      trow[p] = log_cell_mass_common(z, a, log_width - shape_log_sigma[p]) - shape_log_z[p];
+      trow[p] = log_cell_mass_series(z, a, log_width - shape_log_sigma[p]) - shape_log_z[p];
     }
+    size_t n_rest = 0;
     for (size_t p = 0; p < n_shapes; ++p) {
       if (!std::isnan(trow[p])) continue;
       double inv = shape_inv_sigma[p];
-      double z = (centre - shape_mu[p]) * inv;
-      double a = half * inv;
-      trow[p] = log_cell_mass(z, a, log_width - shape_log_sigma[p]) - shape_log_z[p];
+      rest[n_rest] = static_cast<int>(p);
+      rest_z[n_rest] = (centre - shape_mu[p]) * inv;
+      rest_a[n_rest] = half * inv;
+      rest_log_2a[n_rest] = log_width - shape_log_sigma[p];
+      ++n_rest;
+    }
+    for (size_t j = 0; j < n_rest; ++j) {
+      rest_value[j] = log_cell_mass_common(rest_z[j], rest_a[j], rest_log_2a[j]);
+    }
+    for (size_t j = 0; j < n_rest; ++j) {
+      const size_t p = static_cast<size_t>(rest[j]);
+      double v = rest_value[j] - shape_log_z[p];
+      if (std::isnan(v)) {
+        const double z = rest_z[j];
+        const double a = rest_a[j];
+        // The exact mass of a wide cell near the kernel: cells and kernels on one grid give few
+        // distinct (z, a), so most come from the memo.
+        const double m = a > 0.125 && std::abs(z) - a <= 9.0 ? exact.get(z - a, z + a)
+                                                              : log_cell_mass(z, a, rest_log_2a[j]);
+        v = m - shape_log_z[p];
+      }
+      trow[p] = v;
     }
   }
   return out;
-}
-
-TUNER_VECTORIZED void ParzenEstimator::add_dim_log_pdf(size_t d, double v,
-                                                       const double* table_row,
-                                                       double* __restrict row) const {
-  const Dim& dim = dims_[d];
-  const size_t K = n_kernels();
-  if (dim.kind == Kind::kContinuous) {
-    const double* __restrict mu = dim.mu.data();
-    const double* __restrict inv_sigma = dim.inv_sigma.data();
-    const double t = transform(dim.log, v);
-    for (size_t k = 0; k < K; ++k) {
-      double z = (t - mu[k]) * inv_sigma[k];
-      row[k] -= 0.5 * z * z;
-    }
-  } else if (dim.kind == Kind::kCategorical) {
-    // Compare and select instead of a gather: the loop vectorizes.
-    const double* __restrict choice = dim.cat_choice.data();
-    const double c = static_cast<double>(std::lround(v));
-    const double hit = dim.cat_log_hit;
-    const double miss = dim.cat_log_miss;
-    const double prior = dim.cat_log_prior;
-    for (size_t k = 0; k < K; ++k) {
-      row[k] += choice[k] == c ? hit : (choice[k] < 0.0 ? prior : miss);
-    }
-  } else {
-    const int* __restrict shape = dim.kernel_shape.data();
-    const double* __restrict trow = table_row;
-    for (size_t k = 0; k < K; ++k) row[k] += trow[shape[k]];
-  }
 }
 
 void ParzenEstimator::sort_kernels_1d(size_t n_observations) {
@@ -856,37 +944,86 @@ TUNER_VECTORIZED std::vector<double> ParzenEstimator::log_pdf(std::span<const do
   for (size_t d = 0; d < n_dims; ++d) {
     if (dims_[d].kind == Kind::kDiscrete) tables[d] = cell_table(d, x, n);
   }
-  // One point at a time: its row of K kernel terms stays in the L1 cache.
-  UninitVector<double> row(K);
+  // Points in blocks of kLanes, one per lane (a short last block repeats its last point); each
+  // kernel's term for the block is one vector, rows[k]. Kernels in chunks of kChunk, whose rows
+  // stay in the L1 cache while every dimension adds its part. Each lane sees the operations, in
+  // the order, of one point evaluated on its own: the results do not depend on the blocking.
+  constexpr size_t kChunk = 256;
+  UninitVector<double> rows(K * kLanes);  // [kernel][lane]
+  UninitVector<double> lane_value(n_dims * kLanes);  // [dim][lane]: transformed, or choice indices
+  std::vector<UninitVector<double>> block_table(n_dims);  // discrete: [shape][lane], lanes' cells
   std::vector<double> out(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    const size_t base = static_cast<size_t>(i) * n_dims;
-    std::copy(kernel_const_.begin(), kernel_const_.end(), row.begin());
+  for (size_t b = 0; b < static_cast<size_t>(n); b += kLanes) {
+    size_t point[kLanes];
+    for (size_t j = 0; j < kLanes; ++j) point[j] = std::min(b + j, static_cast<size_t>(n) - 1);
     for (size_t d = 0; d < n_dims; ++d) {
-      const double* table_row = nullptr;
-      if (dims_[d].kind == Kind::kDiscrete) {
-        const CellTable& t = tables[d];
-        table_row = &t.log_mass[static_cast<size_t>(t.point_cell[static_cast<size_t>(i)]) *
-                                dims_[d].shape_mu.size()];
+      const Dim& dim = dims_[d];
+      for (size_t j = 0; j < kLanes; ++j) {
+        double v = x[point[j] * n_dims + d];
+        if (dim.kind == Kind::kContinuous) v = transform(dim.log, v);
+        if (dim.kind == Kind::kCategorical) v = static_cast<double>(std::lround(v));
+        lane_value[d * kLanes + j] = v;
       }
-      add_dim_log_pdf(d, x[base + d], table_row, row.data());
+      if (dim.kind != Kind::kDiscrete) continue;
+      const CellTable& t = tables[d];
+      const size_t n_shapes = dim.shape_mu.size();
+      UninitVector<double>& bt = block_table[d];
+      bt.resize(n_shapes * kLanes);
+      for (size_t j = 0; j < kLanes; ++j) {
+        const double* trow = &t.log_mass[static_cast<size_t>(t.point_cell[point[j]]) * n_shapes];
+        for (size_t p = 0; p < n_shapes; ++p) bt[p * kLanes + j] = trow[p];
+      }
     }
-    double max = -kInf;
-    for (size_t k = 0; k < K; ++k) max = std::max(max, row[k]);
-    if (std::isinf(max)) {
-      out[static_cast<size_t>(i)] = max;
-      continue;
+    Lanes max = broadcast(-kInf);
+    double* __restrict row = rows.data();
+    for (size_t k0 = 0; k0 < K; k0 += kChunk) {
+      const size_t k1 = std::min(K, k0 + kChunk);
+      for (size_t k = k0; k < k1; ++k) store_lanes(&row[k * kLanes], broadcast(kernel_const_[k]));
+      for (size_t d = 0; d < n_dims; ++d) {
+        const Dim& dim = dims_[d];
+        const Lanes v = load_lanes(&lane_value[d * kLanes]);
+        if (dim.kind == Kind::kContinuous) {
+          const double* __restrict mu = dim.mu.data();
+          const double* __restrict inv_sigma = dim.inv_sigma.data();
+          for (size_t k = k0; k < k1; ++k) {
+            Lanes z = (v - mu[k]) * inv_sigma[k];
+            store_lanes(&row[k * kLanes], load_lanes(&row[k * kLanes]) - 0.5 * z * z);
+          }
+        } else if (dim.kind == Kind::kCategorical) {
+          const double* __restrict choice = dim.cat_choice.data();
+          const Lanes hit = broadcast(dim.cat_log_hit);
+          const double miss = dim.cat_log_miss;
+          const double prior = dim.cat_log_prior;
+          for (size_t k = k0; k < k1; ++k) {
+            const Lanes other = broadcast(choice[k] < 0.0 ? prior : miss);
+            const Lanes term = broadcast(choice[k]) == v ? hit : other;
+            store_lanes(&row[k * kLanes], load_lanes(&row[k * kLanes]) + term);
+          }
+        } else {
+          const int* __restrict shape = dim.kernel_shape.data();
+          const double* __restrict bt = block_table[d].data();
+          for (size_t k = k0; k < k1; ++k) {
+            const Lanes term = load_lanes(&bt[static_cast<size_t>(shape[k]) * kLanes]);
+            store_lanes(&row[k * kLanes], load_lanes(&row[k * kLanes]) + term);
+          }
+        }
+      }
+      for (size_t k = k0; k < k1; ++k) {
+        const Lanes r = load_lanes(&row[k * kLanes]);
+        max = max < r ? r : max;
+      }
     }
-    // The terms, then their sum in order (a vectorized sum would change the rounding); terms
-    // below e^-40 are left out: they add less than K * 4e-18.
+    // The terms, summed in kernel order in each lane (summing in another order would change the
+    // rounding); terms below e^-40 are left out: they add less than K * 4e-18.
+    Lanes sum = broadcast(0.0);
     for (size_t k = 0; k < K; ++k) {
-      double e = row[k] - max;
-      uint64_t keep = uint64_t{0} - static_cast<uint64_t>(e > -40.0);
-      row[k] = std::bit_cast<double>(std::bit_cast<uint64_t>(exp_nonpositive(e)) & keep);
+      const Lanes e = load_lanes(&row[k * kLanes]) - max;
+      const LaneBits keep = std::bit_cast<LaneBits>(e > -40.0);
+      sum += std::bit_cast<Lanes>(std::bit_cast<LaneBits>(exp_nonpositive(e)) & keep);
     }
-    double sum = 0.0;
-    for (size_t k = 0; k < K; ++k) sum += row[k];
-    out[static_cast<size_t>(i)] = max + std::log(sum);
+    for (size_t j = 0; j < kLanes && b + j < static_cast<size_t>(n); ++j) {
+      out[b + j] = std::isinf(max[j]) ? max[j] : max[j] + std::log(sum[j]);
+    }
   }
   return out;
 }

@@ -6,9 +6,10 @@
 // categorical (categorical), or an untruncated normal (NormalDistribution, in log space when
 // `log`). This is the estimator of Optuna's TPESampler (neighbour-gap bandwidths, the magic clip,
 // the prior kernel), written for speed: kernel constants are computed once per estimator, and
-// densities are evaluated one point at a time over contiguous per-kernel arrays, in loops that
-// vectorize (categorical terms by compare-and-select, discrete ones from a table of cell masses
-// per distinct point value and kernel shape, whose common regimes are computed without branches).
+// densities are evaluated four points at a time (one per vector lane) over contiguous per-kernel
+// arrays (categorical terms by compare-and-select, discrete ones from a table of cell masses per
+// distinct point value and kernel shape, whose common regimes are computed without branches). A
+// point's density does not depend on the other points evaluated with it, to the bit.
 // Bandwidths are neighbour gaps in every dimension, for joint estimators too (Optuna 4/5 use a
 // Scott-like rule there); the prior's centre joins the neighbours only with prior_in_bandwidths.
 //
@@ -200,9 +201,6 @@ class ParzenEstimator {
   double draw_in_dim(const Dim& dim, int kernel, Rng& rng) const;
   // Discrete dimension d's table for the n points x (row-major, n_dims() per point).
   CellTable cell_table(size_t d, std::span<const double> x, int n) const;
-  // Adds dimension d's log density of point value v to row[k] for every kernel k; `table_row`:
-  // v's row of cell_table(d) for a discrete dimension (else unused).
-  void add_dim_log_pdf(size_t d, double v, const double* table_row, double* row) const;
 
   // Constant after construction.
   std::vector<Dim> dims_;

@@ -235,5 +235,57 @@ TEST(ParzenEstimator, MemoChangesNothing) {
   check(dims, columns, fewer);
 }
 
+TEST(ParzenEstimator, EachPointsDensityIsItsOwn) {
+  // log_pdf() evaluates points in blocks (vector lanes) and grid cells in several passes: a
+  // point's density is bit-identical whatever the other points, their number and its position.
+  std::vector<Distribution> dims{FloatDistribution{-1, 1},
+                                 FloatDistribution{1e-5, 1e-1, true},
+                                 IntDistribution{16, 1024, true},
+                                 IntDistribution{1, 100},
+                                 IntDistribution{0, 100, false, 5},
+                                 CategoricalDistribution{{true, false, 3.5}}};
+  Rng data(5);
+  std::vector<std::vector<double>> columns(dims.size());
+  std::vector<double> w;
+  for (int k = 0; k < 300; ++k) {
+    columns[0].push_back(2.0 * data.uniform() - 1.0);
+    columns[1].push_back(std::exp(std::log(1e-5) + data.uniform() * std::log(1e4)));
+    columns[2].push_back(std::round(std::exp(std::log(16.0) + data.uniform() * std::log(64.0))));
+    columns[3].push_back(std::floor(1.0 + data.uniform() * 100.0));
+    columns[4].push_back(5.0 * std::floor(data.uniform() * 21.0));
+    columns[5].push_back(std::floor(data.uniform() * 3.0));
+    w.push_back(0.1 + k / 300.0);
+  }
+  auto check = [&](std::span<const Distribution> d, std::span<const std::vector<double>> c) {
+    ParzenEstimator pe(d, c, w, {});
+    Rng rng(3);
+    const int n = 11;
+    std::vector<double> x = pe.sample(rng, n);
+    const size_t n_dims = d.size();
+    std::vector<double> alone(n);
+    for (int i = 0; i < n; ++i) {
+      std::vector<double> point(x.begin() + i * n_dims, x.begin() + (i + 1) * n_dims);
+      alone[i] = pe.log_pdf(point, 1)[0];
+      EXPECT_TRUE(std::isfinite(alone[i])) << i;
+    }
+    for (int m = 1; m <= n; ++m) {
+      std::vector<double> first(x.begin(), x.begin() + m * n_dims);
+      std::vector<double> lp = pe.log_pdf(first, m);
+      for (int i = 0; i < m; ++i) EXPECT_EQ(lp[i], alone[i]) << m << " points, point " << i;
+    }
+    std::vector<double> reversed;
+    for (int i = n - 1; i >= 0; --i) {
+      reversed.insert(reversed.end(), x.begin() + i * n_dims, x.begin() + (i + 1) * n_dims);
+    }
+    std::vector<double> lp = pe.log_pdf(reversed, n);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(lp[n - 1 - i], alone[i]) << "reversed, point " << i;
+  };
+  check(dims, columns);
+  for (size_t d = 2; d < dims.size(); ++d) {
+    check(std::span<const Distribution>(&dims[d], 1),
+          std::span<const std::vector<double>>(&columns[d], 1));
+  }
+}
+
 }  // namespace
 }  // namespace tuner

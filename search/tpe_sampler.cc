@@ -174,8 +174,30 @@ struct TpeSampler::Cache {
     update_spaces(t);
   }
 
+  // True when a trial's parameters are exactly the intersection, which is also the only group:
+  // then update_spaces() changes nothing (the usual case of a study without conditions).
+  bool same_as_spaces(const FrozenTrial& t) const {
+    if (!intersection || groups.size() != 1 || groups[0].size() != intersection->size()) {
+      return false;
+    }
+    if (t.params.size() != intersection->size()) return false;
+    auto entry = intersection->begin();
+    auto group_entry = groups[0].begin();
+    for (const auto& [name, value] : t.params) {
+      auto it = t.distributions.find(name);
+      if (it == t.distributions.end() || entry->first != name || group_entry->first != name ||
+          !(entry->second == it->second) || !(group_entry->second == it->second)) {
+        return false;
+      }
+      ++entry;
+      ++group_entry;
+    }
+    return true;
+  }
+
   // Optuna's IntersectionSearchSpace and _SearchSpaceGroup, updated with one finished trial.
   void update_spaces(const FrozenTrial& t) {
+    if (same_as_spaces(t)) return;
     NamedDistributions mine;
     for (const auto& [name, value] : t.params) {
       auto it = t.distributions.find(name);
