@@ -17,6 +17,10 @@ int run_export(const std::vector<std::string>& args);
 int run_registry(const std::vector<std::string>& args);
 int run_predict(const std::vector<std::string>& args);
 int run_keygen(const std::vector<std::string>& args);
+int run_serve_command(const std::vector<std::string>& args);
+int run_stop(const std::vector<std::string>& args);
+int run_pause(const std::vector<std::string>& args);
+int run_unpause(const std::vector<std::string>& args);
 // (new commands: declare here)
 
 std::span<const Command> commands() {
@@ -24,13 +28,15 @@ std::span<const Command> commands() {
       {"sweep",
        "sweep FILE [--study NAME] [--storage PATH] [--executors N] [--trials N]\n"
        "      [--registry DIR] [--endpoint ENDPOINT] [--key FILE --executor-keys PATH]\n"
-       "      [--insecure] [--verbose]\n"
+       "      [--insecure] [--verbose] [--submit]\n"
        "                                 run the study a sweep file describes (docs/sweep_file.md)\n"
        "                                 with N local executor slots (0: only executors that\n"
        "                                 connect to ENDPOINT); continues the study when it exists.\n"
        "                                 ENDPOINT other hosts can reach needs CURVE: --key is the\n"
        "                                 coordinator's .key file, --executor-keys a file of public\n"
        "                                 keys or a folder of .pub files (or --insecure: plain TCP).\n"
+       "                                 --submit: hand it to the tuner serve running on its\n"
+       "                                 storage and follow it (Ctrl-C leaves it running there).\n"
        "                                 Ctrl-C: finish the running trials and stop; twice: stop now.\n"
        "                                 With an \"export\" section, the best model goes to the\n"
        "                                 registry (--registry DIR overrides where)",
@@ -41,6 +47,28 @@ std::span<const Command> commands() {
        "                                 continue a sweep's study from its SQLite file alone;\n"
        "                                 --rerun-failed runs every FAIL trial again with its params",
        &run_resume_command},
+      {"serve",
+       "serve --storage PATH --endpoint ENDPOINT [--executors N] [--key FILE --executor-keys PATH]\n"
+       "      [--insecure] [--verbose]\n"
+       "                                 one coordinator for every study of PATH that is submitted\n"
+       "                                 to it (tuner sweep FILE --submit), shared fairly by the\n"
+       "                                 executors that connect to ENDPOINT (and N local slots);\n"
+       "                                 Ctrl-C: finish the running trials and stop; twice: now",
+       &run_serve_command},
+      {"stop",
+       "stop --study NAME --storage PATH\n"
+       "                                 a study on tuner serve starts no new trials and leaves it\n"
+       "                                 when its running trials have finished",
+       &run_stop},
+      {"pause",
+       "pause --study NAME --storage PATH\n"
+       "                                 a study on tuner serve starts no new trials until unpause;\n"
+       "                                 its running trials go on",
+       &run_pause},
+      {"unpause",
+       "unpause --study NAME --storage PATH\n"
+       "                                 a paused (or stopped) study on tuner serve goes on",
+       &run_unpause},
       {"status",
        "status --storage PATH [--study NAME]\n"
        "                                 the studies in a database: trials by state, the best",

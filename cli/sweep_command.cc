@@ -4,16 +4,20 @@
 
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli/command.h"
+#include "cli/coordinator_security.h"
 #include "cli/stop_signals.h"
 #include "cli/study_view.h"
-#include "executor/transport/curve_keys.h"
 #include "registry/export.h"
 #include "storage/sqlite_storage.h"
+#include "trials/error.h"
 #include "trials/param_value.h"
 #include "tuner/study.h"
+#include "tuner/serve.h"
 #include "tuner/sweep_runner.h"
 
 namespace tuner::cli {
@@ -93,22 +97,7 @@ std::string params_text(const Params& params) {
   return "{" + text + "}";
 }
 
-// --key FILE --executor-keys PATH: CURVE on the endpoint; --insecure: plain TCP that other hosts
-// can reach.
-CoordinatorSecurity coordinator_security(const Flags& flags) {
-  CoordinatorSecurity security;
-  security.allow_insecure_tcp = flags.has("--insecure");
-  if (flags.has("--key") != flags.has("--executor-keys")) {
-    throw UsageError(
-        "--key and --executor-keys go together: the coordinator's key pair (a .key file from "
-        "'tuner keygen') and the public keys of the executors it accepts");
-  }
-  if (flags.has("--key")) {
-    security.curve_keys = read_curve_secret_key_file(flags.get("--key"));
-    security.executor_keys = read_curve_authorized_keys(flags.get("--executor-keys"));
-  }
-  return security;
-}
+int finish(const SweepFile& sweep, const SweepResult& result);
 
 int run(const SweepFile& sweep, const Flags& flags) {
   StopSignals signals;
@@ -133,6 +122,11 @@ int run(const SweepFile& sweep, const Flags& flags) {
             << (sweep.local_executors == 1 ? "" : "s") << "\n";
   const SweepResult result = run_sweep(sweep, options);
   printer.finish();
+  return finish(sweep, result);
+}
+
+// What every end of a sweep prints: the counts, the best trial, the export, how to go on.
+int finish(const SweepFile& sweep, const SweepResult& result) {
   const SweepProgress& p = result.progress;
   std::cout << "sweep '" << result.study_name << "': " << counts_text(p) << " in "
             << duration_text(p.elapsed) << "\n";
@@ -170,6 +164,90 @@ const std::vector<std::string> kRunFlags = {"--study",    "--storage",       "--
                                             "--endpoint", "--trials",        "--registry",
                                             "--key",      "--executor-keys"};
 
+// The study's counts and best trial, from storage.
+SweepProgress stored_progress(const SweepFile& sweep, const std::vector<FrozenTrial>& trials) {
+  SweepProgress p;
+  p.trial_budget = sweep.budget.trials;
+  for (const FrozenTrial& t : trials) {
+    switch (t.state) {
+      case TrialState::kComplete: {
+        ++p.complete;
+        const bool better = p.best_value && (sweep.direction == StudyDirection::kMaximize
+                                                 ? t.values[0] > *p.best_value
+                                                 : t.values[0] < *p.best_value);
+        if (!p.best_value || better) {
+          p.best_value = t.values[0];
+          p.best_number = t.number;
+        }
+        break;
+      }
+      case TrialState::kPruned:
+        ++p.pruned;
+        break;
+      case TrialState::kFail:
+        ++p.failed;
+        break;
+      case TrialState::kRunning:
+        ++p.running;
+        break;
+      case TrialState::kWaiting:
+        break;
+    }
+  }
+  return p;
+}
+
+// --submit: the study goes to the tuner serve that runs on its storage; this command follows it
+// until it is done. Ctrl-C leaves it running there.
+int submit(const SweepFile& sweep) {
+  const std::optional<RunningServe> serve = running_serve(sweep.storage_path);
+  if (!serve) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "--submit: no tuner serve runs on " + sweep.storage_path +
+                    " (start one: tuner serve --storage " + sweep.storage_path +
+                    " --endpoint ENDPOINT)");
+  }
+  StopSignals signals;
+  const std::string name = open_sweep(sweep, std::make_shared<SqliteStorage>(sweep.storage_path))
+                               .study.name();
+  const bool taken = request_serve_state(sweep.storage_path, name, ServeState::kActive,
+                                         std::chrono::seconds(10));
+  std::cerr << "[" << name << "] submitted to tuner serve (pid " << serve->pid
+            << "; executors connect to " << serve->endpoint << ")"
+            << (taken ? "" : "; it has not taken the study up yet") << "\n";
+  ProgressPrinter printer(name, sweep.objective_metric);
+  const auto started = std::chrono::steady_clock::now();
+  std::set<int> shown;
+  SqliteStorage storage(sweep.storage_path, {.read_only = true});
+  const int64_t study_id = storage.find_study(name)->study_id;
+  while (true) {
+    const std::vector<FrozenTrial> trials = storage.get_trials(study_id);
+    SweepProgress p = stored_progress(sweep, trials);
+    p.elapsed = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                 started);
+    for (const FrozenTrial& t : trials) {
+      if (is_finished(t.state) && shown.insert(t.number).second) printer.trial(t, p);
+    }
+    printer.progress(p);
+    const std::optional<StudyRecord> record = storage.find_study(name);
+    if (record && serve_state(*record) == ServeState::kDone) {
+      printer.finish();
+      return finish(sweep, SweepResult{.end = SweepEnd::kBudgetSpent,
+                                       .progress = p,
+                                       .study_name = name,
+                                       .storage_path = sweep.storage_path});
+    }
+    if (signals.first().stop_requested()) {
+      printer.finish();
+      std::cout << "detached: the study goes on in tuner serve (pid " << serve->pid
+                << "); to stop it: tuner stop --study " << name << " --storage "
+                << sweep.storage_path << "\n";
+      return kExitInterrupted;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 void apply_overrides(SweepFile& sweep, const Flags& flags) {
   if (flags.has("--registry")) {
     if (!sweep.export_config) throw UsageError("--registry: the sweep file has no \"export\" section");
@@ -184,12 +262,20 @@ void apply_overrides(SweepFile& sweep, const Flags& flags) {
 
 int run_sweep_command(const std::vector<std::string>& args) {
   std::vector<std::string> files;
-  Flags flags(args, kRunFlags, {"--verbose", "--insecure"}, "sweep", &files);
+  Flags flags(args, kRunFlags, {"--verbose", "--insecure", "--submit"}, "sweep", &files);
   if (files.size() != 1) throw UsageError("usage: tuner sweep FILE [flags]; see 'tuner help'");
   SweepFile sweep = load_sweep_file(files[0]);
   if (flags.has("--study")) sweep.name = flags.get("--study");
   if (flags.has("--storage")) sweep.storage_path = flags.get("--storage");
   apply_overrides(sweep, flags);
+  if (flags.has("--submit")) {
+    for (const char* flag : {"--executors", "--endpoint", "--key", "--executor-keys"}) {
+      if (flags.has(flag)) {
+        throw UsageError(std::string(flag) + " belongs to tuner serve, not to a --submit");
+      }
+    }
+    return submit(sweep);
+  }
   return run(sweep, flags);
 }
 

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# tuner serve with several studies on one executor: submit (tuner sweep --submit), pause,
+# unpause and stop from the command line; one serve per storage; Ctrl-C stops it.
+#   serve_cli_test.sh TUNER_BINARY WORK_DIR
+set -uo pipefail
+tuner="$1"; work="$2/serve-cli-$$"
+rm -rf "$work"; mkdir -p "$work"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cat >"$work/slow.py" <<'PY'
+import json, sys, time
+x = float(sys.argv[1])
+for step in range(3):
+    time.sleep(0.1)
+    print(json.dumps({"step": step, "loss": (x - 1) ** 2 + 1 / (step + 1)}), flush=True)
+print(json.dumps({"loss": (x - 1) ** 2}), flush=True)
+PY
+make_sweep() {  # NAME TRIALS
+  cat >"$work/$1.json" <<JSON
+{
+  "version": 1,
+  "name": "$1",
+  "space": {"params": {"x": {"type": "float", "low": -2.0, "high": 2.0}}},
+  "objective": {"metric": "loss", "direction": "minimize"},
+  "sampler": {"type": "random", "seed": 1},
+  "budget": {"trials": $2},
+  "job": {"kind": "command", "argv": ["python3", "$work/slow.py", "{x}"]}
+}
+JSON
+}
+db="$work/serve.db"
+endpoint="ipc://$work/serve.sock"
+count() {  # STUDY [STATES]: its trials (in those states)
+  "$tuner" trials --storage "$db" --study "$1" ${2:+--state "$2"} --csv 2>/dev/null | tail -n +2 | wc -l
+}
+
+out=$("$tuner" pause --study a --storage "$db" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "no tuner serve runs on" <<<"$out" || fail "pause without a serve: rc $rc, $out"
+
+"$tuner" serve --storage "$db" --endpoint "$endpoint" >"$work/serve.out" 2>&1 &
+serve_pid=$!; pids+=($serve_pid)
+for _ in $(seq 1 100); do grep -q "listening on" "$work/serve.out" && break; sleep 0.05; done
+out=$("$tuner" serve --storage "$db" --endpoint "ipc://$work/other.sock" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "a tuner serve already runs on $db (pid $serve_pid" <<<"$out" ||
+  fail "a second serve on one storage: rc $rc, $out"
+"$tuner" executor --connect "$endpoint" --slots 2 --heartbeat-ms 200 >"$work/executor.out" 2>&1 &
+pids+=($!)
+
+# Two studies at once on the one executor.
+make_sweep a 6; make_sweep b 6
+"$tuner" sweep "$work/a.json" --storage "$db" --submit >"$work/a.out" 2>&1 & a_pid=$!; pids+=($a_pid)
+"$tuner" sweep "$work/b.json" --storage "$db" --submit >"$work/b.out" 2>&1 & b_pid=$!; pids+=($b_pid)
+for _ in $(seq 1 200); do [ "$(count b)" -ge 1 ] && break; sleep 0.05; done
+out=$("$tuner" pause --study b --storage "$db") || fail "pause: $out"
+grep -q "study 'b': paused" <<<"$out" || fail "pause says: $out"
+paused_at=$(count b)
+sleep 1.5
+[ "$(count b)" = "$paused_at" ] || fail "study b started trials while paused ($paused_at -> $(count b))"
+"$tuner" unpause --study b --storage "$db" >/dev/null || fail "unpause"
+wait $a_pid || fail "submit a exited $?: $(cat "$work/a.out")"
+wait $b_pid || fail "submit b exited $?: $(cat "$work/b.out")"
+grep -q "sweep 'a': 6/6 done" "$work/a.out" || fail "a: $(cat "$work/a.out")"
+grep -q "sweep 'b': 6/6 done" "$work/b.out" || fail "b: $(cat "$work/b.out")"
+[ "$(count a complete)" = 6 ] && [ "$(count b complete)" = 6 ] || fail "not all complete"
+
+# Stop: a long study ends early, with nothing left running.
+make_sweep c 1000
+"$tuner" sweep "$work/c.json" --storage "$db" --submit >"$work/c.out" 2>&1 & c_pid=$!; pids+=($c_pid)
+for _ in $(seq 1 200); do [ "$(count c complete)" -ge 2 ] && break; sleep 0.05; done
+out=$("$tuner" stop --study c --storage "$db") || fail "stop: $out"
+wait $c_pid || fail "submit c exited $?: $(cat "$work/c.out")"
+[ "$(count c running)" = 0 ] || fail "c left RUNNING trials"
+[ "$(count c)" -lt 1000 ] || fail "c was not stopped"
+out=$("$tuner" stop --study nope --storage "$db" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "no study 'nope'" <<<"$out" || fail "stop of an unknown study: rc $rc, $out"
+
+kill -INT $serve_pid; wait $serve_pid; rc=$?
+[ $rc = 130 ] || fail "serve exited $rc after Ctrl-C: $(cat "$work/serve.out")"
+grep -q "study 'a' done" "$work/serve.out" || fail "serve log: $(cat "$work/serve.out")"
+echo "PASS"
