@@ -246,44 +246,51 @@ struct ExecutorService::Impl {
   void run_job(Job& job) {
     JobEvent done{.lease_id = job.trial.lease_id};
     try {
-      CommandJobOptions job_options;
-      job_options.stop_grace = options.stop_grace;
-      if (!options.log_dir.empty()) {
-        job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
-                               "-lease-" + std::to_string(job.trial.lease_id) + ".log";
-      }
-      CommandSpec spec = job.spec.command;
-      if (job.spec.kind == JobKind::kEngine) {
-        // A CUDA job of N ranks needs N GPUs: fail before starting anything when the trial was
-        // given another number (the launcher in `tuner trial` checks it again).
-        engine_rank_gpus(job.spec.engine, job.trial.gpus,
-                         "trial " + std::to_string(job.trial.number) + ": job");
-        spec = engine_job_command(job.spec.engine, options.tuner_path);
-        std::string gpus;
-        for (int g : job.trial.gpus) {
-          if (!gpus.empty()) gpus += ',';
-          gpus += std::to_string(g);
-        }
-        if (!gpus.empty()) spec.env["TUNER_GPUS"] = gpus;
-      }
-      CommandJob command(std::move(spec), job_options);
       CommandTrial trial{.trial_id = job.trial.trial_id,
                          .number = job.trial.number,
                          .params = job.trial.params,
                          .checkpoint_path = job.trial.checkpoint_path};
-      auto on_report = [&](const CommandReport& r) {
+      ReportCallback on_report = [&](const CommandReport& r) {
         post(JobEvent{.lease_id = job.trial.lease_id,
                       .report = ReportMessage{
                           .lease_id = job.trial.lease_id, .step = r.step, .metrics = r.metrics}});
         return job.decision.load();
       };
-      CommandOutcome outcome = command.run(trial, on_report, job.stop.get_token());
+      CommandOutcome outcome = options.job_runner
+                                   ? options.job_runner(trial, on_report, job.stop.get_token())
+                                   : run_command(job, trial, on_report);
       done.outcome = outcome_message(job, outcome);
     } catch (const std::exception& e) {
       done.outcome = FailMessage{.lease_id = job.trial.lease_id,
                                  .reason = std::string("the job could not start: ") + e.what()};
     }
     post(std::move(done));
+  }
+
+  // The job's command (an engine job's `tuner trial` command) run to its end.
+  CommandOutcome run_command(Job& job, const CommandTrial& trial, const ReportCallback& on_report) {
+    CommandJobOptions job_options;
+    job_options.stop_grace = options.stop_grace;
+    if (!options.log_dir.empty()) {
+      job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
+                             "-lease-" + std::to_string(job.trial.lease_id) + ".log";
+    }
+    CommandSpec spec = job.spec.command;
+    if (job.spec.kind == JobKind::kEngine) {
+      // A CUDA job of N ranks needs N GPUs: fail before starting anything when the trial was
+      // given another number (the launcher in `tuner trial` checks it again).
+      engine_rank_gpus(job.spec.engine, job.trial.gpus,
+                       "trial " + std::to_string(job.trial.number) + ": job");
+      spec = engine_job_command(job.spec.engine, options.tuner_path);
+      std::string gpus;
+      for (int g : job.trial.gpus) {
+        if (!gpus.empty()) gpus += ',';
+        gpus += std::to_string(g);
+      }
+      if (!gpus.empty()) spec.env["TUNER_GPUS"] = gpus;
+    }
+    CommandJob command(std::move(spec), job_options);
+    return command.run(trial, on_report, job.stop.get_token());
   }
 
   Message outcome_message(Job& job, const CommandOutcome& outcome) {

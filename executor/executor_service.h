@@ -23,6 +23,8 @@
 // GPUs; a job of "ranks": N runs its N ranks under that one process (executor/engine_launcher.h),
 // which holds one slot, and a CUDA job of N ranks needs exactly N GPUs from the coordinator. A
 // job that cannot be parsed or started is answered with FAIL naming the problem.
+// ExecutorOptions::job_runner, when set, runs every trial in-process instead (benchmarks,
+// embedding).
 //
 // Thread safety: run() drives the service on the calling thread (which owns the socket); jobs run
 // on threads of their own. Only one run() at a time; `stop` may be requested from any thread.
@@ -38,10 +40,20 @@
 #include <string>
 #include <vector>
 
+#include "executor/command_job.h"
 #include "executor/transport/curve_keys.h"
 #include "trials/clock.h"
 
 namespace tuner {
+
+// Runs one trial in-process, with the contract of CommandJob::run: reports go to `on_report` in
+// order (its answer kStop or kPause means: end now), `stop` is requested when the trial must end
+// (a DECISION to stop, a lease given up, shutdown), and the returned outcome becomes RESULT or
+// FAIL as a command's would (success: exit_code 0, not stopped, and the objective metric in
+// final_metrics or the last report). An exception becomes FAIL ("the job could not start: ...").
+// Called on the job's own thread, up to `slots` runs at once: it must be thread-safe.
+using JobRunner = std::function<CommandOutcome(
+    const CommandTrial& trial, const ReportCallback& on_report, std::stop_token stop)>;
 
 struct ExecutorOptions {
   // The coordinator's endpoint, e.g. "tcp://10.0.0.5:5555" or "ipc:///tmp/tuner.sock". Required.
@@ -78,6 +90,11 @@ struct ExecutorOptions {
   std::shared_ptr<Clock> clock;
   // Where log lines go ("executor ID: ..."). Default: standard error. Called on run()'s thread.
   std::function<void(const std::string&)> log;
+  // For benchmarks and for programs that embed the service: runs each trial in this process
+  // instead of its job's command (JobRunner, above). The job JSON is still parsed and its
+  // objective_metric still judges the outcome; nothing is spawned and no log file is written.
+  // Default: empty, every job runs as its kind says.
+  JobRunner job_runner;
 };
 
 // Counts since construction, for tests and status lines. Read them after run() returned.

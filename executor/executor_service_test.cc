@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 
 #include "executor/transport/message_socket.h"
+#include "trials/param_value.h"
 #include "trials/protocol.h"
 
 namespace tuner {
@@ -220,6 +222,72 @@ TEST_F(ExecutorServiceTest, ASilentCoordinatorMakesItReconnectAndSayHelloAgain) 
   EXPECT_EQ(again.executor_id, "test-executor");
   EXPECT_NE(first, second);  // a new connection
   EXPECT_GE(service_->stats().connections, 2);
+}
+
+// ExecutorOptions::job_runner (for benchmarks and embedding): trials run in-process through it,
+// with the job's command never started; reports, a DECISION to stop and a throwing runner end as
+// they would for a command.
+TEST_F(ExecutorServiceTest, AJobRunnerRunsTrialsInProcessInsteadOfTheCommand) {
+  ExecutorOptions options;
+  options.coordinator = router_->endpoint();
+  options.executor_id = "runner-executor";
+  options.slots = 2;
+  options.gpus = std::vector<int>{};
+  options.heartbeat_interval = milliseconds(50);
+  options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+  options.job_runner = [](const CommandTrial& trial, const ReportCallback& on_report,
+                          std::stop_token stop) {
+    if (trial.number == 2) throw std::runtime_error("no such model");
+    const double x = as_double(trial.params.at("x"));
+    CommandOutcome outcome;
+    if (trial.number == 1) {
+      // Reports until told to stop (the DECISION, or the stop token).
+      for (int64_t step = 1; step < 1000 && !stop.stop_requested(); ++step) {
+        CommandReport report{.step = step, .metrics = {{"loss", x + step}}};
+        outcome.last_report = report;
+        if (on_report(report) != JobDecision::kContinue) break;
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+      outcome.stopped_by = JobDecision::kStop;
+    } else if (on_report(CommandReport{.step = 1, .metrics = {{"loss", 2 * x}}}) !=
+               JobDecision::kContinue) {
+      outcome.stopped_by = JobDecision::kStop;
+    }
+    outcome.exit_code = 0;
+    outcome.final_metrics = Metrics{{"loss", x * x}, {"accuracy", 0.5}};
+    return outcome;
+  };
+  service_ = std::make_unique<ExecutorService>(options);
+  thread_ = std::jthread([this](std::stop_token stop) { service_->run(stop); });
+  std::string peer;
+  next<HelloMessage>(&peer);
+  // The command does not exist: had it been started, the trial would FAIL.
+  const std::string job =
+      R"({"kind": "command", "argv": ["/nonexistent/program"], "objective_metric": "loss"})";
+  keepalive_ = {peer, {10, 11, 12}};
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 10, .number = 0, .params = {{"x", 0.5}}, .job_json = job}));
+  ReportMessage report = next<ReportMessage>();
+  EXPECT_EQ(report.lease_id, 10u);
+  EXPECT_EQ(report.metrics.at("loss"), 1.0);
+  ResultMessage result = next<ResultMessage>();
+  EXPECT_EQ(result.lease_id, 10u);
+  EXPECT_EQ(result.values, std::vector<double>{0.25});
+  EXPECT_EQ(result.metrics.at("accuracy"), 0.5);
+
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 11, .number = 1, .params = {{"x", 0.0}}, .job_json = job}));
+  EXPECT_EQ(next<ReportMessage>().lease_id, 11u);
+  ASSERT_TRUE(router_->send(peer, DecisionMessage{.lease_id = 11, .decision = JobDecision::kStop}));
+  ResultMessage stopped = next<ResultMessage>();  // pruned: the coordinator records it so
+  EXPECT_EQ(stopped.lease_id, 11u);
+
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 12, .number = 2, .params = {{"x", 0.0}}, .job_json = job}));
+  FailMessage fail = next<FailMessage>();
+  EXPECT_EQ(fail.lease_id, 12u);
+  EXPECT_NE(fail.reason.find("no such model"), std::string::npos) << fail.reason;
+  EXPECT_EQ(service_->stats().results_sent, 2);
 }
 
 }  // namespace
