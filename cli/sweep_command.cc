@@ -43,6 +43,22 @@ std::string best_text(const SweepProgress& p, const std::string& metric) {
          std::to_string(*p.best_number) + ")";
 }
 
+// What is left of the time budget, or the time the rest of the trial budget takes at this run's
+// pace so far, whichever is shorter; nullopt before a trial has finished.
+std::optional<std::chrono::seconds> time_left(const SweepProgress& p) {
+  std::optional<std::chrono::seconds> left = p.time_left;
+  const int64_t done = p.complete + p.pruned + p.failed;
+  const int64_t done_now = done - p.done_before;
+  if (p.draining) return std::nullopt;  // the running trials decide
+  if (p.trial_budget && done_now > 0) {
+    const int64_t to_go = *p.trial_budget - done;
+    if (to_go <= 0) return std::nullopt;
+    const auto pace = std::chrono::seconds(p.elapsed.count() * to_go / done_now);
+    if (!left || pace < *left) left = pace;
+  }
+  return left;
+}
+
 // The progress line on a terminal, log lines elsewhere (CI, pipes).
 class ProgressPrinter {
  public:
@@ -53,7 +69,7 @@ class ProgressPrinter {
     if (!tty_) return;
     std::string line = "[" + study_ + "] " + counts_text(p) + ", " + best_text(p, metric_) +
                        ", " + duration_text(p.elapsed);
-    if (p.time_left) line += ", " + duration_text(*p.time_left) + " left";
+    if (const auto left = time_left(p)) line += ", " + duration_text(*left) + " left";
     if (p.draining) line += ", stopping: waiting for the running trials (Ctrl-C again: stop now)";
     std::cerr << "\r" << line << "\x1b[K" << std::flush;
   }
@@ -68,6 +84,7 @@ class ProgressPrinter {
       line += ": " + reason->second;
     }
     line += "; " + counts_text(p) + "; " + best_text(p, metric_);
+    if (const auto left = time_left(p)) line += "; " + duration_text(*left) + " left";
     std::cerr << line << "\n";
     progress(p);
   }

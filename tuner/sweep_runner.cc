@@ -111,6 +111,10 @@ OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) 
       {"path", std::filesystem::absolute(sweep.path).string()},
       {"file", nlohmann::json::parse(to_json(sweep))}};
   storage->set_study_system_attr(study.id(), kSweepAttr, nlohmann::json(stored.dump()).dump());
+  // Where Optuna's study.set_metric_names() keeps them: the report, Optuna's plots and
+  // optuna-dashboard name the objective after the metric.
+  storage->set_study_system_attr(study.id(), "study:metric_names",
+                                 nlohmann::json::array({sweep.objective_metric}).dump());
   std::vector<FrozenTrial> existing = study.trials();
   // The trial budget is the study's: trials of earlier runs count (a WAITING one is still to run).
   std::optional<int> remaining;
@@ -139,6 +143,10 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   Study& study = opened.study;
   Tally tally(opened.existing, sweep.direction);
   tally.progress().trial_budget = sweep.budget.trials;
+  {
+    SweepProgress& p = tally.progress();
+    p.done_before = p.complete + p.pruned + p.failed;
+  }
   SweepResult result{.study_name = study.name(), .storage_path = sweep.storage_path};
   const std::optional<SteadyClock::time_point> deadline =
       sweep.budget.time ? std::optional(started + *sweep.budget.time) : std::nullopt;

@@ -40,6 +40,7 @@ struct SweepProgress {
   std::optional<int> best_number;
   std::chrono::seconds elapsed{0};                  // since this run started
   std::optional<std::chrono::seconds> time_left;    // of the time budget
+  int64_t done_before = 0;  // trials finished by earlier runs (for a time-left estimate)
   bool draining = false;
 };
 
