@@ -186,30 +186,8 @@ SweepProgress stored_progress(const SweepFile& sweep, const std::vector<FrozenTr
   SweepProgress p;
   p.trial_budget = sweep.budget.trials;
   for (const FrozenTrial& t : trials) {
-    switch (t.state) {
-      case TrialState::kComplete: {
-        ++p.complete;
-        const bool better = p.best_value && (sweep.direction == StudyDirection::kMaximize
-                                                 ? t.values[0] > *p.best_value
-                                                 : t.values[0] < *p.best_value);
-        if (!p.best_value || better) {
-          p.best_value = t.values[0];
-          p.best_number = t.number;
-        }
-        break;
-      }
-      case TrialState::kPruned:
-        ++p.pruned;
-        break;
-      case TrialState::kFail:
-        ++p.failed;
-        break;
-      case TrialState::kRunning:
-        ++p.running;
-        break;
-      case TrialState::kWaiting:
-        break;
-    }
+    count_trial(p, t, sweep.direction);
+    if (t.state == TrialState::kRunning) ++p.running;
   }
   return p;
 }

@@ -38,10 +38,6 @@ class SocketDir {
   std::filesystem::path path_;
 };
 
-bool better(double a, double b, StudyDirection direction) {
-  return direction == StudyDirection::kMaximize ? a > b : a < b;
-}
-
 // The study's counts and best trial, kept up to date from the coordinator's callbacks.
 class Tally {
  public:
@@ -50,26 +46,7 @@ class Tally {
     for (const FrozenTrial& t : trials) add(t);
   }
 
-  void add(const FrozenTrial& t) {
-    switch (t.state) {
-      case TrialState::kComplete:
-        ++progress_.complete;
-        if (!t.values.empty() &&
-            (!progress_.best_value || better(t.values[0], *progress_.best_value, direction_))) {
-          progress_.best_value = t.values[0];
-          progress_.best_number = t.number;
-        }
-        break;
-      case TrialState::kPruned:
-        ++progress_.pruned;
-        break;
-      case TrialState::kFail:
-        ++progress_.failed;
-        break;
-      default:
-        break;
-    }
-  }
+  void add(const FrozenTrial& t) { count_trial(progress_, t, direction_); }
 
   SweepProgress& progress() { return progress_; }
 
@@ -91,6 +68,31 @@ SweepFile with_artifacts_dir(SweepFile sweep) {
 }
 
 }  // namespace
+
+void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection direction) {
+  switch (t.state) {
+    case TrialState::kComplete: {
+      ++progress.complete;
+      if (t.values.empty()) break;
+      const double v = t.values[0];
+      if (!progress.best_value || (direction == StudyDirection::kMaximize
+                                       ? v > *progress.best_value
+                                       : v < *progress.best_value)) {
+        progress.best_value = v;
+        progress.best_number = t.number;
+      }
+      break;
+    }
+    case TrialState::kPruned:
+      ++progress.pruned;
+      break;
+    case TrialState::kFail:
+      ++progress.failed;
+      break;
+    default:
+      break;
+  }
+}
 
 std::optional<std::string> trial_model_path(const SweepFile& sweep, int number) {
   if (sweep.job_kind != "engine") return std::nullopt;

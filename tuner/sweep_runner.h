@@ -44,6 +44,10 @@ struct SweepProgress {
   bool draining = false;
 };
 
+// Adds a COMPLETE, PRUNED or FAIL trial to the counts and best of `progress` (others are not
+// counted: `running` comes from the coordinator).
+void count_trial(SweepProgress& progress, const FrozenTrial& trial, StudyDirection direction);
+
 struct SweepRunOptions {
   // Where the coordinator listens. Default: an ipc socket in a fresh temporary directory (only
   // the local executor can reach it).
