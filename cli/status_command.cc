@@ -1,9 +1,11 @@
-// tuner status --storage PATH [--study NAME]: the studies in a file and how far each has come.
+// tuner status --storage PATH [--study NAME]: the studies in a file, how far each has come, and
+// what tuner serve does with them.
 #include <iostream>
 #include <map>
 
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "tuner/serve.h"
 
 namespace tuner::cli {
 
@@ -32,7 +34,14 @@ int run_status(const std::vector<std::string>& args) {
     } else {
       std::cout << "; " << s.directions.size() << " objectives";
     }
+    if (const auto state = serve_state(s); state && *state != ServeState::kDone) {
+      std::cout << "; on tuner serve: " << to_string(*state);
+    }
     std::cout << "\n";
+  }
+  if (const auto serve = running_serve(path)) {
+    std::cout << "tuner serve runs on " << path << " (pid " << serve->pid << ", executors connect to "
+              << serve->endpoint << ")\n";
   }
   return kExitOk;
 }

@@ -56,6 +56,8 @@ make_sweep a 6; make_sweep b 6
 for _ in $(seq 1 200); do [ "$(count b)" -ge 1 ] && break; sleep 0.05; done
 out=$("$tuner" pause --study b --storage "$db") || fail "pause: $out"
 grep -q "study 'b': paused" <<<"$out" || fail "pause says: $out"
+"$tuner" status --storage "$db" | grep -q "^b: .*; on tuner serve: paused" ||
+  fail "status: $("$tuner" status --storage "$db")"
 paused_at=$(count b)
 sleep 1.5
 [ "$(count b)" = "$paused_at" ] || fail "study b started trials while paused ($paused_at -> $(count b))"
