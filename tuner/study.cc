@@ -340,11 +340,19 @@ Trial Study::start_trial(const SearchSpace* space) {
     FrozenTrial created = core.storage->create_trial(core.record.study_id);
     state->trial_id = created.trial_id;
     state->number = created.number;
+    // The new trial follows the history just read unless another process added one meanwhile:
+    // then read again, so that the history has no gap.
+    if (created.number == static_cast<int>(core.trials.size())) {
+      core.trials.push_back(std::move(created));
+    }
   }
   // The trial is RUNNING in storage from here: if what follows fails, it is failed with the
   // reason (or, when even that cannot be written, left to the stale-trial handling).
   try {
-    core.refresh_locked();  // the history now includes the new trial
+    if (static_cast<int>(core.trials.size()) <= state->number ||
+        core.trials[static_cast<size_t>(state->number)].state != TrialState::kRunning) {
+      core.refresh_locked();  // the history now includes the new (or claimed) trial
+    }
     state->rng = Rng::for_trial(core.seed, state->number);
     History history = core.history_locked();
     TrialContext context{state->number};
