@@ -201,7 +201,8 @@ class Server {
       log("serve: study '" + it->first + "' done: " + std::to_string(stats.completed) +
           " complete, " + std::to_string(stats.pruned) + " pruned, " +
           std::to_string(stats.failed) + " failed in this run");
-      finish(study_id, it->first);
+      // A serve that is stopping leaves its studies active: the next serve takes them up again.
+      if (!draining) finish(study_id, it->first);
       it = served_.erase(it);
     }
   }

@@ -79,7 +79,20 @@ wait $c_pid || fail "submit c exited $?: $(cat "$work/c.out")"
 out=$("$tuner" stop --study nope --storage "$db" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "no study 'nope'" <<<"$out" || fail "stop of an unknown study: rc $rc, $out"
 
+# Ctrl-C stops the serve once its running trials end; its active study goes on in the next serve.
+make_sweep d 1000
+"$tuner" sweep "$work/d.json" --storage "$db" --submit >"$work/d.out" 2>&1 & d_pid=$!; pids+=($d_pid)
+for _ in $(seq 1 200); do [ "$(count d complete)" -ge 2 ] && break; sleep 0.05; done
 kill -INT $serve_pid; wait $serve_pid; rc=$?
 [ $rc = 130 ] || fail "serve exited $rc after Ctrl-C: $(cat "$work/serve.out")"
 grep -q "study 'a' done" "$work/serve.out" || fail "serve log: $(cat "$work/serve.out")"
+[ "$(count d running)" = 0 ] || fail "the stopped serve left trials of d RUNNING"
+"$tuner" status --storage "$db" | grep -q "^d: .*; on tuner serve: active" || fail "d is not active"
+before=$(count d)
+"$tuner" serve --storage "$db" --endpoint "$endpoint" >"$work/serve2.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 200); do [ "$(count d)" -gt "$before" ] && break; sleep 0.05; done
+[ "$(count d)" -gt "$before" ] || fail "the next serve did not take d up: $(cat "$work/serve2.out")"
+"$tuner" stop --study d --storage "$db" >/dev/null || fail "stop d"
+wait $d_pid || fail "submit d exited $?: $(cat "$work/d.out")"
 echo "PASS"
