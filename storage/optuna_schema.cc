@@ -385,23 +385,64 @@ std::string format_datetime(TimePoint time) {
   auto day = floor<days>(us);
   year_month_day ymd{day};
   hh_mm_ss hms{us - day};
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02d:%02d:%02d.%06lld", int(ymd.year()),
-                unsigned(ymd.month()), unsigned(ymd.day()), int(hms.hours().count()),
-                int(hms.minutes().count()), int(hms.seconds().count()),
-                static_cast<long long>(hms.subseconds().count()));
-  return buf;
+  const int y = int(ymd.year());
+  if (y < 0 || y > 9999) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02d:%02d:%02d.%06lld", y,
+                  unsigned(ymd.month()), unsigned(ymd.day()), int(hms.hours().count()),
+                  int(hms.minutes().count()), int(hms.seconds().count()),
+                  static_cast<long long>(hms.subseconds().count()));
+    return buf;
+  }
+  // Called for every trial start and finish: digits by hand, no format parsing.
+  std::string out = "0000-00-00 00:00:00.000000";
+  auto put = [&out](size_t end, long long value, int width) {
+    for (int i = 1; i <= width; ++i, value /= 10) out[end - i] = char('0' + value % 10);
+  };
+  put(4, y, 4);
+  put(7, unsigned(ymd.month()), 2);
+  put(10, unsigned(ymd.day()), 2);
+  put(13, hms.hours().count(), 2);
+  put(16, hms.minutes().count(), 2);
+  put(19, hms.seconds().count(), 2);
+  put(26, hms.subseconds().count(), 6);
+  return out;
 }
+
+namespace {
+
+// The value of the `width` digits at text[pos...], or -1 when one of them is not a digit.
+int digits_at(std::string_view text, size_t pos, size_t width) {
+  int value = 0;
+  for (size_t i = pos; i < pos + width; ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
 
 std::optional<TimePoint> parse_datetime(std::string_view text) {
   using namespace std::chrono;
-  std::string s(text);
+  std::string_view s = text;
   int y, mo, d, h, mi, sec, consumed = 0;
   char sep;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi, &sec,
-                  &consumed) != 7 ||
-      (sep != ' ' && sep != 'T')) {
-    return std::nullopt;
+  // The form every Optuna version writes, "YYYY-MM-DD HH:MM:SS", read without sscanf (a list
+  // of all trials parses two per trial); anything else goes through sscanf.
+  if (s.size() >= 19 && s[4] == '-' && s[7] == '-' && (s[10] == ' ' || s[10] == 'T') &&
+      s[13] == ':' && s[16] == ':' && (y = digits_at(s, 0, 4)) >= 0 &&
+      (mo = digits_at(s, 5, 2)) >= 0 && (d = digits_at(s, 8, 2)) >= 0 &&
+      (h = digits_at(s, 11, 2)) >= 0 && (mi = digits_at(s, 14, 2)) >= 0 &&
+      (sec = digits_at(s, 17, 2)) >= 0) {
+    consumed = 19;
+  } else {
+    std::string copy(text);
+    if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi,
+                    &sec, &consumed) != 7 ||
+        (sep != ' ' && sep != 'T')) {
+      return std::nullopt;
+    }
   }
   int64_t micros = 0;
   if (static_cast<size_t>(consumed) < s.size() && s[consumed] == '.') {

@@ -1,7 +1,9 @@
 #include "storage/sqlite_storage.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -9,6 +11,7 @@
 #include <unordered_map>
 
 #include "storage/optuna_schema.h"
+#include "storage/sqlite/checkpointer.h"
 #include "storage/sqlite/connection.h"
 #include "storage/write_checks.h"
 #include "trials/error.h"
@@ -27,6 +30,8 @@ using sqlite::Transaction;
 constexpr int kTunerSchemaVersion = 1;
 // version_info.library_version of a file this project creates (Optuna only shows it in messages).
 constexpr char kLibraryVersion[] = "tuner 0.1.0";
+// The page size of a file this project creates (bytes).
+constexpr int kNewFilePageSize = 1024;
 // Trial system attributes that mirror NormalDistribution params for Optuna (hidden on read).
 constexpr std::string_view kParamMirrorPrefix = "tuner:param:";
 
@@ -57,11 +62,75 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+bool same_bits(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+bool same_bits(const std::optional<double>& a, const std::optional<double>& b) {
+  return a.has_value() == b.has_value() && (!a || same_bits(*a, *b));
+}
+
+// True when `a` and `b` are the same distribution bit for bit, so that their JSON texts are
+// equal (operator== takes 0.0 and -0.0 as equal; their JSON differs).
+bool identical(const Distribution& a, const Distribution& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* f = std::get_if<FloatDistribution>(&a)) {
+    const auto& g = std::get<FloatDistribution>(b);
+    return same_bits(f->low, g.low) && same_bits(f->high, g.high) && f->log == g.log &&
+           same_bits(f->step, g.step);
+  }
+  if (const auto* n = std::get_if<NormalDistribution>(&a)) {
+    const auto& m = std::get<NormalDistribution>(b);
+    return same_bits(n->mu, m.mu) && same_bits(n->sigma, m.sigma) && n->log == m.log &&
+           same_bits(n->q, m.q);
+  }
+  if (const auto* c = std::get_if<CategoricalDistribution>(&a)) {
+    const auto& d = std::get<CategoricalDistribution>(b);
+    if (c->choices.size() != d.choices.size()) return false;
+    for (size_t i = 0; i < c->choices.size(); ++i) {
+      const ParamValue& x = c->choices[i];
+      const ParamValue& y = d.choices[i];
+      if (x.index() != y.index()) return false;
+      if (const auto* xd = std::get_if<double>(&x)) {
+        if (!same_bits(*xd, std::get<double>(y))) return false;
+      } else if (x != y) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return a == b;  // IntDistribution: integers only
+}
+
+// Hashes std::string and std::string_view alike, so maps keyed by text are searched without
+// copying the text.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+
+// The statements that load whole trials for one filter (see Impl::load_trials).
+struct TrialQueries {
+  std::string trials, params, tuner_params, values, intermediate_values, user_attrs,
+      system_attrs;
+};
+
 }  // namespace
 
 struct SqliteStorage::Impl {
   Connection conn;
   SqliteStorageOptions options;
+  // Checkpoints conn's writes in the background (none when read-only).
+  std::unique_ptr<sqlite::Checkpointer> checkpointer;
+  // Distribution JSON written lately, with its distribution: a study's params share few
+  // distributions, and serializing one costs more than the rest of set_trial_param.
+  std::vector<std::pair<Distribution, std::string>> json_cache;
+  // study_id -> the id of the last trial this connection created in it: where next_number()
+  // starts counting.
+  std::unordered_map<int64_t, int64_t> last_trial;
+  // Distributions parsed from their stored JSON text.
+  std::unordered_map<std::string, Distribution, TextHash, std::equal_to<>> parsed_distributions;
+  // The statements of load_trials, by the filter's WHERE clause.
+  std::unordered_map<std::string, TrialQueries, TextHash, std::equal_to<>> trial_queries;
 
   Impl(const std::string& path, SqliteStorageOptions opts)
       : conn(path, opts.read_only), options(std::move(opts)) {
@@ -80,6 +149,10 @@ struct SqliteStorage::Impl {
     if (tables.empty()) {
       // A new file: WAL first (it is a property of the file), then the schema in one
       // transaction. Another process may have created it meanwhile: look again under the lock.
+      // Small pages: a commit writes every page it changed to the log, checksummed, so a state
+      // change (one row and its index entries) costs a quarter of the bytes of 4 KiB pages. An
+      // existing file keeps its page size.
+      conn.exec("PRAGMA page_size=" + std::to_string(kNewFilePageSize));
       set_wal();
       Transaction tx(conn, Transaction::Kind::kWrite);
       tables = table_names();
@@ -95,7 +168,10 @@ struct SqliteStorage::Impl {
     }
     validate(tables);  // throws before anything is written to a file that is not ours
     set_wal();
-    conn.exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    const char* synchronous =
+        options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+    conn.exec(synchronous);
+    checkpointer = std::make_unique<sqlite::Checkpointer>(conn, synchronous);
     if (std::find(tables.begin(), tables.end(), "tuner_meta") == tables.end()) {
       // A file Optuna wrote: add the project's tables (Optuna ignores them).
       Transaction tx(conn, Transaction::Kind::kWrite);
@@ -235,13 +311,6 @@ struct SqliteStorage::Impl {
     if (!q.step()) throw no_study(study_id);
   }
 
-  size_t n_objectives(int64_t study_id) {
-    auto q = conn.query("SELECT COUNT(*) FROM study_directions WHERE study_id = ?");
-    q.bind(0, study_id);
-    q.step();
-    return static_cast<size_t>(q.int64(0));
-  }
-
   StudyRecord load_study(int64_t study_id) {
     StudyRecord record;
     {
@@ -285,18 +354,88 @@ struct SqliteStorage::Impl {
     FrozenTrial t;
     t.trial_id = trial_id;
     t.number = static_cast<int>(q.int64(0));
-    t.state = parse_state(q.text(1), trial_id);
+    t.state = parse_state(q.text_view(1), trial_id);
     if (study_id) *study_id = q.int64(2);
     return t;
   }
 
-  TrialState parse_state(const std::string& name, int64_t trial_id) const {
+  // What finish_trial() checks: the header (number, state) and the study's number of
+  // objectives, in one statement. Throws kNotFound.
+  std::pair<FrozenTrial, size_t> load_finish_header(int64_t trial_id) {
+    auto q = conn.query(
+        "SELECT t.number, t.state, (SELECT COUNT(*) FROM study_directions d WHERE d.study_id = "
+        "t.study_id) FROM trials t WHERE t.trial_id = ?");
+    q.bind(0, trial_id);
+    if (!q.step()) throw no_trial(trial_id);
+    FrozenTrial t;
+    t.trial_id = trial_id;
+    t.number = static_cast<int>(q.int64(0));
+    t.state = parse_state(q.text_view(1), trial_id);
+    return {std::move(t), static_cast<size_t>(q.int64(2))};
+  }
+
+  TrialState parse_state(std::string_view name, int64_t trial_id) const {
     auto s = os::parse_state(name);
     if (!s) {
       throw Error(ErrorCode::kDataLoss, "trial id " + std::to_string(trial_id) + " in '" +
-                                            path() + "' has the unknown state '" + name + "'");
+                                            path() + "' has the unknown state '" +
+                                            std::string(name) + "'");
     }
     return *s;
+  }
+
+  // The distribution stored as `json`; `where` names the param for an error. A study's params
+  // share few distributions, so each distinct text is parsed once. Valid until the next call.
+  template <class Where>
+  const Distribution& parse_distribution(std::string_view json, const Where& where) {
+    auto it = parsed_distributions.find(json);
+    if (it == parsed_distributions.end()) {
+      Distribution d = os::from_json(json, where());
+      if (parsed_distributions.size() >= 256) parsed_distributions.clear();
+      it = parsed_distributions.emplace(std::string(json), std::move(d)).first;
+    }
+    return it->second;
+  }
+
+  // The statements that load whole trials: of the one trial ?1 (one), or of study ?1 numbered
+  // >= ?2 in `states` (all states when not given). Built once per filter and kept.
+  const TrialQueries& trial_queries_for(bool one,
+                                        const std::optional<std::vector<TrialState>>& states) {
+    std::string where =
+        one ? " WHERE t.trial_id = ?1" : " WHERE t.study_id = ?1 AND t.number >= ?2";
+    if (states) {
+      // The state names are the fixed enum names, so the statement texts take few forms.
+      std::string in;
+      for (TrialState state : *states) {
+        in += std::string(in.empty() ? "'" : ", '") + std::string(to_string(state)) + "'";
+      }
+      where += " AND t.state IN (" + (in.empty() ? std::string("NULL") : in) + ")";
+    }
+    auto it = trial_queries.find(where);
+    if (it != trial_queries.end()) return it->second;
+    // The rows of one trial are found by their trial_id index, without the join.
+    const bool direct = one && !states;
+    auto from = [&](const char* table) {
+      return std::string(" FROM ") + table +
+             (direct ? " c WHERE c.trial_id = ?1"
+                     : " c JOIN trials t ON c.trial_id = t.trial_id" + where);
+    };
+    TrialQueries q;
+    q.trials = "SELECT t.trial_id, t.number, t.state, t.datetime_start, t.datetime_complete "
+               "FROM trials t" + where + " ORDER BY t.number, t.trial_id";
+    q.params = "SELECT c.trial_id, c.param_name, c.param_value, c.distribution_json" +
+               from("trial_params");
+    q.tuner_params = "SELECT c.trial_id, c.param_name, c.param_value, c.distribution_json" +
+                     from("tuner_trial_params");
+    q.values = "SELECT c.trial_id, c.objective, c.value, c.value_type" + from("trial_values") +
+               " ORDER BY c.objective";
+    q.intermediate_values =
+        "SELECT c.trial_id, c.step, c.intermediate_value, c.intermediate_value_type" +
+        from("trial_intermediate_values");
+    q.user_attrs = "SELECT c.trial_id, c.\"key\", c.value_json" + from("trial_user_attributes");
+    q.system_attrs =
+        "SELECT c.trial_id, c.\"key\", c.value_json" + from("trial_system_attributes");
+    return trial_queries.emplace(std::move(where), std::move(q)).first->second;
   }
 
   // Loads whole trials: the one `trial_id` (study_id < 0), or those of `study_id` numbered
@@ -304,17 +443,7 @@ struct SqliteStorage::Impl {
   std::vector<FrozenTrial> load_trials(int64_t trial_id, int64_t study_id, int min_number,
                                        const std::optional<std::vector<TrialState>>& states = {}) {
     const bool one = study_id < 0;
-    std::string where =
-        one ? " WHERE t.trial_id = ?1" : " WHERE t.study_id = ?1 AND t.number >= ?2";
-    if (states) {
-      // The state names are the fixed enum names, so the statement text (the cache key) takes
-      // one of few forms.
-      std::string in;
-      for (TrialState state : *states) {
-        in += std::string(in.empty() ? "'" : ", '") + std::string(to_string(state)) + "'";
-      }
-      where += " AND t.state IN (" + (in.empty() ? std::string("NULL") : in) + ")";
-    }
+    const TrialQueries& sql = trial_queries_for(one, states);
     auto bind = [&](Statement& q) {
       if (one) {
         q.bind(0, trial_id);
@@ -323,31 +452,25 @@ struct SqliteStorage::Impl {
       }
     };
     std::vector<FrozenTrial> trials;
-    std::map<int64_t, size_t> index;  // trial_id -> position in trials
+    std::unordered_map<int64_t, size_t> index;  // trial_id -> position in trials
     {
-      auto q = conn.query(
-          "SELECT t.trial_id, t.number, t.state, t.datetime_start, t.datetime_complete "
-          "FROM trials t" + where + " ORDER BY t.number, t.trial_id");
+      auto q = conn.query(sql.trials);
       bind(q);
       while (q.step()) {
         FrozenTrial t;
         t.trial_id = q.int64(0);
         t.number = static_cast<int>(q.int64(1));
-        t.state = parse_state(q.text(2), t.trial_id);
-        if (auto s = q.optional_text(3)) t.datetime_start = os::parse_datetime(*s);
-        if (auto s = q.optional_text(4)) t.datetime_complete = os::parse_datetime(*s);
-        index[t.trial_id] = trials.size();
+        t.state = parse_state(q.text_view(2), t.trial_id);
+        if (!q.is_null(3)) t.datetime_start = os::parse_datetime(q.text_view(3));
+        if (!q.is_null(4)) t.datetime_complete = os::parse_datetime(q.text_view(4));
+        index.emplace(t.trial_id, trials.size());
         trials.push_back(std::move(t));
       }
     }
     if (trials.empty()) return trials;
     auto trial_of = [&](int64_t id) -> FrozenTrial& { return trials[index.at(id)]; };
-    // A study's params share few distributions: parse each distinct JSON text once.
-    std::unordered_map<std::string, Distribution> parsed;
-    for (const char* table : {"trial_params", "tuner_trial_params"}) {
-      auto q = conn.query(std::string("SELECT c.trial_id, c.param_name, c.param_value, "
-                                      "c.distribution_json FROM ") +
-                          table + " c JOIN trials t ON c.trial_id = t.trial_id" + where);
+    for (const std::string* table_sql : {&sql.params, &sql.tuner_params}) {
+      auto q = conn.query(*table_sql);
       bind(q);
       while (q.step()) {
         FrozenTrial& t = trial_of(q.int64(0));
@@ -355,12 +478,7 @@ struct SqliteStorage::Impl {
         auto where_param = [&] {
           return "trial " + std::to_string(t.number) + " param '" + name + "' in '" + path() + "'";
         };
-        std::string json = q.text(3);
-        auto it = parsed.find(json);
-        if (it == parsed.end()) {
-          it = parsed.emplace(json, os::from_json(json, where_param())).first;
-        }
-        Distribution d = it->second;
+        const Distribution& d = parse_distribution(q.text_view(3), where_param);
         ParamValue v;
         try {
           v = from_internal(d, q.real(2));
@@ -368,20 +486,18 @@ struct SqliteStorage::Impl {
           throw Error(ErrorCode::kDataLoss, where_param() + ": " + e.what());
         }
         t.params[name] = std::move(v);
-        t.distributions[name] = std::move(d);
+        t.distributions[std::move(name)] = d;
       }
     }
     {
-      auto q = conn.query(
-          "SELECT c.trial_id, c.objective, c.value, c.value_type FROM trial_values c "
-          "JOIN trials t ON c.trial_id = t.trial_id" + where + " ORDER BY c.objective");
+      auto q = conn.query(sql.values);
       bind(q);
       while (q.step()) {
         FrozenTrial& t = trial_of(q.int64(0));
         auto objective = static_cast<size_t>(q.int64(1));
         std::optional<double> raw;
         if (!q.is_null(2)) raw = q.real(2);
-        auto v = os::stored_value(raw, q.text(3));
+        auto v = os::stored_value(raw, q.text_view(3));
         if (!v) {
           throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" +
                                                 path() + "' has a malformed value");
@@ -391,15 +507,13 @@ struct SqliteStorage::Impl {
       }
     }
     {
-      auto q = conn.query(
-          "SELECT c.trial_id, c.step, c.intermediate_value, c.intermediate_value_type "
-          "FROM trial_intermediate_values c JOIN trials t ON c.trial_id = t.trial_id" + where);
+      auto q = conn.query(sql.intermediate_values);
       bind(q);
       while (q.step()) {
         FrozenTrial& t = trial_of(q.int64(0));
         std::optional<double> raw;
         if (!q.is_null(2)) raw = q.real(2);
-        auto v = os::stored_value(raw, q.text(3));
+        auto v = os::stored_value(raw, q.text_view(3));
         if (!v) {
           throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" +
                                                 path() + "' has a malformed intermediate value");
@@ -408,44 +522,51 @@ struct SqliteStorage::Impl {
       }
     }
     for (bool user : {true, false}) {
-      auto q = conn.query(std::string("SELECT c.trial_id, c.\"key\", c.value_json FROM ") +
-                          (user ? "trial_user_attributes" : "trial_system_attributes") +
-                          " c JOIN trials t ON c.trial_id = t.trial_id" + where);
+      auto q = conn.query(user ? sql.user_attrs : sql.system_attrs);
       bind(q);
       while (q.step()) {
         FrozenTrial& t = trial_of(q.int64(0));
-        std::string key = q.text(1);
+        std::string_view key = q.text_view(1);
         if (user) {
-          t.user_attrs[key] = q.text(2);
+          t.user_attrs[std::string(key)] = q.text(2);
         } else if (!key.starts_with(kParamMirrorPrefix)) {
-          t.system_attrs[key] = q.text(2);
+          t.system_attrs[std::string(key)] = q.text(2);
         }
       }
     }
     return trials;
   }
 
-  // Adds param `name` of `trial` (when it has it) to trial.params and trial.distributions.
-  void load_param(FrozenTrial& trial, const std::string& name) {
-    for (const char* sql :
-         {"SELECT param_value, distribution_json FROM trial_params WHERE trial_id = ? AND "
-          "param_name = ?",
-          "SELECT param_value, distribution_json FROM tuner_trial_params WHERE trial_id = ? AND "
-          "param_name = ?"}) {
-      auto q = conn.query(sql);
-      q.bind(0, trial.trial_id).bind(1, name);
-      if (!q.step()) continue;
+  // The header of trial `trial_id` (number, state) with its param `name`, when it has it, in
+  // trial.params and trial.distributions: all that set_trial_param's checks need, in one
+  // statement. Throws kNotFound.
+  FrozenTrial load_header_and_param(int64_t trial_id, const std::string& name) {
+    auto q = conn.query(
+        "SELECT t.number, t.state, p.param_id, p.param_value, p.distribution_json, u.param_id, "
+        "u.param_value, u.distribution_json FROM trials t "
+        "LEFT JOIN trial_params p ON p.trial_id = t.trial_id AND p.param_name = ?2 "
+        "LEFT JOIN tuner_trial_params u ON u.trial_id = t.trial_id AND u.param_name = ?2 "
+        "WHERE t.trial_id = ?1");
+    q.bind(0, trial_id).bind(1, name);
+    if (!q.step()) throw no_trial(trial_id);
+    FrozenTrial trial;
+    trial.trial_id = trial_id;
+    trial.number = static_cast<int>(q.int64(0));
+    trial.state = parse_state(q.text_view(1), trial_id);
+    for (int column : {2, 5}) {  // trial_params first
+      if (q.is_null(column)) continue;
       const std::string where = "trial " + std::to_string(trial.number) + " param '" + name +
                                 "' in '" + path() + "'";
-      Distribution d = os::from_json(q.text(1), where);
+      Distribution d = parse_distribution(q.text_view(column + 2), [&] { return where; });
       try {
-        trial.params[name] = from_internal(d, q.real(0));
+        trial.params[name] = from_internal(d, q.real(column + 1));
       } catch (const Error& e) {
         throw Error(ErrorCode::kDataLoss, where + ": " + e.what());
       }
       trial.distributions[name] = std::move(d);
-      return;
+      break;
     }
+    return trial;
   }
 
   FrozenTrial load_trial(int64_t trial_id) {
@@ -465,7 +586,7 @@ struct SqliteStorage::Impl {
           .bind(0, trial_id)
           .bind(1, name)
           .bind(2, internal)
-          .bind(3, os::to_optuna_json(distribution))
+          .bind(3, distribution_json(distribution))
           .run();
       return;
     }
@@ -474,10 +595,40 @@ struct SqliteStorage::Impl {
         .bind(0, trial_id)
         .bind(1, name)
         .bind(2, internal)
-        .bind(3, os::to_tuner_json(distribution))
+        .bind(3, distribution_json(distribution))
         .run();
     upsert_trial_attr(false, trial_id, std::string(kParamMirrorPrefix) + name,
                       nlohmann::json(internal).dump());
+  }
+
+  // Inside a write transaction: inserts param `name` of Optuna's tables when the trial exists, is
+  // not finished and has no param `name` yet; false (nothing written) otherwise.
+  // REQUIRES: has_optuna_counterpart(distribution) and the value is in it.
+  bool insert_param_if_new(int64_t trial_id, const std::string& name,
+                           const Distribution& distribution, const ParamValue& value) {
+    conn.query("INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+               "SELECT trial_id, ?2, ?3, ?4 FROM trials WHERE trial_id = ?1 AND state IN "
+               "('RUNNING', 'WAITING') AND NOT EXISTS (SELECT 1 FROM tuner_trial_params WHERE "
+               "trial_id = ?1 AND param_name = ?2) ON CONFLICT DO NOTHING")
+        .bind(0, trial_id)
+        .bind(1, name)
+        .bind(2, to_internal(distribution, value))
+        .bind(3, distribution_json(distribution))
+        .run();
+    return sqlite3_changes(conn.get()) == 1;
+  }
+
+  // The JSON a param's distribution is stored as: Optuna's, or the project's for a
+  // distribution Optuna has no counterpart for. Valid until the next call.
+  const std::string& distribution_json(const Distribution& distribution) {
+    for (const auto& [known, json] : json_cache) {
+      if (identical(known, distribution)) return json;
+    }
+    if (json_cache.size() >= 32) json_cache.clear();
+    json_cache.emplace_back(distribution, os::has_optuna_counterpart(distribution)
+                                              ? os::to_optuna_json(distribution)
+                                              : os::to_tuner_json(distribution));
+    return json_cache.back().second;
   }
 
   void upsert_trial_attr(bool user, int64_t trial_id, const std::string& key,
@@ -561,30 +712,63 @@ struct SqliteStorage::Impl {
     for (const auto& [key, json] : system_attrs) upsert_trial_attr(false, trial_id, key, json);
   }
 
-  // Inside a write transaction: create_trial() after its checks. Returns the new trial's id.
-  int64_t insert_trial(int64_t study_id, TrialState state, const FrozenTrial* from) {
-    int64_t number;
-    {
-      // Optuna numbers a trial by the count of the study's earlier trials; the write lock makes
-      // the count and the insert one step.
-      auto q = conn.query("SELECT COUNT(*) FROM trials WHERE study_id = ?");
-      q.bind(0, study_id);
+  // Inside a write transaction: the number Optuna gives the next trial of `study_id`, the count
+  // of the study's trials (the write lock makes the count and the insert one step); nullopt when
+  // there is no such study.
+  //
+  // Counting every trial costs time in proportion to the study. So when this connection created
+  // a trial M of the study before, and M is still there, the count is M's number + 1 + the
+  // study's trials after M: M's number counts the trials before it, and trials are never
+  // removed one by one (only with their study, M included) nor inserted with an id below an
+  // existing one. Otherwise (a new connection, a deleted study, a rolled-back insert) it counts.
+  std::optional<int64_t> next_number(int64_t study_id) {
+    if (auto hint = last_trial.find(study_id); hint != last_trial.end()) {
+      auto q = conn.query(
+          "SELECT EXISTS (SELECT 1 FROM studies WHERE study_id = ?1), (SELECT number FROM trials "
+          "WHERE trial_id = ?2 AND study_id = ?1), (SELECT COUNT(*) FROM trials WHERE study_id = "
+          "?1 AND trial_id > ?2)");
+      q.bind(0, study_id).bind(1, hint->second);
       q.step();
-      number = q.int64(0);
+      if (q.int64(0) == 0) return std::nullopt;
+      if (!q.is_null(1)) return q.int64(1) + 1 + q.int64(2);
     }
+    auto q = conn.query(
+        "SELECT EXISTS (SELECT 1 FROM studies WHERE study_id = ?1), "
+        "(SELECT COUNT(*) FROM trials WHERE study_id = ?1)");
+    q.bind(0, study_id);
+    q.step();
+    if (q.int64(0) == 0) return std::nullopt;
+    return q.int64(1);
+  }
+
+  // Inside a write transaction: create_trial() after its checks. Returns the new trial, as
+  // get_trial() would read it unless `from` is given (then only its id, number, state and
+  // start are set). Throws kNotFound for an unknown study.
+  FrozenTrial insert_trial(int64_t study_id, TrialState state, const FrozenTrial* from) {
+    const std::optional<int64_t> number = next_number(study_id);
+    if (!number) throw no_study(study_id);
+    FrozenTrial created;
+    created.number = static_cast<int>(*number);
+    created.state = state;
     {
       auto q = conn.query(
           "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
           "VALUES (?, ?, ?, ?, NULL)");
-      q.bind(0, number).bind(1, study_id).bind(2, to_string(state));
+      q.bind(0, *number).bind(1, study_id).bind(2, to_string(state));
       if (state == TrialState::kRunning) {
-        q.bind(3, now());
+        // Stored with microseconds, so the record gets the stored time, not the clock's.
+        const TimePoint start =
+            std::chrono::floor<std::chrono::microseconds>(options.clock->system_now());
+        q.bind(3, os::format_datetime(start));
+        created.datetime_start = start;
       } else {
         q.bind_null(3);
       }
       q.run();
     }
     const int64_t trial_id = sqlite3_last_insert_rowid(conn.get());
+    created.trial_id = trial_id;
+    last_trial[study_id] = trial_id;
     if (from) {
       for (const auto& [name, value] : from->params) {
         insert_param(trial_id, name, from->distributions.at(name), value);
@@ -594,7 +778,7 @@ struct SqliteStorage::Impl {
         upsert_trial_attr(false, trial_id, key, json);
       }
     }
-    return trial_id;
+    return created;
   }
 };
 
@@ -714,9 +898,10 @@ FrozenTrial SqliteStorage::create_trial(int64_t study_id, TrialState state,
   }
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
-  impl_->require_study(study_id);
-  const int64_t trial_id = impl_->insert_trial(study_id, state, from);
-  FrozenTrial created = impl_->load_trial(trial_id);
+  FrozenTrial created = impl_->insert_trial(study_id, state, from);
+  // Without `from`, the new trial is all in `created`; with it, params and attributes are read
+  // back as get_trial() reads them.
+  if (from) created = impl_->load_trial(created.trial_id);
   tx.commit();
   return created;
 }
@@ -741,33 +926,51 @@ void SqliteStorage::set_trial_param(int64_t trial_id, const std::string& name,
                                     const Distribution& distribution, const ParamValue& value) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
-  FrozenTrial trial = impl_->load_header(trial_id, nullptr);
-  impl_->load_param(trial, name);  // all the checks need of the trial
-  check_param(trial, name, distribution, value);
-  if (trial.params.contains(name)) return;  // the same value again: nothing to write
-  impl_->insert_param(trial_id, name, distribution, value);
+  // The usual case in one statement: a new param of a trial that is not finished, with a valid
+  // distribution that contains the value. Anything else takes the checks below, which refuse
+  // exactly what they refused before (with their messages) or find the same value again.
+  const bool plain = os::has_optuna_counterpart(distribution) && !find_problem(distribution) &&
+                     contains(distribution, value);
+  if (!plain || !impl_->insert_param_if_new(trial_id, name, distribution, value)) {
+    FrozenTrial trial = impl_->load_header_and_param(trial_id, name);  // what the checks need
+    check_param(trial, name, distribution, value);
+    if (trial.params.contains(name)) return;  // the same value again: nothing to write
+    impl_->insert_param(trial_id, name, distribution, value);
+  }
   tx.commit();
 }
 
 void SqliteStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
-  FrozenTrial header = impl_->load_header(trial_id, nullptr);
-  check_intermediate_value(header, step, value);
+  // The usual case in one statement: the upsert, only if the trial is not finished. Otherwise
+  // (a NaN, an unknown or finished trial) the checks refuse it with their messages.
   std::string_view type = optuna_schema::value_type(value);
-  auto q = impl_->conn.query(
+  const char* kUpsert =
       "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
-      "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE SET "
+      "intermediate_value_type) SELECT trial_id, ?2, ?3, ?4 FROM trials WHERE trial_id = ?1 AND "
+      "state IN ('RUNNING', 'WAITING') ON CONFLICT (trial_id, step) DO UPDATE SET "
       "intermediate_value = excluded.intermediate_value, "
-      "intermediate_value_type = excluded.intermediate_value_type");
-  q.bind(0, trial_id).bind(1, step);
-  if (type == "FINITE") {
-    q.bind(2, value);
-  } else {
-    q.bind_null(2);
+      "intermediate_value_type = excluded.intermediate_value_type";
+  auto upsert = [&] {
+    auto q = impl_->conn.query(kUpsert);
+    q.bind(0, trial_id).bind(1, step);
+    if (type == "FINITE") {
+      q.bind(2, value);
+    } else {
+      q.bind_null(2);
+    }
+    q.bind(3, type);
+    q.run();
+    return sqlite3_changes(impl_->conn.get()) == 1;
+  };
+  if (std::isnan(value) || !upsert()) {
+    FrozenTrial header = impl_->load_header(trial_id, nullptr);
+    check_intermediate_value(header, step, value);  // throws: the trial is finished, or NaN
+    throw Error(ErrorCode::kInternal, "trial " + std::to_string(header.number) + " in '" +
+                                          path_ + "': step " + std::to_string(step) +
+                                          " was not written");
   }
-  q.bind(3, type);
-  q.run();
   tx.commit();
 }
 
@@ -796,9 +999,8 @@ FrozenTrial SqliteStorage::finish_trial(int64_t trial_id, TrialState state,
                                         const Attributes& system_attrs) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
-  int64_t study_id = -1;
-  FrozenTrial header = impl_->load_header(trial_id, &study_id);
-  check_finish(header, state, values, impl_->n_objectives(study_id));
+  auto [header, n_objectives] = impl_->load_finish_header(trial_id);
+  check_finish(header, state, values, n_objectives);
   impl_->write_finish(trial_id, state, values, system_attrs);
   FrozenTrial finished = impl_->load_trial(trial_id);
   tx.commit();
@@ -842,7 +1044,8 @@ std::optional<Storage::StaleTrialOutcome> SqliteStorage::fail_stale_trial(
   impl_->write_finish(trial_id, TrialState::kFail, {}, fail_attrs);
   StaleTrialOutcome outcome;
   if (retry) {
-    outcome.retry = impl_->load_trial(impl_->insert_trial(study_id, TrialState::kWaiting, retry));
+    outcome.retry =
+        impl_->load_trial(impl_->insert_trial(study_id, TrialState::kWaiting, retry).trial_id);
   }
   outcome.failed = impl_->load_trial(trial_id);
   tx.commit();

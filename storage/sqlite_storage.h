@@ -30,13 +30,15 @@
 // Concurrency: WAL mode; every method is one transaction (writes take the write lock with BEGIN
 // IMMEDIATE, reads run in one snapshot), so several processes and several SqliteStorage objects
 // can use one file at once. A lock held by another connection longer than the busy timeout fails
-// with Error(kUnavailable) and changes nothing.
+// with Error(kUnavailable) and changes nothing. Checkpoints run on a thread of the storage, not in
+// the committing call (storage/sqlite/checkpointer.h). A new file gets 1 KiB pages.
 // Durability: a committed change survives a killed process. With synchronous_full it also
 // survives a power cut or OS crash; without it (synchronous=NORMAL, the default), a power cut
 // may lose the last transactions committed before it, but never corrupts the file.
 //
 // Thread safety: every method may be called from several threads at once (one mutex around the
-// connection).
+// connection). As for any SQLite connection, a storage must not be used or destroyed in a process
+// forked after it was opened.
 #ifndef TUNER_STORAGE_SQLITE_STORAGE_H_
 #define TUNER_STORAGE_SQLITE_STORAGE_H_
 

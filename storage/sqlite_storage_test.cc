@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "storage/optuna_schema.h"
+#include "storage/sqlite/checkpointer.h"
 #include "storage/sqlite/connection.h"
 #include "storage/storage_test_suite.h"
 #include "trials/error.h"
@@ -370,6 +371,121 @@ TEST_F(SqliteStorageTest, HeartbeatsAreOptunasTrialHeartbeatsRows) {
   // Deleting the study deletes its heartbeats.
   storage.delete_study(s.study_id);
   EXPECT_TRUE(column(path(), "SELECT trial_id FROM trial_heartbeats").empty());
+}
+
+// create_trial numbers a trial from the last trial its connection created (not by counting the
+// whole study); the number must still be Optuna's count of the study's earlier trials when other
+// connections wrote in between, and after the study was deleted and its id taken again.
+TEST_F(SqliteStorageTest, TrialNumbersCountOtherWritersAndReusedIds) {
+  SqliteStorage a(path());
+  SqliteStorage b(path());
+  StudyRecord s = a.create_study("s", {StudyDirection::kMinimize});
+  EXPECT_EQ(a.create_trial(s.study_id).number, 0);
+  EXPECT_EQ(b.create_trial(s.study_id).number, 1);
+  EXPECT_EQ(b.create_trial(s.study_id, TrialState::kWaiting).number, 2);
+  EXPECT_EQ(a.create_trial(s.study_id).number, 3);
+  EXPECT_EQ(a.create_trial(s.study_id).number, 4);
+
+  // The study and its trials go; a new study gets the same id (SQLite reuses the largest).
+  a.delete_study(s.study_id);
+  StudyRecord again = b.create_study("again", {StudyDirection::kMinimize});
+  ASSERT_EQ(again.study_id, s.study_id);
+  EXPECT_EQ(b.create_trial(again.study_id).number, 0);  // may take the id of a's last trial
+  EXPECT_EQ(a.create_trial(again.study_id).number, 1);
+  EXPECT_EQ(a.create_trial(again.study_id).number, 2);
+  EXPECT_EQ(error_of([&] { a.create_trial(424242); }).code(), ErrorCode::kNotFound);
+  std::vector<int> numbers;
+  for (const FrozenTrial& t : a.get_trials(again.study_id)) numbers.push_back(t.number);
+  EXPECT_EQ(numbers, (std::vector<int>{0, 1, 2}));
+}
+
+// Regression: with writers on two connections at once, SQLite's automatic checkpoint never
+// found the log free to start over, and it grew by every page written (hundreds of MB in the
+// storage benchmark with 4 processes). The Checkpointer restarts it at about kCatchUpFrames.
+TEST_F(SqliteStorageTest, WriteAheadLogStaysBoundedWithTwoWriters) {
+  SqliteStorage a(path());
+  SqliteStorage b(path());
+  StudyRecord s = a.create_study("s", {StudyDirection::kMinimize});
+  const fs::path wal = path() + "-wal";
+  std::atomic<uintmax_t> largest{0};
+  auto write = [&](SqliteStorage& storage) {
+    FrozenTrial t = storage.create_trial(s.study_id);
+    for (int step = 0; step < 12000; ++step) {
+      storage.set_trial_intermediate_value(t.trial_id, step, step * 0.5);
+      std::error_code ec;
+      const uintmax_t size = fs::file_size(wal, ec);
+      if (!ec && size > largest) largest = size;
+    }
+    storage.finish_trial(t.trial_id, TrialState::kComplete, {1.0});
+  };
+  std::thread other([&] { write(b); });
+  write(a);
+  other.join();
+  const int page = std::stoi(column(path(), "PRAGMA page_size").front());
+  EXPECT_EQ(page, 1024);  // a new file's pages
+  // 48,000 pages were written in all (two per value); the log holds at most about 8,000.
+  const uintmax_t bound = 2 * sqlite::Checkpointer::kCatchUpFrames * uintmax_t(page + 24);
+  EXPECT_LE(largest.load(), bound);
+  EXPECT_EQ(a.get_trials(s.study_id).size(), 2u);
+  EXPECT_EQ(column(path(), "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
+}
+
+// While another connection holds a read transaction, the log cannot start over; the commits that
+// find it past kCatchUpFrames must not each wait kCatchUpWait for that reader.
+TEST_F(SqliteStorageTest, ALongReaderDoesNotSlowEveryCommit) {
+  SqliteStorage storage(path());
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage.create_trial(s.study_id);
+  sqlite::Connection reader(path());
+  reader.exec("BEGIN");
+  {
+    auto q = reader.query("SELECT COUNT(*) FROM trials");
+    q.step();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int step = 0; step < 8000; ++step) {  // 16,000 pages, 4,000 of them past kCatchUpFrames
+    storage.set_trial_intermediate_value(t.trial_id, step, 1.0);
+  }
+  // Each of the ~2,000 late commits waiting 50 ms would take 100 s; with retries every 1000
+  // pages, a handful wait.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  reader.exec("COMMIT");
+  storage.set_trial_intermediate_value(t.trial_id, 8000, 1.0);
+  EXPECT_EQ(storage.get_trial(t.trial_id).intermediate_values.size(), 8001u);
+}
+
+// A file that Optuna (or an older tuner) created keeps its page size.
+TEST_F(SqliteStorageTest, AnExistingFileKeepsItsPageSize) {
+  {
+    sqlite::Connection conn(path());
+    conn.exec("PRAGMA page_size=4096");
+    for (const std::string& sql :
+         optuna_schema::create_statements(optuna_schema::Revision::kV3_2_0_a, "optuna 4.0.0")) {
+      conn.exec(sql);
+    }
+  }
+  SqliteStorage storage(path());
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
+  storage.finish_trial(storage.create_trial(s.study_id).trial_id, TrialState::kComplete, {1.0});
+  EXPECT_EQ(column(path(), "PRAGMA page_size"), std::vector<std::string>{"4096"});
+}
+
+TEST(OptunaDatetime, FormatsAndParsesOptunasText) {
+  using namespace std::chrono;
+  const TimePoint t = sys_days(year_month_day(year(2026), month(3), day(1))) + hours(9) +
+                      minutes(5) + seconds(7) + microseconds(42) + nanoseconds(999);
+  EXPECT_EQ(optuna_schema::format_datetime(t), "2026-03-01 09:05:07.000042");
+  EXPECT_EQ(optuna_schema::format_datetime(TimePoint{}), "1970-01-01 00:00:00.000000");
+  EXPECT_EQ(optuna_schema::parse_datetime("2026-03-01 09:05:07.000042"),
+            time_point_cast<TimePoint::duration>(t - nanoseconds(999)));
+  EXPECT_EQ(optuna_schema::parse_datetime("2026-03-01T09:05:07.5"),
+            sys_days(year_month_day(year(2026), month(3), day(1))) + hours(9) + minutes(5) +
+                seconds(7) + milliseconds(500));
+  EXPECT_EQ(optuna_schema::parse_datetime("2026-03-01 09:05:07"),
+            sys_days(year_month_day(year(2026), month(3), day(1))) + hours(9) + minutes(5) +
+                seconds(7));
+  EXPECT_FALSE(optuna_schema::parse_datetime("2026-02-30 09:05:07"));
+  EXPECT_FALSE(optuna_schema::parse_datetime("yesterday"));
 }
 
 TEST_F(SqliteStorageTest, UnknownIdsNameTheFile) {

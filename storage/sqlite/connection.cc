@@ -1,5 +1,8 @@
 #include "storage/sqlite/connection.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "trials/error.h"
 
 namespace tuner::sqlite {
@@ -101,6 +104,13 @@ std::string Statement::text(int column) const {
   return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
 }
 
+std::string_view Statement::text_view(int column) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, column);
+  int n = sqlite3_column_bytes(stmt_, column);
+  return p ? std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(n))
+           : std::string_view();
+}
+
 std::optional<std::string> Statement::optional_text(int column) const {
   if (is_null(column)) return std::nullopt;
   return text(column);
@@ -119,8 +129,22 @@ Connection::Connection(std::string path, bool read_only) : path_(std::move(path)
 }
 
 void Connection::set_busy_timeout(std::chrono::milliseconds timeout) {
-  int rc = sqlite3_busy_timeout(db_.get(), static_cast<int>(timeout.count()));
+  busy_timeout_ = std::max(timeout, std::chrono::milliseconds(0));
+  int rc = sqlite3_busy_handler(db_.get(), &Connection::busy_wait, this);
   if (rc != SQLITE_OK) fail(rc, "setting the busy timeout");
+}
+
+int Connection::busy_wait(void* connection, int attempt) {
+  using namespace std::chrono;
+  auto* self = static_cast<Connection*>(connection);
+  const steady_clock::time_point now = steady_clock::now();
+  if (attempt == 0) self->busy_deadline_ = now + self->busy_timeout_;
+  if (now >= self->busy_deadline_) return 0;  // SQLITE_BUSY to the caller
+  const microseconds pause = std::min<microseconds>(
+      {microseconds(50 << std::min(attempt, 5)), milliseconds(1),
+       duration_cast<microseconds>(self->busy_deadline_ - now) + microseconds(1)});
+  std::this_thread::sleep_for(pause);
+  return 1;  // try again
 }
 
 void Connection::exec(std::string_view sql) {
@@ -129,8 +153,10 @@ void Connection::exec(std::string_view sql) {
   if (rc != SQLITE_OK) fail(rc, "running '" + text.substr(0, 60) + "'");
 }
 
-Statement Connection::query(std::string_view sql) {
-  auto it = statements_.find(std::string(sql));
+Statement Connection::query(std::string_view sql) { return Statement(*this, prepare(sql)); }
+
+sqlite3_stmt* Connection::prepare(std::string_view sql) {
+  auto it = statements_.find(sql);
   if (it == statements_.end()) {
     sqlite3_stmt* stmt = nullptr;
     int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()),
@@ -139,7 +165,7 @@ Statement Connection::query(std::string_view sql) {
     if (rc != SQLITE_OK) fail(rc, "preparing '" + std::string(sql) + "'");
     it = statements_.emplace(std::string(sql), std::move(handle)).first;
   }
-  return Statement(*this, it->second.get());
+  return it->second.get();
 }
 
 void Connection::fail(int rc, std::string_view what) const {
@@ -149,7 +175,10 @@ void Connection::fail(int rc, std::string_view what) const {
 }
 
 Transaction::Transaction(Connection& connection, Kind kind) : connection_(connection) {
-  connection_.query(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN").run();
+  sqlite3_stmt*& begin =
+      kind == Kind::kWrite ? connection_.begin_write_ : connection_.begin_read_;
+  if (!begin) begin = connection_.prepare(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
+  Statement(connection_, begin).run();
   open_ = true;
 }
 
@@ -158,7 +187,8 @@ Transaction::~Transaction() {
 }
 
 void Transaction::commit() {
-  connection_.query("COMMIT").run();
+  if (!connection_.commit_) connection_.commit_ = connection_.prepare("COMMIT");
+  Statement(connection_, connection_.commit_).run();
   open_ = false;
 }
 

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,8 @@ class Statement {
   int64_t int64(int column) const;
   double real(int column) const;
   std::string text(int column) const;
+  // The column's text without a copy; valid until the next step() or the Statement's end.
+  std::string_view text_view(int column) const;
   std::optional<std::string> optional_text(int column) const;
 
  private:
@@ -88,19 +91,40 @@ class Connection {
   sqlite3* get() const { return db_.get(); }
 
   // Waits up to `timeout` for a lock held by another connection before failing with SQLITE_BUSY.
+  // The wait polls the lock in short, growing sleeps (50 us up to 1 ms, on the steady clock), so
+  // that writers of several processes take turns without idling; SQLite's own handler sleeps at
+  // least 1 ms, then 2, 5, 10 ms, longer than a whole write transaction here.
   void set_busy_timeout(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds busy_timeout() const { return busy_timeout_; }
   // Runs one or more statements that return no rows.
   void exec(std::string_view sql);
-  // The cached prepared statement for `sql` (prepared on first use).
+  // The cached prepared statement for `sql` (prepared on first use). The lookup allocates
+  // nothing once the statement is cached.
   Statement query(std::string_view sql);
 
   // Throws the Error for SQLite result code `rc` (see the file comment), saying `what` failed.
   [[noreturn]] void fail(int rc, std::string_view what) const;
 
  private:
+  friend class Transaction;
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view sql) const { return std::hash<std::string_view>{}(sql); }
+  };
+  static int busy_wait(void* connection, int attempt);
+  // The cached prepared statement for `sql` (prepared on first use).
+  sqlite3_stmt* prepare(std::string_view sql);
+
   std::string path_;
   DbHandle db_;
-  std::unordered_map<std::string, StmtHandle> statements_;
+  std::unordered_map<std::string, StmtHandle, SqlHash, std::equal_to<>> statements_;
+  // BEGIN IMMEDIATE, BEGIN, COMMIT: prepared once (owned by statements_), used by Transaction.
+  sqlite3_stmt* begin_write_ = nullptr;
+  sqlite3_stmt* begin_read_ = nullptr;
+  sqlite3_stmt* commit_ = nullptr;
+  // The busy handler's budget and the deadline of the wait in progress.
+  std::chrono::milliseconds busy_timeout_{0};
+  std::chrono::steady_clock::time_point busy_deadline_;
 };
 
 // BEGIN IMMEDIATE (write: takes the database's write lock now, waiting up to the busy timeout)
