@@ -137,6 +137,11 @@ void FaultInjectionStorage::set_trial_param(int64_t trial_id, const std::string&
   before_write();
   base_->set_trial_param(trial_id, name, distribution, value);
 }
+void FaultInjectionStorage::set_trial_params(int64_t trial_id,
+                                             const std::vector<NewParam>& params) {
+  before_write();
+  base_->set_trial_params(trial_id, params);
+}
 void FaultInjectionStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step,
                                                          double value) {
   before_write();
@@ -154,9 +159,10 @@ void FaultInjectionStorage::set_trial_system_attr(int64_t trial_id, const std::s
 }
 FrozenTrial FaultInjectionStorage::finish_trial(int64_t trial_id, TrialState state,
                                                 const std::vector<double>& values,
-                                                const Attributes& system_attrs) {
+                                                const Attributes& system_attrs,
+                                                const Attributes& user_attrs) {
   before_write();
-  return base_->finish_trial(trial_id, state, values, system_attrs);
+  return base_->finish_trial(trial_id, state, values, system_attrs, user_attrs);
 }
 void FaultInjectionStorage::record_heartbeat(int64_t trial_id, TimePoint time) {
   before_write();

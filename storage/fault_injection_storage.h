@@ -57,13 +57,15 @@ class FaultInjectionStorage final : public Storage {
   bool claim_waiting_trial(int64_t trial_id) override;
   void set_trial_param(int64_t trial_id, const std::string& name,
                        const Distribution& distribution, const ParamValue& value) override;
+  void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override;
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
   void set_trial_user_attr(int64_t trial_id, const std::string& key,
                            const std::string& json) override;
   void set_trial_system_attr(int64_t trial_id, const std::string& key,
                              const std::string& json) override;
   FrozenTrial finish_trial(int64_t trial_id, TrialState state, const std::vector<double>& values,
-                           const Attributes& system_attrs = {}) override;
+                           const Attributes& system_attrs = {},
+                           const Attributes& user_attrs = {}) override;
   void record_heartbeat(int64_t trial_id, TimePoint time) override;
   std::vector<FrozenTrial> get_stale_trials(int64_t study_id, TimePoint stale_before) override;
   std::optional<StaleTrialOutcome> fail_stale_trial(int64_t trial_id, TimePoint stale_before,

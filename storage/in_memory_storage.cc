@@ -153,6 +153,18 @@ void InMemoryStorage::set_trial_param(int64_t trial_id, const std::string& name,
   trial.distributions[name] = distribution;
 }
 
+void InMemoryStorage::set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) {
+  std::lock_guard lock(mutex_);
+  auto& trial = state_->trial(trial_id);
+  FrozenTrial changed = trial;  // all or none
+  for (const NewParam& p : params) {
+    check_param(changed, p.name, p.distribution, p.value);
+    changed.params[p.name] = p.value;
+    changed.distributions[p.name] = p.distribution;
+  }
+  trial = std::move(changed);
+}
+
 void InMemoryStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) {
   std::lock_guard lock(mutex_);
   auto& trial = state_->trial(trial_id);
@@ -178,11 +190,13 @@ void InMemoryStorage::set_trial_system_attr(int64_t trial_id, const std::string&
 
 FrozenTrial InMemoryStorage::finish_trial(int64_t trial_id, TrialState state,
                                           const std::vector<double>& values,
-                                          const Attributes& system_attrs) {
+                                          const Attributes& system_attrs,
+                                          const Attributes& user_attrs) {
   std::lock_guard lock(mutex_);
   auto& trial = state_->trial(trial_id);
   const auto& study = state_->study(state_->trial_study[trial_id]);
   check_finish(trial, state, values, study.record.directions.size());
+  for (const auto& [key, json] : user_attrs) trial.user_attrs[key] = json;
   state_->finish(trial, state, values, system_attrs, clock_->system_now());
   return trial;
 }

@@ -937,6 +937,19 @@ void SqliteStorage::set_trial_param(int64_t trial_id, const std::string& name,
                                     const Distribution& distribution, const ParamValue& value) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  write_param(trial_id, name, distribution, value);
+  tx.commit();
+}
+
+void SqliteStorage::set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  for (const NewParam& p : params) write_param(trial_id, p.name, p.distribution, p.value);
+  tx.commit();
+}
+
+void SqliteStorage::write_param(int64_t trial_id, const std::string& name,
+                                const Distribution& distribution, const ParamValue& value) {
   // The usual case in one statement: a new param of a trial that is not finished, with a valid
   // distribution that contains the value. Anything else takes the checks below, which refuse
   // exactly what they refused before (with their messages) or find the same value again.
@@ -948,7 +961,6 @@ void SqliteStorage::set_trial_param(int64_t trial_id, const std::string& name,
     if (trial.params.contains(name)) return;  // the same value again: nothing to write
     impl_->insert_param(trial_id, name, distribution, value);
   }
-  tx.commit();
 }
 
 void SqliteStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) {
@@ -1007,11 +1019,13 @@ void SqliteStorage::set_trial_system_attr(int64_t trial_id, const std::string& k
 
 FrozenTrial SqliteStorage::finish_trial(int64_t trial_id, TrialState state,
                                         const std::vector<double>& values,
-                                        const Attributes& system_attrs) {
+                                        const Attributes& system_attrs,
+                                        const Attributes& user_attrs) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
   auto [header, n_objectives] = impl_->load_finish_header(trial_id);
   check_finish(header, state, values, n_objectives);
+  for (const auto& [key, json] : user_attrs) impl_->upsert_trial_attr(true, trial_id, key, json);
   impl_->write_finish(trial_id, state, values, system_attrs);
   FrozenTrial finished = impl_->load_trial(trial_id);
   tx.commit();

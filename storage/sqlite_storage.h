@@ -103,13 +103,15 @@ class SqliteStorage final : public Storage {
   bool claim_waiting_trial(int64_t trial_id) override;
   void set_trial_param(int64_t trial_id, const std::string& name,
                        const Distribution& distribution, const ParamValue& value) override;
+  void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override;
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
   void set_trial_user_attr(int64_t trial_id, const std::string& key,
                            const std::string& json) override;
   void set_trial_system_attr(int64_t trial_id, const std::string& key,
                              const std::string& json) override;
   FrozenTrial finish_trial(int64_t trial_id, TrialState state, const std::vector<double>& values,
-                           const Attributes& system_attrs = {}) override;
+                           const Attributes& system_attrs = {},
+                           const Attributes& user_attrs = {}) override;
   // Writes Optuna's trial_heartbeats row (one per trial, its time replaced), as Optuna's
   // RDBStorage.record_heartbeat does, so Optuna's fail_stale_trials agrees on what is stale.
   void record_heartbeat(int64_t trial_id, TimePoint time) override;
@@ -126,6 +128,9 @@ class SqliteStorage final : public Storage {
   friend class FaultInjectionStorage;  // reaches the connection to cause real SQLite faults
   struct Impl;
 
+  // set_trial_param's checks and write, inside the caller's transaction. REQUIRES: mutex_ held.
+  void write_param(int64_t trial_id, const std::string& name, const Distribution& distribution,
+                   const ParamValue& value);
   // Runs `f` on the connection, under mutex_.
   void with_connection(const std::function<void(sqlite::Connection&)>& f);
 

@@ -70,17 +70,27 @@ class Storage {
   virtual bool claim_waiting_trial(int64_t trial_id) = 0;
   virtual void set_trial_param(int64_t trial_id, const std::string& name,
                                const Distribution& distribution, const ParamValue& value) = 0;
+  // Several params in one atomic step (all or none), each as set_trial_param() sets it: a
+  // define-and-run trial's whole space. The default sets them one by one (not atomic; the
+  // project's storages override it).
+  struct NewParam {
+    std::string name;
+    Distribution distribution;
+    ParamValue value;
+  };
+  virtual void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params);
   virtual void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) = 0;
   virtual void set_trial_user_attr(int64_t trial_id, const std::string& key,
                                    const std::string& json) = 0;
   virtual void set_trial_system_attr(int64_t trial_id, const std::string& key,
                                      const std::string& json) = 0;
-  // Finishes the trial and sets `system_attrs` on it in the same atomic step (e.g. Optuna's
-  // "fail_reason" of a FAIL trial), and returns the finished record.
-  // REQUIRES: is_finished(state); values as FrozenTrial documents them.
+  // Finishes the trial and sets `system_attrs` (e.g. Optuna's "fail_reason" of a FAIL trial)
+  // and `user_attrs` (e.g. a job's final metrics) on it in the same atomic step, and returns
+  // the finished record. REQUIRES: is_finished(state); values as FrozenTrial documents them.
   virtual FrozenTrial finish_trial(int64_t trial_id, TrialState state,
                                    const std::vector<double>& values,
-                                   const Attributes& system_attrs = {}) = 0;
+                                   const Attributes& system_attrs = {},
+                                   const Attributes& user_attrs = {}) = 0;
 
   // Records that the RUNNING trial is alive at `time` (replacing its previous heartbeat).
   // Throws Error(kFailedPrecondition) when the trial is not RUNNING (finished meanwhile, e.g.

@@ -81,6 +81,33 @@ TEST_P(StorageSuite, FinishedTrialsNeverChange) {
   EXPECT_EQ(storage_->get_trial(t.trial_id).state, TrialState::kFail);
 }
 
+TEST_P(StorageSuite, FinishSetsUserAttributesAndParamsGoInOneStep) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage_->create_trial(s.study_id);
+  storage_->set_trial_params(t.trial_id, {{"x", FloatDistribution{0, 1}, 0.5},
+                                          {"n", IntDistribution{1, 4}, int64_t{2}}});
+  EXPECT_EQ(storage_->get_trial(t.trial_id).params.size(), 2u);
+  // One bad param (3.5 is outside [0, 1]): none of them is written.
+  FrozenTrial u = storage_->create_trial(s.study_id);
+  EXPECT_EQ(code_of([&] {
+              storage_->set_trial_params(u.trial_id, {{"x", FloatDistribution{0, 1}, 0.5},
+                                                      {"y", FloatDistribution{0, 1}, 3.5}});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(storage_->get_trial(u.trial_id).params.empty());
+
+  FrozenTrial done = storage_->finish_trial(t.trial_id, TrialState::kComplete, {0.25}, {},
+                                            {{"test_accuracy", "0.875"}});
+  EXPECT_EQ(done.user_attrs.at("test_accuracy"), "0.875");
+  EXPECT_EQ(storage_->get_trial(t.trial_id).user_attrs.at("test_accuracy"), "0.875");
+  // A refused finish sets no user attribute either.
+  EXPECT_EQ(code_of([&] {
+              storage_->finish_trial(u.trial_id, TrialState::kComplete, {}, {}, {{"k", "1"}});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(storage_->get_trial(u.trial_id).user_attrs.contains("k"));
+}
+
 TEST_P(StorageSuite, RefusesBadWrites) {
   StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
   FrozenTrial t = storage_->create_trial(s.study_id);

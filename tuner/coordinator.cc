@@ -674,17 +674,20 @@ struct Coordinator::Impl {
     StudyRun& run = *lease->run;
     commit(executor, *lease, [&](Trial& trial) {
       // Every final metric stays with the trial as a user attribute (as a W&B run keeps its
-      // summary): test accuracy, the best epoch, whatever the job printed.
-      for (const auto& [name, value] : result.metrics) trial.set_user_attr(name, metric_json(value));
-      if (trial.stop_requested()) return run.study.tell(trial, TrialState::kPruned);
-      if (!result.values.empty()) return run.study.tell(trial, result.values);
+      // summary): test accuracy, the best epoch, whatever the job printed. Stored with the
+      // outcome, in one step.
+      Attributes metrics;
+      for (const auto& [name, value] : result.metrics) metrics[name] = metric_json(value);
+      if (trial.stop_requested()) return run.study.tell(trial, TrialState::kPruned, "", metrics);
+      if (!result.values.empty()) return run.study.tell(trial, result.values, metrics);
       auto metric = result.metrics.find(run.objective_metric);
       if (metric == result.metrics.end()) {
         return run.study.tell(
             trial, TrialState::kFail,
-            "RESULT has no value for the objective metric '" + run.objective_metric + "'");
+            "RESULT has no value for the objective metric '" + run.objective_metric + "'",
+            metrics);
       }
-      return run.study.tell(trial, metric->second);
+      return run.study.tell(trial, {metric->second}, metrics);
     });
   }
 

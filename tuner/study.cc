@@ -362,16 +362,20 @@ Trial Study::start_trial(const SearchSpace* space) {
       Params sampled = core.sampler->sample(*space, history, context, state->rng);
       for (const auto& [name, value] : state->fixed) sampled[name] = value;
       Params active;
+      std::vector<Storage::NewParam> chosen;
       for (const ParamSpec& spec : space->params()) {
         if (!space->is_active(spec, active)) continue;
         auto it = sampled.find(spec.name);
         if (it == sampled.end()) {
           throw Error(ErrorCode::kInternal, "the sampler left parameter '" + spec.name + "' out");
         }
-        core.storage->set_trial_param(state->trial_id, spec.name, spec.distribution, it->second);
+        chosen.push_back({spec.name, spec.distribution, it->second});
         active.insert(*it);
-        state->params.insert(*it);
-        state->distributions.emplace(spec.name, spec.distribution);
+      }
+      core.storage->set_trial_params(state->trial_id, chosen);  // one step: all or none
+      for (Storage::NewParam& p : chosen) {
+        state->params.emplace(p.name, p.value);
+        state->distributions.emplace(p.name, std::move(p.distribution));
       }
       state->fixed = state->params;
     } else {
@@ -430,27 +434,32 @@ FrozenTrial Study::tell(Trial& trial, double value) {
   return tell(trial, std::vector<double>{value});
 }
 
-FrozenTrial Study::tell(Trial& trial, const std::vector<double>& values) {
+FrozenTrial Study::tell(Trial& trial, const std::vector<double>& values,
+                        const Attributes& user_attrs) {
   Trial::State& s = *trial.state_;
-  if (s.stop_requested) return tell(trial, TrialState::kPruned);
+  if (s.stop_requested) return tell(trial, TrialState::kPruned, "", user_attrs);
   if (values.size() != directions().size()) {
     return tell(trial, TrialState::kFail,
                 "the objective returned " + std::to_string(values.size()) + " value(s) for " +
-                    std::to_string(directions().size()) + " objective(s)");
+                    std::to_string(directions().size()) + " objective(s)",
+                user_attrs);
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
       return tell(trial, TrialState::kFail,
                   "the objective returned " + to_string(ParamValue(values[i])) +
-                      (values.size() > 1 ? " for objective " + std::to_string(i) : std::string()));
+                      (values.size() > 1 ? " for objective " + std::to_string(i) : std::string()),
+                  user_attrs);
     }
   }
-  FrozenTrial finished = core_->storage->finish_trial(s.trial_id, TrialState::kComplete, values);
+  FrozenTrial finished =
+      core_->storage->finish_trial(s.trial_id, TrialState::kComplete, values, {}, user_attrs);
   mark_told(s);
   return finished;
 }
 
-FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reason) {
+FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reason,
+                        const Attributes& user_attrs) {
   Trial::State& s = *trial.state_;
   std::vector<double> values;
   Attributes attrs;
@@ -467,7 +476,7 @@ FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reaso
                 "trial " + std::to_string(s.number) + ": tell() with a state takes PRUNED or FAIL, "
                 "not " + std::string(to_string(state)) + " (give COMPLETE trials their values)");
   }
-  FrozenTrial finished = core_->storage->finish_trial(s.trial_id, state, values, attrs);
+  FrozenTrial finished = core_->storage->finish_trial(s.trial_id, state, values, attrs, user_attrs);
   mark_told(s);
   return finished;
 }

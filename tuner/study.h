@@ -130,9 +130,12 @@ class Study {
   // tell() may be called again. Throws Error(kFailedPrecondition) when the trial is finished
   // already (told before, or failed as stale by another process).
   FrozenTrial tell(Trial& trial, double value);
-  FrozenTrial tell(Trial& trial, const std::vector<double>& values);
+  // `user_attrs` are set on the trial in the same atomic step (e.g. a job's final metrics).
+  FrozenTrial tell(Trial& trial, const std::vector<double>& values,
+                   const Attributes& user_attrs = {});
   // PRUNED (with the last intermediate value) or FAIL (with `reason`).
-  FrozenTrial tell(Trial& trial, TrialState state, const std::string& reason = "");
+  FrozenTrial tell(Trial& trial, TrialState state, const std::string& reason = "",
+                   const Attributes& user_attrs = {});
 
   // Adds a WAITING trial with these params; the next ask() runs it before sampling new ones.
   void enqueue_trial(const Params& params);

@@ -1,0 +1,9 @@
+#include "storage/storage.h"
+
+namespace tuner {
+
+void Storage::set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) {
+  for (const NewParam& p : params) set_trial_param(trial_id, p.name, p.distribution, p.value);
+}
+
+}  // namespace tuner
