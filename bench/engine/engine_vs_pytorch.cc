@@ -10,6 +10,7 @@
 //                     [--epochs-cnn 3] [--models mlp,cnn] [--data DIR] [--quick]
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -42,6 +43,14 @@ constexpr int64_t kBatch = 128;
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// CPU seconds used by every thread of this process so far: unlike the wall clock, it does not
+// count the time other jobs on a shared machine hold the cores.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 // Training FLOPs per sample of the GEMM-shaped layers: 2 per multiply-add, times 3 (forward, the
@@ -126,16 +135,18 @@ void bench_model(const Args& args, const std::string& name, const char* json, Da
   };
   loader.start_epoch();
   for (int i = 0; i < 10; ++i) step();
-  const double t0 = now();
+  const double t0 = now(), cpu0 = process_cpu_seconds();
   for (int64_t i = 0; i < args.steps; ++i) step();
   backend.synchronize();
   const double sps = static_cast<double>(args.steps * kBatch) / (now() - t0);
+  const double cpu_ms_per_step = 1e3 * (process_cpu_seconds() - cpu0) / static_cast<double>(args.steps);
   const double flops = training_flops(spec.layers);
   std::printf(
       "{\"impl\": \"engine\", \"backend\": \"%s\", \"model\": \"%s\", \"threads\": %d, "
-      "\"batch\": %lld, \"samples_per_s\": %.1f, \"gflops\": %.2f, \"peak_fraction\": %.4f}\n",
+      "\"batch\": %lld, \"samples_per_s\": %.1f, \"gflops\": %.2f, \"peak_fraction\": %.4f, "
+      "\"cpu_ms_per_step\": %.3f}\n",
       args.backend.c_str(), name.c_str(), args.threads, static_cast<long long>(kBatch), sps, sps * flops / 1e9,
-      sps * flops / 1e9 / peak);
+      sps * flops / 1e9 / peak, cpu_ms_per_step);
   std::fflush(stdout);
 
   // Accuracy: the recipe from a fresh model.

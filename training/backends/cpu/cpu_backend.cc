@@ -172,19 +172,31 @@ void CpuBackend::adam_step(const AdamStepArgs& a, std::span<float> params,
                            std::span<const float> grads, std::span<float> m, std::span<float> v) {
   const double bc1 = 1.0 - std::pow(static_cast<double>(a.beta1), static_cast<double>(a.step));
   const double bc2 = 1.0 - std::pow(static_cast<double>(a.beta2), static_cast<double>(a.step));
+  // Locals and restrict-qualified pointers: the loop below must not reload the hyperparameters
+  // after each store (they could alias the arrays otherwise), so that it vectorizes.
   const float step_size = static_cast<float>(a.lr / bc1);
   const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
   const float decay = a.decoupled ? 1.0f - a.lr * a.weight_decay : 1.0f;
   const float l2 = a.decoupled ? 0.0f : a.weight_decay;
+  const float beta1 = a.beta1, beta2 = a.beta2, eps = a.eps;
+  const float one_minus_beta1 = 1.0f - beta1, one_minus_beta2 = 1.0f - beta2;
+  float* __restrict pp = params.data();
+  const float* __restrict gp = grads.data();
+  float* __restrict mp = m.data();
+  float* __restrict vp = v.data();
   pool_.parallel_for(static_cast<int64_t>(params.size()), kMinElementsPerThread,
-                     [&](int64_t i0, int64_t i1) {
+                     [=](int64_t i0, int64_t i1) {
                        for (int64_t i = i0; i < i1; ++i) {
-                         float p = params[i] * decay;
-                         const float g = grads[i] + l2 * params[i];
-                         m[i] = a.beta1 * m[i] + (1.0f - a.beta1) * g;
-                         v[i] = a.beta2 * v[i] + (1.0f - a.beta2) * g * g;
-                         const float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + a.eps;
-                         params[i] = p - step_size * m[i] / denom;
+                         const float p = pp[i];
+                         const float g = gp[i] + l2 * p;
+                         const float mi = beta1 * mp[i] + one_minus_beta1 * g;
+                         const float vi = beta2 * vp[i] + one_minus_beta2 * g * g;
+                         mp[i] = mi;
+                         vp[i] = vi;
+                         // vi >= 0: the square root never sets errno (the backend is built
+                         // with -fno-math-errno, which lets it vectorize).
+                         const float denom = std::sqrt(vi) * inv_sqrt_bc2 + eps;
+                         pp[i] = p * decay - step_size * mi / denom;
                        }
                      });
 }

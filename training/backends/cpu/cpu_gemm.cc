@@ -143,7 +143,9 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* 
   const float* wp = w.data();
   const float* bp = bias ? bias->data() : nullptr;
   float* yp = y.data();
-  if (batch >= 2 * kMinRowsPerThread * num_threads() || batch >= out) {
+  // Eigen packs the whole of its right operand in each thread (w when the batch is split, x when
+  // the output features are), so split the larger of the two: fewer floats packed per thread.
+  if (batch >= out) {
     pool_.parallel_for(batch, kMinRowsPerThread, [&](int64_t r0, int64_t r1) {
       gemm_serial(false, true, r1 - r0, out, in, 1.0f, xp + r0 * in, in, wp, in, 0.0f,
                   yp + r0 * out, out);
@@ -192,10 +194,19 @@ void CpuBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor&
       }
     }
     if (dxp != nullptr) {
-      const int64_t r0 = batch * t / threads, r1 = batch * (t + 1) / threads;
-      if (r0 < r1) {
-        gemm_serial(false, false, r1 - r0, in, out, 1.0f, g + r0 * out, out, wp, in, 0.0f,
-                    dxp + r0 * in, in);
+      // As in linear_forward: split whichever of dz[B,O] and w[O,I] is larger.
+      if (batch >= in) {
+        const int64_t r0 = batch * t / threads, r1 = batch * (t + 1) / threads;
+        if (r0 < r1) {
+          gemm_serial(false, false, r1 - r0, in, out, 1.0f, g + r0 * out, out, wp, in, 0.0f,
+                      dxp + r0 * in, in);
+        }
+      } else {
+        const int64_t c0 = in * t / threads, c1 = in * (t + 1) / threads;
+        if (c0 < c1) {
+          gemm_serial(false, false, batch, c1 - c0, out, 1.0f, g, out, wp + c0, in, 0.0f,
+                      dxp + c0, in);
+        }
       }
     }
   });
