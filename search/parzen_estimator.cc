@@ -49,6 +49,25 @@ double log1mexp(double x) {
   return x > -std::numbers::ln2 ? std::log(-std::expm1(x)) : std::log1p(-std::exp(x));
 }
 
+// Vector arguments below are inlined into their callers, so the ABI note -Wpsabi gives for
+// them does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// e^r - Taylor's polynomial to r^12 in Horner's form - for |r| <= ln 2 / 2; for a double or,
+// lane by lane, for a vector of them (the same operations in the same order: the same bits).
+template <typename T>
+T exp_polynomial(const T& r) {
+  T p = T{} + 1.0 / 479001600.0;
+  for (const double c : {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
+                         1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5,
+                         1.0, 1.0}) {
+    p = p * r + c;
+  }
+  return p;
+}
+
 // exp(x) for x <= 0 (inputs below -700 give about 1e-304): a branch-free polynomial the compiler
 // can vectorize; relative error below 1e-15.
 inline double exp_nonpositive(double x) {
@@ -62,29 +81,13 @@ inline double exp_nonpositive(double x) {
   double shifted = x * kLog2e + kShifter;  // round to nearest: n in the low mantissa bits
   double n = shifted - kShifter;
   double r = (x - n * kLn2Hi) - n * kLn2Lo;  // |r| <= ln2 / 2
-  double p = 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  const double p = exp_polynomial(r);
   uint64_t scale = (std::bit_cast<uint64_t>(shifted) + 1023) << 52;  // 2^n
   return p * std::bit_cast<double>(scale);
 }
 
 // Four points at once, one per lane of a vector (GCC and Clang vector extensions): the joint
-// density loops evaluate a block of points against each kernel. The helpers below are inlined
-// into their callers, so the ABI note -Wpsabi gives for vector arguments does not apply.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+// density loops evaluate a block of points against each kernel.
 constexpr size_t kLanes = 4;
 typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
 typedef uint64_t LaneBits __attribute__((vector_size(kLanes * sizeof(double))));
@@ -111,19 +114,7 @@ inline Lanes exp_nonpositive(const Lanes& in) {
   Lanes shifted = x * kLog2e + kShifter;
   Lanes n = shifted - kShifter;
   Lanes r = (x - n * kLn2Hi) - n * kLn2Lo;
-  Lanes p = broadcast(1.0 / 479001600.0);
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  const Lanes p = exp_polynomial(r);
   const LaneBits scale = (std::bit_cast<LaneBits>(shifted) + 1023) << 52;  // 2^n
   return p * std::bit_cast<Lanes>(scale);
 }
