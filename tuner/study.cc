@@ -6,6 +6,7 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
 #include <thread>
 
 #include "search/tpe_sampler.h"
@@ -203,14 +204,13 @@ void Heartbeater::run(Clock::SteadyTime next, std::stop_token stop) {
 
 void StudyCore::handle_stale_trials_locked() {
   if (!heartbeater) return;
-  // Only a RUNNING trial that no thread of this study object runs can be stale.
-  bool foreign = false;
-  for (const FrozenTrial& t : trials) {
-    if (t.state == TrialState::kRunning && !heartbeater->is_live(t.trial_id)) {
-      foreign = true;
-      break;
-    }
-  }
+  // Only a RUNNING trial that no thread of this study object runs can be stale (and every
+  // trial before first_unfinished is finished).
+  const auto unfinished = std::span(trials).subspan(
+      std::min(trials.size(), static_cast<size_t>(first_unfinished)));
+  const bool foreign = std::any_of(unfinished.begin(), unfinished.end(), [&](const FrozenTrial& t) {
+    return t.state == TrialState::kRunning && !heartbeater->is_live(t.trial_id);
+  });
   if (!foreign) return;
   const TimePoint now = clock->system_now();
   const TimePoint stale_before = now - grace_period;
@@ -321,7 +321,8 @@ Trial Study::start_trial(const SearchSpace* space) {
   core.handle_stale_trials_locked();
 
   // Enqueued trials (and retries of stale ones) run first, in the order they were enqueued.
-  for (const FrozenTrial& t : core.trials) {
+  for (size_t i = static_cast<size_t>(core.first_unfinished); i < core.trials.size(); ++i) {
+    const FrozenTrial& t = core.trials[i];
     if (t.state == TrialState::kWaiting && core.storage->claim_waiting_trial(t.trial_id)) {
       state->trial_id = t.trial_id;
       state->number = t.number;
