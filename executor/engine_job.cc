@@ -725,6 +725,11 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     }
     outcome.resumed_from = trainer->epoch();
     history = read_history(history_path(path), trainer->epoch());
+    // The epochs it continues from are this run's too (a re-run is a new trial): its
+    // scheduler sees them, and a stop it answers arrives before more training is done.
+    if (on_report) {
+      for (const EpochRecord& e : history) on_report(EngineReport{.step = e.epoch, .metrics = e.metrics});
+    }
   }
 
   const fs::path artifacts =

@@ -89,6 +89,9 @@ struct StudyRun {
   StudyRunOptions options;
   std::string objective_metric;
   int gpus_per_trial = 0;  // a CUDA engine job's ranks; 0 for jobs that need no GPU
+  // An engine job's artifacts_dir: each trial checkpoints every epoch under it, and a re-run
+  // continues from its first attempt's checkpoint. Empty: no checkpoints.
+  std::string checkpoint_dir;
   std::deque<PendingRetry> retries;
   std::deque<Prepared> prepared;
   std::map<int64_t, Orphan> orphans;  // by trial id
@@ -246,6 +249,7 @@ struct Coordinator::Impl {
     if (job.kind == JobKind::kEngine && job.engine.backend == "cuda") {
       run->gpus_per_trial = job.engine.ranks;
     }
+    if (job.kind == JobKind::kEngine) run->checkpoint_dir = job.engine.artifacts_dir;
     find_orphans(*run);
     const StudyRunId id = run->id;
     runs.emplace(id, std::move(run));
@@ -373,6 +377,13 @@ struct Coordinator::Impl {
                          .job_json = run.options.job_json,
                          .heartbeat_interval_ms = options.heartbeat_interval.count(),
                          .gpus = gpus};
+    if (!run.checkpoint_dir.empty()) {
+      // The lineage's first trial names the checkpoint, so that a re-run after a lost lease
+      // continues where the lost attempt last saved.
+      const int first = work.history.empty() ? work.trial->number() : work.history.front();
+      message.checkpoint_path =
+          run.checkpoint_dir + "/trial-" + std::to_string(first) + "/resume.ckpt";
+    }
     if (!send(executor.route, message)) {
       log("executor " + executor.executor_id + " is unreachable; trial " +
           std::to_string(work.trial->number()) + " waits for another");

@@ -528,6 +528,28 @@ TEST_F(CoordinatorTest, AbandonFailsLeasedTrialsAndRequeuesTheirParams) {
   EXPECT_FALSE(std::get<AckMessage>(next(*peer)).accepted);
 }
 
+TEST_F(CoordinatorTest, AnEngineTrialsRerunContinuesFromTheLostAttemptsCheckpoint) {
+  const std::string engine_job = R"({"kind": "engine",
+      "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]},
+      "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+      "artifacts_dir": "/shared/artifacts", "objective_metric": "val_accuracy"})";
+  start(/*n_trials=*/1, /*max_retries=*/1, nullptr, engine_job);
+  auto peer = connect("e1#1");
+  TrialMessage first = hello_and_get_trial(*peer, "e1");
+  const std::string path = "/shared/artifacts/trial-" + std::to_string(first.number) + "/resume.ckpt";
+  EXPECT_EQ(first.checkpoint_path, path);
+  // The lease is lost; the re-run (a new trial) gets the first attempt's checkpoint.
+  clock_->advance(kLeaseTimeout * 6 / 10);
+  ASSERT_TRUE(peer->send(HeartbeatMessage{}));
+  pump();
+  clock_->advance(kLeaseTimeout * 6 / 10);
+  pump();
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  TrialMessage rerun = std::get<TrialMessage>(next(*peer));
+  EXPECT_NE(rerun.number, first.number);
+  EXPECT_EQ(rerun.checkpoint_path, path);
+}
+
 TEST_F(CoordinatorTest, ACudaEngineTrialGetsAGpuOfItsOwn) {
   const std::string cuda_job = R"({"kind": "engine", "backend": "cuda",
       "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]},
