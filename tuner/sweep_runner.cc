@@ -61,7 +61,9 @@ SweepFile with_artifacts_dir(SweepFile sweep) {
   nlohmann::json job = nlohmann::json::parse(sweep.job_json);
   if (!job.contains("artifacts_dir")) {
     job["artifacts_dir"] =
-        std::filesystem::absolute(sweep.storage_path + ".artifacts").lexically_normal().string();
+        (std::filesystem::absolute(sweep.storage_path + ".artifacts") / sweep.name)
+            .lexically_normal()
+            .string();
     sweep.job_json = job.dump();
   }
   return sweep;

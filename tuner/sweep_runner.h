@@ -83,7 +83,7 @@ struct SweepResult {
 
 // A sweep's study, created or loaded by name, with the sweep file stored on it (kSweepAttr).
 struct OpenedSweep {
-  SweepFile sweep;  // an engine job without an artifacts_dir has "<storage path>.artifacts"
+  SweepFile sweep;  // an engine job without an artifacts_dir has "<storage path>.artifacts/<study>"
   Study study;
   std::vector<FrozenTrial> existing;      // the study's trials when it was opened
   std::optional<int> remaining_trials;    // budget.trials less the trials already started
@@ -95,11 +95,12 @@ StudyRunOptions study_run_options(const OpenedSweep& opened);
 // Runs (or continues: the study is created or loaded by name) the sweep. Throws Error for what
 // prevents the start (the storage cannot be opened, the endpoint cannot be bound, a study of that
 // name with another direction); trial failures are outcomes, not exceptions. An engine job
-// without an artifacts_dir gets "<storage path>.artifacts".
+// without an artifacts_dir gets "<storage path>.artifacts/<study name>" (studies of one file
+// have trials of the same numbers).
 SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options = {});
 
 // Where an engine job keeps trial `number`'s best model (docs/engine_jobs.md, "Artifacts"): by
-// default "<storage path>.artifacts/trial-<number>/model.ckpt". nullopt for command jobs and
+// default "<storage path>.artifacts/<study name>/trial-<number>/model.ckpt". nullopt for command jobs and
 // when the file does not exist (the trial saved none).
 std::optional<std::string> trial_model_path(const SweepFile& sweep, int number);
 
