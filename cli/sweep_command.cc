@@ -239,7 +239,7 @@ int submit(const SweepFile& sweep) {
                 << sweep.storage_path << "\n";
       return kExitInterrupted;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 }
 
