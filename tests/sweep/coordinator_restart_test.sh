@@ -5,23 +5,10 @@
 #   coordinator_restart_test.sh TUNER_BINARY WORK_DIR
 set -uo pipefail
 tuner="$1"; work="$2/coordinator-restart-$$"
-rm -rf "$work"; mkdir -p "$work"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/process_test_lib.sh"
 
-# A trial of about 1.2 s that reports every step and, when it ends, notes that it ran.
-cat >"$work/slow.py" <<'PY'
-import json, os, sys, time
-x = float(sys.argv[1])
-for step in range(8):
-    time.sleep(0.15)
-    print(json.dumps({"step": step, "loss": (x - 1) ** 2 + 1 / (step + 1)}), flush=True)
-with open(sys.argv[2], "a") as runs:
-    runs.write(os.environ["TUNER_TRIAL_NUMBER"] + "\n")
-print(json.dumps({"loss": (x - 1) ** 2}), flush=True)
-PY
+# A trial of about 1.2 s that, when it ends, notes that it ran.
+write_slow_trial "$work/slow.py" 8 0.15
 cat >"$work/sweep.json" <<JSON
 {
   "version": 1,

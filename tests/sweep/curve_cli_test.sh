@@ -7,11 +7,8 @@
 set -uo pipefail
 tuner="$1"; root="$2"; work="$3/curve-cli-$$"
 sweep="$root/examples/sweeps/quadratic_command.json"
-rm -rf "$work"; mkdir -p "$work/keys" "$work/logs-a" "$work/logs-b" "$work/logs-x"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/process_test_lib.sh"
+mkdir -p "$work/keys" "$work/logs-a" "$work/logs-b" "$work/logs-x"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # Keys: one pair per side; the coordinator gets the executors' .pub files in a folder.

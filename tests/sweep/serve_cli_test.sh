@@ -4,20 +4,8 @@
 #   serve_cli_test.sh TUNER_BINARY WORK_DIR
 set -uo pipefail
 tuner="$1"; work="$2/serve-cli-$$"
-rm -rf "$work"; mkdir -p "$work"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-cat >"$work/slow.py" <<'PY'
-import json, sys, time
-x = float(sys.argv[1])
-for step in range(3):
-    time.sleep(0.1)
-    print(json.dumps({"step": step, "loss": (x - 1) ** 2 + 1 / (step + 1)}), flush=True)
-print(json.dumps({"loss": (x - 1) ** 2}), flush=True)
-PY
+source "$(dirname "$0")/process_test_lib.sh"
+write_slow_trial "$work/slow.py" 3 0.1
 make_sweep() {  # NAME TRIALS
   cat >"$work/$1.json" <<JSON
 {
