@@ -149,18 +149,24 @@ inline double log_positive(double x) {
   return e * kLn2Hi + ((f - s * f) + (2.0 * s * s2 * p + e * kLn2Lo));
 }
 
+// The series expansion of the log mass of a narrow cell (half-width a, centre z), valid where
+// log_cell_mass_series() says it is.
+inline double log_cell_mass_series_value(double z, double a, double log_2a) {
+  const double a2 = a * a;
+  const double z2 = z * z;
+  const double za = std::abs(z) * a;
+  return log_2a - 0.5 * z2 - kLogSqrt2Pi + (za * za / 6.0 - za * za * za * za / 180.0) -
+         a2 / 6.0 + a2 * a2 / 90.0 - z2 * a2 * a2 / 45.0;
+}
+
 // The series regime of log_cell_mass_common() alone (a narrow cell), without branches; NaN where
 // it does not apply. Most cells of a fine grid (a log int over a wide range) are in it, and it
 // costs a fraction of the far tail's logs: callers take it first, then log_cell_mass_common() for
 // the rest. Where it applies, it equals log_cell_mass_common() bit for bit.
 inline double log_cell_mass_series(double z, double a, double log_2a) {
   const double abs_z = std::abs(z);
-  const double a2 = a * a;
-  const double z2 = z * z;
   const double za = abs_z * a;
-  const double series = log_2a - 0.5 * z2 - kLogSqrt2Pi +
-                        (za * za / 6.0 - za * za * za * za / 180.0) - a2 / 6.0 +
-                        a2 * a2 / 90.0 - z2 * a2 * a2 / 45.0;
+  const double series = log_cell_mass_series_value(z, a, log_2a);
   const bool is_series = (a <= 0.125) & ((za <= 0.5) | (abs_z > 9.0));
   const uint64_t series_mask = uint64_t{0} - static_cast<uint64_t>(is_series);
   return std::bit_cast<double>((std::bit_cast<uint64_t>(series) & series_mask) |
@@ -172,12 +178,8 @@ inline double log_cell_mass_series(double z, double a, double log_2a) {
 // another path (the caller evaluates those one by one). The far tail's logs are log_positive()'s.
 inline double log_cell_mass_common(double z, double a, double log_2a) {
   const double abs_z = std::abs(z);
-  const double a2 = a * a;
-  const double z2 = z * z;
   const double za = abs_z * a;
-  const double series = log_2a - 0.5 * z2 - kLogSqrt2Pi +
-                        (za * za / 6.0 - za * za * za * za / 180.0) - a2 / 6.0 +
-                        a2 * a2 / 90.0 - z2 * a2 * a2 / 45.0;
+  const double series = log_cell_mass_series_value(z, a, log_2a);
   const double near = abs_z - a;
   // max(near, 1), which keeps the unused lanes finite, on the bits (ordered as integers for
   // positive doubles; a negative near is a negative integer): GCC would rewrite a floating-point
