@@ -27,8 +27,9 @@ using tuner::bench::TestFunction;
 constexpr char kUsage[] =
     "usage: sampler_quality [--samplers random,tpe,tpe-mv,default]\n"
     "                       [--functions branin,rosenbrock10,ackley10] [--seeds 20]\n"
-    "                       [--checkpoints 100,200] [--json] [--quick]\n"
-    "  --seeds N: seeds 0 .. N-1.  --quick: 2 seeds, checkpoints 25,50 (a smoke test)\n";
+    "                       [--first-seed 0] [--checkpoints 100,200] [--json] [--quick]\n"
+    "  --seeds N --first-seed F: seeds F .. F+N-1 (held-out seeds: a later F)\n"
+    "  --quick: 2 seeds, checkpoints 25,50 (a smoke test)\n";
 
 struct Run {
   std::string sampler;
@@ -113,8 +114,9 @@ void print_table(const std::vector<Run>& runs, const std::vector<int>& checkpoin
 }
 
 int run(int argc, char** argv) {
-  Flags flags(argc, argv,
-              {"samplers", "functions", "seeds", "checkpoints", "json", "quick", "help"});
+  Flags flags(
+      argc, argv,
+      {"samplers", "functions", "seeds", "first-seed", "checkpoints", "json", "quick", "help"});
   if (flags.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -123,6 +125,8 @@ int run(int argc, char** argv) {
   const std::vector<std::string> samplers =
       tuner::bench::split(flags.get("samplers", "random,tpe,tpe-mv,default"));
   const int seeds = flags.get_int("seeds", quick ? 2 : 20);
+  const int first_seed = flags.get_int("first-seed", 0);
+  if (seeds < 1 || first_seed < 0) Flags::fail("--seeds must be >= 1 and --first-seed >= 0");
   std::vector<int> checkpoints =
       tuner::bench::split_ints(flags.get("checkpoints", quick ? "25,50" : "100,200"));
   std::sort(checkpoints.begin(), checkpoints.end());
@@ -143,7 +147,7 @@ int run(int argc, char** argv) {
   std::vector<Run> runs;
   for (const auto& sampler : samplers) {
     for (const TestFunction* function : functions) {
-      for (int seed = 0; seed < seeds; ++seed) {
+      for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
         runs.push_back(run_one(sampler, *function, seed, checkpoints));
         if (json) print_json(runs.back(), checkpoints);
       }

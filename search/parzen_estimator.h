@@ -10,8 +10,9 @@
 // arrays (categorical terms by compare-and-select, discrete ones from a table of cell masses per
 // distinct point value and kernel shape, whose common regimes are computed without branches). A
 // point's density does not depend on the other points evaluated with it, to the bit.
-// Bandwidths are neighbour gaps in every dimension, for joint estimators too (Optuna 4/5 use a
-// Scott-like rule there); the prior's centre joins the neighbours only with prior_in_bandwidths.
+// Bandwidths are neighbour gaps in every dimension, for joint estimators too (as Optuna 5.0;
+// Optuna 3.1 uses a Scott-like rule there, which did worse on the benchmarks); the prior's centre
+// joins the neighbours only with prior_in_bandwidths.
 //
 // Values are internal representations (see trials/distribution.h): numbers for float, int and
 // normal, choice indices for categorical. Densities are with respect to the transformed space

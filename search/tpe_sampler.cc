@@ -67,6 +67,23 @@ std::vector<double> tpe_default_weights(int n) {
   return w;
 }
 
+std::vector<double> tpe_improvement_weights(const std::vector<double>& losses, double threshold) {
+  std::vector<double> w(losses.size(), 1.0);
+  double largest = 0.0;
+  for (double loss : losses) largest = std::max(largest, threshold - loss);
+  if (!(largest > 0.0) || !std::isfinite(largest)) return w;
+  // Relative to the largest gain (no sum can overflow); a trial that ties the threshold keeps a
+  // sliver of weight: its kernel stays in the mixture.
+  double sum = 0.0;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    w[i] = std::max((threshold - losses[i]) / largest, 1e-12);
+    sum += w[i];
+  }
+  const double scale = static_cast<double>(losses.size()) / sum;
+  for (double& x : w) x *= scale;
+  return w;
+}
+
 // One parameter with one distribution: every cached finished trial's value.
 struct Column {
   std::string name;
@@ -267,6 +284,8 @@ struct TpeSampler::Split {
   std::vector<int> members[2];     // numbers of each group's kernels, ascending
   bool weights_ready = false;
   std::vector<double> weights[2];  // default weights of each group's kernels
+  bool improvement_ready = false;
+  std::vector<double> improvement;  // improvement weights of the below kernels; empty: none
 };
 
 TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
@@ -493,6 +512,13 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
             groups[g].weights = checked_weights(options_, static_cast<int>(sp.members[g].size()));
           }
         }
+        if (options_.improvement_weights) {
+          if (!sp.improvement_ready) {
+            sp.improvement = below_improvement_weights(sp.members[0], sp.role);
+            sp.improvement_ready = true;
+          }
+          if (!sp.improvement.empty()) groups[0].weights = sp.improvement;
+        }
         // Every kernel has a value in every dimension: each order holds all of its group's.
         for (int g = 0; g < 2; ++g) {
           groups[g].sorted.assign(n_dims, std::vector<int>(sp.members[g].size()));
@@ -578,6 +604,10 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
           }
         }
         obs.weights = checked_weights(options_, static_cast<int>(m.size()));
+        if (g == 0 && options_.improvement_weights) {
+          std::vector<double> improvement = below_improvement_weights(m, call.role);
+          if (!improvement.empty()) obs.weights = std::move(improvement);
+        }
         obs.sorted.assign(n_dims, {});
         for (auto& order : obs.sorted) order.reserve(m.size());
       }
@@ -648,6 +678,27 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
   }
   return {candidates.begin() + static_cast<ptrdiff_t>(best) * static_cast<ptrdiff_t>(n_dims),
           candidates.begin() + static_cast<ptrdiff_t>(best + 1) * static_cast<ptrdiff_t>(n_dims)};
+}
+
+std::vector<double> TpeSampler::below_improvement_weights(const std::vector<int>& below,
+                                                          const std::vector<uint8_t>& role) const {
+  // The threshold: the best COMPLETE trial above (cache_->complete is best first).
+  const double* threshold = nullptr;
+  for (int number : cache_->complete) {
+    if (role[static_cast<size_t>(number)] == kAbove) {
+      threshold = &cache_->score[static_cast<size_t>(number)];
+      break;
+    }
+  }
+  if (!threshold) return {};
+  std::vector<double> losses(below.size());
+  for (size_t j = 0; j < below.size(); ++j) {
+    const size_t i = static_cast<size_t>(below[j]);
+    // A PRUNED trial's loss is an intermediate value: not comparable with the threshold.
+    if (!std::isnan(cache_->step[i])) return {};
+    losses[j] = cache_->score[i];
+  }
+  return tpe_improvement_weights(losses, *threshold);
 }
 
 ParamValue TpeSampler::sample_one(Call& call, const std::string& name,

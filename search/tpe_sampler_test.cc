@@ -155,17 +155,18 @@ TEST(TpeSampler, MaximizeMovesTowardsTheMaximum) {
   EXPECT_GT(best, -0.5);
 }
 
-// 20 complete trials around x = 2, and `n_running` RUNNING trials sitting at the best point.
+// 20 complete trials around x = 2 (y, which the objective ignores, spread over its range), and
+// `n_running` RUNNING trials sitting at the best point, (2, -6).
 std::vector<FrozenTrial> liar_history(const SearchSpace& space, int n_running) {
   std::vector<FrozenTrial> trials;
   for (int i = 0; i < 20; ++i) {
     double x = -10.0 + i;
-    double y = 0.0;
+    double y = -10.0 + (7 * i) % 20;
     Params p{{"x", x}, {"y", y}};
     trials.push_back(make_trial(i, space, p, TrialState::kComplete, {(x - 2) * (x - 2)}));
   }
   for (int i = 0; i < n_running; ++i) {
-    Params p{{"x", 2.0}, {"y", 0.0}};
+    Params p{{"x", 2.0}, {"y", -6.0}};
     trials.push_back(make_trial(20 + i, space, p, TrialState::kRunning));
   }
   // The trial being sampled: RUNNING, no params yet.
@@ -316,6 +317,63 @@ TEST(TpeSampler, DefaultGammaAndWeightsFollowOptuna) {
   EXPECT_DOUBLE_EQ(w[4], 1.0);
   EXPECT_LT(w[1], w[2]);
   EXPECT_DOUBLE_EQ(w[29], 1.0);
+}
+
+TEST(TpeSampler, ImprovementWeightsScaleWithTheGainOverTheThreshold) {
+  // Gains 4, 3, 1 over the threshold 4, scaled to a mean of 1.
+  std::vector<double> w = tpe_improvement_weights({0.0, 1.0, 3.0}, 4.0);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_DOUBLE_EQ(w[0], 1.5);
+  EXPECT_DOUBLE_EQ(w[1], 1.125);
+  EXPECT_DOUBLE_EQ(w[2], 0.375);
+  // An affine change of the objective changes nothing.
+  std::vector<double> shifted = tpe_improvement_weights({5.0, 15.0, 35.0}, 45.0);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(shifted[i], w[i], 1e-12);
+  // A loss that ties the threshold keeps a sliver of weight.
+  std::vector<double> tie = tpe_improvement_weights({1.0, 4.0}, 4.0);
+  EXPECT_GT(tie[1], 0.0);
+  EXPECT_LT(tie[1], 1e-9);
+  EXPECT_NEAR(tie[0], 2.0, 1e-9);
+  // No gain at all, or gains that overflow: equal weights.
+  EXPECT_EQ(tpe_improvement_weights({4.0, 4.0}, 4.0), std::vector<double>(2, 1.0));
+  EXPECT_EQ(tpe_improvement_weights({-1e308, 0.0}, 1e308), std::vector<double>(2, 1.0));
+  // Large gains whose sum would overflow still give finite weights.
+  std::vector<double> large = tpe_improvement_weights({-1.5e308, -1.5e308, 0.0}, 0.0);
+  EXPECT_NEAR(large[0], 1.5, 1e-9);
+  EXPECT_NEAR(large[2], 1.5e-12, 1e-20);
+}
+
+// Two "below" trials, at x = -5 (loss 0) and x = 5 (loss 0.9), and 18 "above" ones placed
+// symmetrically (losses from 1): the fraction of proposals on the side of the better one.
+double fraction_near_the_best(bool improvement_weights) {
+  SearchSpace space;
+  space.add_float("x", -10, 10);
+  std::vector<FrozenTrial> trials;
+  trials.push_back(make_trial(0, space, {{"x", -5.0}}, TrialState::kComplete, {0.0}));
+  trials.push_back(make_trial(1, space, {{"x", 5.0}}, TrialState::kComplete, {0.9}));
+  const double offsets[] = {0.5, 1.5, 2.5, 3.5, 6.5, 7.5, 8.5, 9.5, 4.5};
+  for (int i = 0; i < 18; ++i) {
+    double x = (i % 2 == 0 ? 1.0 : -1.0) * offsets[i / 2];
+    trials.push_back(make_trial(2 + i, space, {{"x", x}}, TrialState::kComplete, {1.0 + i / 2}));
+  }
+  History history{trials, kMinimize};
+  TpeOptions options;
+  options.improvement_weights = improvement_weights;
+  TpeSampler sampler(options);
+  int near_best = 0;
+  for (int r = 0; r < 40; ++r) {
+    Rng rng(static_cast<uint64_t>(r));
+    const Params p = sampler.sample(space, history, TrialContext{20}, rng);
+    near_best += std::get<double>(p.at("x")) < 0.0 ? 1 : 0;
+  }
+  return near_best / 40.0;
+}
+
+TEST(TpeSampler, ImprovementWeightsFavourTheBestBelowTrial) {
+  // Weighted by improvement (1 against 0.1), the best trial draws most proposals; with equal
+  // weights, the two sides get about as many.
+  EXPECT_GT(fraction_near_the_best(true), 0.8);
+  EXPECT_LT(fraction_near_the_best(false), 0.7);
 }
 
 }  // namespace

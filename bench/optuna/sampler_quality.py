@@ -49,7 +49,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samplers", default="random,tpe,tpe-mv,default")
     parser.add_argument("--functions", default=",".join(common.FUNCTIONS))
-    parser.add_argument("--seeds", type=int, default=20, help="seeds 0 .. N-1")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds F .. F+N-1")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="F, the first seed (held-out seeds: a later F)")
     parser.add_argument("--checkpoints", default="100,200", help="trial counts, comma-separated")
     parser.add_argument("--jobs", type=int, default=1, help="parallel processes")
     args = parser.parse_args()
@@ -59,7 +61,7 @@ def main():
     tasks = [(s, f, seed, checkpoints)
              for s in args.samplers.split(",")
              for f in args.functions.split(",")
-             for seed in range(args.seeds)]
+             for seed in range(args.first_seed, args.first_seed + args.seeds)]
     for s, f, _, _ in tasks:
         common.make_sampler(s, 0)
         if f not in common.FUNCTIONS:
