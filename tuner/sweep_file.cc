@@ -327,7 +327,7 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
       fields(value, "sampler",
              {"type", "seed", "n_startup_trials", "n_ei_candidates", "multivariate", "group",
               "constant_liar", "consider_prior", "prior_weight", "consider_magic_clip",
-              "consider_endpoints", "gamma", "weights"},
+              "consider_endpoints", "gamma", "weights", "improvement_weights"},
              "for sampler type \"tpe\"");
       break;
     case SamplerType::kRandom:
@@ -369,6 +369,9 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
     }
     if (auto* v = get("consider_endpoints")) {
       o.consider_endpoints = boolean(*v, at("consider_endpoints"));
+    }
+    if (auto* v = get("improvement_weights")) {
+      o.improvement_weights = boolean(*v, at("improvement_weights"));
     }
     if (auto* v = get("gamma")) {
       object(*v, at("gamma"));
@@ -695,7 +698,8 @@ bool SamplerConfig::operator==(const SamplerConfig& other) const {
              a.multivariate == b.multivariate && a.group == b.group &&
              a.constant_liar == b.constant_liar && a.consider_prior == b.consider_prior &&
              a.prior_weight == b.prior_weight && a.consider_magic_clip == b.consider_magic_clip &&
-             a.consider_endpoints == b.consider_endpoints && tpe_gamma == other.tpe_gamma &&
+             a.consider_endpoints == b.consider_endpoints &&
+             a.improvement_weights == b.improvement_weights && tpe_gamma == other.tpe_gamma &&
              tpe_weights == other.tpe_weights;
     }
   }
@@ -835,6 +839,7 @@ std::string to_json(const SweepFile& sweep) {
     sampler["prior_weight"] = o.prior_weight;
     sampler["consider_magic_clip"] = o.consider_magic_clip;
     sampler["consider_endpoints"] = o.consider_endpoints;
+    sampler["improvement_weights"] = o.improvement_weights;
     if (sweep.sampler.tpe_gamma) {
       sampler["gamma"] = {{"fraction", sweep.sampler.tpe_gamma->fraction},
                           {"max", sweep.sampler.tpe_gamma->max}};

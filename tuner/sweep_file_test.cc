@@ -187,7 +187,8 @@ TEST(SweepFileTest, EveryTpeOption) {
       "type": "tpe", "seed": 18446744073709551615, "n_startup_trials": 3, "n_ei_candidates": 48,
       "multivariate": true, "group": true, "constant_liar": false, "consider_prior": false,
       "prior_weight": 0.5, "consider_magic_clip": false, "consider_endpoints": true,
-      "gamma": {"fraction": 0.25, "max": 10}, "weights": "uniform"}})"),
+      "gamma": {"fraction": 0.25, "max": 10}, "weights": "uniform",
+      "improvement_weights": false}})"),
                                  "s.json");
   const SamplerConfig& c = s.sampler;
   EXPECT_EQ(c.seed, 18446744073709551615ull);
@@ -200,6 +201,7 @@ TEST(SweepFileTest, EveryTpeOption) {
   EXPECT_EQ(c.tpe.prior_weight, 0.5);
   EXPECT_FALSE(c.tpe.consider_magic_clip);
   EXPECT_TRUE(c.tpe.consider_endpoints);
+  EXPECT_FALSE(c.tpe.improvement_weights);
   EXPECT_EQ(c.tpe_gamma, (TpeGamma{0.25, 10}));
   EXPECT_EQ(c.tpe_weights, TpeWeights::kUniform);
 
@@ -213,6 +215,7 @@ TEST(SweepFileTest, EveryTpeOption) {
   EXPECT_EQ(o.gamma(100), 10);  // capped
   ASSERT_TRUE(o.weights);
   EXPECT_EQ(o.weights(30), std::vector<double>(30, 1.0));
+  EXPECT_FALSE(o.improvement_weights);
 
   s = parse_sweep_file(patched(R"({"sampler": {"constant_liar": true}})"), "s.json");
   EXPECT_EQ(s.sampler.tpe.constant_liar, ConstantLiar::kOn);
@@ -569,7 +572,7 @@ TEST(SweepFileTest, RoundTrip) {
           "objective": {"direction": "maximize"},
           "sampler": {"seed": 3, "n_startup_trials": 4, "group": true, "constant_liar": true,
                       "prior_weight": 0.3, "gamma": {"fraction": 0.15, "max": 7},
-                      "weights": "uniform"},
+                      "weights": "uniform", "improvement_weights": false},
           "scheduler": {"type": "asha", "max_resource": 27, "bootstrap_count": 1},
           "budget": {"trials": 7, "time": "1d2h3m4s", "max_concurrent": 2},
           "job": {"env": {"A": "1"}, "working_dir": "/tmp", "argv": ["true"]},
