@@ -1,6 +1,8 @@
 // SIGINT and SIGTERM as a std::stop_source, for long-running commands (executor, sweep): the
-// signals are blocked in every thread and waited for by one thread of their own, so no handler
-// runs inside library code, and child jobs start with a clean signal mask (CommandJob).
+// signals are blocked in every thread we start and waited for by one thread of their own, so no
+// handler runs inside our code, and child jobs start with a clean signal mask (CommandJob). A
+// thread that a library started before main (OpenBLAS's pool) does not block them: there a
+// handler only counts them for the waiting thread.
 #ifndef TUNER_CLI_STOP_SIGNALS_H_
 #define TUNER_CLI_STOP_SIGNALS_H_
 
