@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -86,7 +87,54 @@ struct Job {
   // Written before stop.request_stop() by the main loop, read by the job thread after the run.
   std::string executor_stop_reason;
   std::mutex reason_mutex;
-  std::jthread thread;  // last: joined before the members above go
+};
+
+// The threads that run jobs: one per slot, started with the first job and kept, so that a trial
+// starts without creating a thread (a new thread's stack is page faults and a clone per trial).
+// A task posted when every thread is busy waits for the first to be free. Destruction runs the
+// tasks still waiting, then joins. Thread-safe.
+class JobThreads {
+ public:
+  explicit JobThreads(int size) : size_(size) {}
+  ~JobThreads() {
+    for (std::jthread& t : threads_) t.request_stop();
+    wake_.notify_all();
+    threads_.clear();  // joins
+  }
+  JobThreads(const JobThreads&) = delete;
+  JobThreads& operator=(const JobThreads&) = delete;
+
+  // REQUIRES: called from one thread (the service's loop), which also destroys the pool.
+  void post(std::function<void()> task) {
+    {
+      std::lock_guard lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    if (static_cast<int>(threads_.size()) < size_) {
+      threads_.emplace_back([this](std::stop_token stop) { work(stop); });
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void work(std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      wake_.wait(lock, stop, [this] { return !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopped, and nothing left to run
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  const int size_;
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::deque<std::function<void()>> tasks_;  // protected by mutex_
+  std::vector<std::jthread> threads_;        // the posting thread's; last: joined first
 };
 
 // What a job thread hands to the main loop.
@@ -125,6 +173,11 @@ struct ExecutorService::Impl {
   bool shutting_down = false;
   std::map<uint64_t, std::unique_ptr<Job>> running;
   std::deque<std::unique_ptr<Job>> queued;
+  // Runs the jobs of `running`; after it, so that it is joined before they go.
+  std::unique_ptr<JobThreads> job_threads;
+  // The last job JSON parsed, and its spec: a study sends the same job with every trial.
+  std::string last_job_json;
+  JobSpec last_job_spec;
   // RESULT or FAIL sent and not ACKed yet, by lease.
   struct Unacked {
     Message outcome;
@@ -167,8 +220,10 @@ struct ExecutorService::Impl {
     return false;
   }
 
+  // Trials it takes now: its free slots, and `prefetch` more to start as slots free.
   int free_slots() const {
-    return std::max(0, options.slots - static_cast<int>(running.size() + queued.size()));
+    return std::max(0, options.slots + options.prefetch -
+                           static_cast<int>(running.size() + queued.size()));
   }
 
   std::vector<uint64_t> held_leases() const {
@@ -339,7 +394,8 @@ struct ExecutorService::Impl {
     Job* j = job.get();
     const uint64_t lease = j->trial.lease_id;
     running[lease] = std::move(job);
-    j->thread = std::jthread([this, j] { run_job(*j); });
+    if (!job_threads) job_threads = std::make_unique<JobThreads>(options.slots);
+    job_threads->post([this, j] { run_job(*j); });
   }
 
   void stop_job(Job& job, const std::string& reason) {
@@ -362,14 +418,20 @@ struct ExecutorService::Impl {
     }
     auto job = std::make_unique<Job>();
     try {
-      job->spec = parse_job_spec(trial.job_json, "trial " + std::to_string(trial.number) + ": job");
+      if (trial.job_json != last_job_json || last_job_json.empty()) {
+        last_job_spec =
+            parse_job_spec(trial.job_json, "trial " + std::to_string(trial.number) + ": job");
+        last_job_json = trial.job_json;
+      }
+      job->spec = last_job_spec;
     } catch (const Error& e) {
       log(std::string("refusing lease ") + std::to_string(lease) + ": " + e.what());
       finish(trial, FailMessage{.lease_id = lease, .reason = e.what()});
       return;
     }
     job->trial = std::move(trial);
-    if (static_cast<int>(running.size()) < options.slots) {
+    // A trial taken ahead goes to the job threads at once: the first thread that frees starts it.
+    if (static_cast<int>(running.size()) < options.slots + options.prefetch) {
       start(std::move(job));
     } else {
       queued.push_back(std::move(job));
@@ -399,13 +461,12 @@ struct ExecutorService::Impl {
       auto it = running.find(e.lease_id);
       if (it == running.end()) continue;
       std::unique_ptr<Job> job = std::move(it->second);
-      running.erase(it);
-      job->thread.join();  // the event was the thread's last act
+      running.erase(it);  // the event was the job's last act on its thread
       if (!shutting_down && e.outcome) finish(job->trial, std::move(*e.outcome));
       freed = true;
     }
     if (!freed || shutting_down) return;
-    while (!queued.empty() && static_cast<int>(running.size()) < options.slots) {
+    while (!queued.empty() && static_cast<int>(running.size()) < options.slots + options.prefetch) {
       std::unique_ptr<Job> next = std::move(queued.front());
       queued.pop_front();
       start(std::move(next));
@@ -521,7 +582,7 @@ struct ExecutorService::Impl {
     shutting_down = true;
     queued.clear();
     for (auto& [id, job] : running) stop_job(*job, "the executor is shutting down");
-    for (auto& [id, job] : running) job->thread.join();
+    job_threads.reset();  // the stopped jobs end, then their threads
     running.clear();
     {
       std::lock_guard lock(events_mutex);
@@ -543,6 +604,11 @@ ExecutorService::ExecutorService(ExecutorOptions options)
   if (o.slots < 1) {
     throw Error(ErrorCode::kInvalidArgument,
                 "executor: slots must be >= 1, got " + std::to_string(o.slots));
+  }
+  if (o.prefetch < 0 || o.prefetch > o.slots) {
+    throw Error(ErrorCode::kInvalidArgument, "executor: prefetch must be in [0, slots = " +
+                                                 std::to_string(o.slots) + "], got " +
+                                                 std::to_string(o.prefetch));
   }
   if (o.heartbeat_interval <= milliseconds(0) || o.coordinator_timeout <= o.heartbeat_interval) {
     throw Error(ErrorCode::kInvalidArgument,

@@ -67,6 +67,13 @@ struct ExecutorOptions {
   std::string executor_id;
   // CPU slots: trials that run at once. Default 1. REQUIRES: >= 1.
   int slots = 1;
+  // Trials taken ahead, beyond the free slots (READY offers them): each waits on this executor
+  // (leased, RUNNING in storage, in its heartbeats) and the first job thread that frees starts
+  // it, with no round trip to the coordinator between one trial and the next. Costs: such a
+  // trial is sampled before the trials running now have finished, and near a study's end it may
+  // wait here while another executor idles. Default 0. REQUIRES: 0 <= prefetch <= slots (the
+  // coordinator leases at most twice an executor's slots to it).
+  int prefetch = 0;
   // GPU indices offered to the coordinator. Default: every GPU the training engine finds
   // (training/device/gpu_inventory.h); an empty list offers none.
   std::optional<std::vector<int>> gpus;

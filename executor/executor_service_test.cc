@@ -6,7 +6,9 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -288,6 +290,63 @@ TEST_F(ExecutorServiceTest, AJobRunnerRunsTrialsInProcessInsteadOfTheCommand) {
   EXPECT_EQ(fail.lease_id, 12u);
   EXPECT_NE(fail.reason.find("no such model"), std::string::npos) << fail.reason;
   EXPECT_EQ(service_->stats().results_sent, 2);
+}
+
+// Jobs run on one thread per slot, kept from trial to trial; trials beyond the slots wait. With
+// prefetch, READY offers that many trials more than the free slots.
+TEST_F(ExecutorServiceTest, JobsRunOnAThreadPerSlotAndTheRestWait) {
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  int running = 0, most_running = 0;
+  ExecutorOptions options;
+  options.coordinator = router_->endpoint();
+  options.executor_id = "pool-executor";
+  options.slots = 2;
+  options.prefetch = 1;
+  options.gpus = std::vector<int>{};
+  options.heartbeat_interval = milliseconds(50);
+  options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+  options.job_runner = [&](const CommandTrial& trial, const ReportCallback&, std::stop_token) {
+    {
+      std::lock_guard lock(mutex);
+      threads.insert(std::this_thread::get_id());
+      most_running = std::max(most_running, ++running);
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+    {
+      std::lock_guard lock(mutex);
+      --running;
+    }
+    CommandOutcome outcome;
+    outcome.exit_code = 0;
+    outcome.final_metrics = Metrics{{"loss", static_cast<double>(trial.number)}};
+    return outcome;
+  };
+  service_ = std::make_unique<ExecutorService>(options);
+  thread_ = std::jthread([this](std::stop_token stop) { service_->run(stop); });
+  std::string peer;
+  next<HelloMessage>(&peer);
+  EXPECT_EQ(next<ReadyMessage>().free_slots, 3);
+  const std::string job = R"({"kind": "command", "argv": ["unused"], "objective_metric": "loss"})";
+  constexpr int kTrials = 6;
+  keepalive_ = {peer, {}};
+  for (uint64_t lease = 1; lease <= kTrials; ++lease) {
+    keepalive_->second.push_back(lease);
+    ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = lease,
+                                                 .number = static_cast<int>(lease),
+                                                 .params = {{"x", 0.0}},
+                                                 .job_json = job}));
+  }
+  std::set<uint64_t> results;
+  for (int i = 0; i < kTrials; ++i) {
+    const ResultMessage result = next<ResultMessage>();
+    EXPECT_EQ(result.values, std::vector<double>{static_cast<double>(result.lease_id)});
+    results.insert(result.lease_id);
+  }
+  EXPECT_EQ(results.size(), static_cast<size_t>(kTrials));
+  std::lock_guard lock(mutex);
+  EXPECT_LE(most_running, 2);
+  EXPECT_LE(threads.size(), 2u);  // a thread per trial would have used six
 }
 
 }  // namespace

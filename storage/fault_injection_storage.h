@@ -74,6 +74,11 @@ class FaultInjectionStorage final : public Storage {
   FrozenTrial get_trial(int64_t trial_id) override;
   std::optional<FrozenTrial> get_best_trial(int64_t study_id) override;
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) override;
+  // The base's batch, with the faults as they are: kCommit fails the batch's one COMMIT (nothing
+  // of it is stored), kDiskFull and kReadOnly fail the calls inside it; kBusy started inside a
+  // batch fails the call that starts it (the batch itself holds the write lock).
+  void run_batch(const std::function<void()>& body) override;
+  std::optional<uint64_t> change_count() override;
 
  private:
   struct Locker;

@@ -114,6 +114,36 @@ TEST_P(FaultInjectionTest, AFaultCanStartAfterSomeWrites) {
   EXPECT_EQ(storage_->writes(), 3 + 4);  // and the four of SetUp
 }
 
+TEST_P(FaultInjectionTest, AFailedBatchStoresNothingOfItself) {
+  const FrozenTrial before = read_back();
+  const std::optional<uint64_t> changes = storage_->change_count();
+  bool failed = false;
+  try {
+    storage_->run_batch([&] {
+      storage_->create_trial(study_.study_id);
+      storage_->inject(GetParam());
+      try {
+        storage_->finish_trial(trial_id_, TrialState::kComplete, {1.0}, {{"note", big_json()}});
+      } catch (const Error&) {
+        // kBusy, kDiskFull, kReadOnly fail the call; kCommit lets it through and fails the batch.
+      }
+    });
+  } catch (const Error& e) {
+    // kCommit fails the COMMIT; after SQLITE_FULL, SQLite itself rolled the whole batch back.
+    failed = true;
+    EXPECT_TRUE(GetParam() == Fault::kCommit || GetParam() == Fault::kDiskFull) << e.what();
+  }
+  storage_->heal();
+  EXPECT_EQ(failed, GetParam() == Fault::kCommit || GetParam() == Fault::kDiskFull);
+  EXPECT_EQ(read_back().state, before.state);  // the failed finish changed nothing either way
+  // A failed batch stores nothing of itself; one that committed has its new trial.
+  EXPECT_EQ(trial_count(), failed ? 1u : 2u);
+  EXPECT_NE(storage_->change_count(), changes);
+  // Afterwards the storage works as before.
+  storage_->finish_trial(trial_id_, TrialState::kComplete, {1.0});
+  EXPECT_EQ(read_back().state, TrialState::kComplete);
+}
+
 INSTANTIATE_TEST_SUITE_P(Faults, FaultInjectionTest,
                          testing::Values(Fault::kBusy, Fault::kDiskFull, Fault::kReadOnly,
                                          Fault::kCommit),

@@ -82,6 +82,7 @@ StudyRecord InMemoryStorage::create_study(const std::string& name,
     throw Error(ErrorCode::kInvalidArgument, "study '" + name + "' needs at least one direction");
   }
   std::lock_guard lock(mutex_);
+  ++changes_;
   for (const auto& [id, s] : state_->studies) {
     if (s.record.name == name) {
       throw Error(ErrorCode::kAlreadyExists, "a study named '" + name + "' already exists");
@@ -109,6 +110,7 @@ std::vector<StudyRecord> InMemoryStorage::list_studies() {
 
 void InMemoryStorage::delete_study(int64_t study_id) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   state_->study(study_id);
   state_->studies.erase(study_id);
 }
@@ -116,12 +118,14 @@ void InMemoryStorage::delete_study(int64_t study_id) {
 void InMemoryStorage::set_study_user_attr(int64_t study_id, const std::string& key,
                                           const std::string& json) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   state_->study(study_id).record.user_attrs[key] = json;
 }
 
 void InMemoryStorage::set_study_system_attr(int64_t study_id, const std::string& key,
                                             const std::string& json) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   state_->study(study_id).record.system_attrs[key] = json;
 }
 
@@ -132,11 +136,13 @@ FrozenTrial InMemoryStorage::create_trial(int64_t study_id, TrialState state,
                 "a new trial is RUNNING or WAITING, not " + std::string(to_string(state)));
   }
   std::lock_guard lock(mutex_);
+  ++changes_;
   return state_->add_trial(study_id, state, from, clock_->system_now());
 }
 
 bool InMemoryStorage::claim_waiting_trial(int64_t trial_id) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   if (trial.state != TrialState::kWaiting) return false;
   trial.state = TrialState::kRunning;
@@ -147,6 +153,7 @@ bool InMemoryStorage::claim_waiting_trial(int64_t trial_id) {
 void InMemoryStorage::set_trial_param(int64_t trial_id, const std::string& name,
                                       const Distribution& distribution, const ParamValue& value) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   check_param(trial, name, distribution, value);
   trial.params[name] = value;
@@ -155,6 +162,7 @@ void InMemoryStorage::set_trial_param(int64_t trial_id, const std::string& name,
 
 void InMemoryStorage::set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   FrozenTrial changed = trial;  // all or none
   for (const NewParam& p : params) {
@@ -167,6 +175,7 @@ void InMemoryStorage::set_trial_params(int64_t trial_id, const std::vector<NewPa
 
 void InMemoryStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   check_intermediate_value(trial, step, value);
   trial.intermediate_values[step] = value;
@@ -175,6 +184,7 @@ void InMemoryStorage::set_trial_intermediate_value(int64_t trial_id, int64_t ste
 void InMemoryStorage::set_trial_user_attr(int64_t trial_id, const std::string& key,
                                           const std::string& json) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   check_writable(trial, "set user attribute '" + key + "'");
   trial.user_attrs[key] = json;
@@ -183,6 +193,7 @@ void InMemoryStorage::set_trial_user_attr(int64_t trial_id, const std::string& k
 void InMemoryStorage::set_trial_system_attr(int64_t trial_id, const std::string& key,
                                             const std::string& json) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   check_writable(trial, "set system attribute '" + key + "'");
   trial.system_attrs[key] = json;
@@ -193,6 +204,7 @@ FrozenTrial InMemoryStorage::finish_trial(int64_t trial_id, TrialState state,
                                           const Attributes& system_attrs,
                                           const Attributes& user_attrs) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   const auto& study = state_->study(state_->trial_study[trial_id]);
   check_finish(trial, state, values, study.record.directions.size());
@@ -203,6 +215,7 @@ FrozenTrial InMemoryStorage::finish_trial(int64_t trial_id, TrialState state,
 
 void InMemoryStorage::record_heartbeat(int64_t trial_id, TimePoint time) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   auto& trial = state_->trial(trial_id);
   check_heartbeat(trial);
   state_->heartbeats[trial_id] = time;
@@ -222,6 +235,7 @@ std::optional<Storage::StaleTrialOutcome> InMemoryStorage::fail_stale_trial(
     int64_t trial_id, TimePoint stale_before, const Attributes& fail_attrs,
     const FrozenTrial* retry) {
   std::lock_guard lock(mutex_);
+  ++changes_;
   if (!state_->is_stale(state_->trial(trial_id), stale_before)) return std::nullopt;
   const TimePoint now = clock_->system_now();
   state_->finish(state_->trial(trial_id), TrialState::kFail, {}, fail_attrs, now);
@@ -266,6 +280,16 @@ std::vector<FrozenTrial> InMemoryStorage::get_trials(int64_t study_id, const Tri
     out.push_back(trial);
   }
   return out;
+}
+
+std::optional<uint64_t> InMemoryStorage::change_count() {
+  std::lock_guard lock(mutex_);
+  return changes_;
+}
+
+void InMemoryStorage::run_batch(const std::function<void()>& body) {
+  std::lock_guard lock(mutex_);
+  body();
 }
 
 }  // namespace tuner

@@ -52,14 +52,20 @@ class InMemoryStorage final : public Storage {
   FrozenTrial get_trial(int64_t trial_id) override;
   std::optional<FrozenTrial> get_best_trial(int64_t study_id) override;
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter) override;
+  // Holds the mutex while `body` runs, so that other threads see the batch's changes together.
+  // Nothing can fail at commit; when `body` throws, the changes made before it are kept.
+  void run_batch(const std::function<void()>& body) override;
+  // Counts every write call (failed ones too).
+  std::optional<uint64_t> change_count() override;
 
  private:
   struct State;
   // Constant after construction.
   const std::shared_ptr<Clock> clock_;
 
-  std::mutex mutex_;
+  std::recursive_mutex mutex_;     // recursive: a batch holds it while its calls take it
   std::unique_ptr<State> state_;  // protected by mutex_
+  uint64_t changes_ = 0;          // protected by mutex_
 };
 
 }  // namespace tuner

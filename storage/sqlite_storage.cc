@@ -1077,6 +1077,34 @@ std::optional<Storage::StaleTrialOutcome> SqliteStorage::fail_stale_trial(
   return outcome;
 }
 
+void SqliteStorage::run_batch(const std::function<void()>& body) {
+  std::lock_guard lock(mutex_);
+  if (impl_->options.read_only || impl_->conn.in_batch()) {
+    body();  // nothing to group / joins the batch that is open
+    return;
+  }
+  std::optional<sqlite::Batch> batch;
+  try {
+    batch.emplace(impl_->conn);
+  } catch (const Error&) {
+    // The write lock is not to be had (another process holds it past the busy timeout): the
+    // calls take their chances one by one, as without a batch.
+    body();
+    return;
+  }
+  body();
+  batch->commit();
+}
+
+std::optional<uint64_t> SqliteStorage::change_count() {
+  std::lock_guard lock(mutex_);
+  auto q = impl_->conn.query("PRAGMA data_version");
+  q.step();
+  const auto others = static_cast<uint64_t>(q.int64(0));
+  q.run();
+  return (others << 40) + impl_->conn.changes();
+}
+
 FrozenTrial SqliteStorage::get_trial(int64_t trial_id) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kRead);

@@ -27,7 +27,7 @@
 // Error(kFailedPrecondition). In these cases the file is left byte for byte as it was. Every
 // message names the file.
 //
-// Concurrency: WAL mode; every method is one transaction (writes take the write lock with BEGIN
+// Concurrency: WAL mode; every method is one transaction (a savepoint inside run_batch's one) (writes take the write lock with BEGIN
 // IMMEDIATE, reads run in one snapshot), so several processes and several SqliteStorage objects
 // can use one file at once. A lock held by another connection longer than the busy timeout fails
 // with Error(kUnavailable) and changes nothing. Checkpoints run on a thread of the storage, not in
@@ -123,6 +123,13 @@ class SqliteStorage final : public Storage {
   FrozenTrial get_trial(int64_t trial_id) override;
   std::optional<FrozenTrial> get_best_trial(int64_t study_id) override;
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) override;
+  // One write transaction (BEGIN IMMEDIATE ... COMMIT) holding the file's write lock, and this
+  // storage's mutex, for as long as `body` runs; each call inside is a savepoint of it. On a
+  // read-only storage it just runs `body` (whose writes fail as always).
+  void run_batch(const std::function<void()>& body) override;
+  // This connection's committed writes, and the file's changes by other connections (SQLite's
+  // PRAGMA data_version).
+  std::optional<uint64_t> change_count() override;
 
  private:
   friend class FaultInjectionStorage;  // reaches the connection to cause real SQLite faults
@@ -137,8 +144,8 @@ class SqliteStorage final : public Storage {
   // Constant after construction.
   const std::string path_;
 
-  // State below is protected by mutex_.
-  std::mutex mutex_;
+  // State below is protected by mutex_ (recursive: a batch holds it while its calls take it).
+  std::recursive_mutex mutex_;
   std::unique_ptr<Impl> impl_;
 };
 

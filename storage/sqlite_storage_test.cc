@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "storage/optuna_schema.h"
@@ -468,6 +469,28 @@ TEST_F(SqliteStorageTest, AnExistingFileKeepsItsPageSize) {
   StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
   storage.finish_trial(storage.create_trial(s.study_id).trial_id, TrialState::kComplete, {1.0});
   EXPECT_EQ(column(path(), "PRAGMA page_size"), std::vector<std::string>{"4096"});
+}
+
+TEST_F(SqliteStorageTest, ABatchWhoseBodyThrowsIsRolledBack) {
+  SqliteStorage storage(path());
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
+  EXPECT_THROW(storage.run_batch([&] {
+    storage.create_trial(s.study_id);
+    throw std::runtime_error("the caller gives up");
+  }),
+               std::runtime_error);
+  EXPECT_TRUE(storage.get_trials(s.study_id).empty());
+  // Another connection to the file sees a batch only once it is committed.
+  SqliteStorage other(path());
+  storage.run_batch([&] {
+    storage.create_trial(s.study_id);
+    EXPECT_TRUE(other.get_trials(s.study_id).empty());
+  });
+  EXPECT_EQ(other.get_trials(s.study_id).size(), 1u);
+  // The other connection's write moves this one's change count.
+  const std::optional<uint64_t> changes = storage.change_count();
+  other.create_trial(s.study_id);
+  EXPECT_NE(storage.change_count(), changes);
 }
 
 TEST(OptunaDatetime, FormatsAndParsesOptunasText) {

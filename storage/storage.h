@@ -18,6 +18,7 @@
 #define TUNER_STORAGE_STORAGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -119,6 +120,26 @@ class Storage {
   virtual std::optional<FrozenTrial> get_best_trial(int64_t study_id) = 0;
   // Ordered by number.
   virtual std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) = 0;
+
+  // Group commit: runs `body`, and the calling thread's calls on this storage inside it become
+  // durable together when it returns, in one commit (a coordinator commits every outcome and
+  // new trial of a poll round at once). Each call inside is still one atomic change, seen by
+  // the calls after it: one that throws changes nothing and the batch goes on. Calls of other
+  // threads wait until the batch ends; a batch opened inside a batch joins it.
+  // When run_batch throws (the commit failed, e.g. Error(kUnavailable)), nothing of the batch is
+  // stored. When `body` throws, the exception passes through and the writes made before it are
+  // rolled back where the storage has transactions (SqliteStorage) and kept where its writes
+  // cannot fail at commit (InMemoryStorage): a caller that needs all or none catches inside.
+  // `body` runs exactly once: a batch that cannot start (SqliteStorage: the write lock is busy
+  // past the busy timeout) runs it with every call committing on its own. The default runs `body` with every call committing on its own.
+  virtual void run_batch(const std::function<void()>& body);
+
+  // For caches: a number that differs from an earlier one whenever anything stored may have
+  // changed since: each write call through this object counts (as one, when it succeeds; a
+  // storage may count failed ones too), as does any change by others (another process on the
+  // same file) and a batch that was rolled back. Equal numbers mean nothing changed. nullopt
+  // when the storage cannot tell (a cache must then re-read). The default: nullopt.
+  virtual std::optional<uint64_t> change_count();
 };
 
 }  // namespace tuner

@@ -304,4 +304,61 @@ TEST_P(StorageSuite, BestTrialIsTheFirstOfTheBestCompleteValue) {
   EXPECT_TRUE(storage_->get_trials(lo.study_id, filter).empty());
 }
 
+TEST_P(StorageSuite, ABatchCommitsItsCallsTogetherAndEachCallStaysAtomic) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial done = storage_->create_trial(s.study_id);
+  storage_->finish_trial(done.trial_id, TrialState::kComplete, {1.0});
+  FrozenTrial created;
+  storage_->run_batch([&] {
+    created = storage_->create_trial(s.study_id);
+    storage_->set_trial_params(created.trial_id,
+                               {{"x", FloatDistribution{0, 1}, 0.5}, {"y", FloatDistribution{0, 1}, 0.25}});
+    // A call that fails inside the batch changes nothing, and the batch goes on.
+    EXPECT_EQ(code_of([&] { storage_->finish_trial(done.trial_id, TrialState::kComplete, {2.0}); }),
+              ErrorCode::kFailedPrecondition);
+    // The batch's calls see each other.
+    EXPECT_EQ(storage_->get_trial(created.trial_id).params.size(), 2u);
+    storage_->finish_trial(created.trial_id, TrialState::kComplete, {0.5});
+    // A batch inside a batch joins it.
+    storage_->run_batch([&] { storage_->set_study_user_attr(s.study_id, "k", "1"); });
+  });
+  const FrozenTrial got = storage_->get_trial(created.trial_id);
+  EXPECT_EQ(got.state, TrialState::kComplete);
+  EXPECT_EQ(got.params.at("y"), ParamValue(0.25));
+  EXPECT_EQ(storage_->get_trial(done.trial_id).values, std::vector<double>{1.0});
+  EXPECT_EQ(storage_->find_study("s")->user_attrs.at("k"), "1");
+}
+
+TEST_P(StorageSuite, ABatchKeepsOtherThreadsOutUntilItEnds) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  std::atomic<bool> in_batch{false};
+  std::atomic<size_t> seen_by_other{99};
+  std::thread other;
+  storage_->run_batch([&] {
+    storage_->create_trial(s.study_id);
+    other = std::thread([&] { seen_by_other = storage_->get_trials(s.study_id).size(); });
+    in_batch = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    storage_->create_trial(s.study_id);
+  });
+  other.join();
+  EXPECT_TRUE(in_batch);
+  EXPECT_EQ(seen_by_other.load(), 2u);  // both trials: never one of them
+}
+
+TEST_P(StorageSuite, ChangeCountMovesWithEveryWrite) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  const std::optional<uint64_t> start = storage_->change_count();
+  if (!start) GTEST_SKIP() << "this storage cannot tell its changes";
+  EXPECT_EQ(storage_->change_count(), start);  // reads change nothing
+  storage_->get_trials(s.study_id);
+  EXPECT_EQ(storage_->change_count(), start);
+  FrozenTrial t = storage_->create_trial(s.study_id);
+  EXPECT_EQ(storage_->change_count(), *start + 1);  // a successful write counts one
+  storage_->finish_trial(t.trial_id, TrialState::kComplete, {1.0});
+  EXPECT_EQ(storage_->change_count(), *start + 2);
+  storage_->run_batch([&] { storage_->create_trial(s.study_id); });
+  EXPECT_EQ(storage_->change_count(), *start + 3);
+}
+
 }  // namespace tuner

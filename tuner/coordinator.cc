@@ -66,6 +66,7 @@ struct Prepared {
   Params params;
   int attempt = 0;
   std::vector<int> history;  // numbers of the earlier, failed attempts
+  bool asked_in_batch = false;  // asked in the open batch: gone if the batch fails
 };
 
 // A re-run waiting in the study's queue (enqueue_trial), to be recognised when ask() serves it.
@@ -100,10 +101,11 @@ struct StudyRun {
   bool paused = false;
   SteadyTime ask_blocked_until{};  // after a failed ask(): wait before asking again
   int leased = 0;                  // its entries in the lease table
+  int finishing = 0;               // of those, the ones whose outcome the open batch commits
   CoordinatorStats stats;
 
   bool may_lease_more() const {
-    return options.max_concurrency <= 0 || leased < options.max_concurrency;
+    return options.max_concurrency <= 0 || leased - finishing < options.max_concurrency;
   }
   bool may_start_new() const {
     return !exhausted && (!options.n_trials || stats.trials_started < *options.n_trials);
@@ -127,6 +129,10 @@ struct Lease {
   Prepared work;
   SteadyTime deadline{};
   std::vector<int> gpus;  // the executor's GPUs given to this trial
+  // Group commit: TRIAL goes out once the batch that leased it is durable.
+  bool unsent = false;
+  // Group commit: its outcome is told in the open batch; ACKed once that is durable.
+  bool outcome_pending = false;
 };
 
 struct EndedLease {
@@ -158,6 +164,10 @@ struct Coordinator::Impl {
   uint64_t next_lease_id = 1;
   SteadyTime next_heartbeat{};
   CoordinatorStats stats;  // service-wide counts only (errors_sent, unknown leases refused)
+  // Group commit (in_batch): while a batch is open, what may go out only once it is durable.
+  bool batching = false;
+  std::vector<std::pair<uint64_t, FrozenTrial>> told_in_batch;  // lease, outcome: ACK after
+  std::vector<uint64_t> leased_in_batch;                        // TRIAL after
 
   void log(const std::string& line) {
     const std::string text = "coordinator: " + line;
@@ -304,6 +314,7 @@ struct Coordinator::Impl {
       ++run.stats.trials_started;
     }
     p.trial = std::move(trial);
+    p.asked_in_batch = batching;
     return p;
   }
 
@@ -312,7 +323,7 @@ struct Coordinator::Impl {
     std::vector<int> free;
     for (const GpuInfo& g : executor.resources.gpus) {
       const bool held = std::any_of(leases.begin(), leases.end(), [&](const auto& l) {
-        return l.second.route == route &&
+        return l.second.route == route && !l.second.outcome_pending &&
                std::find(l.second.gpus.begin(), l.second.gpus.end(), g.index) != l.second.gpus.end();
       });
       if (!held) free.push_back(g.index);
@@ -337,11 +348,17 @@ struct Coordinator::Impl {
     return wanting;
   }
 
+  // The most trials an executor holds at once: its slots, and as many again that it may take
+  // ahead, to start as its slots free (ExecutorOptions::prefetch), when its READY offers them.
+  static int lease_limit(const ExecutorEntry& executor) { return 2 * executor.resources.cpu_slots; }
+
   void dispatch() {
     for (auto& [route, executor] : executors) {
-      int held = static_cast<int>(std::count_if(
-          leases.begin(), leases.end(), [&](const auto& l) { return l.second.route == route; }));
-      while (executor.credit > 0 && held < executor.resources.cpu_slots) {
+      // A lease whose outcome the open batch commits frees its slot already.
+      int held = static_cast<int>(std::count_if(leases.begin(), leases.end(), [&](const auto& l) {
+        return l.second.route == route && !l.second.outcome_pending;
+      }));
+      while (executor.credit > 0 && held < lease_limit(executor)) {
         bool leased = false;
         for (StudyRun* run : claimants(route, executor)) {
           std::vector<int> gpus;
@@ -361,42 +378,130 @@ struct Coordinator::Impl {
     }
   }
 
-  // Sends TRIAL; false (and the work kept for another executor) when the executor is gone.
+  // Leases `work` to the executor and sends TRIAL (inside a batch: once the batch is durable);
+  // false (and the work kept for another executor) when the executor is gone.
   bool lease_to(ExecutorEntry& executor, StudyRun& run, Prepared work, std::vector<int> gpus) {
     Lease lease;
     lease.id = next_lease_id++;
     lease.run = &run;
     lease.executor_id = executor.executor_id;
     lease.route = executor.route;
+    lease.work = std::move(work);
+    lease.gpus = std::move(gpus);
+    lease.deadline = clock->steady_now() + options.lease_timeout;
+    const uint64_t id = lease.id;
+    --executor.credit;
+    if (batching) {
+      lease.unsent = true;
+      leased_in_batch.push_back(id);
+      add_lease(std::move(lease));
+      return true;
+    }
+    add_lease(std::move(lease));
+    return send_trial(leases.at(id));
+  }
+
+  // Sends the lease's TRIAL; when the executor cannot be reached, the lease is undone and its
+  // trial waits for another executor (false).
+  bool send_trial(Lease& lease) {
+    const Prepared& work = lease.work;
     TrialMessage message{.lease_id = lease.id,
-                         .study_name = run.study.name(),
+                         .study_name = lease.run->study.name(),
                          .trial_id = work.trial->id(),
                          .number = work.trial->number(),
                          .attempt = work.attempt,
                          .params = work.params,
-                         .job_json = run.options.job_json,
+                         .job_json = lease.run->options.job_json,
                          .heartbeat_interval_ms = options.heartbeat_interval.count(),
-                         .gpus = gpus};
-    if (!run.checkpoint_dir.empty()) {
+                         .gpus = lease.gpus};
+    if (!lease.run->checkpoint_dir.empty()) {
       // The lineage's first trial names the checkpoint, so that a re-run after a lost lease
       // continues where the lost attempt last saved.
       const int first = work.history.empty() ? work.trial->number() : work.history.front();
       message.checkpoint_path =
-          run.checkpoint_dir + "/trial-" + std::to_string(first) + "/resume.ckpt";
+          lease.run->checkpoint_dir + "/trial-" + std::to_string(first) + "/resume.ckpt";
     }
-    if (!send(executor.route, message)) {
-      log("executor " + executor.executor_id + " is unreachable; trial " +
-          std::to_string(work.trial->number()) + " waits for another");
-      run.prepared.push_front(std::move(work));
-      executor.credit = 0;
-      return false;
+    lease.unsent = false;
+    if (send(lease.route, message)) return true;
+    log("executor " + lease.executor_id + " is unreachable; trial " +
+        std::to_string(work.trial->number()) + " waits for another");
+    auto executor = executors.find(lease.route);
+    if (executor != executors.end()) executor->second.credit = 0;
+    Lease undone = take_lease(leases.find(lease.id));
+    undone.work.asked_in_batch = false;
+    undone.run->prepared.push_front(std::move(undone.work));
+    return false;
+  }
+
+  // --- Group commit -----------------------------------------------------------------------------
+
+  // Runs `body` (which must not throw) as one storage batch of the study (Study::run_batch) when
+  // the coordinator runs one study (with several, every write commits on its own): the outcomes it tells and the trials it asks are committed together, and
+  // only then are the ACKs and TRIALs sent, so an outcome is durable before its ACK and a trial
+  // before anyone runs it. When the commit fails, nothing of it is stored: the outcomes are not
+  // ACKed (their executors send them again) and the trials asked are dropped.
+  void in_batch(const std::function<void()>& body) {
+    if (runs.size() != 1) {
+      body();
+      return;
     }
-    --executor.credit;
-    lease.work = std::move(work);
-    lease.gpus = std::move(gpus);
-    lease.deadline = clock->steady_now() + options.lease_timeout;
-    add_lease(std::move(lease));
-    return true;
+    StudyRun& run = *runs.begin()->second;
+    batching = true;
+    try {
+      run.study.run_batch(body);
+    } catch (const std::exception& e) {
+      batching = false;
+      undo_batch(run, e.what());
+      return;
+    }
+    batching = false;
+    std::vector<std::pair<uint64_t, FrozenTrial>> told;
+    told.swap(told_in_batch);
+    std::vector<uint64_t> leased;
+    leased.swap(leased_in_batch);
+    for (auto& [lease_id, finished] : told) {
+      auto it = leases.find(lease_id);
+      if (it != leases.end()) acknowledge(it, finished);
+    }
+    for (uint64_t lease_id : leased) {
+      auto it = leases.find(lease_id);
+      if (it != leases.end() && it->second.unsent) send_trial(it->second);
+    }
+  }
+
+  void undo_batch(StudyRun& run, const std::string& why) {
+    log("cannot commit this round's outcomes and new trials (the outcomes are to be sent again, "
+        "the trials asked again): " + why);
+    for (const auto& [lease_id, finished] : told_in_batch) {
+      auto it = leases.find(lease_id);
+      if (it != leases.end() && it->second.outcome_pending) {
+        it->second.outcome_pending = false;
+        --it->second.run->finishing;
+      }
+    }
+    told_in_batch.clear();
+    for (uint64_t lease_id : leased_in_batch) {
+      auto it = leases.find(lease_id);
+      if (it == leases.end()) continue;
+      Lease lease = take_lease(it);
+      auto executor = executors.find(lease.route);
+      if (executor != executors.end()) ++executor->second.credit;
+      Prepared& work = lease.work;
+      if (!work.asked_in_batch) {  // asked in an earlier round: stored, and still to run
+        lease.run->prepared.push_front(std::move(work));
+        continue;
+      }
+      // Not stored: the trial does not exist. A re-run waits for its WAITING trial again.
+      if (work.attempt > 0) {
+        --lease.run->stats.retries_started;
+        lease.run->retries.push_front(
+            PendingRetry{.params = work.params, .attempt = work.attempt, .history = work.history});
+      } else {
+        --lease.run->stats.trials_started;
+      }
+    }
+    leased_in_batch.clear();
+    run.ask_blocked_until = clock->steady_now() + options.heartbeat_interval;
   }
 
   // --- Lease ends -------------------------------------------------------------------------------
@@ -575,6 +680,7 @@ struct Coordinator::Impl {
 
   void commit(const ExecutorEntry& executor, Lease& held,
               const std::function<FrozenTrial(Trial&)>& tell) {
+    if (held.outcome_pending) return;  // sent again within the batch: its ACK follows the commit
     FrozenTrial finished;
     try {
       finished = tell(*held.work.trial);
@@ -592,7 +698,19 @@ struct Coordinator::Impl {
       send(executor.route, AckMessage{.lease_id = lease.id, .accepted = false, .reason = detail});
       return;
     }
-    const Lease lease = take_lease(leases.find(held.id));
+    if (batching) {
+      held.outcome_pending = true;
+      ++held.run->finishing;
+      told_in_batch.emplace_back(held.id, std::move(finished));
+      return;
+    }
+    acknowledge(leases.find(held.id), finished);
+  }
+
+  // The lease's outcome is durable: the lease ends, and its executor gets ACK.
+  void acknowledge(std::map<uint64_t, Lease>::iterator it, const FrozenTrial& finished) {
+    if (it->second.outcome_pending) --it->second.run->finishing;
+    const Lease lease = take_lease(it);
     CoordinatorStats& counts = lease.run->stats;
     switch (finished.state) {
       case TrialState::kComplete:
@@ -606,7 +724,7 @@ struct Coordinator::Impl {
         break;
     }
     remember_end(lease.id, true, "");
-    send(executor.route, AckMessage{.lease_id = lease.id});
+    send(lease.route, AckMessage{.lease_id = lease.id});
     if (lease.run->options.on_trial_finished) lease.run->options.on_trial_finished(finished);
   }
 
@@ -741,30 +859,64 @@ struct Coordinator::Impl {
     executors.erase(it);
   }
 
-  void handle(RoutedFrames& in) {
-    Message message;
+  // A message received, decoded (or not: then `message` is empty and `problem` says why).
+  struct Inbound {
+    std::string peer;
+    std::optional<Message> message;
+    std::string problem;
+  };
+
+  static Inbound decode_frames(RoutedFrames& in) {
+    Inbound inbound{.peer = std::move(in.peer)};
     try {
-      message = decode(in.frames);
+      inbound.message = decode(in.frames);
     } catch (const ProtocolError& e) {
-      send_error(in.peer, std::string("cannot decode your message: ") + e.what());
-      return;
+      inbound.problem = e.what();
     }
+    return inbound;
+  }
+
+  // What a batch may hold: messages whose storage writes (outcomes) wait for the batch's commit
+  // before anything is sent about them. Others (HELLO, BYE, REPORT, ...) are handled between
+  // batches.
+  bool batchable(const Inbound& in) const {
+    if (!in.message) return false;
+    const MessageType type = message_type(*in.message);
+    return (type == MessageType::kReady || type == MessageType::kResult ||
+            type == MessageType::kFail || type == MessageType::kHeartbeat) &&
+           executors.contains(in.peer);
+  }
+
+  // Handles one message; nothing it does throws out (an error becomes an ERROR reply).
+  void handle(Inbound& in) {
+    try {
+      if (!in.message) {
+        send_error(in.peer, "cannot decode your message: " + in.problem);
+        return;
+      }
+      handle_message(in.peer, *in.message);
+    } catch (const std::exception& e) {
+      send_error(in.peer, std::string("the coordinator could not handle your message: ") + e.what());
+    }
+  }
+
+  void handle_message(const std::string& peer, const Message& message) {
     const MessageType type = message_type(message);
     if (auto* hello = std::get_if<HelloMessage>(&message)) {
-      on_hello(in.peer, *hello);
+      on_hello(peer, *hello);
       return;
     }
-    auto it = executors.find(in.peer);
+    auto it = executors.find(peer);
     if (it == executors.end()) {
       if (type == MessageType::kError || type == MessageType::kBye) return;  // not worth a reply
       // One ERROR per heartbeat interval and peer: a forgotten executor's queued messages would
       // otherwise each get one.
       const SteadyTime now = clock->steady_now();
       if (unknown_peers.size() > kMaxUnknownPeers) unknown_peers.clear();
-      auto [told, first] = unknown_peers.try_emplace(in.peer, now);
+      auto [told, first] = unknown_peers.try_emplace(peer, now);
       if (!first && now - told->second < options.heartbeat_interval) return;
       told->second = now;
-      send_error(in.peer, "unknown executor " + peer_name(in.peer) + ": say HELLO first (got " +
+      send_error(peer, "unknown executor " + peer_name(peer) + ": say HELLO first (got " +
                               std::string(to_string(type)) + ")");
       return;
     }
@@ -774,7 +926,7 @@ struct Coordinator::Impl {
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, ReadyMessage>) {
-            executor.credit = std::clamp(m.free_slots, 0, executor.resources.cpu_slots);
+            executor.credit = std::clamp(m.free_slots, 0, lease_limit(executor));
           } else if constexpr (std::is_same_v<T, ReportMessage>) {
             on_report(executor, m);
           } else if constexpr (std::is_same_v<T, ResultMessage>) {
@@ -786,9 +938,9 @@ struct Coordinator::Impl {
           } else if constexpr (std::is_same_v<T, ErrorMessage>) {
             log("executor " + executor.executor_id + " reports an error: " + m.message);
           } else if constexpr (std::is_same_v<T, ByeMessage>) {
-            on_bye(in.peer);
+            on_bye(peer);
           } else {
-            send_error(in.peer, std::string("unexpected ") + std::string(to_string(type)) +
+            send_error(peer, std::string("unexpected ") + std::string(to_string(type)) +
                                     " from an executor");
           }
         },
@@ -842,28 +994,66 @@ struct Coordinator::Impl {
     return std::clamp(until, milliseconds(0), timeout);
   }
 
+  // True when a lease's or an orphan's deadline has passed (on_timers() will write).
+  bool expiry_due(SteadyTime now) const {
+    for (const auto& [id, lease] : leases) {
+      if (now >= lease.deadline) return true;
+    }
+    for (const auto& [id, run] : runs) {
+      for (const auto& [trial_id, orphan] : run->orphans) {
+        if (now >= orphan.deadline) return true;
+      }
+    }
+    return false;
+  }
+
+  void dispatch_safely() {
+    try {
+      dispatch();
+    } catch (const std::exception& e) {
+      log(std::string("error in the loop (continuing): ") + e.what());
+    }
+  }
+
+  // One round: every message that arrived is handled, and the outcomes they carry and the trials
+  // asked for the slots they free are committed in one storage batch (group commit) before the
+  // ACKs and TRIALs go out. Messages that are not outcomes or READY (HELLO, BYE, REPORT, ...)
+  // and expired leases are handled between batches, each write committing on its own.
   void poll_once(milliseconds timeout) {
     ZmqPollEntry entries[2] = {{.socket = &router->socket()}};
     const size_t n_entries = authenticator ? 2 : 1;
     if (authenticator) entries[1].socket = &authenticator->socket();
     zmq_wait({entries, n_entries}, wait_limit(timeout));
     if (authenticator) authenticator->answer_requests();
+    std::vector<Inbound> inbox;
     for (int i = 0; i < kMaxMessagesPerTurn; ++i) {
       std::optional<RoutedFrames> in = router->receive();
       if (!in) break;
-      try {
-        handle(*in);
-      } catch (const std::exception& e) {
-        send_error(in->peer,
-                   std::string("the coordinator could not handle your message: ") + e.what());
+      inbox.push_back(decode_frames(*in));
+    }
+    size_t next = 0;
+    bool dispatched = false;
+    while (next < inbox.size()) {
+      if (!batchable(inbox[next])) {
+        handle(inbox[next++]);
+        continue;
       }
+      in_batch([&] {
+        while (next < inbox.size() && batchable(inbox[next])) handle(inbox[next++]);
+        // The slots just freed are filled in the same commit, unless leases are due to expire
+        // first (their writes commit on their own, below).
+        if (next == inbox.size() && !expiry_due(clock->steady_now())) {
+          dispatch_safely();
+          dispatched = true;
+        }
+      });
     }
     try {
       on_timers();
-      dispatch();
     } catch (const std::exception& e) {
       log(std::string("error in the loop (continuing): ") + e.what());
     }
+    if (!dispatched) in_batch([&] { dispatch_safely(); });
   }
 
   // --- Stopping ---------------------------------------------------------------------------------

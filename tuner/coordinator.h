@@ -5,12 +5,18 @@
 // - an executor registry: each executor's HELLO (id, host, resources) and when it was last heard;
 // - a lease table: each trial handed out, under a lease id that is never reused, with the
 //   executor that holds it and a deadline that every HEARTBEAT (or REPORT) naming it renews.
-// When an executor is READY with free slots and the study has budget (n_trials, max_concurrency),
+// When an executor is READY with free slots (it may offer up to its slots again to take trials
+// ahead: at most twice its slots are leased to it) and the study has budget (n_trials,
+// max_concurrency),
 // the coordinator asks the study for a trial (Study::ask: define-and-run, so its params are stored
 // RUNNING before anyone runs it) and sends TRIAL with a lease and the job.
 // - REPORT: the objective metric is stored as an intermediate value (Trial::report) and the
 //   study's scheduler is asked (Trial::should_stop); DECISION answers continue or stop.
 // - RESULT / FAIL: the outcome is told to the study (committed to storage) before ACK is sent.
+//   Group commit: with one study, each turn of the loop tells the outcomes that arrived and asks
+//   the trials for the slots they free in one storage batch (Study::run_batch), and sends the
+//   ACKs and TRIALs once it is committed; when the commit fails, nothing is ACKed or leased (the
+//   executors send their outcomes again). docs/protocol.md, "Group commit".
 //   A FAIL keeps the job's exit code and log tail as the trial's system attributes "exit_code" and
 //   "log_tail" (its reason in Optuna's "fail_reason").
 // - A lease whose deadline passes (no heartbeat naming it for lease_timeout), or whose executor

@@ -9,6 +9,7 @@
 
 #include "executor/transport/message_socket.h"
 #include "search/random_sampler.h"
+#include "storage/fault_injection_storage.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
 #include "trials/protocol.h"
@@ -46,13 +47,13 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   void start(int n_trials, int max_retries = 3, std::shared_ptr<Scheduler> scheduler = nullptr,
-             const std::string& job = kJob) {
+             const std::string& job = kJob, std::shared_ptr<Storage> storage = nullptr) {
     StudyOptions study_options;
     study_options.name = "distributed";
     study_options.sampler = std::make_shared<RandomSampler>();
     study_options.scheduler = std::move(scheduler);
     study_options.seed = 7;
-    study_options.storage = std::make_shared<InMemoryStorage>();
+    study_options.storage = storage ? storage : std::make_shared<InMemoryStorage>();
     study_options.clock = clock_;
     study_options.heartbeat_interval = std::nullopt;
     SearchSpace space;
@@ -167,25 +168,66 @@ TEST_F(CoordinatorTest, LeasesTrialsStoresReportsAndCommitsResultsBeforeAck) {
   EXPECT_EQ(coordinator_->stats().completed, 2);
 }
 
-TEST_F(CoordinatorTest, HonoursTheExecutorsSlotsAndTheTrialBudget) {
-  start(/*n_trials=*/3);
+// Group commit: a round's outcomes and new trials are committed together; when that commit
+// fails, nothing of the round is ACKed or leased, and the resent outcome commits later.
+TEST_F(CoordinatorTest, ARoundWhoseCommitFailsAcksAndLeasesNothing) {
+  auto storage = std::make_shared<FaultInjectionStorage>(
+      std::make_shared<SqliteStorage>((dir_ / "study.db").string()));
+  start(/*n_trials=*/2, 3, nullptr, kJob, storage);
   auto peer = connect("e1#1");
-  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 2}}));
-  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 5}));  // more than its slots: 2 count
-  TrialMessage a = std::get<TrialMessage>(next(*peer));
-  TrialMessage b = std::get<TrialMessage>(next(*peer));
-  pump();
-  EXPECT_EQ(coordinator_->stats().active_leases, 2);
-  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = a.lease_id, .values = {1.0}}));
-  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
-  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 2}));
-  TrialMessage c = std::get<TrialMessage>(next(*peer));
-  EXPECT_EQ(c.number, 2);
+  TrialMessage first = hello_and_get_trial(*peer, "e1");
+  storage->inject(FaultInjectionStorage::Fault::kCommit);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = first.lease_id, .values = {0.5}}));
   ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
   pump();
-  EXPECT_EQ(coordinator_->stats().trials_started, 3);  // the budget is spent
-  EXPECT_FALSE(coordinator_->done());                  // b and c still run
-  (void)b;
+  while (auto frames = peer->receive()) {
+    const Message m = decode(*frames);
+    EXPECT_FALSE(std::holds_alternative<AckMessage>(m) || std::holds_alternative<TrialMessage>(m))
+        << to_string(message_type(m));
+  }
+  EXPECT_EQ(study_->storage().get_trial(first.trial_id).state, TrialState::kRunning);
+  EXPECT_EQ(study_->trials().size(), 1u);  // the trial asked in the failed round is not stored
+
+  storage->heal();
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = first.lease_id, .values = {0.5}}));
+  const Message ack = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<AckMessage>(ack)) << to_string(message_type(ack));
+  EXPECT_TRUE(std::get<AckMessage>(ack).accepted);
+  EXPECT_EQ(study_->storage().get_trial(first.trial_id).state, TrialState::kComplete);
+  clock_->advance(kHeartbeat);  // asking waits a heartbeat interval after a failed commit
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  const Message trial = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<TrialMessage>(trial)) << to_string(message_type(trial));
+  EXPECT_EQ(std::get<TrialMessage>(trial).number, 1);
+  EXPECT_EQ(study_->storage().get_trial(std::get<TrialMessage>(trial).trial_id).state,
+            TrialState::kRunning);
+  EXPECT_EQ(coordinator_->stats().trials_started, 2);
+}
+
+TEST_F(CoordinatorTest, HonoursTheExecutorsSlotsAndTheTrialBudget) {
+  start(/*n_trials=*/6);
+  auto peer = connect("e1#1");
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 2}}));
+  // Its slots, and as many again to take ahead (ExecutorOptions::prefetch): 4 count.
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 9}));
+  std::vector<TrialMessage> trials;
+  for (int i = 0; i < 4; ++i) trials.push_back(std::get<TrialMessage>(next(*peer)));
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 4);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trials[0].lease_id, .values = {1.0}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 2}));
+  EXPECT_EQ(std::get<TrialMessage>(next(*peer)).number, 4);
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 4);  // the second offer is over the limit
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trials[1].lease_id, .values = {1.0}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  EXPECT_EQ(std::get<TrialMessage>(next(*peer)).number, 5);
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  pump();
+  EXPECT_EQ(coordinator_->stats().trials_started, 6);  // the budget is spent
+  EXPECT_FALSE(coordinator_->done());                  // four still run
 }
 
 TEST_F(CoordinatorTest, ReportsAskTheSchedulerAndStoppedTrialsArePruned) {

@@ -234,12 +234,16 @@ void StudyCore::handle_stale_trials_locked() {
 }
 
 void StudyCore::refresh_locked() {
-  TrialFilter filter;
-  filter.min_number = first_unfinished;
-  for (FrozenTrial& t : storage->get_trials(record.study_id, filter)) {
-    auto n = static_cast<size_t>(t.number);
-    if (n >= trials.size()) trials.resize(n + 1);
-    trials[n] = std::move(t);
+  const std::optional<uint64_t> changes = storage->change_count();
+  if (!changes || !seen_changes || *changes != *seen_changes) {
+    TrialFilter filter;
+    filter.min_number = first_unfinished;
+    for (FrozenTrial& t : storage->get_trials(record.study_id, filter)) {
+      auto n = static_cast<size_t>(t.number);
+      if (n >= trials.size()) trials.resize(n + 1);
+      trials[n] = std::move(t);
+    }
+    seen_changes = changes;  // read before the trials: a change meanwhile is seen next time
   }
   while (first_unfinished < static_cast<int>(trials.size()) &&
          is_finished(trials[first_unfinished].state)) {
@@ -338,13 +342,16 @@ Trial Study::start_trial(const SearchSpace* space) {
                   "study '" + core.record.name + "': the sampler has nothing left to try (every "
                   "point of its grid has been run or is running)");
     }
-    FrozenTrial created = core.storage->create_trial(core.record.study_id);
+    FrozenTrial created =
+        core.own_write_locked([&] { return core.storage->create_trial(core.record.study_id); });
     state->trial_id = created.trial_id;
     state->number = created.number;
     // The new trial follows the history just read unless another process added one meanwhile:
     // then read again, so that the history has no gap.
     if (created.number == static_cast<int>(core.trials.size())) {
       core.trials.push_back(std::move(created));
+    } else {
+      core.seen_changes.reset();
     }
   }
   // The trial is RUNNING in storage from here: if what follows fails, it is failed with the
@@ -373,7 +380,17 @@ Trial Study::start_trial(const SearchSpace* space) {
         chosen.push_back({spec.name, spec.distribution, it->second});
         active.insert(*it);
       }
-      core.storage->set_trial_params(state->trial_id, chosen);  // one step: all or none
+      core.own_write_locked([&] {
+        core.storage->set_trial_params(state->trial_id, chosen);  // one step: all or none
+        return true;
+      });
+      if (core.seen_changes) {  // the cache shows the params as stored
+        FrozenTrial& cached = core.trials[static_cast<size_t>(state->number)];
+        for (const Storage::NewParam& p : chosen) {
+          cached.params[p.name] = p.value;
+          cached.distributions.insert_or_assign(p.name, p.distribution);
+        }
+      }
       for (Storage::NewParam& p : chosen) {
         state->params.emplace(p.name, p.value);
         state->distributions.emplace(p.name, std::move(p.distribution));
@@ -453,8 +470,7 @@ FrozenTrial Study::tell(Trial& trial, const std::vector<double>& values,
                   user_attrs);
     }
   }
-  FrozenTrial finished =
-      core_->storage->finish_trial(s.trial_id, TrialState::kComplete, values, {}, user_attrs);
+  FrozenTrial finished = finish(s, TrialState::kComplete, values, {}, user_attrs);
   mark_told(s);
   return finished;
 }
@@ -477,8 +493,25 @@ FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reaso
                 "trial " + std::to_string(s.number) + ": tell() with a state takes PRUNED or FAIL, "
                 "not " + std::string(to_string(state)) + " (give COMPLETE trials their values)");
   }
-  FrozenTrial finished = core_->storage->finish_trial(s.trial_id, state, values, attrs, user_attrs);
+  FrozenTrial finished = finish(s, state, values, attrs, user_attrs);
   mark_told(s);
+  return finished;
+}
+
+FrozenTrial Study::finish(const Trial::State& s, TrialState state,
+                          const std::vector<double>& values, const Attributes& system_attrs,
+                          const Attributes& user_attrs) {
+  StudyCore& core = *core_;
+  std::lock_guard lock(core.mutex);
+  FrozenTrial finished = core.own_write_locked([&] {
+    return core.storage->finish_trial(s.trial_id, state, values, system_attrs, user_attrs);
+  });
+  const auto n = static_cast<size_t>(s.number);
+  if (core.seen_changes && n < core.trials.size() && core.trials[n].trial_id == s.trial_id) {
+    core.trials[n] = finished;  // the cache shows it as stored
+  } else {
+    core.seen_changes.reset();
+  }
   return finished;
 }
 
@@ -494,6 +527,23 @@ void Study::enqueue_trial(const Params& params) {
   // The values wait in a system attribute (as Optuna's "fixed_params"): their distributions are
   // known only when the objective suggests them.
   core_->storage->set_trial_system_attr(created.trial_id, kFixedParamsAttr, params_to_json(params));
+}
+
+void Study::run_batch(const std::function<void()>& body) {
+  // The study's mutex first, as ask() and tell() take it: another thread's ask() waits for the
+  // batch instead of holding the mutex while it waits for the storage the batch holds.
+  std::lock_guard batch_lock(core_->mutex);
+  try {
+    core_->storage->run_batch(body);
+  } catch (...) {
+    // The cache may hold what the batch read of itself (trials created or finished in it), and
+    // first_unfinished may have moved past a trial whose finish was rolled back: read it all.
+    std::lock_guard lock(core_->mutex);
+    core_->trials.clear();
+    core_->first_unfinished = 0;
+    core_->seen_changes.reset();
+    throw;
+  }
 }
 
 void Study::optimize(const Objective& objective, const OptimizeOptions& options) {

@@ -140,6 +140,14 @@ class Study {
   // Adds a WAITING trial with these params; the next ask() runs it before sampling new ones.
   void enqueue_trial(const Params& params);
 
+  // Group commit (Storage::run_batch): what `body` asks, tells and writes on this thread is
+  // stored in one commit when it returns (a coordinator's poll round: every outcome and every
+  // new trial at once). When run_batch throws, nothing of the batch is stored: the trials asked
+  // inside do not exist (drop their handles), the trials told inside are still RUNNING (tell
+  // them again), and the study reads its history from storage afresh. `body` should not throw
+  // (SqliteStorage then stores nothing of it; InMemoryStorage keeps what was done).
+  void run_batch(const std::function<void()>& body);
+
   // Runs trials until a limit of `options` is reached. An objective that throws, or returns NaN
   // or an infinity, makes its trial FAIL and the study goes on. A trial that another process
   // finished meanwhile (failed as stale) is skipped. A storage error ends optimize() with it.
@@ -156,6 +164,9 @@ class Study {
  private:
   explicit Study(std::shared_ptr<StudyCore> core);
   Trial start_trial(const SearchSpace* space);
+  // finish_trial(), with the finished record put in the study's cache.
+  FrozenTrial finish(const Trial::State& s, TrialState state, const std::vector<double>& values,
+                     const Attributes& system_attrs, const Attributes& user_attrs);
   void mark_told(Trial::State& s);
   std::shared_ptr<StudyCore> core_;
 };

@@ -65,11 +65,16 @@ struct StudyCore {
   StaleTrialPolicy stale_trial_policy = StaleTrialPolicy::kRetry;
   int max_retries = 0;
 
-  // State below is protected by mutex. A cache of the study's trials by number: finished trials
-  // never change, so a refresh re-reads only the trials from the first unfinished one on.
-  std::mutex mutex;
+  // State below is protected by mutex (recursive: Study::run_batch holds it while the asks and
+  // tells of its batch take it, so that it is always taken before the storage's). A cache of the
+  // study's trials by number: finished trials never change, so a refresh re-reads only the
+  // trials from the first unfinished one on, and none when the storage's change_count() says
+  // that nothing changed but what this study wrote and put in the cache itself.
+  std::recursive_mutex mutex;
   std::vector<FrozenTrial> trials;
   int first_unfinished = 0;
+  // storage->change_count() when `trials` was last known to match storage; nullopt: re-read.
+  std::optional<uint64_t> seen_changes;
   // The relative proposals of this object's live define-by-run trials (by number), shown in
   // `trials` as if stored until the objective suggests them, so that a sampler asked meanwhile on
   // another thread sees them taken (a grid point is not handed out twice).
@@ -81,6 +86,19 @@ struct StudyCore {
 
   // Brings `trials` up to date with storage. REQUIRES: mutex held.
   void refresh_locked();
+  // Runs `write`, one write call on storage whose effect the caller then puts in `trials`
+  // itself; the cache stays known to match storage when nothing else changed it meanwhile.
+  // REQUIRES: mutex held.
+  template <class Write>
+  auto own_write_locked(Write&& write) {
+    const std::optional<uint64_t> before = storage->change_count();
+    auto result = write();
+    const std::optional<uint64_t> after = storage->change_count();
+    const bool only_ours = before && after && seen_changes && *before == *seen_changes &&
+                           *after == *before + 1;
+    seen_changes = only_ours ? after : std::nullopt;
+    return result;
+  }
   // Fails (and, by policy, enqueues retries of) the study's stale trials, then refreshes.
   // No-op when heartbeats are off. REQUIRES: mutex held.
   void handle_stale_trials_locked();

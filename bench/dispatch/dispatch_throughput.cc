@@ -29,12 +29,15 @@
 //
 //   dispatch_throughput [--runner noop|sleep|command] [--trials N] [--executors E] [--slots S]
 //                       [--sleep-ms MS] [--work DIR] [--keep] [--start-times] [--table]
-//                       [--verbose] [--experiment-trials-index]
+//                       [--verbose] [--experiment-trials-index] [--prefetch P]
 // --verbose passes the coordinator's and the executors' log lines on to stderr.
 // --experiment-trials-index adds an index on trials (study_id, number) to the new file before the
 // run: an experiment that shows what Study::ask's reload of unfinished trials costs without it.
+// --prefetch P: each executor takes P trials ahead, beyond its free slots (ExecutorOptions::
+// prefetch), to start the moment a slot frees instead of a round trip to the coordinator later.
+// Default 0. (P must not exceed --slots.)
 //   dispatch_throughput executor ENDPOINT ID SLOTS RUNNER SLEEP_MS START_TIMES READY_FD GO_FD
-//                       (internal: one executor process)
+//                       PREFETCH (internal: one executor process)
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -84,13 +87,14 @@ struct Flags {
   bool table = false;
   bool verbose = false;
   bool trials_index = false;
+  int prefetch = 0;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "dispatch_throughput: " << problem << "\n"
             << "usage: dispatch_throughput [--runner noop|sleep|command] [--trials N] "
                "[--executors E] [--slots S] [--sleep-ms MS] [--work DIR] [--keep] "
-               "[--start-times] [--table] [--verbose] [--experiment-trials-index]\n";
+               "[--start-times] [--table] [--verbose] [--experiment-trials-index] [--prefetch P]\n";
   std::exit(2);
 }
 
@@ -134,6 +138,9 @@ Flags parse_flags(int argc, char** argv) {
       f.table = true;
     } else if (a == "--verbose") {
       f.verbose = true;
+    } else if (a == "--prefetch") {
+      f.prefetch = std::atoi(value());
+      if (f.prefetch < 0 || f.prefetch > f.slots) usage("--prefetch must be in [0, --slots]");
     } else if (a == "--experiment-trials-index") {
       f.trials_index = true;
     } else {
@@ -178,8 +185,9 @@ JobRunner make_runner(milliseconds sleep, bool start_times) {
 // The executor process: builds its ExecutorService (loading libraries, looking for GPUs), writes
 // a byte to READY_FD, waits for a byte on GO_FD, and serves until SIGTERM.
 int executor_main(int argc, char** argv) {
-  if (argc != 10) {
-    usage("executor mode takes ENDPOINT ID SLOTS RUNNER SLEEP_MS START_TIMES READY_FD GO_FD");
+  if (argc != 11) {
+    usage("executor mode takes ENDPOINT ID SLOTS RUNNER SLEEP_MS START_TIMES READY_FD GO_FD "
+          "PREFETCH");
   }
   // SIGTERM from the parent ends run(); it is taken by a thread of its own (sigwait), so the
   // stop request is not made from a signal handler.
@@ -199,6 +207,7 @@ int executor_main(int argc, char** argv) {
   options.coordinator = argv[2];
   options.executor_id = argv[3];
   options.slots = positive("SLOTS", argv[4]);
+  options.prefetch = std::atoi(argv[10]);
   options.gpus = std::vector<int>{};
   const std::string runner = argv[5];
   const milliseconds sleep(std::atoi(argv[6]));
@@ -350,7 +359,8 @@ int coordinator_main(const Flags& f, const std::string& self) {
     children.push_back(spawn_executor(
         self, {"executor", coordinator->endpoint(), "bench-executor-" + std::to_string(e),
                std::to_string(f.slots), f.runner, std::to_string(f.sleep_ms),
-               f.start_times ? "1" : "0", std::to_string(ready[1]), std::to_string(go[0])}));
+               f.start_times ? "1" : "0", std::to_string(ready[1]), std::to_string(go[0]),
+               std::to_string(f.prefetch)}));
   }
   ::close(ready[1]);
   ::close(go[0]);
@@ -428,6 +438,7 @@ int coordinator_main(const Flags& f, const std::string& self) {
       {"failed", stats.failed},
       {"executors", f.executors},
       {"slots", f.slots},
+      {"prefetch", f.prefetch},
       {"seconds", seconds},
       {"executor_startup_s", startup},
       {"trials_per_s", complete / seconds},

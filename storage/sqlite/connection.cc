@@ -174,7 +174,19 @@ void Connection::fail(int rc, std::string_view what) const {
                                 " failed: " + detail + advice_for(rc));
 }
 
-Transaction::Transaction(Connection& connection, Kind kind) : connection_(connection) {
+Transaction::Transaction(Connection& connection, Kind kind)
+    : connection_(connection), write_(kind == Kind::kWrite) {
+  if (connection_.in_batch_) {
+    if (sqlite3_get_autocommit(connection_.get())) {
+      throw Error(ErrorCode::kUnavailable,
+                  "SQLite database '" + connection_.path() +
+                      "': the batch's transaction was rolled back after an earlier error; "
+                      "nothing more is written until the batch ends");
+    }
+    Statement(connection_, connection_.prepare("SAVEPOINT tuner_call")).run();
+    open_ = savepoint_ = true;
+    return;
+  }
   sqlite3_stmt*& begin =
       kind == Kind::kWrite ? connection_.begin_write_ : connection_.begin_read_;
   if (!begin) begin = connection_.prepare(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
@@ -183,13 +195,67 @@ Transaction::Transaction(Connection& connection, Kind kind) : connection_(connec
 }
 
 Transaction::~Transaction() {
-  if (open_) sqlite3_exec(connection_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  if (!open_) return;
+  if (savepoint_) {
+    // After an error that rolled the whole transaction back there is no savepoint left: the
+    // batch's commit reports it.
+    if (!sqlite3_get_autocommit(connection_.get())) {
+      sqlite3_exec(connection_.get(), "ROLLBACK TO tuner_call; RELEASE tuner_call", nullptr,
+                   nullptr, nullptr);
+    }
+    return;
+  }
+  sqlite3_exec(connection_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
 }
 
 void Transaction::commit() {
-  if (!connection_.commit_) connection_.commit_ = connection_.prepare("COMMIT");
-  Statement(connection_, connection_.commit_).run();
+  if (savepoint_) {
+    Statement(connection_, connection_.prepare("RELEASE tuner_call")).run();
+  } else {
+    if (!connection_.commit_) connection_.commit_ = connection_.prepare("COMMIT");
+    Statement(connection_, connection_.commit_).run();
+  }
   open_ = false;
+  if (write_) ++connection_.changes_;
+}
+
+Batch::Batch(Connection& connection) : connection_(connection) {
+  if (!connection_.begin_write_) connection_.begin_write_ = connection_.prepare("BEGIN IMMEDIATE");
+  Statement(connection_, connection_.begin_write_).run();
+  open_ = true;
+  connection_.in_batch_ = true;
+}
+
+Batch::~Batch() {
+  connection_.in_batch_ = false;
+  if (!open_) return;
+  ++connection_.changes_;  // what the batch's calls counted is undone
+  if (!sqlite3_get_autocommit(connection_.get())) {
+    sqlite3_exec(connection_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+void Batch::commit() {
+  connection_.in_batch_ = false;
+  open_ = false;
+  if (sqlite3_get_autocommit(connection_.get())) {
+    ++connection_.changes_;
+    throw Error(ErrorCode::kUnavailable,
+                "SQLite database '" + connection_.path() +
+                    "': the batch was rolled back after an error inside it; nothing of it is "
+                    "stored");
+  }
+  if (!connection_.commit_) connection_.commit_ = connection_.prepare("COMMIT");
+  try {
+    Statement(connection_, connection_.commit_).run();
+  } catch (...) {
+    ++connection_.changes_;
+    // A failed COMMIT may leave the transaction open (SQLITE_BUSY): end it, storing nothing.
+    if (!sqlite3_get_autocommit(connection_.get())) {
+      sqlite3_exec(connection_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    throw;
+  }
 }
 
 }  // namespace tuner::sqlite

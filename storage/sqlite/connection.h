@@ -1,6 +1,8 @@
 // RAII wrappers of the SQLite C API: Connection owns a sqlite3*, it caches prepared statements
-// (each one a sqlite3_stmt* owned by a unique_ptr), Statement borrows one for a single use, and
-// Transaction is a scoped BEGIN ... COMMIT that rolls back unless committed.
+// (each one a sqlite3_stmt* owned by a unique_ptr), Statement borrows one for a single use,
+// Transaction is a scoped BEGIN ... COMMIT that rolls back unless committed, and Batch is a
+// scoped transaction that the Transactions opened while it lives join as savepoints (group
+// commit).
 //
 // Internal to storage/. Every failure becomes a tuner::Error whose message names the database
 // file; SQLite result codes map to error codes so that callers know how to react:
@@ -102,11 +104,17 @@ class Connection {
   // nothing once the statement is cached.
   Statement query(std::string_view sql);
 
+  // A Batch is open on this connection.
+  bool in_batch() const { return in_batch_; }
+  // Write transactions (and savepoints) committed, and batches rolled back, on this connection.
+  uint64_t changes() const { return changes_; }
+
   // Throws the Error for SQLite result code `rc` (see the file comment), saying `what` failed.
   [[noreturn]] void fail(int rc, std::string_view what) const;
 
  private:
   friend class Transaction;
+  friend class Batch;
   struct SqlHash {
     using is_transparent = void;
     size_t operator()(std::string_view sql) const { return std::hash<std::string_view>{}(sql); }
@@ -122,13 +130,20 @@ class Connection {
   sqlite3_stmt* begin_write_ = nullptr;
   sqlite3_stmt* begin_read_ = nullptr;
   sqlite3_stmt* commit_ = nullptr;
+  // A Batch is open: Transactions become savepoints of it.
+  bool in_batch_ = false;
+  uint64_t changes_ = 0;
   // The busy handler's budget and the deadline of the wait in progress.
   std::chrono::milliseconds busy_timeout_{0};
   std::chrono::steady_clock::time_point busy_deadline_;
 };
 
 // BEGIN IMMEDIATE (write: takes the database's write lock now, waiting up to the busy timeout)
-// or BEGIN (read: a consistent snapshot). Rolls back when destroyed uncommitted.
+// or BEGIN (read: a consistent snapshot). Rolls back when destroyed uncommitted. Inside a Batch
+// it is a SAVEPOINT of the batch instead: commit() releases it (durable only when the batch
+// commits) and an uncommitted end rolls back its own changes only. Throws Error(kUnavailable)
+// when the batch's transaction is gone (SQLite rolls a transaction back by itself after some
+// errors, e.g. SQLITE_FULL), so that nothing is written outside the batch.
 class Transaction {
  public:
   enum class Kind { kRead, kWrite };
@@ -136,6 +151,27 @@ class Transaction {
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   ~Transaction();
+  void commit();
+
+ private:
+  Connection& connection_;
+  const bool write_;
+  bool open_ = false;
+  bool savepoint_ = false;
+};
+
+// Group commit: BEGIN IMMEDIATE now (the write lock, for as long as it lives); the Transactions
+// opened meanwhile are its savepoints; commit() makes all of them durable in one COMMIT. Rolls
+// everything back when destroyed uncommitted. REQUIRES: no Batch or Transaction is open on the
+// connection.
+class Batch {
+ public:
+  explicit Batch(Connection& connection);
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  ~Batch();
+  // Throws Error(kUnavailable) when SQLite rolled the transaction back after an error inside
+  // it (nothing of the batch is stored then), or the COMMIT's own error.
   void commit();
 
  private:
