@@ -88,14 +88,16 @@ std::span<const Command> commands() {
        "                                 JSON form",
        &run_space},
       {"executor",
-       "executor --connect ENDPOINT [--slots N] [--gpus LIST] [--id ID] [--log-dir DIR]\n"
-       "         [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
+       "executor --connect ENDPOINT [--slots N] [--prefetch P] [--gpus LIST] [--id ID]\n"
+       "         [--log-dir DIR] [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
        "         [--key FILE --coordinator-key FILE]\n"
        "                                 serve a coordinator (tcp://HOST:PORT or ipc://PATH): run\n"
        "                                 its trials on N slots (default 1), offering the GPUs in\n"
        "                                 LIST (comma-separated indices, \"none\"; default: all\n"
        "                                 found), until SIGTERM or SIGINT; reconnects when the\n"
-       "                                 coordinator goes away. With CURVE: --key is this\n"
+       "                                 coordinator goes away. --prefetch takes P trials (at most\n"
+       "                                 N; default 0) ahead, to start the moment a slot frees: for\n"
+       "                                 trials of a second or less. With CURVE: --key is this\n"
        "                                 executor's .key file, --coordinator-key the coordinator's\n"
        "                                 .pub file",
        &run_executor},

@@ -30,12 +30,17 @@ std::vector<int> gpu_list(const std::string& text) {
 
 int run_executor(const std::vector<std::string>& args) {
   Flags flags(args,
-              {"--connect", "--slots", "--gpus", "--id", "--log-dir", "--heartbeat-ms",
+              {"--connect", "--slots", "--prefetch", "--gpus", "--id", "--log-dir", "--heartbeat-ms",
                "--timeout-ms", "--stop-grace-ms", "--key", "--coordinator-key"},
               {}, "executor");
   ExecutorOptions options;
   options.coordinator = flags.require("--connect", "e.g. tcp://host:5555");
   options.slots = flags.get_int("--slots", 1);
+  options.prefetch = flags.get_int("--prefetch", 0);
+  if (options.prefetch < 0 || options.prefetch > options.slots) {
+    throw UsageError("--prefetch: " + std::to_string(options.prefetch) +
+                     " is not in [0, --slots = " + std::to_string(options.slots) + "]");
+  }
   if (flags.has("--gpus")) options.gpus = gpu_list(flags.get("--gpus"));
   if (flags.has("--id")) options.executor_id = flags.get("--id");
   if (flags.has("--key") != flags.has("--coordinator-key")) {
