@@ -1,4 +1,4 @@
-// The CPU backend: Eigen's GEMM kernels on a fixed pool of threads.
+// The CPU backend: OpenBLAS's and Eigen's GEMM kernels on a fixed pool of threads.
 #ifndef TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
 #define TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
 
@@ -13,8 +13,10 @@ namespace tuner::training {
 // Every kernel splits its output statically over the threads (rows of a product, samples of a
 // convolution, channels of a norm) and never splits a reduction between threads except through
 // per-thread partials summed in thread order, so results are bit-identical for a given thread
-// count. Products run on Eigen's single-threaded kernels inside each thread's block, with the
-// bias and activation applied to the block while it is in cache (the fused epilogue).
+// count. Products run on single-threaded kernels inside each thread's block: OpenBLAS's where
+// every extent is at least 32 and the build found it (libopenblas-dev), Eigen's otherwise. The
+// bias is written into the output before the product accumulates onto it, and the activation is
+// applied to the block while it is in cache (the fused epilogue).
 // Thread safety: as Backend (one caller at a time).
 class CpuBackend final : public Backend {
  public:

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -178,6 +179,102 @@ TEST(CpuBackend, DropoutMaskDoesNotDependOnThreadCount) {
     }
   }
   EXPECT_NEAR(static_cast<double>(dropped) / x.numel(), 0.25, 0.01);
+}
+
+struct ConvCase {
+  int64_t b, c, h, w, o;
+  Window2d win;
+};
+
+// im2col copies whole blocks when a window keeps the width (stride 1, OW == W) and goes row by
+// row otherwise: both must give the unfolded input and the output of a direct convolution.
+TEST(CpuBackend, Conv2dForwardMatchesDirectConvolution) {
+  const ConvCase cases[] = {{2, 3, 6, 5, 4, {3, 3, 1, 1}}, {2, 2, 7, 7, 3, {5, 5, 1, 2}},
+                            {1, 2, 6, 6, 2, {3, 3, 1, 0}}, {2, 2, 5, 6, 3, {3, 3, 1, 2}},
+                            {2, 3, 4, 4, 2, {1, 1, 1, 0}}, {2, 2, 7, 6, 3, {3, 3, 2, 1}},
+                            {3, 1, 4, 3, 2, {3, 3, 1, 1}}};
+  for (int threads : {1, 2}) {
+    CpuBackend backend(threads);
+    for (const ConvCase& k : cases) {
+      const Window2d& win = k.win;
+      const int64_t oh = win.out_h(k.h), ow = win.out_w(k.w);
+      const int64_t kk = win.kernel_h * win.kernel_w;
+      Tensor x(Shape{k.b, k.c, k.h, k.w}), w(Shape{k.o, k.c, win.kernel_h, win.kernel_w});
+      Tensor bias(Shape{k.o}), col(Shape{k.b, k.c * kk, oh * ow}), y(Shape{k.b, k.o, oh, ow});
+      fill(x, 11);
+      fill(w, 12);
+      fill(bias, 13);
+      backend.conv2d_forward(win, x, w, &bias, Activation::kRelu, col, y);
+      for (int64_t b = 0; b < k.b; ++b) {
+        for (int64_t i = 0; i < oh; ++i) {
+          for (int64_t j = 0; j < ow; ++j) {
+            std::vector<double> acc(static_cast<size_t>(k.o));
+            for (int64_t o = 0; o < k.o; ++o) acc[o] = bias.at({o});
+            for (int64_t c = 0; c < k.c; ++c) {
+              for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
+                for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
+                  const int64_t ih = i * win.stride - win.padding + kh;
+                  const int64_t iw = j * win.stride - win.padding + kw;
+                  const bool inside = ih >= 0 && ih < k.h && iw >= 0 && iw < k.w;
+                  const float v = inside ? x.at({b, c, ih, iw}) : 0.0f;
+                  const int64_t r = (c * win.kernel_h + kh) * win.kernel_w + kw;
+                  ASSERT_EQ(col.at({b, r, i * ow + j}), v)
+                      << "case " << (&k - cases) << " threads " << threads << " b " << b << " row "
+                      << r << " i " << i << " j " << j;
+                  for (int64_t o = 0; o < k.o; ++o)
+                    acc[o] += static_cast<double>(w.at({o, c, kh, kw})) * v;
+                }
+              }
+            }
+            for (int64_t o = 0; o < k.o; ++o) {
+              ASSERT_NEAR(y.at({b, o, i, j}), std::max(0.0, acc[o]), 1e-5)
+                  << "case " << (&k - cases) << " threads " << threads;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The 2x2 stride-2 max-pool has paths of its own (forward; backward on even planes): the same
+// maxima, argmax (the first maximum in window order wins ties) and gradients as the definition.
+TEST(CpuBackend, MaxPool2x2MatchesTheDefinition) {
+  const Window2d win{2, 2, 2, 0};
+  for (int64_t h : {4, 5}) {
+    const int64_t w = h + 2;
+    Tensor x(Shape{2, 3, h, w});
+    Rng rng(21);
+    for (float& v : x.span()) v = std::floor(rng.uniform(0.0f, 3.0f));  // many ties
+    const int64_t oh = win.out_h(h), ow = win.out_w(w);
+    Tensor y(Shape{2, 3, oh, ow}), dy(Shape{2, 3, oh, ow}), dx(x.shape());
+    fill(dy, 22);
+    std::vector<int32_t> argmax(static_cast<size_t>(y.numel()));
+    CpuBackend backend(2);
+    backend.max_pool2d_forward(win, x, y, argmax);
+    backend.max_pool2d_backward(win, argmax, dy, dx);
+    std::vector<float> want_dx(static_cast<size_t>(x.numel()), 0.0f);
+    for (int64_t p = 0; p < 6; ++p) {
+      const float* plane = x.data() + p * h * w;
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          int32_t at = static_cast<int32_t>(2 * i * w + 2 * j);
+          for (int64_t kh = 0; kh < 2; ++kh) {
+            for (int64_t kw = 0; kw < 2; ++kw) {
+              const int32_t here = static_cast<int32_t>((2 * i + kh) * w + 2 * j + kw);
+              if (plane[here] > plane[at]) at = here;
+            }
+          }
+          const int64_t out = p * oh * ow + i * ow + j;
+          ASSERT_EQ(argmax[out], at) << "h " << h << " plane " << p << " i " << i << " j " << j;
+          ASSERT_EQ(y.data()[out], plane[at]);
+          want_dx[p * h * w + at] += dy.data()[out];
+        }
+      }
+    }
+    for (int64_t i = 0; i < x.numel(); ++i)
+      ASSERT_EQ(dx.data()[i], want_dx[i]) << "h " << h << " i " << i;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #define TUNER_TRAINING_BACKENDS_CPU_THREAD_POOL_H_
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -16,7 +17,8 @@ namespace tuner::training {
 // Runs one task per thread and waits for all of them; the calling thread runs task 0. Work is
 // split statically (parallel_for gives thread t the t-th contiguous chunk), so for a fixed thread
 // count every element is always computed by the same thread in the same order: results are
-// deterministic. Dispatch allocates nothing.
+// deterministic. Dispatch allocates nothing. Idle workers, and the caller waiting for them, poll
+// for some microseconds before they sleep, since a training step dispatches many short tasks.
 // Thread safety: run() and parallel_for() are called by one thread at a time.
 class ThreadPool {
  public:
@@ -66,15 +68,19 @@ class ThreadPool {
   const int size_;
   std::vector<std::thread> workers_;
 
-  // State below is protected by mu_.
   std::mutex mu_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  // Written under mu_; read by polling threads without it. A new generation publishes obj_,
+  // call_ and pending_ (release/acquire).
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  // Tasks of the current generation not finished yet (workers only; the caller runs task 0).
+  std::atomic<int> pending_{0};
   void* obj_ = nullptr;
   Trampoline call_ = nullptr;
+  // State below is protected by mu_.
+  int sleeping_workers_ = 0;
 };
 
 }  // namespace tuner::training
