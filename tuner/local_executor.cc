@@ -17,6 +17,7 @@ LocalExecutor::LocalExecutor(const LocalExecutorOptions& options) {
   }
   eo.executor_id = "local-" + std::to_string(::getpid());
   eo.slots = options.slots;
+  eo.prefetch = options.prefetch;
   eo.log_dir = options.log_dir;
   eo.stop_grace = std::chrono::seconds(5);
   eo.log = options.log;

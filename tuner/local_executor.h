@@ -23,6 +23,7 @@ struct LocalExecutorOptions {
   // coordinator must accept its own public key).
   std::optional<CurveKeyPair> curve_keys;
   int slots = 1;
+  int prefetch = 0;     // ExecutorOptions::prefetch
   std::string log_dir;  // per-trial logs
   std::function<void(const std::string&)> log;
 };

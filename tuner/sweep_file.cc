@@ -239,7 +239,7 @@ SweepFile Parser::parse(std::string_view text) {
   const Json* executors = find_field(root, "executors");
   if (executors) {
     object(*executors, "executors");
-    fields(*executors, "executors", {"local"});
+    fields(*executors, "executors", {"local", "prefetch"});
   }
   // Last, so that an error of parse_job_spec (an engine job before the executor knows them)
   // comes only after everything else was found valid.
@@ -249,6 +249,14 @@ SweepFile Parser::parse(std::string_view text) {
   } else {
     int cores = static_cast<int>(std::thread::hardware_concurrency());
     sweep.local_executors = std::max(1, cores / sweep.threads_per_trial);
+  }
+  if (executors && find_field(*executors, "prefetch")) {
+    sweep.local_prefetch = int32((*executors)["prefetch"], "executors.prefetch", 0);
+    if (sweep.local_prefetch > sweep.local_executors) {
+      fail("executors.prefetch", "must be at most the local slots (" +
+                                     std::to_string(sweep.local_executors) + "), got " +
+                                     std::to_string(sweep.local_prefetch));
+    }
   }
   return sweep;
 }
@@ -892,7 +900,7 @@ std::string to_json(const SweepFile& sweep) {
   root["budget"] = budget;
 
   root["job"] = Json::parse(sweep.job_json);
-  root["executors"] = {{"local", sweep.local_executors}};
+  root["executors"] = {{"local", sweep.local_executors}, {"prefetch", sweep.local_prefetch}};
   if (sweep.export_config) {
     const ExportConfig& e = *sweep.export_config;
     root["export"] = {{"registry", relative_to_sweep(e.registry_path, sweep.path)},

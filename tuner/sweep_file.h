@@ -159,6 +159,9 @@ struct SweepFile {
   // Executor slots `tuner sweep` starts locally when it runs embedded; 0 starts none (executors
   // connect from elsewhere). Default: max(1, hardware threads / threads_per_trial).
   int local_executors = 1;
+  // Trials the local executor takes ahead of its free slots (ExecutorOptions::prefetch), to start
+  // the moment a slot frees: for trials of a second or less. Default 0. At most local_executors.
+  int local_prefetch = 0;
   std::optional<ExportConfig> export_config;
 
   bool operator==(const SweepFile&) const = default;

@@ -122,6 +122,13 @@ TEST(SweepFileTest, ExecutorsDefaultDividesCoresByEngineThreads) {
   }
 }
 
+TEST(SweepFileTest, LocalExecutorsTakeTrialsAhead) {
+  SweepFile s = parse_sweep_file(patched(R"({"executors": {"local": 4, "prefetch": 2}})"),
+                                 "sweep.json");
+  EXPECT_EQ(s.local_executors, 4);
+  EXPECT_EQ(s.local_prefetch, 2);
+}
+
 TEST(SweepFileTest, ExplicitValues) {
   SweepFile s = parse_sweep_file(patched(R"({
       "version": 1, "name": "study-a", "description": "about it", "storage": "db/a.sqlite",
@@ -139,6 +146,7 @@ TEST(SweepFileTest, ExplicitValues) {
   EXPECT_EQ(s.budget.time, std::chrono::seconds(5400));
   EXPECT_EQ(s.budget.max_concurrent, 3);
   EXPECT_EQ(s.local_executors, 0);
+  EXPECT_EQ(s.local_prefetch, 0);
   ASSERT_TRUE(s.export_config.has_value());
   EXPECT_EQ(s.export_config->registry_path, "x/registry");
   EXPECT_EQ(s.export_config->model_name, "model-a");
@@ -509,6 +517,10 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"executors": {"local": -1}})",
        "sweep.json: executors.local: expected an integer >= 0, got -1"},
       {R"({"executors": {"remote": 2}})", "sweep.json: executors: unknown field \"remote\""},
+      {R"({"executors": {"local": 2, "prefetch": 3}})",
+       "sweep.json: executors.prefetch: must be at most the local slots (2), got 3"},
+      {R"({"executors": {"prefetch": -1}})",
+       "sweep.json: executors.prefetch: expected an integer >= 0, got -1"},
       {R"({"export": {"name": "m"}})", "sweep.json: export: missing required field \"registry\""},
       {R"({"export": {"registry": "r", "metric": "acc"}})",
        "sweep.json: export: missing required field \"direction\""},
@@ -576,7 +588,7 @@ TEST(SweepFileTest, RoundTrip) {
           "scheduler": {"type": "asha", "max_resource": 27, "bootstrap_count": 1},
           "budget": {"trials": 7, "time": "1d2h3m4s", "max_concurrent": 2},
           "job": {"env": {"A": "1"}, "working_dir": "/tmp", "argv": ["true"]},
-          "executors": {"local": 3},
+          "executors": {"local": 3, "prefetch": 2},
           "export": {"registry": "../reg", "metric": "acc", "direction": "maximize"}})",
       R"({"sampler": {"type": "random"}, "scheduler": {"type": "percentile", "percentile": 10.5,
           "n_warmup_steps": 2}, "storage": "/abs/x.db"})",

@@ -199,6 +199,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
         .coordinator = coordinator.endpoint(),
         .curve_keys = co.security.curve_keys,
         .slots = sweep.local_executors,
+        .prefetch = sweep.local_prefetch,
         .log_dir = options.log_dir.empty() ? sweep.storage_path + ".logs" : options.log_dir,
         .log = log});
   }
