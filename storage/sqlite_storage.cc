@@ -362,12 +362,8 @@ struct SqliteStorage::Impl {
     auto q = conn.query("SELECT number, state, study_id FROM trials WHERE trial_id = ?");
     q.bind(0, trial_id);
     if (!q.step()) throw no_trial(trial_id);
-    FrozenTrial t;
-    t.trial_id = trial_id;
-    t.number = static_cast<int>(q.int64(0));
-    t.state = parse_state(q.text_view(1), trial_id);
     if (study_id) *study_id = q.int64(2);
-    return t;
+    return header_from(q, trial_id);
   }
 
   // What finish_trial() checks: the header (number, state) and the study's number of
@@ -378,11 +374,16 @@ struct SqliteStorage::Impl {
         "t.study_id) FROM trials t WHERE t.trial_id = ?");
     q.bind(0, trial_id);
     if (!q.step()) throw no_trial(trial_id);
+    return {header_from(q, trial_id), static_cast<size_t>(q.int64(2))};
+  }
+
+  // A trial's number and state from columns 0 and 1 of a row.
+  FrozenTrial header_from(const Statement& q, int64_t trial_id) const {
     FrozenTrial t;
     t.trial_id = trial_id;
     t.number = static_cast<int>(q.int64(0));
     t.state = parse_state(q.text_view(1), trial_id);
-    return {std::move(t), static_cast<size_t>(q.int64(2))};
+    return t;
   }
 
   TrialState parse_state(std::string_view name, int64_t trial_id) const {

@@ -538,7 +538,6 @@ void Study::run_batch(const std::function<void()>& body) {
   } catch (...) {
     // The cache may hold what the batch read of itself (trials created or finished in it), and
     // first_unfinished may have moved past a trial whose finish was rolled back: read it all.
-    std::lock_guard lock(core_->mutex);
     core_->trials.clear();
     core_->first_unfinished = 0;
     core_->seen_changes.reset();
