@@ -90,7 +90,7 @@ std::span<const Command> commands() {
       {"executor",
        "executor --connect ENDPOINT [--slots N] [--prefetch P] [--gpus LIST] [--id ID]\n"
        "         [--log-dir DIR] [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
-       "         [--key FILE --coordinator-key FILE]\n"
+       "         [--key FILE --coordinator-key FILE] [--rank-host HOST]\n"
        "                                 serve a coordinator (tcp://HOST:PORT or ipc://PATH): run\n"
        "                                 its trials on N slots (default 1), offering the GPUs in\n"
        "                                 LIST (comma-separated indices, \"none\"; default: all\n"
@@ -99,7 +99,9 @@ std::span<const Command> commands() {
        "                                 N; default 0) ahead, to start the moment a slot frees: for\n"
        "                                 trials of a second or less. With CURVE: --key is this\n"
        "                                 executor's .key file, --coordinator-key the coordinator's\n"
-       "                                 .pub file",
+       "                                 .pub file. --rank-host: the address of this host that the\n"
+       "                                 ranks of multi-node trials listen on (default\n"
+       "                                 $TUNER_RANK_HOST, else 127.0.0.1)",
        &run_executor},
       {"keygen",
        "keygen --out NAME [--force]      write a CURVE key pair: NAME.key (secret, mode 0600) and\n"

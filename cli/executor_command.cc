@@ -31,7 +31,7 @@ std::vector<int> gpu_list(const std::string& text) {
 int run_executor(const std::vector<std::string>& args) {
   Flags flags(args,
               {"--connect", "--slots", "--prefetch", "--gpus", "--id", "--log-dir", "--heartbeat-ms",
-               "--timeout-ms", "--stop-grace-ms", "--key", "--coordinator-key"},
+               "--timeout-ms", "--stop-grace-ms", "--key", "--coordinator-key", "--rank-host"},
               {}, "executor");
   ExecutorOptions options;
   options.coordinator = flags.require("--connect", "e.g. tcp://host:5555");
@@ -53,6 +53,7 @@ int run_executor(const std::vector<std::string>& args) {
     options.coordinator_key = read_curve_public_key_file(flags.get("--coordinator-key"));
   }
   if (flags.has("--log-dir")) options.log_dir = flags.get("--log-dir");
+  if (flags.has("--rank-host")) options.rank_host = flags.get("--rank-host");
   using std::chrono::milliseconds;
   options.heartbeat_interval =
       milliseconds(flags.get_int("--heartbeat-ms", int(options.heartbeat_interval.count())));

@@ -4,8 +4,11 @@
 //   TUNER_PARAMS='{"width": 64}' tuner trial --engine-job job.json
 // A job with "ranks": N > 1 makes this process rank 0 and the launcher of ranks 1..N-1
 // (executor/engine_launcher.h), which run as
-//   tuner trial --engine-job JSON --rank R --world N [--rendezvous DIR]
-// print nothing on stdout and write no files.
+//   tuner trial --engine-job JSON --rank R --world N [--rendezvous DIR | --node-store DIR]
+// print nothing on stdout and write no files. A job of "nodes": K > 1 runs here one node's part,
+// as the executor says in TUNER_NODE (its index), TUNER_NODE_STORE (its copy of the trial's
+// rendezvous store) and TUNER_RANK_HOST (the address its ranks listen on); a node other than 0
+// prints no metrics (node 0's rank 0 reports for the trial).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -81,7 +84,8 @@ std::vector<int> env_gpus() {
 }
 
 // Test-only fault injection: TUNER_TEST_RANK_EXIT="R:E" makes rank R (> 0) exit with code 3 after
-// epoch E, as a rank that crashes would.
+// epoch E, as a rank that crashes would (on a node other than 0, its first rank is the launcher:
+// the whole node then dies at once).
 void maybe_fail_for_test(int rank, int64_t epoch) {
   const std::string spec = env_or("TUNER_TEST_RANK_EXIT", "");
   if (spec.empty() || rank == 0) return;
@@ -106,6 +110,8 @@ int run_rank(const EngineJobSpec& spec, EngineTrial trial, const Flags& flags,
   trial.rank = flags.get_int("--rank", 0);
   trial.world = flags.get_int("--world", 0);
   trial.rendezvous_dir = flags.get("--rendezvous");
+  trial.node_store_dir = flags.get("--node-store");
+  trial.rank_host = env_or("TUNER_RANK_HOST", "");
   trial.nccl_id = env_or("TUNER_NCCL_ID", "");
   if (trial.world != spec.ranks || trial.rank < 1 || trial.rank >= trial.world) {
     throw UsageError("tuner trial: --rank " + flags.get("--rank") + " --world " +
@@ -113,7 +119,9 @@ int run_rank(const EngineJobSpec& spec, EngineTrial trial, const Flags& flags,
                      std::to_string(spec.ranks) + "); the launcher passes them");
   }
   if (spec.backend == "cuda") {
-    trial.gpu = engine_rank_gpus(spec, env_gpus(), where)[static_cast<size_t>(trial.rank)];
+    // The node's GPUs, one per rank of the node.
+    trial.gpu = engine_rank_gpus(
+        spec, env_gpus(), where)[static_cast<size_t>(trial.rank % (spec.ranks / spec.nodes))];
   }
   const int rank = trial.rank;
   auto on_report = [rank](const EngineReport& report) {
@@ -129,7 +137,8 @@ int run_rank(const EngineJobSpec& spec, EngineTrial trial, const Flags& flags,
 }  // namespace
 
 int run_trial(const std::vector<std::string>& args) {
-  Flags flags(args, {"--engine-job", "--rank", "--world", "--rendezvous"}, {}, "trial");
+  Flags flags(args, {"--engine-job", "--rank", "--world", "--rendezvous", "--node-store"}, {},
+              "trial");
   const std::string job_arg = flags.require("--engine-job", "a job file or its JSON text");
   std::string text = job_arg, where = "job";
   if (job_arg.find_first_not_of(" \t\r\n") == std::string::npos ||
@@ -167,8 +176,17 @@ int run_trial(const std::vector<std::string>& args) {
   StopSignals signals;
   EngineLaunchOptions launch;
   launch.gpus = env_gpus();
-  auto on_report = [](const EngineReport& report) {
-    std::cout << metrics_line(report.metrics, report.step) << std::endl;  // flushed
+  launch.node = env_int("TUNER_NODE", 0);
+  launch.node_store_dir = env_or("TUNER_NODE_STORE", "");
+  launch.rank_host = env_or("TUNER_RANK_HOST", "");
+  const bool reports = launch.node == 0;
+  const int own_rank = launch.node * (spec.ranks / spec.nodes);
+  auto on_report = [reports, own_rank](const EngineReport& report) {
+    if (reports) {
+      std::cout << metrics_line(report.metrics, report.step) << std::endl;  // flushed
+    } else {
+      maybe_fail_for_test(own_rank, report.step);
+    }
     return JobDecision::kContinue;  // the executor stops the process (SIGTERM) to prune it
   };
   EngineOutcome outcome;
@@ -179,7 +197,7 @@ int run_trial(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kInternal, where + ": " + e.what());
   }
-  if (!outcome.final_metrics.empty()) {
+  if (reports && !outcome.final_metrics.empty()) {
     std::cout << metrics_line(outcome.final_metrics, std::nullopt) << std::endl;
   }
   std::cerr << "tuner trial: " << outcome.end_reason << " after " << outcome.epochs_completed

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "executor/job_json.h"
+#include "executor/node_store.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cuda/cuda_backend.h"
 #include "training/checkpoint.h"
@@ -27,7 +29,6 @@
 #include "training/optim/lr_schedule.h"
 #include "training/optim/sgd.h"
 #include "training/trainer.h"
-#include "executor/job_json.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -180,8 +181,8 @@ class Reader {
 };
 
 const std::vector<std::string_view> kRootMembers = {
-    "kind",          "model",           "data",  "training",
-    "threads",       "backend",         "precision", "ranks", "collective_timeout_s",
+    "kind",          "model",           "data",  "training", "threads",
+    "backend",       "precision",       "ranks", "nodes",    "collective_timeout_s",
     "artifacts_dir", "objective_metric"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};
@@ -479,6 +480,13 @@ std::unique_ptr<training::Communicator> make_communicator(const EngineJobSpec& s
       nccl->set_producer_stream(training::cuda_stream_of(backend));
       return nccl;
     }
+    if (!trial.node_store_dir.empty()) {
+      // Ranks on several nodes: addresses travel through the coordinator's store.
+      training::GlooOptions options{.timeout = timeout};
+      if (!trial.rank_host.empty()) options.hostname = trial.rank_host;
+      return std::make_unique<training::GlooCommunicator>(
+          trial.rank, trial.world, std::make_shared<NodeStore>(trial.node_store_dir), options);
+    }
     return std::make_unique<training::GlooCommunicator>(trial.rank, trial.world,
                                                         fs::path(trial.rendezvous_dir),
                                                         training::GlooOptions{.timeout = timeout});
@@ -500,7 +508,8 @@ void check_rank(const EngineJobSpec& spec, const EngineTrial& trial, const std::
     fail(where + ".ranks", "rank " + std::to_string(trial.rank) + " is not in [0, " +
                                std::to_string(trial.world) + ")");
   }
-  if (trial.world > 1 && spec.backend == "cpu" && trial.rendezvous_dir.empty()) {
+  if (trial.world > 1 && spec.backend == "cpu" && trial.rendezvous_dir.empty() &&
+      trial.node_store_dir.empty()) {
     fail(where + ".ranks",
          "a CPU run of " + std::to_string(trial.world) + " ranks needs a rendezvous directory");
   }
@@ -614,6 +623,13 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
       fail(where + ".ranks", "expected an integer in [1, 256], got " + std::to_string(*v));
     }
     spec.ranks = static_cast<int>(*v);
+  }
+  if (auto v = top.integer("nodes", 1, false)) {
+    if (*v > 64 || spec.ranks % *v != 0) {
+      fail(where + ".nodes", "expected an integer in [1, 64] that divides ranks (" +
+                                 std::to_string(spec.ranks) + "), got " + std::to_string(*v));
+    }
+    spec.nodes = static_cast<int>(*v);
   }
   if (root.contains("collective_timeout_s") && placeholder_name(root["collective_timeout_s"])) {
     fail(where + ".collective_timeout_s",
@@ -865,14 +881,16 @@ std::vector<int> engine_rank_gpus(const EngineJobSpec& spec, const std::vector<i
                                   const std::string& where) {
   if (spec.backend != "cuda") return {};
   if (spec.ranks == 1) return {trial_gpus.empty() ? 0 : trial_gpus.front()};
-  if (static_cast<int>(trial_gpus.size()) != spec.ranks) {
+  const int node_ranks = spec.ranks / spec.nodes;
+  if (static_cast<int>(trial_gpus.size()) != node_ranks) {
     std::string given;
     for (int g : trial_gpus) given += (given.empty() ? "" : ",") + std::to_string(g);
-    fail(where + ".ranks",
-         std::to_string(spec.ranks) + " CUDA ranks need one GPU each, but the trial was given " +
-             (trial_gpus.empty()
-                  ? std::string("none (TUNER_GPUS is not set)")
-                  : std::to_string(trial_gpus.size()) + " (TUNER_GPUS=" + given + ")"));
+    fail(where + ".ranks", std::to_string(node_ranks) + " CUDA ranks" +
+                               (spec.nodes > 1 ? " per node" : std::string()) +
+                               " need one GPU each, but the trial was given " +
+                               (trial_gpus.empty() ? std::string("none (TUNER_GPUS is not set)")
+                                                   : std::to_string(trial_gpus.size()) +
+                                                         " (TUNER_GPUS=" + given + ")"));
   }
   return trial_gpus;
 }

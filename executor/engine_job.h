@@ -7,7 +7,7 @@
 //    "data": {"dataset": "fashion-mnist", "dir": "...", "train": 50000, "validation": 10000,
 //             "test": 0},
 //    "training": {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 0.001, ...},
-//    "threads": 1, "backend": "cpu", "ranks": 1, "collective_timeout_s": 60,
+//    "threads": 1, "backend": "cpu", "ranks": 1, "nodes": 1, "collective_timeout_s": 60,
 //    "artifacts_dir": "...", "objective_metric": "val_accuracy"}
 // Any string value under "model" and "training" (and data.train / validation / test) that is
 // exactly "{NAME}" is a placeholder: it becomes the trial's value of parameter NAME with its JSON
@@ -21,7 +21,8 @@
 //
 // Data parallelism: a job with "ranks": N > 1 trains each trial on N ranks (N CPU processes over
 // Gloo, or one process per GPU over NCCL). run_engine_trial() runs one rank; `tuner trial` runs
-// rank 0 and launches the others (executor/engine_launcher.h).
+// rank 0 and launches the others (executor/engine_launcher.h). With "nodes": K > 1 the ranks are
+// spread over K executors, each running `tuner trial` for its N / K ranks.
 //
 // Thread safety: pure functions, except run_engine_trial, which reads and writes files (data,
 // checkpoint, artifacts); concurrent runs need distinct checkpoint paths and trial numbers.
@@ -56,6 +57,10 @@ struct EngineJobSpec {
   // Data-parallel ranks of each trial: CPU processes (backend cpu, each with `threads` threads)
   // or GPUs (backend cuda, one process per GPU the trial is given). Default 1; in [1, 256].
   int ranks = 1;
+  // Executors the ranks are spread over, ranks / nodes on each (as torchrun's --nnodes): node n
+  // runs ranks [n * ranks / nodes, (n + 1) * ranks / nodes). Default 1; in [1, 64] and dividing
+  // ranks. The coordinator leases such a trial to `nodes` executors at once.
+  int nodes = 1;
   // Bound on the ranks' rendezvous and on every collective, in seconds: a rank that dies or
   // stalls fails the others' next collective within it. Default 60; in (0, 86400].
   double collective_timeout_s = 60.0;
@@ -119,6 +124,11 @@ struct EngineTrial {
   int world = 1;
   // world > 1, backend cpu: the Gloo rendezvous directory every rank sees, fresh for this run.
   std::string rendezvous_dir;
+  // world > 1 on several nodes (the job's nodes > 1), backend cpu, instead of rendezvous_dir:
+  // this node's copy of the trial's store (executor/node_store.h), and the address this rank
+  // listens on for the others (reachable from the other nodes; empty: loopback).
+  std::string node_store_dir;
+  std::string rank_host;
   // world > 1, backend cuda: the run's NCCL id (training::nccl_new_unique_id() in rank 0's
   // process, which must stay up while the others join).
   std::string nccl_id;
@@ -168,10 +178,11 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
                                const EngineReportCallback& on_report = {},
                                std::stop_token stop = {});
 
-// The CUDA device of each rank of a trial given `trial_gpus` (TUNER_GPUS): backend cuda with
-// ranks > 1 needs exactly one GPU per rank (rank r trains on trial_gpus[r]); ranks 1 trains on the
-// first GPU, or device 0 when none was given. Empty for backend cpu. Throws
-// Error(kInvalidArgument) naming `where`.ranks and the GPUs when they do not fit.
+// The CUDA device of each rank of one node of a trial given `trial_gpus` (TUNER_GPUS, the node's
+// GPUs): backend cuda with ranks > 1 needs exactly one GPU per rank of the node (ranks / nodes;
+// the node's i-th rank trains on trial_gpus[i]); ranks 1 trains on the first GPU, or device 0
+// when none was given. Empty for backend cpu. Throws Error(kInvalidArgument) naming `where`.ranks
+// and the GPUs when they do not fit.
 std::vector<int> engine_rank_gpus(const EngineJobSpec& spec, const std::vector<int>& trial_gpus,
                                   const std::string& where = "job");
 

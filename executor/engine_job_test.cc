@@ -221,6 +221,32 @@ TEST(EngineJobSpec, RanksAndTheCollectiveTimeoutAreCheckedPlainIntegers) {
             "job.collective_timeout_s: cannot be a placeholder (\"{t}\")");
 }
 
+TEST(EngineJobSpec, NodesDivideTheRanks) {
+  EXPECT_EQ(parse_engine_job(tiny_job().dump()).nodes, 1);
+  Json job = tiny_job();
+  job["ranks"] = 4;
+  job["nodes"] = 2;
+  EXPECT_EQ(parse_engine_job(job.dump()).nodes, 2);
+  EXPECT_EQ(error_of(job, [](Json& j) { j["nodes"] = 3; }),
+            "job.nodes: expected an integer in [1, 64] that divides ranks (4), got 3");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["nodes"] = 0; }),
+            "job.nodes: expected an integer >= 1, got 0");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["nodes"] = "{n}"; }),
+            "job.nodes: cannot be a placeholder (\"{n}\")");
+  // CUDA: each node is given the GPUs of its own ranks.
+  job["backend"] = "cuda";
+  const EngineJobSpec cuda = parse_engine_job(job.dump());
+  EXPECT_EQ(engine_rank_gpus(cuda, {6, 7}), (std::vector<int>{6, 7}));
+  try {
+    engine_rank_gpus(cuda, {0, 1, 2, 3}, "trial 4: job");
+    ADD_FAILURE() << "four GPUs for a node of two ranks were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "trial 4: job.ranks: 2 CUDA ranks per node need one GPU each, but the trial was "
+              "given 4 (TUNER_GPUS=0,1,2,3)");
+  }
+}
+
 TEST(EngineJobSpec, CudaRanksNeedOneGpuEach) {
   Json job = tiny_job();
   job["backend"] = "cuda";

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <utility>
 
 #include "executor/child_process.h"
+#include "executor/node_store.h"
 #include "training/distributed/communicator.h"
 #include "training/distributed/nccl_communicator.h"
 #include "trials/error.h"
@@ -70,11 +72,12 @@ class TempDir {
 // Thread safety: kill(), failure() and the waits may be called from any thread.
 class RankProcesses {
  public:
-  // children[i] is rank i + 1. on_failure is called once, on the monitor thread, when a rank
-  // fails (after the others were told to die).
-  RankProcesses(std::vector<ChildProcess> children, int world,
+  // children[i] is rank first_rank + i. on_failure is called once, on the monitor thread, when a
+  // rank fails (after the others were told to die).
+  RankProcesses(std::vector<ChildProcess> children, int first_rank, int world,
                 std::function<void(const std::string&)> log, std::function<void()> on_failure)
       : children_(std::move(children)),
+        first_rank_(first_rank),
         world_(world),
         log_(std::move(log)),
         on_failure_(std::move(on_failure)),
@@ -113,8 +116,8 @@ class RankProcesses {
       if (!failure_ && !kill_requested_) {
         for (size_t i = 0; i < ended_.size(); ++i) {
           if (ended_[i]) continue;
-          failure_ =
-              "rank " + std::to_string(i + 1) + " of " + std::to_string(world_) + " " + why_late;
+          failure_ = "rank " + std::to_string(first_rank_ + static_cast<int>(i)) + " of " +
+                     std::to_string(world_) + " " + why_late;
           break;
         }
       }
@@ -173,7 +176,7 @@ class RankProcesses {
       }
       for (size_t i = 0; i < n; ++i) {
         ChildProcess& c = children_[i];
-        const int rank = static_cast<int>(i) + 1;
+        const int rank = first_rank_ + static_cast<int>(i);
         if (c.reaped()) continue;
         if (c.stdout_fd().valid()) drain(c.stdout_fd(), rank, outputs[2 * i]);
         if (c.stderr_fd().valid()) drain(c.stderr_fd(), rank, outputs[2 * i + 1]);
@@ -203,6 +206,7 @@ class RankProcesses {
 
   // Constant after construction.
   std::vector<ChildProcess> children_;  // used by the monitor thread only
+  const int first_rank_;
   const int world_;
   const std::function<void(const std::string&)> log_;
   const std::function<void()> on_failure_;
@@ -213,7 +217,7 @@ class RankProcesses {
   std::condition_variable changed_;
   int running_;
   std::optional<std::string> failure_;
-  std::vector<bool> ended_;  // by rank - 1
+  std::vector<bool> ended_;  // by rank - first_rank_
 
   std::jthread thread_;  // last: it starts after the members above
 };
@@ -230,6 +234,40 @@ std::vector<std::string> with_vars(const std::vector<std::string>& base,
   return env;
 }
 
+// The run's NCCL id: made here on node 0 (this process stays up as rank 0) and, with several
+// nodes, published in the node store for the others; read from the node store on other nodes.
+std::string node_nccl_id(const EngineJobSpec& spec, const EngineLaunchOptions& options,
+                         const std::string& where, std::stop_token stop) {
+  if (options.node == 0) {
+    std::string id;
+    try {
+      id = training::nccl_new_unique_id();
+    } catch (const training::CommunicatorError& e) {
+      throw Error(ErrorCode::kUnavailable,
+                  where + ".ranks: cannot make the NCCL id of the run: " + e.what());
+    }
+    if (spec.nodes > 1) write_node_store_key(options.node_store_dir, kNcclIdKey, id);
+    return id;
+  }
+  const auto timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(std::llround(spec.collective_timeout_s * 1000.0)));
+  const auto deadline = Clock::now() + timeout;
+  while (!stop.stop_requested()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    std::optional<std::string> id = wait_node_store_key(
+        options.node_store_dir, kNcclIdKey,
+        std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(kPollMs)));
+    if (id) return *id;
+    if (Clock::now() >= deadline) break;
+  }
+  throw Error(ErrorCode::kUnavailable,
+              where + ".nodes: node " + std::to_string(options.node) +
+                  ": the NCCL id of rank 0 (node 0) did not come through the coordinator" +
+                  (stop.stop_requested() ? " before the trial was stopped"
+                                         : " within collective_timeout_s (" +
+                                               std::to_string(timeout.count()) + " ms)"));
+}
+
 std::vector<std::string> own_environment() {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
@@ -244,8 +282,18 @@ EngineOutcome launch_engine_trial(const EngineJobSpec& spec, const EngineTrial& 
   const std::string where =
       trial.number >= 0 ? "trial " + std::to_string(trial.number) + ": job" : std::string("job");
   const std::vector<int> gpus = engine_rank_gpus(spec, options.gpus, where);
+  const int node_ranks = spec.ranks / spec.nodes;
+  const int first_rank = options.node * node_ranks;  // this process's rank
+  if (spec.nodes > 1 &&
+      (options.node < 0 || options.node >= spec.nodes || options.node_store_dir.empty())) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where + ".nodes: node " + std::to_string(options.node) + " of " +
+                    std::to_string(spec.nodes) +
+                    " needs 0 <= node < nodes and the node's store directory (TUNER_NODE, "
+                    "TUNER_NODE_STORE: the executor sets them)");
+  }
   EngineTrial rank0 = trial;
-  rank0.rank = 0;
+  rank0.rank = first_rank;
   rank0.world = spec.ranks;
   if (!gpus.empty()) rank0.gpu = gpus[0];
   if (spec.ranks == 1) return run_engine_trial(spec, rank0, on_report, stop);
@@ -262,13 +310,12 @@ EngineOutcome launch_engine_trial(const EngineJobSpec& spec, const EngineTrial& 
     std::string list;
     for (int g : gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
     vars["TUNER_GPUS"] = list;
-    try {
-      rank0.nccl_id = training::nccl_new_unique_id();
-    } catch (const training::CommunicatorError& e) {
-      throw Error(ErrorCode::kUnavailable,
-                  where + ".ranks: cannot make the NCCL id of the run: " + e.what());
-    }
+    rank0.nccl_id = node_nccl_id(spec, options, where, stop);
     vars["TUNER_NCCL_ID"] = rank0.nccl_id;
+  } else if (spec.nodes > 1) {
+    rank0.node_store_dir = options.node_store_dir;
+    rank0.rank_host = options.rank_host;
+    vars["TUNER_RANK_HOST"] = options.rank_host;
   } else {
     rendezvous.emplace(options.rendezvous_parent, where + ".ranks");
     rank0.rendezvous_dir = rendezvous->path();
@@ -287,13 +334,16 @@ EngineOutcome launch_engine_trial(const EngineJobSpec& spec, const EngineTrial& 
   const std::vector<std::string> env =
       with_vars(options.env ? *options.env : own_environment(), vars);
   std::vector<ChildProcess> children;
-  for (int r = 1; r < world; ++r) {
+  for (int r = first_rank + 1; r < first_rank + node_ranks; ++r) {
     SpawnOptions spawn;
     spawn.argv = {tuner_path, "trial",           "--engine-job", spec.json,
                   "--rank",   std::to_string(r), "--world",      std::to_string(world)};
     if (rendezvous) {
       spawn.argv.push_back("--rendezvous");
       spawn.argv.push_back(rendezvous->path());
+    } else if (!rank0.node_store_dir.empty()) {
+      spawn.argv.push_back("--node-store");
+      spawn.argv.push_back(rank0.node_store_dir);
     }
     spawn.env = env;
     try {
@@ -308,7 +358,8 @@ EngineOutcome launch_engine_trial(const EngineJobSpec& spec, const EngineTrial& 
   std::stop_source rank0_stop;
   auto log =
       options.log ? options.log : [](const std::string& line) { std::cerr << line << std::endl; };
-  RankProcesses ranks(std::move(children), world, log, [&] { rank0_stop.request_stop(); });
+  RankProcesses ranks(std::move(children), first_rank + 1, world, log,
+                      [&] { rank0_stop.request_stop(); });
   std::stop_callback on_stop(stop, [&] {
     ranks.kill();
     rank0_stop.request_stop();
@@ -329,12 +380,14 @@ EngineOutcome launch_engine_trial(const EngineJobSpec& spec, const EngineTrial& 
   // the collective timeout.
   const auto timeout = std::chrono::milliseconds(
       static_cast<int64_t>(std::llround(spec.collective_timeout_s * 1000.0)));
-  ranks.wait_all(timeout, "did not end within collective_timeout_s after rank 0");
+  ranks.wait_all(
+      timeout, "did not end within collective_timeout_s after rank " + std::to_string(first_rank));
   const std::optional<std::string> failure = ranks.failure();
   if (failure && !stop.stop_requested()) {
     throw Error(ErrorCode::kUnavailable,
                 where + ": " + *failure + "; the other ranks were stopped" +
-                    (rank0_error ? " (rank 0: " + rank0_what + ")" : std::string()));
+                    (rank0_error ? " (rank " + std::to_string(first_rank) + ": " + rank0_what + ")"
+                                 : std::string()));
   }
   if (rank0_error) std::rethrow_exception(rank0_error);
   return outcome;

@@ -1,6 +1,7 @@
 #include "executor/executor_service.h"
 
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -22,6 +24,7 @@
 #include "executor/command_job.h"
 #include "executor/engine_job.h"
 #include "executor/job_spec.h"
+#include "executor/node_store.h"
 #include "executor/transport/message_socket.h"
 #include "executor/unique_fd.h"
 #include "training/device/gpu_inventory.h"
@@ -40,6 +43,8 @@ using SteadyTime = Clock::SteadyTime;
 constexpr milliseconds kMaxWait{200};
 // Time a closing socket keeps trying to deliver what is queued (BYE, a last RESULT).
 constexpr milliseconds kLinger{200};
+// Without inotify, how often the node stores of multi-node trials are looked at.
+constexpr milliseconds kNodeStorePoll{20};
 
 std::string default_executor_id() {
   char host[256] = {};
@@ -87,6 +92,11 @@ struct Job {
   // Written before stop.request_stop() by the main loop, read by the job thread after the run.
   std::string executor_stop_reason;
   std::mutex reason_mutex;
+  // A node of a multi-node trial (trial.nodes > 1): its store directory, and the keys the main
+  // loop has seen there (published to the coordinator, or written from it). Main loop only.
+  std::unique_ptr<NodeStoreDir> node_store;
+  std::set<std::string> store_keys;
+  std::map<std::string, std::string> published;  // the node's own keys, to send again
 };
 
 // The threads that run jobs: one per slot, started with the first job and kept, so that a trial
@@ -184,6 +194,10 @@ struct ExecutorService::Impl {
     HeldLease lease;
   };
   std::map<uint64_t, Unacked> unacked;
+  // Wakes the loop when a rank writes into a node store. When inotify fails (no watch could be
+  // made), poll_node_stores: the stores are then looked at every kNodeStorePoll.
+  UniqueFd store_watch;
+  bool poll_node_stores = false;
 
   void log(const std::string& line) {
     const std::string text = "executor " + options.executor_id + ": " + line;
@@ -247,7 +261,8 @@ struct ExecutorService::Impl {
     return {.lease_id = trial.lease_id,
             .study_name = trial.study_name,
             .trial_id = trial.trial_id,
-            .gpus = trial.gpus};
+            .gpus = trial.gpus,
+            .node = trial.node};
   }
 
   void send_ready() {
@@ -270,6 +285,11 @@ struct ExecutorService::Impl {
                       .leases = held_trials()});
     send(HeartbeatMessage{.lease_ids = held_leases()});
     for (const auto& [id, u] : unacked) send(u.outcome);
+    for (const auto& [id, job] : running) {
+      for (const auto& [key, value] : job->published) {
+        send(StoreSetMessage{.lease_id = id, .key = key, .value = value});
+      }
+    }
     send_ready();
     hello_wanted = false;
   }
@@ -343,6 +363,11 @@ struct ExecutorService::Impl {
         gpus += std::to_string(g);
       }
       if (!gpus.empty()) spec.env["TUNER_GPUS"] = gpus;
+      if (job.node_store) {
+        spec.env["TUNER_NODE"] = std::to_string(job.trial.node);
+        spec.env["TUNER_NODE_STORE"] = job.node_store->path().string();
+        spec.env["TUNER_RANK_HOST"] = options.rank_host;
+      }
     }
     CommandJob command(std::move(spec), job_options);
     return command.run(trial, on_report, job.stop.get_token());
@@ -377,6 +402,8 @@ struct ExecutorService::Impl {
                          .exit_code = outcome.exit_code,
                          .log_tail = outcome.log_tail};
     }
+    // A node other than 0 of a multi-node trial: its part is done; node 0 reports the metrics.
+    if (job.trial.node > 0) return ResultMessage{.lease_id = lease};
     if (objective == metrics.end()) {
       std::string names;
       for (const auto& [name, value] : metrics) names += (names.empty() ? "" : ", ") + name;
@@ -429,12 +456,87 @@ struct ExecutorService::Impl {
       finish(trial, FailMessage{.lease_id = lease, .reason = e.what()});
       return;
     }
+    if (trial.nodes > 1) {
+      const std::string where = "trial " + std::to_string(trial.number) + ": job";
+      try {
+        if (job->spec.kind != JobKind::kEngine || job->spec.engine.nodes != trial.nodes) {
+          throw Error(ErrorCode::kInvalidArgument,
+                      where + ": the coordinator sent node " + std::to_string(trial.node) + " of " +
+                          std::to_string(trial.nodes) +
+                          ", but only an engine job of as many \"nodes\" spans executors");
+        }
+        job->node_store = std::make_unique<NodeStoreDir>();
+        watch_node_store(job->node_store->path());
+      } catch (const Error& e) {
+        log(std::string("refusing lease ") + std::to_string(lease) + ": " + e.what());
+        finish(trial, FailMessage{.lease_id = lease, .reason = e.what()});
+        return;
+      }
+    }
     job->trial = std::move(trial);
     // A trial taken ahead goes to the job threads at once: the first thread that frees starts it.
     if (static_cast<int>(running.size()) < options.slots + options.prefetch) {
       start(std::move(job));
     } else {
       queued.push_back(std::move(job));
+    }
+  }
+
+  // --- Node stores of multi-node trials ----------------------------------------------------------
+
+  void watch_node_store(const std::filesystem::path& dir) {
+    if (poll_node_stores) return;
+    if (!store_watch.valid()) store_watch.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    // A rank's key appears by a rename into the directory (node_store.h).
+    if (!store_watch.valid() ||
+        ::inotify_add_watch(store_watch.get(), dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+      log("cannot watch " + dir.string() + " with inotify (" + std::strerror(errno) +
+          "): looking at node stores every " + std::to_string(kNodeStorePoll.count()) + " ms");
+      poll_node_stores = true;
+    }
+  }
+
+  bool has_node_stores() const {
+    return std::any_of(running.begin(), running.end(),
+                       [](const auto& r) { return r.second->node_store != nullptr; });
+  }
+
+  // Sends STORE_SET for each key the ranks of a node wrote since the last look.
+  void publish_node_stores() {
+    if (store_watch.valid()) {
+      char buffer[4096];
+      while (::read(store_watch.get(), buffer, sizeof buffer) > 0) {
+      }
+    }
+    for (auto& [id, job] : running) {
+      if (!job->node_store) continue;
+      for (auto& [key, value] : read_node_store(job->node_store->path())) {
+        if (!job->store_keys.insert(key).second) continue;
+        send(StoreSetMessage{.lease_id = id, .key = key, .value = value});
+        job->published.emplace(key, std::move(value));
+      }
+    }
+  }
+
+  // Writes the keys other nodes set into the node's store.
+  void on_store_keys(const StoreKeysMessage& keys) {
+    auto it = running.find(keys.lease_id);
+    if (it == running.end() || !it->second->node_store) {
+      log("STORE_KEYS for lease " + std::to_string(keys.lease_id) +
+          ", which is not a running node of a multi-node trial here: ignored");
+      return;
+    }
+    Job& job = *it->second;
+    for (const auto& [key, value] : keys.entries) {
+      if (job.store_keys.contains(key)) continue;
+      try {
+        write_node_store_key(job.node_store->path(), key, value);
+        job.store_keys.insert(key);
+      } catch (const Error& e) {
+        // Its ranks' rendezvous fails within the collective timeout, naming the key they waited
+        // for.
+        log("lease " + std::to_string(keys.lease_id) + ": " + e.what());
+      }
     }
   }
 
@@ -514,6 +616,8 @@ struct ExecutorService::Impl {
     } else if (auto* err = std::get_if<ErrorMessage>(&message)) {
       log("the coordinator reports an error: " + err->message);
       hello_wanted = true;
+    } else if (auto* keys = std::get_if<StoreKeysMessage>(&message)) {
+      on_store_keys(*keys);
     } else if (std::holds_alternative<ByeMessage>(message)) {
       log("the coordinator said BYE; reconnecting");
       connect();
@@ -555,7 +659,8 @@ struct ExecutorService::Impl {
     SteadyTime next =
         std::min({next_heartbeat, next_resend, last_heard + options.coordinator_timeout});
     auto wait = std::chrono::duration_cast<milliseconds>(next - now) + milliseconds(1);
-    return std::clamp(wait, milliseconds(0), kMaxWait);
+    const milliseconds most = poll_node_stores && has_node_stores() ? kNodeStorePoll : kMaxWait;
+    return std::clamp(wait, milliseconds(0), most);
   }
 
   void serve(std::stop_token stop) {
@@ -564,8 +669,9 @@ struct ExecutorService::Impl {
     std::stop_callback wake_on_stop(stop, [this] { waker.wake(); });
     connect();
     while (!stop.stop_requested()) {
-      ZmqPollEntry entries[2] = {{.socket = &dealer->socket()}, {.fd = waker.fd()}};
-      zmq_wait(entries, wait_time());
+      ZmqPollEntry entries[3] = {
+          {.socket = &dealer->socket()}, {.fd = waker.fd()}, {.fd = store_watch.get()}};
+      zmq_wait({entries, store_watch.valid() ? size_t{3} : size_t{2}}, wait_time());
       if (entries[1].readable) waker.drain();
       while (dealer) {
         std::optional<std::vector<std::string>> frames = dealer->receive();
@@ -573,6 +679,7 @@ struct ExecutorService::Impl {
         handle(*frames);
       }
       handle_job_events();
+      if (has_node_stores()) publish_node_stores();
       on_timers();
     }
     shut_down();
@@ -634,6 +741,10 @@ ExecutorService::ExecutorService(ExecutorOptions options)
   }
   if (!o.clock) o.clock = system_clock();
   impl_->clock = o.clock.get();
+  if (o.rank_host.empty()) {
+    const char* host = std::getenv("TUNER_RANK_HOST");
+    o.rank_host = host != nullptr && *host != '\0' ? host : "127.0.0.1";
+  }
 
   Resources& r = impl_->resources;
   r.cpu_slots = o.slots;

@@ -26,6 +26,13 @@
 // ExecutorOptions::job_runner, when set, runs every trial in-process instead (benchmarks,
 // embedding).
 //
+// A TRIAL for one node of a multi-node engine trial (TrialMessage::nodes > 1; docs/engine_jobs.md,
+// "Nodes") runs `tuner trial` for that node's ranks with a fresh store directory of its own
+// (executor/node_store.h; TUNER_NODE, TUNER_NODE_STORE, TUNER_RANK_HOST). The service bridges
+// that directory and the coordinator's store: keys the ranks write there go out as STORE_SET
+// (again after a reconnect), and STORE_KEYS from the coordinator are written there. A node other
+// than 0 sends RESULT without metrics when its part ends well (exit code 0), FAIL otherwise.
+//
 // Thread safety: run() drives the service on the calling thread (which owns the socket); jobs run
 // on threads of their own. Only one run() at a time; `stop` may be requested from any thread.
 #ifndef TUNER_EXECUTOR_EXECUTOR_SERVICE_H_
@@ -88,6 +95,11 @@ struct ExecutorOptions {
   std::string log_dir;
   // A stopped job's grace between SIGTERM and SIGKILL. Default 10 s.
   std::chrono::milliseconds stop_grace{10'000};
+  // The address the ranks of this executor's multi-node trials listen on for the other nodes'
+  // ranks (Gloo over TCP): a name or IP address of this host that the other executors' hosts can
+  // reach. Default: $TUNER_RANK_HOST, else loopback (127.0.0.1), right when every executor of a
+  // trial runs on one host.
+  std::string rank_host;
   // The `tuner` binary that runs engine jobs (`tuner trial`). Default: this process's own
   // executable (/proc/self/exe, resolved at construction), which is right for `tuner executor`;
   // a test that embeds the service passes the built binary.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -40,8 +41,10 @@ class ExecutorServiceTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ignored);
   }
 
-  void start(milliseconds coordinator_timeout = milliseconds(5000)) {
+  void start(milliseconds coordinator_timeout = milliseconds(5000),
+             const std::string& tuner_path = {}) {
     ExecutorOptions options;
+    if (!tuner_path.empty()) options.tuner_path = tuner_path;
     options.coordinator = router_->endpoint();
     options.executor_id = "test-executor";
     options.slots = 2;
@@ -199,6 +202,63 @@ TEST_F(ExecutorServiceTest, ACudaEngineJobWithMoreRanksThanGpusFailsBeforeStarti
   EXPECT_EQ(fail.lease_id, 9u);
   EXPECT_NE(fail.reason.find("trial 5: job.ranks: 2 CUDA ranks need one GPU each, but the trial "
                              "was given 1 (TUNER_GPUS=0)"),
+            std::string::npos)
+      << fail.reason;
+}
+
+// A node of a multi-node trial: the service bridges the node's store directory and the
+// coordinator's store. A stand-in for `tuner trial` publishes key "1" and waits for key "0".
+TEST_F(ExecutorServiceTest, ANodesStoreIsBridgedToTheCoordinator) {
+  const std::filesystem::path fake = dir_ / "fake-tuner.sh";
+  std::ofstream(fake) << R"sh(#!/bin/sh
+[ "$TUNER_NODE" = 1 ] && [ "$TUNER_RANK_HOST" = 127.0.0.1 ] || exit 6
+printf 'addr-1' > "$TUNER_NODE_STORE/.tmp-1" && mv "$TUNER_NODE_STORE/.tmp-1" "$TUNER_NODE_STORE/k31"
+for i in $(seq 1 250); do
+  if [ -f "$TUNER_NODE_STORE/k30" ]; then [ "$(cat "$TUNER_NODE_STORE/k30")" = addr-0 ] && exit 0; exit 5; fi
+  sleep 0.02
+done
+exit 4
+)sh";
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  start(milliseconds(5000), fake.string());
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const nlohmann::json job = {
+      {"kind", "engine"},
+      {"model", {{"input", {4}}, {"layers", {{{"type", "linear"}, {"out", 2}}}}}},
+      {"data", {{"dataset", "fashion-mnist"}, {"train", 8}, {"validation", 0}}},
+      {"training", {{"batch_size", 4}}},
+      {"ranks", 2},
+      {"nodes", 2},
+      {"objective_metric", "train_loss"}};
+  ASSERT_TRUE(router_->send(
+      peer,
+      TrialMessage{.lease_id = 11, .number = 2, .job_json = job.dump(), .node = 1, .nodes = 2}));
+  keepalive_ = {peer, {11}};
+  const StoreSetMessage set = next<StoreSetMessage>();
+  EXPECT_EQ(set.lease_id, 11u);
+  EXPECT_EQ(set.key, "1");
+  EXPECT_EQ(set.value, "addr-1");
+  ASSERT_TRUE(router_->send(peer, StoreKeysMessage{.lease_id = 11, .entries = {{"0", "addr-0"}}}));
+  // Node 1's part ended well: RESULT without metrics (node 0 reports the trial's).
+  const ResultMessage result = next<ResultMessage>();
+  EXPECT_EQ(result.lease_id, 11u);
+  EXPECT_TRUE(result.metrics.empty());
+  EXPECT_TRUE(result.values.empty());
+}
+
+TEST_F(ExecutorServiceTest, OnlyAnEngineJobOfAsManyNodesSpansExecutors) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  ASSERT_TRUE(router_->send(
+      peer,
+      TrialMessage{
+          .lease_id = 12, .number = 3, .job_json = python_job("print(1)"), .node = 1, .nodes = 2}));
+  const FailMessage fail = next<FailMessage>();
+  EXPECT_EQ(fail.lease_id, 12u);
+  EXPECT_NE(fail.reason.find("trial 3: job: the coordinator sent node 1 of 2, but only an engine "
+                             "job of as many \"nodes\" spans executors"),
             std::string::npos)
       << fail.reason;
 }

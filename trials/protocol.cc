@@ -43,6 +43,29 @@ OrderedJson optional_json(const std::optional<T>& v) {
   return v ? OrderedJson(*v) : OrderedJson(nullptr);
 }
 
+std::string to_hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * bytes.size());
+  for (unsigned char c : bytes) {
+    hex.push_back(kDigits[c >> 4]);
+    hex.push_back(kDigits[c & 0xf]);
+  }
+  return hex;
+}
+
+// Store keys and values within their bounds (both sides check: encode and decode).
+void check_store_entry(const std::string& path, std::string_view key, std::string_view value) {
+  if (key.empty() || key.size() > kMaxStoreKeyBytes) {
+    throw ProtocolError(path + ".key: expected 1 to " + std::to_string(kMaxStoreKeyBytes) +
+                        " bytes, got " + std::to_string(key.size()));
+  }
+  if (value.size() > kMaxStoreValueBytes) {
+    throw ProtocolError(path + ".value: " + std::to_string(value.size()) +
+                        " bytes exceed the limit of " + std::to_string(kMaxStoreValueBytes));
+  }
+}
+
 struct BodyWriter {
   OrderedJson operator()(const HelloMessage& m) const {
     OrderedJson gpus = OrderedJson::array();
@@ -51,9 +74,12 @@ struct BodyWriter {
     }
     OrderedJson leases = OrderedJson::array();
     for (const auto& l : m.leases) {
-      leases.push_back(
-          {{"lease_id", l.lease_id}, {"study_name", l.study_name}, {"trial_id", l.trial_id},
-           {"gpus", l.gpus}});
+      OrderedJson lease = {{"lease_id", l.lease_id},
+                           {"study_name", l.study_name},
+                           {"trial_id", l.trial_id},
+                           {"gpus", l.gpus}};
+      if (l.node != 0) lease["node"] = l.node;
+      leases.push_back(std::move(lease));
     }
     return {{"executor_id", m.executor_id},
             {"hostname", m.hostname},
@@ -71,11 +97,18 @@ struct BodyWriter {
     } catch (const Error& e) {
       throw ProtocolError(std::string("TRIAL.params: ") + e.what());
     }
-    return {{"lease_id", m.lease_id}, {"study_name", m.study_name},
-            {"trial_id", m.trial_id}, {"number", m.number},
-            {"attempt", m.attempt},   {"params", OrderedJson::parse(params)},
-            {"job_json", m.job_json}, {"heartbeat_interval_ms", m.heartbeat_interval_ms},
-            {"gpus", m.gpus},         {"checkpoint_path", optional_json(m.checkpoint_path)}};
+    OrderedJson body = {
+        {"lease_id", m.lease_id}, {"study_name", m.study_name},
+        {"trial_id", m.trial_id}, {"number", m.number},
+        {"attempt", m.attempt},   {"params", OrderedJson::parse(params)},
+        {"job_json", m.job_json}, {"heartbeat_interval_ms", m.heartbeat_interval_ms},
+        {"gpus", m.gpus},         {"checkpoint_path", optional_json(m.checkpoint_path)}};
+    // Absent for one node, so that a one-node TRIAL reads as it did before multi-node trials.
+    if (m.nodes != 1 || m.node != 0) {
+      body["node"] = m.node;
+      body["nodes"] = m.nodes;
+    }
+    return body;
   }
   OrderedJson operator()(const ReportMessage& m) const {
     return {{"lease_id", m.lease_id}, {"step", m.step}, {"metrics", metrics_json(m.metrics)}};
@@ -100,6 +133,18 @@ struct BodyWriter {
   OrderedJson operator()(const HeartbeatMessage& m) const { return {{"lease_ids", m.lease_ids}}; }
   OrderedJson operator()(const ErrorMessage& m) const { return {{"message", m.message}}; }
   OrderedJson operator()(const ByeMessage&) const { return OrderedJson::object(); }
+  OrderedJson operator()(const StoreSetMessage& m) const {
+    check_store_entry("STORE_SET", m.key, m.value);
+    return {{"lease_id", m.lease_id}, {"key", m.key}, {"value", to_hex(m.value)}};
+  }
+  OrderedJson operator()(const StoreKeysMessage& m) const {
+    OrderedJson entries = OrderedJson::object();
+    for (const auto& [key, value] : m.entries) {
+      check_store_entry("STORE_KEYS", key, value);
+      entries[key] = to_hex(value);
+    }
+    return {{"lease_id", m.lease_id}, {"entries", entries}};
+  }
 };
 
 // ----------------------------------------------------------------------------------------------
@@ -207,6 +252,37 @@ std::optional<std::string> optional_string_of(const Json& object, const char* ke
   return string_of(*it, path + "." + key);
 }
 
+// The bytes of a hex string (two lowercase or uppercase digits per byte).
+std::string bytes_of_hex(const Json& v, const std::string& path) {
+  const std::string hex = string_of(v, path);
+  if (hex.size() % 2 != 0)
+    fail(path, "expected hex digits in pairs, got " + std::to_string(hex.size()));
+  auto digit = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    fail(path, "expected hex digits, got '" + shorten(hex) + "'");
+  };
+  std::string bytes;
+  bytes.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    bytes.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
+  }
+  return bytes;
+}
+
+void check_store_entry_read(const std::string& path, const std::string& key,
+                            const std::string& value) {
+  if (key.empty() || key.size() > kMaxStoreKeyBytes) {
+    fail(path, "key of " + std::to_string(key.size()) + " bytes: expected 1 to " +
+                   std::to_string(kMaxStoreKeyBytes));
+  }
+  if (value.size() > kMaxStoreValueBytes) {
+    fail(path, "value of " + std::to_string(value.size()) + " bytes exceeds the limit of " +
+                   std::to_string(kMaxStoreValueBytes));
+  }
+}
+
 // Reads one message's fields from its body; `p` is the type name, the root of every path.
 class BodyReader {
  public:
@@ -249,6 +325,9 @@ class BodyReader {
             .study_name = string_of(member(l, "study_name", lp), lp + ".study_name"),
             .trial_id = int_of<int64_t>(member(l, "trial_id", lp), lp + ".trial_id"),
             .gpus = ints_of<int>(member(l, "gpus", lp), lp + ".gpus")});
+        if (auto node = l.find("node"); node != l.end()) {
+          m.leases.back().node = int_of<int>(*node, lp + ".node");
+        }
       }
     }
     return m;
@@ -274,6 +353,12 @@ class BodyReader {
     m.heartbeat_interval_ms = integer<int64_t>("heartbeat_interval_ms");
     m.gpus = ints_of<int>(at("gpus"), path("gpus"));
     m.checkpoint_path = optional_string_of(body_, "checkpoint_path", p_);
+    if (auto it = body_.find("nodes"); it != body_.end()) m.nodes = int_of<int>(*it, path("nodes"));
+    if (auto it = body_.find("node"); it != body_.end()) m.node = int_of<int>(*it, path("node"));
+    if (m.nodes < 1 || m.node < 0 || m.node >= m.nodes) {
+      fail(path("node"), "node " + std::to_string(m.node) + " of " + std::to_string(m.nodes) +
+                             ": expected 0 <= node < nodes");
+    }
     return m;
   }
   ReportMessage report() const {
@@ -312,6 +397,22 @@ class BodyReader {
     return {.lease_ids = ints_of<uint64_t>(at("lease_ids"), path("lease_ids"))};
   }
   ErrorMessage error() const { return {.message = str("message")}; }
+  StoreSetMessage store_set() const {
+    StoreSetMessage m{.lease_id = lease_id(),
+                      .key = str("key"),
+                      .value = bytes_of_hex(at("value"), path("value"))};
+    check_store_entry_read(p_, m.key, m.value);
+    return m;
+  }
+  StoreKeysMessage store_keys() const {
+    StoreKeysMessage m{.lease_id = lease_id()};
+    for (const auto& [key, value] : object_of(at("entries"), path("entries")).items()) {
+      const std::string ep = path("entries") + "." + shorten(key);
+      m.entries[key] = bytes_of_hex(value, ep);
+      check_store_entry_read(ep, key, m.entries[key]);
+    }
+    return m;
+  }
 
  private:
   const Json& body_;
@@ -320,7 +421,7 @@ class BodyReader {
 
 std::optional<MessageType> type_from_wire(uint16_t value) {
   if (value < static_cast<uint16_t>(MessageType::kHello) ||
-      value > static_cast<uint16_t>(MessageType::kBye)) {
+      value > static_cast<uint16_t>(MessageType::kStoreKeys)) {
     return std::nullopt;
   }
   return static_cast<MessageType>(value);
@@ -365,6 +466,10 @@ Message decode_body(MessageType type, const std::string& text) {
       return r.error();
     case MessageType::kBye:
       return ByeMessage{};
+    case MessageType::kStoreSet:
+      return r.store_set();
+    case MessageType::kStoreKeys:
+      return r.store_keys();
   }
   throw ProtocolError("unknown message type " + std::to_string(static_cast<int>(type)));
 }
@@ -414,6 +519,10 @@ std::string_view to_string(MessageType type) {
       return "ERROR";
     case MessageType::kBye:
       return "BYE";
+    case MessageType::kStoreSet:
+      return "STORE_SET";
+    case MessageType::kStoreKeys:
+      return "STORE_KEYS";
   }
   return "UNKNOWN";
 }

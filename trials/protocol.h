@@ -78,6 +78,8 @@ enum class MessageType : uint16_t {
   kHeartbeat = 9,
   kError = 10,
   kBye = 11,
+  kStoreSet = 12,
+  kStoreKeys = 13,
 };
 
 std::string_view to_string(MessageType type);  // "HELLO", "READY", ...
@@ -102,6 +104,7 @@ struct HeldLease {
   std::string study_name;
   int64_t trial_id = -1;
   std::vector<int> gpus;  // the GPUs its TRIAL gave it
+  int node = 0;           // its TRIAL's node (optional on the wire: absent is 0)
   bool operator==(const HeldLease&) const = default;
 };
 
@@ -134,6 +137,13 @@ struct TrialMessage {
   int64_t heartbeat_interval_ms = 0;
   std::vector<int> gpus;                       // GPU indices given to this trial
   std::optional<std::string> checkpoint_path;  // resume from here when set
+  // A trial whose ranks span `nodes` executors (an engine job's "nodes"; docs/engine_jobs.md):
+  // this executor runs the ranks of node `node`, [node * ranks / nodes, (node + 1) * ranks /
+  // nodes). Node 0 holds rank 0 and alone reports and sends the trial's RESULT; the others send
+  // RESULT (no metrics) or FAIL for their part. The nodes meet through the coordinator's store
+  // (STORE_SET, STORE_KEYS). Optional on the wire: absent is node 0 of 1.
+  int node = 0;
+  int nodes = 1;
   bool operator==(const TrialMessage&) const = default;
 };
 
@@ -195,9 +205,34 @@ struct ByeMessage {
   bool operator==(const ByeMessage&) const = default;
 };
 
-using Message = std::variant<HelloMessage, ReadyMessage, TrialMessage, ReportMessage,
-                             DecisionMessage, ResultMessage, FailMessage, AckMessage,
-                             HeartbeatMessage, ErrorMessage, ByeMessage>;
+// The rendezvous store of a multi-node trial (TrialMessage::nodes > 1): a key/value store per
+// attempt, held by the coordinator, where the nodes' ranks publish what the others need (Gloo
+// addresses, the NCCL id). Keys are written once; values are bytes (hex on the wire).
+inline constexpr size_t kMaxStoreKeyBytes = 256;
+inline constexpr size_t kMaxStoreValueBytes = size_t{64} << 10;  // 64 KiB
+
+// executor -> coordinator: set `key` in the store of the trial of lease `lease_id` (a lease of
+// this executor). Not answered; every other node of the trial gets STORE_KEYS. Sending the same
+// key and value again is harmless; another value for a key already set is refused (ERROR).
+struct StoreSetMessage {
+  uint64_t lease_id = 0;
+  std::string key;    // 1..kMaxStoreKeyBytes bytes
+  std::string value;  // at most kMaxStoreValueBytes bytes, any bytes
+  bool operator==(const StoreSetMessage&) const = default;
+};
+
+// coordinator -> executor: keys of the store of the trial of lease `lease_id` (this executor's
+// lease) that other nodes set; after a reconnect, the whole store again.
+struct StoreKeysMessage {
+  uint64_t lease_id = 0;
+  std::map<std::string, std::string> entries;  // key -> value, as in StoreSetMessage
+  bool operator==(const StoreKeysMessage&) const = default;
+};
+
+using Message =
+    std::variant<HelloMessage, ReadyMessage, TrialMessage, ReportMessage, DecisionMessage,
+                 ResultMessage, FailMessage, AckMessage, HeartbeatMessage, ErrorMessage, ByeMessage,
+                 StoreSetMessage, StoreKeysMessage>;
 
 MessageType message_type(const Message& message);
 
@@ -210,7 +245,8 @@ std::vector<std::string> encode(const Message& message);
 // Throws ProtocolError, naming the problem, for: a frame count other than 2, more than
 // kMaxMessageBytes in all, a header of the wrong size or magic, another protocol version, an
 // unknown type, a body that is not a JSON object, a missing or mistyped field, e.g.
-// "REPORT.metrics.loss: expected a number".
+// "REPORT.metrics.loss: expected a number", a store key or value out of its bounds or a value
+// that is not hex.
 Message decode(std::span<const std::string> frames);
 
 }  // namespace tuner

@@ -82,12 +82,14 @@ std::vector<Message> samples() {
       HeartbeatMessage{.lease_ids = {17, 18, std::numeric_limits<uint64_t>::max()}},
       ErrorMessage{.message = "unknown message type 99"},
       ByeMessage{},
+      StoreSetMessage{.lease_id = 17, .key = "0", .value = std::string("\x00\xff\x7f a", 5)},
+      StoreKeysMessage{.lease_id = 18, .entries = {{"0", "addr-0"}, {"nccl_id", ""}}},
   };
 }
 
 TEST(Protocol, EveryTypeRoundTrips) {
   auto messages = samples();
-  ASSERT_EQ(messages.size(), 11u);
+  ASSERT_EQ(messages.size(), 13u);
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
     EXPECT_EQ(static_cast<size_t>(message_type(m)), i + 1);
@@ -302,6 +304,57 @@ TEST(Protocol, RandomMutationsOnlyReturnOrThrowProtocolError) {
   }
   EXPECT_GT(decoded, 100);  // some mutations keep a valid message (e.g. a flipped string byte)
   EXPECT_GT(refused, 10000);
+}
+
+TEST(Protocol, StoreValuesTravelAsHex) {
+  auto frames =
+      encode(StoreSetMessage{.lease_id = 2, .key = "k", .value = std::string("\x01\xab", 2)});
+  EXPECT_EQ(frames[0], header(kProtocolVersion, 12));
+  EXPECT_EQ(frames[1], R"({"lease_id":2,"key":"k","value":"01ab"})");
+  EXPECT_EQ(
+      std::get<StoreSetMessage>(
+          decode(frames_of(MessageType::kStoreSet, R"({"lease_id":2,"key":"k","value":"01AB"})")))
+          .value,
+      std::string("\x01\xab", 2));
+  EXPECT_EQ(to_string(MessageType::kStoreSet), "STORE_SET");
+  EXPECT_EQ(to_string(MessageType::kStoreKeys), "STORE_KEYS");
+}
+
+TEST(Protocol, StoreMessagesRefuseBadKeysAndValues) {
+  using T = MessageType;
+  EXPECT_EQ(body_error(T::kStoreSet, R"({"lease_id":1,"key":"k","value":"abc"})"),
+            "STORE_SET.value: expected hex digits in pairs, got 3");
+  EXPECT_EQ(body_error(T::kStoreSet, R"({"lease_id":1,"key":"k","value":"zz"})"),
+            "STORE_SET.value: expected hex digits, got 'zz'");
+  EXPECT_EQ(body_error(T::kStoreSet, R"({"lease_id":1,"key":"","value":""})"),
+            "STORE_SET: key of 0 bytes: expected 1 to 256");
+  EXPECT_EQ(body_error(T::kStoreSet, R"({"lease_id":1,"value":""})"), "STORE_SET.key: missing");
+  EXPECT_EQ(body_error(T::kStoreKeys, R"({"lease_id":1,"entries":{"a":7}})"),
+            "STORE_KEYS.entries.a: expected a string, got number");
+  EXPECT_EQ(body_error(T::kStoreKeys, R"({"lease_id":1,"entries":[]})"),
+            "STORE_KEYS.entries: expected an object, got array");
+  const std::string big(2 * (kMaxStoreValueBytes + 1), 'a');
+  EXPECT_THAT(body_error(T::kStoreSet, R"({"lease_id":1,"key":"k","value":")" + big + "\"}"),
+              HasSubstr("STORE_SET: value of 65537 bytes exceeds the limit of 65536"));
+  EXPECT_THROW(encode(StoreSetMessage{.lease_id = 1, .key = std::string(257, 'k')}), ProtocolError);
+  EXPECT_THROW(encode(StoreKeysMessage{.entries = {{"", "v"}}}), ProtocolError);
+}
+
+TEST(Protocol, TrialNodesAreOptionalAndChecked) {
+  const TrialMessage one{.lease_id = 1};
+  EXPECT_EQ(encode(one)[1].find("nodes"), std::string::npos) << "one node: as before";
+  const TrialMessage part{.lease_id = 1, .node = 1, .nodes = 2};
+  EXPECT_EQ(round_trip(part), Message(part));
+  const std::string base = R"({"lease_id":1,"study_name":"s","trial_id":1,"number":0,)"
+                           R"("attempt":0,"params":{},"job_json":"{}",)"
+                           R"("heartbeat_interval_ms":1,"gpus":[])";
+  EXPECT_EQ(body_error(MessageType::kTrial, base + R"(,"node":2,"nodes":2})"),
+            "TRIAL.node: node 2 of 2: expected 0 <= node < nodes");
+  EXPECT_EQ(body_error(MessageType::kTrial, base + R"(,"nodes":"2"})"),
+            "TRIAL.nodes: expected an integer, got string");
+  const HelloMessage hello{
+      .executor_id = "e", .leases = {{.lease_id = 3, .study_name = "s", .trial_id = 1, .node = 1}}};
+  EXPECT_EQ(round_trip(hello), Message(hello));
 }
 
 TEST(ProtocolTest, AHelloWithoutLeasesHoldsNone) {

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -34,6 +36,12 @@ constexpr size_t kMaxEndedLeases = 100'000;
 // The system attributes of retried trials, as Optuna's RetryFailedTrialCallback writes them.
 constexpr char kFailedTrialAttr[] = "failed_trial";
 constexpr char kRetryHistoryAttr[] = "retry_history";
+// After the first node of a multi-node trial fails, how long the coordinator waits for the other
+// nodes' outcomes before it tells the trial FAIL, so that the reason names every node that failed
+// (the node that died first, and the others whose collectives failed on it).
+constexpr milliseconds kNodeFailureSettle{1000};
+// Keys one multi-node trial's store may hold (a Gloo rendezvous sets one per rank).
+constexpr size_t kMaxStoreKeys = 4096;
 
 std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
@@ -89,7 +97,9 @@ struct StudyRun {
   Study study;
   StudyRunOptions options;
   std::string objective_metric;
-  int gpus_per_trial = 0;  // a CUDA engine job's ranks; 0 for jobs that need no GPU
+  int gpus_per_trial = 0;   // a CUDA engine job's ranks per node; 0 for jobs that need no GPU
+  int nodes_per_trial = 1;  // an engine job's nodes: executors per trial
+  int told_executors = 0;   // the executors (fewer than its nodes) it last logged it waits with
   // An engine job's artifacts_dir: each trial checkpoints every epoch under it, and a re-run
   // continues from its first attempt's checkpoint. Empty: no checkpoints.
   std::string checkpoint_dir;
@@ -126,13 +136,34 @@ struct Lease {
   StudyRun* run = nullptr;
   std::string executor_id;
   std::string route;
+  // The trial (its live handle in work.trial; a multi-node trial's nodes other than 0 have none:
+  // node 0's lease tells the outcome).
   Prepared work;
+  int64_t trial_id = -1;
+  int trial_number = -1;
+  // A node of a multi-node trial: its group (the lease id of node 0; 0 for one-node trials).
+  uint64_t group = 0;
+  int node = 0;
+  int nodes = 1;
   SteadyTime deadline{};
   std::vector<int> gpus;  // the executor's GPUs given to this trial
   // Group commit: TRIAL goes out once the batch that leased it is durable.
   bool unsent = false;
   // Group commit: its outcome is told in the open batch; ACKed once that is durable.
   bool outcome_pending = false;
+};
+
+// The leases of one attempt of a multi-node trial, and its rendezvous store. While it is not
+// settled, the lease of node 0 is in the lease table (the others may have ended).
+struct NodeGroup {
+  std::vector<uint64_t> leases;  // by node
+  std::map<std::string, std::string> store;
+  std::vector<std::string> failures;      // "node 1 of 2 (executor b): ...", in the order they came
+  std::optional<FailMessage> first_fail;  // its exit code and log tail go with the trial
+  std::vector<uint64_t> failed_leases;    // FAILs not ACKed yet: ACKed once the trial is told
+  int ended = 0;                          // nodes whose part ended (well or not)
+  std::optional<SteadyTime> settle_at;    // a node failed: tell the trial FAIL then
+  bool settled = false;                   // the trial's outcome is told
 };
 
 struct EndedLease {
@@ -158,6 +189,7 @@ struct Coordinator::Impl {
   StudyRunId next_run_id = 0;
   std::map<std::string, ExecutorEntry> executors;  // by route
   std::map<uint64_t, Lease> leases;
+  std::map<uint64_t, NodeGroup> groups;  // by the lease of node 0
   std::map<uint64_t, EndedLease> ended;
   std::deque<uint64_t> ended_order;
   std::map<std::string, SteadyTime> unknown_peers;  // route -> when it was last told to say HELLO
@@ -206,8 +238,17 @@ struct Coordinator::Impl {
   std::string describe(const Lease& lease) const {
     return "lease " + std::to_string(lease.id) + " (" +
            (runs.size() > 1 ? "study " + lease.run->study.name() + ", " : std::string()) +
-           "trial " + std::to_string(lease.work.trial->number()) + ", attempt " +
-           std::to_string(lease.work.attempt) + ", executor " + lease.executor_id + ")";
+           "trial " + std::to_string(lease.trial_number) + ", attempt " +
+           std::to_string(lease.work.attempt) +
+           (lease.nodes > 1
+                ? ", node " + std::to_string(lease.node) + " of " + std::to_string(lease.nodes)
+                : std::string()) +
+           ", executor " + lease.executor_id + ")";
+  }
+
+  static std::string node_label(const Lease& lease) {
+    return "node " + std::to_string(lease.node) + " of " + std::to_string(lease.nodes) +
+           " (executor " + lease.executor_id + ")";
   }
 
   void remember_end(uint64_t lease_id, bool committed, std::string detail) {
@@ -219,8 +260,9 @@ struct Coordinator::Impl {
     }
   }
 
+  // A study's `leased` counts trials: a multi-node trial's node 0 only.
   void add_lease(Lease lease) {
-    ++lease.run->leased;
+    if (lease.node == 0) ++lease.run->leased;
     leases.emplace(lease.id, std::move(lease));
   }
 
@@ -228,7 +270,7 @@ struct Coordinator::Impl {
   Lease take_lease(std::map<uint64_t, Lease>::iterator it) {
     Lease lease = std::move(it->second);
     leases.erase(it);
-    --lease.run->leased;
+    if (lease.node == 0) --lease.run->leased;
     return lease;
   }
 
@@ -257,8 +299,9 @@ struct Coordinator::Impl {
     run->objective_metric = job.objective_metric;
     // A CUDA engine trial takes one GPU per rank, on one executor.
     if (job.kind == JobKind::kEngine && job.engine.backend == "cuda") {
-      run->gpus_per_trial = job.engine.ranks;
+      run->gpus_per_trial = job.engine.ranks / job.engine.nodes;
     }
+    if (job.kind == JobKind::kEngine) run->nodes_per_trial = job.engine.nodes;
     if (job.kind == JobKind::kEngine) run->checkpoint_dir = job.engine.artifacts_dir;
     find_orphans(*run);
     const StudyRunId id = run->id;
@@ -336,7 +379,7 @@ struct Coordinator::Impl {
   std::vector<StudyRun*> claimants(const std::string& route, const ExecutorEntry& executor) const {
     std::vector<StudyRun*> wanting;
     for (const auto& [id, run] : runs) {
-      if (!run->wants_slots()) continue;
+      if (!run->wants_slots() || run->nodes_per_trial > 1) continue;  // groups: dispatch_groups
       if (run->gpus_per_trial > 0 &&
           static_cast<int>(free_gpus(route, executor).size()) < run->gpus_per_trial) {
         continue;  // waits for GPUs
@@ -352,7 +395,100 @@ struct Coordinator::Impl {
   // ahead, to start as its slots free (ExecutorOptions::prefetch), when its READY offers them.
   static int lease_limit(const ExecutorEntry& executor) { return 2 * executor.resources.cpu_slots; }
 
+  // The leases an executor holds whose outcome is not being committed.
+  int held_by_executor(const std::string& route) const {
+    return static_cast<int>(std::count_if(leases.begin(), leases.end(), [&](const auto& l) {
+      return l.second.route == route && !l.second.outcome_pending;
+    }));
+  }
+
+  // Multi-node trials: each goes to `nodes` distinct executors at once, each with a free slot
+  // (not one taken ahead: every node must start now, or the others wait for it) and, for CUDA,
+  // the GPUs of its ranks; or to none.
+  void dispatch_groups() {
+    for (auto& [id, run] : runs) {
+      if (run->nodes_per_trial <= 1) continue;
+      const int joined = static_cast<int>(executors.size());
+      if (run->wants_slots() && joined < run->nodes_per_trial) {
+        if (joined > 0 && joined != run->told_executors) {
+          log("study '" + run->study.name() + "': each trial runs on " +
+              std::to_string(run->nodes_per_trial) + " executors (the job's \"nodes\"), and " +
+              std::to_string(joined) + " have joined: its trials wait for more");
+          run->told_executors = joined;
+        }
+        continue;
+      }
+      while (run->wants_slots()) {
+        std::vector<ExecutorEntry*> chosen;
+        for (auto& [route, executor] : executors) {
+          if (executor.credit <= 0 || held_by_executor(route) >= executor.resources.cpu_slots) {
+            continue;
+          }
+          if (run->gpus_per_trial > 0 &&
+              static_cast<int>(free_gpus(route, executor).size()) < run->gpus_per_trial) {
+            continue;
+          }
+          chosen.push_back(&executor);
+          if (static_cast<int>(chosen.size()) == run->nodes_per_trial) break;
+        }
+        if (static_cast<int>(chosen.size()) < run->nodes_per_trial) break;
+        std::optional<Prepared> work = next_work(*run);
+        if (!work) break;
+        if (!lease_group(chosen, *run, std::move(*work))) break;
+      }
+    }
+  }
+
+  // Leases `work` to `nodes` (node n to nodes[n]) and sends their TRIALs (inside a batch: once
+  // the batch is durable); false (and the work kept for other executors) when one is gone.
+  bool lease_group(const std::vector<ExecutorEntry*>& nodes, StudyRun& run, Prepared work) {
+    const uint64_t group_id = next_lease_id;
+    NodeGroup& group = groups[group_id];
+    const int64_t trial_id = work.trial->id();
+    const int number = work.trial->number();
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      ExecutorEntry& executor = *nodes[n];
+      Lease lease;
+      lease.id = next_lease_id++;
+      lease.run = &run;
+      lease.executor_id = executor.executor_id;
+      lease.route = executor.route;
+      lease.trial_id = trial_id;
+      lease.trial_number = number;
+      lease.group = group_id;
+      lease.node = static_cast<int>(n);
+      lease.nodes = static_cast<int>(nodes.size());
+      if (n == 0) {
+        lease.work = std::move(work);
+      } else {
+        const Prepared& first = leases.at(group_id).work;
+        lease.work.params = first.params;
+        lease.work.attempt = first.attempt;
+        lease.work.history = first.history;
+      }
+      if (run.gpus_per_trial > 0) {
+        lease.gpus = free_gpus(executor.route, executor);
+        lease.gpus.resize(static_cast<size_t>(run.gpus_per_trial));
+      }
+      lease.deadline = clock->steady_now() + options.lease_timeout;
+      --executor.credit;
+      group.leases.push_back(lease.id);
+      if (batching) {
+        lease.unsent = true;
+        leased_in_batch.push_back(lease.id);
+      }
+      add_lease(std::move(lease));
+    }
+    if (batching) return true;
+    for (uint64_t lease_id : std::vector<uint64_t>(group.leases)) {
+      auto it = leases.find(lease_id);
+      if (it == leases.end() || !send_trial(it->second)) return false;
+    }
+    return true;
+  }
+
   void dispatch() {
+    dispatch_groups();
     for (auto& [route, executor] : executors) {
       // A lease whose outcome the open batch commits frees its slot already.
       int held = static_cast<int>(std::count_if(leases.begin(), leases.end(), [&](const auto& l) {
@@ -386,6 +522,8 @@ struct Coordinator::Impl {
     lease.run = &run;
     lease.executor_id = executor.executor_id;
     lease.route = executor.route;
+    lease.trial_id = work.trial->id();
+    lease.trial_number = work.trial->number();
     lease.work = std::move(work);
     lease.gpus = std::move(gpus);
     lease.deadline = clock->steady_now() + options.lease_timeout;
@@ -407,30 +545,62 @@ struct Coordinator::Impl {
     const Prepared& work = lease.work;
     TrialMessage message{.lease_id = lease.id,
                          .study_name = lease.run->study.name(),
-                         .trial_id = work.trial->id(),
-                         .number = work.trial->number(),
+                         .trial_id = lease.trial_id,
+                         .number = lease.trial_number,
                          .attempt = work.attempt,
                          .params = work.params,
                          .job_json = lease.run->options.job_json,
                          .heartbeat_interval_ms = options.heartbeat_interval.count(),
-                         .gpus = lease.gpus};
+                         .gpus = lease.gpus,
+                         .node = lease.node,
+                         .nodes = lease.nodes};
     if (!lease.run->checkpoint_dir.empty()) {
       // The lineage's first trial names the checkpoint, so that a re-run after a lost lease
       // continues where the lost attempt last saved.
-      const int first = work.history.empty() ? work.trial->number() : work.history.front();
+      const int first = work.history.empty() ? lease.trial_number : work.history.front();
       message.checkpoint_path =
           lease.run->checkpoint_dir + "/trial-" + std::to_string(first) + "/resume.ckpt";
     }
     lease.unsent = false;
     if (send(lease.route, message)) return true;
     log("executor " + lease.executor_id + " is unreachable; trial " +
-        std::to_string(work.trial->number()) + " waits for another");
+        std::to_string(lease.trial_number) + " waits for another");
     auto executor = executors.find(lease.route);
     if (executor != executors.end()) executor->second.credit = 0;
+    if (lease.group != 0) {
+      undo_group(lease.group, "executor " + lease.executor_id + " of another node was unreachable");
+      return false;
+    }
     Lease undone = take_lease(leases.find(lease.id));
     undone.work.asked_in_batch = false;
     undone.run->prepared.push_front(std::move(undone.work));
     return false;
+  }
+
+  // Takes back every lease of a multi-node trial not yet under way (a node's executor could not
+  // be reached): the trial waits for other executors. Nodes that got their TRIAL stop when their
+  // heartbeats no longer list their leases.
+  void undo_group(uint64_t group_id, const std::string& why) {
+    auto g = groups.find(group_id);
+    if (g == groups.end()) return;
+    std::optional<Prepared> work;
+    StudyRun* run = nullptr;
+    for (uint64_t lease_id : g->second.leases) {
+      auto it = leases.find(lease_id);
+      if (it == leases.end()) continue;
+      Lease lease = take_lease(it);
+      if (lease.node == 0) {
+        work = std::move(lease.work);
+        run = lease.run;
+      }
+      remember_end(lease.id, false,
+                   "lease " + std::to_string(lease.id) + " was taken back: " + why);
+    }
+    groups.erase(g);
+    if (run && work && work->trial) {
+      work->asked_in_batch = false;
+      run->prepared.push_front(std::move(*work));
+    }
   }
 
   // --- Group commit -----------------------------------------------------------------------------
@@ -486,6 +656,8 @@ struct Coordinator::Impl {
       Lease lease = take_lease(it);
       auto executor = executors.find(lease.route);
       if (executor != executors.end()) ++executor->second.credit;
+      if (lease.group != 0) groups.erase(lease.group);
+      if (lease.node > 0) continue;  // node 0's lease holds the trial
       Prepared& work = lease.work;
       if (!work.asked_in_batch) {  // asked in an earlier round: stored, and still to run
         lease.run->prepared.push_front(std::move(work));
@@ -509,6 +681,10 @@ struct Coordinator::Impl {
   void expire(uint64_t lease_id, const std::string& why) {
     auto it = leases.find(lease_id);
     if (it == leases.end()) return;
+    if (it->second.group != 0) {
+      expire_node(it, why);
+      return;
+    }
     Lease lease = take_lease(it);
     ++lease.run->stats.leases_expired;
     const std::string reason = describe(lease) + " expired: " + why;
@@ -519,6 +695,181 @@ struct Coordinator::Impl {
       detail += "; the trial is run again as a new trial";
     }
     remember_end(lease.id, false, detail);
+  }
+
+  // A node of a multi-node trial is lost: the attempt fails at once on every node (the others'
+  // leases end, so their executors stop them) and, as for any lost lease, the trial runs again.
+  void expire_node(std::map<uint64_t, Lease>::iterator it, const std::string& why) {
+    Lease lost = take_lease(it);
+    ++lost.run->stats.leases_expired;
+    auto g = groups.find(lost.group);
+    if (g == groups.end() || g->second.settled) {  // the trial was told already: nothing is lost
+      remember_end(lost.id, false, describe(lost) + " expired after its trial was told");
+      forget_group_if_done(lost.group);
+      return;
+    }
+    NodeGroup& group = g->second;
+    group.failures.push_back(node_label(lost) + ": lease expired: " + why);
+    const std::string reason =
+        "trial " + std::to_string(lost.trial_number) + " lost a node: " + join_failures(group);
+    log(describe(lost) + " expired: " + why + "; the trial fails on every node");
+    // Node 0's lease holds the trial: it is `lost`, or still in the table (not settled).
+    std::optional<Lease> first;
+    if (lost.node != 0) {
+      auto f = leases.find(group.leases.front());
+      if (f != leases.end()) first = take_lease(f);
+    }
+    Lease* holder = lost.node == 0 ? &lost : first ? &*first : nullptr;
+    std::string detail = "lease " + std::to_string(lost.id) + " of trial " +
+                         std::to_string(lost.trial_number) + " expired (" + why + ")";
+    const bool rerun =
+        holder && holder->work.trial && fail_and_rerun(*holder->run, holder->work, reason);
+    if (rerun) detail += "; the trial is run again as a new trial";
+    remember_end(lost.id, false, detail);
+    group.settled = true;
+    if (first) end_node_lease(group, std::move(*first), reason, /*committed=*/true);
+    end_group_leases(lost.group, reason);
+  }
+
+  // "node 1 of 2 (executor b): exited with code 3; node 0 of 2 (executor a): ..."
+  static std::string join_failures(const NodeGroup& group) {
+    std::string text;
+    for (const std::string& f : group.failures) text += (text.empty() ? "" : "; ") + f;
+    return text;
+  }
+
+  // A lease of a group whose trial was told: a FAIL it sent is ACKed now (the trial's FAIL is
+  // committed); otherwise its outcome, should it come, is refused and its executor stops it.
+  void end_node_lease(NodeGroup& group, Lease lease, const std::string& reason, bool committed) {
+    auto failed = std::find(group.failed_leases.begin(), group.failed_leases.end(), lease.id);
+    if (failed != group.failed_leases.end()) {
+      group.failed_leases.erase(failed);
+      remember_end(lease.id, committed, "");
+      send(lease.route, AckMessage{.lease_id = lease.id});
+      return;
+    }
+    remember_end(lease.id, false,
+                 describe(lease) + " ended: the trial was told on another node (" + reason + ")");
+  }
+
+  // Ends every lease of a settled group still in the table, then forgets the group.
+  void end_group_leases(uint64_t group_id, const std::string& reason) {
+    auto g = groups.find(group_id);
+    if (g == groups.end()) return;
+    for (uint64_t lease_id : std::vector<uint64_t>(g->second.leases)) {
+      auto it = leases.find(lease_id);
+      if (it != leases.end()) end_node_lease(g->second, take_lease(it), reason, true);
+    }
+    groups.erase(g);
+  }
+
+  void forget_group_if_done(uint64_t group_id) {
+    auto g = groups.find(group_id);
+    if (g == groups.end() || !g->second.settled) return;
+    const bool any = std::any_of(g->second.leases.begin(), g->second.leases.end(),
+                                 [&](uint64_t id) { return leases.contains(id); });
+    if (!any) groups.erase(g);
+  }
+
+  // A node's FAIL (or, from node 0, its end without a RESULT the trial can take): remembered;
+  // the trial is told FAIL when every node has ended or kNodeFailureSettle later, with every
+  // node's reason (settle_failed_groups).
+  void on_node_fail(Lease& lease, const FailMessage& fail) {
+    auto g = groups.find(lease.group);
+    if (g == groups.end() || g->second.settled) {
+      // The trial was told (node 0's RESULT): this node's end changes nothing.
+      log(describe(lease) + " failed after its trial was told: " + fail.reason);
+      const uint64_t group_id = lease.group;
+      Lease ended_lease = take_lease(leases.find(lease.id));
+      remember_end(ended_lease.id, true, "");
+      send(ended_lease.route,
+           AckMessage{.lease_id = ended_lease.id, .reason = "already committed"});
+      forget_group_if_done(group_id);
+      return;
+    }
+    NodeGroup& group = g->second;
+    if (std::find(group.failed_leases.begin(), group.failed_leases.end(), lease.id) !=
+        group.failed_leases.end()) {
+      return;  // sent again: its ACK comes when the trial is told
+    }
+    log(describe(lease) + " failed: " + fail.reason);
+    group.failures.push_back(node_label(lease) + ": " + fail.reason);
+    if (!group.first_fail) group.first_fail = fail;
+    group.failed_leases.push_back(lease.id);
+    ++group.ended;
+    lease.deadline = clock->steady_now() + options.lease_timeout;
+    const SteadyTime now = clock->steady_now();
+    if (!group.settle_at)
+      group.settle_at = now + std::min(kNodeFailureSettle, options.lease_timeout);
+    if (group.ended >= static_cast<int>(group.leases.size())) group.settle_at = now;
+  }
+
+  // A node other than 0 ended well: its part is done (node 0's RESULT tells the trial).
+  void on_node_done(Lease& lease) {
+    const uint64_t group_id = lease.group;
+    auto g = groups.find(group_id);
+    const bool settled = g == groups.end() || g->second.settled;
+    Lease done = take_lease(leases.find(lease.id));
+    remember_end(done.id, true, "");
+    send(done.route, AckMessage{.lease_id = done.id,
+                                .reason = settled ? "already committed"
+                                                  : "node " + std::to_string(done.node) +
+                                                        " done; node 0 tells the trial"});
+    if (g == groups.end()) return;
+    NodeGroup& group = g->second;
+    ++group.ended;
+    if (!settled && group.settle_at && group.ended >= static_cast<int>(group.leases.size())) {
+      group.settle_at = clock->steady_now();
+    }
+    forget_group_if_done(group_id);
+  }
+
+  // Tells FAIL for each multi-node trial whose nodes failed and whose settle time has come.
+  void settle_failed_groups(SteadyTime now) {
+    std::vector<uint64_t> due;
+    for (const auto& [id, group] : groups) {
+      if (!group.settled && group.settle_at && now >= *group.settle_at) due.push_back(id);
+    }
+    for (uint64_t group_id : due) {
+      NodeGroup& group = groups.at(group_id);
+      auto first = leases.find(group.leases.front());
+      if (first == leases.end()) {  // not expected: node 0's lease stays until the group settles
+        group.settled = true;
+        end_group_leases(group_id, "node 0's lease ended");
+        continue;
+      }
+      Lease& holder = first->second;
+      StudyRun& run = *holder.run;
+      const std::string reason = "trial " + std::to_string(holder.trial_number) +
+                                 " failed on its nodes: " + join_failures(group);
+      try {
+        Storage& storage = run.study.storage();
+        const FailMessage& fail = *group.first_fail;
+        if (fail.exit_code) {
+          storage.set_trial_system_attr(holder.trial_id, "exit_code",
+                                        std::to_string(*fail.exit_code));
+        }
+        if (!fail.log_tail.empty()) {
+          storage.set_trial_system_attr(holder.trial_id, "log_tail", json_string(fail.log_tail));
+        }
+        const FrozenTrial failed = run.study.tell(*holder.work.trial, TrialState::kFail, reason);
+        ++run.stats.failed;
+        if (run.options.on_trial_finished) run.options.on_trial_finished(failed);
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kFailedPrecondition) {
+          log(describe(holder) +
+              ": cannot commit the failure (trying again in one heartbeat "
+              "interval): " +
+              e.what());
+          group.settle_at = now + options.heartbeat_interval;
+          continue;
+        }
+        log(describe(holder) + ": the trial was finished elsewhere: " + e.what());
+      }
+      log(reason);
+      group.settled = true;
+      end_group_leases(group_id, reason);
+    }
   }
 
   // Tells a lost trial FAIL and, up to max_retries attempts, enqueues it to run again with the
@@ -592,7 +943,9 @@ struct Coordinator::Impl {
   // HELLO's leases that name orphans become this executor's leases again.
   void reattach(const ExecutorEntry& executor, const std::vector<HeldLease>& held) {
     for (const HeldLease& h : held) {
-      if (leases.contains(h.lease_id)) continue;
+      // A multi-node trial's node 0 is taken back as a trial of its own (its ranks have met, or
+      // will fail); the other nodes' parts are not: node 0 tells the trial.
+      if (leases.contains(h.lease_id) || h.node > 0) continue;
       for (auto& [id, run] : runs) {
         auto orphan = run->orphans.find(h.trial_id);
         if (run->study.name() != h.study_name || orphan == run->orphans.end()) continue;
@@ -605,6 +958,8 @@ struct Coordinator::Impl {
         lease.route = executor.route;
         lease.gpus = h.gpus;
         lease.deadline = clock->steady_now() + options.lease_timeout;
+        lease.trial_id = h.trial_id;
+        lease.trial_number = number;
         try {
           lease.work = adopt(*run, h.trial_id);
         } catch (const Error& e) {
@@ -725,6 +1080,19 @@ struct Coordinator::Impl {
     }
     remember_end(lease.id, true, "");
     send(lease.route, AckMessage{.lease_id = lease.id});
+    if (lease.group != 0) {
+      // Node 0 told the trial. Nodes still running end on their own, unless a node failed (a
+      // part that died after the last collective): those are done with now.
+      auto g = groups.find(lease.group);
+      if (g != groups.end()) {
+        g->second.settled = true;
+        if (!g->second.failures.empty()) {
+          end_group_leases(lease.group, "node 0 completed the trial");
+        } else {
+          forget_group_if_done(lease.group);
+        }
+      }
+    }
     if (lease.run->options.on_trial_finished) lease.run->options.on_trial_finished(finished);
   }
 
@@ -745,7 +1113,13 @@ struct Coordinator::Impl {
       }
     }
     for (auto& [id, lease] : leases) {
-      if (lease.executor_id == hello.executor_id) lease.route = route;
+      if (lease.executor_id != hello.executor_id) continue;
+      lease.route = route;
+      // A reconnect may have lost keys sent to the old connection: the whole store again.
+      auto g = groups.find(lease.group);
+      if (lease.group != 0 && g != groups.end() && !g->second.store.empty() && !lease.unsent) {
+        send(route, StoreKeysMessage{.lease_id = id, .entries = g->second.store});
+      }
     }
     ExecutorEntry& e = executors[route];
     const bool known = !e.executor_id.empty();
@@ -779,8 +1153,12 @@ struct Coordinator::Impl {
       return;
     }
     Lease& lease = it->second;
-    ++lease.run->stats.reports;
     lease.deadline = clock->steady_now() + options.lease_timeout;
+    if (!lease.work.trial) {  // a node other than 0 of a multi-node trial: node 0 reports
+      send(executor.route, DecisionMessage{.lease_id = lease.id});
+      return;
+    }
+    ++lease.run->stats.reports;
     bool stop = false;
     auto metric = report.metrics.find(lease.run->objective_metric);
     if (metric != report.metrics.end()) {
@@ -800,6 +1178,10 @@ struct Coordinator::Impl {
   void on_result(ExecutorEntry& executor, const ResultMessage& result) {
     Lease* lease = held_by(executor, result.lease_id);
     if (!lease) return;
+    if (lease->node > 0) {
+      on_node_done(*lease);
+      return;
+    }
     StudyRun& run = *lease->run;
     commit(executor, *lease, [&](Trial& trial) {
       // Every final metric stays with the trial as a user attribute (as a W&B run keeps its
@@ -823,6 +1205,10 @@ struct Coordinator::Impl {
   void on_fail(ExecutorEntry& executor, const FailMessage& fail) {
     Lease* lease = held_by(executor, fail.lease_id);
     if (!lease) return;
+    if (lease->group != 0) {
+      on_node_fail(*lease, fail);
+      return;
+    }
     StudyRun& run = *lease->run;
     log(describe(*lease) + " failed: " + fail.reason);
     commit(executor, *lease, [&](Trial& trial) {
@@ -835,6 +1221,44 @@ struct Coordinator::Impl {
       }
       return run.study.tell(trial, TrialState::kFail, fail.reason);
     });
+  }
+
+  // A key for a multi-node trial's store: kept, and sent to the trial's other nodes.
+  void on_store_set(ExecutorEntry& executor, const StoreSetMessage& set) {
+    auto it = leases.find(set.lease_id);
+    if (it == leases.end()) return;  // the attempt ended (its nodes are being stopped)
+    Lease& lease = it->second;
+    const std::string what = "STORE_SET for lease " + std::to_string(set.lease_id);
+    if (lease.executor_id != executor.executor_id) {
+      send_error(executor.route, what + ": the lease is held by executor " + lease.executor_id);
+      return;
+    }
+    auto g = groups.find(lease.group);
+    if (lease.group == 0 || g == groups.end()) {
+      send_error(executor.route,
+                 what + ": not a node of a multi-node trial (its job's \"nodes\" is 1)");
+      return;
+    }
+    NodeGroup& group = g->second;
+    if (auto known = group.store.find(set.key); known != group.store.end()) {
+      if (known->second != set.value) {
+        send_error(executor.route,
+                   what + ": key '" + set.key +
+                       "' is set already, to another value (keys are written once)");
+      }
+      return;  // a resend
+    }
+    if (group.store.size() >= kMaxStoreKeys) {
+      send_error(executor.route, what + ": the trial's store holds " +
+                                     std::to_string(kMaxStoreKeys) + " keys, its limit");
+      return;
+    }
+    group.store.emplace(set.key, set.value);
+    for (uint64_t other : group.leases) {
+      auto o = leases.find(other);
+      if (other == lease.id || o == leases.end() || o->second.unsent) continue;
+      send(o->second.route, StoreKeysMessage{.lease_id = other, .entries = {{set.key, set.value}}});
+    }
   }
 
   void on_heartbeat(ExecutorEntry& executor, const HeartbeatMessage& heartbeat) {
@@ -939,6 +1363,8 @@ struct Coordinator::Impl {
             log("executor " + executor.executor_id + " reports an error: " + m.message);
           } else if constexpr (std::is_same_v<T, ByeMessage>) {
             on_bye(peer);
+          } else if constexpr (std::is_same_v<T, StoreSetMessage>) {
+            on_store_set(executor, m);
           } else {
             send_error(peer, std::string("unexpected ") + std::string(to_string(type)) +
                                     " from an executor");
@@ -961,6 +1387,7 @@ struct Coordinator::Impl {
       }
     }
     for (const auto& [id, why] : overdue) expire(id, why);
+    settle_failed_groups(now);
     for (auto& [id, run] : runs) expire_orphans(*run, now);
     for (auto it = executors.begin(); it != executors.end();) {
       if (now - it->second.last_heard >= options.lease_timeout) {
@@ -986,6 +1413,9 @@ struct Coordinator::Impl {
   milliseconds wait_limit(milliseconds timeout) const {
     SteadyTime next = next_heartbeat;
     for (const auto& [id, lease] : leases) next = std::min(next, lease.deadline);
+    for (const auto& [id, group] : groups) {
+      if (!group.settled && group.settle_at) next = std::min(next, *group.settle_at);
+    }
     for (const auto& [id, run] : runs) {
       for (const auto& [trial_id, orphan] : run->orphans) next = std::min(next, orphan.deadline);
     }
@@ -1089,6 +1519,10 @@ struct Coordinator::Impl {
     }
     for (auto& [id, lease] : leases) {
       StudyRun& run = *lease.run;
+      if (!lease.work.trial) {  // a node other than 0: node 0's lease tells the trial
+        remember_end(id, false, describe(lease) + " was abandoned: " + reason);
+        continue;
+      }
       Trial& trial = *lease.work.trial;
       try {
         const FrozenTrial failed = run.study.tell(trial, TrialState::kFail, "abandoned: " + reason);
@@ -1102,6 +1536,7 @@ struct Coordinator::Impl {
       --run.leased;
     }
     leases.clear();
+    groups.clear();
   }
 };
 

@@ -32,6 +32,13 @@
 //   (one coordinator per study). An executor still running one lists it in its HELLO and keeps
 //   its lease (Study::adopt); one that nobody claims within 2 x lease_timeout is told FAIL and
 //   re-run like an expired lease.
+// - A multi-node trial (an engine job's "nodes": K > 1; docs/engine_jobs.md, "Nodes") is leased
+//   to K distinct executors at once, each with a free slot (and, for CUDA, the GPUs of its ranks),
+//   or not at all; each node has a lease of its own and node 0's RESULT tells the trial. The
+//   attempt's rendezvous store lives here: STORE_SET from one node goes to the others as
+//   STORE_KEYS. A node's FAIL fails the trial on every node once all nodes ended or a second
+//   later (the reason names every node that failed); a node's lost lease fails it at once and the
+//   trial runs again as after any lost lease.
 // Heartbeats go both ways: every heartbeat_interval each executor gets HEARTBEAT with the leases
 // it holds; a lease missing from that list tells the executor to stop the job.
 //
