@@ -109,6 +109,32 @@ class Backend {
                                Tensor& dz, Tensor* dx, Tensor& dw, Tensor* db,
                                std::span<float> work) = 0;
 
+  // ---- Convolution, activation and 2x2 max pooling as one op ----
+  // The pair conv2d_forward(act) then max_pool2d_forward(kernel 2, stride 2, no padding), which
+  // need not keep the convolution's output nor its unfolded input: a backend may pool each
+  // sample's output while it is in cache, unfold the input again in backward, and rebuild dz from
+  // the pooled gradient. The results are those of the pair (the same maxima and argmax; the
+  // gradients up to the order of their sums). The base class runs the pair on its own kernels,
+  // keeping col, y and dz in the workspace.
+  //
+  // Floats of workspace for input x[B,C,H,W] and weights [O,C,KH,KW]; the forward and backward
+  // of one batch take the same workspace (the forward may leave there what the backward reads).
+  virtual int64_t conv2d_pool_workspace(const Window2d& win, const Shape& x,
+                                        int64_t out_channels) const;
+  // y[B,O,PH,PW] = maxpool2x2(act(conv(x[B,C,H,W], w[O,C,KH,KW]) + bias[O])), PH = OH / 2,
+  // PW = OW / 2 (OH, OW: the convolution's output extent); argmax[B*O*PH*PW] receives the flat
+  // index in the (OH*OW) plane of each maximum (the first in window order).
+  // REQUIRES: OH, OW >= 2; fusable act; work: conv2d_pool_workspace floats.
+  virtual void conv2d_pool_forward(const Window2d& win, const Tensor& x, const Tensor& w,
+                                   const Tensor* bias, Activation act, Tensor& y,
+                                   std::span<int32_t> argmax, std::span<float> work);
+  // From dy[B,O,PH,PW] and the forward's x, y, argmax and work: dx[B,C,H,W] (skipped when
+  // nullptr), dw[O,C,KH,KW], db[O] (skipped when nullptr).
+  virtual void conv2d_pool_backward(const Window2d& win, const Tensor& x, const Tensor& w,
+                                    const Tensor& y, std::span<const int32_t> argmax,
+                                    Activation act, const Tensor& dy, Tensor* dx, Tensor& dw,
+                                    Tensor* db, std::span<float> work);
+
   // ---- Pooling ----
   // Index arrays (argmax) live in this backend's memory too: allocate() a float tensor of the
   // same count and view its storage as int32 (both 4 bytes; only kernels read it).

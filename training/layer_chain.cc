@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "training/layers/conv2d.h"
+#include "training/layers/max_pool2d.h"
 #include "training/shape_error.h"
 
 namespace tuner::training {
@@ -63,15 +65,30 @@ void LayerChain::bind(std::span<ParamView> params, std::span<Tensor> buffers) {
 }
 
 void LayerChain::setup(const Shape& sample_in, int64_t max_batch, Backend& backend) {
+  const size_t n = layers_.size();
   shapes_.assign(1, sample_in);
   for (auto& l : layers_) shapes_.push_back(l->output_shape(shapes_.back()));
+  fused_.assign(n, false);
+  for (size_t i = 0; i + 1 < n; ++i) {
+    auto* conv = dynamic_cast<Conv2d*>(layers_[i].get());
+    const auto* pool = dynamic_cast<const MaxPool2d*>(layers_[i + 1].get());
+    if (conv != nullptr && pool != nullptr && Conv2d::can_fuse(*pool)) {
+      conv->fuse_max_pool();
+      fused_[i] = true;
+    }
+  }
   acts_.clear();
   int64_t largest = 0;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->setup(shapes_[i], max_batch, backend);
-    largest = std::max(largest, shapes_[i].numel() * max_batch);
+  for (size_t i = 0; i < n; ++i) {
+    const bool pooled_by_previous = i > 0 && fused_[i - 1];
+    if (!pooled_by_previous) layers_[i]->setup(shapes_[i], max_batch, backend);
+    // Layer i - 1 writes the fused pair's output; no gradient flows through the pair's middle.
+    if (!pooled_by_previous) largest = std::max(largest, shapes_[i].numel() * max_batch);
     // The last layer writes into the caller's y; its activation is not stored here.
-    if (i + 1 < layers_.size()) acts_.push_back(backend.allocate(shapes_[i + 1].with_batch(max_batch)));
+    if (i + 1 < n) {
+      acts_.push_back(fused_[i] ? Tensor()
+                                : backend.allocate(shapes_[i + 1].with_batch(max_batch)));
+    }
   }
   grad_a_ = backend.allocate(Shape{std::max<int64_t>(largest, 1)});
   grad_b_ = backend.allocate(Shape{std::max<int64_t>(largest, 1)});
@@ -81,19 +98,20 @@ void LayerChain::forward(Pass& pass, const Tensor& x, Tensor& y) {
   const int64_t batch = x.dim(0);
   const size_t n = layers_.size();
   if (n == 0) throw_shape_error("chain.forward", "no layers");
-  if (n == 1) {
-    layers_[0]->forward(pass, x, y);
-    return;
+  for (size_t i = 0; i < n; ++i) {
+    // A fused pair (conv2d, max_pool2d) writes the pooling's output.
+    const size_t last = fused_[i] ? i + 1 : i;
+    Tensor in_view = i == 0 ? Tensor() : acts_[i - 1].slice(0, batch);
+    const Tensor& in = i == 0 ? x : in_view;
+    Tensor out_view = last + 1 == n ? Tensor() : acts_[last].slice(0, batch);
+    Tensor& out = last + 1 == n ? y : out_view;
+    if (fused_[i]) {
+      static_cast<Conv2d&>(*layers_[i]).forward_pooled(pass, in, out);
+    } else {
+      layers_[i]->forward(pass, in, out);
+    }
+    i = last;
   }
-  Tensor first = acts_[0].slice(0, batch);
-  layers_[0]->forward(pass, x, first);
-  for (size_t i = 1; i + 1 < n; ++i) {
-    Tensor in = acts_[i - 1].slice(0, batch);
-    Tensor out = acts_[i].slice(0, batch);
-    layers_[i]->forward(pass, in, out);
-  }
-  Tensor last_in = acts_[n - 2].slice(0, batch);
-  layers_[n - 1]->forward(pass, last_in, y);
 }
 
 void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -103,22 +121,36 @@ void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Te
   if (n == 0) throw_shape_error("chain.backward", "no layers");
   // Gradient buffers alternate: layer i writes its dx into one, layer i-1 reads it as dy.
   Tensor* bufs[2] = {&grad_a_, &grad_b_};
+  int next_buf = 0;
   Tensor g_out;  // the gradient of the current layer's output (a view)
   for (size_t k = 0; k < n; ++k) {
-    const size_t i = n - 1 - k;
+    const size_t last = n - 1 - k;
+    // A fused pair (conv2d i, max_pool2d i + 1) runs as one backward.
+    const bool pair = last > 0 && fused_[last - 1];
+    const size_t i = pair ? last - 1 : last;
     Tensor in_view = i == 0 ? Tensor() : acts_[i - 1].slice(0, batch);
     const Tensor& layer_in = i == 0 ? x : in_view;
-    Tensor out_view = i + 1 == n ? Tensor() : acts_[i].slice(0, batch);
-    const Tensor& layer_out = i + 1 == n ? y : out_view;
+    Tensor out_view = last + 1 == n ? Tensor() : acts_[last].slice(0, batch);
+    const Tensor& layer_out = last + 1 == n ? y : out_view;
     const Tensor& layer_dy = k == 0 ? dy : g_out;
-    if (i == 0) {
-      layers_[i]->backward(pass, layer_in, layer_out, layer_dy, dx);
-    } else {
-      Tensor g_in = Tensor::borrow(bufs[k % 2]->data(), shapes_[i].with_batch(batch));
-      layers_[i]->backward(pass, layer_in, layer_out, layer_dy, &g_in);
-      g_out = std::move(g_in);
+    Tensor g_in;
+    if (i > 0) {
+      g_in = Tensor::borrow(bufs[next_buf]->data(), shapes_[i].with_batch(batch));
+      next_buf ^= 1;
     }
-    if (after_layer) after_layer(i);
+    Tensor* layer_dx = i == 0 ? dx : &g_in;
+    if (pair) {
+      static_cast<Conv2d&>(*layers_[i])
+          .backward_pooled(pass, layer_in, layer_out, layer_dy, layer_dx);
+    } else {
+      layers_[i]->backward(pass, layer_in, layer_out, layer_dy, layer_dx);
+    }
+    g_out = std::move(g_in);
+    if (after_layer) {
+      if (pair) after_layer(last);
+      after_layer(i);
+    }
+    k += last - i;
   }
 }
 

@@ -30,7 +30,9 @@ class LayerChain {
   std::vector<BufferSpec> buffer_specs() const;
   void bind(std::span<ParamView> params, std::span<Tensor> buffers);
   // Calls setup on every layer and allocates the activations between layers (B = max_batch) and
-  // two ping-pong gradient buffers as large as the largest of them.
+  // two ping-pong gradient buffers as large as the largest of them. A conv2d followed by a 2x2,
+  // stride 2 max pooling runs as one op (Conv2d::fuse_max_pool): the convolution's full output
+  // is then neither stored nor passed back, and the pooling layer's own kernels do not run.
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend);
 
   // x[B, in...] -> y[B, out...]; the intermediate activations are kept for backward.
@@ -48,6 +50,8 @@ class LayerChain {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> shapes_;  // sample shape before layer i; shapes_[size()] is the output
   std::vector<Tensor> acts_;   // acts_[i]: output of layer i, [max_batch, shapes_[i + 1]...]
+                               // (empty for a conv2d whose pooling is fused)
+  std::vector<bool> fused_;    // fused_[i]: layer i runs layer i + 1 (a max pooling) too
   Tensor grad_a_, grad_b_;     // flat scratch for the gradients between layers
 };
 

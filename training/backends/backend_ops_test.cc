@@ -308,6 +308,49 @@ void add_conv_cases(std::vector<OpCase>& cases) {
   }
 }
 
+// conv2d_pool_* on every backend against the CPU's fused kernels. x, w and the bias take values
+// in {-1, 0, 1}, so every product and sum of the convolution is exact (in bf16 too) and each
+// window's maximum (ties included) is the same element everywhere: the backward then compares
+// the gradients of the same elements.
+void add_conv_pool_cases(std::vector<OpCase>& cases) {
+  for (const ConvGeom& g : kConvGeoms) {
+    const Shape cs = g.y();  // the convolution's output [B,O,OH,OW]
+    const Shape pooled{g.b, g.o, cs[2] / 2, cs[3] / 2};
+    for (Activation act : kFusableActs) {
+      const std::string tag = std::string(activation_name(act)) + "_" + g.tag();
+      for (int backward = 0; backward < 2; ++backward) {
+        cases.push_back(
+            {std::string(backward ? "conv2d_pool_backward_" : "conv2d_pool_forward_") + tag,
+             kProduct, [=](Bench& b) {
+               Tensor x = b.ternary(g.x(), 71);
+               Tensor w = b.ternary(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w}, 72);
+               Tensor bias = b.ternary(Shape{g.o}, 73);
+               Tensor y = b.zeros(pooled);
+               Tensor argmax = b.zeros(pooled);
+               Tensor work = b.zeros(Shape{b.backend().conv2d_pool_workspace(g.win, g.x(), g.o)});
+               b.backend().conv2d_pool_forward(g.win, x, w, &bias, act, y, as_ints(argmax),
+                                               work.span());
+               if (!backward) {
+                 b.record("y", y);
+                 b.record_ints("argmax", argmax);
+                 return;
+               }
+               Tensor dy = b.random(pooled, 74);
+               Tensor dx = b.zeros(g.x());
+               Tensor dw = b.zeros(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w});
+               Tensor db = b.zeros(Shape{g.o});
+               b.backend().conv2d_pool_backward(g.win, x, w, y, as_ints(argmax), act, dy, &dx, dw,
+                                                &db, work.span());
+               // |dz| <= 1 at the windows' maxima and 0 elsewhere; |w|, |x| <= 1.
+               b.record_product("dx", dx, g.o * g.win.kernel_h * g.win.kernel_w, 1.0);
+               b.record_product("dw", dw, g.b * pooled[2] * pooled[3], 1.0);
+               b.record("db", db);
+             }});
+      }
+    }
+  }
+}
+
 struct PoolGeom {
   int64_t b, c, h, w;
   Window2d win;
@@ -602,6 +645,7 @@ const std::vector<OpCase>& all_cases() {
     add_gemm_cases(c);
     add_linear_cases(c);
     add_conv_cases(c);
+    add_conv_pool_cases(c);
     add_pool_cases(c);
     add_elementwise_cases(c);
     add_norm_cases(c);

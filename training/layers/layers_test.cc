@@ -1,10 +1,13 @@
 // Layers and losses on small shapes against hand-computed values, and their shape errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/layer_chain.h"
 #include "training/layers/activation.h"
 #include "training/layers/avg_pool2d.h"
 #include "training/layers/batch_norm.h"
@@ -16,6 +19,7 @@
 #include "training/losses/cross_entropy.h"
 #include "training/losses/mean_squared_error.h"
 #include "training/parameter_arena.h"
+#include "training/rng.h"
 #include "training/shape_error.h"
 
 namespace tuner::training {
@@ -72,6 +76,76 @@ TEST(Conv2d, ForwardByHand) {
 TEST(Conv2d, PaddingAndStrideShapes) {
   const Conv2d conv(3, 8, 3, Conv2d::Options{2, 1});
   EXPECT_EQ(conv.output_shape(Shape{3, 28, 28}), (Shape{8, 14, 14}));
+}
+
+// A LayerChain runs a conv2d and the 2x2 max pooling after it as one op (Conv2d::fuse_max_pool):
+// the same output, input gradient and parameter gradients as the two layers run one by one, the
+// layers reported done in the same order, and the gradient buffers still alternate around it.
+TEST(Conv2d, ChainFusesAFollowingMaxPoolAndMatchesTheTwoLayers) {
+  const Shape sample{2, 8, 6};
+  const int64_t batch = 3;
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(
+      std::make_unique<Conv2d>(2, 3, 3, Conv2d::Options{1, 1, true, Activation::kRelu}));
+  layers.push_back(std::make_unique<MaxPool2d>(2));
+  layers.push_back(
+      std::make_unique<Conv2d>(3, 2, 3, Conv2d::Options{1, 1, true, Activation::kTanh}));
+  LayerChain chain(std::move(layers));
+  CpuBackend backend(2);
+  ParameterArena arena(chain.parameter_specs(), chain.buffer_specs(), backend);
+  chain.bind(arena.params(), arena.buffers());
+  chain.setup(sample, batch, backend);
+  ASSERT_TRUE(static_cast<Conv2d&>(chain.layer(0)).max_pool_fused());
+  ASSERT_FALSE(static_cast<Conv2d&>(chain.layer(2)).max_pool_fused());
+  Rng rng(5);
+  for (float& v : arena.values()) v = rng.uniform(-0.5f, 0.5f);
+
+  // The same three layers, one by one, with the chain's parameter values.
+  Bound conv(std::make_unique<Conv2d>(2, 3, 3, Conv2d::Options{1, 1, true, Activation::kRelu}),
+             sample, batch);
+  Bound pool(std::make_unique<MaxPool2d>(2), Shape{3, 8, 6}, batch);
+  Bound last(std::make_unique<Conv2d>(3, 2, 3, Conv2d::Options{1, 1, true, Activation::kTanh}),
+             Shape{3, 4, 3}, batch);
+  // The chain's parameters in order: conv weight, conv bias, last weight, last bias.
+  ParamView* layer_params[] = {&conv.arena.params()[0], &conv.arena.params()[1],
+                               &last.arena.params()[0], &last.arena.params()[1]};
+  ASSERT_EQ(arena.params().size(), 4u);
+  for (size_t p = 0; p < 4; ++p) {
+    const auto from = arena.params()[p].value.span();
+    std::copy(from.begin(), from.end(), layer_params[p]->value.span().begin());
+  }
+
+  Tensor x(Shape{batch, 2, 8, 6});
+  for (float& v : x.span()) v = rng.uniform(-1.0f, 1.0f);
+  Tensor dy(Shape{batch, 2, 4, 3});
+  for (float& v : dy.span()) v = rng.uniform(-1.0f, 1.0f);
+  Pass pass{backend};
+  Tensor y(Shape{batch, 2, 4, 3}), dx(x.shape());
+  chain.forward(pass, x, y);
+  std::vector<size_t> done;
+  chain.backward(pass, x, y, dy, &dx, [&](size_t i) { done.push_back(i); });
+  EXPECT_EQ(done, (std::vector<size_t>{2, 1, 0}));
+
+  Tensor conv_y(Shape{batch, 3, 8, 6}), pool_y(Shape{batch, 3, 4, 3}), want_y(y.shape());
+  conv.layer->forward(pass, x, conv_y);
+  pool.layer->forward(pass, conv_y, pool_y);
+  last.layer->forward(pass, pool_y, want_y);
+  Tensor d_pool_y(pool_y.shape()), d_conv_y(conv_y.shape()), want_dx(x.shape());
+  last.layer->backward(pass, pool_y, want_y, dy, &d_pool_y);
+  pool.layer->backward(pass, conv_y, pool_y, d_pool_y, &d_conv_y);
+  conv.layer->backward(pass, x, conv_y, d_conv_y, &want_dx);
+
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], want_y.data()[i]) << "y " << i;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_NEAR(dx.data()[i], want_dx.data()[i], 1e-5) << "dx " << i;
+  }
+  for (size_t p = 0; p < 4; ++p) {
+    const Tensor& got = arena.params()[p].grad;
+    const Tensor& want = layer_params[p]->grad;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      ASSERT_NEAR(got.data()[i], want.data()[i], 1e-5) << "parameter " << p << " grad " << i;
+    }
+  }
 }
 
 TEST(Pooling, MaxAndAverageByHand) {

@@ -17,6 +17,7 @@ class MaxPool2d final : public Layer {
   explicit MaxPool2d(int64_t kernel) : MaxPool2d(kernel, kernel, 0) {}
 
   std::string_view kind() const override { return "max_pool2d"; }
+  const Window2d& window() const { return window_; }
   std::string describe() const override;
   Shape output_shape(const Shape& sample_in) const override;  // [C,H,W] -> [C,OH,OW]
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;

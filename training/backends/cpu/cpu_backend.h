@@ -40,6 +40,14 @@ class CpuBackend final : public Backend {
   void conv2d_backward(const Window2d& win, const Tensor& x, const Tensor& w, const Tensor& col,
                        const Tensor& y, Activation act, const Tensor& dy, Tensor& dz, Tensor* dx,
                        Tensor& dw, Tensor* db, std::span<float> work) override;
+  int64_t conv2d_pool_workspace(const Window2d& win, const Shape& x,
+                                int64_t out_channels) const override;
+  void conv2d_pool_forward(const Window2d& win, const Tensor& x, const Tensor& w,
+                           const Tensor* bias, Activation act, Tensor& y, std::span<int32_t> argmax,
+                           std::span<float> work) override;
+  void conv2d_pool_backward(const Window2d& win, const Tensor& x, const Tensor& w, const Tensor& y,
+                            std::span<const int32_t> argmax, Activation act, const Tensor& dy,
+                            Tensor* dx, Tensor& dw, Tensor* db, std::span<float> work) override;
 
   void max_pool2d_forward(const Window2d& win, const Tensor& x, Tensor& y,
                           std::span<int32_t> argmax) override;
@@ -85,6 +93,11 @@ class CpuBackend final : public Backend {
   void scale(std::span<float> x, float factor) override;
 
  private:
+  // dw[O,CKK] and db[O] (skipped when nullptr) = the sums in thread order of the per-thread
+  // partials at work[offset + t * per_thread], laid out dw then db.
+  void reduce_conv_partials(std::span<const float> work, int64_t offset, int64_t per_thread,
+                            int64_t out, int64_t ckk, Tensor& dw, Tensor* db);
+
   ThreadPool pool_;
   // One partial sum per thread, summed in thread order (deterministic reductions).
   std::vector<double> partials_;

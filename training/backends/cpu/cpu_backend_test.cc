@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "training/rng.h"
@@ -241,8 +243,9 @@ TEST(CpuBackend, Conv2dForwardMatchesDirectConvolution) {
 // maxima, argmax (the first maximum in window order wins ties) and gradients as the definition.
 TEST(CpuBackend, MaxPool2x2MatchesTheDefinition) {
   const Window2d win{2, 2, 2, 0};
-  for (int64_t h : {4, 5}) {
-    const int64_t w = h + 2;
+  // Widths below, at and above the eight windows that the vector path takes at a time.
+  const std::pair<int64_t, int64_t> sizes[] = {{4, 6}, {5, 7}, {6, 14}, {4, 16}, {5, 35}, {6, 28}};
+  for (const auto& [h, w] : sizes) {
     Tensor x(Shape{2, 3, h, w});
     Rng rng(21);
     for (float& v : x.span()) v = std::floor(rng.uniform(0.0f, 3.0f));  // many ties
@@ -266,14 +269,122 @@ TEST(CpuBackend, MaxPool2x2MatchesTheDefinition) {
             }
           }
           const int64_t out = p * oh * ow + i * ow + j;
-          ASSERT_EQ(argmax[out], at) << "h " << h << " plane " << p << " i " << i << " j " << j;
+          ASSERT_EQ(argmax[out], at)
+              << "h " << h << " w " << w << " plane " << p << " i " << i << " j " << j;
           ASSERT_EQ(y.data()[out], plane[at]);
           want_dx[p * h * w + at] += dy.data()[out];
         }
       }
     }
     for (int64_t i = 0; i < x.numel(); ++i)
-      ASSERT_EQ(dx.data()[i], want_dx[i]) << "h " << h << " i " << i;
+      ASSERT_EQ(dx.data()[i], want_dx[i]) << "h " << h << " w " << w << " i " << i;
+  }
+}
+
+// act'(z) from the activation's output y = act(z), in double.
+double act_grad(Activation act, double y) {
+  switch (act) {
+    case Activation::kRelu:
+      return y > 0.0 ? 1.0 : 0.0;
+    case Activation::kTanh:
+      return 1.0 - y * y;
+    case Activation::kSigmoid:
+      return y * (1.0 - y);
+    default:
+      return 1.0;
+  }
+}
+
+// The fused conv2d_pool_* kernels against the base class's pair (conv2d_*, then max_pool2d_*):
+// the same pooled values and argmax bit for bit; and their gradients against the definition
+// (the pooled gradient times act' at each window's maximum, folded back through the
+// convolution), in double. Covers whole and partial 8-window rows, odd convolution outputs (whose
+// last row and column no window covers), strides and thread counts.
+TEST(CpuBackend, Conv2dPoolMatchesConvThenPoolAndTheDefinition) {
+  struct Case {
+    int64_t b, c, h, w, o;
+    Window2d win;
+    Activation act;
+  };
+  const Case cases[] = {{3, 1, 28, 28, 4, {3, 3, 1, 1}, Activation::kRelu},
+                        {4, 5, 14, 14, 6, {3, 3, 1, 1}, Activation::kRelu},
+                        {2, 3, 9, 7, 4, {3, 3, 1, 1}, Activation::kTanh},
+                        {2, 2, 11, 10, 3, {3, 3, 2, 1}, Activation::kSigmoid},
+                        {3, 2, 6, 6, 3, {1, 1, 1, 0}, Activation::kNone}};
+  for (int threads : {1, 2, 3}) {
+    CpuBackend backend(threads);
+    for (const Case& k : cases) {
+      SCOPED_TRACE("case " + std::to_string(&k - cases) + ", threads " + std::to_string(threads));
+      const Window2d& win = k.win;
+      const int64_t oh = win.out_h(k.h), ow = win.out_w(k.w), ph = oh / 2, pw = ow / 2;
+      const Shape x_shape{k.b, k.c, k.h, k.w}, w_shape{k.o, k.c, win.kernel_h, win.kernel_w};
+      const Shape y_shape{k.b, k.o, ph, pw};
+      Tensor x(x_shape), w(w_shape), bias(Shape{k.o}), dy(y_shape);
+      fill(x, 31);
+      fill(w, 32);
+      fill(bias, 33);
+      fill(dy, 34);
+      auto ints = [](Tensor& t) {
+        return std::span<int32_t>(reinterpret_cast<int32_t*>(t.data()),
+                                  static_cast<size_t>(t.numel()));
+      };
+      // The pair, through the base class's implementation.
+      Tensor y_pair(y_shape), arg_pair(y_shape);
+      Tensor work_pair(Shape{backend.Backend::conv2d_pool_workspace(win, x_shape, k.o)});
+      backend.Backend::conv2d_pool_forward(win, x, w, &bias, k.act, y_pair, ints(arg_pair),
+                                           work_pair.span());
+      // The fused kernels.
+      Tensor y(y_shape), arg(y_shape);
+      Tensor work(Shape{backend.conv2d_pool_workspace(win, x_shape, k.o)});
+      backend.conv2d_pool_forward(win, x, w, &bias, k.act, y, ints(arg), work.span());
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        ASSERT_EQ(y.data()[i], y_pair.data()[i]) << "y " << i;
+        ASSERT_EQ(ints(arg)[i], ints(arg_pair)[i]) << "argmax " << i;
+      }
+      Tensor dx(x_shape), dw(w_shape), db(Shape{k.o});
+      backend.conv2d_pool_backward(win, x, w, y, ints(arg), k.act, dy, &dx, dw, &db, work.span());
+      // The definition: dz at each window's maximum, then the convolution's gradients.
+      std::vector<double> dz(static_cast<size_t>(k.b * k.o * oh * ow), 0.0);
+      for (int64_t p = 0; p < k.b * k.o; ++p) {
+        for (int64_t q = 0; q < ph * pw; ++q) {
+          const int64_t at = p * ph * pw + q;
+          dz[p * oh * ow + ints(arg)[at]] = dy.data()[at] * act_grad(k.act, y.data()[at]);
+        }
+      }
+      std::vector<double> want_dx(static_cast<size_t>(x.numel()), 0.0);
+      std::vector<double> want_dw(static_cast<size_t>(w.numel()), 0.0);
+      std::vector<double> want_db(static_cast<size_t>(k.o), 0.0);
+      for (int64_t b = 0; b < k.b; ++b) {
+        for (int64_t o = 0; o < k.o; ++o) {
+          for (int64_t i = 0; i < oh; ++i) {
+            for (int64_t j = 0; j < ow; ++j) {
+              const double g = dz[((b * k.o + o) * oh + i) * ow + j];
+              want_db[o] += g;
+              for (int64_t c = 0; c < k.c; ++c) {
+                for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
+                  for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
+                    const int64_t ih = i * win.stride - win.padding + kh;
+                    const int64_t iw = j * win.stride - win.padding + kw;
+                    if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                    want_dx[((b * k.c + c) * k.h + ih) * k.w + iw] += g * w.at({o, c, kh, kw});
+                    want_dw[((o * k.c + c) * win.kernel_h + kh) * win.kernel_w + kw] +=
+                        g * x.at({b, c, ih, iw});
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      auto expect_near = [](const char* name, const Tensor& got, const std::vector<double>& want) {
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_NEAR(got.data()[i], want[i], 1e-4 + 1e-4 * std::abs(want[i])) << name << " " << i;
+        }
+      };
+      expect_near("dx", dx, want_dx);
+      expect_near("dw", dw, want_dw);
+      expect_near("db", db, want_db);
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cpu/max_pool_2x2.h"
 
 namespace tuner::training {
 namespace {
@@ -42,6 +43,13 @@ void gemm_serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
   if (m == 0 || n == 0) return;
 #ifdef TUNER_HAVE_OPENBLAS
   if (use_openblas(m, n, k)) {
+    // OpenBLAS applies beta in a pass of its own before its kernels accumulate into C; for
+    // beta = 0 that pass took 4% of a CNN training step (perf), a memset of the same zeros far
+    // less, and the bits are the same.
+    if (beta == 0.0f) {
+      for (int64_t r = 0; r < m; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0f);
+      beta = 1.0f;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
                 static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
@@ -100,9 +108,25 @@ void valid_columns(const Window2d& win, int64_t kw, int64_t w, int64_t ow, int64
                    int64_t* j1) {
   const int64_t first = win.padding - kw;     // j * stride >= first
   const int64_t last = w + win.padding - kw;  // j * stride < last
-  *j0 = first <= 0 ? 0 : (first + win.stride - 1) / win.stride;
-  *j1 = last <= 0 ? 0 : std::min(ow, (last + win.stride - 1) / win.stride);
+  // Called per kernel tap and sample: at stride 1, skip the divisions (tens of cycles each).
+  const auto ceil_div = [&](int64_t v) {
+    return win.stride == 1 ? v : (v + win.stride - 1) / win.stride;
+  };
+  *j0 = first <= 0 ? 0 : ceil_div(first);
+  *j1 = last <= 0 ? 0 : std::min(ow, ceil_div(last));
   *j0 = std::min(*j0, *j1);
+}
+
+// Zeroes the columns [0, j0) and [j1, ow) of the rows [i0, i1) of a block with rows of ow: the
+// few columns where a window reaches into the padding. Column by column: strided stores, which
+// the compiler does not turn into a memset call per row (that call costs more than the stores).
+void zero_edge_columns(float* block, int64_t ow, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  for (int64_t j = 0; j < j0; ++j) {
+    for (int64_t i = i0; i < i1; ++i) block[i * ow + j] = 0.0f;
+  }
+  for (int64_t j = j1; j < ow; ++j) {
+    for (int64_t i = i0; i < i1; ++i) block[i * ow + j] = 0.0f;
+  }
 }
 
 // im2col of one sample: x[C,H,W] -> col[C*KH*KW, OH*OW].
@@ -122,8 +146,8 @@ void im2col(const Window2d& win, const float* x, int64_t c_in, int64_t h, int64_
           // the tap's column offset, then zeros over the columns that wrapped around a row edge.
           const int64_t i0 = std::clamp<int64_t>(win.padding - kh, 0, oh);
           const int64_t i1 = std::clamp<int64_t>(h + win.padding - kh, i0, oh);
-          std::fill(row, row + i0 * ow, 0.0f);
-          std::fill(row + i1 * ow, row + oh * ow, 0.0f);
+          if (i0 > 0) std::fill(row, row + i0 * ow, 0.0f);
+          if (i1 < oh) std::fill(row + i1 * ow, row + oh * ow, 0.0f);
           if (i0 == i1) continue;
           const float* src = plane + (i0 - win.padding + kh) * w;
           float* dst = row + i0 * ow;
@@ -133,10 +157,7 @@ void im2col(const Window2d& win, const float* x, int64_t c_in, int64_t h, int64_
           } else {
             std::memcpy(dst - shift, src, static_cast<size_t>(n + shift) * sizeof(float));
           }
-          for (int64_t i = i0; i < i1; ++i) {
-            std::fill(row + i * ow, row + i * ow + j0, 0.0f);
-            std::fill(row + i * ow + j1, row + (i + 1) * ow, 0.0f);
-          }
+          zero_edge_columns(row, ow, i0, i1, j0, j1);
           continue;
         }
         for (int64_t i = 0; i < oh; ++i) {
@@ -162,8 +183,9 @@ void im2col(const Window2d& win, const float* x, int64_t c_in, int64_t h, int64_
   }
 }
 
-// col2im of one sample: dx[C,H,W] = sum of col[C*KH*KW, OH*OW] folded back (dx is overwritten).
-void col2im(const Window2d& win, const float* col, int64_t c_in, int64_t h, int64_t w, int64_t oh,
+// col2im of one sample: dx[C,H,W] = sum of col[C*KH*KW, OH*OW] folded back (dx is overwritten;
+// col's entries that fall on the padding are zeroed).
+void col2im(const Window2d& win, float* col, int64_t c_in, int64_t h, int64_t w, int64_t oh,
             int64_t ow, float* dx) {
   std::fill(dx, dx + c_in * h * w, 0.0f);
   const int64_t s = oh * ow, stride = win.stride;
@@ -171,10 +193,28 @@ void col2im(const Window2d& win, const float* col, int64_t c_in, int64_t h, int6
     float* plane = dx + c * h * w;
     for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
       for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
-        const float* row = col + ((c * win.kernel_h + kh) * win.kernel_w + kw) * s;
+        float* row = col + ((c * win.kernel_h + kh) * win.kernel_w + kw) * s;
         int64_t j0, j1;
         valid_columns(win, kw, w, ow, &j0, &j1);
         const int64_t shift = kw - win.padding;
+        if (stride == 1 && ow == w && j0 < j1) {
+          // As in im2col: consecutive output rows add onto consecutive input rows, so the block
+          // is one long vectorizable sum once the entries that wrapped around a row edge (they
+          // belong to the padding) are zero.
+          const int64_t i0 = std::clamp<int64_t>(win.padding - kh, 0, oh);
+          const int64_t i1 = std::clamp<int64_t>(h + win.padding - kh, i0, oh);
+          if (i0 == i1) continue;
+          zero_edge_columns(row, ow, i0, i1, j0, j1);
+          float* dst = plane + (i0 - win.padding + kh) * w;
+          const float* src = row + i0 * ow;
+          const int64_t n = (i1 - i0) * w;
+          if (shift >= 0) {
+            for (int64_t k = 0; k < n - shift; ++k) dst[k + shift] += src[k];
+          } else {
+            for (int64_t k = -shift; k < n; ++k) dst[k + shift] += src[k];
+          }
+          continue;
+        }
         for (int64_t i = 0; i < oh; ++i) {
           const int64_t ih = i * stride - win.padding + kh;
           if (ih < 0 || ih >= h) continue;
@@ -188,6 +228,48 @@ void col2im(const Window2d& win, const float* col, int64_t c_in, int64_t h, int6
         }
       }
     }
+  }
+}
+
+// The geometry of one convolution call, from its input x[B,C,H,W], its weights [O,C,KH,KW] and
+// the output extent oh x ow.
+struct ConvDims {
+  int64_t batch, c_in, h, w, out, oh, ow, s, ckk;
+  ConvDims(const Window2d& win, const Tensor& x, const Tensor& weights, int64_t out_h,
+           int64_t out_w)
+      : batch(x.dim(0)),
+        c_in(x.dim(1)),
+        h(x.dim(2)),
+        w(x.dim(3)),
+        out(weights.dim(0)),
+        oh(out_h),
+        ow(out_w),
+        s(out_h * out_w),
+        ckk(x.dim(1) * win.kernel_h * win.kernel_w) {}
+};
+
+// One sample's convolution: col[CKK,S] = im2col(x[C,H,W]), y[O,S] = act(w[O,CKK] col + bias).
+void conv_forward_sample(const Window2d& win, const ConvDims& d, const float* x, const float* w,
+                         const float* bias, Activation act, float* col, float* y) {
+  im2col(win, x, d.c_in, d.h, d.w, d.oh, d.ow, col);
+  float beta = 0.0f;
+  if (bias != nullptr) {
+    for (int64_t o = 0; o < d.out; ++o) std::fill(y + o * d.s, y + (o + 1) * d.s, bias[o]);
+    beta = 1.0f;
+  }
+  gemm_serial(false, false, d.out, d.s, d.ckk, 1.0f, w, d.ckk, col, d.s, beta, y, d.s);
+  cpu::apply_activation(act, y, d.out * d.s);
+}
+
+// One sample's share of a convolution's backward given its dz[O,S]: dw[O,CKK] += dz col^T,
+// dx[C,H,W] = col2im(w^T dz) through dcol[CKK,S] (skipped when dx is nullptr). dcol may be col's
+// memory: col is read only before dcol is written.
+void conv_backward_sample(const Window2d& win, const ConvDims& d, const float* dz, const float* col,
+                          const float* w, float* dw, float* dcol, float* dx) {
+  gemm_serial(false, true, d.out, d.ckk, d.s, 1.0f, dz, d.s, col, d.s, 1.0f, dw, d.ckk);
+  if (dx != nullptr) {
+    gemm_serial(true, false, d.ckk, d.s, d.out, 1.0f, w, d.ckk, dz, d.s, 0.0f, dcol, d.s);
+    col2im(win, dcol, d.c_in, d.h, d.w, d.oh, d.ow, dx);
   }
 }
 
@@ -302,26 +384,35 @@ int64_t CpuBackend::conv2d_backward_workspace(const Window2d& win, const Shape& 
 
 void CpuBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Tensor& w,
                                 const Tensor* bias, Activation act, Tensor& col, Tensor& y) {
-  const int64_t batch = x.dim(0), c_in = x.dim(1), h = x.dim(2), wd = x.dim(3);
-  const int64_t out = w.dim(0), oh = y.dim(2), ow = y.dim(3), s = oh * ow;
-  const int64_t ckk = c_in * win.kernel_h * win.kernel_w;
+  const ConvDims d(win, x, w, y.dim(2), y.dim(3));
   const float* xp = x.data();
   const float* wp = w.data();
   const float* bp = bias ? bias->data() : nullptr;
   float* colp = col.data();
   float* yp = y.data();
-  pool_.parallel_for(batch, 1, [&](int64_t b0, int64_t b1) {
+  pool_.parallel_for(d.batch, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
-      float* cb = colp + b * ckk * s;
-      float* yb = yp + b * out * s;
-      im2col(win, xp + b * c_in * h * wd, c_in, h, wd, oh, ow, cb);
-      float beta = 0.0f;
-      if (bp != nullptr) {
-        for (int64_t o = 0; o < out; ++o) std::fill(yb + o * s, yb + (o + 1) * s, bp[o]);
-        beta = 1.0f;
-      }
-      gemm_serial(false, false, out, s, ckk, 1.0f, wp, ckk, cb, s, beta, yb, s);
-      cpu::apply_activation(act, yb, out * s);
+      conv_forward_sample(win, d, xp + b * d.c_in * d.h * d.w, wp, bp, act, colp + b * d.ckk * d.s,
+                          yp + b * d.out * d.s);
+    }
+  });
+}
+
+void CpuBackend::reduce_conv_partials(std::span<const float> work, int64_t offset,
+                                      int64_t per_thread, int64_t out, int64_t ckk, Tensor& dw,
+                                      Tensor* db) {
+  const int threads = num_threads();
+  float* dwp = dw.data();
+  float* dbp = db ? db->data() : nullptr;
+  const int64_t total = out * ckk + out;
+  pool_.parallel_for(total, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float acc = 0.0f;
+      for (int t = 0; t < threads; ++t) acc += work[offset + t * per_thread + i];
+      if (i < out * ckk)
+        dwp[i] = acc;
+      else if (dbp != nullptr)
+        dbp[i - out * ckk] = acc;
     }
   });
 }
@@ -330,11 +421,9 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
                                  const Tensor& col, const Tensor& y, Activation act,
                                  const Tensor& dy, Tensor& dz, Tensor* dx, Tensor& dw, Tensor* db,
                                  std::span<float> work) {
-  const int64_t batch = x.dim(0), c_in = x.dim(1), h = x.dim(2), wd = x.dim(3);
-  const int64_t out = w.dim(0), oh = dy.dim(2), ow = dy.dim(3), s = oh * ow;
-  const int64_t ckk = c_in * win.kernel_h * win.kernel_w;
+  const ConvDims d(win, x, w, dy.dim(2), dy.dim(3));
   const int threads = num_threads();
-  const int64_t per_thread = out * ckk + out + ckk * s;
+  const int64_t per_thread = d.out * d.ckk + d.out + d.ckk * d.s;
   const float* wp = w.data();
   const float* colp = col.data();
   const float* yp = y.data();
@@ -343,41 +432,141 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
   float* dxp = dx ? dx->data() : nullptr;
   pool_.run([&](int t) {
     float* dw_t = work.data() + t * per_thread;
-    float* db_t = dw_t + out * ckk;
-    float* dcol = db_t + out;
-    std::fill(dw_t, dw_t + out * ckk + out, 0.0f);
-    const int64_t b0 = batch * t / threads, b1 = batch * (t + 1) / threads;
+    float* db_t = dw_t + d.out * d.ckk;
+    float* dcol = db_t + d.out;
+    std::fill(dw_t, dw_t + d.out * d.ckk + d.out, 0.0f);
+    const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
     for (int64_t b = b0; b < b1; ++b) {
-      const float* g = dyp + b * out * s;
+      const float* g = dyp + b * d.out * d.s;
       if (act != Activation::kNone) {
-        cpu::activation_grad_from_output(act, yp + b * out * s, g, dzp + b * out * s, out * s);
-        g = dzp + b * out * s;
+        cpu::activation_grad_from_output(act, yp + b * d.out * d.s, g, dzp + b * d.out * d.s,
+                                         d.out * d.s);
+        g = dzp + b * d.out * d.s;
       }
-      const float* cb = colp + b * ckk * s;
-      // dw_t[O,CKK] += g[O,S] * cb[CKK,S]^T
-      gemm_serial(false, true, out, ckk, s, 1.0f, g, s, cb, s, 1.0f, dw_t, ckk);
-      for (int64_t o = 0; o < out; ++o) db_t[o] += cpu::sum_fixed_order(g + o * s, s);
-      if (dxp != nullptr) {
-        // dcol[CKK,S] = w[O,CKK]^T * g[O,S]
-        gemm_serial(true, false, ckk, s, out, 1.0f, wp, ckk, g, s, 0.0f, dcol, s);
-        col2im(win, dcol, c_in, h, wd, oh, ow, dxp + b * c_in * h * wd);
+      for (int64_t o = 0; o < d.out; ++o) db_t[o] += cpu::sum_fixed_order(g + o * d.s, d.s);
+      conv_backward_sample(win, d, g, colp + b * d.ckk * d.s, wp, dw_t, dcol,
+                           dxp ? dxp + b * d.c_in * d.h * d.w : nullptr);
+    }
+  });
+  reduce_conv_partials(work, 0, per_thread, d.out, d.ckk, dw, db);
+}
+
+// Per thread of conv2d_pool_*: one sample's unfolded input [CKK, S] (in backward, then its
+// dcol), its convolution output [O, S] (in backward, its dz), a partial dw[O, CKK] and db[O], and
+// its pooled gradient times act' [O, S / 4]. Together they stay in the thread's cache: nothing of
+// the size of the batch's unfolded input or convolution output is kept between the passes.
+struct PoolScratch {
+  // The floats per thread for a convolution with CKK rows of unfolded input, S output pixels, O
+  // output channels and P pooled pixels; the partial dw starts at dw_offset of them.
+  static int64_t floats(int64_t ckk, int64_t s, int64_t out, int64_t pooled) {
+    return dw_offset(ckk, s, out) + out * ckk + out + out * pooled;
+  }
+  static int64_t dw_offset(int64_t ckk, int64_t s, int64_t out) { return ckk * s + out * s; }
+  static int64_t floats(const ConvDims& d) {
+    return floats(d.ckk, d.s, d.out, (d.oh / 2) * (d.ow / 2));
+  }
+
+  PoolScratch(std::span<float> work, int t, const ConvDims& d)
+      : col(work.data() + t * floats(d)),
+        conv(col + d.ckk * d.s),
+        dw(conv + d.out * d.s),
+        db(dw + d.out * d.ckk),
+        g(db + d.out) {}
+
+  float* const col;
+  float* const conv;
+  float* const dw;
+  float* const db;
+  float* const g;
+};
+
+int64_t CpuBackend::conv2d_pool_workspace(const Window2d& win, const Shape& x,
+                                          int64_t out_channels) const {
+  const int64_t oh = win.out_h(x[2]), ow = win.out_w(x[3]);
+  return static_cast<int64_t>(num_threads()) *
+         PoolScratch::floats(x[1] * win.kernel_h * win.kernel_w, oh * ow, out_channels,
+                             (oh / 2) * (ow / 2));
+}
+
+void CpuBackend::conv2d_pool_forward(const Window2d& win, const Tensor& x, const Tensor& w,
+                                     const Tensor* bias, Activation act, Tensor& y,
+                                     std::span<int32_t> argmax, std::span<float> work) {
+  const ConvDims d(win, x, w, win.out_h(x.dim(2)), win.out_w(x.dim(3)));
+  const int64_t ph = y.dim(2), pw = y.dim(3), ps = ph * pw;
+  const int threads = num_threads();
+  const float* xp = x.data();
+  const float* wp = w.data();
+  const float* bp = bias ? bias->data() : nullptr;
+  float* yp = y.data();
+  pool_.run([&](int t) {
+    const PoolScratch scratch(work, t, d);
+    const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+    // The pooling applies a relu as it reads its windows (no pass of its own).
+    const bool relu = act == Activation::kRelu;
+    for (int64_t b = b0; b < b1; ++b) {
+      conv_forward_sample(win, d, xp + b * d.c_in * d.h * d.w, wp, bp,
+                          relu ? Activation::kNone : act, scratch.col, scratch.conv);
+      for (int64_t o = 0; o < d.out; ++o) {
+        const int64_t plane = b * d.out + o;
+        const float* in = scratch.conv + o * d.s;
+        float* out = yp + plane * ps;
+        int32_t* arg = argmax.data() + plane * ps;
+        if (relu) {
+          cpu::max_pool_2x2_plane<true>(in, d.ow, ph, pw, out, arg);
+        } else {
+          cpu::max_pool_2x2_plane(in, d.ow, ph, pw, out, arg);
+        }
       }
     }
   });
-  // Sum the per-thread partials in thread order.
-  float* dwp = dw.data();
-  float* dbp = db ? db->data() : nullptr;
-  const int64_t total = out * ckk + out;
-  pool_.parallel_for(total, 4096, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      float acc = 0.0f;
-      for (int t = 0; t < threads; ++t) acc += work[t * per_thread + i];
-      if (i < out * ckk)
-        dwp[i] = acc;
-      else if (dbp != nullptr)
-        dbp[i - out * ckk] = acc;
+}
+
+void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, const Tensor& w,
+                                      const Tensor& y, std::span<const int32_t> argmax,
+                                      Activation act, const Tensor& dy, Tensor* dx, Tensor& dw,
+                                      Tensor* db, std::span<float> work) {
+  const ConvDims d(win, x, w, win.out_h(x.dim(2)), win.out_w(x.dim(3)));
+  const int64_t ph = dy.dim(2), pw = dy.dim(3), ps = ph * pw;
+  const int threads = num_threads();
+  const float* xp = x.data();
+  const float* wp = w.data();
+  const float* yp = y.data();
+  const float* dyp = dy.data();
+  float* dxp = dx ? dx->data() : nullptr;
+  // 2x2 windows tile an even plane: every element of dz is written once, with its gradient or
+  // zero, instead of zeroing the plane and scattering into it.
+  const bool tiled = d.oh % 2 == 0 && d.ow % 2 == 0;
+  pool_.run([&](int t) {
+    const PoolScratch scratch(work, t, d);
+    float* dz = scratch.conv;
+    std::fill(scratch.dw, scratch.dw + d.out * d.ckk + d.out, 0.0f);
+    const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+    for (int64_t b = b0; b < b1; ++b) {
+      // The pooling passed each gradient to its window's maximum, whose act' is that of the
+      // pooled output; every other element of the convolution's output gets zero.
+      cpu::activation_grad_from_output(act, yp + b * d.out * ps, dyp + b * d.out * ps, scratch.g,
+                                       d.out * ps);
+      if (!tiled) std::fill(dz, dz + d.out * d.s, 0.0f);
+      for (int64_t o = 0; o < d.out; ++o) {
+        const int32_t* arg = argmax.data() + (b * d.out + o) * ps;
+        const float* gp = scratch.g + o * ps;
+        float* plane = dz + o * d.s;
+        scratch.db[o] += cpu::sum_fixed_order(gp, ps);
+        if (tiled) {
+          cpu::max_pool_2x2_backward_plane(arg, gp, ph, pw, plane);
+        } else {
+          for (int64_t k = 0; k < ps; ++k) plane[arg[k]] = gp[k];
+        }
+      }
+      // The unfolded input again (cheaper than keeping the batch's in memory), then the dcol of
+      // dx in its place once dw has read it.
+      im2col(win, xp + b * d.c_in * d.h * d.w, d.c_in, d.h, d.w, d.oh, d.ow, scratch.col);
+      conv_backward_sample(win, d, dz, scratch.col, wp, scratch.dw, scratch.col,
+                           dxp ? dxp + b * d.c_in * d.h * d.w : nullptr);
     }
   });
+  reduce_conv_partials(work, PoolScratch::dw_offset(d.ckk, d.s, d.out), PoolScratch::floats(d),
+                       d.out, d.ckk, dw, db);
 }
 
 }  // namespace tuner::training

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cpu/max_pool_2x2.h"
 
 namespace tuner::training {
 namespace {
@@ -16,28 +17,6 @@ int64_t spatial(const Tensor& x) {
   int64_t s = 1;
   for (int i = 2; i < x.rank(); ++i) s *= x.dim(i);
   return s;
-}
-
-// max_pool2d_forward of one plane for the common 2x2 window, stride 2, no padding: the same
-// maxima and argmax (first maximum in window order wins) as the general loop, without its bounds
-// checks. in[H,W] -> out[OH,OW], arg[OH,OW].
-void max_pool_2x2_plane(const float* in, int64_t w, int64_t oh, int64_t ow, float* out,
-                        int32_t* arg) {
-  for (int64_t i = 0; i < oh; ++i) {
-    const float* r0 = in + 2 * i * w;
-    const float* r1 = r0 + w;
-    const int32_t base = static_cast<int32_t>(2 * i * w);
-    for (int64_t j = 0; j < ow; ++j) {
-      const int32_t at = base + static_cast<int32_t>(2 * j);
-      float best = r0[2 * j];
-      int32_t best_at = at;
-      if (r0[2 * j + 1] > best) best = r0[2 * j + 1], best_at = at + 1;
-      if (r1[2 * j] > best) best = r1[2 * j], best_at = at + static_cast<int32_t>(w);
-      if (r1[2 * j + 1] > best) best = r1[2 * j + 1], best_at = at + static_cast<int32_t>(w) + 1;
-      out[i * ow + j] = best;
-      arg[i * ow + j] = best_at;
-    }
-  }
 }
 
 }  // namespace
@@ -56,7 +35,7 @@ void CpuBackend::max_pool2d_forward(const Window2d& win, const Tensor& x, Tensor
       float* out = yp + p * oh * ow;
       int32_t* arg = argmax.data() + p * oh * ow;
       if (two_by_two) {
-        max_pool_2x2_plane(in, w, oh, ow, out, arg);
+        cpu::max_pool_2x2_plane(in, w, oh, ow, out, arg);
         continue;
       }
       for (int64_t i = 0; i < oh; ++i) {
@@ -94,26 +73,12 @@ void CpuBackend::max_pool2d_backward(const Window2d& win, std::span<const int32_
   // gradient or zero, instead of zeroing the plane and scattering into it.
   const bool tiled = win.kernel_h == 2 && win.kernel_w == 2 && win.stride == 2 &&
                      win.padding == 0 && dx.dim(2) % 2 == 0 && dx.dim(3) % 2 == 0;
-  const int64_t w = dx.dim(3), oh = dy.dim(2), ow = dy.dim(3);
+  const int64_t oh = dy.dim(2), ow = dy.dim(3);
   pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       float* plane = out + p * hw;
       if (tiled) {
-        const int32_t* arg = argmax.data() + p * ohw;
-        const float* gp = g + p * ohw;
-        for (int64_t i = 0; i < oh; ++i) {
-          float* r0 = plane + 2 * i * w;
-          float* r1 = r0 + w;
-          for (int64_t j = 0; j < ow; ++j) {
-            const int32_t at = arg[i * ow + j];
-            const int32_t top_left = static_cast<int32_t>(2 * i * w + 2 * j);
-            const float v = gp[i * ow + j];
-            r0[2 * j] = at == top_left ? v : 0.0f;
-            r0[2 * j + 1] = at == top_left + 1 ? v : 0.0f;
-            r1[2 * j] = at == top_left + w ? v : 0.0f;
-            r1[2 * j + 1] = at == top_left + w + 1 ? v : 0.0f;
-          }
-        }
+        cpu::max_pool_2x2_backward_plane(argmax.data() + p * ohw, g + p * ohw, oh, ow, plane);
         continue;
       }
       std::fill(plane, plane + hw, 0.0f);
