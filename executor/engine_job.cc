@@ -181,9 +181,9 @@ class Reader {
 };
 
 const std::vector<std::string_view> kRootMembers = {
-    "kind",          "model",           "data",  "training", "threads",
-    "backend",       "precision",       "ranks", "nodes",    "collective_timeout_s",
-    "artifacts_dir", "objective_metric"};
+    "kind",          "model",     "data",        "training", "threads",
+    "backend",       "precision", "convolution", "ranks",    "nodes",
+    "collective_timeout_s", "artifacts_dir", "objective_metric"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};
 const std::vector<std::string_view> kTrainingMembers = {
@@ -455,6 +455,7 @@ std::unique_ptr<training::Backend> make_backend(const EngineJobSpec& spec, int g
     try {
       training::CudaBackendOptions options;
       if (spec.precision == "bf16") options.matmul = training::Precision::kBfloat16;
+      if (spec.convolution == "cudnn") options.convolution = training::Convolution::kCudnn;
       return training::make_cuda_backend(gpu, options);
     } catch (const std::exception& e) {
       throw Error(ErrorCode::kUnavailable,
@@ -617,6 +618,11 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
   if (spec.precision == "bf16" && spec.backend != "cuda") {
     fail(where + ".precision",
          "\"bf16\" needs \"backend\": \"cuda\" (the CPU backend computes in fp32)");
+  }
+  if (auto v = top.choice("convolution", {"gemm", "cudnn"}, false)) spec.convolution = *v;
+  if (spec.convolution == "cudnn" && (spec.backend != "cuda" || spec.precision != "fp32")) {
+    fail(where + ".convolution",
+         "\"cudnn\" needs \"backend\": \"cuda\" and \"precision\": \"fp32\"");
   }
   if (auto v = top.integer("ranks", 1, false)) {
     if (*v > 256) {

@@ -54,6 +54,9 @@ struct EngineJobSpec {
   // GEMM inputs on "cuda": "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything
   // else; docs/training.md).
   std::string precision = "fp32";
+  // Convolutions on "cuda": "gemm" (im2col + cuBLAS) or "cudnn" (cuDNN's, fp32 only;
+  // docs/training.md).
+  std::string convolution = "gemm";
   // Data-parallel ranks of each trial: CPU processes (backend cpu, each with `threads` threads)
   // or GPUs (backend cuda, one process per GPU the trial is given). Default 1; in [1, 256].
   int ranks = 1;

@@ -93,6 +93,11 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
   EXPECT_EQ(error_of(job, [](Json& j) { j["precision"] = "bf16"; }),
             "job.precision: \"bf16\" needs \"backend\": \"cuda\" (the CPU backend computes in "
             "fp32)");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["convolution"] = "cudnn"; }),
+            "job.convolution: \"cudnn\" needs \"backend\": \"cuda\" and \"precision\": "
+            "\"fp32\"");
+  EXPECT_EQ(error_of(job, [](Json& j) { j["convolution"] = "winograd"; }),
+            "job.convolution: expected one of gemm, cudnn, got \"winograd\"");
   EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["dataset"] = "cifar"; }),
             "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)");
   EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["train"] = 59900; }),

@@ -3,8 +3,11 @@
 #   1. the GPU tests (the CUDA backend's op suite against the CPU backend, NCCL, the inventory),
 #      in the whole training_tests binary;
 #   2. training throughput and accuracy of the MLP and the CNN, engine (--backend cuda) against
-#      PyTorch eager on the same GPU in the same run, then both again in bf16 mixed precision
-#      (engine --backend cuda-bf16 against PyTorch under torch.autocast(dtype=torch.bfloat16));
+#      PyTorch eager on the same GPU in the same run; the CNN again with the engine's convolutions
+#      through cuDNN (--backend cuda-cudnn, CudaBackendOptions::convolution = kCudnn; its op tests
+#      are training/backends/cuda_cudnn_ops_test.cc, in step 1), a few seconds more; then both
+#      again in bf16 mixed precision (engine --backend cuda-bf16 against PyTorch under
+#      torch.autocast(dtype=torch.bfloat16));
 #   3. the GEMM peak each side reaches, the bf16 GEMM rate of the engine against cuBLAS's own
 #      (gemm_bf16), and the NCCL all-reduce bandwidth.
 #
@@ -52,6 +55,16 @@ else
 fi
 results="${RESULTS:-$results_dir/gpu-check-$(date +%Y%m%d-%H%M%S).jsonl}"
 python="${PYTHON:-python3}"
+# The engine loads libcudnn.so.9 at run time, for its cuDNN convolutions only; where the machine
+# has no cuDNN of its own, PyTorch's copy (the nvidia-cudnn wheel) serves.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn\.so\.9' &&
+   [ ! -e /usr/local/cuda/lib64/libcudnn.so.9 ]; then
+  cudnn_lib="$("$python" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0] + "/lib")' \
+               2>/dev/null)"
+  if [ -n "$cudnn_lib" ] && [ -e "$cudnn_lib/libcudnn.so.9" ]; then
+    export LD_LIBRARY_PATH="$cudnn_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+fi
 step() { echo "== $* ($(date +%T))" >&2; }
 
 step "GPU"
@@ -64,6 +77,8 @@ echo "{\"bench\": \"gpu_tests\", \"exit_code\": $tests_rc}" | tee -a "$results"
 
 step "engine on the GPU"
 "$engine" --backend cuda --data "$data" "${quick[@]}" | tee -a "$results"
+step "engine on the GPU, cuDNN convolutions (the CNN)"
+"$engine" --backend cuda-cudnn --models cnn --data "$data" "${quick[@]}" | tee -a "$results"
 step "PyTorch on the GPU"
 "$python" "$peer" --device cuda --data "$data" --label pytorch-cuda "${quick[@]}" | tee -a "$results"
 "$python" - <<'PY' | tee -a "$results"

@@ -2,7 +2,9 @@
 # Packs what bench/gpu/check.sh needs into one folder, for a GPU machine that lacks this
 # project's Debian packages: the GPU-capable binaries (stripped), the shared libraries they load
 # that are neither glibc's nor CUDA's own (those come from the GPU machine: its driver, CUDA
-# runtime, cuBLAS, cuDNN and NCCL), the Fashion-MNIST files and the PyTorch peer script.
+# runtime, cuBLAS, cuDNN and NCCL), the Fashion-MNIST files and the PyTorch peer script. cuDNN is
+# not linked but loaded at run time by the cuDNN convolutions only (check.sh falls back on
+# PyTorch's copy), so it is not packed either.
 #
 #   bench/gpu/pack.sh [DEST]        (default DEST: .gpu at the repository root)
 # Environment: BUILD (default build/), which must have been configured with CUDA.

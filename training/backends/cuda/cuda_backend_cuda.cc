@@ -1,11 +1,13 @@
 // The CUDA backend: construction, memory, element-wise ops, losses and optimizer steps (the
-// products are in cuda_gemm_cuda.cc, pooling and normalization in cuda_pool_norm_cuda.cc).
+// products are in cuda_gemm_cuda.cc, cuDNN's convolutions in cudnn_conv_cudnn.cc, pooling and
+// normalization in cuda_pool_norm_cuda.cc).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "training/backends/cuda/cuda_backend.h"
 #include "training/backends/cuda/cuda_backend_impl.h"
+#include "training/backends/cuda/cudnn_conv.h"
 #include "training/rng.h"
 
 namespace tuner::training {
@@ -91,7 +93,11 @@ std::string cuda_backend_unavailable(int device) {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options) {
-  const std::string reason = cuda_backend_unavailable(device);
+  const std::string invalid = cuda_options_invalid(options);
+  if (!invalid.empty()) throw std::invalid_argument("make_cuda_backend: " + invalid);
+  const std::string reason = options.convolution == Convolution::kCudnn
+                                 ? cudnn_unavailable(device)
+                                 : cuda_backend_unavailable(device);
   if (!reason.empty()) throw std::runtime_error("make_cuda_backend: " + reason);
   return std::make_unique<CudaBackend>(device, options);
 }
@@ -115,6 +121,9 @@ CudaBackend::CudaBackend(int device, CudaBackendOptions options)
   // Full fp32 products (no TF32), so results match the CPU backend to float tolerance. The bf16
   // products (gemm_rows_bf16) use the tensor cores in this mode too: their inputs are bf16.
   TUNER_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH), op, std::string());
+  if (options_.convolution == Convolution::kCudnn) {
+    cudnn_ = cuda::make_cudnn_convolutions(device_, stream);
+  }
   for (Staging& st : staging_) {
     cudaEvent_t ev = nullptr;
     TUNER_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), op, std::string());

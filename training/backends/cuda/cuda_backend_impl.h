@@ -88,6 +88,8 @@ std::string args(const Args&... a) {
 
 namespace cuda {
 
+class CudnnConvolutions;  // cudnn_conv.h
+
 struct StreamDeleter {
   void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
 };
@@ -142,18 +144,21 @@ class PinnedBuffer {
 // backend's one stream, so ops are ordered without host waits. The host waits only in download,
 // synchronize, and the ops that return a value (the losses, sum_squares). GEMMs are cuBLAS on
 // row-major data, fp32 (no TF32) or, with Precision::kBfloat16, bf16 copies of both inputs in
-// scratch with fp32 accumulation and output (CudaBackendOptions); everything else is a kernel of
+// scratch with fp32 accumulation and output (CudaBackendOptions); convolutions are im2col + those
+// GEMMs or, with Convolution::kCudnn, cuDNN's (cudnn_conv.h); everything else is a kernel of
 // kernels.h mirroring the CPU twin.
 // Thread safety: as Backend (one caller at a time); the calling thread's current device must be
 // `device` (the constructor makes it so on the constructing thread).
 class CudaBackend final : public Backend {
  public:
-  // REQUIRES: cuda_backend_unavailable(device) is empty.
+  // REQUIRES: cuda_backend_unavailable(device) is empty (cudnn_unavailable(device), for
+  // Convolution::kCudnn); cuda_options_invalid(options) is empty.
   CudaBackend(int device, CudaBackendOptions options);
   ~CudaBackend() override;
 
   std::string_view name() const override {
-    return options_.matmul == Precision::kBfloat16 ? "cuda-bf16" : "cuda";
+    if (options_.matmul == Precision::kBfloat16) return "cuda-bf16";
+    return options_.convolution == Convolution::kCudnn ? "cuda-cudnn" : "cuda";
   }
   int num_threads() const override { return 1; }
   cudaStream_t stream() const { return stream_.get(); }
@@ -244,12 +249,18 @@ class CudaBackend final : public Backend {
   // Waits for the one-value reduction launched last and returns its result.
   double read_result(const char* op);
   cuda::ReduceScratch reduce_scratch() const;
+  // conv2d_backward through cudnn_ (Convolution::kCudnn); arguments as conv2d_backward's, with
+  // work holding conv2d_backward_workspace floats.
+  void conv2d_backward_cudnn(const Window2d& win, const Tensor& x, const Tensor& w, const Tensor& y,
+                             Activation act, const Tensor& dy, Tensor& dz, Tensor* dx, Tensor& dw,
+                             Tensor* db, std::span<float> work);
 
   // Constant after construction.
   int device_;
   CudaBackendOptions options_;
   cuda::StreamPtr stream_;
   cuda::CublasPtr cublas_;
+  std::unique_ptr<cuda::CudnnConvolutions> cudnn_;  // null unless Convolution::kCudnn
 
   // Scratch, used by one op at a time.
   struct Staging {

@@ -9,7 +9,11 @@ std::string cuda_backend_unavailable(int /*device*/) {
   return "built without CUDA (no nvcc found at configure time)";
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions /*options*/) {
+std::string cudnn_unavailable(int device) { return cuda_backend_unavailable(device); }
+
+std::unique_ptr<Backend> make_cuda_backend(int device, CudaBackendOptions options) {
+  const std::string invalid = cuda_options_invalid(options);
+  if (!invalid.empty()) throw std::invalid_argument("make_cuda_backend: " + invalid);
   throw std::runtime_error("make_cuda_backend: " + cuda_backend_unavailable(device));
 }
 

@@ -1,10 +1,12 @@
 // The CUDA backend's matrix products: GEMM, linear and convolution (im2col + strided-batched
 // cuBLAS, with fused element-wise epilogues and deterministic reductions), in fp32 or with bf16
-// inputs (gemm_rows_bf16).
+// inputs (gemm_rows_bf16); with Convolution::kCudnn the convolutions' products are cuDNN's
+// (cudnn_conv.h) between the same epilogues.
 #include <algorithm>
 #include <climits>
 
 #include "training/backends/cuda/cuda_backend_impl.h"
+#include "training/backends/cuda/cudnn_conv.h"
 
 namespace tuner::training {
 namespace {
@@ -160,9 +162,11 @@ void CudaBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor
 }
 
 // Workspace of conv2d_backward: per-sample partials [B, O*CKK + O] of dw and db (summed over the
-// batch in a fixed order afterwards), then dcol[B, CKK, S] for dx.
+// batch in a fixed order afterwards), then dcol[B, CKK, S] for dx. With cuDNN, only the partials
+// [B, O] of db (cuDNN's own workspace is backend scratch).
 int64_t CudaBackend::conv2d_backward_workspace(const Window2d& win, const Shape& x,
                                                int64_t out_channels) const {
+  if (cudnn_ != nullptr) return x[0] * out_channels;
   const int64_t batch = x[0], ckk = x[1] * win.kernel_h * win.kernel_w;
   const int64_t s = win.out_h(x[2]) * win.out_w(x[3]);
   return batch * (out_channels * ckk + out_channels) + batch * ckk * s;
@@ -174,12 +178,16 @@ void CudaBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Ten
   const int64_t batch = x.dim(0), c_in = x.dim(1), h = x.dim(2), wd = x.dim(3);
   const int64_t out = w.dim(0), oh = y.dim(2), ow = y.dim(3), s = oh * ow;
   const int64_t ckk = c_in * win.kernel_h * win.kernel_w;
-  TUNER_CUDA_CHECK(cuda::launch_im2col(col.data(), x.data(), batch, c_in, h, wd, oh, ow,
-                                       window_of(win), stream_.get()),
-                   op, cuda::args("x", x, "w", w, "col", col, "y", y));
-  // y_b[O,S] = w[O,CKK] col_b[CKK,S] for every sample b (w shared).
-  gemm_rows(op, false, false, out, s, ckk, 1.0f, w.data(), ckk, 0, col.data(), s, ckk * s, 0.0f,
-            y.data(), s, out * s, batch);
+  if (cudnn_ != nullptr) {
+    cudnn_->forward(win, x, w, y);  // col stays unwritten: cuDNN's backward does not read it
+  } else {
+    TUNER_CUDA_CHECK(cuda::launch_im2col(col.data(), x.data(), batch, c_in, h, wd, oh, ow,
+                                         window_of(win), stream_.get()),
+                     op, cuda::args("x", x, "w", w, "col", col, "y", y));
+    // y_b[O,S] = w[O,CKK] col_b[CKK,S] for every sample b (w shared).
+    gemm_rows(op, false, false, out, s, ckk, 1.0f, w.data(), ckk, 0, col.data(), s, ckk * s,
+              0.0f, y.data(), s, out * s, batch);
+  }
   if (bias == nullptr && act == Activation::kNone) return;
   TUNER_CUDA_CHECK(
       cuda::launch_bias_activation_planes(y.data(), bias ? bias->data() : nullptr, batch, out, s,
@@ -201,6 +209,10 @@ void CudaBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Te
                                 std::to_string(work.size()) + " floats, needs " +
                                 std::to_string(need) + " for x" + x.shape().to_string() +
                                 " (size it with conv2d_backward_workspace)");
+  }
+  if (cudnn_ != nullptr) {
+    conv2d_backward_cudnn(win, x, w, y, act, dy, dz, dx, dw, db, work);
+    return;
   }
   const int64_t part_stride = out * ckk + out;  // one sample's [dw | db] partials
   float* part = work.data();
@@ -232,6 +244,32 @@ void CudaBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Te
   TUNER_CUDA_CHECK(cuda::launch_col2im(dx->data(), dcol, batch, c_in, h, wd, oh, ow, window_of(win),
                                        stream_.get()),
                    op, shapes());
+}
+
+void CudaBackend::conv2d_backward_cudnn(const Window2d& win, const Tensor& x, const Tensor& w,
+                                        const Tensor& y, Activation act, const Tensor& dy,
+                                        Tensor& dz, Tensor* dx, Tensor& dw, Tensor* db,
+                                        std::span<float> work) {
+  const char* op = "conv2d_backward";
+  const int64_t batch = x.dim(0), out = w.dim(0), s = dy.dim(2) * dy.dim(3);
+  float* part = work.data();  // [B, O]: per sample and channel, the sum over S of dz
+  auto shapes = [&] { return cuda::args("x", x, "w", w, "dy", dy, "dx", dx, "db", db); };
+  // dz = dy * act'(y) and db's partials in one pass, as the GEMM path does.
+  if (act != Activation::kNone || db != nullptr) {
+    TUNER_CUDA_CHECK(
+        cuda::launch_dz_plane_sum(dz.data(), db ? part : nullptr, out, y.data(), dy.data(), batch,
+                                  out, s, static_cast<int>(act), stream_.get()),
+        op, shapes());
+  }
+  const Tensor& g = act != Activation::kNone ? dz : dy;
+  cudnn_->backward_filter(win, x, g, dw);
+  if (db != nullptr) {
+    // db = the partials summed over the batch in sample order.
+    TUNER_CUDA_CHECK(cuda::launch_sum_over_batch(db->data(), out, nullptr, 0, part, batch, out,
+                                                 stream_.get()),
+                     op, shapes());
+  }
+  if (dx != nullptr) cudnn_->backward_data(win, w, g, *dx);
 }
 
 }  // namespace tuner::training
