@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "trials/error.h"
+#include "trials/hex.h"
 
 namespace tuner {
 
@@ -20,23 +21,6 @@ namespace {
 
 // How often a wait looks for its key.
 constexpr std::chrono::milliseconds kPollInterval{5};
-
-std::string hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * bytes.size());
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 0xf]);
-  }
-  return out;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
 
 std::optional<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -48,19 +32,11 @@ std::optional<std::string> read_file(const fs::path& path) {
 
 }  // namespace
 
-std::string node_store_file(std::string_view key) { return "k" + hex(key); }
+std::string node_store_file(std::string_view key) { return "k" + to_hex(key); }
 
 std::optional<std::string> node_store_key(std::string_view file_name) {
-  if (file_name.size() < 3 || file_name[0] != 'k' || file_name.size() % 2 != 1) {
-    return std::nullopt;
-  }
-  std::string key;
-  for (size_t i = 1; i < file_name.size(); i += 2) {
-    const int high = hex_digit(file_name[i]), low = hex_digit(file_name[i + 1]);
-    if (high < 0 || low < 0) return std::nullopt;
-    key.push_back(static_cast<char>(high * 16 + low));
-  }
-  return key;
+  if (file_name.size() < 3 || file_name[0] != 'k') return std::nullopt;
+  return from_hex(file_name.substr(1));
 }
 
 void write_node_store_key(const fs::path& dir, std::string_view key, std::string_view value) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "trials/hex.h"
 #include "trials/json_depth.h"
 #include "trials/params_json.h"
 
@@ -41,17 +42,6 @@ OrderedJson metrics_json(const Metrics& metrics) {
 template <typename T>
 OrderedJson optional_json(const std::optional<T>& v) {
   return v ? OrderedJson(*v) : OrderedJson(nullptr);
-}
-
-std::string to_hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * bytes.size());
-  for (unsigned char c : bytes) {
-    hex.push_back(kDigits[c >> 4]);
-    hex.push_back(kDigits[c & 0xf]);
-  }
-  return hex;
 }
 
 // Store keys and values within their bounds (both sides check: encode and decode).
@@ -257,18 +247,9 @@ std::string bytes_of_hex(const Json& v, const std::string& path) {
   const std::string hex = string_of(v, path);
   if (hex.size() % 2 != 0)
     fail(path, "expected hex digits in pairs, got " + std::to_string(hex.size()));
-  auto digit = [&](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    fail(path, "expected hex digits, got '" + shorten(hex) + "'");
-  };
-  std::string bytes;
-  bytes.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    bytes.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
-  }
-  return bytes;
+  std::optional<std::string> bytes = from_hex(hex);
+  if (!bytes) fail(path, "expected hex digits, got '" + shorten(hex) + "'");
+  return *std::move(bytes);
 }
 
 void check_store_entry_read(const std::string& path, const std::string& key,
