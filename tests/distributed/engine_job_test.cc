@@ -21,7 +21,7 @@
 #include "executor/executor_service.h"
 #include "search/random_sampler.h"
 #include "storage/sqlite_storage.h"
-#include "training/data/fashion_mnist.h"
+#include "tests/distributed/tiny_engine_job.h"
 #include "tuner/coordinator.h"
 #include "tuner/study.h"
 
@@ -30,26 +30,6 @@ namespace {
 
 using std::chrono::milliseconds;
 namespace fs = std::filesystem;
-
-bool have_fashion_mnist() {
-  return fs::exists(training::fashion_mnist_dir() + "train-images-idx3-ubyte.gz");
-}
-
-// A tiny engine job (no dropout or batch norm: N ranks match one to float tolerance).
-nlohmann::json tiny_job(int ranks, int epochs) {
-  nlohmann::json job = nlohmann::json::parse(R"({
-    "kind": "engine",
-    "model": {"input": [1, 28, 28], "layers": [
-      {"type": "flatten"}, {"type": "linear", "out": "{width}"}, {"type": "relu"},
-      {"type": "linear", "out": 10}]},
-    "data": {"dataset": "fashion-mnist", "train": 600, "validation": 200},
-    "training": {"batch_size": 64, "lr": "{lr}", "seed": 3},
-    "objective_metric": "val_accuracy"})");
-  job["training"]["epochs"] = epochs;
-  job["ranks"] = ranks;
-  job["collective_timeout_s"] = 20;
-  return job;
-}
 
 // What a `tuner trial` run printed and how it ended.
 struct TrialRun {
@@ -116,8 +96,8 @@ const std::string kParamsEnv = R"(TUNER_PARAMS={"width": 24, "lr": 0.004})";
 TEST(EngineRanksEndToEnd, TwoCpuRanksGiveTheFinalMetricsOfOne) {
   if (!have_fashion_mnist())
     GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
-  const TrialRun one = run_tuner_trial(tiny_job(1, 2), {kParamsEnv});
-  const TrialRun two = run_tuner_trial(tiny_job(2, 2), {kParamsEnv});
+  const TrialRun one = run_tuner_trial(tiny_engine_job(1, 2), {kParamsEnv});
+  const TrialRun two = run_tuner_trial(tiny_engine_job(2, 2), {kParamsEnv});
   ASSERT_EQ(one.status.exit_code, 0) << one.stderr_text;
   ASSERT_EQ(two.status.exit_code, 0) << two.stderr_text;
   // Rank 0 alone prints: a line per epoch, then the final line.
@@ -136,7 +116,8 @@ TEST(EngineRanksEndToEnd, TwoCpuRanksGiveTheFinalMetricsOfOne) {
 TEST(EngineRanksEndToEnd, ARankThatDiesFailsTheTrialNamingIt) {
   if (!have_fashion_mnist())
     GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
-  const TrialRun run = run_tuner_trial(tiny_job(2, 20), {kParamsEnv, "TUNER_TEST_RANK_EXIT=1:1"});
+  const TrialRun run =
+      run_tuner_trial(tiny_engine_job(2, 20), {kParamsEnv, "TUNER_TEST_RANK_EXIT=1:1"});
   EXPECT_EQ(run.status.exit_code, 1) << run.stderr_text;
   EXPECT_NE(run.stderr_text.find("error: job: rank 1 of 2 exited with code 3; the other ranks "
                                  "were stopped"),
@@ -151,7 +132,7 @@ TEST(EngineRanksEndToEnd, SigtermStopsEveryRankAndPrintsTheEpochsSoFar) {
     GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
   bool signalled = false;
   const TrialRun run = run_tuner_trial(
-      tiny_job(2, 50), {kParamsEnv}, [&](const std::string& line, ChildProcess& child) {
+      tiny_engine_job(2, 50), {kParamsEnv}, [&](const std::string& line, ChildProcess& child) {
         if (!signalled && line.find("\"step\":1,") != std::string::npos) {
           child.signal_group(SIGTERM);  // as the executor stops a job
           signalled = true;
@@ -232,13 +213,13 @@ void run_engine_study(const nlohmann::json& job, int n_trials, const std::string
 TEST(EngineJobEndToEnd, ACoordinatorRunsTwoEngineTrialsThroughAnExecutor) {
   if (!have_fashion_mnist())
     GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
-  run_engine_study(tiny_job(1, 2), 2, "one-rank");
+  run_engine_study(tiny_engine_job(1, 2), 2, "one-rank");
 }
 
 TEST(EngineJobEndToEnd, ATwoRankEngineTrialCompletesThroughAnExecutor) {
   if (!have_fashion_mnist())
     GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
-  run_engine_study(tiny_job(2, 2), 1, "two-ranks");
+  run_engine_study(tiny_engine_job(2, 2), 1, "two-ranks");
 }
 
 }  // namespace

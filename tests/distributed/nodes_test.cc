@@ -20,7 +20,7 @@
 #include "search/random_sampler.h"
 #include "storage/sqlite_storage.h"
 #include "training/checkpoint.h"
-#include "training/data/fashion_mnist.h"
+#include "tests/distributed/tiny_engine_job.h"
 #include "tuner/coordinator.h"
 #include "tuner/study.h"
 
@@ -29,27 +29,6 @@ namespace {
 
 using std::chrono::milliseconds;
 namespace fs = std::filesystem;
-
-bool have_fashion_mnist() {
-  return fs::exists(training::fashion_mnist_dir() + "train-images-idx3-ubyte.gz");
-}
-
-// A tiny engine job without dropout or batch norm (ranks match one to float tolerance).
-nlohmann::json tiny_job(int ranks, int nodes, int epochs) {
-  nlohmann::json job = nlohmann::json::parse(R"({
-    "kind": "engine",
-    "model": {"input": [1, 28, 28], "layers": [
-      {"type": "flatten"}, {"type": "linear", "out": "{width}"}, {"type": "relu"},
-      {"type": "linear", "out": 10}]},
-    "data": {"dataset": "fashion-mnist", "train": 600, "validation": 200},
-    "training": {"batch_size": 64, "lr": "{lr}", "seed": 3},
-    "objective_metric": "val_accuracy"})");
-  job["training"]["epochs"] = epochs;
-  job["ranks"] = ranks;
-  job["nodes"] = nodes;
-  job["collective_timeout_s"] = 20;
-  return job;
-}
 
 // Called on every turn of the coordinator's loop with the study and the executors' threads.
 using OnTurn = std::function<void(const Study&, std::vector<std::jthread>&)>;
@@ -140,8 +119,8 @@ double attr(const FrozenTrial& trial, const std::string& name) {
 TEST(EngineNodesEndToEnd, TwoRanksOnTwoExecutorsGiveTheMetricsAndWeightsOfTwoRanksOnOne) {
   if (!have_fashion_mnist())
     GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
-  const TrialRun run_one = run_one_trial(tiny_job(2, 1, 2), 1, "one-executor");
-  const TrialRun run_two = run_one_trial(tiny_job(2, 2, 2), 2, "two-executors");
+  const TrialRun run_one = run_one_trial(tiny_engine_job(2, 2, 1), 1, "one-executor");
+  const TrialRun run_two = run_one_trial(tiny_engine_job(2, 2, 2), 2, "two-executors");
   const FrozenTrial& one = run_one.trial;
   const FrozenTrial& two = run_two.trial;
   ASSERT_EQ(one.state, TrialState::kComplete);
@@ -169,7 +148,7 @@ TEST(EngineNodesEndToEnd, ANodeThatDiesFailsTheTrialOnEveryNodeNamingIt) {
   // Rank 1 is node 1's first rank, its launcher: after epoch 1 the whole node exits with code 3.
   ::setenv("TUNER_TEST_RANK_EXIT", "1:1", 1);
   const auto start = std::chrono::steady_clock::now();
-  const FrozenTrial trial = run_one_trial(tiny_job(2, 2, 30), 2, "dying-node").trial;
+  const FrozenTrial trial = run_one_trial(tiny_engine_job(2, 30, 2), 2, "dying-node").trial;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::unsetenv("TUNER_TEST_RANK_EXIT");
@@ -190,7 +169,7 @@ TEST(EngineNodesEndToEnd, AnExecutorThatLeavesMidTrialFailsTheAttemptOnEveryNode
   bool stopped = false;
   // Node 1's executor stops (BYE, its job stopped) once node 0 has reported an epoch.
   const FrozenTrial trial =
-      run_one_trial(tiny_job(2, 2, 30), 2, "leaving-executor",
+      run_one_trial(tiny_engine_job(2, 30, 2), 2, "leaving-executor",
                     [&](const Study& study, std::vector<std::jthread>& threads) {
                       if (stopped) return;
                       const std::vector<FrozenTrial> trials = study.trials();
