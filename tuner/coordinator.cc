@@ -4,9 +4,11 @@
 #include <cmath>
 #include <deque>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -487,9 +489,43 @@ struct Coordinator::Impl {
     return true;
   }
 
+  // The executors kept from single-node trials for multi-node trials whose turn it is. Without
+  // this, single-node trials would take each slot as it frees, and a trial that needs `nodes`
+  // free executors at once could wait forever. A multi-node study that wants a slot and has no
+  // more trials leased than the single-node studies that want one (the fair share of claimants())
+  // reserves its `nodes` executors: those with enough GPUs that hold the fewest leases. They take
+  // no single-node trial, not even ahead, until dispatch_groups() leases the trial to them.
+  std::set<std::string> reserved_for_groups() const {
+    std::set<std::string> reserved;
+    int fewest_single_node = std::numeric_limits<int>::max();
+    for (const auto& [id, run] : runs) {
+      if (run->nodes_per_trial == 1 && run->wants_slots()) {
+        fewest_single_node = std::min(fewest_single_node, run->leased);
+      }
+    }
+    for (const auto& [id, run] : runs) {
+      if (run->nodes_per_trial <= 1 || !run->wants_slots() || run->leased > fewest_single_node) {
+        continue;
+      }
+      std::vector<std::pair<int, const std::string*>> eligible;  // (leases held, route)
+      for (const auto& [route, executor] : executors) {
+        if (reserved.contains(route)) continue;
+        if (static_cast<int>(executor.resources.gpus.size()) < run->gpus_per_trial) continue;
+        eligible.emplace_back(held_by_executor(route), &route);
+      }
+      if (static_cast<int>(eligible.size()) < run->nodes_per_trial) continue;
+      std::stable_sort(eligible.begin(), eligible.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (int n = 0; n < run->nodes_per_trial; ++n) reserved.insert(*eligible[n].second);
+    }
+    return reserved;
+  }
+
   void dispatch() {
     dispatch_groups();
+    const std::set<std::string> reserved = reserved_for_groups();
     for (auto& [route, executor] : executors) {
+      if (reserved.contains(route)) continue;
       // A lease whose outcome the open batch commits frees its slot already.
       int held = static_cast<int>(std::count_if(leases.begin(), leases.end(), [&](const auto& l) {
         return l.second.route == route && !l.second.outcome_pending;

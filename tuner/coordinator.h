@@ -34,7 +34,9 @@
 //   re-run like an expired lease.
 // - A multi-node trial (an engine job's "nodes": K > 1; docs/engine_jobs.md, "Nodes") is leased
 //   to K distinct executors at once, each with a free slot (and, for CUDA, the GPUs of its ranks),
-//   or not at all; each node has a lease of its own and node 0's RESULT tells the trial. The
+//   or not at all; when its study's turn comes (fair sharing, counted in trials), K executors
+//   are kept from single-node trials until it can be leased, so that single-node studies cannot
+//   starve it. Each node has a lease of its own and node 0's RESULT tells the trial. The
 //   attempt's rendezvous store lives here: STORE_SET from one node goes to the others as
 //   STORE_KEYS. A node's FAIL fails the trial on every node once all nodes ended or a second
 //   later (the reason names every node that failed); a node's lost lease fails it at once and the

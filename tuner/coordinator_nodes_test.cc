@@ -46,9 +46,9 @@ class CoordinatorNodesTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ignored);
   }
 
-  void start(const std::string& job, int n_trials = 1, int max_retries = 0) {
+  Study make_study(const std::string& name) {
     StudyOptions study_options;
-    study_options.name = "nodes";
+    study_options.name = name;
     study_options.directions = {StudyDirection::kMaximize};
     study_options.sampler = std::make_shared<RandomSampler>();
     study_options.seed = 7;
@@ -58,8 +58,11 @@ class CoordinatorNodesTest : public ::testing::Test {
     SearchSpace space;
     space.add_float("x", 0.001, 0.01);
     study_options.space = space;
-    study_.emplace(Study::create(study_options));
+    return Study::create(study_options);
+  }
 
+  void start(const std::string& job, int n_trials = 1, int max_retries = 0) {
+    study_.emplace(make_study("nodes"));
     CoordinatorOptions options;
     options.endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
     options.job_json = job;
@@ -156,6 +159,40 @@ TEST_F(CoordinatorNodesTest, ATrialGoesToAsManyExecutorsAtOnceOrWaits) {
   EXPECT_EQ(second.nodes, 2);
   EXPECT_EQ(coordinator_->stats().trials_started, 1);
   EXPECT_EQ(coordinator_->stats(0).active_leases, 1) << "a study counts trials, not nodes";
+}
+
+TEST_F(CoordinatorNodesTest, SingleNodeTrialsDoNotStarveAMultiNodeTrial) {
+  start(engine_job(1, 1), /*n_trials=*/100);
+  a_ = join("a", 1, {{0, "H200", 1}});
+  b_ = join("b", 1, {{0, "H200", 1}});
+  auto c = join("c");  // no GPU
+  const TrialMessage on_a = expect<TrialMessage>(*a_);
+  const TrialMessage on_b = expect<TrialMessage>(*b_);
+  const TrialMessage on_c = expect<TrialMessage>(*c);
+  const StudyRunId groups = coordinator_->add_study(
+      make_study("groups"), {.job_json = engine_job(2, 2, "cuda"), .n_trials = 1});
+
+  auto finish = [&](DealerEndpoint& peer, const TrialMessage& trial) {
+    ASSERT_TRUE(peer.send(ResultMessage{
+        .lease_id = trial.lease_id, .metrics = {{"val_accuracy", 0.5}}, .values = {0.5}}));
+    ASSERT_TRUE(peer.send(ReadyMessage{.free_slots = 1}));
+    EXPECT_TRUE(expect<AckMessage>(peer).accepted);
+  };
+  // The multi-node study has its turn (no trial leased): a and b, which have its GPUs, are kept
+  // for it; c runs single-node trials on.
+  finish(*a_, on_a);
+  EXPECT_EQ(next(*a_, 20), std::nullopt) << "a is kept for the multi-node trial";
+  finish(*c, on_c);
+  EXPECT_EQ(expect<TrialMessage>(*c).nodes, 1) << "c, without GPUs, is not kept";
+  finish(*b_, on_b);
+  const TrialMessage node0 = expect<TrialMessage>(*a_);
+  const TrialMessage node1 = expect<TrialMessage>(*b_);
+  EXPECT_EQ(node0.nodes, 2);
+  EXPECT_EQ(node1.trial_id, node0.trial_id);
+  EXPECT_EQ(coordinator_->stats(groups).trials_started, 1);
+  // Its budget spent, nothing is kept: a free slot goes to the single-node study again.
+  finish(*b_, node1);
+  EXPECT_EQ(expect<TrialMessage>(*b_).nodes, 1);
 }
 
 TEST_F(CoordinatorNodesTest, CudaNodesEachGetTheGpusOfTheirRanks) {
