@@ -3,18 +3,12 @@
 // STORE_KEYS), and a trial that fails on every node when one node fails or is lost. Fake
 // executors (DEALER sockets) and a FakeClock.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
-#include "executor/transport/message_socket.h"
-#include "search/random_sampler.h"
-#include "storage/in_memory_storage.h"
-#include "trials/protocol.h"
-#include "tuner/coordinator.h"
+#include "tuner/coordinator_test_support.h"
 
 namespace tuner {
 namespace {
@@ -32,47 +26,20 @@ std::string engine_job(int ranks, int nodes, const std::string& backend = "cpu")
       "training": {"lr": "{x}"}, "objective_metric": "val_accuracy"})";
 }
 
-class CoordinatorNodesTest : public ::testing::Test {
+class CoordinatorNodesTest : public testing::CoordinatorTestBase {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tuner-coordinator-nodes-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    clock_ = std::make_shared<FakeClock>();
-  }
-  void TearDown() override {
-    coordinator_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
+  CoordinatorNodesTest() : CoordinatorTestBase("tuner-coordinator-nodes-test") {}
 
   Study make_study(const std::string& name) {
-    StudyOptions study_options;
-    study_options.name = name;
-    study_options.directions = {StudyDirection::kMaximize};
-    study_options.sampler = std::make_shared<RandomSampler>();
-    study_options.seed = 7;
-    study_options.storage = std::make_shared<InMemoryStorage>();
-    study_options.clock = clock_;
-    study_options.heartbeat_interval = std::nullopt;
-    SearchSpace space;
-    space.add_float("x", 0.001, 0.01);
-    study_options.space = space;
-    return Study::create(study_options);
+    StudyOptions o = study_options(name, 0.001, 0.01);
+    o.directions = {StudyDirection::kMaximize};
+    return Study::create(o);
   }
 
   void start(const std::string& job, int n_trials = 1, int max_retries = 0) {
     study_.emplace(make_study("nodes"));
-    CoordinatorOptions options;
-    options.endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
-    options.job_json = job;
-    options.n_trials = n_trials;
-    options.heartbeat_interval = kHeartbeat;
-    options.lease_timeout = kLeaseTimeout;
-    options.max_retries = max_retries;
-    options.clock = clock_;
-    options.log = [this](const std::string& line) { log_.push_back(line); };
-    coordinator_.emplace(*study_, options);
+    coordinator_.emplace(*study_,
+                         coordinator_options(job, n_trials, max_retries, kHeartbeat, kLeaseTimeout));
   }
 
   std::unique_ptr<DealerEndpoint> join(const std::string& id, int slots = 1,
@@ -87,19 +54,9 @@ class CoordinatorNodesTest : public ::testing::Test {
     return peer;
   }
 
-  // The next message for `peer` other than HEARTBEAT, turning the coordinator's loop meanwhile;
-  // nullopt when none comes within `turns` turns.
+  // The next message for `peer` other than HEARTBEAT; nullopt when none comes within `turns`.
   std::optional<Message> next(DealerEndpoint& peer, int turns = 400) {
-    for (int i = 0; i < turns; ++i) {
-      coordinator_->poll_once(milliseconds(0));
-      while (auto frames = peer.receive()) {
-        Message m = decode(*frames);
-        if (std::holds_alternative<HeartbeatMessage>(m)) continue;
-        return m;
-      }
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    return std::nullopt;
+    return poll_for_message(*coordinator_, peer, turns);
   }
 
   template <typename T>
@@ -125,13 +82,7 @@ class CoordinatorNodesTest : public ::testing::Test {
     return {first, second};
   }
 
-  std::filesystem::path dir_;
-  std::shared_ptr<FakeClock> clock_;
-  std::optional<Study> study_;
-  std::vector<std::string> log_;
-  ZmqContext context_;  // before the sockets and coordinator_: they close first
   std::unique_ptr<DealerEndpoint> a_, b_;
-  std::optional<Coordinator> coordinator_;
 };
 
 TEST_F(CoordinatorNodesTest, ATrialGoesToAsManyExecutorsAtOnceOrWaits) {

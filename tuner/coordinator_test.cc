@@ -1,18 +1,14 @@
 #include "tuner/coordinator.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
-#include "executor/transport/message_socket.h"
-#include "search/random_sampler.h"
 #include "storage/fault_injection_storage.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
-#include "trials/protocol.h"
+#include "tuner/coordinator_test_support.h"
 
 namespace tuner {
 namespace {
@@ -32,46 +28,19 @@ class StopAboveTen : public Scheduler {
   }
 };
 
-class CoordinatorTest : public ::testing::Test {
+class CoordinatorTest : public testing::CoordinatorTestBase {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tuner-coordinator-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    clock_ = std::make_shared<FakeClock>();
-  }
-  void TearDown() override {
-    coordinator_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
+  CoordinatorTest() : CoordinatorTestBase("tuner-coordinator-test") {}
 
   void start(int n_trials, int max_retries = 3, std::shared_ptr<Scheduler> scheduler = nullptr,
              const std::string& job = kJob, std::shared_ptr<Storage> storage = nullptr) {
-    StudyOptions study_options;
-    study_options.name = "distributed";
-    study_options.sampler = std::make_shared<RandomSampler>();
-    study_options.scheduler = std::move(scheduler);
-    study_options.seed = 7;
-    study_options.storage = storage ? storage : std::make_shared<InMemoryStorage>();
-    study_options.clock = clock_;
-    study_options.heartbeat_interval = std::nullopt;
-    SearchSpace space;
-    space.add_float("x", 0.0, 1.0);
-    study_options.space = space;
-    study_.emplace(Study::create(study_options));
+    StudyOptions study = study_options("distributed", 0.0, 1.0);
+    study.scheduler = std::move(scheduler);
+    if (storage) study.storage = std::move(storage);
+    study_.emplace(Study::create(study));
 
-    CoordinatorOptions options;
-    options.endpoint = "ipc://" + (dir_ / "coordinator.sock").string();
-    options.job_json = job;
-    options.n_trials = n_trials;
-    options.heartbeat_interval = kHeartbeat;
-    options.lease_timeout = kLeaseTimeout;
-    options.max_retries = max_retries;
-    options.clock = clock_;
-    options.log = [this](const std::string& line) { log_.push_back(line); };
-    options_ = options;
-    coordinator_.emplace(*study_, options);
+    options_ = coordinator_options(job, n_trials, max_retries, kHeartbeat, kLeaseTimeout);
+    coordinator_.emplace(*study_, options_);
   }
 
   std::unique_ptr<DealerEndpoint> connect(const std::string& id) {
@@ -81,15 +50,8 @@ class CoordinatorTest : public ::testing::Test {
 
   // The next message for `peer` other than HEARTBEAT, turning the coordinator's loop meanwhile.
   Message next(DealerEndpoint& peer, bool skip_heartbeats = true) {
-    for (int i = 0; i < 400; ++i) {
-      coordinator_->poll_once(milliseconds(0));
-      while (auto frames = peer.receive()) {
-        Message m = decode(*frames);
-        if (skip_heartbeats && std::holds_alternative<HeartbeatMessage>(m)) continue;
-        return m;
-      }
-      std::this_thread::sleep_for(milliseconds(5));
-    }
+    std::optional<Message> m = poll_for_message(*coordinator_, peer, 400, skip_heartbeats);
+    if (m) return *m;
     ADD_FAILURE() << "no message within 2 s";
     return ByeMessage{};
   }
@@ -111,13 +73,7 @@ class CoordinatorTest : public ::testing::Test {
     return std::holds_alternative<TrialMessage>(m) ? std::get<TrialMessage>(m) : TrialMessage{};
   }
 
-  std::filesystem::path dir_;
-  std::shared_ptr<FakeClock> clock_;
-  std::optional<Study> study_;
-  std::vector<std::string> log_;
   CoordinatorOptions options_;  // of the last start()
-  ZmqContext context_;  // before coordinator_: sockets close before the context
-  std::optional<Coordinator> coordinator_;
 };
 
 TEST_F(CoordinatorTest, LeasesTrialsStoresReportsAndCommitsResultsBeforeAck) {
@@ -399,24 +355,9 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorTakesBackTrialsStillRunningAndRerun
 
 TEST_F(CoordinatorTest, StudiesShareTheExecutorsFairlyAndPauseAndDrainOnTheirOwn) {
   auto make_study = [&](const std::string& name) {
-    StudyOptions o;
-    o.name = name;
-    o.sampler = std::make_shared<RandomSampler>();
-    o.storage = std::make_shared<InMemoryStorage>();
-    o.clock = clock_;
-    o.heartbeat_interval = std::nullopt;
-    SearchSpace space;
-    space.add_float("x", 0.0, 1.0);
-    o.space = space;
-    return Study::create(o);
+    return Study::create(study_options(name, 0.0, 1.0));
   };
-  CoordinatorServiceOptions service;
-  service.endpoint = "ipc://" + (dir_ / "serve.sock").string();
-  service.heartbeat_interval = kHeartbeat;
-  service.lease_timeout = kLeaseTimeout;
-  service.clock = clock_;
-  service.log = [this](const std::string& line) { log_.push_back(line); };
-  Coordinator serve(service);
+  Coordinator serve(service_options("serve.sock", kHeartbeat, kLeaseTimeout));
   EXPECT_TRUE(serve.done());  // no studies
   const StudyRunId a = serve.add_study(make_study("a"), {.job_json = kJob, .n_trials = 3});
   const StudyRunId b = serve.add_study(make_study("b"), {.job_json = kJob, .n_trials = 3});
