@@ -5,7 +5,7 @@
 #   2. training throughput and accuracy of the MLP and the CNN, engine (--backend cuda) against
 #      PyTorch eager on the same GPU in the same run; the CNN again with the engine's convolutions
 #      through cuDNN (--backend cuda-cudnn, CudaBackendOptions::convolution = kCudnn; its op tests
-#      are training/backends/cuda_cudnn_ops_test.cc, in step 1), a few seconds more; then both
+#      are the op suite's cuda_cudnn cases, in step 1), a few seconds more; then both
 #      again in bf16 mixed precision (engine --backend cuda-bf16 against PyTorch under
 #      torch.autocast(dtype=torch.bfloat16));
 #   3. the GEMM peak each side reaches, the bf16 GEMM rate of the engine against cuBLAS's own

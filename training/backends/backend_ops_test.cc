@@ -7,7 +7,9 @@
 //
 // A backend whose products round their inputs to bf16 (cuda_bf16) is held to a bf16 tolerance on
 // the outputs that come out of a GEMM (Bench::record_product: 1e-2 relative, 1e-2 * sqrt(K) times
-// the terms' scale absolute) and to the usual tolerance on everything else.
+// the terms' scale absolute) and to the usual tolerance on everything else. A backend whose
+// convolutions do not unfold their input (cuda_cudnn) leaves the im2col buffer `col` unwritten:
+// it is not compared there.
 //
 // Backends that need a device skip every test ("no GPU: <reason>") where there is none.
 #include <gtest/gtest.h>
@@ -38,6 +40,10 @@ struct BackendUnderTest {
   std::function<std::string()> unavailable;  // empty when it can be made here
   std::function<std::unique_ptr<Backend>()> make;
   bool bf16_products = false;  // its GEMMs round their inputs to bf16
+  bool unfolds = true;         // its convolutions write the im2col buffer `col`
+  // When it differs from an entry above in some ops only: the prefix of their cases' names (the
+  // op cases it runs; the memory tests it runs all).
+  std::string only_cases;
 };
 
 const std::vector<BackendUnderTest>& backends_under_test() {
@@ -45,8 +51,21 @@ const std::vector<BackendUnderTest>& backends_under_test() {
       {"cuda", [] { return cuda_backend_unavailable(0); }, [] { return make_cuda_backend(0); }},
       {"cuda_bf16", [] { return cuda_backend_unavailable(0); },
        [] { return make_cuda_backend(0, {.matmul = Precision::kBfloat16}); }, true},
+      {"cuda_cudnn", [] { return cudnn_unavailable(0); },
+       [] { return make_cuda_backend(0, {.convolution = Convolution::kCudnn}); }, false, false,
+       "conv2d"},
   };
   return kBackends;
+}
+
+// One backend per entry for every op case, made at its first: a fresh one per case would cost
+// more than the case (cuBLAS and cuDNN handles), and a trainer, too, runs every op on one. Never
+// destroyed: its teardown would race the CUDA runtime's at exit.
+Backend& shared_backend(size_t index) {
+  static std::vector<Backend*> made(backends_under_test().size(), nullptr);
+  Backend*& backend = made[index];
+  if (backend == nullptr) backend = backends_under_test()[index].make().release();
+  return *backend;
 }
 
 // ---- What a case sees: a backend, seeded inputs in its memory, recorded outputs ----
@@ -74,7 +93,8 @@ Tolerance bf16_product(int64_t k, double scale) {
 // seeds) and downloads the outputs the case records.
 class Bench {
  public:
-  explicit Bench(Backend& backend) : backend_(backend) {}
+  // `unfolds`: the backend under test writes `col` (record_unfolded() records it).
+  explicit Bench(Backend& backend, bool unfolds = true) : backend_(backend), unfolds_(unfolds) {}
 
   Backend& backend() { return backend_; }
 
@@ -120,6 +140,10 @@ class Bench {
     outputs_.push_back({name, std::move(v)});
   }
   void record(const std::string& name, double value) { outputs_.push_back({name, {value}}); }
+  // Records a convolution's im2col buffer, where the backend under test writes one.
+  void record_unfolded(const std::string& name, const Tensor& t) {
+    if (unfolds_) record(name, t);
+  }
   // Records an output computed by a GEMM of reduction length k over terms bounded by `scale`
   // (see bf16_product).
   void record_product(const std::string& name, const Tensor& t, int64_t k, double scale) {
@@ -131,6 +155,7 @@ class Bench {
 
  private:
   Backend& backend_;
+  bool unfolds_;
   std::vector<Output> outputs_;
 };
 
@@ -252,24 +277,29 @@ const ConvGeom kConvGeoms[] = {
     {3, 2, 7, 7, 4, {3, 3, 1, 1}},     {3, 2, 7, 7, 4, {3, 3, 2, 1}},
     {2, 3, 8, 6, 5, {2, 3, 2, 0}},     {2, 3, 5, 5, 6, {1, 1, 1, 0}},
     {2, 3, 9, 8, 5, {5, 5, 3, 2}},     {16, 1, 28, 28, 32, {3, 3, 1, 1}},
-    {8, 32, 14, 14, 64, {3, 3, 1, 1}},
+    {8, 32, 14, 14, 64, {3, 3, 1, 1}}, {4, 64, 7, 7, 64, {1, 1, 1, 0}},
+    {3, 16, 12, 11, 8, {5, 5, 1, 2}},  {5, 64, 9, 9, 1, {3, 3, 2, 0}},
+    {2, 1, 6, 6, 3, {1, 1, 2, 1}},     {4, 8, 10, 10, 16, {5, 5, 2, 0}},
 };
 
 void add_conv_cases(std::vector<OpCase>& cases) {
   for (const ConvGeom& g : kConvGeoms) {
     for (Activation act : kAllActs) {
       const std::string tag = std::string(activation_name(act)) + "_" + g.tag();
-      cases.push_back(
-          {"conv2d_forward_" + tag, kProduct, [=](Bench& b) {
-             Tensor x = b.random(g.x(), 31);
-             Tensor w = b.random(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w}, 32, -0.3f, 0.3f);
-             Tensor bias = b.random(Shape{g.o}, 33);
-             Tensor col = b.zeros(g.col());
-             Tensor y = b.zeros(g.y());
-             b.backend().conv2d_forward(g.win, x, w, &bias, act, col, y);
-             b.record("col", col);
-             b.record_product("y", y, g.c * g.win.kernel_h * g.win.kernel_w, 0.3);
-           }});
+      for (int with_bias = 0; with_bias < 2; ++with_bias) {
+        cases.push_back(
+            {"conv2d_forward_" + tag + (with_bias ? "" : "_nobias"), kProduct, [=](Bench& b) {
+               Tensor x = b.random(g.x(), 31);
+               Tensor w =
+                   b.random(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w}, 32, -0.3f, 0.3f);
+               Tensor bias = b.random(Shape{g.o}, 33);
+               Tensor col = b.zeros(g.col());
+               Tensor y = b.zeros(g.y());
+               b.backend().conv2d_forward(g.win, x, w, with_bias ? &bias : nullptr, act, col, y);
+               b.record_unfolded("col", col);
+               b.record_product("y", y, g.c * g.win.kernel_h * g.win.kernel_w, 0.3);
+             }});
+      }
       if (!activation_fusable(act)) continue;  // the backward takes act' from the output
       for (int full = 0; full < 2; ++full) {
         cases.push_back(
@@ -727,8 +757,8 @@ TEST_P(BackendOps, MatchesCpu) {
   SKIP_WITHOUT(under_test());
   const OpCase& c = op();
   std::unique_ptr<Backend> cpu = make_cpu_backend(1);
-  std::unique_ptr<Backend> dev = under_test().make();
-  Bench want(*cpu), got(*dev);
+  Backend* dev = &shared_backend(std::get<0>(GetParam()));
+  Bench want(*cpu, under_test().unfolds), got(*dev, under_test().unfolds);
   c.run(want);
   c.run(got);
   ASSERT_EQ(want.outputs().size(), got.outputs().size()) << c.name;
@@ -747,8 +777,8 @@ TEST_P(BackendOps, MatchesCpu) {
 TEST_P(BackendOps, IsDeterministic) {
   SKIP_WITHOUT(under_test());
   const OpCase& c = op();
-  std::unique_ptr<Backend> dev = under_test().make();
-  Bench first(*dev), second(*dev);
+  Backend* dev = &shared_backend(std::get<0>(GetParam()));
+  Bench first(*dev, under_test().unfolds), second(*dev, under_test().unfolds);
   c.run(first);
   c.run(second);
   ASSERT_EQ(first.outputs().size(), second.outputs().size());
@@ -761,7 +791,10 @@ TEST_P(BackendOps, IsDeterministic) {
 std::vector<OpParam> all_params() {
   std::vector<OpParam> params;
   for (size_t b = 0; b < backends_under_test().size(); ++b) {
-    for (size_t c = 0; c < all_cases().size(); ++c) params.emplace_back(b, c);
+    const std::string& only = backends_under_test()[b].only_cases;
+    for (size_t c = 0; c < all_cases().size(); ++c) {
+      if (all_cases()[c].name.starts_with(only)) params.emplace_back(b, c);
+    }
   }
   return params;
 }

@@ -1,7 +1,8 @@
 // Whole models on the CUDA backend against the CPU backend: the same spec and seed train to the
 // same weights and metrics (to float tolerance), and a checkpoint written on the GPU continues on
-// the CPU and back; in bf16 mixed precision, an MLP trains to the loss of fp32. The op-by-op
-// comparison is backend_ops_test.cc; these tests skip where there is no GPU.
+// the CPU and back; in bf16 mixed precision, an MLP trains to the loss of fp32; with cuDNN's
+// convolutions, a CNN trains to the CPU's weights. The op-by-op comparison is
+// backend_ops_test.cc; these tests skip where there is no GPU (or no cuDNN).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -38,6 +39,18 @@ constexpr const char* kSpec = R"({"input": [1, 8, 8], "layers": [
     {"type": "residual", "body": [{"type": "layer_norm"}, {"type": "linear", "out": 16},
                                    {"type": "sigmoid"}]},
     {"type": "linear", "out": 4}]})";
+
+// Two convolutions (one fused with its max pooling, one strided with a non-fusable activation)
+// and the layers around them: what Convolution::kCudnn changes.
+constexpr const char* kCnnSpec = R"({"input": [1, 8, 8], "layers": [
+    {"type": "conv2d", "out": 6, "kernel": 3, "padding": 1}, {"type": "relu"},
+    {"type": "max_pool2d", "kernel": 2},
+    {"type": "conv2d", "out": 8, "kernel": 3, "stride": 2, "padding": 1, "activation": "gelu"},
+    {"type": "conv2d", "out": 8, "kernel": 1}, {"type": "tanh"},
+    {"type": "flatten"}, {"type": "linear", "out": 16}, {"type": "relu"},
+    {"type": "linear", "out": 4}]})";
+
+constexpr CudaBackendOptions kCudnnOptions{.convolution = Convolution::kCudnn};
 
 // A plain MLP: its GEMMs are all that bf16 mode changes (no dropout, no normalization).
 constexpr const char* kMlpSpec = R"({"input": [1, 8, 8], "layers": [
@@ -150,6 +163,38 @@ TEST_F(CudaModel, Bf16MlpTrainsToTheFp32Loss) {
   again.trainer.run();
   EXPECT_EQ(again.model->parameters().values_to_host(), w16)
       << "bf16 training is not deterministic";
+}
+
+// cuDNN's convolutions train to the CPU's losses and weights, and to the same bits twice (its
+// deterministic algorithms only); 100 samples in batches of 16 end on a short batch.
+TEST_F(CudaModel, CudnnCnnTrainsToTheCpuWeightsAndLossesReproducibly) {
+  const std::string why = cudnn_unavailable(0);
+  if (!why.empty()) GTEST_SKIP() << "no cuDNN: " << why;
+  std::unique_ptr<Backend> cudnn = make_cuda_backend(0, kCudnnOptions);
+  ASSERT_EQ(cudnn->name(), "cuda-cudnn");
+  const Dataset train = quadrants(100, 1), val = quadrants(48, 2);
+  ModelRun on_cpu(cpu_, train, val, 3, kCnnSpec), on_gpu(*cudnn, train, val, 3, kCnnSpec);
+  const TrainResult c = on_cpu.trainer.run(), g = on_gpu.trainer.run();
+  ASSERT_EQ(c.history.size(), g.history.size());
+  for (size_t e = 0; e < c.history.size(); ++e) {
+    EXPECT_NEAR(g.history[e].train_loss, c.history[e].train_loss, 2e-3) << "epoch " << e;
+    EXPECT_NEAR(g.history[e].val_loss, c.history[e].val_loss, 2e-3) << "epoch " << e;
+  }
+  const std::vector<float> w_gpu = on_gpu.model->parameters().values_to_host();
+  EXPECT_LT(max_abs_diff(w_gpu, on_cpu.model->parameters().values_to_host()), 2e-3);
+  ModelRun again(*cudnn, train, val, 3, kCnnSpec);
+  again.trainer.run();
+  EXPECT_EQ(again.model->parameters().values_to_host(), w_gpu) << "a second run changed bits";
+}
+
+// Refused on every machine, before any device is looked at: cuDNN's legacy API gives bf16
+// outputs for bf16 inputs.
+TEST(CudnnOptions, Bf16ProductsAreRefused) {
+  const CudaBackendOptions bf16{.matmul = Precision::kBfloat16, .convolution = Convolution::kCudnn};
+  EXPECT_NE(cuda_options_invalid(bf16), "");
+  EXPECT_EQ(cuda_options_invalid(kCudnnOptions), "");
+  EXPECT_EQ(cuda_options_invalid({.matmul = Precision::kBfloat16}), "");
+  EXPECT_THROW(make_cuda_backend(0, bf16), std::invalid_argument);
 }
 
 // Data parallelism on GPUs: one NCCL rank per visible GPU (one, on a one-GPU machine) ends
