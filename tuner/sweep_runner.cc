@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "executor/job_spec.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
 #include "tuner/coordinator.h"
@@ -140,7 +141,34 @@ StudyRunOptions study_run_options(const OpenedSweep& opened) {
                          .max_concurrency = opened.sweep.budget.max_concurrent};
 }
 
+namespace {
+
+// Without an endpoint only the sweep's local executor can connect: a sweep it cannot run would
+// wait forever, so it is refused before its study is opened.
+void refuse_without_endpoint(const SweepFile& sweep) {
+  const std::string where = "sweep '" + sweep.name + "'";
+  if (sweep.local_executors == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where + ": no executor could run its trials: 0 local executor slots and no "
+                        "endpoint for other executors to connect to (give --endpoint, or "
+                        "--executors N > 0)");
+  }
+  const JobSpec job = parse_job_spec(sweep.job_json);
+  if (job.kind == JobKind::kEngine && job.engine.nodes > 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where + ": each trial runs on " + std::to_string(job.engine.nodes) +
+                    " executors (the job's \"nodes\"), and without an endpoint only the "
+                    "sweep's local executor can connect: give --endpoint and start `tuner "
+                    "executor --connect ENDPOINT` on " +
+                    std::to_string(job.engine.nodes) +
+                    " hosts (docs/engine_jobs.md, \"Nodes\")");
+  }
+}
+
+}  // namespace
+
 SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
+  if (options.endpoint.empty()) refuse_without_endpoint(file);
   const SteadyClock::time_point started = SteadyClock::now();
   OpenedSweep opened = open_sweep(file, std::make_shared<SqliteStorage>(file.storage_path));
   const SweepFile& sweep = opened.sweep;

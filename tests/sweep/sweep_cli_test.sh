@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tuner sweep` and the commands around it as a user meets them, on the command-job example:
 # a sweep to its budget; status, trials and best; a first Ctrl-C that lets running trials finish
-# and prints how to resume; resume; a second Ctrl-C that stops at once and leaves no trial RUNNING.
+# and prints how to resume; resume; a second Ctrl-C that stops at once and leaves no trial RUNNING;
+# sweeps that no executor could run are refused.
 #   sweep_cli_test.sh TUNER_BINARY REPO_ROOT WORK_DIR
 set -uo pipefail
 tuner="$1"; root="$2"; work="$3/sweep-cli-$$"
@@ -58,4 +59,22 @@ kill -INT $pid; sleep 0.3; kill -INT $pid; wait $pid; rc=$?
 [ $rc = 130 ] || fail "second Ctrl-C: exit $rc: $(cat "$work/out3")"
 running=$("$tuner" trials --storage "$db3" --study quadratic --state running --csv | tail -n +2 | wc -l)
 [ "$running" = 0 ] || fail "$running trials left RUNNING after an immediate stop"
+# A sweep no executor could run is refused before its study is made, not left waiting: no local
+# slots and no endpoint; a job whose trials span two executors with only the local one.
+out=$("$tuner" sweep "$sweep" --storage "$work/none.db" --executors 0 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "no executor could run its trials: 0 local executor slots" <<<"$out" ||
+  fail "no executors: rc $rc, $out"
+cat >"$work/nodes.json" <<'JSON'
+{"version": 1, "name": "nodes",
+ "space": {"params": {"lr": {"type": "float", "low": 0.001, "high": 0.01}}},
+ "objective": {"metric": "val_accuracy", "direction": "maximize"}, "budget": {"trials": 2},
+ "job": {"kind": "engine", "ranks": 2, "nodes": 2,
+         "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]},
+         "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+         "training": {"lr": "{lr}"}}}
+JSON
+out=$("$tuner" sweep "$work/nodes.json" --storage "$work/nodes.db" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "each trial runs on 2 executors (the job's \"nodes\"), and without an endpoint" <<<"$out" ||
+  fail "nodes without an endpoint: rc $rc, $out"
+[ ! -e "$work/none.db" ] && [ ! -e "$work/nodes.db" ] || fail "a refused sweep made its database"
 echo "PASS"
