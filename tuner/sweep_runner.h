@@ -94,7 +94,8 @@ StudyRunOptions study_run_options(const OpenedSweep& opened);
 
 // Runs (or continues: the study is created or loaded by name) the sweep. Throws Error for what
 // prevents the start (the storage cannot be opened, the endpoint cannot be bound, a study of that
-// name with another direction); trial failures are outcomes, not exceptions. An engine job
+// name with another direction, no endpoint while no local executor slot or a job of "nodes" > 1
+// leaves nothing able to run its trials); trial failures are outcomes, not exceptions. An engine job
 // without an artifacts_dir gets "<storage path>.artifacts/<study name>" (studies of one file
 // have trials of the same numbers).
 SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options = {});
