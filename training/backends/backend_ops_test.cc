@@ -262,6 +262,7 @@ struct ConvGeom {
   int64_t b, c, h, w, o;
   Window2d win;
   Shape x() const { return Shape{b, c, h, w}; }
+  Shape w_shape() const { return Shape{o, c, win.kernel_h, win.kernel_w}; }
   Shape y() const { return Shape{b, o, win.out_h(h), win.out_w(w)}; }
   Shape col() const {
     return Shape{b, c * win.kernel_h * win.kernel_w, win.out_h(h) * win.out_w(w)};
@@ -290,8 +291,7 @@ void add_conv_cases(std::vector<OpCase>& cases) {
         cases.push_back(
             {"conv2d_forward_" + tag + (with_bias ? "" : "_nobias"), kProduct, [=](Bench& b) {
                Tensor x = b.random(g.x(), 31);
-               Tensor w =
-                   b.random(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w}, 32, -0.3f, 0.3f);
+               Tensor w = b.random(g.w_shape(), 32, -0.3f, 0.3f);
                Tensor bias = b.random(Shape{g.o}, 33);
                Tensor col = b.zeros(g.col());
                Tensor y = b.zeros(g.y());
@@ -305,8 +305,7 @@ void add_conv_cases(std::vector<OpCase>& cases) {
         cases.push_back(
             {"conv2d_backward_" + tag + (full ? "_dx_db" : ""), kProduct, [=](Bench& b) {
                Tensor x = b.random(g.x(), 41);
-               Tensor w =
-                   b.random(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w}, 42, -0.3f, 0.3f);
+               Tensor w = b.random(g.w_shape(), 42, -0.3f, 0.3f);
                Tensor bias = b.random(Shape{g.o}, 43);
                Tensor col = b.zeros(g.col());
                Tensor forward_y = b.zeros(g.y());
@@ -319,7 +318,7 @@ void add_conv_cases(std::vector<OpCase>& cases) {
                Tensor dy = b.random(g.y(), 44);
                Tensor dz = b.zeros(g.y());
                Tensor dx = b.zeros(g.x());
-               Tensor dw = b.zeros(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w});
+               Tensor dw = b.zeros(g.w_shape());
                Tensor db = b.zeros(Shape{g.o});
                Tensor work =
                    b.zeros(Shape{b.backend().conv2d_backward_workspace(g.win, g.x(), g.o)});
@@ -353,7 +352,7 @@ void add_conv_pool_cases(std::vector<OpCase>& cases) {
             {std::string(backward ? "conv2d_pool_backward_" : "conv2d_pool_forward_") + tag,
              kProduct, [=](Bench& b) {
                Tensor x = b.ternary(g.x(), 71);
-               Tensor w = b.ternary(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w}, 72);
+               Tensor w = b.ternary(g.w_shape(), 72);
                Tensor bias = b.ternary(Shape{g.o}, 73);
                Tensor y = b.zeros(pooled);
                Tensor argmax = b.zeros(pooled);
@@ -367,7 +366,7 @@ void add_conv_pool_cases(std::vector<OpCase>& cases) {
                }
                Tensor dy = b.random(pooled, 74);
                Tensor dx = b.zeros(g.x());
-               Tensor dw = b.zeros(Shape{g.o, g.c, g.win.kernel_h, g.win.kernel_w});
+               Tensor dw = b.zeros(g.w_shape());
                Tensor db = b.zeros(Shape{g.o});
                b.backend().conv2d_pool_backward(g.win, x, w, y, as_ints(argmax), act, dy, &dx, dw,
                                                 &db, work.span());
