@@ -12,6 +12,7 @@
 #include "cli/coordinator_security.h"
 #include "cli/stop_signals.h"
 #include "cli/study_view.h"
+#include "executor/job_spec.h"
 #include "registry/export.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
@@ -137,6 +138,12 @@ int run(const SweepFile& sweep, const Flags& flags) {
   std::cerr << "[" << sweep.name << "] study in " << sweep.storage_path << ", "
             << sweep.local_executors << " local executor slot"
             << (sweep.local_executors == 1 ? "" : "s") << "\n";
+  if (const JobSpec job = parse_job_spec(sweep.job_json);
+      job.kind == JobKind::kEngine && job.engine.nodes > 1 && !options.endpoint.empty()) {
+    std::cerr << "[" << sweep.name << "] each trial runs on " << job.engine.nodes
+              << " executors at once: it starts when " << job.engine.nodes
+              << " executors connected to " << options.endpoint << " have a free slot\n";
+  }
   const SweepResult result = run_sweep(sweep, options);
   printer.finish();
   return finish(sweep, result);
