@@ -19,8 +19,6 @@
 
 #include "executor/child_process.h"
 #include "executor/executor_service.h"
-#include "search/random_sampler.h"
-#include "storage/sqlite_storage.h"
 #include "tests/distributed/tiny_engine_job.h"
 #include "tuner/coordinator.h"
 #include "tuner/study.h"
@@ -150,30 +148,9 @@ TEST(EngineRanksEndToEnd, SigtermStopsEveryRankAndPrintsTheEpochsSoFar) {
 
 // A coordinator and a real executor run `n_trials` trials of `job` to the end.
 void run_engine_study(const nlohmann::json& job, int n_trials, const std::string& tag) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("tuner-engine-e2e-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-
-  SearchSpace space;
-  space.add_int("width", 8, 32);
-  space.add_float("lr", 1e-3, 1e-2, /*log=*/true);
-  StudyOptions study_options;
-  study_options.name = "engine";
-  study_options.directions = {StudyDirection::kMaximize};
-  study_options.sampler = std::make_shared<RandomSampler>();
-  study_options.seed = 5;
-  study_options.storage = std::make_shared<SqliteStorage>((dir / "study.db").string());
-  study_options.space = space;
-  Study study = Study::create(study_options);
-
-  CoordinatorOptions options;
-  options.endpoint = "ipc://" + (dir / "coordinator.sock").string();
-  options.job_json = job.dump();  // validated here: an engine job passes
-  options.n_trials = n_trials;
-  options.heartbeat_interval = milliseconds(100);
-  options.lease_timeout = milliseconds(3000);
-  options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+  const fs::path dir = fresh_test_dir("engine-e2e-" + tag);
+  Study study = tiny_job_study("engine", dir);
+  const CoordinatorOptions options = tiny_job_coordinator_options(job, n_trials, dir);
   Coordinator coordinator(study, options);
 
   ExecutorOptions executor_options;

@@ -17,8 +17,6 @@
 #include <thread>
 
 #include "executor/executor_service.h"
-#include "search/random_sampler.h"
-#include "storage/sqlite_storage.h"
 #include "training/checkpoint.h"
 #include "tests/distributed/tiny_engine_job.h"
 #include "tuner/coordinator.h"
@@ -43,32 +41,11 @@ struct TrialRun {
 TrialRun run_one_trial(nlohmann::json job, int executors, const std::string& tag,
                        const OnTurn& on_turn = {},
                        std::chrono::seconds limit = std::chrono::seconds(60)) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("tuner-nodes-e2e-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_test_dir("nodes-e2e-" + tag);
   job["artifacts_dir"] = (dir / "artifacts").string();
-
-  SearchSpace space;
-  space.add_int("width", 8, 32);
-  space.add_float("lr", 1e-3, 1e-2, /*log=*/true);
-  StudyOptions study_options;
-  study_options.name = "nodes";
-  study_options.directions = {StudyDirection::kMaximize};
-  study_options.sampler = std::make_shared<RandomSampler>();
-  study_options.seed = 5;  // the same params in every run
-  study_options.storage = std::make_shared<SqliteStorage>((dir / "study.db").string());
-  study_options.space = space;
-  Study study = Study::create(study_options);
-
-  CoordinatorOptions options;
-  options.endpoint = "ipc://" + (dir / "coordinator.sock").string();
-  options.job_json = job.dump();
-  options.n_trials = 1;
+  Study study = tiny_job_study("nodes", dir);
+  CoordinatorOptions options = tiny_job_coordinator_options(job, /*n_trials=*/1, dir);
   options.max_retries = 0;
-  options.heartbeat_interval = milliseconds(100);
-  options.lease_timeout = milliseconds(3000);
-  options.log = [](const std::string& line) { std::cerr << line << "\n"; };
   Coordinator coordinator(study, options);
 
   std::vector<std::unique_ptr<ExecutorService>> services;

@@ -1,11 +1,22 @@
-// The tiny engine job of the distributed engine tests, and whether its data is installed.
+// The tiny engine job of the distributed engine tests, whether its data is installed, and the
+// study and coordinator that run it end to end.
 #ifndef TUNER_TESTS_DISTRIBUTED_TINY_ENGINE_JOB_H_
 #define TUNER_TESTS_DISTRIBUTED_TINY_ENGINE_JOB_H_
 
-#include <filesystem>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "search/random_sampler.h"
+#include "storage/sqlite_storage.h"
 #include "training/data/fashion_mnist.h"
+#include "tuner/coordinator.h"
+#include "tuner/study.h"
 
 namespace tuner {
 
@@ -29,6 +40,44 @@ inline nlohmann::json tiny_engine_job(int ranks, int epochs, int nodes = 1) {
   if (nodes != 1) job["nodes"] = nodes;
   job["collective_timeout_s"] = 20;
   return job;
+}
+
+// An empty folder "tuner-<name>-<pid>" in the temporary directory.
+inline std::filesystem::path fresh_test_dir(const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tuner-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// A study over the tiny job's parameters (width, lr) in `dir`/study.db, sampled at random from a
+// fixed seed: the same params in every run.
+inline Study tiny_job_study(const std::string& name, const std::filesystem::path& dir) {
+  SearchSpace space;
+  space.add_int("width", 8, 32);
+  space.add_float("lr", 1e-3, 1e-2, /*log=*/true);
+  StudyOptions o;
+  o.name = name;
+  o.directions = {StudyDirection::kMaximize};
+  o.sampler = std::make_shared<RandomSampler>();
+  o.seed = 5;
+  o.storage = std::make_shared<SqliteStorage>((dir / "study.db").string());
+  o.space = space;
+  return Study::create(o);
+}
+
+// A coordinator on `dir`/coordinator.sock for `n_trials` trials of `job`, logging to stderr.
+inline CoordinatorOptions tiny_job_coordinator_options(const nlohmann::json& job, int n_trials,
+                                                       const std::filesystem::path& dir) {
+  CoordinatorOptions o;
+  o.endpoint = "ipc://" + (dir / "coordinator.sock").string();
+  o.job_json = job.dump();
+  o.n_trials = n_trials;
+  o.heartbeat_interval = std::chrono::milliseconds(100);
+  o.lease_timeout = std::chrono::milliseconds(3000);
+  o.log = [](const std::string& line) { std::cerr << line << "\n"; };
+  return o;
 }
 
 }  // namespace tuner
