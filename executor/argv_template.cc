@@ -11,58 +11,80 @@ std::string argv_text(const ParamValue& value) {
 
 namespace {
 
-std::string expand_one(const std::string& arg, size_t index, const ArgvValues& values) {
+// Walks one argv entry: literal text (braces undoubled) goes to `literal`, each {name} to
+// `placeholder`. Throws for a stray '}' or an unterminated '{'.
+template <typename Literal, typename Placeholder>
+void scan(const std::string& arg, size_t index, Literal literal, Placeholder placeholder) {
   auto fail = [&](const std::string& why) {
     return Error(ErrorCode::kInvalidArgument,
                  "argv[" + std::to_string(index) + "] \"" + arg + "\": " + why);
   };
-  std::string out;
   for (size_t i = 0; i < arg.size(); ++i) {
-    char c = arg[i];
+    const char c = arg[i];
     if (c == '}') {
       if (i + 1 < arg.size() && arg[i + 1] == '}') {
-        out += '}';
+        literal('}');
         ++i;
         continue;
       }
       throw fail("stray '}' at offset " + std::to_string(i) + " (write '}}' for a brace)");
     }
     if (c != '{') {
-      out += c;
+      literal(c);
       continue;
     }
     if (i + 1 < arg.size() && arg[i + 1] == '{') {
-      out += '{';
+      literal('{');
       ++i;
       continue;
     }
-    size_t close = arg.find('}', i + 1);
+    const size_t close = arg.find('}', i + 1);
     if (close == std::string::npos) {
       throw fail("unterminated '{' at offset " + std::to_string(i) + " (write '{{' for a brace)");
     }
-    std::string name = arg.substr(i + 1, close - i - 1);
-    if (name == "trial_id") {
-      out += std::to_string(values.trial_id);
-    } else if (name == "trial_number") {
-      out += std::to_string(values.trial_number);
-    } else {
-      const ParamValue* value = nullptr;
-      if (values.params) {
-        auto it = values.params->find(name);
-        if (it != values.params->end()) value = &it->second;
-      }
-      if (!value) {
-        throw fail("unknown placeholder {" + name + "}: the trial has no parameter '" + name +
-                   "' (known: trial_id, trial_number and the parameters)");
-      }
-      out += argv_text(*value);
-    }
+    placeholder(arg.substr(i + 1, close - i - 1), fail);
     i = close;
   }
+}
+
+std::string expand_one(const std::string& arg, size_t index, const ArgvValues& values) {
+  std::string out;
+  scan(
+      arg, index, [&](char c) { out += c; },
+      [&](const std::string& name, const auto& fail) {
+        if (name == "trial_id") {
+          out += std::to_string(values.trial_id);
+          return;
+        }
+        if (name == "trial_number") {
+          out += std::to_string(values.trial_number);
+          return;
+        }
+        const ParamValue* value = nullptr;
+        if (values.params) {
+          auto it = values.params->find(name);
+          if (it != values.params->end()) value = &it->second;
+        }
+        if (!value) {
+          throw fail("unknown placeholder {" + name + "}: the trial has no parameter '" + name +
+                     "' (known: trial_id, trial_number and the parameters)");
+        }
+        out += argv_text(*value);
+      });
   return out;
 }
 
 }  // namespace
+
+std::vector<std::string> argv_placeholders(const std::string& arg, size_t index) {
+  std::vector<std::string> names;
+  scan(
+      arg, index, [](char) {},
+      [&](const std::string& name, const auto&) {
+        if (name != "trial_id" && name != "trial_number") names.push_back(name);
+      });
+  return names;
+}
 
 std::vector<std::string> expand_argv(const std::vector<std::string>& argv_template,
                                      const ArgvValues& values) {

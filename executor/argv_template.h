@@ -34,6 +34,11 @@ struct ArgvValues {
 std::vector<std::string> expand_argv(const std::vector<std::string>& argv_template,
                                      const ArgvValues& values);
 
+// The parameter names that argv entry `arg` (at `index`) refers to, in order, without the
+// built-in names: what a sweep checks against its space when it is loaded. Throws
+// Error(kInvalidArgument) for an unterminated '{' or a stray '}', as expand_argv does.
+std::vector<std::string> argv_placeholders(const std::string& arg, size_t index);
+
 // The text a parameter value takes in an argv (see above).
 std::string argv_text(const ParamValue& value);
 

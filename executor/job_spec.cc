@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "executor/argv_template.h"
 #include "executor/job_json.h"
 #include "trials/error.h"
 
@@ -56,6 +57,11 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
   if (argv.empty()) fail(argv_path, "must name a program (it is empty)");
   for (size_t i = 0; i < argv.size(); ++i) {
     spec.command.argv.push_back(string_of(argv[i], argv_path + "[" + std::to_string(i) + "]"));
+    try {
+      argv_placeholders(spec.command.argv.back(), i);  // a broken template fails at load
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, where + "." + e.what());
+    }
   }
   if (spec.command.argv.front().empty()) fail(argv_path + "[0]", "the program name is empty");
 

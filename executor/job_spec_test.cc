@@ -40,6 +40,9 @@ TEST(JobSpecTest, ErrorsNameTheJsonPath) {
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", 3], "objective_metric": "m"})"),
             "job.argv[1]: expected a string, got number");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"]})"), "job.objective_metric: missing");
+  // Issue 15, item 8: an unbalanced brace failed every trial instead of the job.
+  EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", "x}"], "objective_metric": "m"})"),
+            "job.argv[1] \"x}\": stray '}' at offset 1 (write '}}' for a brace)");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": [], "objective_metric": "m"})"),
             "job.argv: must name a program (it is empty)");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"], "env": {"X": 1},

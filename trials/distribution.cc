@@ -29,6 +29,12 @@ std::optional<DistributionProblem> find_float_problem(const FloatDistribution& d
   if (d.low > d.high) {
     return problem("high", "must be >= low (" + to_string(ParamValue(d.low)) + ")");
   }
+  // Samplers work with the width: one that overflows would give every draw as inf.
+  if (!std::isfinite(d.high - d.low)) {
+    return problem("high", "the range [" + to_string(ParamValue(d.low)) + ", " +
+                               to_string(ParamValue(d.high)) +
+                               "] is wider than the largest double: narrow it, or use a log scale");
+  }
   if (d.log && d.step) return problem("step", "cannot be combined with a log scale");
   if (d.log && d.low <= 0) return problem("low", "must be > 0 for a log scale");
   if (d.step) {
@@ -44,10 +50,15 @@ std::optional<DistributionProblem> find_float_problem(const FloatDistribution& d
 
 std::optional<DistributionProblem> find_int_problem(const IntDistribution& d) {
   if (d.low > d.high) return problem("high", "must be >= low (" + std::to_string(d.low) + ")");
+  int64_t width = 0;
+  if (__builtin_sub_overflow(d.high, d.low, &width)) {
+    return problem("high", "the range [" + std::to_string(d.low) + ", " + std::to_string(d.high) +
+                               "] is wider than the largest 64-bit integer: narrow it");
+  }
   if (d.step <= 0) return problem("step", "must be > 0");
   if (d.log && d.step != 1) return problem("step", "must be 1 for a log scale");
   if (d.log && d.low < 1) return problem("low", "must be >= 1 for a log scale");
-  if ((d.high - d.low) % d.step != 0) {
+  if (width % d.step != 0) {
     return problem("step", std::to_string(d.step) + " does not divide the range [" +
                                std::to_string(d.low) + ", " + std::to_string(d.high) + "]");
   }

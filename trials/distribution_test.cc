@@ -52,6 +52,24 @@ TEST(Distribution, NonFiniteBoundsAreRejected) {
   EXPECT_EQ(problem_of(NormalDistribution{0.0, 0.0, false, {}}), "sigma: must be > 0");
 }
 
+// Issue 15, item 1: [-1e308, 1e308] was accepted and every draw came out as inf, so each ask
+// failed and the sweep never ended.
+TEST(Distribution, RefusesFloatRangeWhoseWidthOverflows) {
+  EXPECT_EQ(problem_of(FloatDistribution{-1e308, 1e308, false, {}}),
+            "high: the range [-1e+308, 1e+308] is wider than the largest double: narrow it, or "
+            "use a log scale");
+  EXPECT_EQ(problem_of(FloatDistribution{-1e307, 1e307, false, {}}), "");
+  EXPECT_EQ(problem_of(FloatDistribution{1e-300, 1e308, true, {}}), "");
+}
+
+TEST(Distribution, RefusesIntRangeWhoseWidthOverflows) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(problem_of(IntDistribution{-max, max, false, 1}),
+            "high: the range [-9223372036854775807, 9223372036854775807] is wider than the "
+            "largest 64-bit integer: narrow it");
+  EXPECT_EQ(problem_of(IntDistribution{0, max, false, 1}), "");
+}
+
 TEST(Distribution, ValidateNamesTheParameter) {
   try {
     validate(FloatDistribution{0.0, 1.0, true, {}}, "params.lr");

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "executor/argv_template.h"
 #include "executor/job_spec.h"
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
@@ -565,28 +566,22 @@ void check_placeholder(const std::string& name, const std::string& path, const S
   }
 }
 
-// Scans a command argv for {name} placeholders (as executor/argv_template.h reads them) and
-// refuses names that are neither built-in nor parameters: a typo would otherwise fail every
-// trial at run time instead of the sweep at load time.
+// Reads a command argv's {name} placeholders as the executor will (executor/argv_template.h) and
+// refuses a broken template or a name that is neither built-in nor a parameter: either would fail
+// every trial at run time instead of the sweep at load time.
 void check_placeholders(const Json& argv, const SearchSpace& space, const std::string& file) {
   if (!argv.is_array()) return;  // parse_job_spec says what is wrong with it
   for (size_t i = 0; i < argv.size(); ++i) {
     if (!argv[i].is_string()) continue;
-    const std::string& s = argv[i].get_ref<const std::string&>();
-    for (size_t k = 0; k < s.size(); ++k) {
-      if (s[k] != '{') continue;
-      if (k + 1 < s.size() && s[k + 1] == '{') {
-        ++k;  // "{{" is a literal brace
-        continue;
-      }
-      size_t end = s.find('}', k);
-      if (end == std::string::npos) break;  // expand_argv reports it
-      std::string name = s.substr(k + 1, end - k - 1);
-      if (name != "trial_id" && name != "trial_number") {
-        check_placeholder(name, index_path("job.argv", i), space, file,
-                          "read it from the TUNER_PARAMS environment variable instead");
-      }
-      k = end;
+    std::vector<std::string> names;
+    try {
+      names = argv_placeholders(argv[i].get_ref<const std::string&>(), i);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, file + ": job." + e.what());
+    }
+    for (const std::string& name : names) {
+      check_placeholder(name, index_path("job.argv", i), space, file,
+                        "read it from the TUNER_PARAMS environment variable instead");
     }
   }
 }

@@ -511,6 +511,11 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"job": {"argv": ["python3", "{lrr}"]}})",
        "sweep.json: job.argv[1]: placeholder {lrr} names no parameter of the space (did you mean "
        "\"lr\"?)"},
+      // Issue 15, item 8: unbalanced braces passed loading, then every trial failed.
+      {R"({"job": {"argv": ["python3", "{lr"]}})",
+       "sweep.json: job.argv[1] \"{lr\": unterminated '{' at offset 0 (write '{{' for a brace)"},
+      {R"({"job": {"argv": ["python3", "lr}"]}})",
+       "sweep.json: job.argv[1] \"lr}\": stray '}' at offset 2 (write '}}' for a brace)"},
       {R"({"job": {"evn": {}}})", "sweep.json: job.evn: unknown member"},
       {R"({"job": {"argv": []}})", "sweep.json: job.argv: must name a program"},
       {R"({"job": null})", "sweep.json: missing required field \"job\""},
