@@ -9,6 +9,7 @@
 #include "storage/optuna_schema.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
+#include "trials/json_depth.h"
 #include "trials/param_value.h"
 
 namespace tuner::cli {
@@ -82,11 +83,11 @@ std::string trial_json(const FrozenTrial& t) {
   j["intermediate_values"] = steps;
   nlohmann::ordered_json attrs = nlohmann::ordered_json::object();
   for (const auto& [key, text] : t.user_attrs) {
-    try {
-      attrs[key] = nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::ordered_json::exception&) {
-      attrs[key] = text;
-    }
+    // Text that is not JSON, or nests too deep to copy safely, is shown as a string.
+    attrs[key] = json_nests_deeper_than(text, kMaxJsonDepth)
+                     ? nlohmann::ordered_json(text)
+                     : nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (attrs[key].is_discarded()) attrs[key] = text;
   }
   j["user_attrs"] = attrs;
   j["datetime_start"] =

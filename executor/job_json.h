@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "trials/error.h"
+#include "trials/json_depth.h"
 
 namespace tuner::job_json {
 
@@ -20,6 +21,7 @@ namespace tuner::job_json {
 // The text parsed as a JSON object; an error naming `where` when it is not valid JSON or not an
 // object.
 inline nlohmann::json parse_object(std::string_view text, const std::string& where) {
+  check_json_depth(text, where);
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(text);

@@ -15,6 +15,7 @@
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/export/onnx_export.h"
 #include "trials/error.h"
+#include "trials/json_depth.h"
 
 #ifndef TUNER_ONNX_VERSION
 #define TUNER_ONNX_VERSION "1.12.0"
@@ -152,6 +153,7 @@ std::string to_yaml(const Json& doc) {
 }
 
 Json json_or_string(const std::string& text) {
+  if (json_nests_deeper_than(text, kMaxJsonDepth)) return Json(text);
   Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? Json(text) : parsed;
 }
@@ -358,7 +360,9 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
   }
   if (fs::is_regular_file(engine / "preprocessing.json")) {
     const fs::path path = engine / "preprocessing.json";
-    Json p = Json::parse(read_file(path), nullptr, false);
+    const std::string text = read_file(path);
+    Json p = json_nests_deeper_than(text, kMaxJsonDepth) ? Json()
+                                                         : Json::parse(text, nullptr, false);
     if (p.is_discarded() || !p.is_object()) {
       throw Error(ErrorCode::kDataLoss, path.string() + ": not JSON");
     }

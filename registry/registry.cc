@@ -17,6 +17,7 @@
 #include "registry/file_util.h"
 #include "registry/registry_tables.h"
 #include "trials/error.h"
+#include "trials/json_depth.h"
 
 namespace tuner::registry {
 
@@ -195,7 +196,8 @@ Json model_json(const RegisteredModel& m) {
 
 RegisteredModel read_model(const fs::path& file) {
   const std::string where = file.string();
-  Json j = Json::parse(read_file(file), nullptr, false);
+  const std::string text = read_file(file);
+  Json j = json_nests_deeper_than(text, kMaxJsonDepth) ? Json() : Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != kRegistryFormat) {
     throw Error(ErrorCode::kDataLoss, where + ": not a registered model's registry.json");
   }

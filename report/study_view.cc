@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
+#include "trials/json_depth.h"
+
 namespace tuner::report {
 
 namespace {
@@ -16,7 +18,9 @@ std::vector<std::string> objective_names(const StudyRecord& study) {
   const size_t n = study.directions.size();
   std::vector<std::string> names;
   if (auto it = study.system_attrs.find(kMetricNamesAttr); it != study.system_attrs.end()) {
-    auto json = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    auto json = json_nests_deeper_than(it->second, kMaxJsonDepth)
+                    ? nlohmann::json()
+                    : nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
     if (json.is_array() && json.size() == n) {
       for (const auto& name : json) {
         if (!name.is_string()) break;

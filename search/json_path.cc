@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "trials/json_depth.h"
+
 namespace tuner {
 
 namespace {
@@ -236,10 +238,20 @@ bool is_json_integer(const Json& value) {
 }
 
 int64_t read_integer(const Json& value, std::string_view path) {
-  if (value.is_number_float()) fail_at(path, "must be an integer, not " + value.dump());
+  static const std::string kRange =
+      " is out of the 64-bit range [" + std::to_string(std::numeric_limits<int64_t>::min()) +
+      ", " + std::to_string(std::numeric_limits<int64_t>::max()) + "]";
+  if (value.is_number_float()) {
+    // The parser reads an integer too large for 64 bits as a float: say what is wrong with it.
+    const double x = value.get<double>();
+    if (std::isfinite(x) && x == std::trunc(x) && std::abs(x) >= 0x1p63) {
+      fail_at(path, "integer " + value.dump() + kRange);
+    }
+    fail_at(path, "must be an integer, not " + value.dump());
+  }
   if (value.is_number_unsigned()) {
     if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      fail_at(path, "integer " + value.dump() + " is out of the 64-bit range");
+      fail_at(path, "integer " + value.dump() + kRange);
     }
     return static_cast<int64_t>(value.get<uint64_t>());
   }
@@ -270,6 +282,7 @@ Json scalar_to_json(const ParamValue& value) {
 }
 
 Json parse_json_text(std::string_view text, std::string_view source) {
+  check_json_depth(text, source);
   PathTracker tracker;
   try {
     return Json::parse(

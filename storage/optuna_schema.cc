@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trials/error.h"
+#include "trials/json_depth.h"
 
 namespace tuner::optuna_schema {
 
@@ -275,6 +276,10 @@ std::string to_tuner_json(const Distribution& distribution) {
 }
 
 Distribution from_json(std::string_view text, const std::string& where) {
+  if (json_nests_deeper_than(text, kMaxJsonDepth)) {
+    throw data_loss(where, "distribution JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                               " levels");
+  }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) throw data_loss(where, "distribution JSON is not an object");
   try {

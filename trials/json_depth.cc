@@ -1,5 +1,7 @@
 #include "trials/json_depth.h"
 
+#include <string>
+
 namespace tuner {
 
 bool json_nests_deeper_than(std::string_view text, int max_depth) {
@@ -22,6 +24,17 @@ bool json_nests_deeper_than(std::string_view text, int max_depth) {
     }
   }
   return false;
+}
+
+}  // namespace tuner
+
+namespace tuner {
+
+void check_json_depth(std::string_view text, std::string_view where, ErrorCode code) {
+  if (json_nests_deeper_than(text, kMaxJsonDepth)) {
+    throw Error(code, std::string(where) + ": JSON nested deeper than " +
+                          std::to_string(kMaxJsonDepth) + " levels");
+  }
 }
 
 }  // namespace tuner

@@ -12,6 +12,7 @@
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
+#include "trials/json_depth.h"
 #include "trials/params_json.h"
 #include "tuner/study_core.h"
 #include "tuner/trial_state_internal.h"
@@ -120,7 +121,9 @@ bool dominates(const std::vector<StudyDirection>& directions, const std::vector<
 std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
   nlohmann::json history = nlohmann::json::array();
   if (auto it = t.system_attrs.find(kRetryHistoryAttr); it != t.system_attrs.end()) {
-    history = nlohmann::json::parse(it->second, nullptr, false);
+    if (!json_nests_deeper_than(it->second, kMaxJsonDepth)) {
+      history = nlohmann::json::parse(it->second, nullptr, false);
+    }
     if (!history.is_array()) history = nlohmann::json::array();
   }
   history.push_back(t.number);

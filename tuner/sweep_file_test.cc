@@ -577,6 +577,13 @@ TEST(SweepFileTest, DocumentErrors) {
   EXPECT_THAT(error_of(kMinimal, "dir/"), HasSubstr("name: missing"));
 }
 
+// Issue 15, item 2: a description nested 100,000 levels deep crashed the loader (SIGSEGV).
+TEST(SweepFileTest, RefusesJsonNestedDeeperThanTheLimit) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(error_of(patched(R"({"description": "x"})").insert(1, "\"notes\": " + deep + ",")),
+            "sweep.json: JSON nested deeper than 256 levels");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Round trip
 

@@ -9,6 +9,7 @@
 #include "executor/job_spec.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
+#include "trials/json_depth.h"
 #include "tuner/coordinator.h"
 #include "tuner/local_executor.h"
 #include "tuner/study.h"
@@ -290,7 +291,10 @@ SweepFile stored_sweep(const std::string& study_name, const std::string& storage
   // A JSON string holding the JSON text {"path": ..., "file": ...} (see run_sweep).
   nlohmann::json stored;
   try {
-    stored = nlohmann::json::parse(nlohmann::json::parse(it->second).get<std::string>());
+    const std::string text = nlohmann::json::parse(it->second).get<std::string>();
+    check_json_depth(text, "study '" + study_name + "': its '" + kSweepAttr + "' attribute",
+                     ErrorCode::kDataLoss);
+    stored = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception&) {
   }
   if (!stored.is_object() || !stored.contains("path") || !stored.contains("file")) {
