@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "tuner/serve.h"
+#include "tuner/study.h"
 
 namespace tuner::cli {
 
@@ -34,6 +35,7 @@ int run_status(const std::vector<std::string>& args) {
     } else {
       std::cout << "; " << s.directions.size() << " objectives";
     }
+    if (const std::optional<uint64_t> seed = stored_seed(s)) std::cout << "; seed " << *seed;
     if (const auto state = serve_state(s); state && *state != ServeState::kDone) {
       std::cout << "; on tuner serve: " << to_string(*state);
     }

@@ -36,6 +36,12 @@ uint64_t fresh_random() {
 
 std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
+std::string directions_text(const std::vector<StudyDirection>& directions) {
+  std::string text;
+  for (StudyDirection d : directions) text += (text.empty() ? "" : ", ") + std::string(to_string(d));
+  return directions.size() == 1 ? text : "[" + text + "]";
+}
+
 // The enqueued values of a trial. Stored data that does not parse is data loss, not bad input.
 Params fixed_params_of(const std::string& text, int trial_number) {
   try {
@@ -46,16 +52,6 @@ Params fixed_params_of(const std::string& text, int trial_number) {
   }
 }
 
-uint64_t parse_seed(const StudyRecord& record) {
-  auto it = record.system_attrs.find(kSeedAttr);
-  if (it == record.system_attrs.end()) return 0;  // a study written by another program
-  try {
-    return std::stoull(nlohmann::json::parse(it->second).get<std::string>());
-  } catch (const std::exception& e) {
-    throw Error(ErrorCode::kDataLoss, "study '" + record.name + "': system attribute " + kSeedAttr +
-                                          " is not a seed (" + it->second + ")");
-  }
-}
 
 std::string format_ms(std::chrono::milliseconds d) {
   char buf[32];
@@ -266,13 +262,35 @@ void StudyCore::refresh_locked() {
 
 Study::Study(std::shared_ptr<StudyCore> core) : core_(std::move(core)) {}
 
+std::optional<uint64_t> stored_seed(const StudyRecord& record) {
+  auto it = record.system_attrs.find(kSeedAttr);
+  if (it == record.system_attrs.end()) return std::nullopt;
+  try {
+    return std::stoull(nlohmann::json::parse(it->second).get<std::string>());
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kDataLoss, "study '" + record.name + "': system attribute " + kSeedAttr +
+                                          " is not a seed (" + it->second + ")");
+  }
+}
+
 Study Study::create(StudyOptions options) {
   if (!options.storage) options.storage = std::make_shared<InMemoryStorage>();
   if (options.name.empty()) options.name = "study-" + std::to_string(fresh_random() % 100000000);
   if (options.directions.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "study '" + options.name + "' needs a direction");
   }
-  if (options.load_if_exists && options.storage->find_study(options.name)) return load(options);
+  if (options.load_if_exists) {
+    if (std::optional<StudyRecord> stored = options.storage->find_study(options.name)) {
+      if (stored->directions != options.directions) {
+        throw Error(ErrorCode::kFailedPrecondition,
+                    "study '" + options.name + "' exists with direction " +
+                        directions_text(stored->directions) + ", and these options ask for " +
+                        directions_text(options.directions) +
+                        ": give its directions to continue it, or another name for a new study");
+      }
+      return load(options);
+    }
+  }
   StudyRecord record = options.storage->create_study(options.name, options.directions);
   uint64_t seed = options.seed ? *options.seed : fresh_random();
   std::string seed_json = json_string(std::to_string(seed));
@@ -292,8 +310,16 @@ Study Study::load(StudyOptions options) {
     throw Error(ErrorCode::kNotFound, "no study named '" + options.name + "' in the storage (it has: " +
                                           (names.empty() ? "no studies" : names) + ")");
   }
-  uint64_t seed = parse_seed(*record);
-  auto core = make_core(options, std::move(*record), seed);
+  std::optional<uint64_t> seed = stored_seed(*record);
+  if (!seed) {
+    // A study another program made: this one's trials get a seed of their own, stored so that
+    // the next load draws the same trials.
+    seed = options.seed ? *options.seed : fresh_random();
+    std::string seed_json = json_string(std::to_string(*seed));
+    options.storage->set_study_system_attr(record->study_id, kSeedAttr, seed_json);
+    record->system_attrs[kSeedAttr] = std::move(seed_json);
+  }
+  auto core = make_core(options, std::move(*record), *seed);
   std::lock_guard lock(core->mutex);
   core->refresh_locked();
   core->handle_stale_trials_locked();

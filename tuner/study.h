@@ -57,7 +57,8 @@ struct StudyOptions {
   // Default: a new InMemoryStorage.
   std::shared_ptr<Storage> storage;
   // Seeds every trial's random source (trial n uses Rng::for_trial(seed, n)), so a seed gives
-  // the same trials. Default: drawn once at creation. Stored with the study; load() reuses it.
+  // the same trials. Default: drawn once at creation. Stored with the study; load() reuses it
+  // (the stored seed wins over this one).
   std::optional<uint64_t> seed;
   // Define-and-run: every ask() samples this whole space up front. Default: define-by-run.
   std::optional<SearchSpace> space;
@@ -92,15 +93,22 @@ struct OptimizeOptions {
   std::function<void(const FrozenTrial&)> on_trial_finished;
 };
 
+// The seed stored with a study (what Study::seed() gives once it is loaded); nullopt for a
+// study another program made (Optuna). Throws Error(kDataLoss) for a stored value that is not a
+// seed.
+std::optional<uint64_t> stored_seed(const StudyRecord& record);
+
 using Objective = std::function<double(Trial&)>;
 using MultiObjective = std::function<std::vector<double>(Trial&)>;
 
 class Study {
  public:
-  // Throws Error(kAlreadyExists) when the name is taken (unless load_if_exists).
+  // Throws Error(kAlreadyExists) when the name is taken (unless load_if_exists), and, with
+  // load_if_exists, Error(kFailedPrecondition) when the stored study has other directions.
   static Study create(StudyOptions options = {});
   // Continues a stored study: numbering goes on and the sampler and scheduler see its history.
-  // `options.name` and `options.storage` name it; directions and seed come from storage.
+  // `options.name` and `options.storage` name it; directions and seed come from storage. A study
+  // with no stored seed (one that Optuna made) gets options.seed, or a fresh one, stored now.
   // Throws Error(kNotFound) naming the study and listing the ones that exist.
   static Study load(StudyOptions options);
 

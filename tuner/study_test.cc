@@ -273,5 +273,38 @@ TEST(Study, MultiObjectiveKeepsTheParetoFront) {
   EXPECT_EQ(study.tell(t, 1.0).state, TrialState::kFail);  // one value for two objectives
 }
 
+// Issue 15, item 6: a MAXIMIZE study was loaded for MINIMIZE options and ranked upside down.
+TEST(Study, LoadIfExistsRefusesOtherDirections) {
+  StudyOptions options = random_study();
+  options.storage = std::make_shared<InMemoryStorage>();
+  options.directions = {StudyDirection::kMaximize};
+  Study::create(options);
+  options.load_if_exists = true;
+  options.directions = {StudyDirection::kMinimize};
+  try {
+    Study::create(options);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_STREQ(e.what(),
+                 "study 'test' exists with direction maximize, and these options ask for "
+                 "minimize: give its directions to continue it, or another name for a new study");
+  }
+  options.directions = {StudyDirection::kMaximize};
+  EXPECT_EQ(Study::create(options).direction(), StudyDirection::kMaximize);
+}
+
+// Issue 15, item 6: a study Optuna made (no stored seed) ran on seed 0 whatever the options said,
+// and stored nothing.
+TEST(Study, AStudyWithoutAStoredSeedGetsTheOptionsSeedStored) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  storage->create_study("test", {StudyDirection::kMinimize});  // as Optuna makes it
+  StudyOptions options = random_study(/*seed=*/77);
+  options.storage = storage;
+  EXPECT_EQ(Study::load(options).seed(), 77u);
+  options.seed = 5;  // the stored seed wins from now on
+  EXPECT_EQ(Study::load(options).seed(), 77u);
+}
+
 }  // namespace
 }  // namespace tuner

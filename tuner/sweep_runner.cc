@@ -108,18 +108,68 @@ std::optional<std::string> trial_model_path(const SweepFile& sweep, int number) 
   return path.string();
 }
 
+namespace {
+
+// Where Optuna's study.set_metric_names() keeps the objectives' names (a JSON list).
+constexpr char kMetricNamesAttr[] = "study:metric_names";
+
+// Throws when the sweep contradicts the study of its name that `storage` holds already: another
+// direction would rank trials upside down, another metric would mix two metrics' values, another
+// seed would not draw the trials the study's seed does.
+void check_against_stored(const SweepFile& sweep, Storage& storage) {
+  const std::optional<StudyRecord> stored = storage.find_study(sweep.name);
+  if (!stored) return;
+  const std::string where = sweep.path.empty() ? "the sweep" : sweep.path;
+  const std::string remedy = "; to start a new study instead, give it another name (\"name\" in "
+                             "the file, or --study NAME)";
+  auto refuse = [&](const std::string& field, const std::string& given, const std::string& kept) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where + ": " + field + " is " + given + ", but study '" + sweep.name + "' in " +
+                    sweep.storage_path + " has " + kept + remedy);
+  };
+  if (stored->directions != std::vector{sweep.direction}) {
+    std::string kept;
+    for (StudyDirection d : stored->directions) {
+      kept += (kept.empty() ? "" : ", ") + nlohmann::json(std::string(to_string(d))).dump();
+    }
+    refuse("objective.direction", nlohmann::json(std::string(to_string(sweep.direction))).dump(),
+           (stored->directions.size() == 1 ? "direction " : "directions ") + kept);
+  }
+  if (auto it = stored->system_attrs.find(kMetricNamesAttr); it != stored->system_attrs.end()) {
+    const nlohmann::json names = json_nests_deeper_than(it->second, kMaxJsonDepth)
+                                     ? nlohmann::json()
+                                     : nlohmann::json::parse(it->second, nullptr, false);
+    const nlohmann::json given = nlohmann::json::array({sweep.objective_metric});
+    if (names.is_array() && names != given) {
+      refuse("objective.metric", nlohmann::json(sweep.objective_metric).dump(),
+             "the metric " + (names.size() == 1 ? names[0].dump() : names.dump()));
+    }
+  }
+}
+
+}  // namespace
+
 OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) {
   const SweepFile sweep = with_artifacts_dir(file);
+  check_against_stored(sweep, *storage);
   StudyOptions study_options = make_study_options(sweep);
   study_options.storage = storage;
   Study study = Study::create(std::move(study_options));
+  if (sweep.sampler.seed && *sweep.sampler.seed != study.seed()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                (sweep.path.empty() ? "the sweep" : sweep.path) + ": sampler.seed is " +
+                    std::to_string(*sweep.sampler.seed) + ", but study '" + sweep.name + "' in " +
+                    sweep.storage_path + " has seed " + std::to_string(study.seed()) +
+                    ": give its seed (or none) to continue it; to start a new study instead, "
+                    "give it another name (\"name\" in the file, or --study NAME)");
+  }
   const nlohmann::json stored = {
       {"path", std::filesystem::absolute(sweep.path).string()},
       {"file", nlohmann::json::parse(to_json(sweep))}};
   storage->set_study_system_attr(study.id(), kSweepAttr, nlohmann::json(stored.dump()).dump());
   // Where Optuna's study.set_metric_names() keeps them: the report, Optuna's plots and
   // optuna-dashboard name the objective after the metric.
-  storage->set_study_system_attr(study.id(), "study:metric_names",
+  storage->set_study_system_attr(study.id(), kMetricNamesAttr,
                                  nlohmann::json::array({sweep.objective_metric}).dump());
   std::vector<FrozenTrial> existing = study.trials();
   // The trial budget is the study's: trials of earlier runs count (a WAITING one is still to run).
