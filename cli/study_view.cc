@@ -1,6 +1,7 @@
 #include "cli/study_view.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -39,6 +40,14 @@ nlohmann::json param_json(const ParamValue& value) {
   }
 }
 
+// A double as Python's json module writes it: NaN and the infinities as NaN, Infinity and
+// -Infinity (which json.loads and Optuna read back), not as null.
+std::string number_json(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return nlohmann::json(v).dump();
+}
+
 }  // namespace
 
 std::unique_ptr<Storage> open_read_only(const std::string& path) {
@@ -71,33 +80,41 @@ const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirectio
 }
 
 std::string trial_json(const FrozenTrial& t) {
-  nlohmann::ordered_json j;
-  j["number"] = t.number;
-  j["state"] = std::string(to_string(t.state));
-  j["values"] = t.values;
-  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  using Json = nlohmann::ordered_json;
+  std::string out;
+  auto field = [&out](std::string_view key, const std::string& json) {
+    out += (out.empty() ? "{" : ",") + Json(key).dump() + ":" + json;
+  };
+  field("number", std::to_string(t.number));
+  field("state", Json(std::string(to_string(t.state))).dump());
+  std::string values;
+  for (double v : t.values) values += (values.empty() ? "" : ",") + number_json(v);
+  field("values", "[" + values + "]");
+  Json params = Json::object();
   for (const auto& [name, value] : t.params) params[name] = param_json(value);
-  j["params"] = params;
-  nlohmann::ordered_json steps = nlohmann::ordered_json::object();
-  for (const auto& [step, value] : t.intermediate_values) steps[std::to_string(step)] = value;
-  j["intermediate_values"] = steps;
-  nlohmann::ordered_json attrs = nlohmann::ordered_json::object();
+  field("params", params.dump());
+  std::string steps;
+  for (const auto& [step, value] : t.intermediate_values) {
+    steps += (steps.empty() ? "" : ",") + Json(std::to_string(step)).dump() + ":" + number_json(value);
+  }
+  field("intermediate_values", "{" + steps + "}");
+  Json attrs = Json::object();
   for (const auto& [key, text] : t.user_attrs) {
     // Text that is not JSON, or nests too deep to copy safely, is shown as a string.
     attrs[key] = json_nests_deeper_than(text, kMaxJsonDepth)
-                     ? nlohmann::ordered_json(text)
-                     : nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+                     ? Json(text)
+                     : Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (attrs[key].is_discarded()) attrs[key] = text;
   }
-  j["user_attrs"] = attrs;
-  j["datetime_start"] =
-      t.datetime_start ? nlohmann::ordered_json(optuna_schema::format_datetime(*t.datetime_start)) : nullptr;
-  j["datetime_complete"] = t.datetime_complete
-                               ? nlohmann::ordered_json(optuna_schema::format_datetime(*t.datetime_complete))
-                               : nullptr;
+  field("user_attrs", attrs.dump());
+  auto datetime = [](const std::optional<TimePoint>& d) {
+    return d ? Json(optuna_schema::format_datetime(*d)).dump() : std::string("null");
+  };
+  field("datetime_start", datetime(t.datetime_start));
+  field("datetime_complete", datetime(t.datetime_complete));
   const std::string seconds = duration_seconds(t);
-  j["duration_seconds"] = seconds.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json::parse(seconds);
-  return j.dump();
+  field("duration_seconds", seconds.empty() ? "null" : seconds);
+  return out + "}";
 }
 
 std::vector<std::string> trial_header(const std::vector<std::string>& names) {
@@ -106,14 +123,20 @@ std::vector<std::string> trial_header(const std::vector<std::string>& names) {
   return header;
 }
 
-std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::string>& names) {
+std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::string>& names,
+                                   Cells cells) {
   std::string values;
-  for (double v : t.values) values += (values.empty() ? "" : " ") + number_text(v);
+  for (double v : t.values) {
+    values += (values.empty() ? "" : " ") +
+              (cells == Cells::kExact ? to_string(ParamValue(v)) : number_text(v));
+  }
   std::vector<std::string> row = {std::to_string(t.number), std::string(to_string(t.state)),
                                   values, duration_seconds(t)};
   for (const std::string& name : names) {
     auto it = t.params.find(name);
-    row.push_back(it == t.params.end() ? "" : to_string(it->second));
+    // Strings as they are: a quoted "adam" would keep its quotes in a spreadsheet or pandas.
+    const std::string* text = it == t.params.end() ? nullptr : std::get_if<std::string>(&it->second);
+    row.push_back(it == t.params.end() ? "" : text ? *text : to_string(it->second));
   }
   return row;
 }

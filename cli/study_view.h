@@ -26,14 +26,18 @@ StudyRecord find_study(Storage& storage, const std::string& name, const std::str
 const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirection direction);
 
 // A trial as JSON: number, state, values, params, intermediate values, user attributes,
-// start and end datetimes (Optuna's format), duration in seconds.
+// start and end datetimes (Optuna's format), duration in seconds. NaN and the infinities are
+// written NaN, Infinity and -Infinity, as Python's json module writes and reads them.
 std::string trial_json(const FrozenTrial& trial);
 
+// How cells write numbers: rounded for a table people read, exactly (round-trip) for CSV.
+enum class Cells { kForPeople, kExact };
+
 // Column headers and the cells of one trial: number, state, value(s), duration, then one column
-// per parameter name (empty when the trial has none of it).
+// per parameter name (empty when the trial has none of it). String values are unquoted.
 std::vector<std::string> trial_header(const std::vector<std::string>& param_names);
 std::vector<std::string> trial_row(const FrozenTrial& trial,
-                                   const std::vector<std::string>& param_names);
+                                   const std::vector<std::string>& param_names, Cells cells);
 
 // Every parameter name that occurs, sorted.
 std::vector<std::string> param_names(const std::vector<FrozenTrial>& trials);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -60,6 +61,14 @@ std::optional<std::chrono::seconds> time_left(const SweepProgress& p) {
   return left;
 }
 
+// A FAIL trial's reason (Optuna's "fail_reason", a JSON string) as text; empty when it has none.
+std::string fail_reason(const FrozenTrial& t) {
+  auto it = t.system_attrs.find("fail_reason");
+  if (it == t.system_attrs.end()) return "";
+  const nlohmann::json reason = nlohmann::json::parse(it->second, nullptr, false);
+  return reason.is_string() ? reason.get<std::string>() : it->second;
+}
+
 // The progress line on a terminal, log lines elsewhere (CI, pipes).
 class ProgressPrinter {
  public:
@@ -80,9 +89,8 @@ class ProgressPrinter {
     std::string line = "[" + study_ + "] trial " + std::to_string(t.number) + " " +
                        std::string(to_string(t.state));
     if (!t.values.empty()) line += ": " + metric_ + " " + value_text(t.values[0]);
-    auto reason = t.system_attrs.find("fail_reason");
-    if (t.state == TrialState::kFail && reason != t.system_attrs.end()) {
-      line += ": " + reason->second;
+    if (const std::string reason = fail_reason(t); t.state == TrialState::kFail && !reason.empty()) {
+      line += ": " + reason;
     }
     line += "; " + counts_text(p) + "; " + best_text(p, metric_);
     if (const auto left = time_left(p)) line += "; " + duration_text(*left) + " left";
@@ -117,9 +125,34 @@ std::string params_text(const Params& params) {
 
 int finish(const SweepFile& sweep, const SweepResult& result);
 
+// The outcomes of this run's trials: a run whose every trial failed (a missing program, a
+// missing working directory) did not do what was asked, and says so in its exit code.
+class RunOutcomes {
+ public:
+  void add(const FrozenTrial& t) {
+    if (t.state == TrialState::kComplete || t.state == TrialState::kPruned) ++succeeded_;
+    if (t.state != TrialState::kFail) return;
+    ++failed_;
+    const std::string reason = fail_reason(t);
+    last_failure_ = "trial " + std::to_string(t.number) + (reason.empty() ? "" : ": " + reason);
+  }
+  // Throws when trials ran and every one failed.
+  void check(const SweepResult& result) const {
+    if (failed_ == 0 || succeeded_ > 0 || result.end == SweepEnd::kAborted) return;
+    throw Error(ErrorCode::kInvalidArgument,
+                "sweep '" + result.study_name + "': every trial of this run failed (" +
+                    std::to_string(failed_) + "); the last, " + last_failure_);
+  }
+
+ private:
+  int64_t succeeded_ = 0, failed_ = 0;
+  std::string last_failure_;
+};
+
 int run(const SweepFile& sweep, const Flags& flags) {
   StopSignals signals;
   ProgressPrinter printer(sweep.name, sweep.objective_metric);
+  RunOutcomes outcomes;
   SweepRunOptions options;
   options.endpoint = flags.get("--endpoint");
   options.security = coordinator_security(flags);
@@ -127,6 +160,7 @@ int run(const SweepFile& sweep, const Flags& flags) {
   options.abort = signals.second();
   options.on_progress = [&](const SweepProgress& p) { printer.progress(p); };
   options.on_trial_finished = [&](const FrozenTrial& t, const SweepProgress& p) {
+    outcomes.add(t);
     printer.trial(t, p);
   };
   if (flags.has("--verbose")) {
@@ -146,7 +180,9 @@ int run(const SweepFile& sweep, const Flags& flags) {
   }
   const SweepResult result = run_sweep(sweep, options);
   printer.finish();
-  return finish(sweep, result);
+  const int code = finish(sweep, result);
+  outcomes.check(result);
+  return code;
 }
 
 // What every end of a sweep prints: the counts, the best trial, the export, how to go on.

@@ -68,7 +68,8 @@ int run_trials(const std::vector<std::string>& args) {
   }
   const std::vector<std::string> names = param_names(trials);
   std::vector<std::vector<std::string>> rows = {trial_header(names)};
-  for (const FrozenTrial& t : trials) rows.push_back(trial_row(t, names));
+  const Cells cells = flags.has("--csv") ? Cells::kExact : Cells::kForPeople;
+  for (const FrozenTrial& t : trials) rows.push_back(trial_row(t, names, cells));
   if (flags.has("--csv")) {
     for (const auto& row : rows) {
       std::string line;
