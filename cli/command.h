@@ -4,7 +4,9 @@
 #ifndef TUNER_CLI_COMMAND_H_
 #define TUNER_CLI_COMMAND_H_
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -49,6 +51,8 @@ class Flags {
   std::string get(const std::string& flag, const std::string& fallback = "") const;
   // The value as an integer (UsageError naming the flag when it is not one).
   int get_int(const std::string& flag, int fallback) const;
+  // --busy-timeout MS (> 0), when given.
+  std::optional<std::chrono::milliseconds> busy_timeout() const;
   double get_double(const std::string& flag, double fallback) const;
   // Throws UsageError("tuner COMMAND: FLAG is required (hint)") when absent.
   std::string require(const std::string& flag, std::string_view hint) const;

@@ -28,7 +28,7 @@ std::span<const Command> commands() {
       {"sweep",
        "sweep FILE [--study NAME] [--storage PATH] [--executors N] [--trials N]\n"
        "      [--registry DIR] [--endpoint ENDPOINT] [--key FILE --executor-keys PATH]\n"
-       "      [--insecure] [--verbose] [--submit]\n"
+       "      [--insecure] [--verbose] [--submit] [--busy-timeout MS]\n"
        "                                 run the study a sweep file describes (docs/sweep_file.md)\n"
        "                                 with N local executor slots (0: only executors that\n"
        "                                 connect to ENDPOINT); continues the study when it exists.\n"
@@ -39,17 +39,20 @@ std::span<const Command> commands() {
        "                                 storage and follow it (Ctrl-C leaves it running there).\n"
        "                                 Ctrl-C: finish the running trials and stop; twice: stop now.\n"
        "                                 With an \"export\" section, the best model goes to the\n"
-       "                                 registry (--registry DIR overrides where)",
+       "                                 registry (--registry DIR overrides where). --busy-timeout:\n"
+       "                                 how long a write waits for another process's database\n"
+       "                                 lock (default 5000 ms)",
        &run_sweep_command},
       {"resume",
        "resume --study NAME --storage PATH [--rerun-failed] [--executors N] [--trials N]\n"
        "       [--endpoint ENDPOINT] [--key FILE --executor-keys PATH] [--insecure]\n"
+       "       [--busy-timeout MS]\n"
        "                                 continue a sweep's study from its SQLite file alone;\n"
        "                                 --rerun-failed runs every FAIL trial again with its params",
        &run_resume_command},
       {"serve",
        "serve --storage PATH --endpoint ENDPOINT [--executors N] [--key FILE --executor-keys PATH]\n"
-       "      [--insecure] [--verbose]\n"
+       "      [--insecure] [--verbose] [--busy-timeout MS]\n"
        "                                 one coordinator for every study of PATH that is submitted\n"
        "                                 to it (tuner sweep FILE --submit), shared fairly by the\n"
        "                                 executors that connect to ENDPOINT (and N local slots);\n"

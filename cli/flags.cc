@@ -34,6 +34,13 @@ std::string Flags::get(const std::string& flag, const std::string& fallback) con
   return it == values_.end() ? fallback : it->second;
 }
 
+std::optional<std::chrono::milliseconds> Flags::busy_timeout() const {
+  if (!has("--busy-timeout")) return std::nullopt;
+  const int ms = get_int("--busy-timeout", 0);
+  if (ms <= 0) throw UsageError("--busy-timeout must be a number of milliseconds > 0");
+  return std::chrono::milliseconds(ms);
+}
+
 int Flags::get_int(const std::string& flag, int fallback) const {
   auto it = values_.find(flag);
   if (it == values_.end()) return fallback;

@@ -10,7 +10,9 @@
 namespace tuner::cli {
 
 int run_serve_command(const std::vector<std::string>& args) {
-  Flags flags(args, {"--storage", "--endpoint", "--executors", "--key", "--executor-keys"},
+  Flags flags(args,
+              {"--storage", "--endpoint", "--executors", "--key", "--executor-keys",
+               "--busy-timeout"},
               {"--insecure", "--verbose"}, "serve");
   ServeOptions options;
   options.storage_path = flags.require("--storage", "the SQLite file whose studies it serves");
@@ -19,6 +21,7 @@ int run_serve_command(const std::vector<std::string>& args) {
   if (options.local_executors < 0) throw UsageError("--executors must be >= 0");
   options.security = coordinator_security(flags);
   options.verbose = flags.has("--verbose");
+  options.busy_timeout = flags.busy_timeout();
   options.log = [](const std::string& line) { std::cerr << line << std::endl; };
   StopSignals signals;
   options.drain = signals.first();

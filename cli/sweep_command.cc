@@ -156,6 +156,7 @@ int run(const SweepFile& sweep, const Flags& flags) {
   SweepRunOptions options;
   options.endpoint = flags.get("--endpoint");
   options.security = coordinator_security(flags);
+  options.busy_timeout = flags.busy_timeout();
   options.drain = signals.first();
   options.abort = signals.second();
   options.on_progress = [&](const SweepProgress& p) { printer.progress(p); };
@@ -220,9 +221,9 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
 }
 
 // The flags with a value that `sweep` and `resume` share.
-const std::vector<std::string> kRunFlags = {"--study",    "--storage",       "--executors",
-                                            "--endpoint", "--trials",        "--registry",
-                                            "--key",      "--executor-keys"};
+const std::vector<std::string> kRunFlags = {
+    "--study", "--storage", "--executors",     "--endpoint",    "--trials",
+    "--registry", "--key",  "--executor-keys", "--busy-timeout"};
 
 // The study's counts and best trial, from storage.
 SweepProgress stored_progress(const SweepFile& sweep, const std::vector<FrozenTrial>& trials) {

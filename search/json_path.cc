@@ -330,10 +330,20 @@ std::string read_text_file(const std::filesystem::path& file) {
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(ErrorCode::kInvalidArgument, "cannot open " + file.string() + " to read");
-  std::ostringstream contents;
-  contents << in.rdbuf();
+  std::string contents;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    contents.append(buffer, static_cast<size_t>(in.gcount()));
+    if (contents.size() > kMaxJsonFileBytes) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  file.string() + " is larger than the " +
+                      std::to_string(kMaxJsonFileBytes >> 20) +
+                      " MiB a sweep, space or import file may have (a sweep file is stored "
+                      "whole with its study)");
+    }
+  }
   if (in.bad()) throw Error(ErrorCode::kInvalidArgument, "cannot read " + file.string());
-  return contents.str();
+  return contents;
 }
 
 Error with_source(const Error& error, std::string_view source) {

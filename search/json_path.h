@@ -80,8 +80,11 @@ Json scalar_to_json(const ParamValue& value);
 // too large for a double are errors naming their path.
 Json parse_json_text(std::string_view text, std::string_view source);
 
+// The largest sweep, space or import file read_text_file reads.
+inline constexpr size_t kMaxJsonFileBytes = size_t{4} << 20;
+
 // The contents of `file`; Error(kNotFound) naming it when it does not exist,
-// Error(kInvalidArgument) when it cannot be read.
+// Error(kInvalidArgument) when it cannot be read or is larger than kMaxJsonFileBytes.
 std::string read_text_file(const std::filesystem::path& file);
 
 // `error` with its message prefixed by "<source>: ", keeping its code.

@@ -90,10 +90,17 @@ struct Served {
   std::optional<SteadyClock::time_point> deadline;  // of the sweep's time budget
 };
 
+SqliteStorageOptions storage_options(const ServeOptions& options) {
+  SqliteStorageOptions storage;
+  if (options.busy_timeout) storage.busy_timeout = *options.busy_timeout;
+  return storage;
+}
+
 class Server {
  public:
   explicit Server(const ServeOptions& options)
-      : options_(options), storage_(std::make_shared<SqliteStorage>(options.storage_path)) {}
+      : options_(options),
+        storage_(std::make_shared<SqliteStorage>(options.storage_path, storage_options(options))) {}
 
   void run() {
     ServeLock lock(options_.storage_path);

@@ -50,6 +50,8 @@ struct ServeOptions {
   std::function<void(const std::string&)> log;
   bool verbose = false;
   std::chrono::milliseconds control_interval{500};
+  // How long a storage write waits for another process's lock. Default: the storage's (5 s).
+  std::optional<std::chrono::milliseconds> busy_timeout;
 };
 
 // Serves until `drain` (and the running trials) or `abort`. Throws Error(kFailedPrecondition)

@@ -221,7 +221,10 @@ void refuse_without_endpoint(const SweepFile& sweep) {
 SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   if (options.endpoint.empty()) refuse_without_endpoint(file);
   const SteadyClock::time_point started = SteadyClock::now();
-  OpenedSweep opened = open_sweep(file, std::make_shared<SqliteStorage>(file.storage_path));
+  SqliteStorageOptions storage_options;
+  if (options.busy_timeout) storage_options.busy_timeout = *options.busy_timeout;
+  OpenedSweep opened =
+      open_sweep(file, std::make_shared<SqliteStorage>(file.storage_path, storage_options));
   const SweepFile& sweep = opened.sweep;
   Study& study = opened.study;
   Tally tally(opened.existing, sweep.direction);

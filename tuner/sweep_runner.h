@@ -55,6 +55,9 @@ struct SweepRunOptions {
   // Who may connect to the endpoint (CURVE keys; tuner/coordinator.h). The local executor is
   // let in with the coordinator's own key pair.
   CoordinatorSecurity security;
+  // How long a storage write waits for another process's lock before failing. Default: the
+  // storage's own (SqliteStorageOptions::busy_timeout, 5 s).
+  std::optional<std::chrono::milliseconds> busy_timeout;
   // Per-trial logs. Default: "<storage path>.logs".
   std::string log_dir;
   std::stop_token drain;  // finish the running trials, start no more

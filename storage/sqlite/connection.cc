@@ -33,7 +33,8 @@ std::string advice_for(int rc) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       return "; another process holds the database lock longer than the busy timeout: retry, or "
-             "raise the busy timeout";
+             "raise the busy timeout (--busy-timeout MS on tuner sweep, resume and serve; "
+             "SqliteStorageOptions::busy_timeout in C++)";
     case SQLITE_READONLY:
       return "; the file (or its directory, or this connection) is read-only: make it writable "
              "or open a writable copy";

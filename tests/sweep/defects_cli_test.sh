@@ -53,6 +53,17 @@ out=$("$tuner" sweep "$work/missing.json" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "every trial of this run failed (2); the last, trial 1: the job could not start: cannot run '/nonexistent/program'" <<<"$out" ||
   fail "every trial failed: rc $rc, $out"
 
+# Item 10: a 50 MB sweep file was accepted and stored whole in the database.
+python3 - "$work/missing.json" "$work/big.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["description"] = "x" * (5 << 20)
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+out=$("$tuner" sweep "$work/big.json" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "big.json is larger than the 4 MiB a sweep, space or import file may have" <<<"$out" ||
+  fail "big sweep file: rc $rc, $(head -c 300 <<<"$out")"
+
 # A good study for the rest.
 write_sweep "$work/good.json" good minimize "$ok_job"
 out=$("$tuner" sweep "$work/good.json" 2>&1) || fail "good sweep: $out"
@@ -68,6 +79,23 @@ out=$("$tuner" sweep "$work/metric.json" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "objective.metric is \"acc\", but study 'good' in $db has the metric \"loss\"" <<<"$out" ||
   fail "contradicting metric: rc $rc, $out"
 "$tuner" status --storage "$db" | grep -q "^good: 2 trials.*; seed [0-9]*$" || fail "status shows no seed"
+
+# Item 10: the lock error advised raising the busy timeout, and nothing could set it.
+python3 - "$db" "$work/locked" <<'PY' &
+import os, sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").close()
+time.sleep(2)
+c.execute("ROLLBACK")
+PY
+holder=$!
+for _ in $(seq 1 100); do [ -e "$work/locked" ] && break; sleep 0.05; done
+out=$("$tuner" resume --study good --storage "$db" --trials 3 --busy-timeout 100 2>&1); rc=$?
+[ $rc != 0 ] && grep -q "raise the busy timeout (--busy-timeout MS" <<<"$out" || fail "locked database: rc $rc, $out"
+wait $holder
+out=$("$tuner" resume --study good --storage "$db" --trials 3 --busy-timeout 0 2>&1); rc=$?
+[ $rc = 2 ] && grep -q -- "--busy-timeout must be a number of milliseconds > 0" <<<"$out" || fail "busy timeout 0: rc $rc, $out"
 
 # Item 2: a user attribute nested 100,000 levels deep crashed `tuner trials --json`.
 # Item 11: an infinite intermediate value came out as null; CSV kept JSON's quotes on strings.
