@@ -198,6 +198,7 @@ struct ExecutorService::Impl {
   // made), poll_node_stores: the stores are then looked at every kNodeStorePoll.
   UniqueFd store_watch;
   bool poll_node_stores = false;
+  bool told_queue_full = false;  // on this connection
 
   void log(const std::string& line) {
     const std::string text = "executor " + options.executor_id + ": " + line;
@@ -225,8 +226,14 @@ struct ExecutorService::Impl {
     if (!dealer) return false;
     try {
       if (dealer->send(message)) return true;
-      log(std::string("could not queue ") + std::string(to_string(message_type(message))) +
-          " for the coordinator (its queue is full)");
+      // Once per connection: a coordinator that never reads (a CURVE endpoint that refuses a
+      // plain executor, or none at all) would otherwise get a line per heartbeat.
+      if (!told_queue_full) {
+        log(std::string("could not queue ") + std::string(to_string(message_type(message))) +
+            " for the coordinator: its queue is full, so it takes nothing from this executor " +
+            connection_hint() + "; messages wait until it does");
+        told_queue_full = true;
+      }
     } catch (const ProtocolError& e) {
       log(std::string("cannot encode ") + std::string(to_string(message_type(message))) + ": " +
           e.what());
@@ -294,8 +301,18 @@ struct ExecutorService::Impl {
     hello_wanted = false;
   }
 
+  // What to check when the coordinator does not answer.
+  std::string connection_hint() const {
+    return options.curve_keys
+               ? "(with CURVE: does the coordinator accept this executor's public key, and is "
+                 "--coordinator-key its .pub file?)"
+               : "(is a coordinator listening there? one that uses CURVE answers only executors "
+                 "started with --key and --coordinator-key)";
+  }
+
   void connect() {
     ++generation;
+    told_queue_full = false;
     ZmqSocketOptions socket_options;
     socket_options.routing_id = options.executor_id.substr(0, 200) + "#" +
                                 std::to_string(::getpid()) + "." + std::to_string(generation);
@@ -633,10 +650,7 @@ struct ExecutorService::Impl {
     if (now - last_heard >= options.coordinator_timeout) {
       log("nothing from the coordinator for " +
           std::to_string(std::chrono::duration_cast<milliseconds>(now - last_heard).count()) +
-          " ms; reconnecting to " + options.coordinator +
-          (options.curve_keys ? " (with CURVE: does the coordinator accept this executor's "
-                                "public key, and is --coordinator-key its .pub file?)"
-                              : ""));
+          " ms; reconnecting to " + options.coordinator + " " + connection_hint());
       connect();
       return;
     }

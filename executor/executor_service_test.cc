@@ -1,8 +1,10 @@
 #include "executor/executor_service.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -52,7 +54,7 @@ class ExecutorServiceTest : public ::testing::Test {
     options.heartbeat_interval = milliseconds(50);
     options.coordinator_timeout = coordinator_timeout;
     options.stop_grace = milliseconds(500);
-    options.log = [](const std::string& line) { std::cerr << line << "\n"; };
+    options.log = log_ ? log_ : [](const std::string& line) { std::cerr << line << "\n"; };
     service_ = std::make_unique<ExecutorService>(options);
     thread_ = std::jthread([this](std::stop_token stop) { service_->run(stop); });
   }
@@ -86,6 +88,7 @@ class ExecutorServiceTest : public ::testing::Test {
         .dump();
   }
 
+  std::function<void(const std::string&)> log_;  // default: standard error
   std::optional<std::pair<std::string, std::vector<uint64_t>>> keepalive_;  // peer, leases
   std::filesystem::path dir_;
   ZmqContext context_;
@@ -284,6 +287,31 @@ TEST_F(ExecutorServiceTest, ASilentCoordinatorMakesItReconnectAndSayHelloAgain) 
   EXPECT_EQ(again.executor_id, "test-executor");
   EXPECT_NE(first, second);  // a new connection
   EXPECT_GE(service_->stats().connections, 2);
+}
+
+// Issue 15, item 10: a plain executor pointed at a CURVE coordinator (which never answers it)
+// said nothing about keys.
+TEST_F(ExecutorServiceTest, ASilentCoordinatorIsReportedWithWhatToCheck) {
+  // Shared with the service's thread, which logs until TearDown stops it.
+  struct Lines {
+    std::mutex mutex;
+    std::vector<std::string> said;
+  };
+  auto lines = std::make_shared<Lines>();
+  log_ = [lines](const std::string& line) {
+    std::lock_guard lock(lines->mutex);
+    lines->said.push_back(line);
+  };
+  start(milliseconds(200));
+  next<HelloMessage>();
+  next<HelloMessage>();  // it reconnected
+  std::lock_guard lock(lines->mutex);
+  const auto said = std::find_if(lines->said.begin(), lines->said.end(), [](const std::string& l) {
+    return l.find("nothing from the coordinator") != std::string::npos;
+  });
+  ASSERT_NE(said, lines->said.end());
+  EXPECT_THAT(*said, ::testing::HasSubstr("one that uses CURVE answers only executors started "
+                                          "with --key and --coordinator-key"));
 }
 
 // ExecutorOptions::job_runner (for benchmarks and embedding): trials run in-process through it,
