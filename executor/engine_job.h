@@ -97,7 +97,10 @@ struct EngineTrialConfig {
 // Parses and validates an engine job. Errors are Error(kInvalidArgument) whose message starts
 // with `where` and names the JSON path, e.g. "job.training.lr: expected a number > 0, got -1" or
 // "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)". A model without
-// placeholders is validated in full here (shapes included).
+// placeholders is validated in full here (shapes included), and against the dataset: its input
+// must be the shape of a sample and its output [classes] ("job.model.input: [1, 32, 32] is not
+// the shape of fashion-mnist's samples, [1, 28, 28]: ..."); with placeholders, a concrete
+// "input" is still checked.
 EngineJobSpec parse_engine_job(std::string_view json, const std::string& where = "job");
 
 // Substitutes `params` into the job and checks every value. Errors are Error(kInvalidArgument)
@@ -106,6 +109,21 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where =
 // `job.model.layers[1].out: expected an integer >= 1, got "wide"` (the model spec's own errors).
 EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& params,
                                      const std::string& where = "job");
+
+// Substitutes `params` into the job's model alone and checks it as resolve_engine_job does: the
+// spec builds, its input is the shape of the dataset's samples and its output [the dataset's
+// classes]. The load-time probes of a sweep file (tuner/sweep_file.h), which have values for the
+// model's placeholders only, call it. Errors as resolve_engine_job, e.g.
+// `job.model.layers[3]: the model's output is [3], but fashion-mnist has 10 classes: ...`.
+void check_engine_model(const EngineJobSpec& spec, const Params& params,
+                        const std::string& where = "job");
+
+// Why a failed engine trial failed, from its output: `tuner trial` ends a failure with exit code
+// 1 and one line "error: MESSAGE" on stderr (the message on a single line), which is the last
+// line it writes. Returns the MESSAGE of the last such line of `log_tail` (a CommandOutcome's
+// log tail), or nullopt when there is none (the process crashed or was killed). The executor
+// makes it the FAIL reason (docs/engine_jobs.md, "When a trial fails").
+std::optional<std::string> engine_trial_error(std::string_view log_tail);
 
 // `json` (a job's JSON text) with every "{NAME}" string under model, training and data replaced by
 // the parameter's value, keeping its JSON type. Errors as resolve_engine_job.
