@@ -200,8 +200,13 @@ struct DatasetInfo {
   int64_t test_size;   // images in the test file
   training::Shape sample;  // one sample's shape, the model's input
   int32_t classes;         // the labels, the model's output [classes]
+  // The files' values and the loader's scaling of them (EngineInputPipeline): uint8 pixels
+  // divided by 255 (training/data/idx.h).
+  bool uint8;
+  float divisor;
 };
-const DatasetInfo kDatasets[] = {{"fashion-mnist", 60000, 10000, training::Shape{1, 28, 28}, 10}};
+const DatasetInfo kDatasets[] = {
+    {"fashion-mnist", 60000, 10000, training::Shape{1, 28, 28}, 10, true, 255.0f}};
 
 std::vector<std::string_view> dataset_names() {
   std::vector<std::string_view> names;
@@ -476,17 +481,24 @@ Splits load_fashion_mnist(const std::string& dir_in, const EngineTrialConfig& c,
   return s;
 }
 
+// Loads the splits of the job's dataset, as its loader scales them.
+Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& c,
+                     const std::string& where) {
+  const std::string path = where + ".data";
+  if (spec.dataset == "fashion-mnist") return load_fashion_mnist(spec.data_dir, c, path);
+  fail(path + ".dataset",
+       "unknown dataset \"" + spec.dataset + "\" (known: " + join(dataset_names()) + ")");
+}
+
+// The normalization of every split: one mean and standard deviation over the training split.
+training::Normalizer fit_normalizer(const training::Dataset& train) {
+  return training::Normalizer::fit(train, training::NormalizeBy::kAll);
+}
+
 // Loads the splits of the job's dataset, normalized with the training split's statistics.
 Splits load_data(const EngineJobSpec& spec, const EngineTrialConfig& c, const std::string& where) {
-  const std::string path = where + ".data";
-  Splits s;
-  if (spec.dataset == "fashion-mnist") {
-    s = load_fashion_mnist(spec.data_dir, c, path);
-  } else {
-    fail(path + ".dataset",
-         "unknown dataset \"" + spec.dataset + "\" (known: " + join(dataset_names()) + ")");
-  }
-  const training::Normalizer norm = training::Normalizer::fit(s.train, training::NormalizeBy::kAll);
+  Splits s = load_raw_data(spec, c, where);
+  const training::Normalizer norm = fit_normalizer(s.train);
   norm.apply(s.train);
   if (!s.validation.empty()) norm.apply(s.validation);
   if (!s.test.empty()) norm.apply(s.test);
@@ -712,6 +724,23 @@ EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& pa
                                      const std::string& where) {
   const Json root = Json::parse(substitute_engine_params(spec.json, params, where));
   return read_config(root, spec, where, /*templated=*/false);
+}
+
+EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
+                                          const EngineTrialConfig& config) {
+  EngineTrialConfig train_only = config;
+  train_only.validation = 0;
+  train_only.test = 0;
+  const Splits s = load_raw_data(spec, train_only, "job");
+  const training::Normalizer norm = fit_normalizer(s.train);
+  const DatasetInfo& info = dataset_info(spec.dataset, "job.data.dataset");
+  EngineInputPipeline p;
+  p.dataset = spec.dataset;
+  p.uint8 = info.uint8;
+  p.divisor = info.divisor;
+  p.mean = norm.mean()[0];
+  p.stddev = norm.stddev()[0];
+  return p;
 }
 
 void check_engine_model(const EngineJobSpec& spec, const Params& params,

@@ -130,6 +130,24 @@ std::optional<std::string> engine_trial_error(std::string_view log_tail);
 std::string substitute_engine_params(std::string_view json, const Params& params,
                                      const std::string& where = "job");
 
+// How the engine turns a value of the dataset's files into a model input: the loader's scaling
+// (float(raw) / divisor), then the normalization with the statistics of the trial's training
+// split, (x - mean) * (1 / stddev). An exported model does the same at its input
+// (docs/registry.md, "Preprocessing"), so that it takes the dataset's own values.
+struct EngineInputPipeline {
+  std::string dataset;  // "fashion-mnist"
+  bool uint8 = false;   // the raw values are uint8 (fashion-mnist: pixels 0..255)
+  float divisor = 1.0f;
+  float mean = 0.0f;
+  float stddev = 1.0f;  // > 0
+};
+
+// The pipeline of a trial of `spec` with `config` (resolve_engine_job's), its statistics
+// computed from the training split as run_engine_trial computes them. Reads the data: throws
+// Error naming the file, kNotFound when missing, kDataLoss when unreadable.
+EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
+                                          const EngineTrialConfig& config);
+
 // The trial an engine run is for.
 struct EngineTrial {
   int number = -1;  // names the artifacts folder; REQUIRES: >= 0 when the job has artifacts_dir
