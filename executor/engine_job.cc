@@ -257,8 +257,8 @@ void check_model_fits_data(const training::ModelSpec& model, const DatasetInfo& 
                      std::to_string(info.classes) + " classes: the last layer must give " + want +
                      " (one logit per class)");
     }
-    fail(last, "the model's output is " + model.output.to_string() + ", but " + name +
-                   "'s " + std::to_string(info.classes) + " classes need " + want +
+    fail(last, "the model's output is " + model.output.to_string() + ", but " + name + "'s " +
+                   std::to_string(info.classes) + " classes need " + want +
                    " (one logit per class): end the model with {\"type\": \"flatten\"} and "
                    "{\"type\": \"linear\", \"out\": " +
                    std::to_string(info.classes) + "}");
@@ -743,8 +743,7 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
   return p;
 }
 
-void check_engine_model(const EngineJobSpec& spec, const Params& params,
-                        const std::string& where) {
+void check_engine_model(const EngineJobSpec& spec, const Params& params, const std::string& where) {
   const Json root = job_json::parse_object(spec.json, where);
   const std::string model_path = where + ".model";
   const Json model = substitute(object_member(root, "model", model_path, true), model_path, params);

@@ -209,8 +209,8 @@ TEST(EngineJobSpec, RefusesAtParseAModelWhoseOutputIsNotTheDatasetsClasses) {
   // Through a trial's values too, before any data is loaded.
   Json templated = job;
   templated["model"]["layers"][3]["out"] = "{classes}";
-  const Params three = {{"width", int64_t{32}}, {"act", std::string("relu")}, {"lr", 0.003},
-                        {"classes", int64_t{3}}};
+  const Params three = {
+      {"width", int64_t{32}}, {"act", std::string("relu")}, {"lr", 0.003}, {"classes", int64_t{3}}};
   EXPECT_EQ(error_of(templated.dump(), &three).substr(0, 56),
             "job.model.layers[3]: the model's output is [3], but fash");
 }
@@ -230,7 +230,11 @@ TEST(EngineJobSpec, RefusesAtParseAModelWhoseInputIsNotTheDatasetsSamples) {
                 .substr(0, 60),
             "job.model.input: [1, 32, 32] is not the shape of fashion-mni");
   // A malformed input is named at its path.
-  EXPECT_EQ(error_of(job, [](Json& j) { j["model"]["input"] = {1, 0, 28}; }).substr(0, 19),
+  EXPECT_EQ(error_of(job,
+                     [](Json& j) {
+                       j["model"]["input"] = {1, 0, 28};
+                     })
+                .substr(0, 19),
             "job.model.input[1]:");
   // An input that is itself a placeholder waits for the trial.
   Json templated = job;
@@ -241,8 +245,8 @@ TEST(EngineJobSpec, RefusesAtParseAModelWhoseInputIsNotTheDatasetsSamples) {
 TEST(EngineJobSpec, CheckEngineModelSubstitutesTheModelAlone) {
   const EngineJobSpec spec = parse_engine_job(tiny_job().dump());
   // The training's placeholder ({lr}) is not needed.
-  EXPECT_NO_THROW(check_engine_model(
-      spec, {{"width", int64_t{16}}, {"act", std::string("tanh")}}, "sweep.json: job"));
+  EXPECT_NO_THROW(check_engine_model(spec, {{"width", int64_t{16}}, {"act", std::string("tanh")}},
+                                     "sweep.json: job"));
   try {
     check_engine_model(spec, {{"width", int64_t{16}}, {"act", std::string("swish")}},
                        "sweep.json: job");

@@ -401,7 +401,8 @@ struct ExecutorService::Impl {
       // with the exit after it.
       std::string reason = outcome.describe();
       if (job.spec.kind == JobKind::kEngine) {
-        if (auto error = engine_trial_error(outcome.log_tail)) reason = *error + " (" + reason + ")";
+        if (auto error = engine_trial_error(outcome.log_tail))
+          reason = *error + " (" + reason + ")";
       }
       return FailMessage{.lease_id = lease,
                          .reason = reason,

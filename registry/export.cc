@@ -53,9 +53,9 @@ Preprocessing engine_preprocessing(const SweepFile& sweep, const FrozenTrial& tr
   try {
     pipeline = engine_input_pipeline(spec, config);
   } catch (const Error& e) {
-    throw Error(ErrorCode::kNotFound,
-                std::string("the model's input normalization needs its training data: ") +
-                    e.what());
+    throw Error(
+        ErrorCode::kNotFound,
+        std::string("the model's input normalization needs its training data: ") + e.what());
   }
   Preprocessing p;
   p.dataset = pipeline.dataset;

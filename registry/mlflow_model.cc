@@ -68,8 +68,8 @@ const char* dtype_name(RawInput input) { return input == RawInput::kUint8 ? "uin
 std::string tensor_spec(const training::Shape& sample, const char* dtype = "float32") {
   Json shape = Json::array({-1});
   for (int64_t d : sample.dims()) shape.push_back(d);
-  Json spec = Json::array(
-      {{{"type", "tensor"}, {"tensor-spec", {{"dtype", dtype}, {"shape", shape}}}}});
+  Json spec =
+      Json::array({{{"type", "tensor"}, {"tensor-spec", {{"dtype", dtype}, {"shape", shape}}}}});
   return spec.dump();
 }
 
@@ -433,10 +433,11 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
     if (p.contains("input") && p["input"].is_object()) {
       const Json& in = p["input"];
       const Json dtype = in.value("dtype", Json()), divisor = in.value("divisor", Json());
-      if (!dtype.is_string() || (dtype != "uint8" && dtype != "float32") ||
-          !divisor.is_number() || !(divisor.get<double>() > 0)) {
-        throw Error(ErrorCode::kDataLoss, path.string() + ": input needs a dtype \"uint8\" or "
-                                                          "\"float32\" and a divisor > 0");
+      if (!dtype.is_string() || (dtype != "uint8" && dtype != "float32") || !divisor.is_number() ||
+          !(divisor.get<double>() > 0)) {
+        throw Error(ErrorCode::kDataLoss, path.string() +
+                                              ": input needs a dtype \"uint8\" or "
+                                              "\"float32\" and a divisor > 0");
       }
       m.preprocessing_.input = dtype == "uint8" ? RawInput::kUint8 : RawInput::kFloat32;
       m.preprocessing_.divisor = divisor.get<float>();
@@ -457,15 +458,12 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
 void ServedModel::preprocess(std::span<float> raw) const {
   const Preprocessing& p = preprocessing_;
   if (p.input == RawInput::kUint8) {
+    const size_t numel = static_cast<size_t>(std::max<int64_t>(1, spec_.input.numel()));
     for (size_t i = 0; i < raw.size(); ++i) {
       if (!(raw[i] >= 0.0f && raw[i] <= 255.0f && raw[i] == std::floor(raw[i]))) {
         throw Error(ErrorCode::kInvalidArgument,
-                    "input value " + Json(raw[i]).dump() + " (sample " +
-                        std::to_string(i / static_cast<size_t>(std::max<int64_t>(
-                                                1, spec_.input.numel()))) +
-                        ", value " +
-                        std::to_string(i % static_cast<size_t>(std::max<int64_t>(
-                                                1, spec_.input.numel()))) +
+                    "input value " + Json(raw[i]).dump() + " (sample " + std::to_string(i / numel) +
+                        ", value " + std::to_string(i % numel) +
                         ") is not a uint8 pixel value 0..255: this model takes " +
                         (p.dataset.empty() ? std::string("the dataset") : p.dataset) +
                         "'s own pixel values, as its files hold them, not scaled or normalized "

@@ -63,22 +63,22 @@ TEST(MlflowModelTest, WritesTheMlflowDirectory) {
   EXPECT_EQ(entries(scratch.path()), std::vector<std::string>{"1"});  // no temporary left
 
   const std::string mlmodel = slurp(out / "MLmodel");
-  for (const char* line : {
-           "artifact_path: 'model'\n",
-           "flavors:\n  onnx:\n    code: null\n    data: 'model.onnx'\n    onnx_version: '",
-           "    providers:\n    - 'CUDAExecutionProvider'\n    - 'CPUExecutionProvider'\n",
-           "  python_function:\n    data: 'model.onnx'\n    env:\n      conda: 'conda.yaml'\n"
-           "      virtualenv: 'python_env.yaml'\n    loader_module: 'mlflow.onnx'\n"
-           "    python_version: '3.11'\n",
-           "model_uuid: '0123456789abcdef0123456789abcdef'\n",
-           "utc_time_created: '2024-01-02 03:04:05.000006'\n",
-           "signature:\n  inputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":\"float32\","
-           "\"shape\":[-1,4]}}]'\n  outputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":"
-           "\"float32\",\"shape\":[-1,3]}}]'\n  params: null\n",
-           "metadata:\n  tuner_format_version: 2\n  study: 'fmnist'\n  trial: 7\n",
-           "  params:\n    act: 'relu'\n    lr: 1.0e-05\n    width: 64\n",
-           "  metrics:\n    val_accuracy: 0.9\n    val_loss: 1.2e-05\n",
-           "mlflow_version: '2.9.2'\n"}) {
+  for (const char* line :
+       {"artifact_path: 'model'\n",
+        "flavors:\n  onnx:\n    code: null\n    data: 'model.onnx'\n    onnx_version: '",
+        "    providers:\n    - 'CUDAExecutionProvider'\n    - 'CPUExecutionProvider'\n",
+        "  python_function:\n    data: 'model.onnx'\n    env:\n      conda: 'conda.yaml'\n"
+        "      virtualenv: 'python_env.yaml'\n    loader_module: 'mlflow.onnx'\n"
+        "    python_version: '3.11'\n",
+        "model_uuid: '0123456789abcdef0123456789abcdef'\n",
+        "utc_time_created: '2024-01-02 03:04:05.000006'\n",
+        "signature:\n  inputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":\"float32\","
+        "\"shape\":[-1,4]}}]'\n  outputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":"
+        "\"float32\",\"shape\":[-1,3]}}]'\n  params: null\n",
+        "metadata:\n  tuner_format_version: 2\n  study: 'fmnist'\n  trial: 7\n",
+        "  params:\n    act: 'relu'\n    lr: 1.0e-05\n    width: 64\n",
+        "  metrics:\n    val_accuracy: 0.9\n    val_loss: 1.2e-05\n",
+        "mlflow_version: '2.9.2'\n"}) {
     EXPECT_THAT(mlmodel, HasSubstr(line));
   }
   EXPECT_THAT(slurp(out / "python_env.yaml"), HasSubstr("- -r requirements.txt"));

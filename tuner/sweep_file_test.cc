@@ -448,7 +448,8 @@ TEST(SweepFileTest, RefusesAnEngineModelWhoseOutputIsNotTheDatasetsClasses) {
 TEST(SweepFileTest, RefusesAnEngineModelWhoseInputIsNotTheDatasetsSamples) {
   const char* params = R"({"w": {"type": "int", "low": 8, "high": 64}})";
   EXPECT_EQ(error_of(engine_sweep(params, R"([{"type": "linear", "out": "{w}"},
-                                              {"type": "linear", "out": 10}])", "[784]")),
+                                              {"type": "linear", "out": 10}])",
+                                  "[784]")),
             "sweep.json: job.model.input: [784] is not the shape of fashion-mnist's samples, "
             "[1, 28, 28]: make the model's input [1, 28, 28]");
 }
@@ -459,10 +460,12 @@ TEST(SweepFileTest, RefusesAnEngineModelChoiceThatCannotBuild) {
   const char* layers = R"([{"type": "flatten"}, {"type": "linear", "out": "{w}"},
                            {"type": "{act}"}, {"type": "linear", "out": 10}])";
   EXPECT_EQ(error_of(engine_sweep(R"({"w": {"type": "int", "low": 8, "high": 64},
-      "act": {"type": "categorical", "choices": ["relu", "tanh", "gelu"]}})", layers)),
+      "act": {"type": "categorical", "choices": ["relu", "tanh", "gelu"]}})",
+                                  layers)),
             "");
   const std::string error = error_of(engine_sweep(R"({"w": {"type": "int", "low": 8, "high": 64},
-      "act": {"type": "categorical", "choices": ["relu", "swish", "tanh"]}})", layers));
+      "act": {"type": "categorical", "choices": ["relu", "swish", "tanh"]}})",
+                                                  layers));
   EXPECT_THAT(error, HasSubstr("sweep.json: job.model.layers[2].type: unknown layer \"swish\""));
   EXPECT_THAT(error, HasSubstr("; every trial with w = 8, act = \"swish\" would fail (the "
                                "sweep tries the model with its parameters at their lowest values "

@@ -106,14 +106,13 @@ int run(const std::filesystem::path& out) {
     if (!raw) throw std::runtime_error("input.u8: cannot write");
   }
   write_floats(out / "expected.f32", y);
-  nlohmann::json manifest = {
-      {"model_dir", std::filesystem::absolute(champion.dir).string()},
-      {"input_dtype", "uint8"},
-      {"input_shape", {kBatch, 1, 12, 12}},
-      {"output_shape", {kBatch, 5}},
-      {"study", lineage.study},
-      {"trial", first.lineage.trial},
-      {"metrics", {{"val_accuracy", 0.875}, {"val_loss", 0.25}}}};
+  nlohmann::json manifest = {{"model_dir", std::filesystem::absolute(champion.dir).string()},
+                             {"input_dtype", "uint8"},
+                             {"input_shape", {kBatch, 1, 12, 12}},
+                             {"output_shape", {kBatch, 5}},
+                             {"study", lineage.study},
+                             {"trial", first.lineage.trial},
+                             {"metrics", {{"val_accuracy", 0.875}, {"val_loss", 0.25}}}};
   std::ofstream(out / "manifest.json") << manifest.dump(2) << "\n";
   std::cout << "registered interop/1 (champion) and interop/2 at " << (out / "registry") << "\n";
   return 0;

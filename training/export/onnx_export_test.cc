@@ -348,7 +348,8 @@ TEST(OnnxExport, TheInputTransformMakesTheGraphTakeRawPixels) {
   // A dataset of raw pixels as the IDX reader makes it (bytes / 255) and the engine's
   // normalization of it (training::Normalizer, one mean and stddev over every pixel).
   std::vector<uint8_t> pixels(3 * 28 * 28);
-  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + i / 5) % 256);
+  for (size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = static_cast<uint8_t>((i * 37 + i / 5) % 256);
   std::vector<float> scaled(pixels.size());
   for (size_t i = 0; i < pixels.size(); ++i) scaled[i] = static_cast<float>(pixels[i]) / 255.0f;
   Dataset data(Shape{1, 28, 28}, scaled, {0, 1, 2}, 10);

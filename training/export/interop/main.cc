@@ -86,7 +86,8 @@ const TestModel kModels[] = {
         {"type": "conv2d", "out": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
         {"type": "max_pool2d", "kernel": 2},
         {"type": "flatten"},
-        {"type": "linear", "out": 10}]})", true},
+        {"type": "linear", "out": 10}]})",
+     true},
 };
 
 void fill_normal(Rng& rng, std::span<float> values, float scale) {
