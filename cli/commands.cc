@@ -141,7 +141,8 @@ std::span<const Command> commands() {
        "predict --model DIR/MODEL[@ALIAS|/VERSION] --input FILE [--labels FILE] [--limit N]\n"
        "        [--output FILE]\n"
        "                                 batch inference with the engine: idx images (.gz, labels\n"
-       "                                 found beside them) or a CSV of features; writes class\n"
+       "                                 found beside them) or a CSV of the model's raw inputs\n"
+       "                                 (pixels 0..255 for a Fashion-MNIST model); writes class\n"
        "                                 probabilities as CSV and prints the accuracy",
        &run_predict},
       // (new commands: add their entry here)

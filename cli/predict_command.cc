@@ -1,5 +1,8 @@
 // tuner predict --model DIR/MODEL[@ALIAS|/VERSION] --input FILE [--labels FILE] [--limit N]
 //   [--output FILE]: batch inference with the engine on a registered model (docs/registry.md).
+// The inputs are what the model's MLflow signature takes: the dataset's own values (for a
+// Fashion-MNIST model, uint8 pixels 0..255: the idx files themselves, or a CSV of pixel values);
+// the model's preprocessing (registry/mlflow_model.h) normalizes them, as model.onnx does.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -22,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Inputs {
-  std::vector<float> features;  // [N, sample...], in the data loader's units
+  std::vector<float> features;  // [N, sample...], the model's raw inputs (its signature's values)
   std::vector<int32_t> labels;  // empty when unknown
   int64_t count = 0;
 };
@@ -163,12 +166,22 @@ int run_predict(const std::vector<std::string>& args) {
                   input + ": samples of " + data.sample_shape().to_string() + ", the model takes " +
                       model.spec().input.to_string());
     }
+    // read_idx scales the files' bytes to the loader's units (bytes / 255): a uint8 model takes
+    // the bytes themselves, which times the divisor, rounded, gives back exactly.
     in.features.assign(data.features().begin(), data.features().end());
+    if (model.preprocessing().input == registry::RawInput::kUint8) {
+      const float divisor = model.preprocessing().divisor;
+      for (float& v : in.features) v = std::round(v * divisor);
+    }
     in.labels.assign(data.labels().begin(), data.labels().end());
     in.count = data.size();
   }
   if (in.count == 0) throw Error(ErrorCode::kInvalidArgument, input + ": no samples");
-  model.preprocess(in.features);
+  try {
+    model.preprocess(in.features);
+  } catch (const Error& e) {
+    throw Error(e.code(), input + ": " + e.what());
+  }
   const std::vector<float> logits = model.forward(in.features);
   const int64_t k = model.spec().output.numel();
 

@@ -134,9 +134,36 @@ int run_rank(const EngineJobSpec& spec, EngineTrial trial, const Flags& flags,
   return kExitOk;
 }
 
+int run_trial_job(const std::vector<std::string>& args);
+
+// `message` on one line: the executor reads a failed trial's reason from its last stderr line.
+std::string one_line(std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return message;
+}
+
 }  // namespace
 
+// A failure ends with exit code 1 and one last stderr line "error: MESSAGE" (cli/main.cc prints
+// it), which the executor takes as the trial's FAIL reason (executor/engine_job.h,
+// engine_trial_error).
 int run_trial(const std::vector<std::string>& args) {
+  try {
+    return run_trial_job(args);
+  } catch (const Error& e) {
+    throw Error(e.code(), one_line(e.what()));
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kInternal, one_line(std::string("tuner trial: ") + e.what()));
+  }
+}
+
+namespace {
+
+int run_trial_job(const std::vector<std::string>& args) {
   Flags flags(args, {"--engine-job", "--rank", "--world", "--rendezvous", "--node-store"}, {},
               "trial");
   const std::string job_arg = flags.require("--engine-job", "a job file or its JSON text");
@@ -208,5 +235,7 @@ int run_trial(const std::vector<std::string>& args) {
             << "\n";
   return kExitOk;
 }
+
+}  // namespace
 
 }  // namespace tuner::cli

@@ -192,13 +192,21 @@ const std::vector<std::string_view> kTrainingMembers = {
     "gamma",    "label_smoothing", "clip_grad_norm", "seed"};
 const std::vector<std::string_view> kObjectives = {"train_loss", "val_loss", "val_accuracy"};
 
-// A dataset the engine can load. Sizes are -1 where only loading tells (a CSV file, later).
+// A dataset the engine can load. Sizes are -1, the sample shape empty and the classes 0 where
+// only loading tells (a CSV file, later).
 struct DatasetInfo {
   std::string_view name;
   int64_t train_size;  // images in the training file: train + validation come from it
   int64_t test_size;   // images in the test file
+  training::Shape sample;  // one sample's shape, the model's input
+  int32_t classes;         // the labels, the model's output [classes]
+  // The files' values and the loader's scaling of them (EngineInputPipeline): uint8 pixels
+  // divided by 255 (training/data/idx.h).
+  bool uint8;
+  float divisor;
 };
-const DatasetInfo kDatasets[] = {{"fashion-mnist", 60000, 10000}};
+const DatasetInfo kDatasets[] = {
+    {"fashion-mnist", 60000, 10000, training::Shape{1, 28, 28}, 10, true, 255.0f}};
 
 std::vector<std::string_view> dataset_names() {
   std::vector<std::string_view> names;
@@ -230,24 +238,65 @@ bool data_has(const Json& root, const char* key) {
   return it != root.end() && it->is_object() && it->contains(key);
 }
 
+// Refuses a model that does not fit the samples and classes of the dataset (as far as they are
+// known without loading it). `model_path` is the job's "model" (e.g. "job.model").
+void check_model_fits_data(const training::ModelSpec& model, const DatasetInfo& info,
+                           const std::string& model_path) {
+  const std::string name(info.name);
+  if (info.sample.rank() > 0 && !(model.input == info.sample)) {
+    fail(model_path + ".input", model.input.to_string() + " is not the shape of " + name +
+                                    "'s samples, " + info.sample.to_string() +
+                                    ": make the model's input " + info.sample.to_string());
+  }
+  if (info.classes > 0 && !(model.output == training::Shape{info.classes})) {
+    const std::string last =
+        model.layers.empty() ? model_path : model_path + "." + model.layers.back().path;
+    const std::string want = "[" + std::to_string(info.classes) + "]";
+    if (model.output.rank() == 1) {
+      fail(last, "the model's output is " + model.output.to_string() + ", but " + name + " has " +
+                     std::to_string(info.classes) + " classes: the last layer must give " + want +
+                     " (one logit per class)");
+    }
+    fail(last, "the model's output is " + model.output.to_string() + ", but " + name + "'s " +
+                   std::to_string(info.classes) + " classes need " + want +
+                   " (one logit per class): end the model with {\"type\": \"flatten\"} and "
+                   "{\"type\": \"linear\", \"out\": " +
+                   std::to_string(info.classes) + "}");
+  }
+}
+
+// A model spec parsed, its errors as Error(kInvalidArgument) under `model_path`.
+training::ModelSpec parse_model(const Json& model, const std::string& model_path) {
+  try {
+    return training::parse_model_spec(model.dump());
+  } catch (const training::SpecError& e) {
+    const bool at_root = e.path().empty() || e.path().front() == '(';
+    fail(at_root ? model_path : model_path + "." + e.path(), e.reason());
+  }
+}
+
 // The members under data and training, and the model; `templated`: placeholders stay unchecked.
 EngineTrialConfig read_config(const Json& root, const EngineJobSpec& spec, const std::string& where,
                               bool templated) {
   EngineTrialConfig c;
   const std::string model_path = where + ".model";
   const Json& model = object_member(root, "model", model_path, true);
+  const DatasetInfo& info = dataset_info(spec.dataset, where + ".data.dataset");
   if (!templated || !has_placeholder(model)) {
-    try {
-      c.model_json = training::parse_model_spec(model.dump()).json;
-    } catch (const training::SpecError& e) {
-      const bool at_root = e.path().empty() || e.path().front() == '(';
-      fail(at_root ? model_path : model_path + "." + e.path(), e.reason());
-    }
+    const training::ModelSpec parsed = parse_model(model, model_path);
+    check_model_fits_data(parsed, info, model_path);
+    c.model_json = parsed.json;
+  } else if (auto input = model.find("input");
+             input != model.end() && !has_placeholder(*input) && info.sample.rank() > 0) {
+    // The placeholders are elsewhere: a concrete input is checked against the data now.
+    Json probe = model;
+    probe["layers"] = Json::array({Json{{"type", "flatten"}}});
+    const training::ModelSpec parsed = parse_model(probe, model_path);
+    if (!(parsed.input == info.sample)) check_model_fits_data(parsed, info, model_path);
   }
 
   const std::string data_path = where + ".data";
   Reader data(object_member(root, "data", data_path, true), data_path, templated);
-  const DatasetInfo& info = dataset_info(spec.dataset, data_path + ".dataset");
   auto train = data.integer("train", 1);
   auto validation = data.integer("validation", 0);
   auto test = data.integer("test", 0);
@@ -432,17 +481,24 @@ Splits load_fashion_mnist(const std::string& dir_in, const EngineTrialConfig& c,
   return s;
 }
 
+// Loads the splits of the job's dataset, as its loader scales them.
+Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& c,
+                     const std::string& where) {
+  const std::string path = where + ".data";
+  if (spec.dataset == "fashion-mnist") return load_fashion_mnist(spec.data_dir, c, path);
+  fail(path + ".dataset",
+       "unknown dataset \"" + spec.dataset + "\" (known: " + join(dataset_names()) + ")");
+}
+
+// The normalization of every split: one mean and standard deviation over the training split.
+training::Normalizer fit_normalizer(const training::Dataset& train) {
+  return training::Normalizer::fit(train, training::NormalizeBy::kAll);
+}
+
 // Loads the splits of the job's dataset, normalized with the training split's statistics.
 Splits load_data(const EngineJobSpec& spec, const EngineTrialConfig& c, const std::string& where) {
-  const std::string path = where + ".data";
-  Splits s;
-  if (spec.dataset == "fashion-mnist") {
-    s = load_fashion_mnist(spec.data_dir, c, path);
-  } else {
-    fail(path + ".dataset",
-         "unknown dataset \"" + spec.dataset + "\" (known: " + join(dataset_names()) + ")");
-  }
-  const training::Normalizer norm = training::Normalizer::fit(s.train, training::NormalizeBy::kAll);
+  Splits s = load_raw_data(spec, c, where);
+  const training::Normalizer norm = fit_normalizer(s.train);
   norm.apply(s.train);
   if (!s.validation.empty()) norm.apply(s.validation);
   if (!s.test.empty()) norm.apply(s.test);
@@ -668,6 +724,48 @@ EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& pa
                                      const std::string& where) {
   const Json root = Json::parse(substitute_engine_params(spec.json, params, where));
   return read_config(root, spec, where, /*templated=*/false);
+}
+
+EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
+                                          const EngineTrialConfig& config) {
+  EngineTrialConfig train_only = config;
+  train_only.validation = 0;
+  train_only.test = 0;
+  const Splits s = load_raw_data(spec, train_only, "job");
+  const training::Normalizer norm = fit_normalizer(s.train);
+  const DatasetInfo& info = dataset_info(spec.dataset, "job.data.dataset");
+  EngineInputPipeline p;
+  p.dataset = spec.dataset;
+  p.uint8 = info.uint8;
+  p.divisor = info.divisor;
+  p.mean = norm.mean()[0];
+  p.stddev = norm.stddev()[0];
+  return p;
+}
+
+void check_engine_model(const EngineJobSpec& spec, const Params& params, const std::string& where) {
+  const Json root = job_json::parse_object(spec.json, where);
+  const std::string model_path = where + ".model";
+  const Json model = substitute(object_member(root, "model", model_path, true), model_path, params);
+  check_model_fits_data(parse_model(model, model_path),
+                        dataset_info(spec.dataset, where + ".data.dataset"), model_path);
+}
+
+std::optional<std::string> engine_trial_error(std::string_view log_tail) {
+  constexpr std::string_view kPrefix = "error: ";
+  std::optional<std::string> found;
+  size_t at = 0;
+  while (at < log_tail.size()) {
+    size_t end = log_tail.find('\n', at);
+    if (end == std::string_view::npos) end = log_tail.size();
+    std::string_view line = log_tail.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.starts_with(kPrefix) && line.size() > kPrefix.size()) {
+      found = std::string(line.substr(kPrefix.size()));
+    }
+    at = end + 1;
+  }
+  return found;
 }
 
 EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& trial,

@@ -97,7 +97,10 @@ struct EngineTrialConfig {
 // Parses and validates an engine job. Errors are Error(kInvalidArgument) whose message starts
 // with `where` and names the JSON path, e.g. "job.training.lr: expected a number > 0, got -1" or
 // "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)". A model without
-// placeholders is validated in full here (shapes included).
+// placeholders is validated in full here (shapes included), and against the dataset: its input
+// must be the shape of a sample and its output [classes] ("job.model.input: [1, 32, 32] is not
+// the shape of fashion-mnist's samples, [1, 28, 28]: ..."); with placeholders, a concrete
+// "input" is still checked.
 EngineJobSpec parse_engine_job(std::string_view json, const std::string& where = "job");
 
 // Substitutes `params` into the job and checks every value. Errors are Error(kInvalidArgument)
@@ -107,10 +110,43 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where =
 EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& params,
                                      const std::string& where = "job");
 
+// Substitutes `params` into the job's model alone and checks it as resolve_engine_job does: the
+// spec builds, its input is the shape of the dataset's samples and its output [the dataset's
+// classes]. The load-time probes of a sweep file (tuner/sweep_file.h), which have values for the
+// model's placeholders only, call it. Errors as resolve_engine_job, e.g.
+// `job.model.layers[3]: the model's output is [3], but fashion-mnist has 10 classes: ...`.
+void check_engine_model(const EngineJobSpec& spec, const Params& params,
+                        const std::string& where = "job");
+
+// Why a failed engine trial failed, from its output: `tuner trial` ends a failure with exit code
+// 1 and one line "error: MESSAGE" on stderr (the message on a single line), which is the last
+// line it writes. Returns the MESSAGE of the last such line of `log_tail` (a CommandOutcome's
+// log tail), or nullopt when there is none (the process crashed or was killed). The executor
+// makes it the FAIL reason (docs/engine_jobs.md, "When a trial fails").
+std::optional<std::string> engine_trial_error(std::string_view log_tail);
+
 // `json` (a job's JSON text) with every "{NAME}" string under model, training and data replaced by
 // the parameter's value, keeping its JSON type. Errors as resolve_engine_job.
 std::string substitute_engine_params(std::string_view json, const Params& params,
                                      const std::string& where = "job");
+
+// How the engine turns a value of the dataset's files into a model input: the loader's scaling
+// (float(raw) / divisor), then the normalization with the statistics of the trial's training
+// split, (x - mean) * (1 / stddev). An exported model does the same at its input
+// (docs/registry.md, "Preprocessing"), so that it takes the dataset's own values.
+struct EngineInputPipeline {
+  std::string dataset;  // "fashion-mnist"
+  bool uint8 = false;   // the raw values are uint8 (fashion-mnist: pixels 0..255)
+  float divisor = 1.0f;
+  float mean = 0.0f;
+  float stddev = 1.0f;  // > 0
+};
+
+// The pipeline of a trial of `spec` with `config` (resolve_engine_job's), its statistics
+// computed from the training split as run_engine_trial computes them. Reads the data: throws
+// Error naming the file, kNotFound when missing, kDataLoss when unreadable.
+EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
+                                          const EngineTrialConfig& config);
 
 // The trial an engine run is for.
 struct EngineTrial {

@@ -186,6 +186,102 @@ TEST(EngineJobSpec, ResolveErrorsNameThePathAndThePlaceholder) {
             "job.training.batch_size: 128 is larger than the training split (data.train 64)");
 }
 
+// Issue 15, item 9: a model that does not fit the data failed every trial with only "exited with
+// code 1"; what can be told without the data is refused when the job is parsed.
+TEST(EngineJobSpec, RefusesAtParseAModelWhoseOutputIsNotTheDatasetsClasses) {
+  const Json job = tiny_job();
+  auto three_outputs = [](Json& j) {
+    j["model"]["layers"][1]["out"] = 64;
+    j["model"]["layers"][2]["type"] = "relu";
+    j["model"]["layers"][3]["out"] = 3;
+  };
+  EXPECT_EQ(error_of(job, three_outputs),
+            "job.model.layers[3]: the model's output is [3], but fashion-mnist has 10 classes: "
+            "the last layer must give [10] (one logit per class)");
+  EXPECT_EQ(error_of(job,
+                     [](Json& j) {
+                       j["model"]["layers"] = Json::parse(
+                           R"([{"type": "conv2d", "out": 4, "kernel": 3}, {"type": "relu"}])");
+                     }),
+            "job.model.layers[0]: the model's output is [4, 26, 26], but fashion-mnist's 10 "
+            "classes need [10] (one logit per class): end the model with {\"type\": "
+            "\"flatten\"} and {\"type\": \"linear\", \"out\": 10}");
+  // Through a trial's values too, before any data is loaded.
+  Json templated = job;
+  templated["model"]["layers"][3]["out"] = "{classes}";
+  const Params three = {
+      {"width", int64_t{32}}, {"act", std::string("relu")}, {"lr", 0.003}, {"classes", int64_t{3}}};
+  EXPECT_EQ(error_of(templated.dump(), &three).substr(0, 56),
+            "job.model.layers[3]: the model's output is [3], but fash");
+}
+
+TEST(EngineJobSpec, RefusesAtParseAModelWhoseInputIsNotTheDatasetsSamples) {
+  const Json job = tiny_job();
+  // Concrete: refused even though the layers have placeholders.
+  EXPECT_EQ(error_of(job, [](Json& j) { j["model"]["input"] = {784}; }),
+            "job.model.input: [784] is not the shape of fashion-mnist's samples, [1, 28, 28]: "
+            "make the model's input [1, 28, 28]");
+  EXPECT_EQ(error_of(job,
+                     [](Json& j) {
+                       j["model"]["input"] = {1, 32, 32};
+                       j["model"]["layers"][1]["out"] = 8;
+                       j["model"]["layers"][2]["type"] = "relu";
+                     })
+                .substr(0, 60),
+            "job.model.input: [1, 32, 32] is not the shape of fashion-mni");
+  // A malformed input is named at its path.
+  EXPECT_EQ(error_of(job,
+                     [](Json& j) {
+                       j["model"]["input"] = {1, 0, 28};
+                     })
+                .substr(0, 19),
+            "job.model.input[1]:");
+  // An input that is itself a placeholder waits for the trial.
+  Json templated = job;
+  templated["model"]["input"] = "{shape}";
+  EXPECT_EQ(error_of(templated.dump()), "no error");
+}
+
+TEST(EngineJobSpec, CheckEngineModelSubstitutesTheModelAlone) {
+  const EngineJobSpec spec = parse_engine_job(tiny_job().dump());
+  // The training's placeholder ({lr}) is not needed.
+  EXPECT_NO_THROW(check_engine_model(spec, {{"width", int64_t{16}}, {"act", std::string("tanh")}},
+                                     "sweep.json: job"));
+  try {
+    check_engine_model(spec, {{"width", int64_t{16}}, {"act", std::string("swish")}},
+                       "sweep.json: job");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()).substr(0, 56),
+              "sweep.json: job.model.layers[2].type: unknown layer \"swi");
+  }
+  try {
+    check_engine_model(spec, {{"act", std::string("relu")}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "job.model.layers[1].out: \"{width}\": the trial has no parameter 'width'");
+  }
+}
+
+// Issue 15, item 9: the FAIL reason of an engine trial was only "exited with code 1"; it is the
+// message of `tuner trial`'s last "error: " line.
+TEST(EngineJobSpec, TheFailReasonIsTheLastErrorLineOfTheTrialsOutput) {
+  EXPECT_EQ(engine_trial_error("[tuner] trial 3 (id 4): running tuner trial ...\n"
+                               "error: trial 3: job.data: /d/train-images-idx3-ubyte.gz: bad "
+                               "magic number 0x1f8b0800\n"),
+            "trial 3: job.data: /d/train-images-idx3-ubyte.gz: bad magic number 0x1f8b0800");
+  // The last one wins; a rank's forwarded line ("rank 1: error: ...") and "[tuner]" lines are
+  // not the trial's own.
+  EXPECT_EQ(engine_trial_error("error: first\nrank 1: error: a rank\nerror: last\r\n"
+                               "[tuner] output closed\n"),
+            "last");
+  EXPECT_EQ(engine_trial_error("rank 1: error: a rank\nSegmentation fault\n"), std::nullopt);
+  EXPECT_EQ(engine_trial_error(""), std::nullopt);
+  EXPECT_EQ(engine_trial_error("error: "), std::nullopt);
+}
+
 TEST(EngineJobSpec, TheExecutorsCommandCarriesTheJobVerbatim) {
   const EngineJobSpec spec = parse_engine_job(tiny_job().dump());
   const CommandSpec command = engine_job_command(spec, "/opt/tuner/bin/tuner");

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -96,7 +97,8 @@ class RankProcesses {
   // SIGKILL to every rank still running; their ends are not failures.
   void kill() { kill_requested_ = true; }
 
-  // "rank 1 of 2 exited with code 3" for the first rank that failed, if any.
+  // "rank 1 of 2 exited with code 3" for the first rank that failed, if any, followed by its
+  // reason when its stderr gave one ("...: trial 3: job.data: ...").
   std::optional<std::string> failure() const {
     std::lock_guard lock(mutex_);
     return failure_;
@@ -128,8 +130,16 @@ class RankProcesses {
 
  private:
   struct Output {
-    std::string partial;  // a line not yet ended
+    std::string partial;     // a line not yet ended
+    std::string last_error;  // the message of its last "error: " line (`tuner trial`'s failure)
   };
+
+  // Forwards one line of rank `rank`'s output, keeping the message of an "error: " line.
+  void forward(int rank, Output& out, std::string line) {
+    constexpr std::string_view kError = "error: ";
+    if (line.starts_with(kError)) out.last_error = line.substr(kError.size());
+    log_("rank " + std::to_string(rank) + ": " + line);
+  }
 
   // Forwards what `fd` holds (until it would block); false at end of file.
   bool drain(UniqueFd& fd, int rank, Output& out) {
@@ -140,7 +150,7 @@ class RankProcesses {
         out.partial.append(buffer, static_cast<size_t>(n));
         size_t at = 0, end;
         while ((end = out.partial.find('\n', at)) != std::string::npos) {
-          log_("rank " + std::to_string(rank) + ": " + out.partial.substr(at, end - at));
+          forward(rank, out, out.partial.substr(at, end - at));
           at = end + 1;
         }
         out.partial.erase(0, at);
@@ -148,7 +158,7 @@ class RankProcesses {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-      if (!out.partial.empty()) log_("rank " + std::to_string(rank) + ": " + out.partial);
+      if (!out.partial.empty()) forward(rank, out, out.partial);
       out.partial.clear();
       fd.reset();
       return false;
@@ -192,8 +202,10 @@ class RankProcesses {
           --running_;
           ended_[i] = true;
           if (status->exit_code != 0 && !kill_requested_ && !failure_) {
+            // The rank's own reason, when it gave one (a `tuner trial` rank's "error: ...").
+            const std::string& why = outputs[2 * i + 1].last_error;
             failure_ = "rank " + std::to_string(rank) + " of " + std::to_string(world_) + " " +
-                       status->describe();
+                       status->describe() + (why.empty() ? std::string() : ": " + why);
             kill_requested_ = true;
             failed = true;
           }

@@ -19,7 +19,9 @@ namespace {
 EngineJobSpec cuda_job_of_two_nodes(double collective_timeout_s) {
   const nlohmann::json job = {
       {"kind", "engine"},
-      {"model", {{"input", {4}}, {"layers", {{{"type", "linear"}, {"out", 2}}}}}},
+      {"model",
+       {{"input", {1, 28, 28}},
+        {"layers", {{{"type", "flatten"}}, {{"type", "linear"}, {"out", 10}}}}}},
       {"data", {{"dataset", "fashion-mnist"}, {"train", 8}, {"validation", 0}}},
       {"training", {{"batch_size", 4}}},
       {"backend", "cuda"},

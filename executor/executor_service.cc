@@ -414,8 +414,15 @@ struct ExecutorService::Impl {
           .log_tail = outcome.log_tail};
     }
     if (!outcome.succeeded()) {
+      // An engine trial says why on its last stderr line ("error: ..."): that is the reason,
+      // with the exit after it.
+      std::string reason = outcome.describe();
+      if (job.spec.kind == JobKind::kEngine) {
+        if (auto error = engine_trial_error(outcome.log_tail))
+          reason = *error + " (" + reason + ")";
+      }
       return FailMessage{.lease_id = lease,
-                         .reason = outcome.describe(),
+                         .reason = reason,
                          .exit_code = outcome.exit_code,
                          .log_tail = outcome.log_tail};
     }

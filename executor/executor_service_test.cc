@@ -193,7 +193,9 @@ TEST_F(ExecutorServiceTest, ACudaEngineJobWithMoreRanksThanGpusFailsBeforeStarti
   next<HelloMessage>(&peer);
   const nlohmann::json job = {
       {"kind", "engine"},
-      {"model", {{"input", {4}}, {"layers", {{{"type", "linear"}, {"out", 2}}}}}},
+      {"model",
+       {{"input", {1, 28, 28}},
+        {"layers", {{{"type", "flatten"}}, {{"type", "linear"}, {"out", 10}}}}}},
       {"data", {{"dataset", "fashion-mnist"}, {"train", 8}, {"validation", 0}}},
       {"training", {{"batch_size", 4}}},
       {"backend", "cuda"},
@@ -228,7 +230,9 @@ exit 4
   next<HelloMessage>(&peer);
   const nlohmann::json job = {
       {"kind", "engine"},
-      {"model", {{"input", {4}}, {"layers", {{{"type", "linear"}, {"out", 2}}}}}},
+      {"model",
+       {{"input", {1, 28, 28}},
+        {"layers", {{{"type", "flatten"}}, {{"type", "linear"}, {"out", 10}}}}}},
       {"data", {{"dataset", "fashion-mnist"}, {"train", 8}, {"validation", 0}}},
       {"training", {{"batch_size", 4}}},
       {"ranks", 2},

@@ -61,14 +61,23 @@ expect "(the same)" "$work/predict.out"
 [ "$(wc -l < "$work/pred.csv")" = 1001 ] || fail "pred.csv should have a header and 1000 rows"
 head -1 "$work/pred.csv" | grep -q "^index,predicted,label,p0,p1,p2,p3,p4,p5,p6,p7,p8,p9$" ||
   fail "pred.csv header: $(head -1 "$work/pred.csv")"
-# A CSV of features (pixels in [0, 1]), with a label column.
+# A CSV of features: the model's raw inputs, Fashion-MNIST's own pixel values 0..255, as the
+# MLmodel's signature (uint8) says; with a label column.
 awk 'BEGIN { printf "label"; for (i = 0; i < 784; i++) printf ",px%d", i; print "";
-             for (r = 0; r < 3; r++) { printf "%d", r; for (i = 0; i < 784; i++) printf ",%.3f", (i % 7) / 7; print "" } }' \
+             for (r = 0; r < 3; r++) { printf "%d", r; for (i = 0; i < 784; i++) printf ",%d", (i * 37) % 256; print "" } }' \
   > "$work/features.csv"
 "$tuner" predict --model "$reg/tiny/2" --input "$work/features.csv" --output "$work/pred2.csv" \
   > "$work/predict2.out"
 expect "predicted 3 samples" "$work/predict2.out"
 [ "$(wc -l < "$work/pred2.csv")" = 4 ] || fail "pred2.csv should have 3 rows"
+expect '"dtype":"uint8","shape":\[-1,1,28,28\]' "$reg/tiny/2/MLmodel"
+# Pixels scaled to [0, 1] are refused, not answered wrongly (issue 15, item 12).
+awk 'BEGIN { for (i = 0; i < 784; i++) printf "%s%.3f", (i ? "," : ""), (i % 7) / 7; print "" }' \
+  > "$work/scaled.csv"
+if "$tuner" predict --model "$reg/tiny/2" --input "$work/scaled.csv" 2> "$work/err0.out" > /dev/null; then
+  fail "pixels in [0, 1] must be refused by a model that takes uint8 pixels"
+fi
+expect "scaled.csv: input value 0.14.* (sample 0, value 1) is not a uint8 pixel value 0..255" "$work/err0.out"
 
 # The registry's tables in the study database.
 python3 - "$db" <<'PY'

@@ -5,9 +5,6 @@
 
 #include "executor/engine_job.h"
 #include "storage/sqlite_storage.h"
-#include "training/data/dataset.h"
-#include "training/data/fashion_mnist.h"
-#include "training/data/idx.h"
 #include "trials/error.h"
 #include "tuner/sweep_runner.h"
 
@@ -46,29 +43,26 @@ std::optional<SweepFile> sweep_of(const StudyRecord& study, const std::string& s
   return stored_sweep(study.name, storage);
 }
 
-// The normalization the engine job applied: the statistics of its training split (the first
-// `train` training images), recomputed from the dataset.
+// The engine job's input pipeline (the loader's scaling, the normalization with the statistics
+// of the trial's training split, recomputed from the dataset), which the exported model does
+// at its input.
 Preprocessing engine_preprocessing(const SweepFile& sweep, const FrozenTrial& trial) {
   const EngineJobSpec spec = parse_engine_job(sweep.job_json);
   const EngineTrialConfig config = resolve_engine_job(spec, trial.params);
-  Preprocessing p;
-  p.dataset = spec.dataset;
-  if (spec.dataset != "fashion-mnist") return p;
-  std::string dir = spec.data_dir.empty() ? training::fashion_mnist_dir() : spec.data_dir;
-  if (dir.back() != '/') dir += '/';
+  EngineInputPipeline pipeline;
   try {
-    const training::Dataset train = training::read_idx(dir + "train-images-idx3-ubyte.gz",
-                                                       dir + "train-labels-idx1-ubyte.gz",
-                                                       config.train);
-    const training::Normalizer n = training::Normalizer::fit(train, training::NormalizeBy::kAll);
-    p.mean = n.mean()[0];
-    p.stddev = n.stddev()[0] > 0 ? n.stddev()[0] : 1.0f;
-  } catch (const training::DataError& e) {
-    throw Error(ErrorCode::kNotFound,
-                std::string("the model's input normalization needs its training data: ") +
-                    e.what() + " (install Debian's dataset-fashion-mnist or set "
-                    "TUNER_FASHION_MNIST_DIR)");
+    pipeline = engine_input_pipeline(spec, config);
+  } catch (const Error& e) {
+    throw Error(
+        ErrorCode::kNotFound,
+        std::string("the model's input normalization needs its training data: ") + e.what());
   }
+  Preprocessing p;
+  p.dataset = pipeline.dataset;
+  p.input = pipeline.uint8 ? RawInput::kUint8 : RawInput::kFloat32;
+  p.divisor = pipeline.divisor;
+  p.mean = pipeline.mean;
+  p.stddev = pipeline.stddev;
   return p;
 }
 

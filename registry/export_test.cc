@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "registry/test_util.h"
 #include "storage/sqlite_storage.h"
@@ -109,6 +110,15 @@ TEST_F(ExportTest, ExportsTheBestTrialByDefaultAndTheRequestedOne) {
   EXPECT_GT(p["normalize"]["mean"].get<double>(), 0.1);
   EXPECT_GT(p["normalize"]["stddev"].get<double>(), 0.1);
   EXPECT_EQ(p["dataset"], "fashion-mnist");
+  // Issue 15, item 12: the model takes the dataset's own pixels (uint8 0..255) and normalizes
+  // them in model.onnx; the signature says so.
+  EXPECT_EQ(p["input"]["dtype"], "uint8");
+  EXPECT_EQ(p["input"]["divisor"], 255.0);
+  EXPECT_EQ(p["in_model_onnx"], true);
+  std::ifstream mlmodel(first.dir / "MLmodel");
+  std::stringstream text;
+  text << mlmodel.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("\"dtype\":\"uint8\",\"shape\":[-1,1,28,28]"));
 }
 
 TEST_F(ExportTest, ExportBestOfSweepUsesTheExportSection) {

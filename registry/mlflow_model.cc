@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -61,13 +62,51 @@ std::string utc_now() {
   return out;
 }
 
-// MLflow's tensor spec of a float32 tensor [-1, sample...], as the JSON text the MLmodel holds.
-std::string tensor_spec(const training::Shape& sample) {
+// The numpy dtype of a raw input.
+const char* dtype_name(RawInput input) { return input == RawInput::kUint8 ? "uint8" : "float32"; }
+
+// MLflow's tensor spec of a tensor [-1, sample...] of `dtype`, as the JSON text the MLmodel holds.
+std::string tensor_spec(const training::Shape& sample, const char* dtype = "float32") {
   Json shape = Json::array({-1});
   for (int64_t d : sample.dims()) shape.push_back(d);
-  Json spec = Json::array(
-      {{{"type", "tensor"}, {"tensor-spec", {{"dtype", "float32"}, {"shape", shape}}}}});
+  Json spec =
+      Json::array({{{"type", "tensor"}, {"tensor-spec", {{"dtype", dtype}, {"shape", shape}}}}});
   return spec.dump();
+}
+
+bool normalizes(const Preprocessing& p) { return p.mean && p.stddev; }
+
+// The graph's input nodes that compute `p` (none when it changes nothing).
+training::OnnxInputTransform onnx_input_transform(const Preprocessing& p) {
+  training::OnnxInputTransform t;
+  t.uint8 = p.input == RawInput::kUint8;
+  t.divisor = p.divisor;
+  if (normalizes(p)) {
+    t.mean = *p.mean;
+    t.stddev = *p.stddev;
+  }
+  return t;
+}
+
+// What the signature's input is, for people (the MLmodel's metadata "input_description").
+std::string input_description(const Preprocessing& p, const training::ModelSpec& spec) {
+  std::string shape = "[N";
+  for (int64_t d : spec.input.dims()) shape += ", " + std::to_string(d);
+  shape += "]";
+  const std::string of = p.dataset.empty() ? std::string() : p.dataset + "'s ";
+  std::string text = std::string(dtype_name(p.input)) + " " + shape + ": ";
+  text += p.input == RawInput::kUint8 ? of + "own pixel values 0..255, as its files hold them"
+                                      : of + "raw values";
+  std::vector<std::string> steps;
+  if (p.divisor != 1.0f) steps.push_back("divides them by " + Json(p.divisor).dump());
+  if (normalizes(p)) {
+    steps.push_back("normalizes them (mean " + Json(*p.mean).dump() + ", stddev " +
+                    Json(*p.stddev).dump() + ")");
+  }
+  if (steps.empty()) return text + "; the model takes them as they are";
+  text += "; model.onnx ";
+  for (size_t i = 0; i < steps.size(); ++i) text += (i ? " and " : "") + steps[i];
+  return text + " itself: pass raw values, not normalized ones";
 }
 
 // YAML ------------------------------------------------------------------------------------------
@@ -161,7 +200,9 @@ Json json_or_string(const std::string& text) {
 Json number_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
 Json preprocessing_json(const Preprocessing& p) {
-  Json j = {{"version", kMlflowModelFormatVersion}};
+  Json j = {{"version", kMlflowModelFormatVersion},
+            {"input", {{"dtype", dtype_name(p.input)}, {"divisor", p.divisor}}},
+            {"in_model_onnx", true}};
   if (p.mean && p.stddev) {
     j["normalize"] = {{"mean", *p.mean}, {"stddev", *p.stddev}};
   } else {
@@ -185,6 +226,7 @@ Json metadata_json(const Lineage& lineage, const Preprocessing& preprocessing,
             {"params", params},
             {"metrics", metrics},
             {"input_name", training::kOnnxInputName},
+            {"input_description", input_description(preprocessing, spec)},
             {"output_name", training::kOnnxOutputName},
             {"num_parameters", spec.num_parameters},
             {"preprocessing", preprocessing_json(preprocessing)}};
@@ -192,8 +234,8 @@ Json metadata_json(const Lineage& lineage, const Preprocessing& preprocessing,
   return m;
 }
 
-std::string mlmodel_yaml(const training::ModelSpec& spec, const Json& metadata,
-                         const MlflowModelOptions& options) {
+std::string mlmodel_yaml(const training::ModelSpec& spec, const Preprocessing& preprocessing,
+                         const Json& metadata, const MlflowModelOptions& options) {
   Json flavors = {
       {"onnx",
        {{"code", nullptr},
@@ -212,7 +254,8 @@ std::string mlmodel_yaml(const training::ModelSpec& spec, const Json& metadata,
       {"mlflow_version", options.mlflow_version},
       {"model_uuid", options.model_uuid.empty() ? random_uuid_hex() : options.model_uuid},
       {"signature",
-       {{"inputs", tensor_spec(spec.input)}, {"outputs", tensor_spec(spec.output)},
+       {{"inputs", tensor_spec(spec.input, dtype_name(preprocessing.input))},
+        {"outputs", tensor_spec(spec.output)},
         {"params", nullptr}}},
       {"utc_time_created", options.utc_time_created.empty() ? utc_now() : options.utc_time_created},
   };
@@ -284,6 +327,9 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
   if (preprocessing.stddev && !(*preprocessing.stddev > 0.0f)) {
     throw Error(ErrorCode::kInvalidArgument, "preprocessing: stddev must be > 0");
   }
+  if (!(preprocessing.divisor > 0.0f)) {
+    throw Error(ErrorCode::kInvalidArgument, "preprocessing: divisor must be > 0");
+  }
   const training::ModelSpec spec = parse_spec_or_throw(checkpoint.model_spec, "checkpoint");
   std::unique_ptr<training::Backend> backend = training::make_cpu_backend(1);
   std::unique_ptr<training::Sequential> model = model_from_checkpoint(checkpoint, spec, 1, *backend);
@@ -294,6 +340,8 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
                             std::to_string(lineage.trial);
   if (!lineage.study.empty()) onnx_options.metadata.emplace_back("study", lineage.study);
   if (lineage.trial >= 0) onnx_options.metadata.emplace_back("trial", std::to_string(lineage.trial));
+  // The model takes the raw values: the scaling and normalization are the graph's first nodes.
+  onnx_options.input_transform = onnx_input_transform(preprocessing);
   std::string onnx_bytes;
   try {
     onnx_bytes = training::onnx_model_bytes(spec, *model, onnx_options);
@@ -305,7 +353,7 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
   const Json metadata = metadata_json(lineage, preprocessing, spec, options);
   TempDir tmp = TempDir::beside(out);
   const fs::path& dir = tmp.path();
-  write_file(dir / "MLmodel", mlmodel_yaml(spec, metadata, options));
+  write_file(dir / "MLmodel", mlmodel_yaml(spec, preprocessing, metadata, options));
   write_file(dir / "model.onnx", onnx_bytes);
   write_file(dir / "requirements.txt", requirements_txt(options));
   write_file(dir / "python_env.yaml", python_env_yaml(options));
@@ -385,6 +433,19 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
     if (p.contains("dataset") && p["dataset"].is_string()) {
       m.preprocessing_.dataset = p["dataset"].get<std::string>();
     }
+    // Version 2 on: the raw input's type and scaling (version 1 took the loader's units).
+    if (p.contains("input") && p["input"].is_object()) {
+      const Json& in = p["input"];
+      const Json dtype = in.value("dtype", Json()), divisor = in.value("divisor", Json());
+      if (!dtype.is_string() || (dtype != "uint8" && dtype != "float32") || !divisor.is_number() ||
+          !(divisor.get<double>() > 0)) {
+        throw Error(ErrorCode::kDataLoss, path.string() +
+                                              ": input needs a dtype \"uint8\" or "
+                                              "\"float32\" and a divisor > 0");
+      }
+      m.preprocessing_.input = dtype == "uint8" ? RawInput::kUint8 : RawInput::kFloat32;
+      m.preprocessing_.divisor = divisor.get<float>();
+    }
   }
   if (fs::is_regular_file(engine / "metadata.json")) {
     m.metadata_json_ = read_file(engine / "metadata.json");
@@ -399,8 +460,27 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
 }
 
 void ServedModel::preprocess(std::span<float> raw) const {
-  if (!preprocessing_.mean || !preprocessing_.stddev) return;
-  const float mean = *preprocessing_.mean, inv = 1.0f / *preprocessing_.stddev;
+  const Preprocessing& p = preprocessing_;
+  if (p.input == RawInput::kUint8) {
+    const size_t numel = static_cast<size_t>(std::max<int64_t>(1, spec_.input.numel()));
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (!(raw[i] >= 0.0f && raw[i] <= 255.0f && raw[i] == std::floor(raw[i]))) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "input value " + Json(raw[i]).dump() + " (sample " + std::to_string(i / numel) +
+                        ", value " + std::to_string(i % numel) +
+                        ") is not a uint8 pixel value 0..255: this model takes " +
+                        (p.dataset.empty() ? std::string("the dataset") : p.dataset) +
+                        "'s own pixel values, as its files hold them, not scaled or normalized "
+                        "ones");
+      }
+    }
+  }
+  // The operations of model.onnx's input nodes, in their order (training/export/onnx_export.h).
+  if (p.divisor != 1.0f) {
+    for (float& v : raw) v = v / p.divisor;
+  }
+  if (!p.mean || !p.stddev) return;
+  const float mean = *p.mean, inv = 1.0f / *p.stddev;
   for (float& v : raw) v = (v - mean) * inv;
 }
 

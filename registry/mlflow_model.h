@@ -32,13 +32,25 @@
 namespace tuner::registry {
 
 // The version of the engine/ files and of the metadata this module writes (metadata
-// "tuner_format_version"); readers refuse a newer one.
-inline constexpr int kMlflowModelFormatVersion = 1;
+// "tuner_format_version"); readers refuse a newer one. Version 2: model.onnx and the signature
+// take the raw input (Preprocessing), version 1's model.onnx took normalized inputs.
+inline constexpr int kMlflowModelFormatVersion = 2;
 
-// What the model was trained on, as the engine job's data loader scaled it: inputs in the
-// loader's units (Fashion-MNIST pixels in [0, 1]) become model inputs (x - mean) / stddev.
-// Without normalization the model takes its inputs as they are.
+// The element type of the values an exported model takes (its MLflow signature's dtype).
+enum class RawInput {
+  kFloat32,  // float32 values
+  kUint8,    // uint8 values: image pixels 0..255, as the dataset's files hold them
+};
+
+// How the values a dataset holds become the model's inputs, as the engine's data pipeline makes
+// them (executor/engine_job.h, EngineInputPipeline): x = (float(raw) / divisor - mean) *
+// (1 / stddev), the loader's scaling then the normalization with the training split's
+// statistics. model.onnx computes it at its input, and ServedModel::preprocess does, so that both
+// take the raw values (Fashion-MNIST: uint8 pixels 0..255). Without normalization or scaling the
+// model takes its inputs as they are.
 struct Preprocessing {
+  RawInput input = RawInput::kFloat32;
+  float divisor = 1.0f;         // the loader's scaling, > 0: 255 for uint8 pixels
   std::optional<float> mean;    // one value over every input element; unset: no normalization
   std::optional<float> stddev;  // > 0 when set
   std::string dataset;          // e.g. "fashion-mnist"; empty when unknown
@@ -100,7 +112,11 @@ class ServedModel {
   // Logits for `inputs`, B samples of spec().input each, row-major, already preprocessed:
   // returns [B, spec().output...] row-major. REQUIRES: inputs.size() % input numel == 0.
   std::vector<float> forward(std::span<const float> inputs);
-  // Applies preprocessing() in place to raw inputs (in the data loader's units).
+  // Applies preprocessing() in place to raw inputs, the values model.onnx and the signature take
+  // (for a uint8 model, pixel values 0..255 held as floats), as model.onnx does. Throws
+  // Error(kInvalidArgument) naming the first value of a uint8 model that is not an integer in
+  // [0, 255]. A format-version-1 model takes inputs in the data loader's units (Fashion-MNIST
+  // pixels in [0, 1]), as it did.
   void preprocess(std::span<float> raw) const;
 
   ServedModel(ServedModel&&) noexcept;

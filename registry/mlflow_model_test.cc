@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "onnx/onnx_pb.h"
 #include "registry/test_util.h"
 #include "trials/error.h"
 
@@ -62,22 +63,22 @@ TEST(MlflowModelTest, WritesTheMlflowDirectory) {
   EXPECT_EQ(entries(scratch.path()), std::vector<std::string>{"1"});  // no temporary left
 
   const std::string mlmodel = slurp(out / "MLmodel");
-  for (const char* line : {
-           "artifact_path: 'model'\n",
-           "flavors:\n  onnx:\n    code: null\n    data: 'model.onnx'\n    onnx_version: '",
-           "    providers:\n    - 'CUDAExecutionProvider'\n    - 'CPUExecutionProvider'\n",
-           "  python_function:\n    data: 'model.onnx'\n    env:\n      conda: 'conda.yaml'\n"
-           "      virtualenv: 'python_env.yaml'\n    loader_module: 'mlflow.onnx'\n"
-           "    python_version: '3.11'\n",
-           "model_uuid: '0123456789abcdef0123456789abcdef'\n",
-           "utc_time_created: '2024-01-02 03:04:05.000006'\n",
-           "signature:\n  inputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":\"float32\","
-           "\"shape\":[-1,4]}}]'\n  outputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":"
-           "\"float32\",\"shape\":[-1,3]}}]'\n  params: null\n",
-           "metadata:\n  tuner_format_version: 1\n  study: 'fmnist'\n  trial: 7\n",
-           "  params:\n    act: 'relu'\n    lr: 1.0e-05\n    width: 64\n",
-           "  metrics:\n    val_accuracy: 0.9\n    val_loss: 1.2e-05\n",
-           "mlflow_version: '2.9.2'\n"}) {
+  for (const char* line :
+       {"artifact_path: 'model'\n",
+        "flavors:\n  onnx:\n    code: null\n    data: 'model.onnx'\n    onnx_version: '",
+        "    providers:\n    - 'CUDAExecutionProvider'\n    - 'CPUExecutionProvider'\n",
+        "  python_function:\n    data: 'model.onnx'\n    env:\n      conda: 'conda.yaml'\n"
+        "      virtualenv: 'python_env.yaml'\n    loader_module: 'mlflow.onnx'\n"
+        "    python_version: '3.11'\n",
+        "model_uuid: '0123456789abcdef0123456789abcdef'\n",
+        "utc_time_created: '2024-01-02 03:04:05.000006'\n",
+        "signature:\n  inputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":\"float32\","
+        "\"shape\":[-1,4]}}]'\n  outputs: '[{\"type\":\"tensor\",\"tensor-spec\":{\"dtype\":"
+        "\"float32\",\"shape\":[-1,3]}}]'\n  params: null\n",
+        "metadata:\n  tuner_format_version: 2\n  study: 'fmnist'\n  trial: 7\n",
+        "  params:\n    act: 'relu'\n    lr: 1.0e-05\n    width: 64\n",
+        "  metrics:\n    val_accuracy: 0.9\n    val_loss: 1.2e-05\n",
+        "mlflow_version: '2.9.2'\n"}) {
     EXPECT_THAT(mlmodel, HasSubstr(line));
   }
   EXPECT_THAT(slurp(out / "python_env.yaml"), HasSubstr("- -r requirements.txt"));
@@ -106,6 +107,79 @@ TEST(MlflowModelTest, ServedModelGivesTheCheckpointsOutputs) {
   ASSERT_EQ(got.size(), 6u);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], want.span()[i]);
   EXPECT_THAT(served.metadata_json(), HasSubstr("\"trial\": 7"));
+}
+
+// Issue 15, item 12: the exported model took normalized inputs and said so only in its metadata;
+// fed raw pixels it answered wrongly. Now model.onnx normalizes at its input and its signature
+// takes the dataset's own pixels, uint8 0..255.
+TEST(MlflowModelTest, TheExportedModelTakesTheDatasetsOwnPixels) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "1";
+  const Preprocessing pixels{.input = RawInput::kUint8,
+                             .divisor = 255.0f,
+                             .mean = 0.25f,
+                             .stddev = 0.5f,
+                             .dataset = "fashion-mnist"};
+  write_mlflow_model(tiny_checkpoint(3), lineage(), pixels, out, pinned());
+
+  const std::string mlmodel = slurp(out / "MLmodel");
+  EXPECT_THAT(mlmodel, HasSubstr("signature:\n  inputs: '[{\"type\":\"tensor\",\"tensor-spec\":"
+                                 "{\"dtype\":\"uint8\",\"shape\":[-1,4]}}]'\n"));
+  EXPECT_THAT(mlmodel, HasSubstr("  input_description: 'uint8 [N, 4]: fashion-mnist''s own pixel "
+                                 "values 0..255, as its files hold them; model.onnx divides them "
+                                 "by 255.0 and normalizes them (mean 0.25, stddev 0.5) itself: "
+                                 "pass raw values, not normalized ones'\n"));
+  EXPECT_THAT(slurp(out / "engine" / "preprocessing.json"), HasSubstr("\"dtype\": \"uint8\""));
+
+  // model.onnx: a uint8 input, then Cast, Div, Sub and Mul before the model's first layer.
+  onnx::ModelProto proto;
+  {
+    std::ifstream in(out / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(proto.ParseFromIstream(&in));
+  }
+  EXPECT_EQ(proto.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::UINT8);
+  std::vector<std::string> ops;
+  for (const onnx::NodeProto& n : proto.graph().node()) ops.push_back(n.op_type());
+  ASSERT_GE(ops.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(ops.begin(), ops.begin() + 5),
+            (std::vector<std::string>{"Cast", "Div", "Sub", "Mul", "Gemm"}));
+
+  // The engine takes the same raw values (tuner predict): pixels / 255, then normalized.
+  ServedModel served = ServedModel::load(out);
+  EXPECT_EQ(served.preprocessing().input, RawInput::kUint8);
+  EXPECT_EQ(served.preprocessing().divisor, 255.0f);
+  std::vector<float> x = {0, 51, 255, 102};
+  served.preprocess(x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float raw[] = {0, 51, 255, 102};
+    EXPECT_EQ(x[i], (raw[i] / 255.0f - 0.25f) * (1.0f / 0.5f)) << i;
+  }
+  // Scaled or normalized values are refused, not answered wrongly.
+  std::vector<float> scaled = {0, 0.2f, 1, 0.4f, 0, 0.5f, 1, 0};
+  try {
+    served.preprocess(scaled);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("input value 0.2"));
+    EXPECT_THAT(e.what(), HasSubstr("(sample 0, value 1) is not a uint8 pixel value 0..255: this "
+                                    "model takes fashion-mnist's own pixel values"));
+  }
+}
+
+TEST(MlflowModelTest, AVersionOneModelStillTakesTheLoadersUnits) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "1";
+  write_mlflow_model(tiny_checkpoint(3), lineage(), {.mean = 1.0f, .stddev = 2.0f}, out);
+  // What version 1 wrote: no "input", the values in the loader's units.
+  std::ofstream(out / "engine" / "preprocessing.json")
+      << R"({"version": 1, "normalize": {"mean": 1.0, "stddev": 2.0}, "dataset": "x"})";
+  ServedModel served = ServedModel::load(out);
+  EXPECT_EQ(served.preprocessing().input, RawInput::kFloat32);
+  EXPECT_EQ(served.preprocessing().divisor, 1.0f);
+  std::vector<float> x = {1, 3, 0.5f, 7};
+  served.preprocess(x);
+  EXPECT_EQ(x, (std::vector<float>{0, 1, -0.25f, 3}));
 }
 
 TEST(MlflowModelTest, AFailedWriteLeavesNothing) {

@@ -608,6 +608,82 @@ void check_engine_placeholders(const Json& value, const std::string& path, const
   }
 }
 
+// The names of the engine placeholders under `value`, in order of first appearance.
+void engine_placeholder_names(const Json& value, std::vector<std::string>& names) {
+  if (value.is_string()) {
+    const std::string& s = value.get_ref<const std::string&>();
+    if (s.size() < 3 || s.front() != '{' || s.back() != '}') return;
+    std::string name = s.substr(1, s.size() - 2);
+    if (name.find_first_of("{}") != std::string::npos) return;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  } else if (value.is_structured()) {
+    for (const Json& child : value) engine_placeholder_names(child, names);
+  }
+}
+
+// A parameter's value in the load-time probes: the lowest value of a range, the first choice of a
+// categorical, the mean of a normal (rounded to its q).
+ParamValue probe_value(const Distribution& distribution) {
+  return std::visit(
+      [](const auto& d) -> ParamValue {
+        using T = std::decay_t<decltype(d)>;
+        if constexpr (std::is_same_v<T, FloatDistribution>) {
+          return d.low;
+        } else if constexpr (std::is_same_v<T, IntDistribution>) {
+          return d.low;
+        } else if constexpr (std::is_same_v<T, CategoricalDistribution>) {
+          return d.choices.front();
+        } else {
+          double v = d.log ? std::exp(d.mu) : d.mu;
+          if (d.q) v = std::round(v / *d.q) * *d.q;
+          return v;
+        }
+      },
+      distribution);
+}
+
+// An engine model with placeholders is checked at load on probe trials (docs/sweep_file.md):
+// the model's parameters at probe_value(), then each other choice of each categorical one at a
+// time. A probe whose model does not build or does not fit the dataset (executor/engine_job.h,
+// check_engine_model) refuses the sweep: every trial with those values would fail at its start.
+void probe_engine_model(const EngineJobSpec& engine, const Json& model, const SearchSpace& space,
+                        const std::string& where) {
+  std::vector<std::string> names;
+  engine_placeholder_names(model, names);
+  if (names.empty()) return;  // parse_engine_job checked it in full
+  Params base;
+  for (const std::string& name : names) {
+    const ParamSpec* spec = space.find(name);
+    if (spec == nullptr) return;  // check_engine_placeholders refused it already
+    base[name] = probe_value(spec->distribution);
+  }
+  std::vector<Params> probes = {base};
+  for (const std::string& name : names) {
+    const auto* categorical = std::get_if<CategoricalDistribution>(&space.find(name)->distribution);
+    if (categorical == nullptr) continue;
+    for (size_t i = 1; i < categorical->choices.size(); ++i) {
+      Params probe = base;
+      probe[name] = categorical->choices[i];
+      probes.push_back(std::move(probe));
+    }
+  }
+  for (const Params& probe : probes) {
+    try {
+      check_engine_model(engine, probe, where);
+    } catch (const Error& e) {
+      std::string values;
+      for (const std::string& name : names) {
+        values += (values.empty() ? "" : ", ") + name + " = " + to_string(probe.at(name));
+      }
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(e.what()) + "; every trial with " + values +
+                      " would fail (the sweep tries the model with its parameters at their "
+                      "lowest values or first choices, and each categorical choice in turn): "
+                      "fix the model or the parameters' ranges and choices");
+    }
+  }
+}
+
 void Parser::parse_job(const Json& value, SweepFile& sweep) {
   object(value, "job");
   Json job = value;
@@ -653,7 +729,10 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   }
   sweep.job_json = job.dump();
   // The full check of the job is the executor's own.
-  parse_job_spec(sweep.job_json, file_ + ": job");
+  const JobSpec spec = parse_job_spec(sweep.job_json, file_ + ": job");
+  if (spec.kind == JobKind::kEngine && job.contains("model")) {
+    probe_engine_model(spec.engine, job["model"], sweep.space, file_ + ": job");
+  }
 }
 
 ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {

@@ -9,10 +9,11 @@
 //
 // Every field, its default and the mapping from W&B sweeps, Optuna, Katib and NNI are in
 // docs/sweep_file.md. Loading validates everything (the space, every sampler and scheduler
-// option, the job through parse_job_spec) so that a sweep fails before its first trial, not in
-// its tenth. An error is Error(kInvalidArgument) whose message is "<file>: <JSON path>: <problem>",
-// e.g. `sweep.json: sampler.n_startup_trials: expected an integer >= 0, got -1`; an unknown field
-// at any level is an error, so a typo is never silently ignored.
+// option, the job through parse_job_spec, an engine job's model on probe trials against its
+// dataset) so that a sweep fails before its first trial, not in its tenth. An error is
+// Error(kInvalidArgument) whose message is "<file>: <JSON path>: <problem>", e.g. `sweep.json:
+// sampler.n_startup_trials: expected an integer >= 0, got -1`; an unknown field at any level is an
+// error, so a typo is never silently ignored.
 //
 // Paths in the file (storage, space files, the export registry, the job's working_dir,
 // artifacts_dir and data.dir) are relative to the sweep file's directory. SweepFile holds them

@@ -419,6 +419,69 @@ TEST(SweepFileTest, EngineJobPlaceholdersMustNameParameters) {
                         "parameter of the space"));
 }
 
+// An engine sweep on Fashion-MNIST with `params` (a space's "params") and `layers` (the model's).
+std::string engine_sweep(std::string_view params, std::string_view layers,
+                         std::string_view input = "[1, 28, 28]") {
+  Json doc = Json::parse(kMinimal);
+  doc["space"]["params"] = Json::parse(params);
+  doc["objective"] = {{"metric", "val_accuracy"}, {"direction", "maximize"}};
+  doc["job"] = Json::parse(R"({"kind": "engine",
+      "data": {"dataset": "fashion-mnist", "train": 600, "validation": 200},
+      "training": {"epochs": 1, "batch_size": 64}})");
+  doc["job"]["model"] = {{"input", Json::parse(input)}, {"layers", Json::parse(layers)}};
+  return doc.dump();
+}
+
+// Issue 15, item 9: a model that could not fit the data was accepted, and every trial failed
+// with "exited with code 1".
+TEST(SweepFileTest, RefusesAnEngineModelWhoseOutputIsNotTheDatasetsClasses) {
+  const char* params = R"({"lr": {"type": "float", "low": 0.001, "high": 0.1}})";
+  EXPECT_EQ(error_of(engine_sweep(params, R"([{"type": "flatten"},
+                                              {"type": "linear", "out": 3}])")),
+            "sweep.json: job.model.layers[1]: the model's output is [3], but fashion-mnist has "
+            "10 classes: the last layer must give [10] (one logit per class)");
+  EXPECT_EQ(error_of(engine_sweep(params, R"([{"type": "flatten"},
+                                              {"type": "linear", "out": 10}])")),
+            "");
+}
+
+TEST(SweepFileTest, RefusesAnEngineModelWhoseInputIsNotTheDatasetsSamples) {
+  const char* params = R"({"w": {"type": "int", "low": 8, "high": 64}})";
+  EXPECT_EQ(error_of(engine_sweep(params, R"([{"type": "linear", "out": "{w}"},
+                                              {"type": "linear", "out": 10}])",
+                                  "[784]")),
+            "sweep.json: job.model.input: [784] is not the shape of fashion-mnist's samples, "
+            "[1, 28, 28]: make the model's input [1, 28, 28]");
+}
+
+// The probes: each categorical choice of the model's placeholders, the others at their lowest
+// values or first choices.
+TEST(SweepFileTest, RefusesAnEngineModelChoiceThatCannotBuild) {
+  const char* layers = R"([{"type": "flatten"}, {"type": "linear", "out": "{w}"},
+                           {"type": "{act}"}, {"type": "linear", "out": 10}])";
+  EXPECT_EQ(error_of(engine_sweep(R"({"w": {"type": "int", "low": 8, "high": 64},
+      "act": {"type": "categorical", "choices": ["relu", "tanh", "gelu"]}})",
+                                  layers)),
+            "");
+  const std::string error = error_of(engine_sweep(R"({"w": {"type": "int", "low": 8, "high": 64},
+      "act": {"type": "categorical", "choices": ["relu", "swish", "tanh"]}})",
+                                                  layers));
+  EXPECT_THAT(error, HasSubstr("sweep.json: job.model.layers[2].type: unknown layer \"swish\""));
+  EXPECT_THAT(error, HasSubstr("; every trial with w = 8, act = \"swish\" would fail (the "
+                               "sweep tries the model with its parameters at their lowest values "
+                               "or first choices, and each categorical choice in turn)"));
+  // A choice whose model gives another number of outputs than the dataset's classes.
+  EXPECT_THAT(error_of(engine_sweep(R"({"k": {"type": "categorical", "choices": [10, 3]}})",
+                                    R"([{"type": "flatten"}, {"type": "linear", "out": "{k}"}])")),
+              HasSubstr("sweep.json: job.model.layers[1]: the model's output is [3], but "
+                        "fashion-mnist has 10 classes"));
+  // A kernel that does not fit at the range's lowest value.
+  EXPECT_THAT(error_of(engine_sweep(R"({"k": {"type": "int", "low": 30, "high": 31}})",
+                                    R"([{"type": "conv2d", "out": 4, "kernel": "{k}"},
+                                        {"type": "flatten"}, {"type": "linear", "out": 10}])")),
+              HasSubstr("sweep.json: job.model.layers[0].kernel: 30 does not fit"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors: each names the file and the JSON path.
 

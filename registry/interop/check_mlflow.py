@@ -2,14 +2,16 @@
 
     check_mlflow.py DIR
 
-DIR holds manifest.json (model_dir, input_shape, output_shape, study, trial, metrics),
-input.f32 and expected.f32 (float32, row-major). Checks that
+DIR holds manifest.json (model_dir, input_dtype, input_shape, output_shape, study, trial,
+metrics), input.u8 (raw uint8 pixels) and expected.f32 (float32, row-major: the engine's outputs
+on those pixels scaled and normalized as its data pipeline does). Checks that
 - MLflow reads the MLmodel: flavors onnx and python_function, the tensor signature
-  (float32, [-1, ...]) and the lineage metadata;
+  (uint8 [-1, ...] in, float32 [-1, ...] out) and the lineage metadata;
 - the Python ONNX checker (full check) accepts model.onnx;
-- mlflow.pyfunc.load_model(model_dir).predict(batch) and onnxruntime on model.onnx give the
+- mlflow.pyfunc.load_model(model_dir).predict(raw pixels) and onnxruntime on model.onnx give the
   engine's outputs within |got - expected| <= 1e-4 * max(|expected|, 1), for the batch and for a
-  batch of one.
+  batch of one: the normalization is in the model;
+- pixels scaled to [0, 1] (float32) are refused by the signature, not answered.
 """
 import json
 import pathlib
@@ -42,7 +44,7 @@ def main() -> int:
     work = pathlib.Path(sys.argv[1])
     manifest = json.loads((work / "manifest.json").read_text())
     model_dir = pathlib.Path(manifest["model_dir"])
-    x = np.fromfile(work / "input.f32", dtype="<f4").reshape(manifest["input_shape"])
+    x = np.fromfile(work / "input.u8", dtype=np.uint8).reshape(manifest["input_shape"])
     expected = np.fromfile(work / "expected.f32", dtype="<f4").reshape(manifest["output_shape"])
     print(f"mlflow {mlflow.__version__}, onnxruntime {ort.__version__}, onnx {onnx.__version__}")
     errors = []
@@ -60,7 +62,7 @@ def main() -> int:
     def spec(s):
         return {"dtype": s["tensor-spec"]["dtype"], "shape": list(s["tensor-spec"]["shape"])}
 
-    if len(inputs) != 1 or spec(inputs[0]) != {"dtype": "float32", "shape": want_in}:
+    if len(inputs) != 1 or spec(inputs[0]) != {"dtype": manifest["input_dtype"], "shape": want_in}:
         errors.append(f"signature inputs {inputs}")
     if len(outputs) != 1 or spec(outputs[0]) != {"dtype": "float32", "shape": want_out}:
         errors.append(f"signature outputs {outputs}")
@@ -87,6 +89,11 @@ def main() -> int:
         if isinstance(out, dict):
             out = out["logits"]
         compare(f"mlflow.pyfunc batch {rows}", out, expected[:rows], errors)
+    try:
+        loaded.predict(x.astype(np.float32) / 255.0)
+        errors.append("mlflow.pyfunc answered float32 pixels in [0, 1]; the signature takes uint8")
+    except Exception as e:  # MlflowException: the dtype does not match the signature's
+        print(f"mlflow.pyfunc refuses float32 pixels: {str(e).splitlines()[0][:120]}")
 
     session = ort.InferenceSession(str(model_dir / "model.onnx"),
                                    providers=["CPUExecutionProvider"])

@@ -4,9 +4,12 @@
 // statistics trained in a few train-mode passes, so nothing is at its initial value), registers
 // it twice in OUT_DIR/registry as model "interop" (the promotion rule on, the second version
 // worse), and writes:
-//   OUT_DIR/input.f32      a batch of inputs, float32 little-endian, row-major [B, 1, 12, 12]
-//   OUT_DIR/expected.f32   the engine's eval-mode outputs of the served version, [B, 5]
-//   OUT_DIR/manifest.json  {"model_dir", "input_shape", "output_shape", "params", "metrics"}
+//   OUT_DIR/input.u8       a batch of raw inputs, uint8 pixels 0..255, row-major [B, 1, 12, 12]
+//                          (the versions take pixels and normalize them in model.onnx)
+//   OUT_DIR/expected.f32   the engine's eval-mode outputs of the served version on them, scaled
+//                          and normalized as the engine's data pipeline does, [B, 5]
+//   OUT_DIR/manifest.json  {"model_dir", "input_dtype", "input_shape", "output_shape", "params",
+//                           "metrics"}
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -76,7 +79,11 @@ int run(const std::filesystem::path& out) {
   options.metric = "val_accuracy";
   options.maximize = true;
   options.promote_if_better = true;
-  options.preprocessing = {.mean = 0.25f, .stddev = 0.5f, .dataset = "synthetic"};
+  options.preprocessing = {.input = RawInput::kUint8,
+                           .divisor = 255.0f,
+                           .mean = 0.3f,
+                           .stddev = 0.25f,
+                           .dataset = "synthetic"};
   const ModelVersion first = registry.register_version("interop", checkpoint, lineage, options);
   lineage.trial = 4;
   lineage.metrics["val_accuracy"] = 0.5;
@@ -87,17 +94,25 @@ int run(const std::filesystem::path& out) {
   const ResolvedVersion champion = registry.resolve("interop@champion");
 
   ServedModel served = ServedModel::load(champion.dir);
-  for (float& v : x.span()) v = rng.normal();
-  const std::vector<float> y = served.forward(x.span());
-  write_floats(out / "input.f32", x.span());
+  std::vector<uint8_t> pixels(static_cast<size_t>(x.numel()));
+  for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng.next_u64() % 256);
+  std::vector<float> inputs(pixels.begin(), pixels.end());
+  served.preprocess(inputs);  // what model.onnx computes at its input
+  const std::vector<float> y = served.forward(inputs);
+  {
+    std::ofstream raw(out / "input.u8", std::ios::binary);
+    raw.write(reinterpret_cast<const char*>(pixels.data()),
+              static_cast<std::streamsize>(pixels.size()));
+    if (!raw) throw std::runtime_error("input.u8: cannot write");
+  }
   write_floats(out / "expected.f32", y);
-  nlohmann::json manifest = {
-      {"model_dir", std::filesystem::absolute(champion.dir).string()},
-      {"input_shape", {kBatch, 1, 12, 12}},
-      {"output_shape", {kBatch, 5}},
-      {"study", lineage.study},
-      {"trial", first.lineage.trial},
-      {"metrics", {{"val_accuracy", 0.875}, {"val_loss", 0.25}}}};
+  nlohmann::json manifest = {{"model_dir", std::filesystem::absolute(champion.dir).string()},
+                             {"input_dtype", "uint8"},
+                             {"input_shape", {kBatch, 1, 12, 12}},
+                             {"output_shape", {kBatch, 5}},
+                             {"study", lineage.study},
+                             {"trial", first.lineage.trial},
+                             {"metrics", {{"val_accuracy", 0.875}, {"val_loss", 0.25}}}};
   std::ofstream(out / "manifest.json") << manifest.dump(2) << "\n";
   std::cout << "registered interop/1 (champion) and interop/2 at " << (out / "registry") << "\n";
   return 0;

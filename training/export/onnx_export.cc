@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -44,10 +45,11 @@ std::string join_dims(std::span<const int64_t> dims) {
   return s + "]";
 }
 
-void set_tensor_type(onnx::ValueInfoProto& value, const std::string& name, const Shape& sample) {
+void set_tensor_type(onnx::ValueInfoProto& value, const std::string& name, const Shape& sample,
+                     int32_t elem_type = onnx::TensorProto::FLOAT) {
   value.set_name(name);
   onnx::TypeProto_Tensor* tensor = value.mutable_type()->mutable_tensor_type();
-  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  tensor->set_elem_type(elem_type);
   onnx::TensorShapeProto* shape = tensor->mutable_shape();
   shape->add_dim()->set_dim_param(kBatchDim);
   for (int64_t d : sample.dims()) shape->add_dim()->set_dim_value(d);
@@ -87,6 +89,30 @@ class GraphBuilder {
       layer(s, prefix + std::to_string(i) + "." + s.type + ".", at, y);
       at = y;
     }
+  }
+
+  // Emits the nodes of `t` on the graph input `x`; returns the tensor that holds the model's
+  // input (x itself when no step changes anything).
+  std::string input_transform(const OnnxInputTransform& t, const std::string& x) {
+    const std::string path = "input";
+    std::string at = x;
+    if (t.uint8) {
+      onnx::NodeProto& cast = node("Cast", {at}, "input_float", path);
+      attr_int(cast, "to", onnx::TensorProto::FLOAT);
+      at = "input_float";
+    }
+    if (t.divisor != 1.0f) {
+      node("Div", {at, scalar("input_divisor", t.divisor)}, "input_scaled", path);
+      at = "input_scaled";
+    }
+    if (t.mean != 0.0f || t.stddev != 1.0f) {
+      node("Sub", {at, scalar("input_mean", t.mean)}, "input_centered", path);
+      // The reciprocal in float32, as training::Normalizer multiplies by it.
+      node("Mul", {"input_centered", scalar("input_inv_stddev", 1.0f / t.stddev)},
+           "input_normalized", path);
+      at = "input_normalized";
+    }
+    return at;
   }
 
   // Throws when a parameter or buffer of the arena was not exported.
@@ -423,10 +449,22 @@ std::string onnx_model_bytes(const ModelSpec& spec, const Sequential& model,
 
   onnx::GraphProto* graph = proto.mutable_graph();
   graph->set_name(options.graph_name);
-  set_tensor_type(*graph->add_input(), kOnnxInputName, spec.input);
+  if (const auto& t = options.input_transform;
+      t && (!(t->divisor > 0.0f) || !(t->stddev > 0.0f) || !std::isfinite(t->divisor) ||
+            !std::isfinite(t->mean) || !std::isfinite(t->stddev))) {
+    throw OnnxExportError("options.input_transform",
+                          "divisor and stddev must be finite and > 0, mean finite");
+  }
+  set_tensor_type(*graph->add_input(), kOnnxInputName, spec.input,
+                  options.input_transform && options.input_transform->uint8
+                      ? onnx::TensorProto::UINT8
+                      : onnx::TensorProto::FLOAT);
   set_tensor_type(*graph->add_output(), kOnnxOutputName, spec.output);
   GraphBuilder builder(model.parameters(), *graph);
-  builder.chain(spec.layers, "", kOnnxInputName, kOnnxOutputName);
+  const std::string model_input =
+      options.input_transform ? builder.input_transform(*options.input_transform, kOnnxInputName)
+                              : std::string(kOnnxInputName);
+  builder.chain(spec.layers, "", model_input, kOnnxOutputName);
   builder.check_all_used();
 
   try {

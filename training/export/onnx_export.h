@@ -3,14 +3,18 @@
 // operators, the opset and the tensor names are documented in docs/onnx_export.md.
 //
 // The exported graph computes the model's eval-mode forward pass:
-//   input  "input"  float32 [N, spec.input...]   (N: a dynamic batch dim named "N")
+//   input  "input"  float32 [N, spec.input...]   (N: a dynamic batch dim named "N"), or uint8
+//                   with an OnnxInputTransform that says so
 //   output "logits" float32 [N, spec.output...]
-// Dropout is the identity and batch norm uses the running statistics, as Mode::kEval does.
+// Dropout is the identity and batch norm uses the running statistics, as Mode::kEval does. An
+// OnnxInputTransform puts the data pipeline's scaling and normalization at the graph's input, so
+// that the exported model takes a dataset's own values (e.g. uint8 pixels).
 #ifndef TUNER_TRAINING_EXPORT_ONNX_EXPORT_H_
 #define TUNER_TRAINING_EXPORT_ONNX_EXPORT_H_
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -43,6 +47,18 @@ class OnnxExportError : public std::runtime_error {
   std::string where_, reason_;
 };
 
+// The graph's input as a dataset holds it, turned into the model's input as the engine's data
+// pipeline does: x = (float(raw) / divisor - mean) * (1 / stddev), each step its own ONNX node
+// (Cast, Div, Sub, Mul) computing what the engine computes in float32 (the IDX reader's division,
+// then training::Normalizer's (x - mean) * inv), so that raw values give the engine's inputs.
+// A step that changes nothing (divisor 1, mean 0, stddev 1, float32 input) has no node.
+struct OnnxInputTransform {
+  bool uint8 = false;    // the graph's input is uint8 (image pixels 0..255), cast to float32
+  float divisor = 1.0f;  // the loader's scaling, > 0: 255 for pixels
+  float mean = 0.0f;     // the normalization, in the loader's units
+  float stddev = 1.0f;   // > 0
+};
+
 struct OnnxExportOptions {
   // ModelProto.graph.name; default "tuner_model".
   std::string graph_name = "tuner_model";
@@ -53,6 +69,9 @@ struct OnnxExportOptions {
   // ModelProto.metadata_props, in this order (e.g. {"study", "mnist"}, {"trial", "17"}); the
   // exporter adds "tuner.model_spec" (ModelSpec::json) after them. Keys must be unique.
   std::vector<std::pair<std::string, std::string>> metadata;
+  // How the graph's input becomes the model's input (above). Default: none, the graph takes the
+  // model's input (float32) as it is.
+  std::optional<OnnxInputTransform> input_transform;
 };
 
 // The serialized ModelProto (opset kOnnxOpset, ir_version kOnnxIrVersion) of `model`'s eval-mode

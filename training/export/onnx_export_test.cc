@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "onnx/checker.h"
 #include "onnx/onnx_pb.h"
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/data/dataset.h"
 
 namespace tuner::training {
 namespace {
@@ -326,6 +328,84 @@ TEST(OnnxExport, RefusesAModelNotBuiltFromTheSpec) {
   } catch (const OnnxExportError& e) {
     EXPECT_EQ(e.where(), "layers[0].body[0]");
   }
+}
+
+// The scalar initializer `name` of a graph.
+float scalar_initializer(const onnx::GraphProto& graph, const std::string& name) {
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    if (t.name() == name && t.dims_size() == 0 && t.float_data_size() == 1) return t.float_data(0);
+  }
+  ADD_FAILURE() << "no scalar initializer " << name;
+  return 0.0f;
+}
+
+// Issue 15, item 12: an exported model took normalized inputs and said so only in its metadata;
+// given raw pixels it answered wrongly. With an input transform the graph takes uint8 pixels and
+// computes the engine's normalized inputs itself.
+TEST(OnnxExport, TheInputTransformMakesTheGraphTakeRawPixels) {
+  CpuBackend backend(1);
+  Built b = build(backend, kSmallCnn);
+  // A dataset of raw pixels as the IDX reader makes it (bytes / 255) and the engine's
+  // normalization of it (training::Normalizer, one mean and stddev over every pixel).
+  std::vector<uint8_t> pixels(3 * 28 * 28);
+  for (size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = static_cast<uint8_t>((i * 37 + i / 5) % 256);
+  std::vector<float> scaled(pixels.size());
+  for (size_t i = 0; i < pixels.size(); ++i) scaled[i] = static_cast<float>(pixels[i]) / 255.0f;
+  Dataset data(Shape{1, 28, 28}, scaled, {0, 1, 2}, 10);
+  const Normalizer norm = Normalizer::fit(data, NormalizeBy::kAll);
+  norm.apply(data);
+
+  OnnxExportOptions options;
+  options.input_transform = OnnxInputTransform{
+      .uint8 = true, .divisor = 255.0f, .mean = norm.mean()[0], .stddev = norm.stddev()[0]};
+  onnx::ModelProto proto = parse(onnx_model_bytes(b.spec, *b.model, options));
+  EXPECT_NO_THROW(onnx::checker::check_model(proto));
+  const onnx::GraphProto& g = proto.graph();
+  ASSERT_EQ(g.input_size(), 1);
+  EXPECT_EQ(g.input(0).name(), "input");
+  EXPECT_EQ(g.input(0).type().tensor_type().elem_type(), onnx::TensorProto::UINT8);
+  EXPECT_EQ(dims_of(g.input(0)), "N,1,28,28");
+  const std::vector<std::string> ops = op_types(proto);
+  ASSERT_GE(ops.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(ops.begin(), ops.begin() + 5),
+            (std::vector<std::string>{"Cast", "Div", "Sub", "Mul", "Conv"}));
+  EXPECT_EQ(g.node(0).input(0), "input");
+  ASSERT_EQ(g.node(0).attribute_size(), 1);
+  EXPECT_EQ(g.node(0).attribute(0).name(), "to");
+  EXPECT_EQ(g.node(0).attribute(0).i(), onnx::TensorProto::FLOAT);
+  EXPECT_EQ(g.node(4).input(0), "input_normalized");  // the first layer reads the normalized input
+
+  // The four nodes, evaluated as ONNX defines them with the graph's own constants, turn the raw
+  // pixels into exactly the inputs the engine trains and evaluates on.
+  std::vector<float> x(pixels.begin(), pixels.end());  // Cast
+  for (int i = 1; i <= 3; ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    ASSERT_EQ(n.input_size(), 2);
+    EXPECT_EQ(n.input(0), g.node(i - 1).output(0));
+    const float c = scalar_initializer(g, n.input(1));
+    for (float& v : x) v = n.op_type() == "Div" ? v / c : n.op_type() == "Sub" ? v - c : v * c;
+  }
+  const std::span<const float> engine = data.features();
+  ASSERT_EQ(x.size(), engine.size());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], engine[i]) << "pixel " << i;
+  // So the model's outputs on them are the engine's forward pass on the normalized samples.
+  EXPECT_EQ(scalar_initializer(g, "input_divisor"), 255.0f);
+  EXPECT_EQ(scalar_initializer(g, "input_mean"), norm.mean()[0]);
+  EXPECT_EQ(scalar_initializer(g, "input_inv_stddev"), 1.0f / norm.stddev()[0]);
+
+  // Float inputs in the loader's units: the normalization alone; an identity transform: no node.
+  options.input_transform = OnnxInputTransform{.mean = 0.25f, .stddev = 0.5f};
+  proto = parse(onnx_model_bytes(b.spec, *b.model, options));
+  EXPECT_EQ(proto.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT);
+  const std::vector<std::string> float_ops = op_types(proto);
+  ASSERT_GE(float_ops.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(float_ops.begin(), float_ops.begin() + 3),
+            (std::vector<std::string>{"Sub", "Mul", "Conv"}));
+  options.input_transform = OnnxInputTransform{};
+  EXPECT_EQ(op_types(parse(onnx_model_bytes(b.spec, *b.model, options))).front(), "Conv");
+  options.input_transform = OnnxInputTransform{.stddev = 0.0f};
+  EXPECT_THROW((void)onnx_model_bytes(b.spec, *b.model, options), OnnxExportError);
 }
 
 TEST(OnnxExport, RefusesDuplicateMetadataKeys) {

@@ -2,8 +2,9 @@
 
     check_onnxruntime.py DIR
 
-DIR holds manifest.json and, per model NAME, NAME.onnx, NAME.input.f32 and NAME.expected.f32
-(float32, row-major). Each model must pass onnx.checker (full check, with shape inference), have
+DIR holds manifest.json and, per model NAME, NAME.onnx, NAME.input.f32 (NAME.input.u8 for a
+model whose input_dtype is uint8: raw pixels, which the graph normalizes itself) and
+NAME.expected.f32 (float32, row-major). Each model must pass onnx.checker (full check, with shape inference), have
 the input "input" and the output "logits" with a dynamic batch dim, and give the engine's outputs
 within a relative error of 1e-4 (|got - expected| <= 1e-4 * max(|expected|, 1)) for the whole
 batch and for a batch of one.
@@ -25,7 +26,10 @@ def check(directory: pathlib.Path, entry: dict) -> list:
     path = directory / f"{name}.onnx"
     model = onnx.load(str(path))
     onnx.checker.check_model(model, full_check=True)
-    x = np.fromfile(directory / f"{name}.input.f32", dtype="<f4").reshape(entry["input_shape"])
+    dtype = entry.get("input_dtype", "float32")
+    suffix, np_dtype = ("u8", np.uint8) if dtype == "uint8" else ("f32", "<f4")
+    x = np.fromfile(directory / f"{name}.input.{suffix}", dtype=np_dtype).reshape(
+        entry["input_shape"])
     expected = np.fromfile(directory / f"{name}.expected.f32", dtype="<f4").reshape(
         entry["output_shape"])
 
@@ -37,6 +41,9 @@ def check(directory: pathlib.Path, entry: dict) -> list:
         return errors
     if inputs[0].shape != ["N"] + entry["input_shape"][1:]:
         errors.append(f"{name}: input shape {inputs[0].shape}")
+    want_type = "tensor(uint8)" if dtype == "uint8" else "tensor(float)"
+    if inputs[0].type != want_type:
+        errors.append(f"{name}: input type {inputs[0].type}, want {want_type}")
     if outputs[0].shape != ["N"] + entry["output_shape"][1:]:
         errors.append(f"{name}: output shape {outputs[0].shape}")
 

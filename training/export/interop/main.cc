@@ -3,8 +3,12 @@
 // For each test model, writes to OUT_DIR:
 //   NAME.onnx           the exported model
 //   NAME.input.f32      a batch of inputs, float32 little-endian, row-major [B, input...]
+//                       (NAME.input.u8, uint8, for a model exported with a uint8 input transform)
 //   NAME.expected.f32   the engine's eval-mode outputs for it, [B, output...]
-// and manifest.json: [{"name", "input_shape": [B, ...], "output_shape": [B, ...]}, ...].
+// and manifest.json: [{"name", "input_dtype", "input_shape": [B, ...], "output_shape": [B, ...]},
+// ...]. The model with an input transform (training/export/onnx_export.h) is given raw uint8
+// pixels; its expected outputs are the engine's forward on the pixels scaled and normalized as
+// the engine's data pipeline does (training/data/idx.h, training::Normalizer).
 // The models' parameters are perturbed and their batch norms trained for a few steps, so that
 // gammas, betas and running statistics are not their initial values.
 #include <cstdio>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/data/dataset.h"
 #include "training/export/onnx_export.h"
 #include "training/model_spec.h"
 #include "training/rng.h"
@@ -29,6 +34,7 @@ constexpr int64_t kBatch = 7;
 struct TestModel {
   const char* name;
   const char* spec;
+  bool pixels = false;  // exported with a uint8 input transform, given raw pixels
 };
 
 // The MLP and the small CNN of docs/model_spec.md, and a model with every other layer kind.
@@ -75,6 +81,13 @@ const TestModel kModels[] = {
          "body": [{"type": "layer_norm"}, {"type": "linear", "out": 12}, {"type": "gelu"}]},
         {"type": "batch_norm"},
         {"type": "linear", "out": 5}]})"},
+    // The small CNN taking Fashion-MNIST's own pixels: the normalization is in the graph.
+    {"small_cnn_pixels", R"({"input": [1, 28, 28], "layers": [
+        {"type": "conv2d", "out": 8, "kernel": 3, "padding": 1}, {"type": "relu"},
+        {"type": "max_pool2d", "kernel": 2},
+        {"type": "flatten"},
+        {"type": "linear", "out": 10}]})",
+     true},
 };
 
 void fill_normal(Rng& rng, std::span<float> values, float scale) {
@@ -115,14 +128,37 @@ nlohmann::json export_one(const TestModel& m, const std::filesystem::path& dir, 
     (void)model->forward(x, Mode::kTrain);
   }
   fill_normal(rng, x.span(), 1.0f);
-  const Tensor& y = model->forward(x, Mode::kEval);
-
   OnnxExportOptions options;
   options.graph_name = m.name;
+  std::vector<uint8_t> pixels;
+  if (m.pixels) {
+    // Raw pixels; the engine's inputs are pixels / 255, normalized with their statistics.
+    pixels.resize(static_cast<size_t>(x.numel()));
+    for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng.next_u64() % 256);
+    std::vector<float> scaled(pixels.size());
+    for (size_t i = 0; i < pixels.size(); ++i) scaled[i] = static_cast<float>(pixels[i]) / 255.0f;
+    std::vector<int32_t> labels(static_cast<size_t>(kBatch), 0);
+    Dataset data(spec.input, scaled, labels, 10);
+    const Normalizer norm = Normalizer::fit(data, NormalizeBy::kAll);
+    norm.apply(data);
+    x.copy_from(data.features());
+    options.input_transform = OnnxInputTransform{
+        .uint8 = true, .divisor = 255.0f, .mean = norm.mean()[0], .stddev = norm.stddev()[0]};
+  }
+  const Tensor& y = model->forward(x, Mode::kEval);
+
   export_onnx(spec, *model, dir / (std::string(m.name) + ".onnx"), options);
-  write_floats(dir / (std::string(m.name) + ".input.f32"), x);
+  if (m.pixels) {
+    std::ofstream out(dir / (std::string(m.name) + ".input.u8"), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(pixels.data()),
+              static_cast<std::streamsize>(pixels.size()));
+    if (!out) throw std::runtime_error(std::string(m.name) + ".input.u8: cannot write");
+  } else {
+    write_floats(dir / (std::string(m.name) + ".input.f32"), x);
+  }
   write_floats(dir / (std::string(m.name) + ".expected.f32"), y);
   return {{"name", m.name},
+          {"input_dtype", m.pixels ? "uint8" : "float32"},
           {"input_shape", dims(x.shape())},
           {"output_shape", dims(y.shape())},
           {"parameters", arena.num_parameters()}};
