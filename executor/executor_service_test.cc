@@ -309,12 +309,11 @@ TEST_F(ExecutorServiceTest, HangingJobIsFailedTimedOutAfterItsTimeoutAndItsGroup
   std::string peer;
   next<HelloMessage>(&peer);
   const std::string pid_file = (dir_ / "hang.pid").string();
-  const std::string job =
-      nlohmann::json{{"kind", "command"},
-                     {"argv", {"/bin/sh", "-c", "sleep 1000 & echo $$ > " + pid_file + "; wait"}},
-                     {"objective_metric", "loss"},
-                     {"timeout_s", 1}}
-          .dump();
+  const std::string job = nlohmann::json{
+      {"kind", "command"},
+      {"argv", {"/bin/sh", "-c", "sleep 1000 & echo $$ > " + pid_file + "; wait"}},
+      {"objective_metric", "loss"},
+      {"timeout_s", 1}}.dump();
   const auto sent = std::chrono::steady_clock::now();
   ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 21, .number = 4, .job_json = job}));
   keepalive_ = {peer, {21}};
@@ -344,13 +343,12 @@ TEST_F(ExecutorServiceTest, TimedOutJobThatIgnoresSigtermIsKilledAfterItsStopGra
   start();
   std::string peer;
   next<HelloMessage>(&peer);
-  const std::string job = nlohmann::json{{"kind", "command"},
-                                         {"argv", {"/bin/sh", "-c",
-                                                   "trap '' TERM; while :; do sleep 0.05; done"}},
-                                         {"objective_metric", "loss"},
-                                         {"timeout_s", 0.5},
-                                         {"stop_grace_s", 0.3}}
-                              .dump();
+  const std::string job = nlohmann::json{
+      {"kind", "command"},
+      {"argv", {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}},
+      {"objective_metric", "loss"},
+      {"timeout_s", 0.5},
+      {"stop_grace_s", 0.3}}.dump();
   const auto sent = std::chrono::steady_clock::now();
   ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 22, .number = 5, .job_json = job}));
   keepalive_ = {peer, {22}};

@@ -27,8 +27,8 @@ std::optional<std::chrono::milliseconds> seconds_member(const Json& root, const 
   auto it = root.find(key);
   if (it == root.end()) return std::nullopt;
   const std::string path = where + "." + key;
-  const std::string range = std::string(positive ? "(0, " : "[0, ") +
-                            std::to_string(static_cast<int64_t>(high)) + "]";
+  const std::string range =
+      std::string(positive ? "(0, " : "[0, ") + std::to_string(static_cast<int64_t>(high)) + "]";
   if (!it->is_number()) {
     fail(path, "expected a number of seconds in " + range + ", got " + it->type_name() +
                    (it->is_string() ? " " + it->dump() : std::string()));

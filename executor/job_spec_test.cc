@@ -67,7 +67,8 @@ TEST(JobSpecTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {
   EXPECT_EQ(again.timeout, command.timeout);
   EXPECT_EQ(again.stop_grace, command.stop_grace);
 
-  JobSpec untimed = parse_job_spec(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
+  JobSpec untimed =
+      parse_job_spec(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
   EXPECT_FALSE(untimed.timeout);
   EXPECT_FALSE(untimed.stop_grace);
   EXPECT_FALSE(parse_job_spec(job_spec_to_json(untimed)).timeout);

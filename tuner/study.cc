@@ -6,8 +6,8 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <thread>
 
 #include "search/tpe_sampler.h"
@@ -563,8 +563,7 @@ void Study::optimize(const MultiObjective& objective, const OptimizeOptions& opt
     trial_timeout = std::chrono::ceil<Clock::SteadyTime::duration>(*options.trial_timeout);
     std::ostringstream seconds;
     seconds << options.trial_timeout->count();
-    timed_out_reason =
-        "timed out after " + seconds.str() + " s (OptimizeOptions::trial_timeout)";
+    timed_out_reason = "timed out after " + seconds.str() + " s (OptimizeOptions::trial_timeout)";
   }
   Clock& clock = *core_->clock;
   const auto start = clock.steady_now();

@@ -540,8 +540,8 @@ Budget Parser::parse_budget(const Json* value, SamplerType sampler) {
   if (const Json* v = find_field(*value, "trial_time")) {
     budget.trial_time = duration(*v, "budget.trial_time");
     if (budget.trial_time->count() > static_cast<int64_t>(kMaxJobTimeoutSeconds)) {
-      fail("budget.trial_time", "must be at most a year (365d), got " +
-                                    format_duration(*budget.trial_time));
+      fail("budget.trial_time",
+           "must be at most a year (365d), got " + format_duration(*budget.trial_time));
     }
   }
   if (const Json* v = find_field(*value, "max_concurrent")) {
@@ -646,8 +646,8 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
       // (One that is not a number is refused by parse_job_spec below.)
       if (stated->is_number() && stated->get<double>() != static_cast<double>(seconds)) {
         fail("job.timeout_s", stated->dump() + " differs from budget.trial_time " +
-                                  json_text(format_duration(*sweep.budget.trial_time)) +
-                                  " (" + std::to_string(seconds) +
+                                  json_text(format_duration(*sweep.budget.trial_time)) + " (" +
+                                  std::to_string(seconds) +
                                   " s); state the limit once, in \"budget\", or make the two "
                                   "the same");
       }
