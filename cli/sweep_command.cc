@@ -210,7 +210,12 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
     case SweepEnd::kBudgetSpent:
       return kExitOk;
     case SweepEnd::kTimeUp:
-      std::cout << "the time budget ran out; to go on: " << resume << "\n";
+      std::cout << "the time budget ran out"
+                << (result.stopped_at_time_up > 0
+                        ? " (" + std::to_string(result.stopped_at_time_up) +
+                              " running trial(s) stopped: FAIL, and run first on resume)"
+                        : std::string())
+                << "; to go on: " << resume << "\n";
       return kExitOk;
     case SweepEnd::kDrained:
     case SweepEnd::kAborted:

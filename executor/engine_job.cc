@@ -183,7 +183,9 @@ class Reader {
 const std::vector<std::string_view> kRootMembers = {
     "kind",          "model",     "data",        "training", "threads",
     "backend",       "precision", "convolution", "ranks",    "nodes",
-    "collective_timeout_s", "artifacts_dir", "objective_metric"};
+    "collective_timeout_s", "artifacts_dir", "objective_metric",
+    // Read by parse_job_spec (executor/job_spec.h): the executor's time limit and stop grace.
+    "timeout_s", "stop_grace_s"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};
 const std::vector<std::string_view> kTrainingMembers = {

@@ -21,6 +21,7 @@
 #include <utility>
 #include <variant>
 
+#include "executor/child_process.h"
 #include "executor/command_job.h"
 #include "executor/engine_job.h"
 #include "executor/job_spec.h"
@@ -362,7 +363,8 @@ struct ExecutorService::Impl {
   // The job's command (an engine job's `tuner trial` command) run to its end.
   CommandOutcome run_command(Job& job, const CommandTrial& trial, const ReportCallback& on_report) {
     CommandJobOptions job_options;
-    job_options.stop_grace = options.stop_grace;
+    job_options.stop_grace = job.spec.stop_grace.value_or(options.stop_grace);
+    job_options.time_limit = job.spec.timeout.value_or(milliseconds(0));
     if (!options.log_dir.empty()) {
       job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
                              "-lease-" + std::to_string(job.trial.lease_id) + ".log";
@@ -399,6 +401,15 @@ struct ExecutorService::Impl {
     {
       std::lock_guard lock(job.reason_mutex);
       stop_reason = job.executor_stop_reason;
+    }
+    if (outcome.timed_out && job.spec.timeout) {
+      // The job's own limit, not a lost lease: FAIL, and not run again.
+      return FailMessage{.lease_id = lease,
+                         .reason = "timed out after " + seconds_text(*job.spec.timeout) +
+                                   " (the job's timeout_s); " +
+                                   ExitStatus{outcome.exit_code, outcome.term_signal}.describe(),
+                         .exit_code = outcome.exit_code,
+                         .log_tail = outcome.log_tail};
     }
     if (job.decision.load() != JobDecision::kContinue) {
       // Told to stop (pruned) or pause: the coordinator records the trial as such.

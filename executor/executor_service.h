@@ -7,6 +7,12 @@
 // When a job ends, RESULT or FAIL goes to the coordinator and is sent again (after a reconnect,
 // and every `coordinator_timeout`) until the coordinator ACKs it.
 //
+// Time limit: a job with "timeout_s" (executor/job_spec.h) still running that long after it
+// started is stopped (SIGTERM to its process group, SIGKILL after the job's "stop_grace_s", else
+// `stop_grace`) and its trial is sent as FAIL "timed out after 30 s (the job's timeout_s); killed
+// by signal 15 (SIGTERM)". The lease stays in the heartbeats meanwhile, so the coordinator stores
+// the FAIL and does not run the trial again.
+//
 // Heartbeats: every `heartbeat_interval` the service sends HEARTBEAT with the leases it holds
 // (running, queued, or finished but not yet ACKed). A coordinator HEARTBEAT that no longer lists a
 // running lease means the coordinator gave it up (it expired): the job is stopped and its outcome
@@ -93,7 +99,8 @@ struct ExecutorOptions {
   // Per-trial logs go to LOG_DIR/trial-<number>-lease-<lease>.log. Default: empty, no log files
   // (the tail that FAIL carries is kept either way).
   std::string log_dir;
-  // A stopped job's grace between SIGTERM and SIGKILL. Default 10 s.
+  // A stopped job's grace between SIGTERM and SIGKILL, unless the job states its own
+  // ("stop_grace_s"). Default 10 s.
   std::chrono::milliseconds stop_grace{10'000};
   // The address the ranks of this executor's multi-node trials listen on for the other nodes'
   // ranks (Gloo over TCP): a name or IP address of this host that the other executors' hosts can
@@ -111,7 +118,8 @@ struct ExecutorOptions {
   std::function<void(const std::string&)> log;
   // For benchmarks and for programs that embed the service: runs each trial in this process
   // instead of its job's command (JobRunner, above). The job JSON is still parsed and its
-  // objective_metric still judges the outcome; nothing is spawned and no log file is written.
+  // objective_metric still judges the outcome; nothing is spawned and no log file is written,
+  // and the job's timeout_s is not enforced (the runner has the stop token).
   // Default: empty, every job runs as its kind says.
   JobRunner job_runner;
 };

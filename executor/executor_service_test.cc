@@ -2,9 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -281,6 +284,91 @@ TEST_F(ExecutorServiceTest, ACoordinatorHeartbeatWithoutTheLeaseStopsTheJob) {
   FailMessage fail = next<FailMessage>();
   EXPECT_EQ(fail.lease_id, 8u);
   EXPECT_NE(fail.reason.find("gave up lease 8"), std::string::npos) << fail.reason;
+}
+
+// The processes of group `pgid` that are not zombies (an orphan's zombie waits for init, which
+// in some containers reaps late).
+std::vector<pid_t> live_members(pid_t pgid) {
+  std::vector<pid_t> live;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;  // "self", ...
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!stat || !std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));  // " S ppid pgrp ..."
+    char state = 0;
+    pid_t ppid = 0, group = 0;
+    if (rest >> state >> ppid >> group && group == pgid && state != 'Z') {
+      live.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return live;
+}
+
+// Issue 15, item 7: a hanging trial ran until a second Ctrl-C. A job's "timeout_s" stops it
+// (SIGTERM to its process group) and its trial is FAIL "timed out after ...", while its lease
+// stays in the heartbeats (a timed-out trial is not a lost lease).
+TEST_F(ExecutorServiceTest, HangingJobIsFailedTimedOutAfterItsTimeoutAndItsGroupIsGone) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::string pid_file = (dir_ / "hang.pid").string();
+  const std::string job = nlohmann::json{
+      {"kind", "command"},
+      {"argv", {"/bin/sh", "-c", "sleep 1000 & echo $$ > " + pid_file + "; wait"}},
+      {"objective_metric", "loss"},
+      {"timeout_s", 1}}.dump();
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 21, .number = 4, .job_json = job}));
+  keepalive_ = {peer, {21}};
+  const FailMessage fail = next<FailMessage>();
+  const auto took = std::chrono::steady_clock::now() - sent;
+  EXPECT_EQ(fail.lease_id, 21u);
+  EXPECT_EQ(fail.reason,
+            "timed out after 1 s (the job's timeout_s); killed by signal 15 (SIGTERM)");
+  EXPECT_NE(fail.log_tail.find("[tuner] time limit of 1000 ms reached: SIGTERM to process group"),
+            std::string::npos)
+      << fail.log_tail;
+  EXPECT_GE(took, milliseconds(1000));
+  EXPECT_LT(took, milliseconds(4000));
+  // The shell and the sleep it left in the background: the whole group is gone (SIGKILL went to
+  // it before FAIL was sent; the sleep's reaping by init completes asynchronously).
+  std::ifstream in(pid_file);
+  pid_t group = 0;
+  ASSERT_TRUE(in >> group);
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(1000);
+  while (!live_members(group).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(live_members(group), std::vector<pid_t>{}) << "process group " << group;
+}
+
+TEST_F(ExecutorServiceTest, TimedOutJobThatIgnoresSigtermIsKilledAfterItsStopGrace) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::string job = nlohmann::json{
+      {"kind", "command"},
+      {"argv", {"/bin/sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}},
+      {"objective_metric", "loss"},
+      {"timeout_s", 0.5},
+      {"stop_grace_s", 0.3}}.dump();
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 22, .number = 5, .job_json = job}));
+  keepalive_ = {peer, {22}};
+  const FailMessage fail = next<FailMessage>();
+  const auto took = std::chrono::steady_clock::now() - sent;
+  EXPECT_EQ(fail.lease_id, 22u);
+  EXPECT_EQ(fail.reason,
+            "timed out after 0.5 s (the job's timeout_s); killed by signal 9 (SIGKILL)");
+  EXPECT_NE(fail.log_tail.find("still running 300 ms after SIGTERM: SIGKILL to process group"),
+            std::string::npos)
+      << fail.log_tail;
+  EXPECT_GE(took, milliseconds(800));
+  EXPECT_LT(took, milliseconds(3000));
 }
 
 TEST_F(ExecutorServiceTest, ASilentCoordinatorMakesItReconnectAndSayHelloAgain) {

@@ -1,5 +1,6 @@
 #include "executor/job_spec.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "executor/argv_template.h"
@@ -19,7 +20,48 @@ std::string string_of(const Json& v, const std::string& path) {
   return v.get<std::string>();
 }
 
+// A member in seconds, in (0, high] when `positive`, else in [0, high], as milliseconds
+// (rounded; at least 1 ms when positive). nullopt when absent.
+std::optional<std::chrono::milliseconds> seconds_member(const Json& root, const char* key,
+                                                        const std::string& where, bool positive,
+                                                        double high) {
+  auto it = root.find(key);
+  if (it == root.end()) return std::nullopt;
+  const std::string path = where + "." + key;
+  const std::string range =
+      std::string(positive ? "(0, " : "[0, ") + std::to_string(static_cast<int64_t>(high)) + "]";
+  if (!it->is_number()) {
+    fail(path, "expected a number of seconds in " + range + ", got " + it->type_name() +
+                   (it->is_string() ? " " + it->dump() : std::string()));
+  }
+  const double seconds = it->get<double>();
+  if (!std::isfinite(seconds) || seconds < 0 || (positive && seconds == 0) || seconds > high) {
+    fail(path, "expected a number of seconds in " + range + ", got " + it->dump());
+  }
+  auto ms = std::chrono::milliseconds(std::llround(seconds * 1000));
+  if (positive && ms.count() < 1) ms = std::chrono::milliseconds(1);
+  return ms;
+}
+
+// The members both kinds share: the time limit and the stop grace.
+void parse_limits(const Json& root, const std::string& where, JobSpec& spec) {
+  spec.timeout = seconds_member(root, "timeout_s", where, true, kMaxJobTimeoutSeconds);
+  spec.stop_grace = seconds_member(root, "stop_grace_s", where, false, kMaxJobStopGraceSeconds);
+}
+
 }  // namespace
+
+std::string seconds_text(std::chrono::milliseconds duration) {
+  const int64_t ms = duration.count();
+  std::string text = std::to_string(ms / 1000);
+  if (int64_t frac = ms % 1000; frac != 0) {
+    std::string digits = std::to_string(frac);
+    digits.insert(0, 3 - digits.size(), '0');
+    while (digits.back() == '0') digits.pop_back();
+    text += "." + digits;
+  }
+  return text + " s";
+}
 
 JobSpec parse_job_spec(std::string_view json, const std::string& where) {
   Json root = job_json::parse_object(json, where);
@@ -28,13 +70,15 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
     spec.kind = JobKind::kEngine;
     spec.engine = parse_engine_job(json, where);
     spec.objective_metric = spec.engine.objective_metric;
+    parse_limits(root, where, spec);
     return spec;
   }
   for (const auto& [key, value] : root.items()) {
     if (key != "kind" && key != "argv" && key != "env" && key != "working_dir" &&
-        key != "objective_metric") {
+        key != "objective_metric" && key != "timeout_s" && key != "stop_grace_s") {
       fail(where + "." + key,
-           "unknown member (a command job has kind, argv, env, working_dir, objective_metric)");
+           "unknown member (a command job has kind, argv, env, working_dir, objective_metric, "
+           "timeout_s, stop_grace_s)");
     }
   }
   auto member = [&](const char* key) -> const Json& {
@@ -80,6 +124,7 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
   }
   spec.objective_metric = string_of(member("objective_metric"), where + ".objective_metric");
   if (spec.objective_metric.empty()) fail(where + ".objective_metric", "must not be empty");
+  parse_limits(root, where, spec);
   return spec;
 }
 
@@ -90,6 +135,8 @@ std::string job_spec_to_json(const JobSpec& spec) {
                {"objective_metric", spec.objective_metric}};
   if (!spec.command.env.empty()) json["env"] = spec.command.env;
   if (!spec.command.working_dir.empty()) json["working_dir"] = spec.command.working_dir;
+  if (spec.timeout) json["timeout_s"] = static_cast<double>(spec.timeout->count()) / 1000;
+  if (spec.stop_grace) json["stop_grace_s"] = static_cast<double>(spec.stop_grace->count()) / 1000;
   return json.dump();
 }
 

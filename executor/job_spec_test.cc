@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "trials/error.h"
 
 namespace tuner {
@@ -55,6 +57,71 @@ TEST(JobSpecTest, ErrorsNameTheJsonPath) {
             std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("job: expected an object"), std::string::npos);
   EXPECT_NE(error_of("{oops").find("job: not valid JSON"), std::string::npos);
+}
+
+// Issue 15, item 7: there was no per-trial time limit. Both kinds take "timeout_s" and
+// "stop_grace_s" (seconds), and they survive the round trip.
+TEST(JobSpecTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {
+  JobSpec command = parse_job_spec(R"({"kind": "command", "argv": ["sleep", "1000"],
+      "objective_metric": "m", "timeout_s": 1.5, "stop_grace_s": 0})");
+  EXPECT_EQ(command.timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(command.stop_grace, std::chrono::milliseconds(0));
+  JobSpec again = parse_job_spec(job_spec_to_json(command));
+  EXPECT_EQ(again.timeout, command.timeout);
+  EXPECT_EQ(again.stop_grace, command.stop_grace);
+
+  JobSpec untimed =
+      parse_job_spec(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
+  EXPECT_FALSE(untimed.timeout);
+  EXPECT_FALSE(untimed.stop_grace);
+  EXPECT_FALSE(parse_job_spec(job_spec_to_json(untimed)).timeout);
+
+  JobSpec engine = parse_job_spec(R"({"kind": "engine", "timeout_s": 30, "stop_grace_s": 5,
+      "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"},
+                {"type": "linear", "out": "{width}"}]},
+      "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+      "objective_metric": "val_accuracy"})");
+  EXPECT_EQ(engine.kind, JobKind::kEngine);
+  EXPECT_EQ(engine.timeout, std::chrono::seconds(30));
+  EXPECT_EQ(engine.stop_grace, std::chrono::seconds(5));
+  // A limit below a millisecond is a millisecond, not "no limit".
+  EXPECT_EQ(parse_job_spec(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+                               "timeout_s": 0.0001})")
+                .timeout,
+            std::chrono::milliseconds(1));
+}
+
+TEST(JobSpecTest, RefusesABadTimeoutOrStopGraceNamingTheJsonPath) {
+  auto with = [](const std::string& members) {
+    return error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m", )" + members +
+                    "}");
+  };
+  EXPECT_EQ(with(R"("timeout_s": 0)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got 0");
+  EXPECT_EQ(with(R"("timeout_s": -5)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got -5");
+  EXPECT_EQ(with(R"("timeout_s": 1e12)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got 1000000000000.0");
+  EXPECT_EQ(with(R"("timeout_s": "30s")"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got string \"30s\"");
+  EXPECT_EQ(with(R"("timeout_s": true)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got boolean");
+  EXPECT_EQ(with(R"("stop_grace_s": -1)"),
+            "job.stop_grace_s: expected a number of seconds in [0, 3600], got -1");
+  EXPECT_EQ(with(R"("stop_grace_s": 7200)"),
+            "job.stop_grace_s: expected a number of seconds in [0, 3600], got 7200");
+  EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+                         "timeout": 30})")
+                .find("job.timeout: unknown member"),
+            std::string::npos);
+}
+
+TEST(JobSpecTest, SecondsTextIsShort) {
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(1000)), "1 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(30000)), "30 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(1500)), "1.5 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(250)), "0.25 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(1)), "0.001 s");
 }
 
 }  // namespace

@@ -81,7 +81,9 @@ struct CoordinatorSecurity {
 // How one study runs on the coordinator.
 struct StudyRunOptions {
   // Every trial's job as JSON (executor/job_spec.h), validated when the study is added.
-  // Required. Its objective_metric is what REPORTs are judged by and RESULTs are valued by.
+  // Required. Its objective_metric is what REPORTs are judged by and RESULTs are valued by; its
+  // timeout_s (and stop_grace_s) is each trial's time limit, which the executor enforces (the
+  // trial is then FAIL "timed out after ...", not run again).
   std::string job_json;
   // Define-and-run: each trial is asked with this space. Default: Study::ask() (the study's own
   // space when it was created with one).

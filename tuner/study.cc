@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <span>
+#include <sstream>
 #include <thread>
 
 #include "search/tpe_sampler.h"
@@ -582,6 +583,17 @@ void Study::optimize(const MultiObjective& objective, const OptimizeOptions& opt
   if (options.n_threads < 1) {
     throw Error(ErrorCode::kInvalidArgument, "optimize: n_threads must be >= 1");
   }
+  if (options.trial_timeout && !(options.trial_timeout->count() > 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "optimize: trial_timeout must be > 0 s");
+  }
+  std::string timed_out_reason;
+  std::optional<Clock::SteadyTime::duration> trial_timeout;
+  if (options.trial_timeout) {
+    trial_timeout = std::chrono::ceil<Clock::SteadyTime::duration>(*options.trial_timeout);
+    std::ostringstream seconds;
+    seconds << options.trial_timeout->count();
+    timed_out_reason = "timed out after " + seconds.str() + " s (OptimizeOptions::trial_timeout)";
+  }
   Clock& clock = *core_->clock;
   const auto start = clock.steady_now();
   std::atomic<int> started{0};
@@ -603,6 +615,8 @@ void Study::optimize(const MultiObjective& objective, const OptimizeOptions& opt
         }
         FrozenTrial finished;
         try {
+          Trial::State& state = *trial->state_;
+          if (trial_timeout) state.deadline = clock.steady_now() + *trial_timeout;
           std::optional<std::vector<double>> values;
           std::string failure;
           try {
@@ -612,7 +626,11 @@ void Study::optimize(const MultiObjective& objective, const OptimizeOptions& opt
           } catch (...) {
             failure = "the objective threw a non-standard exception";
           }
-          finished = values ? tell(*trial, *values) : tell(*trial, TrialState::kFail, failure);
+          if (state.deadline && (state.timed_out || clock.steady_now() >= *state.deadline)) {
+            finished = tell(*trial, TrialState::kFail, timed_out_reason);
+          } else {
+            finished = values ? tell(*trial, *values) : tell(*trial, TrialState::kFail, failure);
+          }
         } catch (const Error& e) {
           // Another process failed the trial as stale while it ran (this one was stalled past
           // the grace period): its result is not ours to write. Go on with the next trial.

@@ -9,6 +9,7 @@
 #include "search/grid_sampler.h"
 #include "search/random_sampler.h"
 #include "storage/in_memory_storage.h"
+#include "trials/clock.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -49,6 +50,48 @@ TEST(Study, DefineByRunStoresParamsAndValues) {
   }
   FrozenTrial best = study.best_trial();
   for (const FrozenTrial& t : all) EXPECT_LE(best.value(), t.value());
+}
+
+// Issue 15, item 7: a trial had no time limit. In-process, OptimizeOptions::trial_timeout makes
+// should_stop() answer true once the trial's time is up, and a trial that ran longer is FAIL
+// "timed out after ...", whether it noticed or not; trials within the limit are untouched.
+TEST(Study, TrialTimeoutStopsAndFailsATrialThatRunsTooLong) {
+  auto clock = std::make_shared<FakeClock>();
+  StudyOptions options = random_study();
+  options.clock = clock;
+  options.heartbeat_interval = std::nullopt;
+  Study study = Study::create(options);
+  OptimizeOptions o = trials(3);
+  o.trial_timeout = std::chrono::seconds(1);
+  std::vector<bool> told_to_stop;
+  study.optimize(
+      [&](Trial& t) -> double {
+        const double x = t.suggest_float("x", 0, 1);
+        if (t.number() == 1) {  // hangs, asking whether to stop now and then
+          while (!t.should_stop()) clock->advance(std::chrono::milliseconds(300));
+          told_to_stop.push_back(true);
+          return x;
+        }
+        if (t.number() == 2) {  // runs too long and never asks
+          clock->advance(std::chrono::seconds(2));
+          return x;
+        }
+        told_to_stop.push_back(t.should_stop());
+        return x;
+      },
+      o);
+  EXPECT_EQ(told_to_stop, (std::vector<bool>{false, true}));
+  const std::vector<FrozenTrial> all = study.trials();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].state, TrialState::kComplete);
+  for (int n : {1, 2}) {
+    EXPECT_EQ(all[n].state, TrialState::kFail) << "trial " << n;
+    EXPECT_EQ(all[n].system_attrs.at("fail_reason"),
+              "\"timed out after 1 s (OptimizeOptions::trial_timeout)\"");
+  }
+  OptimizeOptions zero = trials(1);
+  zero.trial_timeout = std::chrono::seconds(0);
+  EXPECT_THROW(study.optimize([](Trial&) { return 0.0; }, zero), Error);
 }
 
 TEST(Study, AnObjectiveThatThrowsFailsItsTrialAndTheStudyGoesOn) {

@@ -521,19 +521,29 @@ Budget Parser::parse_budget(const Json* value, SamplerType sampler) {
                     "{\"time\": \"2h\"})");
   }
   object(*value, "budget");
-  fields(*value, "budget", {"trials", "time", "max_concurrent"});
+  fields(*value, "budget", {"trials", "time", "trial_time", "max_concurrent"});
   if (const Json* v = find_field(*value, "trials")) budget.trials = int32(*v, "budget.trials", 1);
-  if (const Json* v = find_field(*value, "time")) {
-    if (v->is_string()) {
+  auto duration = [&](const Json& v, const std::string& path) {
+    std::chrono::seconds d{0};
+    if (v.is_string()) {
       try {
-        budget.time = parse_duration(v->get<std::string>());
+        d = parse_duration(v.get<std::string>());
       } catch (const Error& e) {
-        fail("budget.time", e.what());
+        fail(path, e.what());
       }
     } else {
-      budget.time = std::chrono::seconds(integer(*v, "budget.time", 1));
+      d = std::chrono::seconds(integer(v, path, 1));
     }
-    if (budget.time->count() <= 0) fail("budget.time", "must be longer than 0 s");
+    if (d.count() <= 0) fail(path, "must be longer than 0 s");
+    return d;
+  };
+  if (const Json* v = find_field(*value, "time")) budget.time = duration(*v, "budget.time");
+  if (const Json* v = find_field(*value, "trial_time")) {
+    budget.trial_time = duration(*v, "budget.trial_time");
+    if (budget.trial_time->count() > static_cast<int64_t>(kMaxJobTimeoutSeconds)) {
+      fail("budget.trial_time",
+           "must be at most a year (365d), got " + format_duration(*budget.trial_time));
+    }
   }
   if (const Json* v = find_field(*value, "max_concurrent")) {
     budget.max_concurrent = int32(*v, "budget.max_concurrent", 0);
@@ -699,6 +709,22 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
     }
   } else {
     job["objective_metric"] = sweep.objective_metric;
+  }
+  // budget.trial_time is the job's timeout_s: the executor enforces it.
+  if (sweep.budget.trial_time) {
+    const auto seconds = sweep.budget.trial_time->count();
+    if (const Json* stated = find_field(job, "timeout_s")) {
+      // (One that is not a number is refused by parse_job_spec below.)
+      if (stated->is_number() && stated->get<double>() != static_cast<double>(seconds)) {
+        fail("job.timeout_s", stated->dump() + " differs from budget.trial_time " +
+                                  json_text(format_duration(*sweep.budget.trial_time)) + " (" +
+                                  std::to_string(seconds) +
+                                  " s); state the limit once, in \"budget\", or make the two "
+                                  "the same");
+      }
+    } else {
+      job["timeout_s"] = seconds;
+    }
   }
   sweep.threads_per_trial = 1;
   // The job runs in other processes, in other directories: its paths are made absolute here,
@@ -970,6 +996,7 @@ std::string to_json(const SweepFile& sweep) {
   Json budget = Json::object();
   if (sweep.budget.trials) budget["trials"] = *sweep.budget.trials;
   if (sweep.budget.time) budget["time"] = format_duration(*sweep.budget.time);
+  if (sweep.budget.trial_time) budget["trial_time"] = format_duration(*sweep.budget.trial_time);
   budget["max_concurrent"] = sweep.budget.max_concurrent;
   root["budget"] = budget;
 

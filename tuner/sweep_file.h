@@ -111,9 +111,14 @@ struct SchedulerConfig {
 struct Budget {
   // New trials to start (re-runs after lost executors are not counted). Default: unset.
   std::optional<int> trials;
-  // No new trial starts after this much wall time since the sweep started; running trials
-  // finish. Default: unset. At least one of `trials` and `time` is set.
+  // The sweep's wall time since it started: then no new trial starts, and the trials still
+  // running a grace later (5% of it, at most 30 s) are stopped, stored FAIL and queued to run
+  // first when the sweep is resumed (run_sweep). Default: unset. At least one of `trials` and
+  // `time` is set.
   std::optional<std::chrono::seconds> time;
+  // Each trial's wall-time limit: the job's "timeout_s" (executor/job_spec.h), which the file's
+  // job gets from it. Default: unset, no limit.
+  std::optional<std::chrono::seconds> trial_time;
   // Trials running at once across all executors (CoordinatorOptions::max_concurrency).
   // Default 0: only the executors' slots limit it.
   int max_concurrent = 0;

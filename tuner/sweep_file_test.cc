@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "executor/engine_job.h"
+#include "executor/job_spec.h"
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
 #include "search/import_wandb.h"
@@ -172,6 +173,55 @@ TEST(SweepFileTest, TimeBudgetAloneAndInSeconds) {
   SweepFile s = parse_sweep_file(patched(R"({"budget": {"trials": null, "time": 600}})"), "s.json");
   EXPECT_FALSE(s.budget.trials.has_value());
   EXPECT_EQ(s.budget.time, std::chrono::seconds(600));
+}
+
+// Issue 15, item 7: a hanging trial ran forever (no per-trial time limit). budget.trial_time
+// is each trial's limit, in budget.time's format, and becomes the job's timeout_s.
+TEST(SweepFileTest, TrialTimeBecomesTheJobsTimeout) {
+  SweepFile s = parse_sweep_file(patched(R"({"budget": {"trial_time": "1m30s"}})"), "s.json");
+  EXPECT_EQ(s.budget.trial_time, std::chrono::seconds(90));
+  EXPECT_EQ(Json::parse(s.job_json)["timeout_s"], 90);
+  EXPECT_EQ(parse_job_spec(s.job_json).timeout, std::chrono::seconds(90));
+  EXPECT_EQ(Json::parse(to_json(s))["budget"]["trial_time"], "1m30s");
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json"), s);
+
+  s = parse_sweep_file(patched(R"({"budget": {"trial_time": 5}})"), "s.json");
+  EXPECT_EQ(s.budget.trial_time, std::chrono::seconds(5));
+  // The job may state the same limit, and its own stop grace.
+  s = parse_sweep_file(
+      patched(R"({"budget": {"trial_time": 5}, "job": {"timeout_s": 5, "stop_grace_s": 2}})"),
+      "s.json");
+  EXPECT_EQ(parse_job_spec(s.job_json).stop_grace, std::chrono::seconds(2));
+  // Without it, no limit.
+  s = parse_sweep_file(kMinimal, "s.json");
+  EXPECT_FALSE(s.budget.trial_time);
+  EXPECT_FALSE(Json::parse(s.job_json).contains("timeout_s"));
+}
+
+TEST(SweepFileTest, RefusesABadTrialTimeNamingTheJsonPath) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"budget": {"trial_time": "ten minutes"}})",
+       "sweep.json: budget.trial_time: expected a duration such as"},
+      {R"({"budget": {"trial_time": "0s"}})",
+       "sweep.json: budget.trial_time: must be longer than 0 s"},
+      {R"({"budget": {"trial_time": -1}})",
+       "sweep.json: budget.trial_time: expected an integer >= 1, got -1"},
+      {R"({"budget": {"trial_time": "400d"}})",
+       "sweep.json: budget.trial_time: must be at most a year (365d), got 400d"},
+      {R"({"budget": {"trial_tme": "1h"}})",
+       "sweep.json: budget: unknown field \"trial_tme\" (did you mean \"trial_time\"?)"},
+      {R"({"budget": {"trial_time": "1m"}, "job": {"timeout_s": 30}})",
+       "sweep.json: job.timeout_s: 30 differs from budget.trial_time \"1m\" (60 s); state the "
+       "limit once"},
+      {R"({"job": {"timeout_s": "1m"}})",
+       "sweep.json: job.timeout_s: expected a number of seconds in (0, 31536000], got string"},
+      {R"({"job": {"stop_grace_s": -2}})",
+       "sweep.json: job.stop_grace_s: expected a number of seconds in [0, 3600], got -2"},
+  };
+  for (const auto& [patch, expected] : cases) {
+    SCOPED_TRACE(patch);
+    EXPECT_THAT(error_of(patched(patch)), HasSubstr(expected));
+  }
 }
 
 TEST(SweepFileTest, GridNeedsNoBudget) {

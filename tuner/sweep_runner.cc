@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -216,6 +217,19 @@ void refuse_without_endpoint(const SweepFile& sweep) {
   }
 }
 
+// How long the trials still running when the time budget runs out may go on: 5% of the
+// budget, at most 30 s.
+std::chrono::milliseconds time_up_grace(std::chrono::seconds time) {
+  return std::min<std::chrono::milliseconds>(time / 20, std::chrono::seconds(30));
+}
+
+// After abandon(): turns the loop for a heartbeat interval, so that executors elsewhere hear
+// that their leases are gone (HEARTBEAT without them) and stop those jobs.
+void tell_executors_leases_are_gone(Coordinator& coordinator, const CoordinatorOptions& co) {
+  const auto until = SteadyClock::now() + co.heartbeat_interval + std::chrono::milliseconds(100);
+  while (SteadyClock::now() < until) coordinator.poll_once(std::chrono::milliseconds(50));
+}
+
 }  // namespace
 
 SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
@@ -310,6 +324,14 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
         coordinator.drain();
         result.end = SweepEnd::kTimeUp;
       }
+    }
+    // The time budget is the sweep's wall time: what still runs a grace after it is stopped.
+    if (deadline && SteadyClock::now() >= *deadline + time_up_grace(*sweep.budget.time)) {
+      result.stopped_at_time_up = coordinator.stats().active_leases;
+      coordinator.abandon("the sweep's time budget ran out");
+      if (result.end == SweepEnd::kBudgetSpent) result.end = SweepEnd::kTimeUp;
+      if (!options.endpoint.empty()) tell_executors_leases_are_gone(coordinator, co);
+      break;
     }
     coordinator.poll_once(std::chrono::milliseconds(100));
     if (options.on_progress && SteadyClock::now() >= next_progress) {

@@ -5,9 +5,13 @@
 //
 // Stopping: `drain` (a first Ctrl-C, or the time budget) starts no new trial and lets the
 // running ones finish; `abort` (a second Ctrl-C) stops them at once: each is stored as FAIL
-// ("abandoned") and enqueued with its params, so a resumed sweep runs it first. Either way
-// everything finished is committed, and the sweep file is kept with the study (system attribute
-// "tuner:sweep") so that `tuner resume` needs only the study name and the storage.
+// ("abandoned") and enqueued with its params, so a resumed sweep runs it first. The time budget
+// (budget.time) ends the sweep on time: at its end the sweep drains, and the trials still running
+// a grace later (5% of budget.time, at most 30 s) are stopped as by `abort` (FAIL "abandoned: the
+// sweep's time budget ran out", enqueued). Each trial's own limit is budget.trial_time, which
+// its executor enforces. Either way everything finished is committed, and the sweep file is kept
+// with the study (system attribute "tuner:sweep") so that `tuner resume` needs only the study
+// name and the storage.
 //
 // Thread safety: run_sweep blocks the calling thread until the sweep ends; the stop tokens may
 // be requested from any thread.
@@ -72,7 +76,7 @@ struct SweepRunOptions {
 
 enum class SweepEnd {
   kBudgetSpent,  // the trial budget is used up or the sampler has nothing left
-  kTimeUp,       // the time budget ran out (running trials finished)
+  kTimeUp,       // the time budget ran out (running trials finished, or were stopped)
   kDrained,      // `drain` was requested (running trials finished)
   kAborted,      // `abort` was requested
 };
@@ -80,6 +84,9 @@ enum class SweepEnd {
 struct SweepResult {
   SweepEnd end = SweepEnd::kBudgetSpent;
   SweepProgress progress;
+  // Trials still running a grace after the time budget ran out: stopped, stored FAIL and
+  // enqueued, so that a resumed sweep runs them first.
+  int stopped_at_time_up = 0;
   std::string study_name;
   std::string storage_path;
 };

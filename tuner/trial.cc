@@ -101,7 +101,11 @@ void Trial::report(int64_t step, double value) {
 
 bool Trial::should_stop() {
   State& s = *state_;
-  if (s.stop_requested) return true;
+  if (s.stop_requested || s.timed_out) return true;
+  if (s.deadline && s.core->clock->steady_now() >= *s.deadline) {
+    s.timed_out = true;
+    return true;
+  }
   if (!s.core->scheduler || !s.last_step) return false;
   FrozenTrial record = s.core->storage->get_trial(s.trial_id);
   std::lock_guard lock(s.core->mutex);

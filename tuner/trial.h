@@ -55,7 +55,8 @@ class Trial {
   // Stores `value` at `step`. Throws Error(kInvalidArgument) for NaN.
   void report(int64_t step, double value);
   // Asks the scheduler about the last reported step; false when nothing was reported or the
-  // study has no scheduler. Once true, stays true.
+  // study has no scheduler. Under Study::optimize with a trial_timeout, true once the trial has
+  // run that long (the trial is then FAIL, not PRUNED). Once true, stays true.
   bool should_stop();
   bool stop_requested() const;
 

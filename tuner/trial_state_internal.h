@@ -30,6 +30,10 @@ struct Trial::State {
   std::optional<int64_t> last_step;
   bool stop_requested = false;
   bool told = false;
+  // Study::optimize's trial_timeout: when the trial's time is up, and whether should_stop() said
+  // so.
+  std::optional<Clock::SteadyTime> deadline;
+  bool timed_out = false;
 };
 
 }  // namespace tuner
