@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <iterator>
-#include <map>
 #include <limits>
+#include <map>
 #include <string>
 
 #include "trials/error.h"

@@ -136,7 +136,8 @@ struct StudyRun {
   bool done() const {
     return leased == 0 && (draining || pending_retries == 0) && prepared.empty() &&
            orphans.empty() &&
-           (draining || exhausted || (options.n_trials && stats.trials_started >= *options.n_trials));
+           (draining || exhausted ||
+            (options.n_trials && stats.trials_started >= *options.n_trials));
   }
 };
 
@@ -995,8 +996,8 @@ struct Coordinator::Impl {
   // And its WAITING re-runs (an earlier coordinator's lost trials), to run before new samples.
   void find_orphans(StudyRun& run) {
     const SteadyTime deadline = clock->steady_now() + 2 * options.lease_timeout;
-    for (const FrozenTrial& t : run.study.trials(
-             {.states = std::vector{TrialState::kRunning, TrialState::kWaiting}})) {
+    for (const FrozenTrial& t :
+         run.study.trials({.states = std::vector{TrialState::kRunning, TrialState::kWaiting}})) {
       if (t.state == TrialState::kWaiting) {
         if (t.system_attrs.contains(kFailedTrialAttr)) ++run.pending_retries;
         continue;
@@ -1598,8 +1599,8 @@ struct Coordinator::Impl {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, HeartbeatMessage>) {
             for (uint64_t id : m.lease_ids) renew(id);
-          } else if constexpr (std::is_same_v<T, ReportMessage> || std::is_same_v<T, ResultMessage> ||
-                               std::is_same_v<T, FailMessage> ||
+          } else if constexpr (std::is_same_v<T, ReportMessage> ||
+                               std::is_same_v<T, ResultMessage> || std::is_same_v<T, FailMessage> ||
                                std::is_same_v<T, StoreSetMessage>) {
             renew(m.lease_id);
           }

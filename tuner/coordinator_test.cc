@@ -64,8 +64,9 @@ class CoordinatorTest : public testing::CoordinatorTestBase {
   }
 
   bool logged(const std::string& text) const {
-    return std::any_of(log_.begin(), log_.end(),
-                       [&](const std::string& line) { return line.find(text) != std::string::npos; });
+    return std::any_of(log_.begin(), log_.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    });
   }
 
   std::unique_ptr<DealerEndpoint> connect(const std::string& id) {
@@ -636,14 +637,16 @@ TEST_F(CoordinatorTest, AStudyWhoseAsksKeepFailingStopsWithTheErrorInsteadOfSpin
   EXPECT_EQ(sampler->asks(), 6u);
   EXPECT_TRUE(coordinator_->done());
   ASSERT_TRUE(coordinator_->failure());
-  EXPECT_EQ(*coordinator_->failure(), "sampling failed 3 times in a row: scripted failure of ask 5");
+  EXPECT_EQ(*coordinator_->failure(),
+            "sampling failed 3 times in a row: scripted failure of ask 5");
   EXPECT_TRUE(logged("sampling failed 3 times in a row"));
   // The five FAIL trials the asks stored are counted and reported like any finished trial.
   EXPECT_EQ(coordinator_->stats().failed_asks, 5);
-  const auto failed_asks = std::count_if(finished_.begin(), finished_.end(), [](const FrozenTrial& t) {
-    return t.state == TrialState::kFail &&
-           t.system_attrs.at("fail_reason").starts_with("\"ask() failed: scripted failure");
-  });
+  const auto failed_asks =
+      std::count_if(finished_.begin(), finished_.end(), [](const FrozenTrial& t) {
+        return t.state == TrialState::kFail &&
+               t.system_attrs.at("fail_reason").starts_with("\"ask() failed: scripted failure");
+      });
   EXPECT_EQ(failed_asks, 5);
   EXPECT_EQ(finished_.size(), 6u);  // and the trial that ran
   EXPECT_EQ(study_->trials().size(), 6u);

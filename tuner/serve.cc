@@ -202,8 +202,7 @@ class Server {
       log("serve: study '" + it->first + "' " +
           (failure ? "stopped (" + *failure + ")" : std::string("done")) + ": " +
           std::to_string(stats.completed) + " complete, " + std::to_string(stats.pruned) +
-          " pruned, " + std::to_string(stats.failed + stats.failed_asks) +
-          " failed in this run");
+          " pruned, " + std::to_string(stats.failed + stats.failed_asks) + " failed in this run");
       // A serve that is stopping leaves its studies active: the next serve takes them up again.
       if (!draining) finish(study_id, it->first);
       it = served_.erase(it);

@@ -153,15 +153,14 @@ class CountingStorage final : public Storage {
                              const std::string& json) override {
     base_.set_study_system_attr(study_id, key, json);
   }
-  FrozenTrial create_trial(int64_t study_id, TrialState state,
-                           const FrozenTrial* from) override {
+  FrozenTrial create_trial(int64_t study_id, TrialState state, const FrozenTrial* from) override {
     return base_.create_trial(study_id, state, from);
   }
   bool claim_waiting_trial(int64_t trial_id) override {
     return base_.claim_waiting_trial(trial_id);
   }
-  void set_trial_param(int64_t trial_id, const std::string& name,
-                       const Distribution& distribution, const ParamValue& value) override {
+  void set_trial_param(int64_t trial_id, const std::string& name, const Distribution& distribution,
+                       const ParamValue& value) override {
     base_.set_trial_param(trial_id, name, distribution, value);
   }
   void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override {
@@ -179,8 +178,7 @@ class CountingStorage final : public Storage {
     base_.set_trial_system_attr(trial_id, key, json);
   }
   FrozenTrial finish_trial(int64_t trial_id, TrialState state, const std::vector<double>& values,
-                           const Attributes& system_attrs,
-                           const Attributes& user_attrs) override {
+                           const Attributes& system_attrs, const Attributes& user_attrs) override {
     return count(base_.finish_trial(trial_id, state, values, system_attrs, user_attrs));
   }
   void record_heartbeat(int64_t trial_id, TimePoint time) override {

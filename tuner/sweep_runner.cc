@@ -273,8 +273,8 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     throw Error(ErrorCode::kAborted,
                 "sweep '" + study.name() + "': " + *failure +
                     "; the study stopped (each failed attempt is stored as a FAIL trial with "
-                    "the reason: tuner trials --study " + study.name() + " --storage " +
-                    sweep.storage_path + ")");
+                    "the reason: tuner trials --study " +
+                    study.name() + " --storage " + sweep.storage_path + ")");
   }
   return result;
 }

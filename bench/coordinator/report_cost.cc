@@ -159,7 +159,8 @@ class Run {
     co.heartbeat_interval = milliseconds(1000);
     co.lease_timeout = milliseconds(5000);
     co.log = [this](const std::string& line) {
-      if (line.find("expired") != std::string::npos || line.find("forgotten") != std::string::npos) {
+      if (line.find("expired") != std::string::npos ||
+          line.find("forgotten") != std::string::npos) {
         starved_ = true;
         std::cerr << "[" << name_ << "] " << line << "\n";
       }
@@ -181,9 +182,8 @@ class Run {
       while (sent < size) {
         const int n = std::min(flags_.round, size - sent);
         for (int i = 0; i < n; ++i) {
-          a_->send(ReportMessage{.lease_id = lease_a_,
-                                 .step = sent + i,
-                                 .metrics = {{"loss", 0.5}}});
+          a_->send(
+              ReportMessage{.lease_id = lease_a_, .step = sent + i, .metrics = {{"loss", 0.5}}});
         }
         b_->send(HeartbeatMessage{.lease_ids = {lease_b_}});
         sent += n;
@@ -209,7 +209,8 @@ class Run {
                 << ", \"healthy_lease_kept\": " << (starved_ ? "false" : "true") << "}"
                 << std::endl;
       if (flags_.table) {
-        std::fprintf(stderr, "%-10s %6d reports: %7.3f s coordinator CPU, %8.1f us/report in "
+        std::fprintf(stderr,
+                     "%-10s %6d reports: %7.3f s coordinator CPU, %8.1f us/report in "
                      "[%d, %d), x%.2f of the first window\n",
                      name_.c_str(), size, cpu, per_report_us, previous_size, size,
                      per_report_us / first_per_report);
@@ -226,8 +227,8 @@ class Run {
   }
 
   uint64_t take_trial(DealerEndpoint& peer, const std::string& id) {
-    peer.send(HelloMessage{.executor_id = id, .hostname = "bench", .pid = ::getpid(),
-                           .resources = {.cpu_slots = 1}});
+    peer.send(HelloMessage{
+        .executor_id = id, .hostname = "bench", .pid = ::getpid(), .resources = {.cpu_slots = 1}});
     peer.send(ReadyMessage{.free_slots = 1});
     for (int i = 0; i < 2000; ++i) {
       coordinator_->poll_once(milliseconds(5));
@@ -254,10 +255,10 @@ class Run {
 
 int main(int argc, char** argv) {
   const Flags flags = parse_flags(argc, argv);
-  std::filesystem::path dir =
-      flags.work.empty() ? std::filesystem::temp_directory_path() /
-                               ("tuner-report-cost-" + std::to_string(::getpid()))
-                         : std::filesystem::path(flags.work);
+  std::filesystem::path dir = flags.work.empty()
+                                  ? std::filesystem::temp_directory_path() /
+                                        ("tuner-report-cost-" + std::to_string(::getpid()))
+                                  : std::filesystem::path(flags.work);
   std::filesystem::create_directories(dir);
   for (const std::string& name : flags.schedulers) {
     Run run(flags, name, dir);
