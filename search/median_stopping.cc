@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -49,6 +50,46 @@ bool is_first_in_interval(const FrozenTrial& trial, int64_t step, int64_t n_warm
   return it->first < interval_start;
 }
 
+// What PercentileStopping keeps in a trial's ReportMemo: the best loss of its values at steps
+// <= `through`, and how many values those were (a value added below `through` since changes the
+// count, and the memo is rebuilt).
+struct BestSoFar {
+  bool valid = false;
+  int64_t trial_id = -1;
+  int64_t through = 0;
+  size_t scanned = 0;
+  double best = kWorst;
+};
+
+// The best loss of `trial`'s values at steps <= `step`. Scans only the values after the memo's
+// `through` when the memo still describes the trial (the usual case: each report one step past
+// the last), so that a report costs the same however many steps came before it.
+double best_loss_through(const FrozenTrial& trial, int64_t step, StudyDirection direction,
+                         ReportMemo& memo) {
+  const auto& values = trial.intermediate_values;
+  const auto end = values.upper_bound(step);
+  BestSoFar& m = memo.get<BestSoFar>();
+  if (m.valid && m.trial_id == trial.trial_id && m.through <= step) {
+    double best = m.best;
+    size_t added = 0;
+    for (auto it = values.upper_bound(m.through); it != end; ++it, ++added) {
+      best = std::min(best, loss(direction, it->second));
+    }
+    const auto beyond = static_cast<size_t>(std::distance(end, values.end()));
+    if (m.scanned + added + beyond == values.size()) {
+      m = BestSoFar{true, trial.trial_id, step, m.scanned + added, best};
+      return best;
+    }
+  }
+  double best = kWorst;
+  size_t scanned = 0;
+  for (auto it = values.begin(); it != end; ++it, ++scanned) {
+    best = std::min(best, loss(direction, it->second));
+  }
+  m = BestSoFar{true, trial.trial_id, step, scanned, best};
+  return best;
+}
+
 }  // namespace
 
 PercentileStopping::PercentileStopping(const PercentileStoppingOptions& options)
@@ -81,6 +122,12 @@ PercentileStopping::PercentileStopping(const PercentileStoppingOptions& options,
 
 Decision PercentileStopping::on_report(const FrozenTrial& trial, int64_t step,
                                        const History& history) const {
+  ReportMemo memo;
+  return on_report_memoized(trial, step, history, memo);
+}
+
+Decision PercentileStopping::on_report_memoized(const FrozenTrial& trial, int64_t step,
+                                                const History& history, ReportMemo& memo) const {
   const StudyDirection direction = history.direction();
 
   // 1. Startup: enough completed trials.
@@ -97,11 +144,7 @@ Decision PercentileStopping::on_report(const FrozenTrial& trial, int64_t step,
   }
 
   // The trial's best loss over its steps <= `step`.
-  double best = kWorst;
-  for (auto it = trial.intermediate_values.begin();
-       it != trial.intermediate_values.end() && it->first <= step; ++it) {
-    best = std::min(best, loss(direction, it->second));
-  }
+  const double best = best_loss_through(trial, step, direction, memo);
   if (std::isinf(best)) return Decision::kStop;  // nothing finite reported: as Optuna's NaN
 
   // 4. Enough completed trials at `step`.

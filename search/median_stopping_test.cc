@@ -49,6 +49,67 @@ TEST(MedianStoppingTest, StopsATrialWorseThanTheMedianAtItsStep) {
             Decision::kStop);
 }
 
+TEST(MedianStoppingTest, MemoizedDecisionsAreTheStatelessOnes) {
+  // Completed trials with values at every step the running one may report, low enough that the
+  // running trial's best so far (of values drawn from [0, 10]) takes many reports to reach them.
+  StudyFixture study;
+  for (int i = 0; i < 5; ++i) {
+    scheduler_test::Curve values;
+    for (int64_t step = 1; step <= 400; ++step) values[step] = 0.01 + 0.02 * i;
+    study.complete(values);
+  }
+  int stops = 0;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    stops += scheduler_test::expect_memoized_decisions_match(MedianStopping(), study, seed, 300);
+    stops += scheduler_test::expect_memoized_decisions_match(
+        PercentileStopping({.percentile = 25, .n_warmup_steps = 3, .interval_steps = 4}), study,
+        seed, 300);
+  }
+  EXPECT_GT(stops, 0);
+}
+
+// Issue 15: the trial's best value so far was computed over every step it had reported, at every
+// report: the cost per report grew with the steps already reported. The memo carries it, so a
+// report scans only the values after the last one seen: a value rewritten earlier without reset()
+// (which the caller must call then) is not looked at again.
+TEST(MedianStoppingTest, AReportScansOnlyTheValuesSinceTheLastOne) {
+  StudyFixture study;
+  for (int i = 0; i < 5; ++i) {
+    scheduler_test::Curve values;
+    for (int64_t step = 1; step <= 101; ++step) values[step] = 4.0;
+    study.complete(values);
+  }
+  MedianStopping median;
+  ReportMemo memo;
+  scheduler_test::Curve values;
+  for (int64_t step = 1; step <= 100; ++step) values[step] = step == 50 ? 1.0 : 5.0;
+  FrozenTrial trial = study.next_running(values);
+  // Best so far 1 (step 50) < median 4: continue, at every step.
+  for (int64_t step = 1; step <= 100; ++step) {
+    EXPECT_EQ(median.on_report_memoized(trial, step, study.history(), memo),
+              step < 50 ? Decision::kStop : Decision::kContinue);
+  }
+  trial.intermediate_values[50] = 5.0;  // rewritten behind the memo's back
+  trial.intermediate_values[101] = 5.0;
+  EXPECT_EQ(median.on_report(trial, 101, study.history()), Decision::kStop);
+  EXPECT_EQ(median.on_report_memoized(trial, 101, study.history(), memo), Decision::kContinue);
+  memo.reset();  // as Trial::report does after a rewrite
+  EXPECT_EQ(median.on_report_memoized(trial, 101, study.history(), memo), Decision::kStop);
+}
+
+TEST(MedianStoppingTest, TheMemoNoticesAValueAddedBelowItsStep) {
+  StudyFixture study = five_completed();
+  MedianStopping median;
+  ReportMemo memo;
+  FrozenTrial trial = study.next_running(curve({9, 7}));
+  trial.intermediate_values[4] = 6;  // step 3 missing
+  EXPECT_EQ(median.on_report_memoized(trial, 4, study.history(), memo), Decision::kStop);
+  trial.intermediate_values[3] = 1;  // filled late
+  trial.intermediate_values[5] = 6;
+  // Best so far 1 < the median 2 at step 5.
+  EXPECT_EQ(median.on_report_memoized(trial, 5, study.history(), memo), Decision::kContinue);
+}
+
 TEST(MedianStoppingTest, ComparesTheBestValueSoFarNotTheLastOne) {
   StudyFixture study = five_completed();
   MedianStopping median;

@@ -39,6 +39,10 @@ class PatienceStopping final : public Scheduler {
   explicit PatienceStopping(const PatienceOptions& options);
 
   Decision on_report(const FrozenTrial& trial, int64_t step, const History& history) const override;
+  // The same; where the walk over the trial's values stands is kept in `memo`, so a report costs
+  // the same at any step (the trial's values are walked once).
+  Decision on_report_memoized(const FrozenTrial& trial, int64_t step, const History& history,
+                              ReportMemo& memo) const override;
 
   const PatienceOptions& options() const { return options_; }
 

@@ -34,6 +34,52 @@ std::vector<std::string> decisions(const PatienceStopping& patience, std::vector
   return result;
 }
 
+TEST(PatienceTest, MemoizedDecisionsAreTheStatelessOnes) {
+  int stops = 0;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    for (StudyDirection direction : {StudyDirection::kMinimize, StudyDirection::kMaximize}) {
+      StudyFixture study(direction);
+      stops += scheduler_test::expect_memoized_decisions_match(
+          PatienceStopping({.patience = 4, .min_delta = 0.5, .n_warmup_steps = 2}), study, seed,
+          300);
+    }
+  }
+  EXPECT_GT(stops, 0);
+}
+
+// Issue 15: every report walked all of the trial's values from its first step: the cost per
+// report grew with the steps already reported. The memo carries the walk, so a report walks only
+// the values after the last one seen: a value rewritten earlier without reset() (which the caller
+// must call then) is not looked at again.
+TEST(PatienceTest, AReportWalksOnlyTheValuesSinceTheLastOne) {
+  StudyFixture study;
+  PatienceStopping patience({.patience = 3});
+  ReportMemo memo;
+  FrozenTrial trial = study.next_running(curve({10, 9, 8, 7, 6, 5, 4, 3, 2, 1}));
+  for (int64_t step = 1; step <= 10; ++step) {
+    EXPECT_EQ(patience.on_report_memoized(trial, step, study.history(), memo), Decision::kContinue);
+  }
+  trial.intermediate_values[3] = 0.5;  // rewritten behind the memo's back
+  trial.intermediate_values[11] = 0.9;
+  // From the start: 0.5 at step 3 is the best, and 8 reports since did not improve on it.
+  EXPECT_EQ(patience.on_report(trial, 11, study.history()), Decision::kStop);
+  EXPECT_EQ(patience.on_report_memoized(trial, 11, study.history(), memo), Decision::kContinue);
+  memo.reset();  // as Trial::report does after a rewrite
+  EXPECT_EQ(patience.on_report_memoized(trial, 11, study.history(), memo), Decision::kStop);
+}
+
+TEST(PatienceTest, TheMemoNoticesAValueAddedBelowItsStep) {
+  StudyFixture study;
+  PatienceStopping patience({.patience = 2});
+  ReportMemo memo;
+  FrozenTrial trial = study.next_running(curve({5, 4}));
+  trial.intermediate_values[4] = 3;  // step 3 missing
+  EXPECT_EQ(patience.on_report_memoized(trial, 4, study.history(), memo), Decision::kContinue);
+  trial.intermediate_values[3] = 1;  // filled late: 3 at step 4 no longer improves
+  trial.intermediate_values[5] = 2;
+  EXPECT_EQ(patience.on_report_memoized(trial, 5, study.history(), memo), Decision::kStop);
+}
+
 TEST(PatienceTest, StopsAfterPatienceReportsWithoutImprovement) {
   PatienceStopping patience({.patience = 2});
   // 5 (best 5), 4 (improves), 4 (1 without), 4 (2 without): stop at step 4.

@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "search/history.h"
+#include "search/scheduler.h"
 #include "trials/error.h"
 #include "trials/frozen_trial.h"
 #include "trials/trial_state.h"
@@ -68,6 +71,46 @@ class StudyFixture {
   std::vector<FrozenTrial> trials_;
   std::vector<StudyDirection> directions_;
 };
+
+// Reports `n` values to one RUNNING trial of `study`: mostly at one step past the last (sometimes
+// leaving a gap), sometimes at a step below the largest: a gap filled late (which the memo must
+// notice on its own, also when the decision asked about is another step's) or a value stored
+// again (after which the memo is reset, as its contract asks). At each report, checks that
+// on_report_memoized() with the trial's memo decides as on_report() does. Returns how many
+// reports were stopped, so that a test can see both decisions taken.
+inline int expect_memoized_decisions_match(const Scheduler& scheduler, const StudyFixture& study,
+                                           uint32_t seed, int n) {
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> value(0.0, 10.0);
+  FrozenTrial trial = study.next_running({});
+  ReportMemo memo;
+  int64_t largest = 0;
+  int stops = 0;
+  for (int i = 0; i < n; ++i) {
+    int64_t step = largest + 1;
+    if (random() % 16 == 0) step += 2;  // a gap
+    if (largest > 2 && random() % 8 == 0) {
+      step = 1 + static_cast<int64_t>(random() % static_cast<uint32_t>(largest));
+      // A rewrite needs reset(); a value at a new step below the largest the memo must notice.
+      if (trial.intermediate_values.contains(step)) memo.reset();
+    }
+    if (largest > 2 && random() % 8 == 0) {
+      // A report at a new step below the largest that nobody asked about (several reports
+      // between two decisions): the memo must notice it on its own.
+      const int64_t earlier = 1 + static_cast<int64_t>(random() % static_cast<uint32_t>(largest));
+      if (!trial.intermediate_values.contains(earlier)) {
+        trial.intermediate_values[earlier] = value(random);
+      }
+    }
+    trial.intermediate_values[step] = value(random);
+    largest = std::max(largest, step);
+    const Decision stateless = scheduler.on_report(trial, step, study.history());
+    const Decision memoized = scheduler.on_report_memoized(trial, step, study.history(), memo);
+    EXPECT_EQ(memoized, stateless) << "report " << i << " at step " << step << ", seed " << seed;
+    if (stateless == Decision::kStop) ++stops;
+  }
+  return stops;
+}
 
 // The message of the Error(kInvalidArgument) that building a `SchedulerType` from `options`
 // throws, or "no error".

@@ -277,6 +277,17 @@ std::vector<FrozenTrial> InMemoryStorage::get_trials(int64_t study_id, const Tri
                              filter.states->end()) {
       continue;
     }
+    if (std::find(filter.without_intermediate_values.begin(),
+                  filter.without_intermediate_values.end(),
+                  trial.trial_id) != filter.without_intermediate_values.end()) {
+      // Copied without its values (moved aside for the copy and back: no copy of them at all).
+      FrozenTrial& stored = state_->trials[study.trial_ids[n]];
+      std::map<int64_t, double> values = std::move(stored.intermediate_values);
+      stored.intermediate_values.clear();
+      out.push_back(stored);
+      stored.intermediate_values = std::move(values);
+      continue;
+    }
     out.push_back(trial);
   }
   return out;

@@ -411,8 +411,11 @@ struct SqliteStorage::Impl {
 
   // The statements that load whole trials: of the one trial ?1 (one), or of study ?1 numbered
   // >= ?2 in `states` (all states when not given). Built once per filter and kept.
+  // With `skip_intermediate_values` (study form only), the intermediate values of the trials whose
+  // ids are in the JSON array ?3 are not read.
   const TrialQueries& trial_queries_for(bool one,
-                                        const std::optional<std::vector<TrialState>>& states) {
+                                        const std::optional<std::vector<TrialState>>& states,
+                                        bool skip_intermediate_values = false) {
     std::string where =
         one ? " WHERE t.trial_id = ?1" : " WHERE t.study_id = ?1 AND t.number >= ?2";
     if (states) {
@@ -423,7 +426,8 @@ struct SqliteStorage::Impl {
       }
       where += " AND t.state IN (" + (in.empty() ? std::string("NULL") : in) + ")";
     }
-    auto it = trial_queries.find(where);
+    const std::string key = where + (skip_intermediate_values ? " +skip" : "");
+    auto it = trial_queries.find(key);
     if (it != trial_queries.end()) return it->second;
     // The rows of one trial are found by their trial_id index, without the join.
     const bool direct = one && !states;
@@ -443,19 +447,25 @@ struct SqliteStorage::Impl {
                " ORDER BY c.objective";
     q.intermediate_values =
         "SELECT c.trial_id, c.step, c.intermediate_value, c.intermediate_value_type" +
-        from("trial_intermediate_values");
+        from("trial_intermediate_values") +
+        (skip_intermediate_values && !one
+             ? " AND c.trial_id NOT IN (SELECT value FROM json_each(?3))"
+             : "");
     q.user_attrs = "SELECT c.trial_id, c.\"key\", c.value_json" + from("trial_user_attributes");
     q.system_attrs =
         "SELECT c.trial_id, c.\"key\", c.value_json" + from("trial_system_attributes");
-    return trial_queries.emplace(std::move(where), std::move(q)).first->second;
+    return trial_queries.emplace(key, std::move(q)).first->second;
   }
 
   // Loads whole trials: the one `trial_id` (study_id < 0), or those of `study_id` numbered
   // >= min_number, ordered by number.
+  // `without_values` (study form only): trials whose intermediate values are not read.
   std::vector<FrozenTrial> load_trials(int64_t trial_id, int64_t study_id, int min_number,
-                                       const std::optional<std::vector<TrialState>>& states = {}) {
+                                       const std::optional<std::vector<TrialState>>& states = {},
+                                       const std::vector<int64_t>& without_values = {}) {
     const bool one = study_id < 0;
-    const TrialQueries& sql = trial_queries_for(one, states);
+    const bool skip = !one && !without_values.empty();
+    const TrialQueries& sql = trial_queries_for(one, states, skip);
     auto bind = [&](Statement& q) {
       if (one) {
         q.bind(0, trial_id);
@@ -521,6 +531,11 @@ struct SqliteStorage::Impl {
     {
       auto q = conn.query(sql.intermediate_values);
       bind(q);
+      if (skip) {
+        std::string ids;
+        for (int64_t id : without_values) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+        q.bind(2, "[" + ids + "]");
+      }
       while (q.step()) {
         FrozenTrial& t = trial_of(q.int64(0));
         std::optional<double> raw;
@@ -1143,7 +1158,8 @@ std::vector<FrozenTrial> SqliteStorage::get_trials(int64_t study_id, const Trial
   Transaction tx(impl_->conn, Transaction::Kind::kRead);
   impl_->require_study(study_id);
   std::vector<FrozenTrial> trials =
-      impl_->load_trials(-1, study_id, std::max(filter.min_number, 0), filter.states);
+      impl_->load_trials(-1, study_id, std::max(filter.min_number, 0), filter.states,
+                         filter.without_intermediate_values);
   tx.commit();
   return trials;
 }

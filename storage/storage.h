@@ -45,6 +45,10 @@ struct StudyRecord {
 struct TrialFilter {
   std::optional<std::vector<TrialState>> states;  // default: every state
   int min_number = 0;                             // only trials numbered >= this
+  // These trials (by trial_id) come without their intermediate values, which are not read: for
+  // a cache that has them already (a study's live trials, however many steps they reported).
+  // Default: none.
+  std::vector<int64_t> without_intermediate_values;
 };
 
 class Storage {
@@ -105,6 +109,8 @@ class Storage {
   // is given, creates a WAITING trial from *retry as create_trial(study, kWaiting, retry) does.
   // Returns the failed record and the retry, or nullopt when the trial is no longer stale (it
   // finished, got a fresh heartbeat, or another process handled it first).
+  // stale_before = TimePoint::max() takes the trial whatever its heartbeat, when it is RUNNING:
+  // how a coordinator fails a trial whose run it lost and makes its re-run in one step.
   struct StaleTrialOutcome {
     FrozenTrial failed;
     std::optional<FrozenTrial> retry;

@@ -262,6 +262,49 @@ TEST_P(StorageSuite, FailingAStaleTrialCreatesItsRetryOnce) {
   EXPECT_EQ(storage_->get_trials(s.study_id).size(), 3u);
 }
 
+// How a coordinator fails a trial whose run it lost and makes its re-run in one step.
+TEST_P(StorageSuite, StaleBeforeTheEndOfTimeFailsAnyRunningTrialWhateverItsHeartbeat) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage_->create_trial(s.study_id);
+  storage_->record_heartbeat(t.trial_id, std::chrono::system_clock::now() + std::chrono::hours(1));
+  FrozenTrial retry = storage_->get_trial(t.trial_id);
+  retry.system_attrs["retry_history"] = "[0]";
+  auto outcome = storage_->fail_stale_trial(t.trial_id, TimePoint::max(),
+                                            {{"fail_reason", "\"lost\""}}, &retry);
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->failed.state, TrialState::kFail);
+  ASSERT_TRUE(outcome->retry);
+  EXPECT_EQ(outcome->retry->state, TrialState::kWaiting);
+  // A finished trial is not failed again.
+  EXPECT_FALSE(storage_->fail_stale_trial(t.trial_id, TimePoint::max(), {}, nullptr));
+  EXPECT_EQ(storage_->get_trials(s.study_id).size(), 2u);
+}
+
+TEST_P(StorageSuite, TrialsCanComeWithoutTheirIntermediateValues) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial a = storage_->create_trial(s.study_id);
+  FrozenTrial b = storage_->create_trial(s.study_id);
+  for (int step = 0; step < 3; ++step) {
+    storage_->set_trial_intermediate_value(a.trial_id, step, 1.0);
+    storage_->set_trial_intermediate_value(b.trial_id, step, 2.0);
+  }
+  storage_->set_trial_param(a.trial_id, "x", FloatDistribution{0, 1}, 0.5);
+  TrialFilter filter;
+  filter.without_intermediate_values = {a.trial_id};
+  std::vector<FrozenTrial> got = storage_->get_trials(s.study_id, filter);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].intermediate_values.empty());
+  EXPECT_EQ(got[0].params.at("x"), ParamValue(0.5));  // the rest of the record is there
+  EXPECT_EQ(got[1].intermediate_values.size(), 3u);
+  // With a state filter and a start too; and the stored values are untouched.
+  filter.states = std::vector<TrialState>{TrialState::kRunning};
+  filter.min_number = 1;
+  got = storage_->get_trials(s.study_id, filter);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].intermediate_values.size(), 3u);
+  EXPECT_EQ(storage_->get_trial(a.trial_id).intermediate_values.size(), 3u);
+}
+
 TEST_P(StorageSuite, ConcurrentStaleHandlersFailATrialOnce) {
   StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
   FrozenTrial t = storage_->create_trial(s.study_id);

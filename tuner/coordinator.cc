@@ -30,14 +30,18 @@ using SteadyTime = Clock::SteadyTime;
 // The longest single wait for input (run() looks at its stop token this often).
 constexpr milliseconds kMaxWait{100};
 // Messages handled per turn before timers get a look.
-constexpr int kMaxMessagesPerTurn = 1000;
+constexpr size_t kMaxMessagesPerTurn = 1000;
+// Messages received and not yet handled, at most (beyond, they wait in the socket's queue).
+constexpr size_t kMaxBacklog = 10 * kMaxMessagesPerTurn;
+// A study whose ask() fails this many times in a row (no trial asked in between) stops.
+constexpr int kMaxFailedAsksInARow = 3;
 // Peers without HELLO remembered (to rate-limit their ERRORs).
 constexpr size_t kMaxUnknownPeers = 10'000;
 // Ended leases remembered (to answer resent and stale outcomes).
 constexpr size_t kMaxEndedLeases = 100'000;
-// The system attributes of retried trials, as Optuna's RetryFailedTrialCallback writes them.
+// The system attribute of re-runs (Study::fail_and_retry), as Optuna's RetryFailedTrialCallback
+// writes it: the lineage's first trial.
 constexpr char kFailedTrialAttr[] = "failed_trial";
-constexpr char kRetryHistoryAttr[] = "retry_history";
 // After the first node of a multi-node trial fails, how long the coordinator waits for the other
 // nodes' outcomes before it tells the trial FAIL, so that the reason names every node that failed
 // (the node that died first, and the others whose collectives failed on it).
@@ -79,13 +83,6 @@ struct Prepared {
   bool asked_in_batch = false;  // asked in the open batch: gone if the batch fails
 };
 
-// A re-run waiting in the study's queue (enqueue_trial), to be recognised when ask() serves it.
-struct PendingRetry {
-  Params params;
-  int attempt = 0;
-  std::vector<int> history;
-};
-
 // A trial left RUNNING by an earlier coordinator of the study: an executor may still run it and
 // take it back (HELLO lists it); unclaimed at `deadline`, it fails and is re-run.
 struct Orphan {
@@ -105,19 +102,27 @@ struct StudyRun {
   // An engine job's artifacts_dir: each trial checkpoints every epoch under it, and a re-run
   // continues from its first attempt's checkpoint. Empty: no checkpoints.
   std::string checkpoint_dir;
-  std::deque<PendingRetry> retries;
+  // Re-runs WAITING in storage (Study::fail_and_retry made them with their lineage), which ask()
+  // serves before new samples: asked for even when the budget of new trials is spent.
+  int pending_retries = 0;
   std::deque<Prepared> prepared;
   std::map<int64_t, Orphan> orphans;  // by trial id
   bool exhausted = false;             // the sampler has nothing left
   bool draining = false;
   bool paused = false;
   SteadyTime ask_blocked_until{};  // after a failed ask(): wait before asking again
+  int failed_asks_in_a_row = 0;
+  // Why the study's run stopped early (sampling kept failing); it drains then.
+  std::optional<std::string> failure;
   int leased = 0;                  // its entries in the lease table
   int finishing = 0;               // of those, the ones whose outcome the open batch commits
   CoordinatorStats stats;
 
+  // An earlier coordinator's trials that no executor took back yet count against
+  // max_concurrency: their executors may still run them.
   bool may_lease_more() const {
-    return options.max_concurrency <= 0 || leased - finishing < options.max_concurrency;
+    return options.max_concurrency <= 0 ||
+           leased - finishing + static_cast<int>(orphans.size()) < options.max_concurrency;
   }
   bool may_start_new() const {
     return !exhausted && (!options.n_trials || stats.trials_started < *options.n_trials);
@@ -125,11 +130,14 @@ struct StudyRun {
   // Something to lease now or later (draining or paused studies wait).
   bool wants_slots() const {
     return !draining && !paused && may_lease_more() &&
-           (!prepared.empty() || !retries.empty() || may_start_new());
+           (!prepared.empty() || pending_retries > 0 || may_start_new());
   }
+  // Draining, its re-runs wait in storage for the study's next run.
   bool done() const {
-    return leased == 0 && retries.empty() && prepared.empty() && orphans.empty() &&
-           (draining || exhausted || (options.n_trials && stats.trials_started >= *options.n_trials));
+    return leased == 0 && (draining || pending_retries == 0) && prepared.empty() &&
+           orphans.empty() &&
+           (draining || exhausted ||
+            (options.n_trials && stats.trials_started >= *options.n_trials));
   }
 };
 
@@ -173,6 +181,13 @@ struct EndedLease {
   std::string detail;
 };
 
+// A message received, decoded (or not: then `message` is empty and `problem` says why).
+struct Inbound {
+  std::string peer;
+  std::optional<Message> message;
+  std::string problem;
+};
+
 }  // namespace
 
 struct Coordinator::Impl {
@@ -202,6 +217,12 @@ struct Coordinator::Impl {
   bool batching = false;
   std::vector<std::pair<uint64_t, FrozenTrial>> told_in_batch;  // lease, outcome: ACK after
   std::vector<uint64_t> leased_in_batch;                        // TRIAL after
+  // Failed asks whose FAIL trial the open batch stores: on_trial_finished after.
+  std::vector<std::pair<StudyRun*, FrozenTrial>> ask_failures_in_batch;
+  // Messages received and not yet handled, in arrival order. Their senders were credited on
+  // receipt (note_alive): a lease or executor is never given up for silent while what it sent
+  // waits here.
+  std::deque<Inbound> backlog;
 
   void log(const std::string& line) {
     const std::string text = "coordinator: " + line;
@@ -313,54 +334,81 @@ struct Coordinator::Impl {
 
   // --- Budget and dispatch ----------------------------------------------------------------------
 
-  // The next trial of `run` to lease: one already asked, or a new ask(). nullopt when its budget
-  // is spent or the study cannot give one now.
+  // The next trial of `run` to lease: one already asked, or a new ask() (a waiting re-run first,
+  // which the study serves before new samples). nullopt when its budget is spent or the study
+  // cannot give one now.
   std::optional<Prepared> next_work(StudyRun& run) {
     if (!run.prepared.empty()) {
       Prepared p = std::move(run.prepared.front());
       run.prepared.pop_front();
       return p;
     }
-    if (run.draining || (run.retries.empty() && !run.may_start_new())) return std::nullopt;
+    if (run.draining || (run.pending_retries == 0 && !run.may_start_new())) return std::nullopt;
     if (clock->steady_now() < run.ask_blocked_until) return std::nullopt;
     std::optional<Trial> trial;
     try {
       trial.emplace(run.options.space ? run.study.ask(*run.options.space) : run.study.ask());
     } catch (const Error& e) {
+      // Sampling failed after the trial was stored: it is FAIL, and counted as such.
+      if (const auto* ask_error = dynamic_cast<const AskError*>(&e);
+          ask_error && ask_error->failed_trial()) {
+        ++run.stats.failed_asks;
+        if (batching) {
+          ask_failures_in_batch.emplace_back(&run, *ask_error->failed_trial());
+        } else if (run.options.on_trial_finished) {
+          run.options.on_trial_finished(*ask_error->failed_trial());
+        }
+      }
       if (e.code() == ErrorCode::kFailedPrecondition) {
         if (!run.exhausted) log(std::string("no more trials: ") + e.what());
         run.exhausted = true;
-        run.retries.clear();  // nothing will serve them now
+        run.pending_retries = 0;  // none waits: ask() would have served it
         return std::nullopt;
       }
-      log(std::string("ask() failed (retrying in one heartbeat interval): ") + e.what());
-      run.ask_blocked_until = clock->steady_now() + options.heartbeat_interval;
+      ask_failed(run, e.what(), /*transient=*/e.code() == ErrorCode::kUnavailable);
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      ask_failed(run, e.what(), /*transient=*/false);
       return std::nullopt;
     }
+    run.failed_asks_in_a_row = 0;
     Prepared p;
     p.params = trial->params();
-    auto retry = std::find_if(run.retries.begin(), run.retries.end(),
-                              [&](const PendingRetry& r) { return r.params == p.params; });
-    if (retry != run.retries.end()) {
-      p.attempt = retry->attempt;
-      p.history = retry->history;
-      run.retries.erase(retry);
-      try {
-        nlohmann::json history = p.history;
-        run.study.storage().set_trial_system_attr(trial->id(), kFailedTrialAttr,
-                                                  std::to_string(p.history.front()));
-        run.study.storage().set_trial_system_attr(trial->id(), kRetryHistoryAttr, history.dump());
-      } catch (const Error& e) {
-        log("trial " + std::to_string(trial->number()) +
-            ": cannot record its retry history: " + e.what());
-      }
+    p.history = trial->retry_history();
+    p.attempt = static_cast<int>(p.history.size());
+    if (p.attempt > 0) {
+      // A re-run (made by fail_and_retry here or by an earlier coordinator, or by the study's
+      // stale-trial policy): not a new trial of the budget.
       ++run.stats.retries_started;
+      if (run.pending_retries > 0) --run.pending_retries;
     } else {
       ++run.stats.trials_started;
     }
     p.trial = std::move(trial);
     p.asked_in_batch = batching;
     return p;
+  }
+
+  // An ask() that failed (not for an exhausted sampler): asked again a heartbeat interval later,
+  // unless it failed kMaxFailedAsksInARow times in a row: then the study stops (drains) with
+  // that error, instead of storing a FAIL trial every interval for ever. A transient failure (a
+  // busy database: kUnavailable) is retried without counting.
+  void ask_failed(StudyRun& run, const std::string& what, bool transient) {
+    if (!transient) ++run.failed_asks_in_a_row;
+    if (run.failed_asks_in_a_row >= kMaxFailedAsksInARow) {
+      run.failure = "sampling failed " + std::to_string(run.failed_asks_in_a_row) +
+                    " times in a row: " + what;
+      log("study '" + run.study.name() + "': " + *run.failure +
+          "; no new trials are started (the running ones finish)");
+      drain(run);
+      return;
+    }
+    log("study '" + run.study.name() + "': ask() failed (" +
+        (transient ? std::string("transient")
+                   : std::to_string(run.failed_asks_in_a_row) + " of " +
+                         std::to_string(kMaxFailedAsksInARow) + " in a row stop the study") +
+        "; retrying in one heartbeat interval): " + what);
+    run.ask_blocked_until = clock->steady_now() + options.heartbeat_interval;
   }
 
   // The executor's GPUs that none of its leases holds, in its order.
@@ -665,9 +713,14 @@ struct Coordinator::Impl {
     told.swap(told_in_batch);
     std::vector<uint64_t> leased;
     leased.swap(leased_in_batch);
+    std::vector<std::pair<StudyRun*, FrozenTrial>> ask_failures;
+    ask_failures.swap(ask_failures_in_batch);
     for (auto& [lease_id, finished] : told) {
       auto it = leases.find(lease_id);
       if (it != leases.end()) acknowledge(it, finished);
+    }
+    for (const auto& [failed_run, failed] : ask_failures) {
+      if (failed_run->options.on_trial_finished) failed_run->options.on_trial_finished(failed);
     }
     for (uint64_t lease_id : leased) {
       auto it = leases.find(lease_id);
@@ -686,6 +739,8 @@ struct Coordinator::Impl {
       }
     }
     told_in_batch.clear();
+    for (const auto& [failed_run, failed] : ask_failures_in_batch) --failed_run->stats.failed_asks;
+    ask_failures_in_batch.clear();  // their FAIL trials were not stored either
     for (uint64_t lease_id : leased_in_batch) {
       auto it = leases.find(lease_id);
       if (it == leases.end()) continue;
@@ -699,11 +754,10 @@ struct Coordinator::Impl {
         lease.run->prepared.push_front(std::move(work));
         continue;
       }
-      // Not stored: the trial does not exist. A re-run waits for its WAITING trial again.
+      // Not stored: the trial does not exist. A re-run's WAITING trial waits again.
       if (work.attempt > 0) {
         --lease.run->stats.retries_started;
-        lease.run->retries.push_front(
-            PendingRetry{.params = work.params, .attempt = work.attempt, .history = work.history});
+        ++lease.run->pending_retries;
       } else {
         --lease.run->stats.trials_started;
       }
@@ -908,47 +962,46 @@ struct Coordinator::Impl {
     }
   }
 
-  // Tells a lost trial FAIL and, up to max_retries attempts, enqueues it to run again with the
-  // same params. True when a re-run was enqueued.
+  // Tells a lost trial FAIL and, up to max_retries attempts, makes its re-run in the same storage
+  // step (Study::fail_and_retry: a WAITING trial with the same params and the lineage in
+  // "failed_trial" and "retry_history", so that the attempt count goes on across restarts of the
+  // coordinator and the re-run is not a new trial of the budget). True when a re-run was made.
   bool fail_and_rerun(StudyRun& run, Prepared& work, const std::string& reason) {
     Trial& trial = *work.trial;
-    bool told = false;
+    Study::Rerun rerun;
     try {
-      const FrozenTrial failed = run.study.tell(trial, TrialState::kFail, reason);
-      ++run.stats.failed;
-      told = true;
-      if (run.options.on_trial_finished) run.options.on_trial_finished(failed);
+      rerun = run.study.fail_and_retry(trial, reason, run.options.max_retries);
     } catch (const Error& e) {
       // Finished elsewhere (kFailedPrecondition) or the storage refuses: in the second case the
       // trial stays RUNNING and the study's stale-trial policy takes it when it is loaded again.
       log("trial " + std::to_string(trial.number()) + ": cannot record the expiry: " + e.what());
+      return false;
     }
-    if (told && work.attempt < run.options.max_retries) {
-      PendingRetry retry{
-          .params = work.params, .attempt = work.attempt + 1, .history = work.history};
-      retry.history.push_back(trial.number());
-      try {
-        run.study.enqueue_trial(retry.params);
-        // Drained: the study's next ask() (a resumed sweep) runs it, without its lineage.
-        if (!run.draining) run.retries.push_back(std::move(retry));
-        return true;
-      } catch (const Error& e) {
-        log("trial " + std::to_string(trial.number()) + ": cannot enqueue its re-run: " + e.what());
-      }
-    } else if (told) {
+    ++run.stats.failed;
+    if (run.options.on_trial_finished) run.options.on_trial_finished(rerun.failed);
+    if (!rerun.retry) {
       log("trial " + std::to_string(trial.number()) +
           " is not run again: " + std::to_string(work.attempt + 1) +
           " attempt(s), max_retries " + std::to_string(run.options.max_retries));
+      return false;
     }
-    return false;
+    // Draining, it waits in storage for the study's next run (tuner resume).
+    ++run.pending_retries;
+    return true;
   }
 
   // --- Trials of an earlier coordinator ---------------------------------------------------------
 
   // The study's RUNNING trials, which nobody here holds: an earlier coordinator leased them.
+  // And its WAITING re-runs (an earlier coordinator's lost trials), to run before new samples.
   void find_orphans(StudyRun& run) {
     const SteadyTime deadline = clock->steady_now() + 2 * options.lease_timeout;
-    for (const FrozenTrial& t : run.study.trials({.states = std::vector{TrialState::kRunning}})) {
+    for (const FrozenTrial& t :
+         run.study.trials({.states = std::vector{TrialState::kRunning, TrialState::kWaiting}})) {
+      if (t.state == TrialState::kWaiting) {
+        if (t.system_attrs.contains(kFailedTrialAttr)) ++run.pending_retries;
+        continue;
+      }
       run.orphans[t.trial_id] = Orphan{.number = t.number, .deadline = deadline};
     }
     if (!run.orphans.empty()) {
@@ -964,14 +1017,7 @@ struct Coordinator::Impl {
     Prepared work;
     work.trial.emplace(run.study.adopt(trial_id));
     work.params = work.trial->params();
-    const FrozenTrial frozen = run.study.storage().get_trial(trial_id);
-    if (auto h = frozen.system_attrs.find(kRetryHistoryAttr); h != frozen.system_attrs.end()) {
-      try {
-        work.history = nlohmann::json::parse(h->second).get<std::vector<int>>();
-      } catch (const std::exception&) {
-        // Not written by us: the trial counts as a first attempt.
-      }
-    }
+    work.history = work.trial->retry_history();
     work.attempt = static_cast<int>(work.history.size());
     return work;
   }
@@ -1004,6 +1050,9 @@ struct Coordinator::Impl {
         }
         ++run->stats.reattached;
         log(describe(lease) + " taken back from an earlier coordinator");
+        // Lease ids never repeat: the ones to come start after every id taken back (the earlier
+        // coordinator's ids may run ahead of this one's start, a wall time).
+        next_lease_id = std::max(next_lease_id, h.lease_id + 1);
         add_lease(std::move(lease));
         break;
       }
@@ -1319,13 +1368,6 @@ struct Coordinator::Impl {
     executors.erase(it);
   }
 
-  // A message received, decoded (or not: then `message` is empty and `problem` says why).
-  struct Inbound {
-    std::string peer;
-    std::optional<Message> message;
-    std::string problem;
-  };
-
   static Inbound decode_frames(RoutedFrames& in) {
     Inbound inbound{.peer = std::move(in.peer)};
     try {
@@ -1489,13 +1531,13 @@ struct Coordinator::Impl {
     ZmqPollEntry entries[2] = {{.socket = &router->socket()}};
     const size_t n_entries = authenticator ? 2 : 1;
     if (authenticator) entries[1].socket = &authenticator->socket();
-    zmq_wait({entries, n_entries}, wait_limit(timeout));
+    zmq_wait({entries, n_entries}, backlog.empty() ? wait_limit(timeout) : milliseconds(0));
     if (authenticator) authenticator->answer_requests();
+    receive_waiting();
     std::vector<Inbound> inbox;
-    for (int i = 0; i < kMaxMessagesPerTurn; ++i) {
-      std::optional<RoutedFrames> in = router->receive();
-      if (!in) break;
-      inbox.push_back(decode_frames(*in));
+    while (!backlog.empty() && inbox.size() < kMaxMessagesPerTurn) {
+      inbox.push_back(std::move(backlog.front()));
+      backlog.pop_front();
     }
     size_t next = 0;
     bool dispatched = false;
@@ -1514,6 +1556,9 @@ struct Coordinator::Impl {
         }
       });
     }
+    // However long this turn took, what arrived meanwhile (heartbeats, reports) counts before
+    // a lease expires or an executor is forgotten: a busy turn cannot starve anyone.
+    receive_waiting();
     try {
       on_timers();
     } catch (const std::exception& e) {
@@ -1522,28 +1567,63 @@ struct Coordinator::Impl {
     if (!dispatched) in_batch([&] { dispatch_safely(); });
   }
 
+  // Receives what waits on the socket into the backlog (up to kMaxBacklog), crediting each
+  // sender at once (note_alive); the messages are handled in later turns, in order.
+  void receive_waiting() {
+    while (backlog.size() < kMaxBacklog) {
+      std::optional<RoutedFrames> in = router->receive();
+      if (!in) break;
+      backlog.push_back(decode_frames(*in));
+      note_alive(backlog.back());
+    }
+  }
+
+  // A message from a registered executor shows it alive, and renews the leases it names (all of a
+  // HEARTBEAT's; a REPORT's, RESULT's, FAIL's or STORE_SET's one) that it holds: as handling the
+  // message would, before it is handled.
+  void note_alive(const Inbound& in) {
+    if (!in.message) return;
+    auto it = executors.find(in.peer);
+    if (it == executors.end()) return;
+    ExecutorEntry& executor = it->second;
+    const SteadyTime now = clock->steady_now();
+    executor.last_heard = now;
+    auto renew = [&](uint64_t lease_id) {
+      auto lease = leases.find(lease_id);
+      if (lease != leases.end() && lease->second.executor_id == executor.executor_id) {
+        lease->second.deadline = std::max(lease->second.deadline, now + options.lease_timeout);
+      }
+    };
+    std::visit(
+        [&](const auto& m) {
+          using T = std::decay_t<decltype(m)>;
+          if constexpr (std::is_same_v<T, HeartbeatMessage>) {
+            for (uint64_t id : m.lease_ids) renew(id);
+          } else if constexpr (std::is_same_v<T, ReportMessage> ||
+                               std::is_same_v<T, ResultMessage> || std::is_same_v<T, FailMessage> ||
+                               std::is_same_v<T, StoreSetMessage>) {
+            renew(m.lease_id);
+          }
+        },
+        *in.message);
+  }
+
   // --- Stopping ---------------------------------------------------------------------------------
 
   void drain(StudyRun& run) {
     if (run.draining) return;
     run.draining = true;
+    // A trial asked and not yet leased waits as a re-run (with its lineage: not a new trial of
+    // the budget) for the study's next run; so do the re-runs waiting in storage already.
     for (Prepared& p : run.prepared) {
       try {
-        run.study.tell(*p.trial, TrialState::kFail, "not started: the coordinator was drained");
-        run.study.enqueue_trial(p.params);
+        run.study.fail_and_retry(*p.trial, "not started: the coordinator was drained",
+                                 std::nullopt);
       } catch (const Error& e) {
         log("trial " + std::to_string(p.trial->number()) + ": cannot requeue it: " + e.what());
       }
     }
     run.prepared.clear();
-    for (const PendingRetry& r : run.retries) {
-      try {
-        run.study.enqueue_trial(r.params);
-      } catch (const Error& e) {
-        log(std::string("cannot requeue a re-run: ") + e.what());
-      }
-    }
-    run.retries.clear();
     log("study '" + run.study.name() + "' draining: no new trials; " +
         std::to_string(run.leased) + " still running");
   }
@@ -1561,10 +1641,12 @@ struct Coordinator::Impl {
       }
       Trial& trial = *lease.work.trial;
       try {
-        const FrozenTrial failed = run.study.tell(trial, TrialState::kFail, "abandoned: " + reason);
+        // Its re-run carries the lineage: the next run of the study (a resumed sweep) runs it
+        // first, and not as a new trial of the budget.
+        const Study::Rerun rerun =
+            run.study.fail_and_retry(trial, "abandoned: " + reason, std::nullopt);
         ++run.stats.failed;
-        run.study.enqueue_trial(lease.work.params);
-        if (run.options.on_trial_finished) run.options.on_trial_finished(failed);
+        if (run.options.on_trial_finished) run.options.on_trial_finished(rerun.failed);
       } catch (const Error& e) {
         log("trial " + std::to_string(trial.number()) + ": cannot abandon it: " + e.what());
       }
@@ -1597,6 +1679,7 @@ void accumulate(CoordinatorStats& sum, const CoordinatorStats& add) {
   sum.completed += add.completed;
   sum.pruned += add.pruned;
   sum.failed += add.failed;
+  sum.failed_asks += add.failed_asks;
   sum.leases_expired += add.leases_expired;
   sum.reattached += add.reattached;
   sum.stale_outcomes_refused += add.stale_outcomes_refused;
@@ -1725,5 +1808,9 @@ CoordinatorStats Coordinator::stats(StudyRunId id) const {
 }
 
 const Study& Coordinator::study(StudyRunId id) const { return impl_->run_of(id).study; }
+
+std::optional<std::string> Coordinator::failure(StudyRunId id) const {
+  return impl_->run_of(id).failure;
+}
 
 }  // namespace tuner

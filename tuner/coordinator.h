@@ -9,7 +9,10 @@
 // ahead: at most twice its slots are leased to it) and the study has budget (n_trials,
 // max_concurrency),
 // the coordinator asks the study for a trial (Study::ask: define-and-run, so its params are stored
-// RUNNING before anyone runs it) and sends TRIAL with a lease and the job.
+// RUNNING before anyone runs it) and sends TRIAL with a lease and the job. An ask() that fails
+// (the sampler or the space throws; its trial is stored FAIL and reported to on_trial_finished)
+// is tried again a heartbeat interval later; after 3 failures in a row (transient kUnavailable
+// ones not counted) the study drains and failure() says why.
 // - REPORT: the objective metric is stored as an intermediate value (Trial::report) and the
 //   study's scheduler is asked (Trial::should_stop); DECISION answers continue or stop.
 // - RESULT / FAIL: the outcome is told to the study (committed to storage) before ACK is sent.
@@ -21,8 +24,10 @@
 //   "log_tail" (its reason in Optuna's "fail_reason").
 // - A lease whose deadline passes (no heartbeat naming it for lease_timeout), or whose executor
 //   says BYE, expires: its trial is FAIL ("lease ... expired") and, up to max_retries times per
-//   trial, run again with the same params as a new trial (Study::enqueue_trial; the retry carries
-//   Optuna's "failed_trial" and "retry_history" system attributes, so attempt = history length).
+//   trial, run again with the same params as a new trial, made in the same storage step
+//   (Study::fail_and_retry: the re-run carries Optuna's "failed_trial" and "retry_history"
+//   system attributes, so attempt = history length, across restarts of the coordinator too).
+//   A re-run is not a new trial of n_trials, whichever coordinator made it.
 // - A RESULT or FAIL for a lease that expired is refused: ACK{accepted = false}; for one already
 //   committed (a resend) it is ACKed again without a second commit.
 // - A message that cannot be decoded, comes from a peer that has not said HELLO, or is of a type
@@ -31,7 +36,8 @@
 // - A restart: a study's RUNNING trials when it is added were leased by an earlier coordinator
 //   (one coordinator per study). An executor still running one lists it in its HELLO and keeps
 //   its lease (Study::adopt); one that nobody claims within 2 x lease_timeout is told FAIL and
-//   re-run like an expired lease.
+//   re-run like an expired lease. Until then it counts against max_concurrency (its executor
+//   may still run it), and the earlier coordinator's WAITING re-runs run before new trials.
 // - A multi-node trial (an engine job's "nodes": K > 1; docs/engine_jobs.md, "Nodes") is leased
 //   to K distinct executors at once, each with a free slot (and, for CUDA, the GPUs of its ranks),
 //   or not at all; when its study's turn comes (fair sharing, counted in trials), K executors
@@ -43,6 +49,11 @@
 //   trial runs again as after any lost lease.
 // Heartbeats go both ways: every heartbeat_interval each executor gets HEARTBEAT with the leases
 // it holds; a lease missing from that list tells the executor to stop the job.
+//
+// Liveness is credited on receipt: every message waiting on the socket is read before leases are
+// expired or executors forgotten, and a message renews its sender (and the leases it names) as
+// it is read, before it is handled (at most 1,000 per turn). However long a turn takes (a chatty
+// trial's thousands of REPORTs), a heartbeat that waits is not missed.
 //
 // Time: deadlines and heartbeats follow the injected Clock; waiting for input is real time
 // (zmq_poll), at most until the next deadline. With a FakeClock, drive it with poll_once(0ms).
@@ -91,10 +102,12 @@ struct StudyRunOptions {
   // New trials to start; re-runs after lost leases are not counted. Default: no limit (the
   // sampler running out, or a drain, ends the study's run).
   std::optional<int> n_trials;
-  // The study's trials leased at once across all executors. Default 0: only the executors'
-  // slots limit it.
+  // The study's trials leased at once across all executors, an earlier coordinator's trials that
+  // executors may still run included (until taken back or given up). Default 0: only the
+  // executors' slots limit it.
   int max_concurrency = 0;
-  // How many times one trial is re-run after its lease expired. Default 3.
+  // How many times one trial is re-run after its lease expired (its attempts before this
+  // coordinator included). Default 3.
   int max_retries = 3;
   // Called on the loop's thread after each trial's outcome is committed (COMPLETE, PRUNED, or
   // FAIL, an expired lease included). Default: none.
@@ -129,6 +142,7 @@ struct CoordinatorStats {
   int64_t completed = 0;
   int64_t pruned = 0;
   int64_t failed = 0;  // FAIL told for a FAIL message or an expired lease
+  int64_t failed_asks = 0;  // ask() failed after storing its trial (stored FAIL, not in `failed`)
   int64_t leases_expired = 0;     // an earlier coordinator's trials nobody took back included
   int64_t reattached = 0;         // an earlier coordinator's trials taken back from executors
   int64_t stale_outcomes_refused = 0;  // RESULT/FAIL answered ACK{accepted = false}
@@ -198,6 +212,10 @@ class Coordinator {
   CoordinatorStats stats() const;
   CoordinatorStats stats(StudyRunId id) const;
   const Study& study(StudyRunId id = 0) const;
+  // Why the study's run stopped on its own before its budget was spent: "sampling failed 3 times
+  // in a row: <the last error>" (its ask() kept failing; the study drained then). nullopt while
+  // it runs or when it ended otherwise.
+  std::optional<std::string> failure(StudyRunId id = 0) const;
 
  private:
   struct Impl;

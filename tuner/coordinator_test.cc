@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "storage/fault_injection_storage.h"
@@ -33,14 +35,38 @@ class CoordinatorTest : public testing::CoordinatorTestBase {
   CoordinatorTest() : CoordinatorTestBase("tuner-coordinator-test") {}
 
   void start(int n_trials, int max_retries = 3, std::shared_ptr<Scheduler> scheduler = nullptr,
-             const std::string& job = kJob, std::shared_ptr<Storage> storage = nullptr) {
+             const std::string& job = kJob, std::shared_ptr<Storage> storage = nullptr,
+             std::shared_ptr<Sampler> sampler = nullptr) {
     StudyOptions study = study_options("distributed", 0.0, 1.0);
     study.scheduler = std::move(scheduler);
     if (storage) study.storage = std::move(storage);
+    if (sampler) study.sampler = std::move(sampler);
     study_.emplace(Study::create(study));
 
     options_ = coordinator_options(job, n_trials, max_retries, kHeartbeat, kLeaseTimeout);
+    options_.on_trial_finished = [this](const FrozenTrial& t) { finished_.push_back(t); };
     coordinator_.emplace(*study_, options_);
+  }
+
+  // The coordinator dies (its trials stay RUNNING in storage) and a new one starts on the study.
+  void restart() {
+    coordinator_.reset();
+    coordinator_.emplace(*study_, options_);
+  }
+
+  // Lets the lease of `peer`'s trials expire while the executor stays alive.
+  void expire_leases(DealerEndpoint& peer) {
+    clock_->advance(kLeaseTimeout * 6 / 10);
+    ASSERT_TRUE(peer.send(HeartbeatMessage{}));
+    pump();
+    clock_->advance(kLeaseTimeout * 6 / 10);
+    pump();
+  }
+
+  bool logged(const std::string& text) const {
+    return std::any_of(log_.begin(), log_.end(), [&](const std::string& line) {
+      return line.find(text) != std::string::npos;
+    });
   }
 
   std::unique_ptr<DealerEndpoint> connect(const std::string& id) {
@@ -74,6 +100,20 @@ class CoordinatorTest : public testing::CoordinatorTestBase {
   }
 
   CoordinatorOptions options_;  // of the last start()
+  std::vector<FrozenTrial> finished_;  // what on_trial_finished was called with
+};
+
+// Calls `each` at every report (a scheduler whose decisions take the coordinator's time).
+class CallbackScheduler : public Scheduler {
+ public:
+  explicit CallbackScheduler(std::function<void()> each) : each_(std::move(each)) {}
+  Decision on_report(const FrozenTrial&, int64_t, const History&) const override {
+    each_();
+    return Decision::kContinue;
+  }
+
+ private:
+  std::function<void()> each_;
 };
 
 TEST_F(CoordinatorTest, LeasesTrialsStoresReportsAndCommitsResultsBeforeAck) {
@@ -565,6 +605,189 @@ TEST_F(CoordinatorTest, ACudaEngineTrialGetsAGpuOfItsOwn) {
   m = next(*gpu);
   ASSERT_TRUE(std::holds_alternative<TrialMessage>(m));
   EXPECT_EQ(std::get<TrialMessage>(m).gpus, std::vector<int>{3});
+}
+
+// Issue 15: an ask() that kept failing (an overflowing float range: every sampled value "inf is
+// not in float[...]") stored a FAIL trial every heartbeat interval for ever, and nothing counted
+// them. Now three failures in a row (a success in between starts the count again) stop the study
+// with the error, and every FAIL an ask stored is reported as a finished trial.
+TEST_F(CoordinatorTest, AStudyWhoseAsksKeepFailingStopsWithTheErrorInsteadOfSpinning) {
+  // Asks 0 and 1 fail, 2 succeeds, 3, 4 and 5 fail.
+  auto sampler = std::make_shared<testing::ScriptedSampler>(
+      std::vector<bool>{false, false, true, false, false, false});
+  start(/*n_trials=*/10, 3, nullptr, kJob, nullptr, sampler);
+  auto peer = connect("e1#1");
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 1}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  pump();
+  EXPECT_EQ(sampler->asks(), 1u);  // asked again a heartbeat interval later, not at every turn
+  clock_->advance(kHeartbeat);
+  pump();
+  EXPECT_EQ(sampler->asks(), 2u);
+  clock_->advance(kHeartbeat);
+  const TrialMessage trial = std::get<TrialMessage>(next(*peer));
+  EXPECT_FALSE(coordinator_->failure());
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.5}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  for (int i = 0; i < 4; ++i) {
+    clock_->advance(kHeartbeat);
+    pump();
+  }
+  EXPECT_EQ(sampler->asks(), 6u);
+  EXPECT_TRUE(coordinator_->done());
+  ASSERT_TRUE(coordinator_->failure());
+  EXPECT_EQ(*coordinator_->failure(),
+            "sampling failed 3 times in a row: scripted failure of ask 5");
+  EXPECT_TRUE(logged("sampling failed 3 times in a row"));
+  // The five FAIL trials the asks stored are counted and reported like any finished trial.
+  EXPECT_EQ(coordinator_->stats().failed_asks, 5);
+  const auto failed_asks =
+      std::count_if(finished_.begin(), finished_.end(), [](const FrozenTrial& t) {
+        return t.state == TrialState::kFail &&
+               t.system_attrs.at("fail_reason").starts_with("\"ask() failed: scripted failure");
+      });
+  EXPECT_EQ(failed_asks, 5);
+  EXPECT_EQ(finished_.size(), 6u);  // and the trial that ran
+  EXPECT_EQ(study_->trials().size(), 6u);
+  // It stays stopped: no more asks, no more FAIL trials.
+  clock_->advance(10 * kHeartbeat);
+  pump();
+  EXPECT_EQ(sampler->asks(), 6u);
+  EXPECT_EQ(study_->trials().size(), 6u);
+}
+
+// Issue 15: a chatty trial's REPORTs made one turn of the loop long, and the heartbeats of a
+// healthy executor, waiting on the socket meanwhile, were read only after leases were expired
+// and silent executors forgotten ("executor B is silent for 7411 ms: forgotten", "lease ...
+// (trial 2, executor B) expired: no heartbeat for 6120 ms").
+TEST_F(CoordinatorTest, AChattyTrialsLongTurnDoesNotExpireALeaseWhoseHeartbeatsWait) {
+  std::unique_ptr<DealerEndpoint> healthy;
+  uint64_t healthy_lease = 0;
+  // Each report takes 100 ms of the coordinator's time; meanwhile the healthy executor heartbeats.
+  auto scheduler = std::make_shared<CallbackScheduler>([&] {
+    clock_->advance(kHeartbeat);
+    if (healthy_lease != 0) {
+      EXPECT_TRUE(healthy->send(HeartbeatMessage{.lease_ids = {healthy_lease}}));
+      std::this_thread::sleep_for(milliseconds(2));  // it reaches the coordinator's socket
+    }
+  });
+  start(/*n_trials=*/2, /*max_retries=*/0, scheduler);
+  auto chatty = connect("chatty#1");
+  const TrialMessage chatty_trial = hello_and_get_trial(*chatty, "chatty");
+  healthy = connect("healthy#1");
+  const TrialMessage healthy_trial = hello_and_get_trial(*healthy, "healthy");
+  healthy_lease = healthy_trial.lease_id;
+
+  // Ten reports read in one turn: a second of the coordinator's time, 2.5 lease timeouts.
+  for (int step = 0; step < 10; ++step) {
+    ASSERT_TRUE(chatty->send(ReportMessage{
+        .lease_id = chatty_trial.lease_id, .step = step, .metrics = {{"loss", 0.5}}}));
+  }
+  std::this_thread::sleep_for(milliseconds(50));  // all ten wait on the socket
+  coordinator_->poll_once(milliseconds(0));
+  healthy_lease = 0;
+  pump();
+  EXPECT_EQ(coordinator_->stats().reports, 10);
+  EXPECT_EQ(coordinator_->stats().leases_expired, 0);
+  EXPECT_EQ(coordinator_->stats().executors, 2);
+  EXPECT_FALSE(logged("expired")) << log_.back();
+  EXPECT_FALSE(logged("forgotten")) << log_.back();
+  // The healthy trial's outcome is taken.
+  ASSERT_TRUE(healthy->send(ResultMessage{.lease_id = healthy_trial.lease_id, .values = {0.5}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*healthy)).accepted);
+  EXPECT_EQ(study_->storage().get_trial(healthy_trial.trial_id).state, TrialState::kComplete);
+}
+
+// Issue 15: the re-run a restarted coordinator made had no lineage ("failed_trial",
+// "retry_history"): its attempt count started again at 0, so max_retries was not enforced across
+// restarts, and it counted as a new trial of the budget.
+TEST_F(CoordinatorTest, AReRunKeepsItsLineageAndTheRetryLimitAcrossACoordinatorRestart) {
+  start(/*n_trials=*/1, /*max_retries=*/1);
+  auto peer = connect("e1#1");
+  const TrialMessage first = hello_and_get_trial(*peer, "e1");
+  // The lease expires: the trial is FAIL, and its re-run waits in storage with its lineage.
+  expire_leases(*peer);
+  std::vector<FrozenTrial> trials = study_->trials();
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].state, TrialState::kFail);
+  EXPECT_EQ(trials[1].state, TrialState::kWaiting);
+  EXPECT_EQ(trials[1].system_attrs["failed_trial"], std::to_string(first.number));
+  EXPECT_EQ(trials[1].system_attrs["retry_history"], "[" + std::to_string(first.number) + "]");
+
+  // The coordinator dies before leasing the re-run; the next one has no new trials to start.
+  peer.reset();
+  options_.n_trials = 0;
+  restart();
+  EXPECT_FALSE(coordinator_->done());  // the re-run is still to run
+  peer = connect("e1#2");
+  const TrialMessage rerun = hello_and_get_trial(*peer, "e1");
+  EXPECT_EQ(rerun.trial_id, trials[1].trial_id);
+  EXPECT_EQ(rerun.params, first.params);
+  EXPECT_EQ(rerun.attempt, 1);
+  EXPECT_EQ(coordinator_->stats().retries_started, 1);
+  EXPECT_EQ(coordinator_->stats().trials_started, 0);  // not a new trial of the budget
+
+  // Its lease expires too: max_retries 1 holds across the restart, no third attempt.
+  expire_leases(*peer);
+  EXPECT_EQ(study_->storage().get_trial(rerun.trial_id).state, TrialState::kFail);
+  EXPECT_TRUE(logged("is not run again: 2 attempt(s), max_retries 1"));
+  EXPECT_TRUE(coordinator_->done());
+  EXPECT_EQ(study_->trials().size(), 2u);
+}
+
+// Issue 15: after a restart, max_concurrent 2 was exceeded (3 trials at once): the new
+// coordinator leased trials before the ones still running on their executors were taken back.
+TEST_F(CoordinatorTest, ARestartedCoordinatorCountsTheEarlierOnesTrialsAgainstMaxConcurrency) {
+  start(/*n_trials=*/10);
+  options_.max_concurrency = 2;
+  restart();
+  auto peer = connect("e1#1");
+  const TrialMessage a = hello_and_get_trial(*peer, "e1", /*slots=*/4);
+  const TrialMessage b = std::get<TrialMessage>(next(*peer));
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 2);
+  peer.reset();
+
+  // The coordinator dies; `a` and `b` may still run. An executor with free slots joins the new
+  // one: nothing is leased while both may run.
+  restart();
+  auto other = connect("e2#1");
+  ASSERT_TRUE(other->send(HelloMessage{.executor_id = "e2", .resources = {.cpu_slots = 4}}));
+  ASSERT_TRUE(other->send(ReadyMessage{.free_slots = 4}));
+  auto trials_to = [&](DealerEndpoint& executor) {
+    std::vector<TrialMessage> got;
+    pump();
+    while (auto frames = executor.receive()) {
+      Message m = decode(*frames);
+      if (auto* t = std::get_if<TrialMessage>(&m)) got.push_back(*t);
+    }
+    return got;
+  };
+  EXPECT_TRUE(trials_to(*other).empty());
+
+  // e1 reconnects with `a`: taken back, and still two may run (`b` is unclaimed).
+  peer = connect("e1#2");
+  ASSERT_TRUE(peer->send(HelloMessage{
+      .executor_id = "e1",
+      .resources = {.cpu_slots = 4},
+      .leases = {{.lease_id = a.lease_id, .study_name = "distributed", .trial_id = a.trial_id}}}));
+  EXPECT_TRUE(trials_to(*other).empty());
+  EXPECT_EQ(coordinator_->stats().reattached, 1);
+
+  // `b`'s take-back window (2 x lease_timeout) passes: FAIL, and its re-run takes the one slot.
+  std::vector<TrialMessage> leased;
+  for (int i = 0; i < 5; ++i) {
+    clock_->advance(kLeaseTimeout / 2);
+    ASSERT_TRUE(peer->send(HeartbeatMessage{.lease_ids = {a.lease_id}}));
+    ASSERT_TRUE(other->send(HeartbeatMessage{}));
+    for (const TrialMessage& t : trials_to(*other)) leased.push_back(t);
+  }
+  EXPECT_EQ(study_->storage().get_trial(b.trial_id).state, TrialState::kFail);
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].params, b.params);
+  EXPECT_EQ(leased[0].attempt, 1);
+  EXPECT_EQ(coordinator_->stats().active_leases, 2);
 }
 
 }  // namespace

@@ -18,10 +18,40 @@
 #include "executor/transport/message_socket.h"
 #include "search/random_sampler.h"
 #include "storage/in_memory_storage.h"
+#include "trials/error.h"
 #include "trials/protocol.h"
 #include "tuner/coordinator.h"
 
 namespace tuner::testing {
+
+// A sampler whose asks fail or succeed as scripted: ask k (counted from 0) throws
+// Error(kInvalidArgument, "scripted failure of ask k") when script[k] is false, and samples at
+// random otherwise (and after the script's end). Stands for a space or sampler that cannot
+// sample (an overflowing float range: "inf is not in float[...]").
+class ScriptedSampler : public Sampler {
+ public:
+  explicit ScriptedSampler(std::vector<bool> script) : script_(std::move(script)) {}
+
+  Params sample(const SearchSpace& space, const History& history, const TrialContext& trial,
+                Rng& rng) override {
+    const size_t k = asks_++;
+    if (k < script_.size() && !script_[k]) {
+      throw Error(ErrorCode::kInvalidArgument, "scripted failure of ask " + std::to_string(k));
+    }
+    return Sampler::sample(space, history, trial, rng);
+  }
+  ParamValue sample_independent(const std::string& name, const Distribution& distribution,
+                                const History& history, const TrialContext& trial,
+                                Rng& rng) override {
+    return random_.sample_independent(name, distribution, history, trial, rng);
+  }
+  size_t asks() const { return asks_; }
+
+ private:
+  std::vector<bool> script_;
+  size_t asks_ = 0;
+  RandomSampler random_;
+};
 
 class CoordinatorTestBase : public ::testing::Test {
  protected:

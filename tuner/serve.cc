@@ -204,10 +204,12 @@ class Server {
       }
       const CoordinatorStats stats = coordinator_->stats(s.id);
       const int64_t study_id = coordinator_->study(s.id).id();
+      const std::optional<std::string> failure = coordinator_->failure(s.id);
       coordinator_->remove_study(s.id);
-      log("serve: study '" + it->first + "' done: " + std::to_string(stats.completed) +
-          " complete, " + std::to_string(stats.pruned) + " pruned, " +
-          std::to_string(stats.failed) + " failed in this run");
+      log("serve: study '" + it->first + "' " +
+          (failure ? "stopped (" + *failure + ")" : std::string("done")) + ": " +
+          std::to_string(stats.completed) + " complete, " + std::to_string(stats.pruned) +
+          " pruned, " + std::to_string(stats.failed + stats.failed_asks) + " failed in this run");
       // A serve that is stopping leaves its studies active: the next serve takes them up again.
       if (!draining) finish(study_id, it->first);
       it = served_.erase(it);

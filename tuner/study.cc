@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <span>
@@ -108,6 +109,21 @@ bool dominates(const std::vector<StudyDirection>& directions, const std::vector<
     if (x < y) strictly = true;
   }
   return strictly;
+}
+
+// The numbers of the earlier attempts of re-run `t` (its "retry_history"); empty for a first run
+// or a history not written as Optuna writes it.
+std::vector<int> retry_history_of(const FrozenTrial& t) {
+  auto it = t.system_attrs.find(kRetryHistoryAttr);
+  if (it == t.system_attrs.end()) return {};
+  const nlohmann::json history = nlohmann::json::parse(it->second, nullptr, false);
+  std::vector<int> numbers;
+  if (!history.is_array()) return numbers;
+  for (const nlohmann::json& n : history) {
+    if (!n.is_number_integer()) return {};
+    numbers.push_back(n.get<int>());
+  }
+  return numbers;
 }
 
 // The WAITING copy of stale trial `t` that re-runs it, or nullopt when its chain has had
@@ -238,9 +254,17 @@ void StudyCore::refresh_locked() {
   if (!changes || !seen_changes || *changes != *seen_changes) {
     TrialFilter filter;
     filter.min_number = first_unfinished;
+    // The live trials' intermediate values are in the cache already (see `live`).
+    for (const auto& [trial_id, number] : live) {
+      if (cached_locked(number, trial_id)) filter.without_intermediate_values.push_back(trial_id);
+    }
     for (FrozenTrial& t : storage->get_trials(record.study_id, filter)) {
       auto n = static_cast<size_t>(t.number);
       if (n >= trials.size()) trials.resize(n + 1);
+      if (std::binary_search(filter.without_intermediate_values.begin(),
+                             filter.without_intermediate_values.end(), t.trial_id)) {
+        t.intermediate_values = std::move(trials[n].intermediate_values);
+      }
       trials[n] = std::move(t);
     }
     seen_changes = changes;  // read before the trials: a change meanwhile is seen next time
@@ -363,6 +387,7 @@ Trial Study::start_trial(const SearchSpace* space) {
       if (auto it = t.system_attrs.find(kFixedParamsAttr); it != t.system_attrs.end()) {
         state->fixed = fixed_params_of(it->second, t.number);
       }
+      state->retry_history = retry_history_of(t);
       break;
     }
   }
@@ -437,16 +462,19 @@ Trial Study::start_trial(const SearchSpace* space) {
       }
     }
   } catch (const std::exception& e) {
+    std::optional<FrozenTrial> failed;
     try {
-      core.storage->finish_trial(state->trial_id, TrialState::kFail, {},
-                                 {{kFailReasonAttr, json_string(std::string("ask() failed: ") +
-                                                                e.what())}});
+      failed = core.storage->finish_trial(
+          state->trial_id, TrialState::kFail, {},
+          {{kFailReasonAttr, json_string(std::string("ask() failed: ") + e.what())}});
     } catch (const std::exception&) {
       // The storage refuses writes now; the trial goes stale and is handled on resume.
     }
-    throw;
+    const auto* error = dynamic_cast<const Error*>(&e);
+    throw AskError(error ? error->code() : ErrorCode::kInternal, e.what(), std::move(failed));
   }
   if (core.heartbeater) core.heartbeater->add(state->trial_id);
+  core.live[state->trial_id] = state->number;
   return Trial(std::move(state));
 }
 
@@ -473,8 +501,13 @@ Trial Study::adopt(int64_t trial_id) {
   state->params = it->params;
   state->fixed = it->params;
   state->distributions = it->distributions;
-  if (!it->intermediate_values.empty()) state->last_step = it->intermediate_values.rbegin()->first;
+  if (!it->intermediate_values.empty()) {
+    state->last_step = it->intermediate_values.rbegin()->first;
+    state->max_step = state->last_step;
+  }
+  state->retry_history = retry_history_of(*it);
   if (core.heartbeater) core.heartbeater->add(state->trial_id);
+  core.live[state->trial_id] = state->number;
   return Trial(std::move(state));
 }
 
@@ -550,6 +583,40 @@ void Study::mark_told(Trial::State& s) {
   if (core_->heartbeater) core_->heartbeater->remove(s.trial_id);
   std::lock_guard lock(core_->mutex);
   core_->proposals.erase(s.number);
+  core_->live.erase(s.trial_id);
+}
+
+Study::Rerun Study::fail_and_retry(Trial& trial, const std::string& reason,
+                                   std::optional<int> max_retries) {
+  Trial::State& s = *trial.state_;
+  StudyCore& core = *core_;
+  Rerun rerun;
+  {
+    std::lock_guard lock(core.mutex);
+    const FrozenTrial record = core.storage->get_trial(s.trial_id);  // its lineage
+    if (is_finished(record.state)) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "trial " + std::to_string(s.number) + " of study '" + name() + "' is " +
+                      std::string(to_string(record.state)) + " already");
+    }
+    const std::optional<FrozenTrial> retry =
+        retry_of(record, max_retries.value_or(std::numeric_limits<int>::max()));
+    Attributes fail_attrs;
+    fail_attrs[kFailReasonAttr] = json_string(reason);
+    // A stale_before past every heartbeat: any RUNNING trial (see Storage::fail_stale_trial).
+    std::optional<Storage::StaleTrialOutcome> outcome = core.storage->fail_stale_trial(
+        s.trial_id, TimePoint::max(), fail_attrs, retry ? &*retry : nullptr);
+    core.seen_changes.reset();
+    if (!outcome) {
+      throw Error(ErrorCode::kFailedPrecondition, "trial " + std::to_string(s.number) +
+                                                      " of study '" + name() +
+                                                      "' was finished meanwhile elsewhere");
+    }
+    rerun.failed = std::move(outcome->failed);
+    rerun.retry = std::move(outcome->retry);
+  }
+  mark_told(s);
+  return rerun;
 }
 
 void Study::enqueue_trial(const Params& params) {

@@ -30,6 +30,7 @@
 #include "search/search_space.h"
 #include "storage/storage.h"
 #include "trials/clock.h"
+#include "trials/error.h"
 #include "trials/frozen_trial.h"
 #include "trials/trial_state.h"
 #include "tuner/trial.h"
@@ -105,6 +106,21 @@ struct OptimizeOptions {
 // seed.
 std::optional<uint64_t> stored_seed(const StudyRecord& record);
 
+// What ask() throws when sampling fails after its trial was stored RUNNING (the sampler or the
+// space throws, a sampled value is refused): the trial is stored FAIL with the reason
+// ("ask() failed: ...") in "fail_reason", and failed_trial() is that record (nullopt when even
+// that write failed: the trial then goes stale). code() is the cause's (kInternal for an
+// exception that is not an Error); what() is its message.
+class AskError : public Error {
+ public:
+  AskError(ErrorCode code, const std::string& message, std::optional<FrozenTrial> failed)
+      : Error(code, message), failed_(std::move(failed)) {}
+  const std::optional<FrozenTrial>& failed_trial() const { return failed_; }
+
+ private:
+  std::optional<FrozenTrial> failed_;
+};
+
 using Objective = std::function<double(Trial&)>;
 using MultiObjective = std::function<std::vector<double>(Trial&)>;
 
@@ -127,7 +143,8 @@ class Study {
   Storage& storage() const;
 
   // Starts a trial (RUNNING in storage). Throws Error(kFailedPrecondition) when the sampler is
-  // exhausted (a grid whose every point has been tried).
+  // exhausted (a grid whose every point has been tried), before any trial is stored, and
+  // AskError when sampling fails after the trial was stored (it is then FAIL).
   Trial ask();
   // Define-and-run with an explicit space: all active params are sampled and stored now.
   Trial ask(const SearchSpace& space);
@@ -151,6 +168,19 @@ class Study {
   // PRUNED (with the last intermediate value) or FAIL (with `reason`).
   FrozenTrial tell(Trial& trial, TrialState state, const std::string& reason = "",
                    const Attributes& user_attrs = {});
+
+  // A trial whose run was lost (its executor vanished, its lease expired, the run was abandoned):
+  // in one atomic storage step, FAIL with `reason` and, unless its lineage has had
+  // `max_retries` re-runs already, a WAITING re-run with the same params, made as the stale-trial
+  // policy makes one (Optuna's "failed_trial" and "retry_history" system attributes): the next
+  // ask() runs it before new samples, and that trial's retry_history() names the attempts
+  // before it. nullopt max_retries: re-run whatever the lineage. Throws as tell() does
+  // (Error(kFailedPrecondition) when the trial is finished already).
+  struct Rerun {
+    FrozenTrial failed;
+    std::optional<FrozenTrial> retry;  // the WAITING re-run; none past max_retries
+  };
+  Rerun fail_and_retry(Trial& trial, const std::string& reason, std::optional<int> max_retries);
 
   // Adds a WAITING trial with these params; the next ask() runs it before sampling new ones.
   void enqueue_trial(const Params& params);

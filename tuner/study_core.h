@@ -83,9 +83,21 @@ struct StudyCore {
     std::map<std::string, Distribution, std::less<>> distributions;
   };
   std::map<int, Proposal> proposals;
+  // The trials with a live handle from this object (trial_id -> number). Their intermediate
+  // values are stored only through their handles (Trial::report), which put each one in
+  // `trials` too: a refresh keeps the cached ones instead of reading them again, so that a
+  // trial's report costs the same however many steps it reported before.
+  std::map<int64_t, int> live;
 
   // Brings `trials` up to date with storage. REQUIRES: mutex held.
   void refresh_locked();
+  // The cached record of trial `number` when it is trial `trial_id`; null when the cache does
+  // not hold it. REQUIRES: mutex held for as long as the pointer is used.
+  FrozenTrial* cached_locked(int number, int64_t trial_id) {
+    if (number < 0 || number >= static_cast<int>(trials.size())) return nullptr;
+    FrozenTrial& t = trials[static_cast<size_t>(number)];
+    return t.trial_id == trial_id ? &t : nullptr;
+  }
   // Runs `write`, one write call on storage whose effect the caller then puts in `trials`
   // itself; the cache stays known to match storage when nothing else changed it meanwhile.
   // REQUIRES: mutex held.

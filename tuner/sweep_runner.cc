@@ -173,11 +173,13 @@ OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) 
   storage->set_study_system_attr(study.id(), kMetricNamesAttr,
                                  nlohmann::json::array({sweep.objective_metric}).dump());
   std::vector<FrozenTrial> existing = study.trials();
-  // The trial budget is the study's: trials of earlier runs count (a WAITING one is still to run).
+  // The trial budget is the study's: trials of earlier runs count (a WAITING one is still to run),
+  // re-runs of lost trials do not (they carry "failed_trial": Study::fail_and_retry, the
+  // stale-trial policy, Optuna's RetryFailedTrialCallback), as within one run.
   std::optional<int> remaining;
   if (sweep.budget.trials) {
     const auto counted = std::count_if(existing.begin(), existing.end(), [](const FrozenTrial& t) {
-      return t.state != TrialState::kWaiting;
+      return t.state != TrialState::kWaiting && !t.system_attrs.contains("failed_trial");
     });
     remaining = std::max(0, *sweep.budget.trials - static_cast<int>(counted));
   }
@@ -342,6 +344,14 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   local_executor.reset();
   result.progress = progress_now(coordinator);
   if (options.on_progress) options.on_progress(result.progress);
+  if (const std::optional<std::string> failure = coordinator.failure()) {
+    // Its asks kept failing: the study stopped on its own, an error and not a spent budget.
+    throw Error(ErrorCode::kAborted,
+                "sweep '" + study.name() + "': " + *failure +
+                    "; the study stopped (each failed attempt is stored as a FAIL trial with "
+                    "the reason: tuner trials --study " +
+                    study.name() + " --storage " + sweep.storage_path + ")");
+  }
   return result;
 }
 

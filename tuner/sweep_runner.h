@@ -97,6 +97,7 @@ struct OpenedSweep {
   Study study;
   std::vector<FrozenTrial> existing;      // the study's trials when it was opened
   std::optional<int> remaining_trials;    // budget.trials less the trials already started
+                                          // (re-runs of lost trials are not counted)
 };
 OpenedSweep open_sweep(const SweepFile& sweep, std::shared_ptr<Storage> storage);
 // How the coordinator runs an opened sweep's study.
@@ -105,9 +106,11 @@ StudyRunOptions study_run_options(const OpenedSweep& opened);
 // Runs (or continues: the study is created or loaded by name) the sweep. Throws Error for what
 // prevents the start (the storage cannot be opened, the endpoint cannot be bound, a study of that
 // name with another direction, no endpoint while no local executor slot or a job of "nodes" > 1
-// leaves nothing able to run its trials); trial failures are outcomes, not exceptions. An engine job
-// without an artifacts_dir gets "<storage path>.artifacts/<study name>" (studies of one file
-// have trials of the same numbers).
+// leaves nothing able to run its trials), and Error(kAborted) when the study stopped because
+// sampling failed 3 times in a row ("sweep 'NAME': sampling failed 3 times in a row: ...": a
+// space the sampler cannot sample), after the running trials finished; trial failures are
+// outcomes, not exceptions. An engine job without an artifacts_dir gets
+// "<storage path>.artifacts/<study name>" (studies of one file have trials of the same numbers).
 SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options = {});
 
 // Where an engine job keeps trial `number`'s best model (docs/engine_jobs.md, "Artifacts"): by

@@ -1,5 +1,8 @@
 #include "tuner/trial.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "trials/error.h"
 #include "tuner/trial_state_internal.h"
 
@@ -24,11 +27,13 @@ void Trial::release() noexcept {
   if (core.heartbeater) core.heartbeater->remove(state_->trial_id);
   std::lock_guard lock(core.mutex);
   core.proposals.erase(state_->number);
+  core.live.erase(state_->trial_id);
 }
 
 int Trial::number() const { return state_->number; }
 int64_t Trial::id() const { return state_->trial_id; }
 const Params& Trial::params() const { return state_->params; }
+const std::vector<int>& Trial::retry_history() const { return state_->retry_history; }
 bool Trial::stop_requested() const { return state_->stop_requested; }
 
 double Trial::suggest_float(const std::string& name, double low, double high,
@@ -95,7 +100,20 @@ void Trial::report(int64_t step, double value) {
     throw Error(ErrorCode::kFailedPrecondition,
                 "trial " + std::to_string(s.number) + ": cannot report after it finished");
   }
-  s.core->storage->set_trial_intermediate_value(s.trial_id, step, value);
+  StudyCore& core = *s.core;
+  std::lock_guard lock(core.mutex);
+  core.own_write_locked([&] {
+    core.storage->set_trial_intermediate_value(s.trial_id, step, value);
+    return true;
+  });
+  // The cache holds the value too (a live trial's values are read from storage only once).
+  if (FrozenTrial* cached = core.cached_locked(s.number, s.trial_id)) {
+    cached->intermediate_values[step] = value;
+  } else {
+    core.seen_changes.reset();
+  }
+  if (s.max_step && step <= *s.max_step) s.memo.reset();  // perhaps a rewrite
+  s.max_step = s.max_step ? std::max(*s.max_step, step) : step;
   s.last_step = step;
 }
 
@@ -107,10 +125,19 @@ bool Trial::should_stop() {
     return true;
   }
   if (!s.core->scheduler || !s.last_step) return false;
-  FrozenTrial record = s.core->storage->get_trial(s.trial_id);
-  std::lock_guard lock(s.core->mutex);
-  s.core->refresh_locked();
-  Decision d = s.core->scheduler->on_report(record, *s.last_step, s.core->history_locked());
+  StudyCore& core = *s.core;
+  std::lock_guard lock(core.mutex);
+  core.refresh_locked();
+  // The trial's record from the cache, which the refresh keeps up to date without reading its
+  // values again; from storage only when the cache does not hold it.
+  std::optional<FrozenTrial> read;
+  const FrozenTrial* record = core.cached_locked(s.number, s.trial_id);
+  if (record == nullptr) {
+    read = core.storage->get_trial(s.trial_id);
+    record = &*read;
+  }
+  Decision d =
+      core.scheduler->on_report_memoized(*record, *s.last_step, core.history_locked(), s.memo);
   // In-process trials cannot be paused and resumed later; a pause means go on.
   s.stop_requested = d == Decision::kStop;
   return s.stop_requested;

@@ -66,6 +66,11 @@ class Trial {
   // The values chosen so far (all of the space's active params for define-and-run trials).
   const Params& params() const;
 
+  // For a re-run of a trial whose run was lost (Study::fail_and_retry, the stale-trial policy,
+  // Optuna's RetryFailedTrialCallback): the numbers of the failed attempts before it, the first
+  // one first (its "retry_history" system attribute). Empty for a first attempt.
+  const std::vector<int>& retry_history() const;
+
  private:
   friend class Study;
   struct State;

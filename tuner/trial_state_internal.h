@@ -5,8 +5,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "search/rng.h"
+#include "search/scheduler.h"
 #include "tuner/study_core.h"
 #include "tuner/trial.h"
 
@@ -28,6 +30,12 @@ struct Trial::State {
   Params relative;
   std::map<std::string, Distribution, std::less<>> relative_distributions;
   std::optional<int64_t> last_step;
+  std::optional<int64_t> max_step;  // the largest step reported through this handle
+  // The scheduler's memo for this trial (search/scheduler.h): reset when a step is reported
+  // that is not past every earlier one (a value may have been rewritten).
+  ReportMemo memo;
+  // A re-run's earlier attempts (its "retry_history" system attribute); empty for a first run.
+  std::vector<int> retry_history;
   bool stop_requested = false;
   bool told = false;
   // Study::optimize's trial_timeout: when the trial's time is up, and whether should_stop() said
