@@ -132,6 +132,12 @@ Metrics CommandOutcome::result_metrics() const {
   return {};
 }
 
+std::vector<std::string> CommandOutcome::result_integer_metrics() const {
+  if (final_metrics) return final_integers;
+  if (last_report) return last_report_integers;
+  return {};
+}
+
 std::string CommandOutcome::describe() const {
   std::string out;
   if (timed_out) out += "timed out after " + ms_text(elapsed) + "; ";
@@ -208,6 +214,7 @@ CommandOutcome CommandJob::run(const CommandTrial& trial, const ReportCallback& 
         break;
       case MetricsLine::Kind::kFinal:
         out.final_metrics = std::move(parsed.metrics);
+        out.final_integers = std::move(parsed.integers);
         break;
       case MetricsLine::Kind::kReport: {
         CommandReport report{parsed.step, std::move(parsed.metrics)};
@@ -221,6 +228,7 @@ CommandOutcome CommandJob::run(const CommandTrial& trial, const ReportCallback& 
           }
         }
         out.last_report = std::move(report);
+        out.last_report_integers = std::move(parsed.integers);
         break;
       }
     }

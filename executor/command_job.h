@@ -88,6 +88,8 @@ struct CommandOutcome {
   bool timed_out = false;
   std::optional<Metrics> final_metrics;      // the last final-metrics line, if any
   std::optional<CommandReport> last_report;  // the last report, if any
+  // Of final_metrics and of last_report's metrics: those written as JSON integers.
+  std::vector<std::string> final_integers, last_report_integers;
   int64_t reports = 0;                       // reports read
   std::string log_tail;                      // the last lines of the log
   std::chrono::milliseconds elapsed{0};
@@ -96,6 +98,8 @@ struct CommandOutcome {
   bool succeeded() const;
   // The trial's metrics: the final-metrics line, or else the last report's metrics, or empty.
   Metrics result_metrics() const;
+  // Of result_metrics(): the names written as JSON integers (MetricsLine::integers).
+  std::vector<std::string> result_integer_metrics() const;
   // "exited with code 3", "killed by signal 9 (SIGKILL)", "stopped (stop); exited with code 0",
   // "timed out after 5000 ms; killed by signal 15 (SIGTERM)".
   std::string describe() const;

@@ -200,6 +200,10 @@ struct ExecutorService::Impl {
   UniqueFd store_watch;
   bool poll_node_stores = false;
   bool told_queue_full = false;  // on this connection
+  // The coordinator refused this executor (ErrorMessage::refused): since when, and, once it has
+  // lasted, why (serve() then stops).
+  std::optional<SteadyTime> refused_since;
+  std::string refusal;
 
   void log(const std::string& line) {
     const std::string text = "executor " + options.executor_id + ": " + line;
@@ -413,7 +417,9 @@ struct ExecutorService::Impl {
     }
     if (job.decision.load() != JobDecision::kContinue) {
       // Told to stop (pruned) or pause: the coordinator records the trial as such.
-      ResultMessage result{.lease_id = lease, .metrics = metrics};
+      ResultMessage result{.lease_id = lease,
+                           .metrics = metrics,
+                           .integer_metrics = outcome.result_integer_metrics()};
       if (objective != metrics.end()) result.values.push_back(objective->second);
       return result;
     }
@@ -449,7 +455,10 @@ struct ExecutorService::Impl {
           .exit_code = outcome.exit_code,
           .log_tail = outcome.log_tail};
     }
-    return ResultMessage{.lease_id = lease, .metrics = metrics, .values = {objective->second}};
+    return ResultMessage{.lease_id = lease,
+                         .metrics = metrics,
+                         .values = {objective->second},
+                         .integer_metrics = outcome.result_integer_metrics()};
   }
 
   void start(std::unique_ptr<Job> job) {
@@ -624,6 +633,7 @@ struct ExecutorService::Impl {
                                    ": cannot decode your message: " + e.what()});
       return;
     }
+    if (!std::holds_alternative<ErrorMessage>(message)) refused_since.reset();  // it is let in
     if (auto* m = std::get_if<TrialMessage>(&message)) {
       on_trial(std::move(*m));
     } else if (auto* d = std::get_if<DecisionMessage>(&message)) {
@@ -650,6 +660,16 @@ struct ExecutorService::Impl {
                     [&](const auto& job) { return !honoured.contains(job->trial.lease_id); });
     } else if (auto* err = std::get_if<ErrorMessage>(&message)) {
       log("the coordinator reports an error: " + err->message);
+      // A restarted executor may be refused while the coordinator still counts its dead
+      // predecessor under the same id (until lease_timeout): only a refusal that lasts stops it.
+      const SteadyTime now = clock->steady_now();
+      if (!err->refused) {
+        refused_since.reset();
+      } else if (!refused_since) {
+        refused_since = now;
+      } else if (now - *refused_since > 2 * options.coordinator_timeout) {
+        refusal = err->message;
+      }
       hello_wanted = true;
     } else if (auto* keys = std::get_if<StoreKeysMessage>(&message)) {
       on_store_keys(*keys);
@@ -700,7 +720,7 @@ struct ExecutorService::Impl {
     heartbeat_interval = options.heartbeat_interval;
     std::stop_callback wake_on_stop(stop, [this] { waker.wake(); });
     connect();
-    while (!stop.stop_requested()) {
+    while (!stop.stop_requested() && refusal.empty()) {
       ZmqPollEntry entries[3] = {
           {.socket = &dealer->socket()}, {.fd = waker.fd()}, {.fd = store_watch.get()}};
       zmq_wait({entries, store_watch.valid() ? size_t{3} : size_t{2}}, wait_time());
@@ -715,6 +735,9 @@ struct ExecutorService::Impl {
       on_timers();
     }
     shut_down();
+    if (!refusal.empty()) {
+      throw Error(ErrorCode::kFailedPrecondition, "the coordinator refused this executor: " + refusal);
+    }
   }
 
   void shut_down() {

@@ -144,7 +144,8 @@ class ExecutorService {
   // Serves the coordinator until `stop` is requested; then stops the running jobs (their trials
   // are left to the coordinator's lease expiry, which re-runs them), says BYE and returns.
   // Throws Error only for what makes serving impossible (no ZeroMQ context, a malformed
-  // endpoint).
+  // endpoint), and Error(kFailedPrecondition) after stopping when the coordinator has refused
+  // this executor for over 2 x coordinator_timeout (its id is in use by another live executor).
   void run(std::stop_token stop);
 
   const ExecutorOptions& options() const;

@@ -101,7 +101,10 @@ MetricsLine parse_metrics_line(std::string_view raw) {
   }
   for (const auto& [name, value] : object.items()) {
     if (name == "step") continue;
-    if (auto v = metric_value(value)) line.metrics[name] = *v;
+    if (auto v = metric_value(value)) {
+      line.metrics[name] = *v;
+      if (value.is_number_integer() && std::abs(*v) <= 0x1p53) line.integers.push_back(name);
+    }
   }
   if (line.kind != MetricsLine::Kind::kReport) {
     line.kind = line.metrics.empty() ? MetricsLine::Kind::kText : MetricsLine::Kind::kFinal;

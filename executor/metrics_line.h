@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trials/protocol.h"
 
@@ -32,6 +33,9 @@ struct MetricsLine {
   Kind kind = Kind::kText;
   int64_t step = 0;     // kReport only
   Metrics metrics;      // kReport and kFinal
+  // kReport and kFinal: the metrics written as JSON integers (12345, not 12345.0) that a double
+  // holds exactly, in name order; they are stored as integers.
+  std::vector<std::string> integers;
   std::string problem;  // kMalformed only, e.g. "not valid JSON", "\"step\" must be an integer"
 };
 

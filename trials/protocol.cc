@@ -109,7 +109,10 @@ struct BodyWriter {
   OrderedJson operator()(const ResultMessage& m) const {
     OrderedJson values = OrderedJson::array();
     for (double v : m.values) values.push_back(double_json(v));
-    return {{"lease_id", m.lease_id}, {"metrics", metrics_json(m.metrics)}, {"values", values}};
+    OrderedJson body = {
+        {"lease_id", m.lease_id}, {"metrics", metrics_json(m.metrics)}, {"values", values}};
+    if (!m.integer_metrics.empty()) body["integer_metrics"] = m.integer_metrics;
+    return body;
   }
   OrderedJson operator()(const FailMessage& m) const {
     return {{"lease_id", m.lease_id},
@@ -121,7 +124,11 @@ struct BodyWriter {
     return {{"lease_id", m.lease_id}, {"accepted", m.accepted}, {"reason", m.reason}};
   }
   OrderedJson operator()(const HeartbeatMessage& m) const { return {{"lease_ids", m.lease_ids}}; }
-  OrderedJson operator()(const ErrorMessage& m) const { return {{"message", m.message}}; }
+  OrderedJson operator()(const ErrorMessage& m) const {
+    OrderedJson body = {{"message", m.message}};
+    if (m.refused) body["refused"] = true;
+    return body;
+  }
   OrderedJson operator()(const ByeMessage&) const { return OrderedJson::object(); }
   OrderedJson operator()(const StoreSetMessage& m) const {
     check_store_entry("STORE_SET", m.key, m.value);
@@ -273,6 +280,7 @@ class BodyReader {
   const Json& at(const char* key) const { return member(body_, key, p_); }
   std::string str(const char* key) const { return string_of(at(key), path(key)); }
   bool boolean(const char* key) const { return bool_of(at(key), path(key)); }
+  bool has(const char* key) const { return body_.contains(key); }
   template <typename Int>
   Int integer(const char* key) const {
     return int_of<Int>(at(key), path(key));
@@ -362,6 +370,13 @@ class BodyReader {
     for (size_t i = 0; i < values.size(); ++i) {
       m.values.push_back(double_of(values[i], path("values") + "[" + std::to_string(i) + "]"));
     }
+    if (has("integer_metrics")) {
+      const Json& names = array_of(at("integer_metrics"), path("integer_metrics"));
+      for (size_t i = 0; i < names.size(); ++i) {
+        m.integer_metrics.push_back(
+            string_of(names[i], path("integer_metrics") + "[" + std::to_string(i) + "]"));
+      }
+    }
     return m;
   }
   FailMessage fail_message() const {
@@ -377,7 +392,9 @@ class BodyReader {
   HeartbeatMessage heartbeat() const {
     return {.lease_ids = ints_of<uint64_t>(at("lease_ids"), path("lease_ids"))};
   }
-  ErrorMessage error() const { return {.message = str("message")}; }
+  ErrorMessage error() const {
+    return {.message = str("message"), .refused = has("refused") && boolean("refused")};
+  }
   StoreSetMessage store_set() const {
     StoreSetMessage m{.lease_id = lease_id(),
                       .key = str("key"),

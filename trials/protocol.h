@@ -167,6 +167,8 @@ struct ResultMessage {
   uint64_t lease_id = 0;
   Metrics metrics;             // the job's final metrics
   std::vector<double> values;  // the objective values, one per study direction
+  // The metrics the job wrote as JSON integers: stored as integers. Optional on the wire.
+  std::vector<std::string> integer_metrics;
   bool operator==(const ResultMessage&) const = default;
 };
 
@@ -197,6 +199,9 @@ struct HeartbeatMessage {
 // Both ways: the peer sent something this side could not accept.
 struct ErrorMessage {
   std::string message;
+  // The sender will not work with this peer (an executor id another live executor holds): the
+  // peer stops instead of saying HELLO again. Optional on the wire (absent: false).
+  bool refused = false;
   bool operator==(const ErrorMessage&) const = default;
 };
 

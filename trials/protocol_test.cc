@@ -100,6 +100,19 @@ TEST(Protocol, EveryTypeRoundTrips) {
   }
 }
 
+// Optional members (issue 15): absent when unset, so older peers read the same bodies.
+TEST(Protocol, OptionalMembersRoundTripAndStayOutWhenUnset) {
+  const ResultMessage result{.lease_id = 17,
+                             .metrics = {{"params", 12345.0}, {"val_loss", 0.25}},
+                             .values = {0.25},
+                             .integer_metrics = {"params"}};
+  EXPECT_EQ(decode(encode(result)), Message(result));
+  const ErrorMessage refused{.message = "executor id 'a' is in use", .refused = true};
+  EXPECT_EQ(decode(encode(refused)), Message(refused));
+  EXPECT_EQ(encode(ErrorMessage{.message = "m"})[1], R"({"message":"m"})");
+  EXPECT_EQ(encode(ResultMessage{.lease_id = 1})[1], R"({"lease_id":1,"metrics":{},"values":[]})");
+}
+
 TEST(Protocol, HeaderCarriesMagicVersionAndType) {
   auto frames = encode(ReportMessage{.lease_id = 1});
   EXPECT_EQ(frames[0], header(kProtocolVersion, 4));

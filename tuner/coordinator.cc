@@ -57,9 +57,13 @@ int64_t to_ms(std::chrono::steady_clock::duration d) {
 
 // A metric as JSON text the way Python's json.dumps writes it (NaN and the infinities included),
 // which is how Optuna's tools read user attributes.
-std::string metric_json(double value) {
+// A final metric as the user attribute's JSON text; one the job wrote as an integer stays one.
+std::string metric_json(double value, bool integer) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  if (integer && value == std::trunc(value) && std::abs(value) <= 0x1p53) {
+    return std::to_string(static_cast<int64_t>(value));
+  }
   return nlohmann::json(value).dump();
 }
 
@@ -1189,6 +1193,24 @@ struct Coordinator::Impl {
       send_error(route, "HELLO: executor_id must not be empty and cpu_slots must be >= 0");
       return;
     }
+    // Another live process under the same id (two executors started with one --id) would take
+    // turns with it, each HELLO dropping the other: refuse the newcomer instead. The same
+    // process on a new connection, or one silent past the lease timeout (dead), is replaced.
+    for (const auto& [other_route, other] : executors) {
+      if (other_route == route || other.executor_id != hello.executor_id) continue;
+      const bool same_process = other.hostname == hello.hostname && other.pid == hello.pid;
+      if (!same_process && clock->steady_now() - other.last_heard < options.lease_timeout) {
+        log("refused a second executor " + hello.executor_id + " (" + hello.hostname + ", pid " +
+            std::to_string(hello.pid) + "): that id is in use");
+        ++stats.errors_sent;
+        send(route, ErrorMessage{.message = "executor id '" + hello.executor_id +
+                                            "' is in use by a live executor (" + other.hostname +
+                                            ", pid " + std::to_string(other.pid) +
+                                            "): give each executor its own --id",
+                                 .refused = true});
+        return;
+      }
+    }
     // A reconnect: the same executor on a new connection takes its leases along.
     for (auto it = executors.begin(); it != executors.end();) {
       if (it->first != route && it->second.executor_id == hello.executor_id) {
@@ -1273,7 +1295,11 @@ struct Coordinator::Impl {
       // summary): test accuracy, the best epoch, whatever the job printed. Stored with the
       // outcome, in one step.
       Attributes metrics;
-      for (const auto& [name, value] : result.metrics) metrics[name] = metric_json(value);
+      for (const auto& [name, value] : result.metrics) {
+        const bool integer = std::find(result.integer_metrics.begin(), result.integer_metrics.end(),
+                                       name) != result.integer_metrics.end();
+        metrics[name] = metric_json(value, integer);
+      }
       if (trial.stop_requested()) return run.study.tell(trial, TrialState::kPruned, "", metrics);
       if (!result.values.empty()) return run.study.tell(trial, result.values, metrics);
       auto metric = result.metrics.find(run.objective_metric);

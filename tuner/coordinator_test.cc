@@ -1,5 +1,6 @@
 #include "tuner/coordinator.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@ namespace tuner {
 namespace {
 
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 
 constexpr char kJob[] =
     R"({"kind": "command", "argv": ["true", "{x}"], "objective_metric": "loss"})";
@@ -331,10 +333,31 @@ TEST_F(CoordinatorTest, AReconnectedExecutorKeepsItsLeases) {
   TrialMessage trial = hello_and_get_trial(*old_connection, "e1");
   old_connection.reset();
   auto peer = connect("e1#2");
-  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 1}}));
+  ASSERT_TRUE(peer->send(HelloMessage{
+      .executor_id = "e1", .hostname = "test", .pid = 1, .resources = {.cpu_slots = 1}}));
   ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.125}}));
   EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
   EXPECT_EQ(study_->storage().get_trial(trial.trial_id).values, std::vector<double>{0.125});
+  EXPECT_EQ(coordinator_->stats().executors, 1);
+}
+
+// Issue 15, item 10: two executors started with the same --id took turns silently, each HELLO
+// dropping the other's registration.
+TEST_F(CoordinatorTest, ASecondLiveExecutorWithTheSameIdIsRefused) {
+  start(/*n_trials=*/1);
+  auto first = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*first, "e1");
+  auto second = connect("e1#2");
+  ASSERT_TRUE(second->send(HelloMessage{
+      .executor_id = "e1", .hostname = "other-host", .pid = 4242, .resources = {.cpu_slots = 1}}));
+  const Message refusal = next(*second);
+  ASSERT_TRUE(std::holds_alternative<ErrorMessage>(refusal)) << to_string(message_type(refusal));
+  EXPECT_TRUE(std::get<ErrorMessage>(refusal).refused);
+  EXPECT_THAT(std::get<ErrorMessage>(refusal).message,
+              HasSubstr("executor id 'e1' is in use by a live executor"));
+  // The first keeps its registration and its lease.
+  ASSERT_TRUE(first->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.5}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*first)).accepted);
   EXPECT_EQ(coordinator_->stats().executors, 1);
 }
 

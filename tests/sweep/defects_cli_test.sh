@@ -19,7 +19,7 @@ write_sweep() {  # FILE NAME DIRECTION ARGV_JSON [SPACE_JSON]
  "job": {"kind": "command", "argv": $4}}
 JSON
 }
-printf 'import sys\nprint("{\\"loss\\": " + sys.argv[1] + "}")\n' >"$work/loss.py"
+printf 'import sys\nprint("{\\"loss\\": " + sys.argv[1] + ", \\"count\\": 12345}")\n' >"$work/loss.py"
 ok_job="[\"python3\", \"$work/loss.py\", \"{x}\"]"
 
 # Item 1: a float range whose width overflows passed loading and the sweep never ended.
@@ -116,6 +116,8 @@ import json, math, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 assert rows[0]["intermediate_values"]["7"] == math.inf, rows[0]["intermediate_values"]
 assert isinstance(rows[0]["user_attrs"]["deep"], str) and rows[0]["user_attrs"]["deep"].startswith("[[[")
+# Item 11: an integer final metric came back as a float (12345 -> 12345.0).
+assert type(rows[0]["user_attrs"]["count"]) is int, rows[0]["user_attrs"]
 PY
 "$tuner" trials --storage "$db" --study good --csv >"$work/trials.csv" || fail "trials --csv exited $?"
 python3 - "$work/trials.csv" <<'PY' || fail "trials --csv output: $(cat "$work/trials.csv")"

@@ -47,7 +47,7 @@ JSON
 sweep magic "$work/bad" '{"type": "linear", "out": 10}'
 out=$(timeout 120 "$tuner" sweep "$work/magic.json" --storage "$work/magic.db" 2>&1); rc=$?
 [ $rc != 124 ] || fail "the sweep did not end: $out"
-grep -q "trial 0 FAIL: \"\\?trial 0: job.data: $work/bad/train-images-idx3-ubyte.gz: bad magic number 0x00000801 (an IDX image file starts with 0x00000803)" <<<"$out" ||
+grep -q "trial 0 FAIL: trial 0: job.data: $work/bad/train-images-idx3-ubyte.gz: bad magic number 0x00000801 (an IDX image file starts with 0x00000803)" <<<"$out" ||
   fail "the console does not say why trial 0 failed: $out"
 python3 - "$work/magic.db" <<'PY' || fail "fail_reason"
 import sqlite3, sys

@@ -41,9 +41,9 @@ for trial_id, state in db.execute(
                             "WHERE trial_id = ?", (trial_id,)))
     x = db.execute("SELECT param_value FROM trial_params WHERE trial_id = ? AND "
                    "param_name = 'x'", (trial_id,)).fetchone()
-    if x is None:  # WAITING: its params wait in fixed_params
+    if x is None:  # a WAITING trial enqueued with fixed_params only
         lines.append(f"{state} {attrs.get('fixed_params', '')}")
-    else:  # x is categorical [0, 1]: the index is the value
+    else:  # x is categorical [0, 1]: the index is the value (a re-run has its params too)
         reason = json.loads(attrs["fail_reason"]) if "fail_reason" in attrs else ""
         lines.append(f"x={int(x[0])} {state} {reason}".rstrip())
 print("\n".join(sorted(lines)))
@@ -67,7 +67,7 @@ out=$(timeout -k 5 30 "$tuner" sweep "$work/timed.json" --storage "$work/timed.d
 took=$(( $(now_ms) - start ))
 [ $rc = 0 ] || fail "trial_time sweep exited $rc after $took ms: $out"
 [ $took -lt 8000 ] || fail "trial_time sweep took $took ms: $out"
-grep -q 'trial [01] FAIL: "timed out after 1 s (the job'"'"'s timeout_s); killed by signal 15 (SIGTERM)"' <<<"$out" ||
+grep -q 'trial [01] FAIL: timed out after 1 s (the job'"'"'s timeout_s); killed by signal 15 (SIGTERM)' <<<"$out" ||
   fail "no timed-out trial in: $out"
 rows=$(trial_rows "$work/timed.db" timed)
 expected="x=0 FAIL timed out after 1 s (the job's timeout_s); killed by signal 15 (SIGTERM)
@@ -87,8 +87,8 @@ took=$(( $(now_ms) - start ))
 grep -q "the time budget ran out (1 running trial(s) stopped: FAIL, and run first on resume); to go on: tuner resume --study budget" <<<"$out" ||
   fail "no time-up summary in: $out"
 rows=$(trial_rows "$work/budget.db" budget)
-expected='WAITING {"x":0}
-x=0 FAIL abandoned: the sweep'"'"'s time budget ran out
+expected='x=0 FAIL abandoned: the sweep'"'"'s time budget ran out
+x=0 WAITING
 x=1 COMPLETE'
 [ "$rows" = "$expected" ] || fail "time budget: the trials are:
 $rows"
