@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "executor/transport/message_socket.h"
+#include "trials/error.h"
 #include "trials/param_value.h"
 #include "trials/protocol.h"
 
@@ -404,6 +406,42 @@ TEST_F(ExecutorServiceTest, ASilentCoordinatorIsReportedWithWhatToCheck) {
   ASSERT_NE(said, lines->said.end());
   EXPECT_THAT(*said, ::testing::HasSubstr("one that uses CURVE answers only executors started "
                                           "with --key and --coordinator-key"));
+}
+
+// Issue 15, item 10: a second executor started with an id in use took turns with the first.
+// Refused for good (longer than twice its coordinator timeout), it stops with the reason.
+TEST_F(ExecutorServiceTest, ALastingRefusalStopsTheExecutorWithTheReason) {
+  ExecutorOptions options;
+  options.coordinator = router_->endpoint();
+  options.executor_id = "twin";
+  options.gpus = std::vector<int>{};
+  options.heartbeat_interval = milliseconds(20);
+  options.coordinator_timeout = milliseconds(100);
+  options.log = [](const std::string&) {};
+  ExecutorService service(options);
+  std::string error;  // written by the runner, read after it is joined
+  std::atomic<bool> ended = false;
+  std::jthread runner([&](std::stop_token stop) {
+    try {
+      service.run(stop);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    ended = true;
+  });
+  const auto end = std::chrono::steady_clock::now() + milliseconds(5000);
+  while (!ended && std::chrono::steady_clock::now() < end) {
+    ZmqPollEntry entry{.socket = &router_->socket()};
+    zmq_wait({&entry, 1}, milliseconds(10));
+    while (auto in = router_->receive()) {
+      router_->send(in->peer,
+                    ErrorMessage{.message = "executor id 'twin' is in use", .refused = true});
+    }
+  }
+  EXPECT_TRUE(ended) << "the executor went on after a lasting refusal";
+  runner.request_stop();
+  runner.join();
+  EXPECT_EQ(error, "the coordinator refused this executor: executor id 'twin' is in use");
 }
 
 // ExecutorOptions::job_runner (for benchmarks and embedding): trials run in-process through it,
