@@ -200,6 +200,7 @@ struct ExecutorService::Impl {
   UniqueFd store_watch;
   bool poll_node_stores = false;
   bool told_queue_full = false;  // on this connection
+  bool told_say_hello = false;   // on this connection
   // The coordinator refused this executor (ErrorMessage::refused): since when, and, once it has
   // lasted, why (serve() then stops).
   std::optional<SteadyTime> refused_since;
@@ -318,6 +319,7 @@ struct ExecutorService::Impl {
   void connect() {
     ++generation;
     told_queue_full = false;
+    told_say_hello = false;
     ZmqSocketOptions socket_options;
     socket_options.routing_id = options.executor_id.substr(0, 200) + "#" +
                                 std::to_string(::getpid()) + "." + std::to_string(generation);
@@ -659,7 +661,12 @@ struct ExecutorService::Impl {
       std::erase_if(queued,
                     [&](const auto& job) { return !honoured.contains(job->trial.lease_id); });
     } else if (auto* err = std::get_if<ErrorMessage>(&message)) {
-      log("the coordinator reports an error: " + err->message);
+      if (!err->say_hello) {
+        log("the coordinator reports an error: " + err->message);
+      } else if (!told_say_hello) {  // a restarted coordinator: once per connection
+        log("the coordinator does not know this connection (did it restart?): saying HELLO again");
+        told_say_hello = true;
+      }
       // A restarted executor may be refused while the coordinator still counts its dead
       // predecessor under the same id (until lease_timeout): only a refusal that lasts stops it.
       const SteadyTime now = clock->steady_now();

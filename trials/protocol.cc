@@ -127,6 +127,7 @@ struct BodyWriter {
   OrderedJson operator()(const ErrorMessage& m) const {
     OrderedJson body = {{"message", m.message}};
     if (m.refused) body["refused"] = true;
+    if (m.say_hello) body["say_hello"] = true;
     return body;
   }
   OrderedJson operator()(const ByeMessage&) const { return OrderedJson::object(); }
@@ -393,7 +394,9 @@ class BodyReader {
     return {.lease_ids = ints_of<uint64_t>(at("lease_ids"), path("lease_ids"))};
   }
   ErrorMessage error() const {
-    return {.message = str("message"), .refused = has("refused") && boolean("refused")};
+    return {.message = str("message"),
+            .refused = has("refused") && boolean("refused"),
+            .say_hello = has("say_hello") && boolean("say_hello")};
   }
   StoreSetMessage store_set() const {
     StoreSetMessage m{.lease_id = lease_id(),

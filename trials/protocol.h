@@ -202,6 +202,9 @@ struct ErrorMessage {
   // The sender will not work with this peer (an executor id another live executor holds): the
   // peer stops instead of saying HELLO again. Optional on the wire (absent: false).
   bool refused = false;
+  // The coordinator does not know this connection (it restarted, or forgot a silent executor):
+  // the executor says HELLO again, as after any reconnect. Optional on the wire (absent: false).
+  bool say_hello = false;
   bool operator==(const ErrorMessage&) const = default;
 };
 

@@ -109,6 +109,8 @@ TEST(Protocol, OptionalMembersRoundTripAndStayOutWhenUnset) {
   EXPECT_EQ(decode(encode(result)), Message(result));
   const ErrorMessage refused{.message = "executor id 'a' is in use", .refused = true};
   EXPECT_EQ(decode(encode(refused)), Message(refused));
+  const ErrorMessage say_hello{.message = "unknown executor", .say_hello = true};
+  EXPECT_EQ(decode(encode(say_hello)), Message(say_hello));
   EXPECT_EQ(encode(ErrorMessage{.message = "m"})[1], R"({"message":"m"})");
   EXPECT_EQ(encode(ResultMessage{.lease_id = 1})[1], R"({"lease_id":1,"metrics":{},"values":[]})");
 }

@@ -1444,8 +1444,14 @@ struct Coordinator::Impl {
       auto [told, first] = unknown_peers.try_emplace(peer, now);
       if (!first && now - told->second < options.heartbeat_interval) return;
       told->second = now;
-      send_error(peer, "unknown executor " + peer_name(peer) + ": say HELLO first (got " +
-                              std::string(to_string(type)) + ")");
+      // After a restart every executor's connection is unknown until it says HELLO again: the
+      // normal way back, logged once per connection.
+      const std::string what = "unknown executor " + peer_name(peer) + ": say HELLO first (got " +
+                               std::string(to_string(type)) + ")";
+      if (first) log("told " + peer_name(peer) + " to say HELLO (its " +
+                     std::string(to_string(type)) + " came before one)");
+      ++stats.errors_sent;
+      send(peer, ErrorMessage{.message = what, .say_hello = true});
       return;
     }
     ExecutorEntry& executor = it->second;

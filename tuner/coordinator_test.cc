@@ -490,9 +490,19 @@ TEST_F(CoordinatorTest, GarbledAndUnexpectedMessagesGetErrorsAndTheLoopGoesOn) {
   expect_error({std::string("TUNR\0\1\0\4", 8), "{\"lease_id\": \"x\"}"}, "cannot decode");
   std::vector<std::string> ready = encode(ReadyMessage{.free_slots = 1});
   expect_error(ready, "say HELLO first");
+  // Issue 15, item 10: a restart's normal "say HELLO" was logged as an error on both sides, once
+  // per heartbeat: it is marked (say_hello) and logged once per connection.
+  clock_->advance(kHeartbeat);
+  ASSERT_TRUE(peer->send_frames(ready));
+  const Message again = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<ErrorMessage>(again));
+  EXPECT_TRUE(std::get<ErrorMessage>(again).say_hello);
+  EXPECT_EQ(std::count_if(log_.begin(), log_.end(),
+                          [](const std::string& l) { return l.find("to say HELLO") != l.npos; }),
+            1);
   ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 1}}));
   expect_error(encode(AckMessage{.lease_id = 1}), "unexpected ACK");
-  EXPECT_EQ(coordinator_->stats().errors_sent, 7);
+  EXPECT_EQ(coordinator_->stats().errors_sent, 8);
   // Still serving.
   ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
   EXPECT_TRUE(std::holds_alternative<TrialMessage>(next(*peer)));
