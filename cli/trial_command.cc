@@ -54,7 +54,9 @@ std::string metrics_line(const Metrics& metrics, std::optional<int64_t> step) {
   nlohmann::json line = nlohmann::json::object();
   if (step) line["step"] = *step;
   for (const auto& [name, value] : metrics) {
-    if (std::isfinite(value)) {
+    if (is_integer_engine_metric(name) && value == std::trunc(value) && std::abs(value) <= 0x1p53) {
+      line[name] = static_cast<int64_t>(value);
+    } else if (std::isfinite(value)) {
       line[name] = value;
     } else {
       line[name] = std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";

@@ -183,6 +183,10 @@ struct EngineReport {
 // is called on every rank and rank 0's decision is the one every rank follows (it is broadcast).
 using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 
+// The engine's metrics that count (an epoch number): written as JSON integers, so that they are
+// stored as integers (docs/command_jobs.md).
+inline bool is_integer_engine_metric(std::string_view name) { return name == "best_epoch"; }
+
 struct EngineOutcome {
   // The best epoch's metrics by the objective (NaN epochs never win unless all are NaN; ties go
   // to the earlier epoch), plus "best_epoch", plus test_loss and test_accuracy when data.test > 0
