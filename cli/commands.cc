@@ -6,6 +6,7 @@ namespace tuner::cli {
 int run_space(const std::vector<std::string>& args);
 int run_executor(const std::vector<std::string>& args);
 int run_gpus(const std::vector<std::string>& args);
+int run_devices(const std::vector<std::string>& args);
 int run_trial(const std::vector<std::string>& args);
 int run_sweep_command(const std::vector<std::string>& args);
 int run_resume_command(const std::vector<std::string>& args);
@@ -111,6 +112,10 @@ std::span<const Command> commands() {
        "                                 NAME.pub (give it to the other side; docs/protocol.md)",
        &run_keygen},
       {"gpus", "gpus                             list the GPUs this build can use", &run_gpus},
+      {"devices",
+       "devices                          the CPU (its vector ISA) and the GEMM kernels the engine\n"
+       "                                 runs on it, then the GPUs",
+       &run_devices},
       {"trial",
        "trial --engine-job FILE_OR_JSON  run one engine trial (docs/engine_jobs.md) with the\n"
        "                                 params in TUNER_PARAMS, printing its metrics as JSON\n"

@@ -23,6 +23,7 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "executor/engine_job.h"
+#include "training/backends/cpu/cpu_kernels.h"
 #include "executor/engine_launcher.h"
 #include "trials/error.h"
 #include "trials/params_json.h"
@@ -203,6 +204,8 @@ int run_trial_job(const std::vector<std::string>& args) {
   // Before any thread starts (the CPU backend's pool, the ranks' monitor): SIGTERM and SIGINT
   // become a stop request. Ranks 1..N-1 leave them at their default: the launcher kills them.
   StopSignals signals;
+  // Into the trial's log: the kernels its GEMMs run on (chosen here, before the first one).
+  if (spec.backend == "cpu") std::cerr << "tuner trial: " << training::describe_cpu_kernels() << "\n";
   EngineLaunchOptions launch;
   launch.gpus = env_gpus();
   launch.node = env_int("TUNER_NODE", 0);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cpu/cpu_kernels.h"
 #include "training/backends/cuda/cuda_backend.h"
 #include "training/data/fashion_mnist.h"
 #include "training/data/idx.h"
@@ -182,9 +183,14 @@ int run(const Args& args) {
   std::unique_ptr<Backend> backend = make_backend(args.backend, args.threads);
   const int64_t gemm_n = args.quick ? 512 : (args.backend.starts_with("cuda") ? 8192 : 2048);
   const double peak = gemm_peak_gflops(*backend, gemm_n);
+  std::string kernels;  // the CPU and its GEMM kernels, as a JSON string's contents
+  for (char c : describe_cpu_kernels()) {
+    if (c == '"' || c == '\\') kernels += '\\';
+    kernels += c;
+  }
   std::printf("{\"impl\": \"engine\", \"backend\": \"%s\", \"gemm_peak_gflops\": %.1f, "
-              "\"threads\": %d}\n",
-              args.backend.c_str(), peak, args.threads);
+              "\"threads\": %d, \"cpu_kernels\": \"%s\"}\n",
+              args.backend.c_str(), peak, args.threads, kernels.c_str());
   if (args.models.find("mlp") != std::string::npos)
     bench_model(args, "mlp", kMlp, train, test, peak);
   if (args.models.find("cnn") != std::string::npos)

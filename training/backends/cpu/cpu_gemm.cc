@@ -9,6 +9,7 @@
 
 #include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cpu/cpu_kernels.h"
 #include "training/backends/cpu/max_pool_2x2.h"
 
 namespace tuner::training {
@@ -28,6 +29,7 @@ bool use_openblas(int64_t m, int64_t n, int64_t k) {
   // The backend's own threads split every product, so OpenBLAS runs each call on the calling
   // thread. This sets the library's process-wide thread count; nothing else in the engine uses it.
   static const bool single_threaded = [] {
+    cpu_gemm_kernels();  // OpenBLAS's kernels for this CPU, chosen before its first call
     openblas_set_num_threads(1);
     return true;
   }();
