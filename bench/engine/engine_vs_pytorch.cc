@@ -1,6 +1,8 @@
 // The engine's side of bench/engine/run_engine_vs_pytorch: training throughput (samples per
 // second of forward + backward + optimizer step) and test accuracy on Fashion-MNIST for the MLP
-// 784-512-256-10 and the small CNN of issue 4, plus the peak of a large GEMM on the same threads.
+// 784-512-256-10 and the small CNN of issue 4, plus the peak of a large GEMM on the same threads
+// and, on the CPU, the machine's theoretical FMA peak (machine_peak.h): the "peak_fraction" of a
+// model is of the larger.
 // Prints one JSON line per measurement (its PyTorch peer, engine_vs_pytorch.py, prints the same).
 // With --backend cuda the same measurements run on GPU 0 (bench/gpu/check.sh); with cuda-bf16 in
 // bf16 mixed precision (CudaBackendOptions::matmul = kBfloat16: bf16 GEMM inputs, fp32 all else),
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "bench/engine/machine_peak.h"
 #include "training/backends/cpu/cpu_kernels.h"
 #include "training/backends/cuda/cuda_backend.h"
 #include "training/data/fashion_mnist.h"
@@ -182,7 +185,18 @@ int run(const Args& args) {
   norm.apply(test);
   std::unique_ptr<Backend> backend = make_backend(args.backend, args.threads);
   const int64_t gemm_n = args.quick ? 512 : (args.backend.starts_with("cuda") ? 8192 : 2048);
-  const double peak = gemm_peak_gflops(*backend, gemm_n);
+  const double gemm_peak = gemm_peak_gflops(*backend, gemm_n);
+  // A model's share is of the machine's peak: the best of the engine's large GEMM and, on the
+  // CPU, the theoretical FMA peak (run_engine_vs_pytorch adds PyTorch's GEMM to the best).
+  double peak = gemm_peak;
+  if (backend->host_accessible()) {
+    const bench::MachinePeak machine = bench::measure_machine_peak(args.threads);
+    std::printf("{\"impl\": \"machine\", \"isa\": \"%s\", \"threads\": %d, \"clock_ghz\": %.2f, "
+                "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
+                machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
+                machine.measured_gflops, machine.theoretical_gflops);
+    peak = std::max(peak, machine.theoretical_gflops);
+  }
   std::string kernels;  // the CPU and its GEMM kernels, as a JSON string's contents
   for (char c : describe_cpu_kernels()) {
     if (c == '"' || c == '\\') kernels += '\\';
@@ -190,7 +204,7 @@ int run(const Args& args) {
   }
   std::printf("{\"impl\": \"engine\", \"backend\": \"%s\", \"gemm_peak_gflops\": %.1f, "
               "\"threads\": %d, \"cpu_kernels\": \"%s\"}\n",
-              args.backend.c_str(), peak, args.threads, kernels.c_str());
+              args.backend.c_str(), gemm_peak, args.threads, kernels.c_str());
   if (args.models.find("mlp") != std::string::npos)
     bench_model(args, "mlp", kMlp, train, test, peak);
   if (args.models.find("cnn") != std::string::npos)
