@@ -26,8 +26,10 @@ class SocketDir {
   SocketDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "tuner-sweep-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
-      throw Error(ErrorCode::kUnavailable, "cannot create a directory for the coordinator's "
-                                           "socket under " + pattern);
+      throw Error(ErrorCode::kUnavailable,
+                  "cannot create a directory for the coordinator's "
+                  "socket under " +
+                      pattern);
     }
     path_ = pattern;
   }
@@ -44,8 +46,7 @@ class SocketDir {
 // The study's counts and best trial, kept up to date from the coordinator's callbacks.
 class Tally {
  public:
-  Tally(const std::vector<FrozenTrial>& trials, StudyDirection direction)
-      : direction_(direction) {
+  Tally(const std::vector<FrozenTrial>& trials, StudyDirection direction) : direction_(direction) {
     for (const FrozenTrial& t : trials) add(t);
   }
 
@@ -80,9 +81,9 @@ void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection d
       ++progress.complete;
       if (t.values.empty()) break;
       const double v = t.values[0];
-      if (!progress.best_value || (direction == StudyDirection::kMaximize
-                                       ? v > *progress.best_value
-                                       : v < *progress.best_value)) {
+      if (!progress.best_value ||
+          (direction == StudyDirection::kMaximize ? v > *progress.best_value
+                                                  : v < *progress.best_value)) {
         progress.best_value = v;
         progress.best_number = t.number;
       }
@@ -103,8 +104,9 @@ std::optional<std::string> trial_model_path(const SweepFile& sweep, int number) 
   if (sweep.job_kind != "engine") return std::nullopt;
   const nlohmann::json job = nlohmann::json::parse(sweep.job_json);
   if (!job.contains("artifacts_dir")) return std::nullopt;
-  const std::filesystem::path path = std::filesystem::path(job["artifacts_dir"].get<std::string>()) /
-                                     ("trial-" + std::to_string(number)) / "model.ckpt";
+  const std::filesystem::path path =
+      std::filesystem::path(job["artifacts_dir"].get<std::string>()) /
+      ("trial-" + std::to_string(number)) / "model.ckpt";
   if (!std::filesystem::exists(path)) return std::nullopt;
   return path.string();
 }
@@ -114,27 +116,30 @@ namespace {
 // Where Optuna's study.set_metric_names() keeps the objectives' names (a JSON list).
 constexpr char kMetricNamesAttr[] = "study:metric_names";
 
+// The sweep's `field` is `given` where its stored study has `kept`.
+[[noreturn]] void refuse_contradiction(const SweepFile& sweep, const std::string& field,
+                                       const std::string& given, const std::string& kept) {
+  throw Error(ErrorCode::kInvalidArgument,
+              (sweep.path.empty() ? "the sweep" : sweep.path) + ": " + field + " is " + given +
+                  ", but study '" + sweep.name + "' in " + sweep.storage_path + " has " + kept +
+                  "; to start a new study instead, give it another name (\"name\" in the file, "
+                  "or --study NAME)");
+}
+
 // Throws when the sweep contradicts the study of its name that `storage` holds already: another
-// direction would rank trials upside down, another metric would mix two metrics' values, another
-// seed would not draw the trials the study's seed does.
+// direction would rank trials upside down, another metric would mix two metrics' values. (A seed
+// is checked once the study is loaded: one Optuna made takes the sweep's.)
 void check_against_stored(const SweepFile& sweep, Storage& storage) {
   const std::optional<StudyRecord> stored = storage.find_study(sweep.name);
   if (!stored) return;
-  const std::string where = sweep.path.empty() ? "the sweep" : sweep.path;
-  const std::string remedy = "; to start a new study instead, give it another name (\"name\" in "
-                             "the file, or --study NAME)";
-  auto refuse = [&](const std::string& field, const std::string& given, const std::string& kept) {
-    throw Error(ErrorCode::kInvalidArgument,
-                where + ": " + field + " is " + given + ", but study '" + sweep.name + "' in " +
-                    sweep.storage_path + " has " + kept + remedy);
-  };
   if (stored->directions != std::vector{sweep.direction}) {
     std::string kept;
     for (StudyDirection d : stored->directions) {
       kept += (kept.empty() ? "" : ", ") + nlohmann::json(std::string(to_string(d))).dump();
     }
-    refuse("objective.direction", nlohmann::json(std::string(to_string(sweep.direction))).dump(),
-           (stored->directions.size() == 1 ? "direction " : "directions ") + kept);
+    refuse_contradiction(sweep, "objective.direction",
+                         nlohmann::json(std::string(to_string(sweep.direction))).dump(),
+                         (stored->directions.size() == 1 ? "direction " : "directions ") + kept);
   }
   if (auto it = stored->system_attrs.find(kMetricNamesAttr); it != stored->system_attrs.end()) {
     const nlohmann::json names = json_nests_deeper_than(it->second, kMaxJsonDepth)
@@ -142,8 +147,8 @@ void check_against_stored(const SweepFile& sweep, Storage& storage) {
                                      : nlohmann::json::parse(it->second, nullptr, false);
     const nlohmann::json given = nlohmann::json::array({sweep.objective_metric});
     if (names.is_array() && names != given) {
-      refuse("objective.metric", nlohmann::json(sweep.objective_metric).dump(),
-             "the metric " + (names.size() == 1 ? names[0].dump() : names.dump()));
+      refuse_contradiction(sweep, "objective.metric", nlohmann::json(sweep.objective_metric).dump(),
+                           "the metric " + (names.size() == 1 ? names[0].dump() : names.dump()));
     }
   }
 }
@@ -157,16 +162,12 @@ OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) 
   study_options.storage = storage;
   Study study = Study::create(std::move(study_options));
   if (sweep.sampler.seed && *sweep.sampler.seed != study.seed()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                (sweep.path.empty() ? "the sweep" : sweep.path) + ": sampler.seed is " +
-                    std::to_string(*sweep.sampler.seed) + ", but study '" + sweep.name + "' in " +
-                    sweep.storage_path + " has seed " + std::to_string(study.seed()) +
-                    ": give its seed (or none) to continue it; to start a new study instead, "
-                    "give it another name (\"name\" in the file, or --study NAME)");
+    refuse_contradiction(
+        sweep, "sampler.seed", std::to_string(*sweep.sampler.seed),
+        "seed " + std::to_string(study.seed()) + " (give it, or none, to continue)");
   }
-  const nlohmann::json stored = {
-      {"path", std::filesystem::absolute(sweep.path).string()},
-      {"file", nlohmann::json::parse(to_json(sweep))}};
+  const nlohmann::json stored = {{"path", std::filesystem::absolute(sweep.path).string()},
+                                 {"file", nlohmann::json::parse(to_json(sweep))}};
   storage->set_study_system_attr(study.id(), kSweepAttr, nlohmann::json(stored.dump()).dump());
   // Where Optuna's study.set_metric_names() keeps them: the report, Optuna's plots and
   // optuna-dashboard name the objective after the metric.
@@ -203,9 +204,10 @@ void refuse_without_endpoint(const SweepFile& sweep) {
   const std::string where = "sweep '" + sweep.name + "'";
   if (sweep.local_executors == 0) {
     throw Error(ErrorCode::kInvalidArgument,
-                where + ": no executor could run its trials: 0 local executor slots and no "
-                        "endpoint for other executors to connect to (give --endpoint, or "
-                        "--executors N > 0)");
+                where +
+                    ": no executor could run its trials: 0 local executor slots and no "
+                    "endpoint for other executors to connect to (give --endpoint, or "
+                    "--executors N > 0)");
   }
   const JobSpec job = parse_job_spec(sweep.job_json);
   if (job.kind == JobKind::kEngine && job.engine.nodes > 1) {
@@ -214,8 +216,7 @@ void refuse_without_endpoint(const SweepFile& sweep) {
                     " executors (the job's \"nodes\"), and without an endpoint only the "
                     "sweep's local executor can connect: give --endpoint and start `tuner "
                     "executor --connect ENDPOINT` on " +
-                    std::to_string(job.engine.nodes) +
-                    " hosts (docs/engine_jobs.md, \"Nodes\")");
+                    std::to_string(job.engine.nodes) + " hosts (docs/engine_jobs.md, \"Nodes\")");
   }
 }
 
@@ -276,8 +277,9 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     p.draining = c.draining();
     p.elapsed = std::chrono::duration_cast<std::chrono::seconds>(SteadyClock::now() - started);
     if (deadline) {
-      p.time_left = std::max(std::chrono::seconds(0), std::chrono::duration_cast<std::chrono::seconds>(
-                                                          *deadline - SteadyClock::now()));
+      p.time_left = std::max(
+          std::chrono::seconds(0),
+          std::chrono::duration_cast<std::chrono::seconds>(*deadline - SteadyClock::now()));
     }
     return p;
   };
@@ -362,7 +364,8 @@ SweepFile stored_sweep(const std::string& study_name, const std::string& storage
   std::optional<StudyRecord> study = storage.find_study(study_name);
   if (!study) {
     std::string names;
-    for (const StudyRecord& s : storage.list_studies()) names += (names.empty() ? "" : ", ") + s.name;
+    for (const StudyRecord& s : storage.list_studies())
+      names += (names.empty() ? "" : ", ") + s.name;
     throw Error(ErrorCode::kNotFound, "no study '" + study_name + "' in " + storage_path +
                                           " (its studies: " + (names.empty() ? "none" : names) +
                                           ")");
@@ -383,8 +386,8 @@ SweepFile stored_sweep(const std::string& study_name, const std::string& storage
   } catch (const nlohmann::json::exception&) {
   }
   if (!stored.is_object() || !stored.contains("path") || !stored.contains("file")) {
-    throw Error(ErrorCode::kDataLoss, "study '" + study_name + "' in " + storage_path +
-                                          ": its '" + kSweepAttr + "' attribute is not a sweep");
+    throw Error(ErrorCode::kDataLoss, "study '" + study_name + "' in " + storage_path + ": its '" +
+                                          kSweepAttr + "' attribute is not a sweep");
   }
   return parse_sweep_file(stored["file"].dump(), stored["path"].get<std::string>());
 }

@@ -16,7 +16,8 @@ SweepFile sweep_with(const std::string& objective, const std::string& sampler = 
   return parse_sweep_file(R"({
     "name": "s", "storage": "s.db",
     "space": {"params": {"x": {"type": "float", "low": 0, "high": 1}}},
-    "objective": )" + objective + R"(,)" + sampler + R"(
+    "objective": )" + objective +
+                              R"(,)" + sampler + R"(
     "budget": {"trials": 3},
     "job": {"kind": "command", "argv": ["true", "{x}"]}
   })",

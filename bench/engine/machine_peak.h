@@ -11,11 +11,11 @@
 namespace tuner::bench {
 
 struct MachinePeak {
-  std::string isa;          // of the FMA chains: "AVX-512", "AVX2" or "SSE" (mul + add)
-  int lanes = 4;            // floats per vector
+  std::string isa;  // of the FMA chains: "AVX-512", "AVX2" or "SSE" (mul + add)
+  int lanes = 4;    // floats per vector
   int threads = 1;
-  double clock_ghz = 0;     // measured on one thread while the others ran their chains
-  int fma_units = 1;        // per core: the measured FMA rate over one unit's, rounded
+  double clock_ghz = 0;           // measured on one thread while the others ran their chains
+  int fma_units = 1;              // per core: the measured FMA rate over one unit's, rounded
   double measured_gflops = 0;     // all threads' FMA chains
   double theoretical_gflops = 0;  // threads x lanes x 2 x fma_units x clock
 };

@@ -80,7 +80,8 @@ bool load_openblas_core([[maybe_unused]] const std::string& core) {
   // OpenBLAS reads the variable; the previous value comes back so that child processes (trials)
   // make the same choice themselves rather than inherit a forced one.
   const char* before = std::getenv("OPENBLAS_CORETYPE");
-  const std::optional<std::string> kept = before ? std::optional<std::string>(before) : std::nullopt;
+  const std::optional<std::string> kept =
+      before ? std::optional<std::string>(before) : std::nullopt;
   setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
   quit();
   init();
@@ -186,16 +187,26 @@ std::string openblas_core_for(VectorIsa isa, const CpuFeatures& cpu) {
 std::optional<VectorIsa> openblas_core_isa(std::string_view core) {
   // OpenBLAS 0.3.21's x86-64 cores (driver/others/dynamic.c), by the kernels they run.
   static const std::vector<std::pair<std::string_view, VectorIsa>> kCores = {
-      {"sapphirerapids", VectorIsa::kAvx512}, {"cooperlake", VectorIsa::kAvx512},
-      {"skylakex", VectorIsa::kAvx512},       {"haswell", VectorIsa::kAvx2},
-      {"zen", VectorIsa::kAvx2},              {"excavator", VectorIsa::kAvx2},
-      {"sandybridge", VectorIsa::kAvx},       {"bulldozer", VectorIsa::kAvx},
-      {"piledriver", VectorIsa::kAvx},        {"steamroller", VectorIsa::kAvx},
-      {"prescott", VectorIsa::kSse},          {"core2", VectorIsa::kSse},
-      {"penryn", VectorIsa::kSse},            {"dunnington", VectorIsa::kSse},
-      {"nehalem", VectorIsa::kSse},           {"atom", VectorIsa::kSse},
-      {"nano", VectorIsa::kSse},              {"opteron", VectorIsa::kSse},
-      {"opteron_sse3", VectorIsa::kSse},      {"barcelona", VectorIsa::kSse},
+      {"sapphirerapids", VectorIsa::kAvx512},
+      {"cooperlake", VectorIsa::kAvx512},
+      {"skylakex", VectorIsa::kAvx512},
+      {"haswell", VectorIsa::kAvx2},
+      {"zen", VectorIsa::kAvx2},
+      {"excavator", VectorIsa::kAvx2},
+      {"sandybridge", VectorIsa::kAvx},
+      {"bulldozer", VectorIsa::kAvx},
+      {"piledriver", VectorIsa::kAvx},
+      {"steamroller", VectorIsa::kAvx},
+      {"prescott", VectorIsa::kSse},
+      {"core2", VectorIsa::kSse},
+      {"penryn", VectorIsa::kSse},
+      {"dunnington", VectorIsa::kSse},
+      {"nehalem", VectorIsa::kSse},
+      {"atom", VectorIsa::kSse},
+      {"nano", VectorIsa::kSse},
+      {"opteron", VectorIsa::kSse},
+      {"opteron_sse3", VectorIsa::kSse},
+      {"barcelona", VectorIsa::kSse},
       {"bobcat", VectorIsa::kSse},
   };
   const std::string name = lower(core);
