@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "tuner/tuner.h"
@@ -49,9 +50,10 @@ inline std::shared_ptr<Sampler> make_sampler(const std::string& name) {
     options.multivariate = true;
     return std::make_shared<TpeSampler>(options);
   }
+  if (name == "gp") return std::make_shared<GpSampler>();
   if (name == "default") return nullptr;
   throw std::invalid_argument("unknown sampler '" + name +
-                              "': expected random, tpe, tpe-mv or default");
+                              "': expected random, tpe, tpe-mv, gp or default");
 }
 
 // --- The 10-dimensional mixed space of sampler_overhead -------------------------------------
@@ -158,11 +160,32 @@ inline double ackley(const std::vector<double>& x) {
   return -20.0 * std::exp(-0.2 * std::sqrt(s1 / d)) - std::exp(s2 / d) + 20.0 + std::numbers::e;
 }
 
+// Hartmann 6 on [0, 1]^6 (Dixon and Szego's constants): global minimum -3.32237.
+inline double hartmann6(const std::vector<double>& x) {
+  static constexpr double kAlpha[4] = {1.0, 1.2, 3.0, 3.2};
+  static constexpr double kA[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
+                                      {0.05, 10, 17, 0.1, 8, 14},
+                                      {3, 3.5, 1.7, 10, 17, 8},
+                                      {17, 8, 0.05, 10, 0.1, 14}};
+  static constexpr double kP[4][6] = {{0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886},
+                                      {0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991},
+                                      {0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650},
+                                      {0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381}};
+  double v = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    double e = 0.0;
+    for (int j = 0; j < 6; ++j) e += kA[i][j] * (x[static_cast<size_t>(j)] - kP[i][j]) * (x[static_cast<size_t>(j)] - kP[i][j]);
+    v -= kAlpha[i] * std::exp(-e);
+  }
+  return v;
+}
+
 inline const std::vector<TestFunction>& test_functions() {
   static const std::vector<TestFunction> functions = {
       {"branin", branin, {{-5.0, 10.0}, {0.0, 15.0}}, 0.397887357729738},
       {"rosenbrock10", rosenbrock, std::vector<Bounds>(10, {-5.0, 10.0}), 0.0},
       {"ackley10", ackley, std::vector<Bounds>(10, {-32.768, 32.768}), 0.0},
+      {"hartmann6", hartmann6, std::vector<Bounds>(6, {0.0, 1.0}), -3.32237},
   };
   return functions;
 }

@@ -25,7 +25,7 @@ using tuner::bench::Flags;
 using tuner::bench::TestFunction;
 
 constexpr char kUsage[] =
-    "usage: sampler_quality [--samplers random,tpe,tpe-mv,default]\n"
+    "usage: sampler_quality [--samplers random,tpe,tpe-mv,gp,default]\n"
     "                       [--functions branin,rosenbrock10,ackley10] [--seeds 20]\n"
     "                       [--first-seed 0] [--checkpoints 100,200] [--json] [--quick]\n"
     "  --seeds N --first-seed F: seeds F .. F+N-1 (held-out seeds: a later F)\n"

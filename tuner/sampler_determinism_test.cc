@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
@@ -79,7 +80,8 @@ INSTANTIATE_TEST_SUITE_P(
         SamplerCase{"tpe", [] { return std::make_shared<TpeSampler>(); }},
         SamplerCase{"tpe_multivariate",
                     [] { return std::make_shared<TpeSampler>(tpe(true, false)); }},
-        SamplerCase{"tpe_grouped", [] { return std::make_shared<TpeSampler>(tpe(true, true)); }}),
+        SamplerCase{"tpe_grouped", [] { return std::make_shared<TpeSampler>(tpe(true, true)); }},
+        SamplerCase{"gp", [] { return std::make_shared<GpSampler>(); }}),
     [](const testing::TestParamInfo<SamplerCase>& p) { return p.param.name; });
 
 }  // namespace

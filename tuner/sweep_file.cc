@@ -12,6 +12,7 @@
 
 #include "executor/argv_template.h"
 #include "executor/job_spec.h"
+#include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
 #include "search/import_wandb.h"
@@ -188,7 +189,7 @@ class Parser {
   fs::path dir_;
 };
 
-const std::vector<std::string> kSamplerTypes = {"tpe", "random", "grid"};
+const std::vector<std::string> kSamplerTypes = {"tpe", "random", "grid", "gp"};
 const std::vector<std::string> kSchedulerTypes = {"none", "median",    "percentile",
                                                   "asha", "hyperband", "patience"};
 const std::vector<std::string> kDirections = {"minimize", "maximize"};
@@ -345,6 +346,9 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
     case SamplerType::kGrid:
       fields(value, "sampler", {"type", "seed", "max_points"}, "for sampler type \"grid\"");
       break;
+    case SamplerType::kGp:
+      fields(value, "sampler", {"type", "seed", "n_startup_trials"}, "for sampler type \"gp\"");
+      break;
   }
   if (const Json* seed = find_field(value, "seed")) {
     if (!seed->is_number_unsigned()) {
@@ -404,6 +408,10 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
       TpeSampler check(o);
     } catch (const Error& e) {
       throw section_error(file_, "sampler", e.what());
+    }
+  } else if (config.type == SamplerType::kGp) {
+    if (auto* v = get("n_startup_trials")) {
+      config.gp_n_startup_trials = static_cast<int>(integer(*v, at("n_startup_trials"), 0));
     }
   } else if (config.type == SamplerType::kGrid) {
     if (auto* v = get("max_points")) {
@@ -799,6 +807,8 @@ bool SamplerConfig::operator==(const SamplerConfig& other) const {
       return true;
     case SamplerType::kGrid:
       return grid_max_points == other.grid_max_points;
+    case SamplerType::kGp:
+      return gp_n_startup_trials == other.gp_n_startup_trials;
     case SamplerType::kTpe: {
       const TpeOptions& a = tpe;
       const TpeOptions& b = other.tpe;
@@ -867,6 +877,9 @@ std::shared_ptr<Sampler> make_sampler(const SweepFile& sweep) {
       return std::make_shared<RandomSampler>();
     case SamplerType::kGrid:
       return std::make_shared<GridSampler>(sweep.space, config.grid_max_points);
+    case SamplerType::kGp:
+      return std::make_shared<GpSampler>(
+          GpSamplerOptions{.n_startup_trials = config.gp_n_startup_trials});
     case SamplerType::kTpe:
       break;
   }
@@ -955,6 +968,8 @@ std::string to_json(const SweepFile& sweep) {
     sampler["weights"] = sweep.sampler.tpe_weights == TpeWeights::kOptuna ? "optuna" : "uniform";
   } else if (sweep.sampler.type == SamplerType::kGrid) {
     sampler["max_points"] = sweep.sampler.grid_max_points;
+  } else if (sweep.sampler.type == SamplerType::kGp) {
+    sampler["n_startup_trials"] = sweep.sampler.gp_n_startup_trials;
   }
   root["sampler"] = sampler;
 
@@ -1073,6 +1088,8 @@ std::string_view to_string(SamplerType type) {
       return "random";
     case SamplerType::kGrid:
       return "grid";
+    case SamplerType::kGp:
+      return "gp";
   }
   return "?";
 }

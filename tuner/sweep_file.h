@@ -52,6 +52,7 @@ enum class SamplerType {
   kTpe,     // TpeSampler (the default)
   kRandom,  // RandomSampler
   kGrid,    // GridSampler over the sweep's space
+  kGp,      // GpSampler (Bayesian optimization with a Gaussian process)
 };
 
 // TPE's gamma(n) as a file can state it: min(ceil(fraction * n), max), Optuna's default_gamma
@@ -81,6 +82,8 @@ struct SamplerConfig {
   TpeWeights tpe_weights = TpeWeights::kOptuna;
   // kGrid: the most points the grid may have. Default: 10,000,000 (GridSampler's).
   size_t grid_max_points = 10'000'000;
+  // kGp: random trials before the GP takes over. Default: GpSamplerOptions' (10).
+  int gp_n_startup_trials = 10;
 
   // Compares the fields the file can state (not TpeOptions' function members).
   bool operator==(const SamplerConfig& other) const;

@@ -12,6 +12,7 @@
 
 #include "executor/engine_job.h"
 #include "executor/job_spec.h"
+#include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
 #include "search/import_wandb.h"
@@ -239,6 +240,15 @@ TEST(SweepFileTest, GridNeedsNoBudget) {
 
 // ---------------------------------------------------------------------------------------------
 // Sampler and scheduler options
+
+TEST(SweepFileTest, GpSampler) {
+  SweepFile s = parse_sweep_file(
+      patched(R"({"sampler": {"type": "gp", "seed": 4, "n_startup_trials": 6}})"), "s.json");
+  EXPECT_EQ(s.sampler.type, SamplerType::kGp);
+  EXPECT_EQ(s.sampler.gp_n_startup_trials, 6);
+  EXPECT_NE(std::dynamic_pointer_cast<GpSampler>(make_sampler(s)), nullptr);
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json").sampler, s.sampler);
+}
 
 TEST(SweepFileTest, EveryTpeOption) {
   SweepFile s = parse_sweep_file(patched(R"({"sampler": {
@@ -547,8 +557,10 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"sampler": {"n_startup_trials": 1.5}})",
        "sweep.json: sampler.n_startup_trials: expected an integer >= 0, got 1.5"},
       {R"({"sampler": {"type": "tpee"}})",
-       "sweep.json: sampler.type: expected \"tpe\", \"random\" or \"grid\", got \"tpee\" (did you "
-       "mean \"tpe\"?)"},
+       "sweep.json: sampler.type: expected \"tpe\", \"random\", \"grid\" or \"gp\", got \"tpee\" "
+       "(did you mean \"tpe\"?)"},
+      {R"({"sampler": {"type": "gp", "multivariate": true}})",
+       "sweep.json: sampler: unknown field \"multivariate\" for sampler type \"gp\""},
       {R"({"sampler": {"type": "random", "n_startup_trials": 3}})",
        "sweep.json: sampler: unknown field \"n_startup_trials\" for sampler type \"random\""},
       {R"({"sampler": {"n_ei_candidate": 3}})", "(did you mean \"n_ei_candidates\"?)"},

@@ -1,0 +1,267 @@
+#include "search/gp_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "search/gaussian_process.h"
+#include "search/random_sampler.h"
+#include "trials/error.h"
+
+namespace tuner {
+
+namespace {
+
+// How one parameter sits in the unit cube: `width` coordinates from `offset`.
+struct Coordinate {
+  const ParamSpec* spec = nullptr;
+  size_t offset = 0;
+  size_t width = 1;       // choices for a categorical, else 1
+  double low = 0, high = 1;  // the continuous range mapped to [0, 1] (log space when log)
+  bool log = false;
+};
+
+// The parameters the GP models: numeric and categorical ones without conditions.
+struct Encoding {
+  std::vector<Coordinate> coordinates;
+  size_t dims = 0;
+};
+
+std::optional<Coordinate> coordinate_of(const ParamSpec& spec) {
+  if (spec.condition) return std::nullopt;
+  Coordinate c{.spec = &spec};
+  if (const auto* f = std::get_if<FloatDistribution>(&spec.distribution)) {
+    const double half = f->step ? *f->step / 2 : 0.0;
+    c.log = f->log;
+    c.low = f->log ? std::log(f->low) : f->low - half;
+    c.high = f->log ? std::log(f->high) : f->high + half;
+  } else if (const auto* i = std::get_if<IntDistribution>(&spec.distribution)) {
+    const double half = static_cast<double>(i->step) / 2;
+    c.log = i->log;
+    c.low = i->log ? std::log(static_cast<double>(i->low) - 0.5)
+                   : static_cast<double>(i->low) - half;
+    c.high = i->log ? std::log(static_cast<double>(i->high) + 0.5)
+                    : static_cast<double>(i->high) + half;
+  } else if (const auto* k = std::get_if<CategoricalDistribution>(&spec.distribution)) {
+    c.width = k->choices.size();
+  } else {
+    return std::nullopt;  // a normal prior: sampled on its own
+  }
+  return c;
+}
+
+Encoding encoding_of(const SearchSpace& space) {
+  Encoding e;
+  for (const ParamSpec& spec : space.params()) {
+    if (std::optional<Coordinate> c = coordinate_of(spec)) {
+      c->offset = e.dims;
+      e.dims += c->width;
+      e.coordinates.push_back(*c);
+    }
+  }
+  return e;
+}
+
+// A trial's point in the cube; nullopt when it lacks a modelled parameter or has it from another
+// distribution.
+std::optional<std::vector<double>> encode(const Encoding& e, const FrozenTrial& t) {
+  std::vector<double> x(e.dims, 0.0);
+  for (const Coordinate& c : e.coordinates) {
+    auto value = t.params.find(c.spec->name);
+    auto dist = t.distributions.find(c.spec->name);
+    if (value == t.params.end() || dist == t.distributions.end() ||
+        !(dist->second == c.spec->distribution)) {
+      return std::nullopt;
+    }
+    const double internal = to_internal(c.spec->distribution, value->second);
+    if (std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
+      x[c.offset + static_cast<size_t>(internal)] = 1.0;
+      continue;
+    }
+    const double v = c.log ? std::log(internal) : internal;
+    x[c.offset] = c.high > c.low ? std::clamp((v - c.low) / (c.high - c.low), 0.0, 1.0) : 0.5;
+  }
+  return x;
+}
+
+ParamValue decode(const Coordinate& c, const std::vector<double>& x) {
+  if (std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
+    const auto begin = x.begin() + static_cast<std::ptrdiff_t>(c.offset);
+    const auto best = std::max_element(begin, begin + static_cast<std::ptrdiff_t>(c.width));
+    return from_internal(c.spec->distribution, static_cast<double>(best - begin));
+  }
+  const double v = c.low + x[c.offset] * (c.high - c.low);
+  return from_internal(c.spec->distribution, c.log ? std::exp(v) : v);
+}
+
+// A point moved back onto the space's grid: categoricals one-hot, so that candidates are points
+// the GP saw the like of.
+void snap(const Encoding& e, std::vector<double>& x) {
+  for (const Coordinate& c : e.coordinates) {
+    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
+      x[c.offset] = std::clamp(x[c.offset], 0.0, 1.0);
+      continue;
+    }
+    const auto begin = x.begin() + static_cast<std::ptrdiff_t>(c.offset);
+    const auto end = begin + static_cast<std::ptrdiff_t>(c.width);
+    const auto best = std::max_element(begin, end);
+    const size_t chosen = static_cast<size_t>(best - begin);
+    for (size_t i = 0; i < c.width; ++i) x[c.offset + i] = i == chosen ? 1.0 : 0.0;
+  }
+}
+
+// log(E[max(f - best, 0)]) for f ~ N(mean, variance), stable far below the best.
+double log_expected_improvement(double mean, double variance, double best) {
+  const double sigma = std::sqrt(std::max(variance, 1e-18));
+  const double z = (mean - best) / sigma;
+  const double log_phi = -0.5 * z * z - 0.5 * std::log(2 * std::numbers::pi);
+  if (z > -6.0) {
+    const double cdf = 0.5 * std::erfc(-z / std::numbers::sqrt2);
+    const double h = std::exp(log_phi) + z * cdf;
+    return std::log(std::max(h, 1e-300)) + std::log(sigma);
+  }
+  // phi(z) + z Phi(z) = phi(z) / z^2 (1 - 3 / z^2 + 15 / z^4 - ...) for z -> -infinity.
+  const double z2 = z * z;
+  return log_phi - std::log(z2) + std::log1p(-3.0 / z2 + 15.0 / (z2 * z2)) + std::log(sigma);
+}
+
+}  // namespace
+
+GpSampler::GpSampler(GpSamplerOptions options) : options_(options) {
+  if (options_.n_startup_trials < 0 || options_.n_candidates < 1 ||
+      options_.n_local_candidates < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "GpSampler: n_startup_trials must be >= 0 and n_candidates >= 1 (got " +
+                    std::to_string(options_.n_startup_trials) + " and " +
+                    std::to_string(options_.n_candidates) + ")");
+  }
+}
+
+ParamValue GpSampler::sample_independent(const std::string& name, const Distribution& distribution,
+                                         const History& history, const TrialContext& trial,
+                                         Rng& rng) {
+  (void)name, (void)history, (void)trial;
+  return RandomSampler::draw(distribution, rng);
+}
+
+SearchSpace GpSampler::relative_space(const History& history) {
+  // The parameters every COMPLETE trial has, with the same distribution, in the first one's order.
+  const FrozenTrial* first = nullptr;
+  std::vector<std::pair<std::string, Distribution>> shared;
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kComplete) continue;
+    if (first == nullptr) {
+      first = &t;
+      for (const auto& [name, d] : t.distributions) shared.emplace_back(name, d);
+      continue;
+    }
+    std::erase_if(shared, [&](const auto& entry) {
+      auto it = t.distributions.find(entry.first);
+      return it == t.distributions.end() || !(it->second == entry.second);
+    });
+  }
+  SearchSpace space;
+  for (auto& [name, d] : shared) {
+    if (is_single(d)) continue;
+    space.add(ParamSpec{.name = name, .distribution = std::move(d)});
+  }
+  return space;
+}
+
+Params GpSampler::sample(const SearchSpace& space, const History& history,
+                         const TrialContext& trial, Rng& rng) {
+  const Encoding e = encoding_of(space);
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kComplete || t.values.empty() || !std::isfinite(t.values[0])) continue;
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      x.push_back(std::move(*p));
+      y.push_back(sign * t.values[0]);
+    }
+  }
+  if (e.dims == 0 || static_cast<int>(x.size()) < std::max(1, options_.n_startup_trials)) {
+    return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
+  }
+  // Running trials (a constant liar): observed at the worst value, so that workers asking at the
+  // same time do not all get the same point.
+  const double worst = *std::min_element(y.begin(), y.end());
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kRunning || t.number == trial.number) continue;
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      x.push_back(std::move(*p));
+      y.push_back(worst);
+    }
+  }
+  const GaussianProcess gp = GaussianProcess::fit(x, y, rng);
+  double best = -std::numeric_limits<double>::infinity();
+  for (const std::vector<double>& p : x) best = std::max(best, gp.predict(p).mean);
+  auto score = [&](const std::vector<double>& p) {
+    const GaussianProcess::Prediction at = gp.predict(p);
+    return log_expected_improvement(at.mean, at.variance, best);
+  };
+
+  // Candidates: random points of the cube, and points near the best trials.
+  std::vector<std::pair<double, std::vector<double>>> scored;
+  auto consider = [&](std::vector<double> p) {
+    snap(e, p);
+    const double s = score(p);
+    scored.emplace_back(s, std::move(p));
+  };
+  for (int i = 0; i < options_.n_candidates; ++i) {
+    std::vector<double> p(e.dims);
+    for (double& v : p) v = rng.uniform();
+    consider(std::move(p));
+  }
+  std::vector<size_t> order(y.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] > y[b]; });
+  const size_t n_best = std::min<size_t>(5, order.size());
+  for (size_t b = 0; b < n_best; ++b) {
+    for (int i = 0; i < options_.n_local_candidates / 5 + 1; ++i) {
+      std::vector<double> p = x[order[b]];
+      for (double& v : p) v += 0.05 * rng.normal();
+      consider(std::move(p));
+    }
+  }
+  // Refine the best few by a local search whose steps shrink when no move improves.
+  std::sort(scored.begin(), scored.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::pair<double, std::vector<double>> chosen = scored.front();
+  for (size_t start = 0; start < std::min<size_t>(3, scored.size()); ++start) {
+    auto [value, point] = scored[start];
+    double step = 0.05;
+    for (int it = 0; it < 40 && step > 1e-4; ++it) {
+      std::vector<double> next = point;
+      for (double& v : next) v += step * rng.normal();
+      snap(e, next);
+      const double s = score(next);
+      if (s > value) {
+        value = s;
+        point = std::move(next);
+      } else {
+        step *= 0.7;
+      }
+    }
+    if (value > chosen.first) chosen = {value, point};
+  }
+
+  Params params;
+  for (const Coordinate& c : e.coordinates) params[c.spec->name] = decode(c, chosen.second);
+  // What the GP does not model: conditional parameters (when active) and normal priors.
+  Params active = params;
+  for (const ParamSpec& spec : space.params()) {
+    if (params.contains(spec.name) || !space.is_active(spec, active)) continue;
+    params[spec.name] = RandomSampler::draw(spec.distribution, rng);
+    active[spec.name] = params[spec.name];
+  }
+  return params;
+}
+
+}  // namespace tuner

@@ -1,0 +1,51 @@
+// GpSampler: Bayesian optimization with a Gaussian process (issue 17; docs/samplers.md, "GP").
+//
+// After n_startup_trials random trials, each proposal fits a GaussianProcess (Matern 5/2, a
+// lengthscale per dimension, noise; search/gaussian_process.h) to the COMPLETE trials and takes
+// the point of the space that maximizes the log expected improvement over the best posterior mean
+// at a trial so far (a noisy objective's luckiest observation is not the target). Parameters go
+// to the unit cube: floats linearly or, with log, in log space; integers and stepped floats as a
+// continuous range widened by half a step on each side, rounded back (as Optuna's GPSampler);
+// a categorical as one coordinate per choice (one-hot), the largest giving the choice. Running
+// trials count as observed at the worst value so far (a constant liar), so parallel workers
+// spread out. The acquisition is maximized over random candidates and candidates near the best
+// trials, then refined by a shrinking local search from the best few.
+//
+// Define-by-run studies sample jointly the parameters every COMPLETE trial has with the same
+// distribution (relative_space); the others, conditional parameters and normal priors are
+// sampled at random. Deterministic: the same history, trial and Rng give the same values.
+// Thread-safe (no state).
+#ifndef TUNER_SEARCH_GP_SAMPLER_H_
+#define TUNER_SEARCH_GP_SAMPLER_H_
+
+#include "search/sampler.h"
+
+namespace tuner {
+
+struct GpSamplerOptions {
+  // Random trials before the GP takes over. Default 10 (as Optuna's GPSampler).
+  int n_startup_trials = 10;
+  // Random candidates per proposal, and candidates around each of the best trials. Defaults 1024
+  // and 128.
+  int n_candidates = 1024;
+  int n_local_candidates = 128;
+};
+
+class GpSampler final : public Sampler {
+ public:
+  explicit GpSampler(GpSamplerOptions options = {});
+
+  Params sample(const SearchSpace& space, const History& history, const TrialContext& trial,
+                Rng& rng) override;
+  ParamValue sample_independent(const std::string& name, const Distribution& distribution,
+                                const History& history, const TrialContext& trial,
+                                Rng& rng) override;
+  SearchSpace relative_space(const History& history) override;
+
+ private:
+  GpSamplerOptions options_;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_SEARCH_GP_SAMPLER_H_
