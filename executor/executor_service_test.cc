@@ -335,7 +335,7 @@ TEST_F(ExecutorServiceTest, HangingJobIsFailedTimedOutAfterItsTimeoutAndItsGroup
             std::string::npos)
       << fail.log_tail;
   EXPECT_GE(took, milliseconds(1000));
-  EXPECT_LT(took, milliseconds(4000));
+  EXPECT_LT(took, milliseconds(10000));
   // The shell and the sleep it left in the background: the whole group is gone (SIGKILL went to
   // it before FAIL was sent; the sleep's reaping by init completes asynchronously).
   std::ifstream in(pid_file);
@@ -370,7 +370,7 @@ TEST_F(ExecutorServiceTest, TimedOutJobThatIgnoresSigtermIsKilledAfterItsStopGra
             std::string::npos)
       << fail.log_tail;
   EXPECT_GE(took, milliseconds(800));
-  EXPECT_LT(took, milliseconds(3000));
+  EXPECT_LT(took, milliseconds(10000));
 }
 
 TEST_F(ExecutorServiceTest, ASilentCoordinatorMakesItReconnectAndSayHelloAgain) {

@@ -66,7 +66,7 @@ start=$(now_ms)
 out=$(timeout -k 5 30 "$tuner" sweep "$work/timed.json" --storage "$work/timed.db" 2>&1); rc=$?
 took=$(( $(now_ms) - start ))
 [ $rc = 0 ] || fail "trial_time sweep exited $rc after $took ms: $out"
-[ $took -lt 8000 ] || fail "trial_time sweep took $took ms: $out"
+[ $took -lt 15000 ] || fail "trial_time sweep took $took ms: $out"
 grep -q 'trial [01] FAIL: timed out after 1 s (the job'"'"'s timeout_s); killed by signal 15 (SIGTERM)' <<<"$out" ||
   fail "no timed-out trial in: $out"
 rows=$(trial_rows "$work/timed.db" timed)
@@ -83,7 +83,7 @@ start=$(now_ms)
 out=$(timeout -k 5 30 "$tuner" sweep "$work/budget.json" --storage "$work/budget.db" 2>&1); rc=$?
 took=$(( $(now_ms) - start ))
 [ $rc = 0 ] || fail "time budget sweep exited $rc after $took ms: $out"
-[ $took -ge 2000 ] && [ $took -lt 6000 ] || fail "time budget sweep took $took ms: $out"
+[ $took -ge 2000 ] && [ $took -lt 12000 ] || fail "time budget sweep took $took ms: $out"
 grep -q "the time budget ran out (1 running trial(s) stopped: FAIL, and run first on resume); to go on: tuner resume --study budget" <<<"$out" ||
   fail "no time-up summary in: $out"
 rows=$(trial_rows "$work/budget.db" budget)
