@@ -1,5 +1,6 @@
 #include "search/gp_sampler.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "search/gaussian_process.h"
+#include "search/lbfgs.h"
 #include "search/random_sampler.h"
 #include "trials/error.h"
 
@@ -230,10 +232,49 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
       consider(std::move(p));
     }
   }
-  // Refine the best few by a local search whose steps shrink when no move improves.
+  // Refine the best few by quasi-Newton ascent over the continuous coordinates (categoricals stay
+  // as they are), each through a logistic map so that the cube's bounds hold; the gradient by
+  // central differences.
   std::sort(scored.begin(), scored.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> free;
+  for (const Coordinate& c : e.coordinates) {
+    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
+      free.push_back(c.offset);
+    }
+  }
   std::pair<double, std::vector<double>> chosen = scored.front();
+  for (size_t start = 0; start < std::min<size_t>(3, scored.size()) && !free.empty(); ++start) {
+    const std::vector<double>& from = scored[start].second;
+    auto point = [&](const Eigen::VectorXd& z) {
+      std::vector<double> p = from;
+      for (size_t i = 0; i < free.size(); ++i) {
+        p[free[i]] = 1.0 / (1.0 + std::exp(-z(static_cast<Eigen::Index>(i))));
+      }
+      return p;
+    };
+    auto negative_score = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
+      constexpr double kH = 1e-5;
+      gradient.resize(z.size());
+      for (Eigen::Index i = 0; i < z.size(); ++i) {
+        Eigen::VectorXd up = z, down = z;
+        up(i) += kH;
+        down(i) -= kH;
+        gradient(i) = (score(point(down)) - score(point(up))) / (2 * kH);
+      }
+      return -score(point(z));
+    };
+    Eigen::VectorXd z(static_cast<Eigen::Index>(free.size()));
+    for (size_t i = 0; i < free.size(); ++i) {
+      const double u = std::clamp(from[free[i]], 1e-6, 1.0 - 1e-6);
+      z(static_cast<Eigen::Index>(i)) = std::log(u / (1.0 - u));
+    }
+    std::vector<double> refined = point(minimize_lbfgs(negative_score, z, 50));
+    const double value = score(refined);
+    if (value > chosen.first) chosen = {value, std::move(refined)};
+  }
+  // And a derivative-free local search from the same starts, with steps that shrink when no move
+  // improves: it also moves the categoricals, and escapes flat stretches of the acquisition.
   for (size_t start = 0; start < std::min<size_t>(3, scored.size()); ++start) {
     auto [value, point] = scored[start];
     double step = 0.05;
@@ -249,7 +290,7 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
         step *= 0.7;
       }
     }
-    if (value > chosen.first) chosen = {value, point};
+    if (value > chosen.first) chosen = {value, std::move(point)};
   }
 
   Params params;

@@ -9,7 +9,8 @@
 // a categorical as one coordinate per choice (one-hot), the largest giving the choice. Running
 // trials count as observed at the worst value so far (a constant liar), so parallel workers
 // spread out. The acquisition is maximized over random candidates and candidates near the best
-// trials, then refined by a shrinking local search from the best few.
+// trials, then refined from the best few by L-BFGS over the continuous coordinates and by a
+// shrinking local search.
 //
 // Define-by-run studies sample jointly the parameters every COMPLETE trial has with the same
 // distribution (relative_space); the others, conditional parameters and normal priors are
