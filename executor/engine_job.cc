@@ -33,6 +33,13 @@
 
 namespace tuner {
 
+std::optional<std::string> engine_placeholder(std::string_view text) {
+  if (text.size() < 3 || text.front() != '{' || text.back() != '}') return std::nullopt;
+  std::string name(text.substr(1, text.size() - 2));
+  if (name.find_first_of("{}") != std::string::npos) return std::nullopt;
+  return name;
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -51,14 +58,8 @@ std::string join(const std::vector<std::string_view>& names) {
 
 // --- Placeholders -------------------------------------------------------------------------------
 
-// "{NAME}" with a non-empty NAME free of braces.
 std::optional<std::string> placeholder_name(const Json& v) {
-  if (!v.is_string()) return std::nullopt;
-  const std::string& s = v.get_ref<const std::string&>();
-  if (s.size() < 3 || s.front() != '{' || s.back() != '}') return std::nullopt;
-  std::string name = s.substr(1, s.size() - 2);
-  if (name.find_first_of("{}") != std::string::npos) return std::nullopt;
-  return name;
+  return v.is_string() ? engine_placeholder(v.get_ref<const std::string&>()) : std::nullopt;
 }
 
 bool has_placeholder(const Json& v) {

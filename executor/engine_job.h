@@ -103,6 +103,10 @@ struct EngineTrialConfig {
 // "input" is still checked.
 EngineJobSpec parse_engine_job(std::string_view json, const std::string& where = "job");
 
+// NAME when `text` is a placeholder "{NAME}" (NAME not empty and free of braces); nullopt for
+// any other string. The one definition of the grammar: sweep files check placeholders with it.
+std::optional<std::string> engine_placeholder(std::string_view text);
+
 // Substitutes `params` into the job and checks every value. Errors are Error(kInvalidArgument)
 // naming the JSON path: `job.training.lr: "{learning_rate}": the trial has no parameter
 // 'learning_rate'`, `job.training.epochs: expected an integer >= 1, got 2.5 (from "{epochs}")`,

@@ -55,9 +55,9 @@ int64_t to_ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration_cast<milliseconds>(d).count();
 }
 
-// A metric as JSON text the way Python's json.dumps writes it (NaN and the infinities included),
-// which is how Optuna's tools read user attributes.
-// A final metric as the user attribute's JSON text; one the job wrote as an integer stays one.
+// A final metric as JSON text the way Python's json.dumps writes it (NaN and the infinities
+// included), which is how Optuna's tools read user attributes; one the job wrote as an integer
+// stays one.
 std::string metric_json(double value, bool integer) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
@@ -250,8 +250,12 @@ struct Coordinator::Impl {
 
   void send_error(const std::string& route, const std::string& what) {
     log("ERROR to " + peer_name(route) + ": " + what);
+    send_error(route, ErrorMessage{.message = what});
+  }
+  // The same, logged by the caller (or not at all).
+  void send_error(const std::string& route, ErrorMessage error) {
     ++stats.errors_sent;
-    send(route, ErrorMessage{.message = what});
+    send(route, error);
   }
 
   StudyRun& run_of(StudyRunId id) const {
@@ -1202,12 +1206,12 @@ struct Coordinator::Impl {
       if (!same_process && clock->steady_now() - other.last_heard < options.lease_timeout) {
         log("refused a second executor " + hello.executor_id + " (" + hello.hostname + ", pid " +
             std::to_string(hello.pid) + "): that id is in use");
-        ++stats.errors_sent;
-        send(route, ErrorMessage{.message = "executor id '" + hello.executor_id +
-                                            "' is in use by a live executor (" + other.hostname +
-                                            ", pid " + std::to_string(other.pid) +
-                                            "): give each executor its own --id",
-                                 .refused = true});
+        send_error(route, ErrorMessage{.message = "executor id '" + hello.executor_id +
+                                                  "' is in use by a live executor (" +
+                                                  other.hostname + ", pid " +
+                                                  std::to_string(other.pid) +
+                                                  "): give each executor its own --id",
+                                       .refused = true});
         return;
       }
     }
@@ -1450,8 +1454,7 @@ struct Coordinator::Impl {
                                std::string(to_string(type)) + ")";
       if (first) log("told " + peer_name(peer) + " to say HELLO (its " +
                      std::string(to_string(type)) + " came before one)");
-      ++stats.errors_sent;
-      send(peer, ErrorMessage{.message = what, .say_hello = true});
+      send_error(peer, ErrorMessage{.message = what, .say_hello = true});
       return;
     }
     ExecutorEntry& executor = it->second;

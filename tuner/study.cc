@@ -54,7 +54,6 @@ Params fixed_params_of(const std::string& text, int trial_number) {
   }
 }
 
-
 std::string format_ms(std::chrono::milliseconds d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g s", static_cast<double>(d.count()) / 1000.0);
@@ -115,7 +114,7 @@ bool dominates(const std::vector<StudyDirection>& directions, const std::vector<
 // or a history not written as Optuna writes it.
 std::vector<int> retry_history_of(const FrozenTrial& t) {
   auto it = t.system_attrs.find(kRetryHistoryAttr);
-  if (it == t.system_attrs.end()) return {};
+  if (it == t.system_attrs.end() || json_nests_deeper_than(it->second, kMaxJsonDepth)) return {};
   const nlohmann::json history = nlohmann::json::parse(it->second, nullptr, false);
   std::vector<int> numbers;
   if (!history.is_array()) return numbers;
@@ -132,13 +131,7 @@ std::vector<int> retry_history_of(const FrozenTrial& t) {
 // "retry_history" (every failed attempt's number); and, so that this project's ask() serves the
 // values, "fixed_params" (the params, with any still unused enqueued values).
 std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
-  nlohmann::json history = nlohmann::json::array();
-  if (auto it = t.system_attrs.find(kRetryHistoryAttr); it != t.system_attrs.end()) {
-    if (!json_nests_deeper_than(it->second, kMaxJsonDepth)) {
-      history = nlohmann::json::parse(it->second, nullptr, false);
-    }
-    if (!history.is_array()) history = nlohmann::json::array();
-  }
+  std::vector<int> history = retry_history_of(t);
   history.push_back(t.number);
   if (static_cast<int>(history.size()) > max_retries) return std::nullopt;
   FrozenTrial retry;
@@ -150,7 +143,7 @@ std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
   if (!retry.system_attrs.contains(kFailedTrialAttr)) {
     retry.system_attrs[kFailedTrialAttr] = std::to_string(t.number);
   }
-  retry.system_attrs[kRetryHistoryAttr] = history.dump();
+  retry.system_attrs[kRetryHistoryAttr] = nlohmann::json(history).dump();
   Params fixed;
   if (auto it = t.system_attrs.find(kFixedParamsAttr); it != t.system_attrs.end()) {
     fixed = fixed_params_of(it->second, t.number);

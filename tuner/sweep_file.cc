@@ -609,12 +609,10 @@ void check_placeholders(const Json& argv, const SearchSpace& space, const std::s
 void check_engine_placeholders(const Json& value, const std::string& path, const SearchSpace& space,
                                const std::string& file) {
   if (value.is_string()) {
-    const std::string& s = value.get_ref<const std::string&>();
-    if (s.size() < 3 || s.front() != '{' || s.back() != '}') return;
-    std::string name = s.substr(1, s.size() - 2);
-    if (name.find_first_of("{}") != std::string::npos) return;
-    check_placeholder(name, path, space, file,
-                      "make it unconditional (a job may ignore a value it does not use)");
+    if (auto name = engine_placeholder(value.get_ref<const std::string&>())) {
+      check_placeholder(*name, path, space, file,
+                        "make it unconditional (a job may ignore a value it does not use)");
+    }
   } else if (value.is_object()) {
     for (const auto& [key, child] : value.items()) {
       check_engine_placeholders(child, child_path(path, key), space, file);
@@ -629,11 +627,8 @@ void check_engine_placeholders(const Json& value, const std::string& path, const
 // The names of the engine placeholders under `value`, in order of first appearance.
 void engine_placeholder_names(const Json& value, std::vector<std::string>& names) {
   if (value.is_string()) {
-    const std::string& s = value.get_ref<const std::string&>();
-    if (s.size() < 3 || s.front() != '{' || s.back() != '}') return;
-    std::string name = s.substr(1, s.size() - 2);
-    if (name.find_first_of("{}") != std::string::npos) return;
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    const std::optional<std::string> name = engine_placeholder(value.get_ref<const std::string&>());
+    if (name && std::find(names.begin(), names.end(), *name) == names.end()) names.push_back(*name);
   } else if (value.is_structured()) {
     for (const Json& child : value) engine_placeholder_names(child, names);
   }
