@@ -9,7 +9,7 @@
 // with "backend": "cpu" and the model's "training" section, so the zoo's training members are the
 // engine job's own); a precision the engine refuses gives an "unsupported" line with its message.
 //
-// Prints one JSON line per measurement; --peaks first prints the machine's peak
+// Prints one JSON line per measurement; --peaks instead prints the machine's peak
 // (machine_peak.h), the engine's large GEMM and the CPU line (describe_cpu_kernels()).
 //
 //   engine_zoo [--zoo FILE] [--models a,b] [--precisions fp32,bf16] [--threads 2] [--steps 0]
@@ -182,8 +182,8 @@ EngineTrialConfig engine_job_config(const ZooModel& z, const std::string& precis
               {"backend", "cpu"},
               {"precision", precision},
               {"objective_metric", "train_loss"}};
-  const EngineJobSpec spec = parse_engine_job(job.dump(), "zoo." + z.name);
-  return resolve_engine_job(spec, Params{}, "zoo." + z.name);
+  const EngineJobSpec spec = parse_engine_job(job.dump());
+  return resolve_engine_job(spec, Params{});
 }
 
 // The CPU backend of `precision`, once the engine job has accepted that precision on the CPU.
@@ -339,7 +339,10 @@ int run(const Args& args) {
                                " (engine_zoo --list names them)");
     }
   }
-  if (args.peaks) print_peaks(args);
+  if (args.peaks) {
+    print_peaks(args);
+    return 0;
+  }
   const bool needs_fmnist =
       !args.synthetic && std::any_of(chosen.begin(), chosen.end(), [](const ZooModel* z) {
         return z->data == "fashion-mnist";
