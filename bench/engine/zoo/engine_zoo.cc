@@ -214,6 +214,16 @@ std::string head(const ZooModel& z, const std::string& precision, const Args& ar
          "\", \"precision\": \"" + precision + "\", \"threads\": " + std::to_string(args.threads);
 }
 
+// The 1-minute load average (/proc/loadavg), which says how shared the cores were; -1 if unknown.
+double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -277,11 +287,11 @@ void bench_model(const Args& args, const ZooModel& z, const std::string& precisi
   std::printf("%s, \"batch\": %lld, \"optimizer\": \"%s\", \"params\": %lld, "
               "\"flops_per_sample\": %.0f, \"steps\": %lld, \"repeats\": %d, "
               "\"samples_per_s\": %.1f, \"samples_per_s_median\": %.1f, \"gflops\": %.2f, "
-              "\"cpu_ms_per_step\": %.3f}\n",
+              "\"cpu_ms_per_step\": %.3f, \"loadavg\": %.2f}\n",
               head(z, precision, args).c_str(), static_cast<long long>(batch),
               config.optimizer.c_str(), static_cast<long long>(spec.num_parameters), flops,
               static_cast<long long>(steps), args.repeats, best, median(rates), best * flops / 1e9,
-              median(cpu_ms));
+              median(cpu_ms), load_average());
   std::fflush(stdout);
 
   // Accuracy: the recipe from a fresh model on the real Fashion-MNIST.
