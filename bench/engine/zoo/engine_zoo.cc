@@ -10,11 +10,12 @@
 // engine job's own); a precision the engine refuses gives an "unsupported" line with its message.
 //
 // Prints one JSON line per measurement; --peaks instead prints the machine's peak
-// (machine_peak.h), the engine's large GEMM and the CPU line (describe_cpu_kernels()).
+// (machine_peak.h), the engine's large GEMM and the CPU line (describe_cpu_kernels()), and
+// --cpu-features the CPU line and whether it has AVX512-BF16 and AMX.
 //
 //   engine_zoo [--zoo FILE] [--models a,b] [--precisions fp32,bf16] [--threads 2] [--steps 0]
 //              [--seconds 3] [--repeats 3] [--warmup 5] [--accuracy-epochs N] [--no-accuracy]
-//              [--data DIR] [--synthetic] [--peaks] [--list] [--quick]
+//              [--data DIR] [--synthetic] [--peaks] [--cpu-features] [--list] [--quick]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -68,6 +69,7 @@ struct Args {
   bool synthetic = false;  // Fashion-MNIST-shaped models on synthetic data too (no data files)
   bool peaks = false;
   bool list = false;
+  bool cpu_features = false;
   bool quick = false;
 };
 
@@ -314,6 +316,13 @@ void bench_model(const Args& args, const ZooModel& z, const std::string& precisi
   std::fflush(stdout);
 }
 
+// {"cpu_kernels": "...", "avx512_bf16": ..., "amx_bf16": ...}: the CPU line and its bf16 units.
+std::string cpu_json_members() {
+  const CpuFeatures cpu = detect_cpu_features();
+  return "\"cpu_kernels\": \"" + json_escape(describe_cpu_kernels()) + "\", \"avx512_bf16\": " +
+         (cpu.avx512_bf16 ? "true" : "false") + ", \"amx_bf16\": " + (cpu.amx_bf16 ? "true" : "false");
+}
+
 void print_peaks(const Args& args) {
   std::unique_ptr<Backend> backend = make_cpu_backend(args.threads);
   const double gemm = gemm_peak_gflops(*backend, args.quick ? 512 : 2048);
@@ -322,16 +331,17 @@ void print_peaks(const Args& args) {
               "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
               machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
               machine.measured_gflops, machine.theoretical_gflops);
-  const CpuFeatures cpu = detect_cpu_features();
-  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f, \"threads\": %d, "
-              "\"cpu_kernels\": \"%s\", \"avx512_bf16\": %s, \"amx_bf16\": %s}\n",
-              gemm, args.threads, json_escape(describe_cpu_kernels()).c_str(),
-              cpu.avx512_bf16 ? "true" : "false", cpu.amx_bf16 ? "true" : "false");
+  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f, \"threads\": %d, %s}\n", gemm,
+              args.threads, cpu_json_members().c_str());
   std::fflush(stdout);
 }
 
 int run(const Args& args) {
   const std::vector<ZooModel> zoo = read_zoo(args.zoo);
+  if (args.cpu_features) {
+    std::printf("{\"impl\": \"engine\", %s}\n", cpu_json_members().c_str());
+    return 0;
+  }
   if (args.list) {
     for (const ZooModel& z : zoo) std::printf("%s\n", z.name.c_str());
     return 0;
@@ -383,7 +393,7 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: engine_zoo [--zoo FILE] [--models a,b] [--precisions fp32,bf16] [--threads N] "
       "[--steps N] [--seconds S] [--repeats N] [--warmup N] [--accuracy-epochs N] "
-      "[--no-accuracy] [--data DIR] [--synthetic] [--peaks] [--list] [--quick]\n";
+      "[--no-accuracy] [--data DIR] [--synthetic] [--peaks] [--cpu-features] [--list] [--quick]\n";
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -423,6 +433,8 @@ int main(int argc, char** argv) {
         args.synthetic = true;
       } else if (a == "--peaks") {
         args.peaks = true;
+      } else if (a == "--cpu-features") {
+        args.cpu_features = true;
       } else if (a == "--list") {
         args.list = true;
       } else if (a == "--quick") {
