@@ -11,7 +11,7 @@ theoretical FMA peak (threads x lanes x 2 x FMA units x the measured clock; mach
 for bf16 rows: the best bf16 GEMM measured (PyTorch's under oneDNN; the FMA peak of fp32 is no
 bound for AMX). "CPU-time ratio": PyTorch's CPU time per step (all its threads, the median
 timing) over the engine's; with one thread it hardly depends on how busy the other cores are,
-with more it counts the time each side's threads spin while they wait. The rows go to DIR/<date>-zoo-<cpu>.jsonl (default: beside RAW).
+with more it counts the time each side's threads spin while they wait. The rows go to DIR/<date>-zoo-<cpu>-<threads>-threads.jsonl (default: beside RAW), appended.
 """
 import argparse
 import datetime
@@ -81,7 +81,9 @@ def main():
         best[key] = seen
     speed = list(best.values())
     acc = [r for r in raw if r.get("model") and "test_accuracy" in r]
-    date = datetime.date.today().isoformat()
+    # The run's date: from run_engine_zoo's raw file name (zoo-raw-YYYYMMDD-...), else today.
+    m = re.search(r"zoo-raw-(\d{4})(\d{2})(\d{2})-", os.path.basename(a.raw))
+    date = f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else datetime.date.today().isoformat()
     rows = []
     for r in speed:
         row = {**r, "date": date, "cpu": cpu}
@@ -98,7 +100,8 @@ def main():
         rows.append({**r, "date": date, "cpu": cpu})
     out_dir = a.out_dir or os.path.dirname(os.path.abspath(a.raw))
     os.makedirs(out_dir, exist_ok=True)
-    out = os.path.join(out_dir, f"{date}-zoo-{cpu_slug(cpu)}.jsonl")
+    threads = engine_head.get("threads") or next((r["threads"] for r in speed if "threads" in r), 0)
+    out = os.path.join(out_dir, f"{date}-zoo-{cpu_slug(cpu)}-{threads}-threads.jsonl")
     with open(out, "a") as f:
         for header in (machine, engine_head, torch_head):
             if header:
