@@ -521,7 +521,15 @@ std::unique_ptr<training::Backend> make_backend(const EngineJobSpec& spec, int g
                   where + ".backend: \"cuda\" (device " + std::to_string(gpu) + "): " + e.what());
     }
   }
-  return training::make_cpu_backend(spec.threads);
+  const training::Precision matmul =
+      spec.precision == "bf16" ? training::Precision::kBfloat16 : training::Precision::kFloat32;
+  try {
+    return training::make_cpu_backend(spec.threads, matmul);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kUnavailable, where + ".precision: \"bf16\" on the CPU backend: " +
+                                             training::cpu_bf16_unavailable() +
+                                             " (use \"fp32\", or \"backend\": \"cuda\")");
+  }
 }
 
 // The communicator of rank trial.rank of trial.world (null for one rank), made once every rank
@@ -674,10 +682,6 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
   }
   if (auto v = top.choice("backend", {"cpu", "cuda"}, false)) spec.backend = *v;
   if (auto v = top.choice("precision", {"fp32", "bf16"}, false)) spec.precision = *v;
-  if (spec.precision == "bf16" && spec.backend != "cuda") {
-    fail(where + ".precision",
-         "\"bf16\" needs \"backend\": \"cuda\" (the CPU backend computes in fp32)");
-  }
   if (auto v = top.choice("convolution", {"gemm", "cudnn"}, false)) spec.convolution = *v;
   if (spec.convolution == "cudnn" && (spec.backend != "cuda" || spec.precision != "fp32")) {
     fail(where + ".convolution",

@@ -51,8 +51,8 @@ struct EngineJobSpec {
   std::string data_dir;         // empty: training::fashion_mnist_dir()
   int threads = 1;              // CPU backend threads; >= 1
   std::string backend = "cpu";  // "cpu" or "cuda"
-  // GEMM inputs on "cuda": "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything
-  // else; docs/training.md).
+  // GEMM inputs: "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything else; on the
+  // CPU, where it has AMX or AVX512-BF16; docs/training.md).
   std::string precision = "fp32";
   // Convolutions on "cuda": "gemm" (im2col + cuBLAS) or "cudnn" (cuDNN's, fp32 only;
   // docs/training.md).

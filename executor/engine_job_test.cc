@@ -90,9 +90,6 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
             "job.training.optimizer: expected one of adam, adamw, sgd, got \"lion\"");
   EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["schedule"] = "linear"; }),
             "job.training.schedule: expected one of constant, cosine, step, got \"linear\"");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["precision"] = "bf16"; }),
-            "job.precision: \"bf16\" needs \"backend\": \"cuda\" (the CPU backend computes in "
-            "fp32)");
   EXPECT_EQ(error_of(job, [](Json& j) { j["convolution"] = "cudnn"; }),
             "job.convolution: \"cudnn\" needs \"backend\": \"cuda\" and \"precision\": "
             "\"fp32\"");

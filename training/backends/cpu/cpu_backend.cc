@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "training/backends/cpu/activation_math.h"
+#include "training/backends/cpu/dnnl_matmul.h"
 #include "training/rng.h"
 
 namespace tuner::training {
@@ -16,10 +18,17 @@ constexpr int64_t kMinElementsPerThread = 16384;
 
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) : pool_(threads), partials_(threads, 0.0) {}
+CpuBackend::CpuBackend(int threads, Precision matmul)
+    : pool_(threads), precision_(matmul), partials_(threads, 0.0) {}
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) {
-  return std::make_unique<CpuBackend>(threads);
+std::string cpu_bf16_unavailable() { return cpu::bf16_products_unavailable(); }
+
+std::unique_ptr<Backend> make_cpu_backend(int threads, Precision matmul) {
+  if (matmul == Precision::kBfloat16) {
+    const std::string why = cpu_bf16_unavailable();
+    if (!why.empty()) throw std::runtime_error("make_cpu_backend: bf16 products: " + why);
+  }
+  return std::make_unique<CpuBackend>(threads, matmul);
 }
 
 void CpuBackend::activation_forward(Activation act, const Tensor& x, Tensor& y) {
