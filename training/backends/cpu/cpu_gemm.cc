@@ -321,9 +321,17 @@ void conv_forward_sample(Precision p, const Window2d& win, const ConvDims& d, co
 // memory: col is read only before dcol is written.
 void conv_backward_sample(Precision p, const Window2d& win, const ConvDims& d, const float* dz,
                           const float* col, Operand w, float* dw, float* dcol, float* dx) {
-  gemm_serial(p, false, true, d.out, d.ckk, d.s, 1.0f, dz, d.s, col, d.s, 1.0f, dw, d.ckk);
+  // Both products read dz: with bf16 products, round it once.
+  Operand g(dz);
+  if (p == Precision::kBfloat16 && dx != nullptr) {
+    thread_local std::vector<uint16_t> dz16;
+    if (dz16.size() < static_cast<size_t>(d.out * d.s)) dz16.resize(d.out * d.s);
+    cpu::round_to_bf16(dz, 1, d.out * d.s, 0, dz16.data());
+    g.bf16 = dz16.data();
+  }
+  gemm_serial(p, false, true, d.out, d.ckk, d.s, 1.0f, g, d.s, col, d.s, 1.0f, dw, d.ckk);
   if (dx != nullptr) {
-    gemm_serial(p, true, false, d.ckk, d.s, d.out, 1.0f, w, d.ckk, dz, d.s, 0.0f, dcol, d.s);
+    gemm_serial(p, true, false, d.ckk, d.s, d.out, 1.0f, w, d.ckk, g, d.s, 0.0f, dcol, d.s);
     col2im(win, dcol, d.c_in, d.h, d.w, d.oh, d.ow, dx);
   }
 }
