@@ -126,6 +126,41 @@ inline float sum_fixed_order(const float* v, int64_t n) {
   return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
 }
 
+// Sums in double of term(i) for i in [0, n), and of a second term beside it, in a fixed order that
+// vectorizes: eight interleaved partial sums each, added pairwise at the end. A plain loop into one
+// double waits on the adder's latency for every element (4 cycles): the statistics of a batch norm
+// over a CNN's feature maps took longer than its convolutions.
+template <class Term>
+inline double sum_fixed_order_double(int64_t n, Term term) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) lane[k] += term(i + k);
+  }
+  for (int k = 0; i < n; ++i, ++k) lane[k] += term(i);
+  return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+}
+
+struct TwoSums {
+  double first = 0.0, second = 0.0;
+};
+
+template <class Terms>  // Terms(i, double& a, double& b) adds its two terms to a and b
+inline TwoSums two_sums_fixed_order_double(int64_t n, Terms terms) {
+  constexpr int kLanes = 8;
+  double a[kLanes] = {}, b[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) terms(i + k, a[k], b[k]);
+  }
+  for (int k = 0; i < n; ++i, ++k) terms(i, a[k], b[k]);
+  const auto total = [](const double* l) {
+    return ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
+  };
+  return {total(a), total(b)};
+}
+
 }  // namespace tuner::training::cpu
 
 #endif  // TUNER_TRAINING_BACKENDS_CPU_ACTIVATION_MATH_H_
