@@ -60,14 +60,16 @@ void CpuBackend::dropout_forward(float p, uint64_t seed, const Tensor& x, Tensor
   // Keep an element when its 24-bit uniform is >= p.
   const uint64_t threshold = static_cast<uint64_t>(static_cast<double>(p) * (1 << 24));
   const uint64_t key = mix64(seed);
-  const float* xp = x.data();
-  float* mp = mask.data();
-  float* yp = y.data();
-  pool_.parallel_for(x.numel(), kMinElementsPerThread, [&](int64_t i0, int64_t i1) {
+  // Captured by value, and restrict-qualified: the loop vectorizes (64-bit multiplies included).
+  const float* __restrict xp = x.data();
+  float* __restrict mp = mask.data();
+  float* __restrict yp = y.data();
+  pool_.parallel_for(x.numel(), kMinElementsPerThread, [=](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       const uint64_t u = mix64(key ^ static_cast<uint64_t>(i)) >> 40;
-      mp[i] = u >= threshold ? keep_scale : 0.0f;
-      yp[i] = xp[i] * mp[i];
+      const float m = u >= threshold ? keep_scale : 0.0f;
+      mp[i] = m;
+      yp[i] = xp[i] * m;
     }
   });
 }
@@ -163,16 +165,25 @@ float CpuBackend::mean_squared_error(const Tensor& pred, const Tensor& target, T
 
 void CpuBackend::sgd_step(const SgdStepArgs& a, std::span<float> params,
                           std::span<const float> grads, std::span<float> velocity) {
+  // Locals and restrict-qualified pointers, as in adam_step, so that the loops vectorize; one loop
+  // per kind of step rather than a branch per element.
+  const float lr = a.lr, wd = a.weight_decay, momentum = a.momentum;
+  const float keep = 1.0f - a.dampening;
+  const bool first = a.first_step, nesterov = a.nesterov;
+  float* __restrict pp = params.data();
+  const float* __restrict gp = grads.data();
+  float* __restrict vp = velocity.data();
   pool_.parallel_for(static_cast<int64_t>(params.size()), kMinElementsPerThread,
-                     [&](int64_t i0, int64_t i1) {
+                     [=](int64_t i0, int64_t i1) {
+                       if (momentum == 0.0f) {
+                         for (int64_t i = i0; i < i1; ++i) pp[i] -= lr * (gp[i] + wd * pp[i]);
+                         return;
+                       }
                        for (int64_t i = i0; i < i1; ++i) {
-                         float g = grads[i] + a.weight_decay * params[i];
-                         if (a.momentum != 0.0f) {
-                           float& buf = velocity[i];
-                           buf = a.first_step ? g : a.momentum * buf + (1.0f - a.dampening) * g;
-                           g = a.nesterov ? g + a.momentum * buf : buf;
-                         }
-                         params[i] -= a.lr * g;
+                         const float g = gp[i] + wd * pp[i];
+                         const float buf = first ? g : momentum * vp[i] + keep * g;
+                         vp[i] = buf;
+                         pp[i] -= lr * (nesterov ? g + momentum * buf : buf);
                        }
                      });
 }
