@@ -11,8 +11,6 @@
 //   engine_vs_pytorch [--backend cpu|cpu-bf16|cuda|cuda-bf16|cuda-cudnn] [--threads 2] [--steps 200]
 //                     [--epochs-mlp 5] [--epochs-cnn 3] [--models mlp,cnn] [--data DIR] [--quick]
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "bench/engine/engine_bench_common.h"
 #include "bench/engine/machine_peak.h"
 #include "training/backends/cpu/cpu_kernels.h"
 #include "training/backends/cuda/cuda_backend.h"
@@ -45,56 +44,10 @@ constexpr const char* kCnn = R"({"name": "cnn", "input": [1, 28, 28], "layers": 
     {"type": "linear", "out": 128}, {"type": "relu"}, {"type": "linear", "out": 10}]})";
 constexpr int64_t kBatch = 128;
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// CPU seconds used by every thread of this process so far: unlike the wall clock, it does not
-// count the time other jobs on a shared machine hold the cores.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Training FLOPs per sample of the GEMM-shaped layers: 2 per multiply-add, times 3 (forward, the
-// input gradient and the weight gradient; the first layer's input gradient is counted too, as
-// the usual 6 * params rule does).
-double training_flops(const std::vector<LayerSpec>& layers) {
-  double f = 0;
-  for (const LayerSpec& l : layers) {
-    if (l.type == "linear") f += 6.0 * l.input[0] * l.out;
-    if (l.type == "conv2d") {
-      f += 6.0 * l.input[0] * l.kernel * l.kernel * l.out * l.output[1] * l.output[2];
-    }
-    f += training_flops(l.body) + training_flops(l.shortcut);
-  }
-  return f;
-}
-
-double gemm_peak_gflops(Backend& backend, int64_t n) {
-  Tensor a = backend.allocate(Shape{n, n}), b = backend.allocate(Shape{n, n});
-  Tensor c = backend.allocate(Shape{n, n});
-  Rng rng(1);
-  std::vector<float> host(static_cast<size_t>(n * n));
-  for (float& v : host) v = rng.uniform(-1, 1);
-  backend.upload(host, a.span());
-  backend.upload(host, b.span());
-  backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
-  backend.synchronize();
-  // A GPU needs several products per timing to rise above the launch and clock noise.
-  const int per_rep = backend.host_accessible() ? 1 : 20;
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double t = now();
-    for (int i = 0; i < per_rep; ++i) {
-      backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
-    }
-    backend.synchronize();
-    best = std::max(best, per_rep * 2.0 * n * n * n / (now() - t) / 1e9);
-  }
-  return best;
-}
+using bench::gemm_peak_gflops;
+using bench::process_cpu_seconds;
+using bench::training_flops;
+double now() { return bench::now_seconds(); }
 
 std::unique_ptr<Backend> make_backend(const std::string& kind, int threads) {
   if (kind == "cuda") return make_cuda_backend(0);
@@ -198,11 +151,7 @@ int run(const Args& args) {
                 machine.measured_gflops, machine.theoretical_gflops);
     peak = std::max(peak, machine.theoretical_gflops);
   }
-  std::string kernels;  // the CPU and its GEMM kernels, as a JSON string's contents
-  for (char c : describe_cpu_kernels()) {
-    if (c == '"' || c == '\\') kernels += '\\';
-    kernels += c;
-  }
+  const std::string kernels = bench::json_escape(describe_cpu_kernels());
   std::printf("{\"impl\": \"engine\", \"backend\": \"%s\", \"gemm_peak_gflops\": %.1f, "
               "\"threads\": %d, \"cpu_kernels\": \"%s\"}\n",
               args.backend.c_str(), gemm_peak, args.threads, kernels.c_str());
