@@ -13,6 +13,7 @@
 
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"
 #include "trials/params_json.h"
@@ -151,6 +152,29 @@ std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
   for (const auto& [name, value] : t.params) fixed[name] = value;
   retry.system_attrs[kFixedParamsAttr] = params_to_json(fixed);
   return retry;
+}
+
+// Puts a trial's constraint values (Trial::set_constraints) into `attrs`; false when one is NaN
+// or infinite (constraint_failure() says which).
+bool constraints_attrs(const std::optional<std::vector<double>>& constraints,
+                       Attributes& attrs) {
+  if (!constraints) return true;
+  for (double v : *constraints) {
+    if (!std::isfinite(v)) return false;
+  }
+  attrs[kConstraintsAttr] = constraints_to_json(*constraints);
+  return true;
+}
+
+std::string constraint_failure(const std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      return "constraint " + std::to_string(i) + " of " + std::to_string(values.size()) + " is " +
+             to_string(ParamValue(values[i])) +
+             " (Trial::set_constraints); a constraint value must be a finite number";
+    }
+  }
+  return "the constraint values are not finite";
 }
 
 }  // namespace
@@ -526,7 +550,11 @@ FrozenTrial Study::tell(Trial& trial, const std::vector<double>& values,
                   user_attrs);
     }
   }
-  FrozenTrial finished = finish(s, TrialState::kComplete, values, {}, user_attrs);
+  Attributes system_attrs;
+  if (!constraints_attrs(s.constraints, system_attrs)) {
+    return tell(trial, TrialState::kFail, constraint_failure(*s.constraints), user_attrs);
+  }
+  FrozenTrial finished = finish(s, TrialState::kComplete, values, system_attrs, user_attrs);
   mark_told(s);
   return finished;
 }
@@ -537,6 +565,9 @@ FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reaso
   std::vector<double> values;
   Attributes attrs;
   if (state == TrialState::kPruned) {
+    if (!constraints_attrs(s.constraints, attrs)) {
+      return tell(trial, TrialState::kFail, constraint_failure(*s.constraints), user_attrs);
+    }
     FrozenTrial record = core_->storage->get_trial(s.trial_id);
     if (!record.intermediate_values.empty() && directions().size() == 1) {
       double last = record.intermediate_values.rbegin()->second;
@@ -727,13 +758,44 @@ FrozenTrial Study::best_trial() const {
   if (!best) {
     throw Error(ErrorCode::kFailedPrecondition, "study '" + name() + "' has no COMPLETE trial yet");
   }
-  return *best;
+  if (is_feasible(*best)) return *best;
+  // The best value violates a constraint (as Optuna: the best of the feasible trials instead).
+  TrialFilter filter;
+  filter.states = std::vector<TrialState>{TrialState::kComplete};
+  const std::vector<FrozenTrial> complete = trials(filter);
+  const FrozenTrial* feasible = nullptr;
+  const FrozenTrial* least_violating = nullptr;
+  double least = std::numeric_limits<double>::infinity();
+  const double sign = direction() == StudyDirection::kMaximize ? -1.0 : 1.0;
+  for (const FrozenTrial& t : complete) {
+    if (t.values.size() != 1) continue;
+    const double violation = constraint_violation(constraints_of(t));
+    if (violation == 0) {
+      if (!feasible || sign * t.values[0] < sign * feasible->values[0]) feasible = &t;
+    } else if (!least_violating || violation < least) {
+      least_violating = &t;
+      least = violation;
+    }
+  }
+  if (!feasible) {
+    std::ostringstream by;
+    by << least;
+    throw Error(ErrorCode::kFailedPrecondition,
+                "study '" + name() + "' has no feasible COMPLETE trial yet: each of its " +
+                    std::to_string(complete.size()) +
+                    " COMPLETE trials has a constraint value > 0 (the least violation is trial " +
+                    std::to_string(least_violating ? least_violating->number : -1) + "'s, by " +
+                    by.str() + ")");
+  }
+  return *feasible;
 }
 
 std::vector<FrozenTrial> Study::best_trials() const {
   TrialFilter filter;
   filter.states = std::vector<TrialState>{TrialState::kComplete};
   std::vector<FrozenTrial> complete = trials(filter);
+  // Constrained optimization: the front of the feasible trials only (as Optuna).
+  std::erase_if(complete, [](const FrozenTrial& t) { return !is_feasible(t); });
   std::vector<FrozenTrial> front;
   for (const FrozenTrial& t : complete) {
     bool dominated = false;

@@ -34,6 +34,8 @@ struct Trial::State {
   // The scheduler's memo for this trial (search/scheduler.h): reset when a step is reported
   // that is not past every earlier one (a value may have been rewritten).
   ReportMemo memo;
+  // Trial::set_constraints(); stored by tell().
+  std::optional<std::vector<double>> constraints;
   // A re-run's earlier attempts (its "retry_history" system attribute); empty for a first run.
   std::vector<int> retry_history;
   bool stop_requested = false;
