@@ -33,14 +33,17 @@ std::string counts_text(const SweepProgress& p) {
   const int64_t done = p.complete + p.pruned + p.failed;
   std::string text = std::to_string(done);
   if (p.trial_budget) text += "/" + std::to_string(*p.trial_budget);
-  text += " done (" + std::to_string(p.complete) + " complete, " + std::to_string(p.pruned) +
-          " pruned, " + std::to_string(p.failed) + " failed), " + std::to_string(p.running) +
-          " running";
+  text += " done (" + std::to_string(p.complete) + " complete" +
+          (p.infeasible > 0 ? " of which " + std::to_string(p.infeasible) + " infeasible" : "") +
+          ", " + std::to_string(p.pruned) + " pruned, " + std::to_string(p.failed) +
+          " failed), " + std::to_string(p.running) + " running";
   return text;
 }
 
 std::string best_text(const SweepProgress& p, const std::string& metric) {
-  if (!p.best_value) return "no complete trial yet";
+  if (!p.best_value) {
+    return p.infeasible > 0 ? "no feasible trial yet" : "no complete trial yet";
+  }
   return "best " + metric + " " + value_text(*p.best_value) + " (trial " +
          std::to_string(*p.best_number) + ")";
 }
