@@ -13,6 +13,7 @@
 #include "trials/error.h"
 #include "trials/json_depth.h"
 #include "trials/param_value.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::cli {
 std::string number_text(double v, int digits) {
@@ -86,9 +87,13 @@ int count_infeasible(const std::vector<FrozenTrial>& trials) {
   }));
 }
 
-bool any_constraints(const std::vector<FrozenTrial>& trials) {
-  return std::any_of(trials.begin(), trials.end(),
-                     [](const FrozenTrial& t) { return has_constraints(t); });
+TrialColumns trial_columns(const std::vector<FrozenTrial>& trials) {
+  TrialColumns columns;
+  for (const FrozenTrial& t : trials) {
+    columns.constraints |= has_constraints(t);
+    columns.sampler |= !sampler_of(t).empty();
+  }
+  return columns;
 }
 
 std::string trial_json(const FrozenTrial& t) {
@@ -110,6 +115,9 @@ std::string trial_json(const FrozenTrial& t) {
     steps += (steps.empty() ? "" : ",") + Json(std::to_string(step)).dump() + ":" + number_json(value);
   }
   field("intermediate_values", "{" + steps + "}");
+  if (const std::string sampler = sampler_of(t); !sampler.empty()) {
+    field("sampler", Json(sampler).dump());
+  }
   if (has_constraints(t)) {
     const std::vector<ConstraintValue> constraints = constraints_of(t);
     std::string list;
@@ -138,16 +146,17 @@ std::string trial_json(const FrozenTrial& t) {
   return out + "}";
 }
 
-std::vector<std::string> trial_header(const std::vector<std::string>& names, bool constraints) {
+std::vector<std::string> trial_header(const std::vector<std::string>& names, TrialColumns columns) {
   std::vector<std::string> header = {"number", "state", "value"};
-  if (constraints) header.insert(header.end(), {"feasible", "constraints"});
+  if (columns.constraints) header.insert(header.end(), {"feasible", "constraints"});
   header.push_back("seconds");
+  if (columns.sampler) header.push_back("sampler");
   header.insert(header.end(), names.begin(), names.end());
   return header;
 }
 
 std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::string>& names,
-                                   Cells cells, bool constraints) {
+                                   Cells cells, TrialColumns columns) {
   std::string values;
   for (double v : t.values) {
     values += (values.empty() ? "" : " ") +
@@ -155,7 +164,7 @@ std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::
   }
   std::vector<std::string> row = {std::to_string(t.number), std::string(to_string(t.state)),
                                   values};
-  if (constraints) {
+  if (columns.constraints) {
     const bool finished = t.state == TrialState::kComplete || t.state == TrialState::kPruned;
     std::string cell;
     std::vector<ConstraintValue> c;
@@ -168,6 +177,7 @@ std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::
     row.push_back(cell);
   }
   row.push_back(duration_seconds(t));
+  if (columns.sampler) row.push_back(sampler_of(t));
   for (const std::string& name : names) {
     auto it = t.params.find(name);
     // Strings as they are: a quoted "adam" would keep its quotes in a spreadsheet or pandas.

@@ -29,27 +29,31 @@ const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirectio
 // How many COMPLETE trials violate a constraint.
 int count_infeasible(const std::vector<FrozenTrial>& trials);
 
-// True when any of the trials has constraint values.
-bool any_constraints(const std::vector<FrozenTrial>& trials);
+// The optional columns of a trials table: those that some of the trials have.
+struct TrialColumns {
+  bool constraints = false;  // "feasible" and "constraints"
+  bool sampler = false;      // "sampler"
+};
+TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 
 // A trial as JSON: number, state, values, params, intermediate values, user attributes,
-// start and end datetimes (Optuna's format), duration in seconds; and for a trial with
-// constraint values, "constraints" (the list) and "feasible". NaN and the infinities are
+// start and end datetimes (Optuna's format), duration in seconds; "sampler" when recorded; and
+// for a trial with constraint values, "constraints" (the list) and "feasible". NaN and the infinities are
 // written NaN, Infinity and -Infinity, as Python's json module writes and reads them.
 std::string trial_json(const FrozenTrial& trial);
 
 // How cells write numbers: rounded for a table people read, exactly (round-trip) for CSV.
 enum class Cells { kForPeople, kExact };
 
-// Column headers and the cells of one trial: number, state, value(s), with `constraints` the
-// columns "feasible" ("yes" or "no" for a COMPLETE or PRUNED trial) and "constraints" (its
-// values), duration, then one column per parameter name (empty when the trial has none of it).
-// String values are unquoted.
+// Column headers and the cells of one trial: number, state, value(s), with columns.constraints
+// "feasible" ("yes" or "no" for a COMPLETE or PRUNED trial) and "constraints" (its values),
+// duration, with columns.sampler "sampler", then one column per parameter name (empty when the
+// trial has none of it). String values are unquoted.
 std::vector<std::string> trial_header(const std::vector<std::string>& param_names,
-                                      bool constraints = false);
+                                      TrialColumns columns = {});
 std::vector<std::string> trial_row(const FrozenTrial& trial,
                                    const std::vector<std::string>& param_names, Cells cells,
-                                   bool constraints = false);
+                                   TrialColumns columns = {});
 
 // Every parameter name that occurs, sorted.
 std::vector<std::string> param_names(const std::vector<FrozenTrial>& trials);

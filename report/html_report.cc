@@ -12,6 +12,7 @@
 #include "report/subsample.h"
 #include "report/svg_plot.h"
 #include "trials/constraints.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::report {
 
@@ -445,6 +446,7 @@ class Page {
     }
     if (view_.constrained) out_ += "<th>Feasible</th>";
     out_ += "<th>Duration (s)</th><th>Started (UTC)</th>";
+    if (view_.samplers) out_ += "<th>Sampler</th>";
     for (const ParamAxis& p : view_.params) out_ += "<th>" + escape_html(p.name) + "</th>";
     out_ += "</tr></thead><tbody>";
     for (size_t r : rows) {
@@ -475,6 +477,7 @@ class Page {
       std::string seconds = d ? format_number(*d) : "";
       out_ += "<td class=\"num\" data-v=\"" + seconds + "\">" + seconds + "</td><td>" +
               (t.datetime_start ? format_time(*t.datetime_start) : "") + "</td>";
+      if (view_.samplers) out_ += "<td>" + escape_html(sampler_of(t)) + "</td>";
       for (const ParamAxis& p : view_.params) {
         auto it = t.params.find(p.name);
         if (it == t.params.end()) {

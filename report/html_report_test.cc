@@ -9,6 +9,7 @@
 
 #include "search/rng.h"
 #include "trials/constraints.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::report {
 namespace {
@@ -173,6 +174,21 @@ TEST(HtmlReportTest, InfeasibleTrialsAreMarkedAndNeverTheBest) {
   EXPECT_EQ(plot(none, "history").find("class=\"pt best\""), std::string::npos);
   // An unconstrained study has no such column.
   EXPECT_EQ(render_report(make_input(20)).find("<th>Feasible</th>"), std::string::npos);
+}
+
+// Issue 17, item 4: the trials table names the sampler each trial came from.
+TEST(HtmlReportTest, TheTrialsTableNamesEachTrialsSampler) {
+  ReportInput in = make_input(20);
+  EXPECT_EQ(render_report(in).find("<th>Sampler</th>"), std::string::npos);  // none recorded
+  for (auto& t : in.trials) {
+    if (t.state != TrialState::kRunning) {
+      t.system_attrs[kSamplerAttr] = t.number < 10 ? "\"random\"" : "\"tpe\"";
+    }
+  }
+  const std::string html = render_report(in);
+  EXPECT_NE(html.find("<th>Sampler</th>"), std::string::npos);
+  EXPECT_EQ(count(html, "<td>random</td>"), 10u);
+  EXPECT_EQ(count(html, "<td>tpe</td>"), 9u);  // the last trial is RUNNING
 }
 
 TEST(HtmlReportTest, SameInputSameOutput) {

@@ -7,6 +7,7 @@
 
 #include "trials/constraints.h"
 #include "trials/json_depth.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::report {
 
@@ -146,7 +147,10 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
       view.complete.push_back(t);
     }
   }
-  for (const FrozenTrial* t : view.trials) view.constrained |= has_constraints(*t);
+  for (const FrozenTrial* t : view.trials) {
+    view.constrained |= has_constraints(*t);
+    view.samplers |= !sampler_of(*t).empty();
+  }
   for (const FrozenTrial* t : view.complete) {
     view.feasible.push_back(is_feasible(*t));
     if (view.feasible.back()) ++view.n_feasible;

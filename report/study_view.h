@@ -41,6 +41,8 @@ struct StudyView {
   // Constrained optimization (trials/constraints.h): whether any trial has constraint values,
   // and, per `complete` trial, whether it is feasible (every value <= 0; all true otherwise).
   bool constrained = false;
+  // Whether any trial records the sampler it came from (trials/trial_origin.h).
+  bool samplers = false;
   std::vector<bool> feasible;
   size_t n_feasible = 0;
   // Per objective: indices into `complete`, best first (ties by number), the feasible trials

@@ -49,6 +49,7 @@ class GpSampler final : public Sampler {
                                 const History& history, const TrialContext& trial,
                                 Rng& rng) override;
   SearchSpace relative_space(const History& history) override;
+  std::string name() const override { return "gp"; }
 
  private:
   GpSamplerOptions options_;

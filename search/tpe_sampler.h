@@ -124,6 +124,8 @@ class TpeSampler final : public Sampler {
   SearchSpace relative_space(const History& history) override;
 
   const TpeOptions& options() const { return options_; }
+  std::string name() const override { return "tpe"; }
+
 
  private:
   struct Cache;

@@ -17,6 +17,7 @@
 #include "trials/error.h"
 #include "trials/json_depth.h"
 #include "trials/params_json.h"
+#include "trials/trial_origin.h"
 #include "tuner/study_core.h"
 #include "tuner/trial_state_internal.h"
 
@@ -141,6 +142,7 @@ std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
   retry.user_attrs = t.user_attrs;
   retry.system_attrs = t.system_attrs;
   retry.system_attrs.erase(kFailReasonAttr);
+  retry.system_attrs.erase(kSamplerAttr);
   if (!retry.system_attrs.contains(kFailedTrialAttr)) {
     retry.system_attrs[kFailedTrialAttr] = std::to_string(t.number);
   }
@@ -405,6 +407,9 @@ Trial Study::start_trial(const SearchSpace* space) {
         state->fixed = fixed_params_of(it->second, t.number);
       }
       state->retry_history = retry_history_of(t);
+      state->origin = !state->retry_history.empty() || t.system_attrs.contains(kFailedTrialAttr)
+                          ? "retry"
+                          : "enqueued";
       break;
     }
   }
@@ -418,6 +423,7 @@ Trial Study::start_trial(const SearchSpace* space) {
         core.own_write_locked([&] { return core.storage->create_trial(core.record.study_id); });
     state->trial_id = created.trial_id;
     state->number = created.number;
+    state->origin = core.sampler->name();
     // The new trial follows the history just read unless another process added one meanwhile:
     // then read again, so that the history has no gap.
     if (created.number == static_cast<int>(core.trials.size())) {
@@ -589,9 +595,11 @@ FrozenTrial Study::finish(const Trial::State& s, TrialState state,
                           const std::vector<double>& values, const Attributes& system_attrs,
                           const Attributes& user_attrs) {
   StudyCore& core = *core_;
+  Attributes attrs = system_attrs;
+  if (!s.origin.empty()) attrs[kSamplerAttr] = json_string(s.origin);
   std::lock_guard lock(core.mutex);
   FrozenTrial finished = core.own_write_locked([&] {
-    return core.storage->finish_trial(s.trial_id, state, values, system_attrs, user_attrs);
+    return core.storage->finish_trial(s.trial_id, state, values, attrs, user_attrs);
   });
   const auto n = static_cast<size_t>(s.number);
   if (core.seen_changes && n < core.trials.size() && core.trials[n].trial_id == s.trial_id) {
@@ -627,6 +635,7 @@ Study::Rerun Study::fail_and_retry(Trial& trial, const std::string& reason,
         retry_of(record, max_retries.value_or(std::numeric_limits<int>::max()));
     Attributes fail_attrs;
     fail_attrs[kFailReasonAttr] = json_string(reason);
+    if (!s.origin.empty()) fail_attrs[kSamplerAttr] = json_string(s.origin);
     // A stale_before past every heartbeat: any RUNNING trial (see Storage::fail_stale_trial).
     std::optional<Storage::StaleTrialOutcome> outcome = core.storage->fail_stale_trial(
         s.trial_id, TimePoint::max(), fail_attrs, retry ? &*retry : nullptr);

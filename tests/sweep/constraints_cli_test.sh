@@ -46,6 +46,7 @@ for r in complete:
     x = r["user_attrs"]["x"]
     assert r["constraints"] == [x - 2.5], r          # metric - max
     assert r["feasible"] == (x <= 2.5), r
+    assert r["sampler"] == "tpe", r
 feasible = [r for r in complete if r["feasible"]]
 infeasible = [r for r in complete if not r["feasible"]]
 assert feasible and infeasible, "want both kinds: %d feasible" % len(feasible)
@@ -63,8 +64,11 @@ grep -q "^  constraints: -[0-9.e-]* (feasible; $n_infeasible of 12 COMPLETE tria
 out=$("$tuner" status --storage "$db") || fail "status: $out"
 grep -q "^quadratic: 12 trials.*, $n_infeasible COMPLETE infeasible" <<<"$out" || fail "status says: $out"
 csv=$("$tuner" trials --storage "$db" --study quadratic --csv) || fail "trials --csv"
-head -1 <<<"$csv" | grep -q "^number,state,value,feasible,constraints,seconds," || fail "csv header: $csv"
+head -1 <<<"$csv" | grep -q "^number,state,value,feasible,constraints,seconds,sampler," || fail "csv header: $csv"
 [ "$(grep -c ",COMPLETE,[^,]*,no," <<<"$csv")" = "$n_infeasible" ] || fail "csv marks: $csv"
+# Item 4: each trial names its sampler: 5 random startup trials of TPE count as TPE's.
+[ "$(tail -n +2 <<<"$csv" | cut -d, -f7 | sort | uniq -c | tr -s ' ')" = " 12 tpe" ] ||
+  fail "sampler column: $csv"
 table=$("$tuner" trials --storage "$db" --study quadratic) || fail "trials"
 head -1 <<<"$table" | grep -q "feasible  constraints" || fail "table header: $table"
 
