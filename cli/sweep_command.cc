@@ -16,8 +16,10 @@
 #include "executor/job_spec.h"
 #include "registry/export.h"
 #include "storage/sqlite_storage.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
+#include "trials/trial_origin.h"
 #include "tuner/study.h"
 #include "tuner/serve.h"
 #include "tuner/sweep_runner.h"
@@ -92,6 +94,12 @@ class ProgressPrinter {
     std::string line = "[" + study_ + "] trial " + std::to_string(t.number) + " " +
                        std::string(to_string(t.state));
     if (!t.values.empty()) line += ": " + metric_ + " " + value_text(t.values[0]);
+    // Where its params came from, and whether it violates a constraint.
+    std::string notes = sampler_of(t);
+    if (t.state != TrialState::kFail && !is_feasible(t)) {
+      notes += (notes.empty() ? "" : "; ") + std::string("infeasible");
+    }
+    if (!notes.empty() && t.state != TrialState::kFail) line += " (" + notes + ")";
     if (const std::string reason = fail_reason(t); t.state == TrialState::kFail && !reason.empty()) {
       line += ": " + reason;
     }

@@ -33,6 +33,11 @@ make_sweep "$work/c.json" '[{"metric": "x", "max": 2.5}]'
 db="$work/c.db"
 out=$("$tuner" sweep "$work/c.json" --storage "$db" 2>&1) || fail "sweep exited $?: $out"
 grep -q "12/12 done" <<<"$out" || fail "no summary in: $out"
+# Each trial's line names its sampler, and marks it when it is infeasible.
+grep -q "^\[quadratic\] trial [0-9]* COMPLETE: loss [0-9.e-]* (tpe; infeasible); " <<<"$out" ||
+  fail "no infeasible trial line: $out"
+grep -q "^\[quadratic\] trial [0-9]* COMPLETE: loss [0-9.e-]* (tpe); " <<<"$out" ||
+  fail "no feasible trial line: $out"
 
 "$tuner" trials --storage "$db" --study quadratic --json >"$work/trials.json" || fail "trials --json"
 best=$("$tuner" best --storage "$db" --study quadratic --json) || fail "best --json"
