@@ -374,7 +374,7 @@ void Parser::check_constraint_metrics(const SweepFile& sweep, const Json& job) c
   if (sweep.job_kind != "engine") return;
   const std::vector<std::string> metrics = {"train_loss", "val_loss",      "val_accuracy",
                                             "lr",         "epoch_seconds", "best_epoch",
-                                            "test_loss",  "test_accuracy"};
+                                            "num_params", "test_loss",     "test_accuracy"};
   for (size_t i = 0; i < sweep.constraints.size(); ++i) {
     const std::string& metric = sweep.constraints[i].metric;
     const std::string at = child_path(index_path("constraints", i), "metric");

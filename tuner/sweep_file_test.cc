@@ -547,9 +547,10 @@ TEST(SweepFileTest, EngineConstraintsMustNameMetricsTheEngineReports) {
   const char* layers = R"([{"type": "flatten"}, {"type": "linear", "out": 10}])";
   Json doc = Json::parse(engine_sweep(params, layers));
   doc["constraints"] = Json::parse(R"([{"metric": "epoch_seconds", "max": 30},
+                                       {"metric": "num_params", "max": 1e6},
                                        {"metric": "val_los", "max": 0.5}])");
   EXPECT_THAT(error_of(doc.dump()),
-              HasSubstr("sweep.json: constraints[1].metric: \"val_los\" is not a metric of an "
+              HasSubstr("sweep.json: constraints[2].metric: \"val_los\" is not a metric of an "
                         "engine job (it reports \"train_loss\", \"val_loss\""));
   EXPECT_THAT(error_of(doc.dump()), HasSubstr("(did you mean \"val_loss\"?)"));
   doc["constraints"] = Json::parse(R"([{"metric": "test_accuracy", "min": 0.5}])");
