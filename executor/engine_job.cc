@@ -869,6 +869,8 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     const size_t best = best_index(history, spec);
     out = history[best].metrics;
     out["best_epoch"] = static_cast<double>(history[best].epoch);
+    // The model's size, for constraints on it (a sweep's "constraints": docs/sweep_file.md).
+    out["num_params"] = static_cast<double>(model->parameters().num_parameters());
     return out;
   };
   auto write_metrics_file = [&](const Metrics& final) {

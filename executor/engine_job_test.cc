@@ -457,6 +457,7 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   EXPECT_GE(final.at("val_accuracy"), reports[0].metrics.at("val_accuracy"));
   EXPECT_GE(final.at("val_accuracy"), reports[1].metrics.at("val_accuracy"));
   EXPECT_FALSE(final.contains("test_accuracy"));
+  EXPECT_EQ(final.at("num_params"), 784 * 32 + 32 + 32 * 10 + 10);  // the two linear layers
 
   // Same params and seed: the same metrics, bit for bit.
   const EngineOutcome again = run_engine_trial(spec(), {.number = 0, .params = kParams});
