@@ -1,8 +1,10 @@
-// tuner best --study NAME --storage PATH [--json]: the best COMPLETE trial of a study.
+// tuner best --study NAME --storage PATH [--json]: the best COMPLETE trial of a study; in a
+// constrained study, the best feasible one (every constraint value <= 0).
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
 #include "tuner/sweep_runner.h"
@@ -23,6 +25,13 @@ int run_best(const std::vector<std::string>& args) {
   const std::vector<FrozenTrial> trials =
       storage->get_trials(study.study_id, {.states = std::vector{TrialState::kComplete}});
   const FrozenTrial* best = best_of(trials, study.directions[0]);
+  if (best == nullptr && !trials.empty()) {
+    throw Error(ErrorCode::kNotFound,
+                "study '" + name + "' has no feasible trial yet: each of its " +
+                    std::to_string(trials.size()) +
+                    " COMPLETE trials violates a constraint (a constraint value > 0; 'tuner "
+                    "trials' shows them)");
+  }
   if (best == nullptr) {
     throw Error(ErrorCode::kNotFound, "study '" + name + "' has no COMPLETE trial yet");
   }
@@ -31,6 +40,12 @@ int run_best(const std::vector<std::string>& args) {
     return kExitOk;
   }
   std::cout << "trial " << best->number << ": value " << best->values[0] << "\n";
+  if (has_constraints(*best)) {
+    std::cout << "  constraints:";
+    for (const ConstraintValue& c : constraints_of(*best)) std::cout << " " << c.value;
+    std::cout << " (feasible; " << count_infeasible(trials) << " of " << trials.size()
+              << " COMPLETE trials are not)\n";
+  }
   for (const auto& [param, value] : best->params) {
     std::cout << "  " << param << " = " << to_string(value) << "\n";
   }

@@ -83,7 +83,8 @@ std::span<const Command> commands() {
        &run_trials},
       {"best",
        "best --storage PATH --study NAME [--json]\n"
-       "                                 the best COMPLETE trial and its parameters",
+       "                                 the best COMPLETE trial and its parameters (with\n"
+       "                                 constraints: the best feasible one)",
        &run_best},
       {"space",
        "space check FILE                 validate a search-space JSON file and print it back\n"

@@ -32,6 +32,10 @@ int run_status(const std::vector<std::string>& args) {
       if (const FrozenTrial* best = best_of(trials, s.directions[0])) {
         std::cout << ", best " << best->values[0] << " (trial " << best->number << ")";
       }
+      // Constrained studies: the best is the best feasible trial.
+      if (const int infeasible = count_infeasible(trials); infeasible > 0) {
+        std::cout << ", " << infeasible << " COMPLETE infeasible";
+      }
     } else {
       std::cout << "; " << s.directions.size() << " objectives";
     }

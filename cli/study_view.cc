@@ -9,9 +9,11 @@
 
 #include "storage/optuna_schema.h"
 #include "storage/sqlite_storage.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"
 #include "trials/param_value.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::cli {
 std::string number_text(double v, int digits) {
@@ -70,13 +72,28 @@ StudyRecord find_study(Storage& storage, const std::string& name, const std::str
 const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirection direction) {
   const FrozenTrial* best = nullptr;
   for (const FrozenTrial& t : trials) {
-    if (t.state != TrialState::kComplete || t.values.size() != 1) continue;
+    if (t.state != TrialState::kComplete || t.values.size() != 1 || !is_feasible(t)) continue;
     if (best == nullptr || (direction == StudyDirection::kMaximize ? t.values[0] > best->values[0]
                                                                    : t.values[0] < best->values[0])) {
       best = &t;
     }
   }
   return best;
+}
+
+int count_infeasible(const std::vector<FrozenTrial>& trials) {
+  return static_cast<int>(std::count_if(trials.begin(), trials.end(), [](const FrozenTrial& t) {
+    return t.state == TrialState::kComplete && !is_feasible(t);
+  }));
+}
+
+TrialColumns trial_columns(const std::vector<FrozenTrial>& trials) {
+  TrialColumns columns;
+  for (const FrozenTrial& t : trials) {
+    columns.constraints |= has_constraints(t);
+    columns.sampler |= !sampler_of(t).empty();
+  }
+  return columns;
 }
 
 std::string trial_json(const FrozenTrial& t) {
@@ -98,6 +115,18 @@ std::string trial_json(const FrozenTrial& t) {
     steps += (steps.empty() ? "" : ",") + Json(std::to_string(step)).dump() + ":" + number_json(value);
   }
   field("intermediate_values", "{" + steps + "}");
+  if (const std::string sampler = sampler_of(t); !sampler.empty()) {
+    field("sampler", Json(sampler).dump());
+  }
+  if (has_constraints(t)) {
+    const std::vector<ConstraintValue> constraints = constraints_of(t);
+    std::string list;
+    for (const ConstraintValue& c : constraints) {
+      list += (list.empty() ? "" : ",") + number_json(c.value);
+    }
+    field("constraints", "[" + list + "]");
+    field("feasible", constraint_violation(constraints) == 0 ? "true" : "false");
+  }
   Json attrs = Json::object();
   for (const auto& [key, text] : t.user_attrs) {
     // Text that is not JSON, or nests too deep to copy safely, is shown as a string.
@@ -117,21 +146,38 @@ std::string trial_json(const FrozenTrial& t) {
   return out + "}";
 }
 
-std::vector<std::string> trial_header(const std::vector<std::string>& names) {
-  std::vector<std::string> header = {"number", "state", "value", "seconds"};
+std::vector<std::string> trial_header(const std::vector<std::string>& names, TrialColumns columns) {
+  std::vector<std::string> header = {"number", "state", "value"};
+  if (columns.constraints) header.insert(header.end(), {"feasible", "constraints"});
+  header.push_back("seconds");
+  if (columns.sampler) header.push_back("sampler");
   header.insert(header.end(), names.begin(), names.end());
   return header;
 }
 
 std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::string>& names,
-                                   Cells cells) {
+                                   Cells cells, TrialColumns columns) {
   std::string values;
   for (double v : t.values) {
     values += (values.empty() ? "" : " ") +
               (cells == Cells::kExact ? to_string(ParamValue(v)) : number_text(v));
   }
   std::vector<std::string> row = {std::to_string(t.number), std::string(to_string(t.state)),
-                                  values, duration_seconds(t)};
+                                  values};
+  if (columns.constraints) {
+    const bool finished = t.state == TrialState::kComplete || t.state == TrialState::kPruned;
+    std::string cell;
+    std::vector<ConstraintValue> c;
+    if (has_constraints(t)) c = constraints_of(t);
+    for (const ConstraintValue& v : c) {
+      cell += (cell.empty() ? "" : " ") +
+              (cells == Cells::kExact ? to_string(ParamValue(v.value)) : number_text(v.value));
+    }
+    row.push_back(!finished ? "" : constraint_violation(c) == 0 ? "yes" : "no");
+    row.push_back(cell);
+  }
+  row.push_back(duration_seconds(t));
+  if (columns.sampler) row.push_back(sampler_of(t));
   for (const std::string& name : names) {
     auto it = t.params.find(name);
     // Strings as they are: a quoted "adam" would keep its quotes in a spreadsheet or pandas.

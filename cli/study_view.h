@@ -22,22 +22,38 @@ std::unique_ptr<Storage> open_read_only(const std::string& path);
 // The study named `name`; Error(kNotFound) listing the studies of the file otherwise.
 StudyRecord find_study(Storage& storage, const std::string& name, const std::string& path);
 
-// The best COMPLETE trial of a single-objective study; nullptr when there is none.
+// The best feasible COMPLETE trial of a single-objective study (trials/constraints.h: every
+// constraint value <= 0); nullptr when there is none.
 const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirection direction);
 
+// How many COMPLETE trials violate a constraint.
+int count_infeasible(const std::vector<FrozenTrial>& trials);
+
+// The optional columns of a trials table: those that some of the trials have.
+struct TrialColumns {
+  bool constraints = false;  // "feasible" and "constraints"
+  bool sampler = false;      // "sampler"
+};
+TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
+
 // A trial as JSON: number, state, values, params, intermediate values, user attributes,
-// start and end datetimes (Optuna's format), duration in seconds. NaN and the infinities are
+// start and end datetimes (Optuna's format), duration in seconds; "sampler" when recorded; and
+// for a trial with constraint values, "constraints" (the list) and "feasible". NaN and the infinities are
 // written NaN, Infinity and -Infinity, as Python's json module writes and reads them.
 std::string trial_json(const FrozenTrial& trial);
 
 // How cells write numbers: rounded for a table people read, exactly (round-trip) for CSV.
 enum class Cells { kForPeople, kExact };
 
-// Column headers and the cells of one trial: number, state, value(s), duration, then one column
-// per parameter name (empty when the trial has none of it). String values are unquoted.
-std::vector<std::string> trial_header(const std::vector<std::string>& param_names);
+// Column headers and the cells of one trial: number, state, value(s), with columns.constraints
+// "feasible" ("yes" or "no" for a COMPLETE or PRUNED trial) and "constraints" (its values),
+// duration, with columns.sampler "sampler", then one column per parameter name (empty when the
+// trial has none of it). String values are unquoted.
+std::vector<std::string> trial_header(const std::vector<std::string>& param_names,
+                                      TrialColumns columns = {});
 std::vector<std::string> trial_row(const FrozenTrial& trial,
-                                   const std::vector<std::string>& param_names, Cells cells);
+                                   const std::vector<std::string>& param_names, Cells cells,
+                                   TrialColumns columns = {});
 
 // Every parameter name that occurs, sorted.
 std::vector<std::string> param_names(const std::vector<FrozenTrial>& trials);

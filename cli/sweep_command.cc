@@ -16,8 +16,10 @@
 #include "executor/job_spec.h"
 #include "registry/export.h"
 #include "storage/sqlite_storage.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
+#include "trials/trial_origin.h"
 #include "tuner/study.h"
 #include "tuner/serve.h"
 #include "tuner/sweep_runner.h"
@@ -33,14 +35,17 @@ std::string counts_text(const SweepProgress& p) {
   const int64_t done = p.complete + p.pruned + p.failed;
   std::string text = std::to_string(done);
   if (p.trial_budget) text += "/" + std::to_string(*p.trial_budget);
-  text += " done (" + std::to_string(p.complete) + " complete, " + std::to_string(p.pruned) +
-          " pruned, " + std::to_string(p.failed) + " failed), " + std::to_string(p.running) +
-          " running";
+  text += " done (" + std::to_string(p.complete) + " complete" +
+          (p.infeasible > 0 ? " of which " + std::to_string(p.infeasible) + " infeasible" : "") +
+          ", " + std::to_string(p.pruned) + " pruned, " + std::to_string(p.failed) +
+          " failed), " + std::to_string(p.running) + " running";
   return text;
 }
 
 std::string best_text(const SweepProgress& p, const std::string& metric) {
-  if (!p.best_value) return "no complete trial yet";
+  if (!p.best_value) {
+    return p.infeasible > 0 ? "no feasible trial yet" : "no complete trial yet";
+  }
   return "best " + metric + " " + value_text(*p.best_value) + " (trial " +
          std::to_string(*p.best_number) + ")";
 }
@@ -89,6 +94,12 @@ class ProgressPrinter {
     std::string line = "[" + study_ + "] trial " + std::to_string(t.number) + " " +
                        std::string(to_string(t.state));
     if (!t.values.empty()) line += ": " + metric_ + " " + value_text(t.values[0]);
+    // Where its params came from, and whether it violates a constraint.
+    std::string notes = sampler_of(t);
+    if (t.state != TrialState::kFail && !is_feasible(t)) {
+      notes += (notes.empty() ? "" : "; ") + std::string("infeasible");
+    }
+    if (!notes.empty() && t.state != TrialState::kFail) line += " (" + notes + ")";
     if (const std::string reason = fail_reason(t); t.state == TrialState::kFail && !reason.empty()) {
       line += ": " + reason;
     }

@@ -67,9 +67,12 @@ int run_trials(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const std::vector<std::string> names = param_names(trials);
-  std::vector<std::vector<std::string>> rows = {trial_header(names)};
+  // Constrained studies: whether each trial is feasible, and its constraint values; and the
+  // sampler each trial came from, when recorded.
+  const TrialColumns columns = trial_columns(trials);
+  std::vector<std::vector<std::string>> rows = {trial_header(names, columns)};
   const Cells cells = flags.has("--csv") ? Cells::kExact : Cells::kForPeople;
-  for (const FrozenTrial& t : trials) rows.push_back(trial_row(t, names, cells));
+  for (const FrozenTrial& t : trials) rows.push_back(trial_row(t, names, cells, columns));
   if (flags.has("--csv")) {
     for (const auto& row : rows) {
       std::string line;

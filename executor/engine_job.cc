@@ -521,7 +521,15 @@ std::unique_ptr<training::Backend> make_backend(const EngineJobSpec& spec, int g
                   where + ".backend: \"cuda\" (device " + std::to_string(gpu) + "): " + e.what());
     }
   }
-  return training::make_cpu_backend(spec.threads);
+  const training::Precision matmul =
+      spec.precision == "bf16" ? training::Precision::kBfloat16 : training::Precision::kFloat32;
+  try {
+    return training::make_cpu_backend(spec.threads, matmul);
+  } catch (const std::exception& e) {
+    throw Error(ErrorCode::kUnavailable, where + ".precision: \"bf16\" on the CPU backend: " +
+                                             training::cpu_bf16_unavailable() +
+                                             " (use \"fp32\", or \"backend\": \"cuda\")");
+  }
 }
 
 // The communicator of rank trial.rank of trial.world (null for one rank), made once every rank
@@ -674,10 +682,6 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
   }
   if (auto v = top.choice("backend", {"cpu", "cuda"}, false)) spec.backend = *v;
   if (auto v = top.choice("precision", {"fp32", "bf16"}, false)) spec.precision = *v;
-  if (spec.precision == "bf16" && spec.backend != "cuda") {
-    fail(where + ".precision",
-         "\"bf16\" needs \"backend\": \"cuda\" (the CPU backend computes in fp32)");
-  }
   if (auto v = top.choice("convolution", {"gemm", "cudnn"}, false)) spec.convolution = *v;
   if (spec.convolution == "cudnn" && (spec.backend != "cuda" || spec.precision != "fp32")) {
     fail(where + ".convolution",
@@ -865,6 +869,8 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     const size_t best = best_index(history, spec);
     out = history[best].metrics;
     out["best_epoch"] = static_cast<double>(history[best].epoch);
+    // The model's size, for constraints on it (a sweep's "constraints": docs/sweep_file.md).
+    out["num_params"] = static_cast<double>(model->parameters().num_parameters());
     return out;
   };
   auto write_metrics_file = [&](const Metrics& final) {

@@ -51,8 +51,8 @@ struct EngineJobSpec {
   std::string data_dir;         // empty: training::fashion_mnist_dir()
   int threads = 1;              // CPU backend threads; >= 1
   std::string backend = "cpu";  // "cpu" or "cuda"
-  // GEMM inputs on "cuda": "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything
-  // else; docs/training.md).
+  // GEMM inputs: "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything else; on the
+  // CPU, where it has AMX or AVX512-BF16; docs/training.md).
   std::string precision = "fp32";
   // Convolutions on "cuda": "gemm" (im2col + cuBLAS) or "cudnn" (cuDNN's, fp32 only;
   // docs/training.md).
@@ -189,11 +189,14 @@ using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 
 // The engine's metrics that count (an epoch number): written as JSON integers, so that they are
 // stored as integers (docs/command_jobs.md).
-inline bool is_integer_engine_metric(std::string_view name) { return name == "best_epoch"; }
+inline bool is_integer_engine_metric(std::string_view name) {
+  return name == "best_epoch" || name == "num_params";
+}
 
 struct EngineOutcome {
   // The best epoch's metrics by the objective (NaN epochs never win unless all are NaN; ties go
-  // to the earlier epoch), plus "best_epoch", plus test_loss and test_accuracy when data.test > 0
+  // to the earlier epoch), plus "best_epoch", "num_params" (the model's parameter count), plus
+  // test_loss and test_accuracy when data.test > 0
   // and the run was not interrupted. Empty when no epoch completed.
   Metrics final_metrics;
   int64_t epochs_completed = 0;  // restored ones included

@@ -11,6 +11,8 @@
 #include "report/study_view.h"
 #include "report/subsample.h"
 #include "report/svg_plot.h"
+#include "trials/constraints.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::report {
 
@@ -46,6 +48,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
   background:#e9ecf1}
 .state.COMPLETE{background:#d8f0dd}.state.PRUNED{background:#fde6cc}.state.FAIL{background:#f9d3d3}
 .state.RUNNING{background:#d6e6fb}.state.WAITING{background:#ece0f7}
+.state.infeasible{background:#fff;border:1px dashed #b03a2e;color:#b03a2e}
+#trials-table tr.infeasible td{color:#8a6d6a;background:#fbf3f2}
 .slices{display:flex;flex-wrap:wrap;gap:8px}
 svg.plot{background:#fff;max-width:none}
 svg.plot text{font-size:11px;fill:#3c4452}
@@ -56,6 +60,7 @@ svg.plot .band{fill:#f3f5f8}
 svg.plot .pt{fill:#3e6fb0;fill-opacity:.55}
 svg.plot .pt.best{fill:#d62d20;fill-opacity:1;stroke:#fff}
 svg.plot .pt.front{fill:#d62d20;fill-opacity:.9}
+svg.plot .pt.infeasible{fill:#fff;fill-opacity:1;stroke:#b03a2e;stroke-width:1.2}
 svg.plot .best-line{fill:none;stroke:#d62d20;stroke-width:2}
 svg.plot .curve{fill:none;stroke-width:1.2;stroke-opacity:.7}
 svg.plot .curve.complete{stroke:#3e6fb0}
@@ -69,6 +74,7 @@ svg.plot .bar{fill:#3e6fb0}
 svg.plot .legend line{stroke-width:3}
 .lg-pt{stroke:#3e6fb0}.lg-best,.lg-front{stroke:#d62d20}.lg-complete{stroke:#3e6fb0}
 .lg-pruned{stroke:#e07b00;stroke-dasharray:4 3}.lg-other{stroke:#9aa1ab}
+.lg-infeasible{stroke:#b03a2e;stroke-dasharray:2 2}
 .pager button{margin-right:6px}
 )css";
 
@@ -143,6 +149,15 @@ std::string format_time(TimePoint t) {
 std::optional<double> duration_s(const FrozenTrial& t) {
   if (!t.datetime_start || !t.datetime_complete) return std::nullopt;
   return std::chrono::duration<double>(*t.datetime_complete - *t.datetime_start).count();
+}
+
+// A trial's constraint values for people: "constraints: 0.5, -1.2".
+std::string constraints_text(const FrozenTrial& t) {
+  std::string text;
+  for (const ConstraintValue& c : constraints_of(t)) {
+    text += (text.empty() ? "constraints: " : ", ") + format_number(c.value);
+  }
+  return text;
 }
 
 // "-objK" for a multi-objective study, nothing for a single objective.
@@ -233,12 +248,20 @@ class Page {
       out_ += "<span class=\"state " + state + "\">" + state + " " + std::to_string(counts[s]) +
               "</span>";
     }
+    if (view_.constrained) {
+      out_ += "<span class=\"state infeasible\" id=\"infeasible-count\">infeasible " +
+              std::to_string(view_.complete.size() - view_.n_feasible) + " of COMPLETE</span>";
+    }
     out_ += "</p>";
     if (view_.complete.empty()) {
       out_ +=
           "<p class=\"warning\" id=\"no-complete\">No trial is COMPLETE yet: there is no best "
           "trial, and the history, parallel-coordinates, slice and importance plots have "
           "nothing to show. The trials table below lists every trial.</p>";
+    } else if (view_.n_feasible == 0) {
+      out_ += "<p class=\"warning\" id=\"no-feasible\">No COMPLETE trial is feasible yet: each "
+              "has a constraint value &gt; 0, so there is no best trial. The trials table marks "
+              "them, with their constraint values.</p>";
     } else if (view_.n_objectives == 1) {
       const FrozenTrial& best = *view_.complete[view_.ranked[0][0]];
       out_ += "<h3>Best trial</h3><table class=\"kv\" id=\"best-trial\"><tr><th>Number</th><td>" +
@@ -248,12 +271,18 @@ class Page {
       if (auto d = duration_s(best)) {
         out_ += "<tr><th>Duration</th><td>" + format_number(*d) + " s</td></tr>";
       }
+      if (has_constraints(best)) {
+        out_ += "<tr><th>Constraints</th><td>" + escape_html(constraints_text(best)) +
+                " (feasible)</td></tr>";
+      }
       params_rows(best);
       out_ += "</table>";
     } else {
       out_ += "<h3>Pareto front</h3><p>" + std::to_string(view_.pareto.size()) +
-              " trial(s) are Pareto-optimal: no other COMPLETE trial is at least as good in "
-              "every objective and better in one.";
+              std::string(view_.constrained ? " feasible" : "") +
+              " trial(s) are Pareto-optimal: no other " +
+              std::string(view_.constrained ? "feasible " : "") +
+              "COMPLETE trial is at least as good in every objective and better in one.";
       if (view_.pareto.size() > kSummaryParetoRows) {
         out_ += " The first " + std::to_string(kSummaryParetoRows) + " by number:";
       }
@@ -415,13 +444,22 @@ class Page {
     for (size_t k = 0; k < view_.n_objectives; ++k) {
       out_ += "<th>" + escape_html(view_.objective_names[k]) + "</th>";
     }
+    if (view_.constrained) out_ += "<th>Feasible</th>";
     out_ += "<th>Duration (s)</th><th>Started (UTC)</th>";
+    if (view_.samplers) out_ += "<th>Sampler</th>";
     for (const ParamAxis& p : view_.params) out_ += "<th>" + escape_html(p.name) + "</th>";
     out_ += "</tr></thead><tbody>";
     for (size_t r : rows) {
       const FrozenTrial& t = *trials[r];
       std::string state(to_string(t.state));
-      out_ += "<tr><td class=\"num\" data-v=\"" + std::to_string(t.number) + "\">" +
+      // Constrained: a COMPLETE or PRUNED trial is feasible or not; its values in the tooltip.
+      std::string feasible;
+      if (view_.constrained &&
+          (t.state == TrialState::kComplete || t.state == TrialState::kPruned)) {
+        feasible = is_feasible(t) ? "yes" : "no";
+      }
+      out_ += std::string(feasible == "no" ? "<tr class=\"infeasible\">" : "<tr>") +
+              "<td class=\"num\" data-v=\"" + std::to_string(t.number) + "\">" +
               std::to_string(t.number) + "</td><td><span class=\"state " + state + "\">" + state +
               "</span></td>";
       for (size_t k = 0; k < view_.n_objectives; ++k) {
@@ -430,10 +468,16 @@ class Page {
         std::string v = has ? format_number(t.values[k]) : "";
         out_ += "<td class=\"num\" data-v=\"" + v + "\">" + v + "</td>";
       }
+      if (view_.constrained) {
+        const std::string values = has_constraints(t) ? constraints_text(t) : "";
+        out_ += "<td title=\"" + escape_html(values.empty() ? "no constraint values" : values) +
+                "\">" + feasible + "</td>";
+      }
       auto d = duration_s(t);
       std::string seconds = d ? format_number(*d) : "";
       out_ += "<td class=\"num\" data-v=\"" + seconds + "\">" + seconds + "</td><td>" +
               (t.datetime_start ? format_time(*t.datetime_start) : "") + "</td>";
+      if (view_.samplers) out_ += "<td>" + escape_html(sampler_of(t)) + "</td>";
       for (const ParamAxis& p : view_.params) {
         auto it = t.params.find(p.name);
         if (it == t.params.end()) {

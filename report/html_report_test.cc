@@ -8,6 +8,8 @@
 #include <string>
 
 #include "search/rng.h"
+#include "trials/constraints.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::report {
 namespace {
@@ -132,6 +134,61 @@ TEST(HtmlReportTest, TheBestTrialIsNamed) {
   EXPECT_NE(section.find("<td>" + std::to_string(best->number) + "</td>"), std::string::npos)
       << section;
   EXPECT_NE(plot(html, "history").find("class=\"pt best\""), std::string::npos);
+}
+
+// Issue 17, item 2: the report marks infeasible trials, and its best trial is feasible.
+TEST(HtmlReportTest, InfeasibleTrialsAreMarkedAndNeverTheBest) {
+  ReportInput in = make_input(60);
+  // The constraint x >= 1: the unconstrained best (x near 0) is infeasible.
+  const FrozenTrial* best = nullptr;
+  int infeasible = 0, infeasible_rows = 0;
+  for (auto& t : in.trials) {
+    if (t.state != TrialState::kComplete && t.state != TrialState::kPruned) continue;
+    const std::vector<double> c = {1.0 - std::get<double>(t.params.at("x"))};
+    t.system_attrs[kConstraintsAttr] = constraints_to_json(c);
+    if (c[0] > 0) ++infeasible_rows;
+    if (t.state != TrialState::kComplete) continue;
+    if (c[0] > 0) ++infeasible;
+    if (c[0] <= 0 && (!best || t.values[0] < best->values[0])) best = &t;
+  }
+  ASSERT_NE(best, nullptr);
+  ASSERT_GT(infeasible, 0);
+  const std::string html = render_report(in);
+  const std::string section = html.substr(html.find("id=\"best-trial\""), 600);
+  EXPECT_NE(section.find("<td>" + std::to_string(best->number) + "</td>"), std::string::npos)
+      << section;
+  EXPECT_NE(section.find("(feasible)"), std::string::npos) << section;
+  EXPECT_NE(html.find("infeasible " + std::to_string(infeasible) + " of COMPLETE"),
+            std::string::npos);
+  EXPECT_EQ(count(html, "<tr class=\"infeasible\">"), static_cast<size_t>(infeasible_rows));
+  EXPECT_NE(html.find("<th>Feasible</th>"), std::string::npos);
+  const std::string history = plot(html, "history");
+  EXPECT_EQ(count(history, "class=\"pt infeasible\""), static_cast<size_t>(infeasible));
+  EXPECT_NE(history.find("best: trial " + std::to_string(best->number) + ":"), std::string::npos);
+
+  // No feasible trial: no best, and the summary says why.
+  for (auto& t : in.trials) t.system_attrs[kConstraintsAttr] = "[1.0]";
+  const std::string none = render_report(in);
+  EXPECT_NE(none.find("id=\"no-feasible\""), std::string::npos);
+  EXPECT_EQ(none.find("id=\"best-trial\""), std::string::npos);
+  EXPECT_EQ(plot(none, "history").find("class=\"pt best\""), std::string::npos);
+  // An unconstrained study has no such column.
+  EXPECT_EQ(render_report(make_input(20)).find("<th>Feasible</th>"), std::string::npos);
+}
+
+// Issue 17, item 4: the trials table names the sampler each trial came from.
+TEST(HtmlReportTest, TheTrialsTableNamesEachTrialsSampler) {
+  ReportInput in = make_input(20);
+  EXPECT_EQ(render_report(in).find("<th>Sampler</th>"), std::string::npos);  // none recorded
+  for (auto& t : in.trials) {
+    if (t.state != TrialState::kRunning) {
+      t.system_attrs[kSamplerAttr] = t.number < 10 ? "\"random\"" : "\"tpe\"";
+    }
+  }
+  const std::string html = render_report(in);
+  EXPECT_NE(html.find("<th>Sampler</th>"), std::string::npos);
+  EXPECT_EQ(count(html, "<td>random</td>"), 10u);
+  EXPECT_EQ(count(html, "<td>tpe</td>"), 9u);  // the last trial is RUNNING
 }
 
 TEST(HtmlReportTest, SameInputSameOutput) {

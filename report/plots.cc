@@ -100,9 +100,10 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
     return;
   }
   const auto& complete = view.complete;
-  // The trials that improved on every earlier one: the best-so-far line steps at each.
+  // The feasible trials that improved on every earlier one: the best-so-far line steps at each.
   std::vector<size_t> improvements;
   for (size_t i = 0; i < complete.size(); ++i) {
+    if (!view.feasible[i]) continue;
     if (improvements.empty() ||
         view.better(k, complete[i]->values[k], complete[improvements.back()]->values[k])) {
       improvements.push_back(i);
@@ -110,8 +111,10 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
   }
   const size_t quota = best_quota(options.max_points, options);
   std::vector<size_t> keep = head(view.ranked[k], quota);
-  for (size_t i : spread_sample(improvements.size(), quota, {improvements.size() - 1})) {
-    keep.push_back(improvements[i]);
+  if (!improvements.empty()) {
+    for (size_t i : spread_sample(improvements.size(), quota, {improvements.size() - 1})) {
+      keep.push_back(improvements[i]);
+    }
   }
   std::vector<size_t> drawn = spread_sample(complete.size(), options.max_points, keep);
 
@@ -128,26 +131,34 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
   out += "<g class=\"marks\">";
   for (size_t i : drawn) {
     const FrozenTrial& t = *complete[i];
-    append_circle(out, "pt", x(t.number), y(t.values[k]), 2.5, "", point_title(t, t.values[k]));
+    // Infeasible trials (a constraint value > 0) are hollow: never the best.
+    append_circle(out, view.feasible[i] ? "pt" : "pt infeasible", x(t.number), y(t.values[k]),
+                  2.5, "", (view.feasible[i] ? "" : "infeasible: ") + point_title(t, t.values[k]));
   }
-  // The best-so-far line: a step at each improvement (thinned evenly when there are very many).
-  out += "<path class=\"best-line\" d=\"";
-  std::vector<size_t> steps =
-      spread_sample(improvements.size(), options.max_points, {0, improvements.size() - 1});
-  for (size_t s = 0; s < steps.size(); ++s) {
-    const FrozenTrial& t = *complete[improvements[steps[s]]];
-    out += s == 0 ? "M" : "H";
-    append_px(out, x(t.number));
-    out += s == 0 ? " " : "V";
-    append_px(out, y(t.values[k]));
+  if (!improvements.empty()) {
+    // The best-so-far line: a step at each improvement (thinned evenly when there are very
+    // many), and the best trial; none while no trial is feasible.
+    out += "<path class=\"best-line\" d=\"";
+    std::vector<size_t> steps =
+        spread_sample(improvements.size(), options.max_points, {0, improvements.size() - 1});
+    for (size_t s = 0; s < steps.size(); ++s) {
+      const FrozenTrial& t = *complete[improvements[steps[s]]];
+      out += s == 0 ? "M" : "H";
+      append_px(out, x(t.number));
+      out += s == 0 ? " " : "V";
+      append_px(out, y(t.values[k]));
+    }
+    out += "H";
+    append_px(out, x(last_number));
+    out += "\"/>";
+    const FrozenTrial& best = *complete[view.ranked[k][0]];
+    append_circle(out, "pt best", x(best.number), y(best.values[k]), 5, "",
+                  "best: " + point_title(best, best.values[k]));
   }
-  out += "H";
-  append_px(out, x(last_number));
-  out += "\"/>";
-  const FrozenTrial& best = *complete[view.ranked[k][0]];
-  append_circle(out, "pt best", x(best.number), y(best.values[k]), 5, "",
-                "best: " + point_title(best, best.values[k]));
   out += "</g>";
+  if (view.constrained) {
+    draw_legend_entry(out, frame.x1() - 370, frame.y1() + 12, "lg-infeasible", "infeasible");
+  }
   draw_legend_entry(out, frame.x1() - 250, frame.y1() + 12, "lg-pt", "objective value");
   draw_legend_entry(out, frame.x1() - 130, frame.y1() + 12, "lg-best", "best so far");
   close_plot(out);
@@ -352,7 +363,7 @@ void draw_parallel(std::string& out, const StudyView& view, const std::vector<si
     double span = std::abs(hi0 - lo0);
     double color_t = span > 0 ? std::abs(t.values[0] - best0) / span : 0.0;
     out += "<path class=\"pc-line";
-    out += i == view.ranked[0].front() ? " best" : "";
+    out += i == view.ranked[0].front() && view.feasible[i] ? " best" : "";
     out += "\" stroke=\"" + ramp_color(color_t) + "\" d=\"";
     for (size_t a = 0; a < n_axes; ++a) {
       std::optional<double> v;

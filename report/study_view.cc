@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
+#include "trials/constraints.h"
 #include "trials/json_depth.h"
+#include "trials/trial_origin.h"
 
 namespace tuner::report {
 
@@ -145,10 +147,19 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
       view.complete.push_back(t);
     }
   }
+  for (const FrozenTrial* t : view.trials) {
+    view.constrained |= has_constraints(*t);
+    view.samplers |= !sampler_of(*t).empty();
+  }
+  for (const FrozenTrial* t : view.complete) {
+    view.feasible.push_back(is_feasible(*t));
+    if (view.feasible.back()) ++view.n_feasible;
+  }
   for (size_t k = 0; k < view.n_objectives; ++k) {
     std::vector<size_t> order(view.complete.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (view.feasible[a] != view.feasible[b]) return static_cast<bool>(view.feasible[a]);
       return view.better(k, view.complete[a]->values[k], view.complete[b]->values[k]);
     });
     view.ranked.push_back(std::move(order));
@@ -168,6 +179,7 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return costs[a] < costs[b]; });
     for (size_t i : order) {
+      if (!view.feasible[i]) continue;
       bool dominated = false;
       for (size_t f : view.pareto) {
         bool no_worse = true;

@@ -38,9 +38,18 @@ struct StudyView {
   std::vector<const FrozenTrial*> trials;    // every trial, by number
   // COMPLETE trials with one finite value per objective, by number.
   std::vector<const FrozenTrial*> complete;
-  // Per objective: indices into `complete`, best first (ties by number).
+  // Constrained optimization (trials/constraints.h): whether any trial has constraint values,
+  // and, per `complete` trial, whether it is feasible (every value <= 0; all true otherwise).
+  bool constrained = false;
+  // Whether any trial records the sampler it came from (trials/trial_origin.h).
+  bool samplers = false;
+  std::vector<bool> feasible;
+  size_t n_feasible = 0;
+  // Per objective: indices into `complete`, best first (ties by number), the feasible trials
+  // before the infeasible ones: ranked[k][0] is the best feasible trial when there is one.
   std::vector<std::vector<size_t>> ranked;
-  // Indices into `complete` of the Pareto-optimal trials (several objectives only), by number.
+  // Indices into `complete` of the Pareto-optimal feasible trials (several objectives only), by
+  // number.
   std::vector<size_t> pareto;
   std::vector<ParamAxis> params;  // every param any trial has, by name
 

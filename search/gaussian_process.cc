@@ -85,20 +85,19 @@ double negative_objective(const MatrixXd& x, const VectorXd& y, const VectorXd& 
   gradient.setZero(theta.size());
   if (chol.info() != Eigen::Success) return std::numeric_limits<double>::infinity();
   const VectorXd alpha = chol.solve(y);
-  const double log_det = 2.0 * chol.matrixL().toDenseMatrix().diagonal().array().log().sum();
+  const double log_det = 2.0 * chol.matrixLLT().diagonal().array().log().sum();
   double lml =
       -0.5 * y.dot(alpha) - 0.5 * log_det - 0.5 * static_cast<double>(n) * std::log(2 * M_PI);
   // dLML/dtheta_j = 0.5 tr((alpha alpha^T - K^-1) dK/dtheta_j).
   const MatrixXd w = alpha * alpha.transpose() - chol.solve(MatrixXd::Identity(n, n));
+  // For lengthscale i: sum_ab P_ab (x_ai - x_bi)^2 / l_i^2 with P = w o shape (symmetric), which is
+  // 2 (sum_a r_a x_ai^2 - sum_a x_ai (P x)_ai) with r = P 1: one product for every dimension.
+  const MatrixXd p = w.cwiseProduct(shape);
+  const VectorXd r = p.rowwise().sum();
+  const MatrixXd px = p * x;
   for (Eigen::Index i = 0; i < d; ++i) {
-    double g = 0;
-    for (Eigen::Index a = 0; a < n; ++a) {
-      for (Eigen::Index b = 0; b < n; ++b) {
-        const double diff = x(a, i) - x(b, i);
-        g += w(a, b) * shape(a, b) * diff * diff * inv_l2(i);
-      }
-    }
-    gradient(i) = 0.5 * g;
+    const double g = 2.0 * (r.dot(x.col(i).cwiseAbs2()) - x.col(i).dot(px.col(i)));
+    gradient(i) = 0.5 * g * inv_l2(i);
   }
   gradient(d) = 0.5 * (w.array() * k_signal.array()).sum();
   gradient(d + 1) = 0.5 * w.trace() * (n2 - min_noise);
@@ -167,7 +166,8 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
     if (r > 0) {
       for (Eigen::Index i = 0; i < from.size(); ++i) from(i) += rng.normal();
     }
-    const VectorXd theta = minimize_lbfgs(objective, from, options.max_iterations);
+    const VectorXd theta =
+        minimize_lbfgs(objective, from, options.max_iterations, options.relative_decrease);
     const double value = objective(theta, gradient);
     if (value < best_value) {
       best_value = value;

@@ -31,6 +31,9 @@ struct GpKernelParams {
 struct GpFitOptions {
   int restarts = 3;          // starts besides the default one; each from perturbed parameters
   int max_iterations = 100;  // of L-BFGS per start
+  // A start ends when a step gains less than this times (1 + |objective|): the objective is a log
+  // likelihood of order n, and the parameters it picks need no more than a few digits.
+  double relative_decrease = 1e-5;
   double min_noise = 1e-6;   // the noise variance's floor (standardized units)
 };
 

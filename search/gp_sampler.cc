@@ -13,6 +13,7 @@
 #include "search/gaussian_process.h"
 #include "search/lbfgs.h"
 #include "search/random_sampler.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -132,6 +133,59 @@ double log_expected_improvement(double mean, double variance, double best) {
   return log_phi - std::log(z2) + std::log1p(-3.0 / z2 + 15.0 / (z2 * z2)) + std::log(sigma);
 }
 
+// log(P(N(0, 1) <= z)), stable far in the lower tail.
+double log_normal_cdf(double z) {
+  if (z > -6.0) return std::log(std::max(0.5 * std::erfc(-z / std::numbers::sqrt2), 1e-300));
+  // Phi(z) = phi(z) / -z (1 - 1 / z^2 + 3 / z^4 - ...) for z -> -infinity.
+  const double z2 = z * z;
+  return -0.5 * z2 - 0.5 * std::log(2 * std::numbers::pi) - std::log(-z) +
+         std::log1p(-1.0 / z2 + 3.0 / (z2 * z2));
+}
+
+// The constraints of a constrained study: one GP per constraint (by name), fitted to its values
+// at the observed trials that have it, each giving the probability that the constraint holds.
+class Feasibility {
+ public:
+  // `constraints[i]`: the values of the trial observed at x[i] (empty: none). Fits nothing when
+  // no trial has constraints.
+  Feasibility(const std::vector<std::vector<double>>& x,
+              const std::vector<std::vector<ConstraintValue>>& constraints, Rng& rng) {
+    std::vector<std::string> names;
+    for (const auto& values : constraints) {
+      for (const ConstraintValue& c : values) {
+        if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
+      }
+    }
+    for (const std::string& name : names) {
+      std::vector<std::vector<double>> at;
+      std::vector<double> value;
+      for (size_t i = 0; i < constraints.size(); ++i) {
+        for (const ConstraintValue& c : constraints[i]) {
+          if (c.name != name || !std::isfinite(c.value)) continue;
+          at.push_back(x[i]);
+          value.push_back(c.value);
+        }
+      }
+      if (!at.empty()) models_.push_back(GaussianProcess::fit(at, value, rng));
+    }
+  }
+
+  bool constrained() const { return !models_.empty(); }
+
+  // The log of the probability that every constraint is <= 0 at `p`, taken as independent.
+  double log_probability(const std::vector<double>& p) const {
+    double sum = 0;
+    for (const GaussianProcess& gp : models_) {
+      const GaussianProcess::Prediction at = gp.predict(p);
+      sum += log_normal_cdf(-at.mean / std::sqrt(std::max(at.variance, 1e-18)));
+    }
+    return sum;
+  }
+
+ private:
+  std::vector<GaussianProcess> models_;
+};
+
 }  // namespace
 
 GpSampler::GpSampler(GpSamplerOptions options) : options_(options) {
@@ -180,14 +234,20 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   const Encoding e = encoding_of(space);
   std::vector<std::vector<double>> x;
   std::vector<double> y;
+  std::vector<std::vector<ConstraintValue>> constraints;  // of each observed trial
+  std::vector<bool> feasible;                             // of each observed trial
   const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
   for (const FrozenTrial& t : history.trials) {
     if (t.state != TrialState::kComplete || t.values.empty() || !std::isfinite(t.values[0])) continue;
     if (std::optional<std::vector<double>> p = encode(e, t)) {
       x.push_back(std::move(*p));
       y.push_back(sign * t.values[0]);
+      constraints.push_back(has_constraints(t) ? constraints_of(t)
+                                               : std::vector<ConstraintValue>{});
+      feasible.push_back(constraint_violation(constraints.back()) == 0);
     }
   }
+  const size_t n_observed = x.size();
   if (e.dims == 0 || static_cast<int>(x.size()) < std::max(1, options_.n_startup_trials)) {
     return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
   }
@@ -202,11 +262,26 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     }
   }
   const GaussianProcess gp = GaussianProcess::fit(x, y, rng);
+  // Constrained: log EI over the best feasible posterior mean plus the log probability of
+  // feasibility (Optuna's LogCEI); with no feasible trial yet, the probability alone.
+  const Feasibility feasibility(x, constraints, rng);
   double best = -std::numeric_limits<double>::infinity();
-  for (const std::vector<double>& p : x) best = std::max(best, gp.predict(p).mean);
+  if (!feasibility.constrained()) {
+    for (const std::vector<double>& p : x) best = std::max(best, gp.predict(p).mean);
+  } else {
+    for (size_t i = 0; i < n_observed; ++i) {
+      if (feasible[i]) best = std::max(best, gp.predict(x[i]).mean);
+    }
+  }
+  const bool any_feasible = std::isfinite(best);
   auto score = [&](const std::vector<double>& p) {
-    const GaussianProcess::Prediction at = gp.predict(p);
-    return log_expected_improvement(at.mean, at.variance, best);
+    double s = 0;
+    if (any_feasible) {
+      const GaussianProcess::Prediction at = gp.predict(p);
+      s = log_expected_improvement(at.mean, at.variance, best);
+    }
+    if (feasibility.constrained()) s += feasibility.log_probability(p);
+    return s;
   };
 
   // Candidates: random points of the cube, and points near the best trials.
@@ -221,9 +296,18 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     for (double& v : p) v = rng.uniform();
     consider(std::move(p));
   }
+  // The best trials: feasible ones by value, then infeasible ones by their violation (running
+  // trials, at the worst value, last).
   std::vector<size_t> order(y.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] > y[b]; });
+  std::vector<double> violation(y.size(), 0.0);
+  for (size_t i = 0; i < n_observed; ++i) {
+    if (!feasible[i]) violation[i] = constraint_violation(constraints[i]);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (violation[a] != violation[b]) return violation[a] < violation[b];
+    return y[a] > y[b];
+  });
   const size_t n_best = std::min<size_t>(5, order.size());
   for (size_t b = 0; b < n_best; ++b) {
     for (int i = 0; i < options_.n_local_candidates / 5 + 1; ++i) {

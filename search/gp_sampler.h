@@ -12,6 +12,13 @@
 // trials, then refined from the best few by L-BFGS over the continuous coordinates and by a
 // shrinking local search.
 //
+// Constraints (trials/constraints.h): once a COMPLETE trial has constraint values, one GP more
+// per constraint models it, and the acquisition is the log expected improvement over the best
+// posterior mean at a feasible trial plus the log probability that every constraint is <= 0
+// (the constraints taken as independent, as Optuna's GPSampler); while no trial is feasible, the
+// probability of feasibility alone. The local candidates start from the best feasible trials,
+// then the least infeasible ones.
+//
 // Define-by-run studies sample jointly the parameters every COMPLETE trial has with the same
 // distribution (relative_space); the others, conditional parameters and normal priors are
 // sampled at random. Deterministic: the same history, trial and Rng give the same values.
@@ -42,6 +49,7 @@ class GpSampler final : public Sampler {
                                 const History& history, const TrialContext& trial,
                                 Rng& rng) override;
   SearchSpace relative_space(const History& history) override;
+  std::string name() const override { return "gp"; }
 
  private:
   GpSamplerOptions options_;

@@ -37,6 +37,7 @@ class GridSampler final : public Sampler {
                                 Rng& rng) override;
   SearchSpace relative_space(const History& history) override;
   bool exhausted(const History& history) const override;
+  std::string name() const override { return "grid"; }
 
  private:
   // Indices of the points no trial other than `self` (a trial number, or -1) has taken.

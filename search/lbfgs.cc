@@ -8,7 +8,7 @@ namespace tuner {
 using Eigen::VectorXd;
 
 VectorXd minimize_lbfgs(const std::function<double(const VectorXd&, VectorXd&)>& f, VectorXd x,
-                        int max_iterations) {
+                        int max_iterations, double relative_decrease) {
   constexpr int kMemory = 8;
   std::vector<VectorXd> s_list, y_list;
   VectorXd g(x.size());
@@ -55,7 +55,7 @@ VectorXd minimize_lbfgs(const std::function<double(const VectorXd&, VectorXd&)>&
     x = x_new;
     g = g_new;
     fx = f_new;
-    if (g.lpNorm<Eigen::Infinity>() < 1e-6 || change < 1e-10 * (1.0 + std::abs(fx))) break;
+    if (g.lpNorm<Eigen::Infinity>() < 1e-6 || change < relative_decrease * (1.0 + std::abs(fx))) break;
   }
   return x;
 }

@@ -11,10 +11,11 @@ namespace tuner {
 
 // Minimizes f (which returns its value at x and fills the gradient) by L-BFGS (memory 8) with a
 // backtracking (Armijo) line search, from `x`, for at most `max_iterations` steps; stops early
-// when the gradient or the decrease becomes negligible. Returns the last accepted point.
+// when the gradient's largest component falls below 1e-6 or a step decreases f by less than
+// `relative_decrease` * (1 + |f|). Returns the last accepted point.
 Eigen::VectorXd minimize_lbfgs(
     const std::function<double(const Eigen::VectorXd&, Eigen::VectorXd&)>& f, Eigen::VectorXd x,
-    int max_iterations);
+    int max_iterations, double relative_decrease = 1e-10);
 
 }  // namespace tuner
 

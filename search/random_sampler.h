@@ -14,6 +14,7 @@ class RandomSampler final : public Sampler {
   ParamValue sample_independent(const std::string& name, const Distribution& distribution,
                                 const History& history, const TrialContext& trial,
                                 Rng& rng) override;
+  std::string name() const override { return "random"; }
 
   // A draw from the prior of `distribution`, as RandomSampler makes it; other samplers use it
   // for their startup trials.

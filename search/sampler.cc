@@ -14,6 +14,8 @@ Params Sampler::sample(const SearchSpace& space, const History& history, const T
 
 SearchSpace Sampler::relative_space(const History&) { return {}; }
 
+std::string Sampler::name() const { return "custom"; }
+
 bool Sampler::exhausted(const History&) const { return false; }
 
 }  // namespace tuner

@@ -46,6 +46,10 @@ class Sampler {
 
   // True when the sampler has nothing new left to propose (an exhausted grid). Default: false.
   virtual bool exhausted(const History& history) const;
+
+  // What the study records as the origin of the trials it proposes (the "tuner:sampler" system
+  // attribute; docs/samplers.md): "tpe", "gp", "random", "grid". Default: "custom".
+  virtual std::string name() const;
 };
 
 }  // namespace tuner

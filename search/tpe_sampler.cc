@@ -9,6 +9,7 @@
 
 #include "search/parzen_estimator.h"
 #include "search/random_sampler.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -104,8 +105,12 @@ struct TpeSampler::Cache {
   std::vector<Entry> trials;  // by number
   std::vector<double> score;  // COMPLETE: the loss; PRUNED: the last value as a loss
   std::vector<double> step;   // PRUNED: -(last step), 1 without intermediate values
-  std::vector<int> complete;  // numbers of COMPLETE trials, best first (ties by number)
-  std::vector<int> pruned;    // numbers of PRUNED trials, best first
+  std::vector<double> violation;  // infeasible: the sum of the positive constraint values; else 0
+  std::vector<int> complete;  // numbers of feasible COMPLETE trials, best first (ties by number)
+  std::vector<int> pruned;    // numbers of feasible PRUNED trials, best first
+  // Numbers of the COMPLETE and PRUNED trials that violate a constraint, least violation first
+  // (ties by number): ranked after every feasible trial, as Optuna's TPESampler does.
+  std::vector<int> infeasible;
   std::vector<std::unique_ptr<Column>> columns;
   std::optional<NamedDistributions> intersection;
   std::vector<NamedDistributions> groups;
@@ -114,6 +119,7 @@ struct TpeSampler::Cache {
     trials.resize(n);
     score.resize(n, kNaN);
     step.resize(n, kNaN);
+    violation.resize(n, 0.0);
     for (auto& c : columns) c->value.resize(n, kNaN);
   }
 
@@ -153,7 +159,17 @@ struct TpeSampler::Cache {
     const size_t i = static_cast<size_t>(t.number);
     trials[i].trial_id = t.trial_id;
     trials[i].cached = true;
-    if (t.state == TrialState::kComplete) {
+    if (t.state != TrialState::kComplete && t.state != TrialState::kPruned) return;  // FAIL
+    const double violated = has_constraints(t) ? constraint_violation(constraints_of(t)) : 0.0;
+    if (violated > 0) {
+      violation[i] = violated;
+      auto less = [&](int a, int b) {
+        return violation[static_cast<size_t>(a)] < violation[static_cast<size_t>(b)] ||
+               (violation[static_cast<size_t>(a)] == violation[static_cast<size_t>(b)] && a < b);
+      };
+      infeasible.insert(std::lower_bound(infeasible.begin(), infeasible.end(), t.number, less),
+                        t.number);
+    } else if (t.state == TrialState::kComplete) {
       if (t.values.empty()) return;
       double v = t.values[0];
       if (std::isnan(v)) return;
@@ -181,8 +197,6 @@ struct TpeSampler::Cache {
         return a < b;
       };
       pruned.insert(std::lower_bound(pruned.begin(), pruned.end(), t.number, less), t.number);
-    } else {
-      return;  // FAIL: ignored
     }
     for (auto& c : columns) {
       c->value[i] = extract(t, c->name, c->distribution);
@@ -361,16 +375,19 @@ TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialConte
   if (!liar) call.running.clear();
   const auto& complete = cache_->complete;
   const auto& pruned = cache_->pruned;
-  call.n_finished = static_cast<int>(complete.size() + pruned.size());
+  const auto& infeasible = cache_->infeasible;
+  call.n_finished = static_cast<int>(complete.size() + pruned.size() + infeasible.size());
   int n_below =
       options_.gamma ? options_.gamma(call.n_finished) : tpe_default_gamma(call.n_finished);
   n_below = std::clamp(n_below, 0, call.n_finished);
   for (int number : complete) call.role[static_cast<size_t>(number)] = kAbove;
   for (int number : pruned) call.role[static_cast<size_t>(number)] = kAbove;
+  for (int number : infeasible) call.role[static_cast<size_t>(number)] = kAbove;
+  // Below: the best feasible COMPLETE trials, then feasible PRUNED ones, then the least
+  // infeasible ones, until n_below.
   for (int j = 0; j < n_below; ++j) {
-    size_t c = complete.size();
-    int number = static_cast<size_t>(j) < c ? complete[static_cast<size_t>(j)]
-                                            : pruned[static_cast<size_t>(j) - c];
+    const size_t c = complete.size(), p = pruned.size(), k = static_cast<size_t>(j);
+    int number = k < c ? complete[k] : k < c + p ? pruned[k - c] : infeasible[k - c - p];
     call.role[static_cast<size_t>(number)] = kBelow;
   }
   for (int number : call.running) call.role[static_cast<size_t>(number)] = kAbove;
@@ -694,8 +711,9 @@ std::vector<double> TpeSampler::below_improvement_weights(const std::vector<int>
   std::vector<double> losses(below.size());
   for (size_t j = 0; j < below.size(); ++j) {
     const size_t i = static_cast<size_t>(below[j]);
-    // A PRUNED trial's loss is an intermediate value: not comparable with the threshold.
-    if (!std::isnan(cache_->step[i])) return {};
+    // A PRUNED trial's loss is an intermediate value, an infeasible one's is not ranked by its
+    // value: neither is comparable with the threshold.
+    if (!std::isnan(cache_->step[i]) || cache_->violation[i] > 0) return {};
     losses[j] = cache_->score[i];
   }
   return tpe_improvement_weights(losses, *threshold);

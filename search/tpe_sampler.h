@@ -11,6 +11,10 @@
 //   (improvement_weights), so that l(x) / g(x) follows expected improvement.
 // - COMPLETE trials rank by value (history.direction()); PRUNED ones after them, by their last
 //   reported step (more is better) and then its value; FAIL trials are ignored.
+// - Constraints (trials/constraints.h), as Optuna's TPESampler: a COMPLETE or PRUNED trial with a
+//   constraint value > 0 ranks after every feasible one, by its total violation (the sum of its
+//   positive values; least first), so infeasible trials are "below" only when fewer than gamma(n)
+//   trials are feasible, and the estimators draw towards the feasible region.
 // - Constant liar: RUNNING trials (other than the one being sampled) join the "above" group, so
 //   parallel workers spread out instead of proposing the same point.
 // - Before n_startup_trials COMPLETE or PRUNED trials: RandomSampler::draw.
@@ -120,6 +124,8 @@ class TpeSampler final : public Sampler {
   SearchSpace relative_space(const History& history) override;
 
   const TpeOptions& options() const { return options_; }
+  std::string name() const override { return "tpe"; }
+
 
  private:
   struct Cache;

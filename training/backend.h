@@ -24,6 +24,10 @@ bool activation_fusable(Activation act);
 
 enum class Transpose { kNo, kYes };
 
+// The element type a backend's matrix products read their inputs in: fp32, or bf16 (each
+// product rounds its two inputs to bf16 and accumulates in fp32; everything else stays fp32).
+enum class Precision { kFloat32, kBfloat16 };
+
 // Geometry of a 2-D convolution or pooling window over NCHW input.
 struct Window2d {
   int64_t kernel_h = 1, kernel_w = 1;

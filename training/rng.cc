@@ -5,15 +5,6 @@
 
 namespace tuner::training {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t mix64(uint64_t x) { return splitmix64(x); }
-
 Rng::Rng(uint64_t seed) {
   uint64_t sm = seed;
   for (auto& w : s_) w = splitmix64(sm);

@@ -9,9 +9,15 @@ namespace tuner::training {
 
 // One step of splitmix64: advances `state` and returns a well-mixed 64-bit value. Also used as a
 // stateless hash of a counter (dropout masks), which keeps results independent of thread count.
-uint64_t splitmix64(uint64_t& state);
+// Inline, so that a loop hashing its indices (a dropout mask) vectorizes.
+inline uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
 // splitmix64 of a value, without state.
-uint64_t mix64(uint64_t x);
+inline uint64_t mix64(uint64_t x) { return splitmix64(x); }
 
 // xoshiro256** (Blackman and Vigna). The same seed gives the same sequence on every platform.
 // Its whole state is four words, so checkpoints store it exactly (state() / set_state()).

@@ -1304,7 +1304,9 @@ struct Coordinator::Impl {
                                        name) != result.integer_metrics.end();
         metrics[name] = metric_json(value, integer);
       }
+      const std::string unfit = set_constraints(run, trial, result.metrics);
       if (trial.stop_requested()) return run.study.tell(trial, TrialState::kPruned, "", metrics);
+      if (!unfit.empty()) return run.study.tell(trial, TrialState::kFail, unfit, metrics);
       if (!result.values.empty()) return run.study.tell(trial, result.values, metrics);
       auto metric = result.metrics.find(run.objective_metric);
       if (metric == result.metrics.end()) {
@@ -1315,6 +1317,28 @@ struct Coordinator::Impl {
       }
       return run.study.tell(trial, {metric->second}, metrics);
     });
+  }
+
+  // Gives `trial` the constraint values of its study's metric constraints from a RESULT's
+  // metrics. Returns why they cannot be had (a metric missing, NaN or infinite), and then sets
+  // none.
+  static std::string set_constraints(const StudyRun& run, Trial& trial, const Metrics& metrics) {
+    if (run.options.constraints.empty()) return "";
+    std::vector<double> values;
+    for (const MetricConstraint& c : run.options.constraints) {
+      auto metric = metrics.find(c.metric);
+      if (metric == metrics.end()) {
+        return "RESULT has no value for the constraint metric '" + c.metric + "' (" +
+               to_string(c) + ")";
+      }
+      if (!std::isfinite(metric->second)) {
+        return "the constraint metric '" + c.metric + "' (" + to_string(c) + ") is " +
+               to_string(ParamValue(metric->second)) + "; a constraint needs a finite value";
+      }
+      values.push_back(constraint_value(c, metric->second));
+    }
+    trial.set_constraints(std::move(values));
+    return "";
   }
 
   void on_fail(ExecutorEntry& executor, const FailMessage& fail) {

@@ -76,6 +76,7 @@
 #include "executor/transport/curve_keys.h"
 #include "search/search_space.h"
 #include "trials/clock.h"
+#include "tuner/metric_constraint.h"
 #include "tuner/study.h"
 
 namespace tuner {
@@ -109,6 +110,11 @@ struct StudyRunOptions {
   // How many times one trial is re-run after its lease expired (its attempts before this
   // coordinator included). Default 3.
   int max_retries = 3;
+  // Bounds on the job's final metrics (a sweep file's "constraints"): a RESULT's metrics become
+  // the trial's constraint values (Trial::set_constraints), one per entry in this order. A
+  // COMPLETE trial whose RESULT lacks one of the metrics, or has it NaN or infinite, is FAIL
+  // with a reason naming the metric; a PRUNED one then keeps no constraint values. Default: none.
+  std::vector<MetricConstraint> constraints;
   // Called on the loop's thread after each trial's outcome is committed (COMPLETE, PRUNED, or
   // FAIL, an expired lease included). Default: none.
   std::function<void(const FrozenTrial&)> on_trial_finished;

@@ -242,6 +242,47 @@ TEST_F(CoordinatorTest, ReportsAskTheSchedulerAndStoppedTrialsArePruned) {
   EXPECT_EQ(coordinator_->stats().pruned, 1);
 }
 
+// Issue 17, item 2: a sweep's constraints bound the job's final metrics; the coordinator stores
+// the trial's constraint values from its RESULT, and fails a trial whose constraint metric is
+// missing or not finite, naming it.
+TEST_F(CoordinatorTest, ConstraintMetricsBecomeTheTrialsConstraintValues) {
+  start(/*n_trials=*/4);
+  coordinator_.reset();
+  options_.constraints = {{"latency_ms", MetricConstraint::Bound::kMax, 2.0},
+                          {"acc", MetricConstraint::Bound::kMin, 0.75}};
+  coordinator_.emplace(*study_, options_);
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  auto result = [&](const TrialMessage& t, Metrics metrics) {
+    EXPECT_TRUE(peer->send(ResultMessage{.lease_id = t.lease_id, .metrics = std::move(metrics)}));
+    EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+    EXPECT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+    return study_->storage().get_trial(t.trial_id);
+  };
+  FrozenTrial stored = result(trial, {{"loss", 0.5}, {"latency_ms", 2.5}, {"acc", 1.0}});
+  EXPECT_EQ(stored.state, TrialState::kComplete);
+  EXPECT_EQ(stored.system_attrs.at("constraints"), "[0.5,-0.25]");  // infeasible: too slow
+
+  trial = std::get<TrialMessage>(next(*peer));
+  stored = result(trial, {{"loss", 0.5}, {"latency_ms", 1.0}});
+  EXPECT_EQ(stored.state, TrialState::kFail);
+  EXPECT_EQ(stored.system_attrs.at("fail_reason"),
+            "\"RESULT has no value for the constraint metric 'acc' (acc >= 0.75)\"");
+
+  trial = std::get<TrialMessage>(next(*peer));
+  stored = result(trial, {{"loss", 0.5}, {"latency_ms", std::nan("")}, {"acc", 1.0}});
+  EXPECT_EQ(stored.state, TrialState::kFail);
+  EXPECT_EQ(stored.system_attrs.at("fail_reason"),
+            "\"the constraint metric 'latency_ms' (latency_ms <= 2) is nan; a constraint needs a "
+            "finite value\"");
+
+  trial = std::get<TrialMessage>(next(*peer));
+  stored = result(trial, {{"loss", 0.75}, {"latency_ms", 1.5}, {"acc", 0.75}});
+  EXPECT_EQ(stored.state, TrialState::kComplete);
+  EXPECT_EQ(stored.system_attrs.at("constraints"), "[-0.5,0.0]");  // feasible
+  EXPECT_EQ(study_->best_trial().number, 3);  // trial 0's 0.5 is better, but infeasible
+}
+
 TEST_F(CoordinatorTest, FailKeepsTheReasonExitCodeAndLogTail) {
   start(/*n_trials=*/1);
   auto peer = connect("e1#1");

@@ -34,6 +34,17 @@ double objective(Trial& t) {
          (act == "relu" ? 0.0 : 0.5) + dropout;
 }
 
+// The objective under two constraints (issue 17, item 2): fewer than 4 layers, and little
+// dropout with tanh. Samplers that honour constraints then propose other trials.
+double constrained_objective(Trial& t) {
+  const double value = objective(t);
+  const auto layers = static_cast<double>(std::get<int64_t>(t.params().at("layers")));
+  const double dropout = std::get<double>(t.params().at("dropout"));
+  const bool tanh = std::get<std::string>(t.params().at("act")) == "tanh";
+  t.set_constraints({layers - 3.5, tanh ? dropout - 0.3 : -1.0});
+  return value;
+}
+
 struct SamplerCase {
   std::string name;
   std::function<std::shared_ptr<Sampler>()> make;
@@ -41,7 +52,7 @@ struct SamplerCase {
 
 class SamplerDeterminism : public testing::TestWithParam<SamplerCase> {
  protected:
-  std::vector<Params> run(uint64_t seed, bool define_and_run) {
+  std::vector<Params> run(uint64_t seed, bool define_and_run, bool constrained = false) {
     StudyOptions options;
     options.sampler = GetParam().make();
     options.seed = seed;
@@ -49,7 +60,7 @@ class SamplerDeterminism : public testing::TestWithParam<SamplerCase> {
     Study study = Study::create(options);
     OptimizeOptions o;
     o.n_trials = 30;
-    study.optimize(objective, o);
+    study.optimize(constrained ? constrained_objective : objective, o);
     std::vector<Params> params;
     for (const FrozenTrial& t : study.trials()) params.push_back(t.params);
     return params;
@@ -62,6 +73,15 @@ TEST_P(SamplerDeterminism, SameSeedSameTrials) {
     EXPECT_EQ(a.size(), 30u);
     EXPECT_EQ(a, run(123, define_and_run)) << "define_and_run=" << define_and_run;
     EXPECT_NE(a, run(124, define_and_run)) << "define_and_run=" << define_and_run;
+  }
+}
+
+TEST_P(SamplerDeterminism, SameSeedSameTrialsWithConstraints) {
+  for (bool define_and_run : {false, true}) {
+    auto a = run(123, define_and_run, true);
+    EXPECT_EQ(a.size(), 30u);
+    EXPECT_EQ(a, run(123, define_and_run, true)) << "define_and_run=" << define_and_run;
+    EXPECT_NE(a, run(124, define_and_run, true)) << "define_and_run=" << define_and_run;
   }
 }
 

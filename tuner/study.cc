@@ -13,9 +13,11 @@
 
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"
 #include "trials/params_json.h"
+#include "trials/trial_origin.h"
 #include "tuner/study_core.h"
 #include "tuner/trial_state_internal.h"
 
@@ -140,6 +142,7 @@ std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
   retry.user_attrs = t.user_attrs;
   retry.system_attrs = t.system_attrs;
   retry.system_attrs.erase(kFailReasonAttr);
+  retry.system_attrs.erase(kSamplerAttr);
   if (!retry.system_attrs.contains(kFailedTrialAttr)) {
     retry.system_attrs[kFailedTrialAttr] = std::to_string(t.number);
   }
@@ -151,6 +154,29 @@ std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
   for (const auto& [name, value] : t.params) fixed[name] = value;
   retry.system_attrs[kFixedParamsAttr] = params_to_json(fixed);
   return retry;
+}
+
+// Puts a trial's constraint values (Trial::set_constraints) into `attrs`; false when one is NaN
+// or infinite (constraint_failure() says which).
+bool constraints_attrs(const std::optional<std::vector<double>>& constraints,
+                       Attributes& attrs) {
+  if (!constraints) return true;
+  for (double v : *constraints) {
+    if (!std::isfinite(v)) return false;
+  }
+  attrs[kConstraintsAttr] = constraints_to_json(*constraints);
+  return true;
+}
+
+std::string constraint_failure(const std::vector<double>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      return "constraint " + std::to_string(i) + " of " + std::to_string(values.size()) + " is " +
+             to_string(ParamValue(values[i])) +
+             " (Trial::set_constraints); a constraint value must be a finite number";
+    }
+  }
+  return "the constraint values are not finite";
 }
 
 }  // namespace
@@ -381,6 +407,9 @@ Trial Study::start_trial(const SearchSpace* space) {
         state->fixed = fixed_params_of(it->second, t.number);
       }
       state->retry_history = retry_history_of(t);
+      state->origin = !state->retry_history.empty() || t.system_attrs.contains(kFailedTrialAttr)
+                          ? "retry"
+                          : "enqueued";
       break;
     }
   }
@@ -394,6 +423,7 @@ Trial Study::start_trial(const SearchSpace* space) {
         core.own_write_locked([&] { return core.storage->create_trial(core.record.study_id); });
     state->trial_id = created.trial_id;
     state->number = created.number;
+    state->origin = core.sampler->name();
     // The new trial follows the history just read unless another process added one meanwhile:
     // then read again, so that the history has no gap.
     if (created.number == static_cast<int>(core.trials.size())) {
@@ -526,7 +556,11 @@ FrozenTrial Study::tell(Trial& trial, const std::vector<double>& values,
                   user_attrs);
     }
   }
-  FrozenTrial finished = finish(s, TrialState::kComplete, values, {}, user_attrs);
+  Attributes system_attrs;
+  if (!constraints_attrs(s.constraints, system_attrs)) {
+    return tell(trial, TrialState::kFail, constraint_failure(*s.constraints), user_attrs);
+  }
+  FrozenTrial finished = finish(s, TrialState::kComplete, values, system_attrs, user_attrs);
   mark_told(s);
   return finished;
 }
@@ -537,6 +571,9 @@ FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reaso
   std::vector<double> values;
   Attributes attrs;
   if (state == TrialState::kPruned) {
+    if (!constraints_attrs(s.constraints, attrs)) {
+      return tell(trial, TrialState::kFail, constraint_failure(*s.constraints), user_attrs);
+    }
     FrozenTrial record = core_->storage->get_trial(s.trial_id);
     if (!record.intermediate_values.empty() && directions().size() == 1) {
       double last = record.intermediate_values.rbegin()->second;
@@ -558,9 +595,11 @@ FrozenTrial Study::finish(const Trial::State& s, TrialState state,
                           const std::vector<double>& values, const Attributes& system_attrs,
                           const Attributes& user_attrs) {
   StudyCore& core = *core_;
+  Attributes attrs = system_attrs;
+  if (!s.origin.empty()) attrs[kSamplerAttr] = json_string(s.origin);
   std::lock_guard lock(core.mutex);
   FrozenTrial finished = core.own_write_locked([&] {
-    return core.storage->finish_trial(s.trial_id, state, values, system_attrs, user_attrs);
+    return core.storage->finish_trial(s.trial_id, state, values, attrs, user_attrs);
   });
   const auto n = static_cast<size_t>(s.number);
   if (core.seen_changes && n < core.trials.size() && core.trials[n].trial_id == s.trial_id) {
@@ -596,6 +635,7 @@ Study::Rerun Study::fail_and_retry(Trial& trial, const std::string& reason,
         retry_of(record, max_retries.value_or(std::numeric_limits<int>::max()));
     Attributes fail_attrs;
     fail_attrs[kFailReasonAttr] = json_string(reason);
+    if (!s.origin.empty()) fail_attrs[kSamplerAttr] = json_string(s.origin);
     // A stale_before past every heartbeat: any RUNNING trial (see Storage::fail_stale_trial).
     std::optional<Storage::StaleTrialOutcome> outcome = core.storage->fail_stale_trial(
         s.trial_id, TimePoint::max(), fail_attrs, retry ? &*retry : nullptr);
@@ -727,13 +767,44 @@ FrozenTrial Study::best_trial() const {
   if (!best) {
     throw Error(ErrorCode::kFailedPrecondition, "study '" + name() + "' has no COMPLETE trial yet");
   }
-  return *best;
+  if (is_feasible(*best)) return *best;
+  // The best value violates a constraint (as Optuna: the best of the feasible trials instead).
+  TrialFilter filter;
+  filter.states = std::vector<TrialState>{TrialState::kComplete};
+  const std::vector<FrozenTrial> complete = trials(filter);
+  const FrozenTrial* feasible = nullptr;
+  const FrozenTrial* least_violating = nullptr;
+  double least = std::numeric_limits<double>::infinity();
+  const double sign = direction() == StudyDirection::kMaximize ? -1.0 : 1.0;
+  for (const FrozenTrial& t : complete) {
+    if (t.values.size() != 1) continue;
+    const double violation = constraint_violation(constraints_of(t));
+    if (violation == 0) {
+      if (!feasible || sign * t.values[0] < sign * feasible->values[0]) feasible = &t;
+    } else if (!least_violating || violation < least) {
+      least_violating = &t;
+      least = violation;
+    }
+  }
+  if (!feasible) {
+    std::ostringstream by;
+    by << least;
+    throw Error(ErrorCode::kFailedPrecondition,
+                "study '" + name() + "' has no feasible COMPLETE trial yet: each of its " +
+                    std::to_string(complete.size()) +
+                    " COMPLETE trials has a constraint value > 0 (the least violation is trial " +
+                    std::to_string(least_violating ? least_violating->number : -1) + "'s, by " +
+                    by.str() + ")");
+  }
+  return *feasible;
 }
 
 std::vector<FrozenTrial> Study::best_trials() const {
   TrialFilter filter;
   filter.states = std::vector<TrialState>{TrialState::kComplete};
   std::vector<FrozenTrial> complete = trials(filter);
+  // Constrained optimization: the front of the feasible trials only (as Optuna).
+  std::erase_if(complete, [](const FrozenTrial& t) { return !is_feasible(t); });
   std::vector<FrozenTrial> front;
   for (const FrozenTrial& t : complete) {
     bool dominated = false;

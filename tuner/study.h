@@ -156,8 +156,9 @@ class Study {
   // for one that is not RUNNING.
   Trial adopt(int64_t trial_id);
 
-  // Finishes a trial. A NaN or infinite value makes it FAIL with the reason stored in its
-  // "fail_reason" system attribute; a trial whose should_stop() said true becomes PRUNED.
+  // Finishes a trial, with its constraint values (Trial::set_constraints) when it is COMPLETE or
+  // PRUNED. A NaN or infinite value, or constraint value, makes it FAIL with the reason stored in
+  // its "fail_reason" system attribute; a trial whose should_stop() said true becomes PRUNED.
   // Atomic: when the storage write fails (Error), the trial is as it was before the call, and
   // tell() may be called again. Throws Error(kFailedPrecondition) when the trial is finished
   // already (told before, or failed as stale by another process).
@@ -199,10 +200,13 @@ class Study {
   void optimize(const Objective& objective, const OptimizeOptions& options);
   void optimize(const MultiObjective& objective, const OptimizeOptions& options);
 
-  // The best COMPLETE trial. Throws Error(kFailedPrecondition) when there is none, or when the
-  // study has several objectives (use best_trials()).
+  // The best feasible COMPLETE trial: in constrained optimization (Trial::set_constraints), the
+  // best of those whose constraint values are all <= 0, as Optuna's best_trial. Throws
+  // Error(kFailedPrecondition) when there is none (saying whether no trial is COMPLETE or none is
+  // feasible), or when the study has several objectives (use best_trials()).
   FrozenTrial best_trial() const;
-  // The Pareto front of COMPLETE trials (for one objective: every trial with the best value).
+  // The Pareto front of the feasible COMPLETE trials (for one objective: every trial with the
+  // best value); empty when there is none.
   std::vector<FrozenTrial> best_trials() const;
   std::vector<FrozenTrial> trials(const TrialFilter& filter = {}) const;
 

@@ -9,9 +9,11 @@
 
 #include "search/grid_sampler.h"
 #include "search/random_sampler.h"
+#include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/clock.h"
 #include "trials/error.h"
+#include "trials/trial_origin.h"
 
 namespace tuner {
 namespace {
@@ -356,6 +358,39 @@ TEST(Study, EnqueuedTrialsRunFirstWithTheirValues) {
   EXPECT_EQ(t.suggest_int("y", -5, 5), -2);
   study.tell(t, 1.0);
   EXPECT_EQ(study.trials().at(0).params.at("x"), ParamValue(3.5));
+}
+
+// Issue 17, item 4: each trial records where its params came from.
+TEST(Study, EachTrialRecordsTheSamplerItCameFrom) {
+  Study study = Study::create(random_study());
+  study.enqueue_trial({{"x", 3.5}});
+  study.optimize(quadratic, trials(2));  // the enqueued trial, then a sampled one
+  Trial lost = study.ask();
+  lost.suggest_float("x", -10, 10);
+  Study::Rerun rerun = study.fail_and_retry(lost, "lease expired", 3);
+  Trial retry = study.ask();
+  EXPECT_EQ(retry.number(), rerun.retry->number);
+  study.tell(retry, 2.0);
+  Trial pruned = study.ask();
+  study.tell(pruned, TrialState::kPruned);
+  Trial running = study.ask();
+  const std::vector<FrozenTrial> all = study.trials();
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_EQ(sampler_of(all[0]), "enqueued");
+  EXPECT_EQ(sampler_of(all[1]), "random");
+  EXPECT_EQ(sampler_of(all[2]), "random");  // failed by fail_and_retry, with its origin
+  EXPECT_EQ(all[2].state, TrialState::kFail);
+  EXPECT_EQ(sampler_of(all[3]), "retry");
+  EXPECT_EQ(sampler_of(all[4]), "random");
+  EXPECT_EQ(sampler_of(all[5]), "");  // recorded with the outcome
+  EXPECT_EQ(all[1].system_attrs.at(kSamplerAttr), "\"random\"");
+
+  StudyOptions tpe = random_study();
+  tpe.name = "tpe";
+  tpe.sampler = std::make_shared<TpeSampler>();
+  Study with_tpe = Study::create(tpe);
+  with_tpe.optimize(quadratic, trials(1));
+  EXPECT_EQ(sampler_of(with_tpe.trials().at(0)), "tpe");
 }
 
 TEST(Study, LoadContinuesNumberingWithTheStoredSeed) {

@@ -179,6 +179,8 @@ class Parser {
   SearchSpace parse_space(const Json& value);
   SearchSpace import_space(const Json& value);
   void parse_objective(const Json& value, SweepFile& sweep);
+  std::vector<MetricConstraint> parse_constraints(const Json& value);
+  void check_constraint_metrics(const SweepFile& sweep, const Json& job) const;
   SamplerConfig parse_sampler(const Json& value, const SearchSpace& space);
   SchedulerConfig parse_scheduler(const Json& value);
   Budget parse_budget(const Json* value, SamplerType sampler);
@@ -202,8 +204,8 @@ SweepFile Parser::parse(std::string_view text) {
   }
   named([&] {
     check_fields(root, "",
-                 {"version", "name", "description", "storage", "space", "objective", "sampler",
-                  "scheduler", "budget", "job", "executors", "export"});
+                 {"version", "name", "description", "storage", "space", "objective",
+                  "constraints", "sampler", "scheduler", "budget", "job", "executors", "export"});
   });
 
   SweepFile sweep;
@@ -230,6 +232,7 @@ SweepFile Parser::parse(std::string_view text) {
 
   sweep.space = parse_space(required(root, "", "space"));
   parse_objective(required(root, "", "objective"), sweep);
+  if (const Json* v = find_field(root, "constraints")) sweep.constraints = parse_constraints(*v);
   const Json* sampler = find_field(root, "sampler");
   sweep.sampler = sampler ? parse_sampler(*sampler, sweep.space) : SamplerConfig{};
   if (const Json* v = find_field(root, "scheduler")) sweep.scheduler = parse_scheduler(*v);
@@ -246,6 +249,7 @@ SweepFile Parser::parse(std::string_view text) {
   // Last, so that an error of parse_job_spec (an engine job before the executor knows them)
   // comes only after everything else was found valid.
   parse_job(job, sweep);
+  check_constraint_metrics(sweep, job);
   if (executors && find_field(*executors, "local")) {
     sweep.local_executors = int32((*executors)["local"], "executors.local", 0);
   } else {
@@ -324,6 +328,69 @@ void Parser::parse_objective(const Json& value, SweepFile& sweep) {
   sweep.direction = one_of(direction, "objective.direction", kDirections) == 0
                         ? StudyDirection::kMinimize
                         : StudyDirection::kMaximize;
+}
+
+std::vector<MetricConstraint> Parser::parse_constraints(const Json& value) {
+  if (!value.is_array()) {
+    fail("constraints",
+         "expected a list of bounds such as [{\"metric\": \"latency_ms\", \"max\": 2}], got " +
+             shown(value));
+  }
+  std::vector<MetricConstraint> constraints;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string at = index_path("constraints", i);
+    object(value[i], at);
+    fields(value[i], at, {"metric", "max", "min"});
+    MetricConstraint c;
+    c.metric = string(required(value[i], at, "metric", " (the job's metric to bound)"),
+                      child_path(at, "metric"));
+    const Json* max = find_field(value[i], "max");
+    const Json* min = find_field(value[i], "min");
+    if ((max != nullptr) == (min != nullptr)) {
+      fail(at, std::string(max ? "has both \"max\" and \"min\"" : "has neither \"max\" nor \"min\"") +
+                   "; a bound is one of them (bound a metric on both sides with two entries)");
+    }
+    c.bound = max ? MetricConstraint::Bound::kMax : MetricConstraint::Bound::kMin;
+    const std::string limit_path = child_path(at, max ? "max" : "min");
+    const Json& limit = max ? *max : *min;
+    if (!limit.is_number() || !std::isfinite(limit.get<double>())) {
+      fail(limit_path, "expected a finite number, got " + shown(limit));
+    }
+    c.limit = limit.get<double>();
+    for (size_t j = 0; j < constraints.size(); ++j) {
+      if (constraints[j].metric == c.metric && constraints[j].bound == c.bound) {
+        fail(at, "bounds " + json_text(c.metric) + " as " + index_path("constraints", j) +
+                     " does (" + to_string(constraints[j]) + "); state each bound once");
+      }
+    }
+    constraints.push_back(std::move(c));
+  }
+  return constraints;
+}
+
+// An engine job reports a known set of final metrics (docs/engine_jobs.md): a constraint on
+// another one would fail every trial. A command job's metrics are whatever it prints.
+void Parser::check_constraint_metrics(const SweepFile& sweep, const Json& job) const {
+  if (sweep.job_kind != "engine") return;
+  const std::vector<std::string> metrics = {"train_loss", "val_loss",      "val_accuracy",
+                                            "lr",         "epoch_seconds", "best_epoch",
+                                            "num_params", "test_loss",     "test_accuracy"};
+  for (size_t i = 0; i < sweep.constraints.size(); ++i) {
+    const std::string& metric = sweep.constraints[i].metric;
+    const std::string at = child_path(index_path("constraints", i), "metric");
+    if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end()) {
+      fail(at, json_text(metric) + " is not a metric of an engine job (it reports " +
+                   list_of(metrics) + ")" + did_you_mean(metric, metrics));
+    }
+    if (metric.starts_with("test_")) {
+      const Json* data = job.is_object() ? find_field(job, "data") : nullptr;
+      const Json* test = data && data->is_object() ? find_field(*data, "test") : nullptr;
+      if (!test || (test->is_number() && test->get<double>() <= 0)) {
+        fail(at, json_text(metric) + " is reported only when the job's data.test is > 0 (the "
+                                     "test images to evaluate the best epoch on)");
+      }
+    }
+  }
 }
 
 SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space) {
@@ -937,6 +1004,15 @@ std::string to_json(const SweepFile& sweep) {
   root["space"] = search_space_to_json_value(sweep.space);
   root["objective"] = {{"metric", sweep.objective_metric},
                        {"direction", std::string(to_string(sweep.direction))}};
+  if (!sweep.constraints.empty()) {
+    Json constraints = Json::array();
+    for (const MetricConstraint& c : sweep.constraints) {
+      constraints.push_back(
+          {{"metric", c.metric},
+           {c.bound == MetricConstraint::Bound::kMax ? "max" : "min", c.limit}});
+    }
+    root["constraints"] = constraints;
+  }
 
   Json sampler = {{"type", std::string(to_string(sweep.sampler.type))}};
   if (sweep.sampler.seed) sampler["seed"] = *sweep.sampler.seed;

@@ -4,6 +4,7 @@
 //
 //   {"name": "mlp", "space": {"file": "space.json"},
 //    "objective": {"metric": "val_accuracy", "direction": "maximize"},
+//    "constraints": [{"metric": "epoch_seconds", "max": 30}],
 //    "sampler": {"type": "tpe", "seed": 1}, "scheduler": {"type": "asha", "max_resource": 4},
 //    "budget": {"trials": 30, "time": "2h"}, "job": {"kind": "engine", ...}}
 //
@@ -31,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "search/asha.h"
 #include "search/hyperband.h"
@@ -41,6 +43,7 @@
 #include "search/search_space.h"
 #include "search/tpe_sampler.h"
 #include "trials/trial_state.h"
+#include "tuner/metric_constraint.h"
 #include "tuner/study.h"
 
 namespace tuner {
@@ -154,6 +157,9 @@ struct SweepFile {
   SearchSpace space;
   std::string objective_metric;
   StudyDirection direction = StudyDirection::kMinimize;
+  // Bounds on the job's final metrics that a trial must keep to be feasible (its constraint
+  // values, in this order; tuner/metric_constraint.h). Default: none.
+  std::vector<MetricConstraint> constraints;
   SamplerConfig sampler;
   SchedulerConfig scheduler;
   Budget budget;

@@ -479,6 +479,56 @@ TEST(SweepFileTest, EngineJobPlaceholdersMustNameParameters) {
                         "parameter of the space"));
 }
 
+// Issue 17, item 2: constraints on the job's metrics.
+TEST(SweepFileTest, ConstraintsBoundTheJobsMetrics) {
+  SweepFile s = parse_sweep_file(patched(R"({"constraints": [
+      {"metric": "latency_ms", "max": 2.0}, {"metric": "params", "max": 1e6},
+      {"metric": "recall", "min": 0.9}]})"), "sweep.json");
+  ASSERT_EQ(s.constraints.size(), 3u);
+  EXPECT_EQ(s.constraints[0], (MetricConstraint{"latency_ms", MetricConstraint::Bound::kMax, 2.0}));
+  EXPECT_EQ(s.constraints[1].limit, 1e6);
+  EXPECT_EQ(s.constraints[2], (MetricConstraint{"recall", MetricConstraint::Bound::kMin, 0.9}));
+  // The stored value is <= 0 exactly when the bound holds.
+  EXPECT_EQ(constraint_value(s.constraints[0], 2.5), 0.5);
+  EXPECT_EQ(constraint_value(s.constraints[0], 1.5), -0.5);
+  EXPECT_EQ(constraint_value(s.constraints[2], 0.95), 0.9 - 0.95);
+  EXPECT_EQ(to_string(s.constraints[0]), "latency_ms <= 2");
+  EXPECT_EQ(to_string(s.constraints[2]), "recall >= 0.9");
+  EXPECT_EQ(to_string(s.constraints[1]), "params <= 1e+06");
+  EXPECT_TRUE(parse_sweep_file(kMinimal, "sweep.json").constraints.empty());
+}
+
+TEST(SweepFileTest, RefusesBadConstraintsNamingTheJsonPath) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"constraints": {"metric": "a", "max": 1}})",
+       "sweep.json: constraints: expected a list of bounds such as [{\"metric\": "
+       "\"latency_ms\", \"max\": 2}], got an object"},
+      {R"({"constraints": [3]})", "sweep.json: constraints[0]: expected an object, got 3"},
+      {R"({"constraints": [{"max": 1}]})",
+       "sweep.json: constraints[0]: missing required field \"metric\""},
+      {R"({"constraints": [{"metric": "", "max": 1}]})",
+       "sweep.json: constraints[0].metric: must not be empty"},
+      {R"({"constraints": [{"metric": "a", "max": 1}, {"metric": "b"}]})",
+       "sweep.json: constraints[1]: has neither \"max\" nor \"min\"; a bound is one of them "
+       "(bound a metric on both sides with two entries)"},
+      {R"({"constraints": [{"metric": "a", "max": 1, "min": 0}]})",
+       "sweep.json: constraints[0]: has both \"max\" and \"min\""},
+      {R"({"constraints": [{"metric": "a", "max": "1"}]})",
+       "sweep.json: constraints[0].max: expected a finite number, got \"1\""},
+      {R"({"constraints": [{"metric": "a", "min": null}]})",
+       "sweep.json: constraints[0].min: expected a finite number, got null"},
+      {R"({"constraints": [{"metric": "a", "max": 1, "limit": 2}]})",
+       "sweep.json: constraints[0]: unknown field \"limit\""},
+      {R"({"constraints": [{"metric": "a", "max": 1}, {"metric": "a", "max": 3}]})",
+       "sweep.json: constraints[1]: bounds \"a\" as constraints[0] does (a <= 1); state each "
+       "bound once"},
+      {R"({"constraint": []})", "(did you mean \"constraints\"?)"},
+  };
+  for (const auto& [patch, want] : cases) {
+    EXPECT_THAT(error_of(patched(patch)), HasSubstr(want)) << patch;
+  }
+}
+
 // An engine sweep on Fashion-MNIST with `params` (a space's "params") and `layers` (the model's).
 std::string engine_sweep(std::string_view params, std::string_view layers,
                          std::string_view input = "[1, 28, 28]") {
@@ -490,6 +540,26 @@ std::string engine_sweep(std::string_view params, std::string_view layers,
       "training": {"epochs": 1, "batch_size": 64}})");
   doc["job"]["model"] = {{"input", Json::parse(input)}, {"layers", Json::parse(layers)}};
   return doc.dump();
+}
+
+TEST(SweepFileTest, EngineConstraintsMustNameMetricsTheEngineReports) {
+  const char* params = R"({"lr": {"type": "float", "low": 0.001, "high": 0.1}})";
+  const char* layers = R"([{"type": "flatten"}, {"type": "linear", "out": 10}])";
+  Json doc = Json::parse(engine_sweep(params, layers));
+  doc["constraints"] = Json::parse(R"([{"metric": "epoch_seconds", "max": 30},
+                                       {"metric": "num_params", "max": 1e6},
+                                       {"metric": "val_los", "max": 0.5}])");
+  EXPECT_THAT(error_of(doc.dump()),
+              HasSubstr("sweep.json: constraints[2].metric: \"val_los\" is not a metric of an "
+                        "engine job (it reports \"train_loss\", \"val_loss\""));
+  EXPECT_THAT(error_of(doc.dump()), HasSubstr("(did you mean \"val_loss\"?)"));
+  doc["constraints"] = Json::parse(R"([{"metric": "test_accuracy", "min": 0.5}])");
+  EXPECT_THAT(error_of(doc.dump()),
+              HasSubstr("sweep.json: constraints[0].metric: \"test_accuracy\" is reported only "
+                        "when the job's data.test is > 0"));
+  doc["job"]["data"]["test"] = 100;
+  EXPECT_EQ(error_of(doc.dump()), "");
+  EXPECT_EQ(parse_sweep_file(doc.dump(), "sweep.json").constraints.size(), 1u);
 }
 
 // Issue 15, item 9: a model that could not fit the data was accepted, and every trial failed
@@ -734,6 +804,8 @@ TEST(SweepFileTest, RoundTrip) {
           "scheduler": {"type": "hyperband", "max_resource": 9, "min_resource": 1}})",
       R"({"scheduler": {"type": "median"}})",
       R"({"scheduler": {"type": "patience", "patience": 2, "min_delta": 0.125}})",
+      R"({"constraints": [{"metric": "latency_ms", "max": 2.5}, {"metric": "acc", "min": 0.8},
+                          {"metric": "latency_ms", "min": 1e-3}]})",
   };
   for (const char* patch : patches) {
     SCOPED_TRACE(patch);

@@ -9,6 +9,7 @@
 
 #include "executor/job_spec.h"
 #include "storage/sqlite_storage.h"
+#include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"
 #include "tuner/coordinator.h"
@@ -79,6 +80,10 @@ void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection d
   switch (t.state) {
     case TrialState::kComplete: {
       ++progress.complete;
+      if (!is_feasible(t)) {
+        ++progress.infeasible;
+        break;
+      }
       if (t.values.empty()) break;
       const double v = t.values[0];
       if (!progress.best_value ||
@@ -193,7 +198,8 @@ OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) 
 StudyRunOptions study_run_options(const OpenedSweep& opened) {
   return StudyRunOptions{.job_json = opened.sweep.job_json,
                          .n_trials = opened.remaining_trials,
-                         .max_concurrency = opened.sweep.budget.max_concurrent};
+                         .max_concurrency = opened.sweep.budget.max_concurrent,
+                         .constraints = opened.sweep.constraints};
 }
 
 namespace {

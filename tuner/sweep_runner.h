@@ -39,7 +39,9 @@ inline constexpr char kSweepAttr[] = "tuner:sweep";
 // Where a sweep stands; counts are over the whole study (earlier runs of it included).
 struct SweepProgress {
   int64_t complete = 0, pruned = 0, failed = 0, running = 0;
+  int64_t infeasible = 0;  // COMPLETE trials that violate a constraint (counted in `complete`)
   std::optional<int> trial_budget;  // the sweep's budget.trials
+  // The best feasible COMPLETE trial (every COMPLETE one is feasible without constraints).
   std::optional<double> best_value;
   std::optional<int> best_number;
   std::chrono::seconds elapsed{0};                  // since this run started

@@ -147,4 +147,12 @@ void Trial::set_user_attr(const std::string& key, const std::string& json) {
   state_->core->storage->set_trial_user_attr(state_->trial_id, key, json);
 }
 
+void Trial::set_constraints(std::vector<double> values) {
+  if (state_->told) {
+    throw Error(ErrorCode::kFailedPrecondition, "trial " + std::to_string(state_->number) +
+                                                    ": cannot set constraints after it finished");
+  }
+  state_->constraints = std::move(values);
+}
+
 }  // namespace tuner

@@ -63,6 +63,13 @@ class Trial {
   // Attributes are stored as JSON text: set_user_attr("note", "\"baseline\"").
   void set_user_attr(const std::string& key, const std::string& json);
 
+  // The trial's constraint values (as Optuna's constraints_func returns them): the trial is
+  // feasible when every value is <= 0. Stored with its outcome when it is told COMPLETE or
+  // PRUNED, in the "constraints" system attribute (trials/constraints.h), which samplers and
+  // Study::best_trial() read; a later call replaces the values. A NaN or infinite value makes
+  // tell() store the trial FAIL, saying which. Throws Error(kFailedPrecondition) once told.
+  void set_constraints(std::vector<double> values);
+
   // The values chosen so far (all of the space's active params for define-and-run trials).
   const Params& params() const;
 

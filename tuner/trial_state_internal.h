@@ -34,6 +34,11 @@ struct Trial::State {
   // The scheduler's memo for this trial (search/scheduler.h): reset when a step is reported
   // that is not past every earlier one (a value may have been rewritten).
   ReportMemo memo;
+  // Where the trial's params came from ("tpe", "enqueued", "retry": the "tuner:sampler" system
+  // attribute, stored with its outcome); empty for an adopted trial (not known here).
+  std::string origin;
+  // Trial::set_constraints(); stored by tell().
+  std::optional<std::vector<double>> constraints;
   // A re-run's earlier attempts (its "retry_history" system attribute); empty for a first run.
   std::vector<int> retry_history;
   bool stop_requested = false;

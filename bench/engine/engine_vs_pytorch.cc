@@ -8,7 +8,7 @@
 // bf16 mixed precision (CudaBackendOptions::matmul = kBfloat16: bf16 GEMM inputs, fp32 all else),
 // where the GEMM peak is that of the bf16 products too.
 //
-//   engine_vs_pytorch [--backend cpu|cuda|cuda-bf16|cuda-cudnn] [--threads 2] [--steps 200]
+//   engine_vs_pytorch [--backend cpu|cpu-bf16|cuda|cuda-bf16|cuda-cudnn] [--threads 2] [--steps 200]
 //                     [--epochs-mlp 5] [--epochs-cnn 3] [--models mlp,cnn] [--data DIR] [--quick]
 #include <algorithm>
 #include <cstdio>
@@ -54,8 +54,9 @@ std::unique_ptr<Backend> make_backend(const std::string& kind, int threads) {
   if (kind == "cuda-bf16") return make_cuda_backend(0, {.matmul = Precision::kBfloat16});
   // The convolutions through cuDNN instead of im2col + cuBLAS (CudaBackendOptions::convolution).
   if (kind == "cuda-cudnn") return make_cuda_backend(0, {.convolution = Convolution::kCudnn});
+  if (kind == "cpu-bf16") return make_cpu_backend(threads, Precision::kBfloat16);
   if (kind != "cpu") {
-    throw std::invalid_argument("--backend must be cpu, cuda, cuda-bf16 or cuda-cudnn, not " +
+    throw std::invalid_argument("--backend must be cpu, cpu-bf16, cuda, cuda-bf16 or cuda-cudnn, not " +
                                 kind);
   }
   return make_cpu_backend(threads);
@@ -193,7 +194,7 @@ int main(int argc, char** argv) {
       args.quick = true, args.steps = 20, args.epochs_mlp = 1, args.epochs_cnn = 1;
     else {
       std::fprintf(stderr,
-                   "usage: engine_vs_pytorch [--backend cpu|cuda|cuda-bf16|cuda-cudnn] [--threads N] [--steps N] [--epochs-mlp N] "
+                   "usage: engine_vs_pytorch [--backend cpu|cpu-bf16|cuda|cuda-bf16|cuda-cudnn] [--threads N] [--steps N] [--epochs-mlp N] "
                    "[--epochs-cnn N] [--models mlp,cnn] [--data DIR] [--quick]\n");
       return 2;
     }

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The Optuna interop test: a study written here is read by Optuna, and a study written by Optuna
-# is loaded and continued here, then read by Optuna again (and continued by it once more).
+# is loaded and continued here, then read by Optuna again (and continued by it once more). The
+# same both ways for constraint values (check_constraints.py): Optuna reads tuner's, and its
+# TPESampler continues from them; tuner reads Optuna's (its list and its named form), and its
+# TPE continues from them.
 #   run_interop.sh BUILD_DIR WRITE_STUDY_BINARY
 # Then optuna-dashboard (PyPI, same venv) is started on a study written here and its HTTP API
 # must list the study and its trials (check_dashboard.py).
@@ -39,6 +42,20 @@ run_pair() {  # run_pair PYTHON TAG [--v300d]
 }
 
 run_pair "$venv/bin/python" latest
+echo "== constraints: tuner writes, optuna reads them and continues with its TPESampler"
+"$write_study" write-constrained "$work/constrained-cpp.db" "$work/constrained-cpp.json"
+"$venv/bin/python" "$here/check_constraints.py" read "$work/constrained-cpp.db" \
+  "$work/constrained-cpp.json" --then-optimize
+echo "== constraints: optuna writes them, tuner's TPE reads and continues, optuna reads"
+"$venv/bin/python" "$here/check_constraints.py" write "$work/constrained-py.db"
+studies=(from-optuna-constrained)
+if "$venv/bin/python" -c 'import optuna, sys; sys.exit(not hasattr(optuna.trial.Trial, "set_constraint"))'; then
+  studies+=(from-optuna-named)
+fi
+for s in "${studies[@]}"; do
+  "$write_study" continue-constrained "$work/constrained-py.db" "$work/$s.json" "$s" 20
+  "$venv/bin/python" "$here/check_constraints.py" read "$work/constrained-py.db" "$work/$s.json"
+done
 echo "== optuna-dashboard lists a study written here"
 "$write_study" write "$work/dashboard.db" "$work/dashboard.json"
 timeout 180 "$venv/bin/python" "$here/check_dashboard.py" "$work/dashboard.db" \

@@ -5,11 +5,18 @@
 //                                           dumps every stored field to JSON
 //   write_study continue DB JSON STUDY N    loads STUDY (written by Optuna), runs N more trials
 //                                           of the same space, dumps every trial to JSON
+//   write_study write-constrained DB JSON   writes "interop-constrained": the constrained
+//                                           problem of check_constraints.py, 30 random trials
+//   write_study continue-constrained DB JSON STUDY N
+//                                           loads STUDY (Optuna's), runs N more trials of the
+//                                           problem with the TPE sampler, dumps it
 //
 // The dump: {"studies": [{"name", "directions", "user_attrs", "trials": [{"number", "state",
 // "params", "distributions" (Optuna's JSON), "values", "intermediate_values" ({"step": value}),
 // "user_attrs" (parsed), "datetime_start", "datetime_complete" (naive UTC text)}]}]};
-// infinities are the strings "inf" and "-inf".
+// infinities are the strings "inf" and "-inf". The constrained dump: {"name", "best" (the number
+// of Study::best_trial(), or null), "trials": [{"number", "state", "params", "values",
+// "constraints" ({name: value} as tuner reads them, Optuna's FrozenTrial.constraints' form)}]}.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -19,8 +26,10 @@
 #include <string>
 
 #include "search/random_sampler.h"
+#include "search/tpe_sampler.h"
 #include "storage/optuna_schema.h"
 #include "storage/sqlite_storage.h"
+#include "trials/constraints.h"
 #include "tuner/study.h"
 
 namespace {
@@ -156,6 +165,88 @@ int resume(const std::string& db, const std::string& out, const std::string& nam
   return 0;
 }
 
+// The constrained problem (as check_constraints.py's objective): minimize (x - 1.5)^2 + (y + 2)^2
+// subject to x >= 5 and y <= 8, stored as the constraint values [5 - x, y - 8]. Trial numbers
+// 3 mod 10 are PRUNED (with their constraints), 7 mod 10 FAIL.
+void run_constrained_trial(Study& study) {
+  Trial trial = study.ask();
+  const int n = trial.number();
+  const double x = trial.suggest_float("x", -10, 10);
+  const double y = trial.suggest_float("y", -10, 10);
+  const double value = (x - 1.5) * (x - 1.5) + (y + 2) * (y + 2);
+  trial.set_constraints({5 - x, y - 8});
+  trial.report(0, value);
+  if (n % 10 == 3) {
+    study.tell(trial, TrialState::kPruned);
+  } else if (n % 10 == 7) {
+    study.tell(trial, TrialState::kFail, "the objective raised ValueError");
+  } else {
+    study.tell(trial, value);
+  }
+}
+
+json dump_constrained(const Study& study) {
+  json trials = json::array();
+  for (const FrozenTrial& t : study.trials()) {
+    json trial = {{"number", t.number},
+                  {"state", to_string(t.state)},
+                  {"params", json::object()},
+                  {"values", json::array()},
+                  {"constraints", json::object()}};
+    for (const auto& [k, v] : t.params) trial["params"][k] = param_json(v);
+    for (double v : t.values) trial["values"].push_back(number(v));
+    for (const ConstraintValue& c : constraints_of(t)) trial["constraints"][c.name] = number(c.value);
+    trials.push_back(trial);
+  }
+  json best = nullptr;
+  try {
+    best = study.best_trial().number;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kFailedPrecondition) throw;
+  }
+  return {{"name", study.name()}, {"best", best}, {"trials", trials}};
+}
+
+int write_constrained(const std::string& db, const std::string& out) {
+  StudyOptions so;
+  so.name = "interop-constrained";
+  so.storage = std::make_shared<SqliteStorage>(db);
+  so.sampler = std::make_shared<RandomSampler>();
+  so.seed = 17;
+  Study study = Study::create(so);
+  for (int i = 0; i < 30; ++i) run_constrained_trial(study);
+  std::ofstream(out) << dump_constrained(study).dump(2) << "\n";
+  return 0;
+}
+
+int continue_constrained(const std::string& db, const std::string& out, const std::string& name,
+                         int n) {
+  StudyOptions so;
+  so.name = name;
+  so.storage = std::make_shared<SqliteStorage>(db);
+  so.sampler = std::make_shared<TpeSampler>();
+  so.seed = 23;
+  Study study = Study::load(so);
+  const size_t before = study.trials().size();
+  for (int i = 0; i < n; ++i) run_constrained_trial(study);
+  // TPE read the constraints Optuna wrote: most of its trials are feasible (x >= 5 is a quarter
+  // of the space; the unconstrained best, x = 1.5, is not in it).
+  int complete = 0, feasible = 0;
+  for (const FrozenTrial& t : study.trials()) {
+    if (t.number < static_cast<int>(before) || t.state != TrialState::kComplete) continue;
+    ++complete;
+    if (is_feasible(t)) ++feasible;
+  }
+  std::cout << "write_study: " << feasible << " of tuner's " << complete
+            << " COMPLETE trials are feasible\n";
+  if (feasible * 2 < complete) {
+    std::cerr << "write_study: tuner's TPE does not seem to read Optuna's constraints\n";
+    return 1;
+  }
+  std::ofstream(out) << dump_constrained(study).dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,7 +258,12 @@ int main(int argc, char** argv) {
     if (mode == "continue" && argc == 6) {
       return resume(argv[2], argv[3], argv[4], std::stoi(argv[5]));
     }
-    std::cerr << "usage: write_study write DB JSON [--v300d] | continue DB JSON STUDY N\n";
+    if (mode == "write-constrained" && argc == 4) return write_constrained(argv[2], argv[3]);
+    if (mode == "continue-constrained" && argc == 6) {
+      return continue_constrained(argv[2], argv[3], argv[4], std::stoi(argv[5]));
+    }
+    std::cerr << "usage: write_study write DB JSON [--v300d] | continue DB JSON STUDY N | "
+                 "write-constrained DB JSON | continue-constrained DB JSON STUDY N\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "write_study: " << e.what() << "\n";

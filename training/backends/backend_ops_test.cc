@@ -5,18 +5,21 @@
 // Each case is its own test, so one failing op hides no other. Adding an op is one line in
 // all_cases(); adding a backend is one line in kBackends.
 //
-// A backend whose products round their inputs to bf16 (cuda_bf16) is held to a bf16 tolerance on
+// A backend whose products round their inputs to bf16 (cpu_bf16, cuda_bf16) is held to a bf16 tolerance on
 // the outputs that come out of a GEMM (Bench::record_product: 1e-2 relative, 1e-2 * sqrt(K) times
 // the terms' scale absolute) and to the usual tolerance on everything else. A backend whose
 // convolutions do not unfold their input (cuda_cudnn) leaves the im2col buffer `col` unwritten:
 // it is not compared there.
 //
-// Backends that need a device skip every test ("no GPU: <reason>") where there is none.
+// Backends that need a device skip every test ("no GPU: <reason>") where there is none; cpu_bf16
+// skips where the CPU has neither AMX nor AVX512-BF16.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -48,6 +51,8 @@ struct BackendUnderTest {
 
 const std::vector<BackendUnderTest>& backends_under_test() {
   static const std::vector<BackendUnderTest> kBackends = {
+      {"cpu_bf16", [] { return cpu_bf16_unavailable(); },
+       [] { return make_cpu_backend(2, Precision::kBfloat16); }, true},
       {"cuda", [] { return cuda_backend_unavailable(0); }, [] { return make_cuda_backend(0); }},
       {"cuda_bf16", [] { return cuda_backend_unavailable(0); },
        [] { return make_cuda_backend(0, {.matmul = Precision::kBfloat16}); }, true},
@@ -835,7 +840,7 @@ TEST_P(BackendOpsMemory, UploadDownloadRoundTrip) {
 TEST_P(BackendOpsMemory, AllocateReturnsZeros) {
   SKIP_WITHOUT(under_test());
   std::unique_ptr<Backend> dev = under_test().make();
-  EXPECT_FALSE(dev->host_accessible());
+  EXPECT_EQ(dev->host_accessible(), dev->name().starts_with("cpu")) << dev->name();
   for (int round = 0; round < 3; ++round) {
     // Dirty memory, free it, allocate again: the new tensor must still read as zeros.
     {
@@ -901,6 +906,31 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, BackendOpsMemory,
 // The bf16 mode really rounds each GEMM input to the nearest bf16, ties to even (bf16 keeps 8
 // significant bits: the spacing above 1 is 2^-7), and accumulates in fp32; the default mode
 // does not round. Pins the mode a tolerance alone would not tell from fp32.
+void expect_bf16_products(Backend& fp32, Backend& bf16) {
+  const float u = std::ldexp(1.0f, -8);  // half the bf16 spacing above 1
+  // a[4,1] times b[1,1] = 1: K = 1, so c is the rounded a exactly.
+  const std::vector<float> a = {1 + u, 1 + 3 * u, 1 + 1.5f * u, -(1 + 0.5f * u)};
+  const std::vector<float> rounded = {1, 1 + 4 * u, 1 + 2 * u, -1};
+  for (Backend* dev : {&fp32, &bf16}) {
+    Bench bench(*dev);
+    Tensor ta = bench.values(Shape{4, 1}, a);
+    Tensor tb = bench.values(Shape{1, 1}, {1.0f});
+    Tensor tc = bench.zeros(Shape{4, 1});
+    dev->gemm(Transpose::kNo, Transpose::kNo, 1.0f, ta, tb, 0.0f, tc);
+    EXPECT_EQ(bench.download(tc), dev == &bf16 ? rounded : a) << dev->name();
+  }
+  // Accumulation is fp32: 1 + 256 products of 2^-8 * 1 (all exact in bf16) sum to 2, which a
+  // bf16 accumulator (1 + 2^-8 rounds back to 1) would not reach.
+  Bench bench(bf16);
+  std::vector<float> row(257, u);
+  row[0] = 1.0f;
+  Tensor ta = bench.values(Shape{1, 257}, row);
+  Tensor tb = bench.values(Shape{257, 1}, std::vector<float>(257, 1.0f));
+  Tensor tc = bench.zeros(Shape{1, 1});
+  bf16.gemm(Transpose::kNo, Transpose::kNo, 1.0f, ta, tb, 0.0f, tc);
+  EXPECT_EQ(bench.download(tc), std::vector<float>{2.0f});
+}
+
 TEST(CudaBf16Products, RoundGemmInputsToNearestEven) {
   const std::string why = cuda_backend_unavailable(0);
   if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
@@ -908,28 +938,36 @@ TEST(CudaBf16Products, RoundGemmInputsToNearestEven) {
   std::unique_ptr<Backend> bf16 = make_cuda_backend(0, {.matmul = Precision::kBfloat16});
   EXPECT_EQ(fp32->name(), "cuda");
   EXPECT_EQ(bf16->name(), "cuda-bf16");
-  const float u = std::ldexp(1.0f, -8);  // half the bf16 spacing above 1
-  // a[4,1] times b[1,1] = 1: K = 1, so c is the rounded a exactly.
-  const std::vector<float> a = {1 + u, 1 + 3 * u, 1 + 1.5f * u, -(1 + 0.5f * u)};
-  const std::vector<float> rounded = {1, 1 + 4 * u, 1 + 2 * u, -1};
-  for (Backend* dev : {fp32.get(), bf16.get()}) {
-    Bench bench(*dev);
-    Tensor ta = bench.values(Shape{4, 1}, a);
-    Tensor tb = bench.values(Shape{1, 1}, {1.0f});
-    Tensor tc = bench.zeros(Shape{4, 1});
-    dev->gemm(Transpose::kNo, Transpose::kNo, 1.0f, ta, tb, 0.0f, tc);
-    EXPECT_EQ(bench.download(tc), dev == bf16.get() ? rounded : a) << dev->name();
-  }
-  // Accumulation is fp32: 1 + 256 products of 2^-8 * 1 (all exact in bf16) sum to 2, which a
-  // bf16 accumulator (1 + 2^-8 rounds back to 1) would not reach.
-  Bench bench(*bf16);
-  std::vector<float> row(257, u);
-  row[0] = 1.0f;
-  Tensor ta = bench.values(Shape{1, 257}, row);
-  Tensor tb = bench.values(Shape{257, 1}, std::vector<float>(257, 1.0f));
-  Tensor tc = bench.zeros(Shape{1, 1});
-  bf16->gemm(Transpose::kNo, Transpose::kNo, 1.0f, ta, tb, 0.0f, tc);
-  EXPECT_EQ(bench.download(tc), std::vector<float>{2.0f});
+  expect_bf16_products(*fp32, *bf16);
+}
+
+// Issue 16: "precision": "bf16" runs on the CPU backend too, with the CUDA backend's semantics.
+TEST(CpuBf16Products, RoundGemmInputsToNearestEven) {
+  const std::string why = cpu_bf16_unavailable();
+  if (!why.empty()) GTEST_SKIP() << "no bf16 on this CPU: " << why;
+  std::unique_ptr<Backend> fp32 = make_cpu_backend(2);
+  std::unique_ptr<Backend> bf16 = make_cpu_backend(2, Precision::kBfloat16);
+  EXPECT_EQ(fp32->name(), "cpu");
+  EXPECT_EQ(bf16->name(), "cpu-bf16");
+  expect_bf16_products(*fp32, *bf16);
+}
+
+// Where the CPU cannot, making the backend says why instead of running fp32 under a bf16 name.
+// Run as on a CPU without bf16 instructions: a child whose oneDNN is limited to AVX2.
+TEST(CpuBf16ProductsDeathTest, MakingOneWhereTheCpuCannotSaysWhy) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+        try {
+          make_cpu_backend(1, Precision::kBfloat16);
+        } catch (const std::runtime_error& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::_Exit(0);
+        }
+        std::_Exit(1);
+      },
+      ::testing::ExitedWithCode(0), "make_cpu_backend: bf16 products: .*(avx2|no oneDNN)");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cuda/cuda_backend.h"
+#include "training/backends/model_run_testing.h"
 #include "training/checkpoint.h"
 #include "training/distributed/nccl_communicator.h"
 #include "training/model_spec.h"
@@ -52,36 +53,6 @@ constexpr const char* kCnnSpec = R"({"input": [1, 8, 8], "layers": [
 
 constexpr CudaBackendOptions kCudnnOptions{.convolution = Convolution::kCudnn};
 
-// A plain MLP: its GEMMs are all that bf16 mode changes (no dropout, no normalization).
-constexpr const char* kMlpSpec = R"({"input": [1, 8, 8], "layers": [
-    {"type": "flatten"}, {"type": "linear", "out": 64}, {"type": "relu"},
-    {"type": "linear", "out": 32}, {"type": "relu"}, {"type": "linear", "out": 4}]})";
-
-struct ModelRun {
-  ModelRun(Backend& b, const Dataset& train, const Dataset& val, int64_t epochs,
-           const char* spec_json = kSpec)
-      : backend(b),
-        spec(parse_model_spec(spec_json)),
-        model(build_model(spec, 16, backend, 3)),
-        adam(backend, static_cast<int64_t>(model->parameters().values().size()), AdamOptions{}),
-        lr(3e-3),
-        trainer(*model, adam, lr, train, val, {.epochs = epochs, .batch_size = 16, .seed = 4}) {}
-  Backend& backend;
-  ModelSpec spec;
-  std::unique_ptr<Sequential> model;
-  Adam adam;
-  ConstantLr lr;
-  Trainer trainer;
-};
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = a.size() == b.size() ? 0.0 : INFINITY;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
-  }
-  return worst;
-}
-
 class CudaModel : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -95,7 +66,7 @@ class CudaModel : public ::testing::Test {
 
 TEST_F(CudaModel, TrainsToTheCpuWeightsAndMetrics) {
   const Dataset train = quadrants(96, 1), val = quadrants(48, 2);
-  ModelRun on_cpu(cpu_, train, val, 3), on_gpu(*gpu_, train, val, 3);
+  ModelRun on_cpu(cpu_, train, val, 3, kSpec), on_gpu(*gpu_, train, val, 3, kSpec);
   const TrainResult c = on_cpu.trainer.run(), g = on_gpu.trainer.run();
   ASSERT_EQ(c.history.size(), g.history.size());
   for (size_t e = 0; e < c.history.size(); ++e) {
@@ -116,16 +87,16 @@ TEST_F(CudaModel, ACheckpointMovesBetweenGpuAndCpu) {
       (std::filesystem::temp_directory_path() / ("tuner-cuda-ckpt-" + std::to_string(getpid())))
           .string();
   // Two epochs on the GPU, the third on the CPU, the fourth on the GPU again.
-  ModelRun first(*gpu_, train, val, 2);
+  ModelRun first(*gpu_, train, val, 2, kSpec);
   first.trainer.run();
   save_checkpoint(path, first.trainer.checkpoint(first.spec.json));
-  ModelRun second(cpu_, train, val, 3);
+  ModelRun second(cpu_, train, val, 3, kSpec);
   second.trainer.restore(load_checkpoint(path));
   EXPECT_EQ(second.model->parameters().values_to_host(),
             first.model->parameters().values_to_host());
   second.trainer.run();
   save_checkpoint(path, second.trainer.checkpoint(second.spec.json));
-  ModelRun third(*gpu_, train, val, 4);
+  ModelRun third(*gpu_, train, val, 4, kSpec);
   third.trainer.restore(load_checkpoint(path));
   EXPECT_EQ(third.model->parameters().values_to_host(),
             second.model->parameters().values_to_host());
@@ -135,34 +106,11 @@ TEST_F(CudaModel, ACheckpointMovesBetweenGpuAndCpu) {
   std::filesystem::remove(path);
 }
 
-// Mixed precision (bf16 GEMM inputs, fp32 everything else) trains as well as fp32: the loss of
-// every epoch within 5% (+0.01 absolute, for small losses) of the fp32 run's, from the same
-// seeds; and it is really another path (other weights) that is deterministic (same bits twice).
+// Mixed precision trains as well as fp32 (model_run_testing.h).
 TEST_F(CudaModel, Bf16MlpTrainsToTheFp32Loss) {
   std::unique_ptr<Backend> bf16 = make_cuda_backend(0, {.matmul = Precision::kBfloat16});
   ASSERT_EQ(bf16->name(), "cuda-bf16");
-  const Dataset train = quadrants(512, 7), val = quadrants(256, 8);
-  ModelRun fp32_run(*gpu_, train, val, 4, kMlpSpec), bf16_run(*bf16, train, val, 4, kMlpSpec);
-  const TrainResult f = fp32_run.trainer.run(), m = bf16_run.trainer.run();
-  ASSERT_EQ(f.history.size(), 4u);
-  ASSERT_EQ(m.history.size(), f.history.size());
-  EXPECT_LT(m.history.back().train_loss, 0.7 * m.history.front().train_loss)
-      << "bf16 training did not learn";
-  for (size_t e = 0; e < f.history.size(); ++e) {
-    const double train_tol = 0.05 * f.history[e].train_loss + 0.01;
-    const double val_tol = 0.05 * f.history[e].val_loss + 0.01;
-    EXPECT_NEAR(m.history[e].train_loss, f.history[e].train_loss, train_tol)
-        << "epoch " << e << ": bf16 train loss vs fp32's";
-    EXPECT_NEAR(m.history[e].val_loss, f.history[e].val_loss, val_tol)
-        << "epoch " << e << ": bf16 val loss vs fp32's";
-  }
-  const std::vector<float> w16 = bf16_run.model->parameters().values_to_host();
-  EXPECT_GT(max_abs_diff(w16, fp32_run.model->parameters().values_to_host()), 0.0)
-      << "bf16 weights are bit-identical to fp32's: the bf16 products did not run";
-  ModelRun again(*bf16, train, val, 4, kMlpSpec);
-  again.trainer.run();
-  EXPECT_EQ(again.model->parameters().values_to_host(), w16)
-      << "bf16 training is not deterministic";
+  expect_bf16_trains_to_fp32_loss(*gpu_, *bf16, kBf16MlpSpec);
 }
 
 // cuDNN's convolutions train to the CPU's losses and weights, and to the same bits twice (its
@@ -201,7 +149,7 @@ TEST(CudnnOptions, Bf16ProductsAreRefused) {
 // with the weights of the plain run, within float tolerance.
 TEST_F(CudaModel, NcclRanksMatchThePlainRun) {
   const Dataset train = quadrants(64, 5), val = quadrants(32, 6);
-  ModelRun plain(*gpu_, train, val, 2);
+  ModelRun plain(*gpu_, train, val, 2, kSpec);
   plain.trainer.run();
   const NcclDevices devices = nccl_visible_devices();
   const int world = devices.count;

@@ -2,7 +2,9 @@
 #ifndef TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
 #define TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "training/backend.h"
@@ -20,10 +22,12 @@ namespace tuner::training {
 // Thread safety: as Backend (one caller at a time).
 class CpuBackend final : public Backend {
  public:
-  // REQUIRES: threads >= 1.
-  explicit CpuBackend(int threads);
+  // REQUIRES: threads >= 1; for Precision::kBfloat16, cpu_bf16_unavailable() empty.
+  explicit CpuBackend(int threads, Precision matmul = Precision::kFloat32);
 
-  std::string_view name() const override { return "cpu"; }
+  std::string_view name() const override {
+    return precision_ == Precision::kBfloat16 ? "cpu-bf16" : "cpu";
+  }
   int num_threads() const override { return pool_.size(); }
 
   void gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b, float beta,
@@ -98,13 +102,29 @@ class CpuBackend final : public Backend {
   void reduce_conv_partials(std::span<const float> work, int64_t offset, int64_t per_thread,
                             int64_t out, int64_t ckk, Tensor& dw, Tensor* db);
 
+  // With bf16 products: t rounded to bf16 by every thread, into rounded_[slot] (same layout as t);
+  // what the threads then read for an operand they share (weights, an input split across them),
+  // instead of each rounding it. nullptr with fp32 products.
+  const uint16_t* round_shared(const Tensor& t, int slot);
+
   ThreadPool pool_;
+  const Precision precision_;
+  std::vector<uint16_t> rounded_[3];  // round_shared's copies; keep their largest size
   // One partial sum per thread, summed in thread order (deterministic reductions).
   std::vector<double> partials_;
 };
 
-// A CPU backend on `threads` threads (REQUIRES: threads >= 1).
-std::unique_ptr<Backend> make_cpu_backend(int threads);
+// Empty when this CPU and build can run a CPU backend with bf16 products; else why not ("this CPU
+// (...) has neither AMX nor AVX512-BF16", or a build without oneDNN).
+std::string cpu_bf16_unavailable();
+
+// A CPU backend on `threads` threads (REQUIRES: threads >= 1) whose matrix products read their
+// inputs in `matmul` precision. kBfloat16 is autocast-style mixed precision, as the CUDA
+// backend's: each product rounds its two inputs to bf16 (to nearest, ties to even) and
+// accumulates in fp32 on oneDNN's AMX or AVX512-BF16 kernels; tensors, gradients, master weights,
+// optimizer state and every other kernel stay fp32. Such a backend reports name() "cpu-bf16".
+// Throws std::runtime_error with cpu_bf16_unavailable()'s reason where bf16 cannot run.
+std::unique_ptr<Backend> make_cpu_backend(int threads, Precision matmul = Precision::kFloat32);
 
 }  // namespace tuner::training
 

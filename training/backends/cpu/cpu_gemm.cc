@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <vector>
 #ifdef TUNER_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -10,6 +11,7 @@
 #include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cpu/cpu_kernels.h"
+#include "training/backends/cpu/dnnl_matmul.h"
 #include "training/backends/cpu/max_pool_2x2.h"
 
 namespace tuner::training {
@@ -38,11 +40,62 @@ bool use_openblas(int64_t m, int64_t n, int64_t k) {
 }
 #endif
 
+// oneDNN's kernels (where the build has them) beat OpenBLAS's on one core from 1.03x (1024^3)
+// to 1.7x (32 x 784 x 128) on the products of a training step (docs/training.md); Eigen keeps the
+// products with a thin extent, as it does against OpenBLAS. By shape only: deterministic.
+constexpr int64_t kMinDnnlExtent = 32;
+
+bool use_dnnl(int64_t m, int64_t n, int64_t k) {
+  static const bool found = !cpu::dnnl_kernels().library.empty();
+  return found && m >= kMinDnnlExtent && n >= kMinDnnlExtent && k >= kMinDnnlExtent;
+}
+
+// One input of a product: its fp32 values and, where the backend has rounded them to bf16 for all
+// of its threads at once (CpuBackend::round_shared), their bf16 copy in the same layout, so that
+// a block of the one is the same block of the other.
+struct Operand {
+  Operand(const float* v) : values(v) {}  // NOLINT: a bare pointer is an fp32-only operand
+  Operand(const float* v, const uint16_t* r) : values(v), bf16(r) {}
+  Operand at(int64_t offset) const { return {values + offset, bf16 ? bf16 + offset : nullptr}; }
+  const float* values;
+  const uint16_t* bf16 = nullptr;
+};
+
+// The bf16 product. An operand without a shared bf16 copy is rounded into this thread's scratch
+// (which keeps its largest size, so steps after the first allocate nothing).
+void gemm_serial_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, Operand a,
+                      int64_t lda, Operand b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  thread_local std::vector<uint16_t> a16, b16;
+  const auto rounded = [](Operand x, int64_t rows, int64_t cols, int64_t* ld,
+                          std::vector<uint16_t>& scratch) {
+    if (x.bf16 != nullptr) return x.bf16;
+    if (scratch.size() < static_cast<size_t>(rows * cols)) scratch.resize(rows * cols);
+    cpu::round_to_bf16(x.values, rows, cols, *ld, scratch.data());
+    *ld = cols;
+    return static_cast<const uint16_t*>(scratch.data());
+  };
+  const uint16_t* a_bf16 = rounded(a, ta ? k : m, ta ? m : k, &lda, a16);
+  const uint16_t* b_bf16 = rounded(b, tb ? n : k, tb ? k : n, &ldb, b16);
+  cpu::dnnl_gemm_bf16(ta, tb, m, n, k, alpha, a_bf16, lda, b_bf16, ldb, beta, c, ldc);
+}
+
 // Single-threaded c[M,N] = alpha * op(a) * op(b) + beta * c on row-major blocks with leading
-// dimensions; a is stored [M,K] (or [K,M] when ta), b [K,N] (or [N,K] when tb).
-void gemm_serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+// dimensions; a is stored [M,K] (or [K,M] when ta), b [K,N] (or [N,K] when tb). With
+// Precision::kBfloat16 the inputs are rounded to bf16 and the product accumulates in fp32.
+void gemm_serial(Precision precision, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                 float alpha, Operand a_in, int64_t lda, Operand b_in, int64_t ldb, float beta,
+                 float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (k > 0 && precision == Precision::kBfloat16) {
+    gemm_serial_bf16(ta, tb, m, n, k, alpha, a_in, lda, b_in, ldb, beta, c, ldc);
+    return;
+  }
+  const float* a = a_in.values;
+  const float* b = b_in.values;
+  if (use_dnnl(m, n, k)) {
+    cpu::dnnl_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
 #ifdef TUNER_HAVE_OPENBLAS
   if (use_openblas(m, n, k)) {
     // OpenBLAS applies beta in a pass of its own before its kernels accumulate into C; for
@@ -251,49 +304,69 @@ struct ConvDims {
 };
 
 // One sample's convolution: col[CKK,S] = im2col(x[C,H,W]), y[O,S] = act(w[O,CKK] col + bias).
-void conv_forward_sample(const Window2d& win, const ConvDims& d, const float* x, const float* w,
-                         const float* bias, Activation act, float* col, float* y) {
+void conv_forward_sample(Precision p, const Window2d& win, const ConvDims& d, const float* x,
+                         Operand w, const float* bias, Activation act, float* col, float* y) {
   im2col(win, x, d.c_in, d.h, d.w, d.oh, d.ow, col);
   float beta = 0.0f;
   if (bias != nullptr) {
     for (int64_t o = 0; o < d.out; ++o) std::fill(y + o * d.s, y + (o + 1) * d.s, bias[o]);
     beta = 1.0f;
   }
-  gemm_serial(false, false, d.out, d.s, d.ckk, 1.0f, w, d.ckk, col, d.s, beta, y, d.s);
+  gemm_serial(p, false, false, d.out, d.s, d.ckk, 1.0f, w, d.ckk, col, d.s, beta, y, d.s);
   cpu::apply_activation(act, y, d.out * d.s);
 }
 
 // One sample's share of a convolution's backward given its dz[O,S]: dw[O,CKK] += dz col^T,
 // dx[C,H,W] = col2im(w^T dz) through dcol[CKK,S] (skipped when dx is nullptr). dcol may be col's
 // memory: col is read only before dcol is written.
-void conv_backward_sample(const Window2d& win, const ConvDims& d, const float* dz, const float* col,
-                          const float* w, float* dw, float* dcol, float* dx) {
-  gemm_serial(false, true, d.out, d.ckk, d.s, 1.0f, dz, d.s, col, d.s, 1.0f, dw, d.ckk);
+void conv_backward_sample(Precision p, const Window2d& win, const ConvDims& d, const float* dz,
+                          const float* col, Operand w, float* dw, float* dcol, float* dx) {
+  // Both products read dz: with bf16 products, round it once.
+  Operand g(dz);
+  if (p == Precision::kBfloat16 && dx != nullptr) {
+    thread_local std::vector<uint16_t> dz16;
+    if (dz16.size() < static_cast<size_t>(d.out * d.s)) dz16.resize(d.out * d.s);
+    cpu::round_to_bf16(dz, 1, d.out * d.s, 0, dz16.data());
+    g.bf16 = dz16.data();
+  }
+  gemm_serial(p, false, true, d.out, d.ckk, d.s, 1.0f, g, d.s, col, d.s, 1.0f, dw, d.ckk);
   if (dx != nullptr) {
-    gemm_serial(true, false, d.ckk, d.s, d.out, 1.0f, w, d.ckk, dz, d.s, 0.0f, dcol, d.s);
+    gemm_serial(p, true, false, d.ckk, d.s, d.out, 1.0f, w, d.ckk, g, d.s, 0.0f, dcol, d.s);
     col2im(win, dcol, d.c_in, d.h, d.w, d.oh, d.ow, dx);
   }
 }
 
 }  // namespace
 
+const uint16_t* CpuBackend::round_shared(const Tensor& t, int slot) {
+  if (precision_ != Precision::kBfloat16) return nullptr;
+  std::vector<uint16_t>& copy = rounded_[slot];
+  const int64_t n = t.numel();
+  if (copy.size() < static_cast<size_t>(n)) copy.resize(static_cast<size_t>(n));
+  const float* src = t.data();
+  uint16_t* dst = copy.data();
+  pool_.parallel_for(n, 16384, [&](int64_t i0, int64_t i1) {
+    cpu::round_to_bf16(src + i0, 1, i1 - i0, 0, dst + i0);
+  });
+  return dst;
+}
+
 void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, const Tensor& b,
                       float beta, Tensor& c) {
   const bool at = ta == Transpose::kYes, bt = tb == Transpose::kYes;
   const int64_t m = c.dim(0), n = c.dim(1), k = at ? a.dim(0) : a.dim(1);
   const int64_t lda = a.dim(1), ldb = b.dim(1), ldc = n;
-  const float* ap = a.data();
-  const float* bp = b.data();
+  const Operand ap(a.data(), round_shared(a, 0)), bp(b.data(), round_shared(b, 1));
   float* cp = c.data();
   if (m >= n) {
     pool_.parallel_for(m, kMinRowsPerThread, [&](int64_t r0, int64_t r1) {
-      gemm_serial(at, bt, r1 - r0, n, k, alpha, at ? ap + r0 : ap + r0 * lda, lda, bp, ldb, beta,
-                  cp + r0 * ldc, ldc);
+      gemm_serial(precision_, at, bt, r1 - r0, n, k, alpha, ap.at(at ? r0 : r0 * lda), lda, bp,
+                  ldb, beta, cp + r0 * ldc, ldc);
     });
   } else {
     pool_.parallel_for(n, kMinRowsPerThread, [&](int64_t c0, int64_t c1) {
-      gemm_serial(at, bt, m, c1 - c0, k, alpha, ap, lda, bt ? bp + c0 * ldb : bp + c0, ldb, beta,
-                  cp + c0, ldc);
+      gemm_serial(precision_, at, bt, m, c1 - c0, k, alpha, ap, lda, bp.at(bt ? c0 * ldb : c0),
+                  ldb, beta, cp + c0, ldc);
     });
   }
 }
@@ -301,8 +374,7 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, 
 void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* bias,
                                 Activation act, Tensor& y) {
   const int64_t batch = x.dim(0), in = x.dim(1), out = w.dim(0);
-  const float* xp = x.data();
-  const float* wp = w.data();
+  const Operand xp(x.data(), round_shared(x, 0)), wp(w.data(), round_shared(w, 1));
   const float* bp = bias ? bias->data() : nullptr;
   float* yp = y.data();
   // Eigen packs the whole of its right operand in each thread (w when the batch is split, x when
@@ -310,15 +382,15 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* 
   if (batch >= out) {
     pool_.parallel_for(batch, kMinRowsPerThread, [&](int64_t r0, int64_t r1) {
       const float beta = fill_with_bias(yp + r0 * out, r1 - r0, out, out, bp);
-      gemm_serial(false, true, r1 - r0, out, in, 1.0f, xp + r0 * in, in, wp, in, beta,
-                  yp + r0 * out, out);
+      gemm_serial(precision_, false, true, r1 - r0, out, in, 1.0f, xp.at(r0 * in), in, wp, in,
+                  beta, yp + r0 * out, out);
       apply_activation_rows(yp + r0 * out, r1 - r0, out, out, act);
     });
   } else {
     pool_.parallel_for(out, kMinRowsPerThread, [&](int64_t c0, int64_t c1) {
       const float beta = fill_with_bias(yp + c0, batch, c1 - c0, out, bp ? bp + c0 : nullptr);
-      gemm_serial(false, true, batch, c1 - c0, in, 1.0f, xp, in, wp + c0 * in, in, beta, yp + c0,
-                  out);
+      gemm_serial(precision_, false, true, batch, c1 - c0, in, 1.0f, xp, in, wp.at(c0 * in), in,
+                  beta, yp + c0, out);
       apply_activation_rows(yp + c0, batch, c1 - c0, out, act);
     });
   }
@@ -337,8 +409,9 @@ void CpuBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor&
     });
     g = dz.data();
   }
-  const float* xp = x.data();
-  const float* wp = w.data();
+  const Operand gp(g, round_shared(act != Activation::kNone ? dz : dy, 0));
+  const Operand xp(x.data(), round_shared(x, 1));
+  const Operand wp(w.data(), dx ? round_shared(w, 2) : nullptr);
   float* dwp = dw.data();
   float* dbp = db ? db->data() : nullptr;
   float* dxp = dx ? dx->data() : nullptr;
@@ -347,8 +420,8 @@ void CpuBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor&
   pool_.run([&](int t) {
     const int64_t o0 = out * t / threads, o1 = out * (t + 1) / threads;
     if (o0 < o1) {
-      gemm_serial(true, false, o1 - o0, in, batch, 1.0f, g + o0, out, xp, in, 0.0f, dwp + o0 * in,
-                  in);
+      gemm_serial(precision_, true, false, o1 - o0, in, batch, 1.0f, gp.at(o0), out, xp, in, 0.0f,
+                  dwp + o0 * in, in);
       if (dbp != nullptr) {
         for (int64_t o = o0; o < o1; ++o) dbp[o] = 0.0f;
         for (int64_t r = 0; r < batch; ++r) {
@@ -362,14 +435,14 @@ void CpuBackend::linear_backward(const Tensor& x, const Tensor& w, const Tensor&
       if (batch >= in) {
         const int64_t r0 = batch * t / threads, r1 = batch * (t + 1) / threads;
         if (r0 < r1) {
-          gemm_serial(false, false, r1 - r0, in, out, 1.0f, g + r0 * out, out, wp, in, 0.0f,
-                      dxp + r0 * in, in);
+          gemm_serial(precision_, false, false, r1 - r0, in, out, 1.0f, gp.at(r0 * out), out, wp,
+                      in, 0.0f, dxp + r0 * in, in);
         }
       } else {
         const int64_t c0 = in * t / threads, c1 = in * (t + 1) / threads;
         if (c0 < c1) {
-          gemm_serial(false, false, batch, c1 - c0, out, 1.0f, g, out, wp + c0, in, 0.0f, dxp + c0,
-                      in);
+          gemm_serial(precision_, false, false, batch, c1 - c0, out, 1.0f, gp, out, wp.at(c0), in,
+                      0.0f, dxp + c0, in);
         }
       }
     }
@@ -388,13 +461,13 @@ void CpuBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Tens
                                 const Tensor* bias, Activation act, Tensor& col, Tensor& y) {
   const ConvDims d(win, x, w, y.dim(2), y.dim(3));
   const float* xp = x.data();
-  const float* wp = w.data();
+  const Operand wp(w.data(), round_shared(w, 0));
   const float* bp = bias ? bias->data() : nullptr;
   float* colp = col.data();
   float* yp = y.data();
   pool_.parallel_for(d.batch, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
-      conv_forward_sample(win, d, xp + b * d.c_in * d.h * d.w, wp, bp, act, colp + b * d.ckk * d.s,
+      conv_forward_sample(precision_, win, d, xp + b * d.c_in * d.h * d.w, wp, bp, act, colp + b * d.ckk * d.s,
                           yp + b * d.out * d.s);
     }
   });
@@ -426,7 +499,7 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
   const ConvDims d(win, x, w, dy.dim(2), dy.dim(3));
   const int threads = num_threads();
   const int64_t per_thread = d.out * d.ckk + d.out + d.ckk * d.s;
-  const float* wp = w.data();
+  const Operand wp(w.data(), round_shared(w, 0));
   const float* colp = col.data();
   const float* yp = y.data();
   const float* dyp = dy.data();
@@ -446,7 +519,7 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
         g = dzp + b * d.out * d.s;
       }
       for (int64_t o = 0; o < d.out; ++o) db_t[o] += cpu::sum_fixed_order(g + o * d.s, d.s);
-      conv_backward_sample(win, d, g, colp + b * d.ckk * d.s, wp, dw_t, dcol,
+      conv_backward_sample(precision_, win, d, g, colp + b * d.ckk * d.s, wp, dw_t, dcol,
                            dxp ? dxp + b * d.c_in * d.h * d.w : nullptr);
     }
   });
@@ -497,7 +570,7 @@ void CpuBackend::conv2d_pool_forward(const Window2d& win, const Tensor& x, const
   const int64_t ph = y.dim(2), pw = y.dim(3), ps = ph * pw;
   const int threads = num_threads();
   const float* xp = x.data();
-  const float* wp = w.data();
+  const Operand wp(w.data(), round_shared(w, 0));
   const float* bp = bias ? bias->data() : nullptr;
   float* yp = y.data();
   pool_.run([&](int t) {
@@ -506,7 +579,7 @@ void CpuBackend::conv2d_pool_forward(const Window2d& win, const Tensor& x, const
     // The pooling applies a relu as it reads its windows (no pass of its own).
     const bool relu = act == Activation::kRelu;
     for (int64_t b = b0; b < b1; ++b) {
-      conv_forward_sample(win, d, xp + b * d.c_in * d.h * d.w, wp, bp,
+      conv_forward_sample(precision_, win, d, xp + b * d.c_in * d.h * d.w, wp, bp,
                           relu ? Activation::kNone : act, scratch.col, scratch.conv);
       for (int64_t o = 0; o < d.out; ++o) {
         const int64_t plane = b * d.out + o;
@@ -531,7 +604,7 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
   const int64_t ph = dy.dim(2), pw = dy.dim(3), ps = ph * pw;
   const int threads = num_threads();
   const float* xp = x.data();
-  const float* wp = w.data();
+  const Operand wp(w.data(), round_shared(w, 0));
   const float* yp = y.data();
   const float* dyp = dy.data();
   float* dxp = dx ? dx->data() : nullptr;
@@ -563,7 +636,7 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
       // The unfolded input again (cheaper than keeping the batch's in memory), then the dcol of
       // dx in its place once dw has read it.
       im2col(win, xp + b * d.c_in * d.h * d.w, d.c_in, d.h, d.w, d.oh, d.ow, scratch.col);
-      conv_backward_sample(win, d, dz, scratch.col, wp, scratch.dw, scratch.col,
+      conv_backward_sample(precision_, win, d, dz, scratch.col, wp, scratch.dw, scratch.col,
                            dxp ? dxp + b * d.c_in * d.h * d.w : nullptr);
     }
   });

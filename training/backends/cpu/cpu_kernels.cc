@@ -16,6 +16,8 @@
 #include <cblas.h>
 #endif
 
+#include "training/backends/cpu/dnnl_matmul.h"
+
 namespace tuner::training {
 
 namespace {
@@ -228,6 +230,13 @@ std::string describe_cpu_kernels() {
   std::string line = "CPU " + cpu.model_name + ": " + std::string(to_string(widest_isa(cpu)));
   if (cpu.avx512_bf16) line += ", AVX512-BF16";
   if (cpu.amx_tile && cpu.amx_bf16) line += ", AMX";
+  const cpu::DnnlKernels& dnnl = cpu::dnnl_kernels();
+  if (!dnnl.library.empty()) {
+    return line + "; GEMM kernels: " + dnnl.library + " " + dnnl.isa + " (" +
+           std::string(to_string(dnnl.vector_isa)) +
+           (dnnl.amx ? ", bf16 on AMX" : dnnl.bf16 ? ", bf16 on AVX512-BF16" : ", no bf16") +
+           ", from the CPU's features)";
+  }
   const GemmKernels& k = cpu_gemm_kernels();
   line += "; GEMM kernels: " + k.library + " " + k.core + " (" +
           (k.isa ? std::string(to_string(*k.isa)) : std::string("ISA unknown")) + ", " +

@@ -52,7 +52,7 @@ std::string openblas_core_for(VectorIsa isa, const CpuFeatures& cpu);
 // table does not know.
 std::optional<VectorIsa> openblas_core_isa(std::string_view core);
 
-// The kernels the engine's larger GEMMs run on.
+// OpenBLAS's kernels, which the engine's larger GEMMs run on in a build without oneDNN.
 struct GemmKernels {
   std::string library;  // "OpenBLAS 0.3.21" or "Eigen" (a build without OpenBLAS)
   std::string core;     // OpenBLAS's core ("SkylakeX"); for Eigen, what it was compiled for
@@ -73,9 +73,12 @@ GemmKernels choose_gemm_kernels();
 // cannot (no OpenBLAS, or one built for a single CPU). REQUIRES: no GEMM under way. For tests.
 bool load_openblas_core(const std::string& core);
 
-// One line for logs and `tuner devices`:
-//   "CPU Intel(R) Xeon(R) Processor: AVX-512, AVX512-BF16, AMX; GEMM kernels: OpenBLAS 0.3.21
-//    SkylakeX (AVX-512, from the CPU's features)"
+// One line for logs and `tuner devices`: the CPU, then oneDNN's kernels (dnnl_matmul.h), or
+// OpenBLAS's in a build without oneDNN:
+//   "CPU Intel(R) Xeon(R) Processor: AVX-512, AVX512-BF16, AMX; GEMM kernels: oneDNN 2.6.3
+//    avx512_core_amx (AVX-512, bf16 on AMX, from the CPU's features)"
+//   "CPU AMD Ryzen 9 5900X: AVX2; GEMM kernels: OpenBLAS 0.3.21 Haswell (AVX2, from the CPU's
+//    features)"
 std::string describe_cpu_kernels();
 
 }  // namespace tuner::training

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cpu/max_pool_2x2.h"
 
@@ -181,17 +182,22 @@ void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, 
   float* yp = y.data();
   pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      double sum = 0.0;
+      // One pass for the sum and the sum of squares, in double: E[x^2] - E[x]^2 loses nothing
+      // that matters unless the mean is 1e6 standard deviations from 0.
+      double sum = 0.0, sum_sq = 0.0;
       for (int64_t b = 0; b < batch; ++b) {
         const float* in = xp + (b * channels + c) * s;
-        for (int64_t i = 0; i < s; ++i) sum += in[i];
+        const cpu::TwoSums sums =
+            cpu::two_sums_fixed_order_double(s, [in](int64_t i, double& v, double& v2) {
+              const double x = in[i];
+              v += x;
+              v2 += x * x;
+            });
+        sum += sums.first;
+        sum_sq += sums.second;
       }
       const double mu = sum / static_cast<double>(n);
-      double sq = 0.0;
-      for (int64_t b = 0; b < batch; ++b) {
-        const float* in = xp + (b * channels + c) * s;
-        for (int64_t i = 0; i < s; ++i) sq += (in[i] - mu) * (in[i] - mu);
-      }
+      const double sq = std::max(sum_sq - sum * mu, 0.0);
       const double var = sq / static_cast<double>(n);
       const float r = static_cast<float>(1.0 / std::sqrt(var + eps));
       const float m = static_cast<float>(mu);
@@ -240,11 +246,15 @@ void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& gamma, const
       const float m = mean.data()[c], r = rstd.data()[c];
       double sum_dy = 0.0, sum_dy_xhat = 0.0;
       for (int64_t b = 0; b < batch; ++b) {
-        const int64_t off = (b * channels + c) * s;
-        for (int64_t i = 0; i < s; ++i) {
-          sum_dy += g[off + i];
-          sum_dy_xhat += g[off + i] * (xp[off + i] - m) * r;
-        }
+        const float* gb = g + (b * channels + c) * s;
+        const float* xb = xp + (b * channels + c) * s;
+        const cpu::TwoSums sums =
+            cpu::two_sums_fixed_order_double(s, [=](int64_t i, double& dy, double& dy_xhat) {
+              dy += gb[i];
+              dy_xhat += gb[i] * (xb[i] - m) * r;
+            });
+        sum_dy += sums.first;
+        sum_dy_xhat += sums.second;
       }
       dbeta.data()[c] = static_cast<float>(sum_dy);
       dgamma.data()[c] = static_cast<float>(sum_dy_xhat);
@@ -273,11 +283,12 @@ void CpuBackend::layer_norm_forward(const Tensor& x, const Tensor& gamma, const 
   pool_.parallel_for(rows, 8, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const float* in = xp + r * d;
-      double sum = 0.0;
-      for (int64_t i = 0; i < d; ++i) sum += in[i];
-      const double mu = sum / static_cast<double>(d);
-      double sq = 0.0;
-      for (int64_t i = 0; i < d; ++i) sq += (in[i] - mu) * (in[i] - mu);
+      const double mu = cpu::sum_fixed_order_double(d, [in](int64_t i) { return double{in[i]}; }) /
+                        static_cast<double>(d);
+      const double sq = cpu::sum_fixed_order_double(d, [in, mu](int64_t i) {
+        const double v = in[i] - mu;
+        return v * v;
+      });
       const float rs = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(d) + eps));
       const float m = static_cast<float>(mu);
       mean.data()[r] = m;
@@ -302,14 +313,14 @@ void CpuBackend::layer_norm_backward(const Tensor& x, const Tensor& gamma, const
         const float m = mean.data()[r], rs = rstd.data()[r];
         const float* in = xp + r * d;
         const float* gr = g + r * d;
-        double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
-        for (int64_t i = 0; i < d; ++i) {
-          const float dxhat = gr[i] * gp[i];
-          sum_dxhat += dxhat;
-          sum_dxhat_xhat += dxhat * (in[i] - m) * rs;
-        }
-        const float a = static_cast<float>(sum_dxhat / static_cast<double>(d));
-        const float bq = static_cast<float>(sum_dxhat_xhat / static_cast<double>(d));
+        const cpu::TwoSums sums =
+            cpu::two_sums_fixed_order_double(d, [=](int64_t i, double& dxhat, double& dxhat_xhat) {
+              const float v = gr[i] * gp[i];
+              dxhat += v;
+              dxhat_xhat += v * (in[i] - m) * rs;
+            });
+        const float a = static_cast<float>(sums.first / static_cast<double>(d));
+        const float bq = static_cast<float>(sums.second / static_cast<double>(d));
         float* out = dxp + r * d;
         for (int64_t i = 0; i < d; ++i) {
           const float xhat = (in[i] - m) * rs;

@@ -20,9 +20,6 @@ std::string cuda_backend_unavailable(int device = 0);
 // cuDNN library whose major version is not the one built against).
 std::string cudnn_unavailable(int device = 0);
 
-// The element type a CUDA backend's matrix products read their inputs in.
-enum class Precision { kFloat32, kBfloat16 };
-
 // How a CUDA backend runs conv2d_forward and conv2d_backward (and so conv2d_pool_*, which the
 // CUDA backend runs as the pair).
 enum class Convolution {
