@@ -188,13 +188,10 @@ EngineTrialConfig engine_job_config(const ZooModel& z, const std::string& precis
   return resolve_engine_job(spec, Params{});
 }
 
-// The CPU backend of `precision`, once the engine job has accepted that precision on the CPU.
+// The CPU backend of `precision`, once the engine job has accepted that precision on the CPU
+// (make_cpu_backend refuses bf16 where the CPU or the build cannot run it, with the reason).
 std::unique_ptr<Backend> make_zoo_backend(const std::string& precision, int threads) {
-  if (precision == "fp32") return make_cpu_backend(threads);
-  throw std::runtime_error(
-      "the engine job accepts \"precision\": \"" + precision +
-      "\" on the CPU backend, but engine_zoo does not know how to build that backend: add it to "
-      "make_zoo_backend() in bench/engine/zoo/engine_zoo.cc");
+  return make_cpu_backend(threads, precision == "bf16" ? Precision::kBfloat16 : Precision::kFloat32);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const EngineTrialConfig& c, Backend& backend,
@@ -331,8 +328,17 @@ void print_peaks(const Args& args) {
               "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
               machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
               machine.measured_gflops, machine.theoretical_gflops);
-  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f, \"threads\": %d, %s}\n", gemm,
-              args.threads, cpu_json_members().c_str());
+  // The bf16 products' GEMM (bf16 inputs, fp32 accumulation) where the CPU backend runs them.
+  std::string bf16;
+  if (cpu_bf16_unavailable().empty()) {
+    std::unique_ptr<Backend> b16 = make_cpu_backend(args.threads, Precision::kBfloat16);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", \"gemm_peak_bf16_gflops\": %.1f",
+                  gemm_peak_gflops(*b16, args.quick ? 512 : 2048));
+    bf16 = buf;
+  }
+  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f%s, \"threads\": %d, %s}\n", gemm,
+              bf16.c_str(), args.threads, cpu_json_members().c_str());
   std::fflush(stdout);
 }
 

@@ -32,8 +32,10 @@ CATEGORIES = [
                                        r"libm\.so"),
     ("activation kernels (fwd/bwd passes)", r"activation_forward|activation_backward"),
     ("linear layers' own passes (bias, act', db)", r"linear_forward|linear_backward"),
-    ("GEMM (OpenBLAS, Eigen)", r"sgemm|gebp|gemm_pack|general_matrix|openblas|Eigen::internal|"
-                               r"CpuBackend::gemm"),
+    # oneDNN's kernels are JIT code: perf shows them as [unknown] symbols (the only JIT code here).
+    ("GEMM (OpenBLAS, oneDNN, Eigen)", r"sgemm|gebp|gemm_pack|general_matrix|openblas|"
+                                       r"Eigen::internal|CpuBackend::gemm|dnnl|\[unknown\]|"
+                                       r"//anon|\[JIT\]"),
     ("memset (zeroing outputs, grads)", r"__memset"),
     ("memcpy (batch copy-in, copies)", r"__memmove|__memcpy"),
     ("allocation", r"malloc|_int_free|cfree|operator new|operator delete"),

@@ -8,8 +8,8 @@ geometric mean, and the test accuracies.
 
 The machine's peak, for fp32 rows: the best of the engine's 2048 GEMM, PyTorch's, and the
 theoretical FMA peak (threads x lanes x 2 x FMA units x the measured clock; machine_peak.h);
-for bf16 rows: the best bf16 GEMM measured (PyTorch's under oneDNN; the FMA peak of fp32 is no
-bound for AMX). "CPU-time ratio": PyTorch's CPU time per step (all its threads, the median
+for bf16 rows: the best bf16 GEMM measured (the engine's bf16 backend's and PyTorch's, both on
+oneDNN; the FMA peak of fp32 is no bound for AMX). "CPU-time ratio": PyTorch's CPU time per step (all its threads, the median
 timing) over the engine's; with one thread it hardly depends on how busy the other cores are,
 with more it counts the time each side's threads spin while they wait. The rows go to DIR/<date>-zoo-<cpu>-<threads>-threads.jsonl (default: beside RAW), appended.
 """
@@ -63,6 +63,10 @@ def main():
             machine["fma_peak_gflops"]
     peak_fp32 = max(peaks.values(), default=None)
     peaks_bf16 = {}
+    engine_bf16 = [r["gemm_peak_bf16_gflops"] for r in raw
+                   if r.get("impl") == "engine" and "gemm_peak_bf16_gflops" in r]
+    if engine_bf16:
+        peaks_bf16["engine bf16 GEMM"] = max(engine_bf16)
     if "gemm_peak_bf16_gflops" in torch_head:
         peaks_bf16["PyTorch bf16 GEMM"] = torch_head["gemm_peak_bf16_gflops"]
     peak_bf16 = max(peaks_bf16.values(), default=None)
