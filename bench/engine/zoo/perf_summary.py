@@ -31,6 +31,7 @@ CATEGORIES = [
     ("libm erf/exp/tanh (GELU, tanh)", r"__erff|__expf|__tanhf|erff@plt|expf@plt|tanhf@plt|"
                                        r"libm\.so"),
     ("activation kernels (fwd/bwd passes)", r"activation_forward|activation_backward"),
+    ("rounding to bf16 (bf16 products' inputs)", r"round_to_bf16|to_bf16"),
     ("linear layers' own passes (bias, act', db)", r"linear_forward|linear_backward"),
     # oneDNN's kernels are JIT code: perf shows them as [unknown] symbols (the only JIT code here).
     ("GEMM (OpenBLAS, oneDNN, Eigen)", r"sgemm|gebp|gemm_pack|general_matrix|openblas|"
