@@ -208,10 +208,12 @@ void keep_fit_window(int limit, std::vector<std::vector<double>>& x, std::vector
   size_t out = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!kept[i]) continue;
-    x[out] = std::move(x[i]);
-    y[out] = y[i];
-    constraints[out] = std::move(constraints[i]);
-    feasible[out] = feasible[i];
+    if (out != i) {  // a vector moved onto itself would be left empty
+      x[out] = std::move(x[i]);
+      y[out] = y[i];
+      constraints[out] = std::move(constraints[i]);
+      feasible[out] = feasible[i];
+    }
     ++out;
   }
   x.resize(out);
