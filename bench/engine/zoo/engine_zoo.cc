@@ -10,11 +10,12 @@
 // engine job's own); a precision the engine refuses gives an "unsupported" line with its message.
 //
 // Prints one JSON line per measurement; --peaks instead prints the machine's peak
-// (machine_peak.h), the engine's large GEMM and the CPU line (describe_cpu_kernels()).
+// (machine_peak.h), the engine's large GEMM and the CPU line (describe_cpu_kernels()), and
+// --cpu-features the CPU line and whether it has AVX512-BF16 and AMX.
 //
 //   engine_zoo [--zoo FILE] [--models a,b] [--precisions fp32,bf16] [--threads 2] [--steps 0]
 //              [--seconds 3] [--repeats 3] [--warmup 5] [--accuracy-epochs N] [--no-accuracy]
-//              [--data DIR] [--synthetic] [--peaks] [--list] [--quick]
+//              [--data DIR] [--synthetic] [--peaks] [--cpu-features] [--list] [--quick]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -68,6 +69,7 @@ struct Args {
   bool synthetic = false;  // Fashion-MNIST-shaped models on synthetic data too (no data files)
   bool peaks = false;
   bool list = false;
+  bool cpu_features = false;
   bool quick = false;
 };
 
@@ -186,13 +188,10 @@ EngineTrialConfig engine_job_config(const ZooModel& z, const std::string& precis
   return resolve_engine_job(spec, Params{});
 }
 
-// The CPU backend of `precision`, once the engine job has accepted that precision on the CPU.
+// The CPU backend of `precision`, once the engine job has accepted that precision on the CPU
+// (make_cpu_backend refuses bf16 where the CPU or the build cannot run it, with the reason).
 std::unique_ptr<Backend> make_zoo_backend(const std::string& precision, int threads) {
-  if (precision == "fp32") return make_cpu_backend(threads);
-  throw std::runtime_error(
-      "the engine job accepts \"precision\": \"" + precision +
-      "\" on the CPU backend, but engine_zoo does not know how to build that backend: add it to "
-      "make_zoo_backend() in bench/engine/zoo/engine_zoo.cc");
+  return make_cpu_backend(threads, precision == "bf16" ? Precision::kBfloat16 : Precision::kFloat32);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const EngineTrialConfig& c, Backend& backend,
@@ -212,6 +211,16 @@ std::string head(const ZooModel& z, const std::string& precision, const Args& ar
   return "{\"impl\": \"engine\", \"model\": \"" + z.name + "\", \"data\": \"" +
          (args.synthetic && z.data == "fashion-mnist" ? "synthetic-fashion-mnist" : z.data) +
          "\", \"precision\": \"" + precision + "\", \"threads\": " + std::to_string(args.threads);
+}
+
+// The 1-minute load average (/proc/loadavg), which says how shared the cores were; -1 if unknown.
+double load_average() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
 }
 
 double median(std::vector<double> v) {
@@ -277,11 +286,11 @@ void bench_model(const Args& args, const ZooModel& z, const std::string& precisi
   std::printf("%s, \"batch\": %lld, \"optimizer\": \"%s\", \"params\": %lld, "
               "\"flops_per_sample\": %.0f, \"steps\": %lld, \"repeats\": %d, "
               "\"samples_per_s\": %.1f, \"samples_per_s_median\": %.1f, \"gflops\": %.2f, "
-              "\"cpu_ms_per_step\": %.3f}\n",
+              "\"cpu_ms_per_step\": %.3f, \"loadavg\": %.2f}\n",
               head(z, precision, args).c_str(), static_cast<long long>(batch),
               config.optimizer.c_str(), static_cast<long long>(spec.num_parameters), flops,
               static_cast<long long>(steps), args.repeats, best, median(rates), best * flops / 1e9,
-              median(cpu_ms));
+              median(cpu_ms), load_average());
   std::fflush(stdout);
 
   // Accuracy: the recipe from a fresh model on the real Fashion-MNIST.
@@ -304,6 +313,13 @@ void bench_model(const Args& args, const ZooModel& z, const std::string& precisi
   std::fflush(stdout);
 }
 
+// {"cpu_kernels": "...", "avx512_bf16": ..., "amx_bf16": ...}: the CPU line and its bf16 units.
+std::string cpu_json_members() {
+  const CpuFeatures cpu = detect_cpu_features();
+  return "\"cpu_kernels\": \"" + json_escape(describe_cpu_kernels()) + "\", \"avx512_bf16\": " +
+         (cpu.avx512_bf16 ? "true" : "false") + ", \"amx_bf16\": " + (cpu.amx_bf16 ? "true" : "false");
+}
+
 void print_peaks(const Args& args) {
   std::unique_ptr<Backend> backend = make_cpu_backend(args.threads);
   const double gemm = gemm_peak_gflops(*backend, args.quick ? 512 : 2048);
@@ -312,16 +328,26 @@ void print_peaks(const Args& args) {
               "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
               machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
               machine.measured_gflops, machine.theoretical_gflops);
-  const CpuFeatures cpu = detect_cpu_features();
-  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f, \"threads\": %d, "
-              "\"cpu_kernels\": \"%s\", \"avx512_bf16\": %s, \"amx_bf16\": %s}\n",
-              gemm, args.threads, json_escape(describe_cpu_kernels()).c_str(),
-              cpu.avx512_bf16 ? "true" : "false", cpu.amx_bf16 ? "true" : "false");
+  // The bf16 products' GEMM (bf16 inputs, fp32 accumulation) where the CPU backend runs them.
+  std::string bf16;
+  if (cpu_bf16_unavailable().empty()) {
+    std::unique_ptr<Backend> b16 = make_cpu_backend(args.threads, Precision::kBfloat16);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", \"gemm_peak_bf16_gflops\": %.1f",
+                  gemm_peak_gflops(*b16, args.quick ? 512 : 2048));
+    bf16 = buf;
+  }
+  std::printf("{\"impl\": \"engine\", \"gemm_peak_gflops\": %.1f%s, \"threads\": %d, %s}\n", gemm,
+              bf16.c_str(), args.threads, cpu_json_members().c_str());
   std::fflush(stdout);
 }
 
 int run(const Args& args) {
   const std::vector<ZooModel> zoo = read_zoo(args.zoo);
+  if (args.cpu_features) {
+    std::printf("{\"impl\": \"engine\", %s}\n", cpu_json_members().c_str());
+    return 0;
+  }
   if (args.list) {
     for (const ZooModel& z : zoo) std::printf("%s\n", z.name.c_str());
     return 0;
@@ -373,7 +399,7 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: engine_zoo [--zoo FILE] [--models a,b] [--precisions fp32,bf16] [--threads N] "
       "[--steps N] [--seconds S] [--repeats N] [--warmup N] [--accuracy-epochs N] "
-      "[--no-accuracy] [--data DIR] [--synthetic] [--peaks] [--list] [--quick]\n";
+      "[--no-accuracy] [--data DIR] [--synthetic] [--peaks] [--cpu-features] [--list] [--quick]\n";
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -413,6 +439,8 @@ int main(int argc, char** argv) {
         args.synthetic = true;
       } else if (a == "--peaks") {
         args.peaks = true;
+      } else if (a == "--cpu-features") {
+        args.cpu_features = true;
       } else if (a == "--list") {
         args.list = true;
       } else if (a == "--quick") {

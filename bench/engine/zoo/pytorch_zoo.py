@@ -229,7 +229,8 @@ def bench_model(a, z, precision, fmnist, data, tag):
                       "repeats": a.repeats, "samples_per_s": round(best, 1),
                       "samples_per_s_median": round(statistics.median(rates), 1),
                       "gflops": round(best * flops / 1e9, 2),
-                      "cpu_ms_per_step": round(statistics.median(cpu_ms), 3)}), flush=True)
+                      "cpu_ms_per_step": round(statistics.median(cpu_ms), 3),
+                      "loadavg": round(os.getloadavg()[0], 2)}), flush=True)
 
     epochs = z.get("accuracy", {}).get("epochs", 0)
     if a.accuracy_epochs >= 0 and epochs > 0:

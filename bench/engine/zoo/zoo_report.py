@@ -8,8 +8,10 @@ geometric mean, and the test accuracies.
 
 The machine's peak, for fp32 rows: the best of the engine's 2048 GEMM, PyTorch's, and the
 theoretical FMA peak (threads x lanes x 2 x FMA units x the measured clock; machine_peak.h);
-for bf16 rows: the best bf16 GEMM measured (PyTorch's under oneDNN; the FMA peak of fp32 is no
-bound for AMX). The rows go to DIR/<date>-zoo-<cpu>.jsonl (default: beside RAW).
+for bf16 rows: the best bf16 GEMM measured (the engine's bf16 backend's and PyTorch's, both on
+oneDNN; the FMA peak of fp32 is no bound for AMX). "CPU-time ratio": PyTorch's CPU time per step (all its threads, the median
+timing) over the engine's; with one thread it hardly depends on how busy the other cores are,
+with more it counts the time each side's threads spin while they wait. The rows go to DIR/<date>-zoo-<cpu>-<threads>-threads.jsonl (default: beside RAW), appended.
 """
 import argparse
 import datetime
@@ -37,10 +39,18 @@ def main():
     a = p.parse_args()
     raw = [json.loads(l) for l in open(a.raw) if l.strip().startswith("{")]
 
-    machine = next((r for r in raw if r.get("impl") == "machine"), None)
-    engine_head = next((r for r in raw if r.get("impl") == "engine" and "cpu_kernels" in r), {})
-    torch_head = next((r for r in raw if r.get("impl") == "pytorch" and "gemm_peak_gflops" in r),
-                      {})
+    # The peaks were measured at the start of each round: the best of each.
+    def best_of(rows, key):
+        return max(rows, key=lambda r: r.get(key, 0), default=None)
+
+    machine = best_of([r for r in raw if r.get("impl") == "machine"], "fma_peak_gflops")
+    engine_head = best_of([r for r in raw if r.get("impl") == "engine" and "gemm_peak_gflops" in r],
+                          "gemm_peak_gflops") or {}
+    torch_rows = [r for r in raw if r.get("impl") == "pytorch" and "gemm_peak_gflops" in r]
+    torch_head = dict(best_of(torch_rows, "gemm_peak_gflops") or {})
+    if any("gemm_peak_bf16_gflops" in r for r in torch_rows):
+        torch_head["gemm_peak_bf16_gflops"] = best_of(torch_rows, "gemm_peak_bf16_gflops")[
+            "gemm_peak_bf16_gflops"]
     cpu = engine_head.get("cpu_kernels", "")
     peaks = {}
     if "gemm_peak_gflops" in engine_head:
@@ -53,13 +63,31 @@ def main():
             machine["fma_peak_gflops"]
     peak_fp32 = max(peaks.values(), default=None)
     peaks_bf16 = {}
+    engine_bf16 = [r["gemm_peak_bf16_gflops"] for r in raw
+                   if r.get("impl") == "engine" and "gemm_peak_bf16_gflops" in r]
+    if engine_bf16:
+        peaks_bf16["engine bf16 GEMM"] = max(engine_bf16)
     if "gemm_peak_bf16_gflops" in torch_head:
         peaks_bf16["PyTorch bf16 GEMM"] = torch_head["gemm_peak_bf16_gflops"]
     peak_bf16 = max(peaks_bf16.values(), default=None)
 
-    speed = [r for r in raw if r.get("model") and ("samples_per_s" in r or "unsupported" in r)]
+    # Each side's best timing over the rounds (run_engine_zoo --rounds), with how many there were.
+    best = {}
+    for r in raw:
+        if not r.get("model") or ("samples_per_s" not in r and "unsupported" not in r):
+            continue
+        key = (r["model"], r["precision"], r["impl"])
+        seen = best.get(key)
+        rounds = (seen or {}).get("rounds", 0) + 1
+        if seen is None or r.get("samples_per_s", -1) > seen.get("samples_per_s", -1):
+            seen = dict(r)
+        seen["rounds"] = rounds
+        best[key] = seen
+    speed = list(best.values())
     acc = [r for r in raw if r.get("model") and "test_accuracy" in r]
-    date = datetime.date.today().isoformat()
+    # The run's date: from run_engine_zoo's raw file name (zoo-raw-YYYYMMDD-...), else today.
+    m = re.search(r"zoo-raw-(\d{4})(\d{2})(\d{2})-", os.path.basename(a.raw))
+    date = f"{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else datetime.date.today().isoformat()
     rows = []
     for r in speed:
         row = {**r, "date": date, "cpu": cpu}
@@ -76,7 +104,8 @@ def main():
         rows.append({**r, "date": date, "cpu": cpu})
     out_dir = a.out_dir or os.path.dirname(os.path.abspath(a.raw))
     os.makedirs(out_dir, exist_ok=True)
-    out = os.path.join(out_dir, f"{date}-zoo-{cpu_slug(cpu)}.jsonl")
+    threads = engine_head.get("threads") or next((r["threads"] for r in speed if "threads" in r), 0)
+    out = os.path.join(out_dir, f"{date}-zoo-{cpu_slug(cpu)}-{threads}-threads.jsonl")
     with open(out, "a") as f:
         for header in (machine, engine_head, torch_head):
             if header:
@@ -97,9 +126,9 @@ def main():
     by = {(r["model"], r["precision"], r["impl"]): r for r in rows if "model" in r
           and "test_accuracy" not in r}
     print("\n| model | data | batch | optimizer | precision | engine samples/s | PyTorch samples/s "
-          "| ratio | engine GFLOP/s (% of peak) | PyTorch GFLOP/s (% of peak) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    ratios = {}
+          "| ratio | CPU-time ratio | engine GFLOP/s (% of peak) | PyTorch GFLOP/s (% of peak) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios, cpu_ratios = {}, {}
     for model, prec in order:
         e, t = by.get((model, prec, "engine")), by.get((model, prec, "pytorch"))
         ref = next((x for x in (e, t) if x and "batch" in x), {})
@@ -117,7 +146,10 @@ def main():
             frac = f' ({100 * x["peak_fraction"]:.0f}%)' if "peak_fraction" in x else ""
             return f'{x["gflops"]:.1f}{frac}'
 
-        ratio = "-"
+        ratio, cpu_ratio = "-", "-"
+        if e and t and "cpu_ms_per_step" in e and "cpu_ms_per_step" in t:
+            cpu_ratio = f'{t["cpu_ms_per_step"] / e["cpu_ms_per_step"]:.2f}x'
+            cpu_ratios.setdefault(prec, []).append(t["cpu_ms_per_step"] / e["cpu_ms_per_step"])
         if e and t and "samples_per_s" in e and "samples_per_s" in t:
             q = e["samples_per_s"] / t["samples_per_s"]
             ratios.setdefault(prec, []).append(q)
@@ -125,12 +157,17 @@ def main():
             if e.get("params") != t.get("params"):
                 ratio += f' (params differ: {e.get("params")} vs {t.get("params")})'
         print(f'| {model} | {ref.get("data", "-")} | {ref.get("batch", "-")} | '
-              f'{ref.get("optimizer", "-")} | {prec} | {sps(e)} | {sps(t)} | {ratio} | {gf(e)} | '
+              f'{ref.get("optimizer", "-")} | {prec} | {sps(e)} | {sps(t)} | {ratio} | {cpu_ratio} | {gf(e)} | '
               f'{gf(t)} |')
     for prec, qs in ratios.items():
         g = math.exp(sum(math.log(q) for q in qs) / len(qs))
         print(f"\n{prec}: geometric mean of the engine/PyTorch ratios over {len(qs)} models: "
               f"{g:.2f}x (min {min(qs):.2f}x, max {max(qs):.2f}x)")
+        cq = cpu_ratios.get(prec, [])
+        if cq:
+            gc = math.exp(sum(math.log(q) for q in cq) / len(cq))
+            print(f"{prec}: geometric mean of the CPU-time ratios (PyTorch's CPU ms per step over "
+                  f"the engine's, median timing): {gc:.2f}x (min {min(cq):.2f}x, max {max(cq):.2f}x)")
     unsupported = {r["unsupported"] for r in speed if r.get("impl") == "engine" and "unsupported" in r}
     for msg in unsupported:
         print(f"engine unsupported: {msg}")
