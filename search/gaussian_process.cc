@@ -190,10 +190,19 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
   }
   k.diagonal().array() += impl->kernel.noise_variance;
   impl->chol.compute(k);
+  // Rounding can leave the matrix at the fitted parameters just short of positive definite (many
+  // close points, tiny noise): raise the noise tenfold until it factors.
+  for (int tries = 0; impl->chol.info() != Eigen::Success && tries < 8; ++tries) {
+    const double more = std::max(impl->kernel.noise_variance, options.min_noise) * 9.0;
+    impl->kernel.noise_variance += more;
+    k.diagonal().array() += more;
+    impl->chol.compute(k);
+  }
   if (impl->chol.info() != Eigen::Success) {
     throw Error(ErrorCode::kInternal,
                 "GaussianProcess::fit: the kernel matrix is not positive "
-                "definite at the fitted parameters");
+                "definite at the fitted parameters, even with the noise raised to " +
+                    std::to_string(impl->kernel.noise_variance));
   }
   impl->alpha = impl->chol.solve(ys);
   impl->lml = -best_value;

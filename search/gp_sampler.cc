@@ -186,6 +186,42 @@ class Feasibility {
   std::vector<GaussianProcess> models_;
 };
 
+// Keeps at most `limit` of the observed trials (in their order): the best half by value (y is
+// maximized), then the most recent of the others.
+void keep_fit_window(int limit, std::vector<std::vector<double>>& x, std::vector<double>& y,
+                     std::vector<std::vector<ConstraintValue>>& constraints,
+                     std::vector<bool>& feasible) {
+  const size_t n = x.size(), keep = static_cast<size_t>(std::max(limit, 2));
+  if (n <= keep) return;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] > y[b]; });
+  std::vector<bool> kept(n, false);
+  for (size_t i = 0; i < keep / 2; ++i) kept[order[i]] = true;
+  size_t count = keep / 2;
+  for (size_t i = n; i-- > 0 && count < keep;) {
+    if (!kept[i]) {
+      kept[i] = true;
+      ++count;
+    }
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!kept[i]) continue;
+    if (out != i) {  // a vector moved onto itself would be left empty
+      x[out] = std::move(x[i]);
+      y[out] = y[i];
+      constraints[out] = std::move(constraints[i]);
+      feasible[out] = feasible[i];
+    }
+    ++out;
+  }
+  x.resize(out);
+  y.resize(out);
+  constraints.resize(out);
+  feasible.resize(out);
+}
+
 }  // namespace
 
 GpSampler::GpSampler(GpSamplerOptions options) : options_(options) {
@@ -247,10 +283,11 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
       feasible.push_back(constraint_violation(constraints.back()) == 0);
     }
   }
-  const size_t n_observed = x.size();
   if (e.dims == 0 || static_cast<int>(x.size()) < std::max(1, options_.n_startup_trials)) {
     return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
   }
+  keep_fit_window(options_.max_fit_trials, x, y, constraints, feasible);
+  const size_t n_observed = x.size();
   // Running trials (a constant liar): observed at the worst value, so that workers asking at the
   // same time do not all get the same point.
   const double worst = *std::min_element(y.begin(), y.end());
