@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 #ifdef TUNER_HAVE_OPENBLAS
 #include <cblas.h>
@@ -175,24 +176,37 @@ void valid_columns(const Window2d& win, int64_t kw, int64_t w, int64_t ow, int64
 // Zeroes the columns [0, j0) and [j1, ow) of the rows [i0, i1) of a block with rows of ow: the
 // few columns where a window reaches into the padding. Column by column: strided stores, which
 // the compiler does not turn into a memset call per row (that call costs more than the stores).
-void zero_edge_columns(float* block, int64_t ow, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+template <class T>
+void zero_edge_columns(T* block, int64_t ow, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   for (int64_t j = 0; j < j0; ++j) {
-    for (int64_t i = i0; i < i1; ++i) block[i * ow + j] = 0.0f;
+    for (int64_t i = i0; i < i1; ++i) block[i * ow + j] = T{};
   }
   for (int64_t j = j1; j < ow; ++j) {
-    for (int64_t i = i0; i < i1; ++i) block[i * ow + j] = 0.0f;
+    for (int64_t i = i0; i < i1; ++i) block[i * ow + j] = T{};
   }
 }
 
-// im2col of one sample: x[C,H,W] -> col[C*KH*KW, OH*OW].
+// dst[0, n) = src[0, n), as floats or rounded to bf16.
+template <class T>
+void copy_values(T* dst, const float* src, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    cpu::round_to_bf16(src, 1, n, 0, dst);
+  }
+}
+
+// im2col of one sample: x[C,H,W] -> col[C*KH*KW, OH*OW], in fp32 or (T = uint16_t) straight in
+// bf16 for bf16 products, without an fp32 copy to round.
+template <class T>
 void im2col(const Window2d& win, const float* x, int64_t c_in, int64_t h, int64_t w, int64_t oh,
-            int64_t ow, float* col) {
+            int64_t ow, T* col) {
   const int64_t s = oh * ow, stride = win.stride;
   for (int64_t c = 0; c < c_in; ++c) {
     const float* plane = x + c * h * w;
     for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
       for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
-        float* row = col + ((c * win.kernel_h + kh) * win.kernel_w + kw) * s;
+        T* row = col + ((c * win.kernel_h + kh) * win.kernel_w + kw) * s;
         int64_t j0, j1;
         valid_columns(win, kw, w, ow, &j0, &j1);
         const int64_t shift = kw - win.padding;
@@ -201,37 +215,37 @@ void im2col(const Window2d& win, const float* x, int64_t c_in, int64_t h, int64_
           // the tap's column offset, then zeros over the columns that wrapped around a row edge.
           const int64_t i0 = std::clamp<int64_t>(win.padding - kh, 0, oh);
           const int64_t i1 = std::clamp<int64_t>(h + win.padding - kh, i0, oh);
-          if (i0 > 0) std::fill(row, row + i0 * ow, 0.0f);
-          if (i1 < oh) std::fill(row + i1 * ow, row + oh * ow, 0.0f);
+          if (i0 > 0) std::fill(row, row + i0 * ow, T{});
+          if (i1 < oh) std::fill(row + i1 * ow, row + oh * ow, T{});
           if (i0 == i1) continue;
           const float* src = plane + (i0 - win.padding + kh) * w;
-          float* dst = row + i0 * ow;
+          T* dst = row + i0 * ow;
           const int64_t n = (i1 - i0) * w;
           if (shift >= 0) {
-            std::memcpy(dst, src + shift, static_cast<size_t>(n - shift) * sizeof(float));
+            copy_values(dst, src + shift, n - shift);
           } else {
-            std::memcpy(dst - shift, src, static_cast<size_t>(n + shift) * sizeof(float));
+            copy_values(dst - shift, src, n + shift);
           }
           zero_edge_columns(row, ow, i0, i1, j0, j1);
           continue;
         }
         for (int64_t i = 0; i < oh; ++i) {
           const int64_t ih = i * stride - win.padding + kh;
-          float* out = row + i * ow;
+          T* out = row + i * ow;
           if (ih < 0 || ih >= h) {
-            std::fill(out, out + ow, 0.0f);
+            std::fill(out, out + ow, T{});
             continue;
           }
           const float* in = plane + ih * w;
-          std::fill(out, out + j0, 0.0f);
+          std::fill(out, out + j0, T{});
           if (stride == 1) {
             if (j0 < j1) {
-              std::memcpy(out + j0, in + j0 + shift, static_cast<size_t>(j1 - j0) * sizeof(float));
+              copy_values(out + j0, in + j0 + shift, j1 - j0);
             }
           } else {
-            for (int64_t j = j0; j < j1; ++j) out[j] = in[j * stride + shift];
+            for (int64_t j = j0; j < j1; ++j) copy_values(out + j, in + j * stride + shift, 1);
           }
-          std::fill(out + j1, out + ow, 0.0f);
+          std::fill(out + j1, out + ow, T{});
         }
       }
     }
@@ -304,15 +318,29 @@ struct ConvDims {
 };
 
 // One sample's convolution: col[CKK,S] = im2col(x[C,H,W]), y[O,S] = act(w[O,CKK] col + bias).
+// The unfolded sample x[C,H,W] as a product's operand: into `col`, or, with bf16 products and no
+// fp32 copy wanted (col == nullptr), straight into this thread's bf16 scratch.
+Operand unfold(Precision p, const Window2d& win, const ConvDims& d, const float* x, float* col) {
+  if (col != nullptr || p != Precision::kBfloat16) {
+    im2col(win, x, d.c_in, d.h, d.w, d.oh, d.ow, col);
+    return Operand(col);
+  }
+  thread_local std::vector<uint16_t> col16;
+  if (col16.size() < static_cast<size_t>(d.ckk * d.s)) col16.resize(d.ckk * d.s);
+  im2col(win, x, d.c_in, d.h, d.w, d.oh, d.ow, col16.data());
+  return Operand(nullptr, col16.data());
+}
+
+// col may be nullptr with bf16 products (see unfold).
 void conv_forward_sample(Precision p, const Window2d& win, const ConvDims& d, const float* x,
                          Operand w, const float* bias, Activation act, float* col, float* y) {
-  im2col(win, x, d.c_in, d.h, d.w, d.oh, d.ow, col);
+  const Operand unfolded = unfold(p, win, d, x, col);
   float beta = 0.0f;
   if (bias != nullptr) {
     for (int64_t o = 0; o < d.out; ++o) std::fill(y + o * d.s, y + (o + 1) * d.s, bias[o]);
     beta = 1.0f;
   }
-  gemm_serial(p, false, false, d.out, d.s, d.ckk, 1.0f, w, d.ckk, col, d.s, beta, y, d.s);
+  gemm_serial(p, false, false, d.out, d.s, d.ckk, 1.0f, w, d.ckk, unfolded, d.s, beta, y, d.s);
   cpu::apply_activation(act, y, d.out * d.s);
 }
 
@@ -320,7 +348,7 @@ void conv_forward_sample(Precision p, const Window2d& win, const ConvDims& d, co
 // dx[C,H,W] = col2im(w^T dz) through dcol[CKK,S] (skipped when dx is nullptr). dcol may be col's
 // memory: col is read only before dcol is written.
 void conv_backward_sample(Precision p, const Window2d& win, const ConvDims& d, const float* dz,
-                          const float* col, Operand w, float* dw, float* dcol, float* dx) {
+                          Operand col, Operand w, float* dw, float* dcol, float* dx) {
   // Both products read dz: with bf16 products, round it once.
   Operand g(dz);
   if (p == Precision::kBfloat16 && dx != nullptr) {
@@ -573,6 +601,8 @@ void CpuBackend::conv2d_pool_forward(const Window2d& win, const Tensor& x, const
   const Operand wp(w.data(), round_shared(w, 0));
   const float* bp = bias ? bias->data() : nullptr;
   float* yp = y.data();
+  // With bf16 products the unfolded sample goes straight to bf16 (unfold), not through scratch.col.
+  const bool bf16 = precision_ == Precision::kBfloat16;
   pool_.run([&](int t) {
     const PoolScratch scratch(work, t, d);
     const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
@@ -580,7 +610,8 @@ void CpuBackend::conv2d_pool_forward(const Window2d& win, const Tensor& x, const
     const bool relu = act == Activation::kRelu;
     for (int64_t b = b0; b < b1; ++b) {
       conv_forward_sample(precision_, win, d, xp + b * d.c_in * d.h * d.w, wp, bp,
-                          relu ? Activation::kNone : act, scratch.col, scratch.conv);
+                          relu ? Activation::kNone : act, bf16 ? nullptr : scratch.col,
+                          scratch.conv);
       for (int64_t o = 0; o < d.out; ++o) {
         const int64_t plane = b * d.out + o;
         const float* in = scratch.conv + o * d.s;
@@ -611,6 +642,8 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
   // 2x2 windows tile an even plane: every element of dz is written once, with its gradient or
   // zero, instead of zeroing the plane and scattering into it.
   const bool tiled = d.oh % 2 == 0 && d.ow % 2 == 0;
+  // With bf16 products the unfolded sample goes straight to bf16 (unfold), not through scratch.col.
+  const bool bf16 = precision_ == Precision::kBfloat16;
   pool_.run([&](int t) {
     const PoolScratch scratch(work, t, d);
     float* dz = scratch.conv;
@@ -635,8 +668,9 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
       }
       // The unfolded input again (cheaper than keeping the batch's in memory), then the dcol of
       // dx in its place once dw has read it.
-      im2col(win, xp + b * d.c_in * d.h * d.w, d.c_in, d.h, d.w, d.oh, d.ow, scratch.col);
-      conv_backward_sample(precision_, win, d, dz, scratch.col, wp, scratch.dw, scratch.col,
+      const Operand col = unfold(precision_, win, d, xp + b * d.c_in * d.h * d.w,
+                                 bf16 ? nullptr : scratch.col);
+      conv_backward_sample(precision_, win, d, dz, col, wp, scratch.dw, scratch.col,
                            dxp ? dxp + b * d.c_in * d.h * d.w : nullptr);
     }
   });
