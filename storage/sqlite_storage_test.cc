@@ -424,8 +424,10 @@ TEST_F(SqliteStorageTest, WriteAheadLogStaysBoundedWithTwoWriters) {
   other.join();
   const int page = std::stoi(column(path(), "PRAGMA page_size").front());
   EXPECT_EQ(page, 1024);  // a new file's pages
-  // 48,000 pages were written in all (two per value); the log holds at most about 8,000.
-  const uintmax_t bound = 2 * sqlite::Checkpointer::kCatchUpFrames * uintmax_t(page + 24);
+  // 48,000 pages were written in all (two per value), which an unbounded log would hold; the
+  // Checkpointer keeps it to about 8,000, a few thousand more when the other writer's thread is
+  // descheduled at the wrong moment (busy cores: 2.2 times kCatchUpFrames seen).
+  const uintmax_t bound = 3 * sqlite::Checkpointer::kCatchUpFrames * uintmax_t(page + 24);
   EXPECT_LE(largest.load(), bound);
   EXPECT_EQ(a.get_trials(s.study_id).size(), 2u);
   EXPECT_EQ(column(path(), "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
