@@ -47,7 +47,7 @@ constexpr char kUsage[] =
     "                     [--first-seed 0] [--trials 200] [--checkpoints 25,50,100,200]\n"
     "                     [--shard K/N] [--out FILE.jsonl]\n"
     "       sampler_suite --timing [--sizes 100,300] [--asks 10] [--samplers gp] [--problems ..]\n"
-    "       sampler_suite --list | --describe | --eval FILE\n"
+    "       sampler_suite --list [--problems all] | --describe | --eval FILE\n"
     "  --problems: names, groups (bbob classic mixed conditional noisy) or sets (all core quick)\n"
     "  --out: append JSON lines there, skipping runs it already holds (else print them)\n"
     "  --shard K/N: only the seeds s with (s - first seed) % N == K\n";
@@ -273,11 +273,11 @@ int eval_mode(const std::string& path) {
   return 0;
 }
 
-void list_mode() {
+void list_mode(const std::vector<const Problem*>& problems) {
   std::printf("%-28s %-12s %4s %6s  %s\n", "problem", "group", "dims", "noise", "summary");
-  for (const Problem& p : tuner::bench::suite::problems()) {
-    std::printf("%-28s %-12s %4zu %6.2g  %s\n", p.name.c_str(), p.group.c_str(), p.params.size(),
-                p.noise_sd, p.summary.c_str());
+  for (const Problem* p : problems) {
+    std::printf("%-28s %-12s %4zu %6.2g  %s\n", p->name.c_str(), p->group.c_str(),
+                p->params.size(), p->noise_sd, p->summary.c_str());
   }
 }
 
@@ -289,10 +289,6 @@ int run(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (flags.has("list")) {
-    list_mode();
-    return 0;
-  }
   if (flags.has("describe")) {
     std::printf("%s\n", tuner::bench::suite::describe_json().dump(2).c_str());
     return 0;
@@ -301,9 +297,14 @@ int run(int argc, char** argv) {
 
   std::vector<const Problem*> problems;
   try {
-    problems = tuner::bench::suite::select_problems(flags.get("problems", "core"));
+    problems = tuner::bench::suite::select_problems(
+        flags.get("problems", flags.has("list") ? "all" : "core"));
   } catch (const std::invalid_argument& e) {
     Flags::fail(e.what());
+  }
+  if (flags.has("list")) {
+    list_mode(problems);
+    return 0;
   }
   const bool timing = flags.has("timing");
   const std::vector<std::string> samplers =
