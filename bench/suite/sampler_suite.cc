@@ -10,7 +10,8 @@
 // resumed, and --shard K/N splits the seeds between processes.
 //
 // --timing: the time of one ask + suggestions + tell after N finished trials (a study pre-filled
-// with N random trials, then loaded with the sampler), for each N of --sizes.
+// with N random trials, then loaded with the sampler), for each N of --sizes: one untimed ask,
+// then --asks timed ones or as many as fit in --max-seconds (at least one).
 //
 // --eval: reads JSON lines {"problem": NAME, "seed": S, "number": K, "params": {NAME: VALUE}} and
 // prints {"noiseless", "observed"} for each, through the same mapping of params to a point that
@@ -46,7 +47,8 @@ constexpr char kUsage[] =
     "usage: sampler_suite [--problems core] [--samplers default,tpe,gp,random] [--seeds 20]\n"
     "                     [--first-seed 0] [--trials 200] [--checkpoints 25,50,100,200]\n"
     "                     [--shard K/N] [--out FILE.jsonl]\n"
-    "       sampler_suite --timing [--sizes 100,300] [--asks 10] [--samplers gp] [--problems ..]\n"
+    "       sampler_suite --timing [--sizes 100,300] [--asks 10] [--max-seconds 30]\n"
+    "                     [--samplers gp] [--problems ..]\n"
     "       sampler_suite --list [--problems all] | --describe | --eval FILE\n"
     "  --problems: names, groups (bbob classic mixed conditional noisy) or sets (all core quick)\n"
     "  --out: append JSON lines there, skipping runs it already holds (else print them)\n"
@@ -201,8 +203,10 @@ bool is_done(const std::set<std::tuple<std::string, std::string, int, int>>& don
 
 // --- Timing -----------------------------------------------------------------------------------
 
-nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& problem, int n, int asks,
-                         uint64_t seed) {
+// One untimed ask first (it loads the study's caches), then up to `asks` timed ones, stopping
+// once `max_seconds` are spent (at least one is timed).
+nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& problem, int n,
+                                 int asks, double max_seconds, uint64_t seed) {
   auto storage = std::make_shared<tuner::InMemoryStorage>();
   const std::string name = "timing-" + problem.name;
   {
@@ -216,20 +220,26 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
   }
   tuner::Study study = tuner::Study::load(
       {.name = name, .sampler = tuner::bench::make_sampler(sampler), .storage = storage});
-  std::vector<double> ms;
-  for (int i = 0; i < asks; ++i) {
+  auto cycle = [&] {
     const auto start = Clock::now();
     tuner::Trial trial = study.ask();
     const double value = problem.objective(suggest(problem, trial));
     study.tell(trial, value);
-    ms.push_back(1e3 * std::chrono::duration<double>(Clock::now() - start).count());
+    return 1e3 * std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  cycle();
+  std::vector<double> ms;
+  double spent_ms = 0.0;
+  while (static_cast<int>(ms.size()) < asks && (ms.empty() || spent_ms < 1e3 * max_seconds)) {
+    ms.push_back(cycle());
+    spent_ms += ms.back();
   }
   return {{"bench", "suite-timing"},
           {"impl", "tuner"},
           {"sampler", sampler},
           {"problem", problem.name},
           {"n_trials", n},
-          {"asks", asks},
+          {"asks", ms.size()},
           {"median_ms", tuner::bench::quantile(ms, 0.5)},
           {"mean_ms", tuner::bench::mean(ms)},
           {"min_ms", tuner::bench::quantile(ms, 0.0)}};
@@ -284,7 +294,7 @@ void list_mode(const std::vector<const Problem*>& problems) {
 int run(int argc, char** argv) {
   Flags flags(argc, argv,
               {"problems", "samplers", "seeds", "first-seed", "trials", "checkpoints", "shard",
-               "out", "timing", "sizes", "asks", "list", "describe", "eval", "help"});
+               "out", "timing", "sizes", "asks", "max-seconds", "list", "describe", "eval", "help"});
   if (flags.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -324,10 +334,11 @@ int run(int argc, char** argv) {
   if (timing) {
     const std::vector<int> sizes = tuner::bench::split_ints(flags.get("sizes", "100,300"));
     const int asks = flags.get_int("asks", 10);
+    const double max_seconds = flags.get_double("max-seconds", 30.0);
     if (asks < 1) Flags::fail("--asks must be >= 1");
     for (const auto& sampler : samplers) {
       for (const Problem* p : problems) {
-        for (int n : sizes) emit(time_asks(sampler, *p, n, asks, 0), out);
+        for (int n : sizes) emit(time_asks(sampler, *p, n, asks, max_seconds, 0), out);
       }
     }
     return 0;
