@@ -75,10 +75,13 @@ def run_one(problem, sampler_name, seed, trials, checkpoints):
         elapsed[trial.number] = time.perf_counter() - start
 
     study = optuna.create_study(direction="minimize", sampler=make_sampler(sampler_name, seed))
-    study.optimize(objective, n_trials=trials, callbacks=[callback])
+    # A trial whose sampler or objective raises is FAIL and counted (as on the C++ side).
+    study.optimize(objective, n_trials=trials, callbacks=[callback], catch=(Exception,))
+    failed = 0
     for t in study.trials:
         if t.state != optuna.trial.TrialState.COMPLETE:
             noiseless[t.number] = math.inf
+            failed += 1
     regret, seconds = {}, {}
     best = math.inf
     for k in range(1, trials + 1):
@@ -88,7 +91,7 @@ def run_one(problem, sampler_name, seed, trials, checkpoints):
             seconds[str(k)] = elapsed[k - 1]
     return {"bench": "suite", "impl": "optuna", "version": optuna.__version__,
             "sampler": sampler_name, "problem": problem.name, "seed": seed, "trials": trials,
-            "regret": regret, "seconds": seconds}
+            "regret": regret, "seconds": seconds, "failed": failed}
 
 
 def time_asks(problem, sampler_name, n, asks, max_seconds, seed=0):

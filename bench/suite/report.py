@@ -11,7 +11,7 @@ record with the most trials counts.
 Main table, per problem and budget k: the median regret over the seeds after k trials of
 tuner's sampler under test (--tuner, default "default": what a new study uses), tuner's GP,
 Optuna's default TPESampler, Optuna's GPSampler, and the reference: the best median among
-Optuna's samplers that ran (TPE variants and GP). p: one-sided Mann-Whitney U test that tuner's
+Optuna's samplers that ran (TPE variants and GP) on at least --min-seeds seeds (5). p: one-sided Mann-Whitney U test that tuner's
 regrets are lower than the reference's (normal approximation with tie and continuity
 corrections); "better" when p < 0.05, "worse" when the opposite one-sided test gives p < 0.05,
 else "tie". Then the count per budget and the problems where tuner loses, and the ask times.
@@ -95,7 +95,8 @@ def table(header, rows):
 
 
 class Results:
-    def __init__(self, records):
+    def __init__(self, records, min_seeds=5):
+        self.min_seeds = min_seeds  # fewer seeds than this: no median shown, no comparison
         best = {}  # (impl, sampler, problem, seed) -> record with the most trials
         self.timing = []
         self.versions = set()
@@ -125,7 +126,7 @@ class Results:
 
     def median(self, impl, sampler, problem, k):
         v = self.values(impl, sampler, problem, k)
-        return statistics.median(v) if v else None
+        return statistics.median(v) if v and len(v) >= self.min_seeds else None
 
     def samplers(self, impl):
         return sorted({s for i, s, _ in self.cells if i == impl})
@@ -134,8 +135,10 @@ class Results:
 def compare(res, tuner_sampler, problem, k):
     """(reference sampler, its values, p_less, p_greater, verdict) or None without data."""
     ours = res.values("tuner", tuner_sampler, problem, k)
+    if ours and len(ours) < res.min_seeds:
+        ours = None
     refs = [(statistics.median(v), s, v) for s in OPTUNA_SAMPLERS
-            if (v := res.values("optuna", s, problem, k))]
+            if (v := res.values("optuna", s, problem, k)) and len(v) >= res.min_seeds]
     if not ours or not refs:
         return None
     _, ref_sampler, ref = min(refs, key=lambda t: t[0])
@@ -213,17 +216,27 @@ def timing_tables(res):
     keys = sorted({(s, p, n) for i, s, p, n in cells if i == "tuner"},
                   key=lambda t: (t[0], t[1], t[2]))
     rows = []
+    def show(r):
+        if r is None:
+            return "-"
+        if not r.get("asks"):
+            return f"every ask failed ({r.get('failed', '?')}): {r.get('error', '?')}"
+        failed = f", {r['failed']} failed" if r.get("failed") else ""
+        return f"{r['median_ms']:.4g} ({r['asks']}{failed})"
+
     for s, p, n in keys:
         ours = cells[("tuner", s, p, n)]
         theirs = cells.get(("optuna", s, p, n))
-        rows.append([s, p, f"{n:,}", f"{ours['median_ms']:.3g} ({ours['asks']})",
-                     f"{theirs['median_ms']:.4g} ({theirs['asks']})" if theirs else "-",
-                     f"{theirs['median_ms'] / ours['median_ms']:.0f}x" if theirs else "-"])
+        ratio = "-"
+        if theirs and ours.get("asks") and theirs.get("asks"):
+            r = theirs["median_ms"] / ours["median_ms"]
+            ratio = f"{r:.0f}x" if r >= 10 else f"{r:.2g}x"
+        rows.append([s, p, f"{n:,}", show(ours), show(theirs), ratio])
     print(table(["sampler", "problem", "finished trials", "tuner ms (asks)", "Optuna ms (asks)",
                  "Optuna / tuner"], rows))
     print()
     print("Median wall time of one ask + suggestions + tell after that many finished (random) "
-          "trials, one thread each.")
+          "trials, one thread each; (asks timed). A failed ask (the sampler threw) is not timed.")
 
 
 def main():
@@ -232,10 +245,12 @@ def main():
     parser.add_argument("--budgets", default="25,50,100,200")
     parser.add_argument("--tuner", default="default", help="tuner's sampler under test")
     parser.add_argument("--problems", default="", help="only these, comma-separated")
+    parser.add_argument("--min-seeds", type=int, default=5,
+                        help="cells with fewer seeds are left out (default 5)")
     parser.add_argument("--all-samplers", action="store_true",
                         help="also a table of every sampler's medians")
     args = parser.parse_args()
-    res = Results(read_records(args.results))
+    res = Results(read_records(args.results), args.min_seeds)
     if not res.cells and not res.timing:
         raise SystemExit(f"report.py: no suite records in {' '.join(args.results)}")
     budgets = [int(x) for x in args.budgets.split(",") if x]

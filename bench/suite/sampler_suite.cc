@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -45,14 +46,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kUsage[] =
     "usage: sampler_suite [--problems core] [--samplers default,tpe,gp,random] [--seeds 20]\n"
-    "                     [--first-seed 0] [--trials 200] [--checkpoints 25,50,100,200]\n"
+    "                     [--first-seed 0] [--trials 200] [--gp-trials N]\n"
+    "                     [--checkpoints 25,50,100,200]\n"
     "                     [--shard K/N] [--out FILE.jsonl]\n"
     "       sampler_suite --timing [--sizes 100,300] [--asks 10] [--max-seconds 30]\n"
     "                     [--samplers gp] [--problems ..]\n"
     "       sampler_suite --list [--problems all] | --describe | --eval FILE\n"
     "  --problems: names, groups (bbob classic mixed conditional noisy) or sets (all core quick)\n"
     "  --out: append JSON lines there, skipping runs it already holds (else print them)\n"
-    "  --shard K/N: only the seeds s with (s - first seed) % N == K\n";
+    "  --shard K/N: only the seeds s with (s - first seed) % N == K\n"
+    "  --gp-trials: trials of the gp runs (default --trials): the GP's cost grows with them\n";
 
 // --- One trial's parameters -------------------------------------------------------------------
 
@@ -126,24 +129,46 @@ nlohmann::ordered_json run_one(const RunSpec& spec) {
                                 std::numeric_limits<double>::infinity());
   std::vector<double> elapsed(static_cast<size_t>(spec.trials), 0.0);
   const auto start = Clock::now();
-  study.optimize(
-      [&](tuner::Trial& trial) {
-        const std::vector<double> point = suggest(problem, trial);
-        const double value = problem.objective(point);
-        noiseless.at(static_cast<size_t>(trial.number())) = value;
-        return value + tuner::bench::suite::noise(problem, static_cast<uint64_t>(spec.seed),
-                                                   trial.number());
-      },
-      {.n_trials = spec.trials, .on_trial_finished = [&](const tuner::FrozenTrial& t) {
-         elapsed.at(static_cast<size_t>(t.number)) =
-             std::chrono::duration<double>(Clock::now() - start).count();
-       }});
+  // A sampler that throws inside a suggestion fails its trial and optimize() goes on; one that
+  // throws in ask() stores that trial FAIL and ends optimize(): go on with the trials left, up to
+  // a quarter of them failing so.
+  std::string ask_error;
+  for (int ask_failures = 0;;) {
+    const int left = spec.trials - static_cast<int>(study.trials().size());
+    if (left <= 0) break;
+    try {
+      study.optimize(
+          [&](tuner::Trial& trial) {
+            const std::vector<double> point = suggest(problem, trial);
+            const double value = problem.objective(point);
+            noiseless.at(static_cast<size_t>(trial.number())) = value;
+            return value + tuner::bench::suite::noise(problem, static_cast<uint64_t>(spec.seed),
+                                                       trial.number());
+          },
+          {.n_trials = left, .on_trial_finished = [&](const tuner::FrozenTrial& t) {
+             elapsed.at(static_cast<size_t>(t.number)) =
+                 std::chrono::duration<double>(Clock::now() - start).count();
+           }});
+    } catch (const tuner::AskError& e) {
+      if (ask_error.empty()) ask_error = e.what();
+      if (++ask_failures > spec.trials / 4) break;
+    }
+  }
   nlohmann::ordered_json regret = nlohmann::ordered_json::object();
   nlohmann::ordered_json seconds = nlohmann::ordered_json::object();
-  // Only COMPLETE trials count (a failed trial keeps +inf).
+  // Only COMPLETE trials count. A FAIL one (the sampler threw inside a suggestion) is counted
+  // and its first reason kept.
+  int failed = 0;
+  std::string fail_reason;
   for (const auto& t : study.trials()) {
-    if (t.state != tuner::TrialState::kComplete) noiseless.at(static_cast<size_t>(t.number)) =
-        std::numeric_limits<double>::infinity();
+    if (t.state == tuner::TrialState::kComplete) continue;
+    noiseless.at(static_cast<size_t>(t.number)) = std::numeric_limits<double>::infinity();
+    ++failed;
+    if (fail_reason.empty()) {
+      const auto it = t.system_attrs.find("fail_reason");
+      fail_reason = "trial " + std::to_string(t.number) + ": " +
+                    (it != t.system_attrs.end() ? it->second : std::string("?"));
+    }
   }
   double best = std::numeric_limits<double>::infinity();
   size_t next = 0;
@@ -157,14 +182,14 @@ nlohmann::ordered_json run_one(const RunSpec& spec) {
       ++next;
     }
   }
-  return {{"bench", "suite"},
-          {"impl", "tuner"},
-          {"sampler", spec.sampler},
-          {"problem", problem.name},
-          {"seed", spec.seed},
-          {"trials", spec.trials},
-          {"regret", regret},
-          {"seconds", seconds}};
+  nlohmann::ordered_json record = {{"bench", "suite"},   {"impl", "tuner"},
+                                   {"sampler", spec.sampler}, {"problem", problem.name},
+                                   {"seed", spec.seed},     {"trials", spec.trials},
+                                   {"regret", regret},      {"seconds", seconds},
+                                   {"failed", failed}};
+  if (failed > 0) record["fail_reason"] = ask_error.empty() ? fail_reason : ask_error;
+  if (static_cast<int>(study.trials().size()) < spec.trials) record["aborted"] = true;
+  return record;
 }
 
 // (impl, sampler, problem, seed) -> trials of the runs already in `path`.
@@ -220,19 +245,39 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
   }
   tuner::Study study = tuner::Study::load(
       {.name = name, .sampler = tuner::bench::make_sampler(sampler), .storage = storage});
-  auto cycle = [&] {
+  // An ask whose sampler throws is told FAIL and counted, not timed.
+  int failed = 0;
+  std::string error;
+  auto cycle = [&]() -> std::optional<double> {
     const auto start = Clock::now();
-    tuner::Trial trial = study.ask();
-    const double value = problem.objective(suggest(problem, trial));
-    study.tell(trial, value);
+    std::optional<tuner::Trial> trial;
+    try {
+      trial.emplace(study.ask());  // a throwing ask() stores its trial FAIL itself
+      const double value = problem.objective(suggest(problem, *trial));
+      study.tell(*trial, value);
+    } catch (const std::exception& e) {
+      if (trial) study.tell(*trial, tuner::TrialState::kFail, e.what());
+      ++failed;
+      if (error.empty()) error = e.what();
+      return std::nullopt;
+    }
     return 1e3 * std::chrono::duration<double>(Clock::now() - start).count();
   };
   cycle();
   std::vector<double> ms;
   double spent_ms = 0.0;
-  while (static_cast<int>(ms.size()) < asks && (ms.empty() || spent_ms < 1e3 * max_seconds)) {
-    ms.push_back(cycle());
-    spent_ms += ms.back();
+  for (int attempt = 0; attempt < 2 * asks && static_cast<int>(ms.size()) < asks &&
+                        (ms.empty() || spent_ms < 1e3 * max_seconds);
+       ++attempt) {
+    if (const auto t = cycle()) {
+      ms.push_back(*t);
+      spent_ms += *t;
+    }
+  }
+  if (ms.empty()) {
+    return {{"bench", "suite-timing"}, {"impl", "tuner"}, {"sampler", sampler},
+            {"problem", problem.name}, {"n_trials", n},  {"asks", 0},
+            {"failed", failed},        {"error", error}};
   }
   return {{"bench", "suite-timing"},
           {"impl", "tuner"},
@@ -242,7 +287,8 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
           {"asks", ms.size()},
           {"median_ms", tuner::bench::quantile(ms, 0.5)},
           {"mean_ms", tuner::bench::mean(ms)},
-          {"min_ms", tuner::bench::quantile(ms, 0.0)}};
+          {"min_ms", tuner::bench::quantile(ms, 0.0)},
+          {"failed", failed}};
 }
 
 // --- Modes ------------------------------------------------------------------------------------
@@ -293,7 +339,7 @@ void list_mode(const std::vector<const Problem*>& problems) {
 
 int run(int argc, char** argv) {
   Flags flags(argc, argv,
-              {"problems", "samplers", "seeds", "first-seed", "trials", "checkpoints", "shard",
+              {"problems", "samplers", "seeds", "first-seed", "trials", "gp-trials", "checkpoints", "shard",
                "out", "timing", "sizes", "asks", "max-seconds", "list", "describe", "eval", "help"});
   if (flags.has("help")) {
     std::fputs(kUsage, stdout);
@@ -347,17 +393,24 @@ int run(int argc, char** argv) {
   const int seeds = flags.get_int("seeds", 20);
   const int first_seed = flags.get_int("first-seed", 0);
   const int trials = flags.get_int("trials", 200);
-  if (seeds < 1 || first_seed < 0 || trials < 1) {
-    Flags::fail("--seeds and --trials must be >= 1 and --first-seed >= 0");
+  const int gp_trials = flags.get_int("gp-trials", trials);
+  if (seeds < 1 || first_seed < 0 || trials < 1 || gp_trials < 1) {
+    Flags::fail("--seeds, --trials and --gp-trials must be >= 1 and --first-seed >= 0");
   }
-  std::vector<int> checkpoints;
-  for (int k : tuner::bench::split_ints(flags.get("checkpoints", "25,50,100,200"))) {
-    if (k < 1) Flags::fail("--checkpoints must be >= 1");
-    if (k <= trials) checkpoints.push_back(k);
-  }
-  std::sort(checkpoints.begin(), checkpoints.end());
-  checkpoints.erase(std::unique(checkpoints.begin(), checkpoints.end()), checkpoints.end());
-  if (checkpoints.empty() || checkpoints.back() != trials) checkpoints.push_back(trials);
+  const std::vector<int> requested =
+      tuner::bench::split_ints(flags.get("checkpoints", "25,50,100,200"));
+  // The checkpoints up to n, and n.
+  auto checkpoints_of = [&](int n) {
+    std::vector<int> ks;
+    for (int k : requested) {
+      if (k < 1) Flags::fail("--checkpoints must be >= 1");
+      if (k <= n) ks.push_back(k);
+    }
+    std::sort(ks.begin(), ks.end());
+    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+    if (ks.empty() || ks.back() != n) ks.push_back(n);
+    return ks;
+  };
   int shard = 0, shards = 1;
   if (flags.has("shard")) {
     const std::string text = flags.get("shard", "");
@@ -371,7 +424,8 @@ int run(int argc, char** argv) {
     for (const auto& sampler : samplers) {
       for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
         if ((seed - first_seed) % shards != shard) continue;
-        RunSpec spec{sampler, p, seed, trials, checkpoints};
+        const int n = sampler == "gp" ? gp_trials : trials;
+        RunSpec spec{sampler, p, seed, n, checkpoints_of(n)};
         if (is_done(done, spec)) {
           ++skipped;
           continue;
