@@ -229,7 +229,7 @@ bool is_done(const std::set<std::tuple<std::string, std::string, int, int>>& don
 // --- Timing -----------------------------------------------------------------------------------
 
 // One untimed ask first (it loads the study's caches), then up to `asks` timed ones, stopping
-// once `max_seconds` are spent (at least one is timed).
+// once `max_seconds` are spent (after at least one attempt; failed asks count their time).
 nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& problem, int n,
                                  int asks, double max_seconds, uint64_t seed) {
   auto storage = std::make_shared<tuner::InMemoryStorage>();
@@ -248,8 +248,14 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
   // An ask whose sampler throws is told FAIL and counted, not timed.
   int failed = 0;
   std::string error;
+  double spent_ms = 0.0;  // failed asks included
   auto cycle = [&]() -> std::optional<double> {
     const auto start = Clock::now();
+    struct AddTime {
+      double& total;
+      Clock::time_point from;
+      ~AddTime() { total += 1e3 * std::chrono::duration<double>(Clock::now() - from).count(); }
+    } add_time{spent_ms, start};
     std::optional<tuner::Trial> trial;
     try {
       trial.emplace(study.ask());  // a throwing ask() stores its trial FAIL itself
@@ -264,15 +270,12 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
     return 1e3 * std::chrono::duration<double>(Clock::now() - start).count();
   };
   cycle();
+  spent_ms = 0.0;
   std::vector<double> ms;
-  double spent_ms = 0.0;
   for (int attempt = 0; attempt < 2 * asks && static_cast<int>(ms.size()) < asks &&
-                        (ms.empty() || spent_ms < 1e3 * max_seconds);
+                        (attempt == 0 || spent_ms < 1e3 * max_seconds);
        ++attempt) {
-    if (const auto t = cycle()) {
-      ms.push_back(*t);
-      spent_ms += *t;
-    }
+    if (const auto t = cycle()) ms.push_back(*t);
   }
   if (ms.empty()) {
     return {{"bench", "suite-timing"}, {"impl", "tuner"}, {"sampler", sampler},
