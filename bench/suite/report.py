@@ -211,8 +211,10 @@ def timing_tables(res):
     if not res.timing:
         return
     cells = {}
-    for r in res.timing:
-        cells[(r["impl"], r["sampler"], r["problem"], r["n_trials"])] = r
+    for r in res.timing:  # per cell, the record that timed the most asks
+        key = (r["impl"], r["sampler"], r["problem"], r["n_trials"])
+        if key not in cells or r.get("asks", 0) > cells[key].get("asks", 0):
+            cells[key] = r
     keys = sorted({(s, p, n) for i, s, p, n in cells if i == "tuner"},
                   key=lambda t: (t[0], t[1], t[2]))
     rows = []
@@ -222,7 +224,8 @@ def timing_tables(res):
         if not r.get("asks"):
             return f"every ask failed ({r.get('failed', '?')}): {r.get('error', '?')}"
         failed = f", {r['failed']} failed" if r.get("failed") else ""
-        return f"{r['median_ms']:.4g} ({r['asks']}{failed})"
+        ms = r["median_ms"]
+        return f"{ms:,.0f} ({r['asks']}{failed})" if ms >= 1000 else f"{ms:.4g} ({r['asks']}{failed})"
 
     for s, p, n in keys:
         ours = cells[("tuner", s, p, n)]
