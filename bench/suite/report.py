@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""The function suite's tables: tuner against Optuna, problem by problem.
+
+usage: report.py [--budgets 25,50,100,200] [--tuner default] [--all-samplers] [--problems LIST]
+                 RESULTS...
+
+RESULTS are JSONL files, or folders of them, written by bench/suite/sampler_suite and
+bench/optuna/sampler_suite.py (bench/suite/run_suite). Where a run appears more than once, the
+record with the most trials counts.
+
+Main table, per problem and budget k: the median regret over the seeds after k trials of
+tuner's sampler under test (--tuner, default "default": what a new study uses), tuner's GP,
+Optuna's default TPESampler, Optuna's GPSampler, and the reference: the best median among
+Optuna's samplers that ran (TPE variants and GP) on at least --min-seeds seeds (5). p: one-sided Mann-Whitney U test that tuner's
+regrets are lower than the reference's (normal approximation with tie and continuity
+corrections); "better" when p < 0.05, "worse" when the opposite one-sided test gives p < 0.05,
+else "tie". Then the count per budget and the problems where tuner loses, and the ask times.
+Standard library only.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+OPTUNA_SAMPLERS = ("tpe", "tpe-uni", "tpe-group", "gp")
+
+
+def read_records(paths):
+    records = []
+    for path in paths:
+        files = ([os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".jsonl")]
+                 if os.path.isdir(path) else [path])
+        for name in files:
+            with open(name) as f:
+                for line in f:
+                    if line.startswith("{"):
+                        try:
+                            records.append(json.loads(line))
+                        except json.JSONDecodeError:
+                            pass  # a line cut by a killed run
+    return records
+
+
+def mann_whitney_less(a, b):
+    """One-sided p-value that a's values tend to be lower than b's (Mann-Whitney U, normal
+    approximation, tie-corrected variance, continuity correction). 1.0 when undefined."""
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b], key=lambda t: t[0])
+    n = n1 + n2
+    rank_a = 0.0
+    ties = 0.0
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        rank = (i + j) / 2.0 + 1.0
+        rank_a += rank * sum(1 for k in range(i, j + 1) if pooled[k][1] == 0)
+        t = j - i + 1
+        ties += t ** 3 - t
+        i = j + 1
+    u = rank_a - n1 * (n1 + 1) / 2.0
+    var = n1 * n2 / 12.0 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u - n1 * n2 / 2.0 + 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{x:.3g}" if abs(x) < 1e5 else f"{x:.2e}"
+    if abs(x) >= 0.01:
+        return f"{x:.3g}"
+    return f"{x:.2e}"
+
+
+def fmt_p(p):
+    return "-" if p is None else (f"{p:.3f}" if p >= 0.001 else f"{p:.0e}")
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+class Results:
+    def __init__(self, records, min_seeds=5):
+        self.min_seeds = min_seeds  # fewer seeds than this: no median shown, no comparison
+        best = {}  # (impl, sampler, problem, seed) -> record with the most trials
+        self.timing = []
+        self.versions = set()
+        for r in records:
+            if r.get("bench") == "suite-timing":
+                self.timing.append(r)
+                continue
+            if r.get("bench") != "suite":
+                continue
+            if r.get("version"):
+                self.versions.add(r["version"])
+            key = (r["impl"], r["sampler"], r["problem"], r["seed"])
+            if key not in best or r["trials"] > best[key]["trials"]:
+                best[key] = r
+        self.cells = {}  # (impl, sampler, problem) -> k -> [regret]
+        self.problems = []
+        for (impl, sampler, problem, _), r in best.items():
+            if problem not in self.problems:
+                self.problems.append(problem)
+            for k, v in r["regret"].items():
+                if v is not None:
+                    self.cells.setdefault((impl, sampler, problem), {}).setdefault(int(k),
+                                                                                    []).append(v)
+
+    def values(self, impl, sampler, problem, k):
+        return self.cells.get((impl, sampler, problem), {}).get(k)
+
+    def median(self, impl, sampler, problem, k):
+        v = self.values(impl, sampler, problem, k)
+        return statistics.median(v) if v and len(v) >= self.min_seeds else None
+
+    def samplers(self, impl):
+        return sorted({s for i, s, _ in self.cells if i == impl})
+
+
+def compare(res, tuner_sampler, problem, k):
+    """(reference sampler, its values, p_less, p_greater, verdict) or None without data."""
+    ours = res.values("tuner", tuner_sampler, problem, k)
+    if ours and len(ours) < res.min_seeds:
+        ours = None
+    refs = [(statistics.median(v), s, v) for s in OPTUNA_SAMPLERS
+            if (v := res.values("optuna", s, problem, k)) and len(v) >= res.min_seeds]
+    if not ours or not refs:
+        return None
+    _, ref_sampler, ref = min(refs, key=lambda t: t[0])
+    p_less = mann_whitney_less(ours, ref)
+    p_greater = mann_whitney_less(ref, ours)
+    verdict = "better" if p_less < 0.05 else "worse" if p_greater < 0.05 else "tie"
+    return ref_sampler, ref, p_less, p_greater, verdict
+
+
+def main_table(res, args, budgets, problems):
+    t = args.tuner
+    header = ["problem", "trials", "seeds", f"tuner {t}", "tuner gp", "Optuna tpe", "Optuna gp",
+              "best Optuna", "p (tuner lower)", "verdict"]
+    rows = []
+    counts = {k: {"better": 0, "tie": 0, "worse": 0} for k in budgets}
+    losses = {k: [] for k in budgets}
+    for problem in problems:
+        for k in budgets:
+            c = compare(res, t, problem, k)
+            if c is None:
+                continue
+            ref_sampler, ref, p_less, _, verdict = c
+            ours = res.values("tuner", t, problem, k)
+            counts[k][verdict] += 1
+            if verdict == "worse":
+                losses[k].append(problem)
+            rows.append([problem, k, f"{len(ours)}/{len(ref)}", fmt(statistics.median(ours)),
+                         fmt(res.median("tuner", "gp", problem, k)),
+                         fmt(res.median("optuna", "tpe", problem, k)),
+                         fmt(res.median("optuna", "gp", problem, k)),
+                         f"{ref_sampler} {fmt(statistics.median(ref))}", fmt_p(p_less),
+                         f"**{verdict}**" if verdict != "tie" else verdict])
+    print(table(header, rows))
+    print()
+    version = "/".join(sorted(res.versions)) or "?"
+    print(f"Median regret over the seeds (seeds: tuner/reference). Optuna {version}. "
+          "best Optuna: the Optuna sampler with the lowest median at that budget. p: one-sided "
+          "Mann-Whitney U, tuner's regrets lower than the reference's; better: p < 0.05; worse: "
+          "the opposite test p < 0.05; else tie.")
+    print()
+    print(f"Summary, tuner {t} against the best Optuna sampler:")
+    print()
+    rows = []
+    for k in budgets:
+        n = sum(counts[k].values())
+        if n == 0:
+            continue
+        rows.append([k, n, counts[k]["better"], counts[k]["tie"], counts[k]["worse"],
+                     ", ".join(losses[k]) or "-"])
+    print(table(["trials", "problems", "better (p < 0.05)", "not worse (tie)",
+                 "worse (p < 0.05)", "problems where tuner is worse"], rows))
+
+
+def all_samplers_table(res, budgets, problems):
+    cols = [("tuner", s) for s in res.samplers("tuner")] + \
+           [("optuna", s) for s in res.samplers("optuna")]
+    header = ["problem", "trials"] + [f"{'tuner' if i == 'tuner' else 'Optuna'} {s}"
+                                      for i, s in cols]
+    rows = []
+    for problem in problems:
+        for k in budgets:
+            meds = [res.median(i, s, problem, k) for i, s in cols]
+            if all(m is None for m in meds):
+                continue
+            rows.append([problem, k] + [fmt(m) for m in meds])
+    print(table(header, rows))
+
+
+def timing_tables(res):
+    if not res.timing:
+        return
+    cells = {}
+    for r in res.timing:  # per cell, the record that timed the most asks
+        key = (r["impl"], r["sampler"], r["problem"], r["n_trials"])
+        if key not in cells or r.get("asks", 0) > cells[key].get("asks", 0):
+            cells[key] = r
+    keys = sorted({(s, p, n) for i, s, p, n in cells if i == "tuner"},
+                  key=lambda t: (t[0], t[1], t[2]))
+    rows = []
+    def show(r):
+        if r is None:
+            return "-"
+        if not r.get("asks"):
+            return f"every ask failed ({r.get('failed', '?')}): {r.get('error', '?')}"
+        failed = f", {r['failed']} failed" if r.get("failed") else ""
+        ms = r["median_ms"]
+        return f"{ms:,.0f} ({r['asks']}{failed})" if ms >= 1000 else f"{ms:.4g} ({r['asks']}{failed})"
+
+    for s, p, n in keys:
+        ours = cells[("tuner", s, p, n)]
+        theirs = cells.get(("optuna", s, p, n))
+        ratio = "-"
+        if theirs and ours.get("asks") and theirs.get("asks"):
+            r = theirs["median_ms"] / ours["median_ms"]
+            ratio = f"{r:.0f}x" if r >= 10 else f"{r:.2g}x"
+        rows.append([s, p, f"{n:,}", show(ours), show(theirs), ratio])
+    print(table(["sampler", "problem", "finished trials", "tuner ms (asks)", "Optuna ms (asks)",
+                 "Optuna / tuner"], rows))
+    print()
+    print("Median wall time of one ask + suggestions + tell after that many finished (random) "
+          "trials, one thread each; (asks timed). A failed ask (the sampler threw) is not timed.")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+")
+    parser.add_argument("--budgets", default="25,50,100,200")
+    parser.add_argument("--tuner", default="default", help="tuner's sampler under test")
+    parser.add_argument("--problems", default="", help="only these, comma-separated")
+    parser.add_argument("--min-seeds", type=int, default=5,
+                        help="cells with fewer seeds are left out (default 5)")
+    parser.add_argument("--all-samplers", action="store_true",
+                        help="also a table of every sampler's medians")
+    args = parser.parse_args()
+    res = Results(read_records(args.results), args.min_seeds)
+    if not res.cells and not res.timing:
+        raise SystemExit(f"report.py: no suite records in {' '.join(args.results)}")
+    budgets = [int(x) for x in args.budgets.split(",") if x]
+    problems = [p for p in args.problems.split(",") if p] or res.problems
+    if res.cells:
+        print(f"### Function suite: tuner {args.tuner} against Optuna\n")
+        main_table(res, args, budgets, problems)
+        print()
+    if args.all_samplers and res.cells:
+        print("### Every sampler's median regret\n")
+        all_samplers_table(res, budgets, problems)
+        print()
+    if res.timing:
+        print("### Time per ask\n")
+        timing_tables(res)
+        print()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Tests of bench/suite/report.py: the Mann-Whitney p-values and the verdicts.
+
+The p-values are checked against scipy.stats.mannwhitneyu(alternative="less",
+method="asymptotic") when scipy is importable, and always against the values it gave for the
+same samples (scipy 1.17.1). Standard library only otherwise.
+"""
+
+import io
+import json
+import os
+import random
+import sys
+import tempfile
+from contextlib import redirect_stdout
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
+failures = []
+
+
+def check(ok, message):
+    if not ok:
+        failures.append(message)
+
+
+def samples():
+    rng = random.Random(1)
+    cases = [([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]), ([1, 1, 2, 2, 3], [2, 3, 3, 4, 4]),
+             ([0] * 5 + [1] * 5, [0] * 3 + [1] * 7)]
+    for _ in range(2):
+        cases.append(([rng.choice([0, 0.5, 1, 1.5, 2, 3]) for _ in range(20)],
+                      [rng.gauss(1, 1) for _ in range(20)]))
+    return cases
+
+
+# scipy 1.17.1's p-values for samples(), in order.
+SCIPY = [0.006092890177672406, 0.02620581433551434, 0.1989804177178532, 0.7643767074264556,
+         0.9622674262064487]
+
+
+def test_p_values():
+    for (a, b), expected in zip(samples(), SCIPY):
+        p = report.mann_whitney_less(a, b)
+        check(abs(p - expected) < 1e-9, f"p({a}, {b}) = {p}, scipy gave {expected}")
+    check(report.mann_whitney_less([5, 5, 5], [5, 5, 5]) == 1.0, "all ties must give p = 1")
+    try:
+        from scipy.stats import mannwhitneyu
+    except ImportError:
+        return
+    rng = random.Random(2)
+    for _ in range(50):
+        a = [round(rng.gauss(0, 1), 1) for _ in range(rng.randint(3, 25))]
+        b = [round(rng.gauss(0.5, 1), 1) for _ in range(rng.randint(3, 25))]
+        expected = mannwhitneyu(a, b, alternative="less", method="asymptotic").pvalue
+        p = report.mann_whitney_less(a, b)
+        check(abs(p - expected) < 1e-9, f"p = {p}, scipy {expected} for {a} {b}")
+
+
+def record(impl, sampler, problem, seed, trials, regret):
+    return {"bench": "suite", "impl": impl, "sampler": sampler, "problem": problem,
+            "seed": seed, "trials": trials, "regret": {str(trials): regret}}
+
+
+def test_verdicts():
+    recs = []
+    for seed in range(20):
+        # "easy": tuner far lower; "hard": tuner far higher; "same": equal distributions.
+        recs.append(record("tuner", "default", "easy", seed, 50, 0.01 * (seed + 1)))
+        recs.append(record("optuna", "tpe", "easy", seed, 50, 1.0 + seed))
+        recs.append(record("optuna", "gp", "easy", seed, 50, 2.0 + seed))
+        recs.append(record("tuner", "default", "hard", seed, 50, 5.0 + seed))
+        recs.append(record("optuna", "tpe", "hard", seed, 50, 9.0 + seed))
+        recs.append(record("optuna", "gp", "hard", seed, 50, 0.1 * (seed + 1)))
+        recs.append(record("tuner", "default", "same", seed, 50, float(seed)))
+        recs.append(record("optuna", "tpe", "same", seed, 50, float(seed) + 0.5))
+        # A shorter run of the same seed is superseded by the longer one.
+        recs.append(record("optuna", "gp", "same", seed, 25, -100.0))
+        longer = record("optuna", "gp", "same", seed, 50, 100.0 + seed)
+        longer["regret"]["25"] = 200.0
+        recs.append(longer)
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "a.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+            f.write('{"bench": "suite", "cut off')  # a line cut by a killed run
+        res = report.Results(report.read_records([tmp]))
+    v = {p: report.compare(res, "default", p, 50) for p in ("easy", "hard", "same")}
+    check(v["easy"][4] == "better" and v["easy"][0] == "tpe", f"easy: {v['easy'][0::4]}")
+    check(v["hard"][4] == "worse" and v["hard"][0] == "gp", f"hard: {v['hard'][0::4]}")
+    check(v["same"][4] == "tie" and v["same"][0] == "tpe", f"same: {v['same'][0::4]}")
+    check(res.values("optuna", "gp", "same", 25) == [200.0] * 20,
+          "the 25-trial runs were not superseded by the 50-trial ones")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        report.main_table(res, type("Args", (), {"tuner": "default"}), [50],
+                          ["easy", "hard", "same"])
+    check("| 50 | 3 | 1 | 1 | 1 | hard |" in out.getvalue(), "summary row:\n" + out.getvalue())
+
+
+if __name__ == "__main__":
+    test_p_values()
+    test_verdicts()
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(failures)} failures" if failures else "ok")
+    sys.exit(1 if failures else 0)
