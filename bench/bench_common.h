@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/test_functions.h"
 #include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
@@ -133,52 +134,6 @@ struct TestFunction {
   std::vector<Bounds> bounds;  // one per dimension
   double optimum;              // the known global minimum
 };
-
-inline double branin(const std::vector<double>& x) {
-  constexpr double kPi = std::numbers::pi;
-  const double a = 1.0, b = 5.1 / (4.0 * kPi * kPi), c = 5.0 / kPi;
-  const double r = 6.0, s = 10.0, t = 1.0 / (8.0 * kPi);
-  return a * std::pow(x[1] - b * x[0] * x[0] + c * x[0] - r, 2) + s * (1.0 - t) * std::cos(x[0]) +
-         s;
-}
-
-inline double rosenbrock(const std::vector<double>& x) {
-  double v = 0.0;
-  for (size_t i = 0; i + 1 < x.size(); ++i) {
-    v += 100.0 * std::pow(x[i + 1] - x[i] * x[i], 2) + std::pow(1.0 - x[i], 2);
-  }
-  return v;
-}
-
-inline double ackley(const std::vector<double>& x) {
-  const double d = static_cast<double>(x.size());
-  double s1 = 0.0, s2 = 0.0;
-  for (double v : x) {
-    s1 += v * v;
-    s2 += std::cos(2.0 * std::numbers::pi * v);
-  }
-  return -20.0 * std::exp(-0.2 * std::sqrt(s1 / d)) - std::exp(s2 / d) + 20.0 + std::numbers::e;
-}
-
-// Hartmann 6 on [0, 1]^6 (Dixon and Szego's constants): global minimum -3.32237.
-inline double hartmann6(const std::vector<double>& x) {
-  static constexpr double kAlpha[4] = {1.0, 1.2, 3.0, 3.2};
-  static constexpr double kA[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
-                                      {0.05, 10, 17, 0.1, 8, 14},
-                                      {3, 3.5, 1.7, 10, 17, 8},
-                                      {17, 8, 0.05, 10, 0.1, 14}};
-  static constexpr double kP[4][6] = {{0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886},
-                                      {0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991},
-                                      {0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650},
-                                      {0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381}};
-  double v = 0.0;
-  for (int i = 0; i < 4; ++i) {
-    double e = 0.0;
-    for (int j = 0; j < 6; ++j) e += kA[i][j] * (x[static_cast<size_t>(j)] - kP[i][j]) * (x[static_cast<size_t>(j)] - kP[i][j]);
-    v -= kAlpha[i] * std::exp(-e);
-  }
-  return v;
-}
 
 inline const std::vector<TestFunction>& test_functions() {
   static const std::vector<TestFunction> functions = {
