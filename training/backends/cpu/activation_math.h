@@ -68,25 +68,29 @@ inline float gelu_grad(float x) {
 }
 inline float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
 
-// Applies act to n values in place.
-inline void apply_activation(Activation act, float* v, int64_t n) {
+// y = act(x) for n values; y may be x (in place).
+inline void apply_activation(Activation act, const float* x, float* y, int64_t n) {
   switch (act) {
     case Activation::kNone:
+      if (y != x) std::copy(x, x + n, y);
       return;
     case Activation::kRelu:
-      for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.0f ? v[i] : 0.0f;
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
       return;
     case Activation::kGelu:
-      for (int64_t i = 0; i < n; ++i) v[i] = gelu(v[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
       return;
     case Activation::kTanh:
-      for (int64_t i = 0; i < n; ++i) v[i] = tanh_approx(v[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = tanh_approx(x[i]);
       return;
     case Activation::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) v[i] = sigmoid(v[i]);
+      for (int64_t i = 0; i < n; ++i) y[i] = sigmoid(x[i]);
       return;
   }
 }
+
+// Applies act to n values in place.
+inline void apply_activation(Activation act, float* v, int64_t n) { apply_activation(act, v, v, n); }
 
 // dz = dy * act'(.) from the activation's output y; REQUIRES: activation_fusable(act).
 inline void activation_grad_from_output(Activation act, const float* y, const float* dy, float* dz,

@@ -35,13 +35,7 @@ void CpuBackend::activation_forward(Activation act, const Tensor& x, Tensor& y) 
   const float* xp = x.data();
   float* yp = y.data();
   pool_.parallel_for(x.numel(), kMinElementsPerThread, [&](int64_t i0, int64_t i1) {
-    // A ReLU after a batch norm: y = relu(x) in one pass rather than a copy and a pass over y.
-    if (act == Activation::kRelu && yp != xp) {
-      for (int64_t i = i0; i < i1; ++i) yp[i] = xp[i] > 0.0f ? xp[i] : 0.0f;
-      return;
-    }
-    if (yp != xp) std::copy(xp + i0, xp + i1, yp + i0);
-    cpu::apply_activation(act, yp + i0, i1 - i0);
+    cpu::apply_activation(act, xp + i0, yp + i0, i1 - i0);  // one pass, not a copy then act
   });
 }
 
