@@ -22,12 +22,23 @@ using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Ro
 using MatMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 using ConstMatMap = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-#ifdef TUNER_HAVE_OPENBLAS
-// OpenBLAS's kernels beat Eigen's by about 1.3x on one core once every extent is at least this;
-// on thinner products (a 3x3 convolution over one channel, a 10-way classifier) Eigen's are as
-// fast or faster. The choice depends on the shape only, so results stay deterministic.
-constexpr int64_t kMinOpenBlasExtent = 32;
+// The libraries' kernels (oneDNN's, else OpenBLAS's) beat Eigen's once every extent is at least
+// this (OpenBLAS about 1.3x Eigen on one core; oneDNN 1.03x (1024^3) to 1.7x (32 x 784 x 128)
+// OpenBLAS on the products of a training step, docs/training.md); on thinner products (a 3x3
+// convolution over one channel, a 10-way classifier) Eigen's are as fast or faster. The choice
+// depends on the shape only, so results stay deterministic.
+constexpr int64_t kMinLibraryExtent = 32;
 
+bool library_sized(int64_t m, int64_t n, int64_t k) {
+  return m >= kMinLibraryExtent && n >= kMinLibraryExtent && k >= kMinLibraryExtent;
+}
+
+bool use_dnnl(int64_t m, int64_t n, int64_t k) {
+  static const bool found = !cpu::dnnl_kernels().library.empty();
+  return found && library_sized(m, n, k);
+}
+
+#ifdef TUNER_HAVE_OPENBLAS
 bool use_openblas(int64_t m, int64_t n, int64_t k) {
   // The backend's own threads split every product, so OpenBLAS runs each call on the calling
   // thread. This sets the library's process-wide thread count; nothing else in the engine uses it.
@@ -36,20 +47,9 @@ bool use_openblas(int64_t m, int64_t n, int64_t k) {
     openblas_set_num_threads(1);
     return true;
   }();
-  return single_threaded && m >= kMinOpenBlasExtent && n >= kMinOpenBlasExtent &&
-         k >= kMinOpenBlasExtent;
+  return single_threaded && library_sized(m, n, k);
 }
 #endif
-
-// oneDNN's kernels (where the build has them) beat OpenBLAS's on one core from 1.03x (1024^3)
-// to 1.7x (32 x 784 x 128) on the products of a training step (docs/training.md); Eigen keeps the
-// products with a thin extent, as it does against OpenBLAS. By shape only: deterministic.
-constexpr int64_t kMinDnnlExtent = 32;
-
-bool use_dnnl(int64_t m, int64_t n, int64_t k) {
-  static const bool found = !cpu::dnnl_kernels().library.empty();
-  return found && m >= kMinDnnlExtent && n >= kMinDnnlExtent && k >= kMinDnnlExtent;
-}
 
 // One input of a product: its fp32 values and, where the backend has rounded them to bf16 for all
 // of its threads at once (CpuBackend::round_shared), their bf16 copy in the same layout, so that
