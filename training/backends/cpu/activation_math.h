@@ -68,23 +68,37 @@ inline float gelu_grad(float x) {
 }
 inline float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
 
-// y = act(x) for n values; y may be x (in place).
+// y[i] = f(x[i]) for n values, with y == x (in place) or not overlapping it. Two loops, so that
+// each vectorizes without a runtime overlap check (which fails, and falls back to scalar code,
+// in place).
+template <class F>
+inline void map_values(const float* x, float* y, int64_t n, F f) {
+  if (x == y) {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(y[i]);
+    return;
+  }
+  const float* __restrict in = x;
+  float* __restrict out = y;
+  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+}
+
+// y = act(x) for n values; y may be x (in place), else they do not overlap.
 inline void apply_activation(Activation act, const float* x, float* y, int64_t n) {
   switch (act) {
     case Activation::kNone:
       if (y != x) std::copy(x, x + n, y);
       return;
     case Activation::kRelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      map_values(x, y, n, [](float v) { return v > 0.0f ? v : 0.0f; });
       return;
     case Activation::kGelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
+      map_values(x, y, n, [](float v) { return gelu(v); });
       return;
     case Activation::kTanh:
-      for (int64_t i = 0; i < n; ++i) y[i] = tanh_approx(x[i]);
+      map_values(x, y, n, [](float v) { return tanh_approx(v); });
       return;
     case Activation::kSigmoid:
-      for (int64_t i = 0; i < n; ++i) y[i] = sigmoid(x[i]);
+      map_values(x, y, n, [](float v) { return sigmoid(v); });
       return;
   }
 }
