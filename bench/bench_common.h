@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/test_functions.h"
+#include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
@@ -52,9 +53,10 @@ inline std::shared_ptr<Sampler> make_sampler(const std::string& name) {
     return std::make_shared<TpeSampler>(options);
   }
   if (name == "gp") return std::make_shared<GpSampler>();
+  if (name == "auto") return std::make_shared<AutoSampler>();
   if (name == "default") return nullptr;
   throw std::invalid_argument("unknown sampler '" + name +
-                              "': expected random, tpe, tpe-mv, gp or default");
+                              "': expected random, tpe, tpe-mv, gp, auto or default");
 }
 
 // --- The 10-dimensional mixed space of sampler_overhead -------------------------------------

@@ -39,6 +39,7 @@ int run_status(const std::vector<std::string>& args) {
     } else {
       std::cout << "; " << s.directions.size() << " objectives";
     }
+    std::cout << "; sampler " << stored_sampler_name(s);
     if (const std::optional<uint64_t> seed = stored_seed(s)) std::cout << "; seed " << *seed;
     if (const auto state = serve_state(s); state && *state != ServeState::kDone) {
       std::cout << "; on tuner serve: " << to_string(*state);

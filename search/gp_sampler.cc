@@ -12,6 +12,7 @@
 
 #include "search/gaussian_process.h"
 #include "search/lbfgs.h"
+#include "search/output_warping.h"
 #include "search/random_sampler.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -287,6 +288,10 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
   }
   keep_fit_window(options_.max_fit_trials, x, y, constraints, feasible);
+  if (options_.warp_outputs) {
+    const OutputWarping warp = OutputWarping::fit(y);
+    for (double& v : y) v = warp(v);
+  }
   const size_t n_observed = x.size();
   // Running trials (a constant liar): observed at the worst value, so that workers asking at the
   // same time do not all get the same point.

@@ -41,6 +41,9 @@ struct GpSamplerOptions {
   // value and the most recent for the rest, so that an ask's cost stops growing (a fit is cubic
   // in its trials): at 300 trials without a window an ask took 20 times the ask at 100.
   int max_fit_trials = 200;
+  // Fit the GP to the values through a Yeo-Johnson power transform (search/output_warping.h)
+  // instead of as they are. Default: false.
+  bool warp_outputs = false;
 };
 
 class GpSampler final : public Sampler {

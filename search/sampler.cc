@@ -16,6 +16,8 @@ SearchSpace Sampler::relative_space(const History&) { return {}; }
 
 std::string Sampler::name() const { return "custom"; }
 
+std::string Sampler::origin(const SearchSpace&, const History&) const { return name(); }
+
 bool Sampler::exhausted(const History&) const { return false; }
 
 }  // namespace tuner

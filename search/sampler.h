@@ -50,6 +50,11 @@ class Sampler {
   // What the study records as the origin of the trials it proposes (the "tuner:sampler" system
   // attribute; docs/samplers.md): "tpe", "gp", "random", "grid". Default: "custom".
   virtual std::string name() const;
+
+  // The origin recorded for a trial proposed over `space` (the study's, or relative_space() for
+  // define-by-run) from `history`. Default: name(); a sampler that hands proposals to others
+  // (AutoSampler) names the one it chose.
+  virtual std::string origin(const SearchSpace& space, const History& history) const;
 };
 
 }  // namespace tuner

@@ -11,6 +11,10 @@
 #include <sstream>
 #include <thread>
 
+#include "search/auto_sampler.h"
+#include "search/gp_sampler.h"
+#include "search/grid_sampler.h"
+#include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/constraints.h"
@@ -31,7 +35,22 @@ constexpr char kFixedParamsAttr[] = "fixed_params";
 constexpr char kFailedTrialAttr[] = "failed_trial";  // as Optuna's RetryFailedTrialCallback
 constexpr char kRetryHistoryAttr[] = "retry_history";
 
-std::shared_ptr<Sampler> default_sampler() { return std::make_shared<TpeSampler>(); }
+constexpr char kStudySamplerAttr[] = "tuner:sampler";  // the name of the sampler it was made with
+
+// The sampler named `name` with its default options, for a study loaded without one.
+std::shared_ptr<Sampler> sampler_named(const std::string& name, const StudyRecord& record,
+                                       const std::optional<SearchSpace>& space) {
+  if (name == "auto") return std::make_shared<AutoSampler>();
+  if (name == "tpe") return std::make_shared<TpeSampler>();
+  if (name == "gp") return std::make_shared<GpSampler>();
+  if (name == "random") return std::make_shared<RandomSampler>();
+  if (name == "grid" && space) return std::make_shared<GridSampler>(*space);
+  throw Error(ErrorCode::kFailedPrecondition,
+              "study '" + record.name + "' was created with the sampler \"" + name +
+                  "\", which cannot be made again from its name" +
+                  (name == "grid" ? " without the study's space" : "") +
+                  ": give StudyOptions::sampler to continue it");
+}
 
 uint64_t fresh_random() {
   std::random_device device;
@@ -79,7 +98,7 @@ std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, 
   }
   auto core = std::make_shared<StudyCore>();
   core->storage = options.storage;
-  core->sampler = options.sampler ? options.sampler : default_sampler();
+  core->sampler = options.sampler;
   core->scheduler = options.scheduler;
   core->record = std::move(record);
   core->seed = seed;
@@ -317,6 +336,20 @@ std::optional<uint64_t> stored_seed(const StudyRecord& record) {
   }
 }
 
+std::string stored_sampler_name(const StudyRecord& record) {
+  auto it = record.system_attrs.find(kStudySamplerAttr);
+  if (it == record.system_attrs.end()) return "tpe";
+  const nlohmann::json name = json_nests_deeper_than(it->second, kMaxJsonDepth)
+                                  ? nlohmann::json()
+                                  : nlohmann::json::parse(it->second, nullptr, false);
+  if (!name.is_string()) {
+    throw Error(ErrorCode::kDataLoss, "study '" + record.name + "': system attribute " +
+                                          kStudySamplerAttr + " is not a sampler's name (" +
+                                          it->second + ")");
+  }
+  return name.get<std::string>();
+}
+
 Study Study::create(StudyOptions options) {
   if (!options.storage) options.storage = std::make_shared<InMemoryStorage>();
   if (options.name.empty()) options.name = "study-" + std::to_string(fresh_random() % 100000000);
@@ -335,11 +368,15 @@ Study Study::create(StudyOptions options) {
       return load(options);
     }
   }
+  if (!options.sampler) options.sampler = std::make_shared<AutoSampler>();
   StudyRecord record = options.storage->create_study(options.name, options.directions);
   uint64_t seed = options.seed ? *options.seed : fresh_random();
   std::string seed_json = json_string(std::to_string(seed));
   options.storage->set_study_system_attr(record.study_id, kSeedAttr, seed_json);
   record.system_attrs[kSeedAttr] = seed_json;
+  std::string sampler_json = json_string(options.sampler->name());
+  options.storage->set_study_system_attr(record.study_id, kStudySamplerAttr, sampler_json);
+  record.system_attrs[kStudySamplerAttr] = std::move(sampler_json);
   return Study(make_core(options, std::move(record), seed));
 }
 
@@ -362,6 +399,9 @@ Study Study::load(StudyOptions options) {
     std::string seed_json = json_string(std::to_string(*seed));
     options.storage->set_study_system_attr(record->study_id, kSeedAttr, seed_json);
     record->system_attrs[kSeedAttr] = std::move(seed_json);
+  }
+  if (!options.sampler) {
+    options.sampler = sampler_named(stored_sampler_name(*record), *record, options.space);
   }
   auto core = make_core(options, std::move(*record), *seed);
   std::lock_guard lock(core->mutex);
@@ -423,7 +463,6 @@ Trial Study::start_trial(const SearchSpace* space) {
         core.own_write_locked([&] { return core.storage->create_trial(core.record.study_id); });
     state->trial_id = created.trial_id;
     state->number = created.number;
-    state->origin = core.sampler->name();
     // The new trial follows the history just read unless another process added one meanwhile:
     // then read again, so that the history has no gap.
     if (created.number == static_cast<int>(core.trials.size())) {
@@ -446,6 +485,7 @@ Trial Study::start_trial(const SearchSpace* space) {
     if (space) {
       // Define-and-run: the whole space is decided and stored before the objective runs.
       Params sampled = core.sampler->sample(*space, history, context, state->rng);
+      if (state->origin.empty()) state->origin = core.sampler->origin(*space, history);
       for (const auto& [name, value] : state->fixed) sampled[name] = value;
       Params active;
       std::vector<Storage::NewParam> chosen;
@@ -476,6 +516,7 @@ Trial Study::start_trial(const SearchSpace* space) {
       state->fixed = state->params;
     } else {
       SearchSpace relative = core.sampler->relative_space(history);
+      if (state->origin.empty()) state->origin = core.sampler->origin(relative, history);
       if (!relative.empty()) {
         state->relative = core.sampler->sample(relative, history, context, state->rng);
         for (const ParamSpec& spec : relative.params()) {

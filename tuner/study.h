@@ -51,7 +51,8 @@ struct StudyOptions {
   std::string name;
   // One per objective. Default: minimize a single objective.
   std::vector<StudyDirection> directions = {StudyDirection::kMinimize};
-  // Default: a TpeSampler with its default options.
+  // Default: for a new study an AutoSampler with its default options; a stored study keeps the
+  // sampler it was created with (stored_sampler_name(); a sampler of your own must be given).
   std::shared_ptr<Sampler> sampler;
   // Default: none (trials always continue).
   std::shared_ptr<Scheduler> scheduler;
@@ -105,6 +106,11 @@ struct OptimizeOptions {
 // study another program made (Optuna). Throws Error(kDataLoss) for a stored value that is not a
 // seed.
 std::optional<uint64_t> stored_seed(const StudyRecord& record);
+
+// The name (Sampler::name()) of the sampler a study was created with, stored with it: what
+// load() uses when StudyOptions::sampler is null. "tpe" for a study made before tuner stored it,
+// or by Optuna: both made TPE their default.
+std::string stored_sampler_name(const StudyRecord& record);
 
 // What ask() throws when sampling fails after its trial was stored RUNNING (the sampler or the
 // space throws, a sampled value is refused): the trial is stored FAIL with the reason

@@ -393,6 +393,50 @@ TEST(Study, EachTrialRecordsTheSamplerItCameFrom) {
   EXPECT_EQ(sampler_of(with_tpe.trials().at(0)), "tpe");
 }
 
+TEST(Study, ANewStudyTakesTheAutoSamplerAndALoadedOneKeepsItsOwn) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  auto options = [&](std::string name, std::shared_ptr<Sampler> sampler) {
+    StudyOptions o;
+    o.name = std::move(name);
+    o.storage = storage;
+    o.sampler = std::move(sampler);
+    o.seed = 5;
+    return o;
+  };
+  Study fresh = Study::create(options("fresh", nullptr));
+  fresh.optimize(quadratic, trials(2));
+  EXPECT_EQ(sampler_of(fresh.trials().at(1)), "gp");  // auto's choice for two plain parameters
+  EXPECT_EQ(storage->find_study("fresh")->system_attrs.at("tuner:sampler"), "\"auto\"");
+
+  Study::create(options("with_tpe", std::make_shared<TpeSampler>())).optimize(quadratic, trials(1));
+  Study::load(options("with_tpe", nullptr)).optimize(quadratic, trials(1));
+  EXPECT_EQ(sampler_of(Study::load(options("with_tpe", nullptr)).trials().at(1)), "tpe");
+
+  // Made before tuner stored its sampler (or by Optuna): TPE, the default of both then.
+  storage->create_study("older", {StudyDirection::kMinimize});
+  Study older = Study::load(options("older", nullptr));
+  older.optimize(quadratic, trials(1));
+  EXPECT_EQ(sampler_of(older.trials().at(0)), "tpe");
+
+  struct Own final : Sampler {
+    ParamValue sample_independent(const std::string&, const Distribution& d, const History&,
+                                  const TrialContext&, Rng& rng) override {
+      return RandomSampler::draw(d, rng);
+    }
+    std::string name() const override { return "mine"; }
+  };
+  Study::create(options("own", std::make_shared<Own>()));
+  try {
+    Study::load(options("own", nullptr));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+    EXPECT_EQ(std::string(e.what()),
+              "study 'own' was created with the sampler \"mine\", which cannot be made again from "
+              "its name: give StudyOptions::sampler to continue it");
+  }
+}
+
 TEST(Study, LoadContinuesNumberingWithTheStoredSeed) {
   auto storage = std::make_shared<InMemoryStorage>();
   StudyOptions options = random_study(77);

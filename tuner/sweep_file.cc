@@ -12,6 +12,7 @@
 
 #include "executor/argv_template.h"
 #include "executor/job_spec.h"
+#include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
@@ -191,7 +192,7 @@ class Parser {
   fs::path dir_;
 };
 
-const std::vector<std::string> kSamplerTypes = {"tpe", "random", "grid", "gp"};
+const std::vector<std::string> kSamplerTypes = {"tpe", "random", "grid", "gp", "auto"};
 const std::vector<std::string> kSchedulerTypes = {"none", "median",    "percentile",
                                                   "asha", "hyperband", "patience"};
 const std::vector<std::string> kDirections = {"minimize", "maximize"};
@@ -398,6 +399,11 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
   SamplerConfig config;
   if (const Json* type = find_field(value, "type")) {
     config.type = static_cast<SamplerType>(one_of(*type, "sampler.type", kSamplerTypes));
+    config.type_given = true;
+  } else if (value.size() > (find_field(value, "seed") ? 1u : 0u)) {
+    // Options without a type are TPE's, as in files written while TPE was the default.
+    config.type = SamplerType::kTpe;
+    config.type_given = true;
   }
   switch (config.type) {
     case SamplerType::kTpe:
@@ -415,6 +421,9 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
       break;
     case SamplerType::kGp:
       fields(value, "sampler", {"type", "seed", "n_startup_trials"}, "for sampler type \"gp\"");
+      break;
+    case SamplerType::kAuto:
+      fields(value, "sampler", {"type", "seed"}, "for sampler type \"auto\"");
       break;
   }
   if (const Json* seed = find_field(value, "seed")) {
@@ -866,6 +875,7 @@ bool SamplerConfig::operator==(const SamplerConfig& other) const {
   if (type != other.type || seed != other.seed) return false;
   switch (type) {
     case SamplerType::kRandom:
+    case SamplerType::kAuto:
       return true;
     case SamplerType::kGrid:
       return grid_max_points == other.grid_max_points;
@@ -942,6 +952,8 @@ std::shared_ptr<Sampler> make_sampler(const SweepFile& sweep) {
     case SamplerType::kGp:
       return std::make_shared<GpSampler>(
           GpSamplerOptions{.n_startup_trials = config.gp_n_startup_trials});
+    case SamplerType::kAuto:
+      return std::make_shared<AutoSampler>();
     case SamplerType::kTpe:
       break;
   }
@@ -1161,8 +1173,17 @@ std::string_view to_string(SamplerType type) {
       return "grid";
     case SamplerType::kGp:
       return "gp";
+    case SamplerType::kAuto:
+      return "auto";
   }
   return "?";
+}
+
+std::optional<SamplerType> sampler_type_named(std::string_view name) {
+  for (size_t i = 0; i < kSamplerTypes.size(); ++i) {
+    if (kSamplerTypes[i] == name) return static_cast<SamplerType>(i);
+  }
+  return std::nullopt;
 }
 
 std::string_view to_string(SchedulerType type) {

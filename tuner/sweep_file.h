@@ -52,10 +52,11 @@ namespace tuner {
 inline constexpr int kSweepFileVersion = 1;
 
 enum class SamplerType {
-  kTpe,     // TpeSampler (the default)
+  kTpe,     // TpeSampler
   kRandom,  // RandomSampler
   kGrid,    // GridSampler over the sweep's space
   kGp,      // GpSampler (Bayesian optimization with a Gaussian process)
+  kAuto,    // AutoSampler (the GP or TPE, by the space and the study so far); the default
 };
 
 // TPE's gamma(n) as a file can state it: min(ceil(fraction * n), max), Optuna's default_gamma
@@ -72,7 +73,10 @@ enum class TpeWeights {
 };
 
 struct SamplerConfig {
-  SamplerType type = SamplerType::kTpe;
+  SamplerType type = SamplerType::kAuto;
+  // The file states `type`. When it does not, a study that exists already keeps the sampler it
+  // was created with (open_sweep()): the default of new studies is not theirs.
+  bool type_given = false;
   // The study's seed (StudyOptions::seed; trial n draws from Rng::for_trial(seed, n)), so a seed
   // gives the same trials whatever the sampler. Default: drawn when the study is created.
   std::optional<uint64_t> seed;
@@ -216,6 +220,8 @@ std::chrono::seconds parse_duration(std::string_view text);
 std::string format_duration(std::chrono::seconds duration);
 
 std::string_view to_string(SamplerType type);
+// The type whose to_string() is `name`; nullopt for a name no sweep file can give ("custom").
+std::optional<SamplerType> sampler_type_named(std::string_view name);
 std::string_view to_string(SchedulerType type);
 
 }  // namespace tuner

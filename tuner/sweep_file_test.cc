@@ -12,6 +12,7 @@
 
 #include "executor/engine_job.h"
 #include "executor/job_spec.h"
+#include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
@@ -74,9 +75,10 @@ TEST(SweepFileTest, DefaultsOfEverySection) {
   EXPECT_EQ(s.objective_metric, "loss");
   EXPECT_EQ(s.direction, StudyDirection::kMinimize);
 
-  // Sampler: TPE with TpeOptions' defaults, no seed.
+  // Sampler: auto (TPE's options at their defaults, for a file that names TPE), no seed.
   EXPECT_EQ(s.sampler, SamplerConfig{});
-  EXPECT_EQ(s.sampler.type, SamplerType::kTpe);
+  EXPECT_EQ(s.sampler.type, SamplerType::kAuto);
+  EXPECT_FALSE(s.sampler.type_given);
   EXPECT_FALSE(s.sampler.seed.has_value());
   EXPECT_EQ(s.sampler.tpe.n_startup_trials, TpeOptions{}.n_startup_trials);
   EXPECT_FALSE(s.sampler.tpe_gamma.has_value());
@@ -357,6 +359,35 @@ TEST(SweepFileTest, EverySchedulerType) {
   EXPECT_EQ(patience->options().n_warmup_steps, 5);
 }
 
+TEST(SweepFileTest, AutoSampler) {
+  SweepFile s = parse_sweep_file(patched(R"({"sampler": {"type": "auto", "seed": 4}})"), "s.json");
+  EXPECT_EQ(s.sampler.type, SamplerType::kAuto);
+  EXPECT_TRUE(s.sampler.type_given);
+  EXPECT_NE(std::dynamic_pointer_cast<AutoSampler>(make_sampler(s)), nullptr);
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json").sampler, s.sampler);
+  EXPECT_THAT(
+      [] {
+        try {
+          parse_sweep_file(patched(R"({"sampler": {"type": "auto", "n_startup_trials": 3}})"),
+                           "s.json");
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      HasSubstr("unknown field \"n_startup_trials\" for sampler type \"auto\""));
+}
+
+// Files written while TPE was the default give its options without a type: they stay TPE.
+TEST(SweepFileTest, TpeOptionsWithoutATypeAreTpe) {
+  SweepFile s = parse_sweep_file(patched(R"({"sampler": {"n_ei_candidates": 48}})"), "s.json");
+  EXPECT_EQ(s.sampler.type, SamplerType::kTpe);
+  EXPECT_EQ(s.sampler.tpe.n_ei_candidates, 48);
+  SweepFile seeded = parse_sweep_file(patched(R"({"sampler": {"seed": 2}})"), "s.json");
+  EXPECT_EQ(seeded.sampler.type, SamplerType::kAuto);
+  EXPECT_FALSE(seeded.sampler.type_given);
+}
+
 TEST(SweepFileTest, StudyOptions) {
   SweepFile s = parse_sweep_file(patched(R"({"name": "q", "sampler": {"seed": 9},
       "objective": {"direction": "maximize"}, "scheduler": {"type": "median"}})"),
@@ -367,7 +398,7 @@ TEST(SweepFileTest, StudyOptions) {
   EXPECT_EQ(o.seed, 9u);
   ASSERT_TRUE(o.space.has_value());
   EXPECT_EQ(*o.space, s.space);
-  EXPECT_NE(std::dynamic_pointer_cast<TpeSampler>(o.sampler), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<AutoSampler>(o.sampler), nullptr);
   EXPECT_NE(std::dynamic_pointer_cast<MedianStopping>(o.scheduler), nullptr);
   EXPECT_TRUE(o.load_if_exists);
   EXPECT_EQ(o.storage, nullptr);
@@ -627,7 +658,7 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"sampler": {"n_startup_trials": 1.5}})",
        "sweep.json: sampler.n_startup_trials: expected an integer >= 0, got 1.5"},
       {R"({"sampler": {"type": "tpee"}})",
-       "sweep.json: sampler.type: expected \"tpe\", \"random\", \"grid\" or \"gp\", got \"tpee\" "
+       "sweep.json: sampler.type: expected \"tpe\", \"random\", \"grid\", \"gp\" or \"auto\", got \"tpee\" "
        "(did you mean \"tpe\"?)"},
       {R"({"sampler": {"type": "gp", "multivariate": true}})",
        "sweep.json: sampler: unknown field \"multivariate\" for sampler type \"gp\""},

@@ -158,11 +158,29 @@ void check_against_stored(const SweepFile& sweep, Storage& storage) {
   }
 }
 
+// A sweep that does not name its sampler continues a stored study with the sampler that study was
+// created with (the default of new studies may have changed since).
+void keep_stored_sampler(SweepFile& sweep, Storage& storage) {
+  if (sweep.sampler.type_given) return;
+  const std::optional<StudyRecord> stored = storage.find_study(sweep.name);
+  if (!stored) return;
+  const std::string name = stored_sampler_name(*stored);
+  const std::optional<SamplerType> type = sampler_type_named(name);
+  if (!type) {
+    throw Error(ErrorCode::kInvalidArgument,
+                (sweep.path.empty() ? "the sweep" : sweep.path) + ": study '" + sweep.name +
+                    "' in " + sweep.storage_path + " was created with the sampler \"" + name +
+                    "\", which a sweep file cannot name: give sampler.type to continue it");
+  }
+  sweep.sampler.type = *type;
+}
+
 }  // namespace
 
 OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) {
-  const SweepFile sweep = with_artifacts_dir(file);
+  SweepFile sweep = with_artifacts_dir(file);
   check_against_stored(sweep, *storage);
+  keep_stored_sampler(sweep, *storage);
   StudyOptions study_options = make_study_options(sweep);
   study_options.storage = storage;
   Study study = Study::create(std::move(study_options));

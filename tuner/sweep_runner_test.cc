@@ -77,5 +77,25 @@ TEST(OpenSweep, AStudyOptunaMadeTakesTheSweepsSeed) {
   EXPECT_EQ(open_sweep(seeded, storage).study.seed(), 9u);
 }
 
+// A file without a sampler type makes new studies with the default (auto); it continues a stored
+// study with the sampler that study was created with.
+TEST(OpenSweep, AStudyKeepsTheSamplerItWasCreatedWith) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  auto type_of_opened = [&](const std::string& name, const std::string& sampler = "") {
+    SweepFile sweep = sweep_with(kMaximizeAcc, sampler);
+    sweep.name = name;
+    return open_sweep(sweep, storage).sweep.sampler.type;
+  };
+  EXPECT_EQ(type_of_opened("s"), SamplerType::kAuto);
+  EXPECT_EQ(type_of_opened("s"), SamplerType::kAuto);
+  type_of_opened("t", R"("sampler": {"type": "random"},)");
+  EXPECT_EQ(type_of_opened("t"), SamplerType::kRandom);
+  // A study made before tuner stored its sampler was TPE's (the default then).
+  storage->create_study("old", {StudyDirection::kMaximize});
+  EXPECT_EQ(type_of_opened("old"), SamplerType::kTpe);
+  // A type in the file is the file's choice.
+  EXPECT_EQ(type_of_opened("old", R"("sampler": {"type": "auto"},)"), SamplerType::kAuto);
+}
+
 }  // namespace
 }  // namespace tuner

@@ -78,7 +78,7 @@ sed 's/"metric": "loss"/"metric": "acc"/' "$work/good.json" >"$work/metric.json"
 out=$("$tuner" sweep "$work/metric.json" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "objective.metric is \"acc\", but study 'good' in $db has the metric \"loss\"" <<<"$out" ||
   fail "contradicting metric: rc $rc, $out"
-"$tuner" status --storage "$db" | grep -q "^good: 2 trials.*; seed [0-9]*$" || fail "status shows no seed"
+"$tuner" status --storage "$db" | grep -q "^good: 2 trials.*; sampler [a-z]*; seed [0-9]*$" || fail "status shows no seed"
 
 # Item 10: the lock error advised raising the busy timeout, and nothing could set it.
 python3 - "$db" "$work/locked" <<'PY' &
