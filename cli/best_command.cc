@@ -7,7 +7,7 @@
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
-#include "tuner/sweep_runner.h"
+#include "service/sweep_runner.h"
 
 namespace tuner::cli {
 

@@ -21,8 +21,8 @@
 #include "trials/param_value.h"
 #include "trials/trial_origin.h"
 #include "tuner/study.h"
-#include "tuner/serve.h"
-#include "tuner/sweep_runner.h"
+#include "service/serve.h"
+#include "service/sweep_runner.h"
 
 namespace tuner::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include "executor/engine_job.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
-#include "tuner/sweep_runner.h"
+#include "service/sweep_runner.h"
 
 namespace tuner::registry {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "registry/registry.h"
-#include "tuner/sweep_file.h"
+#include "service/sweep_file.h"
 
 namespace tuner::registry {
 
@@ -34,7 +34,7 @@ struct ExportRequest {
   std::vector<std::string> aliases;
   std::string description;
   // The checkpoint to export. Default: the sweep's artifact of the trial
-  // (tuner/sweep_runner.h trial_model_path).
+  // (service/sweep_runner.h trial_model_path).
   std::string checkpoint;
 };
 

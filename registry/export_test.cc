@@ -11,7 +11,7 @@
 #include "storage/sqlite_storage.h"
 #include "training/data/fashion_mnist.h"
 #include "trials/error.h"
-#include "tuner/sweep_runner.h"
+#include "service/sweep_runner.h"
 
 namespace tuner::registry {
 namespace {

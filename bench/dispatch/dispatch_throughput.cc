@@ -65,7 +65,7 @@
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
-#include "tuner/coordinator.h"
+#include "service/coordinator.h"
 #include "tuner/study.h"
 
 namespace {

@@ -22,7 +22,7 @@
 #include "search/random_sampler.h"
 #include "storage/sqlite_storage.h"
 #include "trials/protocol.h"
-#include "tuner/coordinator.h"
+#include "service/coordinator.h"
 #include "tuner/study.h"
 
 extern char** environ;

@@ -20,7 +20,7 @@
 #include "executor/child_process.h"
 #include "executor/executor_service.h"
 #include "tests/distributed/tiny_engine_job.h"
-#include "tuner/coordinator.h"
+#include "service/coordinator.h"
 #include "tuner/study.h"
 
 namespace tuner {

@@ -19,7 +19,7 @@
 #include "executor/executor_service.h"
 #include "training/checkpoint.h"
 #include "tests/distributed/tiny_engine_job.h"
-#include "tuner/coordinator.h"
+#include "service/coordinator.h"
 #include "tuner/study.h"
 
 namespace tuner {

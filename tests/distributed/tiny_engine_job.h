@@ -15,7 +15,7 @@
 #include "search/random_sampler.h"
 #include "storage/sqlite_storage.h"
 #include "training/data/fashion_mnist.h"
-#include "tuner/coordinator.h"
+#include "service/coordinator.h"
 #include "tuner/study.h"
 
 namespace tuner {

@@ -14,8 +14,8 @@
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
 #include "tuner/study.h"
-#include "tuner/sweep_file.h"
-#include "tuner/sweep_runner.h"
+#include "service/sweep_file.h"
+#include "service/sweep_runner.h"
 
 namespace tuner {
 namespace {
