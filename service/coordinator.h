@@ -75,8 +75,8 @@
 
 #include "executor/transport/curve_keys.h"
 #include "search/search_space.h"
-#include "trials/clock.h"
 #include "service/metric_constraint.h"
+#include "trials/clock.h"
 #include "tuner/study.h"
 
 namespace tuner {

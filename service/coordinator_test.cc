@@ -8,10 +8,10 @@
 #include <functional>
 #include <thread>
 
+#include "service/coordinator_test_support.h"
 #include "storage/fault_injection_storage.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
-#include "service/coordinator_test_support.h"
 
 namespace tuner {
 namespace {

@@ -17,10 +17,10 @@
 
 #include "executor/transport/message_socket.h"
 #include "search/random_sampler.h"
+#include "service/coordinator.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
 #include "trials/protocol.h"
-#include "service/coordinator.h"
 
 namespace tuner::testing {
 

@@ -10,12 +10,12 @@
 #include "search/median_stopping.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
+#include "service/sweep_file.h"
+#include "service/sweep_runner.h"
 #include "storage/in_memory_storage.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
 #include "tuner/study.h"
-#include "service/sweep_file.h"
-#include "service/sweep_runner.h"
 
 namespace tuner {
 namespace {

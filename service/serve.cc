@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
-#include "storage/sqlite_storage.h"
-#include "trials/error.h"
 #include "service/local_executor.h"
 #include "service/sweep_runner.h"
+#include "storage/sqlite_storage.h"
+#include "trials/error.h"
 
 namespace tuner {
 namespace {

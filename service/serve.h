@@ -24,8 +24,8 @@
 #include <stop_token>
 #include <string>
 
-#include "storage/storage.h"
 #include "service/coordinator.h"
+#include "storage/storage.h"
 
 namespace tuner {
 

@@ -42,8 +42,8 @@
 #include "search/scheduler.h"
 #include "search/search_space.h"
 #include "search/tpe_sampler.h"
-#include "trials/trial_state.h"
 #include "service/metric_constraint.h"
+#include "trials/trial_state.h"
 #include "tuner/study.h"
 
 namespace tuner {

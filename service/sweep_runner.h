@@ -26,10 +26,10 @@
 #include <stop_token>
 #include <string>
 
-#include "trials/frozen_trial.h"
 #include "service/coordinator.h"
-#include "tuner/study.h"
 #include "service/sweep_file.h"
+#include "trials/frozen_trial.h"
+#include "tuner/study.h"
 
 namespace tuner {
 

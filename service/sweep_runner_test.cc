@@ -3,9 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "service/sweep_file.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
-#include "service/sweep_file.h"
 
 namespace tuner {
 namespace {
