@@ -41,16 +41,17 @@ struct ExportRequest {
 
 struct ExportResult {
   std::string model_name;
-  registry::ModelVersion version;        // with its promotion decision, if any
-  std::filesystem::path dir;   // DIR/MODEL/<version>
-  std::string alias_summary;   // e.g. "champion" or ""; the aliases the version holds
+  registry::ModelVersion version;  // with its promotion decision, if any
+  std::filesystem::path dir;       // DIR/MODEL/<version>
+  std::string alias_summary;       // e.g. "champion" or ""; the aliases the version holds
 };
 
 // Exports one trial (see ExportRequest). Throws Error naming what is missing: kNotFound for an
 // unknown study, trial, or a trial without a checkpoint (saying where it was looked for) or
 // without the dataset its normalization needs; kFailedPrecondition for a trial that is not
 // COMPLETE; what Registry::register_version throws.
-ExportResult export_trial(const ExportRequest& request, const registry::RegistryOptions& options = {});
+ExportResult export_trial(const ExportRequest& request,
+                          const registry::RegistryOptions& options = {});
 
 // The automatic export at the end of `tuner sweep`: when `sweep` has an "export" section, exports
 // the best trial of its study (by export.metric and export.direction) to export.registry_path as

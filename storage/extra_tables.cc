@@ -38,9 +38,9 @@ ExtraTablesTransaction::ExtraTablesTransaction(const std::string& path,
   impl_->connection.set_busy_timeout(busy_timeout);
   impl_->transaction.emplace(impl_->connection, sqlite::Transaction::Kind::kWrite);
   if (!text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'studies'")) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "'" + path + "' is not a study database (no table 'studies'); nothing was "
-                "written to it");
+    throw Error(ErrorCode::kFailedPrecondition, "'" + path +
+                                                    "' is not a study database (no table "
+                                                    "'studies'); nothing was written to it");
   }
 }
 

@@ -38,7 +38,8 @@ class SqlValue {
   SqlValue(std::string value) : value_(std::move(value)) {}
   SqlValue(const char* value) : value_(std::string(value)) {}
   template <class T>
-  SqlValue(const std::optional<T>& value) : SqlValue(value ? SqlValue(*value) : SqlValue(std::nullopt)) {}
+  SqlValue(const std::optional<T>& value)
+      : SqlValue(value ? SqlValue(*value) : SqlValue(std::nullopt)) {}
 
   const Variant& value() const { return value_; }
 
@@ -64,7 +65,8 @@ class ExtraTablesTransaction {
   void run(std::string_view sql, std::initializer_list<SqlValue> params = {});
   // The first column of the first row of `sql` as text; nullopt when there is no row or it is
   // NULL.
-  std::optional<std::string> text(std::string_view sql, std::initializer_list<SqlValue> params = {});
+  std::optional<std::string> text(std::string_view sql,
+                                  std::initializer_list<SqlValue> params = {});
   // Makes every change durable at once. REQUIRES: not committed yet.
   void commit();
 
