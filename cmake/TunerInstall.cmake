@@ -50,6 +50,7 @@ install(FILES "${PROJECT_BINARY_DIR}/tunerConfig.cmake" "${PROJECT_BINARY_DIR}/t
 # tuner.pc finds its prefix from where it lies (${pcfiledir}), so one file serves every prefix
 # (cmake --install --prefix DIR, the .deb's /usr).
 file(RELATIVE_PATH TUNER_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+string(REGEX REPLACE "/$" "" TUNER_PC_TO_PREFIX "${TUNER_PC_TO_PREFIX}")
 configure_file(cmake/tuner.pc.in "${PROJECT_BINARY_DIR}/tuner.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/tuner.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 
