@@ -4,10 +4,10 @@
 
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "service/sweep_runner.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
-#include "tuner/sweep_runner.h"
 
 namespace tuner::cli {
 

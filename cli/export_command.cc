@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "cli/command.h"
-#include "registry/export.h"
+#include "service/model_export.h"
 #include "trials/error.h"
 
 namespace tuner::cli {
@@ -36,7 +36,7 @@ int run_export(const std::vector<std::string>& args) {
               {"--study", "--storage", "--trial", "--registry", "--name", "--alias", "--metric",
                "--direction", "--checkpoint", "--description"},
               {"--promote-if-better"}, "export");
-  registry::ExportRequest request;
+  ExportRequest request;
   request.storage = flags.require("--storage", "the study database, a SQLite file");
   request.study = flags.require("--study", "the study's name; 'tuner status' lists them");
   request.registry_dir = flags.require("--registry", "the registry directory (created when new)");
@@ -61,7 +61,7 @@ int run_export(const std::vector<std::string>& args) {
 
   registry::RegistryOptions options;
   options.warn = [](const std::string& message) { std::cerr << "warning: " << message << "\n"; };
-  const registry::ExportResult result = registry::export_trial(request, options);
+  const ExportResult result = export_trial(request, options);
   const registry::ModelVersion& v = result.version;
   std::cout << "exported trial " << v.lineage.trial << " of study '" << v.lineage.study << "' as "
             << result.model_name << "/" << v.version << " (" << v.metric << " "

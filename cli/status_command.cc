@@ -5,7 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/study_view.h"
-#include "tuner/serve.h"
+#include "service/serve.h"
 #include "tuner/study.h"
 
 namespace tuner::cli {

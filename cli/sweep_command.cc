@@ -14,15 +14,15 @@
 #include "cli/stop_signals.h"
 #include "cli/study_view.h"
 #include "executor/job_spec.h"
-#include "registry/export.h"
+#include "service/model_export.h"
+#include "service/serve.h"
+#include "service/sweep_runner.h"
 #include "storage/sqlite_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
 #include "trials/trial_origin.h"
 #include "tuner/study.h"
-#include "tuner/serve.h"
-#include "tuner/sweep_runner.h"
 
 namespace tuner::cli {
 namespace {
@@ -208,7 +208,7 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
   }
   if (result.end != SweepEnd::kAborted && sweep.export_config) {
     // The best trial's model goes to the registry the sweep file names (docs/registry.md).
-    if (const auto e = registry::export_best_of_sweep(sweep)) {
+    if (const auto e = export_best_of_sweep(sweep)) {
       std::cout << "exported trial " << e->version.lineage.trial << " as " << e->model_name << "/"
                 << e->version.version
                 << (e->alias_summary.empty() ? "" : " @" + e->alias_summary) << " at "

@@ -1,11 +1,15 @@
-# tuner_module(NAME [DEPS dep...] [PRIVATE_DEPS dep...])
+# tuner_module(NAME [LIBRARY] [DEPS dep...] [PRIVATE_DEPS dep...] [EXCLUDE regex...])
 #
 # Declares the library of one top-level folder: every *.cc below the folder that is not a test
 # (*_test.cc) or a benchmark (*_benchmark.cc) is a source; the folder's parent is the include root,
 # so headers are included as "search/sampler.h". Unit tests (*_test.cc beside the code) become one
 # gtest executable per module, NAME_tests, registered with CTest.
+#
+# LIBRARY: the module is part of the installed tuning library (tuner/CMakeLists.txt makes
+# libtuner.so and libtuner.a of these modules' objects), so its objects are position-independent;
+# -fno-semantic-interposition keeps GCC inlining and calling them directly as in a static build.
 function(tuner_module name)
-  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;EXCLUDE" ${ARGN})
+  cmake_parse_arguments(ARG "LIBRARY" "" "DEPS;PRIVATE_DEPS;EXCLUDE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cc")
   file(GLOB_RECURSE tests CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc")
   list(FILTER sources EXCLUDE REGEX "(_test|_benchmark|/main)\\.cc$")
@@ -17,6 +21,11 @@ function(tuner_module name)
   target_include_directories(tuner_${name} PUBLIC "${PROJECT_SOURCE_DIR}")
   target_link_libraries(tuner_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   tuner_warnings(tuner_${name})
+  if(ARG_LIBRARY)
+    set_target_properties(tuner_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    target_compile_options(tuner_${name} PRIVATE
+                           $<$<CXX_COMPILER_ID:GNU>:-fno-semantic-interposition>)
+  endif()
   if(TUNER_BUILD_TESTS AND tests)
     add_executable(${name}_tests ${tests})
     target_link_libraries(${name}_tests PRIVATE tuner_${name} ${ARG_PRIVATE_DEPS} GTest::gtest_main GTest::gmock)

@@ -18,7 +18,7 @@ inline constexpr int kRegistryTablesVersion = 1;
 // Replaces every row of model `name` in `db_path` by `model`'s state (nullptr: deletes them),
 // in one transaction. `registry_dir` is recorded with the model. Throws Error naming the file:
 // kNotFound when it does not exist, kFailedPrecondition when it is not a study database or its
-// registry tables are newer; SQLite's own errors as storage/sqlite/connection.h maps them.
+// registry tables are newer; SQLite's own errors as storage/extra_tables.h maps them.
 void mirror_model(const std::string& db_path, const std::string& name,
                   const RegisteredModel* model, const std::filesystem::path& registry_dir);
 

@@ -38,9 +38,9 @@
 #include "search/median_stopping.h"
 #include "search/patience.h"
 #include "search/random_sampler.h"
+#include "service/coordinator.h"
 #include "storage/sqlite_storage.h"
 #include "trials/protocol.h"
-#include "tuner/coordinator.h"
 #include "tuner/study.h"
 
 namespace {

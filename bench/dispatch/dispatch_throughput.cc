@@ -62,10 +62,10 @@
 
 #include "executor/executor_service.h"
 #include "search/random_sampler.h"
+#include "service/coordinator.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
-#include "tuner/coordinator.h"
 #include "tuner/study.h"
 
 namespace {

@@ -20,9 +20,9 @@
 
 #include "executor/transport/message_socket.h"
 #include "search/random_sampler.h"
+#include "service/coordinator.h"
 #include "storage/sqlite_storage.h"
 #include "trials/protocol.h"
-#include "tuner/coordinator.h"
 #include "tuner/study.h"
 
 extern char** environ;

@@ -19,8 +19,8 @@
 
 #include "executor/child_process.h"
 #include "executor/executor_service.h"
+#include "service/coordinator.h"
 #include "tests/distributed/tiny_engine_job.h"
-#include "tuner/coordinator.h"
 #include "tuner/study.h"
 
 namespace tuner {

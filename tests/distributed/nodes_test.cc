@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "executor/executor_service.h"
-#include "training/checkpoint.h"
+#include "service/coordinator.h"
 #include "tests/distributed/tiny_engine_job.h"
-#include "tuner/coordinator.h"
+#include "training/checkpoint.h"
 #include "tuner/study.h"
 
 namespace tuner {

@@ -13,9 +13,9 @@
 #include <string>
 
 #include "search/random_sampler.h"
+#include "service/coordinator.h"
 #include "storage/sqlite_storage.h"
 #include "training/data/fashion_mnist.h"
-#include "tuner/coordinator.h"
 #include "tuner/study.h"
 
 namespace tuner {

@@ -22,8 +22,8 @@
 // other processes (a command job's working_dir defaults to the sweep file's directory).
 //
 // Thread safety: pure functions; a SweepFile is a plain value.
-#ifndef TUNER_TUNER_SWEEP_FILE_H_
-#define TUNER_TUNER_SWEEP_FILE_H_
+#ifndef TUNER_SERVICE_SWEEP_FILE_H_
+#define TUNER_SERVICE_SWEEP_FILE_H_
 
 #include <chrono>
 #include <cstddef>
@@ -42,8 +42,8 @@
 #include "search/scheduler.h"
 #include "search/search_space.h"
 #include "search/tpe_sampler.h"
+#include "service/metric_constraint.h"
 #include "trials/trial_state.h"
-#include "tuner/metric_constraint.h"
 #include "tuner/study.h"
 
 namespace tuner {
@@ -162,7 +162,7 @@ struct SweepFile {
   std::string objective_metric;
   StudyDirection direction = StudyDirection::kMinimize;
   // Bounds on the job's final metrics that a trial must keep to be feasible (its constraint
-  // values, in this order; tuner/metric_constraint.h). Default: none.
+  // values, in this order; service/metric_constraint.h). Default: none.
   std::vector<MetricConstraint> constraints;
   SamplerConfig sampler;
   SchedulerConfig scheduler;
@@ -226,4 +226,4 @@ std::string_view to_string(SchedulerType type);
 
 }  // namespace tuner
 
-#endif  // TUNER_TUNER_SWEEP_FILE_H_
+#endif  // TUNER_SERVICE_SWEEP_FILE_H_

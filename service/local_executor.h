@@ -3,8 +3,8 @@
 // so a crashing trial cannot take the process down.
 //
 // Thread safety: failure() may be called from any thread.
-#ifndef TUNER_TUNER_LOCAL_EXECUTOR_H_
-#define TUNER_TUNER_LOCAL_EXECUTOR_H_
+#ifndef TUNER_SERVICE_LOCAL_EXECUTOR_H_
+#define TUNER_SERVICE_LOCAL_EXECUTOR_H_
 
 #include <functional>
 #include <mutex>
@@ -48,4 +48,4 @@ class LocalExecutor {
 
 }  // namespace tuner
 
-#endif  // TUNER_TUNER_LOCAL_EXECUTOR_H_
+#endif  // TUNER_SERVICE_LOCAL_EXECUTOR_H_

@@ -1,4 +1,4 @@
-#include "tuner/sweep_file.h"
+#include "service/sweep_file.h"
 
 #include <algorithm>
 #include <cmath>

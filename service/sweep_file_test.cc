@@ -1,4 +1,4 @@
-#include "tuner/sweep_file.h"
+#include "service/sweep_file.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
 
-const fs::path kTestdata = fs::path(TUNER_SOURCE_DIR) / "tuner" / "testdata" / "sweeps";
+const fs::path kTestdata = fs::path(TUNER_SOURCE_DIR) / "service" / "testdata" / "sweeps";
 const fs::path kExamples = fs::path(TUNER_SOURCE_DIR) / "examples" / "sweeps";
 
 // The smallest valid sweep: a space, an objective, a budget and a command job.

@@ -61,8 +61,8 @@
 // Thread safety: not thread-safe. One thread calls run() or poll_once() and the accessors; the
 // study may meanwhile be used from other threads (Study is thread-safe). run() returns promptly
 // when its stop token is requested. Study::ask() and storage writes run on the loop's thread.
-#ifndef TUNER_TUNER_COORDINATOR_H_
-#define TUNER_TUNER_COORDINATOR_H_
+#ifndef TUNER_SERVICE_COORDINATOR_H_
+#define TUNER_SERVICE_COORDINATOR_H_
 
 #include <chrono>
 #include <cstdint>
@@ -75,8 +75,8 @@
 
 #include "executor/transport/curve_keys.h"
 #include "search/search_space.h"
+#include "service/metric_constraint.h"
 #include "trials/clock.h"
-#include "tuner/metric_constraint.h"
 #include "tuner/study.h"
 
 namespace tuner {
@@ -230,4 +230,4 @@ class Coordinator {
 
 }  // namespace tuner
 
-#endif  // TUNER_TUNER_COORDINATOR_H_
+#endif  // TUNER_SERVICE_COORDINATOR_H_

@@ -1,4 +1,4 @@
-#include "tuner/metric_constraint.h"
+#include "service/metric_constraint.h"
 
 #include <sstream>
 

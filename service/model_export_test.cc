@@ -1,4 +1,4 @@
-#include "registry/export.h"
+#include "service/model_export.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,17 +8,17 @@
 #include <sstream>
 
 #include "registry/test_util.h"
+#include "service/sweep_runner.h"
 #include "storage/sqlite_storage.h"
 #include "training/data/fashion_mnist.h"
 #include "trials/error.h"
-#include "tuner/sweep_runner.h"
 
-namespace tuner::registry {
+namespace tuner {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using testing::ScratchDir;
+using registry::testing::ScratchDir;
 
 constexpr char kModel[] =
     R"({"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]})";
@@ -168,4 +168,4 @@ TEST_F(ExportTest, ErrorsNameTheStudyAndTrial) {
 }
 
 }  // namespace
-}  // namespace tuner::registry
+}  // namespace tuner

@@ -5,8 +5,8 @@
 //   {"metric": "val_accuracy", "min": 0.8}  ->  0.8 - val_accuracy
 //
 // Thread safety: a plain value; pure functions.
-#ifndef TUNER_TUNER_METRIC_CONSTRAINT_H_
-#define TUNER_TUNER_METRIC_CONSTRAINT_H_
+#ifndef TUNER_SERVICE_METRIC_CONSTRAINT_H_
+#define TUNER_SERVICE_METRIC_CONSTRAINT_H_
 
 #include <string>
 
@@ -31,4 +31,4 @@ std::string to_string(const MetricConstraint& constraint);
 
 }  // namespace tuner
 
-#endif  // TUNER_TUNER_METRIC_CONSTRAINT_H_
+#endif  // TUNER_SERVICE_METRIC_CONSTRAINT_H_

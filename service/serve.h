@@ -1,6 +1,6 @@
 // run_serve: what `tuner serve` does. One long-running coordinator for every study of one SQLite
 // file that is handed to it; executors connect once and take trials of all of them, shared fairly
-// (tuner/coordinator.h).
+// (service/coordinator.h).
 //
 // The SQLite file is the control plane: each study carries its wanted state in the study system
 // attribute "tuner:serve" (`tuner sweep FILE --submit`, `tuner stop|pause|unpause` write it), and
@@ -14,8 +14,8 @@
 // endpoint), so one serve runs per file and the commands can tell whether one is running.
 // Restarted, a serve takes up its active and paused studies again, and their trials that were
 // running under the earlier serve are taken back from their executors or re-run.
-#ifndef TUNER_TUNER_SERVE_H_
-#define TUNER_TUNER_SERVE_H_
+#ifndef TUNER_SERVICE_SERVE_H_
+#define TUNER_SERVICE_SERVE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -24,8 +24,8 @@
 #include <stop_token>
 #include <string>
 
+#include "service/coordinator.h"
 #include "storage/storage.h"
-#include "tuner/coordinator.h"
 
 namespace tuner {
 
@@ -74,4 +74,4 @@ bool request_serve_state(const std::string& storage_path, const std::string& stu
 
 }  // namespace tuner
 
-#endif  // TUNER_TUNER_SERVE_H_
+#endif  // TUNER_SERVICE_SERVE_H_

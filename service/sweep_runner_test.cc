@@ -1,11 +1,11 @@
-#include "tuner/sweep_runner.h"
+#include "service/sweep_runner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "service/sweep_file.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
-#include "tuner/sweep_file.h"
 
 namespace tuner {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner/local_executor.h"
+#include "service/local_executor.h"
 
 #include <unistd.h>
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tuner/coordinator_test_support.h"
+#include "service/coordinator_test_support.h"
 
 namespace tuner {
 namespace {

@@ -1,8 +1,8 @@
 // What the coordinator's tests share: a temporary directory for the endpoint, a FakeClock,
 // in-memory studies of one float parameter "x" sampled at random, and fake executors (DEALER
 // sockets) whose messages are read while the coordinator's loop turns. Test-only.
-#ifndef TUNER_TUNER_COORDINATOR_TEST_SUPPORT_H_
-#define TUNER_TUNER_COORDINATOR_TEST_SUPPORT_H_
+#ifndef TUNER_SERVICE_COORDINATOR_TEST_SUPPORT_H_
+#define TUNER_SERVICE_COORDINATOR_TEST_SUPPORT_H_
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,10 +17,10 @@
 
 #include "executor/transport/message_socket.h"
 #include "search/random_sampler.h"
+#include "service/coordinator.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
 #include "trials/protocol.h"
-#include "tuner/coordinator.h"
 
 namespace tuner::testing {
 
@@ -137,4 +137,4 @@ class CoordinatorTestBase : public ::testing::Test {
 
 }  // namespace tuner::testing
 
-#endif  // TUNER_TUNER_COORDINATOR_TEST_SUPPORT_H_
+#endif  // TUNER_SERVICE_COORDINATOR_TEST_SUPPORT_H_

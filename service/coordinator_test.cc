@@ -1,4 +1,4 @@
-#include "tuner/coordinator.h"
+#include "service/coordinator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,10 +8,10 @@
 #include <functional>
 #include <thread>
 
+#include "service/coordinator_test_support.h"
 #include "storage/fault_injection_storage.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
-#include "tuner/coordinator_test_support.h"
 
 namespace tuner {
 namespace {

@@ -1,14 +1,21 @@
-#include "registry/export.h"
+#include "service/model_export.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "executor/engine_job.h"
+#include "service/sweep_runner.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
-#include "tuner/sweep_runner.h"
 
-namespace tuner::registry {
+namespace tuner {
+
+using registry::Lineage;
+using registry::Preprocessing;
+using registry::RawInput;
+using registry::RegisterOptions;
+using registry::Registry;
+using registry::RegistryOptions;
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -212,4 +219,4 @@ std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
   return export_trial(request, options);
 }
 
-}  // namespace tuner::registry
+}  // namespace tuner

@@ -15,8 +15,8 @@
 //
 // Thread safety: run_sweep blocks the calling thread until the sweep ends; the stop tokens may
 // be requested from any thread.
-#ifndef TUNER_TUNER_SWEEP_RUNNER_H_
-#define TUNER_TUNER_SWEEP_RUNNER_H_
+#ifndef TUNER_SERVICE_SWEEP_RUNNER_H_
+#define TUNER_SERVICE_SWEEP_RUNNER_H_
 
 #include <chrono>
 #include <cstdint>
@@ -26,10 +26,10 @@
 #include <stop_token>
 #include <string>
 
+#include "service/coordinator.h"
+#include "service/sweep_file.h"
 #include "trials/frozen_trial.h"
-#include "tuner/coordinator.h"
 #include "tuner/study.h"
-#include "tuner/sweep_file.h"
 
 namespace tuner {
 
@@ -58,7 +58,7 @@ struct SweepRunOptions {
   // Where the coordinator listens. Default: an ipc socket in a fresh temporary directory (only
   // the local executor can reach it).
   std::string endpoint;
-  // Who may connect to the endpoint (CURVE keys; tuner/coordinator.h). The local executor is
+  // Who may connect to the endpoint (CURVE keys; service/coordinator.h). The local executor is
   // let in with the coordinator's own key pair.
   CoordinatorSecurity security;
   // How long a storage write waits for another process's lock before failing. Default: the
@@ -126,4 +126,4 @@ SweepFile stored_sweep(const std::string& study_name, const std::string& storage
 
 }  // namespace tuner
 
-#endif  // TUNER_TUNER_SWEEP_RUNNER_H_
+#endif  // TUNER_SERVICE_SWEEP_RUNNER_H_

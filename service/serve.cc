@@ -1,4 +1,4 @@
-#include "tuner/serve.h"
+#include "service/serve.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,10 +11,10 @@
 #include <sstream>
 #include <thread>
 
+#include "service/local_executor.h"
+#include "service/sweep_runner.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
-#include "tuner/local_executor.h"
-#include "tuner/sweep_runner.h"
 
 namespace tuner {
 namespace {

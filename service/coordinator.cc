@@ -1,4 +1,4 @@
-#include "tuner/coordinator.h"
+#include "service/coordinator.h"
 
 #include <algorithm>
 #include <cmath>

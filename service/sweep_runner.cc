@@ -1,4 +1,4 @@
-#include "tuner/sweep_runner.h"
+#include "service/sweep_runner.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "executor/job_spec.h"
+#include "service/coordinator.h"
+#include "service/local_executor.h"
 #include "storage/sqlite_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"
-#include "tuner/coordinator.h"
-#include "tuner/local_executor.h"
 #include "tuner/study.h"
 
 namespace tuner {

@@ -1,10 +1,11 @@
 // Export of a study's trial to the model registry: the join of the study database (which trial,
-// its params and metrics), the engine's checkpoint of that trial (its weights) and the registry
-// (registry.h). What `tuner export` and the end of `tuner sweep` run.
+// its params and metrics), the sweep that ran it (where the engine left the trial's checkpoint,
+// its weights; the input pipeline of its engine job) and the registry (registry/registry.h),
+// which stores what it is given. What `tuner export` and the end of `tuner sweep` run.
 //
 // Thread safety: as Registry (several processes may export to one registry at once).
-#ifndef TUNER_REGISTRY_EXPORT_H_
-#define TUNER_REGISTRY_EXPORT_H_
+#ifndef TUNER_SERVICE_MODEL_EXPORT_H_
+#define TUNER_SERVICE_MODEL_EXPORT_H_
 
 #include <filesystem>
 #include <optional>
@@ -12,9 +13,9 @@
 #include <vector>
 
 #include "registry/registry.h"
-#include "tuner/sweep_file.h"
+#include "service/sweep_file.h"
 
-namespace tuner::registry {
+namespace tuner {
 
 struct ExportRequest {
   std::string study;    // the study's name
@@ -34,30 +35,31 @@ struct ExportRequest {
   std::vector<std::string> aliases;
   std::string description;
   // The checkpoint to export. Default: the sweep's artifact of the trial
-  // (tuner/sweep_runner.h trial_model_path).
+  // (service/sweep_runner.h trial_model_path).
   std::string checkpoint;
 };
 
 struct ExportResult {
   std::string model_name;
-  ModelVersion version;        // with its promotion decision, if any
-  std::filesystem::path dir;   // DIR/MODEL/<version>
-  std::string alias_summary;   // e.g. "champion" or ""; the aliases the version holds
+  registry::ModelVersion version;  // with its promotion decision, if any
+  std::filesystem::path dir;       // DIR/MODEL/<version>
+  std::string alias_summary;       // e.g. "champion" or ""; the aliases the version holds
 };
 
 // Exports one trial (see ExportRequest). Throws Error naming what is missing: kNotFound for an
 // unknown study, trial, or a trial without a checkpoint (saying where it was looked for) or
 // without the dataset its normalization needs; kFailedPrecondition for a trial that is not
 // COMPLETE; what Registry::register_version throws.
-ExportResult export_trial(const ExportRequest& request, const RegistryOptions& options = {});
+ExportResult export_trial(const ExportRequest& request,
+                          const registry::RegistryOptions& options = {});
 
 // The automatic export at the end of `tuner sweep`: when `sweep` has an "export" section, exports
 // the best trial of its study (by export.metric and export.direction) to export.registry_path as
 // export.model_name with the promotion rule on (so the first export becomes champion and later
 // ones only when better). nullopt when the sweep has no export section; throws as export_trial.
 std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
-                                                 const RegistryOptions& options = {});
+                                                 const registry::RegistryOptions& options = {});
 
-}  // namespace tuner::registry
+}  // namespace tuner
 
-#endif  // TUNER_REGISTRY_EXPORT_H_
+#endif  // TUNER_SERVICE_MODEL_EXPORT_H_
