@@ -1,9 +1,10 @@
 // GpSampler: Bayesian optimization with a Gaussian process (issue 17; docs/samplers.md, "GP").
 //
 // After n_startup_trials random trials, each proposal fits a GaussianProcess (Matern 5/2, a
-// lengthscale per dimension, noise; search/gaussian_process.h) to the COMPLETE trials and takes
-// the point of the space that maximizes the log expected improvement over the best posterior mean
-// at a trial so far (a noisy objective's luckiest observation is not the target). Parameters go
+// lengthscale per dimension, noise; search/gaussian_process.h) to the COMPLETE trials (their
+// values through a power transform, search/output_warping.h) and takes the point of the space
+// that maximizes the log expected improvement over the best posterior mean at a trial so far (a
+// noisy objective's luckiest observation is not the target). Parameters go
 // to the unit cube: floats linearly or, with log, in log space; integers and stepped floats as a
 // continuous range widened by half a step on each side, rounded back (as Optuna's GPSampler);
 // a categorical as one coordinate per choice (one-hot), the largest giving the choice. Running
@@ -42,8 +43,8 @@ struct GpSamplerOptions {
   // in its trials): at 300 trials without a window an ask took 20 times the ask at 100.
   int max_fit_trials = 200;
   // Fit the GP to the values through a Yeo-Johnson power transform (search/output_warping.h)
-  // instead of as they are. Default: false.
-  bool warp_outputs = false;
+  // instead of as they are. Default: true.
+  bool warp_outputs = true;
 };
 
 class GpSampler final : public Sampler {
