@@ -286,6 +286,9 @@ const ConvGeom kConvGeoms[] = {
     {8, 32, 14, 14, 64, {3, 3, 1, 1}}, {4, 64, 7, 7, 64, {1, 1, 1, 0}},
     {3, 16, 12, 11, 8, {5, 5, 1, 2}},  {5, 64, 9, 9, 1, {3, 3, 2, 0}},
     {2, 1, 6, 6, 3, {1, 1, 2, 1}},     {4, 8, 10, 10, 16, {5, 5, 2, 0}},
+    // On oneDNN's primitives in the CPU backends: a ResNet's downsampling convolution over an odd
+    // plane, and one sample at the fewest channels (threads without a sample).
+    {3, 16, 9, 9, 24, {3, 3, 2, 1}},   {1, 8, 5, 7, 16, {3, 3, 1, 1}},
 };
 
 void add_conv_cases(std::vector<OpCase>& cases) {

@@ -12,6 +12,7 @@
 #include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cpu/cpu_kernels.h"
+#include "training/backends/cpu/dnnl_conv.h"
 #include "training/backends/cpu/dnnl_matmul.h"
 #include "training/backends/cpu/max_pool_2x2.h"
 
@@ -315,6 +316,20 @@ struct ConvDims {
         ow(out_w),
         s(out_h * out_w),
         ckk(x.dim(1) * win.kernel_h * win.kernel_w) {}
+
+  // oneDNN's view of the samples [b0, b1).
+  cpu::DnnlConvShape dnnl(const Window2d& win, int64_t b0, int64_t b1, Precision p) const {
+    return {.n = b1 - b0,
+            .c = c_in,
+            .h = h,
+            .w = w,
+            .o = out,
+            .kh = win.kernel_h,
+            .kw = win.kernel_w,
+            .stride = win.stride,
+            .padding = win.padding,
+            .bf16 = p == Precision::kBfloat16};
+  }
 };
 
 // One sample's convolution: col[CKK,S] = im2col(x[C,H,W]), y[O,S] = act(w[O,CKK] col + bias).
@@ -489,6 +504,22 @@ void CpuBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Tens
                                 const Tensor* bias, Activation act, Tensor& col, Tensor& y) {
   const ConvDims d(win, x, w, y.dim(2), y.dim(3));
   const float* xp = x.data();
+  if (cpu::dnnl_conv_suits(d.c_in, win.kernel_h, win.kernel_w)) {
+    // Each thread convolves its samples in one oneDNN call; col is not written.
+    const int threads = num_threads();
+    const float* wp = w.data();
+    const float* bp = bias ? bias->data() : nullptr;
+    float* yp = y.data();
+    pool_.run([&](int t) {
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      if (b0 == b1) return;
+      float* yt = yp + b0 * d.out * d.s;
+      cpu::dnnl_conv_forward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp,
+                             bp, yt);
+      cpu::apply_activation(act, yt, (b1 - b0) * d.out * d.s);
+    });
+    return;
+  }
   const Operand wp(w.data(), round_shared(w, 0));
   const float* bp = bias ? bias->data() : nullptr;
   float* colp = col.data();
@@ -527,12 +558,42 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
   const ConvDims d(win, x, w, dy.dim(2), dy.dim(3));
   const int threads = num_threads();
   const int64_t per_thread = d.out * d.ckk + d.out + d.ckk * d.s;
-  const Operand wp(w.data(), round_shared(w, 0));
-  const float* colp = col.data();
   const float* yp = y.data();
   const float* dyp = dy.data();
   float* dzp = dz.data();
   float* dxp = dx ? dx->data() : nullptr;
+  if (cpu::dnnl_conv_suits(d.c_in, win.kernel_h, win.kernel_w)) {
+    // Each thread: dz and db of its samples, then their dx and partial dw in one oneDNN call.
+    const float* xp = x.data();
+    const float* wp = w.data();
+    pool_.run([&](int t) {
+      float* dw_t = work.data() + t * per_thread;
+      float* db_t = dw_t + d.out * d.ckk;
+      std::fill(db_t, db_t + d.out, 0.0f);
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      if (b0 == b1) {
+        std::fill(dw_t, dw_t + d.out * d.ckk, 0.0f);
+        return;
+      }
+      const int64_t offset = b0 * d.out * d.s, n = (b1 - b0) * d.out * d.s;
+      const float* g = dyp + offset;
+      if (act != Activation::kNone) {
+        cpu::activation_grad_from_output(act, yp + offset, g, dzp + offset, n);
+        g = dzp + offset;
+      }
+      for (int64_t b = 0; b < b1 - b0; ++b) {
+        for (int64_t o = 0; o < d.out; ++o) {
+          db_t[o] += cpu::sum_fixed_order(g + (b * d.out + o) * d.s, d.s);
+        }
+      }
+      cpu::dnnl_conv_backward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp,
+                              g, dxp ? dxp + b0 * d.c_in * d.h * d.w : nullptr, dw_t);
+    });
+    reduce_conv_partials(work, 0, per_thread, d.out, d.ckk, dw, db);
+    return;
+  }
+  const Operand wp(w.data(), round_shared(w, 0));
+  const float* colp = col.data();
   pool_.run([&](int t) {
     float* dw_t = work.data() + t * per_thread;
     float* db_t = dw_t + d.out * d.ckk;
