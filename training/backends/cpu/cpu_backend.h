@@ -21,8 +21,8 @@ namespace tuner::training {
 // applied to the block while it is in cache (the fused epilogue). Convolutions with at least
 // cpu::kMinDnnlConvChannels input channels and a kernel larger than 1x1 run on oneDNN's
 // convolution primitives where the build has oneDNN (dnnl_conv.h; each thread convolves its
-// samples in one call and leaves `col` unwritten); the others unfold each sample (im2col) into a
-// GEMM.
+// samples in one call and keeps, in its samples' share of `col`, x in the layout of oneDNN's
+// backward, where it fits); the others unfold each sample (im2col) into a GEMM.
 // Thread safety: as Backend (one caller at a time).
 class CpuBackend final : public Backend {
  public:
@@ -117,6 +117,10 @@ class CpuBackend final : public Backend {
   // One partial sum per thread, summed in thread order (deterministic reductions).
   std::vector<double> partials_;
 };
+
+// True when the CPU backend's conv2d_forward unfolds x[B,C,H,W] (C = in_channels) into `col`
+// (im2col + GEMM); false where the convolution runs on oneDNN's primitives.
+bool cpu_conv2d_unfolds(const Window2d& win, int64_t in_channels);
 
 // Empty when this CPU and build can run a CPU backend with bf16 products; else why not ("this CPU
 // (...) has neither AMX nor AVX512-BF16", or a build without oneDNN).

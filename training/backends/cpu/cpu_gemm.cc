@@ -381,6 +381,10 @@ void conv_backward_sample(Precision p, const Window2d& win, const ConvDims& d, c
 
 }  // namespace
 
+bool cpu_conv2d_unfolds(const Window2d& win, int64_t in_channels) {
+  return !cpu::dnnl_conv_suits(in_channels, win.kernel_h, win.kernel_w);
+}
+
 const uint16_t* CpuBackend::round_shared(const Tensor& t, int slot) {
   if (precision_ != Precision::kBfloat16) return nullptr;
   std::vector<uint16_t>& copy = rounded_[slot];
@@ -504,18 +508,21 @@ void CpuBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Tens
                                 const Tensor* bias, Activation act, Tensor& col, Tensor& y) {
   const ConvDims d(win, x, w, y.dim(2), y.dim(3));
   const float* xp = x.data();
-  if (cpu::dnnl_conv_suits(d.c_in, win.kernel_h, win.kernel_w)) {
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
     // Each thread convolves its samples in one oneDNN call; col is not written.
     const int threads = num_threads();
     const float* wp = w.data();
     const float* bp = bias ? bias->data() : nullptr;
+    float* colp = col.data();
     float* yp = y.data();
     pool_.run([&](int t) {
       const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
       if (b0 == b1) return;
       float* yt = yp + b0 * d.out * d.s;
+      // The thread's samples of col keep x in the backward's layout for it (where it fits).
       cpu::dnnl_conv_forward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp,
-                             bp, yt);
+                             bp, yt, colp + b0 * d.ckk * d.s,
+                             static_cast<size_t>((b1 - b0) * d.ckk * d.s) * sizeof(float));
       cpu::apply_activation(act, yt, (b1 - b0) * d.out * d.s);
     });
     return;
@@ -562,10 +569,11 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
   const float* dyp = dy.data();
   float* dzp = dz.data();
   float* dxp = dx ? dx->data() : nullptr;
-  if (cpu::dnnl_conv_suits(d.c_in, win.kernel_h, win.kernel_w)) {
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
     // Each thread: dz and db of its samples, then their dx and partial dw in one oneDNN call.
     const float* xp = x.data();
     const float* wp = w.data();
+    const float* colp = col.data();
     pool_.run([&](int t) {
       float* dw_t = work.data() + t * per_thread;
       float* db_t = dw_t + d.out * d.ckk;
@@ -587,7 +595,9 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
         }
       }
       cpu::dnnl_conv_backward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp,
-                              g, dxp ? dxp + b0 * d.c_in * d.h * d.w : nullptr, dw_t);
+                              g, dxp ? dxp + b0 * d.c_in * d.h * d.w : nullptr, dw_t,
+                              colp + b0 * d.ckk * d.s,
+                              static_cast<size_t>((b1 - b0) * d.ckk * d.s) * sizeof(float));
     });
     reduce_conv_partials(work, 0, per_thread, d.out, d.ckk, dw, db);
     return;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "training/backends/cpu/dnnl_matmul.h"
@@ -29,21 +30,14 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using Type = memory::data_type;
 
-struct ConvKey {
-  DnnlConvShape shape;
-  bool bias;
-  bool operator==(const ConvKey&) const = default;
-};
-
-struct ConvKeyHash {
-  size_t operator()(const ConvKey& key) const {
+struct ShapeHash {
+  size_t operator()(const DnnlConvShape& s) const {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     const auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull + (h >> 29); };
-    const DnnlConvShape& s = key.shape;
     for (int64_t v : {s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, s.stride, s.padding}) {
       mix(static_cast<uint64_t>(v));
     }
-    mix(static_cast<uint64_t>(s.bf16) | static_cast<uint64_t>(key.bias) << 1);
+    mix(static_cast<uint64_t>(s.bf16));
     return static_cast<size_t>(h);
   }
 };
@@ -88,18 +82,33 @@ struct Operand {
   const memory& arg() const { return same ? user : own; }
 };
 
-// The three primitives of one shape with their operands. Primitives and reorders take their
-// arguments as maps of memory handles, made once here: a call sets the handles' data pointers.
+// A forward primitive (with a bias or without) and its operands. Primitives and reorders take
+// their arguments as maps of memory handles, made once: a call sets the handles' data pointers.
+struct Forward {
+  dnnl::convolution_forward primitive;
+  Operand src, weights, dst, bias;
+  memory pad;  // scratchpad (user mode)
+  std::unordered_map<int, memory> args;
+};
+
+// The primitives of one shape: the forward without a bias (whose layouts the backward ones were
+// chosen to match), the forward with one (made at its first use), the backward data and weights.
 struct Conv {
-  dnnl::convolution_forward forward;
+  Forward forward;
+  std::optional<Forward> forward_bias;
   dnnl::convolution_backward_data backward_data;
   dnnl::convolution_backward_weights backward_weights;
-  Operand src, weights, dst, bias;              // forward
   Operand diff_dst, bwd_weights, diff_src;      // backward data
   Operand bwd_src, bwd_diff_dst, diff_weights;  // backward weights
   bool shared_diff_dst = true;                  // the backward weights read the backward data's dz
-  memory pad_forward, pad_backward_data, pad_backward_weights;  // scratchpads (user mode)
-  std::unordered_map<int, memory> forward_args, backward_data_args, backward_weights_args;
+  memory pad_backward_data, pad_backward_weights;
+  std::unordered_map<int, memory> backward_data_args, backward_weights_args;
+
+  // True when the forward leaves x in the backward weights' layout in a buffer of `bytes` (the
+  // caller's, kept until the backward) for the backward to read instead of reordering x again.
+  bool keeps_src(size_t bytes) const {
+    return !bwd_src.same && bwd_src.own.get_desc().get_size() <= bytes;
+  }
 };
 
 class ThreadConvs {
@@ -109,20 +118,33 @@ class ThreadConvs {
     omp_set_num_threads(1);
   }
 
-  void forward(const ConvKey& key, const float* x, const float* w, const float* bias, float* y) {
-    Conv& c = get(key);
-    in(c.src, x);
-    in(c.weights, w);
-    if (key.bias) in(c.bias, bias);
-    out(c.dst, y);
-    pad(c.pad_forward);
-    c.forward.execute(stream_, c.forward_args);
-    back(c.dst);
+  void forward(const DnnlConvShape& shape, const float* x, const float* w, const float* bias,
+               float* y, void* keep, size_t keep_bytes) {
+    Conv& c = get(shape);
+    if (bias != nullptr && !c.forward_bias) c.forward_bias = make_forward(shape, true);
+    Forward& f = bias != nullptr ? *c.forward_bias : c.forward;
+    if (c.keeps_src(keep_bytes)) {
+      in(c.bwd_src, x, keep);
+      // The forward reads that copy where its layout is the same (always, where measured).
+      if (!f.src.same && f.src.own.get_desc() == c.bwd_src.own.get_desc()) {
+        f.src.own.set_data_handle(keep);
+      } else {
+        in(f.src, x);
+      }
+    } else {
+      in(f.src, x);
+    }
+    in(f.weights, w);
+    if (bias != nullptr) in(f.bias, bias);
+    out(f.dst, y);
+    pad(f.pad);
+    f.primitive.execute(stream_, f.args);
+    back(f.dst);
   }
 
-  void backward(const ConvKey& key, const float* x, const float* w, const float* dz, float* dx,
-                float* dw) {
-    Conv& c = get(key);
+  void backward(const DnnlConvShape& shape, const float* x, const float* w, const float* dz,
+                float* dx, float* dw, const void* kept, size_t kept_bytes) {
+    Conv& c = get(shape);
     in(c.diff_dst, dz);
     if (dx != nullptr) {
       in(c.bwd_weights, w);
@@ -132,7 +154,11 @@ class ThreadConvs {
       back(c.diff_src);
     }
     if (!c.shared_diff_dst) in(c.bwd_diff_dst, dz);
-    in(c.bwd_src, x);
+    if (c.keeps_src(kept_bytes)) {
+      c.bwd_src.own.set_data_handle(const_cast<void*>(kept));
+    } else {
+      in(c.bwd_src, x);
+    }
     out(c.diff_weights, dw);
     pad(c.pad_backward_weights);
     c.backward_weights.execute(stream_, c.backward_weights_args);
@@ -144,20 +170,22 @@ class ThreadConvs {
   // without bound. A training run has a few dozen.
   static constexpr size_t kMaxConvsPerThread = 256;
 
-  Conv& get(const ConvKey& key) {
-    auto it = convs_.find(key);
+  Conv& get(const DnnlConvShape& shape) {
+    auto it = convs_.find(shape);
     if (it == convs_.end()) {
       if (convs_.size() >= kMaxConvsPerThread) convs_.clear();
-      it = convs_.emplace(key, make(key)).first;
+      it = convs_.emplace(shape, make(shape)).first;
     }
     return it->second;
   }
 
-  // The input at `data`, reordered into the primitive's layout where it has its own.
-  void in(Operand& op, const float* data) {
+  // The input at `data`, reordered into the primitive's layout where it has its own: into `to`,
+  // else into this thread's scratch.
+  void in(Operand& op, const float* data, void* to = nullptr) {
     op.user.set_data_handle(const_cast<float*>(data));
     if (op.same) return;
-    op.own.set_data_handle(scratch_[op.role].get(op.own.get_desc().get_size()));
+    op.own.set_data_handle(to != nullptr ? to
+                                         : scratch_[op.role].get(op.own.get_desc().get_size()));
     op.reorder.execute(stream_, op.reorder_args);
   }
   // The output at `data`: the primitive writes it there, or into scratch that back() reorders.
@@ -188,62 +216,90 @@ class ThreadConvs {
     return op;
   }
 
-  Conv make(const ConvKey& key) {
-    const DnnlConvShape& s = key.shape;
-    const memory::dims src_dims{s.n, s.c, s.h, s.w}, wei_dims{s.o, s.c, s.kh, s.kw},
-        dst_dims{s.n, s.o, s.oh(), s.ow()}, strides{s.stride, s.stride},
-        padding{s.padding, s.padding};
-    const Type in_type = s.bf16 ? Type::bf16 : Type::f32;
-    // The primitives choose their layouts; inputs in bf16 with bf16 products, outputs in fp32.
-    const memory::desc src_any(src_dims, in_type, Tag::any), wei_any(wei_dims, in_type, Tag::any),
-        dst_any(dst_dims, Type::f32, Tag::any), diff_dst_any(dst_dims, in_type, Tag::any),
-        diff_src_any(src_dims, Type::f32, Tag::any), diff_wei_any(wei_dims, Type::f32, Tag::any),
-        bias_desc({s.o}, Type::f32, Tag::x);
-    // The engine's layouts, all fp32.
-    const memory::desc user_src(src_dims, Type::f32, Tag::nchw),
-        user_wei(wei_dims, Type::f32, Tag::oihw), user_dst(dst_dims, Type::f32, Tag::nchw);
+  // The descriptions every primitive of a shape is made from.
+  struct Descs {
+    explicit Descs(const DnnlConvShape& s)
+        : src_dims{s.n, s.c, s.h, s.w},
+          wei_dims{s.o, s.c, s.kh, s.kw},
+          dst_dims{s.n, s.o, s.oh(), s.ow()},
+          strides{s.stride, s.stride},
+          padding{s.padding, s.padding},
+          // The primitives choose their layouts; inputs in bf16 with bf16 products, outputs in
+          // fp32.
+          src_any(src_dims, s.bf16 ? Type::bf16 : Type::f32, Tag::any),
+          wei_any(wei_dims, s.bf16 ? Type::bf16 : Type::f32, Tag::any),
+          dst_any(dst_dims, Type::f32, Tag::any),
+          diff_dst_any(dst_dims, s.bf16 ? Type::bf16 : Type::f32, Tag::any),
+          diff_src_any(src_dims, Type::f32, Tag::any),
+          diff_wei_any(wei_dims, Type::f32, Tag::any),
+          bias({s.o}, Type::f32, Tag::x),
+          // The engine's layouts, all fp32.
+          user_src(src_dims, Type::f32, Tag::nchw),
+          user_wei(wei_dims, Type::f32, Tag::oihw),
+          user_dst(dst_dims, Type::f32, Tag::nchw) {
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    }
+    memory::dims src_dims, wei_dims, dst_dims, strides, padding;
+    memory::desc src_any, wei_any, dst_any, diff_dst_any, diff_src_any, diff_wei_any, bias;
+    memory::desc user_src, user_wei, user_dst;
     dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const auto alg = dnnl::algorithm::convolution_direct;
+  };
+
+  dnnl::convolution_forward::primitive_desc forward_desc(const Descs& d, bool bias) {
     const auto training = dnnl::prop_kind::forward_training;
-    const auto forward_desc =
-        key.bias ? dnnl::convolution_forward::desc(training, alg, src_any, wei_any, bias_desc,
-                                                   dst_any, strides, padding, padding)
-                 : dnnl::convolution_forward::desc(training, alg, src_any, wei_any, dst_any,
-                                                   strides, padding, padding);
-    const dnnl::convolution_forward::primitive_desc fpd(forward_desc, attr, engine_);
+    const auto alg = dnnl::algorithm::convolution_direct;
+    return {bias ? dnnl::convolution_forward::desc(training, alg, d.src_any, d.wei_any, d.bias,
+                                                   d.dst_any, d.strides, d.padding, d.padding)
+                 : dnnl::convolution_forward::desc(training, alg, d.src_any, d.wei_any, d.dst_any,
+                                                   d.strides, d.padding, d.padding),
+            d.attr, engine_};
+  }
+
+  Forward make_forward(const DnnlConvShape& shape, bool bias) {
+    const Descs d(shape);
+    const auto pd = forward_desc(d, bias);
+    Forward f;
+    f.primitive = dnnl::convolution_forward(pd);
+    f.src = operand(d.user_src, pd.src_desc(), true, kSrc);
+    f.weights = operand(d.user_wei, pd.weights_desc(), true, kWeights);
+    f.dst = operand(d.user_dst, pd.dst_desc(), false, kOut);
+    f.bias = operand(d.bias, d.bias, true, kRoles);
+    f.pad = memory(pd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
+    f.args = {{DNNL_ARG_SRC, f.src.arg()},
+              {DNNL_ARG_WEIGHTS, f.weights.arg()},
+              {DNNL_ARG_DST, f.dst.arg()},
+              {DNNL_ARG_SCRATCHPAD, f.pad}};
+    if (bias) f.args.insert({DNNL_ARG_BIAS, f.bias.arg()});
+    return f;
+  }
+
+  Conv make(const DnnlConvShape& shape) {
+    const Descs d(shape);
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const auto fpd = forward_desc(d, false);
     const dnnl::convolution_backward_data::primitive_desc bdpd(
-        dnnl::convolution_backward_data::desc(alg, diff_src_any, wei_any, diff_dst_any, strides,
-                                              padding, padding),
-        attr, engine_, fpd);
+        dnnl::convolution_backward_data::desc(alg, d.diff_src_any, d.wei_any, d.diff_dst_any,
+                                              d.strides, d.padding, d.padding),
+        d.attr, engine_, fpd);
     const dnnl::convolution_backward_weights::primitive_desc bwpd(
-        dnnl::convolution_backward_weights::desc(alg, src_any, diff_wei_any, diff_dst_any, strides,
-                                                 padding, padding),
-        attr, engine_, fpd);
+        dnnl::convolution_backward_weights::desc(alg, d.src_any, d.diff_wei_any, d.diff_dst_any,
+                                                 d.strides, d.padding, d.padding),
+        d.attr, engine_, fpd);
     Conv c;
-    c.forward = dnnl::convolution_forward(fpd);
+    c.forward = make_forward(shape, false);
     c.backward_data = dnnl::convolution_backward_data(bdpd);
     c.backward_weights = dnnl::convolution_backward_weights(bwpd);
-    c.src = operand(user_src, fpd.src_desc(), true, kSrc);
-    c.weights = operand(user_wei, fpd.weights_desc(), true, kWeights);
-    c.dst = operand(user_dst, fpd.dst_desc(), false, kOut);
-    c.bias = operand(bias_desc, bias_desc, true, kRoles);
-    c.diff_dst = operand(user_dst, bdpd.diff_dst_desc(), true, kOut);
-    c.bwd_weights = operand(user_wei, bdpd.weights_desc(), true, kBwdWeights);
-    c.diff_src = operand(user_src, bdpd.diff_src_desc(), false, kDiffSrc);
-    c.bwd_src = operand(user_src, bwpd.src_desc(), true, kSrc);
+    c.diff_dst = operand(d.user_dst, bdpd.diff_dst_desc(), true, kOut);
+    c.bwd_weights = operand(d.user_wei, bdpd.weights_desc(), true, kBwdWeights);
+    c.diff_src = operand(d.user_src, bdpd.diff_src_desc(), false, kDiffSrc);
+    c.bwd_src = operand(d.user_src, bwpd.src_desc(), true, kSrc);
     c.shared_diff_dst = bwpd.diff_dst_desc() == bdpd.diff_dst_desc();
-    c.bwd_diff_dst =
-        c.shared_diff_dst ? c.diff_dst : operand(user_dst, bwpd.diff_dst_desc(), true, kBwdDiffDst);
-    c.diff_weights = operand(user_wei, bwpd.diff_weights_desc(), false, kDiffWeights);
-    c.pad_forward = memory(fpd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
+    c.bwd_diff_dst = c.shared_diff_dst
+                         ? c.diff_dst
+                         : operand(d.user_dst, bwpd.diff_dst_desc(), true, kBwdDiffDst);
+    c.diff_weights = operand(d.user_wei, bwpd.diff_weights_desc(), false, kDiffWeights);
     c.pad_backward_data = memory(bdpd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
     c.pad_backward_weights = memory(bwpd.scratchpad_desc(), engine_, DNNL_MEMORY_NONE);
-    c.forward_args = {{DNNL_ARG_SRC, c.src.arg()},
-                      {DNNL_ARG_WEIGHTS, c.weights.arg()},
-                      {DNNL_ARG_DST, c.dst.arg()},
-                      {DNNL_ARG_SCRATCHPAD, c.pad_forward}};
-    if (key.bias) c.forward_args.insert({DNNL_ARG_BIAS, c.bias.arg()});
     c.backward_data_args = {{DNNL_ARG_DIFF_DST, c.diff_dst.arg()},
                             {DNNL_ARG_WEIGHTS, c.bwd_weights.arg()},
                             {DNNL_ARG_DIFF_SRC, c.diff_src.arg()},
@@ -257,7 +313,7 @@ class ThreadConvs {
 
   dnnl::engine engine_;
   dnnl::stream stream_;
-  std::unordered_map<ConvKey, Conv, ConvKeyHash> convs_;
+  std::unordered_map<DnnlConvShape, Conv, ShapeHash> convs_;
   Scratch scratch_[kRoles];
 };
 
@@ -284,19 +340,18 @@ ThreadConvs& thread_convs() {
 }  // namespace
 
 void dnnl_conv_forward(const DnnlConvShape& s, const float* x, const float* w, const float* bias,
-                       float* y) {
+                       float* y, void* keep, size_t keep_bytes) {
   try {
-    thread_convs().forward({s, bias != nullptr}, x, w, bias, y);
+    thread_convs().forward(s, x, w, bias, y, keep, keep_bytes);
   } catch (const dnnl::error& e) {
     refused("forward", s, e);
   }
 }
 
 void dnnl_conv_backward(const DnnlConvShape& s, const float* x, const float* w, const float* dz,
-                        float* dx, float* dw) {
+                        float* dx, float* dw, const void* kept, size_t kept_bytes) {
   try {
-    // The primitives of the forward (bias or not) are the same for the backward: either key's.
-    thread_convs().backward({s, false}, x, w, dz, dx, dw);
+    thread_convs().backward(s, x, w, dz, dx, dw, kept, kept_bytes);
   } catch (const dnnl::error& e) {
     refused("backward", s, e);
   }
@@ -305,13 +360,14 @@ void dnnl_conv_backward(const DnnlConvShape& s, const float* x, const float* w, 
 #else
 
 // Never called: without oneDNN, dnnl_conv_suits() is false and the backend unfolds (im2col).
-void dnnl_conv_forward(const DnnlConvShape&, const float*, const float*, const float*, float*) {
+void dnnl_conv_forward(const DnnlConvShape&, const float*, const float*, const float*, float*,
+                       void*, size_t) {
   std::fprintf(stderr, "tuner: dnnl_conv_forward called in a build without oneDNN\n");
   std::abort();
 }
 
 void dnnl_conv_backward(const DnnlConvShape&, const float*, const float*, const float*, float*,
-                        float*) {
+                        float*, const void*, size_t) {
   std::fprintf(stderr, "tuner: dnnl_conv_backward called in a build without oneDNN\n");
   std::abort();
 }

@@ -18,6 +18,7 @@
 #ifndef TUNER_TRAINING_BACKENDS_CPU_DNNL_CONV_H_
 #define TUNER_TRAINING_BACKENDS_CPU_DNNL_CONV_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tuner::training::cpu {
@@ -41,16 +42,20 @@ struct DnnlConvShape {
 // on the shape only (not on the batch), so results stay deterministic.
 bool dnnl_conv_suits(int64_t c_in, int64_t kh, int64_t kw);
 
-// y[N,O,OH,OW] = conv(x, w) + bias[O] (bias may be nullptr) on the calling thread.
+// y[N,O,OH,OW] = conv(x, w) + bias[O] (bias may be nullptr) on the calling thread. `keep` (may be
+// nullptr when keep_bytes is 0) is the caller's buffer of keep_bytes that it hands, unchanged, to
+// the backward of the same x: where x in the backward's layout fits, the forward leaves it there
+// and the backward reads it instead of reordering x again.
 // REQUIRES: dnnl_conv_suits(...); s.n >= 1; with s.bf16, dnnl_kernels().bf16.
 void dnnl_conv_forward(const DnnlConvShape& s, const float* x, const float* w, const float* bias,
-                       float* y);
+                       float* y, void* keep, size_t keep_bytes);
 
 // From x[N,C,H,W], w[O,C,KH,KW] and dz[N,O,OH,OW] (the gradient at the convolution's output):
 // dw[O,C,KH,KW] = the sum over the N samples (overwritten), dx[N,C,H,W] (skipped when nullptr).
-// REQUIRES: as dnnl_conv_forward.
+// kept, kept_bytes: the forward's keep and keep_bytes.
+// REQUIRES: as dnnl_conv_forward, which ran last on this x with this kept buffer.
 void dnnl_conv_backward(const DnnlConvShape& s, const float* x, const float* w, const float* dz,
-                        float* dx, float* dw);
+                        float* dx, float* dw, const void* kept, size_t kept_bytes);
 
 }  // namespace tuner::training::cpu
 
