@@ -11,6 +11,7 @@
 #include "training/backends/cpu/dnnl_matmul.h"
 
 #ifdef TUNER_HAVE_DNNL
+#include <immintrin.h>
 #include <omp.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -41,6 +42,87 @@ struct ShapeHash {
     return static_cast<size_t>(h);
   }
 };
+
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+#define TUNER_TO_NHWC_BF16 1
+
+// r[i] = column i of the 16x16 matrix whose rows were r[0..15].
+inline void transpose_16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+
+// y[N,HW,C] = x[N,C,HW] rounded to bf16 (nearest, ties to even, as round_to_bf16 and oneDNN's
+// reorder): 16 channels x 16 pixels at a time through a register transpose, the edges one value
+// at a time.
+void to_nhwc_bf16(const float* x, int64_t n, int64_t c, int64_t hw, uint16_t* y) {
+  const int64_t c16 = c / 16 * 16, hw16 = hw / 16 * 16;
+  for (int64_t b = 0; b < n; ++b) {
+    const float* xb = x + b * c * hw;
+    uint16_t* yb = y + b * hw * c;
+    for (int64_t c0 = 0; c0 < c16; c0 += 16) {
+      for (int64_t p = 0; p < hw16; p += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(xb + (c0 + i) * hw + p);
+        transpose_16x16(r);
+        for (int j = 0; j < 16; ++j) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(yb + (p + j) * c + c0),
+                              reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(r[j])));
+        }
+      }
+    }
+    // The pixels past the last 16 (all channels), then the channels past the last 16.
+    for (int64_t p = hw16; p < hw; ++p) {
+      for (int64_t ch = 0; ch < c; ++ch) round_to_bf16(xb + ch * hw + p, 1, 1, 0, yb + p * c + ch);
+    }
+    for (int64_t ch = c16; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw16; ++p) round_to_bf16(xb + ch * hw + p, 1, 1, 0, yb + p * c + ch);
+    }
+  }
+}
+
+// y[N,C,HW] = x[N,HW,C] (fp32), as to_nhwc_bf16 the other way.
+void from_nhwc(const float* x, int64_t n, int64_t c, int64_t hw, float* y) {
+  const int64_t c16 = c / 16 * 16, hw16 = hw / 16 * 16;
+  for (int64_t b = 0; b < n; ++b) {
+    const float* xb = x + b * hw * c;
+    float* yb = y + b * c * hw;
+    for (int64_t p = 0; p < hw16; p += 16) {
+      for (int64_t c0 = 0; c0 < c16; c0 += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(xb + (p + i) * c + c0);
+        transpose_16x16(r);
+        for (int j = 0; j < 16; ++j) _mm512_storeu_ps(yb + (c0 + j) * hw + p, r[j]);
+      }
+    }
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = hw16; p < hw; ++p) yb[ch * hw + p] = xb[p * c + ch];
+    }
+    for (int64_t ch = c16; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw16; ++p) yb[ch * hw + p] = xb[p * c + ch];
+    }
+  }
+}
+#endif
 
 // A buffer of this thread's scratch that keeps its largest size (64-byte aligned, as oneDNN's
 // kernels like their operands).
@@ -75,6 +157,11 @@ enum Role { kSrc, kWeights, kOut, kBwdWeights, kDiffSrc, kDiffWeights, kBwdDiffD
 struct Operand {
   memory user, own;
   bool same = true;
+  // The reorder is fp32 NCHW to bf16 NHWC over dims[4] (x and dz of the bf16 convolutions on
+  // AMX), which to_nhwc_bf16 does in half of oneDNN's time; or (an output) fp32 NHWC to fp32
+  // NCHW (their y and dx), which from_nhwc does.
+  bool nhwc_bf16 = false, from_nhwc = false;
+  memory::dims dims;
   Role role = kRoles;
   dnnl::reorder reorder;  // user -> own for an input, own -> user for an output (where !same)
   std::unordered_map<int, memory> reorder_args;
@@ -184,9 +271,14 @@ class ThreadConvs {
   void in(Operand& op, const float* data, void* to = nullptr) {
     op.user.set_data_handle(const_cast<float*>(data));
     if (op.same) return;
-    op.own.set_data_handle(to != nullptr ? to
-                                         : scratch_[op.role].get(op.own.get_desc().get_size()));
-    op.reorder.execute(stream_, op.reorder_args);
+    void* own = to != nullptr ? to : scratch_[op.role].get(op.own.get_desc().get_size());
+    op.own.set_data_handle(own);
+    if (op.nhwc_bf16) {
+      to_nhwc_bf16(data, op.dims[0], op.dims[1], op.dims[2] * op.dims[3],
+                   static_cast<uint16_t*>(own));
+    } else {
+      op.reorder.execute(stream_, op.reorder_args);
+    }
   }
   // The output at `data`: the primitive writes it there, or into scratch that back() reorders.
   void out(Operand& op, float* data) {
@@ -194,7 +286,13 @@ class ThreadConvs {
     if (!op.same) op.own.set_data_handle(scratch_[op.role].get(op.own.get_desc().get_size()));
   }
   void back(Operand& op) {
-    if (!op.same) op.reorder.execute(stream_, op.reorder_args);
+    if (op.same) return;
+    if (op.from_nhwc) {
+      from_nhwc(static_cast<const float*>(op.own.get_data_handle()), op.dims[0], op.dims[1],
+                op.dims[2] * op.dims[3], static_cast<float*>(op.user.get_data_handle()));
+    } else {
+      op.reorder.execute(stream_, op.reorder_args);
+    }
   }
   void pad(memory& m) {
     const size_t bytes = m.get_desc().get_size();
@@ -208,6 +306,15 @@ class ThreadConvs {
     op.role = role;
     if (op.same) return op;
     op.own = memory(own, engine_, DNNL_MEMORY_NONE);
+    op.dims = user.dims();
+#ifdef TUNER_TO_NHWC_BF16
+    op.nhwc_bf16 = input && op.dims.size() == 4 &&
+                   user == memory::desc(op.dims, Type::f32, Tag::nchw) &&
+                   own == memory::desc(op.dims, Type::bf16, Tag::nhwc);
+    op.from_nhwc = !input && op.dims.size() == 4 &&
+                   user == memory::desc(op.dims, Type::f32, Tag::nchw) &&
+                   own == memory::desc(op.dims, Type::f32, Tag::nhwc);
+#endif
     const memory& from = input ? op.user : op.own;
     const memory& to = input ? op.own : op.user;
     op.reorder = dnnl::reorder(
