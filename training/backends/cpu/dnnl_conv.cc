@@ -99,29 +99,6 @@ void to_nhwc_bf16(const float* x, int64_t n, int64_t c, int64_t hw, uint16_t* y)
     }
   }
 }
-
-// y[N,C,HW] = x[N,HW,C] (fp32), as to_nhwc_bf16 the other way.
-void from_nhwc(const float* x, int64_t n, int64_t c, int64_t hw, float* y) {
-  const int64_t c16 = c / 16 * 16, hw16 = hw / 16 * 16;
-  for (int64_t b = 0; b < n; ++b) {
-    const float* xb = x + b * hw * c;
-    float* yb = y + b * c * hw;
-    for (int64_t p = 0; p < hw16; p += 16) {
-      for (int64_t c0 = 0; c0 < c16; c0 += 16) {
-        __m512 r[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(xb + (p + i) * c + c0);
-        transpose_16x16(r);
-        for (int j = 0; j < 16; ++j) _mm512_storeu_ps(yb + (c0 + j) * hw + p, r[j]);
-      }
-    }
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t p = hw16; p < hw; ++p) yb[ch * hw + p] = xb[p * c + ch];
-    }
-    for (int64_t ch = c16; ch < c; ++ch) {
-      for (int64_t p = 0; p < hw16; ++p) yb[ch * hw + p] = xb[p * c + ch];
-    }
-  }
-}
 #endif
 
 // A buffer of this thread's scratch that keeps its largest size (64-byte aligned, as oneDNN's
@@ -158,9 +135,9 @@ struct Operand {
   memory user, own;
   bool same = true;
   // The reorder is fp32 NCHW to bf16 NHWC over dims[4] (x and dz of the bf16 convolutions on
-  // AMX), which to_nhwc_bf16 does in half of oneDNN's time; or (an output) fp32 NHWC to fp32
-  // NCHW (their y and dx), which from_nhwc does.
-  bool nhwc_bf16 = false, from_nhwc = false;
+  // AMX), which to_nhwc_bf16 does in half of oneDNN's time. (oneDNN's reorders back, fp32 NHWC
+  // or nChw16c to NCHW, and fp32 NCHW to nChw16c, beat the same register transposes.)
+  bool nhwc_bf16 = false;
   memory::dims dims;
   Role role = kRoles;
   dnnl::reorder reorder;  // user -> own for an input, own -> user for an output (where !same)
@@ -286,13 +263,7 @@ class ThreadConvs {
     if (!op.same) op.own.set_data_handle(scratch_[op.role].get(op.own.get_desc().get_size()));
   }
   void back(Operand& op) {
-    if (op.same) return;
-    if (op.from_nhwc) {
-      from_nhwc(static_cast<const float*>(op.own.get_data_handle()), op.dims[0], op.dims[1],
-                op.dims[2] * op.dims[3], static_cast<float*>(op.user.get_data_handle()));
-    } else {
-      op.reorder.execute(stream_, op.reorder_args);
-    }
+    if (!op.same) op.reorder.execute(stream_, op.reorder_args);
   }
   void pad(memory& m) {
     const size_t bytes = m.get_desc().get_size();
@@ -311,9 +282,6 @@ class ThreadConvs {
     op.nhwc_bf16 = input && op.dims.size() == 4 &&
                    user == memory::desc(op.dims, Type::f32, Tag::nchw) &&
                    own == memory::desc(op.dims, Type::bf16, Tag::nhwc);
-    op.from_nhwc = !input && op.dims.size() == 4 &&
-                   user == memory::desc(op.dims, Type::f32, Tag::nchw) &&
-                   own == memory::desc(op.dims, Type::f32, Tag::nhwc);
 #endif
     const memory& from = input ? op.user : op.own;
     const memory& to = input ? op.own : op.user;
