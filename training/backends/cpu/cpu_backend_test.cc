@@ -409,7 +409,8 @@ double act_grad(Activation act, double y) {
 // the same pooled values and argmax bit for bit; and their gradients against the definition
 // (the pooled gradient times act' at each window's maximum, folded back through the
 // convolution), in double. Covers whole and partial 8-window rows, odd convolution outputs (whose
-// last row and column no window covers), strides and thread counts.
+// last row and column no window covers), strides and thread counts, on both of the backend's
+// paths (im2col, and oneDNN's convolutions from 8 input channels).
 TEST(CpuBackend, Conv2dPoolMatchesConvThenPoolAndTheDefinition) {
   struct Case {
     int64_t b, c, h, w, o;
@@ -420,7 +421,12 @@ TEST(CpuBackend, Conv2dPoolMatchesConvThenPoolAndTheDefinition) {
                         {4, 5, 14, 14, 6, {3, 3, 1, 1}, Activation::kRelu},
                         {2, 3, 9, 7, 4, {3, 3, 1, 1}, Activation::kTanh},
                         {2, 2, 11, 10, 3, {3, 3, 2, 1}, Activation::kSigmoid},
-                        {3, 2, 6, 6, 3, {1, 1, 1, 0}, Activation::kNone}};
+                        {3, 2, 6, 6, 3, {1, 1, 1, 0}, Activation::kNone},
+                        // On oneDNN: more samples than a thread's chunk, odd and strided planes.
+                        {19, 8, 14, 14, 16, {3, 3, 1, 1}, Activation::kRelu},
+                        {3, 16, 9, 7, 8, {3, 3, 1, 1}, Activation::kTanh},
+                        {2, 12, 11, 10, 6, {3, 3, 2, 1}, Activation::kSigmoid},
+                        {4, 32, 8, 8, 32, {3, 3, 1, 1}, Activation::kNone}};
   for (int threads : {1, 2, 3}) {
     CpuBackend backend(threads);
     for (const Case& k : cases) {

@@ -625,6 +625,22 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
   reduce_conv_partials(work, 0, per_thread, d.out, d.ckk, dw, db);
 }
 
+namespace {
+
+// Samples per oneDNN call in the fused conv2d_pool_* ops: their convolution output (in the
+// backward, its dz) stays in the thread's L2 cache between the convolution and the pooling.
+constexpr int64_t kPoolChunk = 8;
+
+// This thread's scratch of at least `floats` for conv2d_pool_*'s oneDNN path; it keeps its
+// largest size, so steps after the first allocate nothing.
+float* pool_chunk_scratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(floats)) scratch.resize(static_cast<size_t>(floats));
+  return scratch.data();
+}
+
+}  // namespace
+
 // Per thread of conv2d_pool_*: one sample's unfolded input [CKK, S] (in backward, then its
 // dcol), its convolution output [O, S] (in backward, its dz), a partial dw[O, CKK] and db[O], and
 // its pooled gradient times act' [O, S / 4]. Together they stay in the thread's cache: nothing of
@@ -669,31 +685,52 @@ void CpuBackend::conv2d_pool_forward(const Window2d& win, const Tensor& x, const
   const int64_t ph = y.dim(2), pw = y.dim(3), ps = ph * pw;
   const int threads = num_threads();
   const float* xp = x.data();
-  const Operand wp(w.data(), round_shared(w, 0));
   const float* bp = bias ? bias->data() : nullptr;
   float* yp = y.data();
+  // The pooling applies a relu as it reads its windows (no pass of its own).
+  const bool relu = act == Activation::kRelu;
+  // Sample b's pooled output and argmax from its convolution output conv[O, S].
+  const auto pool_sample = [&](int64_t b, const float* conv) {
+    for (int64_t o = 0; o < d.out; ++o) {
+      const int64_t plane = b * d.out + o;
+      const float* in = conv + o * d.s;
+      float* out = yp + plane * ps;
+      int32_t* arg = argmax.data() + plane * ps;
+      if (relu) {
+        cpu::max_pool_2x2_plane<true>(in, d.ow, ph, pw, out, arg);
+      } else {
+        cpu::max_pool_2x2_plane(in, d.ow, ph, pw, out, arg);
+      }
+    }
+  };
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
+    // oneDNN's convolution of kPoolChunk samples at a time into this thread's scratch, pooled
+    // from there while it is in cache.
+    const float* wp = w.data();
+    pool_.run([&](int t) {
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      float* conv = pool_chunk_scratch(kPoolChunk * d.out * d.s);
+      for (int64_t c0 = b0; c0 < b1; c0 += kPoolChunk) {
+        const int64_t c1 = std::min(b1, c0 + kPoolChunk);
+        cpu::dnnl_conv_forward(d.dnnl(win, c0, c1, precision_), xp + c0 * d.c_in * d.h * d.w, wp,
+                               bp, conv, nullptr, 0);
+        if (!relu) cpu::apply_activation(act, conv, (c1 - c0) * d.out * d.s);
+        for (int64_t b = c0; b < c1; ++b) pool_sample(b, conv + (b - c0) * d.out * d.s);
+      }
+    });
+    return;
+  }
+  const Operand wp(w.data(), round_shared(w, 0));
   // With bf16 products the unfolded sample goes straight to bf16 (unfold), not through scratch.col.
   const bool bf16 = precision_ == Precision::kBfloat16;
   pool_.run([&](int t) {
     const PoolScratch scratch(work, t, d);
     const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
-    // The pooling applies a relu as it reads its windows (no pass of its own).
-    const bool relu = act == Activation::kRelu;
     for (int64_t b = b0; b < b1; ++b) {
       conv_forward_sample(precision_, win, d, xp + b * d.c_in * d.h * d.w, wp, bp,
                           relu ? Activation::kNone : act, bf16 ? nullptr : scratch.col,
                           scratch.conv);
-      for (int64_t o = 0; o < d.out; ++o) {
-        const int64_t plane = b * d.out + o;
-        const float* in = scratch.conv + o * d.s;
-        float* out = yp + plane * ps;
-        int32_t* arg = argmax.data() + plane * ps;
-        if (relu) {
-          cpu::max_pool_2x2_plane<true>(in, d.ow, ph, pw, out, arg);
-        } else {
-          cpu::max_pool_2x2_plane(in, d.ow, ph, pw, out, arg);
-        }
-      }
+      pool_sample(b, scratch.conv);
     }
   });
 }
@@ -706,13 +743,57 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
   const int64_t ph = dy.dim(2), pw = dy.dim(3), ps = ph * pw;
   const int threads = num_threads();
   const float* xp = x.data();
-  const Operand wp(w.data(), round_shared(w, 0));
   const float* yp = y.data();
   const float* dyp = dy.data();
   float* dxp = dx ? dx->data() : nullptr;
   // 2x2 windows tile an even plane: every element of dz is written once, with its gradient or
   // zero, instead of zeroing the plane and scattering into it.
   const bool tiled = d.oh % 2 == 0 && d.ow % 2 == 0;
+  // Sample b's dz[O, S] from its pooled gradient (g[O, PS]: scratch), adding its db into db_t.
+  // The pooling passed each gradient to its window's maximum, whose act' is that of the pooled
+  // output; every other element of the convolution's output gets zero.
+  const auto unpool_sample = [&](int64_t b, float* g, float* dz, float* db_t) {
+    cpu::activation_grad_from_output(act, yp + b * d.out * ps, dyp + b * d.out * ps, g,
+                                     d.out * ps);
+    if (!tiled) std::fill(dz, dz + d.out * d.s, 0.0f);
+    for (int64_t o = 0; o < d.out; ++o) {
+      const int32_t* arg = argmax.data() + (b * d.out + o) * ps;
+      const float* gp = g + o * ps;
+      float* plane = dz + o * d.s;
+      db_t[o] += cpu::sum_fixed_order(gp, ps);
+      if (tiled) {
+        cpu::max_pool_2x2_backward_plane(arg, gp, ph, pw, plane);
+      } else {
+        for (int64_t k = 0; k < ps; ++k) plane[arg[k]] = gp[k];
+      }
+    }
+  };
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
+    // As the forward: kPoolChunk samples' dz in this thread's scratch, then one oneDNN backward
+    // of them, whose dw the thread's partial sums in chunk order.
+    const float* wp = w.data();
+    pool_.run([&](int t) {
+      const PoolScratch scratch(work, t, d);
+      std::fill(scratch.dw, scratch.dw + d.out * d.ckk + d.out, 0.0f);
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      float* dz = pool_chunk_scratch(kPoolChunk * d.out * d.s + d.out * d.ckk);
+      float* dw_chunk = dz + kPoolChunk * d.out * d.s;
+      for (int64_t c0 = b0; c0 < b1; c0 += kPoolChunk) {
+        const int64_t c1 = std::min(b1, c0 + kPoolChunk);
+        for (int64_t b = c0; b < c1; ++b) {
+          unpool_sample(b, scratch.g, dz + (b - c0) * d.out * d.s, scratch.db);
+        }
+        cpu::dnnl_conv_backward(d.dnnl(win, c0, c1, precision_), xp + c0 * d.c_in * d.h * d.w,
+                                wp, dz, dxp ? dxp + c0 * d.c_in * d.h * d.w : nullptr, dw_chunk,
+                                nullptr, 0);
+        for (int64_t i = 0; i < d.out * d.ckk; ++i) scratch.dw[i] += dw_chunk[i];
+      }
+    });
+    reduce_conv_partials(work, PoolScratch::dw_offset(d.ckk, d.s, d.out), PoolScratch::floats(d),
+                         d.out, d.ckk, dw, db);
+    return;
+  }
+  const Operand wp(w.data(), round_shared(w, 0));
   // With bf16 products the unfolded sample goes straight to bf16 (unfold), not through scratch.col.
   const bool bf16 = precision_ == Precision::kBfloat16;
   pool_.run([&](int t) {
@@ -721,22 +802,7 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
     std::fill(scratch.dw, scratch.dw + d.out * d.ckk + d.out, 0.0f);
     const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
     for (int64_t b = b0; b < b1; ++b) {
-      // The pooling passed each gradient to its window's maximum, whose act' is that of the
-      // pooled output; every other element of the convolution's output gets zero.
-      cpu::activation_grad_from_output(act, yp + b * d.out * ps, dyp + b * d.out * ps, scratch.g,
-                                       d.out * ps);
-      if (!tiled) std::fill(dz, dz + d.out * d.s, 0.0f);
-      for (int64_t o = 0; o < d.out; ++o) {
-        const int32_t* arg = argmax.data() + (b * d.out + o) * ps;
-        const float* gp = scratch.g + o * ps;
-        float* plane = dz + o * d.s;
-        scratch.db[o] += cpu::sum_fixed_order(gp, ps);
-        if (tiled) {
-          cpu::max_pool_2x2_backward_plane(arg, gp, ph, pw, plane);
-        } else {
-          for (int64_t k = 0; k < ps; ++k) plane[arg[k]] = gp[k];
-        }
-      }
+      unpool_sample(b, scratch.g, dz, scratch.db);
       // The unfolded input again (cheaper than keeping the batch's in memory), then the dcol of
       // dx in its place once dw has read it.
       const Operand col = unfold(precision_, win, d, xp + b * d.c_in * d.h * d.w,
