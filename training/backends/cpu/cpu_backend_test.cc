@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <span>
 #include <utility>
 #include <vector>
@@ -289,6 +290,19 @@ TEST(CpuBackend, Conv2dMatchesTheDefinitionOnEveryPath) {
         std::vector<float> work(
             static_cast<size_t>(backend.conv2d_backward_workspace(win, x_shape, k.o)));
         backend.conv2d_backward(win, x, w, col, y, Activation::kRelu, dy, dz, &dx, dw, &db, work);
+        {
+          // A second backend of the thread count gives the same bits (a fresh cache of
+          // primitives and scratch).
+          CpuBackend again(threads, precision);
+          Tensor col2(col.shape()), y2(y_shape), dz2(y_shape), dx2(x_shape), dw2(w_shape);
+          Tensor db2(Shape{k.o});
+          again.conv2d_forward(win, x, w, &bias, Activation::kRelu, col2, y2);
+          again.conv2d_backward(win, x, w, col2, y2, Activation::kRelu, dy, dz2, &dx2, dw2, &db2,
+                                work);
+          for (const auto& [a, b] : {std::pair{&y, &y2}, {&dx, &dx2}, {&dw, &dw2}, {&db, &db2}}) {
+            ASSERT_EQ(0, std::memcmp(a->data(), b->data(), a->numel() * sizeof(float)));
+          }
+        }
         // The definition: y = relu(conv + bias); dz = dy * relu'(y), then its gradients.
         std::vector<double> want_dx(static_cast<size_t>(x.numel()), 0.0);
         std::vector<double> want_dw(static_cast<size_t>(w.numel()), 0.0);
