@@ -256,14 +256,15 @@ double product_input(float v, bool bf16) {
 // backend's paths (oneDNN's primitives from kMinDnnlConvChannels input channels and kernels
 // larger than 1x1, im2col + GEMM otherwise): strides, paddings, rectangular and 5x5 kernels,
 // channel counts that are no multiple of oneDNN's blocks, batches that leave threads without a
-// sample, a stride that leaves too little of `col` to keep x for the backward; in fp32 and,
-// where the CPU has them, with bf16 products (the definition then reads x, w and dz rounded to
-// bf16).
+// sample, a stride that leaves too little of `col` to keep x for the backward, a padding as wide
+// as the kernel; in fp32 and, where the CPU has them, with bf16 products (the definition then
+// reads x, w and dz rounded to bf16).
 TEST(CpuBackend, Conv2dMatchesTheDefinitionOnEveryPath) {
-  const ConvCase cases[] = {{5, 8, 9, 9, 16, {3, 3, 1, 1}},   {2, 16, 10, 11, 8, {3, 3, 2, 1}},
+  const ConvCase cases[] = {{5, 8, 9, 9, 16, {3, 3, 1, 1}},    {2, 16, 10, 11, 8, {3, 3, 2, 1}},
                             {3, 12, 12, 12, 20, {5, 5, 1, 2}}, {2, 32, 7, 7, 32, {3, 3, 1, 0}},
                             {1, 16, 6, 8, 4, {2, 3, 1, 1}},    {2, 16, 8, 8, 32, {1, 1, 2, 0}},
-                            {3, 3, 8, 8, 16, {3, 3, 1, 1}},    {2, 8, 9, 9, 8, {2, 2, 3, 0}}};
+                            {3, 3, 8, 8, 16, {3, 3, 1, 1}},    {2, 8, 9, 9, 8, {2, 2, 3, 0}},
+                            {2, 8, 5, 5, 4, {3, 3, 2, 3}}};
   std::vector<Precision> precisions{Precision::kFloat32};
   if (cpu_bf16_unavailable().empty()) precisions.push_back(Precision::kBfloat16);
   for (Precision precision : precisions) {
@@ -272,10 +273,10 @@ TEST(CpuBackend, Conv2dMatchesTheDefinitionOnEveryPath) {
       CpuBackend backend(threads, precision);
       for (const ConvCase& k : cases) {
         const Window2d& win = k.win;
-        SCOPED_TRACE("case " + std::to_string(&k - cases) + ", threads " +
-                     std::to_string(threads) + (bf16 ? ", bf16" : ", fp32") +
-                     (cpu::dnnl_conv_suits(k.c, win.kernel_h, win.kernel_w) ? ", oneDNN"
-                                                                            : ", im2col"));
+        SCOPED_TRACE(
+            "case " + std::to_string(&k - cases) + ", threads " + std::to_string(threads) +
+            (bf16 ? ", bf16" : ", fp32") +
+            (cpu::dnnl_conv_suits(k.c, win.kernel_h, win.kernel_w) ? ", oneDNN" : ", im2col"));
         const int64_t oh = win.out_h(k.h), ow = win.out_w(k.w);
         const Shape x_shape{k.b, k.c, k.h, k.w}, w_shape{k.o, k.c, win.kernel_h, win.kernel_w};
         const Shape y_shape{k.b, k.o, oh, ow};

@@ -520,8 +520,8 @@ void CpuBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Tens
       if (b0 == b1) return;
       float* yt = yp + b0 * d.out * d.s;
       // The thread's samples of col keep x in the backward's layout for it (where it fits).
-      cpu::dnnl_conv_forward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp,
-                             bp, yt, colp + b0 * d.ckk * d.s,
+      cpu::dnnl_conv_forward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp, bp,
+                             yt, colp + b0 * d.ckk * d.s,
                              static_cast<size_t>((b1 - b0) * d.ckk * d.s) * sizeof(float));
       cpu::apply_activation(act, yt, (b1 - b0) * d.out * d.s);
     });
@@ -594,8 +594,8 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
           db_t[o] += cpu::sum_fixed_order(g + (b * d.out + o) * d.s, d.s);
         }
       }
-      cpu::dnnl_conv_backward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp,
-                              g, dxp ? dxp + b0 * d.c_in * d.h * d.w : nullptr, dw_t,
+      cpu::dnnl_conv_backward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp, g,
+                              dxp ? dxp + b0 * d.c_in * d.h * d.w : nullptr, dw_t,
                               colp + b0 * d.ckk * d.s,
                               static_cast<size_t>((b1 - b0) * d.ckk * d.s) * sizeof(float));
     });
@@ -753,8 +753,7 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
   // The pooling passed each gradient to its window's maximum, whose act' is that of the pooled
   // output; every other element of the convolution's output gets zero.
   const auto unpool_sample = [&](int64_t b, float* g, float* dz, float* db_t) {
-    cpu::activation_grad_from_output(act, yp + b * d.out * ps, dyp + b * d.out * ps, g,
-                                     d.out * ps);
+    cpu::activation_grad_from_output(act, yp + b * d.out * ps, dyp + b * d.out * ps, g, d.out * ps);
     if (!tiled) std::fill(dz, dz + d.out * d.s, 0.0f);
     for (int64_t o = 0; o < d.out; ++o) {
       const int32_t* arg = argmax.data() + (b * d.out + o) * ps;
@@ -783,8 +782,8 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
         for (int64_t b = c0; b < c1; ++b) {
           unpool_sample(b, scratch.g, dz + (b - c0) * d.out * d.s, scratch.db);
         }
-        cpu::dnnl_conv_backward(d.dnnl(win, c0, c1, precision_), xp + c0 * d.c_in * d.h * d.w,
-                                wp, dz, dxp ? dxp + c0 * d.c_in * d.h * d.w : nullptr, dw_chunk,
+        cpu::dnnl_conv_backward(d.dnnl(win, c0, c1, precision_), xp + c0 * d.c_in * d.h * d.w, wp,
+                                dz, dxp ? dxp + c0 * d.c_in * d.h * d.w : nullptr, dw_chunk,
                                 nullptr, 0);
         for (int64_t i = 0; i < d.out * d.ckk; ++i) scratch.dw[i] += dw_chunk[i];
       }
