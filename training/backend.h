@@ -98,12 +98,14 @@ class Backend {
                                const Tensor& dy, Tensor& dz, Tensor* dx, Tensor& dw,
                                Tensor* db) = 0;
 
-  // ---- Convolution (im2col + GEMM, per sample) ----
+  // ---- Convolution (im2col + GEMM per sample, or a library's convolution kernels) ----
   // Floats of workspace that conv2d_backward needs for input x[B,C,H,W] and weights [O,C,KH,KW].
   virtual int64_t conv2d_backward_workspace(const Window2d& win, const Shape& x,
                                             int64_t out_channels) const = 0;
   // y[B,O,OH,OW] = act(conv(x[B,C,H,W], w[O,C,KH,KW]) + bias[O]); col[B, C*KH*KW, OH*OW] receives
-  // the unfolded input, which conv2d_backward reuses.
+  // the unfolded input where the convolution unfolds it (im2col), which conv2d_backward reuses. A
+  // convolution that does not unfold may leave col unwritten (cuDNN's) or keep there what its
+  // backward reads (oneDNN's on the CPU: x in oneDNN's layout, cpu_backend.h).
   virtual void conv2d_forward(const Window2d& win, const Tensor& x, const Tensor& w,
                               const Tensor* bias, Activation act, Tensor& col, Tensor& y) = 0;
   // dz[B,O,OH,OW] = dy * act'(y) (workspace, unused when act is none); dx[B,C,H,W] (skipped when

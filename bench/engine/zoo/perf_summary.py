@@ -25,7 +25,11 @@ CATEGORIES = [
     ("optimizer step (adam/adamw/sgd)", r"adam_step|sgd_step"),
     ("softmax cross-entropy", r"softmax_cross_entropy"),
     ("conv + max-pool (fused op, non-GEMM part)", r"conv2d_pool|conv_pool"),
-    ("im2col / col2im / conv bookkeeping", r"im2col|col2im|conv_backward_sample|conv2d_"),
+    # The CPU backend's own reorders into oneDNN's convolution layouts (NCHW fp32 -> NHWC bf16),
+    # inlined into ThreadConvs::in; oneDNN's own reorders are JIT code (GEMM below).
+    ("oneDNN conv reorders (engine's own)", r"ThreadConvs|to_nhwc_bf16"),
+    ("im2col / col2im / conv bookkeeping", r"im2col|col2im|unfold|conv_forward_sample|"
+                                           r"conv_backward_sample|conv2d_"),
     ("max / avg / global pooling", r"max_pool|avg_pool|global_avg_pool|pool_2x2"),
     ("residual add / add / copy", r"CpuBackend::add|CpuBackend::copy|Residual"),
     ("libm erf/exp/tanh (GELU, tanh)", r"__erff|__expf|__tanhf|erff@plt|expf@plt|tanhf@plt|"

@@ -1,4 +1,4 @@
-// The CPU backend: OpenBLAS's and Eigen's GEMM kernels on a fixed pool of threads.
+// The CPU backend: oneDNN's, OpenBLAS's and Eigen's kernels on a fixed pool of threads.
 #ifndef TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
 #define TUNER_TRAINING_BACKENDS_CPU_CPU_BACKEND_H_
 
@@ -18,7 +18,11 @@ namespace tuner::training {
 // count. Products run on single-threaded kernels inside each thread's block: OpenBLAS's where
 // every extent is at least 32 and the build found it (libopenblas-dev), Eigen's otherwise. The
 // bias is written into the output before the product accumulates onto it, and the activation is
-// applied to the block while it is in cache (the fused epilogue).
+// applied to the block while it is in cache (the fused epilogue). Convolutions with at least
+// cpu::kMinDnnlConvChannels input channels and a kernel larger than 1x1 run on oneDNN's
+// convolution primitives where the build has oneDNN (dnnl_conv.h; each thread convolves its
+// samples in one call and keeps, in its samples' share of `col`, x in the layout of oneDNN's
+// backward, where it fits); the others unfold each sample (im2col) into a GEMM.
 // Thread safety: as Backend (one caller at a time).
 class CpuBackend final : public Backend {
  public:
@@ -113,6 +117,10 @@ class CpuBackend final : public Backend {
   // One partial sum per thread, summed in thread order (deterministic reductions).
   std::vector<double> partials_;
 };
+
+// True when the CPU backend's conv2d_forward unfolds x[B,C,H,W] (C = in_channels) into `col`
+// (im2col + GEMM); false where the convolution runs on oneDNN's primitives.
+bool cpu_conv2d_unfolds(const Window2d& win, int64_t in_channels);
 
 // Empty when this CPU and build can run a CPU backend with bf16 products; else why not ("this CPU
 // (...) has neither AMX nor AVX512-BF16", or a build without oneDNN).

@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "training/backends/cpu/dnnl_conv.h"
+#include "training/backends/cpu/dnnl_matmul.h"
 #include "training/rng.h"
 
 namespace tuner::training {
@@ -239,6 +243,127 @@ TEST(CpuBackend, Conv2dForwardMatchesDirectConvolution) {
   }
 }
 
+// The value a bf16 product reads for v: v itself in fp32, v rounded to bf16 (nearest, ties to
+// even) with bf16 products.
+double product_input(float v, bool bf16) {
+  if (!bf16) return v;
+  uint16_t r;
+  cpu::round_to_bf16(&v, 1, 1, 0, &r);
+  return std::bit_cast<float>(static_cast<uint32_t>(r) << 16);
+}
+
+// conv2d_forward and conv2d_backward against the definition, in double, on both of the
+// backend's paths (oneDNN's primitives from kMinDnnlConvChannels input channels and kernels
+// larger than 1x1, im2col + GEMM otherwise): strides, paddings, rectangular and 5x5 kernels,
+// channel counts that are no multiple of oneDNN's blocks, batches that leave threads without a
+// sample, a stride that leaves too little of `col` to keep x for the backward, a padding as wide
+// as the kernel; in fp32 and, where the CPU has them, with bf16 products (the definition then
+// reads x, w and dz rounded to bf16).
+TEST(CpuBackend, Conv2dMatchesTheDefinitionOnEveryPath) {
+  const ConvCase cases[] = {{5, 8, 9, 9, 16, {3, 3, 1, 1}},    {2, 16, 10, 11, 8, {3, 3, 2, 1}},
+                            {3, 12, 12, 12, 20, {5, 5, 1, 2}}, {2, 32, 7, 7, 32, {3, 3, 1, 0}},
+                            {1, 16, 6, 8, 4, {2, 3, 1, 1}},    {2, 16, 8, 8, 32, {1, 1, 2, 0}},
+                            {3, 3, 8, 8, 16, {3, 3, 1, 1}},    {2, 8, 9, 9, 8, {2, 2, 3, 0}},
+                            {2, 8, 5, 5, 4, {3, 3, 2, 3}}};
+  std::vector<Precision> precisions{Precision::kFloat32};
+  if (cpu_bf16_unavailable().empty()) precisions.push_back(Precision::kBfloat16);
+  for (Precision precision : precisions) {
+    const bool bf16 = precision == Precision::kBfloat16;
+    for (int threads : {1, 2, 3}) {
+      CpuBackend backend(threads, precision);
+      for (const ConvCase& k : cases) {
+        const Window2d& win = k.win;
+        SCOPED_TRACE(
+            "case " + std::to_string(&k - cases) + ", threads " + std::to_string(threads) +
+            (bf16 ? ", bf16" : ", fp32") +
+            (cpu::dnnl_conv_suits(k.c, win.kernel_h, win.kernel_w) ? ", oneDNN" : ", im2col"));
+        const int64_t oh = win.out_h(k.h), ow = win.out_w(k.w);
+        const Shape x_shape{k.b, k.c, k.h, k.w}, w_shape{k.o, k.c, win.kernel_h, win.kernel_w};
+        const Shape y_shape{k.b, k.o, oh, ow};
+        Tensor x(x_shape), w(w_shape), bias(Shape{k.o}), dy(y_shape);
+        Tensor col(Shape{k.b, k.c * win.kernel_h * win.kernel_w, oh * ow}), y(y_shape);
+        Tensor dz(y_shape), dx(x_shape), dw(w_shape), db(Shape{k.o});
+        fill(x, 51);
+        fill(w, 52);
+        fill(bias, 53);
+        fill(dy, 54);
+        backend.conv2d_forward(win, x, w, &bias, Activation::kRelu, col, y);
+        std::vector<float> work(
+            static_cast<size_t>(backend.conv2d_backward_workspace(win, x_shape, k.o)));
+        backend.conv2d_backward(win, x, w, col, y, Activation::kRelu, dy, dz, &dx, dw, &db, work);
+        {
+          // A second backend of the thread count gives the same bits (a fresh cache of
+          // primitives and scratch).
+          CpuBackend again(threads, precision);
+          Tensor col2(col.shape()), y2(y_shape), dz2(y_shape), dx2(x_shape), dw2(w_shape);
+          Tensor db2(Shape{k.o});
+          again.conv2d_forward(win, x, w, &bias, Activation::kRelu, col2, y2);
+          again.conv2d_backward(win, x, w, col2, y2, Activation::kRelu, dy, dz2, &dx2, dw2, &db2,
+                                work);
+          for (const auto& [a, b] : {std::pair{&y, &y2}, {&dx, &dx2}, {&dw, &dw2}, {&db, &db2}}) {
+            ASSERT_EQ(0, std::memcmp(a->data(), b->data(), a->numel() * sizeof(float)));
+          }
+        }
+        // The definition: y = relu(conv + bias); dz = dy * relu'(y), then its gradients.
+        std::vector<double> want_dx(static_cast<size_t>(x.numel()), 0.0);
+        std::vector<double> want_dw(static_cast<size_t>(w.numel()), 0.0);
+        std::vector<double> want_db(static_cast<size_t>(k.o), 0.0);
+        for (int64_t b = 0; b < k.b; ++b) {
+          for (int64_t o = 0; o < k.o; ++o) {
+            for (int64_t i = 0; i < oh; ++i) {
+              for (int64_t j = 0; j < ow; ++j) {
+                double acc = bias.at({o});
+                for (int64_t c = 0; c < k.c; ++c) {
+                  for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
+                    for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
+                      const int64_t ih = i * win.stride - win.padding + kh;
+                      const int64_t iw = j * win.stride - win.padding + kw;
+                      if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                      acc += product_input(w.at({o, c, kh, kw}), bf16) *
+                             product_input(x.at({b, c, ih, iw}), bf16);
+                    }
+                  }
+                }
+                const float got = y.at({b, o, i, j});
+                ASSERT_NEAR(got, std::max(0.0, acc), 2e-4 + 2e-4 * std::abs(acc))
+                    << "y " << b << "," << o << "," << i << "," << j;
+                // The backward from the backend's own y, whose relu' the definition shares.
+                const float g = got > 0.0f ? dy.at({b, o, i, j}) : 0.0f;
+                ASSERT_EQ(dz.at({b, o, i, j}), g);
+                want_db[o] += g;
+                const double gp = product_input(g, bf16);
+                for (int64_t c = 0; c < k.c; ++c) {
+                  for (int64_t kh = 0; kh < win.kernel_h; ++kh) {
+                    for (int64_t kw = 0; kw < win.kernel_w; ++kw) {
+                      const int64_t ih = i * win.stride - win.padding + kh;
+                      const int64_t iw = j * win.stride - win.padding + kw;
+                      if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                      want_dx[((b * k.c + c) * k.h + ih) * k.w + iw] +=
+                          gp * product_input(w.at({o, c, kh, kw}), bf16);
+                      want_dw[((o * k.c + c) * win.kernel_h + kh) * win.kernel_w + kw] +=
+                          gp * product_input(x.at({b, c, ih, iw}), bf16);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+        auto expect_near = [](const char* name, const Tensor& got,
+                              const std::vector<double>& want) {
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_NEAR(got.data()[i], want[i], 2e-4 + 2e-4 * std::abs(want[i]))
+                << name << " " << i;
+          }
+        };
+        expect_near("dx", dx, want_dx);
+        expect_near("dw", dw, want_dw);
+        expect_near("db", db, want_db);
+      }
+    }
+  }
+}
+
 // The 2x2 stride-2 max-pool has paths of its own (forward; backward on even planes): the same
 // maxima, argmax (the first maximum in window order wins ties) and gradients as the definition.
 TEST(CpuBackend, MaxPool2x2MatchesTheDefinition) {
@@ -299,7 +424,8 @@ double act_grad(Activation act, double y) {
 // the same pooled values and argmax bit for bit; and their gradients against the definition
 // (the pooled gradient times act' at each window's maximum, folded back through the
 // convolution), in double. Covers whole and partial 8-window rows, odd convolution outputs (whose
-// last row and column no window covers), strides and thread counts.
+// last row and column no window covers), strides and thread counts, on both of the backend's
+// paths (im2col, and oneDNN's convolutions from 8 input channels).
 TEST(CpuBackend, Conv2dPoolMatchesConvThenPoolAndTheDefinition) {
   struct Case {
     int64_t b, c, h, w, o;
@@ -310,7 +436,12 @@ TEST(CpuBackend, Conv2dPoolMatchesConvThenPoolAndTheDefinition) {
                         {4, 5, 14, 14, 6, {3, 3, 1, 1}, Activation::kRelu},
                         {2, 3, 9, 7, 4, {3, 3, 1, 1}, Activation::kTanh},
                         {2, 2, 11, 10, 3, {3, 3, 2, 1}, Activation::kSigmoid},
-                        {3, 2, 6, 6, 3, {1, 1, 1, 0}, Activation::kNone}};
+                        {3, 2, 6, 6, 3, {1, 1, 1, 0}, Activation::kNone},
+                        // On oneDNN: more samples than a thread's chunk, odd and strided planes.
+                        {19, 8, 14, 14, 16, {3, 3, 1, 1}, Activation::kRelu},
+                        {3, 16, 9, 7, 8, {3, 3, 1, 1}, Activation::kTanh},
+                        {2, 12, 11, 10, 6, {3, 3, 2, 1}, Activation::kSigmoid},
+                        {4, 32, 8, 8, 32, {3, 3, 1, 1}, Activation::kNone}};
   for (int threads : {1, 2, 3}) {
     CpuBackend backend(threads);
     for (const Case& k : cases) {

@@ -12,6 +12,7 @@
 #include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cpu/cpu_kernels.h"
+#include "training/backends/cpu/dnnl_conv.h"
 #include "training/backends/cpu/dnnl_matmul.h"
 #include "training/backends/cpu/max_pool_2x2.h"
 
@@ -315,6 +316,20 @@ struct ConvDims {
         ow(out_w),
         s(out_h * out_w),
         ckk(x.dim(1) * win.kernel_h * win.kernel_w) {}
+
+  // oneDNN's view of the samples [b0, b1).
+  cpu::DnnlConvShape dnnl(const Window2d& win, int64_t b0, int64_t b1, Precision p) const {
+    return {.n = b1 - b0,
+            .c = c_in,
+            .h = h,
+            .w = w,
+            .o = out,
+            .kh = win.kernel_h,
+            .kw = win.kernel_w,
+            .stride = win.stride,
+            .padding = win.padding,
+            .bf16 = p == Precision::kBfloat16};
+  }
 };
 
 // One sample's convolution: col[CKK,S] = im2col(x[C,H,W]), y[O,S] = act(w[O,CKK] col + bias).
@@ -365,6 +380,10 @@ void conv_backward_sample(Precision p, const Window2d& win, const ConvDims& d, c
 }
 
 }  // namespace
+
+bool cpu_conv2d_unfolds(const Window2d& win, int64_t in_channels) {
+  return !cpu::dnnl_conv_suits(in_channels, win.kernel_h, win.kernel_w);
+}
 
 const uint16_t* CpuBackend::round_shared(const Tensor& t, int slot) {
   if (precision_ != Precision::kBfloat16) return nullptr;
@@ -489,6 +508,25 @@ void CpuBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Tens
                                 const Tensor* bias, Activation act, Tensor& col, Tensor& y) {
   const ConvDims d(win, x, w, y.dim(2), y.dim(3));
   const float* xp = x.data();
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
+    // Each thread convolves its samples in one oneDNN call; col is not written.
+    const int threads = num_threads();
+    const float* wp = w.data();
+    const float* bp = bias ? bias->data() : nullptr;
+    float* colp = col.data();
+    float* yp = y.data();
+    pool_.run([&](int t) {
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      if (b0 == b1) return;
+      float* yt = yp + b0 * d.out * d.s;
+      // The thread's samples of col keep x in the backward's layout for it (where it fits).
+      cpu::dnnl_conv_forward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp, bp,
+                             yt, colp + b0 * d.ckk * d.s,
+                             static_cast<size_t>((b1 - b0) * d.ckk * d.s) * sizeof(float));
+      cpu::apply_activation(act, yt, (b1 - b0) * d.out * d.s);
+    });
+    return;
+  }
   const Operand wp(w.data(), round_shared(w, 0));
   const float* bp = bias ? bias->data() : nullptr;
   float* colp = col.data();
@@ -527,12 +565,45 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
   const ConvDims d(win, x, w, dy.dim(2), dy.dim(3));
   const int threads = num_threads();
   const int64_t per_thread = d.out * d.ckk + d.out + d.ckk * d.s;
-  const Operand wp(w.data(), round_shared(w, 0));
-  const float* colp = col.data();
   const float* yp = y.data();
   const float* dyp = dy.data();
   float* dzp = dz.data();
   float* dxp = dx ? dx->data() : nullptr;
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
+    // Each thread: dz and db of its samples, then their dx and partial dw in one oneDNN call.
+    const float* xp = x.data();
+    const float* wp = w.data();
+    const float* colp = col.data();
+    pool_.run([&](int t) {
+      float* dw_t = work.data() + t * per_thread;
+      float* db_t = dw_t + d.out * d.ckk;
+      std::fill(db_t, db_t + d.out, 0.0f);
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      if (b0 == b1) {
+        std::fill(dw_t, dw_t + d.out * d.ckk, 0.0f);
+        return;
+      }
+      const int64_t offset = b0 * d.out * d.s, n = (b1 - b0) * d.out * d.s;
+      const float* g = dyp + offset;
+      if (act != Activation::kNone) {
+        cpu::activation_grad_from_output(act, yp + offset, g, dzp + offset, n);
+        g = dzp + offset;
+      }
+      for (int64_t b = 0; b < b1 - b0; ++b) {
+        for (int64_t o = 0; o < d.out; ++o) {
+          db_t[o] += cpu::sum_fixed_order(g + (b * d.out + o) * d.s, d.s);
+        }
+      }
+      cpu::dnnl_conv_backward(d.dnnl(win, b0, b1, precision_), xp + b0 * d.c_in * d.h * d.w, wp, g,
+                              dxp ? dxp + b0 * d.c_in * d.h * d.w : nullptr, dw_t,
+                              colp + b0 * d.ckk * d.s,
+                              static_cast<size_t>((b1 - b0) * d.ckk * d.s) * sizeof(float));
+    });
+    reduce_conv_partials(work, 0, per_thread, d.out, d.ckk, dw, db);
+    return;
+  }
+  const Operand wp(w.data(), round_shared(w, 0));
+  const float* colp = col.data();
   pool_.run([&](int t) {
     float* dw_t = work.data() + t * per_thread;
     float* db_t = dw_t + d.out * d.ckk;
@@ -553,6 +624,22 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
   });
   reduce_conv_partials(work, 0, per_thread, d.out, d.ckk, dw, db);
 }
+
+namespace {
+
+// Samples per oneDNN call in the fused conv2d_pool_* ops: their convolution output (in the
+// backward, its dz) stays in the thread's L2 cache between the convolution and the pooling.
+constexpr int64_t kPoolChunk = 8;
+
+// This thread's scratch of at least `floats` for conv2d_pool_*'s oneDNN path; it keeps its
+// largest size, so steps after the first allocate nothing.
+float* pool_chunk_scratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(floats)) scratch.resize(static_cast<size_t>(floats));
+  return scratch.data();
+}
+
+}  // namespace
 
 // Per thread of conv2d_pool_*: one sample's unfolded input [CKK, S] (in backward, then its
 // dcol), its convolution output [O, S] (in backward, its dz), a partial dw[O, CKK] and db[O], and
@@ -598,31 +685,52 @@ void CpuBackend::conv2d_pool_forward(const Window2d& win, const Tensor& x, const
   const int64_t ph = y.dim(2), pw = y.dim(3), ps = ph * pw;
   const int threads = num_threads();
   const float* xp = x.data();
-  const Operand wp(w.data(), round_shared(w, 0));
   const float* bp = bias ? bias->data() : nullptr;
   float* yp = y.data();
+  // The pooling applies a relu as it reads its windows (no pass of its own).
+  const bool relu = act == Activation::kRelu;
+  // Sample b's pooled output and argmax from its convolution output conv[O, S].
+  const auto pool_sample = [&](int64_t b, const float* conv) {
+    for (int64_t o = 0; o < d.out; ++o) {
+      const int64_t plane = b * d.out + o;
+      const float* in = conv + o * d.s;
+      float* out = yp + plane * ps;
+      int32_t* arg = argmax.data() + plane * ps;
+      if (relu) {
+        cpu::max_pool_2x2_plane<true>(in, d.ow, ph, pw, out, arg);
+      } else {
+        cpu::max_pool_2x2_plane(in, d.ow, ph, pw, out, arg);
+      }
+    }
+  };
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
+    // oneDNN's convolution of kPoolChunk samples at a time into this thread's scratch, pooled
+    // from there while it is in cache.
+    const float* wp = w.data();
+    pool_.run([&](int t) {
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      float* conv = pool_chunk_scratch(kPoolChunk * d.out * d.s);
+      for (int64_t c0 = b0; c0 < b1; c0 += kPoolChunk) {
+        const int64_t c1 = std::min(b1, c0 + kPoolChunk);
+        cpu::dnnl_conv_forward(d.dnnl(win, c0, c1, precision_), xp + c0 * d.c_in * d.h * d.w, wp,
+                               bp, conv, nullptr, 0);
+        if (!relu) cpu::apply_activation(act, conv, (c1 - c0) * d.out * d.s);
+        for (int64_t b = c0; b < c1; ++b) pool_sample(b, conv + (b - c0) * d.out * d.s);
+      }
+    });
+    return;
+  }
+  const Operand wp(w.data(), round_shared(w, 0));
   // With bf16 products the unfolded sample goes straight to bf16 (unfold), not through scratch.col.
   const bool bf16 = precision_ == Precision::kBfloat16;
   pool_.run([&](int t) {
     const PoolScratch scratch(work, t, d);
     const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
-    // The pooling applies a relu as it reads its windows (no pass of its own).
-    const bool relu = act == Activation::kRelu;
     for (int64_t b = b0; b < b1; ++b) {
       conv_forward_sample(precision_, win, d, xp + b * d.c_in * d.h * d.w, wp, bp,
                           relu ? Activation::kNone : act, bf16 ? nullptr : scratch.col,
                           scratch.conv);
-      for (int64_t o = 0; o < d.out; ++o) {
-        const int64_t plane = b * d.out + o;
-        const float* in = scratch.conv + o * d.s;
-        float* out = yp + plane * ps;
-        int32_t* arg = argmax.data() + plane * ps;
-        if (relu) {
-          cpu::max_pool_2x2_plane<true>(in, d.ow, ph, pw, out, arg);
-        } else {
-          cpu::max_pool_2x2_plane(in, d.ow, ph, pw, out, arg);
-        }
-      }
+      pool_sample(b, scratch.conv);
     }
   });
 }
@@ -635,13 +743,56 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
   const int64_t ph = dy.dim(2), pw = dy.dim(3), ps = ph * pw;
   const int threads = num_threads();
   const float* xp = x.data();
-  const Operand wp(w.data(), round_shared(w, 0));
   const float* yp = y.data();
   const float* dyp = dy.data();
   float* dxp = dx ? dx->data() : nullptr;
   // 2x2 windows tile an even plane: every element of dz is written once, with its gradient or
   // zero, instead of zeroing the plane and scattering into it.
   const bool tiled = d.oh % 2 == 0 && d.ow % 2 == 0;
+  // Sample b's dz[O, S] from its pooled gradient (g[O, PS]: scratch), adding its db into db_t.
+  // The pooling passed each gradient to its window's maximum, whose act' is that of the pooled
+  // output; every other element of the convolution's output gets zero.
+  const auto unpool_sample = [&](int64_t b, float* g, float* dz, float* db_t) {
+    cpu::activation_grad_from_output(act, yp + b * d.out * ps, dyp + b * d.out * ps, g, d.out * ps);
+    if (!tiled) std::fill(dz, dz + d.out * d.s, 0.0f);
+    for (int64_t o = 0; o < d.out; ++o) {
+      const int32_t* arg = argmax.data() + (b * d.out + o) * ps;
+      const float* gp = g + o * ps;
+      float* plane = dz + o * d.s;
+      db_t[o] += cpu::sum_fixed_order(gp, ps);
+      if (tiled) {
+        cpu::max_pool_2x2_backward_plane(arg, gp, ph, pw, plane);
+      } else {
+        for (int64_t k = 0; k < ps; ++k) plane[arg[k]] = gp[k];
+      }
+    }
+  };
+  if (!cpu_conv2d_unfolds(win, d.c_in)) {
+    // As the forward: kPoolChunk samples' dz in this thread's scratch, then one oneDNN backward
+    // of them, whose dw the thread's partial sums in chunk order.
+    const float* wp = w.data();
+    pool_.run([&](int t) {
+      const PoolScratch scratch(work, t, d);
+      std::fill(scratch.dw, scratch.dw + d.out * d.ckk + d.out, 0.0f);
+      const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
+      float* dz = pool_chunk_scratch(kPoolChunk * d.out * d.s + d.out * d.ckk);
+      float* dw_chunk = dz + kPoolChunk * d.out * d.s;
+      for (int64_t c0 = b0; c0 < b1; c0 += kPoolChunk) {
+        const int64_t c1 = std::min(b1, c0 + kPoolChunk);
+        for (int64_t b = c0; b < c1; ++b) {
+          unpool_sample(b, scratch.g, dz + (b - c0) * d.out * d.s, scratch.db);
+        }
+        cpu::dnnl_conv_backward(d.dnnl(win, c0, c1, precision_), xp + c0 * d.c_in * d.h * d.w, wp,
+                                dz, dxp ? dxp + c0 * d.c_in * d.h * d.w : nullptr, dw_chunk,
+                                nullptr, 0);
+        for (int64_t i = 0; i < d.out * d.ckk; ++i) scratch.dw[i] += dw_chunk[i];
+      }
+    });
+    reduce_conv_partials(work, PoolScratch::dw_offset(d.ckk, d.s, d.out), PoolScratch::floats(d),
+                         d.out, d.ckk, dw, db);
+    return;
+  }
+  const Operand wp(w.data(), round_shared(w, 0));
   // With bf16 products the unfolded sample goes straight to bf16 (unfold), not through scratch.col.
   const bool bf16 = precision_ == Precision::kBfloat16;
   pool_.run([&](int t) {
@@ -650,22 +801,7 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
     std::fill(scratch.dw, scratch.dw + d.out * d.ckk + d.out, 0.0f);
     const int64_t b0 = d.batch * t / threads, b1 = d.batch * (t + 1) / threads;
     for (int64_t b = b0; b < b1; ++b) {
-      // The pooling passed each gradient to its window's maximum, whose act' is that of the
-      // pooled output; every other element of the convolution's output gets zero.
-      cpu::activation_grad_from_output(act, yp + b * d.out * ps, dyp + b * d.out * ps, scratch.g,
-                                       d.out * ps);
-      if (!tiled) std::fill(dz, dz + d.out * d.s, 0.0f);
-      for (int64_t o = 0; o < d.out; ++o) {
-        const int32_t* arg = argmax.data() + (b * d.out + o) * ps;
-        const float* gp = scratch.g + o * ps;
-        float* plane = dz + o * d.s;
-        scratch.db[o] += cpu::sum_fixed_order(gp, ps);
-        if (tiled) {
-          cpu::max_pool_2x2_backward_plane(arg, gp, ph, pw, plane);
-        } else {
-          for (int64_t k = 0; k < ps; ++k) plane[arg[k]] = gp[k];
-        }
-      }
+      unpool_sample(b, scratch.g, dz, scratch.db);
       // The unfolded input again (cheaper than keeping the batch's in memory), then the dcol of
       // dx in its place once dw has read it.
       const Operand col = unfold(precision_, win, d, xp + b * d.c_in * d.h * d.w,
