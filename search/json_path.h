@@ -53,6 +53,8 @@ const Json& expect_object(const Json& value, std::string_view path, std::string_
 // when none is close. `context` is e.g. `for type float`, may be empty.
 void check_fields(const Json& object, std::string_view path,
                   std::initializer_list<std::string_view> allowed, std::string_view context = "");
+void check_fields(const Json& object, std::string_view path,
+                  const std::vector<std::string_view>& allowed, std::string_view context = "");
 
 // The field, or nullptr when absent.
 const Json* find_field(const Json& object, std::string_view key);
