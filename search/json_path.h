@@ -17,12 +17,10 @@
 #include <vector>
 
 #include "trials/error.h"
+#include "trials/json.h"
 #include "trials/param_value.h"
 
 namespace tuner {
-
-// Key order is kept, so that a file saved after loading reads as it was written.
-using Json = nlohmann::ordered_json;
 
 // `path` extended by an object key or an array index. An empty path gives the bare key.
 std::string child_path(std::string_view path, std::string_view key);

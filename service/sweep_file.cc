@@ -473,7 +473,8 @@ Json write_options(std::string_view type, const std::vector<Option<Config>>& opt
   Json section = Json::object();
   section["type"] = std::string(type);
   for (const Option<Config>& option : options) {
-    if (std::optional<Json> value = option.write(config)) section[std::string(option.name)] = *value;
+    std::optional<Json> value = option.write(config);
+    if (value) section[std::string(option.name)] = *value;
   }
   return section;
 }

@@ -21,12 +21,12 @@
 #include "search/rng.h"
 #include "search/search_space_json.h"
 #include "trials/error.h"
+#include "trials/json.h"
 
 namespace tuner {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
 
 const fs::path kTestdata = fs::path(TUNER_SOURCE_DIR) / "service" / "testdata" / "sweeps";
