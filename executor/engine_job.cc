@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "executor/argv_template.h"
 #include "executor/job_json.h"
 #include "executor/node_store.h"
 #include "training/backends/cpu/cpu_backend.h"
@@ -1011,17 +1012,8 @@ std::vector<int> engine_rank_gpus(const EngineJobSpec& spec, const std::vector<i
 }
 
 CommandSpec engine_job_command(const EngineJobSpec& spec, const std::string& tuner_path) {
-  auto escape = [](const std::string& text) {
-    std::string out;
-    out.reserve(text.size() + 16);
-    for (char ch : text) {
-      out += ch;
-      if (ch == '{' || ch == '}') out += ch;
-    }
-    return out;
-  };
   CommandSpec command;
-  command.argv = {escape(tuner_path), "trial", "--engine-job", escape(spec.json)};
+  command.argv = {argv_literal(tuner_path), "trial", "--engine-job", argv_literal(spec.json)};
   return command;
 }
 
