@@ -11,6 +11,7 @@
 #include "storage/sqlite_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
+#include "trials/json.h"
 #include "trials/json_depth.h"
 #include "trials/param_value.h"
 #include "trials/trial_origin.h"
@@ -97,7 +98,6 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials) {
 }
 
 std::string trial_json(const FrozenTrial& t) {
-  using Json = nlohmann::ordered_json;
   std::string out;
   auto field = [&out](std::string_view key, const std::string& json) {
     out += (out.empty() ? "{" : ",") + Json(key).dump() + ":" + json;

@@ -76,6 +76,16 @@ std::string expand_one(const std::string& arg, size_t index, const ArgvValues& v
 
 }  // namespace
 
+std::string argv_literal(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (char ch : text) {
+    out += ch;
+    if (ch == '{' || ch == '}') out += ch;
+  }
+  return out;
+}
+
 std::vector<std::string> argv_placeholders(const std::string& arg, size_t index) {
   std::vector<std::string> names;
   scan(

@@ -39,6 +39,9 @@ std::vector<std::string> expand_argv(const std::vector<std::string>& argv_templa
 // Error(kInvalidArgument) for an unterminated '{' or a stray '}', as expand_argv does.
 std::vector<std::string> argv_placeholders(const std::string& arg, size_t index);
 
+// `text` as an argv entry that expands to itself: every '{' and '}' doubled.
+std::string argv_literal(const std::string& text);
+
 // The text a parameter value takes in an argv (see above).
 std::string argv_text(const ParamValue& value);
 

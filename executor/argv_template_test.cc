@@ -41,6 +41,14 @@ TEST(ArgvTemplate, DoubledBracesAreLiteral) {
               ElementsAre("echo", R"({"lr": 0.001})", "}{"));
 }
 
+// An engine trial's command carries the job's JSON as one argv entry: argv_literal makes it
+// expand to itself, braces and all.
+TEST(ArgvTemplate, ArgvLiteralExpandsToItself) {
+  const std::string text = R"({"model": {"layers": [{"out": "{width}"}]}} }{)";
+  EXPECT_THAT(expand({"tuner", argv_literal(text)}), ElementsAre("tuner", text));
+  EXPECT_EQ(argv_literal("plain"), "plain");
+}
+
 TEST(ArgvTemplate, UnknownNameIsAnErrorNamingItAndTheIndex) {
   EXPECT_THAT(error_of({"python3", "t.py", "--momentum", "{momentum}"}),
               HasSubstr("argv[3] \"{momentum}\": unknown placeholder {momentum}"));

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "executor/argv_template.h"
 #include "executor/job_json.h"
 #include "executor/node_store.h"
 #include "training/backends/cpu/cpu_backend.h"
@@ -42,7 +43,6 @@ std::optional<std::string> engine_placeholder(std::string_view text) {
 
 namespace {
 
-using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -58,26 +58,26 @@ std::string join(const std::vector<std::string_view>& names) {
 
 // --- Placeholders -------------------------------------------------------------------------------
 
-std::optional<std::string> placeholder_name(const Json& v) {
+std::optional<std::string> placeholder_name(const nlohmann::json& v) {
   return v.is_string() ? engine_placeholder(v.get_ref<const std::string&>()) : std::nullopt;
 }
 
-bool has_placeholder(const Json& v) {
+bool has_placeholder(const nlohmann::json& v) {
   if (placeholder_name(v)) return true;
   if (v.is_structured()) {
-    for (const Json& child : v) {
+    for (const nlohmann::json& child : v) {
       if (has_placeholder(child)) return true;
     }
   }
   return false;
 }
 
-Json param_json(const ParamValue& value) {
-  return std::visit([](const auto& x) { return Json(x); }, value);
+nlohmann::json param_json(const ParamValue& value) {
+  return std::visit([](const auto& x) { return nlohmann::json(x); }, value);
 }
 
 // `v` with every placeholder replaced by its parameter.
-Json substitute(const Json& v, const std::string& path, const Params& params) {
+nlohmann::json substitute(const nlohmann::json& v, const std::string& path, const Params& params) {
   if (auto name = placeholder_name(v)) {
     auto it = params.find(*name);
     if (it == params.end()) {
@@ -86,13 +86,13 @@ Json substitute(const Json& v, const std::string& path, const Params& params) {
     return param_json(it->second);
   }
   if (v.is_object()) {
-    Json out = Json::object();
+    nlohmann::json out = nlohmann::json::object();
     for (const auto& [key, child] : v.items())
       out[key] = substitute(child, path + "." + key, params);
     return out;
   }
   if (v.is_array()) {
-    Json out = Json::array();
+    nlohmann::json out = nlohmann::json::array();
     for (size_t i = 0; i < v.size(); ++i) {
       out.push_back(substitute(v[i], path + "[" + std::to_string(i) + "]", params));
     }
@@ -107,7 +107,7 @@ Json substitute(const Json& v, const std::string& path, const Params& params) {
 // default). A placeholder while `templated` (no trial yet): nullopt too, its type unknown.
 class Reader {
  public:
-  Reader(const Json& object, std::string path, bool templated)
+  Reader(const nlohmann::json& object, std::string path, bool templated)
       : object_(object), path_(std::move(path)), templated_(templated) {}
 
   // Refuses members not in `known`.
@@ -122,7 +122,7 @@ class Reader {
 
   std::optional<int64_t> integer(const std::string& key, int64_t min,
                                  bool placeholder_ok = true) const {
-    const Json* v = get(key, placeholder_ok);
+    const nlohmann::json* v = get(key, placeholder_ok);
     if (!v) return std::nullopt;
     if (!v->is_number_integer() ||
         (v->is_number_unsigned() &&
@@ -137,7 +137,7 @@ class Reader {
   // A finite number in the range that `ok` accepts, described by `range` (e.g. "> 0").
   template <typename Ok>
   std::optional<double> number(const std::string& key, const std::string& range, Ok ok) const {
-    const Json* v = get(key, true);
+    const nlohmann::json* v = get(key, true);
     if (!v) return std::nullopt;
     if (!v->is_number() || !std::isfinite(v->get<double>()) || !ok(v->get<double>())) {
       fail(path_ + "." + key, "expected a number " + range + ", got " + v->dump());
@@ -148,7 +148,7 @@ class Reader {
   std::optional<std::string> choice(const std::string& key,
                                     const std::vector<std::string_view>& choices,
                                     bool placeholder_ok = true) const {
-    const Json* v = get(key, placeholder_ok);
+    const nlohmann::json* v = get(key, placeholder_ok);
     if (!v) return std::nullopt;
     if (!v->is_string() ||
         std::find(choices.begin(), choices.end(), v->get<std::string>()) == choices.end()) {
@@ -158,7 +158,7 @@ class Reader {
   }
 
   std::optional<std::string> string(const std::string& key) const {
-    const Json* v = get(key, false);
+    const nlohmann::json* v = get(key, false);
     if (!v) return std::nullopt;
     if (!v->is_string())
       fail(path_ + "." + key, std::string("expected a string, got ") + v->dump());
@@ -166,7 +166,7 @@ class Reader {
   }
 
  private:
-  const Json* get(const std::string& key, bool placeholder_ok) const {
+  const nlohmann::json* get(const std::string& key, bool placeholder_ok) const {
     auto it = object_.find(key);
     if (it == object_.end()) return nullptr;
     if (placeholder_name(*it)) {
@@ -176,7 +176,7 @@ class Reader {
     return &*it;
   }
 
-  const Json& object_;
+  const nlohmann::json& object_;
   const std::string path_;
   const bool templated_;
 };
@@ -224,9 +224,9 @@ const DatasetInfo& dataset_info(const std::string& name, const std::string& path
   fail(path, "unknown dataset \"" + name + "\" (known: " + join(dataset_names()) + ")");
 }
 
-const Json& object_member(const Json& root, const std::string& key, const std::string& path,
-                          bool required) {
-  static const Json kEmpty = Json::object();
+const nlohmann::json& object_member(const nlohmann::json& root, const std::string& key,
+                                    const std::string& path, bool required) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
   auto it = root.find(key);
   if (it == root.end()) {
     if (required) fail(path, "missing");
@@ -236,7 +236,7 @@ const Json& object_member(const Json& root, const std::string& key, const std::s
   return *it;
 }
 
-bool data_has(const Json& root, const char* key) {
+bool data_has(const nlohmann::json& root, const char* key) {
   auto it = root.find("data");
   return it != root.end() && it->is_object() && it->contains(key);
 }
@@ -269,7 +269,7 @@ void check_model_fits_data(const training::ModelSpec& model, const DatasetInfo& 
 }
 
 // A model spec parsed, its errors as Error(kInvalidArgument) under `model_path`.
-training::ModelSpec parse_model(const Json& model, const std::string& model_path) {
+training::ModelSpec parse_model(const nlohmann::json& model, const std::string& model_path) {
   try {
     return training::parse_model_spec(model.dump());
   } catch (const training::SpecError& e) {
@@ -279,11 +279,11 @@ training::ModelSpec parse_model(const Json& model, const std::string& model_path
 }
 
 // The members under data and training, and the model; `templated`: placeholders stay unchecked.
-EngineTrialConfig read_config(const Json& root, const EngineJobSpec& spec, const std::string& where,
-                              bool templated) {
+EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& spec,
+                              const std::string& where, bool templated) {
   EngineTrialConfig c;
   const std::string model_path = where + ".model";
-  const Json& model = object_member(root, "model", model_path, true);
+  const nlohmann::json& model = object_member(root, "model", model_path, true);
   const DatasetInfo& info = dataset_info(spec.dataset, where + ".data.dataset");
   if (!templated || !has_placeholder(model)) {
     const training::ModelSpec parsed = parse_model(model, model_path);
@@ -292,8 +292,8 @@ EngineTrialConfig read_config(const Json& root, const EngineJobSpec& spec, const
   } else if (auto input = model.find("input");
              input != model.end() && !has_placeholder(*input) && info.sample.rank() > 0) {
     // The placeholders are elsewhere: a concrete input is checked against the data now.
-    Json probe = model;
-    probe["layers"] = Json::array({Json{{"type", "flatten"}}});
+    nlohmann::json probe = model;
+    probe["layers"] = nlohmann::json::array({nlohmann::json{{"type", "flatten"}}});
     const training::ModelSpec parsed = parse_model(probe, model_path);
     if (!(parsed.input == info.sample)) check_model_fits_data(parsed, info, model_path);
   }
@@ -357,7 +357,7 @@ EngineTrialConfig read_config(const Json& root, const EngineJobSpec& spec, const
                                               std::to_string(c.train) + ")");
     }
     if (c.schedule == "cosine" && c.min_lr > c.lr) {
-      fail(training_path + ".min_lr", "must be <= lr (" + Json(c.lr).dump() + ")");
+      fail(training_path + ".min_lr", "must be <= lr (" + nlohmann::json(c.lr).dump() + ")");
     }
     if (c.schedule == "cosine" && c.warmup_epochs >= static_cast<double>(c.epochs)) {
       fail(training_path + ".warmup_epochs", "must be < epochs (" + std::to_string(c.epochs) + ")");
@@ -384,13 +384,14 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   if (ec) throw Error(ErrorCode::kUnavailable, path + ": cannot write: " + ec.message());
 }
 
-Json metrics_json(const Metrics& metrics) {
-  Json out = Json::object();
-  for (const auto& [name, value] : metrics) out[name] = std::isfinite(value) ? Json(value) : Json();
+nlohmann::json metrics_json(const Metrics& metrics) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, value] : metrics)
+    out[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
   return out;  // NaN and the infinities become null
 }
 
-Metrics metrics_from_json(const Json& json) {
+Metrics metrics_from_json(const nlohmann::json& json) {
   Metrics out;
   for (const auto& [name, value] : json.items()) {
     out[name] = value.is_number() ? value.get<double>() : kNaN;
@@ -404,10 +405,10 @@ struct EpochRecord {
   Metrics metrics;
 };
 
-Json history_json(const std::vector<EpochRecord>& history) {
-  Json epochs = Json::array();
+nlohmann::json history_json(const std::vector<EpochRecord>& history) {
+  nlohmann::json epochs = nlohmann::json::array();
   for (const EpochRecord& r : history) {
-    Json e = metrics_json(r.metrics);
+    nlohmann::json e = metrics_json(r.metrics);
     e["epoch"] = r.epoch;
     epochs.push_back(e);
   }
@@ -425,15 +426,15 @@ std::vector<EpochRecord> read_history(const std::string& path, int64_t last) {
   std::ifstream in(path);
   if (!in) return history;
   try {
-    Json json = Json::parse(in);
+    nlohmann::json json = nlohmann::json::parse(in);
     if (json.value("version", 0) != kHistoryVersion) return history;
-    for (Json epoch : json.at("epochs")) {
+    for (nlohmann::json epoch : json.at("epochs")) {
       const int64_t number = epoch.at("epoch").get<int64_t>();
       if (number > last) break;
       epoch.erase("epoch");
       history.push_back({number, metrics_from_json(epoch)});
     }
-  } catch (const Json::exception&) {
+  } catch (const nlohmann::json::exception&) {
     history.clear();
   }
   return history;
@@ -649,7 +650,7 @@ size_t best_index(const std::vector<EpochRecord>& history, const EngineJobSpec& 
 
 std::string substitute_engine_params(std::string_view json, const Params& params,
                                      const std::string& where) {
-  Json root = job_json::parse_object(json, where);
+  nlohmann::json root = job_json::parse_object(json, where);
   if (auto it = root.find("model"); it != root.end()) {
     *it = substitute(*it, where + ".model", params);
   }
@@ -667,7 +668,7 @@ std::string substitute_engine_params(std::string_view json, const Params& params
 }
 
 EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) {
-  Json root = job_json::parse_object(json, where);
+  nlohmann::json root = job_json::parse_object(json, where);
   Reader top(root, where, true);
   top.only(kRootMembers, "an engine job");
   EngineJobSpec spec;
@@ -729,7 +730,8 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
 
 EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& params,
                                      const std::string& where) {
-  const Json root = Json::parse(substitute_engine_params(spec.json, params, where));
+  const nlohmann::json root =
+      nlohmann::json::parse(substitute_engine_params(spec.json, params, where));
   return read_config(root, spec, where, /*templated=*/false);
 }
 
@@ -751,9 +753,10 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
 }
 
 void check_engine_model(const EngineJobSpec& spec, const Params& params, const std::string& where) {
-  const Json root = job_json::parse_object(spec.json, where);
+  const nlohmann::json root = job_json::parse_object(spec.json, where);
   const std::string model_path = where + ".model";
-  const Json model = substitute(object_member(root, "model", model_path, true), model_path, params);
+  const nlohmann::json model =
+      substitute(object_member(root, "model", model_path, true), model_path, params);
   check_model_fits_data(parse_model(model, model_path),
                         dataset_info(spec.dataset, where + ".data.dataset"), model_path);
 }
@@ -874,15 +877,15 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     return out;
   };
   auto write_metrics_file = [&](const Metrics& final) {
-    Json params = Json::object();
+    nlohmann::json params = nlohmann::json::object();
     for (const auto& [name, value] : trial.params) params[name] = param_json(value);
-    Json doc = {{"version", kHistoryVersion},
-                {"trial", trial.number},
-                {"params", params},
-                {"objective_metric", spec.objective_metric},
-                {"metrics", metrics_json(final)},
-                {"epochs", history_json(history)},
-                {"model", Json::parse(model_spec.json)}};
+    nlohmann::json doc = {{"version", kHistoryVersion},
+                          {"trial", trial.number},
+                          {"params", params},
+                          {"objective_metric", spec.objective_metric},
+                          {"metrics", metrics_json(final)},
+                          {"epochs", history_json(history)},
+                          {"model", nlohmann::json::parse(model_spec.json)}};
     write_file_atomically((artifacts / "metrics.json").string(), doc.dump(2) + "\n");
   };
 
@@ -950,7 +953,7 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
         // resume cuts back to the checkpoint's epoch.
         write_file_atomically(
             history_path(*trial.checkpoint_path),
-            Json{{"version", kHistoryVersion}, {"epochs", history_json(history)}}.dump());
+            nlohmann::json{{"version", kHistoryVersion}, {"epochs", history_json(history)}}.dump());
         training::save_checkpoint(*trial.checkpoint_path, trainer->checkpoint(model_spec.json));
       }
     } catch (const training::CheckpointError& e) {
@@ -1009,17 +1012,8 @@ std::vector<int> engine_rank_gpus(const EngineJobSpec& spec, const std::vector<i
 }
 
 CommandSpec engine_job_command(const EngineJobSpec& spec, const std::string& tuner_path) {
-  auto escape = [](const std::string& text) {
-    std::string out;
-    out.reserve(text.size() + 16);
-    for (char ch : text) {
-      out += ch;
-      if (ch == '{' || ch == '}') out += ch;
-    }
-    return out;
-  };
   CommandSpec command;
-  command.argv = {escape(tuner_path), "trial", "--engine-job", escape(spec.json)};
+  command.argv = {argv_literal(tuner_path), "trial", "--engine-job", argv_literal(spec.json)};
   return command;
 }
 

@@ -26,12 +26,11 @@
 namespace tuner {
 namespace {
 
-using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 // The tiny job of these tests; `edit` changes it before it is dumped.
-Json tiny_job() {
-  return Json::parse(R"({
+nlohmann::json tiny_job() {
+  return nlohmann::json::parse(R"({
     "kind": "engine",
     "model": {"input": [1, 28, 28], "layers": [
       {"type": "flatten"}, {"type": "linear", "out": "{width}"}, {"type": "{act}"},
@@ -54,7 +53,7 @@ std::string error_of(const std::string& json, const Params* params = nullptr) {
   return "no error";
 }
 
-std::string error_of(Json job, const std::function<void(Json&)>& edit,
+std::string error_of(nlohmann::json job, const std::function<void(nlohmann::json&)>& edit,
                      const Params* params = nullptr) {
   edit(job);
   return error_of(job.dump(), params);
@@ -76,45 +75,45 @@ TEST(EngineJobSpec, ParsesAndKeepsPlaceholdersUntilATrialComes) {
 }
 
 TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
-  const Json job = tiny_job();
-  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["lrr"] = 1; }).substr(0, 38),
+  const nlohmann::json job = tiny_job();
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["lrr"] = 1; }).substr(0, 38),
             "job.training.lrr: unknown member (trai");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["extra"] = 1; }).substr(0, 26),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["extra"] = 1; }).substr(0, 26),
             "job.extra: unknown member ");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["tset"] = 1; }).substr(0, 27),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["tset"] = 1; }).substr(0, 27),
             "job.data.tset: unknown memb");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["lr"] = -1; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["lr"] = -1; }),
             "job.training.lr: expected a number > 0, got -1");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["epochs"] = 2.5; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["epochs"] = 2.5; }),
             "job.training.epochs: expected an integer >= 1, got 2.5");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["optimizer"] = "lion"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["optimizer"] = "lion"; }),
             "job.training.optimizer: expected one of adam, adamw, sgd, got \"lion\"");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["training"]["schedule"] = "linear"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["schedule"] = "linear"; }),
             "job.training.schedule: expected one of constant, cosine, step, got \"linear\"");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["convolution"] = "cudnn"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["convolution"] = "cudnn"; }),
             "job.convolution: \"cudnn\" needs \"backend\": \"cuda\" and \"precision\": "
             "\"fp32\"");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["convolution"] = "winograd"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["convolution"] = "winograd"; }),
             "job.convolution: expected one of gemm, cudnn, got \"winograd\"");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["dataset"] = "cifar"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["dataset"] = "cifar"; }),
             "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["train"] = 59900; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["train"] = 59900; }),
             "job.data: train + validation is 60100 but fashion-mnist has 60000 training images");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["data"]["validation"] = 0; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["validation"] = 0; }),
             "job.data.validation: must be > 0: the objective metric val_accuracy needs a "
             "validation split");
-  EXPECT_EQ(error_of(job, [](Json& j) { j.erase("objective_metric"); }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j.erase("objective_metric"); }),
             "job.objective_metric: missing (one of train_loss, val_loss, val_accuracy)");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["objective_metric"] = "accuracy"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["objective_metric"] = "accuracy"; }),
             "job.objective_metric: expected one of train_loss, val_loss, val_accuracy, got "
             "\"accuracy\"");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["threads"] = "{threads}"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["threads"] = "{threads}"; }),
             "job.threads: cannot be a placeholder (\"{threads}\")");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["kind"] = "command"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["kind"] = "command"; }),
             "job.kind: expected \"engine\", got \"command\"");
   // A model without placeholders is checked in full at once.
   EXPECT_EQ(error_of(job,
-                     [](Json& j) {
+                     [](nlohmann::json& j) {
                        j["model"]["layers"][1]["out"] = 0;
                        j["model"]["layers"][2]["type"] = "relu";
                      })
@@ -122,7 +121,7 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
             "job.model.layers[1].out: 0 is out o");
   // Through parse_job_spec, with the caller's prefix.
   try {
-    Json bad = job;
+    nlohmann::json bad = job;
     bad["training"]["momentum"] = 1.5;
     parse_job_spec(bad.dump(), "trial 4: job");
     ADD_FAILURE() << "no error";
@@ -137,11 +136,11 @@ TEST(EngineJobSpec, SubstitutionKeepsTheParametersTypes) {
                          {"lr", 0.001},
                          {"one", 1.0},
                          {"bias", false}};
-  Json job = tiny_job();
+  nlohmann::json job = tiny_job();
   job["model"]["layers"][3]["bias"] = "{bias}";
   job["training"]["weight_decay"] = "{one}";
-  const Json out = Json::parse(substitute_engine_params(job.dump(), params));
-  const Json& width = out["model"]["layers"][1]["out"];
+  const nlohmann::json out = nlohmann::json::parse(substitute_engine_params(job.dump(), params));
+  const nlohmann::json& width = out["model"]["layers"][1]["out"];
   EXPECT_TRUE(width.is_number_integer());
   EXPECT_EQ(width.get<int64_t>(), 256);
   EXPECT_EQ(out["model"]["layers"][2]["type"], "relu");
@@ -161,7 +160,7 @@ TEST(EngineJobSpec, SubstitutionKeepsTheParametersTypes) {
 }
 
 TEST(EngineJobSpec, ResolveErrorsNameThePathAndThePlaceholder) {
-  Json job = tiny_job();
+  nlohmann::json job = tiny_job();
   job["training"]["lr"] = "{learning_rate}";
   EXPECT_EQ(error_of(job.dump(), &kParams),
             "job.training.lr: \"{learning_rate}\": the trial has no parameter 'learning_rate'");
@@ -187,8 +186,8 @@ TEST(EngineJobSpec, ResolveErrorsNameThePathAndThePlaceholder) {
 // Issue 15, item 9: a model that does not fit the data failed every trial with only "exited with
 // code 1"; what can be told without the data is refused when the job is parsed.
 TEST(EngineJobSpec, RefusesAtParseAModelWhoseOutputIsNotTheDatasetsClasses) {
-  const Json job = tiny_job();
-  auto three_outputs = [](Json& j) {
+  const nlohmann::json job = tiny_job();
+  auto three_outputs = [](nlohmann::json& j) {
     j["model"]["layers"][1]["out"] = 64;
     j["model"]["layers"][2]["type"] = "relu";
     j["model"]["layers"][3]["out"] = 3;
@@ -197,15 +196,15 @@ TEST(EngineJobSpec, RefusesAtParseAModelWhoseOutputIsNotTheDatasetsClasses) {
             "job.model.layers[3]: the model's output is [3], but fashion-mnist has 10 classes: "
             "the last layer must give [10] (one logit per class)");
   EXPECT_EQ(error_of(job,
-                     [](Json& j) {
-                       j["model"]["layers"] = Json::parse(
+                     [](nlohmann::json& j) {
+                       j["model"]["layers"] = nlohmann::json::parse(
                            R"([{"type": "conv2d", "out": 4, "kernel": 3}, {"type": "relu"}])");
                      }),
             "job.model.layers[0]: the model's output is [4, 26, 26], but fashion-mnist's 10 "
             "classes need [10] (one logit per class): end the model with {\"type\": "
             "\"flatten\"} and {\"type\": \"linear\", \"out\": 10}");
   // Through a trial's values too, before any data is loaded.
-  Json templated = job;
+  nlohmann::json templated = job;
   templated["model"]["layers"][3]["out"] = "{classes}";
   const Params three = {
       {"width", int64_t{32}}, {"act", std::string("relu")}, {"lr", 0.003}, {"classes", int64_t{3}}};
@@ -214,13 +213,13 @@ TEST(EngineJobSpec, RefusesAtParseAModelWhoseOutputIsNotTheDatasetsClasses) {
 }
 
 TEST(EngineJobSpec, RefusesAtParseAModelWhoseInputIsNotTheDatasetsSamples) {
-  const Json job = tiny_job();
+  const nlohmann::json job = tiny_job();
   // Concrete: refused even though the layers have placeholders.
-  EXPECT_EQ(error_of(job, [](Json& j) { j["model"]["input"] = {784}; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["model"]["input"] = {784}; }),
             "job.model.input: [784] is not the shape of fashion-mnist's samples, [1, 28, 28]: "
             "make the model's input [1, 28, 28]");
   EXPECT_EQ(error_of(job,
-                     [](Json& j) {
+                     [](nlohmann::json& j) {
                        j["model"]["input"] = {1, 32, 32};
                        j["model"]["layers"][1]["out"] = 8;
                        j["model"]["layers"][2]["type"] = "relu";
@@ -229,13 +228,13 @@ TEST(EngineJobSpec, RefusesAtParseAModelWhoseInputIsNotTheDatasetsSamples) {
             "job.model.input: [1, 32, 32] is not the shape of fashion-mni");
   // A malformed input is named at its path.
   EXPECT_EQ(error_of(job,
-                     [](Json& j) {
+                     [](nlohmann::json& j) {
                        j["model"]["input"] = {1, 0, 28};
                      })
                 .substr(0, 19),
             "job.model.input[1]:");
   // An input that is itself a placeholder waits for the trial.
-  Json templated = job;
+  nlohmann::json templated = job;
   templated["model"]["input"] = "{shape}";
   EXPECT_EQ(error_of(templated.dump()), "no error");
 }
@@ -299,38 +298,38 @@ TEST(EngineJobSpec, RanksAndTheCollectiveTimeoutAreCheckedPlainIntegers) {
   EngineJobSpec spec = parse_engine_job(tiny_job().dump());
   EXPECT_EQ(spec.ranks, 1);
   EXPECT_EQ(spec.collective_timeout_s, 60.0);
-  Json job = tiny_job();
+  nlohmann::json job = tiny_job();
   job["ranks"] = 4;
   job["collective_timeout_s"] = 2.5;
   spec = parse_engine_job(job.dump());
   EXPECT_EQ(spec.ranks, 4);
   EXPECT_EQ(spec.collective_timeout_s, 2.5);
 
-  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = 0; }),
+  EXPECT_EQ(error_of(tiny_job(), [](nlohmann::json& j) { j["ranks"] = 0; }),
             "job.ranks: expected an integer >= 1, got 0");
-  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = 2.0; }),
+  EXPECT_EQ(error_of(tiny_job(), [](nlohmann::json& j) { j["ranks"] = 2.0; }),
             "job.ranks: expected an integer >= 1, got 2.0");
-  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = 300; }),
+  EXPECT_EQ(error_of(tiny_job(), [](nlohmann::json& j) { j["ranks"] = 300; }),
             "job.ranks: expected an integer in [1, 256], got 300");
-  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["ranks"] = "{ranks}"; }),
+  EXPECT_EQ(error_of(tiny_job(), [](nlohmann::json& j) { j["ranks"] = "{ranks}"; }),
             "job.ranks: cannot be a placeholder (\"{ranks}\")");
-  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["collective_timeout_s"] = 0; }),
+  EXPECT_EQ(error_of(tiny_job(), [](nlohmann::json& j) { j["collective_timeout_s"] = 0; }),
             "job.collective_timeout_s: expected a number in (0, 86400], got 0");
-  EXPECT_EQ(error_of(tiny_job(), [](Json& j) { j["collective_timeout_s"] = "{t}"; }),
+  EXPECT_EQ(error_of(tiny_job(), [](nlohmann::json& j) { j["collective_timeout_s"] = "{t}"; }),
             "job.collective_timeout_s: cannot be a placeholder (\"{t}\")");
 }
 
 TEST(EngineJobSpec, NodesDivideTheRanks) {
   EXPECT_EQ(parse_engine_job(tiny_job().dump()).nodes, 1);
-  Json job = tiny_job();
+  nlohmann::json job = tiny_job();
   job["ranks"] = 4;
   job["nodes"] = 2;
   EXPECT_EQ(parse_engine_job(job.dump()).nodes, 2);
-  EXPECT_EQ(error_of(job, [](Json& j) { j["nodes"] = 3; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["nodes"] = 3; }),
             "job.nodes: expected an integer in [1, 64] that divides ranks (4), got 3");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["nodes"] = 0; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["nodes"] = 0; }),
             "job.nodes: expected an integer >= 1, got 0");
-  EXPECT_EQ(error_of(job, [](Json& j) { j["nodes"] = "{n}"; }),
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["nodes"] = "{n}"; }),
             "job.nodes: cannot be a placeholder (\"{n}\")");
   // CUDA: each node is given the GPUs of its own ranks.
   job["backend"] = "cuda";
@@ -347,7 +346,7 @@ TEST(EngineJobSpec, NodesDivideTheRanks) {
 }
 
 TEST(EngineJobSpec, CudaRanksNeedOneGpuEach) {
-  Json job = tiny_job();
+  nlohmann::json job = tiny_job();
   job["backend"] = "cuda";
   job["ranks"] = 2;
   const EngineJobSpec cuda2 = parse_engine_job(job.dump());
@@ -369,7 +368,7 @@ TEST(EngineJobSpec, CudaRanksNeedOneGpuEach) {
 }
 
 TEST(EngineJobSpec, ARunsRankMustFitTheJob) {
-  Json job = tiny_job();
+  nlohmann::json job = tiny_job();
   job["ranks"] = 2;
   const EngineJobSpec cpu2 = parse_engine_job(job.dump());
   auto code_and_message = [&](const EngineJobSpec& spec, const EngineTrial& trial) {
@@ -415,8 +414,8 @@ class EngineRun : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_, ignored);
   }
 
-  static EngineJobSpec spec(const std::function<void(Json&)>& edit = {}) {
-    Json job = tiny_job();
+  static EngineJobSpec spec(const std::function<void(nlohmann::json&)>& edit = {}) {
+    nlohmann::json job = tiny_job();
     if (edit) edit(job);
     return parse_engine_job(job.dump());
   }
@@ -467,7 +466,7 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
 // Issue 16: "precision": "bf16" trains on the CPU backend where the CPU has AMX or AVX512-BF16,
 // to fp32's accuracy, reproducibly; elsewhere the trial fails saying why.
 TEST_F(EngineRun, Bf16OnTheCpuTrainsAsFp32DoesOrSaysWhyNot) {
-  const EngineJobSpec bf16 = spec([](Json& j) { j["precision"] = "bf16"; });
+  const EngineJobSpec bf16 = spec([](nlohmann::json& j) { j["precision"] = "bf16"; });
   const std::string why = training::cpu_bf16_unavailable();
   if (!why.empty()) {
     try {
@@ -494,7 +493,7 @@ TEST_F(EngineRun, Bf16OnTheCpuTrainsAsFp32DoesOrSaysWhyNot) {
 TEST_F(EngineRun, TheCallbackStopsAfterAnEpochAndTestMetricsComeWhenAsked) {
   int calls = 0;
   const EngineOutcome outcome =
-      run_engine_trial(spec([](Json& j) {
+      run_engine_trial(spec([](nlohmann::json& j) {
                          j["data"]["test"] = 100;
                          j["objective_metric"] = "val_loss";
                          j["training"]["optimizer"] = "sgd";
@@ -518,7 +517,7 @@ TEST_F(EngineRun, AStopRequestAbandonsTheEpochAndKeepsTheLastCheckpoint) {
   std::stop_source stop;
   const std::string checkpoint = (dir_ / "trial.ckpt").string();
   const EngineOutcome outcome = run_engine_trial(
-      spec([](Json& j) {
+      spec([](nlohmann::json& j) {
         j["training"]["optimizer"] = "adamw";
         j["training"]["weight_decay"] = 0.01;
         j["training"]["schedule"] = "step";
@@ -576,7 +575,7 @@ TEST_F(EngineRun, AResumedTrialEndsWithTheWeightsOfAnUninterruptedOne) {
 TEST_F(EngineRun, ArtifactsKeepTheBestEpochsModelAndMetrics) {
   const fs::path artifacts = dir_ / "artifacts";
   const EngineOutcome outcome =
-      run_engine_trial(spec([&](Json& j) { j["artifacts_dir"] = artifacts.string(); }),
+      run_engine_trial(spec([&](nlohmann::json& j) { j["artifacts_dir"] = artifacts.string(); }),
                        {.number = 5, .params = kParams});
   const fs::path trial_dir = artifacts / "trial-5";
   std::vector<std::string> files;
@@ -589,15 +588,16 @@ TEST_F(EngineRun, ArtifactsKeepTheBestEpochsModelAndMetrics) {
   EXPECT_EQ(model.epoch, static_cast<int64_t>(outcome.final_metrics.at("best_epoch")));
   EXPECT_NE(model.model_spec.find("\"out\":32"), std::string::npos) << model.model_spec;
   std::ifstream in(trial_dir / "metrics.json");
-  const Json metrics = Json::parse(in);
+  const nlohmann::json metrics = nlohmann::json::parse(in);
   EXPECT_EQ(metrics["trial"], 5);
   EXPECT_EQ(metrics["params"]["width"], 32);
   EXPECT_EQ(metrics["metrics"]["best_epoch"].get<double>(), outcome.final_metrics.at("best_epoch"));
   EXPECT_EQ(metrics["epochs"].size(), 2u);
   // Artifacts need the trial's number.
-  EXPECT_THROW(run_engine_trial(spec([&](Json& j) { j["artifacts_dir"] = artifacts.string(); }),
-                                {.params = kParams}),
-               Error);
+  EXPECT_THROW(
+      run_engine_trial(spec([&](nlohmann::json& j) { j["artifacts_dir"] = artifacts.string(); }),
+                       {.params = kParams}),
+      Error);
 }
 
 // Two Gloo ranks (threads here; processes under `tuner trial`) end with the metrics of one
@@ -606,7 +606,7 @@ TEST_F(EngineRun, ArtifactsKeepTheBestEpochsModelAndMetrics) {
 TEST_F(EngineRun, TwoRanksGiveTheMetricsOfOne) {
   const EngineOutcome one = run_engine_trial(spec(), {.number = 0, .params = kParams});
 
-  const EngineJobSpec two = spec([](Json& j) {
+  const EngineJobSpec two = spec([](nlohmann::json& j) {
     j["ranks"] = 2;
     j["collective_timeout_s"] = 20;
   });

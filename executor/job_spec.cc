@@ -11,18 +11,16 @@ namespace tuner {
 
 namespace {
 
-using Json = nlohmann::json;
-
 using job_json::fail;
 
-std::string string_of(const Json& v, const std::string& path) {
+std::string string_of(const nlohmann::json& v, const std::string& path) {
   if (!v.is_string()) fail(path, std::string("expected a string, got ") + v.type_name());
   return v.get<std::string>();
 }
 
 // A member in seconds, in (0, high] when `positive`, else in [0, high], as milliseconds
 // (rounded; at least 1 ms when positive). nullopt when absent.
-std::optional<std::chrono::milliseconds> seconds_member(const Json& root, const char* key,
+std::optional<std::chrono::milliseconds> seconds_member(const nlohmann::json& root, const char* key,
                                                         const std::string& where, bool positive,
                                                         double high) {
   auto it = root.find(key);
@@ -44,7 +42,7 @@ std::optional<std::chrono::milliseconds> seconds_member(const Json& root, const 
 }
 
 // The members both kinds share: the time limit and the stop grace.
-void parse_limits(const Json& root, const std::string& where, JobSpec& spec) {
+void parse_limits(const nlohmann::json& root, const std::string& where, JobSpec& spec) {
   spec.timeout = seconds_member(root, "timeout_s", where, true, kMaxJobTimeoutSeconds);
   spec.stop_grace = seconds_member(root, "stop_grace_s", where, false, kMaxJobStopGraceSeconds);
 }
@@ -64,7 +62,7 @@ std::string seconds_text(std::chrono::milliseconds duration) {
 }
 
 JobSpec parse_job_spec(std::string_view json, const std::string& where) {
-  Json root = job_json::parse_object(json, where);
+  nlohmann::json root = job_json::parse_object(json, where);
   if (auto kind = root.find("kind"); kind != root.end() && *kind == "engine") {
     JobSpec spec;
     spec.kind = JobKind::kEngine;
@@ -81,7 +79,7 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
            "timeout_s, stop_grace_s)");
     }
   }
-  auto member = [&](const char* key) -> const Json& {
+  auto member = [&](const char* key) -> const nlohmann::json& {
     auto it = root.find(key);
     if (it == root.end()) fail(where + "." + key, "missing");
     return *it;
@@ -96,7 +94,7 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
   }
 
   const std::string argv_path = where + ".argv";
-  const Json& argv = member("argv");
+  const nlohmann::json& argv = member("argv");
   if (!argv.is_array()) fail(argv_path, std::string("expected an array, got ") + argv.type_name());
   if (argv.empty()) fail(argv_path, "must name a program (it is empty)");
   for (size_t i = 0; i < argv.size(); ++i) {
@@ -130,9 +128,9 @@ JobSpec parse_job_spec(std::string_view json, const std::string& where) {
 
 std::string job_spec_to_json(const JobSpec& spec) {
   if (spec.kind == JobKind::kEngine) return spec.engine.json;
-  Json json = {{"kind", "command"},
-               {"argv", spec.command.argv},
-               {"objective_metric", spec.objective_metric}};
+  nlohmann::json json = {{"kind", "command"},
+                         {"argv", spec.command.argv},
+                         {"objective_metric", spec.objective_metric}};
   if (!spec.command.env.empty()) json["env"] = spec.command.env;
   if (!spec.command.working_dir.empty()) json["working_dir"] = spec.command.working_dir;
   if (spec.timeout) json["timeout_s"] = static_cast<double>(spec.timeout->count()) / 1000;

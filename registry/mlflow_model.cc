@@ -16,6 +16,7 @@
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/export/onnx_export.h"
 #include "trials/error.h"
+#include "trials/json.h"
 #include "trials/json_depth.h"
 
 #ifndef TUNER_ONNX_VERSION
@@ -25,7 +26,6 @@
 namespace tuner::registry {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
 
 namespace {
 

@@ -17,12 +17,12 @@
 #include "registry/file_util.h"
 #include "registry/registry_tables.h"
 #include "trials/error.h"
+#include "trials/json.h"
 #include "trials/json_depth.h"
 
 namespace tuner::registry {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
 
 namespace {
 

@@ -196,13 +196,16 @@ const Json& expect_object(const Json& value, std::string_view path, std::string_
   return value;
 }
 
-void check_fields(const Json& object, std::string_view path,
-                  std::initializer_list<std::string_view> allowed, std::string_view context) {
+namespace {
+
+template <class Range>
+void check_fields_in(const Json& object, std::string_view path, const Range& allowed,
+                     std::string_view context) {
   for (const auto& [key, value] : object.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     std::string message = "unknown field " + json_quoted(key);
     if (!context.empty()) message += " " + std::string(context);
-    if (auto match = closest_match(key, allowed)) {
+    if (auto match = closest_in(key, allowed)) {
       message += " (did you mean " + json_quoted(*match) + "?)";
     } else {
       message += " (expected ";
@@ -215,6 +218,18 @@ void check_fields(const Json& object, std::string_view path,
     }
     fail_at(path, message);
   }
+}
+
+}  // namespace
+
+void check_fields(const Json& object, std::string_view path,
+                  std::initializer_list<std::string_view> allowed, std::string_view context) {
+  check_fields_in(object, path, allowed, context);
+}
+
+void check_fields(const Json& object, std::string_view path,
+                  const std::vector<std::string_view>& allowed, std::string_view context) {
+  check_fields_in(object, path, allowed, context);
 }
 
 const Json* find_field(const Json& object, std::string_view key) {

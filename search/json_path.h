@@ -17,12 +17,10 @@
 #include <vector>
 
 #include "trials/error.h"
+#include "trials/json.h"
 #include "trials/param_value.h"
 
 namespace tuner {
-
-// Key order is kept, so that a file saved after loading reads as it was written.
-using Json = nlohmann::ordered_json;
 
 // `path` extended by an object key or an array index. An empty path gives the bare key.
 std::string child_path(std::string_view path, std::string_view key);
@@ -53,6 +51,8 @@ const Json& expect_object(const Json& value, std::string_view path, std::string_
 // when none is close. `context` is e.g. `for type float`, may be empty.
 void check_fields(const Json& object, std::string_view path,
                   std::initializer_list<std::string_view> allowed, std::string_view context = "");
+void check_fields(const Json& object, std::string_view path,
+                  const std::vector<std::string_view>& allowed, std::string_view context = "");
 
 // The field, or nullptr when absent.
 const Json* find_field(const Json& object, std::string_view key);

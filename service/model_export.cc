@@ -18,7 +18,6 @@ using registry::Registry;
 using registry::RegistryOptions;
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 
 namespace {
 
@@ -27,9 +26,9 @@ std::string param_json(const ParamValue& value) {
       [](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, double>) {
-          return std::isfinite(v) ? Json(v).dump() : Json(nullptr).dump();
+          return std::isfinite(v) ? nlohmann::json(v).dump() : nlohmann::json(nullptr).dump();
         } else {
-          return Json(v).dump();
+          return nlohmann::json(v).dump();
         }
       },
       value);
@@ -39,7 +38,7 @@ std::string param_json(const ParamValue& value) {
 std::map<std::string, double> trial_metrics(const FrozenTrial& trial) {
   std::map<std::string, double> out;
   for (const auto& [key, text] : trial.user_attrs) {
-    Json j = Json::parse(text, nullptr, false);
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_discarded() && j.is_number()) out[key] = j.get<double>();
   }
   return out;

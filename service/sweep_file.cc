@@ -68,16 +68,12 @@ std::string list_of(const std::vector<std::string>& words) {
   return out;
 }
 
-// Reads one sweep file. Every error it throws names the file and the JSON path.
-class Parser {
+// The typed reads of a sweep file's values: each checks one value and throws
+// Error(kInvalidArgument, "<file>: <path>: expected ..., got ...") when it does not fit.
+class Reader {
  public:
-  explicit Parser(std::string file) : file_(std::move(file)) {
-    dir_ = fs::path(file_).parent_path();
-  }
+  explicit Reader(std::string file) : file_(std::move(file)) {}
 
-  SweepFile parse(std::string_view text);
-
- private:
   [[noreturn]] void fail(std::string_view path, const std::string& message) const {
     throw Error(ErrorCode::kInvalidArgument, file_ + ": " + std::string(path) + ": " + message);
   }
@@ -95,6 +91,10 @@ class Parser {
 
   void fields(const Json& obj, std::string_view path,
               std::initializer_list<std::string_view> allowed,
+              std::string_view context = "") const {
+    named([&] { check_fields(obj, path, allowed, context); });
+  }
+  void fields(const Json& obj, std::string_view path, const std::vector<std::string_view>& allowed,
               std::string_view context = "") const {
     named([&] { check_fields(obj, path, allowed, context); });
   }
@@ -170,6 +170,325 @@ class Parser {
     fail(path, message);
   }
 
+ protected:
+  std::string file_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The sampler and scheduler options, each declared once.
+//
+// A section's options are a table per type, in the order the file is read and written: the name,
+// whether it is required, how it is read and checked into the config, how two configs compare on
+// it and what to_json writes for it. The allowed fields, the parser, SamplerConfig::operator==,
+// SchedulerConfig::operator== and to_json all walk these tables, and sweep_file_test checks that
+// docs/sweep_file.md lists every option for its types. A new option is one entry here.
+
+template <typename Config>
+struct Option {
+  std::string_view name;
+  // Non-empty: the option is required, and this is the hint its "missing required field" ends with.
+  std::string_view required_hint;
+  // Reads `value`, found at `path`, into `config`; throws naming the file and path.
+  std::function<void(const Reader&, const Json& value, const std::string& path, Config& config)>
+      read;
+  std::function<bool(const Config&, const Config&)> same;
+  // What to_json writes for it; nullopt: nothing (an unset optional).
+  std::function<std::optional<Json>(const Config&)> write;
+};
+
+// The config's field that the member pointers M... reach: field_of<&S::tpe, &T::group>(c) is
+// c.tpe.group.
+template <auto... M>
+auto& field_of(auto& config) {
+  return (config .* ... .* M);
+}
+
+template <typename>
+struct MemberClass;
+template <typename C, typename T>
+struct MemberClass<T C::*> {
+  using type = C;
+};
+template <auto First, auto...>
+struct FirstMemberClass {
+  using type = typename MemberClass<decltype(First)>::type;
+};
+template <auto... M>
+using ConfigOf = typename FirstMemberClass<M...>::type;
+
+// An option whose field compares with == and is written as itself.
+template <auto... M>
+Option<ConfigOf<M...>> field_option(
+    std::string_view name,
+    std::function<void(const Reader&, const Json&, const std::string&, ConfigOf<M...>&)> read,
+    std::string_view required_hint = "") {
+  using Config = ConfigOf<M...>;
+  return {name, required_hint, std::move(read),
+          [](const Config& a, const Config& b) { return field_of<M...>(a) == field_of<M...>(b); },
+          [](const Config& c) -> std::optional<Json> { return Json(field_of<M...>(c)); }};
+}
+
+// An integer >= min that fits the field (int, int64_t or size_t).
+template <auto... M>
+Option<ConfigOf<M...>> int_option(std::string_view name, int64_t min,
+                                  std::string_view required_hint = "") {
+  return field_option<M...>(
+      name,
+      [min](const Reader& r, const Json& v, const std::string& path, ConfigOf<M...>& c) {
+        auto& field = field_of<M...>(c);
+        using T = std::remove_reference_t<decltype(field)>;
+        field = static_cast<T>(
+            r.integer(v, path, min, std::is_same_v<T, int> ? kIntMax : kInt64Max));
+      },
+      required_hint);
+}
+
+template <auto... M>
+Option<ConfigOf<M...>> bool_option(std::string_view name) {
+  return field_option<M...>(
+      name, [](const Reader& r, const Json& v, const std::string& path, ConfigOf<M...>& c) {
+        field_of<M...>(c) = r.boolean(v, path);
+      });
+}
+
+// A finite number >= min (> min when `exclusive`) and <= max.
+template <auto... M>
+Option<ConfigOf<M...>> number_option(std::string_view name, double min, bool exclusive,
+                                     double max = std::numeric_limits<double>::infinity(),
+                                     std::string_view required_hint = "") {
+  return field_option<M...>(
+      name,
+      [=](const Reader& r, const Json& v, const std::string& path, ConfigOf<M...>& c) {
+        field_of<M...>(c) = r.number(v, path, min, exclusive, max);
+      },
+      required_hint);
+}
+
+using SamplerOption = Option<SamplerConfig>;
+using SchedulerOption = Option<SchedulerConfig>;
+
+// Every sampler type takes a seed.
+SamplerOption seed_option() {
+  return {"seed", "",
+          [](const Reader& r, const Json& v, const std::string& path, SamplerConfig& c) {
+            if (!v.is_number_unsigned()) r.fail(path, "expected an integer >= 0, got " + shown(v));
+            c.seed = v.get<uint64_t>();
+          },
+          [](const SamplerConfig& a, const SamplerConfig& b) { return a.seed == b.seed; },
+          [](const SamplerConfig& c) -> std::optional<Json> {
+            if (!c.seed) return std::nullopt;
+            return Json(*c.seed);
+          }};
+}
+
+std::vector<SamplerOption> tpe_options() {
+  using S = SamplerConfig;
+  using T = TpeOptions;
+  return {
+      seed_option(),
+      int_option<&S::tpe, &T::n_startup_trials>("n_startup_trials", 0),
+      int_option<&S::tpe, &T::n_ei_candidates>("n_ei_candidates", 1),
+      bool_option<&S::tpe, &T::multivariate>("multivariate"),
+      bool_option<&S::tpe, &T::group>("group"),
+      {"constant_liar", "",
+       [](const Reader& r, const Json& v, const std::string& path, S& c) {
+         if (v.is_boolean()) {
+           c.tpe.constant_liar = v.get<bool>() ? ConstantLiar::kOn : ConstantLiar::kOff;
+         } else if (v.is_string() && v.get<std::string>() == "auto") {
+           c.tpe.constant_liar = ConstantLiar::kAuto;
+         } else {
+           r.fail(path, "expected \"auto\", true or false, got " + shown(v));
+         }
+       },
+       [](const S& a, const S& b) { return a.tpe.constant_liar == b.tpe.constant_liar; },
+       [](const S& c) -> std::optional<Json> {
+         if (c.tpe.constant_liar == ConstantLiar::kAuto) return Json("auto");
+         return Json(c.tpe.constant_liar == ConstantLiar::kOn);
+       }},
+      bool_option<&S::tpe, &T::consider_prior>("consider_prior"),
+      number_option<&S::tpe, &T::prior_weight>("prior_weight", 0, false),
+      bool_option<&S::tpe, &T::consider_magic_clip>("consider_magic_clip"),
+      bool_option<&S::tpe, &T::consider_endpoints>("consider_endpoints"),
+      bool_option<&S::tpe, &T::improvement_weights>("improvement_weights"),
+      {"gamma", "",
+       [](const Reader& r, const Json& v, const std::string& path, S& c) {
+         r.object(v, path);
+         r.fields(v, path, {"fraction", "max"});
+         TpeGamma gamma;
+         if (auto* f = find_field(v, "fraction")) {
+           gamma.fraction = r.number(*f, child_path(path, "fraction"), 0, true, 1);
+         }
+         if (auto* m = find_field(v, "max")) {
+           gamma.max = static_cast<int>(r.integer(*m, child_path(path, "max"), 1, kIntMax));
+         }
+         c.tpe_gamma = gamma;
+       },
+       [](const S& a, const S& b) { return a.tpe_gamma == b.tpe_gamma; },
+       [](const S& c) -> std::optional<Json> {
+         if (!c.tpe_gamma) return std::nullopt;
+         return Json{{"fraction", c.tpe_gamma->fraction}, {"max", c.tpe_gamma->max}};
+       }},
+      {"weights", "",
+       [](const Reader& r, const Json& v, const std::string& path, S& c) {
+         c.tpe_weights = r.one_of(v, path, {"optuna", "uniform"}) == 0 ? TpeWeights::kOptuna
+                                                                       : TpeWeights::kUniform;
+       },
+       [](const S& a, const S& b) { return a.tpe_weights == b.tpe_weights; },
+       [](const S& c) -> std::optional<Json> {
+         return Json(c.tpe_weights == TpeWeights::kOptuna ? "optuna" : "uniform");
+       }},
+  };
+}
+
+// The options a sampler section of `type` takes besides "type", in the order they are read and
+// written.
+const std::vector<SamplerOption>& sampler_options(SamplerType type) {
+  using S = SamplerConfig;
+  static const std::vector<SamplerOption> kTpe = tpe_options();
+  static const std::vector<SamplerOption> kSeedOnly = {seed_option()};
+  static const std::vector<SamplerOption> kGrid = {
+      seed_option(), int_option<&S::grid_max_points>("max_points", 1)};
+  static const std::vector<SamplerOption> kGp = {
+      seed_option(), int_option<&S::gp_n_startup_trials>("n_startup_trials", 0)};
+  switch (type) {
+    case SamplerType::kTpe:
+      return kTpe;
+    case SamplerType::kGrid:
+      return kGrid;
+    case SamplerType::kGp:
+      return kGp;
+    case SamplerType::kRandom:
+    case SamplerType::kAuto:
+      break;
+  }
+  return kSeedOnly;
+}
+
+// Median and percentile stopping: PercentileStoppingOptions but the percentile.
+std::vector<SchedulerOption> stopping_options() {
+  using S = SchedulerConfig;
+  using P = PercentileStoppingOptions;
+  return {int_option<&S::percentile, &P::n_startup_trials>("n_startup_trials", 0),
+          int_option<&S::percentile, &P::n_warmup_steps>("n_warmup_steps", 0),
+          int_option<&S::percentile, &P::interval_steps>("interval_steps", 1),
+          int_option<&S::percentile, &P::n_min_trials>("n_min_trials", 1)};
+}
+
+// The options a scheduler section of `type` takes besides "type", in the order they are read and
+// written.
+const std::vector<SchedulerOption>& scheduler_options(SchedulerType type) {
+  using S = SchedulerConfig;
+  using A = AshaOptions;
+  using H = HyperbandOptions;
+  using P = PatienceOptions;
+  static const std::vector<SchedulerOption> kNone;
+  static const std::vector<SchedulerOption> kMedian = stopping_options();
+  static const std::vector<SchedulerOption> kPercentile = [] {
+    std::vector<SchedulerOption> options = {
+        number_option<&S::percentile, &PercentileStoppingOptions::percentile>(
+            "percentile", 0, false, 100, " (in [0, 100], counted from the best)")};
+    for (SchedulerOption& o : stopping_options()) options.push_back(std::move(o));
+    return options;
+  }();
+  static const std::vector<SchedulerOption> kAsha = {
+      int_option<&S::asha, &A::min_resource>("min_resource", 1),
+      int_option<&S::asha, &A::reduction_factor>("reduction_factor", 2),
+      {"max_resource", "",
+       [](const Reader& r, const Json& v, const std::string& path, S& c) {
+         c.asha.max_resource = r.integer(v, path, c.asha.min_resource + 1);
+       },
+       [](const S& a, const S& b) { return a.asha.max_resource == b.asha.max_resource; },
+       [](const S& c) -> std::optional<Json> {
+         if (!c.asha.max_resource) return std::nullopt;
+         return Json(*c.asha.max_resource);
+       }},
+      int_option<&S::asha, &A::min_early_stopping_rate>("min_early_stopping_rate", 0),
+      int_option<&S::asha, &A::bootstrap_count>("bootstrap_count", 0)};
+  static const std::vector<SchedulerOption> kHyperband = {
+      int_option<&S::hyperband, &H::min_resource>("min_resource", 1),
+      field_option<&S::hyperband, &H::max_resource>(
+          "max_resource",
+          [](const Reader& r, const Json& v, const std::string& path, S& c) {
+            c.hyperband.max_resource = r.integer(v, path, c.hyperband.min_resource + 1);
+          },
+          " (the steps of a whole trial, e.g. epochs)"),
+      int_option<&S::hyperband, &H::reduction_factor>("reduction_factor", 2),
+      int_option<&S::hyperband, &H::bootstrap_count>("bootstrap_count", 0)};
+  static const std::vector<SchedulerOption> kPatience = {
+      int_option<&S::patience, &P::patience>("patience", 1,
+                                             " (reports without improvement that stop a trial)"),
+      number_option<&S::patience, &P::min_delta>("min_delta", 0, false),
+      int_option<&S::patience, &P::n_warmup_steps>("n_warmup_steps", 0)};
+  switch (type) {
+    case SchedulerType::kNone:
+      return kNone;
+    case SchedulerType::kMedian:
+      return kMedian;
+    case SchedulerType::kPercentile:
+      return kPercentile;
+    case SchedulerType::kAsha:
+      return kAsha;
+    case SchedulerType::kHyperband:
+      return kHyperband;
+    case SchedulerType::kPatience:
+      return kPatience;
+  }
+  return kNone;
+}
+
+// "type" and the names of `options`: the fields a section may have.
+template <typename Config>
+std::vector<std::string_view> allowed_fields(const std::vector<Option<Config>>& options) {
+  std::vector<std::string_view> names = {"type"};
+  for (const Option<Config>& o : options) names.push_back(o.name);
+  return names;
+}
+
+// Reads the options of `section` (the JSON object at `path`) that `options` declare into `config`,
+// in table order, after checking that it has no other field.
+template <typename Config>
+void read_options(const Reader& r, const Json& section, std::string_view path,
+                  const std::vector<Option<Config>>& options, std::string_view context,
+                  Config& config) {
+  r.fields(section, path, allowed_fields(options), context);
+  for (const Option<Config>& option : options) {
+    const Json* value = find_field(section, option.name);
+    if (value == nullptr && !option.required_hint.empty()) {
+      value = &r.required(section, path, option.name, option.required_hint);
+    }
+    if (value != nullptr) option.read(r, *value, child_path(path, option.name), config);
+  }
+}
+
+template <typename Config>
+bool same_options(const std::vector<Option<Config>>& options, const Config& a, const Config& b) {
+  return std::all_of(options.begin(), options.end(),
+                     [&](const Option<Config>& o) { return o.same(a, b); });
+}
+
+// The section as to_json writes it: "type", then every option of it that has a value.
+template <typename Config>
+Json write_options(std::string_view type, const std::vector<Option<Config>>& options,
+                   const Config& config) {
+  Json section = Json::object();
+  section["type"] = std::string(type);
+  for (const Option<Config>& option : options) {
+    std::optional<Json> value = option.write(config);
+    if (value) section[std::string(option.name)] = *value;
+  }
+  return section;
+}
+
+// Reads one sweep file. Every error it throws names the file and the JSON path.
+class Parser : Reader {
+ public:
+  explicit Parser(std::string file) : Reader(std::move(file)) {
+    dir_ = fs::path(file_).parent_path();
+  }
+
+  SweepFile parse(std::string_view text);
+
+ private:
   // `relative` against the sweep file's directory.
   std::string resolve(const std::string& relative) const {
     fs::path p = (dir_ / relative).lexically_normal();
@@ -188,7 +507,6 @@ class Parser {
   void parse_job(const Json& value, SweepFile& sweep);
   ExportConfig parse_export(const Json& value, const SweepFile& sweep);
 
-  std::string file_;
   fs::path dir_;
 };
 
@@ -405,78 +723,12 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
     config.type = SamplerType::kTpe;
     config.type_given = true;
   }
-  switch (config.type) {
-    case SamplerType::kTpe:
-      fields(value, "sampler",
-             {"type", "seed", "n_startup_trials", "n_ei_candidates", "multivariate", "group",
-              "constant_liar", "consider_prior", "prior_weight", "consider_magic_clip",
-              "consider_endpoints", "gamma", "weights", "improvement_weights"},
-             "for sampler type \"tpe\"");
-      break;
-    case SamplerType::kRandom:
-      fields(value, "sampler", {"type", "seed"}, "for sampler type \"random\"");
-      break;
-    case SamplerType::kGrid:
-      fields(value, "sampler", {"type", "seed", "max_points"}, "for sampler type \"grid\"");
-      break;
-    case SamplerType::kGp:
-      fields(value, "sampler", {"type", "seed", "n_startup_trials"}, "for sampler type \"gp\"");
-      break;
-    case SamplerType::kAuto:
-      fields(value, "sampler", {"type", "seed"}, "for sampler type \"auto\"");
-      break;
-  }
-  if (const Json* seed = find_field(value, "seed")) {
-    if (!seed->is_number_unsigned()) {
-      fail("sampler.seed", "expected an integer >= 0, got " + shown(*seed));
-    }
-    config.seed = seed->get<uint64_t>();
-  }
+  read_options(*this, value, "sampler", sampler_options(config.type),
+               "for sampler type " + json_text(to_string(config.type)), config);
   auto at = [&](std::string_view key) { return child_path("sampler", key); };
-  auto get = [&](std::string_view key) { return find_field(value, key); };
 
   if (config.type == SamplerType::kTpe) {
-    TpeOptions& o = config.tpe;
-    if (auto* v = get("n_startup_trials"))
-      o.n_startup_trials = int32(*v, at("n_startup_trials"), 0);
-    if (auto* v = get("n_ei_candidates")) o.n_ei_candidates = int32(*v, at("n_ei_candidates"), 1);
-    if (auto* v = get("multivariate")) o.multivariate = boolean(*v, at("multivariate"));
-    if (auto* v = get("group")) o.group = boolean(*v, at("group"));
-    if (auto* v = get("constant_liar")) {
-      if (v->is_boolean()) {
-        o.constant_liar = v->get<bool>() ? ConstantLiar::kOn : ConstantLiar::kOff;
-      } else if (v->is_string() && v->get<std::string>() == "auto") {
-        o.constant_liar = ConstantLiar::kAuto;
-      } else {
-        fail(at("constant_liar"), "expected \"auto\", true or false, got " + shown(*v));
-      }
-    }
-    if (auto* v = get("consider_prior")) o.consider_prior = boolean(*v, at("consider_prior"));
-    if (auto* v = get("prior_weight")) o.prior_weight = number(*v, at("prior_weight"), 0, false);
-    if (auto* v = get("consider_magic_clip")) {
-      o.consider_magic_clip = boolean(*v, at("consider_magic_clip"));
-    }
-    if (auto* v = get("consider_endpoints")) {
-      o.consider_endpoints = boolean(*v, at("consider_endpoints"));
-    }
-    if (auto* v = get("improvement_weights")) {
-      o.improvement_weights = boolean(*v, at("improvement_weights"));
-    }
-    if (auto* v = get("gamma")) {
-      object(*v, at("gamma"));
-      fields(*v, at("gamma"), {"fraction", "max"});
-      TpeGamma gamma;
-      if (auto* f = find_field(*v, "fraction")) {
-        gamma.fraction = number(*f, child_path(at("gamma"), "fraction"), 0, true, 1);
-      }
-      if (auto* m = find_field(*v, "max")) gamma.max = int32(*m, child_path(at("gamma"), "max"), 1);
-      config.tpe_gamma = gamma;
-    }
-    if (auto* v = get("weights")) {
-      config.tpe_weights = one_of(*v, at("weights"), {"optuna", "uniform"}) == 0
-                               ? TpeWeights::kOptuna
-                               : TpeWeights::kUniform;
-    }
+    const TpeOptions& o = config.tpe;
     if (o.group && !o.multivariate) {
       fail(at("group"), "true needs \"multivariate\": true (groups are joint estimators)");
     }
@@ -485,14 +737,7 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
     } catch (const Error& e) {
       throw section_error(file_, "sampler", e.what());
     }
-  } else if (config.type == SamplerType::kGp) {
-    if (auto* v = get("n_startup_trials")) {
-      config.gp_n_startup_trials = static_cast<int>(integer(*v, at("n_startup_trials"), 0));
-    }
   } else if (config.type == SamplerType::kGrid) {
-    if (auto* v = get("max_points")) {
-      config.grid_max_points = static_cast<size_t>(integer(*v, at("max_points"), 1));
-    }
     // Builds the grid once so that a space it cannot enumerate fails now, naming the parameter.
     try {
       GridSampler check(space, config.grid_max_points);
@@ -508,80 +753,8 @@ SchedulerConfig Parser::parse_scheduler(const Json& value) {
   SchedulerConfig config;
   const Json& type = required(value, "scheduler", "type", " (" + list_of(kSchedulerTypes) + ")");
   config.type = static_cast<SchedulerType>(one_of(type, "scheduler.type", kSchedulerTypes));
-  auto at = [&](std::string_view key) { return child_path("scheduler", key); };
-  auto get = [&](std::string_view key) { return find_field(value, key); };
-  std::string context = "for scheduler type " + json_text(to_string(config.type));
-
-  switch (config.type) {
-    case SchedulerType::kNone:
-      fields(value, "scheduler", {"type"}, context);
-      break;
-    case SchedulerType::kMedian:
-    case SchedulerType::kPercentile: {
-      if (config.type == SchedulerType::kMedian) {
-        fields(value, "scheduler",
-               {"type", "n_startup_trials", "n_warmup_steps", "interval_steps", "n_min_trials"},
-               context);
-      } else {
-        fields(value, "scheduler",
-               {"type", "percentile", "n_startup_trials", "n_warmup_steps", "interval_steps",
-                "n_min_trials"},
-               context);
-        config.percentile.percentile = number(
-            required(value, "scheduler", "percentile", " (in [0, 100], counted from the best)"),
-            at("percentile"), 0, false, 100);
-      }
-      PercentileStoppingOptions& o = config.percentile;
-      if (auto* v = get("n_startup_trials"))
-        o.n_startup_trials = int32(*v, at("n_startup_trials"), 0);
-      if (auto* v = get("n_warmup_steps")) o.n_warmup_steps = integer(*v, at("n_warmup_steps"), 0);
-      if (auto* v = get("interval_steps")) o.interval_steps = integer(*v, at("interval_steps"), 1);
-      if (auto* v = get("n_min_trials")) o.n_min_trials = int32(*v, at("n_min_trials"), 1);
-      break;
-    }
-    case SchedulerType::kAsha: {
-      fields(value, "scheduler",
-             {"type", "min_resource", "reduction_factor", "max_resource", "min_early_stopping_rate",
-              "bootstrap_count"},
-             context);
-      AshaOptions& o = config.asha;
-      if (auto* v = get("min_resource")) o.min_resource = integer(*v, at("min_resource"), 1);
-      if (auto* v = get("reduction_factor"))
-        o.reduction_factor = int32(*v, at("reduction_factor"), 2);
-      if (auto* v = get("max_resource")) {
-        o.max_resource = integer(*v, at("max_resource"), o.min_resource + 1);
-      }
-      if (auto* v = get("min_early_stopping_rate")) {
-        o.min_early_stopping_rate = int32(*v, at("min_early_stopping_rate"), 0);
-      }
-      if (auto* v = get("bootstrap_count")) o.bootstrap_count = int32(*v, at("bootstrap_count"), 0);
-      break;
-    }
-    case SchedulerType::kHyperband: {
-      fields(value, "scheduler",
-             {"type", "min_resource", "max_resource", "reduction_factor", "bootstrap_count"},
-             context);
-      HyperbandOptions& o = config.hyperband;
-      if (auto* v = get("min_resource")) o.min_resource = integer(*v, at("min_resource"), 1);
-      o.max_resource = integer(required(value, "scheduler", "max_resource",
-                                        " (the steps of a whole trial, e.g. epochs)"),
-                               at("max_resource"), o.min_resource + 1);
-      if (auto* v = get("reduction_factor"))
-        o.reduction_factor = int32(*v, at("reduction_factor"), 2);
-      if (auto* v = get("bootstrap_count")) o.bootstrap_count = int32(*v, at("bootstrap_count"), 0);
-      break;
-    }
-    case SchedulerType::kPatience: {
-      fields(value, "scheduler", {"type", "patience", "min_delta", "n_warmup_steps"}, context);
-      PatienceOptions& o = config.patience;
-      o.patience = int32(required(value, "scheduler", "patience",
-                                  " (reports without improvement that stop a trial)"),
-                         at("patience"), 1);
-      if (auto* v = get("min_delta")) o.min_delta = number(*v, at("min_delta"), 0, false);
-      if (auto* v = get("n_warmup_steps")) o.n_warmup_steps = integer(*v, at("n_warmup_steps"), 0);
-      break;
-    }
-  }
+  read_options(*this, value, "scheduler", scheduler_options(config.type),
+               "for scheduler type " + json_text(to_string(config.type)), config);
   // The schedulers check their options again (cross-field limits such as Hyperband's budgets);
   // their messages start with the scheduler's name where ours say "scheduler".
   SweepFile probe;
@@ -872,65 +1045,23 @@ std::string relative_to_sweep(const std::string& resolved, const std::string& sw
 }  // namespace
 
 bool SamplerConfig::operator==(const SamplerConfig& other) const {
-  if (type != other.type || seed != other.seed) return false;
-  switch (type) {
-    case SamplerType::kRandom:
-    case SamplerType::kAuto:
-      return true;
-    case SamplerType::kGrid:
-      return grid_max_points == other.grid_max_points;
-    case SamplerType::kGp:
-      return gp_n_startup_trials == other.gp_n_startup_trials;
-    case SamplerType::kTpe: {
-      const TpeOptions& a = tpe;
-      const TpeOptions& b = other.tpe;
-      return a.n_startup_trials == b.n_startup_trials && a.n_ei_candidates == b.n_ei_candidates &&
-             a.multivariate == b.multivariate && a.group == b.group &&
-             a.constant_liar == b.constant_liar && a.consider_prior == b.consider_prior &&
-             a.prior_weight == b.prior_weight && a.consider_magic_clip == b.consider_magic_clip &&
-             a.consider_endpoints == b.consider_endpoints &&
-             a.improvement_weights == b.improvement_weights && tpe_gamma == other.tpe_gamma &&
-             tpe_weights == other.tpe_weights;
-    }
-  }
-  return false;
+  return type == other.type && same_options(sampler_options(type), *this, other);
 }
 
 bool SchedulerConfig::operator==(const SchedulerConfig& other) const {
-  if (type != other.type) return false;
-  switch (type) {
-    case SchedulerType::kNone:
-      return true;
-    case SchedulerType::kMedian:
-    case SchedulerType::kPercentile: {
-      const auto& a = percentile;
-      const auto& b = other.percentile;
-      return a.percentile == b.percentile && a.n_startup_trials == b.n_startup_trials &&
-             a.n_warmup_steps == b.n_warmup_steps && a.interval_steps == b.interval_steps &&
-             a.n_min_trials == b.n_min_trials;
-    }
-    case SchedulerType::kAsha: {
-      const auto& a = asha;
-      const auto& b = other.asha;
-      return a.min_resource == b.min_resource && a.reduction_factor == b.reduction_factor &&
-             a.max_resource == b.max_resource &&
-             a.min_early_stopping_rate == b.min_early_stopping_rate &&
-             a.bootstrap_count == b.bootstrap_count;
-    }
-    case SchedulerType::kHyperband: {
-      const auto& a = hyperband;
-      const auto& b = other.hyperband;
-      return a.min_resource == b.min_resource && a.max_resource == b.max_resource &&
-             a.reduction_factor == b.reduction_factor && a.bootstrap_count == b.bootstrap_count;
-    }
-    case SchedulerType::kPatience: {
-      const auto& a = patience;
-      const auto& b = other.patience;
-      return a.patience == b.patience && a.min_delta == b.min_delta &&
-             a.n_warmup_steps == b.n_warmup_steps;
-    }
-  }
-  return false;
+  return type == other.type && same_options(scheduler_options(type), *this, other);
+}
+
+std::vector<std::string_view> sampler_option_names(SamplerType type) {
+  std::vector<std::string_view> names = allowed_fields(sampler_options(type));
+  names.erase(names.begin());  // "type"
+  return names;
+}
+
+std::vector<std::string_view> scheduler_option_names(SchedulerType type) {
+  std::vector<std::string_view> names = allowed_fields(scheduler_options(type));
+  names.erase(names.begin());
+  return names;
 }
 
 SweepFile load_sweep_file(const std::string& path) {
@@ -1026,70 +1157,10 @@ std::string to_json(const SweepFile& sweep) {
     root["constraints"] = constraints;
   }
 
-  Json sampler = {{"type", std::string(to_string(sweep.sampler.type))}};
-  if (sweep.sampler.seed) sampler["seed"] = *sweep.sampler.seed;
-  if (sweep.sampler.type == SamplerType::kTpe) {
-    const TpeOptions& o = sweep.sampler.tpe;
-    sampler["n_startup_trials"] = o.n_startup_trials;
-    sampler["n_ei_candidates"] = o.n_ei_candidates;
-    sampler["multivariate"] = o.multivariate;
-    sampler["group"] = o.group;
-    if (o.constant_liar == ConstantLiar::kAuto) {
-      sampler["constant_liar"] = "auto";
-    } else {
-      sampler["constant_liar"] = o.constant_liar == ConstantLiar::kOn;
-    }
-    sampler["consider_prior"] = o.consider_prior;
-    sampler["prior_weight"] = o.prior_weight;
-    sampler["consider_magic_clip"] = o.consider_magic_clip;
-    sampler["consider_endpoints"] = o.consider_endpoints;
-    sampler["improvement_weights"] = o.improvement_weights;
-    if (sweep.sampler.tpe_gamma) {
-      sampler["gamma"] = {{"fraction", sweep.sampler.tpe_gamma->fraction},
-                          {"max", sweep.sampler.tpe_gamma->max}};
-    }
-    sampler["weights"] = sweep.sampler.tpe_weights == TpeWeights::kOptuna ? "optuna" : "uniform";
-  } else if (sweep.sampler.type == SamplerType::kGrid) {
-    sampler["max_points"] = sweep.sampler.grid_max_points;
-  } else if (sweep.sampler.type == SamplerType::kGp) {
-    sampler["n_startup_trials"] = sweep.sampler.gp_n_startup_trials;
-  }
-  root["sampler"] = sampler;
-
-  const SchedulerConfig& sc = sweep.scheduler;
-  Json scheduler = {{"type", std::string(to_string(sc.type))}};
-  switch (sc.type) {
-    case SchedulerType::kNone:
-      break;
-    case SchedulerType::kPercentile:
-      scheduler["percentile"] = sc.percentile.percentile;
-      [[fallthrough]];
-    case SchedulerType::kMedian:
-      scheduler["n_startup_trials"] = sc.percentile.n_startup_trials;
-      scheduler["n_warmup_steps"] = sc.percentile.n_warmup_steps;
-      scheduler["interval_steps"] = sc.percentile.interval_steps;
-      scheduler["n_min_trials"] = sc.percentile.n_min_trials;
-      break;
-    case SchedulerType::kAsha:
-      scheduler["min_resource"] = sc.asha.min_resource;
-      scheduler["reduction_factor"] = sc.asha.reduction_factor;
-      if (sc.asha.max_resource) scheduler["max_resource"] = *sc.asha.max_resource;
-      scheduler["min_early_stopping_rate"] = sc.asha.min_early_stopping_rate;
-      scheduler["bootstrap_count"] = sc.asha.bootstrap_count;
-      break;
-    case SchedulerType::kHyperband:
-      scheduler["min_resource"] = sc.hyperband.min_resource;
-      scheduler["max_resource"] = sc.hyperband.max_resource;
-      scheduler["reduction_factor"] = sc.hyperband.reduction_factor;
-      scheduler["bootstrap_count"] = sc.hyperband.bootstrap_count;
-      break;
-    case SchedulerType::kPatience:
-      scheduler["patience"] = sc.patience.patience;
-      scheduler["min_delta"] = sc.patience.min_delta;
-      scheduler["n_warmup_steps"] = sc.patience.n_warmup_steps;
-      break;
-  }
-  root["scheduler"] = scheduler;
+  root["sampler"] = write_options(to_string(sweep.sampler.type),
+                                  sampler_options(sweep.sampler.type), sweep.sampler);
+  root["scheduler"] = write_options(to_string(sweep.scheduler.type),
+                                    scheduler_options(sweep.scheduler.type), sweep.scheduler);
 
   Json budget = Json::object();
   if (sweep.budget.trials) budget["trials"] = *sweep.budget.trials;

@@ -92,7 +92,8 @@ struct SamplerConfig {
   // kGp: random trials before the GP takes over. Default: GpSamplerOptions' (10).
   int gp_n_startup_trials = 10;
 
-  // Compares the fields the file can state (not TpeOptions' function members).
+  // Compares the type and the options of `type` the file can state (not `type_given`, nor
+  // TpeOptions' function members).
   bool operator==(const SamplerConfig& other) const;
 };
 
@@ -218,6 +219,12 @@ std::string to_json(const SweepFile& sweep);
 std::chrono::seconds parse_duration(std::string_view text);
 // The shortest such text: 5400 s -> "1h30m", 0 -> "0s".
 std::string format_duration(std::chrono::seconds duration);
+
+// The options a sampler or scheduler section of `type` takes besides "type", in the order they are
+// read and written. One table in sweep_file.cc declares each option (how it is read, compared and
+// written); docs/sweep_file.md lists them.
+std::vector<std::string_view> sampler_option_names(SamplerType type);
+std::vector<std::string_view> scheduler_option_names(SchedulerType type);
 
 std::string_view to_string(SamplerType type);
 // The type whose to_string() is `name`; nullopt for a name no sweep file can give ("custom").

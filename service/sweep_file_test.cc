@@ -21,12 +21,12 @@
 #include "search/rng.h"
 #include "search/search_space_json.h"
 #include "trials/error.h"
+#include "trials/json.h"
 
 namespace tuner {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
 
 const fs::path kTestdata = fs::path(TUNER_SOURCE_DIR) / "service" / "testdata" / "sweeps";
@@ -402,6 +402,108 @@ TEST(SweepFileTest, StudyOptions) {
   EXPECT_NE(std::dynamic_pointer_cast<MedianStopping>(o.scheduler), nullptr);
   EXPECT_TRUE(o.load_if_exists);
   EXPECT_EQ(o.storage, nullptr);
+}
+
+// The option tables of sweep_file.cc drive the parser, ==, to_json and the allowed fields;
+// docs/sweep_file.md lists the options by hand. This keeps the two the same: every option of
+// every type is in the docs' tables, and every option the docs give a type takes.
+std::string markdown_section(const std::string& doc, std::string_view heading) {
+  size_t start = doc.find(std::string(heading) + "\n");
+  if (start == std::string::npos) return "";
+  size_t end = doc.find("\n### ", start + heading.size());
+  return doc.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// The rows of the markdown tables in `section`, as their cells (trimmed).
+std::vector<std::vector<std::string>> table_rows(const std::string& section) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(section);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("| ") || line.starts_with("|---")) continue;
+    std::vector<std::string> cells;
+    size_t at = 1;
+    while (at < line.size()) {
+      size_t bar = line.find(" | ", at);
+      if (bar == std::string::npos) bar = line.rfind(" |");
+      if (bar == std::string::npos || bar < at) break;
+      std::string cell = line.substr(at, bar - at);
+      cell.erase(0, cell.find_first_not_of(' '));
+      cells.push_back(cell);
+      at = bar + 2;
+    }
+    rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+
+std::string code(std::string_view name) { return "`" + std::string(name) + "`"; }
+
+TEST(SweepFileTest, DocsListEveryOption) {
+  std::ifstream in(fs::path(TUNER_SOURCE_DIR) / "docs" / "sweep_file.md");
+  ASSERT_TRUE(in) << "docs/sweep_file.md";
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string doc = text.str();
+
+  // Sampler: one row per option, | `name` | types | default | meaning |, types "all" or a list.
+  const auto sampler_rows = table_rows(markdown_section(doc, "### `sampler`"));
+  ASSERT_GT(sampler_rows.size(), 2u);
+  const SamplerType kSamplerTypes[] = {SamplerType::kTpe, SamplerType::kRandom, SamplerType::kGrid,
+                                       SamplerType::kGp, SamplerType::kAuto};
+  auto documented_for = [&](std::string_view name, SamplerType type) {
+    for (const auto& row : sampler_rows) {
+      if (row.size() < 2 || row[0] != code(name)) continue;
+      if (row[1] == "all") return true;
+      std::istringstream types(row[1]);
+      for (std::string t; std::getline(types, t, ',');) {
+        t.erase(0, t.find_first_not_of(' '));
+        if (t == to_string(type)) return true;
+      }
+    }
+    return false;
+  };
+  for (SamplerType type : kSamplerTypes) {
+    for (std::string_view name : sampler_option_names(type)) {
+      EXPECT_TRUE(documented_for(name, type))
+          << "docs/sweep_file.md's sampler table lacks " << name << " for " << to_string(type);
+    }
+  }
+  for (const auto& row : sampler_rows) {
+    if (row.size() < 2 || row[0] == "field") continue;
+    for (SamplerType type : kSamplerTypes) {
+      if (!documented_for(row[0].substr(1, row[0].size() - 2), type)) continue;
+      auto names = sampler_option_names(type);
+      EXPECT_NE(std::find(names.begin(), names.end(), row[0].substr(1, row[0].size() - 2)),
+                names.end())
+          << "docs/sweep_file.md gives sampler type " << to_string(type) << " " << row[0];
+    }
+  }
+
+  // Scheduler: one row per type, | `type` | fields |; "the fields of `median`" includes its row.
+  const auto scheduler_rows = table_rows(markdown_section(doc, "### `scheduler`"));
+  auto fields_of = [&](std::string_view type) {
+    std::string fields;
+    for (const auto& row : scheduler_rows) {
+      if (row.size() >= 2 && row[0] == code(type)) fields = row[1];
+    }
+    return fields;
+  };
+  const SchedulerType kSchedulerTypes[] = {SchedulerType::kNone,      SchedulerType::kMedian,
+                                           SchedulerType::kPercentile, SchedulerType::kAsha,
+                                           SchedulerType::kHyperband, SchedulerType::kPatience};
+  for (SchedulerType type : kSchedulerTypes) {
+    std::string fields = fields_of(to_string(type));
+    ASSERT_FALSE(fields.empty()) << "docs/sweep_file.md has no scheduler row " << to_string(type);
+    size_t of = fields.find("the fields of `");
+    if (of != std::string::npos) {
+      size_t end = fields.find('`', of + 15);
+      fields += " " + fields_of(fields.substr(of + 15, end - of - 15));
+    }
+    for (std::string_view name : scheduler_option_names(type)) {
+      EXPECT_NE(fields.find(code(name)), std::string::npos)
+          << "docs/sweep_file.md's scheduler row " << to_string(type) << " lacks " << name;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

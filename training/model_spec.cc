@@ -25,8 +25,6 @@
 namespace tuner::training {
 namespace {
 
-using Json = nlohmann::json;
-
 // The layer types and the fields each accepts (besides "type").
 struct TypeInfo {
   std::string_view type;
@@ -92,7 +90,7 @@ std::string field_path(const std::string& path, std::string_view field) {
 }
 
 // Reads the integer field `name` of object j; `fallback` when absent (required when nullopt).
-int64_t get_int(const Json& j, const std::string& path, std::string_view name,
+int64_t get_int(const nlohmann::json& j, const std::string& path, std::string_view name,
                 std::optional<int64_t> fallback, int64_t min_value) {
   const std::string p = field_path(path, name);
   auto it = j.find(std::string(name));
@@ -112,13 +110,13 @@ int64_t get_int(const Json& j, const std::string& path, std::string_view name,
   return v;
 }
 
-double get_number(const Json& j, const std::string& path, std::string_view name, double fallback,
-                  double lo, double hi, bool hi_inclusive) {
+double get_number(const nlohmann::json& j, const std::string& path, std::string_view name,
+                  double fallback, double lo, double hi, bool hi_inclusive) {
   const std::string p = field_path(path, name);
   auto it = j.find(std::string(name));
   if (it == j.end()) return fallback;
-  const std::string range =
-      "[" + Json(lo).dump() + ", " + Json(hi).dump() + (hi_inclusive ? "]" : ")");
+  const std::string range = "[" + nlohmann::json(lo).dump() + ", " + nlohmann::json(hi).dump() +
+                            (hi_inclusive ? "]" : ")");
   if (!it->is_number()) throw SpecError(p, "expected a number in " + range + ", got " + it->dump());
   const double v = it->get<double>();
   if (!(v >= lo && (hi_inclusive ? v <= hi : v < hi))) {
@@ -127,7 +125,8 @@ double get_number(const Json& j, const std::string& path, std::string_view name,
   return v;
 }
 
-bool get_bool(const Json& j, const std::string& path, std::string_view name, bool fallback) {
+bool get_bool(const nlohmann::json& j, const std::string& path, std::string_view name,
+              bool fallback) {
   auto it = j.find(std::string(name));
   if (it == j.end()) return fallback;
   if (!it->is_boolean()) {
@@ -136,7 +135,7 @@ bool get_bool(const Json& j, const std::string& path, std::string_view name, boo
   return it->get<bool>();
 }
 
-Activation parse_activation(const Json& v, const std::string& path) {
+Activation parse_activation(const nlohmann::json& v, const std::string& path) {
   static const std::vector<std::string_view> names = {"none", "relu", "gelu", "tanh", "sigmoid"};
   if (!v.is_string()) throw SpecError(path, "expected one of " + join(names) + ", got " + v.dump());
   const std::string s = v.get<std::string>();
@@ -201,8 +200,8 @@ class Parser {
  public:
   // Parses the list at `path`, with sample input shape `in`; returns the fused layer specs and
   // sets `out` to the list's output shape.
-  std::vector<LayerSpec> parse_list(const Json& list, const std::string& path, const Shape& in,
-                                    Shape& out) {
+  std::vector<LayerSpec> parse_list(const nlohmann::json& list, const std::string& path,
+                                    const Shape& in, Shape& out) {
     if (!list.is_array()) throw SpecError(path, "expected a list of layers, got " + list.dump());
     if (list.empty()) throw SpecError(path, "expected at least one layer");
     std::vector<LayerSpec> specs;
@@ -240,7 +239,7 @@ class Parser {
   }
 
  private:
-  LayerSpec parse_layer(const Json& j, const std::string& path, const Shape& in) {
+  LayerSpec parse_layer(const nlohmann::json& j, const std::string& path, const Shape& in) {
     if (!j.is_object()) {
       throw SpecError(path, "expected a layer object like {\"type\": \"relu\"}, got " + j.dump());
     }
@@ -341,7 +340,8 @@ class Parser {
     return s;
   }
 
-  void parse_residual(const Json& j, const std::string& path, const Shape& in, LayerSpec& s) {
+  void parse_residual(const nlohmann::json& j, const std::string& path, const Shape& in,
+                      LayerSpec& s) {
     if (!j.contains("body")) throw SpecError(path + ".body", "missing (a list of layers)");
     Shape body_out;
     s.body = parse_list(j["body"], path + ".body", in, body_out);
@@ -396,7 +396,7 @@ class Parser {
   }
 };
 
-Shape parse_input(const Json& root) {
+Shape parse_input(const nlohmann::json& root) {
   auto it = root.find("input");
   if (it == root.end()) {
     throw SpecError("input", "missing (the sample shape, e.g. [1, 28, 28] or [784])");
@@ -407,7 +407,7 @@ Shape parse_input(const Json& root) {
   }
   std::vector<int64_t> dims;
   for (size_t i = 0; i < it->size(); ++i) {
-    const Json& d = (*it)[i];
+    const nlohmann::json& d = (*it)[i];
     if (!d.is_number_integer() || d.get<int64_t>() < 1) {
       throw SpecError("input[" + std::to_string(i) + "]",
                       "expected a positive integer, got " + d.dump());
@@ -425,10 +425,10 @@ SpecError::SpecError(std::string path, std::string reason)
       reason_(std::move(reason)) {}
 
 ModelSpec parse_model_spec(std::string_view json_text) {
-  Json root;
+  nlohmann::json root;
   try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
+    root = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
     throw SpecError("(json)", std::string("not valid JSON: ") + e.what());
   }
   if (!root.is_object()) {

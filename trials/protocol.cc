@@ -13,7 +13,6 @@ namespace tuner {
 
 namespace {
 
-using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 // Bodies are flat records; deeper nesting is refused before parsing.
@@ -159,34 +158,35 @@ std::string shorten(std::string_view text) {
   throw ProtocolError(path + ": " + what);
 }
 
-const Json& member(const Json& object, const char* key, const std::string& path) {
+const nlohmann::json& member(const nlohmann::json& object, const char* key,
+                             const std::string& path) {
   auto it = object.find(key);
   if (it == object.end()) fail(path + "." + key, "missing");
   return *it;
 }
 
-const Json& object_of(const Json& v, const std::string& path) {
+const nlohmann::json& object_of(const nlohmann::json& v, const std::string& path) {
   if (!v.is_object()) fail(path, std::string("expected an object, got ") + v.type_name());
   return v;
 }
 
-const Json& array_of(const Json& v, const std::string& path) {
+const nlohmann::json& array_of(const nlohmann::json& v, const std::string& path) {
   if (!v.is_array()) fail(path, std::string("expected an array, got ") + v.type_name());
   return v;
 }
 
-std::string string_of(const Json& v, const std::string& path) {
+std::string string_of(const nlohmann::json& v, const std::string& path) {
   if (!v.is_string()) fail(path, std::string("expected a string, got ") + v.type_name());
   return v.get<std::string>();
 }
 
-bool bool_of(const Json& v, const std::string& path) {
+bool bool_of(const nlohmann::json& v, const std::string& path) {
   if (!v.is_boolean()) fail(path, std::string("expected a boolean, got ") + v.type_name());
   return v.get<bool>();
 }
 
 template <typename Int>
-Int int_of(const Json& v, const std::string& path) {
+Int int_of(const nlohmann::json& v, const std::string& path) {
   static_assert(std::is_integral_v<Int>);
   using Limits = std::numeric_limits<Int>;
   auto out_of_range = [&] {
@@ -213,7 +213,7 @@ Int int_of(const Json& v, const std::string& path) {
   fail(path, std::string("expected an integer, got ") + v.type_name());
 }
 
-double double_of(const Json& v, const std::string& path) {
+double double_of(const nlohmann::json& v, const std::string& path) {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) {
     const auto& s = v.get_ref<const std::string&>();
@@ -224,7 +224,7 @@ double double_of(const Json& v, const std::string& path) {
   fail(path, "expected a number (or \"nan\", \"inf\", \"-inf\")");
 }
 
-Metrics metrics_of(const Json& v, const std::string& path) {
+Metrics metrics_of(const nlohmann::json& v, const std::string& path) {
   Metrics metrics;
   for (const auto& [name, value] : object_of(v, path).items()) {
     metrics[name] = double_of(value, path + "." + shorten(name));
@@ -233,9 +233,9 @@ Metrics metrics_of(const Json& v, const std::string& path) {
 }
 
 template <typename Int>
-std::vector<Int> ints_of(const Json& v, const std::string& path) {
+std::vector<Int> ints_of(const nlohmann::json& v, const std::string& path) {
   std::vector<Int> out;
-  const Json& array = array_of(v, path);
+  const nlohmann::json& array = array_of(v, path);
   out.reserve(array.size());
   for (size_t i = 0; i < array.size(); ++i) {
     out.push_back(int_of<Int>(array[i], path + "[" + std::to_string(i) + "]"));
@@ -243,7 +243,7 @@ std::vector<Int> ints_of(const Json& v, const std::string& path) {
   return out;
 }
 
-std::optional<std::string> optional_string_of(const Json& object, const char* key,
+std::optional<std::string> optional_string_of(const nlohmann::json& object, const char* key,
                                               const std::string& path) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::nullopt;
@@ -251,7 +251,7 @@ std::optional<std::string> optional_string_of(const Json& object, const char* ke
 }
 
 // The bytes of a hex string (two lowercase or uppercase digits per byte).
-std::string bytes_of_hex(const Json& v, const std::string& path) {
+std::string bytes_of_hex(const nlohmann::json& v, const std::string& path) {
   const std::string hex = string_of(v, path);
   if (hex.size() % 2 != 0)
     fail(path, "expected hex digits in pairs, got " + std::to_string(hex.size()));
@@ -275,10 +275,10 @@ void check_store_entry_read(const std::string& path, const std::string& key,
 // Reads one message's fields from its body; `p` is the type name, the root of every path.
 class BodyReader {
  public:
-  BodyReader(const Json& body, std::string type) : body_(body), p_(std::move(type)) {}
+  BodyReader(const nlohmann::json& body, std::string type) : body_(body), p_(std::move(type)) {}
 
   std::string path(const char* key) const { return p_ + "." + key; }
-  const Json& at(const char* key) const { return member(body_, key, p_); }
+  const nlohmann::json& at(const char* key) const { return member(body_, key, p_); }
   std::string str(const char* key) const { return string_of(at(key), path(key)); }
   bool boolean(const char* key) const { return bool_of(at(key), path(key)); }
   bool has(const char* key) const { return body_.contains(key); }
@@ -294,22 +294,22 @@ class BodyReader {
     m.hostname = str("hostname");
     m.pid = integer<int64_t>("pid");
     std::string rp = path("resources");
-    const Json& resources = object_of(at("resources"), rp);
+    const nlohmann::json& resources = object_of(at("resources"), rp);
     m.resources.cpu_slots = int_of<int>(member(resources, "cpu_slots", rp), rp + ".cpu_slots");
-    const Json& gpus = array_of(member(resources, "gpus", rp), rp + ".gpus");
+    const nlohmann::json& gpus = array_of(member(resources, "gpus", rp), rp + ".gpus");
     for (size_t i = 0; i < gpus.size(); ++i) {
       std::string gp = rp + ".gpus[" + std::to_string(i) + "]";
-      const Json& g = object_of(gpus[i], gp);
+      const nlohmann::json& g = object_of(gpus[i], gp);
       m.resources.gpus.push_back(GpuInfo{
           .index = int_of<int>(member(g, "index", gp), gp + ".index"),
           .name = string_of(member(g, "name", gp), gp + ".name"),
           .memory_bytes = int_of<uint64_t>(member(g, "memory_bytes", gp), gp + ".memory_bytes")});
     }
     if (auto it = body_.find("leases"); it != body_.end()) {
-      const Json& leases = array_of(*it, path("leases"));
+      const nlohmann::json& leases = array_of(*it, path("leases"));
       for (size_t i = 0; i < leases.size(); ++i) {
         std::string lp = path("leases") + "[" + std::to_string(i) + "]";
-        const Json& l = object_of(leases[i], lp);
+        const nlohmann::json& l = object_of(leases[i], lp);
         m.leases.push_back(HeldLease{
             .lease_id = int_of<uint64_t>(member(l, "lease_id", lp), lp + ".lease_id"),
             .study_name = string_of(member(l, "study_name", lp), lp + ".study_name"),
@@ -333,7 +333,7 @@ class BodyReader {
     m.trial_id = integer<int64_t>("trial_id");
     m.number = integer<int>("number");
     m.attempt = integer<int>("attempt");
-    const Json& params = object_of(at("params"), path("params"));
+    const nlohmann::json& params = object_of(at("params"), path("params"));
     try {
       m.params = params_from_json(params.dump(), path("params"));
     } catch (const Error& e) {
@@ -367,12 +367,12 @@ class BodyReader {
   }
   ResultMessage result() const {
     ResultMessage m{.lease_id = lease_id(), .metrics = metrics_of(at("metrics"), path("metrics"))};
-    const Json& values = array_of(at("values"), path("values"));
+    const nlohmann::json& values = array_of(at("values"), path("values"));
     for (size_t i = 0; i < values.size(); ++i) {
       m.values.push_back(double_of(values[i], path("values") + "[" + std::to_string(i) + "]"));
     }
     if (has("integer_metrics")) {
-      const Json& names = array_of(at("integer_metrics"), path("integer_metrics"));
+      const nlohmann::json& names = array_of(at("integer_metrics"), path("integer_metrics"));
       for (size_t i = 0; i < names.size(); ++i) {
         m.integer_metrics.push_back(
             string_of(names[i], path("integer_metrics") + "[" + std::to_string(i) + "]"));
@@ -416,7 +416,7 @@ class BodyReader {
   }
 
  private:
-  const Json& body_;
+  const nlohmann::json& body_;
   std::string p_;
 };
 
@@ -433,10 +433,10 @@ Message decode_body(MessageType type, const std::string& text) {
   if (json_nests_deeper_than(text, kMaxBodyDepth)) {
     throw ProtocolError(name + " body: nested deeper than " + std::to_string(kMaxBodyDepth));
   }
-  Json body;
+  nlohmann::json body;
   try {
-    body = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+    body = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
     throw ProtocolError(name + " body: not valid JSON (error at byte " + std::to_string(e.byte) +
                         ")");
   }
@@ -588,7 +588,7 @@ Message decode(std::span<const std::string> frames) {
     return decode_body(*type, frames[1]);
   } catch (const ProtocolError&) {
     throw;
-  } catch (const Json::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     // Not expected: every access above checks its type first.
     throw ProtocolError(std::string(to_string(*type)) + " body: " + e.what());
   }

@@ -52,7 +52,6 @@
 namespace tuner::bench {
 namespace {
 
-using Json = nlohmann::json;
 using namespace tuner::training;
 
 struct Args {
@@ -86,18 +85,18 @@ std::vector<std::string> split_commas(const std::string& s) {
 struct ZooModel {
   std::string name;
   std::string data;  // "fashion-mnist" or "synthetic-cifar"
-  Json model;        // an engine model spec
-  Json training;     // an engine job's training section
+  nlohmann::json model;     // an engine model spec
+  nlohmann::json training;  // an engine job's training section
   int64_t accuracy_epochs = 0;
 };
 
 std::vector<ZooModel> read_zoo(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot read the zoo file");
-  Json root;
+  nlohmann::json root;
   try {
-    root = Json::parse(in);
-  } catch (const Json::exception& e) {
+    root = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": not JSON: " + e.what());
   }
   if (root.value("version", 0) != 1 || !root.contains("models") || !root["models"].is_array()) {
@@ -105,7 +104,7 @@ std::vector<ZooModel> read_zoo(const std::string& path) {
   }
   std::vector<ZooModel> zoo;
   for (size_t i = 0; i < root["models"].size(); ++i) {
-    const Json& m = root["models"][i];
+    const nlohmann::json& m = root["models"][i];
     const std::string where = path + ": models[" + std::to_string(i) + "]";
     for (const char* key : {"name", "data", "model", "training"}) {
       if (!m.contains(key)) throw std::runtime_error(where + "." + key + ": missing");
@@ -175,15 +174,17 @@ FashionMnist load_fashion_mnist(const Args& args) {
 // on the CPU backend with `threads` threads. Throws the engine's error (trials/error.h) when it
 // refuses, e.g. a precision the CPU backend does not run.
 EngineTrialConfig engine_job_config(const ZooModel& z, const std::string& precision, int threads) {
-  Json job = {{"kind", "engine"},
-              {"model", {{"input", {1, 28, 28}},
-                         {"layers", {{{"type", "flatten"}}, {{"type", "linear"}, {"out", 10}}}}}},
-              {"data", {{"dataset", "fashion-mnist"}, {"train", 60000}, {"validation", 0}}},
-              {"training", z.training},
-              {"threads", threads},
-              {"backend", "cpu"},
-              {"precision", precision},
-              {"objective_metric", "train_loss"}};
+  nlohmann::json job = {
+      {"kind", "engine"},
+      {"model",
+       {{"input", {1, 28, 28}},
+        {"layers", {{{"type", "flatten"}}, {{"type", "linear"}, {"out", 10}}}}}},
+      {"data", {{"dataset", "fashion-mnist"}, {"train", 60000}, {"validation", 0}}},
+      {"training", z.training},
+      {"threads", threads},
+      {"backend", "cpu"},
+      {"precision", precision},
+      {"objective_metric", "train_loss"}};
   const EngineJobSpec spec = parse_engine_job(job.dump());
   return resolve_engine_job(spec, Params{});
 }
