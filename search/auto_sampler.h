@@ -27,7 +27,7 @@
 namespace tuner {
 
 struct AutoSamplerOptions {
-  int max_gp_params = 10;
+  int max_gp_params = 20;
   int max_gp_trials = 200;
   GpSamplerOptions gp;
   TpeOptions tpe;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The function suite's tables: tuner against Optuna, problem by problem.
 
-usage: report.py [--budgets 25,50,100,200] [--tuner default] [--all-samplers] [--problems LIST]
+usage: report.py [--budgets 25,50,100,200] [--tuner default] [--all-samplers] [--wide]
+                 [--problems LIST]
                  RESULTS...
 
 RESULTS are JSONL files, or folders of them, written by bench/suite/sampler_suite and
@@ -192,6 +193,33 @@ def main_table(res, args, budgets, problems):
                  "worse (p < 0.05)", "problems where tuner is worse"], rows))
 
 
+def wide_table(res, tuner_sampler, budgets, problems):
+    """One row a problem: for each budget, tuner's median, the best Optuna sampler's and p."""
+    header = ["problem"]
+    for k in budgets:
+        header += [f"{k}: tuner {tuner_sampler}", f"{k}: best Optuna", f"{k}: p"]
+    rows = []
+    for problem in problems:
+        row, any_cell = [problem], False
+        for k in budgets:
+            c = compare(res, tuner_sampler, problem, k)
+            if c is None:
+                row += ["-", "-", "-"]
+                continue
+            any_cell = True
+            ref_sampler, ref, p_less, p_greater, verdict = c
+            ours = fmt(statistics.median(res.values("tuner", tuner_sampler, problem, k)))
+            mark = {"better": f"**{ours}**", "worse": f"*{ours}*"}.get(verdict, ours)
+            p = fmt_p(p_less) if verdict != "worse" else f"{fmt_p(p_less)} (worse: {fmt_p(p_greater)})"
+            row += [mark, f"{ref_sampler} {fmt(statistics.median(ref))}", p]
+        if any_cell:
+            rows.append(row)
+    print(table(header, rows))
+    print()
+    print("Bold: tuner lower (p < 0.05, one-sided Mann-Whitney U); italic: tuner higher (the "
+          "opposite test's p < 0.05, shown as 'worse'); else a tie.")
+
+
 def all_samplers_table(res, budgets, problems):
     cols = [("tuner", s) for s in res.samplers("tuner")] + \
            [("optuna", s) for s in res.samplers("optuna")]
@@ -252,13 +280,19 @@ def main():
                         help="cells with fewer seeds are left out (default 5)")
     parser.add_argument("--all-samplers", action="store_true",
                         help="also a table of every sampler's medians")
+    parser.add_argument("--wide", action="store_true",
+                        help="the comparison as one row a problem (for the README)")
     args = parser.parse_args()
     res = Results(read_records(args.results), args.min_seeds)
     if not res.cells and not res.timing:
         raise SystemExit(f"report.py: no suite records in {' '.join(args.results)}")
     budgets = [int(x) for x in args.budgets.split(",") if x]
     problems = [p for p in args.problems.split(",") if p] or res.problems
-    if res.cells:
+    if res.cells and args.wide:
+        print(f"### Function suite: tuner {args.tuner} against Optuna\n")
+        wide_table(res, args.tuner, budgets, problems)
+        print()
+    elif res.cells:
         print(f"### Function suite: tuner {args.tuner} against Optuna\n")
         main_table(res, args, budgets, problems)
         print()

@@ -97,6 +97,12 @@ def test_verdicts():
         report.main_table(res, type("Args", (), {"tuner": "default"}), [50],
                           ["easy", "hard", "same"])
     check("| 50 | 3 | 1 | 1 | 1 | hard |" in out.getvalue(), "summary row:\n" + out.getvalue())
+    out = io.StringIO()
+    with redirect_stdout(out):
+        report.wide_table(res, "default", [50], ["easy", "hard", "same"])
+    text = out.getvalue()
+    check("| easy | **0.105** | tpe 10.5 |" in text, "wide, easy:\n" + text)
+    check("| hard | *14.5* | gp 1.05 |" in text and "(worse: " in text, "wide, hard:\n" + text)
 
 
 if __name__ == "__main__":
