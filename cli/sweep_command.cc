@@ -21,6 +21,7 @@
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
+#include "trials/system_attrs.h"
 #include "trials/trial_origin.h"
 #include "tuner/study.h"
 
@@ -68,7 +69,7 @@ std::optional<std::chrono::seconds> time_left(const SweepProgress& p) {
 
 // A FAIL trial's reason (Optuna's "fail_reason", a JSON string) as text; empty when it has none.
 std::string fail_reason(const FrozenTrial& t) {
-  auto it = t.system_attrs.find("fail_reason");
+  auto it = t.system_attrs.find(kFailReasonAttr);
   if (it == t.system_attrs.end()) return "";
   const nlohmann::json reason = nlohmann::json::parse(it->second, nullptr, false);
   return reason.is_string() ? reason.get<std::string>() : it->second;

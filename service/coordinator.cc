@@ -19,6 +19,7 @@
 #include "executor/transport/message_socket.h"
 #include "trials/error.h"
 #include "trials/protocol.h"
+#include "trials/system_attrs.h"
 
 namespace tuner {
 
@@ -39,9 +40,6 @@ constexpr int kMaxFailedAsksInARow = 3;
 constexpr size_t kMaxUnknownPeers = 10'000;
 // Ended leases remembered (to answer resent and stale outcomes).
 constexpr size_t kMaxEndedLeases = 100'000;
-// The system attribute of re-runs (Study::fail_and_retry), as Optuna's RetryFailedTrialCallback
-// writes it: the lineage's first trial.
-constexpr char kFailedTrialAttr[] = "failed_trial";
 // After the first node of a multi-node trial fails, how long the coordinator waits for the other
 // nodes' outcomes before it tells the trial FAIL, so that the reason names every node that failed
 // (the node that died first, and the others whose collectives failed on it).

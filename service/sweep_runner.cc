@@ -14,6 +14,7 @@
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"
+#include "trials/system_attrs.h"
 #include "tuner/study.h"
 
 namespace tuner {
@@ -203,7 +204,7 @@ OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) 
   std::optional<int> remaining;
   if (sweep.budget.trials) {
     const auto counted = std::count_if(existing.begin(), existing.end(), [](const FrozenTrial& t) {
-      return t.state != TrialState::kWaiting && !t.system_attrs.contains("failed_trial");
+      return t.state != TrialState::kWaiting && !t.system_attrs.contains(kFailedTrialAttr);
     });
     remaining = std::max(0, *sweep.budget.trials - static_cast<int>(counted));
   }

@@ -21,6 +21,7 @@
 #include "trials/error.h"
 #include "trials/json_depth.h"
 #include "trials/params_json.h"
+#include "trials/system_attrs.h"
 #include "trials/trial_origin.h"
 #include "tuner/study_core.h"
 #include "tuner/trial_state_internal.h"
@@ -30,10 +31,6 @@ namespace tuner {
 namespace {
 
 constexpr char kSeedAttr[] = "tuner:seed";
-constexpr char kFailReasonAttr[] = "fail_reason";    // the keys Optuna uses
-constexpr char kFixedParamsAttr[] = "fixed_params";
-constexpr char kFailedTrialAttr[] = "failed_trial";  // as Optuna's RetryFailedTrialCallback
-constexpr char kRetryHistoryAttr[] = "retry_history";
 
 constexpr char kStudySamplerAttr[] = "tuner:sampler";  // the name of the sampler it was made with
 

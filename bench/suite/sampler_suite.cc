@@ -35,6 +35,7 @@
 #include "bench/bench_common.h"
 #include "bench/suite/describe.h"
 #include "bench/suite/problems.h"
+#include "trials/system_attrs.h"
 
 namespace {
 
@@ -165,7 +166,7 @@ nlohmann::ordered_json run_one(const RunSpec& spec) {
     noiseless.at(static_cast<size_t>(t.number)) = std::numeric_limits<double>::infinity();
     ++failed;
     if (fail_reason.empty()) {
-      const auto it = t.system_attrs.find("fail_reason");
+      const auto it = t.system_attrs.find(tuner::kFailReasonAttr);
       fail_reason = "trial " + std::to_string(t.number) + ": " +
                     (it != t.system_attrs.end() ? it->second : std::string("?"));
     }

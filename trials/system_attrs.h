@@ -1,0 +1,21 @@
+// The keys of the trial system attributes that Optuna defines and tuner writes the way Optuna
+// does, so that either reads what the other stored (docs/storage.md). Defined once here; the
+// attributes of tuner's own ("tuner:...") sit beside the code that owns them.
+#ifndef TUNER_TRIALS_SYSTEM_ATTRS_H_
+#define TUNER_TRIALS_SYSTEM_ATTRS_H_
+
+namespace tuner {
+
+// A FAIL trial's reason, a JSON string (Optuna's Study.tell with state FAIL, its
+// RetryFailedTrialCallback).
+inline constexpr char kFailReasonAttr[] = "fail_reason";
+// The params an enqueued trial is to run with (Optuna's Study.enqueue_trial), a JSON object.
+inline constexpr char kFixedParamsAttr[] = "fixed_params";
+// A re-run of a lost trial: the number of its chain's first trial, and the numbers of every
+// failed attempt as a JSON list (Optuna's RetryFailedTrialCallback).
+inline constexpr char kFailedTrialAttr[] = "failed_trial";
+inline constexpr char kRetryHistoryAttr[] = "retry_history";
+
+}  // namespace tuner
+
+#endif  // TUNER_TRIALS_SYSTEM_ATTRS_H_
