@@ -47,11 +47,11 @@ class AutoSampler final : public Sampler {
   std::string name() const override { return "auto"; }
   std::string origin(const SearchSpace& space, const History& history) const override;
 
+ private:
   // The delegate for a proposal over `space` (null: a parameter sampled on its own, whose space
   // is not known) from `history`.
   Sampler& choose(const SearchSpace* space, const History& history) const;
 
- private:
   AutoSamplerOptions options_;
   std::unique_ptr<GpSampler> gp_;
   std::unique_ptr<TpeSampler> tpe_;
