@@ -4,7 +4,6 @@
 #include "service/coordinator.h"
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
@@ -18,6 +17,7 @@
 #include "service/coordinator/dispatch.h"
 #include "service/coordinator/executors.h"
 #include "service/coordinator/group_commit.h"
+#include "service/coordinator/lease_ends.h"
 #include "service/coordinator/lease_table.h"
 #include "service/coordinator/node_groups.h"
 #include "service/coordinator/outbox.h"
@@ -39,12 +39,6 @@ constexpr milliseconds kMaxWait{100};
 constexpr size_t kMaxMessagesPerTurn = 1000;
 // Messages received and not yet handled, at most (beyond, they wait in the socket's queue).
 constexpr size_t kMaxBacklog = 10 * kMaxMessagesPerTurn;
-// Peers without HELLO remembered (to rate-limit their ERRORs).
-constexpr size_t kMaxUnknownPeers = 10'000;
-
-int64_t to_ms(std::chrono::steady_clock::duration d) {
-  return std::chrono::duration_cast<milliseconds>(d).count();
-}
 
 // A message received, decoded (or not: then `message` is empty and `problem` says why).
 struct Inbound {
@@ -63,39 +57,6 @@ uint64_t first_lease_id(Clock& clock) {
          1;
 }
 
-// With CURVE, the authenticator (bound before the router: without it ZeroMQ would let in any
-// client); null without.
-std::unique_ptr<CurveAuthenticator> make_authenticator(
-    ZmqContext& context, const CoordinatorSecurity& security,
-    const std::function<void(const std::string&)>& log) {
-  if (!security.curve_keys) return nullptr;
-  check_curve_key(security.curve_keys->secret_key, "coordinator: CURVE secret key");
-  if (security.executor_keys.empty()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "coordinator: CURVE needs the public keys of the executors to accept");
-  }
-  return std::make_unique<CurveAuthenticator>(context, security.executor_keys, log);
-}
-
-std::unique_ptr<RouterEndpoint> make_router(ZmqContext& context,
-                                            const CoordinatorServiceOptions& o) {
-  ZmqSocketOptions socket_options;
-  socket_options.max_frame_bytes = static_cast<int64_t>(kMaxMessageBytes) + 1024;
-  socket_options.linger = milliseconds(200);
-  const CoordinatorSecurity& security = o.security;
-  if (security.curve_keys) {
-    socket_options.curve_public_key = security.curve_keys->public_key;
-    socket_options.curve_secret_key = security.curve_keys->secret_key;
-  } else if (!security.allow_insecure_tcp && !endpoint_is_local(o.endpoint)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "coordinator: '" + o.endpoint +
-                    "' can be reached from other hosts, and without CURVE anyone there could "
-                    "take trials: give CURVE keys (tuner keygen; --key and --executor-keys) or "
-                    "allow plain TCP explicitly (--insecure)");
-  }
-  return std::make_unique<RouterEndpoint>(context, o.endpoint, socket_options);
-}
-
 }  // namespace
 
 struct Coordinator::Impl final : GroupCommit::Listener {
@@ -104,22 +65,21 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       : options(std::move(o)),
         clock(options.clock.get()),
         log_line(coordinator_log(options.log)),
-        context(std::make_unique<ZmqContext>()),
-        authenticator(make_authenticator(*context, options.security, log_line)),
-        router(make_router(*context, options)),
-        outbox(*router, log_line),
+        outbox(options, log_line),
+        executors(options.lease_timeout),
         leases(first_lease_id(*clock), options.lease_timeout),
         groups(leases, outbox, *clock, options.lease_timeout, options.heartbeat_interval),
         commit(leases, groups, outbox, *clock, options.heartbeat_interval, *this),
         dispatcher(runs, executors, leases, groups, commit, outbox, *clock,
                    options.heartbeat_interval),
+        ends(leases, groups, commit, outbox, stats),
         run_context{.clock = clock,
                     .outbox = &outbox,
                     .leases = &leases,
                     .heartbeat_interval = options.heartbeat_interval,
                     .lease_timeout = options.lease_timeout},
         next_heartbeat(clock->steady_now()) {
-    log("listening on " + router->endpoint());
+    log("listening on " + outbox.router().endpoint());
   }
 
   // Constant after construction.
@@ -128,22 +88,18 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   std::function<void(const std::string&)> log_line;
 
   // State below is used by the loop's thread only.
-  std::unique_ptr<ZmqContext> context;
-  std::unique_ptr<CurveAuthenticator> authenticator;  // with CURVE; before the router, which
-                                                     // must close first
-  std::unique_ptr<RouterEndpoint> router;
-  RouterOutbox outbox;
+  RouterOutbox outbox;  // the ROUTER: what is sent and received
   StudyRuns runs;
-  ExecutorRegistry executors;  // by route
+  ExecutorRegistry executors;
+  CoordinatorStats stats;  // service-wide counts only (errors_sent, unknown leases refused)
   LeaseTable leases;
   NodeGroups groups;
   GroupCommit commit;
   Dispatcher dispatcher;
+  LeaseEnds ends;
   StudyRunContext run_context;
   StudyRunId next_run_id = 0;
-  std::map<std::string, SteadyTime> unknown_peers;  // route -> when it was last told to say HELLO
   SteadyTime next_heartbeat{};
-  CoordinatorStats stats;  // service-wide counts only (errors_sent, unknown leases refused)
   // Messages received and not yet handled, in arrival order. Their senders were credited on
   // receipt (note_alive): a lease or executor is never given up for silent while what it sent
   // waits here.
@@ -210,154 +166,34 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   void send_trial(uint64_t lease_id) override { dispatcher.send_trial(*leases.find(lease_id)); }
 
   void return_credit(const std::string& route) override {
-    auto executor = executors.find(route);
-    if (executor != executors.end()) ++executor->second.credit;
+    if (ExecutorEntry* executor = executors.find(route)) ++executor->credit;
   }
 
-  // The lease's outcome is durable: the lease ends, and its executor gets ACK.
   void acknowledge(uint64_t lease_id, const FrozenTrial& finished) override {
-    const Lease lease = leases.take(lease_id);
-    lease.run->count(finished);
-    leases.remember_end(lease.id, true, "");
-    send(lease.route, AckMessage{.lease_id = lease.id});
-    if (lease.group != 0) groups.trial_told(lease.group);
-    lease.run->finished(finished);
-  }
-
-  // --- Lease ends -------------------------------------------------------------------------------
-
-  void expire(uint64_t lease_id, const std::string& why) {
-    const Lease* held = leases.find(lease_id);
-    if (!held) return;
-    if (held->group != 0) {
-      groups.expire_node(lease_id, why);
-      return;
-    }
-    Lease lease = leases.take(lease_id);
-    ++lease.run->stats.leases_expired;
-    const std::string reason = leases.describe(lease) + " expired: " + why;
-    log(reason);
-    std::string detail = "lease " + std::to_string(lease.id) + " of trial " +
-                         std::to_string(lease.work.trial->number()) + " expired (" + why + ")";
-    if (lease.run->fail_and_rerun(lease.work, reason)) {
-      detail += "; the trial is run again as a new trial";
-    }
-    leases.remember_end(lease.id, false, detail);
-  }
-
-  // Answers a RESULT or FAIL for a lease that is not held (any more).
-  void answer_ended(const std::string& route, uint64_t lease_id) {
-    const EndedLease* ended = leases.ended(lease_id);
-    AckMessage ack{.lease_id = lease_id};
-    if (ended && ended->committed) {
-      ack.reason = "already committed";
-    } else {
-      ack.accepted = false;
-      ack.reason = ended ? ended->detail : "unknown lease " + std::to_string(lease_id);
-      ++stats.stale_outcomes_refused;
-      log("refused the outcome of " + ack.reason + " from " + peer_name(route));
-    }
-    send(route, ack);
-  }
-
-  // The lease `lease_id` when `executor` holds it; otherwise answers and returns null.
-  Lease* held_by(const ExecutorEntry& executor, uint64_t lease_id) {
-    Lease* lease = leases.find(lease_id);
-    if (!lease) {
-      answer_ended(executor.route, lease_id);
-      return nullptr;
-    }
-    if (lease->executor_id != executor.executor_id) {
-      ++stats.stale_outcomes_refused;
-      send(executor.route, AckMessage{.lease_id = lease_id,
-                                      .accepted = false,
-                                      .reason = "lease " + std::to_string(lease_id) +
-                                                " is held by executor " + lease->executor_id});
-      return nullptr;
-    }
-    return lease;
-  }
-
-  // Tells the held lease's outcome (`tell`) and ACKs it once durable (inside a batch: once the
-  // batch is).
-  void commit_outcome(const ExecutorEntry& executor, Lease& held,
-                      const std::function<FrozenTrial(Trial&)>& tell) {
-    if (held.outcome_pending) return;  // sent again within the batch: its ACK follows the commit
-    FrozenTrial finished;
-    try {
-      finished = tell(*held.work.trial);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kFailedPrecondition) {
-        // Not committed: no ACK, the executor sends it again.
-        log(leases.describe(held) +
-            ": cannot commit the outcome (waiting for it to be resent): " + e.what());
-        return;
-      }
-      const std::string detail =
-          leases.describe(held) + ": the trial was finished elsewhere: " + e.what();
-      const Lease lease = leases.take(held.id);
-      leases.remember_end(lease.id, false, detail);
-      ++lease.run->stats.stale_outcomes_refused;
-      send(executor.route, AckMessage{.lease_id = lease.id, .accepted = false, .reason = detail});
-      return;
-    }
-    if (commit.open()) {
-      commit.told(held, std::move(finished));
-      return;
-    }
-    acknowledge(held.id, finished);
+    ends.acknowledge(lease_id, finished);
   }
 
   // --- Messages ---------------------------------------------------------------------------------
 
   void on_hello(const std::string& route, const HelloMessage& hello) {
-    unknown_peers.erase(route);
-    if (hello.executor_id.empty() || hello.resources.cpu_slots < 0) {
-      send_error(route, "HELLO: executor_id must not be empty and cpu_slots must be >= 0");
+    ExecutorRegistry::Admission admission = executors.admit(route, hello, clock->steady_now());
+    if (admission.refusal) {
+      if (admission.refusal_log) {
+        log(*admission.refusal_log);
+        send_error(route, std::move(*admission.refusal));
+      } else {
+        send_error(route, admission.refusal->message);
+      }
       return;
     }
-    // Another live process under the same id (two executors started with one --id) would take
-    // turns with it, each HELLO dropping the other: refuse the newcomer instead. The same
-    // process on a new connection, or one silent past the lease timeout (dead), is replaced.
-    for (const auto& [other_route, other] : executors) {
-      if (other_route == route || other.executor_id != hello.executor_id) continue;
-      const bool same_process = other.hostname == hello.hostname && other.pid == hello.pid;
-      if (!same_process && clock->steady_now() - other.last_heard < options.lease_timeout) {
-        log("refused a second executor " + hello.executor_id + " (" + hello.hostname + ", pid " +
-            std::to_string(hello.pid) + "): that id is in use");
-        send_error(route, ErrorMessage{.message = "executor id '" + hello.executor_id +
-                                                  "' is in use by a live executor (" +
-                                                  other.hostname + ", pid " +
-                                                  std::to_string(other.pid) +
-                                                  "): give each executor its own --id",
-                                       .refused = true});
-        return;
-      }
-    }
-    // A reconnect: the same executor on a new connection takes its leases along.
-    for (auto it = executors.begin(); it != executors.end();) {
-      if (it->first != route && it->second.executor_id == hello.executor_id) {
-        it = executors.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    // The executor's leases move to its new connection. A reconnect may have lost keys sent to
+    // the old connection: the whole store again.
     for (auto& [id, lease] : leases.all()) {
       if (lease.executor_id != hello.executor_id) continue;
       lease.route = route;
-      // A reconnect may have lost keys sent to the old connection: the whole store again.
       groups.resend_store(lease);
     }
-    ExecutorEntry& e = executors[route];
-    const bool known = !e.executor_id.empty();
-    e.route = route;
-    e.executor_id = hello.executor_id;
-    e.hostname = hello.hostname;
-    e.pid = hello.pid;
-    e.resources = hello.resources;
-    e.credit = 0;
-    e.last_heard = clock->steady_now();
-    if (!known) {
+    if (admission.joined) {
       int most_gpus = 0;
       for (const auto& [id, run] : runs) most_gpus = std::max(most_gpus, run->needs.gpus_per_trial);
       log("executor " + hello.executor_id + " (" + hello.hostname + ", pid " +
@@ -368,33 +204,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
                      " GPU(s) per trial, so none of its trials goes there"
                : ""));
     }
-    reattach(e, hello.leases);
-  }
-
-  // HELLO's leases that name orphans become this executor's leases again, under their ids.
-  void reattach(const ExecutorEntry& executor, const std::vector<HeldLease>& held) {
-    for (const HeldLease& h : held) {
-      // A multi-node trial's node 0 is taken back as a trial of its own (its ranks have met, or
-      // will fail); the other nodes' parts are not: node 0 tells the trial.
-      if (leases.contains(h.lease_id) || h.node > 0) continue;
-      for (auto& [id, run] : runs) {
-        if (run->study.name() != h.study_name) continue;
-        std::optional<Prepared> work = run->take_back(h.trial_id);
-        if (!work) break;
-        const int number = work->trial->number();
-        const Lease& lease = leases.grant(LeaseRequest{.run = run.get(),
-                                                       .executor_id = executor.executor_id,
-                                                       .route = executor.route,
-                                                       .work = std::move(*work),
-                                                       .trial_id = h.trial_id,
-                                                       .trial_number = number,
-                                                       .gpus = h.gpus,
-                                                       .id = h.lease_id},
-                                          clock->steady_now());
-        log(leases.describe(lease) + " taken back from an earlier coordinator");
-        break;
-      }
-    }
+    dispatcher.take_back(*admission.entry, hello.leases);
   }
 
   void on_report(ExecutorEntry& executor, const ReportMessage& report) {
@@ -411,36 +221,25 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       send(executor.route, DecisionMessage{.lease_id = lease.id});
       return;
     }
-    ++lease.run->stats.reports;
-    bool stop = false;
-    auto metric = report.metrics.find(lease.run->needs.objective_metric);
-    if (metric != report.metrics.end()) {
-      try {
-        if (!std::isnan(metric->second)) lease.work.trial->report(report.step, metric->second);
-        stop = lease.work.trial->should_stop();
-      } catch (const Error& e) {
-        log(leases.describe(lease) + ": cannot store the report of step " +
-            std::to_string(report.step) + ": " + e.what());
-      }
-    }
+    const bool stop = lease.run->report(*lease.work.trial, report, leases.describe(lease));
     send(executor.route,
          DecisionMessage{.lease_id = lease.id,
                          .decision = stop ? JobDecision::kStop : JobDecision::kContinue});
   }
 
   void on_result(ExecutorEntry& executor, const ResultMessage& result) {
-    Lease* lease = held_by(executor, result.lease_id);
+    Lease* lease = ends.held_by(executor, result.lease_id);
     if (!lease) return;
     if (lease->node > 0) {
       groups.node_done(*lease);
       return;
     }
     StudyRun& run = *lease->run;
-    commit_outcome(executor, *lease, [&](Trial& trial) { return run.tell_result(trial, result); });
+    ends.commit(executor, *lease, [&](Trial& trial) { return run.tell_result(trial, result); });
   }
 
   void on_fail(ExecutorEntry& executor, const FailMessage& fail) {
-    Lease* lease = held_by(executor, fail.lease_id);
+    Lease* lease = ends.held_by(executor, fail.lease_id);
     if (!lease) return;
     if (lease->group != 0) {
       groups.node_failed(*lease, fail);
@@ -448,8 +247,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     }
     StudyRun& run = *lease->run;
     log(leases.describe(*lease) + " failed: " + fail.reason);
-    commit_outcome(executor, *lease,
-                   [&](Trial& trial) { return run.tell_fail(trial, fail, fail.reason); });
+    ends.commit(executor, *lease,
+                [&](Trial& trial) { return run.tell_fail(trial, fail, fail.reason); });
   }
 
   // A key for a multi-node trial's store: kept, and sent to the trial's other nodes.
@@ -472,13 +271,12 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   }
 
   void on_bye(const std::string& route) {
-    auto it = executors.find(route);
-    const std::string id = it->second.executor_id;
+    const std::string id = executors.find(route)->executor_id;
     log("executor " + id + " said BYE");
     for (uint64_t lease_id : leases.held_by(id)) {
-      expire(lease_id, "its executor " + id + " left (BYE)");
+      ends.expire(lease_id, "its executor " + id + " left (BYE)");
     }
-    executors.erase(it);
+    executors.erase(route);
   }
 
   static Inbound decode_frames(RoutedFrames& in) {
@@ -511,7 +309,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       }
       handle_message(in.peer, *in.message);
     } catch (const std::exception& e) {
-      send_error(in.peer, std::string("the coordinator could not handle your message: ") + e.what());
+      send_error(in.peer,
+                 std::string("the coordinator could not handle your message: ") + e.what());
     }
   }
 
@@ -521,32 +320,32 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       on_hello(peer, *hello);
       return;
     }
-    auto it = executors.find(peer);
-    if (it == executors.end()) {
+    ExecutorEntry* known = executors.find(peer);
+    if (!known) {
       if (type == MessageType::kError || type == MessageType::kBye) return;  // not worth a reply
       // One ERROR per heartbeat interval and peer: a forgotten executor's queued messages would
       // otherwise each get one.
-      const SteadyTime now = clock->steady_now();
-      if (unknown_peers.size() > kMaxUnknownPeers) unknown_peers.clear();
-      auto [told, first] = unknown_peers.try_emplace(peer, now);
-      if (!first && now - told->second < options.heartbeat_interval) return;
-      told->second = now;
+      const ExecutorRegistry::Unknown told =
+          executors.unknown(peer, clock->steady_now(), options.heartbeat_interval);
+      if (told == ExecutorRegistry::Unknown::kToldAlready) return;
       // After a restart every executor's connection is unknown until it says HELLO again: the
       // normal way back, logged once per connection.
       const std::string what = "unknown executor " + peer_name(peer) + ": say HELLO first (got " +
                                std::string(to_string(type)) + ")";
-      if (first) log("told " + peer_name(peer) + " to say HELLO (its " +
-                     std::string(to_string(type)) + " came before one)");
+      if (told == ExecutorRegistry::Unknown::kFirstTime)
+        log("told " + peer_name(peer) + " to say HELLO (its " + std::string(to_string(type)) +
+            " came before one)");
       send_error(peer, ErrorMessage{.message = what, .say_hello = true});
       return;
     }
-    ExecutorEntry& executor = it->second;
+    ExecutorEntry& executor = *known;
     executor.last_heard = clock->steady_now();
     std::visit(
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, ReadyMessage>) {
-            executor.credit = std::clamp(m.free_slots, 0, lease_limit(executor.resources.cpu_slots));
+            executor.credit =
+                std::clamp(m.free_slots, 0, lease_limit(executor.resources.cpu_slots));
           } else if constexpr (std::is_same_v<T, ReportMessage>) {
             on_report(executor, m);
           } else if constexpr (std::is_same_v<T, ResultMessage>) {
@@ -563,7 +362,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
             on_store_set(executor, m);
           } else {
             send_error(peer, std::string("unexpected ") + std::string(to_string(type)) +
-                                    " from an executor");
+                                 " from an executor");
           }
         },
         message);
@@ -573,23 +372,12 @@ struct Coordinator::Impl final : GroupCommit::Listener {
 
   void on_timers() {
     const SteadyTime now = clock->steady_now();
-    for (const auto& [id, unrenewed] : leases.overdue(now)) {
-      expire(id, "no heartbeat for " + std::to_string(unrenewed.count()) + " ms (lease timeout " +
-                     std::to_string(options.lease_timeout.count()) + " ms)");
-    }
+    ends.expire_overdue(now);
     groups.settle_due(now);
     for (auto& [id, run] : runs) run->expire_orphans(now);
-    for (auto it = executors.begin(); it != executors.end();) {
-      if (now - it->second.last_heard >= options.lease_timeout) {
-        log("executor " + it->second.executor_id + " is silent for " +
-            std::to_string(to_ms(now - it->second.last_heard)) + " ms: forgotten");
-        it = executors.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    for (const std::string& line : executors.forget_silent(now)) log(line);
     if (now >= next_heartbeat) {
-      for (const auto& [route, executor] : executors) {
+      for (const auto& [route, executor] : executors.all()) {
         send(route, HeartbeatMessage{.lease_ids = leases.held_by(executor.executor_id)});
       }
       next_heartbeat = now + options.heartbeat_interval;
@@ -626,7 +414,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   // ACKs and TRIALs go out. Messages that are not outcomes or READY (HELLO, BYE, REPORT, ...)
   // and expired leases are handled between batches, each write committing on its own.
   void poll_once(milliseconds timeout) {
-    ZmqPollEntry entries[2] = {{.socket = &router->socket()}};
+    CurveAuthenticator* authenticator = outbox.authenticator();
+    ZmqPollEntry entries[2] = {{.socket = &outbox.router().socket()}};
     const size_t n_entries = authenticator ? 2 : 1;
     if (authenticator) entries[1].socket = &authenticator->socket();
     zmq_wait({entries, n_entries}, backlog.empty() ? wait_limit(timeout) : milliseconds(0));
@@ -669,7 +458,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   // sender at once (note_alive); the messages are handled in later turns, in order.
   void receive_waiting() {
     while (backlog.size() < kMaxBacklog) {
-      std::optional<RoutedFrames> in = router->receive();
+      std::optional<RoutedFrames> in = outbox.router().receive();
       if (!in) break;
       backlog.push_back(decode_frames(*in));
       note_alive(backlog.back());
@@ -681,12 +470,14 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   // message would, before it is handled.
   void note_alive(const Inbound& in) {
     if (!in.message) return;
-    auto it = executors.find(in.peer);
-    if (it == executors.end()) return;
-    ExecutorEntry& executor = it->second;
+    ExecutorEntry* known = executors.find(in.peer);
+    if (!known) return;
+    ExecutorEntry& executor = *known;
     const SteadyTime now = clock->steady_now();
     executor.last_heard = now;
-    auto renew = [&](uint64_t lease_id) { leases.renew_if_held(lease_id, executor.executor_id, now); };
+    auto renew = [&](uint64_t lease_id) {
+      leases.renew_if_held(lease_id, executor.executor_id, now);
+    };
     std::visit(
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
@@ -708,13 +499,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       run->drain();
       run->orphans.clear();  // still RUNNING in storage: the next coordinator looks again
     }
-    for (auto& [id, lease] : leases.all()) {
-      // A node other than 0 has no trial: node 0's lease tells the trial.
-      if (lease.work.trial) lease.run->abandon(*lease.work.trial, reason);
-      leases.remember_end(id, false, leases.describe(lease) + " was abandoned: " + reason);
-    }
-    leases.clear();
-    groups.clear();
+    ends.abandon_all(reason);
   }
 };
 
@@ -732,20 +517,6 @@ void check_service_options(const CoordinatorServiceOptions& o) {
   }
 }
 
-// The counts of `add` added to `sum`.
-void accumulate(CoordinatorStats& sum, const CoordinatorStats& add) {
-  sum.trials_started += add.trials_started;
-  sum.retries_started += add.retries_started;
-  sum.completed += add.completed;
-  sum.pruned += add.pruned;
-  sum.failed += add.failed;
-  sum.failed_asks += add.failed_asks;
-  sum.leases_expired += add.leases_expired;
-  sum.reattached += add.reattached;
-  sum.stale_outcomes_refused += add.stale_outcomes_refused;
-  sum.reports += add.reports;
-}
-
 }  // namespace
 
 Coordinator::Coordinator(CoordinatorServiceOptions options) {
@@ -760,8 +531,8 @@ Coordinator::Coordinator(Study study, CoordinatorOptions options)
 }
 
 Coordinator::~Coordinator() {
-  for (const auto& [route, executor] : impl_->executors) impl_->send(route, ByeMessage{});
-  impl_.reset();  // the router closes before the authenticator, the context last
+  for (const auto& [route, executor] : impl_->executors.all()) impl_->send(route, ByeMessage{});
+  impl_.reset();
 }
 
 StudyRunId Coordinator::add_study(Study study, StudyRunOptions options) {
@@ -780,7 +551,7 @@ void Coordinator::remove_study(StudyRunId id) {
   impl_->remove_study(id);
 }
 
-const std::string& Coordinator::endpoint() const { return impl_->router->endpoint(); }
+const std::string& Coordinator::endpoint() const { return impl_->outbox.router().endpoint(); }
 
 void Coordinator::poll_once(std::chrono::milliseconds timeout) { impl_->poll_once(timeout); }
 
@@ -802,9 +573,8 @@ void Coordinator::drain() {
 void Coordinator::drain(StudyRunId id) { impl_->run_of(id).drain(); }
 
 bool Coordinator::draining() const {
-  return !impl_->runs.empty() &&
-         std::all_of(impl_->runs.begin(), impl_->runs.end(),
-                     [](const auto& r) { return r.second->draining; });
+  return !impl_->runs.empty() && std::all_of(impl_->runs.begin(), impl_->runs.end(),
+                                             [](const auto& r) { return r.second->draining; });
 }
 
 void Coordinator::abandon(const std::string& reason) { impl_->abandon(reason); }

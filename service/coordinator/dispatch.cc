@@ -29,12 +29,12 @@ StudyDemand Dispatcher::demand(const StudyRun& run, bool passed_over) const {
 PlacementInput Dispatcher::snapshot(const std::vector<bool>& passed_over) const {
   PlacementInput input;
   for (const ExecutorEntry* executor : executor_order_) {
-    input.executors.push_back(ExecutorSlots{
-        .credit = executor->credit,
-        .held = leases_.held_on(executor->route),
-        .cpu_slots = executor->resources.cpu_slots,
-        .gpus = static_cast<int>(executor->resources.gpus.size()),
-        .free_gpus = leases_.free_gpus(executor->route, executor->resources.gpus)});
+    input.executors.push_back(
+        ExecutorSlots{.credit = executor->credit,
+                      .held = leases_.held_on(executor->route),
+                      .cpu_slots = executor->resources.cpu_slots,
+                      .gpus = static_cast<int>(executor->resources.gpus.size()),
+                      .free_gpus = leases_.free_gpus(executor->route, executor->resources.gpus)});
   }
   for (size_t s = 0; s < study_order_.size(); ++s) {
     input.studies.push_back(demand(*study_order_[s], passed_over[s]));
@@ -62,7 +62,7 @@ void Dispatcher::log_groups_waiting_for_executors() {
 void Dispatcher::dispatch() {
   executor_order_.clear();
   study_order_.clear();
-  for (auto& [route, executor] : executors_) executor_order_.push_back(&executor);
+  for (auto& [route, executor] : executors_.all()) executor_order_.push_back(&executor);
   for (auto& [id, run] : runs_) study_order_.push_back(run.get());
   std::vector<bool> passed_over(study_order_.size(), false);
   PlacementInput input = snapshot(passed_over);
@@ -112,8 +112,7 @@ void Dispatcher::dispatch() {
       pass_over(a->study);  // nothing from this study now: the next may have some
       continue;
     }
-    if (lease_to(*executor_order_[a->executors.front()], run, std::move(*work),
-                 a->gpus.front())) {
+    if (lease_to(*executor_order_[a->executors.front()], run, std::move(*work), a->gpus.front())) {
       leased(*a);
     } else {
       input = snapshot(passed_over);  // the executor is gone: its credit is 0
@@ -141,8 +140,8 @@ bool Dispatcher::lease_to(ExecutorEntry& executor, StudyRun& run, Prepared work,
   return send_trial(lease);
 }
 
-bool Dispatcher::lease_group(const std::vector<ExecutorEntry*>& nodes, StudyRun& run,
-                             Prepared work, const std::vector<std::vector<int>>& gpus) {
+bool Dispatcher::lease_group(const std::vector<ExecutorEntry*>& nodes, StudyRun& run, Prepared work,
+                             const std::vector<std::vector<int>>& gpus) {
   const uint64_t group_id = leases_.next_id();
   NodeGroup& group = groups_.open(group_id);
   const int64_t trial_id = work.trial->id();
@@ -194,15 +193,13 @@ bool Dispatcher::send_trial(Lease& lease) {
                        .nodes = lease.nodes};
   // The lineage's first trial names the checkpoint, so that a re-run after a lost lease
   // continues where the lost attempt last saved.
-  message.checkpoint_path =
-      lease.run->needs.checkpoint_path(work.history.empty() ? lease.trial_number
-                                                            : work.history.front());
+  message.checkpoint_path = lease.run->needs.checkpoint_path(
+      work.history.empty() ? lease.trial_number : work.history.front());
   lease.unsent = false;
   if (outbox_.send(lease.route, message)) return true;
   outbox_.log("executor " + lease.executor_id + " is unreachable; trial " +
               std::to_string(lease.trial_number) + " waits for another");
-  auto executor = executors_.find(lease.route);
-  if (executor != executors_.end()) executor->second.credit = 0;
+  if (ExecutorEntry* executor = executors_.find(lease.route)) executor->credit = 0;
   if (lease.group != 0) {
     groups_.undo(lease.group, "executor " + lease.executor_id + " of another node was unreachable");
     return false;
@@ -210,6 +207,29 @@ bool Dispatcher::send_trial(Lease& lease) {
   Lease undone = leases_.take(lease.id);
   undone.run->requeue(std::move(undone.work));
   return false;
+}
+
+void Dispatcher::take_back(const ExecutorEntry& executor, const std::vector<HeldLease>& held) {
+  for (const HeldLease& h : held) {
+    if (leases_.contains(h.lease_id) || h.node > 0) continue;  // node 0 tells the trial
+    for (auto& [id, run] : runs_) {
+      if (run->study.name() != h.study_name) continue;
+      std::optional<Prepared> work = run->take_back(h.trial_id);
+      if (!work) break;
+      const int number = work->trial->number();
+      const Lease& lease = leases_.grant(LeaseRequest{.run = run.get(),
+                                                      .executor_id = executor.executor_id,
+                                                      .route = executor.route,
+                                                      .work = std::move(*work),
+                                                      .trial_id = h.trial_id,
+                                                      .trial_number = number,
+                                                      .gpus = h.gpus,
+                                                      .id = h.lease_id},
+                                         clock_.steady_now());
+      outbox_.log(leases_.describe(lease) + " taken back from an earlier coordinator");
+      break;
+    }
+  }
 }
 
 }  // namespace tuner

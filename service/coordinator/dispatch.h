@@ -4,6 +4,7 @@
 // grants the lease (one per node) and sends TRIAL (inside an open batch: once it is durable).
 // A study that has no trial to give now is passed over for the rest of the round; an executor
 // that cannot be reached gets no more (its credit is 0) and the trial waits for another.
+// It also takes back the trials an executor still runs for an earlier coordinator (take_back).
 //
 // It keeps no state of its own between rounds; it borrows the coordinator's registry, studies,
 // lease table, node groups, batch and outbox.
@@ -40,6 +41,10 @@ class Dispatcher {
   // One round: multi-node trials first, then the executors kept for them, then single-node ones.
   // Throws what a study's storage throws outside ask() (the loop logs it and goes on).
   void dispatch();
+  // HELLO's leases that name orphans of a study here become this executor's leases again,
+  // under their ids (StudyRun::take_back). A multi-node trial's node 0 is taken back as a trial
+  // of its own (its ranks have met, or will fail); the other nodes' parts are not.
+  void take_back(const ExecutorEntry& executor, const std::vector<HeldLease>& held);
   // Sends the lease's TRIAL; when the executor cannot be reached, the lease is undone and its
   // trial waits for another executor (false).
   bool send_trial(Lease& lease);

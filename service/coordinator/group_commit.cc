@@ -60,7 +60,8 @@ void GroupCommit::ask_failed(StudyRun& run, FrozenTrial failed) {
 void GroupCommit::undo(StudyRun& run, const std::string& why) {
   outbox_.log(
       "cannot commit this round's outcomes and new trials (the outcomes are to be sent again, "
-      "the trials asked again): " + why);
+      "the trials asked again): " +
+      why);
   for (const auto& [lease_id, finished] : told_) {
     Lease* lease = leases_.find(lease_id);
     if (lease && lease->outcome_pending) leases_.set_outcome_pending(*lease, false);

@@ -59,8 +59,7 @@ void LeaseTable::renew(Lease& lease, Clock::SteadyTime now) {
   lease.deadline = std::max(lease.deadline, now + timeout_);
 }
 
-void LeaseTable::renew_if_held(uint64_t id, const std::string& executor_id,
-                               Clock::SteadyTime now) {
+void LeaseTable::renew_if_held(uint64_t id, const std::string& executor_id, Clock::SteadyTime now) {
   auto it = leases_.find(id);
   if (it != leases_.end() && it->second.executor_id == executor_id) renew(it->second, now);
 }
@@ -70,8 +69,9 @@ std::vector<std::pair<uint64_t, std::chrono::milliseconds>> LeaseTable::overdue(
   std::vector<std::pair<uint64_t, std::chrono::milliseconds>> due;
   for (const auto& [id, lease] : leases_) {
     if (now >= lease.deadline) {
-      due.emplace_back(id, std::chrono::duration_cast<std::chrono::milliseconds>(
-                               now - lease.deadline) + timeout_);
+      due.emplace_back(
+          id,
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - lease.deadline) + timeout_);
     }
   }
   return due;

@@ -61,7 +61,8 @@ void NodeGroups::expire_node(uint64_t lease_id, const std::string& why) {
   ++lost.run->stats.leases_expired;
   auto g = groups_.find(lost.group);
   if (g == groups_.end() || g->second.settled) {  // the trial was told already: nothing is lost
-    leases_.remember_end(lost.id, false, leases_.describe(lost) + " expired after its trial was told");
+    leases_.remember_end(lost.id, false,
+                         leases_.describe(lost) + " expired after its trial was told");
     forget_if_done(lost.group);
     return;
   }
@@ -79,7 +80,8 @@ void NodeGroups::expire_node(uint64_t lease_id, const std::string& why) {
   Lease* holder = lost.node == 0 ? &lost : first ? &*first : nullptr;
   std::string detail = "lease " + std::to_string(lost.id) + " of trial " +
                        std::to_string(lost.trial_number) + " expired (" + why + ")";
-  const bool rerun = holder && holder->work.trial && holder->run->fail_and_rerun(holder->work, reason);
+  const bool rerun =
+      holder && holder->work.trial && holder->run->fail_and_rerun(holder->work, reason);
   if (rerun) detail += "; the trial is run again as a new trial";
   leases_.remember_end(lost.id, false, detail);
   group.settled = true;
@@ -98,9 +100,9 @@ void NodeGroups::end_node_lease(NodeGroup& group, Lease lease, const std::string
     outbox_.send(lease.route, AckMessage{.lease_id = lease.id});
     return;
   }
-  leases_.remember_end(lease.id, false,
-                       leases_.describe(lease) + " ended: the trial was told on another node (" +
-                           reason + ")");
+  leases_.remember_end(
+      lease.id, false,
+      leases_.describe(lease) + " ended: the trial was told on another node (" + reason + ")");
 }
 
 // Ends every lease of a settled group still in the table, then forgets the group.
@@ -206,9 +208,9 @@ void NodeGroups::settle_due(Clock::SteadyTime now) {
       run.finished(failed);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kFailedPrecondition) {
-        outbox_.log(leases_.describe(holder) +
-                    ": cannot commit the failure (trying again in one heartbeat interval): " +
-                    e.what());
+        outbox_.log(
+            leases_.describe(holder) +
+            ": cannot commit the failure (trying again in one heartbeat interval): " + e.what());
         group.settle_at = now + heartbeat_interval_;
         continue;
       }

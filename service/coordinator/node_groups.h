@@ -58,8 +58,7 @@ class NodeGroups {
  public:
   // `lease_timeout` and `heartbeat_interval`: the service's (CoordinatorServiceOptions).
   NodeGroups(LeaseTable& leases, Outbox& outbox, Clock& clock,
-             std::chrono::milliseconds lease_timeout,
-             std::chrono::milliseconds heartbeat_interval);
+             std::chrono::milliseconds lease_timeout, std::chrono::milliseconds heartbeat_interval);
 
   // A new group under node 0's lease id (its leases are added as they are granted).
   NodeGroup& open(uint64_t group_id);

@@ -79,9 +79,8 @@ std::optional<Assignment> next_single(const PlacementInput& input,
       if (!chosen || study.leased < input.studies[*chosen].leased) chosen = s;
     }
     if (chosen) {
-      return Assignment{.study = *chosen,
-                        .executors = {e},
-                        .gpus = {gpus_for(executor, input.studies[*chosen])}};
+      return Assignment{
+          .study = *chosen, .executors = {e}, .gpus = {gpus_for(executor, input.studies[*chosen])}};
     }
   }
   return std::nullopt;

@@ -33,10 +33,10 @@ namespace tuner {
 
 // One executor, as placement sees it.
 struct ExecutorSlots {
-  int credit = 0;     // slots its last READY offered, less the TRIALs sent since
-  int held = 0;       // leases it holds whose outcome is not being committed
-  int cpu_slots = 0;  // its slots (HELLO)
-  int gpus = 0;       // its GPUs (HELLO), free or not
+  int credit = 0;              // slots its last READY offered, less the TRIALs sent since
+  int held = 0;                // leases it holds whose outcome is not being committed
+  int cpu_slots = 0;           // its slots (HELLO)
+  int gpus = 0;                // its GPUs (HELLO), free or not
   std::vector<int> free_gpus;  // the GPUs no lease holds, in its order
 };
 
@@ -57,7 +57,7 @@ struct PlacementInput {
 
 struct Assignment {
   size_t study = 0;
-  std::vector<size_t> executors;      // one per node: node n on executors[n]
+  std::vector<size_t> executors;       // one per node: node n on executors[n]
   std::vector<std::vector<int>> gpus;  // per node: the GPUs given to it (empty without CUDA)
 };
 

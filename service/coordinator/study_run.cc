@@ -58,15 +58,27 @@ std::optional<std::string> StudyJobNeeds::checkpoint_path(int first_trial) const
   return checkpoint_dir + "/trial-" + std::to_string(first_trial) + "/resume.ckpt";
 }
 
+void accumulate(CoordinatorStats& sum, const CoordinatorStats& add) {
+  sum.trials_started += add.trials_started;
+  sum.retries_started += add.retries_started;
+  sum.completed += add.completed;
+  sum.pruned += add.pruned;
+  sum.failed += add.failed;
+  sum.failed_asks += add.failed_asks;
+  sum.leases_expired += add.leases_expired;
+  sum.reattached += add.reattached;
+  sum.stale_outcomes_refused += add.stale_outcomes_refused;
+  sum.reports += add.reports;
+}
+
 // --- Budget -------------------------------------------------------------------------------------
 
 StudyRun::StudyRun(StudyRunId run_id, Study s, StudyRunOptions o, const StudyRunContext& c)
     : id(run_id), study(std::move(s)), options(std::move(o)), context(c) {
   if (study.directions().size() != 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "coordinator: study '" + study.name() + "' has " +
-                    std::to_string(study.directions().size()) +
-                    " objectives; a job has one objective metric");
+    throw Error(ErrorCode::kInvalidArgument, "coordinator: study '" + study.name() + "' has " +
+                                                 std::to_string(study.directions().size()) +
+                                                 " objectives; a job has one objective metric");
   }
   if (options.max_retries < 0 || (options.n_trials && *options.n_trials < 0)) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -157,7 +169,8 @@ std::optional<Prepared> StudyRun::next_work(GroupCommit& commit) {
 void StudyRun::ask_failed(const std::string& what, bool transient) {
   if (!transient) ++failed_asks_in_a_row;
   if (failed_asks_in_a_row >= kMaxFailedAsksInARow) {
-    failure = "sampling failed " + std::to_string(failed_asks_in_a_row) + " times in a row: " + what;
+    failure =
+        "sampling failed " + std::to_string(failed_asks_in_a_row) + " times in a row: " + what;
     log("study '" + study.name() + "': " + *failure +
         "; no new trials are started (the running ones finish)");
     drain();
@@ -192,6 +205,20 @@ void StudyRun::undo_lease(Prepared work) {
 
 // --- Outcomes -----------------------------------------------------------------------------------
 
+bool StudyRun::report(Trial& trial, const ReportMessage& report, const std::string& lease) {
+  ++stats.reports;
+  auto metric = report.metrics.find(needs.objective_metric);
+  if (metric == report.metrics.end()) return false;
+  try {
+    if (!std::isnan(metric->second)) trial.report(report.step, metric->second);
+    return trial.should_stop();
+  } catch (const Error& e) {
+    log(lease + ": cannot store the report of step " + std::to_string(report.step) + ": " +
+        e.what());
+    return false;
+  }
+}
+
 FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
   // Every final metric stays with the trial as a user attribute (as a W&B run keeps its
   // summary): test accuracy, the best epoch, whatever the job printed. Stored with the outcome,
@@ -208,10 +235,9 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
   if (!result.values.empty()) return study.tell(trial, result.values, metrics);
   auto metric = result.metrics.find(needs.objective_metric);
   if (metric == result.metrics.end()) {
-    return study.tell(trial, TrialState::kFail,
-                      "RESULT has no value for the objective metric '" + needs.objective_metric +
-                          "'",
-                      metrics);
+    return study.tell(
+        trial, TrialState::kFail,
+        "RESULT has no value for the objective metric '" + needs.objective_metric + "'", metrics);
   }
   return study.tell(trial, {metric->second}, metrics);
 }

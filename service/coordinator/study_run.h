@@ -39,8 +39,8 @@ class GroupCommit;
 // What the coordinator needs to know of a study's job (its JSON: executor/job_spec.h).
 struct StudyJobNeeds {
   std::string objective_metric;  // what REPORTs are judged by and RESULTs are valued by
-  int gpus_per_trial = 0;   // a CUDA engine job's ranks per node; 0 for jobs that need no GPU
-  int nodes_per_trial = 1;  // an engine job's nodes: executors per trial
+  int gpus_per_trial = 0;        // a CUDA engine job's ranks per node; 0 for jobs that need no GPU
+  int nodes_per_trial = 1;       // an engine job's nodes: executors per trial
   // An engine job's artifacts_dir: each trial checkpoints every epoch under it, and a re-run
   // continues from its first attempt's checkpoint. Empty: no checkpoints.
   std::string checkpoint_dir;
@@ -53,6 +53,9 @@ struct StudyJobNeeds {
 // Reads `job_json`'s needs. Throws parse_job_spec's Error(kInvalidArgument), its message
 // starting with `context`.
 StudyJobNeeds job_needs(const std::string& job_json, const std::string& context);
+
+// Adds the per-study counts of `add` to `sum` (not executors or active_leases).
+void accumulate(CoordinatorStats& sum, const CoordinatorStats& add);
 
 // What a study's run borrows from its coordinator. Every pointer outlives the run.
 struct StudyRunContext {
@@ -121,6 +124,10 @@ struct StudyRun {
   // re-run's WAITING trial waits again), one asked before waits to be leased again.
   void undo_lease(Prepared work);
 
+  // A REPORT of the trial's progress: its objective metric stored as an intermediate value (a
+  // NaN is not stored) and the scheduler asked. True when the trial should stop. A report that
+  // cannot be stored is logged, naming `lease`, and the trial goes on.
+  bool report(Trial& trial, const ReportMessage& report, const std::string& lease);
   // The outcome of a RESULT (COMPLETE, PRUNED when the scheduler stopped it, FAIL when a metric
   // it needs is missing or unfit), with every final metric as a user attribute. Throws as
   // Study::tell does.

@@ -18,7 +18,7 @@ struct Prepared {
   std::optional<Trial> trial;  // the live handle (Study::ask or Study::adopt)
   Params params;
   int attempt = 0;
-  std::vector<int> history;  // numbers of the earlier, failed attempts
+  std::vector<int> history;     // numbers of the earlier, failed attempts
   bool asked_in_batch = false;  // asked in the open batch: gone if the batch fails
 };
 
