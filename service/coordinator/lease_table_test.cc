@@ -17,14 +17,12 @@ TEST_F(LeaseTableTest, LeaseIdsNeverRepeatNotEvenAfterOnesTakenBack) {
   EXPECT_EQ(lease_next(*run, "a").id, kFirstLeaseId);
   EXPECT_EQ(lease_next(*run, "a").id, kFirstLeaseId + 1);
   // A lease an earlier coordinator granted keeps its id; the next ones come after it.
-  Lease& taken_back =
-      leases_.grant(LeaseRequest{.run = run.get(), .executor_id = "b", .id = 5000},
-                    clock_->steady_now());
+  Lease& taken_back = leases_.grant(LeaseRequest{.run = run.get(), .executor_id = "b", .id = 5000},
+                                    clock_->steady_now());
   EXPECT_EQ(taken_back.id, 5000u);
   EXPECT_EQ(leases_.next_id(), 5001u);
   // One with an id below the next keeps it and moves nothing.
-  leases_.grant(LeaseRequest{.run = run.get(), .executor_id = "b", .id = 10},
-                clock_->steady_now());
+  leases_.grant(LeaseRequest{.run = run.get(), .executor_id = "b", .id = 10}, clock_->steady_now());
   EXPECT_EQ(lease_next(*run, "a").id, 5001u);
   EXPECT_EQ(leases_.size(), 5u);
 }
@@ -59,9 +57,9 @@ TEST_F(LeaseTableTest, CountsEachStudysTrialsLeasedAndFinishing) {
   // A two-node trial of `a` counts once, by node 0.
   Lease& node0 = lease_next(*a, "e1");
   node0.group = node0.id;
-  leases_.grant(LeaseRequest{.run = a.get(), .executor_id = "e2", .group = node0.id, .node = 1,
-                             .nodes = 2},
-                clock_->steady_now());
+  leases_.grant(
+      LeaseRequest{.run = a.get(), .executor_id = "e2", .group = node0.id, .node = 1, .nodes = 2},
+      clock_->steady_now());
   EXPECT_EQ(leases_.counts(a.get()).leased, 2);
   EXPECT_EQ(a->leases().leased, 2);
   EXPECT_EQ(leases_.counts(b.get()).leased, 0);

@@ -139,7 +139,8 @@ TEST_F(StudyRunTest, AnEarlierCoordinatorsTrialsAreTakenBackOrFailedAndRunAgain)
   const int64_t lost = study.ask().id();
   auto run = make_run(study);
   EXPECT_EQ(run->orphans.size(), 2u);
-  EXPECT_TRUE(outbox_.logged("2 trial(s) were running under an earlier coordinator; waiting 800 ms"));
+  EXPECT_TRUE(
+      outbox_.logged("2 trial(s) were running under an earlier coordinator; waiting 800 ms"));
   EXPECT_EQ(run->next_orphan_deadline(), clock_->steady_now() + 2 * kLeaseTimeout);
   EXPECT_FALSE(run->done());
 
@@ -218,13 +219,13 @@ TEST_F(StudyRunTest, ReportsAreStoredAndAFailKeepsItsExitCodeAndLogTail) {
   auto run = make_run(make_study("s"));
   std::optional<Prepared> work = run->next_work(commit_);
   ASSERT_TRUE(work);
-  EXPECT_FALSE(run->report(*work->trial, ReportMessage{.step = 1, .metrics = {{"loss", 0.5}}},
-                           "lease 1"));
+  EXPECT_FALSE(
+      run->report(*work->trial, ReportMessage{.step = 1, .metrics = {{"loss", 0.5}}}, "lease 1"));
   EXPECT_FALSE(run->report(*work->trial,
                            ReportMessage{.step = 2, .metrics = {{"loss", std::nan("")}}},
                            "lease 1"));  // not stored
-  EXPECT_FALSE(run->report(*work->trial, ReportMessage{.step = 3, .metrics = {{"other", 1}}},
-                           "lease 1"));
+  EXPECT_FALSE(
+      run->report(*work->trial, ReportMessage{.step = 3, .metrics = {{"other", 1}}}, "lease 1"));
   EXPECT_EQ(run->stats.reports, 3);
   const FrozenTrial failed = run->tell_fail(
       *work->trial, FailMessage{.reason = "exited with code 3", .exit_code = 3, .log_tail = "boom"},
