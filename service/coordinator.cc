@@ -1,6 +1,7 @@
-// The coordinator's loop and message handlers. What they delegate to lives in coordinator/:
-// the lease table, placement and dispatch, node groups, study runs, group commit, the outbox and
-// the executor registry (docs/protocol.md describes the behaviour, coordinator.h the contract).
+// The coordinator's loop and message handlers. What they delegate to lives in coordinator/: the
+// executor registry, the lease table and how leases end, placement and dispatch, node groups,
+// study runs, group commit and the outbox (docs/protocol.md, "The coordinator's code"; the
+// behaviour is described there and in coordinator.h).
 #include "service/coordinator.h"
 
 #include <algorithm>

@@ -101,7 +101,8 @@ void Dispatcher::dispatch() {
   // 2. The executors kept for multi-node trials whose turn it is, by every study that wants
   // slots now (one whose ask must wait keeps its executors).
   std::fill(passed_over.begin(), passed_over.end(), false);
-  input = snapshot(passed_over);
+  for (size_t s = 0; s < study_order_.size(); ++s)
+    input.studies[s] = demand(*study_order_[s], false);
   const std::vector<bool> reserved = reserve_for_groups(input);
 
   // 3. Single-node trials, executor by executor, the fewest leased study first.
