@@ -185,7 +185,7 @@ const std::vector<std::string_view> kRootMembers = {
     "kind",          "model",     "data",        "training", "threads",
     "backend",       "precision", "convolution", "ranks",    "nodes",
     "collective_timeout_s", "artifacts_dir", "objective_metric",
-    // Read by parse_job_spec (executor/job_spec.h): the executor's time limit and stop grace.
+    // Read by parse_trial_job (executor/trial_job.h): the executor's time limit and stop grace.
     "timeout_s", "stop_grace_s"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "executor/argv_template.h"
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/checkpoint.h"
 #include "training/data/fashion_mnist.h"
@@ -67,11 +67,12 @@ TEST(EngineJobSpec, ParsesAndKeepsPlaceholdersUntilATrialComes) {
   EXPECT_EQ(spec.threads, 1);
   EXPECT_EQ(spec.backend, "cpu");
   EXPECT_NE(spec.json.find("\"{width}\""), std::string::npos);
-  // The job is a JobSpec too, and round-trips through its JSON.
-  JobSpec job = parse_job_spec(tiny_job().dump());
-  EXPECT_EQ(job.kind, JobKind::kEngine);
-  EXPECT_EQ(job.objective_metric, "val_accuracy");
-  EXPECT_EQ(parse_job_spec(job_spec_to_json(job)).engine.json, job.engine.json);
+  // The job is a TrialJob too, and round-trips through its JSON.
+  auto job = parse_trial_job(tiny_job().dump());
+  EXPECT_EQ(job->kind(), "engine");
+  EXPECT_EQ(job->objective_metric(), "val_accuracy");
+  EXPECT_EQ(parse_trial_job(job->to_json())->to_json(), job->to_json());
+  EXPECT_EQ(job->to_json(), spec.json);
 }
 
 TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
@@ -119,11 +120,11 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
                      })
                 .substr(0, 35),
             "job.model.layers[1].out: 0 is out o");
-  // Through parse_job_spec, with the caller's prefix.
+  // Through parse_trial_job, with the caller's prefix.
   try {
     nlohmann::json bad = job;
     bad["training"]["momentum"] = 1.5;
-    parse_job_spec(bad.dump(), "trial 4: job");
+    parse_trial_job(bad.dump(), "trial 4: job");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "trial 4: job.training.momentum: expected a number in [0, 1), got 1.5");

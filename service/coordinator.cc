@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "executor/transport/curve_authenticator.h"
 #include "executor/transport/message_socket.h"
 #include "trials/error.h"
@@ -98,12 +98,11 @@ struct StudyRun {
   Study study;
   StudyRunOptions options;
   std::string objective_metric;
-  int gpus_per_trial = 0;   // a CUDA engine job's ranks per node; 0 for jobs that need no GPU
-  int nodes_per_trial = 1;  // an engine job's nodes: executors per trial
+  // The job (options.job_json parsed): what placing a trial takes, where its checkpoint lives.
+  std::shared_ptr<const TrialJob> job;
+  int gpus_per_trial = 0;   // GPUs on each executor of a trial (job->needs())
+  int nodes_per_trial = 1;  // executors per trial (job->needs())
   int told_executors = 0;   // the executors (fewer than its nodes) it last logged it waits with
-  // An engine job's artifacts_dir: each trial checkpoints every epoch under it, and a re-run
-  // continues from its first attempt's checkpoint. Empty: no checkpoints.
-  std::string checkpoint_dir;
   // Re-runs WAITING in storage (Study::fail_and_retry made them with their lineage), which ask()
   // serves before new samples: asked for even when the budget of new trials is spent.
   int pending_retries = 0;
@@ -322,16 +321,14 @@ struct Coordinator::Impl {
       throw Error(ErrorCode::kInvalidArgument,
                   "coordinator: study '" + study.name() + "': max_retries and n_trials must be >= 0");
     }
-    const JobSpec job = parse_job_spec(o.job_json, "coordinator: study '" + study.name() + "': job");
+    std::shared_ptr<const TrialJob> job =
+        parse_trial_job(o.job_json, "coordinator: study '" + study.name() + "': job");
     auto run = std::make_unique<StudyRun>(StudyRun{.study = std::move(study), .options = std::move(o)});
     run->id = next_run_id++;
-    run->objective_metric = job.objective_metric;
-    // A CUDA engine trial takes one GPU per rank, on one executor.
-    if (job.kind == JobKind::kEngine && job.engine.backend == "cuda") {
-      run->gpus_per_trial = job.engine.ranks / job.engine.nodes;
-    }
-    if (job.kind == JobKind::kEngine) run->nodes_per_trial = job.engine.nodes;
-    if (job.kind == JobKind::kEngine) run->checkpoint_dir = job.engine.artifacts_dir;
+    run->objective_metric = job->objective_metric();
+    run->gpus_per_trial = job->needs().gpus_per_node;
+    run->nodes_per_trial = job->needs().nodes;
+    run->job = std::move(job);
     find_orphans(*run);
     const StudyRunId id = run->id;
     runs.emplace(id, std::move(run));
@@ -644,12 +641,11 @@ struct Coordinator::Impl {
                          .gpus = lease.gpus,
                          .node = lease.node,
                          .nodes = lease.nodes};
-    if (!lease.run->checkpoint_dir.empty()) {
-      // The lineage's first trial names the checkpoint, so that a re-run after a lost lease
-      // continues where the lost attempt last saved.
-      const int first = work.history.empty() ? lease.trial_number : work.history.front();
-      message.checkpoint_path =
-          lease.run->checkpoint_dir + "/trial-" + std::to_string(first) + "/resume.ckpt";
+    // The lineage's first trial names the checkpoint, so that a re-run after a lost lease
+    // continues where the lost attempt last saved.
+    const int64_t first = work.history.empty() ? lease.trial_number : work.history.front();
+    if (std::string path = lease.run->job->checkpoint_path(first); !path.empty()) {
+      message.checkpoint_path = std::move(path);
     }
     lease.unsent = false;
     if (send(lease.route, message)) return true;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "executor/argv_template.h"
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
@@ -565,7 +565,7 @@ SweepFile Parser::parse(std::string_view text) {
     object(*executors, "executors");
     fields(*executors, "executors", {"local", "prefetch"});
   }
-  // Last, so that an error of parse_job_spec (an engine job before the executor knows them)
+  // Last, so that an error of parse_trial_job (an engine job before the executor knows them)
   // comes only after everything else was found valid.
   parse_job(job, sweep);
   check_constraint_metrics(sweep, job);
@@ -837,7 +837,7 @@ void check_placeholder(const std::string& name, const std::string& path, const S
 // refuses a broken template or a name that is neither built-in nor a parameter: either would fail
 // every trial at run time instead of the sweep at load time.
 void check_placeholders(const Json& argv, const SearchSpace& space, const std::string& file) {
-  if (!argv.is_array()) return;  // parse_job_spec says what is wrong with it
+  if (!argv.is_array()) return;  // parse_trial_job says what is wrong with it
   for (size_t i = 0; i < argv.size(); ++i) {
     if (!argv[i].is_string()) continue;
     std::vector<std::string> names;
@@ -873,16 +873,6 @@ void check_engine_placeholders(const Json& value, const std::string& path, const
   }
 }
 
-// The names of the engine placeholders under `value`, in order of first appearance.
-void engine_placeholder_names(const Json& value, std::vector<std::string>& names) {
-  if (value.is_string()) {
-    const std::optional<std::string> name = engine_placeholder(value.get_ref<const std::string&>());
-    if (name && std::find(names.begin(), names.end(), *name) == names.end()) names.push_back(*name);
-  } else if (value.is_structured()) {
-    for (const Json& child : value) engine_placeholder_names(child, names);
-  }
-}
-
 // A parameter's value in the load-time probes: the lowest value of a range, the first choice of a
 // categorical, the mean of a normal (rounded to its q).
 ParamValue probe_value(const Distribution& distribution) {
@@ -904,15 +894,14 @@ ParamValue probe_value(const Distribution& distribution) {
       distribution);
 }
 
-// An engine model with placeholders is checked at load on probe trials (docs/sweep_file.md):
-// the model's parameters at probe_value(), then each other choice of each categorical one at a
-// time. A probe whose model does not build or does not fit the dataset (executor/engine_job.h,
-// check_engine_model) refuses the sweep: every trial with those values would fail at its start.
-void probe_engine_model(const EngineJobSpec& engine, const Json& model, const SearchSpace& space,
-                        const std::string& where) {
-  std::vector<std::string> names;
-  engine_placeholder_names(model, names);
-  if (names.empty()) return;  // parse_engine_job checked it in full
+// The parameters a job probes (TrialJob::probed_params: an engine model's placeholders) are
+// checked at load on probe trials (docs/sweep_file.md): at probe_value(), then each other choice
+// of each categorical one at a time. A probe the job refuses (an engine model that does not
+// build or does not fit the dataset, check_engine_model) refuses the sweep: every trial with
+// those values would fail at its start.
+void probe_job(const TrialJob& job, const SearchSpace& space, const std::string& where) {
+  const std::vector<std::string> names = job.probed_params();
+  if (names.empty()) return;  // parsing the job checked it in full
   Params base;
   for (const std::string& name : names) {
     const ParamSpec* spec = space.find(name);
@@ -931,7 +920,7 @@ void probe_engine_model(const EngineJobSpec& engine, const Json& model, const Se
   }
   for (const Params& probe : probes) {
     try {
-      check_engine_model(engine, probe, where);
+      job.check_probe(probe, where);
     } catch (const Error& e) {
       std::string values;
       for (const std::string& name : names) {
@@ -966,7 +955,7 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   if (sweep.budget.trial_time) {
     const auto seconds = sweep.budget.trial_time->count();
     if (const Json* stated = find_field(job, "timeout_s")) {
-      // (One that is not a number is refused by parse_job_spec below.)
+      // (One that is not a number is refused by parse_trial_job below.)
       if (stated->is_number() && stated->get<double>() != static_cast<double>(seconds)) {
         fail("job.timeout_s", stated->dump() + " differs from budget.trial_time " +
                                   json_text(format_duration(*sweep.budget.trial_time)) + " (" +
@@ -1007,10 +996,7 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   }
   sweep.job_json = job.dump();
   // The full check of the job is the executor's own.
-  const JobSpec spec = parse_job_spec(sweep.job_json, file_ + ": job");
-  if (spec.kind == JobKind::kEngine && job.contains("model")) {
-    probe_engine_model(spec.engine, job["model"], sweep.space, file_ + ": job");
-  }
+  probe_job(*parse_trial_job(sweep.job_json, file_ + ": job"), sweep.space, file_ + ": job");
 }
 
 ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {

@@ -1,4 +1,4 @@
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@ namespace {
 
 std::string error_of(const std::string& json) {
   try {
-    parse_job_spec(json);
+    parse_trial_job(json);
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     return e.what();
@@ -19,26 +19,37 @@ std::string error_of(const std::string& json) {
   return "(no error)";
 }
 
-TEST(JobSpecTest, ParsesACommandJob) {
-  JobSpec spec = parse_job_spec(R"({"kind": "command", "argv": ["python3", "t.py", "--lr", "{lr}"],
+// The command job's own spec.
+const CommandSpec& command_of(const TrialJob& job) {
+  return dynamic_cast<const CommandTrialJob&>(job).spec();
+}
+
+TEST(TrialJobTest, ParsesACommandJob) {
+  auto job = parse_trial_job(R"({"kind": "command", "argv": ["python3", "t.py", "--lr", "{lr}"],
       "env": {"OMP_NUM_THREADS": "1"}, "working_dir": "/src", "objective_metric": "val_loss"})");
-  EXPECT_EQ(spec.kind, JobKind::kCommand);
-  EXPECT_EQ(spec.command.argv, (std::vector<std::string>{"python3", "t.py", "--lr", "{lr}"}));
-  EXPECT_EQ(spec.command.env.at("OMP_NUM_THREADS"), "1");
-  EXPECT_EQ(spec.command.working_dir, "/src");
-  EXPECT_EQ(spec.objective_metric, "val_loss");
+  EXPECT_EQ(job->kind(), "command");
+  EXPECT_EQ(command_of(*job).argv, (std::vector<std::string>{"python3", "t.py", "--lr", "{lr}"}));
+  EXPECT_EQ(command_of(*job).env.at("OMP_NUM_THREADS"), "1");
+  EXPECT_EQ(command_of(*job).working_dir, "/src");
+  EXPECT_EQ(job->objective_metric(), "val_loss");
+  // It runs as stated, on one executor, without a GPU or a checkpoint of its own.
+  EXPECT_EQ(job->command(TrialPlacement{.number = 3, .gpus = {0}}).argv, command_of(*job).argv);
+  EXPECT_EQ(job->needs().nodes, 1);
+  EXPECT_EQ(job->needs().gpus_per_node, 0);
+  EXPECT_EQ(job->checkpoint_path(3), "");
+  EXPECT_EQ(job->failure_reason("error: oops\n"), std::nullopt);
 }
 
-TEST(JobSpecTest, RoundTripsThroughJson) {
-  JobSpec spec = parse_job_spec(
+TEST(TrialJobTest, RoundTripsThroughJson) {
+  auto job = parse_trial_job(
       R"({"kind": "command", "argv": ["a", "{x}"], "env": {"A": "b"}, "objective_metric": "m"})");
-  JobSpec again = parse_job_spec(job_spec_to_json(spec));
-  EXPECT_EQ(again.command.argv, spec.command.argv);
-  EXPECT_EQ(again.command.env, spec.command.env);
-  EXPECT_EQ(again.objective_metric, spec.objective_metric);
+  auto again = parse_trial_job(job->to_json());
+  EXPECT_EQ(command_of(*again).argv, command_of(*job).argv);
+  EXPECT_EQ(command_of(*again).env, command_of(*job).env);
+  EXPECT_EQ(again->objective_metric(), job->objective_metric());
 }
 
-TEST(JobSpecTest, ErrorsNameTheJsonPath) {
+TEST(TrialJobTest, ErrorsNameTheJsonPath) {
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", 3], "objective_metric": "m"})"),
             "job.argv[1]: expected a string, got number");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"]})"), "job.objective_metric: missing");
@@ -61,37 +72,37 @@ TEST(JobSpecTest, ErrorsNameTheJsonPath) {
 
 // Issue 15, item 7: there was no per-trial time limit. Both kinds take "timeout_s" and
 // "stop_grace_s" (seconds), and they survive the round trip.
-TEST(JobSpecTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {
-  JobSpec command = parse_job_spec(R"({"kind": "command", "argv": ["sleep", "1000"],
+TEST(TrialJobTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {
+  auto command = parse_trial_job(R"({"kind": "command", "argv": ["sleep", "1000"],
       "objective_metric": "m", "timeout_s": 1.5, "stop_grace_s": 0})");
-  EXPECT_EQ(command.timeout, std::chrono::milliseconds(1500));
-  EXPECT_EQ(command.stop_grace, std::chrono::milliseconds(0));
-  JobSpec again = parse_job_spec(job_spec_to_json(command));
-  EXPECT_EQ(again.timeout, command.timeout);
-  EXPECT_EQ(again.stop_grace, command.stop_grace);
+  EXPECT_EQ(command->timeout(), std::chrono::milliseconds(1500));
+  EXPECT_EQ(command->stop_grace(), std::chrono::milliseconds(0));
+  auto again = parse_trial_job(command->to_json());
+  EXPECT_EQ(again->timeout(), command->timeout());
+  EXPECT_EQ(again->stop_grace(), command->stop_grace());
 
-  JobSpec untimed =
-      parse_job_spec(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
-  EXPECT_FALSE(untimed.timeout);
-  EXPECT_FALSE(untimed.stop_grace);
-  EXPECT_FALSE(parse_job_spec(job_spec_to_json(untimed)).timeout);
+  auto untimed =
+      parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
+  EXPECT_FALSE(untimed->timeout());
+  EXPECT_FALSE(untimed->stop_grace());
+  EXPECT_FALSE(parse_trial_job(untimed->to_json())->timeout());
 
-  JobSpec engine = parse_job_spec(R"({"kind": "engine", "timeout_s": 30, "stop_grace_s": 5,
+  auto engine = parse_trial_job(R"({"kind": "engine", "timeout_s": 30, "stop_grace_s": 5,
       "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"},
                 {"type": "linear", "out": "{width}"}]},
       "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
       "objective_metric": "val_accuracy"})");
-  EXPECT_EQ(engine.kind, JobKind::kEngine);
-  EXPECT_EQ(engine.timeout, std::chrono::seconds(30));
-  EXPECT_EQ(engine.stop_grace, std::chrono::seconds(5));
+  EXPECT_EQ(engine->kind(), "engine");
+  EXPECT_EQ(engine->timeout(), std::chrono::seconds(30));
+  EXPECT_EQ(engine->stop_grace(), std::chrono::seconds(5));
   // A limit below a millisecond is a millisecond, not "no limit".
-  EXPECT_EQ(parse_job_spec(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
-                               "timeout_s": 0.0001})")
-                .timeout,
+  EXPECT_EQ(parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+                                "timeout_s": 0.0001})")
+                ->timeout(),
             std::chrono::milliseconds(1));
 }
 
-TEST(JobSpecTest, RefusesABadTimeoutOrStopGraceNamingTheJsonPath) {
+TEST(TrialJobTest, RefusesABadTimeoutOrStopGraceNamingTheJsonPath) {
   auto with = [](const std::string& members) {
     return error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m", )" + members +
                     "}");
@@ -116,7 +127,7 @@ TEST(JobSpecTest, RefusesABadTimeoutOrStopGraceNamingTheJsonPath) {
             std::string::npos);
 }
 
-TEST(JobSpecTest, SecondsTextIsShort) {
+TEST(TrialJobTest, SecondsTextIsShort) {
   EXPECT_EQ(seconds_text(std::chrono::milliseconds(1000)), "1 s");
   EXPECT_EQ(seconds_text(std::chrono::milliseconds(30000)), "30 s");
   EXPECT_EQ(seconds_text(std::chrono::milliseconds(1500)), "1.5 s");
