@@ -40,6 +40,45 @@ TEST(TrialJobTest, ParsesACommandJob) {
   EXPECT_EQ(job->failure_reason("error: oops\n"), std::nullopt);
 }
 
+// What the coordinator and the executor ask an engine job, which they once read from its fields.
+TEST(TrialJobTest, AnEngineJobSaysWhatATrialNeedsAndWhereItsCheckpointLives) {
+  const std::string model = R"("model": {"input": [1, 28, 28], "layers": [{"type": "flatten"},
+      {"type": "linear", "out": "{width}"}, {"type": "{act}"}, {"type": "linear", "out": 10}]},
+      "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+      "objective_metric": "val_accuracy")";
+  auto cpu = parse_trial_job(R"({"kind": "engine", "artifacts_dir": "/runs/a", )" + model + "}");
+  EXPECT_EQ(cpu->needs().nodes, 1);
+  EXPECT_EQ(cpu->needs().gpus_per_node, 0);
+  EXPECT_EQ(cpu->checkpoint_path(7), "/runs/a/trial-7/resume.ckpt");
+  EXPECT_EQ(parse_trial_job(R"({"kind": "engine", )" + model + "}")->checkpoint_path(7), "");
+  EXPECT_EQ(cpu->failure_reason("epoch 1\nerror: data file missing\n"), "data file missing");
+  EXPECT_EQ(cpu->probed_params(), (std::vector<std::string>{"width", "act"}));
+  EXPECT_NO_THROW(cpu->check_probe({{"width", int64_t{8}}, {"act", std::string("relu")}}, "job"));
+  EXPECT_THROW(cpu->check_probe({{"width", int64_t{0}}, {"act", std::string("relu")}}, "job"),
+               Error);
+  const CommandSpec plain = cpu->command(TrialPlacement{.number = 2, .tuner_path = "/bin/tuner"});
+  EXPECT_EQ(plain.argv.at(0), "/bin/tuner");
+  EXPECT_FALSE(plain.env.contains("TUNER_GPUS"));
+  EXPECT_FALSE(plain.env.contains("TUNER_NODE"));
+
+  // CUDA over two nodes: two executors, each giving the trial the GPUs of its two ranks.
+  auto cuda = parse_trial_job(R"({"kind": "engine", "backend": "cuda", "ranks": 4, "nodes": 2, )" +
+                              model + "}");
+  EXPECT_EQ(cuda->needs().nodes, 2);
+  EXPECT_EQ(cuda->needs().gpus_per_node, 2);
+  const CommandSpec node1 = cuda->command(TrialPlacement{.number = 2,
+                                                         .gpus = {3, 5},
+                                                         .node = 1,
+                                                         .node_store_dir = "/tmp/store",
+                                                         .rank_host = "10.0.0.2",
+                                                         .tuner_path = "/bin/tuner"});
+  EXPECT_EQ(node1.env.at("TUNER_GPUS"), "3,5");
+  EXPECT_EQ(node1.env.at("TUNER_NODE"), "1");
+  EXPECT_EQ(node1.env.at("TUNER_NODE_STORE"), "/tmp/store");
+  EXPECT_EQ(node1.env.at("TUNER_RANK_HOST"), "10.0.0.2");
+  EXPECT_THROW(cuda->command(TrialPlacement{.number = 2, .gpus = {3}}), Error);
+}
+
 TEST(TrialJobTest, RoundTripsThroughJson) {
   auto job = parse_trial_job(
       R"({"kind": "command", "argv": ["a", "{x}"], "env": {"A": "b"}, "objective_metric": "m"})");
