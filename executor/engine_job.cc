@@ -31,6 +31,7 @@
 #include "training/optim/sgd.h"
 #include "training/trainer.h"
 #include "trials/error.h"
+#include "trials/json_reader.h"
 
 namespace tuner {
 
@@ -124,45 +125,27 @@ class Reader {
                                  bool placeholder_ok = true) const {
     const nlohmann::json* v = get(key, placeholder_ok);
     if (!v) return std::nullopt;
-    if (!v->is_number_integer() ||
-        (v->is_number_unsigned() &&
-         v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) ||
-        v->get<int64_t>() < min) {
-      fail(path_ + "." + key,
-           "expected an integer >= " + std::to_string(min) + ", got " + v->dump());
-    }
-    return v->get<int64_t>();
+    return read_integer(Json(*v), path_ + "." + key, min);
   }
 
-  // A finite number in the range that `ok` accepts, described by `range` (e.g. "> 0").
-  template <typename Ok>
-  std::optional<double> number(const std::string& key, const std::string& range, Ok ok) const {
+  // A finite number in `range`.
+  std::optional<double> number(const std::string& key, const NumberRange& range) const {
     const nlohmann::json* v = get(key, true);
     if (!v) return std::nullopt;
-    if (!v->is_number() || !std::isfinite(v->get<double>()) || !ok(v->get<double>())) {
-      fail(path_ + "." + key, "expected a number " + range + ", got " + v->dump());
-    }
-    return v->get<double>();
+    return read_number(Json(*v), path_ + "." + key, range);
   }
 
-  std::optional<std::string> choice(const std::string& key,
-                                    const std::vector<std::string_view>& choices,
+  std::optional<std::string> choice(const std::string& key, const std::vector<std::string>& choices,
                                     bool placeholder_ok = true) const {
     const nlohmann::json* v = get(key, placeholder_ok);
     if (!v) return std::nullopt;
-    if (!v->is_string() ||
-        std::find(choices.begin(), choices.end(), v->get<std::string>()) == choices.end()) {
-      fail(path_ + "." + key, "expected one of " + join(choices) + ", got " + v->dump());
-    }
-    return v->get<std::string>();
+    return choices[read_choice(Json(*v), path_ + "." + key, choices)];
   }
 
   std::optional<std::string> string(const std::string& key) const {
     const nlohmann::json* v = get(key, false);
     if (!v) return std::nullopt;
-    if (!v->is_string())
-      fail(path_ + "." + key, std::string("expected a string, got ") + v->dump());
-    return v->get<std::string>();
+    return read_string(Json(*v), path_ + "." + key);
   }
 
  private:
@@ -193,7 +176,12 @@ const std::vector<std::string_view> kTrainingMembers = {
     "epochs",   "batch_size",      "optimizer",      "lr",     "weight_decay",
     "momentum", "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
     "gamma",    "label_smoothing", "clip_grad_norm", "seed"};
-const std::vector<std::string_view> kObjectives = {"train_loss", "val_loss", "val_accuracy"};
+const std::vector<std::string> kObjectives = {"train_loss", "val_loss", "val_accuracy"};
+
+// The ranges of the training members.
+constexpr NumberRange kPositive{.low = 0, .low_open = true};
+constexpr NumberRange kNonNegative{.low = 0};
+constexpr NumberRange kFraction{.low = 0, .high = 1, .high_open = true};
 
 // A dataset the engine can load. Sizes are -1, the sample shape empty and the classes 0 where
 // only loading tells (a CSV file, later).
@@ -232,7 +220,7 @@ const nlohmann::json& object_member(const nlohmann::json& root, const std::strin
     if (required) fail(path, "missing");
     return kEmpty;
   }
-  if (!it->is_object()) fail(path, std::string("expected an object, got ") + it->type_name());
+  if (!it->is_object()) expect_object(Json(*it), path);
   return *it;
 }
 
@@ -329,24 +317,24 @@ EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& s
   if (auto v = t.integer("epochs", 1)) c.epochs = *v;
   if (auto v = t.integer("batch_size", 1)) c.batch_size = *v;
   if (auto v = t.choice("optimizer", {"adam", "adamw", "sgd"})) c.optimizer = *v;
-  if (auto v = t.number("lr", "> 0", [](double x) { return x > 0; })) c.lr = *v;
-  if (auto v = t.number("weight_decay", ">= 0", [](double x) { return x >= 0; })) {
+  if (auto v = t.number("lr", kPositive)) c.lr = *v;
+  if (auto v = t.number("weight_decay", kNonNegative)) {
     c.weight_decay = *v;
   }
-  if (auto v = t.number("momentum", "in [0, 1)", [](double x) { return x >= 0 && x < 1; })) {
+  if (auto v = t.number("momentum", kFraction)) {
     c.momentum = *v;
   }
   if (auto v = t.choice("schedule", {"constant", "cosine", "step"})) c.schedule = *v;
-  if (auto v = t.number("warmup_epochs", ">= 0", [](double x) { return x >= 0; })) {
+  if (auto v = t.number("warmup_epochs", kNonNegative)) {
     c.warmup_epochs = *v;
   }
-  if (auto v = t.number("min_lr", ">= 0", [](double x) { return x >= 0; })) c.min_lr = *v;
+  if (auto v = t.number("min_lr", kNonNegative)) c.min_lr = *v;
   if (auto v = t.integer("step_epochs", 1)) c.step_epochs = *v;
-  if (auto v = t.number("gamma", "> 0", [](double x) { return x > 0; })) c.gamma = *v;
-  if (auto v = t.number("label_smoothing", "in [0, 1)", [](double x) { return x >= 0 && x < 1; })) {
+  if (auto v = t.number("gamma", kPositive)) c.gamma = *v;
+  if (auto v = t.number("label_smoothing", kFraction)) {
     c.label_smoothing = *v;
   }
-  if (auto v = t.number("clip_grad_norm", ">= 0", [](double x) { return x >= 0; })) {
+  if (auto v = t.number("clip_grad_norm", kNonNegative)) {
     c.clip_grad_norm = *v;
   }
   if (auto v = t.integer("seed", 0)) c.seed = static_cast<uint64_t>(*v);
@@ -705,13 +693,15 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
     fail(where + ".collective_timeout_s",
          "cannot be a placeholder (" + root["collective_timeout_s"].dump() + ")");
   }
-  if (auto v = top.number("collective_timeout_s", "in (0, 86400]",
-                          [](double x) { return x > 0 && x <= 86400; })) {
+  if (auto v = top.number("collective_timeout_s",
+                          NumberRange{.low = 0, .high = 86400, .low_open = true})) {
     spec.collective_timeout_s = *v;
   }
   if (auto v = top.string("artifacts_dir")) spec.artifacts_dir = *v;
   auto objective = top.choice("objective_metric", kObjectives, false);
-  if (!objective) fail(where + ".objective_metric", "missing (one of " + join(kObjectives) + ")");
+  if (!objective) {
+    fail(where + ".objective_metric", "missing (one of " + choice_list(kObjectives) + ")");
+  }
   spec.objective_metric = *objective;
   spec.maximize = spec.objective_metric.ends_with("_accuracy");
 

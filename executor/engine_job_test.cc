@@ -88,14 +88,15 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["epochs"] = 2.5; }),
             "job.training.epochs: expected an integer >= 1, got 2.5");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["optimizer"] = "lion"; }),
-            "job.training.optimizer: expected one of adam, adamw, sgd, got \"lion\"");
+            "job.training.optimizer: expected \"adam\", \"adamw\" or \"sgd\", got \"lion\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["schedule"] = "linear"; }),
-            "job.training.schedule: expected one of constant, cosine, step, got \"linear\"");
+            "job.training.schedule: expected \"constant\", \"cosine\" or \"step\", got "
+            "\"linear\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["convolution"] = "cudnn"; }),
             "job.convolution: \"cudnn\" needs \"backend\": \"cuda\" and \"precision\": "
             "\"fp32\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["convolution"] = "winograd"; }),
-            "job.convolution: expected one of gemm, cudnn, got \"winograd\"");
+            "job.convolution: expected \"gemm\" or \"cudnn\", got \"winograd\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["dataset"] = "cifar"; }),
             "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["train"] = 59900; }),
@@ -104,10 +105,11 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
             "job.data.validation: must be > 0: the objective metric val_accuracy needs a "
             "validation split");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j.erase("objective_metric"); }),
-            "job.objective_metric: missing (one of train_loss, val_loss, val_accuracy)");
+            "job.objective_metric: missing (one of \"train_loss\", \"val_loss\" or "
+            "\"val_accuracy\")");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["objective_metric"] = "accuracy"; }),
-            "job.objective_metric: expected one of train_loss, val_loss, val_accuracy, got "
-            "\"accuracy\"");
+            "job.objective_metric: expected \"train_loss\", \"val_loss\" or \"val_accuracy\", "
+            "got \"accuracy\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["threads"] = "{threads}"; }),
             "job.threads: cannot be a placeholder (\"{threads}\")");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["kind"] = "command"; }),

@@ -8,6 +8,7 @@
 #include "executor/argv_template.h"
 #include "executor/job_json.h"
 #include "trials/error.h"
+#include "trials/json_reader.h"
 
 namespace tuner {
 
@@ -16,8 +17,7 @@ namespace {
 using job_json::fail;
 
 std::string string_of(const nlohmann::json& v, const std::string& path) {
-  if (!v.is_string()) fail(path, std::string("expected a string, got ") + v.type_name());
-  return v.get<std::string>();
+  return read_string(Json(v), path);
 }
 
 // A member in seconds, in (0, high] when `positive`, else in [0, high], as milliseconds
@@ -92,7 +92,7 @@ std::pair<CommandSpec, std::string> parse_command_job(const nlohmann::json& root
 
   if (auto it = root.find("env"); it != root.end()) {
     const std::string env_path = where + ".env";
-    if (!it->is_object()) fail(env_path, std::string("expected an object, got ") + it->type_name());
+    if (!it->is_object()) expect_object(Json(*it), env_path);
     for (const auto& [name, value] : it->items()) {
       if (name.empty() || name.find('=') != std::string::npos) {
         fail(env_path + "." + name, "not a valid environment variable name");

@@ -90,7 +90,7 @@ TEST(TrialJobTest, RoundTripsThroughJson) {
 
 TEST(TrialJobTest, ErrorsNameTheJsonPath) {
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", 3], "objective_metric": "m"})"),
-            "job.argv[1]: expected a string, got number");
+            "job.argv[1]: expected a string, got 3");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"]})"), "job.objective_metric: missing");
   // Issue 15, item 8: an unbalanced brace failed every trial instead of the job.
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", "x}"], "objective_metric": "m"})"),
@@ -99,7 +99,7 @@ TEST(TrialJobTest, ErrorsNameTheJsonPath) {
             "job.argv: must name a program (it is empty)");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"], "env": {"X": 1},
                          "objective_metric": "m"})"),
-            "job.env.X: expected a string, got number");
+            "job.env.X: expected a string, got 1");
   EXPECT_EQ(error_of(R"({"kind": "shell", "argv": ["a"], "objective_metric": "m"})"),
             "job.kind: expected \"command\" or \"engine\", got \"shell\"");
   EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "evn": {}, "objective_metric": "m"})")
