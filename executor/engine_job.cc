@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -167,7 +168,7 @@ class Reader {
 const std::vector<std::string_view> kRootMembers = {
     "kind",          "model",     "data",        "training", "threads",
     "backend",       "precision", "convolution", "ranks",    "nodes",
-    "collective_timeout_s", "artifacts_dir", "objective_metric",
+    "collective_timeout_s", "latency_batch", "artifacts_dir", "objective_metric",
     // Read by parse_trial_job (executor/trial_job.h): the executor's time limit and stop grace.
     "timeout_s", "stop_grace_s"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
@@ -621,6 +622,55 @@ bool better(double a, double b, bool maximize) {
 }
 
 // The position of the best epoch in a non-empty history.
+struct InferenceLatency {
+  double batch1_ms = 0;      // one forward pass of one sample
+  double per_sample_ms = 0;  // one forward pass of a batch, divided by its size
+};
+
+// The median wall time of eval-mode forward passes of `batch` samples (zeros: the products do not
+// depend on the values), output on the host, in ms: two calls to warm up, then calls until
+// kLatencyBudget has passed (at least kMinCalls, at most kMaxCalls).
+double median_forward_ms(training::Sequential& model, int64_t batch, std::stop_token stop) {
+  constexpr auto kLatencyBudget = std::chrono::milliseconds(60);
+  constexpr size_t kMinCalls = 5, kMaxCalls = 1000;
+  training::Tensor x(model.input_shape().with_batch(batch));
+  std::vector<float> host(static_cast<size_t>(batch * model.output_shape().numel()));
+  training::Backend& backend = model.backend();
+  auto call = [&] {
+    const training::Tensor& y = model.forward(x, training::Mode::kEval);
+    backend.download(y.span(), host);
+    backend.synchronize();
+  };
+  call();
+  call();
+  std::vector<double> times;
+  const auto start = std::chrono::steady_clock::now();
+  while (times.size() < kMaxCalls && !stop.stop_requested() &&
+         (times.size() < kMinCalls || std::chrono::steady_clock::now() - start < kLatencyBudget)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count());
+  }
+  if (times.empty()) return std::nan("");
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+// The trained model's inference latency, on a copy of it built for `batch` samples (the
+// training model's buffers are sized for its own batch).
+InferenceLatency measure_inference_latency(const training::ModelSpec& spec,
+                                           training::Sequential& trained, int64_t batch,
+                                           training::Backend& backend, std::stop_token stop) {
+  std::unique_ptr<training::Sequential> model = training::build_model(spec, batch, backend, /*seed=*/0);
+  model->parameters().set_values(trained.parameters().values_to_host());
+  model->parameters().set_buffer_values(trained.parameters().buffer_values_to_host());
+  InferenceLatency latency;
+  latency.batch1_ms = median_forward_ms(*model, 1, stop);
+  latency.per_sample_ms = median_forward_ms(*model, batch, stop) / static_cast<double>(batch);
+  return latency;
+}
+
 size_t best_index(const std::vector<EpochRecord>& history, const EngineJobSpec& spec) {
   size_t best = 0;
   for (size_t i = 1; i < history.size(); ++i) {
@@ -668,6 +718,12 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
       fail(where + ".threads", "expected an integer in [1, 1024], got " + std::to_string(*v));
     }
     spec.threads = static_cast<int>(*v);
+  }
+  if (auto v = top.integer("latency_batch", 1, false)) {
+    if (*v > 65536) {
+      fail(where + ".latency_batch", "expected an integer in [1, 65536], got " + std::to_string(*v));
+    }
+    spec.latency_batch = static_cast<int>(*v);
   }
   if (auto v = top.choice("backend", {"cpu", "cuda"}, false)) spec.backend = *v;
   if (auto v = top.choice("precision", {"fp32", "bf16"}, false)) spec.precision = *v;
@@ -856,14 +912,21 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
       spec.artifacts_dir.empty() || !writes
           ? fs::path()
           : fs::path(spec.artifacts_dir) / ("trial-" + std::to_string(trial.number));
+  // The model's checkpoint as the export reads it (spec, weights, buffers): its size stays.
+  const int64_t checkpoint_bytes = training::checkpoint_file_size(
+      training::Checkpoint{.model_spec = model_spec.json,
+                           .parameters = model->parameters().values_to_host(),
+                           .buffers = model->parameters().buffer_values_to_host()});
   auto final_metrics = [&] {
     Metrics out;
     if (history.empty()) return out;
     const size_t best = best_index(history, spec);
     out = history[best].metrics;
     out["best_epoch"] = static_cast<double>(history[best].epoch);
-    // The model's size, for constraints on it (a sweep's "constraints": docs/sweep_file.md).
+    // The model's figures, for objectives and constraints on them (docs/sweep_file.md).
     out["num_params"] = static_cast<double>(model->parameters().num_parameters());
+    out["train_flops_per_sample"] = static_cast<double>(3 * model->forward_flops());
+    out["checkpoint_bytes"] = static_cast<double>(checkpoint_bytes);
     return out;
   };
   auto write_metrics_file = [&](const Metrics& final) {
@@ -977,6 +1040,12 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     const training::EvalResult test = trainer->evaluate(data.test);
     outcome.final_metrics["test_loss"] = test.loss;
     outcome.final_metrics["test_accuracy"] = test.accuracy;
+  }
+  if (writes && !outcome.final_metrics.empty() && outcome.end_reason != "interrupted") {
+    const InferenceLatency latency =
+        measure_inference_latency(model_spec, *model, spec.latency_batch, *backend, stop);
+    outcome.final_metrics["latency_ms"] = latency.batch1_ms;
+    outcome.final_metrics["latency_ms_per_sample"] = latency.per_sample_ms;
   }
   if (!artifacts.empty() && !outcome.final_metrics.empty())
     write_metrics_file(outcome.final_metrics);

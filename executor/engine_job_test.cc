@@ -424,8 +424,11 @@ class EngineRun : public ::testing::Test {
   }
 
   // Every metric but the wall time.
+  // The metrics that are not timings (which differ from run to run).
   static Metrics without_time(Metrics m) {
-    m.erase("epoch_seconds");
+    for (const char* timing : {"epoch_seconds", "latency_ms", "latency_ms_per_sample"}) {
+      m.erase(timing);
+    }
     return m;
   }
 
@@ -460,6 +463,17 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   EXPECT_GE(final.at("val_accuracy"), reports[1].metrics.at("val_accuracy"));
   EXPECT_FALSE(final.contains("test_accuracy"));
   EXPECT_EQ(final.at("num_params"), 784 * 32 + 32 + 32 * 10 + 10);  // the two linear layers
+  // The figures a sweep trades accuracy against (issue 19): three forward passes' worth of
+  // training FLOPs (linear 784 -> 32 with its bias, the relu, linear 32 -> 10 with its bias)...
+  EXPECT_EQ(final.at("train_flops_per_sample"),
+            3 * (32 * (2 * 784 + 1) + 32 + 10 * (2 * 32 + 1)));
+  // ... the model checkpoint's size (the weights' 4 bytes each, and the spec and framing) ...
+  EXPECT_GT(final.at("checkpoint_bytes"), 4 * final.at("num_params"));
+  EXPECT_LT(final.at("checkpoint_bytes"), 4 * final.at("num_params") + 4096);
+  // ... and the measured latencies: a batch costs less per sample than one sample alone.
+  EXPECT_GT(final.at("latency_ms"), 0.0);
+  EXPECT_GT(final.at("latency_ms_per_sample"), 0.0);
+  EXPECT_LT(final.at("latency_ms_per_sample"), final.at("latency_ms"));
 
   // Same params and seed: the same metrics, bit for bit.
   const EngineOutcome again = run_engine_trial(spec(), {.number = 0, .params = kParams});
