@@ -13,7 +13,7 @@
 #include "cli/coordinator_security.h"
 #include "cli/stop_signals.h"
 #include "cli/study_view.h"
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "service/model_export.h"
 #include "service/serve.h"
 #include "service/sweep_runner.h"
@@ -185,10 +185,10 @@ int run(const SweepFile& sweep, const Flags& flags) {
   std::cerr << "[" << sweep.name << "] study in " << sweep.storage_path << ", "
             << sweep.local_executors << " local executor slot"
             << (sweep.local_executors == 1 ? "" : "s") << "\n";
-  if (const JobSpec job = parse_job_spec(sweep.job_json);
-      job.kind == JobKind::kEngine && job.engine.nodes > 1 && !options.endpoint.empty()) {
-    std::cerr << "[" << sweep.name << "] each trial runs on " << job.engine.nodes
-              << " executors at once: it starts when " << job.engine.nodes
+  if (const int nodes = parse_trial_job(sweep.job_json)->needs().nodes;
+      nodes > 1 && !options.endpoint.empty()) {
+    std::cerr << "[" << sweep.name << "] each trial runs on " << nodes
+              << " executors at once: it starts when " << nodes
               << " executors connected to " << options.endpoint << " have a free slot\n";
   }
   const SweepResult result = run_sweep(sweep, options);

@@ -31,7 +31,7 @@ install(DIRECTORY trials search storage tuner
         PATTERN "*_test_util.h" EXCLUDE
         PATTERN "*_test_suite.h" EXCLUDE
         PATTERN "lbfgs.h" EXCLUDE
-        PATTERN "json_path.h" EXCLUDE
+        PATTERN "json_reader.h" EXCLUDE
         PATTERN "search_space_json_value.h" EXCLUDE
         PATTERN "optuna_schema.h" EXCLUDE
         PATTERN "study_core.h" EXCLUDE

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,7 @@
 #include "training/optim/sgd.h"
 #include "training/trainer.h"
 #include "trials/error.h"
+#include "trials/json_reader.h"
 
 namespace tuner {
 
@@ -124,45 +126,27 @@ class Reader {
                                  bool placeholder_ok = true) const {
     const nlohmann::json* v = get(key, placeholder_ok);
     if (!v) return std::nullopt;
-    if (!v->is_number_integer() ||
-        (v->is_number_unsigned() &&
-         v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) ||
-        v->get<int64_t>() < min) {
-      fail(path_ + "." + key,
-           "expected an integer >= " + std::to_string(min) + ", got " + v->dump());
-    }
-    return v->get<int64_t>();
+    return read_integer(Json(*v), path_ + "." + key, min);
   }
 
-  // A finite number in the range that `ok` accepts, described by `range` (e.g. "> 0").
-  template <typename Ok>
-  std::optional<double> number(const std::string& key, const std::string& range, Ok ok) const {
+  // A finite number in `range`.
+  std::optional<double> number(const std::string& key, const NumberRange& range) const {
     const nlohmann::json* v = get(key, true);
     if (!v) return std::nullopt;
-    if (!v->is_number() || !std::isfinite(v->get<double>()) || !ok(v->get<double>())) {
-      fail(path_ + "." + key, "expected a number " + range + ", got " + v->dump());
-    }
-    return v->get<double>();
+    return read_number(Json(*v), path_ + "." + key, range);
   }
 
-  std::optional<std::string> choice(const std::string& key,
-                                    const std::vector<std::string_view>& choices,
+  std::optional<std::string> choice(const std::string& key, const std::vector<std::string>& choices,
                                     bool placeholder_ok = true) const {
     const nlohmann::json* v = get(key, placeholder_ok);
     if (!v) return std::nullopt;
-    if (!v->is_string() ||
-        std::find(choices.begin(), choices.end(), v->get<std::string>()) == choices.end()) {
-      fail(path_ + "." + key, "expected one of " + join(choices) + ", got " + v->dump());
-    }
-    return v->get<std::string>();
+    return choices[read_choice(Json(*v), path_ + "." + key, choices)];
   }
 
   std::optional<std::string> string(const std::string& key) const {
     const nlohmann::json* v = get(key, false);
     if (!v) return std::nullopt;
-    if (!v->is_string())
-      fail(path_ + "." + key, std::string("expected a string, got ") + v->dump());
-    return v->get<std::string>();
+    return read_string(Json(*v), path_ + "." + key);
   }
 
  private:
@@ -184,8 +168,8 @@ class Reader {
 const std::vector<std::string_view> kRootMembers = {
     "kind",          "model",     "data",        "training", "threads",
     "backend",       "precision", "convolution", "ranks",    "nodes",
-    "collective_timeout_s", "artifacts_dir", "objective_metric",
-    // Read by parse_job_spec (executor/job_spec.h): the executor's time limit and stop grace.
+    "collective_timeout_s", "latency_batch", "artifacts_dir", "objective_metric",
+    // Read by parse_trial_job (executor/trial_job.h): the executor's time limit and stop grace.
     "timeout_s", "stop_grace_s"};
 const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
                                                     "test"};
@@ -193,7 +177,12 @@ const std::vector<std::string_view> kTrainingMembers = {
     "epochs",   "batch_size",      "optimizer",      "lr",     "weight_decay",
     "momentum", "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
     "gamma",    "label_smoothing", "clip_grad_norm", "seed"};
-const std::vector<std::string_view> kObjectives = {"train_loss", "val_loss", "val_accuracy"};
+const std::vector<std::string> kObjectives = {"train_loss", "val_loss", "val_accuracy"};
+
+// The ranges of the training members.
+constexpr NumberRange kPositive{.low = 0, .low_open = true};
+constexpr NumberRange kNonNegative{.low = 0};
+constexpr NumberRange kFraction{.low = 0, .high = 1, .high_open = true};
 
 // A dataset the engine can load. Sizes are -1, the sample shape empty and the classes 0 where
 // only loading tells (a CSV file, later).
@@ -232,7 +221,7 @@ const nlohmann::json& object_member(const nlohmann::json& root, const std::strin
     if (required) fail(path, "missing");
     return kEmpty;
   }
-  if (!it->is_object()) fail(path, std::string("expected an object, got ") + it->type_name());
+  if (!it->is_object()) expect_object(Json(*it), path);
   return *it;
 }
 
@@ -329,24 +318,24 @@ EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& s
   if (auto v = t.integer("epochs", 1)) c.epochs = *v;
   if (auto v = t.integer("batch_size", 1)) c.batch_size = *v;
   if (auto v = t.choice("optimizer", {"adam", "adamw", "sgd"})) c.optimizer = *v;
-  if (auto v = t.number("lr", "> 0", [](double x) { return x > 0; })) c.lr = *v;
-  if (auto v = t.number("weight_decay", ">= 0", [](double x) { return x >= 0; })) {
+  if (auto v = t.number("lr", kPositive)) c.lr = *v;
+  if (auto v = t.number("weight_decay", kNonNegative)) {
     c.weight_decay = *v;
   }
-  if (auto v = t.number("momentum", "in [0, 1)", [](double x) { return x >= 0 && x < 1; })) {
+  if (auto v = t.number("momentum", kFraction)) {
     c.momentum = *v;
   }
   if (auto v = t.choice("schedule", {"constant", "cosine", "step"})) c.schedule = *v;
-  if (auto v = t.number("warmup_epochs", ">= 0", [](double x) { return x >= 0; })) {
+  if (auto v = t.number("warmup_epochs", kNonNegative)) {
     c.warmup_epochs = *v;
   }
-  if (auto v = t.number("min_lr", ">= 0", [](double x) { return x >= 0; })) c.min_lr = *v;
+  if (auto v = t.number("min_lr", kNonNegative)) c.min_lr = *v;
   if (auto v = t.integer("step_epochs", 1)) c.step_epochs = *v;
-  if (auto v = t.number("gamma", "> 0", [](double x) { return x > 0; })) c.gamma = *v;
-  if (auto v = t.number("label_smoothing", "in [0, 1)", [](double x) { return x >= 0 && x < 1; })) {
+  if (auto v = t.number("gamma", kPositive)) c.gamma = *v;
+  if (auto v = t.number("label_smoothing", kFraction)) {
     c.label_smoothing = *v;
   }
-  if (auto v = t.number("clip_grad_norm", ">= 0", [](double x) { return x >= 0; })) {
+  if (auto v = t.number("clip_grad_norm", kNonNegative)) {
     c.clip_grad_norm = *v;
   }
   if (auto v = t.integer("seed", 0)) c.seed = static_cast<uint64_t>(*v);
@@ -633,6 +622,55 @@ bool better(double a, double b, bool maximize) {
 }
 
 // The position of the best epoch in a non-empty history.
+struct InferenceLatency {
+  double batch1_ms = 0;      // one forward pass of one sample
+  double per_sample_ms = 0;  // one forward pass of a batch, divided by its size
+};
+
+// The median wall time of eval-mode forward passes of `batch` samples (zeros: the products do not
+// depend on the values), output on the host, in ms: two calls to warm up, then calls until
+// kLatencyBudget has passed (at least kMinCalls, at most kMaxCalls).
+double median_forward_ms(training::Sequential& model, int64_t batch, std::stop_token stop) {
+  constexpr auto kLatencyBudget = std::chrono::milliseconds(60);
+  constexpr size_t kMinCalls = 5, kMaxCalls = 1000;
+  training::Tensor x(model.input_shape().with_batch(batch));
+  std::vector<float> host(static_cast<size_t>(batch * model.output_shape().numel()));
+  training::Backend& backend = model.backend();
+  auto call = [&] {
+    const training::Tensor& y = model.forward(x, training::Mode::kEval);
+    backend.download(y.span(), host);
+    backend.synchronize();
+  };
+  call();
+  call();
+  std::vector<double> times;
+  const auto start = std::chrono::steady_clock::now();
+  while (times.size() < kMaxCalls && !stop.stop_requested() &&
+         (times.size() < kMinCalls || std::chrono::steady_clock::now() - start < kLatencyBudget)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count());
+  }
+  if (times.empty()) return std::nan("");
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+// The trained model's inference latency, on a copy of it built for `batch` samples (the
+// training model's buffers are sized for its own batch).
+InferenceLatency measure_inference_latency(const training::ModelSpec& spec,
+                                           training::Sequential& trained, int64_t batch,
+                                           training::Backend& backend, std::stop_token stop) {
+  std::unique_ptr<training::Sequential> model = training::build_model(spec, batch, backend, /*seed=*/0);
+  model->parameters().set_values(trained.parameters().values_to_host());
+  model->parameters().set_buffer_values(trained.parameters().buffer_values_to_host());
+  InferenceLatency latency;
+  latency.batch1_ms = median_forward_ms(*model, 1, stop);
+  latency.per_sample_ms = median_forward_ms(*model, batch, stop) / static_cast<double>(batch);
+  return latency;
+}
+
 size_t best_index(const std::vector<EpochRecord>& history, const EngineJobSpec& spec) {
   size_t best = 0;
   for (size_t i = 1; i < history.size(); ++i) {
@@ -681,6 +719,12 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
     }
     spec.threads = static_cast<int>(*v);
   }
+  if (auto v = top.integer("latency_batch", 1, false)) {
+    if (*v > 65536) {
+      fail(where + ".latency_batch", "expected an integer in [1, 65536], got " + std::to_string(*v));
+    }
+    spec.latency_batch = static_cast<int>(*v);
+  }
   if (auto v = top.choice("backend", {"cpu", "cuda"}, false)) spec.backend = *v;
   if (auto v = top.choice("precision", {"fp32", "bf16"}, false)) spec.precision = *v;
   if (auto v = top.choice("convolution", {"gemm", "cudnn"}, false)) spec.convolution = *v;
@@ -705,13 +749,15 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
     fail(where + ".collective_timeout_s",
          "cannot be a placeholder (" + root["collective_timeout_s"].dump() + ")");
   }
-  if (auto v = top.number("collective_timeout_s", "in (0, 86400]",
-                          [](double x) { return x > 0 && x <= 86400; })) {
+  if (auto v = top.number("collective_timeout_s",
+                          NumberRange{.low = 0, .high = 86400, .low_open = true})) {
     spec.collective_timeout_s = *v;
   }
   if (auto v = top.string("artifacts_dir")) spec.artifacts_dir = *v;
   auto objective = top.choice("objective_metric", kObjectives, false);
-  if (!objective) fail(where + ".objective_metric", "missing (one of " + join(kObjectives) + ")");
+  if (!objective) {
+    fail(where + ".objective_metric", "missing (one of " + choice_list(kObjectives) + ")");
+  }
   spec.objective_metric = *objective;
   spec.maximize = spec.objective_metric.ends_with("_accuracy");
 
@@ -866,14 +912,21 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
       spec.artifacts_dir.empty() || !writes
           ? fs::path()
           : fs::path(spec.artifacts_dir) / ("trial-" + std::to_string(trial.number));
+  // The model's checkpoint as the export reads it (spec, weights, buffers): its size stays.
+  const int64_t checkpoint_bytes = training::checkpoint_file_size(
+      training::Checkpoint{.model_spec = model_spec.json,
+                           .parameters = model->parameters().values_to_host(),
+                           .buffers = model->parameters().buffer_values_to_host()});
   auto final_metrics = [&] {
     Metrics out;
     if (history.empty()) return out;
     const size_t best = best_index(history, spec);
     out = history[best].metrics;
     out["best_epoch"] = static_cast<double>(history[best].epoch);
-    // The model's size, for constraints on it (a sweep's "constraints": docs/sweep_file.md).
+    // The model's figures, for objectives and constraints on them (docs/sweep_file.md).
     out["num_params"] = static_cast<double>(model->parameters().num_parameters());
+    out["train_flops_per_sample"] = static_cast<double>(3 * model->forward_flops());
+    out["checkpoint_bytes"] = static_cast<double>(checkpoint_bytes);
     return out;
   };
   auto write_metrics_file = [&](const Metrics& final) {
@@ -987,6 +1040,12 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     const training::EvalResult test = trainer->evaluate(data.test);
     outcome.final_metrics["test_loss"] = test.loss;
     outcome.final_metrics["test_accuracy"] = test.accuracy;
+  }
+  if (writes && !outcome.final_metrics.empty() && outcome.end_reason != "interrupted") {
+    const InferenceLatency latency =
+        measure_inference_latency(model_spec, *model, spec.latency_batch, *backend, stop);
+    outcome.final_metrics["latency_ms"] = latency.batch1_ms;
+    outcome.final_metrics["latency_ms_per_sample"] = latency.per_sample_ms;
   }
   if (!artifacts.empty() && !outcome.final_metrics.empty())
     write_metrics_file(outcome.final_metrics);

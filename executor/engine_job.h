@@ -67,6 +67,9 @@ struct EngineJobSpec {
   // Bound on the ranks' rendezvous and on every collective, in seconds: a rank that dies or
   // stalls fails the others' next collective within it. Default 60; in (0, 86400].
   double collective_timeout_s = 60.0;
+  // The batch of the per-sample inference latency figure (latency_ms_per_sample, measured after
+  // training beside the batch-1 one). Default 64; in [1, 65536].
+  int latency_batch = 64;
   std::string artifacts_dir;     // empty: no artifacts
   std::string objective_metric;  // train_loss, val_loss or val_accuracy
   bool maximize = false;         // true for *_accuracy
@@ -190,14 +193,21 @@ using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 // The engine's metrics that count (an epoch number): written as JSON integers, so that they are
 // stored as integers (docs/command_jobs.md).
 inline bool is_integer_engine_metric(std::string_view name) {
-  return name == "best_epoch" || name == "num_params";
+  return name == "best_epoch" || name == "num_params" || name == "train_flops_per_sample" ||
+         name == "checkpoint_bytes";
 }
 
 struct EngineOutcome {
   // The best epoch's metrics by the objective (NaN epochs never win unless all are NaN; ties go
-  // to the earlier epoch), plus "best_epoch", "num_params" (the model's parameter count), plus
-  // test_loss and test_accuracy when data.test > 0
-  // and the run was not interrupted. Empty when no epoch completed.
+  // to the earlier epoch), plus "best_epoch" and the model's figures, which a sweep may trade
+  // accuracy against (objectives or constraints): "num_params" (its parameter count),
+  // "train_flops_per_sample" (3 x the forward pass's, 2 per multiply-add:
+  // training::Sequential::forward_flops), "checkpoint_bytes" (the model's checkpoint: spec,
+  // weights and buffers, as the registry's export reads it). When the run was not interrupted:
+  // test_loss and test_accuracy when data.test > 0, and, measured on rank 0 in eval mode with the
+  // job's threads, "latency_ms" (one forward pass of one sample, the median of repeated calls)
+  // and "latency_ms_per_sample" (of a batch of latency_batch, divided by it). Empty when no epoch
+  // completed.
   Metrics final_metrics;
   int64_t epochs_completed = 0;  // restored ones included
   int64_t resumed_from = 0;      // the checkpoint's epoch; 0 for a fresh start

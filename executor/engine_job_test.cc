@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "executor/argv_template.h"
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/checkpoint.h"
 #include "training/data/fashion_mnist.h"
@@ -67,11 +67,12 @@ TEST(EngineJobSpec, ParsesAndKeepsPlaceholdersUntilATrialComes) {
   EXPECT_EQ(spec.threads, 1);
   EXPECT_EQ(spec.backend, "cpu");
   EXPECT_NE(spec.json.find("\"{width}\""), std::string::npos);
-  // The job is a JobSpec too, and round-trips through its JSON.
-  JobSpec job = parse_job_spec(tiny_job().dump());
-  EXPECT_EQ(job.kind, JobKind::kEngine);
-  EXPECT_EQ(job.objective_metric, "val_accuracy");
-  EXPECT_EQ(parse_job_spec(job_spec_to_json(job)).engine.json, job.engine.json);
+  // The job is a TrialJob too, and round-trips through its JSON.
+  auto job = parse_trial_job(tiny_job().dump());
+  EXPECT_EQ(job->kind(), "engine");
+  EXPECT_EQ(job->objective_metric(), "val_accuracy");
+  EXPECT_EQ(parse_trial_job(job->to_json())->to_json(), job->to_json());
+  EXPECT_EQ(job->to_json(), spec.json);
 }
 
 TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
@@ -87,14 +88,15 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["epochs"] = 2.5; }),
             "job.training.epochs: expected an integer >= 1, got 2.5");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["optimizer"] = "lion"; }),
-            "job.training.optimizer: expected one of adam, adamw, sgd, got \"lion\"");
+            "job.training.optimizer: expected \"adam\", \"adamw\" or \"sgd\", got \"lion\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["training"]["schedule"] = "linear"; }),
-            "job.training.schedule: expected one of constant, cosine, step, got \"linear\"");
+            "job.training.schedule: expected \"constant\", \"cosine\" or \"step\", got "
+            "\"linear\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["convolution"] = "cudnn"; }),
             "job.convolution: \"cudnn\" needs \"backend\": \"cuda\" and \"precision\": "
             "\"fp32\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["convolution"] = "winograd"; }),
-            "job.convolution: expected one of gemm, cudnn, got \"winograd\"");
+            "job.convolution: expected \"gemm\" or \"cudnn\", got \"winograd\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["dataset"] = "cifar"; }),
             "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["data"]["train"] = 59900; }),
@@ -103,10 +105,11 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
             "job.data.validation: must be > 0: the objective metric val_accuracy needs a "
             "validation split");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j.erase("objective_metric"); }),
-            "job.objective_metric: missing (one of train_loss, val_loss, val_accuracy)");
+            "job.objective_metric: missing (one of \"train_loss\", \"val_loss\" or "
+            "\"val_accuracy\")");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["objective_metric"] = "accuracy"; }),
-            "job.objective_metric: expected one of train_loss, val_loss, val_accuracy, got "
-            "\"accuracy\"");
+            "job.objective_metric: expected \"train_loss\", \"val_loss\" or \"val_accuracy\", "
+            "got \"accuracy\"");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["threads"] = "{threads}"; }),
             "job.threads: cannot be a placeholder (\"{threads}\")");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["kind"] = "command"; }),
@@ -119,11 +122,11 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
                      })
                 .substr(0, 35),
             "job.model.layers[1].out: 0 is out o");
-  // Through parse_job_spec, with the caller's prefix.
+  // Through parse_trial_job, with the caller's prefix.
   try {
     nlohmann::json bad = job;
     bad["training"]["momentum"] = 1.5;
-    parse_job_spec(bad.dump(), "trial 4: job");
+    parse_trial_job(bad.dump(), "trial 4: job");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "trial 4: job.training.momentum: expected a number in [0, 1), got 1.5");
@@ -421,8 +424,11 @@ class EngineRun : public ::testing::Test {
   }
 
   // Every metric but the wall time.
+  // The metrics that are not timings (which differ from run to run).
   static Metrics without_time(Metrics m) {
-    m.erase("epoch_seconds");
+    for (const char* timing : {"epoch_seconds", "latency_ms", "latency_ms_per_sample"}) {
+      m.erase(timing);
+    }
     return m;
   }
 
@@ -457,6 +463,17 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   EXPECT_GE(final.at("val_accuracy"), reports[1].metrics.at("val_accuracy"));
   EXPECT_FALSE(final.contains("test_accuracy"));
   EXPECT_EQ(final.at("num_params"), 784 * 32 + 32 + 32 * 10 + 10);  // the two linear layers
+  // The figures a sweep trades accuracy against (issue 19): three forward passes' worth of
+  // training FLOPs (linear 784 -> 32 with its bias, the relu, linear 32 -> 10 with its bias)...
+  EXPECT_EQ(final.at("train_flops_per_sample"),
+            3 * (32 * (2 * 784 + 1) + 32 + 10 * (2 * 32 + 1)));
+  // ... the model checkpoint's size (the weights' 4 bytes each, and the spec and framing) ...
+  EXPECT_GT(final.at("checkpoint_bytes"), 4 * final.at("num_params"));
+  EXPECT_LT(final.at("checkpoint_bytes"), 4 * final.at("num_params") + 4096);
+  // ... and the measured latencies: a batch costs less per sample than one sample alone.
+  EXPECT_GT(final.at("latency_ms"), 0.0);
+  EXPECT_GT(final.at("latency_ms_per_sample"), 0.0);
+  EXPECT_LT(final.at("latency_ms_per_sample"), final.at("latency_ms"));
 
   // Same params and seed: the same metrics, bit for bit.
   const EngineOutcome again = run_engine_trial(spec(), {.number = 0, .params = kParams});

@@ -23,8 +23,7 @@
 
 #include "executor/child_process.h"
 #include "executor/command_job.h"
-#include "executor/engine_job.h"
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "executor/node_store.h"
 #include "executor/transport/message_socket.h"
 #include "executor/unique_fd.h"
@@ -85,7 +84,7 @@ class Waker {
 // One trial this executor holds, from TRIAL until its outcome is handed to the main loop.
 struct Job {
   TrialMessage trial;
-  JobSpec spec;
+  std::shared_ptr<const TrialJob> trial_job;
   std::stop_source stop;
   // Set by the main loop (DECISION), read by the job thread's report callback.
   std::atomic<JobDecision> decision{JobDecision::kContinue};
@@ -186,9 +185,9 @@ struct ExecutorService::Impl {
   std::deque<std::unique_ptr<Job>> queued;
   // Runs the jobs of `running`; after it, so that it is joined before they go.
   std::unique_ptr<JobThreads> job_threads;
-  // The last job JSON parsed, and its spec: a study sends the same job with every trial.
+  // The last job JSON parsed, and its job: a study sends the same job with every trial.
   std::string last_job_json;
-  JobSpec last_job_spec;
+  std::shared_ptr<const TrialJob> last_trial_job;
   // RESULT or FAIL sent and not ACKed yet, by lease.
   struct Unacked {
     Message outcome;
@@ -369,38 +368,26 @@ struct ExecutorService::Impl {
   // The job's command (an engine job's `tuner trial` command) run to its end.
   CommandOutcome run_command(Job& job, const CommandTrial& trial, const ReportCallback& on_report) {
     CommandJobOptions job_options;
-    job_options.stop_grace = job.spec.stop_grace.value_or(options.stop_grace);
-    job_options.time_limit = job.spec.timeout.value_or(milliseconds(0));
+    job_options.stop_grace = job.trial_job->stop_grace().value_or(options.stop_grace);
+    job_options.time_limit = job.trial_job->timeout().value_or(milliseconds(0));
     if (!options.log_dir.empty()) {
       job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
                              "-lease-" + std::to_string(job.trial.lease_id) + ".log";
     }
-    CommandSpec spec = job.spec.command;
-    if (job.spec.kind == JobKind::kEngine) {
-      // A CUDA job of N ranks needs N GPUs: fail before starting anything when the trial was
-      // given another number (the launcher in `tuner trial` checks it again).
-      engine_rank_gpus(job.spec.engine, job.trial.gpus,
-                       "trial " + std::to_string(job.trial.number) + ": job");
-      spec = engine_job_command(job.spec.engine, options.tuner_path);
-      std::string gpus;
-      for (int g : job.trial.gpus) {
-        if (!gpus.empty()) gpus += ',';
-        gpus += std::to_string(g);
-      }
-      if (!gpus.empty()) spec.env["TUNER_GPUS"] = gpus;
-      if (job.node_store) {
-        spec.env["TUNER_NODE"] = std::to_string(job.trial.node);
-        spec.env["TUNER_NODE_STORE"] = job.node_store->path().string();
-        spec.env["TUNER_RANK_HOST"] = options.rank_host;
-      }
-    }
+    CommandSpec spec = job.trial_job->command(TrialPlacement{
+        .number = job.trial.number,
+        .gpus = job.trial.gpus,
+        .node = job.trial.node,
+        .node_store_dir = job.node_store ? job.node_store->path().string() : std::string(),
+        .rank_host = options.rank_host,
+        .tuner_path = options.tuner_path});
     CommandJob command(std::move(spec), job_options);
     return command.run(trial, on_report, job.stop.get_token());
   }
 
   Message outcome_message(Job& job, const CommandOutcome& outcome) {
     const uint64_t lease = job.trial.lease_id;
-    const std::string& metric = job.spec.objective_metric;
+    const std::string& metric = job.trial_job->objective_metric();
     Metrics metrics = outcome.result_metrics();
     auto objective = metrics.find(metric);
     std::string stop_reason;
@@ -408,10 +395,10 @@ struct ExecutorService::Impl {
       std::lock_guard lock(job.reason_mutex);
       stop_reason = job.executor_stop_reason;
     }
-    if (outcome.timed_out && job.spec.timeout) {
+    if (outcome.timed_out && job.trial_job->timeout()) {
       // The job's own limit, not a lost lease: FAIL, and not run again.
       return FailMessage{.lease_id = lease,
-                         .reason = "timed out after " + seconds_text(*job.spec.timeout) +
+                         .reason = "timed out after " + seconds_text(*job.trial_job->timeout()) +
                                    " (the job's timeout_s); " +
                                    ExitStatus{outcome.exit_code, outcome.term_signal}.describe(),
                          .exit_code = outcome.exit_code,
@@ -433,12 +420,11 @@ struct ExecutorService::Impl {
           .log_tail = outcome.log_tail};
     }
     if (!outcome.succeeded()) {
-      // An engine trial says why on its last stderr line ("error: ..."): that is the reason,
-      // with the exit after it.
+      // A job may say why in its output (an engine trial on its last stderr line, "error:
+      // ..."): that is the reason, with the exit after it.
       std::string reason = outcome.describe();
-      if (job.spec.kind == JobKind::kEngine) {
-        if (auto error = engine_trial_error(outcome.log_tail))
-          reason = *error + " (" + reason + ")";
+      if (auto error = job.trial_job->failure_reason(outcome.log_tail)) {
+        reason = *error + " (" + reason + ")";
       }
       return FailMessage{.lease_id = lease,
                          .reason = reason,
@@ -492,11 +478,11 @@ struct ExecutorService::Impl {
     auto job = std::make_unique<Job>();
     try {
       if (trial.job_json != last_job_json || last_job_json.empty()) {
-        last_job_spec =
-            parse_job_spec(trial.job_json, "trial " + std::to_string(trial.number) + ": job");
+        last_trial_job =
+            parse_trial_job(trial.job_json, "trial " + std::to_string(trial.number) + ": job");
         last_job_json = trial.job_json;
       }
-      job->spec = last_job_spec;
+      job->trial_job = last_trial_job;
     } catch (const Error& e) {
       log(std::string("refusing lease ") + std::to_string(lease) + ": " + e.what());
       finish(trial, FailMessage{.lease_id = lease, .reason = e.what()});
@@ -505,7 +491,7 @@ struct ExecutorService::Impl {
     if (trial.nodes > 1) {
       const std::string where = "trial " + std::to_string(trial.number) + ": job";
       try {
-        if (job->spec.kind != JobKind::kEngine || job->spec.engine.nodes != trial.nodes) {
+        if (job->trial_job->needs().nodes != trial.nodes) {
           throw Error(ErrorCode::kInvalidArgument,
                       where + ": the coordinator sent node " + std::to_string(trial.node) + " of " +
                           std::to_string(trial.nodes) +

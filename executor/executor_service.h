@@ -7,7 +7,7 @@
 // When a job ends, RESULT or FAIL goes to the coordinator and is sent again (after a reconnect,
 // and every `coordinator_timeout`) until the coordinator ACKs it.
 //
-// Time limit: a job with "timeout_s" (executor/job_spec.h) still running that long after it
+// Time limit: a job with "timeout_s" (executor/trial_job.h) still running that long after it
 // started is stopped (SIGTERM to its process group, SIGKILL after the job's "stop_grace_s", else
 // `stop_grace`) and its trial is sent as FAIL "timed out after 30 s (the job's timeout_s); killed
 // by signal 15 (SIGTERM)". The lease stays in the heartbeats meanwhile, so the coordinator stores

@@ -5,7 +5,7 @@
 #include <optional>
 #include <variant>
 
-#include "search/json_path.h"
+#include "trials/json_reader.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -50,10 +50,7 @@ class NniImporter {
                              join(kNniTypes) + did_you_mean(type, kNniTypes));
     }
     const std::string value_path = child_path(path, "_value");
-    const Json& value = require_field(definition, path, "_value");
-    if (!value.is_array()) {
-      fail_at(value_path, "must be an array, not " + json_type_name(value));
-    }
+    const Json& value = expect_array(require_field(definition, path, "_value"), value_path);
     if (type == "choice") {
       import_choice(name, value, path, value_path, condition);
     } else {

@@ -130,7 +130,7 @@ TEST(NniImport, RefusesWhatItCannotRepresent) {
             "search_space.json: x._value[0]: an option must be a string, number, boolean or a "
             "nested search space {\"_name\": ..., ...}, not an array");
   EXPECT_EQ(import_error(R"({"x": {"_type": "choice", "_value": [null]}})"),
-            "search_space.json: x._value[0]: must be a string, number or boolean, not null");
+            "search_space.json: x._value[0]: expected a string, number or boolean, got null");
 }
 
 TEST(NniImport, ErrorsNameThePathInTheNniFile) {
@@ -138,7 +138,7 @@ TEST(NniImport, ErrorsNameThePathInTheNniFile) {
             "search_space.json: x._value[1]: upper (5) must be greater than lower (5): randint "
             "draws from [lower, upper), upper excluded");
   EXPECT_EQ(import_error(R"({"x": {"_type": "randint", "_value": [0, 2.5]}})"),
-            "search_space.json: x._value[1]: must be an integer, not 2.5");
+            "search_space.json: x._value[1]: expected an integer, got 2.5");
   EXPECT_EQ(import_error(R"({"lr": {"_type": "loguniform", "_value": [0, 0.1]}})"),
             "search_space.json: lr._value[0]: must be > 0 for a log scale");
   EXPECT_THAT(import_error(R"({"x": {"_type": "uniform", "_value": [1, 0]}})"),
@@ -148,7 +148,7 @@ TEST(NniImport, ErrorsNameThePathInTheNniFile) {
   EXPECT_EQ(import_error(R"({"x": {"_type": "uniform", "_value": [0]}})"),
             "search_space.json: x._value: uniform needs 2 numbers [low, high], not 1");
   EXPECT_EQ(import_error(R"({"x": {"_type": "uniform", "_value": [0, "1"]}})"),
-            "search_space.json: x._value[1]: must be a number, not a string");
+            "search_space.json: x._value[1]: expected a number, got \"1\"");
   EXPECT_EQ(import_error(R"({"x": {"_type": "unifrom", "_value": [0, 1]}})"),
             "search_space.json: x._type: unknown type \"unifrom\", expected one of choice, "
             "randint, uniform, quniform, loguniform, qloguniform, normal, qnormal, lognormal, "
@@ -166,8 +166,8 @@ TEST(NniImport, ErrorsNameThePathInTheNniFile) {
                               {"_name": "a", "y": {"_type": "uniform", "_value": [1, 0.5]}}]}})"),
               HasSubstr("search_space.json: x._value[0].y._value[1]: must be >= low"));
   EXPECT_EQ(import_error(R"({"x": 1})"),
-            "search_space.json: x: must be a JSON object ({\"_type\": TYPE, \"_value\": [...]}), "
-            "not an integer");
+            "search_space.json: x: expected an object ({\"_type\": TYPE, \"_value\": [...]}), "
+            "got 1");
   EXPECT_EQ(import_error(R"({"x/a/y": {"_type": "uniform", "_value": [0, 1]},
                              "x": {"_type": "choice", "_value": [
                               {"_name": "a", "y": {"_type": "uniform", "_value": [0, 1]}}]}})"),

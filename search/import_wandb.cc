@@ -5,7 +5,7 @@
 #include <optional>
 #include <variant>
 
-#include "search/json_path.h"
+#include "trials/json_reader.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -209,10 +209,7 @@ class WandbImporter {
       return CategoricalDistribution{{read_scalar(value, r.at("value"))}};
     }
     if (d == "categorical" || d == "categorical_w_probabilities") {
-      const Json& values = r.field("values");
-      if (!values.is_array()) {
-        fail_at(r.at("values"), "must be an array, not " + json_type_name(values));
-      }
+      const Json& values = expect_array(r.field("values"), r.at("values"));
       CategoricalDistribution c;
       for (size_t i = 0; i < values.size(); ++i) {
         const std::string at = index_path(r.at("values"), i);

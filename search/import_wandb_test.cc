@@ -169,7 +169,7 @@ TEST(WandbImport, ErrorsNameTheirPath) {
   EXPECT_EQ(import_error(R"({"x": {"min": 5, "max": 5}})"),
             "sweep.json: x.max: must be greater than min (5)");
   EXPECT_EQ(import_error(R"({"x": {"distribution": "int_uniform", "min": 0.5, "max": 5}})"),
-            "sweep.json: x.min: must be an integer, not 0.5");
+            "sweep.json: x.min: expected an integer, got 0.5");
   EXPECT_EQ(import_error(R"({"x": {"distribution": "log_uniform_values", "min": 0, "max": 1}})"),
             "sweep.json: x.min: must be > 0 for a log scale");
   EXPECT_THAT(import_error(R"({"x": {"distribution": "log_uniform", "min": 0, "max": 1000}})"),
@@ -190,11 +190,11 @@ TEST(WandbImport, ErrorsNameTheirPath) {
   EXPECT_EQ(import_error(R"({"x": {"distribution": "uniform", "min": 0}})"),
             "sweep.json: x: missing required field \"max\"");
   EXPECT_EQ(import_error(R"({"x": {"values": "abc"}})"),
-            "sweep.json: x.values: must be an array, not a string");
+            "sweep.json: x.values: expected an array, got \"abc\"");
   EXPECT_EQ(import_error(R"({"x": {"values": []}})"), "sweep.json: x.values: must not be empty");
   EXPECT_EQ(import_error("[1]"),
-            "sweep.json: must be a JSON object (a W&B sweep configuration or its parameters "
-            "block), not an array");
+            "sweep.json: expected an object (a W&B sweep configuration or its parameters "
+            "block), got an array");
   EXPECT_THAT(import_error("method: bayes\n"), HasSubstr("sweep.json:1:1: JSON syntax error"));
 }
 

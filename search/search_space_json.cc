@@ -3,7 +3,7 @@
 #include <unordered_map>
 #include <variant>
 
-#include "search/json_path.h"
+#include "trials/json_reader.h"
 #include "search/search_space_json_value.h"
 #include "trials/error.h"
 #include "trials/overloaded.h"
@@ -12,7 +12,7 @@ namespace tuner {
 
 namespace {
 
-constexpr std::string_view kTypeList = "float, int, categorical, normal, fixed";
+const std::vector<std::string> kTypes = {"float", "int", "categorical", "normal", "fixed"};
 
 // The JSON path of a DistributionProblem field ("low", "choices[2]") below `path`.
 std::string field_path(const std::string& path, const std::string& field, bool fixed) {
@@ -37,23 +37,14 @@ int64_t required_integer(const Json& object, const std::string& path, const char
 }
 
 const Json& required_array(const Json& object, const std::string& path, const char* key) {
-  const Json& field = require_field(object, path, key);
-  if (!field.is_array()) {
-    fail_at(child_path(path, key), "must be an array, not " + json_type_name(field));
-  }
-  return field;
+  return expect_array(require_field(object, path, key), child_path(path, key));
 }
 
 // Reads the distribution of the parameter at `path` (the object holds a valid "type").
 ParamSpec read_spec(const std::string& name, const Json& object, const std::string& path) {
   const Json& type_field =
-      require_field(object, path, "type", " (one of " + std::string(kTypeList) + ")");
-  const std::string type_path = child_path(path, "type");
-  if (!type_field.is_string()) {
-    fail_at(type_path,
-            "must be one of " + std::string(kTypeList) + ", not " + json_type_name(type_field));
-  }
-  const std::string& type = type_field.get_ref<const std::string&>();
+      require_field(object, path, "type", " (one of " + choice_list(kTypes) + ")");
+  const std::string& type = kTypes[read_choice(type_field, child_path(path, "type"), kTypes)];
   ParamSpec spec;
   spec.name = name;
   if (type == "float") {
@@ -94,14 +85,11 @@ ParamSpec read_spec(const std::string& name, const Json& object, const std::stri
     d.log = optional_bool(object, path, "log").value_or(false);
     if (const Json* q = find_field(object, "q")) d.q = read_number(*q, child_path(path, "q"));
     spec.distribution = d;
-  } else if (type == "fixed") {
+  } else {  // "fixed"
     check_fields(object, path, {"type", "value", "condition"}, "for type fixed");
     const Json& value = require_field(object, path, "value");
     spec.distribution = CategoricalDistribution{{read_scalar(value, child_path(path, "value"))}};
     spec.fixed = true;
-  } else {
-    fail_at(type_path, "must be one of " + std::string(kTypeList) + ", not " + type_field.dump() +
-                           did_you_mean(type, {"float", "int", "categorical", "normal", "fixed"}));
   }
   if (auto problem = find_problem(spec.distribution)) {
     fail_at(field_path(path, problem->field, spec.fixed), problem->message);

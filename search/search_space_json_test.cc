@@ -235,26 +235,26 @@ TEST(SearchSpaceJson, HugeAndNonFiniteNumbers) {
 
 TEST(SearchSpaceJson, WrongJsonTypes) {
   EXPECT_EQ(parse_error(space(R"("x": {"type": "float", "low": "0", "high": 1})")),
-            "space.json: params.x.low: must be a number, not a string");
+            "space.json: params.x.low: expected a number, got \"0\"");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "int", "low": 0.5, "high": 1})")),
-            "space.json: params.x.low: must be an integer, not 0.5");
+            "space.json: params.x.low: expected an integer, got 0.5");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "int", "low": 1.0, "high": 3})")),
-            "space.json: params.x.low: must be an integer, not 1.0");
+            "space.json: params.x.low: expected an integer, got 1.0");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "float", "low": 0, "high": 1, "log": 1})")),
-            "space.json: params.x.log: must be true or false, not an integer");
+            "space.json: params.x.log: expected true or false, got 1");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "categorical", "choices": "a"})")),
-            "space.json: params.x.choices: must be an array, not a string");
+            "space.json: params.x.choices: expected an array, got \"a\"");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "categorical", "choices": ["a", null]})")),
-            "space.json: params.x.choices[1]: must be a string, number or boolean, not null");
+            "space.json: params.x.choices[1]: expected a string, number or boolean, got null");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "fixed", "value": [1]})")),
-            "space.json: params.x.value: must be a string, number or boolean, not an array");
+            "space.json: params.x.value: expected a string, number or boolean, got an array");
   EXPECT_EQ(parse_error(space(R"("x": 3)")),
-            "space.json: params.x: must be a JSON object, not an integer");
+            "space.json: params.x: expected an object, got 3");
   EXPECT_EQ(parse_error("[]"),
-            "space.json: must be a JSON object (a search space with a \"params\" object), not an "
+            "space.json: expected an object (a search space with a \"params\" object), got an "
             "array");
   EXPECT_EQ(parse_error(R"({"params": []})"),
-            "space.json: params: must be a JSON object (parameter name -> definition), not an "
+            "space.json: params: expected an object (parameter name -> definition), got an "
             "array");
 }
 
@@ -268,14 +268,14 @@ TEST(SearchSpaceJson, FieldErrors) {
   EXPECT_EQ(parse_error(space(R"("x": {"type": "float", "low": 0})")),
             "space.json: params.x: missing required field \"high\"");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "floot", "low": 0, "high": 1})")),
-            "space.json: params.x.type: must be one of float, int, categorical, normal, fixed, "
-            "not \"floot\" (did you mean \"float\"?)");
+            "space.json: params.x.type: expected \"float\", \"int\", \"categorical\", \"normal\" or "
+            "\"fixed\", got \"floot\" (did you mean \"float\"?)");
   EXPECT_EQ(parse_error(space(R"("x": {"type": 1})")),
-            "space.json: params.x.type: must be one of float, int, categorical, normal, fixed, "
-            "not an integer");
+            "space.json: params.x.type: expected \"float\", \"int\", \"categorical\", \"normal\" or "
+            "\"fixed\", got 1");
   EXPECT_EQ(parse_error(space(R"("x": {"low": 0, "high": 1})")),
-            "space.json: params.x: missing required field \"type\" (one of float, int, "
-            "categorical, normal, fixed)");
+            "space.json: params.x: missing required field \"type\" (one of \"float\", \"int\", "
+            "\"categorical\", \"normal\" or \"fixed\")");
   EXPECT_EQ(parse_error(R"({"parms": {}})"),
             "space.json: unknown field \"parms\" (did you mean \"params\"?)");
   EXPECT_EQ(parse_error("{}"), "space.json: missing required field \"params\"");

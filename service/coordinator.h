@@ -92,7 +92,7 @@ struct CoordinatorSecurity {
 
 // How one study runs on the coordinator.
 struct StudyRunOptions {
-  // Every trial's job as JSON (executor/job_spec.h), validated when the study is added.
+  // Every trial's job as JSON (executor/trial_job.h), validated when the study is added.
   // Required. Its objective_metric is what REPORTs are judged by and RESULTs are valued by; its
   // timeout_s (and stop_grace_s) is each trial's time limit, which the executor enforces (the
   // trial is then FAIL "timed out after ...", not run again).

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "executor/argv_template.h"
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
 #include "search/import_wandb.h"
-#include "search/json_path.h"
+#include "trials/json_reader.h"
 #include "search/random_sampler.h"
 #include "search/search_space_json.h"
 #include "search/search_space_json_value.h"
@@ -32,20 +32,8 @@ namespace {
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-// `value` for an error message: numbers, booleans and strings as JSON writes them, containers by
-// their type.
-std::string shown(const Json& value) {
-  if (value.is_object() || value.is_array() || value.is_null()) return json_type_name(value);
-  return value.dump();
-}
-
+// A string as JSON writes it, quoted and escaped.
 std::string json_text(std::string_view s) { return Json(std::string(s)).dump(); }
-
-// A bound for a message: 0 rather than 0.0.
-std::string number_text(double x) {
-  if (x == std::floor(x) && std::abs(x) < 1e15) return std::to_string(static_cast<int64_t>(x));
-  return Json(x).dump();
-}
 
 // Rewrites an option error of a sampler or scheduler ("asha.max_resource: must be ...") to name
 // the sweep's section ("<file>: scheduler.max_resource: must be ...").
@@ -57,15 +45,6 @@ Error section_error(const std::string& file, std::string_view section, const std
                  file + ": " + std::string(section) + "." + message.substr(dot + 1));
   }
   return Error(ErrorCode::kInvalidArgument, file + ": " + std::string(section) + ": " + message);
-}
-
-std::string list_of(const std::vector<std::string>& words) {
-  std::string out;
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
-    out += json_text(words[i]);
-  }
-  return out;
 }
 
 // The typed reads of a sweep file's values: each checks one value and throws
@@ -100,8 +79,7 @@ class Reader {
   }
 
   const Json& object(const Json& value, std::string_view path) const {
-    if (!value.is_object()) fail(path, "expected an object, got " + shown(value));
-    return value;
+    return named([&]() -> const Json& { return expect_object(value, path); });
   }
 
   const Json& required(const Json& obj, std::string_view path, std::string_view key,
@@ -112,17 +90,7 @@ class Reader {
   // An integer in [min, max].
   int64_t integer(const Json& value, std::string_view path, int64_t min,
                   int64_t max = kInt64Max) const {
-    std::string want =
-        max == kInt64Max || max == kIntMax
-            ? "an integer >= " + std::to_string(min)
-            : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-    if (!is_json_integer(value)) fail(path, "expected " + want + ", got " + shown(value));
-    if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(kInt64Max)) {
-      fail(path, "expected " + want + ", got " + shown(value));
-    }
-    int64_t v = value.get<int64_t>();
-    if (v < min || v > max) fail(path, "expected " + want + ", got " + shown(value));
-    return v;
+    return named([&] { return read_integer(value, path, min, max); });
   }
 
   int int32(const Json& value, std::string_view path, int64_t min) const {
@@ -132,42 +100,24 @@ class Reader {
   // A finite number >= min (> min when `exclusive`) and <= max.
   double number(const Json& value, std::string_view path, double min, bool exclusive,
                 double max = std::numeric_limits<double>::infinity()) const {
-    std::string want = std::string("a number ") + (exclusive ? "> " : ">= ") + number_text(min);
-    if (std::isfinite(max)) {
-      want = std::string("a number in ") + (exclusive ? "(" : "[") + number_text(min) + ", " +
-             number_text(max) + "]";
-    }
-    if (!value.is_number()) fail(path, "expected " + want + ", got " + shown(value));
-    double v = value.get<double>();
-    if (!std::isfinite(v) || v < min || (exclusive && v == min) || v > max) {
-      fail(path, "expected " + want + ", got " + shown(value));
-    }
-    return v;
+    return named([&] {
+      return read_number(value, path,
+                         NumberRange{.low = min, .high = max, .low_open = exclusive});
+    });
   }
 
   bool boolean(const Json& value, std::string_view path) const {
-    if (!value.is_boolean()) fail(path, "expected true or false, got " + shown(value));
-    return value.get<bool>();
+    return named([&] { return read_bool(value, path); });
   }
 
   std::string string(const Json& value, std::string_view path) const {
-    if (!value.is_string()) fail(path, "expected a string, got " + shown(value));
-    std::string s = value.get<std::string>();
-    if (s.empty()) fail(path, "must not be empty");
-    return s;
+    return named([&] { return read_nonempty_string(value, path); });
   }
 
   // One of `names`, with a did-you-mean for a typo.
   size_t one_of(const Json& value, std::string_view path,
                 const std::vector<std::string>& names) const {
-    if (value.is_string()) {
-      const std::string& s = value.get_ref<const std::string&>();
-      auto it = std::find(names.begin(), names.end(), s);
-      if (it != names.end()) return static_cast<size_t>(it - names.begin());
-    }
-    std::string message = "expected " + list_of(names) + ", got " + shown(value);
-    if (value.is_string()) message += did_you_mean(value.get_ref<const std::string&>(), names);
-    fail(path, message);
+    return named([&] { return read_choice(value, path, names); });
   }
 
  protected:
@@ -271,7 +221,7 @@ using SchedulerOption = Option<SchedulerConfig>;
 SamplerOption seed_option() {
   return {"seed", "",
           [](const Reader& r, const Json& v, const std::string& path, SamplerConfig& c) {
-            if (!v.is_number_unsigned()) r.fail(path, "expected an integer >= 0, got " + shown(v));
+            if (!v.is_number_unsigned()) r.fail(path, "expected an integer >= 0, got " + shown_value(v));
             c.seed = v.get<uint64_t>();
           },
           [](const SamplerConfig& a, const SamplerConfig& b) { return a.seed == b.seed; },
@@ -297,7 +247,7 @@ std::vector<SamplerOption> tpe_options() {
          } else if (v.is_string() && v.get<std::string>() == "auto") {
            c.tpe.constant_liar = ConstantLiar::kAuto;
          } else {
-           r.fail(path, "expected \"auto\", true or false, got " + shown(v));
+           r.fail(path, "expected \"auto\", true or false, got " + shown_value(v));
          }
        },
        [](const S& a, const S& b) { return a.tpe.constant_liar == b.tpe.constant_liar; },
@@ -519,7 +469,7 @@ SweepFile Parser::parse(std::string_view text) {
   Json root = parse_json_text(text, file_);
   if (!root.is_object()) {
     throw Error(ErrorCode::kInvalidArgument,
-                file_ + ": expected a sweep (a JSON object), got " + shown(root));
+                file_ + ": expected a sweep (a JSON object), got " + shown_value(root));
   }
   named([&] {
     check_fields(root, "",
@@ -543,7 +493,7 @@ SweepFile Parser::parse(std::string_view text) {
     if (sweep.name.empty()) fail("name", "missing, and the file name gives none");
   }
   if (const Json* v = find_field(root, "description")) {
-    if (!v->is_string()) fail("description", "expected a string, got " + shown(*v));
+    if (!v->is_string()) fail("description", "expected a string, got " + shown_value(*v));
     sweep.description = v->get<std::string>();
   }
   sweep.storage_path = resolve(find_field(root, "storage") ? string(root["storage"], "storage")
@@ -565,7 +515,7 @@ SweepFile Parser::parse(std::string_view text) {
     object(*executors, "executors");
     fields(*executors, "executors", {"local", "prefetch"});
   }
-  // Last, so that an error of parse_job_spec (an engine job before the executor knows them)
+  // Last, so that an error of parse_trial_job (an engine job before the executor knows them)
   // comes only after everything else was found valid.
   parse_job(job, sweep);
   check_constraint_metrics(sweep, job);
@@ -653,7 +603,7 @@ std::vector<MetricConstraint> Parser::parse_constraints(const Json& value) {
   if (!value.is_array()) {
     fail("constraints",
          "expected a list of bounds such as [{\"metric\": \"latency_ms\", \"max\": 2}], got " +
-             shown(value));
+             shown_value(value));
   }
   std::vector<MetricConstraint> constraints;
   for (size_t i = 0; i < value.size(); ++i) {
@@ -673,7 +623,7 @@ std::vector<MetricConstraint> Parser::parse_constraints(const Json& value) {
     const std::string limit_path = child_path(at, max ? "max" : "min");
     const Json& limit = max ? *max : *min;
     if (!limit.is_number() || !std::isfinite(limit.get<double>())) {
-      fail(limit_path, "expected a finite number, got " + shown(limit));
+      fail(limit_path, "expected a finite number, got " + shown_value(limit));
     }
     c.limit = limit.get<double>();
     for (size_t j = 0; j < constraints.size(); ++j) {
@@ -699,7 +649,7 @@ void Parser::check_constraint_metrics(const SweepFile& sweep, const Json& job) c
     const std::string at = child_path(index_path("constraints", i), "metric");
     if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end()) {
       fail(at, json_text(metric) + " is not a metric of an engine job (it reports " +
-                   list_of(metrics) + ")" + did_you_mean(metric, metrics));
+                   choice_list(metrics) + ")" + did_you_mean(metric, metrics));
     }
     if (metric.starts_with("test_")) {
       const Json* data = job.is_object() ? find_field(job, "data") : nullptr;
@@ -751,7 +701,7 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
 SchedulerConfig Parser::parse_scheduler(const Json& value) {
   object(value, "scheduler");
   SchedulerConfig config;
-  const Json& type = required(value, "scheduler", "type", " (" + list_of(kSchedulerTypes) + ")");
+  const Json& type = required(value, "scheduler", "type", " (" + choice_list(kSchedulerTypes) + ")");
   config.type = static_cast<SchedulerType>(one_of(type, "scheduler.type", kSchedulerTypes));
   read_options(*this, value, "scheduler", scheduler_options(config.type),
                "for scheduler type " + json_text(to_string(config.type)), config);
@@ -837,7 +787,7 @@ void check_placeholder(const std::string& name, const std::string& path, const S
 // refuses a broken template or a name that is neither built-in nor a parameter: either would fail
 // every trial at run time instead of the sweep at load time.
 void check_placeholders(const Json& argv, const SearchSpace& space, const std::string& file) {
-  if (!argv.is_array()) return;  // parse_job_spec says what is wrong with it
+  if (!argv.is_array()) return;  // parse_trial_job says what is wrong with it
   for (size_t i = 0; i < argv.size(); ++i) {
     if (!argv[i].is_string()) continue;
     std::vector<std::string> names;
@@ -873,16 +823,6 @@ void check_engine_placeholders(const Json& value, const std::string& path, const
   }
 }
 
-// The names of the engine placeholders under `value`, in order of first appearance.
-void engine_placeholder_names(const Json& value, std::vector<std::string>& names) {
-  if (value.is_string()) {
-    const std::optional<std::string> name = engine_placeholder(value.get_ref<const std::string&>());
-    if (name && std::find(names.begin(), names.end(), *name) == names.end()) names.push_back(*name);
-  } else if (value.is_structured()) {
-    for (const Json& child : value) engine_placeholder_names(child, names);
-  }
-}
-
 // A parameter's value in the load-time probes: the lowest value of a range, the first choice of a
 // categorical, the mean of a normal (rounded to its q).
 ParamValue probe_value(const Distribution& distribution) {
@@ -904,15 +844,14 @@ ParamValue probe_value(const Distribution& distribution) {
       distribution);
 }
 
-// An engine model with placeholders is checked at load on probe trials (docs/sweep_file.md):
-// the model's parameters at probe_value(), then each other choice of each categorical one at a
-// time. A probe whose model does not build or does not fit the dataset (executor/engine_job.h,
-// check_engine_model) refuses the sweep: every trial with those values would fail at its start.
-void probe_engine_model(const EngineJobSpec& engine, const Json& model, const SearchSpace& space,
-                        const std::string& where) {
-  std::vector<std::string> names;
-  engine_placeholder_names(model, names);
-  if (names.empty()) return;  // parse_engine_job checked it in full
+// The parameters a job probes (TrialJob::probed_params: an engine model's placeholders) are
+// checked at load on probe trials (docs/sweep_file.md): at probe_value(), then each other choice
+// of each categorical one at a time. A probe the job refuses (an engine model that does not
+// build or does not fit the dataset, check_engine_model) refuses the sweep: every trial with
+// those values would fail at its start.
+void probe_job(const TrialJob& job, const SearchSpace& space, const std::string& where) {
+  const std::vector<std::string> names = job.probed_params();
+  if (names.empty()) return;  // parsing the job checked it in full
   Params base;
   for (const std::string& name : names) {
     const ParamSpec* spec = space.find(name);
@@ -931,7 +870,7 @@ void probe_engine_model(const EngineJobSpec& engine, const Json& model, const Se
   }
   for (const Params& probe : probes) {
     try {
-      check_engine_model(engine, probe, where);
+      job.check_probe(probe, where);
     } catch (const Error& e) {
       std::string values;
       for (const std::string& name : names) {
@@ -966,7 +905,7 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   if (sweep.budget.trial_time) {
     const auto seconds = sweep.budget.trial_time->count();
     if (const Json* stated = find_field(job, "timeout_s")) {
-      // (One that is not a number is refused by parse_job_spec below.)
+      // (One that is not a number is refused by parse_trial_job below.)
       if (stated->is_number() && stated->get<double>() != static_cast<double>(seconds)) {
         fail("job.timeout_s", stated->dump() + " differs from budget.trial_time " +
                                   json_text(format_duration(*sweep.budget.trial_time)) + " (" +
@@ -1007,10 +946,7 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   }
   sweep.job_json = job.dump();
   // The full check of the job is the executor's own.
-  const JobSpec spec = parse_job_spec(sweep.job_json, file_ + ": job");
-  if (spec.kind == JobKind::kEngine && job.contains("model")) {
-    probe_engine_model(spec.engine, job["model"], sweep.space, file_ + ": job");
-  }
+  probe_job(*parse_trial_job(sweep.job_json, file_ + ": job"), sweep.space, file_ + ": job");
 }
 
 ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {

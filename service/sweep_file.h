@@ -10,7 +10,7 @@
 //
 // Every field, its default and the mapping from W&B sweeps, Optuna, Katib and NNI are in
 // docs/sweep_file.md. Loading validates everything (the space, every sampler and scheduler
-// option, the job through parse_job_spec, an engine job's model on probe trials against its
+// option, the job through parse_trial_job, an engine job's model on probe trials against its
 // dataset) so that a sweep fails before its first trial, not in its tenth. An error is
 // Error(kInvalidArgument) whose message is "<file>: <JSON path>: <problem>", e.g. `sweep.json:
 // sampler.n_startup_trials: expected an integer >= 0, got -1`; an unknown field at any level is an
@@ -127,7 +127,7 @@ struct Budget {
   // first when the sweep is resumed (run_sweep). Default: unset. At least one of `trials` and
   // `time` is set.
   std::optional<std::chrono::seconds> time;
-  // Each trial's wall-time limit: the job's "timeout_s" (executor/job_spec.h), which the file's
+  // Each trial's wall-time limit: the job's "timeout_s" (executor/trial_job.h), which the file's
   // job gets from it. Default: unset, no limit.
   std::optional<std::chrono::seconds> trial_time;
   // Trials running at once across all executors (CoordinatorOptions::max_concurrency).
@@ -168,9 +168,9 @@ struct SweepFile {
   SamplerConfig sampler;
   SchedulerConfig scheduler;
   Budget budget;
-  // The job as JSON (executor/job_spec.h), with "objective_metric" set to objective_metric and
+  // The job as JSON (executor/trial_job.h), with "objective_metric" set to objective_metric and
   // its paths resolved (see the top); the text that goes to the coordinator
-  // (CoordinatorOptions::job_json). parse_job_spec accepts it.
+  // (CoordinatorOptions::job_json). parse_trial_job accepts it.
   std::string job_json;
   // "command" or "engine".
   std::string job_kind;

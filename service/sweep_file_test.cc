@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "executor/engine_job.h"
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
@@ -120,7 +120,7 @@ TEST(SweepFileTest, ExecutorsDefaultDividesCoresByEngineThreads) {
     int cores = static_cast<int>(std::thread::hardware_concurrency());
     EXPECT_EQ(s.local_executors, std::max(1, cores / 4));
   } catch (const Error& e) {
-    // Until parse_job_spec knows engine jobs, the load ends at the job kind, after everything
+    // Until parse_trial_job knows engine jobs, the load ends at the job kind, after everything
     // else was checked.
     EXPECT_THAT(e.what(), HasSubstr("sweep.json: job"));
   }
@@ -184,7 +184,7 @@ TEST(SweepFileTest, TrialTimeBecomesTheJobsTimeout) {
   SweepFile s = parse_sweep_file(patched(R"({"budget": {"trial_time": "1m30s"}})"), "s.json");
   EXPECT_EQ(s.budget.trial_time, std::chrono::seconds(90));
   EXPECT_EQ(Json::parse(s.job_json)["timeout_s"], 90);
-  EXPECT_EQ(parse_job_spec(s.job_json).timeout, std::chrono::seconds(90));
+  EXPECT_EQ(parse_trial_job(s.job_json)->timeout(), std::chrono::seconds(90));
   EXPECT_EQ(Json::parse(to_json(s))["budget"]["trial_time"], "1m30s");
   EXPECT_EQ(parse_sweep_file(to_json(s), "s.json"), s);
 
@@ -194,7 +194,7 @@ TEST(SweepFileTest, TrialTimeBecomesTheJobsTimeout) {
   s = parse_sweep_file(
       patched(R"({"budget": {"trial_time": 5}, "job": {"timeout_s": 5, "stop_grace_s": 2}})"),
       "s.json");
-  EXPECT_EQ(parse_job_spec(s.job_json).stop_grace, std::chrono::seconds(2));
+  EXPECT_EQ(parse_trial_job(s.job_json)->stop_grace(), std::chrono::seconds(2));
   // Without it, no limit.
   s = parse_sweep_file(kMinimal, "s.json");
   EXPECT_FALSE(s.budget.trial_time);
@@ -1028,13 +1028,13 @@ TEST(SweepFileTest, ExamplesLoad) {
       EXPECT_EQ(parse_sweep_file(to_json(s), s.path), s);
       EXPECT_NE(make_sampler(s), nullptr);
     } catch (const Error& e) {
-      // parse_job_spec checks the job last; until it knows engine jobs, an engine example
+      // parse_trial_job checks the job last; until it knows engine jobs, an engine example
       // stops there, everything else found valid.
       if (!engine) throw;
       EXPECT_THAT(e.what(), HasSubstr(file.filename().string() + ": job.kind: "));
     }
     if (engine) {
-      // The engine's own check of the job, whatever parse_job_spec does.
+      // The engine's own check of the job, whatever parse_trial_job does.
       Json job = doc["job"];
       job["objective_metric"] = doc["objective"]["metric"];
       EngineJobSpec spec = parse_engine_job(job.dump(), "job");

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "service/coordinator.h"
 #include "service/local_executor.h"
 #include "storage/sqlite_storage.h"
@@ -234,14 +234,13 @@ void refuse_without_endpoint(const SweepFile& sweep) {
                     "endpoint for other executors to connect to (give --endpoint, or "
                     "--executors N > 0)");
   }
-  const JobSpec job = parse_job_spec(sweep.job_json);
-  if (job.kind == JobKind::kEngine && job.engine.nodes > 1) {
+  if (const int nodes = parse_trial_job(sweep.job_json)->needs().nodes; nodes > 1) {
     throw Error(ErrorCode::kInvalidArgument,
-                where + ": each trial runs on " + std::to_string(job.engine.nodes) +
+                where + ": each trial runs on " + std::to_string(nodes) +
                     " executors (the job's \"nodes\"), and without an endpoint only the "
                     "sweep's local executor can connect: give --endpoint and start `tuner "
                     "executor --connect ENDPOINT` on " +
-                    std::to_string(job.engine.nodes) + " hosts (docs/engine_jobs.md, \"Nodes\")");
+                    std::to_string(nodes) + " hosts (docs/engine_jobs.md, \"Nodes\")");
   }
 }
 

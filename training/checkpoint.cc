@@ -89,7 +89,10 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, const Checkpoint& c) {
+namespace {
+
+// The file's bytes: magic, version, body length, body, checksum.
+std::string encode_checkpoint(const Checkpoint& c) {
   Writer body;
   body.array(std::span<const char>(c.model_spec));
   body.array(std::span<const float>(c.parameters));
@@ -111,7 +114,17 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   file.scalar<uint64_t>(body.bytes().size());
   file.raw(body.bytes().data(), body.bytes().size());
   file.scalar<uint32_t>(crc(file.bytes()));
-  const std::string& bytes = file.bytes();
+  return file.bytes();
+}
+
+}  // namespace
+
+int64_t checkpoint_file_size(const Checkpoint& checkpoint) {
+  return static_cast<int64_t>(encode_checkpoint(checkpoint).size());
+}
+
+void save_checkpoint(const std::string& path, const Checkpoint& c) {
+  const std::string bytes = encode_checkpoint(c);
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -52,6 +52,8 @@ struct Checkpoint {
 // then renamed over `path` (a reader sees the old file or the new one, never a partial one).
 // Throws CheckpointError naming the file.
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+// The size in bytes of the file save_checkpoint writes for `checkpoint`.
+int64_t checkpoint_file_size(const Checkpoint& checkpoint);
 // Reads a checkpoint. Throws CheckpointError naming the file when it cannot be read, is not a
 // checkpoint (magic), has another format version, is truncated, or fails its checksum.
 Checkpoint load_checkpoint(const std::string& path);

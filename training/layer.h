@@ -65,6 +65,14 @@ class Layer {
   // the input does not fit.
   virtual Shape output_shape(const Shape& sample_in) const = 0;
 
+  // Floating-point operations of one sample's forward pass for an input sample shape, counting
+  // a multiply-add as 2 (the convention of "training FLOPs" figures): the products of linear and
+  // convolution layers, one per window element for pooling, one per output element for
+  // element-wise layers (the default). REQUIRES: output_shape(sample_in) does not throw.
+  virtual int64_t forward_flops(const Shape& sample_in) const {
+    return output_shape(sample_in).numel();
+  }
+
   virtual std::vector<ParamSpec> parameter_specs() const { return {}; }
   virtual std::vector<BufferSpec> buffer_specs() const { return {}; }
   // Receives the arena's views, in the order of the specs. REQUIRES: the sizes match the specs.

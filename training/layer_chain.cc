@@ -28,6 +28,16 @@ Shape LayerChain::output_shape(const Shape& sample_in) const {
   return s;
 }
 
+int64_t LayerChain::forward_flops(const Shape& sample_in) const {
+  Shape s = sample_in;
+  int64_t flops = 0;
+  for (const auto& layer : layers_) {
+    flops += layer->forward_flops(s);
+    s = layer->output_shape(s);
+  }
+  return flops;
+}
+
 std::vector<ParamSpec> LayerChain::parameter_specs() const {
   std::vector<ParamSpec> all;
   for (size_t i = 0; i < layers_.size(); ++i) {

@@ -25,6 +25,8 @@ class LayerChain {
   // Output sample shape of the whole chain (the input itself when empty). Throws ShapeError
   // naming the position and kind of the first layer that does not fit.
   Shape output_shape(const Shape& sample_in) const;
+  // The sum of the layers' forward_flops along the chain's shapes.
+  int64_t forward_flops(const Shape& sample_in) const;
   // The specs of every layer in order, names prefixed "<index>.<kind>.".
   std::vector<ParamSpec> parameter_specs() const;
   std::vector<BufferSpec> buffer_specs() const;

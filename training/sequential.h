@@ -56,6 +56,9 @@ class Sequential {
   // parameters().grads() is final (how data parallelism starts all-reducing early buckets).
   void backward(const std::function<void(int64_t)>& grads_ready_from);
 
+  // Floating-point operations of one sample's forward pass (Layer::forward_flops).
+  int64_t forward_flops() const { return chain_.forward_flops(input_shape_); }
+
   // The layers, one per line, with their output shapes, and the parameter count.
   std::string describe() const;
 

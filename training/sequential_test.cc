@@ -125,6 +125,30 @@ TEST(Sequential, SmallCnnRunsAndKeepsParametersInOneArena) {
   EXPECT_NE(model.describe().find("conv2d(1 -> 4"), std::string::npos);
 }
 
+// The figure a sweep trades accuracy against (an engine job's train_flops_per_sample), counted
+// by hand: 2 per multiply-add, plus the bias and a fused activation per output, one per element
+// for batch norm, one per window element for pooling, nothing for flatten.
+TEST(Sequential, ForwardFlopsCountEachLayer) {
+  CpuBackend backend(1);
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(
+      std::make_unique<Conv2d>(1, 4, 3, Conv2d::Options{1, 1, true, Activation::kRelu}));
+  layers.push_back(std::make_unique<BatchNorm>(4));
+  layers.push_back(std::make_unique<MaxPool2d>(2));
+  layers.push_back(std::make_unique<Flatten>());
+  layers.push_back(std::make_unique<Linear>(4 * 4 * 4, 3));
+  Sequential model(Shape{1, 8, 8}, std::move(layers), 2, backend, 3);
+  const int64_t conv = 4 * 8 * 8 * (2 * 1 * 3 * 3 + 1 + 1);
+  const int64_t norm = 4 * 8 * 8;
+  const int64_t pool = 4 * 4 * 4 * (2 * 2);
+  const int64_t linear = 3 * (2 * 64 + 1);
+  EXPECT_EQ(model.forward_flops(), conv + norm + pool + linear);
+
+  Sequential net(Shape{2}, mlp(2, 16, 2), 4, backend, 1);
+  // linear(2 -> 16, relu), dropout (16 elements), linear(16 -> 2).
+  EXPECT_EQ(net.forward_flops(), 16 * (2 * 2 + 2) + 16 + 2 * (2 * 16 + 1));
+}
+
 TEST(Sequential, RejectsAChainWhoseShapesDoNotFit) {
   CpuBackend backend(1);
   std::vector<std::unique_ptr<Layer>> layers;

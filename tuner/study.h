@@ -95,7 +95,7 @@ struct OptimizeOptions {
   // true, and a trial that ran longer is stored FAIL "timed out after 30 s
   // (OptimizeOptions::trial_timeout)" whatever its objective returns. A thread cannot be killed:
   // an objective that never asks should_stop() runs on to its end (the limit is hard only for
-  // trials run by executors: a job's "timeout_s", executor/job_spec.h). Default: none.
+  // trials run by executors: a job's "timeout_s", executor/trial_job.h). Default: none.
   // REQUIRES: > 0.
   std::optional<std::chrono::duration<double>> trial_timeout;
   // Called after every finished trial, from the thread that ran it.

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "executor/job_spec.h"
+#include "executor/trial_job.h"
 #include "service/coordinator/group_commit.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
@@ -41,21 +41,18 @@ std::string metric_json(double value, bool integer) {
 // --- The job's needs ----------------------------------------------------------------------------
 
 StudyJobNeeds job_needs(const std::string& job_json, const std::string& context) {
-  const JobSpec job = parse_job_spec(job_json, context);
-  StudyJobNeeds needs;
-  needs.objective_metric = job.objective_metric;
-  // A CUDA engine trial takes one GPU per rank, on one executor.
-  if (job.kind == JobKind::kEngine && job.engine.backend == "cuda") {
-    needs.gpus_per_trial = job.engine.ranks / job.engine.nodes;
-  }
-  if (job.kind == JobKind::kEngine) needs.nodes_per_trial = job.engine.nodes;
-  if (job.kind == JobKind::kEngine) needs.checkpoint_dir = job.engine.artifacts_dir;
-  return needs;
+  std::shared_ptr<const TrialJob> job = parse_trial_job(job_json, context);
+  const TrialNeeds needs = job->needs();
+  return StudyJobNeeds{.objective_metric = job->objective_metric(),
+                       .gpus_per_trial = needs.gpus_per_node,
+                       .nodes_per_trial = needs.nodes,
+                       .job = std::move(job)};
 }
 
 std::optional<std::string> StudyJobNeeds::checkpoint_path(int first_trial) const {
-  if (checkpoint_dir.empty()) return std::nullopt;
-  return checkpoint_dir + "/trial-" + std::to_string(first_trial) + "/resume.ckpt";
+  std::string path = job->checkpoint_path(first_trial);
+  if (path.empty()) return std::nullopt;
+  return path;
 }
 
 void accumulate(CoordinatorStats& sum, const CoordinatorStats& add) {

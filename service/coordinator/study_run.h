@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -35,22 +36,22 @@
 namespace tuner {
 
 class GroupCommit;
+class TrialJob;
 
-// What the coordinator needs to know of a study's job (its JSON: executor/job_spec.h).
+// What the coordinator needs to know of a study's job, as the job says it (executor/trial_job.h:
+// the coordinator never reads a job kind's own fields).
 struct StudyJobNeeds {
   std::string objective_metric;  // what REPORTs are judged by and RESULTs are valued by
-  int gpus_per_trial = 0;        // a CUDA engine job's ranks per node; 0 for jobs that need no GPU
-  int nodes_per_trial = 1;       // an engine job's nodes: executors per trial
-  // An engine job's artifacts_dir: each trial checkpoints every epoch under it, and a re-run
-  // continues from its first attempt's checkpoint. Empty: no checkpoints.
-  std::string checkpoint_dir;
+  int gpus_per_trial = 0;        // GPUs on each executor of a trial (TrialJob::needs)
+  int nodes_per_trial = 1;       // executors per trial (TrialJob::needs)
+  std::shared_ptr<const TrialJob> job;
 
   // Where the lineage whose first trial is number `first_trial` checkpoints (TRIAL's
-  // checkpoint_path); nullopt for a job without checkpoints.
+  // checkpoint_path: TrialJob::checkpoint_path); nullopt for a job without checkpoints.
   std::optional<std::string> checkpoint_path(int first_trial) const;
 };
 
-// Reads `job_json`'s needs. Throws parse_job_spec's Error(kInvalidArgument), its message
+// Reads `job_json`'s needs. Throws parse_trial_job's Error(kInvalidArgument), its message
 // starting with `context`.
 StudyJobNeeds job_needs(const std::string& job_json, const std::string& context);
 

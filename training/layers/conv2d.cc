@@ -55,6 +55,13 @@ Shape Conv2d::output_shape(const Shape& sample_in) const {
   return Shape{out_, oh, ow};
 }
 
+int64_t Conv2d::forward_flops(const Shape& sample_in) const {
+  const int64_t outputs = output_shape(sample_in).numel();
+  // The products, the bias and a fused activation (as its own layer would count it).
+  return outputs * (2 * in_ * kernel_ * kernel_ + (options_.bias ? 1 : 0) +
+                    (options_.activation != Activation::kNone ? 1 : 0));
+}
+
 std::vector<ParamSpec> Conv2d::parameter_specs() const {
   const int64_t fan_in = in_ * kernel_ * kernel_, fan_out = out_ * kernel_ * kernel_;
   std::vector<ParamSpec> specs{

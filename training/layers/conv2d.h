@@ -27,6 +27,7 @@ class Conv2d final : public Layer {
   std::string_view kind() const override { return "conv2d"; }
   std::string describe() const override;
   Shape output_shape(const Shape& sample_in) const override;  // [C,H,W] -> [O,OH,OW]
+  int64_t forward_flops(const Shape& sample_in) const override;
   std::vector<ParamSpec> parameter_specs() const override;
   void bind(std::span<ParamView> params, std::span<Tensor> buffers) override;
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;

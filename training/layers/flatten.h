@@ -12,6 +12,7 @@ class Flatten final : public Layer {
   std::string_view kind() const override { return "flatten"; }
   std::string describe() const override { return "flatten"; }
   Shape output_shape(const Shape& sample_in) const override { return Shape{sample_in.numel()}; }
+  int64_t forward_flops(const Shape&) const override { return 0; }  // a view
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;
   void forward(Pass& pass, const Tensor& x, Tensor& y) override;
   void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,

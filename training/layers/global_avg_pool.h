@@ -12,6 +12,7 @@ class GlobalAvgPool final : public Layer {
   std::string_view kind() const override { return "global_avg_pool"; }
   std::string describe() const override { return "global_avg_pool"; }
   Shape output_shape(const Shape& sample_in) const override;  // [C,H,W] -> [C]
+  int64_t forward_flops(const Shape& sample_in) const override { return sample_in.numel(); }
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;
   void forward(Pass& pass, const Tensor& x, Tensor& y) override;
   void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,

@@ -20,6 +20,9 @@ class MaxPool2d final : public Layer {
   const Window2d& window() const { return window_; }
   std::string describe() const override;
   Shape output_shape(const Shape& sample_in) const override;  // [C,H,W] -> [C,OH,OW]
+  int64_t forward_flops(const Shape& sample_in) const override {
+    return output_shape(sample_in).numel() * window_.kernel_h * window_.kernel_w;
+  }
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;
   void forward(Pass& pass, const Tensor& x, Tensor& y) override;
   void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,

@@ -39,6 +39,11 @@ Shape Residual::output_shape(const Shape& sample_in) const {
   return body_out;
 }
 
+int64_t Residual::forward_flops(const Shape& sample_in) const {
+  return body_.forward_flops(sample_in) + shortcut_.forward_flops(sample_in) +
+         output_shape(sample_in).numel();
+}
+
 void Residual::for_each_sublayer(const std::function<void(Layer&)>& f) {
   for (size_t i = 0; i < body_.size(); ++i) f(body_.layer(i));
   for (size_t i = 0; i < shortcut_.size(); ++i) f(shortcut_.layer(i));

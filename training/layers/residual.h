@@ -23,6 +23,8 @@ class Residual final : public Layer {
   std::string_view kind() const override { return "residual"; }
   std::string describe() const override;
   Shape output_shape(const Shape& sample_in) const override;
+  // The body's, the shortcut's and the sum's.
+  int64_t forward_flops(const Shape& sample_in) const override;
   std::vector<ParamSpec> parameter_specs() const override;
   std::vector<BufferSpec> buffer_specs() const override;
   void bind(std::span<ParamView> params, std::span<Tensor> buffers) override;

@@ -1,15 +1,21 @@
-// Internal helpers for reading JSON documents with errors that name the JSON path.
+// The project's one typed reader of JSON documents: sweep files, search spaces and their NNI and
+// W&B imports, and jobs (command and engine) all read their values through it, so that every
+// error reads alike: Error(kInvalidArgument, "<path>: expected <what>, got <value>"), e.g.
+// `training.lr: expected a number > 0, got -1`, `x.low: expected an integer, got 0.5`,
+// `optimizer: expected "adam", "adamw" or "sgd", got "adm" (did you mean "adam"?)`. A caller adds
+// its source in front (with_source: `sweep.json: ...`). A path is written the way jq writes it:
+// `params.lr.low`, `choices[2]`, and a key that is not a plain word in brackets:
+// `params["optimizer.lr"]`.
 //
-// Shared by the search-space JSON form and the NNI and W&B importers; not part of the public API.
-// A path is written the way jq writes it: `params.lr.low`, `choices[2]`, and a key that is not a
-// plain word in brackets: `params["optimizer.lr"]`. Every check throws
-// Error(kInvalidArgument, "<path>: <problem>"). Stateless; safe from any thread.
-#ifndef TUNER_SEARCH_JSON_PATH_H_
-#define TUNER_SEARCH_JSON_PATH_H_
+// Internal to the project (not installed: it needs nlohmann/json, which the library keeps
+// private). Stateless; safe from any thread.
+#ifndef TUNER_TRIALS_JSON_READER_H_
+#define TUNER_TRIALS_JSON_READER_H_
 
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -33,6 +39,10 @@ std::string index_path(std::string_view path, size_t index);
 // "null", "an array", "an object".
 std::string json_type_name(const Json& value);
 
+// `value` as an error shows what it got: a string, number or boolean as its JSON text ("-1",
+// "\"abc\"", "true"), anything else by its type ("an object", "an array", "null").
+std::string shown_value(const Json& value);
+
 // The closest of `candidates` to `word` (a typo: at most 1 edit for words of 4 letters or less,
 // at most 2 otherwise, counting a swap of neighbours as one edit), if any.
 std::optional<std::string> closest_match(std::string_view word,
@@ -43,8 +53,10 @@ std::optional<std::string> closest_match(std::string_view word,
 // ` (did you mean "x"?)` when `word` is a typo of a candidate, else empty.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
-// Checks that `value` is an object.
+// Checks that `value` is an object ("expected an object (<what>), got 3").
 const Json& expect_object(const Json& value, std::string_view path, std::string_view what = "");
+// Checks that `value` is an array ("expected an array, got \"a\"").
+const Json& expect_array(const Json& value, std::string_view path);
 
 // Throws for the first key of `object` not in `allowed`:
 //   `<path>: unknown field "hgih" <context> (did you mean "high"?)`, listing the allowed fields
@@ -61,14 +73,40 @@ const Json& require_field(const Json& object, std::string_view path, std::string
                           std::string_view hint = "");
 
 // Typed reads; `path` is the path of `value` itself.
-// A number: integers are converted; throws "must be a number, not a string".
+// A number: integers are converted; throws "expected a number, got \"abc\"".
 double read_number(const Json& value, std::string_view path);
-// An integer in the int64 range; floats are refused ("must be an integer, not 1.5").
+// An integer in the int64 range; floats are refused ("expected an integer, got 1.5").
 int64_t read_integer(const Json& value, std::string_view path);
 bool read_bool(const Json& value, std::string_view path);
 const std::string& read_string(const Json& value, std::string_view path);
 // A string, integer, float or boolean, keeping its JSON type (1 and 1.0 differ).
 ParamValue read_scalar(const Json& value, std::string_view path);
+
+// The interval a number must lie in; an infinite end is no bound.
+struct NumberRange {
+  double low = -std::numeric_limits<double>::infinity();
+  double high = std::numeric_limits<double>::infinity();
+  bool low_open = false;   // (low, ...: low itself is refused
+  bool high_open = false;  // ..., high): high itself is refused
+
+  // "a number > 0", "a number >= 0", "a number in [0, 1)", "a number".
+  std::string describe() const;
+  bool contains(double x) const;
+};
+
+// A finite number in `range`: "expected a number in [0, 1), got 1.5".
+double read_number(const Json& value, std::string_view path, const NumberRange& range);
+// An integer in [low, high]: "expected an integer >= 1, got 0" (high at INT_MAX or above is no
+// bound), "expected an integer in [1, 64], got 65".
+int64_t read_integer(const Json& value, std::string_view path, int64_t low,
+                     int64_t high = std::numeric_limits<int64_t>::max());
+// A string that is not empty ("must not be empty").
+const std::string& read_nonempty_string(const Json& value, std::string_view path);
+// One of `names`, returned as its index: `expected "adam", "adamw" or "sgd", got "adm" (did you
+// mean "adam"?)`.
+size_t read_choice(const Json& value, std::string_view path, const std::vector<std::string>& names);
+// `names` as a message lists them: "\"a\", \"b\" or \"c\"".
+std::string choice_list(const std::vector<std::string>& names);
 // True when `value` is a JSON integer (signed or unsigned), not a float.
 bool is_json_integer(const Json& value);
 
@@ -92,4 +130,4 @@ Error with_source(const Error& error, std::string_view source);
 
 }  // namespace tuner
 
-#endif  // TUNER_SEARCH_JSON_PATH_H_
+#endif  // TUNER_TRIALS_JSON_READER_H_

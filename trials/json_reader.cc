@@ -1,4 +1,4 @@
-#include "search/json_path.h"
+#include "trials/json_reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -187,12 +187,22 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return match ? " (did you mean " + json_quoted(*match) + "?)" : "";
 }
 
+std::string shown_value(const Json& value) {
+  if (value.is_structured() || value.is_null()) return json_type_name(value);
+  return value.dump();
+}
+
 const Json& expect_object(const Json& value, std::string_view path, std::string_view what) {
   if (!value.is_object()) {
-    std::string message = "must be a JSON object";
+    std::string message = "expected an object";
     if (!what.empty()) message += " (" + std::string(what) + ")";
-    fail_at(path, message + ", not " + json_type_name(value));
+    fail_at(path, message + ", got " + shown_value(value));
   }
+  return value;
+}
+
+const Json& expect_array(const Json& value, std::string_view path) {
+  if (!value.is_array()) fail_at(path, "expected an array, got " + shown_value(value));
   return value;
 }
 
@@ -244,7 +254,7 @@ const Json& require_field(const Json& object, std::string_view path, std::string
 }
 
 double read_number(const Json& value, std::string_view path) {
-  if (!value.is_number()) fail_at(path, "must be a number, not " + json_type_name(value));
+  if (!value.is_number()) fail_at(path, "expected a number, got " + shown_value(value));
   return value.get<double>();
 }
 
@@ -262,7 +272,7 @@ int64_t read_integer(const Json& value, std::string_view path) {
     if (std::isfinite(x) && x == std::trunc(x) && std::abs(x) >= 0x1p63) {
       fail_at(path, "integer " + value.dump() + kRange);
     }
-    fail_at(path, "must be an integer, not " + value.dump());
+    fail_at(path, "expected an integer, got " + value.dump());
   }
   if (value.is_number_unsigned()) {
     if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -270,17 +280,17 @@ int64_t read_integer(const Json& value, std::string_view path) {
     }
     return static_cast<int64_t>(value.get<uint64_t>());
   }
-  if (!value.is_number_integer()) fail_at(path, "must be an integer, not " + json_type_name(value));
+  if (!value.is_number_integer()) fail_at(path, "expected an integer, got " + shown_value(value));
   return value.get<int64_t>();
 }
 
 bool read_bool(const Json& value, std::string_view path) {
-  if (!value.is_boolean()) fail_at(path, "must be true or false, not " + json_type_name(value));
+  if (!value.is_boolean()) fail_at(path, "expected true or false, got " + shown_value(value));
   return value.get<bool>();
 }
 
 const std::string& read_string(const Json& value, std::string_view path) {
-  if (!value.is_string()) fail_at(path, "must be a string, not " + json_type_name(value));
+  if (!value.is_string()) fail_at(path, "expected a string, got " + shown_value(value));
   return value.get_ref<const std::string&>();
 }
 
@@ -289,7 +299,78 @@ ParamValue read_scalar(const Json& value, std::string_view path) {
   if (value.is_boolean()) return value.get<bool>();
   if (is_json_integer(value)) return read_integer(value, path);
   if (value.is_number_float()) return value.get<double>();
-  fail_at(path, "must be a string, number or boolean, not " + json_type_name(value));
+  fail_at(path, "expected a string, number or boolean, got " + shown_value(value));
+}
+
+namespace {
+
+// A bound for a message: 0 rather than 0.0.
+std::string bound_text(double x) {
+  if (x == std::floor(x) && std::abs(x) < 1e15) return std::to_string(static_cast<int64_t>(x));
+  return Json(x).dump();
+}
+
+}  // namespace
+
+std::string NumberRange::describe() const {
+  const bool has_low = std::isfinite(low), has_high = std::isfinite(high);
+  if (has_low && has_high) {
+    return std::string("a number in ") + (low_open ? "(" : "[") + bound_text(low) + ", " +
+           bound_text(high) + (high_open ? ")" : "]");
+  }
+  if (has_low) return std::string("a number ") + (low_open ? "> " : ">= ") + bound_text(low);
+  if (has_high) return std::string("a number ") + (high_open ? "< " : "<= ") + bound_text(high);
+  return "a finite number";
+}
+
+bool NumberRange::contains(double x) const {
+  return std::isfinite(x) && (low_open ? x > low : x >= low) && (high_open ? x < high : x <= high);
+}
+
+double read_number(const Json& value, std::string_view path, const NumberRange& range) {
+  if (!value.is_number() || !range.contains(value.get<double>())) {
+    fail_at(path, "expected " + range.describe() + ", got " + shown_value(value));
+  }
+  return value.get<double>();
+}
+
+int64_t read_integer(const Json& value, std::string_view path, int64_t low, int64_t high) {
+  const std::string want =
+      high >= std::numeric_limits<int>::max()
+          ? "an integer >= " + std::to_string(low)
+          : "an integer in [" + std::to_string(low) + ", " + std::to_string(high) + "]";
+  const bool fits =
+      is_json_integer(value) &&
+      !(value.is_number_unsigned() &&
+        value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) &&
+      value.get<int64_t>() >= low && value.get<int64_t>() <= high;
+  if (!fits) fail_at(path, "expected " + want + ", got " + shown_value(value));
+  return value.get<int64_t>();
+}
+
+const std::string& read_nonempty_string(const Json& value, std::string_view path) {
+  const std::string& s = read_string(value, path);
+  if (s.empty()) fail_at(path, "must not be empty");
+  return s;
+}
+
+std::string choice_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += json_quoted(names[i]);
+  }
+  return out;
+}
+
+size_t read_choice(const Json& value, std::string_view path, const std::vector<std::string>& names) {
+  if (value.is_string()) {
+    auto it = std::find(names.begin(), names.end(), value.get_ref<const std::string&>());
+    if (it != names.end()) return static_cast<size_t>(it - names.begin());
+  }
+  std::string message = "expected " + choice_list(names) + ", got " + shown_value(value);
+  if (value.is_string()) message += did_you_mean(value.get_ref<const std::string&>(), names);
+  fail_at(path, message);
 }
 
 Json scalar_to_json(const ParamValue& value) {

@@ -1,0 +1,214 @@
+#include "executor/trial_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <nlohmann/json.hpp>
+
+#include "executor/argv_template.h"
+#include "executor/job_json.h"
+#include "trials/error.h"
+#include "trials/json_reader.h"
+
+namespace tuner {
+
+namespace {
+
+using job_json::fail;
+
+std::string string_of(const nlohmann::json& v, const std::string& path) {
+  return read_string(Json(v), path);
+}
+
+// A member in seconds, in (0, high] when `positive`, else in [0, high], as milliseconds
+// (rounded; at least 1 ms when positive). nullopt when absent.
+std::optional<std::chrono::milliseconds> seconds_member(const nlohmann::json& root, const char* key,
+                                                        const std::string& where, bool positive,
+                                                        double high) {
+  auto it = root.find(key);
+  if (it == root.end()) return std::nullopt;
+  const std::string path = where + "." + key;
+  const std::string range =
+      std::string(positive ? "(0, " : "[0, ") + std::to_string(static_cast<int64_t>(high)) + "]";
+  if (!it->is_number()) {
+    fail(path, "expected a number of seconds in " + range + ", got " + it->type_name() +
+                   (it->is_string() ? " " + it->dump() : std::string()));
+  }
+  const double seconds = it->get<double>();
+  if (!std::isfinite(seconds) || seconds < 0 || (positive && seconds == 0) || seconds > high) {
+    fail(path, "expected a number of seconds in " + range + ", got " + it->dump());
+  }
+  auto ms = std::chrono::milliseconds(std::llround(seconds * 1000));
+  if (positive && ms.count() < 1) ms = std::chrono::milliseconds(1);
+  return ms;
+}
+
+// The names of the engine placeholders under `value`, in order of first appearance.
+void engine_placeholder_names(const nlohmann::json& value, std::vector<std::string>& names) {
+  if (value.is_string()) {
+    const std::optional<std::string> name = engine_placeholder(value.get_ref<const std::string&>());
+    if (name && std::find(names.begin(), names.end(), *name) == names.end()) names.push_back(*name);
+  } else if (value.is_structured()) {
+    for (const nlohmann::json& child : value) engine_placeholder_names(child, names);
+  }
+}
+
+// A command job's spec and objective metric.
+std::pair<CommandSpec, std::string> parse_command_job(const nlohmann::json& root,
+                                                      const std::string& where) {
+  for (const auto& [key, value] : root.items()) {
+    if (key != "kind" && key != "argv" && key != "env" && key != "working_dir" &&
+        key != "objective_metric" && key != "timeout_s" && key != "stop_grace_s") {
+      fail(where + "." + key,
+           "unknown member (a command job has kind, argv, env, working_dir, objective_metric, "
+           "timeout_s, stop_grace_s)");
+    }
+  }
+  auto member = [&](const char* key) -> const nlohmann::json& {
+    auto it = root.find(key);
+    if (it == root.end()) fail(where + "." + key, "missing");
+    return *it;
+  };
+
+  std::string kind = string_of(member("kind"), where + ".kind");
+  if (kind != "command") {
+    fail(where + ".kind", "expected \"command\" or \"engine\", got \"" + kind + "\"");
+  }
+
+  CommandSpec spec;
+  const std::string argv_path = where + ".argv";
+  const nlohmann::json& argv = member("argv");
+  if (!argv.is_array()) fail(argv_path, std::string("expected an array, got ") + argv.type_name());
+  if (argv.empty()) fail(argv_path, "must name a program (it is empty)");
+  for (size_t i = 0; i < argv.size(); ++i) {
+    spec.argv.push_back(string_of(argv[i], argv_path + "[" + std::to_string(i) + "]"));
+    try {
+      argv_placeholders(spec.argv.back(), i);  // a broken template fails at load
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, where + "." + e.what());
+    }
+  }
+  if (spec.argv.front().empty()) fail(argv_path + "[0]", "the program name is empty");
+
+  if (auto it = root.find("env"); it != root.end()) {
+    const std::string env_path = where + ".env";
+    if (!it->is_object()) expect_object(Json(*it), env_path);
+    for (const auto& [name, value] : it->items()) {
+      if (name.empty() || name.find('=') != std::string::npos) {
+        fail(env_path + "." + name, "not a valid environment variable name");
+      }
+      spec.env[name] = string_of(value, env_path + "." + name);
+    }
+  }
+  if (auto it = root.find("working_dir"); it != root.end()) {
+    spec.working_dir = string_of(*it, where + ".working_dir");
+  }
+  std::string metric = string_of(member("objective_metric"), where + ".objective_metric");
+  if (metric.empty()) fail(where + ".objective_metric", "must not be empty");
+  return {std::move(spec), std::move(metric)};
+}
+
+}  // namespace
+
+// --- Every kind ---------------------------------------------------------------------------------
+
+std::string TrialJob::checkpoint_path(int64_t) const { return {}; }
+
+std::optional<std::string> TrialJob::failure_reason(std::string_view) const {
+  return std::nullopt;
+}
+
+void TrialJob::check_probe(const Params&, const std::string&) const {}
+
+// --- Command jobs -------------------------------------------------------------------------------
+
+CommandSpec CommandTrialJob::command(const TrialPlacement&) const { return spec_; }
+
+std::string CommandTrialJob::to_json() const {
+  nlohmann::json json = {
+      {"kind", "command"}, {"argv", spec_.argv}, {"objective_metric", objective_metric_}};
+  if (!spec_.env.empty()) json["env"] = spec_.env;
+  if (!spec_.working_dir.empty()) json["working_dir"] = spec_.working_dir;
+  if (timeout_) json["timeout_s"] = static_cast<double>(timeout_->count()) / 1000;
+  if (stop_grace_) json["stop_grace_s"] = static_cast<double>(stop_grace_->count()) / 1000;
+  return json.dump();
+}
+
+// --- Engine jobs --------------------------------------------------------------------------------
+
+TrialNeeds EngineTrialJob::needs() const {
+  return TrialNeeds{.nodes = spec_.nodes,
+                    .gpus_per_node = spec_.backend == "cuda" ? spec_.ranks / spec_.nodes : 0};
+}
+
+std::string EngineTrialJob::checkpoint_path(int64_t first_number) const {
+  if (spec_.artifacts_dir.empty()) return {};
+  return spec_.artifacts_dir + "/trial-" + std::to_string(first_number) + "/resume.ckpt";
+}
+
+CommandSpec EngineTrialJob::command(const TrialPlacement& placement) const {
+  // A CUDA job of N ranks needs N GPUs: fail before starting anything when the trial was given
+  // another number (the launcher in `tuner trial` checks it again).
+  engine_rank_gpus(spec_, placement.gpus, "trial " + std::to_string(placement.number) + ": job");
+  CommandSpec command = engine_job_command(spec_, placement.tuner_path);
+  std::string gpus;
+  for (int g : placement.gpus) {
+    if (!gpus.empty()) gpus += ',';
+    gpus += std::to_string(g);
+  }
+  if (!gpus.empty()) command.env["TUNER_GPUS"] = gpus;
+  if (!placement.node_store_dir.empty()) {
+    command.env["TUNER_NODE"] = std::to_string(placement.node);
+    command.env["TUNER_NODE_STORE"] = placement.node_store_dir;
+    command.env["TUNER_RANK_HOST"] = placement.rank_host;
+  }
+  return command;
+}
+
+std::optional<std::string> EngineTrialJob::failure_reason(std::string_view log_tail) const {
+  return engine_trial_error(log_tail);
+}
+
+std::vector<std::string> EngineTrialJob::probed_params() const {
+  std::vector<std::string> names;
+  const nlohmann::json root = nlohmann::json::parse(spec_.json);
+  if (auto model = root.find("model"); model != root.end()) engine_placeholder_names(*model, names);
+  return names;
+}
+
+void EngineTrialJob::check_probe(const Params& params, const std::string& where) const {
+  check_engine_model(spec_, params, where);
+}
+
+std::string seconds_text(std::chrono::milliseconds duration) {
+  const int64_t ms = duration.count();
+  std::string text = std::to_string(ms / 1000);
+  if (int64_t frac = ms % 1000; frac != 0) {
+    std::string digits = std::to_string(frac);
+    digits.insert(0, 3 - digits.size(), '0');
+    while (digits.back() == '0') digits.pop_back();
+    text += "." + digits;
+  }
+  return text + " s";
+}
+
+std::unique_ptr<TrialJob> parse_trial_job(std::string_view json, const std::string& where) {
+  nlohmann::json root = job_json::parse_object(json, where);
+  std::unique_ptr<TrialJob> job;
+  if (auto kind = root.find("kind"); kind != root.end() && *kind == "engine") {
+    auto engine = std::make_unique<EngineTrialJob>(parse_engine_job(json, where));
+    engine->objective_metric_ = engine->spec().objective_metric;
+    job = std::move(engine);
+  } else {
+    auto [spec, metric] = parse_command_job(root, where);
+    job = std::make_unique<CommandTrialJob>(std::move(spec));
+    job->objective_metric_ = std::move(metric);
+  }
+  // The members both kinds share: the time limit and the stop grace.
+  job->timeout_ = seconds_member(root, "timeout_s", where, true, kMaxJobTimeoutSeconds);
+  job->stop_grace_ =
+      seconds_member(root, "stop_grace_s", where, false, kMaxJobStopGraceSeconds);
+  return job;
+}
+
+}  // namespace tuner

@@ -1,0 +1,178 @@
+#include "executor/trial_job.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+std::string error_of(const std::string& json) {
+  try {
+    parse_trial_job(json);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The command job's own spec.
+const CommandSpec& command_of(const TrialJob& job) {
+  return dynamic_cast<const CommandTrialJob&>(job).spec();
+}
+
+TEST(TrialJobTest, ParsesACommandJob) {
+  auto job = parse_trial_job(R"({"kind": "command", "argv": ["python3", "t.py", "--lr", "{lr}"],
+      "env": {"OMP_NUM_THREADS": "1"}, "working_dir": "/src", "objective_metric": "val_loss"})");
+  EXPECT_EQ(job->kind(), "command");
+  EXPECT_EQ(command_of(*job).argv, (std::vector<std::string>{"python3", "t.py", "--lr", "{lr}"}));
+  EXPECT_EQ(command_of(*job).env.at("OMP_NUM_THREADS"), "1");
+  EXPECT_EQ(command_of(*job).working_dir, "/src");
+  EXPECT_EQ(job->objective_metric(), "val_loss");
+  // It runs as stated, on one executor, without a GPU or a checkpoint of its own.
+  EXPECT_EQ(job->command(TrialPlacement{.number = 3, .gpus = {0}}).argv, command_of(*job).argv);
+  EXPECT_EQ(job->needs().nodes, 1);
+  EXPECT_EQ(job->needs().gpus_per_node, 0);
+  EXPECT_EQ(job->checkpoint_path(3), "");
+  EXPECT_EQ(job->failure_reason("error: oops\n"), std::nullopt);
+}
+
+// What the coordinator and the executor ask an engine job, which they once read from its fields.
+TEST(TrialJobTest, AnEngineJobSaysWhatATrialNeedsAndWhereItsCheckpointLives) {
+  const std::string model = R"("model": {"input": [1, 28, 28], "layers": [{"type": "flatten"},
+      {"type": "linear", "out": "{width}"}, {"type": "{act}"}, {"type": "linear", "out": 10}]},
+      "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+      "objective_metric": "val_accuracy")";
+  auto cpu = parse_trial_job(R"({"kind": "engine", "artifacts_dir": "/runs/a", )" + model + "}");
+  EXPECT_EQ(cpu->needs().nodes, 1);
+  EXPECT_EQ(cpu->needs().gpus_per_node, 0);
+  EXPECT_EQ(cpu->checkpoint_path(7), "/runs/a/trial-7/resume.ckpt");
+  EXPECT_EQ(parse_trial_job(R"({"kind": "engine", )" + model + "}")->checkpoint_path(7), "");
+  EXPECT_EQ(cpu->failure_reason("epoch 1\nerror: data file missing\n"), "data file missing");
+  EXPECT_EQ(cpu->probed_params(), (std::vector<std::string>{"width", "act"}));
+  EXPECT_NO_THROW(cpu->check_probe({{"width", int64_t{8}}, {"act", std::string("relu")}}, "job"));
+  EXPECT_THROW(cpu->check_probe({{"width", int64_t{0}}, {"act", std::string("relu")}}, "job"),
+               Error);
+  const CommandSpec plain = cpu->command(TrialPlacement{.number = 2, .tuner_path = "/bin/tuner"});
+  EXPECT_EQ(plain.argv.at(0), "/bin/tuner");
+  EXPECT_FALSE(plain.env.contains("TUNER_GPUS"));
+  EXPECT_FALSE(plain.env.contains("TUNER_NODE"));
+
+  // CUDA over two nodes: two executors, each giving the trial the GPUs of its two ranks.
+  auto cuda = parse_trial_job(R"({"kind": "engine", "backend": "cuda", "ranks": 4, "nodes": 2, )" +
+                              model + "}");
+  EXPECT_EQ(cuda->needs().nodes, 2);
+  EXPECT_EQ(cuda->needs().gpus_per_node, 2);
+  const CommandSpec node1 = cuda->command(TrialPlacement{.number = 2,
+                                                         .gpus = {3, 5},
+                                                         .node = 1,
+                                                         .node_store_dir = "/tmp/store",
+                                                         .rank_host = "10.0.0.2",
+                                                         .tuner_path = "/bin/tuner"});
+  EXPECT_EQ(node1.env.at("TUNER_GPUS"), "3,5");
+  EXPECT_EQ(node1.env.at("TUNER_NODE"), "1");
+  EXPECT_EQ(node1.env.at("TUNER_NODE_STORE"), "/tmp/store");
+  EXPECT_EQ(node1.env.at("TUNER_RANK_HOST"), "10.0.0.2");
+  EXPECT_THROW(cuda->command(TrialPlacement{.number = 2, .gpus = {3}}), Error);
+}
+
+TEST(TrialJobTest, RoundTripsThroughJson) {
+  auto job = parse_trial_job(
+      R"({"kind": "command", "argv": ["a", "{x}"], "env": {"A": "b"}, "objective_metric": "m"})");
+  auto again = parse_trial_job(job->to_json());
+  EXPECT_EQ(command_of(*again).argv, command_of(*job).argv);
+  EXPECT_EQ(command_of(*again).env, command_of(*job).env);
+  EXPECT_EQ(again->objective_metric(), job->objective_metric());
+}
+
+TEST(TrialJobTest, ErrorsNameTheJsonPath) {
+  EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", 3], "objective_metric": "m"})"),
+            "job.argv[1]: expected a string, got 3");
+  EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"]})"), "job.objective_metric: missing");
+  // Issue 15, item 8: an unbalanced brace failed every trial instead of the job.
+  EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", "x}"], "objective_metric": "m"})"),
+            "job.argv[1] \"x}\": stray '}' at offset 1 (write '}}' for a brace)");
+  EXPECT_EQ(error_of(R"({"kind": "command", "argv": [], "objective_metric": "m"})"),
+            "job.argv: must name a program (it is empty)");
+  EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"], "env": {"X": 1},
+                         "objective_metric": "m"})"),
+            "job.env.X: expected a string, got 1");
+  EXPECT_EQ(error_of(R"({"kind": "shell", "argv": ["a"], "objective_metric": "m"})"),
+            "job.kind: expected \"command\" or \"engine\", got \"shell\"");
+  EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "evn": {}, "objective_metric": "m"})")
+                .find("job.evn: unknown member"),
+            std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("job: expected an object"), std::string::npos);
+  EXPECT_NE(error_of("{oops").find("job: not valid JSON"), std::string::npos);
+}
+
+// Issue 15, item 7: there was no per-trial time limit. Both kinds take "timeout_s" and
+// "stop_grace_s" (seconds), and they survive the round trip.
+TEST(TrialJobTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {
+  auto command = parse_trial_job(R"({"kind": "command", "argv": ["sleep", "1000"],
+      "objective_metric": "m", "timeout_s": 1.5, "stop_grace_s": 0})");
+  EXPECT_EQ(command->timeout(), std::chrono::milliseconds(1500));
+  EXPECT_EQ(command->stop_grace(), std::chrono::milliseconds(0));
+  auto again = parse_trial_job(command->to_json());
+  EXPECT_EQ(again->timeout(), command->timeout());
+  EXPECT_EQ(again->stop_grace(), command->stop_grace());
+
+  auto untimed =
+      parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
+  EXPECT_FALSE(untimed->timeout());
+  EXPECT_FALSE(untimed->stop_grace());
+  EXPECT_FALSE(parse_trial_job(untimed->to_json())->timeout());
+
+  auto engine = parse_trial_job(R"({"kind": "engine", "timeout_s": 30, "stop_grace_s": 5,
+      "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"},
+                {"type": "linear", "out": "{width}"}]},
+      "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+      "objective_metric": "val_accuracy"})");
+  EXPECT_EQ(engine->kind(), "engine");
+  EXPECT_EQ(engine->timeout(), std::chrono::seconds(30));
+  EXPECT_EQ(engine->stop_grace(), std::chrono::seconds(5));
+  // A limit below a millisecond is a millisecond, not "no limit".
+  EXPECT_EQ(parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+                                "timeout_s": 0.0001})")
+                ->timeout(),
+            std::chrono::milliseconds(1));
+}
+
+TEST(TrialJobTest, RefusesABadTimeoutOrStopGraceNamingTheJsonPath) {
+  auto with = [](const std::string& members) {
+    return error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m", )" + members +
+                    "}");
+  };
+  EXPECT_EQ(with(R"("timeout_s": 0)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got 0");
+  EXPECT_EQ(with(R"("timeout_s": -5)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got -5");
+  EXPECT_EQ(with(R"("timeout_s": 1e12)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got 1000000000000.0");
+  EXPECT_EQ(with(R"("timeout_s": "30s")"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got string \"30s\"");
+  EXPECT_EQ(with(R"("timeout_s": true)"),
+            "job.timeout_s: expected a number of seconds in (0, 31536000], got boolean");
+  EXPECT_EQ(with(R"("stop_grace_s": -1)"),
+            "job.stop_grace_s: expected a number of seconds in [0, 3600], got -1");
+  EXPECT_EQ(with(R"("stop_grace_s": 7200)"),
+            "job.stop_grace_s: expected a number of seconds in [0, 3600], got 7200");
+  EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+                         "timeout": 30})")
+                .find("job.timeout: unknown member"),
+            std::string::npos);
+}
+
+TEST(TrialJobTest, SecondsTextIsShort) {
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(1000)), "1 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(30000)), "30 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(1500)), "1.5 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(250)), "0.25 s");
+  EXPECT_EQ(seconds_text(std::chrono::milliseconds(1)), "0.001 s");
+}
+
+}  // namespace
+}  // namespace tuner
