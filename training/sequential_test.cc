@@ -14,6 +14,7 @@
 #include "training/layers/flatten.h"
 #include "training/layers/linear.h"
 #include "training/layers/max_pool2d.h"
+#include "training/layers/residual.h"
 #include "training/losses/cross_entropy.h"
 #include "training/optim/adam.h"
 #include "training/optim/clip.h"
@@ -143,6 +144,17 @@ TEST(Sequential, ForwardFlopsCountEachLayer) {
   const int64_t pool = 4 * 4 * 4 * (2 * 2);
   const int64_t linear = 3 * (2 * 64 + 1);
   EXPECT_EQ(model.forward_flops(), conv + norm + pool + linear);
+
+  // A residual block with a projection: its body's, its shortcut's and the sum's.
+  std::vector<std::unique_ptr<Layer>> body, shortcut;
+  body.push_back(
+      std::make_unique<Conv2d>(2, 4, 3, Conv2d::Options{1, 1, false, Activation::kNone}));
+  body.push_back(std::make_unique<BatchNorm>(4));
+  shortcut.push_back(
+      std::make_unique<Conv2d>(2, 4, 1, Conv2d::Options{1, 0, false, Activation::kNone}));
+  const Residual block(std::move(body), std::move(shortcut));
+  EXPECT_EQ(block.forward_flops(Shape{2, 5, 5}),
+            4 * 25 * (2 * 2 * 9) + 4 * 25 + 4 * 25 * (2 * 2) + 4 * 25);
 
   Sequential net(Shape{2}, mlp(2, 16, 2), 4, backend, 1);
   // linear(2 -> 16, relu), dropout (16 elements), linear(16 -> 2).
