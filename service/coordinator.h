@@ -115,6 +115,12 @@ struct StudyRunOptions {
   // COMPLETE trial whose RESULT lacks one of the metrics, or has it NaN or infinite, is FAIL
   // with a reason naming the metric; a PRUNED one then keeps no constraint values. Default: none.
   std::vector<MetricConstraint> constraints;
+  // A study of several objectives (its directions): the final metric of each, in order, which
+  // become a RESULT's values (a COMPLETE trial whose RESULT lacks one, or has it NaN, is FAIL
+  // naming it). REPORTs are then kept as metrics only: early stopping judges one value, and a
+  // study of several has none (Optuna's Trial.report refuses them too). Default: empty, one
+  // objective, the job's objective_metric.
+  std::vector<std::string> objective_metrics;
   // Called on the loop's thread after each trial's outcome is committed (COMPLETE, PRUNED, or
   // FAIL, an expired lease included). Default: none.
   std::function<void(const FrozenTrial&)> on_trial_finished;

@@ -448,7 +448,9 @@ class Parser : Reader {
 
   SearchSpace parse_space(const Json& value);
   SearchSpace import_space(const Json& value);
+  SweepObjective read_objective(const Json& value, const std::string& path);
   void parse_objective(const Json& value, SweepFile& sweep);
+  void parse_objectives(const Json& value, SweepFile& sweep);
   std::vector<MetricConstraint> parse_constraints(const Json& value);
   void check_constraint_metrics(const SweepFile& sweep, const Json& job) const;
   SamplerConfig parse_sampler(const Json& value, const SearchSpace& space);
@@ -473,7 +475,7 @@ SweepFile Parser::parse(std::string_view text) {
   }
   named([&] {
     check_fields(root, "",
-                 {"version", "name", "description", "storage", "space", "objective",
+                 {"version", "name", "description", "storage", "space", "objective", "objectives",
                   "constraints", "sampler", "scheduler", "budget", "job", "executors", "export"});
   });
 
@@ -500,11 +502,28 @@ SweepFile Parser::parse(std::string_view text) {
                                                            : sweep.name + ".db");
 
   sweep.space = parse_space(required(root, "", "space"));
-  parse_objective(required(root, "", "objective"), sweep);
+  if (const Json* several = find_field(root, "objectives")) {
+    if (find_field(root, "objective")) {
+      fail("objectives", "give \"objective\" (one) or \"objectives\" (several), not both");
+    }
+    parse_objectives(*several, sweep);
+  } else {
+    parse_objective(required(root, "", "objective"), sweep);
+  }
   if (const Json* v = find_field(root, "constraints")) sweep.constraints = parse_constraints(*v);
   const Json* sampler = find_field(root, "sampler");
   sweep.sampler = sampler ? parse_sampler(*sampler, sweep.space) : SamplerConfig{};
-  if (const Json* v = find_field(root, "scheduler")) sweep.scheduler = parse_scheduler(*v);
+  if (const Json* v = find_field(root, "scheduler")) {
+    sweep.scheduler = parse_scheduler(*v);
+    // Early stopping compares trials by one intermediate value; several objectives give none to
+    // compare (Optuna's pruners refuse them too). docs/sweep_file.md, "Several objectives".
+    if (sweep.objectives.size() > 1 && sweep.scheduler.type != SchedulerType::kNone) {
+      fail("scheduler", "early stopping judges trials by one metric, but this sweep has " +
+                            std::to_string(sweep.objectives.size()) +
+                            " objectives: remove \"scheduler\" (or keep one objective and state "
+                            "the others as constraints)");
+    }
+  }
   sweep.budget = parse_budget(find_field(root, "budget"), sweep.sampler.type);
   if (const Json* v = find_field(root, "export")) sweep.export_config = parse_export(*v, sweep);
 
@@ -589,14 +608,43 @@ SearchSpace Parser::import_space(const Json& value) {
   return kind == 0 ? import_nni_search_space(text, source) : import_wandb_parameters(text, source);
 }
 
+SweepObjective Parser::read_objective(const Json& value, const std::string& path) {
+  object(value, path);
+  fields(value, path, {"metric", "direction"});
+  SweepObjective objective;
+  objective.metric = string(required(value, path, "metric"), child_path(path, "metric"));
+  const Json& direction = required(value, path, "direction", " (minimize or maximize)");
+  objective.direction = one_of(direction, child_path(path, "direction"), kDirections) == 0
+                            ? StudyDirection::kMinimize
+                            : StudyDirection::kMaximize;
+  return objective;
+}
+
 void Parser::parse_objective(const Json& value, SweepFile& sweep) {
-  object(value, "objective");
-  fields(value, "objective", {"metric", "direction"});
-  sweep.objective_metric = string(required(value, "objective", "metric"), "objective.metric");
-  const Json& direction = required(value, "objective", "direction", " (minimize or maximize)");
-  sweep.direction = one_of(direction, "objective.direction", kDirections) == 0
-                        ? StudyDirection::kMinimize
-                        : StudyDirection::kMaximize;
+  sweep.objectives = {read_objective(value, "objective")};
+  sweep.objective_metric = sweep.objectives[0].metric;
+  sweep.direction = sweep.objectives[0].direction;
+}
+
+void Parser::parse_objectives(const Json& value, SweepFile& sweep) {
+  if (!value.is_array() || value.empty()) {
+    fail("objectives", "expected a non-empty list such as [{\"metric\": \"val_accuracy\", "
+                       "\"direction\": \"maximize\"}, {\"metric\": \"latency_ms\", "
+                       "\"direction\": \"minimize\"}], got " +
+                           shown_value(value));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    SweepObjective objective = read_objective(value[i], index_path("objectives", i));
+    for (const SweepObjective& earlier : sweep.objectives) {
+      if (earlier.metric == objective.metric) {
+        fail(index_path("objectives", i) + ".metric",
+             json_text(objective.metric) + " is an objective already; name each metric once");
+      }
+    }
+    sweep.objectives.push_back(std::move(objective));
+  }
+  sweep.objective_metric = sweep.objectives[0].metric;
+  sweep.direction = sweep.objectives[0].direction;
 }
 
 std::vector<MetricConstraint> Parser::parse_constraints(const Json& value) {
@@ -1066,6 +1114,12 @@ StudyOptions make_study_options(const SweepFile& sweep) {
   StudyOptions options;
   options.name = sweep.name;
   options.directions = {sweep.direction};
+  if (sweep.objectives.size() > 1) {
+    options.directions.clear();
+    for (const SweepObjective& objective : sweep.objectives) {
+      options.directions.push_back(objective.direction);
+    }
+  }
   options.sampler = make_sampler(sweep);
   options.scheduler = make_scheduler(sweep);
   options.seed = sweep.sampler.seed;
@@ -1081,8 +1135,16 @@ std::string to_json(const SweepFile& sweep) {
   if (!sweep.description.empty()) root["description"] = sweep.description;
   root["storage"] = relative_to_sweep(sweep.storage_path, sweep.path);
   root["space"] = search_space_to_json_value(sweep.space);
-  root["objective"] = {{"metric", sweep.objective_metric},
-                       {"direction", std::string(to_string(sweep.direction))}};
+  auto objective_json = [](const SweepObjective& o) {
+    return Json{{"metric", o.metric}, {"direction", std::string(to_string(o.direction))}};
+  };
+  if (sweep.objectives.size() <= 1) {
+    root["objective"] = objective_json({sweep.objective_metric, sweep.direction});
+  } else {
+    Json objectives = Json::array();
+    for (const SweepObjective& o : sweep.objectives) objectives.push_back(objective_json(o));
+    root["objectives"] = objectives;
+  }
   if (!sweep.constraints.empty()) {
     Json constraints = Json::array();
     for (const MetricConstraint& c : sweep.constraints) {

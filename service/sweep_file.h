@@ -150,6 +150,13 @@ struct ExportConfig {
   bool operator==(const ExportConfig&) const = default;
 };
 
+// One objective: a final metric of the job and whether lower or higher is better.
+struct SweepObjective {
+  std::string metric;
+  StudyDirection direction = StudyDirection::kMinimize;
+  bool operator==(const SweepObjective&) const = default;
+};
+
 struct SweepFile {
   // The sweep file as given to load_sweep_file() (the `source` of parse_sweep_file()).
   std::string path;
@@ -160,6 +167,10 @@ struct SweepFile {
   // The SQLite file of the study, resolved. Default: "<name>.db" beside the sweep file.
   std::string storage_path;
   SearchSpace space;
+  // Every objective, in order: the one of "objective", or those of "objectives" (a study of
+  // several, whose trials are ranked by Pareto dominance). objective_metric and direction are the
+  // first's: the job's objective_metric, what its reports carry and progress lines show.
+  std::vector<SweepObjective> objectives;
   std::string objective_metric;
   StudyDirection direction = StudyDirection::kMinimize;
   // Bounds on the job's final metrics that a trial must keep to be feasible (its constraint

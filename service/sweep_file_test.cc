@@ -172,6 +172,50 @@ TEST(SweepFileTest, ExportDefaultsAndOtherMetric) {
   EXPECT_EQ(s.export_config->direction, StudyDirection::kMaximize);
 }
 
+// Issue 19: a sweep of several objectives (a study ranked by Pareto dominance).
+TEST(SweepFileTest, SeveralObjectives) {
+  const std::string text = patched(R"({"objective": null, "objectives": [
+      {"metric": "val_accuracy", "direction": "maximize"},
+      {"metric": "latency_ms", "direction": "minimize"}]})");
+  const SweepFile s = parse_sweep_file(text, "s.json");
+  ASSERT_EQ(s.objectives.size(), 2u);
+  EXPECT_EQ(s.objectives[1].metric, "latency_ms");
+  EXPECT_EQ(s.objectives[1].direction, StudyDirection::kMinimize);
+  // The first is the job's objective metric, what its reports carry.
+  EXPECT_EQ(s.objective_metric, "val_accuracy");
+  EXPECT_EQ(Json::parse(s.job_json)["objective_metric"], "val_accuracy");
+  EXPECT_EQ(make_study_options(s).directions,
+            (std::vector{StudyDirection::kMaximize, StudyDirection::kMinimize}));
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json"), s);
+  EXPECT_FALSE(Json::parse(to_json(s)).contains("objective"));
+
+  // One objective in the list is the same sweep as "objective".
+  const SweepFile one = parse_sweep_file(
+      patched(R"({"objective": null, "objectives": [{"metric": "loss", "direction": "minimize"}]})"),
+      "s.json");
+  EXPECT_EQ(one, parse_sweep_file(patched("{}"), "s.json"));
+
+  for (const auto& [patch, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"objectives": [{"metric": "a", "direction": "minimize"}]})",
+            "sweep.json: objectives: give \"objective\" (one) or \"objectives\" (several), not "
+            "both"},
+           {R"({"objective": null, "objectives": []})",
+            "sweep.json: objectives: expected a non-empty list such as"},
+           {R"({"objective": null, "objectives": [{"metric": "a", "direction": "up"}]})",
+            "sweep.json: objectives[0].direction: expected \"minimize\" or \"maximize\", got "
+            "\"up\""},
+           {R"({"objective": null, "objectives": [{"metric": "a", "direction": "minimize"},
+                                                  {"metric": "a", "direction": "maximize"}]})",
+            "sweep.json: objectives[1].metric: \"a\" is an objective already"},
+           {R"({"objective": null, "scheduler": {"type": "median"}, "objectives": [
+                {"metric": "a", "direction": "minimize"}, {"metric": "b", "direction": "minimize"}]})",
+            "sweep.json: scheduler: early stopping judges trials by one metric, but this sweep has "
+            "2 objectives"},
+       }) {
+    EXPECT_THAT(error_of(patched(patch)), HasSubstr(expected)) << patch;
+  }
+}
+
 TEST(SweepFileTest, TimeBudgetAloneAndInSeconds) {
   SweepFile s = parse_sweep_file(patched(R"({"budget": {"trials": null, "time": 600}})"), "s.json");
   EXPECT_FALSE(s.budget.trials.has_value());

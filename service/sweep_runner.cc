@@ -132,29 +132,46 @@ constexpr char kMetricNamesAttr[] = "study:metric_names";
                   "or --study NAME)");
 }
 
+// The objectives' metrics, as Optuna's study.set_metric_names() keeps them.
+nlohmann::json metric_names(const SweepFile& sweep) {
+  nlohmann::json names = nlohmann::json::array({sweep.objective_metric});
+  if (sweep.objectives.size() > 1) {
+    names = nlohmann::json::array();
+    for (const SweepObjective& o : sweep.objectives) names.push_back(o.metric);
+  }
+  return names;
+}
+
 // Throws when the sweep contradicts the study of its name that `storage` holds already: another
 // direction would rank trials upside down, another metric would mix two metrics' values. (A seed
 // is checked once the study is loaded: one Optuna made takes the sweep's.)
 void check_against_stored(const SweepFile& sweep, Storage& storage) {
   const std::optional<StudyRecord> stored = storage.find_study(sweep.name);
   if (!stored) return;
-  if (stored->directions != std::vector{sweep.direction}) {
+  const std::vector<StudyDirection> directions = make_study_options(sweep).directions;
+  if (stored->directions != directions) {
     std::string kept;
     for (StudyDirection d : stored->directions) {
       kept += (kept.empty() ? "" : ", ") + nlohmann::json(std::string(to_string(d))).dump();
     }
-    refuse_contradiction(sweep, "objective.direction",
-                         nlohmann::json(std::string(to_string(sweep.direction))).dump(),
+    std::string given;
+    for (StudyDirection d : directions) {
+      given += (given.empty() ? "" : ", ") + nlohmann::json(std::string(to_string(d))).dump();
+    }
+    refuse_contradiction(sweep, directions.size() == 1 ? "objective.direction" : "objectives",
+                         (directions.size() == 1 ? "" : "directions ") + given,
                          (stored->directions.size() == 1 ? "direction " : "directions ") + kept);
   }
   if (auto it = stored->system_attrs.find(kMetricNamesAttr); it != stored->system_attrs.end()) {
     const nlohmann::json names = json_nests_deeper_than(it->second, kMaxJsonDepth)
                                      ? nlohmann::json()
                                      : nlohmann::json::parse(it->second, nullptr, false);
-    const nlohmann::json given = nlohmann::json::array({sweep.objective_metric});
+    const nlohmann::json given = metric_names(sweep);
     if (names.is_array() && names != given) {
-      refuse_contradiction(sweep, "objective.metric", nlohmann::json(sweep.objective_metric).dump(),
-                           "the metric " + (names.size() == 1 ? names[0].dump() : names.dump()));
+      refuse_contradiction(
+          sweep, given.size() == 1 ? "objective.metric" : "objectives",
+          given.size() == 1 ? given[0].dump() : "the metrics " + given.dump(),
+          (names.size() == 1 ? "the metric " + names[0].dump() : "the metrics " + names.dump()));
     }
   }
 }
@@ -195,8 +212,7 @@ OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) 
   storage->set_study_system_attr(study.id(), kSweepAttr, nlohmann::json(stored.dump()).dump());
   // Where Optuna's study.set_metric_names() keeps them: the report, Optuna's plots and
   // optuna-dashboard name the objective after the metric.
-  storage->set_study_system_attr(study.id(), kMetricNamesAttr,
-                                 nlohmann::json::array({sweep.objective_metric}).dump());
+  storage->set_study_system_attr(study.id(), kMetricNamesAttr, metric_names(sweep).dump());
   std::vector<FrozenTrial> existing = study.trials();
   // The trial budget is the study's: trials of earlier runs count (a WAITING one is still to run),
   // re-runs of lost trials do not (they carry "failed_trial": Study::fail_and_retry, the
@@ -214,11 +230,25 @@ OpenedSweep open_sweep(const SweepFile& file, std::shared_ptr<Storage> storage) 
                      .remaining_trials = remaining};
 }
 
+namespace {
+
+// StudyRunOptions::objective_metrics: one per objective of a sweep with several, else none.
+std::vector<std::string> objective_metrics(const SweepFile& sweep) {
+  std::vector<std::string> metrics;
+  if (sweep.objectives.size() > 1) {
+    for (const SweepObjective& o : sweep.objectives) metrics.push_back(o.metric);
+  }
+  return metrics;
+}
+
+}  // namespace
+
 StudyRunOptions study_run_options(const OpenedSweep& opened) {
   return StudyRunOptions{.job_json = opened.sweep.job_json,
                          .n_trials = opened.remaining_trials,
                          .max_concurrency = opened.sweep.budget.max_concurrent,
-                         .constraints = opened.sweep.constraints};
+                         .constraints = opened.sweep.constraints,
+                         .objective_metrics = objective_metrics(opened.sweep)};
 }
 
 namespace {

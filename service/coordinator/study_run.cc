@@ -72,10 +72,14 @@ void accumulate(CoordinatorStats& sum, const CoordinatorStats& add) {
 
 StudyRun::StudyRun(StudyRunId run_id, Study s, StudyRunOptions o, const StudyRunContext& c)
     : id(run_id), study(std::move(s)), options(std::move(o)), context(c) {
-  if (study.directions().size() != 1) {
-    throw Error(ErrorCode::kInvalidArgument, "coordinator: study '" + study.name() + "' has " +
-                                                 std::to_string(study.directions().size()) +
-                                                 " objectives; a job has one objective metric");
+  const size_t objectives = std::max<size_t>(1, options.objective_metrics.size());
+  if (study.directions().size() != objectives) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "coordinator: study '" + study.name() + "' has " +
+                    std::to_string(study.directions().size()) + " objective(s) but the run names " +
+                    std::to_string(objectives) +
+                    " objective metric(s) (the job's objective_metric, or one per objective in "
+                    "StudyRunOptions::objective_metrics)");
   }
   if (options.max_retries < 0 || (options.n_trials && *options.n_trials < 0)) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -204,6 +208,7 @@ void StudyRun::undo_lease(Prepared work) {
 
 bool StudyRun::report(Trial& trial, const ReportMessage& report, const std::string& lease) {
   ++stats.reports;
+  if (options.objective_metrics.size() > 1) return false;  // nothing to judge
   auto metric = report.metrics.find(needs.objective_metric);
   if (metric == report.metrics.end()) return false;
   try {
@@ -229,6 +234,22 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
   const std::string unfit = set_constraints(trial, result.metrics);
   if (trial.stop_requested()) return study.tell(trial, TrialState::kPruned, "", metrics);
   if (!unfit.empty()) return study.tell(trial, TrialState::kFail, unfit, metrics);
+  if (options.objective_metrics.size() > 1) {
+    std::vector<double> values;
+    for (const std::string& name : options.objective_metrics) {
+      auto metric = result.metrics.find(name);
+      if (metric == result.metrics.end() || std::isnan(metric->second)) {
+        return study.tell(trial, TrialState::kFail,
+                          "RESULT has " + std::string(metric == result.metrics.end()
+                                                          ? "no value"
+                                                          : "NaN") +
+                              " for the objective metric '" + name + "'",
+                          metrics);
+      }
+      values.push_back(metric->second);
+    }
+    return study.tell(trial, values, metrics);
+  }
   if (!result.values.empty()) return study.tell(trial, result.values, metrics);
   auto metric = result.metrics.find(needs.objective_metric);
   if (metric == result.metrics.end()) {

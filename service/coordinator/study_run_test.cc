@@ -215,6 +215,48 @@ TEST_F(StudyRunTest, TellsResultsWithTheirMetricsAndConstraints) {
             std::string::npos);
 }
 
+// Issue 19: a study of several objectives values each trial by one final metric per objective.
+TEST_F(StudyRunTest, SeveralObjectivesTakeTheirValuesFromTheirMetrics) {
+  StudyOptions so;
+  so.name = "mo";
+  so.directions = {StudyDirection::kMinimize, StudyDirection::kMinimize};
+  so.sampler = std::make_shared<RandomSampler>();
+  so.storage = std::make_shared<InMemoryStorage>();
+  so.clock = clock_;
+  so.heartbeat_interval = std::nullopt;
+  so.space = SearchSpace();
+  so.space->add_float("x", 0.0, 1.0);
+  StudyRunOptions o;
+  o.job_json = testing::kCommandJob;  // its objective_metric: "loss"
+  // Without a metric per objective the run is refused, naming both counts.
+  try {
+    StudyRun(0, Study::create(so), o, context());
+    FAIL() << "a study of 2 objectives ran with one metric";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has 2 objective(s) but the run names 1"),
+              std::string::npos)
+        << e.what();
+  }
+  so.name = "mo2";
+  o.objective_metrics = {"loss", "latency"};
+  StudyRun run(1, Study::create(so), o, context());
+  std::optional<Prepared> a = run.next_work(commit_);
+  std::optional<Prepared> b = run.next_work(commit_);
+  ASSERT_TRUE(a && b);
+  // A report has nothing to judge: it is not stored as an intermediate value.
+  EXPECT_FALSE(run.report(*a->trial, ReportMessage{.step = 1, .metrics = {{"loss", 0.3}}}, "l"));
+  const FrozenTrial ok = run.tell_result(
+      *a->trial, ResultMessage{.metrics = {{"loss", 0.25}, {"latency", 4}}, .values = {0.25}});
+  EXPECT_EQ(ok.state, TrialState::kComplete);
+  EXPECT_EQ(ok.values, (std::vector<double>{0.25, 4}));
+  EXPECT_TRUE(ok.intermediate_values.empty());
+  const FrozenTrial missing = run.tell_result(*b->trial, ResultMessage{.metrics = {{"loss", 1}}});
+  EXPECT_EQ(missing.state, TrialState::kFail);
+  EXPECT_NE(missing.system_attrs.at(kFailReasonAttr)
+                .find("RESULT has no value for the objective metric 'latency'"),
+            std::string::npos);
+}
+
 TEST_F(StudyRunTest, ReportsAreStoredAndAFailKeepsItsExitCodeAndLogTail) {
   auto run = make_run(make_study("s"));
   std::optional<Prepared> work = run->next_work(commit_);
