@@ -124,7 +124,8 @@ std::pair<double, double> sbx_pair(double x1, double x2, double low, double high
   };
   const double beta_low = 1.0 + 2.0 * (lo - low) / diff;
   const double beta_high = 1.0 + 2.0 * (high - hi) / diff;
-  return {0.5 * ((lo + hi) - spread(beta_low) * diff), 0.5 * ((lo + hi) + spread(beta_high) * diff)};
+  return {0.5 * ((lo + hi) - spread(beta_low) * diff),
+          0.5 * ((lo + hi) + spread(beta_high) * diff)};
 }
 
 // The parameters every COMPLETE trial has with one distribution, by name.
@@ -306,7 +307,8 @@ Params Nsga2Sampler::sample(const SearchSpace& space, const History& history,
         child.emplace(name, from_scale(distribution, c1, *scale));
         other.emplace(name, from_scale(distribution, c2, *scale));
       }
-      if (options_.crossover == Nsga2Crossover::kSbx && rng.uniform() < 0.5) child = std::move(other);
+      if (options_.crossover == Nsga2Crossover::kSbx && rng.uniform() < 0.5)
+        child = std::move(other);
     } else {
       const size_t parent = static_cast<size_t>(rng.integer(0, static_cast<int64_t>(n) - 1));
       for (const auto& [name, distribution] : crossed) child.emplace(name, param(parent, name));

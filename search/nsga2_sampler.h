@@ -20,8 +20,8 @@
 // - Constraints (trials/constraints.h): ranks and tournaments by constrained domination (feasible
 //   first; of two infeasible, the smaller total violation).
 // - Which parameters: those every COMPLETE trial has with the same distribution (relative_space(),
-//   Optuna's IntersectionSearchSpace); the others, conditional ones and single-valued ones are drawn
-//   at random.
+//   Optuna's IntersectionSearchSpace); the others, conditional ones and single-valued ones are
+//   drawn at random.
 //
 // Thread-safe (no state). Deterministic: the same history, trial and Rng give the same values.
 #ifndef TUNER_SEARCH_NSGA2_SAMPLER_H_

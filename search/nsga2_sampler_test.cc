@@ -46,10 +46,11 @@ FrozenTrial make_trial(int number, const SearchSpace& space, const Params& param
   return t;
 }
 
-std::vector<FrozenTrial> optimize(Sampler& sampler, const SearchSpace& space, uint64_t seed, int n,
-                                  const std::function<std::vector<double>(const Params&)>& objective,
-                                  const std::vector<StudyDirection>& directions = kTwo,
-                                  const std::function<double(const Params&)>& constraint = nullptr) {
+std::vector<FrozenTrial> optimize(
+    Sampler& sampler, const SearchSpace& space, uint64_t seed, int n,
+    const std::function<std::vector<double>(const Params&)>& objective,
+    const std::vector<StudyDirection>& directions = kTwo,
+    const std::function<double(const Params&)>& constraint = nullptr) {
   std::vector<FrozenTrial> trials;
   for (int i = 0; i < n; ++i) {
     History history{trials, directions};
@@ -79,7 +80,8 @@ double front_volume(const std::vector<FrozenTrial>& trials, const std::vector<do
 TEST(Nsga2Sampler, CrowdingDistances) {
   // (0, 3), (1, 1), (3, 0), (2, 0.5): the ends of each objective are infinitely far; (1, 1):
   // (2 - 0) / 3 + (3 - 0.5) / 3; (2, 0.5): (3 - 1) / 3 + (1 - 0) / 3.
-  const std::vector<double> d = crowding_distances(std::vector<double>{0, 3, 1, 1, 3, 0, 2, 0.5}, 2);
+  const std::vector<double> d =
+      crowding_distances(std::vector<double>{0, 3, 1, 1, 3, 0, 2, 0.5}, 2);
   ASSERT_EQ(d.size(), 4u);
   EXPECT_EQ(d[0], INFINITY);
   EXPECT_DOUBLE_EQ(d[1], 2.0 / 3 + 2.5 / 3);
@@ -91,9 +93,9 @@ TEST(Nsga2Sampler, CrowdingDistances) {
 
 TEST(Nsga2Sampler, EliteTakesWholeRanksThenTheLeastCrowded) {
   const std::vector<double> points = {
-      0, 1, 1, 0,                // rank 0: 0, 1
+      0,   1, 1,   0,            // rank 0: 0, 1
       0.5, 3, 1.2, 2.4, 2.5, 1,  // rank 1: 2, 3, 4 (3 between the two others: the most crowded)
-      5, 5,                      // rank 2: 5
+      5,   5,                    // rank 2: 5
   };
   const std::vector<double> feasible(6, 0.0);
   EXPECT_EQ(nsga2_elite(points, 2, feasible, 4), (std::vector<size_t>{0, 1, 2, 4}));
@@ -123,7 +125,7 @@ TEST(Nsga2Sampler, ParentsAreTheEliteOfThePreviousGeneration) {
   space.add_float("x", 0, 1);
   // Generation 0: trials 0-3; generation 1: 4-7 (trial 6 failed).
   const std::vector<std::vector<double>> values = {{0, 3}, {5, 5}, {3, 0}, {2, 2},
-                                                   {1, 1}, {6, 6}, {}, {0.5, 2.9}};
+                                                   {1, 1}, {6, 6}, {},     {0.5, 2.9}};
   std::vector<FrozenTrial> trials;
   for (int i = 0; i < 8; ++i) {
     trials.push_back(make_trial(i, space, {{"x", 0.1 * i}}, values[static_cast<size_t>(i)]));
@@ -156,7 +158,8 @@ TEST(Nsga2Sampler, ChildrenComeFromTheParents) {
         for (int p : parents) found |= trials[static_cast<size_t>(p)].params.at(name) == value;
         EXPECT_TRUE(found) << "trial " << i << " " << name;
       }
-      for (int p : parents) whole += trials[static_cast<size_t>(p)].params == trials[static_cast<size_t>(i)].params;
+      for (int p : parents)
+        whole += trials[static_cast<size_t>(p)].params == trials[static_cast<size_t>(i)].params;
       if (crossover == 0.0) {
         EXPECT_GE(whole, 1) << "trial " << i;
       }

@@ -283,8 +283,8 @@ bool dominates(const double* a, const double* b, size_t m) {
   return better;
 }
 
-bool constrained_dominates(const double* a, double violation_a, const double* b,
-                           double violation_b, size_t m) {
+bool constrained_dominates(const double* a, double violation_a, const double* b, double violation_b,
+                           size_t m) {
   const bool feasible_a = !(violation_a > 0), feasible_b = !(violation_b > 0);
   if (feasible_a && feasible_b) return dominates(a, b, m);
   if (feasible_a != feasible_b) return feasible_a;
@@ -439,8 +439,8 @@ std::vector<double> hypervolume_contributions(std::span<const double> points, si
     if (repeated[j]) continue;
     others.clear();
     for (size_t q : inside) {
-      if (q != front[j]) others.insert(others.end(), points.data() + q * m,
-                                       points.data() + (q + 1) * m);
+      if (q != front[j])
+        others.insert(others.end(), points.data() + q * m, points.data() + (q + 1) * m);
     }
     out[front[j]] = std::max(0.0, gain(points.data() + front[j] * m, others, m, reference.data()));
   }
@@ -476,8 +476,7 @@ std::vector<size_t> select_by_hypervolume(std::span<const double> points, size_t
     queue.pop();
     if (stamp == chosen.size()) {
       chosen.push_back(i);
-      chosen_points.insert(chosen_points.end(), points.data() + i * m,
-                           points.data() + (i + 1) * m);
+      chosen_points.insert(chosen_points.end(), points.data() + i * m, points.data() + (i + 1) * m);
       continue;
     }
     const double g = gain(points.data() + i * m, chosen_points, m, reference.data());

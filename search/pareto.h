@@ -29,8 +29,8 @@ bool dominates(const double* a, const double* b, size_t m);
 // (violation 0) beats an infeasible one (violation > 0); of two infeasible points the one with
 // the smaller violation wins; of two feasible ones, dominates(). A violation is the sum of the
 // positive constraint values (trials/constraints.h, constraint_violation()).
-bool constrained_dominates(const double* a, double violation_a, const double* b,
-                           double violation_b, size_t m);
+bool constrained_dominates(const double* a, double violation_a, const double* b, double violation_b,
+                           size_t m);
 
 // The non-domination rank of every point: 0 for the points no other dominates, 1 for those
 // only rank-0 points dominate, and so on. Equal points share a rank.

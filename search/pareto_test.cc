@@ -113,9 +113,9 @@ TEST(Pareto, Dominates) {
 
 TEST(Pareto, ConstrainedDominates) {
   const double good[] = {0, 0}, bad[] = {5, 5};
-  EXPECT_TRUE(constrained_dominates(bad, 0, good, 1, 2));   // feasible beats infeasible
+  EXPECT_TRUE(constrained_dominates(bad, 0, good, 1, 2));  // feasible beats infeasible
   EXPECT_FALSE(constrained_dominates(good, 1, bad, 0, 2));
-  EXPECT_TRUE(constrained_dominates(bad, 1, good, 2, 2));   // the smaller violation
+  EXPECT_TRUE(constrained_dominates(bad, 1, good, 2, 2));  // the smaller violation
   EXPECT_FALSE(constrained_dominates(good, 2, bad, 1, 2));
   EXPECT_FALSE(constrained_dominates(good, 1, bad, 1, 2));  // equal violations: neither
   EXPECT_TRUE(constrained_dominates(good, 0, bad, 0, 2));   // both feasible: domination

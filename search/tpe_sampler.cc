@@ -94,8 +94,8 @@ std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
       below.push_back(i);
     } else if (ranks[i] == whole + 1) {
       next.push_back(i);
-      next_losses.insert(next_losses.end(), losses.begin() + static_cast<ptrdiff_t>(i * n_objectives),
-                         losses.begin() + static_cast<ptrdiff_t>((i + 1) * n_objectives));
+      const auto row = losses.begin() + static_cast<ptrdiff_t>(i * n_objectives);
+      next_losses.insert(next_losses.end(), row, row + static_cast<ptrdiff_t>(n_objectives));
     }
   }
   const std::vector<double> reference = nadir_reference(next_losses, n_objectives);
@@ -115,8 +115,8 @@ std::vector<double> tpe_hypervolume_weights(std::span<const double> losses, size
   const std::vector<size_t> front = pareto_front(losses, n_objectives);
   std::vector<double> front_losses;
   for (size_t i : front) {
-    front_losses.insert(front_losses.end(), losses.begin() + static_cast<ptrdiff_t>(i * n_objectives),
-                        losses.begin() + static_cast<ptrdiff_t>((i + 1) * n_objectives));
+    const auto row = losses.begin() + static_cast<ptrdiff_t>(i * n_objectives);
+    front_losses.insert(front_losses.end(), row, row + static_cast<ptrdiff_t>(n_objectives));
   }
   const std::vector<double> contributions =
       hypervolume_contributions(front_losses, n_objectives, reference);

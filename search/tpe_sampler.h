@@ -9,8 +9,8 @@
 //   together; the other parameters of a conditional space are sampled on their own.
 // - The "below" trials weigh by how much they improve on the best "above" one
 //   (improvement_weights), so that l(x) / g(x) follows expected improvement.
-// - One objective: COMPLETE trials rank by value (history.direction()); PRUNED ones after them, by their last
-//   reported step (more is better) and then its value; FAIL trials are ignored.
+// - One objective: COMPLETE trials rank by value (history.direction()); PRUNED ones after them,
+//   by their last reported step (more is better) and then its value; FAIL trials are ignored.
 // - Constraints (trials/constraints.h), as Optuna's TPESampler: a COMPLETE or PRUNED trial with a
 //   constraint value > 0 ranks after every feasible one, by its total violation (the sum of its
 //   positive values; least first), so infeasible trials are "below" only when fewer than gamma(n)

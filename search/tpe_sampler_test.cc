@@ -488,7 +488,8 @@ std::vector<FrozenTrial> optimize_multi(
     space.check_assignment(params);
     FrozenTrial t = make_trial(i, space, params, TrialState::kComplete, objective(params));
     if (constraint) {
-      t.system_attrs[kConstraintsAttr] = constraints_to_json(std::vector<double>{constraint(params)});
+      t.system_attrs[kConstraintsAttr] =
+          constraints_to_json(std::vector<double>{constraint(params)});
     }
     trials.push_back(std::move(t));
   }
@@ -529,7 +530,8 @@ TEST(TpeSampler, MultiObjectiveBelowTakesWholeRanksThenHypervolume) {
 TEST(TpeSampler, HypervolumeWeightsFollowContributions) {
   // The front (0, 3), (1, 1), (3, 0) and a dominated (2, 2), against (3.3, 3.3): contributions
   // 0.3, 4 and 0.3.
-  const std::vector<double> w = tpe_hypervolume_weights(std::vector<double>{0, 3, 1, 1, 3, 0, 2, 2}, 2);
+  const std::vector<double> w =
+      tpe_hypervolume_weights(std::vector<double>{0, 3, 1, 1, 3, 0, 2, 2}, 2);
   ASSERT_EQ(w.size(), 4u);
   EXPECT_NEAR(w[0], 0.075, 1e-12);
   EXPECT_DOUBLE_EQ(w[1], 1.0);
@@ -550,8 +552,10 @@ TEST(TpeSampler, MultiObjectiveBeatsRandom) {
       o.hypervolume_weights = by_volume;
       TpeSampler sampler(o);
       RandomSampler rs;
-      const double a = trials_hypervolume(optimize_multi(sampler, space, seed, 100, zdt1, kMinimizeTwo), reference);
-      const double b = trials_hypervolume(optimize_multi(rs, space, seed, 100, zdt1, kMinimizeTwo), reference);
+      const double a = trials_hypervolume(
+          optimize_multi(sampler, space, seed, 100, zdt1, kMinimizeTwo), reference);
+      const double b =
+          trials_hypervolume(optimize_multi(rs, space, seed, 100, zdt1, kMinimizeTwo), reference);
       tpe += a;
       random += b;
       wins += a > b;
@@ -598,7 +602,8 @@ TEST(TpeSampler, MultiObjectiveConstraintsDrawTrialsIntoTheFeasibleRegion) {
     auto a = optimize_multi(constrained, space, seed, 80, zdt1, kMinimizeTwo, constraint);
     auto b = optimize_multi(ignoring, space, seed, 80, zdt1, kMinimizeTwo);
     for (FrozenTrial& t : b) {
-      t.system_attrs[kConstraintsAttr] = constraints_to_json(std::vector<double>{constraint(t.params)});
+      t.system_attrs[kConstraintsAttr] =
+          constraints_to_json(std::vector<double>{constraint(t.params)});
     }
     for (int i = 40; i < 80; ++i) {
       feasible += is_feasible(a[static_cast<size_t>(i)]);
