@@ -399,6 +399,11 @@ TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
 
 TpeSampler::~TpeSampler() = default;
 
+bool TpeSampler::joint(const History& history) const {
+  if (history.directions.size() > 1) return options_.multi_objective_multivariate || options_.group;
+  return options_.multivariate;
+}
+
 void TpeSampler::sync(const History& history) {
   const size_t n = history.trials.size();
   bool reset = !cache_ || cache_->rebuild_next ||
@@ -885,7 +890,7 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     call = begin_call(history, trial);
-    if (options_.multivariate && call.n_finished >= options_.n_startup_trials) {
+    if (joint(history) && call.n_finished >= options_.n_startup_trials) {
       // The joint sets, restricted to the parameters of `space` with the same distribution.
       auto restrict = [&](const NamedDistributions& set) {
         NamedDistributions out;
@@ -927,7 +932,7 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
 
 SearchSpace TpeSampler::relative_space(const History& history) {
   SearchSpace space;
-  if (!options_.multivariate) return space;
+  if (!joint(history)) return space;
   std::lock_guard<std::mutex> lock(mutex_);
   sync(history);
   auto add = [&](const NamedDistributions& set) {

@@ -154,8 +154,13 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         SamplerCase{"random", [] { return std::make_shared<RandomSampler>(); }},
         SamplerCase{"tpe", [] { return std::make_shared<TpeSampler>(); }},
-        SamplerCase{"tpe_univariate",
-                    [] { return std::make_shared<TpeSampler>(tpe(false, false)); }},
+        SamplerCase{"tpe_multivariate",
+                    [] {
+                      TpeOptions o;
+                      o.multi_objective_multivariate = true;
+                      return std::make_shared<TpeSampler>(o);
+                    }},
+        SamplerCase{"tpe_grouped", [] { return std::make_shared<TpeSampler>(tpe(true, true)); }},
         SamplerCase{"tpe_hypervolume_weights",
                     [] {
                       TpeOptions o;
