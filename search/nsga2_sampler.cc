@@ -134,19 +134,17 @@ std::vector<std::pair<std::string, Distribution>> intersection(const History& hi
   bool first = true;
   for (const FrozenTrial& t : history.trials) {
     if (t.state != TrialState::kComplete) continue;
-    std::vector<std::pair<std::string, Distribution>> mine;
-    for (const auto& [name, distribution] : t.distributions) {
-      if (t.params.contains(name)) mine.emplace_back(name, distribution);
-    }
     if (first) {
-      common = std::move(mine);
+      for (const auto& [name, distribution] : t.distributions) {
+        if (t.params.contains(name)) common.emplace_back(name, distribution);
+      }
       first = false;
       continue;
     }
     std::erase_if(common, [&](const auto& entry) {
-      auto it = std::lower_bound(mine.begin(), mine.end(), entry.first,
-                                 [](const auto& e, const std::string& n) { return e.first < n; });
-      return it == mine.end() || it->first != entry.first || !(it->second == entry.second);
+      auto it = t.distributions.find(entry.first);
+      return it == t.distributions.end() || !(it->second == entry.second) ||
+             !t.params.contains(entry.first);
     });
   }
   return common;
@@ -240,9 +238,27 @@ std::vector<int> Nsga2Sampler::parents(const History& history, int generation) c
       if (ranked(history.trials[i], m)) pool.push_back(static_cast<int>(i));
     }
     std::sort(pool.begin(), pool.end());
+    // The same pool (the same trials, by id) gives the same elite: reuse the last one's.
+    std::vector<int64_t> key;
+    key.reserve(pool.size() + 1);
+    key.push_back(static_cast<int64_t>(m));
+    for (int number : pool) key.push_back(history.trials[static_cast<size_t>(number)].trial_id);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const size_t next = static_cast<size_t>(g) + 1;
+      if (next < memo_.size() && memo_[next].pool_ids == key && key.size() > 1 &&
+          std::none_of(key.begin() + 1, key.end(), [](int64_t id) { return id < 0; })) {
+        parents = memo_[next].parents;
+        continue;
+      }
+    }
     const Scores s = scores(history, pool);
     parents.clear();
     for (size_t j : nsga2_elite(s.losses, m, s.violations, size)) parents.push_back(pool[j]);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t next = static_cast<size_t>(g) + 1;
+    if (memo_.size() <= next) memo_.resize(next + 1);
+    memo_[next] = {std::move(key), parents};
   }
   return parents;
 }

@@ -6,9 +6,11 @@
 // - The parents of generation g are the elite of generation g - 1's COMPLETE trials together with
 //   generation g - 1's parents: whole fronts by rank (search/pareto.h) while they fit in
 //   population_size, then the members of the next front of largest crowding distance (ties by
-//   trial number). They are recomputed from the history at each call (no state), from the trials
-//   finished by then: with parallel workers, a generation's first children may see fewer parents
-//   than its last.
+//   trial number). They are computed from the history at each call, from the trials finished by
+//   then (with parallel workers, a generation's first children may see fewer parents than its
+//   last), and remembered by the trial ids they came from (a pool of the same trials: the same
+//   parents; like TpeSampler's cache, this assumes that the histories one sampler is given belong
+//   to one study).
 // - A child: with crossover_prob, a crossover of two parents, each the winner of a binary
 //   tournament (two parents drawn at random, the one that constrained-dominates wins, else the
 //   second); else a copy of a parent drawn at random. Then each parameter is mutated (resampled
@@ -23,11 +25,13 @@
 //   Optuna's IntersectionSearchSpace); the others, conditional ones and single-valued ones are
 //   drawn at random.
 //
-// Thread-safe (no state). Deterministic: the same history, trial and Rng give the same values.
+// Thread-safe. Deterministic: the same history, trial and Rng give the same values.
 #ifndef TUNER_SEARCH_NSGA2_SAMPLER_H_
 #define TUNER_SEARCH_NSGA2_SAMPLER_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -97,8 +101,19 @@ class Nsga2Sampler final : public Sampler {
   std::vector<int> parents(const History& history, int generation) const;
 
  private:
+  // One generation's parents, and the trial ids of the pool they were chosen from (the objective
+  // count first): a pool of the same trials gives the same parents.
+  struct Memo {
+    std::vector<int64_t> pool_ids;
+    std::vector<int> parents;
+  };
+
   // Constant after construction.
   const Nsga2Options options_;
+
+  mutable std::mutex mutex_;
+  // State below is protected by mutex_.
+  mutable std::vector<Memo> memo_;  // by generation
 };
 
 }  // namespace tuner
