@@ -256,9 +256,11 @@ struct TpeSampler::Cache {
       if (t.values.empty()) return;
       if (n_objectives > 1) {
         if (t.values.size() != n_objectives) return;
+        if (std::any_of(t.values.begin(), t.values.end(), [](double x) { return std::isnan(x); })) {
+          return;
+        }
         for (size_t k = 0; k < n_objectives; ++k) {
           const double x = t.values[k];
-          if (std::isnan(x)) return;
           losses[i * n_objectives + k] = directions[k] == StudyDirection::kMaximize ? -x : x;
         }
       }
