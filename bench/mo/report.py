@@ -99,20 +99,24 @@ def main():
                                            for c in cells])
         out(table(["problem", "trials", "default"] + others, rows))
         out("")
-    timing = [r for r in records if r.get("bench") == "mo-timing"]
+    timing = collections.defaultdict(list)  # (impl, sampler, problem, N) -> medians of rounds
+    for r in records:
+        if r.get("bench") == "mo-timing" and "median_ms" in r:
+            timing[(r["impl"], r["sampler"], r["problem"], r["n_trials"])].append(r["median_ms"])
     if timing:
-        out("Time per ask + tell after N finished trials (median of the timed asks):")
+        out("Time per ask + tell after N finished trials (the median over rounds of each round's "
+            "median):")
         out("")
-        rows = [[r["impl"], r["sampler"], r["problem"], str(r["n_trials"]), str(r["asks"]),
-                 fmt(r["median_ms"])] for r in timing]
-        out(table(["impl", "sampler", "problem", "N", "asks", "median ms"], rows))
-        by = {(r["impl"], r["problem"], r["n_trials"]): r["median_ms"] for r in timing
-              if r["sampler"] in ("default", "tpe")}
-        for (impl, problem, n), ms in sorted(by.items()):
-            if impl == "tuner" and ("optuna", problem, n) in by:
+        rows = [[impl, sampler, problem, str(n), str(len(ms)), fmt(statistics.median(ms))]
+                for (impl, sampler, problem, n), ms in sorted(timing.items())]
+        out(table(["impl", "sampler", "problem", "N", "rounds", "median ms"], rows))
+        for (impl, sampler, problem, n), ms in sorted(timing.items()):
+            peer = {"default": "tpe", "nsga2": "nsga2"}.get(sampler)
+            if impl == "tuner" and peer and ("optuna", peer, problem, n) in timing:
+                theirs = statistics.median(timing[("optuna", peer, problem, n)])
                 out("")
-                out(f"{problem} at {n} trials: Optuna's TPE / tuner's default = "
-                    f"{by[('optuna', problem, n)] / ms:.0f}x")
+                out(f"{problem} at {n} trials: Optuna's {peer} / tuner's {sampler} = "
+                    f"{theirs / statistics.median(ms):.3g}x")
         out("")
     sorting = [r for r in records if r.get("bench") == "pareto-timing"]
     if sorting:
