@@ -7,7 +7,9 @@
 // fits badly or costs too much. The rule, measured on bench/suite:
 // - TPE when the space has conditions, or when the COMPLETE trials do not all have the same
 //   parameters (a define-by-run study whose objective branches);
-// - TPE when the study has several objectives (the GP models one);
+// - TPE when the study has several objectives (the GP models one): multi-objective TPE, which
+//   ranks trials by non-domination and hypervolume (tpe_sampler.h), as Optuna 5's default for
+//   several objectives;
 // - TPE when the space has more than max_gp_params parameters;
 // - TPE once max_gp_trials trials are finished (past the GP's fit window it would forget trials
 //   that TPE still uses);

@@ -48,7 +48,7 @@ class Sampler {
   virtual bool exhausted(const History& history) const;
 
   // What the study records as the origin of the trials it proposes (the "tuner:sampler" system
-  // attribute; docs/samplers.md): "tpe", "gp", "random", "grid". Default: "custom".
+  // attribute; docs/samplers.md): "tpe", "gp", "random", "grid", "nsga2". Default: "custom".
   virtual std::string name() const;
 
   // The origin recorded for a trial proposed over `space` (the study's, or relative_space() for

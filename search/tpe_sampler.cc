@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <utility>
 
+#include "search/pareto.h"
 #include "search/parzen_estimator.h"
 #include "search/random_sampler.h"
 #include "trials/constraints.h"
@@ -17,6 +19,9 @@ namespace tuner {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The weight of a "below" trial that adds no hypervolume: small, so that its kernel stays in the
+// mixture.
+constexpr double kHypervolumeWeightFloor = 1e-12;
 
 enum Role : uint8_t { kNone = 0, kBelow = 1, kAbove = 2 };
 
@@ -53,6 +58,78 @@ void check_options(const TpeOptions& o) {
 
 int tpe_default_gamma(int n) {
   return std::min(static_cast<int>(std::ceil(0.1 * static_cast<double>(n))), 25);
+}
+
+int tpe_default_gamma_multi_objective(int n) {
+  return static_cast<int>(std::ceil(0.1 * static_cast<double>(n)));
+}
+
+std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
+                                              size_t n_objectives, size_t n_below) {
+  const size_t n = losses.size() / n_objectives;
+  std::vector<size_t> below;
+  if (n_below >= n) {
+    below.resize(n);
+    std::iota(below.begin(), below.end(), size_t{0});
+    return below;
+  }
+  if (n_below == 0) return below;
+  const std::vector<int> ranks = non_domination_ranks(losses, n_objectives);
+  // The ranks that fit whole: their sizes add up to at most n_below.
+  std::vector<size_t> per_rank;
+  for (int r : ranks) {
+    if (static_cast<size_t>(r) >= per_rank.size()) per_rank.resize(static_cast<size_t>(r) + 1, 0);
+    ++per_rank[static_cast<size_t>(r)];
+  }
+  int whole = -1;
+  size_t total = 0;
+  while (static_cast<size_t>(whole + 1) < per_rank.size() &&
+         total + per_rank[static_cast<size_t>(whole + 1)] <= n_below) {
+    total += per_rank[static_cast<size_t>(++whole)];
+  }
+  std::vector<size_t> next;  // the rank after them: some of it, by hypervolume
+  std::vector<double> next_losses;
+  for (size_t i = 0; i < n; ++i) {
+    if (ranks[i] <= whole) {
+      below.push_back(i);
+    } else if (ranks[i] == whole + 1) {
+      next.push_back(i);
+      const auto row = losses.begin() + static_cast<ptrdiff_t>(i * n_objectives);
+      next_losses.insert(next_losses.end(), row, row + static_cast<ptrdiff_t>(n_objectives));
+    }
+  }
+  const std::vector<double> reference = nadir_reference(next_losses, n_objectives);
+  for (size_t j : select_by_hypervolume(next_losses, n_objectives, n_below - below.size(),
+                                        reference)) {
+    below.push_back(next[j]);
+  }
+  std::sort(below.begin(), below.end());
+  return below;
+}
+
+std::vector<double> tpe_hypervolume_weights(std::span<const double> losses, size_t n_objectives) {
+  const size_t n = losses.size() / n_objectives;
+  std::vector<double> w(n, kHypervolumeWeightFloor);
+  if (n == 0) return w;
+  const std::vector<double> reference = nadir_reference(losses, n_objectives);
+  const std::vector<size_t> front = pareto_front(losses, n_objectives);
+  std::vector<double> front_losses;
+  for (size_t i : front) {
+    const auto row = losses.begin() + static_cast<ptrdiff_t>(i * n_objectives);
+    front_losses.insert(front_losses.end(), row, row + static_cast<ptrdiff_t>(n_objectives));
+  }
+  const std::vector<double> contributions =
+      hypervolume_contributions(front_losses, n_objectives, reference);
+  double largest = 0.0;
+  for (double c : contributions) {
+    if (!std::isfinite(c)) return std::vector<double>(n, 1.0);  // volumes beyond doubles
+    largest = std::max(largest, c);
+  }
+  for (size_t j = 0; j < front.size(); ++j) {
+    w[front[j]] = std::max(contributions[j] / std::max(largest, kHypervolumeWeightFloor),
+                           kHypervolumeWeightFloor);
+  }
+  return w;
 }
 
 std::vector<double> tpe_default_weights(int n) {
@@ -100,12 +177,17 @@ struct TpeSampler::Cache {
   };
 
   uint64_t generation = 0;
-  StudyDirection direction = StudyDirection::kMinimize;
+  StudyDirection direction = StudyDirection::kMinimize;  // the first objective's
+  std::vector<StudyDirection> directions;
+  size_t n_objectives = 1;
   bool rebuild_next = false;  // a finished trial had no trial_id: it cannot be checked next time
   std::vector<Entry> trials;  // by number
   std::vector<double> score;  // COMPLETE: the loss; PRUNED: the last value as a loss
   std::vector<double> step;   // PRUNED: -(last step), 1 without intermediate values
   std::vector<double> violation;  // infeasible: the sum of the positive constraint values; else 0
+  // Several objectives: each feasible COMPLETE trial's values as losses (maximized ones negated),
+  // n_objectives a trial, by number; NaN otherwise.
+  std::vector<double> losses;
   std::vector<int> complete;  // numbers of feasible COMPLETE trials, best first (ties by number)
   std::vector<int> pruned;    // numbers of feasible PRUNED trials, best first
   // Numbers of the COMPLETE and PRUNED trials that violate a constraint, least violation first
@@ -120,6 +202,7 @@ struct TpeSampler::Cache {
     score.resize(n, kNaN);
     step.resize(n, kNaN);
     violation.resize(n, 0.0);
+    if (n_objectives > 1) losses.resize(n * n_objectives, kNaN);
     for (auto& c : columns) c->value.resize(n, kNaN);
   }
 
@@ -171,6 +254,16 @@ struct TpeSampler::Cache {
                         t.number);
     } else if (t.state == TrialState::kComplete) {
       if (t.values.empty()) return;
+      if (n_objectives > 1) {
+        if (t.values.size() != n_objectives) return;
+        if (std::any_of(t.values.begin(), t.values.end(), [](double x) { return std::isnan(x); })) {
+          return;
+        }
+        for (size_t k = 0; k < n_objectives; ++k) {
+          const double x = t.values[k];
+          losses[i * n_objectives + k] = directions[k] == StudyDirection::kMaximize ? -x : x;
+        }
+      }
       double v = t.values[0];
       if (std::isnan(v)) return;
       score[i] = direction == StudyDirection::kMaximize ? -v : v;
@@ -299,7 +392,7 @@ struct TpeSampler::Split {
   bool weights_ready = false;
   std::vector<double> weights[2];  // default weights of each group's kernels
   bool improvement_ready = false;
-  std::vector<double> improvement;  // improvement weights of the below kernels; empty: none
+  std::vector<double> improvement;  // below_weights() of the below kernels; empty: the default
 };
 
 TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
@@ -308,9 +401,16 @@ TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
 
 TpeSampler::~TpeSampler() = default;
 
+bool TpeSampler::joint(const History& history) const {
+  if (history.directions.size() > 1) return options_.multi_objective_multivariate || options_.group;
+  return options_.multivariate;
+}
+
 void TpeSampler::sync(const History& history) {
   const size_t n = history.trials.size();
-  bool reset = !cache_ || cache_->rebuild_next || cache_->direction != history.direction() ||
+  bool reset = !cache_ || cache_->rebuild_next ||
+               !std::equal(cache_->directions.begin(), cache_->directions.end(),
+                           history.directions.begin(), history.directions.end()) ||
                n < cache_->trials.size();
   if (!reset) {
     for (size_t i = 0; i < cache_->trials.size(); ++i) {
@@ -325,6 +425,8 @@ void TpeSampler::sync(const History& history) {
     cache_ = std::make_unique<Cache>();
     cache_->generation = generation;
     cache_->direction = history.direction();
+    cache_->directions.assign(history.directions.begin(), history.directions.end());
+    cache_->n_objectives = history.directions.size();
     ++cache_version_;
   }
   cache_->resize(n);
@@ -377,16 +479,37 @@ TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialConte
   const auto& pruned = cache_->pruned;
   const auto& infeasible = cache_->infeasible;
   call.n_finished = static_cast<int>(complete.size() + pruned.size() + infeasible.size());
-  int n_below =
-      options_.gamma ? options_.gamma(call.n_finished) : tpe_default_gamma(call.n_finished);
+  const bool multi = cache_->n_objectives > 1;
+  int n_below = options_.gamma ? options_.gamma(call.n_finished)
+                : multi        ? tpe_default_gamma_multi_objective(call.n_finished)
+                               : tpe_default_gamma(call.n_finished);
   n_below = std::clamp(n_below, 0, call.n_finished);
   for (int number : complete) call.role[static_cast<size_t>(number)] = kAbove;
   for (int number : pruned) call.role[static_cast<size_t>(number)] = kAbove;
   for (int number : infeasible) call.role[static_cast<size_t>(number)] = kAbove;
   // Below: the best feasible COMPLETE trials, then feasible PRUNED ones, then the least
   // infeasible ones, until n_below.
-  for (int j = 0; j < n_below; ++j) {
-    const size_t c = complete.size(), p = pruned.size(), k = static_cast<size_t>(j);
+  const size_t c = complete.size(), p = pruned.size();
+  int first = 0;
+  if (multi) {
+    // The best of several objectives: by non-domination rank, the last rank that does not fit
+    // whole by hypervolume (tpe_multi_objective_below()).
+    std::vector<int> numbers(complete.begin(), complete.end());
+    std::sort(numbers.begin(), numbers.end());
+    const size_t m = cache_->n_objectives;
+    std::vector<double> losses(numbers.size() * m);
+    for (size_t j = 0; j < numbers.size(); ++j) {
+      std::copy_n(cache_->losses.begin() + static_cast<ptrdiff_t>(numbers[j] * m), m,
+                  losses.begin() + static_cast<ptrdiff_t>(j * m));
+    }
+    const size_t k = std::min(c, static_cast<size_t>(n_below));
+    for (size_t j : tpe_multi_objective_below(losses, m, k)) {
+      call.role[static_cast<size_t>(numbers[j])] = kBelow;
+    }
+    first = static_cast<int>(k);
+  }
+  for (int j = first; j < n_below; ++j) {
+    const size_t k = static_cast<size_t>(j);
     int number = k < c ? complete[k] : k < c + p ? pruned[k - c] : infeasible[k - c - p];
     call.role[static_cast<size_t>(number)] = kBelow;
   }
@@ -529,13 +652,11 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
             groups[g].weights = checked_weights(options_, static_cast<int>(sp.members[g].size()));
           }
         }
-        if (options_.improvement_weights) {
-          if (!sp.improvement_ready) {
-            sp.improvement = below_improvement_weights(sp.members[0], sp.role);
-            sp.improvement_ready = true;
-          }
-          if (!sp.improvement.empty()) groups[0].weights = sp.improvement;
+        if (!sp.improvement_ready) {
+          sp.improvement = below_weights(sp.members[0], sp.role);
+          sp.improvement_ready = true;
         }
+        if (!sp.improvement.empty()) groups[0].weights = sp.improvement;
         // Every kernel has a value in every dimension: each order holds all of its group's.
         for (int g = 0; g < 2; ++g) {
           groups[g].sorted.assign(n_dims, std::vector<int>(sp.members[g].size()));
@@ -621,8 +742,8 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
           }
         }
         obs.weights = checked_weights(options_, static_cast<int>(m.size()));
-        if (g == 0 && options_.improvement_weights) {
-          std::vector<double> improvement = below_improvement_weights(m, call.role);
+        if (g == 0) {
+          std::vector<double> improvement = below_weights(m, call.role);
           if (!improvement.empty()) obs.weights = std::move(improvement);
         }
         obs.sorted.assign(n_dims, {});
@@ -697,6 +818,31 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
           candidates.begin() + static_cast<ptrdiff_t>(best + 1) * static_cast<ptrdiff_t>(n_dims)};
 }
 
+std::vector<double> TpeSampler::below_weights(const std::vector<int>& below,
+                                              const std::vector<uint8_t>& role) const {
+  if (cache_->n_objectives > 1) {
+    // Several objectives: uniform, or by hypervolume contribution among the feasible COMPLETE
+    // trials (the others, PRUNED or infeasible, barely weigh).
+    if (!options_.hypervolume_weights) return std::vector<double>(below.size(), 1.0);
+    const size_t m = cache_->n_objectives;
+    std::vector<size_t> scored;
+    std::vector<double> losses;
+    for (size_t j = 0; j < below.size(); ++j) {
+      const size_t i = static_cast<size_t>(below[j]);
+      if (i * m >= cache_->losses.size() || std::isnan(cache_->losses[i * m])) continue;
+      scored.push_back(j);
+      losses.insert(losses.end(), cache_->losses.begin() + static_cast<ptrdiff_t>(i * m),
+                    cache_->losses.begin() + static_cast<ptrdiff_t>((i + 1) * m));
+    }
+    std::vector<double> w(below.size(), kHypervolumeWeightFloor);
+    const std::vector<double> by_volume = tpe_hypervolume_weights(losses, m);
+    for (size_t j = 0; j < scored.size(); ++j) w[scored[j]] = by_volume[j];
+    return w;
+  }
+  if (!options_.improvement_weights) return {};
+  return below_improvement_weights(below, role);
+}
+
 std::vector<double> TpeSampler::below_improvement_weights(const std::vector<int>& below,
                                                           const std::vector<uint8_t>& role) const {
   // The threshold: the best COMPLETE trial above (cache_->complete is best first).
@@ -746,7 +892,7 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
   {
     std::lock_guard<std::mutex> lock(mutex_);
     call = begin_call(history, trial);
-    if (options_.multivariate && call.n_finished >= options_.n_startup_trials) {
+    if (joint(history) && call.n_finished >= options_.n_startup_trials) {
       // The joint sets, restricted to the parameters of `space` with the same distribution.
       auto restrict = [&](const NamedDistributions& set) {
         NamedDistributions out;
@@ -788,7 +934,7 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
 
 SearchSpace TpeSampler::relative_space(const History& history) {
   SearchSpace space;
-  if (!options_.multivariate) return space;
+  if (!joint(history)) return space;
   std::lock_guard<std::mutex> lock(mutex_);
   sync(history);
   auto add = [&](const NamedDistributions& set) {

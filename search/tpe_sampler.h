@@ -9,12 +9,20 @@
 //   together; the other parameters of a conditional space are sampled on their own.
 // - The "below" trials weigh by how much they improve on the best "above" one
 //   (improvement_weights), so that l(x) / g(x) follows expected improvement.
-// - COMPLETE trials rank by value (history.direction()); PRUNED ones after them, by their last
-//   reported step (more is better) and then its value; FAIL trials are ignored.
+// - One objective: COMPLETE trials rank by value (history.direction()); PRUNED ones after them,
+//   by their last reported step (more is better) and then its value; FAIL trials are ignored.
 // - Constraints (trials/constraints.h), as Optuna's TPESampler: a COMPLETE or PRUNED trial with a
 //   constraint value > 0 ranks after every feasible one, by its total violation (the sum of its
 //   positive values; least first), so infeasible trials are "below" only when fewer than gamma(n)
 //   trials are feasible, and the estimators draw towards the feasible region.
+// - Several objectives (multi-objective TPE, Ozaki et al. 2020, as Optuna 5's TPESampler): the
+//   feasible COMPLETE trials rank by non-domination (search/pareto.h); "below" takes whole ranks
+//   while they fit in gamma(n) (default: ceil(0.1 n), without the cap of 25), and from the first
+//   rank that does not fit, the subset of largest hypervolume (greedy, against a reference just
+//   beyond that rank's worst values). PRUNED and infeasible trials follow as for one objective (a
+//   PRUNED trial's intermediate values are taken as the first objective's). The "below" kernels
+//   weigh alike (Optuna 5), or with hypervolume_weights by their hypervolume contributions;
+//   improvement_weights is for one objective.
 // - Constant liar: RUNNING trials (other than the one being sampled) join the "above" group, so
 //   parallel workers spread out instead of proposing the same point.
 // - Before n_startup_trials COMPLETE or PRUNED trials: RandomSampler::draw.
@@ -30,6 +38,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +63,11 @@ struct TpeOptions {
   // Sample the parameters every finished trial has jointly. Default: true, as in Optuna 5
   // (multivariate TPE finds better points on correlated objectives; see docs/samplers.md).
   bool multivariate = true;
+  // The same with several objectives. Default: false, as Optuna 5's TPESampler, which found
+  // univariate TPE better there; so did the held-out problems of bench/mo (ZDT4, ZDT6, DTLZ4:
+  // a higher median hypervolume after 100 and 200 trials on all three; docs/samplers.md).
+  // `group` implies it.
+  bool multi_objective_multivariate = false;
   // With multivariate: decompose the trials' parameter sets into groups that always appear
   // together, one joint estimator per group (Optuna's group=True). Default: false.
   bool group = false;
@@ -88,16 +102,34 @@ struct TpeOptions {
   // 0.76; 0.00268 -> 0.00267 over 1,000 seeds); univariate 3392 -> 2756 (p = 0.005), 14.66 ->
   // 14.41, 0.0064 -> 0.0058 (ties).
   bool improvement_weights = true;
+  // Several objectives: weight each "below" trial by its exclusive hypervolume contribution
+  // among the feasible COMPLETE "below" trials (against a reference just beyond their worst
+  // values), scaled so that the largest weighs 1, at least 1e-12; the dominated ones, PRUNED and
+  // infeasible ones weigh 1e-12. This is the MOTPE paper's weighting (Ozaki et al. 2020) and
+  // Optuna's before 5.0, which weighs them alike ("below" kernels of weight 1) since. Default:
+  // false (docs/samplers.md, "Several objectives", has the measurements).
+  bool hypervolume_weights = false;
 };
 
 // Optuna's default gamma and weights, for reference and tests.
 int tpe_default_gamma(int n);
+// With several objectives (Optuna 5): ceil(0.1 n).
+int tpe_default_gamma_multi_objective(int n);
 std::vector<double> tpe_default_weights(int n);
 // The improvement weights of "below" observations with these losses (smaller is better) against
 // `threshold`: max(threshold - loss, 1e-12 of the largest), scaled to a mean of 1 (so that
 // prior_weight keeps its meaning, and scaling or shifting the objective changes nothing); all 1
 // when no loss is below the threshold or the improvements overflow.
 std::vector<double> tpe_improvement_weights(const std::vector<double>& losses, double threshold);
+// Several objectives: the indices (ascending) of the n_below best of these loss vectors
+// (n_objectives each, row-major; smaller is better): whole non-domination ranks while they fit,
+// then the rest from the next rank by greedy hypervolume subset selection (search/pareto.h).
+std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
+                                              size_t n_objectives, size_t n_below);
+// Several objectives: each loss vector's weight by its exclusive hypervolume contribution to the
+// Pareto front of them all (reference: nadir_reference() of them all), over the largest one,
+// floored at 1e-12 (also for the dominated ones); all 1 when the volumes overflow.
+std::vector<double> tpe_hypervolume_weights(std::span<const double> losses, size_t n_objectives);
 
 class TpeSampler final : public Sampler {
  public:
@@ -119,8 +151,9 @@ class TpeSampler final : public Sampler {
                                 const History& history, const TrialContext& trial,
                                 Rng& rng) override;
 
-  // Multivariate: the parameters present with one distribution in every COMPLETE or PRUNED trial
-  // (with `group`: the union of the groups), leaving out single-valued ones; empty otherwise.
+  // Multivariate (for several objectives: multi_objective_multivariate or group): the parameters
+  // present with one distribution in every COMPLETE or PRUNED trial (with `group`: the union of
+  // the groups), leaving out single-valued ones; empty otherwise.
   SearchSpace relative_space(const History& history) override;
 
   const TpeOptions& options() const { return options_; }
@@ -132,6 +165,9 @@ class TpeSampler final : public Sampler {
   struct Call;
   struct Split;
 
+  // Whether the history's study samples jointly: multivariate, or for several objectives
+  // multi_objective_multivariate or group.
+  bool joint(const History& history) const;
   // REQUIRES: mutex_ held.
   void sync(const History& history);
   Call begin_call(const History& history, const TrialContext& trial);
@@ -141,6 +177,11 @@ class TpeSampler final : public Sampler {
                                    Rng& rng);
   ParamValue sample_one(Call& call, const std::string& name, const Distribution& distribution,
                         Rng& rng);
+  // The weights of the `below` kernels (trial numbers) in place of `weights`: for several
+  // objectives uniform or hypervolume_weights; for one, below_improvement_weights() when
+  // improvement_weights is on; empty: `weights`'. REQUIRES: mutex_ held.
+  std::vector<double> below_weights(const std::vector<int>& below,
+                                    const std::vector<uint8_t>& role) const;
   // tpe_improvement_weights() of the `below` trials (numbers) against the best COMPLETE trial
   // whose role is above; empty when there is none or a below trial is PRUNED.
   // REQUIRES: mutex_ held.

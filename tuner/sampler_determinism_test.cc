@@ -7,6 +7,7 @@
 
 #include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
+#include "search/nsga2_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "tuner/study.h"
@@ -85,6 +86,14 @@ TEST_P(SamplerDeterminism, SameSeedSameTrialsWithConstraints) {
   }
 }
 
+// Generations of 8, so that 30 trials see three of them.
+Nsga2Options nsga2(bool sbx) {
+  Nsga2Options o;
+  o.population_size = 8;
+  if (sbx) o.crossover = Nsga2Crossover::kSbx;
+  return o;
+}
+
 TpeOptions tpe(bool multivariate, bool group) {
   TpeOptions o;
   o.multivariate = multivariate;
@@ -101,7 +110,65 @@ INSTANTIATE_TEST_SUITE_P(
         SamplerCase{"tpe_multivariate",
                     [] { return std::make_shared<TpeSampler>(tpe(true, false)); }},
         SamplerCase{"tpe_grouped", [] { return std::make_shared<TpeSampler>(tpe(true, true)); }},
-        SamplerCase{"gp", [] { return std::make_shared<GpSampler>(); }}),
+        SamplerCase{"gp", [] { return std::make_shared<GpSampler>(); }},
+        SamplerCase{"nsga2", [] { return std::make_shared<Nsga2Sampler>(nsga2(false)); }}),
+    [](const testing::TestParamInfo<SamplerCase>& p) { return p.param.name; });
+
+// Several objectives (issue 19): two, one of them maximized, with a constraint on half of the
+// trials' layers.
+std::vector<double> two_objectives(Trial& t) {
+  const double value = constrained_objective(t);
+  const auto layers = static_cast<double>(std::get<int64_t>(t.params().at("layers")));
+  return {value, layers * layers - value};
+}
+
+class MultiObjectiveDeterminism : public testing::TestWithParam<SamplerCase> {
+ protected:
+  std::vector<Params> run(uint64_t seed, bool define_and_run) {
+    StudyOptions options;
+    options.sampler = GetParam().make();
+    options.seed = seed;
+    options.directions = {StudyDirection::kMinimize, StudyDirection::kMaximize};
+    if (define_and_run) options.space = mixed_space();
+    Study study = Study::create(options);
+    OptimizeOptions o;
+    o.n_trials = 30;
+    study.optimize(MultiObjective(two_objectives), o);
+    std::vector<Params> params;
+    for (const FrozenTrial& t : study.trials()) params.push_back(t.params);
+    return params;
+  }
+};
+
+TEST_P(MultiObjectiveDeterminism, SameSeedSameTrials) {
+  for (bool define_and_run : {false, true}) {
+    auto a = run(321, define_and_run);
+    EXPECT_EQ(a.size(), 30u);
+    EXPECT_EQ(a, run(321, define_and_run)) << "define_and_run=" << define_and_run;
+    EXPECT_NE(a, run(322, define_and_run)) << "define_and_run=" << define_and_run;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MultiObjectiveSamplers, MultiObjectiveDeterminism,
+    testing::Values(
+        SamplerCase{"random", [] { return std::make_shared<RandomSampler>(); }},
+        SamplerCase{"tpe", [] { return std::make_shared<TpeSampler>(); }},
+        SamplerCase{"tpe_multivariate",
+                    [] {
+                      TpeOptions o;
+                      o.multi_objective_multivariate = true;
+                      return std::make_shared<TpeSampler>(o);
+                    }},
+        SamplerCase{"tpe_grouped", [] { return std::make_shared<TpeSampler>(tpe(true, true)); }},
+        SamplerCase{"tpe_hypervolume_weights",
+                    [] {
+                      TpeOptions o;
+                      o.hypervolume_weights = true;
+                      return std::make_shared<TpeSampler>(o);
+                    }},
+        SamplerCase{"nsga2", [] { return std::make_shared<Nsga2Sampler>(nsga2(false)); }},
+        SamplerCase{"nsga2_sbx", [] { return std::make_shared<Nsga2Sampler>(nsga2(true)); }}),
     [](const testing::TestParamInfo<SamplerCase>& p) { return p.param.name; });
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "search/auto_sampler.h"
 #include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
+#include "search/pareto.h"
 #include "search/random_sampler.h"
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
@@ -110,22 +111,6 @@ std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, 
   core->stale_trial_policy = options.stale_trial_policy;
   core->max_retries = options.max_retries;
   return core;
-}
-
-// Normalizes a value so that smaller is better in every direction.
-double as_minimized(StudyDirection direction, double v) {
-  return direction == StudyDirection::kMinimize ? v : -v;
-}
-
-bool dominates(const std::vector<StudyDirection>& directions, const std::vector<double>& a,
-               const std::vector<double>& b) {
-  bool strictly = false;
-  for (size_t i = 0; i < directions.size(); ++i) {
-    double x = as_minimized(directions[i], a[i]), y = as_minimized(directions[i], b[i]);
-    if (x > y) return false;
-    if (x < y) strictly = true;
-  }
-  return strictly;
 }
 
 // The numbers of the earlier attempts of re-run `t` (its "retry_history"); empty for a first run
@@ -842,18 +827,20 @@ std::vector<FrozenTrial> Study::best_trials() const {
   filter.states = std::vector<TrialState>{TrialState::kComplete};
   std::vector<FrozenTrial> complete = trials(filter);
   // Constrained optimization: the front of the feasible trials only (as Optuna).
-  std::erase_if(complete, [](const FrozenTrial& t) { return !is_feasible(t); });
-  std::vector<FrozenTrial> front;
+  const size_t m = directions().size();
+  std::erase_if(complete,
+                [&](const FrozenTrial& t) { return t.values.size() != m || !is_feasible(t); });
+  // Loss vectors (maximized objectives negated) for search/pareto.h: O(n log n) for two or three
+  // objectives.
+  std::vector<double> losses;
+  losses.reserve(complete.size() * m);
   for (const FrozenTrial& t : complete) {
-    bool dominated = false;
-    for (const FrozenTrial& u : complete) {
-      if (dominates(directions(), u.values, t.values)) {
-        dominated = true;
-        break;
-      }
+    for (size_t k = 0; k < m; ++k) {
+      losses.push_back(directions()[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
     }
-    if (!dominated) front.push_back(t);
   }
+  std::vector<FrozenTrial> front;
+  for (size_t i : pareto_front(losses, m)) front.push_back(std::move(complete[i]));
   return front;
 }
 

@@ -212,7 +212,8 @@ class Study {
   // feasible), or when the study has several objectives (use best_trials()).
   FrozenTrial best_trial() const;
   // The Pareto front of the feasible COMPLETE trials (for one objective: every trial with the
-  // best value); empty when there is none.
+  // best value), by number; empty when there is none. Trials with equal values are all in it or
+  // all out. O(n log n) in the trials for two and three objectives (search/pareto.h).
   std::vector<FrozenTrial> best_trials() const;
   std::vector<FrozenTrial> trials(const TrialFilter& filter = {}) const;
 

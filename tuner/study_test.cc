@@ -9,6 +9,7 @@
 
 #include "search/grid_sampler.h"
 #include "search/random_sampler.h"
+#include "search/rng.h"
 #include "search/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/clock.h"
@@ -534,6 +535,51 @@ TEST(Study, MultiObjectiveKeepsTheParetoFront) {
   EXPECT_THROW(study.best_trial(), Error);
   Trial t = study.ask();
   EXPECT_EQ(study.tell(t, 1.0).state, TrialState::kFail);  // one value for two objectives
+}
+
+// best_trials() by search/pareto.h against the definition, with ties and equal trials, two and
+// three objectives in both directions, infeasible trials left out.
+TEST(Study, BestTrialsMatchTheDefinition) {
+  for (size_t m : {2, 3}) {
+    StudyOptions options = random_study();
+    options.directions = {StudyDirection::kMinimize, StudyDirection::kMaximize};
+    if (m == 3) options.directions.push_back(StudyDirection::kMinimize);
+    Study study = Study::create(options);
+    Rng rng(static_cast<uint64_t>(m));
+    std::vector<std::vector<double>> values;
+    std::vector<bool> feasible;
+    for (int i = 0; i < 300; ++i) {
+      Trial t = study.ask();
+      std::vector<double> v(m);
+      for (double& x : v) x = static_cast<double>(rng.integer(0, 9));
+      feasible.push_back(i % 7 != 3);
+      t.set_constraints({feasible.back() ? -1.0 : 1.0});
+      study.tell(t, v);
+      values.push_back(v);
+    }
+    auto loss = [&](size_t i, size_t k) {
+      return options.directions[k] == StudyDirection::kMaximize ? -values[i][k] : values[i][k];
+    };
+    std::vector<int> want;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!feasible[i]) continue;
+      bool dominated = false;
+      for (size_t j = 0; j < values.size() && !dominated; ++j) {
+        if (!feasible[j]) continue;
+        bool no_worse = true, better = false;
+        for (size_t k = 0; k < m; ++k) {
+          no_worse &= loss(j, k) <= loss(i, k);
+          better |= loss(j, k) < loss(i, k);
+        }
+        dominated = no_worse && better;
+      }
+      if (!dominated) want.push_back(static_cast<int>(i));
+    }
+    std::vector<int> got;
+    for (const FrozenTrial& t : study.best_trials()) got.push_back(t.number);
+    EXPECT_EQ(got, want) << m << " objectives";
+    EXPECT_GT(want.size(), 1u);
+  }
 }
 
 // Issue 15, item 6: a MAXIMIZE study was loaded for MINIMIZE options and ranked upside down.

@@ -6,6 +6,8 @@
 #include "search/grid_sampler.h"
 #include "search/hyperband.h"
 #include "search/median_stopping.h"
+#include "search/nsga2_sampler.h"
+#include "search/pareto.h"
 #include "search/patience.h"
 #include "search/random_sampler.h"
 #include "search/sampler.h"

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The tables of a bench/mo run: report.py DIR [--markdown OUT].
+
+Reads every *.jsonl in DIR (mo_bench.cc's and optuna_mo.py's records). For each problem and
+budget k: the median hypervolume after k trials over the seeds both sides ran, of tuner's default
+sampler and Optuna's (TPESampler), their ratio, the two-sided Mann-Whitney p (normal
+approximation, tie-corrected; bench/suite/report.py's test), and the same for the two NSGA-IIs;
+then tuner's other samplers' medians; then the time per ask, and non-dominated sorting's times.
+Only seeds that both sides of a comparison ran are compared.
+"""
+
+import argparse
+import collections
+import glob
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "suite"))
+from report import fmt, fmt_p, mann_whitney_less, table  # noqa: E402
+
+PROBLEMS = ["zdt1", "zdt2", "zdt3", "dtlz2", "wfg4", "c2_dtlz2"]
+
+
+def read(directory):
+    records = []
+    for path in sorted(glob.glob(os.path.join(directory, "*.jsonl"))):
+        with open(path) as f:
+            for line in f:
+                if line.startswith("{"):
+                    try:
+                        records.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        pass  # a line cut by a killed run
+    return records
+
+
+def two_sided(a, b):
+    return min(1.0, 2.0 * min(mann_whitney_less(a, b), mann_whitney_less(b, a)))
+
+
+def compare(hv, problem, k, left, right):
+    """(median left, median right, ratio, p, seeds) over the seeds both have."""
+    a, b = hv[(problem, k) + left], hv[(problem, k) + right]
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        return None
+    x, y = [a[s] for s in seeds], [b[s] for s in seeds]
+    ma, mb = statistics.median(x), statistics.median(y)
+    return ma, mb, (ma / mb if mb else None), two_sided(x, y), len(seeds)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("directory")
+    ap.add_argument("--markdown", help="also write the tables to this file")
+    args = ap.parse_args()
+    records = read(args.directory)
+    hv = collections.defaultdict(dict)  # (problem, k, impl, sampler) -> seed -> hv
+    budgets = set()
+    for r in records:
+        if r.get("bench") != "mo":
+            continue
+        for k, v in r["hv"].items():
+            hv[(r["problem"], int(k), r["impl"], r["sampler"])][r["seed"]] = v
+            budgets.add(int(k))
+    lines = []
+    out = lines.append
+    out("Median hypervolume of the feasible trials (higher is better), over the seeds both sides ran;")
+    out("ratio = tuner / Optuna; p: two-sided Mann-Whitney.")
+    out("")
+    rows = []
+    for p in PROBLEMS:
+        for k in sorted(budgets):
+            d = compare(hv, p, k, ("tuner", "default"), ("optuna", "tpe"))
+            g = compare(hv, p, k, ("tuner", "nsga2"), ("optuna", "nsga2"))
+            if not d and not g:
+                continue
+            row = [p, str(k)]
+            for c in (d, g):
+                row += ["-"] * 5 if not c else [fmt(c[0]), fmt(c[1]), fmt(c[2]), fmt_p(c[3]),
+                                                str(c[4])]
+            rows.append(row)
+    out(table(["problem", "trials", "tuner default", "Optuna TPE", "ratio", "p", "seeds",
+               "tuner NSGA-II", "Optuna NSGA-II", "ratio", "p", "seeds"], rows))
+    out("")
+    others = sorted({key[3] for key in hv if key[2] == "tuner"} - {"default"})
+    if others:
+        out("tuner's samplers, median hypervolume over their seeds:")
+        out("")
+        rows = []
+        for p in PROBLEMS:
+            for k in sorted(budgets):
+                cells = [hv.get((p, k, "tuner", s), {}) for s in ["default"] + others]
+                if not any(cells):
+                    continue
+                rows.append([p, str(k)] + [fmt(statistics.median(c.values())) if c else "-"
+                                           for c in cells])
+        out(table(["problem", "trials", "default"] + others, rows))
+        out("")
+    timing = collections.defaultdict(list)  # (impl, sampler, problem, N) -> medians of rounds
+    for r in records:
+        if r.get("bench") == "mo-timing" and "median_ms" in r:
+            timing[(r["impl"], r["sampler"], r["problem"], r["n_trials"])].append(r["median_ms"])
+    if timing:
+        out("Time per ask + tell after N finished trials (the median over rounds of each round's "
+            "median):")
+        out("")
+        rows = [[impl, sampler, problem, str(n), str(len(ms)), fmt(statistics.median(ms))]
+                for (impl, sampler, problem, n), ms in sorted(timing.items())]
+        out(table(["impl", "sampler", "problem", "N", "rounds", "median ms"], rows))
+        for (impl, sampler, problem, n), ms in sorted(timing.items()):
+            peer = {"default": "tpe", "nsga2": "nsga2"}.get(sampler)
+            if impl == "tuner" and peer and ("optuna", peer, problem, n) in timing:
+                theirs = statistics.median(timing[("optuna", peer, problem, n)])
+                out("")
+                out(f"{problem} at {n} trials: Optuna's {peer} / tuner's {sampler} = "
+                    f"{theirs / statistics.median(ms):.3g}x")
+        out("")
+    sorting = [r for r in records if r.get("bench") == "pareto-timing"]
+    if sorting:
+        out("search/pareto.h on random points (seconds):")
+        out("")
+        rows = [[str(r["points"]), str(r["objectives"]), r["shape"], str(r["fronts"]),
+                 str(r["front_size"]), f"{r['ranks_s']:.3f}", f"{r['front_s']:.3f}"]
+                for r in sorting]
+        out(table(["points", "objectives", "shape", "fronts", "front size",
+                   "non_domination_ranks", "pareto_front"], rows))
+    text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,499 @@
+#include "search/pareto.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+namespace tuner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+size_t count(std::span<const double> points, size_t m) { return points.size() / m; }
+
+// The points' indices, sorted lexicographically by their values (ties by index). In this order
+// a point comes after every point that dominates it.
+std::vector<size_t> lex_order(std::span<const double> points, size_t m) {
+  std::vector<size_t> order(count(points, m));
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const double* x = points.data() + a * m;
+    const double* y = points.data() + b * m;
+    for (size_t k = 0; k < m; ++k) {
+      if (x[k] != y[k]) return x[k] < y[k];
+    }
+    return a < b;
+  });
+  return order;
+}
+
+bool equal(const double* a, const double* b, size_t m) { return std::equal(a, a + m, b); }
+
+// One front of three objectives, seen by the points that come after its members in lex_order()
+// (so no worse in the first objective than any member): the staircase of the members' last two
+// objectives, each step with the smallest first objective that reached it.
+class Staircase {
+ public:
+  // True when a member dominates p. REQUIRES: every member's first objective <= p[0].
+  bool dominates(const double* p) const {
+    auto it = steps_.upper_bound(p[1]);
+    if (it == steps_.begin()) return false;
+    --it;  // the smallest third objective among the members with second <= p[1]
+    const auto [third, first] = it->second;
+    if (third != p[2]) return third < p[2];
+    return it->first < p[1] || first < p[0];  // equal projections: a smaller first dominates
+  }
+
+  // REQUIRES: !dominates(p), and p comes after the members in lex_order().
+  void insert(const double* p) {
+    auto it = steps_.lower_bound(p[1]);
+    if (it != steps_.end() && it->first == p[1] && it->second.first == p[2]) return;  // equal
+    while (it != steps_.end() && it->second.first >= p[2]) it = steps_.erase(it);
+    steps_.emplace_hint(it, p[1], std::pair{p[2], p[0]});
+  }
+
+ private:
+  std::map<double, std::pair<double, double>> steps_;  // second -> (third, first)
+};
+
+std::vector<int> ranks_1(std::span<const double> points) {
+  std::vector<double> unique(points.begin(), points.end());
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  std::vector<int> ranks(points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    ranks[i] = static_cast<int>(std::lower_bound(unique.begin(), unique.end(), points[i]) -
+                                unique.begin());
+  }
+  return ranks;
+}
+
+std::vector<int> ranks_2(std::span<const double> points) {
+  // Each front seen by the later points: its member of least second objective (first, second).
+  std::vector<std::pair<double, double>> fronts;
+  std::vector<int> ranks(count(points, 2));
+  for (size_t i : lex_order(points, 2)) {
+    const double a = points[2 * i], b = points[2 * i + 1];
+    auto k = std::partition_point(fronts.begin(), fronts.end(), [&](const auto& f) {
+      return f.second < b || (f.second == b && f.first < a);
+    });
+    ranks[i] = static_cast<int>(k - fronts.begin());
+    if (k == fronts.end()) {
+      fronts.emplace_back(a, b);
+    } else {
+      *k = {a, b};
+    }
+  }
+  return ranks;
+}
+
+std::vector<int> ranks_3(std::span<const double> points) {
+  std::vector<Staircase> fronts;
+  std::vector<int> ranks(count(points, 3));
+  for (size_t i : lex_order(points, 3)) {
+    const double* p = points.data() + 3 * i;
+    // A point dominated by a member of front k is dominated by a member of every front before.
+    auto k = std::partition_point(fronts.begin(), fronts.end(),
+                                  [&](const Staircase& f) { return f.dominates(p); });
+    ranks[i] = static_cast<int>(k - fronts.begin());
+    if (k == fronts.end()) {
+      fronts.emplace_back().insert(p);
+    } else {
+      k->insert(p);
+    }
+  }
+  return ranks;
+}
+
+std::vector<int> ranks_n(std::span<const double> points, size_t m) {
+  std::vector<std::vector<size_t>> fronts;
+  std::vector<int> ranks(count(points, m));
+  for (size_t i : lex_order(points, m)) {
+    const double* p = points.data() + i * m;
+    auto k = std::partition_point(fronts.begin(), fronts.end(), [&](const std::vector<size_t>& f) {
+      // The latest members first: the nearest in the sort order are the likeliest dominators.
+      return std::any_of(f.rbegin(), f.rend(),
+                         [&](size_t q) { return dominates(points.data() + q * m, p, m); });
+    });
+    ranks[i] = static_cast<int>(k - fronts.begin());
+    if (k == fronts.end()) {
+      fronts.push_back({i});
+    } else {
+      k->push_back(i);
+    }
+  }
+  return ranks;
+}
+
+// The rows of `points` strictly below `reference` in every objective.
+std::vector<double> below_reference(std::span<const double> points, size_t m,
+                                    std::span<const double> reference) {
+  std::vector<double> out;
+  out.reserve(points.size());
+  for (size_t i = 0; i < count(points, m); ++i) {
+    const double* p = points.data() + i * m;
+    bool below = true;
+    for (size_t k = 0; k < m; ++k) below &= p[k] < reference[k];
+    if (below) out.insert(out.end(), p, p + m);
+  }
+  return out;
+}
+
+// The hypervolume of points all strictly below the reference (below_reference()).
+double volume(std::vector<double> points, size_t m, const double* reference);
+
+double volume_1(const std::vector<double>& points, const double* reference) {
+  if (points.empty()) return 0.0;
+  return reference[0] - *std::min_element(points.begin(), points.end());
+}
+
+double volume_2(std::vector<double> points, const double* reference) {
+  const size_t n = points.size() / 2;
+  std::vector<std::pair<double, double>> sorted(n);
+  for (size_t i = 0; i < n; ++i) sorted[i] = {points[2 * i], points[2 * i + 1]};
+  std::sort(sorted.begin(), sorted.end());
+  double area = 0.0, lowest = reference[1];
+  for (const auto& [a, b] : sorted) {
+    if (b >= lowest) continue;
+    area += (reference[0] - a) * (lowest - b);
+    lowest = b;
+  }
+  return area;
+}
+
+// A sweep along the third objective over the staircase of the first two (Fonseca, Paquete and
+// Lopez-Ibanez 2006, with a balanced tree): each point enters the staircase once and leaves it
+// at most once, and the staircase's area is kept up to date as it changes.
+double volume_3(const std::vector<double>& points, const double* reference) {
+  const size_t n = points.size() / 3;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return points[3 * a + 2] < points[3 * b + 2]; });
+  std::map<double, double> steps;  // first -> second, the second falling as the first rises
+  double area = 0.0, total = 0.0, z = 0.0;
+  bool started = false;
+  for (size_t i : order) {
+    const double a = points[3 * i], b = points[3 * i + 1], c = points[3 * i + 2];
+    if (started) total += area * (c - z);
+    started = true;
+    z = c;
+    auto it = steps.lower_bound(a);
+    double height = reference[1];  // the staircase's second objective just left of a
+    if (it != steps.begin()) {
+      height = std::prev(it)->second;
+      if (height <= b) continue;  // dominated in the first two objectives
+    }
+    if (it != steps.end() && it->first == a && it->second <= b) continue;
+    double x = a, gain = 0.0;
+    while (it != steps.end() && it->second >= b) {
+      gain += (it->first - x) * (height - b);
+      x = it->first;
+      height = it->second;
+      it = steps.erase(it);
+    }
+    const double end = it != steps.end() ? it->first : reference[0];
+    gain += (end - x) * (height - b);
+    area += gain;
+    steps.emplace_hint(it, a, b);
+  }
+  if (started) total += area * (reference[2] - z);
+  return total;
+}
+
+// Slices along the first objective (HV by slicing objectives, While et al. 2006): between two
+// consecutive values of it, the volume is the (m - 1)-objective hypervolume of the points up to
+// there, kept non-dominated as they come in.
+double volume_sliced(const std::vector<double>& points, size_t m, const double* reference) {
+  const size_t n = points.size() / m;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return points[a * m] < points[b * m]; });
+  const size_t d = m - 1;
+  std::vector<double> slice;  // the projections so far, non-dominated
+  double total = 0.0;
+  for (size_t j = 0; j < n; ++j) {
+    const double* p = points.data() + order[j] * m + 1;
+    bool covered = false;
+    for (size_t q = 0; q < slice.size() / d && !covered; ++q) {
+      const double* s = slice.data() + q * d;
+      covered = dominates(s, p, d) || equal(s, p, d);
+    }
+    if (!covered) {
+      std::vector<double> kept;
+      kept.reserve(slice.size() + d);
+      for (size_t q = 0; q < slice.size() / d; ++q) {
+        const double* s = slice.data() + q * d;
+        if (!dominates(p, s, d)) kept.insert(kept.end(), s, s + d);
+      }
+      kept.insert(kept.end(), p, p + d);
+      slice = std::move(kept);
+    }
+    const double next = j + 1 < n ? points[order[j + 1] * m] : reference[0];
+    const double width = next - points[order[j] * m];
+    if (width > 0) total += width * volume(slice, d, reference + 1);
+  }
+  return total;
+}
+
+double volume(std::vector<double> points, size_t m, const double* reference) {
+  if (points.empty()) return 0.0;
+  switch (m) {
+    case 1:
+      return volume_1(points, reference);
+    case 2:
+      return volume_2(std::move(points), reference);
+    case 3:
+      return volume_3(points, reference);
+    default:
+      return volume_sliced(points, m, reference);
+  }
+}
+
+double box(const double* p, const double* reference, size_t m) {
+  double v = 1.0;
+  for (size_t k = 0; k < m; ++k) v *= std::max(0.0, reference[k] - p[k]);
+  return v;
+}
+
+// The hypervolume that `p` adds to `chosen` (rows of m): its box less the volume of the others'
+// boxes clipped to it.
+double gain(const double* p, const std::vector<double>& chosen, size_t m, const double* reference) {
+  std::vector<double> clipped(chosen.size());
+  for (size_t i = 0; i < chosen.size(); ++i) clipped[i] = std::max(chosen[i], p[i % m]);
+  return box(p, reference, m) - volume(below_reference(clipped, m, {reference, m}), m, reference);
+}
+
+}  // namespace
+
+bool dominates(const double* a, const double* b, size_t m) {
+  bool better = false;
+  for (size_t k = 0; k < m; ++k) {
+    if (a[k] > b[k]) return false;
+    better |= a[k] < b[k];
+  }
+  return better;
+}
+
+bool constrained_dominates(const double* a, double violation_a, const double* b, double violation_b,
+                           size_t m) {
+  const bool feasible_a = !(violation_a > 0), feasible_b = !(violation_b > 0);
+  if (feasible_a && feasible_b) return dominates(a, b, m);
+  if (feasible_a != feasible_b) return feasible_a;
+  return violation_a < violation_b;
+}
+
+std::vector<int> non_domination_ranks(std::span<const double> points, size_t m) {
+  if (points.empty()) return {};
+  switch (m) {
+    case 1:
+      return ranks_1(points);
+    case 2:
+      return ranks_2(points);
+    case 3:
+      return ranks_3(points);
+    default:
+      return ranks_n(points, m);
+  }
+}
+
+std::vector<int> constrained_non_domination_ranks(std::span<const double> points, size_t m,
+                                                  std::span<const double> violations) {
+  const size_t n = count(points, m);
+  std::vector<size_t> feasible, infeasible;
+  std::vector<double> feasible_points;
+  for (size_t i = 0; i < n; ++i) {
+    if (violations[i] > 0) {
+      infeasible.push_back(i);
+    } else {
+      feasible.push_back(i);
+      feasible_points.insert(feasible_points.end(), points.begin() + static_cast<ptrdiff_t>(i * m),
+                             points.begin() + static_cast<ptrdiff_t>((i + 1) * m));
+    }
+  }
+  std::vector<int> ranks(n, 0);
+  int next = 0;
+  const std::vector<int> feasible_ranks = non_domination_ranks(feasible_points, m);
+  for (size_t j = 0; j < feasible.size(); ++j) {
+    ranks[feasible[j]] = feasible_ranks[j];
+    next = std::max(next, feasible_ranks[j] + 1);
+  }
+  std::vector<double> by_violation;
+  for (size_t i : infeasible) by_violation.push_back(violations[i]);
+  const std::vector<int> infeasible_ranks = ranks_1(by_violation);
+  for (size_t j = 0; j < infeasible.size(); ++j) ranks[infeasible[j]] = next + infeasible_ranks[j];
+  return ranks;
+}
+
+std::vector<size_t> pareto_front(std::span<const double> points, size_t m) {
+  const size_t n = count(points, m);
+  std::vector<size_t> front;
+  if (n == 0) return front;
+  if (m == 1) {
+    const double best = *std::min_element(points.begin(), points.end());
+    for (size_t i = 0; i < n; ++i) {
+      if (points[i] == best) front.push_back(i);
+    }
+    return front;
+  }
+  const std::vector<size_t> order = lex_order(points, m);
+  if (m == 2) {
+    bool any = false;
+    double first = 0.0, second = 0.0;  // the front's member of least second objective so far
+    for (size_t i : order) {
+      const double a = points[2 * i], b = points[2 * i + 1];
+      if (any && (second < b || (second == b && first < a))) continue;
+      front.push_back(i);
+      any = true;
+      first = a;
+      second = b;
+    }
+  } else if (m == 3) {
+    Staircase stairs;
+    for (size_t i : order) {
+      const double* p = points.data() + 3 * i;
+      if (stairs.dominates(p)) continue;
+      front.push_back(i);
+      stairs.insert(p);
+    }
+  } else {
+    for (size_t i : order) {
+      const double* p = points.data() + i * m;
+      bool dominated = std::any_of(front.rbegin(), front.rend(), [&](size_t q) {
+        return dominates(points.data() + q * m, p, m);
+      });
+      if (!dominated) front.push_back(i);
+    }
+  }
+  std::sort(front.begin(), front.end());
+  return front;
+}
+
+double hypervolume(std::span<const double> points, size_t m, std::span<const double> reference) {
+  return volume(below_reference(points, m, reference), m, reference.data());
+}
+
+std::vector<double> hypervolume_contributions(std::span<const double> points, size_t m,
+                                              std::span<const double> reference) {
+  const size_t n = count(points, m);
+  std::vector<double> out(n, 0.0);
+  // The points with a box, on the front, with a flag for those another point equals.
+  std::vector<size_t> inside;
+  std::vector<double> inside_points;
+  for (size_t i = 0; i < n; ++i) {
+    const double* p = points.data() + i * m;
+    bool below = true;
+    for (size_t k = 0; k < m; ++k) below &= p[k] < reference[k];
+    if (!below) continue;
+    inside.push_back(i);
+    inside_points.insert(inside_points.end(), p, p + m);
+  }
+  std::vector<size_t> front;
+  for (size_t j : pareto_front(inside_points, m)) front.push_back(inside[j]);
+  std::sort(front.begin(), front.end(), [&](size_t a, size_t b) {
+    const double* x = points.data() + a * m;
+    const double* y = points.data() + b * m;
+    return std::lexicographical_compare(x, x + m, y, y + m) || (equal(x, y, m) && a < b);
+  });
+  std::vector<bool> repeated(front.size(), false);
+  for (size_t j = 1; j < front.size(); ++j) {
+    if (equal(points.data() + front[j] * m, points.data() + front[j - 1] * m, m)) {
+      repeated[j] = repeated[j - 1] = true;
+    }
+  }
+  if (m == 1) {
+    if (!front.empty() && !repeated[0]) {
+      double second = reference[0];
+      for (size_t i : inside) {
+        if (i != front[0]) second = std::min(second, points[i]);
+      }
+      out[front[0]] = second - points[front[0]];
+    }
+    return out;
+  }
+  if (m == 2 && front.size() == inside.size()) {
+    // No point is dominated, so removing one exposes nothing. Sorted by the first objective,
+    // the front falls in the second: each point's own rectangle reaches to its right
+    // neighbour's first objective and its left neighbour's second.
+    for (size_t j = 0; j < front.size(); ++j) {
+      if (repeated[j]) continue;
+      const double* p = points.data() + front[j] * 2;
+      // Its neighbours differ from it (it is not repeated).
+      const double x = j + 1 < front.size() ? points[front[j + 1] * 2] : reference[0];
+      const double y = j > 0 ? points[front[j - 1] * 2 + 1] : reference[1];
+      out[front[j]] = (x - p[0]) * (y - p[1]);
+    }
+    return out;
+  }
+  // Removing a point of the front may expose dominated ones: its gain over all the others.
+  std::vector<double> others;
+  for (size_t j = 0; j < front.size(); ++j) {
+    if (repeated[j]) continue;
+    others.clear();
+    for (size_t q : inside) {
+      if (q != front[j])
+        others.insert(others.end(), points.data() + q * m, points.data() + (q + 1) * m);
+    }
+    out[front[j]] = std::max(0.0, gain(points.data() + front[j] * m, others, m, reference.data()));
+  }
+  return out;
+}
+
+std::vector<size_t> select_by_hypervolume(std::span<const double> points, size_t m, size_t k,
+                                          std::span<const double> reference) {
+  const size_t n = count(points, m);
+  std::vector<size_t> first_k(std::min(k, n));
+  std::iota(first_k.begin(), first_k.end(), size_t{0});
+  if (k >= n) return first_k;
+  for (double r : reference) {
+    if (!std::isfinite(r)) return first_k;
+  }
+  // (bound on the gain, index, how many were chosen when it was computed): the largest bound
+  // first, ties to the lower index.
+  using Entry = std::tuple<double, size_t, size_t>;
+  auto lower = [](const Entry& a, const Entry& b) {
+    if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
+    return std::get<1>(a) > std::get<1>(b);
+  };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(lower)> queue(lower);
+  for (size_t i = 0; i < n; ++i) {
+    const double v = box(points.data() + i * m, reference.data(), m);
+    if (!std::isfinite(v)) return first_k;
+    queue.emplace(v, i, 0);
+  }
+  std::vector<size_t> chosen;
+  std::vector<double> chosen_points;
+  while (chosen.size() < k) {
+    auto [bound, i, stamp] = queue.top();
+    queue.pop();
+    if (stamp == chosen.size()) {
+      chosen.push_back(i);
+      chosen_points.insert(chosen_points.end(), points.data() + i * m, points.data() + (i + 1) * m);
+      continue;
+    }
+    const double g = gain(points.data() + i * m, chosen_points, m, reference.data());
+    if (!std::isfinite(g)) return first_k;
+    // Contributions only shrink as the chosen set grows; rounding must not make one grow.
+    queue.emplace(std::clamp(g, 0.0, bound), i, chosen.size());
+  }
+  return chosen;
+}
+
+std::vector<double> nadir_reference(std::span<const double> points, size_t m) {
+  std::vector<double> worst(m, -kInf);
+  for (size_t i = 0; i < count(points, m); ++i) {
+    for (size_t k = 0; k < m; ++k) worst[k] = std::max(worst[k], points[i * m + k]);
+  }
+  for (double& w : worst) w = w == 0 ? 1e-12 : w + 0.1 * std::abs(w);
+  return worst;
+}
+
+}  // namespace tuner
