@@ -1,9 +1,12 @@
 // tuner best --study NAME --storage PATH [--json]: the best COMPLETE trial of a study; in a
-// constrained study, the best feasible one (every constraint value <= 0).
+// constrained study, the best feasible one (every constraint value <= 0). A study of several
+// objectives has no single best trial: its Pareto front (the feasible COMPLETE trials no other
+// dominates) is printed instead, with --json as a JSON array.
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "search/pareto.h"
 #include "service/sweep_runner.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -11,19 +14,51 @@
 
 namespace tuner::cli {
 
+namespace {
+
+// The front of a study of several objectives (pareto_front_trials), one trial a line, or as a
+// JSON array.
+int print_front(const StudyRecord& study, const std::vector<FrozenTrial>& complete, bool json) {
+  const std::vector<FrozenTrial> front = pareto_front_trials(complete, study.directions);
+  if (json) {
+    std::cout << "[";
+    for (size_t i = 0; i < front.size(); ++i) std::cout << (i ? ", " : "") << trial_json(front[i]);
+    std::cout << "]\n";
+    return kExitOk;
+  }
+  if (front.empty()) {
+    throw Error(ErrorCode::kNotFound,
+                "study '" + study.name + "' has no " +
+                    (complete.empty() ? std::string("COMPLETE") : "feasible") + " trial yet");
+  }
+  std::string directions;
+  for (StudyDirection d : study.directions) {
+    directions += (directions.empty() ? "" : ", ") + std::string(to_string(d));
+  }
+  std::cout << "Pareto front of study '" << study.name << "' (" << directions << "): "
+            << front.size() << " of " << complete.size() << " COMPLETE trials\n";
+  for (const FrozenTrial& t : front) {
+    std::cout << "trial " << t.number << ": values";
+    for (double v : t.values) std::cout << " " << v;
+    std::cout << "\n";
+    for (const auto& [param, value] : t.params) {
+      std::cout << "  " << param << " = " << to_string(value) << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 int run_best(const std::vector<std::string>& args) {
   Flags flags(args, {"--storage", "--study"}, {"--json"}, "best");
   const std::string path = flags.require("--storage", "the study database, a SQLite file");
   const std::string name = flags.require("--study", "the study's name; 'tuner status' lists them");
   std::unique_ptr<Storage> storage = open_read_only(path);
   const StudyRecord study = find_study(*storage, name, path);
-  if (study.directions.size() != 1) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "study '" + name + "' has " + std::to_string(study.directions.size()) +
-                    " objectives: there is no single best trial ('tuner trials' lists them)");
-  }
   const std::vector<FrozenTrial> trials =
       storage->get_trials(study.study_id, {.states = std::vector{TrialState::kComplete}});
+  if (study.directions.size() != 1) return print_front(study, trials, flags.has("--json"));
   const FrozenTrial* best = best_of(trials, study.directions[0]);
   if (best == nullptr && !trials.empty()) {
     throw Error(ErrorCode::kNotFound,

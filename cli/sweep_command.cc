@@ -14,6 +14,7 @@
 #include "cli/stop_signals.h"
 #include "cli/study_view.h"
 #include "executor/trial_job.h"
+#include "search/pareto.h"
 #include "service/model_export.h"
 #include "service/serve.h"
 #include "service/sweep_runner.h"
@@ -127,6 +128,25 @@ Params trial_params(const SweepResult& result, int number) {
   return from.empty() ? Params{} : from.front().params;
 }
 
+// The Pareto front of a sweep of several objectives: "Pareto front: 3 of 12 COMPLETE trials (2,
+// 5, 9)".
+std::string front_text(const SweepResult& result, const std::vector<StudyDirection>& directions) {
+  SqliteStorage storage(result.storage_path);
+  const std::optional<StudyRecord> study = storage.find_study(result.study_name);
+  if (!study) return {};
+  const std::vector<FrozenTrial> complete =
+      storage.get_trials(study->study_id, {.states = std::vector{TrialState::kComplete}});
+  const std::vector<FrozenTrial> front = pareto_front_trials(complete, directions);
+  std::string numbers;
+  for (const FrozenTrial& t : front) {
+    numbers += (numbers.empty() ? "" : ", ") + std::to_string(t.number);
+  }
+  return "Pareto front: " + std::to_string(front.size()) + " of " +
+         std::to_string(complete.size()) + " COMPLETE trials (" + numbers +
+         "; `tuner best --study " + result.study_name + " --storage " + result.storage_path +
+         "` shows them)";
+}
+
 std::string params_text(const Params& params) {
   std::string text;
   for (const auto& [name, value] : params) {
@@ -203,7 +223,9 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
   const SweepProgress& p = result.progress;
   std::cout << "sweep '" << result.study_name << "': " << counts_text(p) << " in "
             << duration_text(p.elapsed) << "\n";
-  if (p.best_number) {
+  if (sweep.objectives.size() > 1) {
+    std::cout << front_text(result, make_study_options(sweep).directions) << "\n";
+  } else if (p.best_number) {
     std::cout << best_text(p, sweep.objective_metric) << " with "
               << params_text(trial_params(result, *p.best_number)) << "\n";
   }

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <utility>
 
+#include "trials/constraints.h"
+
 namespace tuner {
 namespace {
 
@@ -494,6 +496,26 @@ std::vector<double> nadir_reference(std::span<const double> points, size_t m) {
   }
   for (double& w : worst) w = w == 0 ? 1e-12 : w + 0.1 * std::abs(w);
   return worst;
+}
+
+std::vector<FrozenTrial> pareto_front_trials(std::vector<FrozenTrial> trials,
+                                             std::span<const StudyDirection> directions) {
+  const size_t m = directions.size();
+  // Constrained optimization: the front of the feasible trials only (as Optuna).
+  std::erase_if(trials, [&](const FrozenTrial& t) {
+    return t.state != TrialState::kComplete || t.values.size() != m || !is_feasible(t);
+  });
+  // Loss vectors: maximized objectives negated.
+  std::vector<double> losses;
+  losses.reserve(trials.size() * m);
+  for (const FrozenTrial& t : trials) {
+    for (size_t k = 0; k < m; ++k) {
+      losses.push_back(directions[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
+    }
+  }
+  std::vector<FrozenTrial> front;
+  for (size_t i : pareto_front(losses, m)) front.push_back(std::move(trials[i]));
+  return front;
 }
 
 }  // namespace tuner

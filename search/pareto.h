@@ -20,6 +20,9 @@
 #include <span>
 #include <vector>
 
+#include "trials/frozen_trial.h"
+#include "trials/trial_state.h"
+
 namespace tuner {
 
 // True when a is no worse than b in every one of the m objectives and better in at least one.
@@ -63,6 +66,13 @@ std::vector<double> hypervolume_contributions(std::span<const double> points, si
 // too far out to multiply), the first k indices.
 std::vector<size_t> select_by_hypervolume(std::span<const double> points, size_t m, size_t k,
                                           std::span<const double> reference);
+
+// The trials of `trials` that are COMPLETE, feasible (trials/constraints.h) and dominated by no
+// other such trial under `directions`, in their given order: a study's Pareto front, as Optuna's
+// best_trials (Study::best_trials, `tuner best`). Trials with another number of values than
+// directions are left out.
+std::vector<FrozenTrial> pareto_front_trials(std::vector<FrozenTrial> trials,
+                                             std::span<const StudyDirection> directions);
 
 // A reference point just beyond the worst value of each objective: worst + 10% of its magnitude,
 // or worst + 1e-12 where the worst is 0 (so that every point has some volume).

@@ -825,23 +825,7 @@ FrozenTrial Study::best_trial() const {
 std::vector<FrozenTrial> Study::best_trials() const {
   TrialFilter filter;
   filter.states = std::vector<TrialState>{TrialState::kComplete};
-  std::vector<FrozenTrial> complete = trials(filter);
-  // Constrained optimization: the front of the feasible trials only (as Optuna).
-  const size_t m = directions().size();
-  std::erase_if(complete,
-                [&](const FrozenTrial& t) { return t.values.size() != m || !is_feasible(t); });
-  // Loss vectors (maximized objectives negated) for search/pareto.h: O(n log n) for two or three
-  // objectives.
-  std::vector<double> losses;
-  losses.reserve(complete.size() * m);
-  for (const FrozenTrial& t : complete) {
-    for (size_t k = 0; k < m; ++k) {
-      losses.push_back(directions()[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
-    }
-  }
-  std::vector<FrozenTrial> front;
-  for (size_t i : pareto_front(losses, m)) front.push_back(std::move(complete[i]));
-  return front;
+  return pareto_front_trials(trials(filter), directions());
 }
 
 }  // namespace tuner
