@@ -7,7 +7,8 @@
 // The outputs are standardized (mean 0, variance 1) before fitting, and predictions are given
 // back in the outputs' units. The kernel parameters maximize the log marginal likelihood plus
 // weak log-normal priors (lengthscales around 0.5 of the cube, signal variance around 1, noise
-// small), by L-BFGS on their logarithms from several starts; the noise has a floor, so that
+// small), by L-BFGS on their logarithms from several starts, or from one given start (a warm
+// start: the parameters fitted to nearly the same points); the noise has a floor, so that
 // repeated or noiseless points keep the kernel matrix positive definite.
 //
 // Thread safety: an immutable value once fitted; predict() may be called from any thread.
@@ -15,6 +16,7 @@
 #define TUNER_SEARCH_GAUSSIAN_PROCESS_H_
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -35,6 +37,10 @@ struct GpFitOptions {
   // likelihood of order n, and the parameters it picks need no more than a few digits.
   double relative_decrease = 1e-5;
   double min_noise = 1e-6;   // the noise variance's floor (standardized units)
+  // When set, the fit runs L-BFGS from these parameters alone (no restarts, no Rng draws); it
+  // falls back to the default starts only where they give no finite objective. Their dimension
+  // must be the points'. Default: none.
+  std::optional<GpKernelParams> warm_start;
 };
 
 class GaussianProcess {
@@ -56,6 +62,17 @@ class GaussianProcess {
   };
   // REQUIRES: x has the fitted dimension.
   Prediction predict(std::span<const double> x) const;
+  // The predictions at `count` points, stored one after another in `points` (count x dimension
+  // values), into out[0..count): one kernel block and one triangular solve for all of them.
+  // REQUIRES: points.size() == count * dimension(), out.size() >= count.
+  void predict(std::span<const double> points, size_t count, std::span<Prediction> out) const;
+  // predict(x) and the gradients of its mean and variance with respect to x.
+  // REQUIRES: x, mean_gradient and variance_gradient of the fitted dimension.
+  Prediction predict_with_gradient(std::span<const double> x, std::span<double> mean_gradient,
+                                   std::span<double> variance_gradient) const;
+
+  // The posterior mean at each fitted point, in the order given to fit(), in the outputs' units.
+  std::vector<double> fitted_means() const;
 
   const GpKernelParams& kernel() const;
   // The fit's objective at the fitted parameters: the log marginal likelihood of the standardized

@@ -27,6 +27,8 @@
 #ifndef TUNER_SEARCH_GP_SAMPLER_H_
 #define TUNER_SEARCH_GP_SAMPLER_H_
 
+#include <memory>
+
 #include "search/sampler.h"
 
 namespace tuner {
@@ -45,11 +47,16 @@ struct GpSamplerOptions {
   // Fit the GP to the values through a Yeo-Johnson power transform (search/output_warping.h)
   // instead of as they are. Default: true.
   bool warp_outputs = true;
+  // How often the kernel parameters are fitted from scratch: at every refit_every-th observed
+  // trial up to 200 (past it, every 5% of the trials, in multiples of it); the fits in between
+  // start from the last such fit's parameters. 0: from scratch at every proposal. Default 10.
+  int refit_every = 10;
 };
 
 class GpSampler final : public Sampler {
  public:
   explicit GpSampler(GpSamplerOptions options = {});
+  ~GpSampler() override;
 
   Params sample(const SearchSpace& space, const History& history, const TrialContext& trial,
                 Rng& rng) override;
@@ -60,7 +67,10 @@ class GpSampler final : public Sampler {
   std::string name() const override { return "gp"; }
 
  private:
+  class FitCache;
+
   GpSamplerOptions options_;
+  std::unique_ptr<FitCache> fits_;  // never null
 };
 
 }  // namespace tuner
