@@ -44,7 +44,6 @@ struct GaussianProcess::Impl {
   double y_mean = 0, y_scale = 1;
   GpKernelParams kernel;
   Eigen::LLT<MatrixXd> chol;
-  VectorXd y;      // standardized
   VectorXd alpha;  // K^-1 y (standardized)
   double lml = 0;
 };
@@ -253,7 +252,7 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
     // One start, from the given parameters: a fit to nearly the same points ends near them.
     const VectorXd from = log_parameters(*options.warm_start, options.min_noise);
     const VectorXd theta =
-        minimize_lbfgs(objective, from, options.max_iterations, options.relative_decrease);
+        minimize_lbfgs(objective, from, options.max_iterations, options.warm_relative_decrease);
     best_value = objective(theta, gradient);
     best = theta;
   }
@@ -302,7 +301,6 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
                     std::to_string(impl->kernel.noise_variance));
   }
   impl->alpha = impl->chol.solve(ys);
-  impl->y = ys;
   impl->lml = -best_value;
   return GaussianProcess(std::move(impl));
 }
@@ -401,17 +399,6 @@ GaussianProcess::Prediction GaussianProcess::predict_with_gradient(
         variance > 0 ? 2.0 * y2 * inv_l2 * (p(j) * u_sum - u_x(j)) : 0.0;
   }
   return {.mean = m.y_mean + m.y_scale * mean, .variance = variance * y2};
-}
-
-std::vector<double> GaussianProcess::fitted_means() const {
-  // (K_signal + n2 I) alpha = y, so K_signal alpha = y - n2 alpha.
-  const Impl& m = *impl_;
-  std::vector<double> means(static_cast<size_t>(m.alpha.size()));
-  for (Eigen::Index i = 0; i < m.alpha.size(); ++i) {
-    means[static_cast<size_t>(i)] =
-        m.y_mean + m.y_scale * (m.y(i) - m.kernel.noise_variance * m.alpha(i));
-  }
-  return means;
 }
 
 const GpKernelParams& GaussianProcess::kernel() const { return impl_->kernel; }

@@ -36,6 +36,10 @@ struct GpFitOptions {
   // A start ends when a step gains less than this times (1 + |objective|): the objective is a log
   // likelihood of order n, and the parameters it picks need no more than a few digits.
   double relative_decrease = 1e-5;
+  // The same for a warm start, which begins near its optimum, where every step gains little: the
+  // criterion above would end it before it has moved (on the suite's Rastrigin-5, 1e-5 here left
+  // median regret at 34.6 after 100 trials where fits from scratch reached 19.8).
+  double warm_relative_decrease = 1e-9;
   double min_noise = 1e-6;   // the noise variance's floor (standardized units)
   // When set, the fit runs L-BFGS from these parameters alone (no restarts, no Rng draws); it
   // falls back to the default starts only where they give no finite objective. Their dimension
@@ -71,13 +75,11 @@ class GaussianProcess {
   Prediction predict_with_gradient(std::span<const double> x, std::span<double> mean_gradient,
                                    std::span<double> variance_gradient) const;
 
-  // The posterior mean at each fitted point, in the order given to fit(), in the outputs' units.
-  std::vector<double> fitted_means() const;
-
   const GpKernelParams& kernel() const;
   // The fit's objective at the fitted parameters: the log marginal likelihood of the standardized
   // outputs plus the log priors.
   double log_marginal_likelihood() const;
+
   int dimension() const;
 
  private:
