@@ -298,6 +298,9 @@ def timing_tables(res):
         ms = r["median_ms"]
         return f"{ms:,.0f} ({r['asks']}{failed})" if ms >= 1000 else f"{ms:.4g} ({r['asks']}{failed})"
 
+    def show_ms(v):
+        return "-" if v is None else (f"{v:,.0f}" if v >= 1000 else f"{v:.4g}")
+
     for s, p, n in keys:
         ours = cells[("tuner", s, p, n)]
         theirs = cells.get(("optuna", s, p, n))
@@ -305,12 +308,15 @@ def timing_tables(res):
         if theirs and ours.get("asks") and theirs.get("asks"):
             r = theirs["median_ms"] / ours["median_ms"]
             ratio = f"{r:.0f}x" if r >= 10 else f"{r:.2g}x"
-        rows.append([s, p, f"{n:,}", show(ours), show(theirs), ratio])
-    print(table(["sampler", "problem", "finished trials", "tuner ms (asks)", "Optuna ms (asks)",
-                 "Optuna / tuner"], rows))
+        rows.append([s, p, f"{n:,}", show(ours), show_ms(ours.get("mean_ms")),
+                     show_ms(ours.get("first_ms")), show(theirs), ratio])
+    print(table(["sampler", "problem", "finished trials", "tuner ms (asks)", "tuner mean ms",
+                 "tuner first ms", "Optuna ms (asks)", "Optuna / tuner"], rows))
     print()
     print("Median wall time of one ask + suggestions + tell after that many finished (random) "
-          "trials, one thread each; (asks timed). A failed ask (the sampler threw) is not timed.")
+          "trials, one thread each; (asks timed). A failed ask (the sampler threw) is not timed. "
+          "tuner mean: over the same asks; first: the ask before them, a fresh process's first "
+          "(what the sampler keeps between asks is not there yet).")
 
 
 def main():
