@@ -38,8 +38,8 @@ double log_prior(double value, double mean, double sd, double* gradient) {
 
 struct GaussianProcess::Impl {
   int dims = 0;
-  MatrixXd x;   // [n, dims]
-  MatrixXd xs;  // [n, dims]: x with each column divided by its lengthscale
+  MatrixXd x;                // [n, dims]
+  MatrixXd xs;               // [n, dims]: x with each column divided by its lengthscale
   VectorXd inv_lengthscale;  // [dims]
   double y_mean = 0, y_scale = 1;
   GpKernelParams kernel;
@@ -56,7 +56,8 @@ void squared_distances(const MatrixXd& xs, MatrixXd& r2) {
   const Eigen::Index n = xs.rows(), d = xs.cols();
   r2.setZero(n, n);
   for (Eigen::Index b = 0; b < n; ++b) {
-    for (Eigen::Index i = 0; i < d; ++i) r2.col(b).array() += (xs.col(i).array() - xs(b, i)).square();
+    for (Eigen::Index i = 0; i < d; ++i)
+      r2.col(b).array() += (xs.col(i).array() - xs(b, i)).square();
   }
 }
 
@@ -64,8 +65,16 @@ void squared_distances(const MatrixXd& xs, MatrixXd& r2) {
 // nothing (at 100-200 points, fresh n x n matrices cost as much in page faults as the algebra).
 struct Workspace {
   Workspace(Eigen::Index n, Eigen::Index d)
-      : xs(n, d), r2(n, n), k_signal(n, n), shape(n, n), k(n, n), w(n, n), px(n, d),
-        scratch(n / 2 + 1, n / 2 + 1), alpha(n), row_sums(n) {}
+      : xs(n, d),
+        r2(n, n),
+        k_signal(n, n),
+        shape(n, n),
+        k(n, n),
+        w(n, n),
+        px(n, d),
+        scratch(n / 2 + 1, n / 2 + 1),
+        alpha(n),
+        row_sums(n) {}
   MatrixXd xs, r2, k_signal, shape, k, w, px, scratch;
   VectorXd alpha, row_sums;
 };
@@ -75,9 +84,9 @@ struct Workspace {
 // derivatives, shape = 5/3 s2 (1 + sqrt5 r) exp(-sqrt5 r). Uses ws.r2 as scratch.
 void matern_matrices(double s2, Workspace& ws) {
   squared_distances(ws.xs, ws.r2);
-  ws.k_signal.array() = ws.r2.array().sqrt();                       // r
-  ws.shape.array() = (-kSqrt5 * ws.k_signal.array()).exp();          // e
-  ws.r2.array() *= (5.0 / 3.0 * s2) * ws.shape.array();              // 5/3 s2 r^2 e
+  ws.k_signal.array() = ws.r2.array().sqrt();                // r
+  ws.shape.array() = (-kSqrt5 * ws.k_signal.array()).exp();  // e
+  ws.r2.array() *= (5.0 / 3.0 * s2) * ws.shape.array();      // 5/3 s2 r^2 e
   ws.shape.array() *= (5.0 / 3.0 * s2) * (1.0 + kSqrt5 * ws.k_signal.array());
   ws.k_signal.array() = 0.6 * ws.shape.array() + ws.r2.array();
 }
@@ -330,17 +339,15 @@ void GaussianProcess::predict(std::span<const double> points, size_t count,
                               std::span<Prediction> out) const {
   const Impl& m = *impl_;
   const Eigen::Index n = m.x.rows(), d = m.dims, c = static_cast<Eigen::Index>(count);
-  (void)n;
   if (points.size() != count * static_cast<size_t>(d) || out.size() < count) {
     throw Error(ErrorCode::kInvalidArgument,
-                "GaussianProcess::predict: " + std::to_string(points.size()) +
-                    " coordinates for " + std::to_string(count) + " points of dimension " +
-                    std::to_string(d));
+                "GaussianProcess::predict: " + std::to_string(points.size()) + " coordinates for " +
+                    std::to_string(count) + " points of dimension " + std::to_string(d));
   }
   if (count == 0) return;
   // The points scaled by the lengthscales, one per column: [d, c].
-  const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>>
-      p(points.data(), d, c);
+  const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>> p(
+      points.data(), d, c);
   const MatrixXd ps = m.inv_lengthscale.asDiagonal() * p;
   // k_star [n, c]: squared distances dimension by dimension (exact), then the kernel.
   MatrixXd k_star = MatrixXd::Zero(n, c);
@@ -354,8 +361,7 @@ void GaussianProcess::predict(std::span<const double> points, size_t count,
   const VectorXd mean = k_star.transpose() * m.alpha;
   m.chol.matrixL().solveInPlace(k_star);  // one blocked triangular solve for every point
   for (Eigen::Index j = 0; j < c; ++j) {
-    const double variance =
-        std::max(0.0, m.kernel.signal_variance - k_star.col(j).squaredNorm());
+    const double variance = std::max(0.0, m.kernel.signal_variance - k_star.col(j).squaredNorm());
     out[static_cast<size_t>(j)] = {.mean = m.y_mean + m.y_scale * mean(j),
                                    .variance = variance * m.y_scale * m.y_scale};
   }

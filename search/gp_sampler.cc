@@ -227,7 +227,8 @@ class Feasibility {
 
   // The log of the probability that every constraint is <= 0 at `p`, taken as independent;
   // with `gradient`, its gradient with respect to p added there.
-  double log_probability(const std::vector<double>& p, std::vector<double>* gradient = nullptr) const {
+  double log_probability(const std::vector<double>& p,
+                         std::vector<double>* gradient = nullptr) const {
     double sum = 0;
     std::vector<double> mean_gradient(p.size()), variance_gradient(p.size());
     for (const GaussianProcess& gp : models_) {
@@ -301,7 +302,7 @@ void keep_fit_window(int limit, std::vector<std::vector<double>>& x, std::vector
 // The observed (COMPLETE, finite, encodable) trials, in the history's order.
 struct Observations {
   std::vector<std::vector<double>> x;
-  std::vector<double> y;  // maximized
+  std::vector<double> y;                                  // maximized
   std::vector<std::vector<ConstraintValue>> constraints;  // of each observed trial
   std::vector<bool> feasible;                             // of each observed trial
 
@@ -452,10 +453,8 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   const size_t n_anchor = anchor_of(all.x.size(), static_cast<size_t>(options_.refit_every));
   Observations anchor = all.prefix(n_anchor);
   Observations fitted = std::move(all);
-  keep_fit_window(options_.max_fit_trials, anchor.x, anchor.y, anchor.constraints,
-                  anchor.feasible);
-  keep_fit_window(options_.max_fit_trials, fitted.x, fitted.y, fitted.constraints,
-                  fitted.feasible);
+  keep_fit_window(options_.max_fit_trials, anchor.x, anchor.y, anchor.constraints, anchor.feasible);
+  keep_fit_window(options_.max_fit_trials, fitted.x, fitted.y, fitted.constraints, fitted.feasible);
   if (options_.warp_outputs) {
     for (Observations* o : {&anchor, &fitted}) {
       const OutputWarping warp = OutputWarping::fit(o->y);

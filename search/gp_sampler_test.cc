@@ -156,7 +156,8 @@ TEST(GpSampler, AFreshSamplerProposesWhatOneThatSawTheStudyProposes) {
     t.state = TrialState::kComplete;
     t.params = seasoned.sample(space, history, TrialContext{i}, rng);
     proposed.push_back(t.params);
-    for (const auto& [name, value] : t.params) t.distributions[name] = space.find(name)->distribution;
+    for (const auto& [name, value] : t.params)
+      t.distributions[name] = space.find(name)->distribution;
     t.values = {quadratic(t.params)};
     trials.push_back(std::move(t));
   }
