@@ -7,7 +7,8 @@
 // The outputs are standardized (mean 0, variance 1) before fitting, and predictions are given
 // back in the outputs' units. The kernel parameters maximize the log marginal likelihood plus
 // weak log-normal priors (lengthscales around 0.5 of the cube, signal variance around 1, noise
-// small), by L-BFGS on their logarithms from several starts; the noise has a floor, so that
+// small), by L-BFGS on their logarithms from several starts, or from one given start (a warm
+// start: the parameters fitted to nearly the same points); the noise has a floor, so that
 // repeated or noiseless points keep the kernel matrix positive definite.
 //
 // Thread safety: an immutable value once fitted; predict() may be called from any thread.
@@ -15,6 +16,7 @@
 #define TUNER_SEARCH_GAUSSIAN_PROCESS_H_
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,7 +36,15 @@ struct GpFitOptions {
   // A start ends when a step gains less than this times (1 + |objective|): the objective is a log
   // likelihood of order n, and the parameters it picks need no more than a few digits.
   double relative_decrease = 1e-5;
+  // The same for a warm start, which begins near its optimum, where every step gains little: the
+  // criterion above would end it before it has moved (on the suite's Rastrigin-5, 1e-5 here left
+  // median regret at 34.6 after 100 trials where fits from scratch reached 19.8).
+  double warm_relative_decrease = 1e-9;
   double min_noise = 1e-6;   // the noise variance's floor (standardized units)
+  // When set, the fit runs L-BFGS from these parameters alone (no restarts, no Rng draws); it
+  // falls back to the default starts only where they give no finite objective. Their dimension
+  // must be the points'. Default: none.
+  std::optional<GpKernelParams> warm_start;
 };
 
 class GaussianProcess {
@@ -56,11 +66,20 @@ class GaussianProcess {
   };
   // REQUIRES: x has the fitted dimension.
   Prediction predict(std::span<const double> x) const;
+  // The predictions at `count` points, stored one after another in `points` (count x dimension
+  // values), into out[0..count): one kernel block and one triangular solve for all of them.
+  // REQUIRES: points.size() == count * dimension(), out.size() >= count.
+  void predict(std::span<const double> points, size_t count, std::span<Prediction> out) const;
+  // predict(x) and the gradients of its mean and variance with respect to x.
+  // REQUIRES: x, mean_gradient and variance_gradient of the fitted dimension.
+  Prediction predict_with_gradient(std::span<const double> x, std::span<double> mean_gradient,
+                                   std::span<double> variance_gradient) const;
 
   const GpKernelParams& kernel() const;
   // The fit's objective at the fitted parameters: the log marginal likelihood of the standardized
   // outputs plus the log priors.
   double log_marginal_likelihood() const;
+
   int dimension() const;
 
  private:

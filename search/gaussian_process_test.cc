@@ -127,6 +127,80 @@ TEST(GaussianProcess, ManyNoiselessValuesAtFewPointsStillFit) {
   EXPECT_NEAR(gp.predict(std::vector<double>{1.0, 0.0, 0.25}).mean, 10.0, 0.1);
 }
 
+// A lambda, not a function: a function's vector argument would bring std::sample into the calls.
+const auto bumpy_3d = [](const std::vector<double>& p) {
+  return std::sin(5 * p[0]) * std::cos(3 * p[1]) + p[2] * p[2];
+};
+
+// The acquisition's quasi-Newton steps use these gradients.
+TEST(GaussianProcess, PredictionGradientsMatchFiniteDifferences) {
+  const Samples train = sample(30, 3, bumpy_3d, 12, 0.01);
+  Rng rng(4);
+  const GaussianProcess gp = GaussianProcess::fit(train.x, train.y, rng);
+  const Samples at = sample(5, 3, bumpy_3d, 13);
+  for (const std::vector<double>& p : at.x) {
+    std::vector<double> mean_gradient(3), variance_gradient(3);
+    const GaussianProcess::Prediction here =
+        gp.predict_with_gradient(p, mean_gradient, variance_gradient);
+    EXPECT_NEAR(here.mean, gp.predict(p).mean, 1e-12 * (1 + std::abs(here.mean)));
+    EXPECT_NEAR(here.variance, gp.predict(p).variance, 1e-12);
+    for (size_t j = 0; j < 3; ++j) {
+      std::vector<double> up = p, down = p;
+      up[j] += 1e-6;
+      down[j] -= 1e-6;
+      const double dm = (gp.predict(up).mean - gp.predict(down).mean) / 2e-6;
+      const double dv = (gp.predict(up).variance - gp.predict(down).variance) / 2e-6;
+      EXPECT_NEAR(mean_gradient[j], dm, 1e-5 * (1 + std::abs(dm))) << "coordinate " << j;
+      EXPECT_NEAR(variance_gradient[j], dv, 1e-5 * (1 + std::abs(dv))) << "coordinate " << j;
+    }
+  }
+}
+
+TEST(GaussianProcess, PredictionsInABatchAreThoseOneByOne) {
+  const Samples train = sample(50, 3, bumpy_3d, 14);
+  Rng rng(2);
+  const GaussianProcess gp = GaussianProcess::fit(train.x, train.y, rng);
+  const Samples at = sample(70, 3, bumpy_3d, 15);
+  std::vector<double> flat;
+  for (const std::vector<double>& p : at.x) flat.insert(flat.end(), p.begin(), p.end());
+  std::vector<GaussianProcess::Prediction> batch(at.x.size());
+  gp.predict(flat, at.x.size(), batch);
+  for (size_t i = 0; i < at.x.size(); ++i) {
+    const GaussianProcess::Prediction one = gp.predict(at.x[i]);
+    EXPECT_NEAR(batch[i].mean, one.mean, 1e-12 * (1 + std::abs(one.mean)));
+    EXPECT_NEAR(batch[i].variance, one.variance, 1e-12);
+  }
+  EXPECT_THROW(gp.predict(flat, at.x.size() + 1, batch), Error);
+}
+
+// The GP sampler fits from scratch now and then and warm-starts the fits in between: from the
+// parameters of a fit to the same points the warm fit stays there and draws nothing from the Rng.
+TEST(GaussianProcess, AWarmStartAtTheOptimumStaysThere) {
+  const Samples train = sample(60, 3, bumpy_3d, 16, 0.05);
+  Rng rng(9);
+  const GaussianProcess cold = GaussianProcess::fit(train.x, train.y, rng);
+  Rng before(21), after(21);
+  const GaussianProcess warm =
+      GaussianProcess::fit(train.x, train.y, after, {.warm_start = cold.kernel()});
+  EXPECT_EQ(before.next(), after.next());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(std::log(warm.kernel().lengthscales[i]), std::log(cold.kernel().lengthscales[i]),
+                0.05);
+  }
+  EXPECT_GE(warm.log_marginal_likelihood(), cold.log_marginal_likelihood() - 1e-6);
+  // From parameters far off, it still climbs to a fit as good.
+  GpKernelParams off = cold.kernel();
+  for (double& l : off.lengthscales) l *= 5;
+  off.noise_variance = 0.5;
+  Rng unused(1);
+  const GaussianProcess climbed =
+      GaussianProcess::fit(train.x, train.y, unused, {.warm_start = off});
+  EXPECT_GT(climbed.log_marginal_likelihood(), cold.log_marginal_likelihood() - 1.0);
+  EXPECT_THROW(GaussianProcess::fit(train.x, train.y, unused,
+                                    {.warm_start = GpKernelParams{.lengthscales = {1.0}}}),
+               Error);
+}
+
 TEST(GaussianProcess, BadInputIsRefusedWithWhatIsWrong) {
   Rng rng(1);
   EXPECT_THROW(GaussianProcess::fit({}, {}, rng), Error);

@@ -10,8 +10,18 @@
 // a categorical as one coordinate per choice (one-hot), the largest giving the choice. Running
 // trials count as observed at the worst value so far (a constant liar), so parallel workers
 // spread out. The acquisition is maximized over random candidates and candidates near the best
-// trials, then refined from the best few by L-BFGS over the continuous coordinates and by a
-// shrinking local search.
+// trials (scored in one batch), then refined from the best few by L-BFGS over the continuous
+// coordinates (with the acquisition's analytic gradient) and by a shrinking local search.
+//
+// The kernel fit. Fitting the kernel parameters from scratch (several L-BFGS starts) costs most
+// of a proposal, and they change little from one trial to the next. So they are fitted from
+// scratch only at anchors: of m observed trials (in the history's order), the first a(m), a(m)
+// the largest multiple of refit_every (10) at most m, and past 200 trials of 5% of m in multiples
+// of it. The proposal's own fit is one L-BFGS run from the anchor's parameters. Proposals stay a
+// function of the history alone: the anchor's fit depends only on its trials (its restarts seeded
+// by a hash of its points and values), and the fits kept for reuse are found by those points and
+// values compared in full; a fresh sampler (a resumed study, another process) recomputes the
+// anchor's fit and proposes exactly what one that has run the whole study proposes.
 //
 // Constraints (trials/constraints.h): once a COMPLETE trial has constraint values, one GP more
 // per constraint models it, and the acquisition is the log expected improvement over the best
@@ -22,10 +32,13 @@
 //
 // Define-by-run studies sample jointly the parameters every COMPLETE trial has with the same
 // distribution (relative_space); the others, conditional parameters and normal priors are
-// sampled at random. Deterministic: the same history, trial and Rng give the same values.
-// Thread-safe (no state).
+// sampled at random. Deterministic: the same history, trial and Rng give the same values,
+// whatever the sampler has seen before. Thread-safe: its one state, the anchors' fits kept for
+// reuse, is guarded by a mutex.
 #ifndef TUNER_SEARCH_GP_SAMPLER_H_
 #define TUNER_SEARCH_GP_SAMPLER_H_
+
+#include <memory>
 
 #include "search/sampler.h"
 
@@ -45,11 +58,16 @@ struct GpSamplerOptions {
   // Fit the GP to the values through a Yeo-Johnson power transform (search/output_warping.h)
   // instead of as they are. Default: true.
   bool warp_outputs = true;
+  // How often the kernel parameters are fitted from scratch: at every refit_every-th observed
+  // trial up to 200 (past it, every 5% of the trials, in multiples of it); the fits in between
+  // start from the last such fit's parameters. 0: from scratch at every proposal. Default 10.
+  int refit_every = 10;
 };
 
 class GpSampler final : public Sampler {
  public:
   explicit GpSampler(GpSamplerOptions options = {});
+  ~GpSampler() override;
 
   Params sample(const SearchSpace& space, const History& history, const TrialContext& trial,
                 Rng& rng) override;
@@ -60,7 +78,10 @@ class GpSampler final : public Sampler {
   std::string name() const override { return "gp"; }
 
  private:
+  class FitCache;
+
   GpSamplerOptions options_;
+  std::unique_ptr<FitCache> fits_;  // never null
 };
 
 }  // namespace tuner

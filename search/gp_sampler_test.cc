@@ -139,6 +139,47 @@ TEST(GpSampler, WithoutAFeasibleTrialItSeeksFeasibility) {
   }
 }
 
+// The sampler keeps the kernel parameters it fitted from scratch at anchors (every 10th trial),
+// and warm-starts the fits in between from them. What it proposes must not depend on what it
+// has seen before: a fresh sampler (a resumed study, another process), or one that has worked on
+// another study in between, proposes exactly the same from the same history and Rng.
+TEST(GpSampler, AFreshSamplerProposesWhatOneThatSawTheStudyProposes) {
+  GpSampler seasoned;
+  const SearchSpace space = plane();
+  std::vector<FrozenTrial> trials;
+  std::vector<Params> proposed;
+  for (int i = 0; i < 36; ++i) {
+    History history{trials, kMinimize};
+    Rng rng = Rng::for_trial(5, i);
+    FrozenTrial t;
+    t.trial_id = t.number = i;
+    t.state = TrialState::kComplete;
+    t.params = seasoned.sample(space, history, TrialContext{i}, rng);
+    proposed.push_back(t.params);
+    for (const auto& [name, value] : t.params)
+      t.distributions[name] = space.find(name)->distribution;
+    t.values = {quadratic(t.params)};
+    trials.push_back(std::move(t));
+  }
+  GpSampler distracted;
+  optimize_constrained(distracted, 3, 30, true);  // another study, its anchors in the cache
+  for (int number : {10, 17, 20, 29, 35}) {
+    const std::vector<FrozenTrial> before(trials.begin(), trials.begin() + number);
+    const History history{before, kMinimize};
+    for (GpSampler* sampler : {&distracted, &seasoned}) {
+      Rng rng = Rng::for_trial(5, number);
+      EXPECT_EQ(sampler->sample(space, history, TrialContext{number}, rng),
+                proposed[static_cast<size_t>(number)])
+          << "trial " << number;
+    }
+    GpSampler fresh;
+    Rng rng = Rng::for_trial(5, number);
+    EXPECT_EQ(fresh.sample(space, history, TrialContext{number}, rng),
+              proposed[static_cast<size_t>(number)])
+        << "trial " << number;
+  }
+}
+
 TEST(GpSampler, SameHistoryAndRngSameProposalWithConstraints) {
   GpSampler a, b;
   const ConstrainedRun ra = optimize_constrained(a, 7, 16, true);

@@ -2,7 +2,7 @@
 """The function suite's tables: tuner against Optuna, problem by problem.
 
 usage: report.py [--budgets 25,50,100,200] [--tuner default] [--all-samplers] [--wide]
-                 [--problems LIST]
+                 [--versus SAMPLER] [--problems LIST]
                  RESULTS...
 
 RESULTS are JSONL files, or folders of them, written by bench/suite/sampler_suite and
@@ -16,6 +16,8 @@ Optuna's samplers that ran (TPE variants and GP) on at least --min-seeds seeds (
 regrets are lower than the reference's (normal approximation with tie and continuity
 corrections); "better" when p < 0.05, "worse" when the opposite one-sided test gives p < 0.05,
 else "tie". Then the count per budget and the problems where tuner loses, and the ask times.
+--versus SAMPLER: instead, tuner's sampler under test against another of tuner's samplers
+(a before/after comparison: the same seeds, the same test), on the seeds both ran.
 Standard library only.
 """
 
@@ -113,17 +115,24 @@ class Results:
             if key not in best or r["trials"] > best[key]["trials"]:
                 best[key] = r
         self.cells = {}  # (impl, sampler, problem) -> k -> [regret]
+        self.seeds = {}  # (impl, sampler, problem) -> k -> seed -> regret
         self.problems = []
-        for (impl, sampler, problem, _), r in best.items():
+        for (impl, sampler, problem, seed), r in best.items():
             if problem not in self.problems:
                 self.problems.append(problem)
             for k, v in r["regret"].items():
                 if v is not None:
                     self.cells.setdefault((impl, sampler, problem), {}).setdefault(int(k),
                                                                                     []).append(v)
+                    self.seeds.setdefault((impl, sampler, problem), {}).setdefault(
+                        int(k), {})[seed] = v
 
     def values(self, impl, sampler, problem, k):
         return self.cells.get((impl, sampler, problem), {}).get(k)
+
+    def by_seed(self, impl, sampler, problem, k):
+        """seed -> regret after k trials."""
+        return self.seeds.get((impl, sampler, problem), {}).get(k, {})
 
     def median(self, impl, sampler, problem, k):
         v = self.values(impl, sampler, problem, k)
@@ -193,6 +202,40 @@ def main_table(res, args, budgets, problems):
                  "worse (p < 0.05)", "problems where tuner is worse"], rows))
 
 
+def versus_table(res, sampler, other, budgets, problems):
+    """tuner `sampler` against tuner `other` on the seeds both ran, problem by problem."""
+    header = ["problem", "trials", "seeds", f"tuner {other}", f"tuner {sampler}",
+              f"p ({sampler} lower)", f"p ({sampler} higher)", "verdict"]
+    rows = []
+    counts = {k: {"better": 0, "tie": 0, "worse": 0} for k in budgets}
+    changed = {k: {"better": [], "worse": []} for k in budgets}
+    for problem in problems:
+        for k in budgets:
+            a = res.by_seed("tuner", sampler, problem, k)
+            b = res.by_seed("tuner", other, problem, k)
+            seeds = sorted(set(a) & set(b))
+            if len(seeds) < res.min_seeds:
+                continue
+            ours, theirs = [a[s] for s in seeds], [b[s] for s in seeds]
+            p_less, p_greater = mann_whitney_less(ours, theirs), mann_whitney_less(theirs, ours)
+            verdict = "better" if p_less < 0.05 else "worse" if p_greater < 0.05 else "tie"
+            counts[k][verdict] += 1
+            if verdict != "tie":
+                changed[k][verdict].append(problem)
+            rows.append([problem, k, len(seeds), fmt(statistics.median(theirs)),
+                         fmt(statistics.median(ours)), fmt_p(p_less), fmt_p(p_greater),
+                         f"**{verdict}**" if verdict != "tie" else verdict])
+    print(table(header, rows))
+    print()
+    print(f"Median regret over the seeds both ran. p: one-sided Mann-Whitney U; better: {sampler}'s "
+          f"regrets lower than {other}'s at p < 0.05; worse: higher at p < 0.05; else tie.")
+    print()
+    rows = [[k, sum(counts[k].values()), counts[k]["better"], counts[k]["tie"], counts[k]["worse"],
+             ", ".join(changed[k]["better"]) or "-", ", ".join(changed[k]["worse"]) or "-"]
+            for k in budgets if sum(counts[k].values())]
+    print(table(["trials", "problems", "better", "tie", "worse", "better on", "worse on"], rows))
+
+
 def wide_table(res, tuner_sampler, budgets, problems):
     """One row a problem: for each budget, tuner's median, the best Optuna sampler's and p."""
     header = ["problem"]
@@ -255,6 +298,9 @@ def timing_tables(res):
         ms = r["median_ms"]
         return f"{ms:,.0f} ({r['asks']}{failed})" if ms >= 1000 else f"{ms:.4g} ({r['asks']}{failed})"
 
+    def show_ms(v):
+        return "-" if v is None else (f"{v:,.0f}" if v >= 1000 else f"{v:.4g}")
+
     for s, p, n in keys:
         ours = cells[("tuner", s, p, n)]
         theirs = cells.get(("optuna", s, p, n))
@@ -262,12 +308,15 @@ def timing_tables(res):
         if theirs and ours.get("asks") and theirs.get("asks"):
             r = theirs["median_ms"] / ours["median_ms"]
             ratio = f"{r:.0f}x" if r >= 10 else f"{r:.2g}x"
-        rows.append([s, p, f"{n:,}", show(ours), show(theirs), ratio])
-    print(table(["sampler", "problem", "finished trials", "tuner ms (asks)", "Optuna ms (asks)",
-                 "Optuna / tuner"], rows))
+        rows.append([s, p, f"{n:,}", show(ours), show_ms(ours.get("mean_ms")),
+                     show_ms(ours.get("first_ms")), show(theirs), ratio])
+    print(table(["sampler", "problem", "finished trials", "tuner ms (asks)", "tuner mean ms",
+                 "tuner first ms", "Optuna ms (asks)", "Optuna / tuner"], rows))
     print()
     print("Median wall time of one ask + suggestions + tell after that many finished (random) "
-          "trials, one thread each; (asks timed). A failed ask (the sampler threw) is not timed.")
+          "trials, one thread each; (asks timed). A failed ask (the sampler threw) is not timed. "
+          "tuner mean: over the same asks; first: the ask before them, a fresh process's first "
+          "(what the sampler keeps between asks is not there yet).")
 
 
 def main():
@@ -280,6 +329,8 @@ def main():
                         help="cells with fewer seeds are left out (default 5)")
     parser.add_argument("--all-samplers", action="store_true",
                         help="also a table of every sampler's medians")
+    parser.add_argument("--versus", default="",
+                        help="compare --tuner with this tuner sampler instead of with Optuna")
     parser.add_argument("--wide", action="store_true",
                         help="the comparison as one row a problem (for the README)")
     args = parser.parse_args()
@@ -288,7 +339,11 @@ def main():
         raise SystemExit(f"report.py: no suite records in {' '.join(args.results)}")
     budgets = [int(x) for x in args.budgets.split(",") if x]
     problems = [p for p in args.problems.split(",") if p] or res.problems
-    if res.cells and args.wide:
+    if res.cells and args.versus:
+        print(f"### Function suite: tuner {args.tuner} against tuner {args.versus}\n")
+        versus_table(res, args.tuner, args.versus, budgets, problems)
+        print()
+    elif res.cells and args.wide:
         print(f"### Function suite: tuner {args.tuner} against Optuna\n")
         wide_table(res, args.tuner, budgets, problems)
         print()

@@ -105,9 +105,36 @@ def test_verdicts():
     check("| hard | *14.5* | gp 1.05 |" in text and "(worse: " in text, "wide, hard:\n" + text)
 
 
+def test_versus():
+    recs = []
+    for seed in range(20):
+        recs.append(record("tuner", "new", "faster", seed, 50, 0.1 * (seed + 1)))
+        recs.append(record("tuner", "old", "faster", seed, 50, 10.0 + seed))
+        recs.append(record("tuner", "new", "same", seed, 50, float(seed)))
+        recs.append(record("tuner", "old", "same", seed, 50, float(19 - seed)))
+        if seed < 3:  # too few seeds in common: left out
+            recs.append(record("tuner", "old", "few", seed, 50, 1.0))
+        recs.append(record("tuner", "new", "few", seed, 50, 5.0))
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "a.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+        res = report.Results(report.read_records([tmp]))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        report.versus_table(res, "new", "old", [50], ["faster", "same", "few"])
+    text = out.getvalue()
+    check("| faster | 50 | 20 | 19.5 | 1.05 |" in text and "**better**" in text,
+          "versus, faster:\n" + text)
+    check("| same | 50 | 20 | 9.5 | 9.5 |" in text and "| few |" not in text,
+          "versus, same / few:\n" + text)
+    check("| 50 | 2 | 1 | 1 | 0 | faster | - |" in text, "versus summary:\n" + text)
+
+
 if __name__ == "__main__":
     test_p_values()
     test_verdicts()
+    test_versus()
     for f in failures:
         print("FAIL:", f)
     print(f"{len(failures)} failures" if failures else "ok")

@@ -10,8 +10,9 @@
 // resumed, and --shard K/N splits the seeds between processes.
 //
 // --timing: the time of one ask + suggestions + tell after N finished trials (a study pre-filled
-// with N random trials, then loaded with the sampler), for each N of --sizes: one untimed ask,
-// then --asks timed ones or as many as fit in --max-seconds (at least one).
+// with N random trials, then loaded with the sampler), for each N of --sizes: one ask timed apart
+// (first_ms: what a fresh process's first ask costs, its caches empty), then --asks timed ones or
+// as many as fit in --max-seconds (at least one).
 //
 // --eval: reads JSON lines {"problem": NAME, "seed": S, "number": K, "params": {NAME: VALUE}} and
 // prints {"noiseless", "observed"} for each, through the same mapping of params to a point that
@@ -270,7 +271,7 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
     }
     return 1e3 * std::chrono::duration<double>(Clock::now() - start).count();
   };
-  cycle();
+  const std::optional<double> first_ms = cycle();  // a fresh process's first ask: fits it needs
   spent_ms = 0.0;
   std::vector<double> ms;
   for (int attempt = 0; attempt < 2 * asks && static_cast<int>(ms.size()) < asks &&
@@ -292,6 +293,7 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
           {"median_ms", tuner::bench::quantile(ms, 0.5)},
           {"mean_ms", tuner::bench::mean(ms)},
           {"min_ms", tuner::bench::quantile(ms, 0.0)},
+          {"first_ms", first_ms ? nlohmann::ordered_json(*first_ms) : nlohmann::ordered_json()},
           {"failed", failed}};
 }
 
