@@ -5,10 +5,39 @@
 
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "search/pareto.h"
 #include "service/serve.h"
+#include "trials/constraints.h"
 #include "tuner/study.h"
 
 namespace tuner::cli {
+
+namespace {
+
+// A study of several objectives: its Pareto front's size, and the hypervolume it dominates up to
+// a reference point just beyond the worst value of each objective among the feasible COMPLETE
+// trials (nadir_reference: so that a study's figure grows as its front improves).
+void print_front_summary(const std::vector<FrozenTrial>& trials,
+                         const std::vector<StudyDirection>& directions) {
+  const std::vector<FrozenTrial> front = pareto_front_trials(trials, directions);
+  std::cout << ", Pareto front " << front.size() << " trial" << (front.size() == 1 ? "" : "s");
+  if (front.empty()) return;
+  const size_t m = directions.size();
+  auto losses_of = [&](const std::vector<FrozenTrial>& of) {
+    std::vector<double> losses;
+    for (const FrozenTrial& t : of) {
+      if (t.state != TrialState::kComplete || t.values.size() != m || !is_feasible(t)) continue;
+      for (size_t k = 0; k < m; ++k) {
+        losses.push_back(directions[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
+      }
+    }
+    return losses;
+  };
+  const std::vector<double> reference = nadir_reference(losses_of(trials), m);
+  std::cout << ", hypervolume " << hypervolume(losses_of(front), m, reference);
+}
+
+}  // namespace
 
 int run_status(const std::vector<std::string>& args) {
   Flags flags(args, {"--storage", "--study"}, {}, "status");
@@ -38,6 +67,7 @@ int run_status(const std::vector<std::string>& args) {
       }
     } else {
       std::cout << "; " << s.directions.size() << " objectives";
+      print_front_summary(trials, s.directions);
     }
     std::cout << "; sampler " << stored_sampler_name(s);
     if (const std::optional<uint64_t> seed = stored_seed(s)) std::cout << "; seed " << *seed;

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "search/pareto.h"
 #include "storage/optuna_schema.h"
 #include "storage/sqlite_storage.h"
 #include "trials/constraints.h"
@@ -97,7 +98,17 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials) {
   return columns;
 }
 
-std::string trial_json(const FrozenTrial& t) {
+std::set<int> front_numbers(Storage& storage, const StudyRecord& study) {
+  std::set<int> numbers;
+  const std::vector<FrozenTrial> complete =
+      storage.get_trials(study.study_id, {.states = std::vector{TrialState::kComplete}});
+  for (const FrozenTrial& t : pareto_front_trials(complete, study.directions)) {
+    numbers.insert(t.number);
+  }
+  return numbers;
+}
+
+std::string trial_json(const FrozenTrial& t, const std::set<int>* front) {
   std::string out;
   auto field = [&out](std::string_view key, const std::string& json) {
     out += (out.empty() ? "{" : ",") + Json(key).dump() + ":" + json;
@@ -127,6 +138,7 @@ std::string trial_json(const FrozenTrial& t) {
     field("constraints", "[" + list + "]");
     field("feasible", constraint_violation(constraints) == 0 ? "true" : "false");
   }
+  if (front) field("front", front->contains(t.number) ? "true" : "false");
   Json attrs = Json::object();
   for (const auto& [key, text] : t.user_attrs) {
     // Text that is not JSON, or nests too deep to copy safely, is shown as a string.
@@ -149,6 +161,7 @@ std::string trial_json(const FrozenTrial& t) {
 std::vector<std::string> trial_header(const std::vector<std::string>& names, TrialColumns columns) {
   std::vector<std::string> header = {"number", "state", "value"};
   if (columns.constraints) header.insert(header.end(), {"feasible", "constraints"});
+  if (columns.front) header.push_back("front");
   header.push_back("seconds");
   if (columns.sampler) header.push_back("sampler");
   header.insert(header.end(), names.begin(), names.end());
@@ -176,6 +189,7 @@ std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::
     row.push_back(!finished ? "" : constraint_violation(c) == 0 ? "yes" : "no");
     row.push_back(cell);
   }
+  if (columns.front) row.push_back(columns.front->contains(t.number) ? "yes" : "");
   row.push_back(duration_seconds(t));
   if (columns.sampler) row.push_back(sampler_of(t));
   for (const std::string& name : names) {

@@ -5,6 +5,8 @@
 #define TUNER_CLI_STUDY_VIEW_H_
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,8 @@ int count_infeasible(const std::vector<FrozenTrial>& trials);
 struct TrialColumns {
   bool constraints = false;  // "feasible" and "constraints"
   bool sampler = false;      // "sampler"
+  // A study of several objectives: "front", "yes" for the numbers of its Pareto front.
+  std::optional<std::set<int>> front;
 };
 TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 
@@ -40,7 +44,12 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 // start and end datetimes (Optuna's format), duration in seconds; "sampler" when recorded; and
 // for a trial with constraint values, "constraints" (the list) and "feasible". NaN and the infinities are
 // written NaN, Infinity and -Infinity, as Python's json module writes and reads them.
-std::string trial_json(const FrozenTrial& trial);
+// With `front` (a study of several objectives: its Pareto front's numbers), "front": whether the
+// trial is on it.
+std::string trial_json(const FrozenTrial& trial, const std::set<int>* front = nullptr);
+
+// The numbers of the Pareto front's trials (search/pareto.h) of a study of `directions`.
+std::set<int> front_numbers(Storage& storage, const StudyRecord& study);
 
 // How cells write numbers: rounded for a table people read, exactly (round-trip) for CSV.
 enum class Cells { kForPeople, kExact };

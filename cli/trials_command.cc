@@ -62,14 +62,20 @@ int run_trials(const std::vector<std::string>& args) {
   TrialFilter filter;
   if (flags.has("--state")) filter.states = parse_states(flags.get("--state"));
   const std::vector<FrozenTrial> trials = storage->get_trials(study.study_id, filter);
+  // Several objectives: which trials are on the Pareto front (of all the study's trials).
+  std::optional<std::set<int>> front;
+  if (study.directions.size() > 1) front = front_numbers(*storage, study);
   if (flags.has("--json")) {
-    for (const FrozenTrial& t : trials) std::cout << trial_json(t) << "\n";
+    for (const FrozenTrial& t : trials) {
+      std::cout << trial_json(t, front ? &*front : nullptr) << "\n";
+    }
     return kExitOk;
   }
   const std::vector<std::string> names = param_names(trials);
   // Constrained studies: whether each trial is feasible, and its constraint values; and the
   // sampler each trial came from, when recorded.
-  const TrialColumns columns = trial_columns(trials);
+  TrialColumns columns = trial_columns(trials);
+  columns.front = front;
   std::vector<std::vector<std::string>> rows = {trial_header(names, columns)};
   const Cells cells = flags.has("--csv") ? Cells::kExact : Cells::kForPeople;
   for (const FrozenTrial& t : trials) rows.push_back(trial_row(t, names, cells, columns));

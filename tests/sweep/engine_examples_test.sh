@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The engine sweep examples, run end to end on a small budget: each example file is shrunk (a
 # 1,500-image slice, 2 epochs, 3 trials, one thread) into a temporary copy, run with
-# `tuner sweep`, and its best trial must have a model file and a test accuracy; `tuner report`
-# must write the report.
+# `tuner sweep`, and its best trial must have a model file and a test accuracy (the example of
+# several objectives: its Pareto front, marked by `tuner trials`, sized by `tuner status`);
+# `tuner report` must write the report.
 #   engine_examples_test.sh TUNER_BINARY REPO_ROOT WORK_DIR
 set -uo pipefail
 tuner="$1"; root="$2"; work="$3/engine-examples-$$"
@@ -10,7 +11,7 @@ rm -rf "$work"; mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-for name in fashion_mnist_mlp fashion_mnist_cnn; do
+for name in fashion_mnist_mlp fashion_mnist_cnn fashion_mnist_tradeoff; do
   python3 - "$root/examples/sweeps/$name.json" "$work/$name.json" <<'PY' || fail "cannot shrink $name"
 import json, sys
 sweep = json.load(open(sys.argv[1]))
@@ -27,6 +28,32 @@ PY
   db="$work/$name.db"
   out=$("$tuner" sweep "$work/$name.json" --storage "$db" 2>&1) || fail "$name: sweep exited $?: $out"
   grep -q "3/3 done" <<<"$out" || fail "$name: $out"
+  if [ "$name" = fashion_mnist_tradeoff ]; then
+    grep -q "^Pareto front: [1-3] of 3 COMPLETE trials" <<<"$out" || fail "$name: no front: $out"
+    front=$("$tuner" best --study "$name" --storage "$db" 2>&1) || fail "$name: best: $front"
+    grep -q "^Pareto front of study '$name' (maximize, minimize, minimize): [1-3] of 3" <<<"$front" ||
+      fail "$name: best: $front"
+    status=$("$tuner" status --storage "$db") || fail "$name: status: $status"
+    grep -q "3 objectives, Pareto front [1-3] trials\?, hypervolume [0-9]" <<<"$status" ||
+      fail "$name: status: $status"
+    "$tuner" trials --study "$name" --storage "$db" --json >"$work/$name.trials" || fail "$name: trials"
+    python3 - "$work/$name.trials" <<'PY' || fail "$name: the trials' values: $(cat "$work/$name.trials")"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert len(rows) == 3, rows
+for r in rows:
+    a = r["user_attrs"]
+    # The values are the objectives' final metrics; the model's figures came with them.
+    assert r["values"] == [a["val_accuracy"], a["latency_ms"], a["num_params"]], r
+    assert a["train_flops_per_sample"] > 0 and a["checkpoint_bytes"] > 4 * a["num_params"], a
+    assert 0 < a["latency_ms_per_sample"] < a["latency_ms"], a
+assert any(r["front"] for r in rows), rows
+PY
+    "$tuner" report --study "$name" --storage "$db" --out "$work/$name.html" >/dev/null ||
+      fail "$name: report"
+    [ -s "$work/$name.html" ] || fail "$name: empty report"
+    continue
+  fi
   best=$("$tuner" best --study "$name" --storage "$db" 2>&1) || fail "$name: best: $best"
   grep -q "test_accuracy: 0\.[0-9]" <<<"$best" || fail "$name: no test accuracy: $best"
   model=$(sed -n 's/^  model: //p' <<<"$best")

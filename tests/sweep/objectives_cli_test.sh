@@ -3,7 +3,8 @@
 # two ways ("objectives": loss down, and the end point x down too, which the descent drives up to
 # 3): each COMPLETE trial's values are its final loss and x, `tuner sweep` ends with the Pareto
 # front, `tuner best` prints it (--json: an array) and it is exactly the non-dominated set of the
-# stored trials; a scheduler is refused, and so is a job that does not print an objective.
+# stored trials, `tuner trials` marks it and `tuner status` gives its size and hypervolume; a
+# scheduler is refused, and so is a job that does not print an objective.
 #   objectives_cli_test.sh TUNER_BINARY REPO_ROOT WORK_DIR
 set -uo pipefail
 tuner="$1"; root="$2"; work="$3/objectives-cli-$$"
@@ -54,6 +55,21 @@ PY
 text=$("$tuner" best --storage "$db" --study quadratic) || fail "best: $text"
 grep -q "^Pareto front of study 'quadratic' (minimize, minimize): [0-9]* of 14 COMPLETE trials" <<<"$text" ||
   fail "best says: $text"
+# `tuner trials` marks the front (a column; "front" in --json), `tuner status` sizes it.
+python3 - "$work/trials.json" "$work/best.json" <<'PY' || fail "trials mark: $(cat "$work/trials.json")"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+front = {t["number"] for t in json.load(open(sys.argv[2]))}
+assert {r["number"] for r in rows if r["front"]} == front, rows
+PY
+table=$("$tuner" trials --storage "$db" --study quadratic) || fail "trials: $table"
+head -1 <<<"$table" | grep -q "front  seconds" || fail "no front column: $table"
+n_front=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/best.json")
+[ "$(grep -c " yes " <<<"$table")" = "$n_front" ] || fail "front marks: $table"
+status=$("$tuner" status --storage "$db") || fail "status: $status"
+grep -q "^quadratic: 14 trials, 14 COMPLETE; 2 objectives, Pareto front $n_front trials, hypervolume [0-9]" <<<"$status" ||
+  fail "status says: $status"
+
 # Optuna's metric names: one per objective.
 python3 - "$db" <<'PY' || fail "metric names"
 import json, sqlite3, sys
