@@ -3,7 +3,8 @@
 # is loaded and continued here, then read by Optuna again (and continued by it once more). The
 # same both ways for constraint values (check_constraints.py): Optuna reads tuner's, and its
 # TPESampler continues from them; tuner reads Optuna's (its list and its named form), and its
-# TPE continues from them.
+# TPE continues from them. And for studies of several objectives (check_multi_objective.py): the
+# directions, values and front both ways, each side continuing the other's study.
 #   run_interop.sh BUILD_DIR WRITE_STUDY_BINARY
 # Then optuna-dashboard (PyPI, same venv) is started on a study written here and its HTTP API
 # must list the study and its trials (check_dashboard.py).
@@ -56,6 +57,14 @@ for s in "${studies[@]}"; do
   "$write_study" continue-constrained "$work/constrained-py.db" "$work/$s.json" "$s" 20
   "$venv/bin/python" "$here/check_constraints.py" read "$work/constrained-py.db" "$work/$s.json"
 done
+echo "== several objectives: tuner's TPE writes, optuna reads the front and continues"
+"$write_study" write-mo "$work/mo-cpp.db" "$work/mo-cpp.json"
+"$venv/bin/python" "$here/check_multi_objective.py" read "$work/mo-cpp.db" "$work/mo-cpp.json" \
+  --then-optimize
+echo "== several objectives: optuna's NSGA-II writes, tuner's TPE continues, optuna reads"
+"$venv/bin/python" "$here/check_multi_objective.py" write "$work/mo-py.db"
+"$write_study" continue-mo "$work/mo-py.db" "$work/mo-py.json" from-optuna-mo 12
+"$venv/bin/python" "$here/check_multi_objective.py" read "$work/mo-py.db" "$work/mo-py.json"
 echo "== optuna-dashboard lists a study written here"
 "$write_study" write "$work/dashboard.db" "$work/dashboard.json"
 timeout 180 "$venv/bin/python" "$here/check_dashboard.py" "$work/dashboard.db" \

@@ -10,6 +10,11 @@
 //   write_study continue-constrained DB JSON STUDY N
 //                                           loads STUDY (Optuna's), runs N more trials of the
 //                                           problem with the TPE sampler, dumps it
+//   write_study write-mo DB JSON            writes "interop-mo-tpe": the two-objective problem
+//                                           of check_multi_objective.py, 20 trials of the
+//                                           multi-objective TPE sampler
+//   write_study continue-mo DB JSON STUDY N loads STUDY (Optuna's), runs N more trials of the
+//                                           problem with the multi-objective TPE sampler, dumps it
 //
 // The dump: {"studies": [{"name", "directions", "user_attrs", "trials": [{"number", "state",
 // "params", "distributions" (Optuna's JSON), "values", "intermediate_values" ({"step": value}),
@@ -17,6 +22,8 @@
 // infinities are the strings "inf" and "-inf". The constrained dump: {"name", "best" (the number
 // of Study::best_trial(), or null), "trials": [{"number", "state", "params", "values",
 // "constraints" ({name: value} as tuner reads them, Optuna's FrozenTrial.constraints' form)}]}.
+// The multi-objective dump: {"name", "directions", "best_trials" (the numbers of
+// Study::best_trials()), "trials": [{"number", "state", "params", "values"}]}.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -247,6 +254,74 @@ int continue_constrained(const std::string& db, const std::string& out, const st
   return 0;
 }
 
+// The two-objective problem (as check_multi_objective.py's objective): minimize
+// x^2 + y^2 and maximize -((x - 1)^2 + y^2), a front along y = 0 between x = 0 and x = 1. Trial
+// numbers 3 mod 7 FAIL.
+void run_mo_trial(Study& study) {
+  Trial trial = study.ask();
+  const double x = trial.suggest_float("x", -2, 2);
+  const double y = trial.suggest_float("y", -2, 2);
+  if (trial.number() % 7 == 3) {
+    study.tell(trial, TrialState::kFail, "the objective raised ValueError");
+    return;
+  }
+  study.tell(trial, std::vector<double>{x * x + y * y, -((x - 1) * (x - 1) + y * y)});
+}
+
+json dump_mo(const Study& study) {
+  json trials = json::array();
+  for (const FrozenTrial& t : study.trials()) {
+    json trial = {{"number", t.number},
+                  {"state", to_string(t.state)},
+                  {"params", json::object()},
+                  {"values", json::array()}};
+    for (const auto& [k, v] : t.params) trial["params"][k] = param_json(v);
+    for (double v : t.values) trial["values"].push_back(number(v));
+    trials.push_back(trial);
+  }
+  json best = json::array();
+  for (const FrozenTrial& t : study.best_trials()) best.push_back(t.number);
+  json directions = json::array();
+  for (StudyDirection d : study.directions()) directions.push_back(to_string(d));
+  return {{"name", study.name()}, {"directions", directions}, {"best_trials", best},
+          {"trials", trials}};
+}
+
+int write_mo(const std::string& db, const std::string& out) {
+  StudyOptions so;
+  so.name = "interop-mo-tpe";
+  so.storage = std::make_shared<SqliteStorage>(db);
+  so.sampler = std::make_shared<TpeSampler>();
+  so.seed = 29;
+  so.directions = {StudyDirection::kMinimize, StudyDirection::kMaximize};
+  Study study = Study::create(so);
+  for (int i = 0; i < 20; ++i) run_mo_trial(study);
+  std::ofstream(out) << dump_mo(study).dump(2) << "\n";
+  return 0;
+}
+
+int continue_mo(const std::string& db, const std::string& out, const std::string& name, int n) {
+  StudyOptions so;
+  so.name = name;
+  so.storage = std::make_shared<SqliteStorage>(db);
+  so.sampler = std::make_shared<TpeSampler>();
+  so.seed = 31;
+  Study study = Study::load(so);
+  if (study.directions() != std::vector{StudyDirection::kMinimize, StudyDirection::kMaximize}) {
+    std::cerr << "write_study: " << name << " does not have Optuna's two directions\n";
+    return 1;
+  }
+  const size_t before = study.trials().size();
+  for (int i = 0; i < n; ++i) run_mo_trial(study);
+  if (study.trials().size() != before + static_cast<size_t>(n)) {
+    std::cerr << "write_study: " << study.trials().size() << " trials, expected " << before + n
+              << "\n";
+    return 1;
+  }
+  std::ofstream(out) << dump_mo(study).dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,6 +329,10 @@ int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "write" && (argc == 4 || argc == 5)) {
       return write(argv[2], argv[3], argc == 5 && std::string(argv[4]) == "--v300d");
+    }
+    if (mode == "write-mo" && argc == 4) return write_mo(argv[2], argv[3]);
+    if (mode == "continue-mo" && argc == 6) {
+      return continue_mo(argv[2], argv[3], argv[4], std::stoi(argv[5]));
     }
     if (mode == "continue" && argc == 6) {
       return resume(argv[2], argv[3], argv[4], std::stoi(argv[5]));
@@ -263,7 +342,8 @@ int main(int argc, char** argv) {
       return continue_constrained(argv[2], argv[3], argv[4], std::stoi(argv[5]));
     }
     std::cerr << "usage: write_study write DB JSON [--v300d] | continue DB JSON STUDY N | "
-                 "write-constrained DB JSON | continue-constrained DB JSON STUDY N\n";
+                 "write-constrained DB JSON | continue-constrained DB JSON STUDY N | "
+                 "write-mo DB JSON | continue-mo DB JSON STUDY N\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "write_study: " << e.what() << "\n";
