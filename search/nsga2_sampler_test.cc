@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "search/multi_objective_test_util.h"
 #include "search/pareto.h"
 #include "search/random_sampler.h"
 #include "trials/constraints.h"
@@ -16,66 +17,11 @@
 namespace tuner {
 namespace {
 
-const std::vector<StudyDirection> kTwo{StudyDirection::kMinimize, StudyDirection::kMinimize};
-
-SearchSpace zdt_space(int d) {
-  SearchSpace space;
-  for (int i = 0; i < d; ++i) space.add_float("x" + std::to_string(i), 0, 1);
-  return space;
-}
-
-// ZDT1 on [0, 1]^d.
-std::vector<double> zdt1(const Params& p) {
-  const size_t d = p.size();
-  double sum = 0.0;
-  for (size_t i = 1; i < d; ++i) sum += std::get<double>(p.at("x" + std::to_string(i)));
-  const double f1 = std::get<double>(p.at("x0"));
-  const double g = 1.0 + 9.0 * sum / static_cast<double>(d - 1);
-  return {f1, g * (1.0 - std::sqrt(f1 / g))};
-}
-
-FrozenTrial make_trial(int number, const SearchSpace& space, const Params& params,
-                       std::vector<double> values) {
-  FrozenTrial t;
-  t.trial_id = 1000 + number;
-  t.number = number;
-  t.state = TrialState::kComplete;
-  t.params = params;
-  for (const auto& [name, value] : params) t.distributions[name] = space.find(name)->distribution;
-  t.values = std::move(values);
-  return t;
-}
-
-std::vector<FrozenTrial> optimize(
-    Sampler& sampler, const SearchSpace& space, uint64_t seed, int n,
-    const std::function<std::vector<double>(const Params&)>& objective,
-    const std::vector<StudyDirection>& directions = kTwo,
-    const std::function<double(const Params&)>& constraint = nullptr) {
-  std::vector<FrozenTrial> trials;
-  for (int i = 0; i < n; ++i) {
-    History history{trials, directions};
-    Rng rng = Rng::for_trial(seed, i);
-    Params params = sampler.sample(space, history, TrialContext{i}, rng);
-    space.check_assignment(params);
-    FrozenTrial t = make_trial(i, space, params, objective(params));
-    if (constraint) {
-      t.system_attrs[kConstraintsAttr] =
-          constraints_to_json(std::vector<double>{constraint(params)});
-    }
-    trials.push_back(std::move(t));
-  }
-  return trials;
-}
-
-double front_volume(const std::vector<FrozenTrial>& trials, const std::vector<double>& reference,
-                    bool feasible_only = false) {
-  std::vector<double> losses;
-  for (const FrozenTrial& t : trials) {
-    if (feasible_only && !is_feasible(t)) continue;
-    losses.insert(losses.end(), t.values.begin(), t.values.end());
-  }
-  return hypervolume(losses, reference.size(), reference);
-}
+using multi_objective_test::optimize_multi;
+using multi_objective_test::trials_hypervolume;
+using multi_objective_test::zdt1;
+using multi_objective_test::zdt_space;
+const std::vector<StudyDirection>& kTwo = multi_objective_test::kMinimizeTwo;
 
 TEST(Nsga2Sampler, CrowdingDistances) {
   // (0, 3), (1, 1), (3, 0), (2, 0.5): the ends of each objective are infinitely far; (1, 1):
@@ -112,8 +58,8 @@ TEST(Nsga2Sampler, FirstGenerationIsRandom) {
   Nsga2Sampler nsga2(o);
   RandomSampler random;
   const SearchSpace space = zdt_space(3);
-  auto a = optimize(nsga2, space, 3, 10, zdt1);
-  auto b = optimize(random, space, 3, 10, zdt1);
+  auto a = optimize_multi(nsga2, space, 3, 10, zdt1);
+  auto b = optimize_multi(random, space, 3, 10, zdt1);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(a[i].params, b[i].params) << i;
 }
 
@@ -128,7 +74,8 @@ TEST(Nsga2Sampler, ParentsAreTheEliteOfThePreviousGeneration) {
                                                    {1, 1}, {6, 6}, {},     {0.5, 2.9}};
   std::vector<FrozenTrial> trials;
   for (int i = 0; i < 8; ++i) {
-    trials.push_back(make_trial(i, space, {{"x", 0.1 * i}}, values[static_cast<size_t>(i)]));
+    trials.push_back(multi_objective_test::complete_trial(i, space, {{"x", 0.1 * i}},
+                                                          values[static_cast<size_t>(i)]));
     if (values[static_cast<size_t>(i)].empty()) trials.back().state = TrialState::kFail;
   }
   History history{trials, kTwo};
@@ -148,7 +95,7 @@ TEST(Nsga2Sampler, ChildrenComeFromTheParents) {
     o.crossover_prob = crossover;
     o.mutation_prob = 0.0;
     Nsga2Sampler sampler(o);
-    auto trials = optimize(sampler, space, 11, 24, zdt1);
+    auto trials = optimize_multi(sampler, space, 11, 24, zdt1);
     History history{trials, kTwo};
     for (int i = 8; i < 24; ++i) {
       const std::vector<int> parents = sampler.parents(history, i / 8);
@@ -189,7 +136,7 @@ TEST(Nsga2Sampler, SbxStaysInsideEveryKindOfDistribution) {
     o.population_size = 10;
     o.crossover = crossover;
     Nsga2Sampler sampler(o);
-    auto trials = optimize(sampler, space, 5, 60, objective);  // check_assignment() inside
+    auto trials = optimize_multi(sampler, space, 5, 60, objective);  // check_assignment() inside
     std::set<double> seen;
     for (const FrozenTrial& t : trials) seen.insert(std::get<double>(t.params.at("f")));
     distinct[crossover == Nsga2Crossover::kSbx] = seen.size();
@@ -208,8 +155,8 @@ TEST(Nsga2Sampler, BeatsRandomOnZdt1) {
       o.crossover = crossover;
       Nsga2Sampler nsga2(o);
       RandomSampler random;
-      wins += front_volume(optimize(nsga2, space, seed, 300, zdt1), reference) >
-              front_volume(optimize(random, space, seed, 300, zdt1), reference);
+      wins += trials_hypervolume(optimize_multi(nsga2, space, seed, 300, zdt1), reference) >
+              trials_hypervolume(optimize_multi(random, space, seed, 300, zdt1), reference);
     }
     EXPECT_EQ(wins, 4) << (crossover == Nsga2Crossover::kSbx ? "sbx" : "uniform");
   }
@@ -228,8 +175,8 @@ TEST(Nsga2Sampler, ConstraintsDrawTrialsIntoTheFeasibleRegion) {
     Nsga2Options o;
     o.population_size = 20;
     Nsga2Sampler constrained(o), ignoring(o);
-    auto a = optimize(constrained, space, seed, 160, zdt1, kTwo, constraint);
-    auto b = optimize(ignoring, space, seed, 160, zdt1);
+    auto a = optimize_multi(constrained, space, seed, 160, zdt1, kTwo, constraint);
+    auto b = optimize_multi(ignoring, space, seed, 160, zdt1);
     for (int i = 120; i < 160; ++i) {
       feasible += is_feasible(a[static_cast<size_t>(i)]);
       feasible_ignored += constraint(b[static_cast<size_t>(i)].params) <= 0;
@@ -254,8 +201,8 @@ TEST(Nsga2Sampler, SameRngSameValuesAndConditionalSpaces) {
     if (p.contains("extra")) v[1] += std::get<double>(p.at("extra"));
     return v;
   };
-  auto first = optimize(a, space, 9, 40, objective);
-  auto second = optimize(b, space, 9, 40, objective);
+  auto first = optimize_multi(a, space, 9, 40, objective);
+  auto second = optimize_multi(b, space, 9, 40, objective);
   for (int i = 0; i < 40; ++i) EXPECT_EQ(first[i].params, second[i].params) << i;
   // "extra" is not in every trial: never crossed, drawn at random when active.
   EXPECT_FALSE(a.relative_space(History{first, kTwo}).find("extra"));
@@ -272,7 +219,7 @@ TEST(Nsga2Sampler, OneObjective) {
     for (const auto& [name, v] : p) s += (std::get<double>(v) - 0.3) * (std::get<double>(v) - 0.3);
     return std::vector<double>{s};
   };
-  auto trials = optimize(sampler, space, 2, 100, objective, {StudyDirection::kMinimize});
+  auto trials = optimize_multi(sampler, space, 2, 100, objective, {StudyDirection::kMinimize});
   double first = INFINITY, last = INFINITY;
   for (int i = 0; i < 10; ++i) first = std::min(first, trials[static_cast<size_t>(i)].values[0]);
   for (int i = 0; i < 100; ++i) last = std::min(last, trials[static_cast<size_t>(i)].values[0]);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "search/multi_objective_test_util.h"
 #include "search/pareto.h"
 #include "search/random_sampler.h"
 #include "trials/constraints.h"
@@ -459,56 +460,11 @@ TEST(TpeSampler, ImprovementWeightsFavourTheBestBelowTrial) {
 
 // ---- Several objectives ----
 
-// ZDT1 on [0, 1]^d: f1 = x0, f2 = g (1 - sqrt(x0 / g)), g = 1 + 9 mean(x1..).
-SearchSpace zdt_space(int d) {
-  SearchSpace space;
-  for (int i = 0; i < d; ++i) space.add_float("x" + std::to_string(i), 0, 1);
-  return space;
-}
-
-std::vector<double> zdt1(const Params& p) {
-  const size_t d = p.size();
-  double sum = 0.0;
-  for (size_t i = 1; i < d; ++i) sum += std::get<double>(p.at("x" + std::to_string(i)));
-  const double f1 = std::get<double>(p.at("x0"));
-  const double g = 1.0 + 9.0 * sum / static_cast<double>(d - 1);
-  return {f1, g * (1.0 - std::sqrt(f1 / g))};
-}
-
-std::vector<FrozenTrial> optimize_multi(
-    Sampler& sampler, const SearchSpace& space, uint64_t seed, int n,
-    const std::function<std::vector<double>(const Params&)>& objective,
-    const std::vector<StudyDirection>& directions,
-    const std::function<double(const Params&)>& constraint = nullptr) {
-  std::vector<FrozenTrial> trials;
-  for (int i = 0; i < n; ++i) {
-    History history{trials, directions};
-    Rng rng = Rng::for_trial(seed, i);
-    Params params = sampler.sample(space, history, TrialContext{i}, rng);
-    space.check_assignment(params);
-    FrozenTrial t = make_trial(i, space, params, TrialState::kComplete, objective(params));
-    if (constraint) {
-      t.system_attrs[kConstraintsAttr] =
-          constraints_to_json(std::vector<double>{constraint(params)});
-    }
-    trials.push_back(std::move(t));
-  }
-  return trials;
-}
-
-// The hypervolume of the trials' (minimized) values against `reference`.
-double trials_hypervolume(const std::vector<FrozenTrial>& trials,
-                          const std::vector<double>& reference, bool feasible_only = false) {
-  std::vector<double> losses;
-  for (const FrozenTrial& t : trials) {
-    if (feasible_only && !is_feasible(t)) continue;
-    losses.insert(losses.end(), t.values.begin(), t.values.end());
-  }
-  return hypervolume(losses, reference.size(), reference);
-}
-
-const std::vector<StudyDirection> kMinimizeTwo{StudyDirection::kMinimize,
-                                               StudyDirection::kMinimize};
+using multi_objective_test::kMinimizeTwo;
+using multi_objective_test::optimize_multi;
+using multi_objective_test::trials_hypervolume;
+using multi_objective_test::zdt1;
+using multi_objective_test::zdt_space;
 
 TEST(TpeSampler, MultiObjectiveBelowTakesWholeRanksThenHypervolume) {
   const std::vector<double> losses = {

@@ -32,6 +32,18 @@ std::vector<std::unique_ptr<Layer>> mlp(int64_t in, int64_t hidden, int64_t out)
   return layers;
 }
 
+// conv(1 -> 4, 3x3, relu), batch norm, 2x2 max pooling, flatten, linear(64 -> 3): for [1, 8, 8].
+std::vector<std::unique_ptr<Layer>> small_cnn() {
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(
+      std::make_unique<Conv2d>(1, 4, 3, Conv2d::Options{1, 1, true, Activation::kRelu}));
+  layers.push_back(std::make_unique<BatchNorm>(4));
+  layers.push_back(std::make_unique<MaxPool2d>(2));
+  layers.push_back(std::make_unique<Flatten>());
+  layers.push_back(std::make_unique<Linear>(4 * 4 * 4, 3));
+  return layers;
+}
+
 // Two Gaussian blobs in 2-D separated by the line x0 + x1 = 0.
 void separable_batch(Rng& rng, Tensor& x, std::vector<int32_t>& labels) {
   for (int64_t i = 0; i < x.dim(0); ++i) {
@@ -94,13 +106,7 @@ TEST(Sequential, SameSeedSameThreadsGivesBitIdenticalWeights) {
 
 TEST(Sequential, SmallCnnRunsAndKeepsParametersInOneArena) {
   CpuBackend backend(2);
-  std::vector<std::unique_ptr<Layer>> layers;
-  layers.push_back(
-      std::make_unique<Conv2d>(1, 4, 3, Conv2d::Options{1, 1, true, Activation::kRelu}));
-  layers.push_back(std::make_unique<BatchNorm>(4));
-  layers.push_back(std::make_unique<MaxPool2d>(2));
-  layers.push_back(std::make_unique<Flatten>());
-  layers.push_back(std::make_unique<Linear>(4 * 4 * 4, 3));
+  std::vector<std::unique_ptr<Layer>> layers = small_cnn();
   Sequential model(Shape{1, 8, 8}, std::move(layers), 5, backend, 3);
   EXPECT_EQ(model.output_shape(), (Shape{3}));
   ParameterArena& arena = model.parameters();
@@ -131,13 +137,7 @@ TEST(Sequential, SmallCnnRunsAndKeepsParametersInOneArena) {
 // for batch norm, one per window element for pooling, nothing for flatten.
 TEST(Sequential, ForwardFlopsCountEachLayer) {
   CpuBackend backend(1);
-  std::vector<std::unique_ptr<Layer>> layers;
-  layers.push_back(
-      std::make_unique<Conv2d>(1, 4, 3, Conv2d::Options{1, 1, true, Activation::kRelu}));
-  layers.push_back(std::make_unique<BatchNorm>(4));
-  layers.push_back(std::make_unique<MaxPool2d>(2));
-  layers.push_back(std::make_unique<Flatten>());
-  layers.push_back(std::make_unique<Linear>(4 * 4 * 4, 3));
+  std::vector<std::unique_ptr<Layer>> layers = small_cnn();
   Sequential model(Shape{1, 8, 8}, std::move(layers), 2, backend, 3);
   const int64_t conv = 4 * 8 * 8 * (2 * 1 * 3 * 3 + 1 + 1);
   const int64_t norm = 4 * 8 * 8;
