@@ -7,7 +7,6 @@
 #include "cli/study_view.h"
 #include "search/pareto.h"
 #include "service/serve.h"
-#include "trials/constraints.h"
 #include "tuner/study.h"
 
 namespace tuner::cli {
@@ -23,18 +22,8 @@ void print_front_summary(const std::vector<FrozenTrial>& trials,
   std::cout << ", Pareto front " << front.size() << " trial" << (front.size() == 1 ? "" : "s");
   if (front.empty()) return;
   const size_t m = directions.size();
-  auto losses_of = [&](const std::vector<FrozenTrial>& of) {
-    std::vector<double> losses;
-    for (const FrozenTrial& t : of) {
-      if (t.state != TrialState::kComplete || t.values.size() != m || !is_feasible(t)) continue;
-      for (size_t k = 0; k < m; ++k) {
-        losses.push_back(directions[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
-      }
-    }
-    return losses;
-  };
-  const std::vector<double> reference = nadir_reference(losses_of(trials), m);
-  std::cout << ", hypervolume " << hypervolume(losses_of(front), m, reference);
+  const std::vector<double> reference = nadir_reference(feasible_losses(trials, directions), m);
+  std::cout << ", hypervolume " << hypervolume(feasible_losses(front, directions), m, reference);
 }
 
 }  // namespace

@@ -498,21 +498,33 @@ std::vector<double> nadir_reference(std::span<const double> points, size_t m) {
   return worst;
 }
 
-std::vector<FrozenTrial> pareto_front_trials(std::vector<FrozenTrial> trials,
-                                             std::span<const StudyDirection> directions) {
+namespace {
+
+// Constrained optimization: the front is of the feasible trials only (as Optuna's).
+bool on_front_candidate(const FrozenTrial& t, size_t m) {
+  return t.state == TrialState::kComplete && t.values.size() == m && is_feasible(t);
+}
+
+}  // namespace
+
+std::vector<double> feasible_losses(const std::vector<FrozenTrial>& trials,
+                                    std::span<const StudyDirection> directions) {
   const size_t m = directions.size();
-  // Constrained optimization: the front of the feasible trials only (as Optuna).
-  std::erase_if(trials, [&](const FrozenTrial& t) {
-    return t.state != TrialState::kComplete || t.values.size() != m || !is_feasible(t);
-  });
-  // Loss vectors: maximized objectives negated.
   std::vector<double> losses;
-  losses.reserve(trials.size() * m);
   for (const FrozenTrial& t : trials) {
+    if (!on_front_candidate(t, m)) continue;
     for (size_t k = 0; k < m; ++k) {
       losses.push_back(directions[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
     }
   }
+  return losses;
+}
+
+std::vector<FrozenTrial> pareto_front_trials(std::vector<FrozenTrial> trials,
+                                             std::span<const StudyDirection> directions) {
+  const size_t m = directions.size();
+  std::erase_if(trials, [&](const FrozenTrial& t) { return !on_front_candidate(t, m); });
+  const std::vector<double> losses = feasible_losses(trials, directions);
   std::vector<FrozenTrial> front;
   for (size_t i : pareto_front(losses, m)) front.push_back(std::move(trials[i]));
   return front;

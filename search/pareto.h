@@ -74,6 +74,11 @@ std::vector<size_t> select_by_hypervolume(std::span<const double> points, size_t
 std::vector<FrozenTrial> pareto_front_trials(std::vector<FrozenTrial> trials,
                                              std::span<const StudyDirection> directions);
 
+// The loss vectors (maximized objectives negated; row-major, as above) of the trials that
+// pareto_front_trials considers (COMPLETE, feasible, one value per direction), in their order.
+std::vector<double> feasible_losses(const std::vector<FrozenTrial>& trials,
+                                    std::span<const StudyDirection> directions);
+
 // A reference point just beyond the worst value of each objective: worst + 10% of its magnitude,
 // or worst + 1e-12 where the worst is 0 (so that every point has some volume).
 std::vector<double> nadir_reference(std::span<const double> points, size_t m);
