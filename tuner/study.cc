@@ -94,6 +94,14 @@ std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, 
     throw Error(ErrorCode::kInvalidArgument,
                 "study '" + record.name + "': max_retries must be >= 0");
   }
+  if (options.scheduler && record.directions.size() > 1) {
+    // Early stopping compares trials by one intermediate value; several objectives give none to
+    // compare (Optuna's pruners refuse them too). docs/schedulers.md, "Several objectives".
+    throw Error(ErrorCode::kInvalidArgument,
+                "study '" + record.name + "' has " + std::to_string(record.directions.size()) +
+                    " objectives, and a scheduler judges trials by one: give no scheduler, or "
+                    "keep one objective and state the others as constraints");
+  }
   auto core = std::make_shared<StudyCore>();
   core->storage = options.storage;
   core->sampler = options.sampler;

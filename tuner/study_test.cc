@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "search/grid_sampler.h"
+#include "search/median_stopping.h"
 #include "search/random_sampler.h"
 #include "search/rng.h"
 #include "search/tpe_sampler.h"
@@ -535,6 +536,27 @@ TEST(Study, MultiObjectiveKeepsTheParetoFront) {
   EXPECT_THROW(study.best_trial(), Error);
   Trial t = study.ask();
   EXPECT_EQ(study.tell(t, 1.0).state, TrialState::kFail);  // one value for two objectives
+}
+
+// Issue 19, item 4: a scheduler judges one objective; a study of several is refused one, where
+// it is made, instead of being judged by its first objective silently.
+TEST(Study, ASchedulerIsRefusedForSeveralObjectives) {
+  StudyOptions options = random_study();
+  options.directions = {StudyDirection::kMinimize, StudyDirection::kMaximize};
+  options.scheduler = std::make_shared<MedianStopping>();
+  try {
+    Study::create(options);
+    FAIL() << "a scheduler was taken for two objectives";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("has 2 objectives, and a scheduler judges trials by one"),
+              std::string::npos)
+        << e.what();
+  }
+  options.scheduler = nullptr;
+  Study::create(options);
+  options.scheduler = std::make_shared<MedianStopping>();
+  EXPECT_THROW(Study::load(options), Error);
 }
 
 // best_trials() by search/pareto.h against the definition, with ties and equal trials, two and
