@@ -17,6 +17,7 @@
 #include "executor/argv_template.h"
 #include "executor/job_json.h"
 #include "executor/node_store.h"
+#include "executor/tensorboard_events.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cuda/cuda_backend.h"
 #include "training/checkpoint.h"
@@ -622,6 +623,10 @@ bool better(double a, double b, bool maximize) {
 }
 
 // The position of the best epoch in a non-empty history.
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 struct InferenceLatency {
   double batch1_ms = 0;      // one forward pass of one sample
   double per_sample_ms = 0;  // one forward pass of a batch, divided by its size
@@ -950,6 +955,22 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
                                                artifacts.string() + ": " + ec.message());
     }
   }
+  // TensorBoard: the epochs' metrics as scalars in the trial's folder, the study's artifacts_dir
+  // being the log dir (`tensorboard --logdir ARTIFACTS_DIR`). A re-run starts its folder with the
+  // epochs it resumed from; a run continuing its own folder adds only the new ones.
+  std::unique_ptr<TensorBoardWriter> tensorboard;
+  if (!artifacts.empty()) {
+    bool continues = false;
+    for (const auto& entry : fs::directory_iterator(artifacts)) {
+      continues |= entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    }
+    tensorboard = std::make_unique<TensorBoardWriter>(artifacts);
+    if (!continues) {
+      for (const EpochRecord& e : history) {
+        tensorboard->add_scalars(e.epoch, e.metrics, wall_seconds());
+      }
+    }
+  }
   // The best epoch's weights (what the artifacts keep), so that the test split measures the model
   // a registry exports. A resumed trial starts from its saved best model when it has one.
   training::Checkpoint best_weights;
@@ -987,6 +1008,7 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
       break;
     }
     history.push_back({m.epoch, epoch_metrics(m)});
+    if (tensorboard) tensorboard->add_scalars(m.epoch, history.back().metrics, wall_seconds());
     const bool is_best = best_index(history, spec) == history.size() - 1;
     if (is_best && c.test > 0) {
       best_weights.parameters = model->parameters().values_to_host();

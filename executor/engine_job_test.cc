@@ -600,7 +600,13 @@ TEST_F(EngineRun, ArtifactsKeepTheBestEpochsModelAndMetrics) {
     files.push_back(entry.path().filename().string());
   }
   std::sort(files.begin(), files.end());
-  EXPECT_EQ(files, (std::vector<std::string>{"metrics.json", "model.ckpt"}));
+  // The best model, the metrics, and the epochs' scalars for TensorBoard (the study's
+  // artifacts_dir is its log dir).
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0].rfind("events.out.tfevents.", 0), 0u) << files[0];
+  EXPECT_EQ(std::vector<std::string>(files.begin() + 1, files.end()),
+            (std::vector<std::string>{"metrics.json", "model.ckpt"}));
+  EXPECT_GT(fs::file_size(trial_dir / files[0]), 0u);
   const training::Checkpoint model = training::load_checkpoint((trial_dir / "model.ckpt").string());
   EXPECT_EQ(model.epoch, static_cast<int64_t>(outcome.final_metrics.at("best_epoch")));
   EXPECT_NE(model.model_spec.find("\"out\":32"), std::string::npos) << model.model_spec;
