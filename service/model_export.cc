@@ -89,10 +89,12 @@ std::string format_number(double v) {
   return s.str();
 }
 
-// "latency_ms <= 2, num_params <= 1e+06"
+// "latency_ms <= 2, num_params <= 1e+06", as the promotion decisions write them.
 std::string limits_text(const std::vector<MetricConstraint>& limits) {
   std::string out;
-  for (const MetricConstraint& c : limits) out += (out.empty() ? "" : ", ") + to_string(c);
+  for (const MetricConstraint& c : limits) {
+    out += (out.empty() ? "" : ", ") + registry::to_string(registry_limit(c));
+  }
   return out;
 }
 
@@ -146,7 +148,7 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
   for (const MetricConstraint& limit : request.limits) {
     if (limit.metric == metric) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "limit " + to_string(limit) + " bounds the primary metric '" + metric +
+                  "limit " + limits_text({limit}) + " bounds the primary metric '" + metric +
                       "', which the export " + (*maximize ? "maximizes" : "minimizes") +
                       "; bound the other metrics");
     }
