@@ -48,7 +48,8 @@ std::vector<MetricConstraint> parse_limits(const std::string& text) {
     const size_t at = le != std::string::npos ? le : ge;
     MetricConstraint c;
     c.metric = item.substr(0, at);
-    c.bound = le != std::string::npos ? MetricConstraint::Bound::kMax : MetricConstraint::Bound::kMin;
+    c.bound =
+        le != std::string::npos ? MetricConstraint::Bound::kMax : MetricConstraint::Bound::kMin;
     if (c.metric.empty()) throw bad("no metric before the bound");
     const std::string number = item.substr(at + 2);
     try {
@@ -95,8 +96,9 @@ int run_export(const std::vector<std::string>& args) {
   }
   // Flags keeps a flag's last value: a second --limit would drop the first without a word.
   if (std::count(args.begin(), args.end(), "--limit") > 1) {
-    throw UsageError("tuner export: --limit given more than once; give the limits in one, "
-                     "separated by commas (--limit latency_ms<=2,num_params<=1e6)");
+    throw UsageError(
+        "tuner export: --limit given more than once; give the limits in one, "
+        "separated by commas (--limit latency_ms<=2,num_params<=1e6)");
   }
   request.limits = parse_limits(flags.get("--limit"));
   request.promote_if_better = flags.has("--promote-if-better");

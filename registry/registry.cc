@@ -222,9 +222,9 @@ Json model_json(const RegisteredModel& m) {
   Json versions = Json::array();
   for (const ModelVersion& v : m.versions) versions.push_back(version_json(v));
   // Version 1 holds no limits; a model with none stays readable by the tuners that read only it.
-  const bool has_limits = std::any_of(m.versions.begin(), m.versions.end(), [](const ModelVersion& v) {
-    return v.promotion && !v.promotion->limits.empty();
-  });
+  const bool has_limits = std::any_of(
+      m.versions.begin(), m.versions.end(),
+      [](const ModelVersion& v) { return v.promotion && !v.promotion->limits.empty(); });
   return {{"format", kRegistryFormat},
           {"format_version", has_limits ? kRegistryFormatVersion : 1},
           {"name", m.name},
@@ -310,7 +310,7 @@ LimitCheck check_limit(const MetricLimit& limit, const std::map<std::string, dou
   if (const auto it = metrics.find(limit.metric); it != metrics.end() && !std::isnan(it->second)) {
     c.value = it->second;
     c.met = limit.bound == MetricLimit::Bound::kMax ? it->second <= limit.limit
-                                                     : it->second >= limit.limit;
+                                                    : it->second >= limit.limit;
   }
   return c;
 }
@@ -374,8 +374,8 @@ PromotionDecision decide_promotion(const RegisteredModel& model, const Promotion
     const LimitCheck c = check_limit(limit, current->lineage.metrics);
     if (!c.met) {
       d.promoted = true;
-      d.reason = "the champion (" + champ + ") breaks the limits: " + broken_text(c) +
-                 met_text(d.limits);
+      d.reason =
+          "the champion (" + champ + ") breaks the limits: " + broken_text(c) + met_text(d.limits);
       return d;
     }
   }
@@ -388,7 +388,8 @@ PromotionDecision decide_promotion(const RegisteredModel& model, const Promotion
   const bool better = rule.maximize ? a > b : a < b;
   d.promoted = better;
   const bool maximize = rule.maximize;
-  d.reason = format_value(a) + (better ? (maximize ? " > " : " < ") : (maximize ? " <= " : " >= ")) +
+  d.reason = format_value(a) +
+             (better ? (maximize ? " > " : " < ") : (maximize ? " <= " : " >= ")) +
              format_value(b) + " of " + champ + " (" + (maximize ? "maximize" : "minimize") + ")" +
              met_text(d.limits);
   return d;
@@ -420,9 +421,10 @@ Registry Registry::open(const fs::path& dir, bool create, RegistryOptions option
                       "); name a registry directory, or a new or empty one to create it with "
                       "'tuner export'");
     }
-    write_file_atomically(marker, Json{{"format", "tuner-registry"},
-                                       {"format_version", kMarkerFormatVersion}}
-                                          .dump(2) + "\n");
+    write_file_atomically(
+        marker,
+        Json{{"format", "tuner-registry"}, {"format_version", kMarkerFormatVersion}}.dump(2) +
+            "\n");
   }
   Json j = Json::parse(read_file(marker), nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "tuner-registry") {
@@ -576,9 +578,9 @@ ModelVersion Registry::register_version(const std::string& model_name,
   }
   for (const MetricLimit& limit : options.limits) {
     if (limit.metric.empty() || !std::isfinite(limit.limit)) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "a promotion limit needs a metric and a finite bound, got '" + to_string(limit) +
-                      "'");
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          "a promotion limit needs a metric and a finite bound, got '" + to_string(limit) + "'");
     }
   }
   DirLock lock(dir_);
@@ -611,8 +613,8 @@ ModelVersion Registry::register_version(const std::string& model_name,
   v.description = options.description;
   v.tags = options.tags;
   if (options.promote_if_better) {
-    v.promotion = decide_promotion(m, {options.metric, options.maximize, options.limits},
-                                   lineage.metrics);
+    v.promotion =
+        decide_promotion(m, {options.metric, options.maximize, options.limits}, lineage.metrics);
     v.promotion->decided_at = v.created;
   }
 

@@ -67,9 +67,9 @@ void mirror_model(const std::string& db_path, const std::string& name,
   tx.run("INSERT OR REPLACE INTO tuner_registry_meta (\"key\", value) "
          "VALUES ('registry_schema_version', ?)",
          {std::to_string(kRegistryTablesVersion)});
-  for (const char* table : {"tuner_registry_versions", "tuner_registry_aliases",
-                            "tuner_registry_tags", "tuner_registry_promotions",
-                            "tuner_registry_promotion_limits"}) {
+  for (const char* table :
+       {"tuner_registry_versions", "tuner_registry_aliases", "tuner_registry_tags",
+        "tuner_registry_promotions", "tuner_registry_promotion_limits"}) {
     tx.run(std::string("DELETE FROM ") + table + " WHERE model = ?", {name});
   }
   tx.run("DELETE FROM tuner_registry_models WHERE name = ?", {name});
@@ -112,11 +112,12 @@ void mirror_model(const std::string& db_path, const std::string& name,
                 p->champion_version, finite(p->champion_value), p->promoted ? 1 : 0, p->reason,
                 p->decided_at});
         for (const LimitCheck& c : p->limits) {
-          tx.run("INSERT OR REPLACE INTO tuner_registry_promotion_limits (model, version, metric, "
-                 "bound, threshold, value, met) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 {name, v.version, c.limit.metric,
-                  c.limit.bound == MetricLimit::Bound::kMax ? "max" : "min", c.limit.limit,
-                  finite(c.value), c.met ? 1 : 0});
+          tx.run(
+              "INSERT OR REPLACE INTO tuner_registry_promotion_limits (model, version, metric, "
+              "bound, threshold, value, met) VALUES (?, ?, ?, ?, ?, ?, ?)",
+              {name, v.version, c.limit.metric,
+               c.limit.bound == MetricLimit::Bound::kMax ? "max" : "min", c.limit.limit,
+               finite(c.value), c.met ? 1 : 0});
         }
       }
     }

@@ -290,8 +290,8 @@ TEST(RegistryTest, AChampionThatBreaksTheLimitsIsReplaced) {
   const auto c = tiny_checkpoint();
   // Champion by the single-metric rule, too slow for the limits.
   r.register_version("m", c, tradeoff(0.95, 3.0, 100), promote_on());
-  const ModelVersion v2 = r.register_version("m", c, tradeoff(0.80, 1.0, 100),
-                                             promote_within_limits());
+  const ModelVersion v2 =
+      r.register_version("m", c, tradeoff(0.80, 1.0, 100), promote_within_limits());
   EXPECT_TRUE(v2.promotion->promoted);
   EXPECT_THAT(v2.promotion->reason,
               HasSubstr("the champion (version 1) breaks the limits: latency_ms = 3 breaks "
@@ -380,9 +380,10 @@ TEST(RegistryTest, MirrorsTheLimitsOfEachDecision) {
   l.storage = db;
   r.register_version("m", tiny_checkpoint(), l, promote_within_limits());
   sqlite::Connection conn(db, /*read_only=*/true);
-  auto q = conn.query("SELECT metric, bound, threshold, value, met FROM "
-                      "tuner_registry_promotion_limits WHERE model = 'm' AND version = 1 "
-                      "ORDER BY metric");
+  auto q = conn.query(
+      "SELECT metric, bound, threshold, value, met FROM "
+      "tuner_registry_promotion_limits WHERE model = 'm' AND version = 1 "
+      "ORDER BY metric");
   ASSERT_TRUE(q.step());
   EXPECT_EQ(q.text(0), "latency_ms");
   EXPECT_EQ(q.text(1), "max");
@@ -393,7 +394,8 @@ TEST(RegistryTest, MirrorsTheLimitsOfEachDecision) {
   EXPECT_EQ(q.text(0), "num_params");
   EXPECT_EQ(q.int64(4), 1);
   EXPECT_FALSE(q.step());
-  auto v = conn.query("SELECT value FROM tuner_registry_meta WHERE key = 'registry_schema_version'");
+  auto v =
+      conn.query("SELECT value FROM tuner_registry_meta WHERE key = 'registry_schema_version'");
   ASSERT_TRUE(v.step());
   EXPECT_EQ(v.text(0), "2");
 }

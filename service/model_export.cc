@@ -233,17 +233,19 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
                 limit.metric + " " +
                 (closest[i] ? format_number(*closest[i]) : std::string("none reported"));
       }
-      throw Error(ErrorCode::kNotFound,
-                  "no COMPLETE trial of study '" + request.study + "' meets the limits " +
-                      limits_text(request.limits) + " (of " + std::to_string(with_value) +
-                      " with a value of '" + metric + "': " + seen +
-                      "); loosen the limits, or name the trial with --trial");
+      throw Error(ErrorCode::kNotFound, "no COMPLETE trial of study '" + request.study +
+                                            "' meets the limits " + limits_text(request.limits) +
+                                            " (of " + std::to_string(with_value) +
+                                            " with a value of '" + metric + "': " + seen +
+                                            "); loosen the limits, or name the trial with --trial");
     }
     if (chosen == nullptr) {
       // Every trial with a value is infeasible under the study's own constraints.
-      throw Error(ErrorCode::kNotFound,
-                  "study '" + request.study + "' has no feasible COMPLETE trial on its Pareto "
-                  "front (its trials break the sweep's constraints); name the trial with --trial");
+      throw Error(
+          ErrorCode::kNotFound,
+          "study '" + request.study +
+              "' has no feasible COMPLETE trial on its Pareto "
+              "front (its trials break the sweep's constraints); name the trial with --trial");
     }
   }
 

@@ -64,7 +64,8 @@ ExportResult export_trial(const ExportRequest& request,
 // the best trial of its study (by export.metric and export.direction, among the trials, or the
 // Pareto front of several objectives, that meet export.limits) to export.registry_path as
 // export.model_name with the promotion rule on, under the same limits (so the first export
-// meeting them becomes champion and later ones only when better). nullopt when the sweep has no export section; throws as export_trial.
+// meeting them becomes champion and later ones only when better). nullopt when the sweep has no
+// export section; throws as export_trial.
 std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
                                                  const registry::RegistryOptions& options = {});
 

@@ -155,9 +155,11 @@ class ParetoExportTest : public ::testing::Test {
       "objectives": [{"metric": "val_accuracy", "direction": "maximize"},
                      {"metric": "latency_ms", "direction": "minimize"}],
       "budget": {"trials": 6},
-      "job": {"kind": "engine", "model": )") + kModel + R"(,
+      "job": {"kind": "engine", "model": )") +
+                             kModel + R"(,
               "data": {"dataset": "fashion-mnist", "train": 300, "validation": 100},
-              "training": {"lr": "{lr}"}, "artifacts_dir": ")" + artifacts + R"("},
+              "training": {"lr": "{lr}"}, "artifacts_dir": ")" +
+                             artifacts + R"("},
       "export": {"registry": "reg", "name": "tradeoff",
                  "limits": [{"metric": "latency_ms", "max": 2},
                             {"metric": "num_params", "max": 1000000}]}})";
@@ -168,8 +170,7 @@ class ParetoExportTest : public ::testing::Test {
         storage.create_study("p", {StudyDirection::kMaximize, StudyDirection::kMinimize});
     const nlohmann::json stored = {{"path", sweep_.path},
                                    {"file", nlohmann::json::parse(to_json(sweep_))}};
-    storage.set_study_system_attr(study.study_id, kSweepAttr,
-                                  nlohmann::json(stored.dump()).dump());
+    storage.set_study_system_attr(study.study_id, kSweepAttr, nlohmann::json(stored.dump()).dump());
     const training::ModelSpec spec = training::parse_model_spec(kModel);
     auto backend = training::make_cpu_backend(1);
     const double trials[][3] = {{0.90, 3.0, 5e5}, {0.87, 1.5, 2e6}, {0.84, 1.2, 5e5},
@@ -180,7 +181,8 @@ class ParetoExportTest : public ::testing::Test {
                               0.01 * (n + 1));
       // The objectives are the trial's values; the other figures are its user attributes.
       storage.set_trial_user_attr(t.trial_id, "num_params", std::to_string(trials[n][2]));
-      if (n < 5) storage.finish_trial(t.trial_id, TrialState::kComplete, {trials[n][0], trials[n][1]});
+      if (n < 5)
+        storage.finish_trial(t.trial_id, TrialState::kComplete, {trials[n][0], trials[n][1]});
       auto model = training::build_model(spec, 1, *backend, static_cast<uint64_t>(n));
       training::Checkpoint c;
       c.model_spec = spec.json;

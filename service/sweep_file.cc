@@ -511,7 +511,8 @@ SweepFile Parser::parse(std::string_view text) {
   } else {
     parse_objective(required(root, "", "objective"), sweep);
   }
-  if (const Json* v = find_field(root, "constraints")) sweep.constraints = parse_constraints(*v, "constraints");
+  if (const Json* v = find_field(root, "constraints"))
+    sweep.constraints = parse_constraints(*v, "constraints");
   const Json* sampler = find_field(root, "sampler");
   sweep.sampler = sampler ? parse_sampler(*sampler, sweep.space) : SamplerConfig{};
   if (const Json* v = find_field(root, "scheduler")) {
@@ -649,7 +650,7 @@ void Parser::parse_objectives(const Json& value, SweepFile& sweep) {
 }
 
 std::vector<MetricConstraint> Parser::parse_constraints(const Json& value,
-                                                         const std::string& path) {
+                                                        const std::string& path) {
   if (!value.is_array()) {
     fail(path,
          "expected a list of bounds such as [{\"metric\": \"latency_ms\", \"max\": 2}], got " +
@@ -678,8 +679,8 @@ std::vector<MetricConstraint> Parser::parse_constraints(const Json& value,
     c.limit = limit.get<double>();
     for (size_t j = 0; j < constraints.size(); ++j) {
       if (constraints[j].metric == c.metric && constraints[j].bound == c.bound) {
-        fail(at, "bounds " + json_text(c.metric) + " as " + index_path(path, j) +
-                     " does (" + to_string(constraints[j]) + "); state each bound once");
+        fail(at, "bounds " + json_text(c.metric) + " as " + index_path(path, j) + " does (" +
+                     to_string(constraints[j]) + "); state each bound once");
       }
     }
     constraints.push_back(std::move(c));
@@ -1008,8 +1009,9 @@ ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
   config.model_name = find_field(value, "name") ? string(value["name"], "export.name") : sweep.name;
   config.metric = find_field(value, "metric") ? string(value["metric"], "export.metric")
                                               : sweep.objective_metric;
-  const auto objective = std::find_if(sweep.objectives.begin(), sweep.objectives.end(),
-                                      [&](const SweepObjective& o) { return o.metric == config.metric; });
+  const auto objective =
+      std::find_if(sweep.objectives.begin(), sweep.objectives.end(),
+                   [&](const SweepObjective& o) { return o.metric == config.metric; });
   if (const Json* d = find_field(value, "direction")) {
     config.direction = one_of(*d, "export.direction", kDirections) == 0 ? StudyDirection::kMinimize
                                                                         : StudyDirection::kMaximize;
@@ -1026,8 +1028,9 @@ ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
     for (size_t i = 0; i < config.limits.size(); ++i) {
       if (config.limits[i].metric == config.metric) {
         fail(child_path(index_path("export.limits", i), "metric"),
-             json_text(config.metric) + " is the primary metric (export.metric), which the "
-             "export maximizes or minimizes; bound the other metrics");
+             json_text(config.metric) +
+                 " is the primary metric (export.metric), which the "
+                 "export maximizes or minimizes; bound the other metrics");
       }
     }
   }

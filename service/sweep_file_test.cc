@@ -179,10 +179,10 @@ TEST(SweepFileTest, ExportWithSeveralObjectivesAndLimits) {
       {"metric": "latency_ms", "direction": "minimize"},
       {"metric": "num_params", "direction": "minimize"}])";
   // The primary metric defaults to the first objective, with its direction.
-  SweepFile s = parse_sweep_file(
-      patched("{" + objectives + R"(, "export": {"registry": "r", "limits": [
+  SweepFile s =
+      parse_sweep_file(patched("{" + objectives + R"(, "export": {"registry": "r", "limits": [
           {"metric": "latency_ms", "max": 2}, {"metric": "num_params", "max": 1000000}]}})"),
-      "s.json");
+                       "s.json");
   ASSERT_TRUE(s.export_config);
   EXPECT_EQ(s.export_config->metric, "val_accuracy");
   EXPECT_EQ(s.export_config->direction, StudyDirection::kMaximize);
