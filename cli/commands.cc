@@ -132,11 +132,13 @@ std::span<const Command> commands() {
       {"export",
        "export --study NAME --storage PATH [--trial N] --registry DIR [--name MODEL]\n"
        "       [--promote-if-better] [--alias A,...] [--metric M --direction D]\n"
-       "       [--checkpoint FILE] [--description TEXT]\n"
-       "                                 a trial's model (default: the best) as a new version of\n"
-       "                                 MODEL in the registry DIR, an MLflow model with ONNX\n"
-       "                                 inside; --promote-if-better makes it champion only when\n"
-       "                                 its metric beats the champion's (docs/registry.md)",
+       "       [--limit METRIC<=X,METRIC>=Y,...] [--checkpoint FILE] [--description TEXT]\n"
+       "                                 a trial's model (default: the best on M within the\n"
+       "                                 limits, of several objectives from the Pareto front) as\n"
+       "                                 a new version of MODEL in the registry DIR, an MLflow\n"
+       "                                 model with ONNX inside; --promote-if-better makes it\n"
+       "                                 champion only when it meets the limits and its metric\n"
+       "                                 beats the champion's (docs/registry.md)",
        &run_export},
       {"registry",
        "registry list | show MODEL[@ALIAS|/VERSION] | alias MODEL VERSION ALIAS |\n"

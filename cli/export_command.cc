@@ -1,6 +1,9 @@
 // tuner export --study NAME --storage PATH [--trial N] --registry DIR --name MODEL
-//   [--promote-if-better] [--alias A[,B...]] [--metric M] [--direction D] [--checkpoint FILE]
-//   [--description TEXT]: a trial's model to the model registry (docs/registry.md).
+//   [--promote-if-better] [--alias A[,B...]] [--metric M] [--direction D]
+//   [--limit METRIC<=X[,METRIC>=Y...]] [--checkpoint FILE] [--description TEXT]: a trial's model
+//   to the model registry (docs/registry.md).
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -29,12 +32,49 @@ std::string format_number(std::optional<double> v) {
   return s.str();
 }
 
+// "latency_ms<=2,num_params<=1e6" -> the limits; UsageError naming a malformed one.
+std::vector<MetricConstraint> parse_limits(const std::string& text) {
+  std::vector<MetricConstraint> limits;
+  for (const std::string& item : split_commas(text)) {
+    auto bad = [&](const std::string& why) {
+      return UsageError("tuner export: --limit '" + item + "': " + why +
+                        "; write METRIC<=X or METRIC>=X, several separated by commas "
+                        "(--limit latency_ms<=2,num_params<=1e6)");
+    };
+    const size_t le = item.find("<="), ge = item.find(">=");
+    if ((le == std::string::npos) == (ge == std::string::npos)) {
+      throw bad("expected one of '<=' and '>='");
+    }
+    const size_t at = le != std::string::npos ? le : ge;
+    MetricConstraint c;
+    c.metric = item.substr(0, at);
+    c.bound =
+        le != std::string::npos ? MetricConstraint::Bound::kMax : MetricConstraint::Bound::kMin;
+    if (c.metric.empty()) throw bad("no metric before the bound");
+    const std::string number = item.substr(at + 2);
+    try {
+      size_t used = 0;
+      c.limit = std::stod(number, &used);
+      if (used != number.size() || !std::isfinite(c.limit)) throw std::invalid_argument(number);
+    } catch (const std::exception&) {
+      throw bad("'" + number + "' is not a finite number");
+    }
+    for (const MetricConstraint& earlier : limits) {
+      if (earlier.metric == c.metric && earlier.bound == c.bound) {
+        throw bad("bounds " + c.metric + " as an earlier limit does (" + to_string(earlier) + ")");
+      }
+    }
+    limits.push_back(std::move(c));
+  }
+  return limits;
+}
+
 }  // namespace
 
 int run_export(const std::vector<std::string>& args) {
   Flags flags(args,
               {"--study", "--storage", "--trial", "--registry", "--name", "--alias", "--metric",
-               "--direction", "--checkpoint", "--description"},
+               "--direction", "--limit", "--checkpoint", "--description"},
               {"--promote-if-better"}, "export");
   ExportRequest request;
   request.storage = flags.require("--storage", "the study database, a SQLite file");
@@ -54,6 +94,13 @@ int run_export(const std::vector<std::string>& args) {
     }
     request.maximize = d == "maximize";
   }
+  // Flags keeps a flag's last value: a second --limit would drop the first without a word.
+  if (std::count(args.begin(), args.end(), "--limit") > 1) {
+    throw UsageError(
+        "tuner export: --limit given more than once; give the limits in one, "
+        "separated by commas (--limit latency_ms<=2,num_params<=1e6)");
+  }
+  request.limits = parse_limits(flags.get("--limit"));
   request.promote_if_better = flags.has("--promote-if-better");
   request.aliases = split_commas(flags.get("--alias"));
   request.checkpoint = flags.get("--checkpoint");

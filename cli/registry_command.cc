@@ -58,6 +58,10 @@ void print_version(const registry::RegisteredModel& m, const registry::ModelVers
   if (const auto& p = v.promotion) {
     std::cout << "  promotion: " << (p->promoted ? "promoted" : "not promoted") << " (" << p->reason
               << ")\n";
+    for (const registry::LimitCheck& c : p->limits) {
+      std::cout << "  limit " << registry::to_string(c.limit) << ": " << c.limit.metric << " = "
+                << number(c.value) << (c.met ? " (met)" : " (broken)") << "\n";
+    }
   }
 }
 

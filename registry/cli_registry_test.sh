@@ -2,7 +2,8 @@
 # The registry's commands as a user meets them, on two tiny trained models: tuner sweep, then
 # tuner export (the promotion rule), tuner registry list/show/alias/tag/delete, and tuner predict
 # on the Fashion-MNIST test slice the trials were evaluated on, which must print the accuracy the
-# trial recorded. Also the errors: an unknown alias, a directory that is not a registry.
+# trial recorded. Also the errors: an unknown alias, a directory that is not a registry. Then a
+# study of two objectives exported under a limit (issue 19).
 #   cli_registry_test.sh TUNER
 set -euo pipefail
 tuner=$1
@@ -108,4 +109,68 @@ expect "has no trial 7" "$work/err3.out"
 "$tuner" registry delete best --registry "$reg" > /dev/null
 "$tuner" registry list --registry "$reg" > "$work/list2.out"
 expect "tiny: 1 version, latest 1" "$work/list2.out"
+# Issue 19, item 5: a study of two objectives (accuracy against parameter count) exported under a
+# limit. The sweep's export section and `tuner export --limit` take the best val_accuracy among
+# the trials within the limit (from their Pareto front); the promotion rule records the limit.
+cp "$here/testdata/tiny_tradeoff.json" "$work/"
+"$tuner" sweep "$work/tiny_tradeoff.json" --executors 2 > "$work/tradeoff.out" 2>&1 ||
+  { cat "$work/tradeoff.out"; fail "tuner sweep of two objectives"; }
+tdb="$work/tiny_tradeoff.db"
+read -r best big < <(python3 - "$tdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("""SELECT t.number, a.value, p.value FROM trials t
+    JOIN trial_values a ON a.trial_id = t.trial_id AND a.objective = 0
+    JOIN trial_values p ON p.trial_id = t.trial_id AND p.objective = 1
+    WHERE t.state = 'COMPLETE'""").fetchall()
+assert len(rows) == 3, rows
+within = [r for r in rows if r[2] <= 30000]
+assert 0 < len(within) < 3, rows
+# The best val_accuracy; of equal ones, the one on the front (fewer parameters).
+print(max(within, key=lambda r: (r[1], -r[2]))[0], [r for r in rows if r[2] > 30000][0][0])
+PY
+)
+expect "exported trial $best as tradeoff/1 @champion" "$work/tradeoff.out"
+"$tuner" registry show tradeoff/1 --registry "$reg" > "$work/show_tradeoff.out"
+expect "metric: val_accuracy = .* (maximize)" "$work/show_tradeoff.out"
+expect "promotion: promoted (no champion yet; meets num_params <= 30000 (" "$work/show_tradeoff.out"
+expect "limit num_params <= 30000: num_params = [0-9]* (met)" "$work/show_tradeoff.out"
+# The same rule from the command line: the same trial, a tie that keeps the champion.
+"$tuner" export --study tiny_tradeoff --storage "$tdb" --registry "$reg" --name tradeoff \
+  --promote-if-better --limit 'num_params<=30000' > "$work/export_t2.out"
+expect "exported trial $best of study 'tiny_tradeoff' as tradeoff/2" "$work/export_t2.out"
+expect "not promoted: .* <= .* of version 1 (maximize); meets num_params <= 30000" "$work/export_t2.out"
+# The larger model, named outright, breaks the limit: exported, not promoted.
+"$tuner" export --study tiny_tradeoff --storage "$tdb" --registry "$reg" --name tradeoff \
+  --trial "$big" --promote-if-better --limit 'num_params<=30000' > "$work/export_t3.out"
+expect "not promoted: num_params = [0-9]* breaks num_params <= 30000" "$work/export_t3.out"
+"$tuner" registry show tradeoff@champion --registry "$reg" > "$work/show_champion.out"
+expect "tradeoff/1 @champion" "$work/show_champion.out"
+# Limits no trial meets, and malformed ones.
+if "$tuner" export --study tiny_tradeoff --storage "$tdb" --registry "$reg" \
+     --limit 'num_params<=100' 2> "$work/err_t1.out"; then
+  fail "limits no trial meets must fail"
+fi
+expect "no COMPLETE trial of study 'tiny_tradeoff' meets the limits num_params <= 100 (of 3 with a value of 'val_accuracy': lowest num_params [0-9]*)" "$work/err_t1.out"
+if "$tuner" export --study tiny_tradeoff --storage "$tdb" --registry "$reg" \
+     --limit 'num_params<100' 2> "$work/err_t2.out"; then
+  fail "a limit without <= or >= must fail"
+fi
+expect "\-\-limit 'num_params<100': expected one of '<=' and '>='" "$work/err_t2.out"
+if "$tuner" export --study tiny_tradeoff --storage "$tdb" --registry "$reg" \
+     --limit 'num_params<=1e6' --limit 'latency_ms<=2' 2> "$work/err_t3.out"; then
+  fail "a second --limit must be refused, not override the first"
+fi
+expect "\-\-limit given more than once" "$work/err_t3.out"
+python3 - "$tdb" "$big" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("""SELECT version, metric, bound, threshold, met FROM tuner_registry_promotion_limits
+    WHERE model = 'tradeoff' ORDER BY version""").fetchall()
+assert rows == [(1, "num_params", "max", 30000.0, 1), (2, "num_params", "max", 30000.0, 1),
+                (3, "num_params", "max", 30000.0, 0)], rows
+trial = db.execute("SELECT trial FROM tuner_registry_versions WHERE model = 'tradeoff' AND version = 3").fetchone()[0]
+assert trial == int(sys.argv[2]), trial
+PY
+
 echo "cli registry: passed"

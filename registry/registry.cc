@@ -29,6 +29,8 @@ namespace {
 constexpr char kMarkerFile[] = "tuner-registry.json";
 constexpr char kModelFile[] = "registry.json";
 constexpr char kRegistryFormat[] = "tuner-model-registry";
+// The version DIR/tuner-registry.json is written with: its layout has not changed since 1.
+constexpr int kMarkerFormatVersion = 1;
 
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -83,10 +85,41 @@ std::optional<double> read_optional(const Json& j, const char* key) {
   return j[key].get<double>();
 }
 
+const char* bound_key(MetricLimit::Bound bound) {
+  return bound == MetricLimit::Bound::kMax ? "max" : "min";
+}
+
+// {"metric": "latency_ms", "max": 2, "value": 1.2, "met": true}
+Json limit_check_json(const LimitCheck& c) {
+  return {{"metric", c.limit.metric},
+          {bound_key(c.limit.bound), c.limit.limit},
+          {"value", optional_number(c.value)},
+          {"met", c.met}};
+}
+
+LimitCheck limit_check_from(const Json& j, const std::string& where) {
+  LimitCheck c;
+  c.limit.metric = j.is_object() ? j.value("metric", "") : "";
+  const bool max = j.is_object() && j.contains("max") && j["max"].is_number();
+  const bool min = j.is_object() && j.contains("min") && j["min"].is_number();
+  if (c.limit.metric.empty() || max == min) {
+    throw Error(ErrorCode::kDataLoss,
+                where + ": a promotion limit without a \"metric\" and one of \"max\", \"min\"");
+  }
+  c.limit.bound = max ? MetricLimit::Bound::kMax : MetricLimit::Bound::kMin;
+  c.limit.limit = j[max ? "max" : "min"].get<double>();
+  c.value = read_optional(j, "value");
+  c.met = j.value("met", false);
+  return c;
+}
+
 Json promotion_json(const PromotionDecision& p) {
+  Json limits = Json::array();
+  for (const LimitCheck& c : p.limits) limits.push_back(limit_check_json(c));
   return {{"promoted", p.promoted},
           {"metric", p.metric},
           {"direction", p.maximize ? "maximize" : "minimize"},
+          {"limits", limits},
           {"value", optional_number(p.value)},
           {"champion_version", p.champion_version ? Json(*p.champion_version) : Json(nullptr)},
           {"champion_value", optional_number(p.champion_value)},
@@ -94,11 +127,14 @@ Json promotion_json(const PromotionDecision& p) {
           {"decided_at", p.decided_at}};
 }
 
-PromotionDecision promotion_from(const Json& j) {
+PromotionDecision promotion_from(const Json& j, const std::string& where) {
   PromotionDecision p;
   p.promoted = j.value("promoted", false);
   p.metric = j.value("metric", "");
   p.maximize = j.value("direction", "") == "maximize";
+  if (j.contains("limits") && j["limits"].is_array()) {
+    for (const Json& c : j["limits"]) p.limits.push_back(limit_check_from(c, where));
+  }
   p.value = read_optional(j, "value");
   if (j.contains("champion_version") && j["champion_version"].is_number_integer()) {
     p.champion_version = j["champion_version"].get<int>();
@@ -174,7 +210,9 @@ ModelVersion version_from(const Json& j, const std::string& where) {
   v.source = j.value("source", "");
   v.description = j.value("description", "");
   if (j.contains("tags")) v.tags = read_string_map(j["tags"]);
-  if (j.contains("promotion") && j["promotion"].is_object()) v.promotion = promotion_from(j["promotion"]);
+  if (j.contains("promotion") && j["promotion"].is_object()) {
+    v.promotion = promotion_from(j["promotion"], where + ": version " + std::to_string(v.version));
+  }
   return v;
 }
 
@@ -183,8 +221,12 @@ Json model_json(const RegisteredModel& m) {
   for (const auto& [a, v] : m.aliases) aliases[a] = v;
   Json versions = Json::array();
   for (const ModelVersion& v : m.versions) versions.push_back(version_json(v));
+  // Version 1 holds no limits; a model with none stays readable by the tuners that read only it.
+  const bool has_limits = std::any_of(
+      m.versions.begin(), m.versions.end(),
+      [](const ModelVersion& v) { return v.promotion && !v.promotion->limits.empty(); });
   return {{"format", kRegistryFormat},
-          {"format_version", kRegistryFormatVersion},
+          {"format_version", has_limits ? kRegistryFormatVersion : 1},
           {"name", m.name},
           {"created", m.created},
           {"description", m.description},
@@ -257,12 +299,50 @@ bool Registry::valid_alias(const std::string& alias) {
          !std::all_of(alias.begin(), alias.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-PromotionDecision decide_promotion(const RegisteredModel& model, const std::string& metric,
-                                   bool maximize, std::optional<double> value) {
+std::string to_string(const MetricLimit& limit) {
+  return limit.metric + (limit.bound == MetricLimit::Bound::kMax ? " <= " : " >= ") +
+         format_value(limit.limit);
+}
+
+LimitCheck check_limit(const MetricLimit& limit, const std::map<std::string, double>& metrics) {
+  LimitCheck c;
+  c.limit = limit;
+  if (const auto it = metrics.find(limit.metric); it != metrics.end() && !std::isnan(it->second)) {
+    c.value = it->second;
+    c.met = limit.bound == MetricLimit::Bound::kMax ? it->second <= limit.limit
+                                                    : it->second >= limit.limit;
+  }
+  return c;
+}
+
+namespace {
+
+// "latency_ms = 3.1 breaks latency_ms <= 2", or "no value of 'latency_ms' for latency_ms <= 2".
+std::string broken_text(const LimitCheck& c) {
+  if (!c.value) return "no value of '" + c.limit.metric + "' for " + to_string(c.limit);
+  return c.limit.metric + " = " + format_value(*c.value) + " breaks " + to_string(c.limit);
+}
+
+// "; meets latency_ms <= 2 (1.2), num_params <= 1e+06 (5e+05)", or "" without limits.
+std::string met_text(const std::vector<LimitCheck>& checks) {
+  std::string out;
+  for (const LimitCheck& c : checks) {
+    out += (out.empty() ? "; meets " : ", ") + to_string(c.limit) + " (" + format_value(*c.value) +
+           ")";
+  }
+  return out;
+}
+
+}  // namespace
+
+PromotionDecision decide_promotion(const RegisteredModel& model, const PromotionRule& rule,
+                                   const std::map<std::string, double>& metrics) {
   PromotionDecision d;
-  d.metric = metric;
-  d.maximize = maximize;
-  d.value = value;
+  d.metric = rule.metric;
+  d.maximize = rule.maximize;
+  const std::string& metric = rule.metric;
+  if (const auto it = metrics.find(metric); it != metrics.end()) d.value = it->second;
+  for (const MetricLimit& limit : rule.limits) d.limits.push_back(check_limit(limit, metrics));
   const auto champion = model.aliases.find(kChampion);
   const ModelVersion* current =
       champion == model.aliases.end() ? nullptr : model.find(champion->second);
@@ -270,26 +350,48 @@ PromotionDecision decide_promotion(const RegisteredModel& model, const std::stri
     d.champion_version = current->version;
     if (current->metric == metric) d.champion_value = current->metric_value;
   }
-  if (!value || std::isnan(*value)) {
+  if (!d.value || std::isnan(*d.value)) {
     d.reason = "the new version has no value of '" + metric + "'";
+    return d;
+  }
+  std::string broken;
+  for (const LimitCheck& c : d.limits) {
+    if (!c.met) broken += (broken.empty() ? "" : "; ") + broken_text(c);
+  }
+  if (!broken.empty()) {
+    d.reason = broken;
     return d;
   }
   if (current == nullptr) {
     d.promoted = true;
-    d.reason = "no champion yet";
+    d.reason = "no champion yet" + met_text(d.limits);
     return d;
   }
   const std::string champ = "version " + std::to_string(current->version);
+  // A champion that breaks the rule's limits is no champion under it: a version meeting them
+  // replaces it, whatever the two values of the metric.
+  for (const MetricLimit& limit : rule.limits) {
+    const LimitCheck c = check_limit(limit, current->lineage.metrics);
+    if (!c.met) {
+      d.promoted = true;
+      d.reason =
+          "the champion (" + champ + ") breaks the limits: " + broken_text(c) + met_text(d.limits);
+      return d;
+    }
+  }
   if (current->metric != metric || !d.champion_value || std::isnan(*d.champion_value)) {
     // The champion was evaluated otherwise: the two values are not comparable.
     d.reason = "the champion (" + champ + ") has no value of '" + metric + "' to compare with";
     return d;
   }
-  const double a = *value, b = *d.champion_value;
-  const bool better = maximize ? a > b : a < b;
+  const double a = *d.value, b = *d.champion_value;
+  const bool better = rule.maximize ? a > b : a < b;
   d.promoted = better;
-  d.reason = format_value(a) + (better ? (maximize ? " > " : " < ") : (maximize ? " <= " : " >= ")) +
-             format_value(b) + " of " + champ + " (" + (maximize ? "maximize" : "minimize") + ")";
+  const bool maximize = rule.maximize;
+  d.reason = format_value(a) +
+             (better ? (maximize ? " > " : " < ") : (maximize ? " <= " : " >= ")) +
+             format_value(b) + " of " + champ + " (" + (maximize ? "maximize" : "minimize") + ")" +
+             met_text(d.limits);
   return d;
 }
 
@@ -319,20 +421,21 @@ Registry Registry::open(const fs::path& dir, bool create, RegistryOptions option
                       "); name a registry directory, or a new or empty one to create it with "
                       "'tuner export'");
     }
-    write_file_atomically(marker, Json{{"format", "tuner-registry"},
-                                       {"format_version", kRegistryFormatVersion}}
-                                          .dump(2) + "\n");
+    write_file_atomically(
+        marker,
+        Json{{"format", "tuner-registry"}, {"format_version", kMarkerFormatVersion}}.dump(2) +
+            "\n");
   }
   Json j = Json::parse(read_file(marker), nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "tuner-registry") {
     throw Error(ErrorCode::kFailedPrecondition,
                 marker.string() + ": not a registry marker; the directory is not a model registry");
   }
-  if (j.value("format_version", 0) > kRegistryFormatVersion) {
+  if (j.value("format_version", 0) > kMarkerFormatVersion) {
     throw Error(ErrorCode::kFailedPrecondition,
                 marker.string() + ": registry format version " +
                     std::to_string(j.value("format_version", 0)) + " is newer than this tuner's (" +
-                    std::to_string(kRegistryFormatVersion) + "); use a newer tuner");
+                    std::to_string(kMarkerFormatVersion) + "); use a newer tuner");
   }
   return Registry(dir, std::move(options));
 }
@@ -473,6 +576,13 @@ ModelVersion Registry::register_version(const std::string& model_name,
   if (options.promote_if_better && options.metric.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "the promotion rule needs the metric to compare");
   }
+  for (const MetricLimit& limit : options.limits) {
+    if (limit.metric.empty() || !std::isfinite(limit.limit)) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          "a promotion limit needs a metric and a finite bound, got '" + to_string(limit) + "'");
+    }
+  }
   DirLock lock(dir_);
   const fs::path mdir = model_dir(model_name);
   const fs::path mfile = mdir / kModelFile;
@@ -503,7 +613,8 @@ ModelVersion Registry::register_version(const std::string& model_name,
   v.description = options.description;
   v.tags = options.tags;
   if (options.promote_if_better) {
-    v.promotion = decide_promotion(m, options.metric, options.maximize, v.metric_value);
+    v.promotion =
+        decide_promotion(m, {options.metric, options.maximize, options.limits}, lineage.metrics);
     v.promotion->decided_at = v.created;
   }
 

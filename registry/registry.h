@@ -31,15 +31,47 @@
 
 namespace tuner::registry {
 
-// The version of DIR/tuner-registry.json and DIR/MODEL/registry.json; a newer one is refused.
-inline constexpr int kRegistryFormatVersion = 1;
+// The newest version of DIR/tuner-registry.json and DIR/MODEL/registry.json this tuner reads; a
+// newer one is refused. A model's registry.json is written as version 2 only when a decision of
+// it has limits (which version 1 cannot hold), else as 1, so older tuners keep reading it.
+inline constexpr int kRegistryFormatVersion = 2;
 inline constexpr char kChampion[] = "champion";
+
+// A bound on one of a version's metrics (Lineage::metrics) that the promotion rule requires of
+// a champion: kMax means metric <= limit, kMin metric >= limit.
+struct MetricLimit {
+  enum class Bound { kMax, kMin };
+  std::string metric;
+  Bound bound = Bound::kMax;
+  double limit = 0;  // finite
+  bool operator==(const MetricLimit&) const = default;
+};
+
+// For messages: "latency_ms <= 2", "val_accuracy >= 0.8".
+std::string to_string(const MetricLimit& limit);
+
+// A limit checked against one version's metrics.
+struct LimitCheck {
+  MetricLimit limit;
+  std::optional<double> value;  // the version's value of limit.metric; none (or NaN): it has none
+  bool met = false;             // value is a number within the bound
+  bool operator==(const LimitCheck&) const = default;
+};
+
+// The promotion rule: the champion is the best version on `metric` (in its direction) among the
+// versions that meet every limit. See RegisterOptions::promote_if_better.
+struct PromotionRule {
+  std::string metric;
+  bool maximize = false;
+  std::vector<MetricLimit> limits;  // default none: the single-metric rule
+};
 
 // The outcome of the promotion rule for one new version, recorded with it.
 struct PromotionDecision {
   bool promoted = false;
   std::string metric;                      // the metric compared
   bool maximize = false;                   // its direction
+  std::vector<LimitCheck> limits;          // the rule's limits, checked on the new version
   std::optional<double> value;             // the new version's value
   std::optional<int> champion_version;     // the champion it was compared with; none: no champion
   std::optional<double> champion_value;    // that champion's value of the metric
@@ -86,10 +118,16 @@ struct RegisterOptions {
   // lineage.metrics[metric]. Required by promote_if_better.
   std::string metric;
   bool maximize = false;
-  // The promotion rule: the new version takes `champion` only when there is none, or when its
-  // metric beats the champion's (strictly: higher when maximizing, lower when minimizing) on the
-  // same metric. The decision is recorded either way. Default off: the champion is unchanged.
+  // The promotion rule: the new version takes `champion` only when it meets every one of
+  // `limits`, and there is no champion, or the champion breaks one of the limits (by its own
+  // recorded metrics), or its metric beats the champion's (strictly: higher when maximizing,
+  // lower when minimizing) on the same metric. The decision is recorded either way. Default
+  // off: the champion is unchanged. As long as a model's versions are all decided by one rule,
+  // its champion is the best on `metric` of those meeting the limits.
   bool promote_if_better = false;
+  // The rule's limits (used only with promote_if_better). Default none. Each metric non-empty,
+  // each limit finite, else Error(kInvalidArgument).
+  std::vector<MetricLimit> limits;
   // Aliases the new version takes unconditionally (moved from other versions). `champion` here
   // together with promote_if_better is an error.
   std::vector<std::string> aliases;
@@ -161,9 +199,13 @@ class Registry {
 };
 
 // Applies the promotion rule (see RegisterOptions::promote_if_better) to a candidate with
-// `value` of `metric` against the model's current champion. Pure; `decided_at` left empty.
-PromotionDecision decide_promotion(const RegisteredModel& model, const std::string& metric,
-                                   bool maximize, std::optional<double> value);
+// `metrics` (its Lineage::metrics; its value is metrics[rule.metric]) against the model's
+// current champion. Pure; `decided_at` left empty.
+PromotionDecision decide_promotion(const RegisteredModel& model, const PromotionRule& rule,
+                                   const std::map<std::string, double>& metrics);
+
+// `limit` checked on `metrics`.
+LimitCheck check_limit(const MetricLimit& limit, const std::map<std::string, double>& metrics);
 
 }  // namespace tuner::registry
 

@@ -36,6 +36,11 @@ constexpr const char* kTables[] = {
     "\tdirection TEXT NOT NULL, value FLOAT, champion_version INTEGER, champion_value FLOAT,\n"
     "\tpromoted INTEGER NOT NULL, reason TEXT NOT NULL, decided_at TEXT NOT NULL,\n"
     "\tPRIMARY KEY (model, version))",
+    // Since version 2: the limits of each decision, checked on its version.
+    "CREATE TABLE IF NOT EXISTS tuner_registry_promotion_limits (\n"
+    "\tmodel VARCHAR(128) NOT NULL, version INTEGER NOT NULL, metric TEXT NOT NULL,\n"
+    "\tbound TEXT NOT NULL, threshold FLOAT NOT NULL, value FLOAT, met INTEGER NOT NULL,\n"
+    "\tPRIMARY KEY (model, version, metric, bound))",
 };
 
 const char* direction(bool maximize) { return maximize ? "maximize" : "minimize"; }
@@ -62,8 +67,9 @@ void mirror_model(const std::string& db_path, const std::string& name,
   tx.run("INSERT OR REPLACE INTO tuner_registry_meta (\"key\", value) "
          "VALUES ('registry_schema_version', ?)",
          {std::to_string(kRegistryTablesVersion)});
-  for (const char* table : {"tuner_registry_versions", "tuner_registry_aliases",
-                            "tuner_registry_tags", "tuner_registry_promotions"}) {
+  for (const char* table :
+       {"tuner_registry_versions", "tuner_registry_aliases", "tuner_registry_tags",
+        "tuner_registry_promotions", "tuner_registry_promotion_limits"}) {
     tx.run(std::string("DELETE FROM ") + table + " WHERE model = ?", {name});
   }
   tx.run("DELETE FROM tuner_registry_models WHERE name = ?", {name});
@@ -105,6 +111,14 @@ void mirror_model(const std::string& db_path, const std::string& name,
                {name, v.version, p->metric, direction(p->maximize), finite(p->value),
                 p->champion_version, finite(p->champion_value), p->promoted ? 1 : 0, p->reason,
                 p->decided_at});
+        for (const LimitCheck& c : p->limits) {
+          tx.run(
+              "INSERT OR REPLACE INTO tuner_registry_promotion_limits (model, version, metric, "
+              "bound, threshold, value, met) VALUES (?, ?, ?, ?, ?, ?, ?)",
+              {name, v.version, c.limit.metric,
+               c.limit.bound == MetricLimit::Bound::kMax ? "max" : "min", c.limit.limit,
+               finite(c.value), c.met ? 1 : 0});
+        }
       }
     }
   }

@@ -12,8 +12,8 @@
 namespace tuner::registry {
 
 // The version of the tuner_registry_* tables (row "registry_schema_version" of
-// tuner_registry_meta); a newer one is refused.
-inline constexpr int kRegistryTablesVersion = 1;
+// tuner_registry_meta); a newer one is refused. 2 added tuner_registry_promotion_limits.
+inline constexpr int kRegistryTablesVersion = 2;
 
 // Replaces every row of model `name` in `db_path` by `model`'s state (nullptr: deletes them),
 // in one transaction. `registry_dir` is recorded with the model. Throws Error naming the file:

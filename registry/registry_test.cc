@@ -204,11 +204,109 @@ TEST(RegistryTest, DecidePromotionIsDirectionAware) {
   v.metric_value = 0.30;
   m.versions.push_back(v);
   m.aliases["champion"] = 3;
-  EXPECT_TRUE(decide_promotion(m, "val_loss", false, 0.25).promoted);
-  EXPECT_FALSE(decide_promotion(m, "val_loss", false, 0.35).promoted);
-  EXPECT_FALSE(decide_promotion(m, "val_loss", false, std::nan("")).promoted);
-  EXPECT_FALSE(decide_promotion(m, "val_loss", false, std::nullopt).promoted);
-  EXPECT_TRUE(decide_promotion(RegisteredModel{}, "val_loss", false, 0.9).promoted);
+  const PromotionRule rule{"val_loss", false, {}};
+  EXPECT_TRUE(decide_promotion(m, rule, {{"val_loss", 0.25}}).promoted);
+  EXPECT_FALSE(decide_promotion(m, rule, {{"val_loss", 0.35}}).promoted);
+  EXPECT_FALSE(decide_promotion(m, rule, {{"val_loss", std::nan("")}}).promoted);
+  EXPECT_FALSE(decide_promotion(m, rule, {{"val_accuracy", 0.9}}).promoted);
+  EXPECT_TRUE(decide_promotion(RegisteredModel{}, rule, {{"val_loss", 0.9}}).promoted);
+}
+
+// The figures a multi-objective sweep trades accuracy against (issue 19, item 5).
+Lineage tradeoff(double accuracy, double latency_ms, double num_params) {
+  Lineage l = lineage_with(accuracy);
+  l.metrics["latency_ms"] = latency_ms;
+  l.metrics["num_params"] = num_params;
+  return l;
+}
+
+RegisterOptions promote_within_limits() {
+  RegisterOptions o = promote_on();
+  o.limits = {{"latency_ms", MetricLimit::Bound::kMax, 2.0},
+              {"num_params", MetricLimit::Bound::kMax, 1e6}};
+  return o;
+}
+
+TEST(RegistryTest, PromotionWithLimitsTakesTheBestThatMeetsThem) {
+  ScratchDir scratch;
+  Registry r = Registry::open(scratch.path(), true);
+  const auto c = tiny_checkpoint();
+  const RegisterOptions o = promote_within_limits();
+  // The first version breaks a limit: not champion, though there is none.
+  const ModelVersion v1 = r.register_version("m", c, tradeoff(0.95, 3.5, 5e5), o);
+  EXPECT_FALSE(v1.promotion->promoted);
+  EXPECT_EQ(v1.promotion->reason, "latency_ms = 3.5 breaks latency_ms <= 2");
+  ASSERT_EQ(v1.promotion->limits.size(), 2u);
+  EXPECT_FALSE(v1.promotion->limits[0].met);
+  EXPECT_EQ(v1.promotion->limits[0].value, 3.5);
+  EXPECT_TRUE(v1.promotion->limits[1].met);
+  EXPECT_FALSE(r.model("m").aliases.contains("champion"));
+  // One that meets them becomes champion.
+  const ModelVersion v2 = r.register_version("m", c, tradeoff(0.85, 1.5, 5e5), o);
+  EXPECT_TRUE(v2.promotion->promoted);
+  EXPECT_EQ(v2.promotion->reason,
+            "no champion yet; meets latency_ms <= 2 (1.5), num_params <= 1e+06 (500000)");
+  // Better on the primary metric but too large: not promoted, the decision names the limit.
+  const ModelVersion v3 = r.register_version("m", c, tradeoff(0.90, 1.0, 2e6), o);
+  EXPECT_FALSE(v3.promotion->promoted);
+  EXPECT_EQ(v3.promotion->reason, "num_params = 2e+06 breaks num_params <= 1e+06");
+  EXPECT_EQ(v3.promotion->champion_version, 2);
+  // A version without a value of a limit's metric does not meet it.
+  Lineage no_latency = tradeoff(0.99, 0, 1);
+  no_latency.metrics.erase("latency_ms");
+  const ModelVersion v4 = r.register_version("m", c, no_latency, o);
+  EXPECT_FALSE(v4.promotion->promoted);
+  EXPECT_EQ(v4.promotion->reason, "no value of 'latency_ms' for latency_ms <= 2");
+  // Within the limits and better: promoted; worse: not.
+  const ModelVersion v5 = r.register_version("m", c, tradeoff(0.88, 2.0, 1e6), o);
+  EXPECT_TRUE(v5.promotion->promoted);
+  EXPECT_EQ(v5.promotion->reason,
+            "0.88 > 0.85 of version 2 (maximize); meets latency_ms <= 2 (2), num_params <= 1e+06 "
+            "(1e+06)");
+  EXPECT_FALSE(r.register_version("m", c, tradeoff(0.86, 0.5, 10), o).promotion->promoted);
+  EXPECT_EQ(r.resolve("m@champion").version.version, 5);
+  // The rule and each decision are read back from registry.json.
+  const RegisteredModel m = r.model("m");
+  ASSERT_TRUE(m.find(3)->promotion);
+  const PromotionDecision& d3 = *m.find(3)->promotion;
+  EXPECT_EQ(d3.metric, "val_accuracy");
+  EXPECT_TRUE(d3.maximize);
+  ASSERT_EQ(d3.limits.size(), 2u);
+  EXPECT_EQ(d3.limits[1].limit, (MetricLimit{"num_params", MetricLimit::Bound::kMax, 1e6}));
+  EXPECT_EQ(d3.limits[1].value, 2e6);
+  EXPECT_FALSE(d3.limits[1].met);
+  EXPECT_EQ(d3.limits, v3.promotion->limits);
+  EXPECT_EQ(d3.reason, v3.promotion->reason);
+  // Version 2 of registry.json, as it holds limits.
+  std::ifstream in(scratch.path() / "m" / "registry.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("\"format_version\": 2"));
+  EXPECT_THAT(text, HasSubstr("\"max\": 1000000.0"));
+}
+
+TEST(RegistryTest, AChampionThatBreaksTheLimitsIsReplaced) {
+  ScratchDir scratch;
+  Registry r = Registry::open(scratch.path(), true);
+  const auto c = tiny_checkpoint();
+  // Champion by the single-metric rule, too slow for the limits.
+  r.register_version("m", c, tradeoff(0.95, 3.0, 100), promote_on());
+  const ModelVersion v2 =
+      r.register_version("m", c, tradeoff(0.80, 1.0, 100), promote_within_limits());
+  EXPECT_TRUE(v2.promotion->promoted);
+  EXPECT_THAT(v2.promotion->reason,
+              HasSubstr("the champion (version 1) breaks the limits: latency_ms = 3 breaks "
+                        "latency_ms <= 2"));
+  EXPECT_EQ(r.resolve("m@champion").version.version, 2);
+  // A model whose decisions have no limits stays at format version 1.
+  r.register_version("n", c, tradeoff(0.5, 1, 1), promote_on());
+  std::ifstream in(scratch.path() / "n" / "registry.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("\"format_version\": 1"));
+  // A limit that is not finite is refused.
+  RegisterOptions bad = promote_within_limits();
+  bad.limits[0].limit = std::nan("");
+  EXPECT_EQ(code_of([&] { r.register_version("m", c, tradeoff(0.9, 1, 1), bad); }),
+            ErrorCode::kInvalidArgument);
 }
 
 TEST(RegistryTest, MirrorsIntoTheStudyDatabase) {
@@ -252,6 +350,11 @@ TEST(RegistryTest, MirrorsIntoTheStudyDatabase) {
     EXPECT_DOUBLE_EQ(q.real(3), 0.8);
   }
   {
+    auto q = conn.query("SELECT COUNT(*) FROM tuner_registry_promotion_limits");
+    ASSERT_TRUE(q.step());
+    EXPECT_EQ(q.int64(0), 0);  // the single-metric rule has no limits
+  }
+  {
     auto q = conn.query("SELECT value FROM tuner_registry_tags WHERE model = 'm' AND version = 2");
     ASSERT_TRUE(q.step());
     EXPECT_EQ(q.text(0), "worse");
@@ -263,6 +366,38 @@ TEST(RegistryTest, MirrorsIntoTheStudyDatabase) {
   auto q = conn.query("SELECT COUNT(*) FROM tuner_registry_versions");
   ASSERT_TRUE(q.step());
   EXPECT_EQ(q.int64(0), 0);
+}
+
+TEST(RegistryTest, MirrorsTheLimitsOfEachDecision) {
+  ScratchDir scratch;
+  const std::string db = (scratch.path() / "study.db").string();
+  {
+    SqliteStorage storage(db);
+    storage.create_study("s", {StudyDirection::kMaximize, StudyDirection::kMinimize});
+  }
+  Registry r = Registry::open(scratch.path() / "reg", true);
+  Lineage l = tradeoff(0.9, 2.5, 100);
+  l.storage = db;
+  r.register_version("m", tiny_checkpoint(), l, promote_within_limits());
+  sqlite::Connection conn(db, /*read_only=*/true);
+  auto q = conn.query(
+      "SELECT metric, bound, threshold, value, met FROM "
+      "tuner_registry_promotion_limits WHERE model = 'm' AND version = 1 "
+      "ORDER BY metric");
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.text(0), "latency_ms");
+  EXPECT_EQ(q.text(1), "max");
+  EXPECT_DOUBLE_EQ(q.real(2), 2.0);
+  EXPECT_DOUBLE_EQ(q.real(3), 2.5);
+  EXPECT_EQ(q.int64(4), 0);
+  ASSERT_TRUE(q.step());
+  EXPECT_EQ(q.text(0), "num_params");
+  EXPECT_EQ(q.int64(4), 1);
+  EXPECT_FALSE(q.step());
+  auto v =
+      conn.query("SELECT value FROM tuner_registry_meta WHERE key = 'registry_schema_version'");
+  ASSERT_TRUE(v.step());
+  EXPECT_EQ(v.text(0), "2");
 }
 
 TEST(RegistryTest, ADatabaseThatCannotBeMirroredIsAWarning) {

@@ -1,9 +1,12 @@
 #include "service/model_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "executor/engine_job.h"
+#include "search/pareto.h"
 #include "service/sweep_runner.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
@@ -72,6 +75,29 @@ Preprocessing engine_preprocessing(const SweepFile& sweep, const FrozenTrial& tr
   return p;
 }
 
+registry::MetricLimit registry_limit(const MetricConstraint& c) {
+  return {c.metric,
+          c.bound == MetricConstraint::Bound::kMax ? registry::MetricLimit::Bound::kMax
+                                                   : registry::MetricLimit::Bound::kMin,
+          c.limit};
+}
+
+std::string format_number(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
+// "latency_ms <= 2, num_params <= 1e+06", as the promotion decisions write them.
+std::string limits_text(const std::vector<MetricConstraint>& limits) {
+  std::string out;
+  for (const MetricConstraint& c : limits) {
+    out += (out.empty() ? "" : ", ") + registry::to_string(registry_limit(c));
+  }
+  return out;
+}
+
 std::optional<bool> direction_from_name(const std::string& metric) {
   if (metric.ends_with("accuracy")) return true;
   if (metric.ends_with("loss")) return false;
@@ -97,25 +123,49 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
   }
   const std::optional<SweepFile> sweep = sweep_of(*study, request.storage);
   const std::string objective = sweep ? sweep->objective_metric : "value";
-  const bool objective_max =
-      !study->directions.empty() && study->directions[0] == StudyDirection::kMaximize;
+  // The objectives' metrics, in the order of the trials' values.
+  std::vector<std::string> objective_metrics = {objective};
+  if (sweep && sweep->objectives.size() > 1) {
+    objective_metrics.clear();
+    for (const SweepObjective& o : sweep->objectives) objective_metrics.push_back(o.metric);
+  }
   const std::string metric = request.metric.empty() ? objective : request.metric;
   std::optional<bool> maximize = request.maximize;
-  if (!maximize) maximize = metric == objective ? std::optional(objective_max) : direction_from_name(metric);
+  if (!maximize) {
+    const auto it = std::find(objective_metrics.begin(), objective_metrics.end(), metric);
+    const size_t i = it - objective_metrics.begin();
+    if (it != objective_metrics.end() && i < study->directions.size()) {
+      maximize = study->directions[i] == StudyDirection::kMaximize;
+    } else {
+      maximize = direction_from_name(metric);
+    }
+  }
   if (!maximize) {
     throw Error(ErrorCode::kInvalidArgument,
                 "the direction of metric '" + metric + "' is unknown: state it (maximize or "
                 "minimize)");
+  }
+  for (const MetricConstraint& limit : request.limits) {
+    if (limit.metric == metric) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "limit " + limits_text({limit}) + " bounds the primary metric '" + metric +
+                      "', which the export " + (*maximize ? "maximizes" : "minimizes") +
+                      "; bound the other metrics");
+    }
   }
 
   const std::vector<FrozenTrial> complete =
       storage.get_trials(study->study_id, {.states = std::vector{TrialState::kComplete}});
   auto metrics_of = [&](const FrozenTrial& t) {
     std::map<std::string, double> m = trial_metrics(t);
-    if (!t.values.empty() && !m.contains(objective)) m[objective] = t.values[0];
+    for (size_t i = 0; i < objective_metrics.size() && i < t.values.size(); ++i) {
+      if (!m.contains(objective_metrics[i])) m[objective_metrics[i]] = t.values[i];
+    }
     return m;
   };
+  const bool several = study->directions.size() > 1;
   const FrozenTrial* chosen = nullptr;
+  std::vector<FrozenTrial> candidates;  // owns what `chosen` points at by default
   if (request.trial) {
     const std::vector<FrozenTrial> all = storage.get_trials(study->study_id);
     auto it = std::find_if(all.begin(), all.end(),
@@ -133,19 +183,69 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
     chosen = &*std::find_if(complete.begin(), complete.end(),
                             [&](const FrozenTrial& t) { return t.number == *request.trial; });
   } else {
-    std::optional<double> best;
+    // The candidates: the COMPLETE trials with a value of the metric that meet the limits; of
+    // several objectives, the Pareto front of those (issue 19: trade-offs no other candidate
+    // beats on every objective). The best of them on the metric is also the best of all the
+    // trials meeting the limits (the front only breaks ties), as the promotion rule wants.
+    size_t with_value = 0;
+    // The best value of each limit's metric among the trials with a value, for the error below.
+    std::vector<std::optional<double>> closest(request.limits.size());
     for (const FrozenTrial& t : complete) {
       const auto m = metrics_of(t);
       const auto it = m.find(metric);
       if (it == m.end() || std::isnan(it->second)) continue;
-      if (!best || (*maximize ? it->second > *best : it->second < *best)) {
-        best = it->second;
+      ++with_value;
+      bool meets = true;
+      for (size_t i = 0; i < request.limits.size(); ++i) {
+        const MetricConstraint& limit = request.limits[i];
+        const auto v = m.find(limit.metric);
+        if (v == m.end() || std::isnan(v->second)) {
+          meets = false;
+          continue;
+        }
+        const bool is_max = limit.bound == MetricConstraint::Bound::kMax;
+        if (!closest[i] || (is_max ? v->second < *closest[i] : v->second > *closest[i])) {
+          closest[i] = v->second;
+        }
+        meets = meets && constraint_value(limit, v->second) <= 0;
+      }
+      if (meets) candidates.push_back(t);
+    }
+    if (several) candidates = pareto_front_trials(std::move(candidates), study->directions);
+    std::optional<double> best;
+    for (const FrozenTrial& t : candidates) {
+      const double v = metrics_of(t).at(metric);
+      if (!best || (*maximize ? v > *best : v < *best)) {
+        best = v;
         chosen = &t;
       }
     }
-    if (chosen == nullptr) {
+    if (chosen == nullptr && with_value == 0) {
       throw Error(ErrorCode::kNotFound, "study '" + request.study + "' has no COMPLETE trial " +
                                             "with a value of '" + metric + "' yet");
+    }
+    if (chosen == nullptr && !request.limits.empty()) {
+      std::string seen;
+      for (size_t i = 0; i < request.limits.size(); ++i) {
+        const MetricConstraint& limit = request.limits[i];
+        seen += (seen.empty() ? "" : ", ") +
+                std::string(limit.bound == MetricConstraint::Bound::kMax ? "lowest " : "highest ") +
+                limit.metric + " " +
+                (closest[i] ? format_number(*closest[i]) : std::string("none reported"));
+      }
+      throw Error(ErrorCode::kNotFound, "no COMPLETE trial of study '" + request.study +
+                                            "' meets the limits " + limits_text(request.limits) +
+                                            " (of " + std::to_string(with_value) +
+                                            " with a value of '" + metric + "': " + seen +
+                                            "); loosen the limits, or name the trial with --trial");
+    }
+    if (chosen == nullptr) {
+      // Every trial with a value is infeasible under the study's own constraints.
+      throw Error(
+          ErrorCode::kNotFound,
+          "study '" + request.study +
+              "' has no feasible COMPLETE trial on its Pareto "
+              "front (its trials break the sweep's constraints); name the trial with --trial");
     }
   }
 
@@ -181,6 +281,9 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
   register_options.metric = metric;
   register_options.maximize = *maximize;
   register_options.promote_if_better = request.promote_if_better;
+  for (const MetricConstraint& c : request.limits) {
+    register_options.limits.push_back(registry_limit(c));
+  }
   register_options.aliases = request.aliases;
   register_options.description = request.description;
   register_options.source = fs::absolute(checkpoint_path).string();
@@ -214,6 +317,7 @@ std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
   request.model_name = e.model_name.empty() ? sweep.name : e.model_name;
   request.metric = e.metric.empty() ? sweep.objective_metric : e.metric;
   request.maximize = (e.metric.empty() ? sweep.direction : e.direction) == StudyDirection::kMaximize;
+  request.limits = e.limits;
   request.promote_if_better = true;
   return export_trial(request, options);
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "registry/registry.h"
+#include "service/metric_constraint.h"
 #include "service/sweep_file.h"
 
 namespace tuner {
@@ -20,17 +21,21 @@ namespace tuner {
 struct ExportRequest {
   std::string study;    // the study's name
   std::string storage;  // its SQLite file
-  // The trial's number. Default: the best COMPLETE trial by `metric` (by the study's objective
-  // value when the metric is the objective's or unset).
+  // The trial's number. Default: the best COMPLETE trial by `metric` among those that meet
+  // `limits`; in a study of several objectives, from the Pareto front of those
+  // (pareto_front_trials, which also leaves out trials that break the sweep's constraints).
   std::optional<int> trial;
   std::string registry_dir;
   std::string model_name;  // default: the study's name
-  // The version's evaluation metric (promotion compares it; "best" uses it). Default: the sweep's
-  // objective metric, else "value" (the trial's objective value).
+  // The version's evaluation metric, the primary one (promotion compares it; "best" uses it).
+  // Default: the sweep's (first) objective metric, else "value" (the trial's first value).
   std::string metric;
-  // Its direction. Default: the study's direction for the objective metric; another metric
+  // Its direction. Default: the study's direction for an objective's metric; another metric
   // needs it, except names ending in "accuracy" (maximize) or "loss" (minimize).
   std::optional<bool> maximize;
+  // Bounds on the trial's other metrics: the default trial must meet them, and they are the
+  // promotion rule's limits (RegisterOptions::limits). Default: none.
+  std::vector<MetricConstraint> limits;
   bool promote_if_better = false;  // see RegisterOptions::promote_if_better
   std::vector<std::string> aliases;
   std::string description;
@@ -47,16 +52,20 @@ struct ExportResult {
 };
 
 // Exports one trial (see ExportRequest). Throws Error naming what is missing: kNotFound for an
-// unknown study, trial, or a trial without a checkpoint (saying where it was looked for) or
-// without the dataset its normalization needs; kFailedPrecondition for a trial that is not
-// COMPLETE; what Registry::register_version throws.
+// unknown study, trial, no trial to choose (none with a value of the metric, or none that meets
+// the limits: the message names them and the best value of each among the trials), or a
+// trial without a checkpoint (saying where it was looked for) or without the dataset its
+// normalization needs; kFailedPrecondition for a trial that is not COMPLETE; what
+// Registry::register_version throws.
 ExportResult export_trial(const ExportRequest& request,
                           const registry::RegistryOptions& options = {});
 
 // The automatic export at the end of `tuner sweep`: when `sweep` has an "export" section, exports
-// the best trial of its study (by export.metric and export.direction) to export.registry_path as
-// export.model_name with the promotion rule on (so the first export becomes champion and later
-// ones only when better). nullopt when the sweep has no export section; throws as export_trial.
+// the best trial of its study (by export.metric and export.direction, among the trials, or the
+// Pareto front of several objectives, that meet export.limits) to export.registry_path as
+// export.model_name with the promotion rule on, under the same limits (so the first export
+// meeting them becomes champion and later ones only when better). nullopt when the sweep has no
+// export section; throws as export_trial.
 std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
                                                  const registry::RegistryOptions& options = {});
 

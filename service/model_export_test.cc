@@ -136,6 +136,149 @@ TEST_F(ExportTest, ExportBestOfSweepUsesTheExportSection) {
   EXPECT_TRUE(fs::exists(fs::path(sweep.export_config->registry_path) / "clf" / "1" / "MLmodel"));
 }
 
+// Issue 19, item 5: a study of two objectives (accuracy against latency) with a limit on the
+// parameter count, as examples/sweeps/fashion_mnist_tradeoff.json has. The trials, (val_accuracy,
+// latency_ms; num_params):
+//   0: (0.90, 3.0; 5e5)  on the front, too slow for latency_ms <= 2
+//   1: (0.87, 1.5; 2e6)  on the front, too large for num_params <= 1e6
+//   2: (0.84, 1.2; 5e5)  on the front, within both limits
+//   3: (0.85, 1.6; 5e5)  dominated by 1, within both limits: on the front of those within them
+//   4: (0.70, 0.5; 1e5)  on the front, within both limits
+//   5: (0.86, 1.4; 5e5)  RUNNING (never a candidate)
+class ParetoExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = (scratch_.path() / "p.db").string();
+    const std::string artifacts = (scratch_.path() / "artifacts").string();
+    const std::string text = std::string(R"({"name": "p",
+      "space": {"params": {"lr": {"type": "float", "low": 0.001, "high": 0.1}}},
+      "objectives": [{"metric": "val_accuracy", "direction": "maximize"},
+                     {"metric": "latency_ms", "direction": "minimize"}],
+      "budget": {"trials": 6},
+      "job": {"kind": "engine", "model": )") +
+                             kModel + R"(,
+              "data": {"dataset": "fashion-mnist", "train": 300, "validation": 100},
+              "training": {"lr": "{lr}"}, "artifacts_dir": ")" +
+                             artifacts + R"("},
+      "export": {"registry": "reg", "name": "tradeoff",
+                 "limits": [{"metric": "latency_ms", "max": 2},
+                            {"metric": "num_params", "max": 1000000}]}})";
+    sweep_ = parse_sweep_file(text, (scratch_.path() / "p.json").string());
+    sweep_.storage_path = db_;
+    SqliteStorage storage(db_);
+    const StudyRecord study =
+        storage.create_study("p", {StudyDirection::kMaximize, StudyDirection::kMinimize});
+    const nlohmann::json stored = {{"path", sweep_.path},
+                                   {"file", nlohmann::json::parse(to_json(sweep_))}};
+    storage.set_study_system_attr(study.study_id, kSweepAttr, nlohmann::json(stored.dump()).dump());
+    const training::ModelSpec spec = training::parse_model_spec(kModel);
+    auto backend = training::make_cpu_backend(1);
+    const double trials[][3] = {{0.90, 3.0, 5e5}, {0.87, 1.5, 2e6}, {0.84, 1.2, 5e5},
+                                {0.85, 1.6, 5e5}, {0.70, 0.5, 1e5}, {0.86, 1.4, 5e5}};
+    for (int n = 0; n < 6; ++n) {
+      const FrozenTrial t = storage.create_trial(study.study_id);
+      storage.set_trial_param(t.trial_id, "lr", FloatDistribution{.low = 0.001, .high = 0.1},
+                              0.01 * (n + 1));
+      // The objectives are the trial's values; the other figures are its user attributes.
+      storage.set_trial_user_attr(t.trial_id, "num_params", std::to_string(trials[n][2]));
+      if (n < 5)
+        storage.finish_trial(t.trial_id, TrialState::kComplete, {trials[n][0], trials[n][1]});
+      auto model = training::build_model(spec, 1, *backend, static_cast<uint64_t>(n));
+      training::Checkpoint c;
+      c.model_spec = spec.json;
+      c.parameters = model->parameters().values_to_host();
+      c.buffers = model->parameters().buffer_values_to_host();
+      const fs::path dir = fs::path(artifacts) / ("trial-" + std::to_string(n));
+      fs::create_directories(dir);
+      training::save_checkpoint((dir / "model.ckpt").string(), c);
+    }
+  }
+
+  ExportRequest request() const {
+    ExportRequest r;
+    r.study = "p";
+    r.storage = db_;
+    r.registry_dir = (scratch_.path() / "reg").string();
+    r.promote_if_better = true;
+    return r;
+  }
+
+  bool have_data() const {
+    return fs::exists(training::fashion_mnist_dir() + "train-images-idx3-ubyte.gz");
+  }
+
+  ScratchDir scratch_;
+  std::string db_;
+  SweepFile sweep_;
+};
+
+using Bound = MetricConstraint::Bound;
+
+TEST_F(ParetoExportTest, PicksTheBestOnThePrimaryMetricWithinTheLimits) {
+  if (!have_data()) GTEST_SKIP() << "install Debian's dataset-fashion-mnist";
+  // Without limits: the front's best on the first objective.
+  ExportRequest r = request();
+  r.model_name = "free";
+  EXPECT_EQ(export_trial(r).version.lineage.trial, 0);
+  // The sweep's export section: the best on val_accuracy of the trials within the limits, and
+  // the same rule for the promotion.
+  const std::optional<ExportResult> result = export_best_of_sweep(sweep_);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->model_name, "tradeoff");
+  EXPECT_EQ(result->version.lineage.trial, 3);
+  EXPECT_EQ(result->version.metric, "val_accuracy");
+  EXPECT_TRUE(result->version.maximize);
+  EXPECT_EQ(result->version.lineage.metrics.at("latency_ms"), 1.6);  // the second value
+  EXPECT_EQ(result->alias_summary, "champion");
+  const registry::PromotionDecision& d = *result->version.promotion;
+  EXPECT_TRUE(d.promoted);
+  ASSERT_EQ(d.limits.size(), 2u);
+  EXPECT_EQ(d.limits[0].limit,
+            (registry::MetricLimit{"latency_ms", registry::MetricLimit::Bound::kMax, 2}));
+  EXPECT_EQ(d.limits[1].value, 5e5);
+  EXPECT_EQ(d.reason, "no champion yet; meets latency_ms <= 2 (1.6), num_params <= 1e+06 (500000)");
+  // A trial named outright that breaks a limit is exported, and not promoted.
+  r = request();
+  r.model_name = "tradeoff";
+  r.trial = 0;
+  r.limits = sweep_.export_config->limits;
+  const ExportResult slow = export_trial(r);
+  EXPECT_FALSE(slow.version.promotion->promoted);
+  EXPECT_EQ(slow.version.promotion->reason, "latency_ms = 3 breaks latency_ms <= 2");
+  // Another objective as the primary metric, with its direction from the study.
+  r = request();
+  r.model_name = "fastest";
+  r.metric = "latency_ms";
+  r.limits = {{"val_accuracy", Bound::kMin, 0.8}};
+  const ExportResult fastest = export_trial(r);
+  EXPECT_EQ(fastest.version.lineage.trial, 2);
+  EXPECT_FALSE(fastest.version.maximize);
+}
+
+TEST_F(ParetoExportTest, LimitsNoTrialMeetsAreAnError) {
+  ExportRequest r = request();
+  r.limits = {{"latency_ms", Bound::kMax, 0.4}, {"num_params", Bound::kMax, 1e6}};
+  try {
+    (void)export_trial(r);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_EQ(std::string(e.what()),
+              "no COMPLETE trial of study 'p' meets the limits latency_ms <= 0.4, num_params <= "
+              "1e+06 (of 5 with a value of 'val_accuracy': lowest latency_ms 0.5, lowest "
+              "num_params 100000); loosen the limits, or name the trial with --trial");
+  }
+  r.limits = {{"val_accuracy", Bound::kMin, 0.5}};
+  try {
+    (void)export_trial(r);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("bounds the primary metric 'val_accuracy'"));
+  }
+  EXPECT_FALSE(fs::exists(scratch_.path() / "reg" / "p"));
+}
+
 TEST_F(ExportTest, ErrorsNameTheStudyAndTrial) {
   ExportRequest r;
   r.study = "s";

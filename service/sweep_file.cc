@@ -451,7 +451,8 @@ class Parser : Reader {
   SweepObjective read_objective(const Json& value, const std::string& path);
   void parse_objective(const Json& value, SweepFile& sweep);
   void parse_objectives(const Json& value, SweepFile& sweep);
-  std::vector<MetricConstraint> parse_constraints(const Json& value);
+  // A list of bounds at `path` ("constraints", "export.limits").
+  std::vector<MetricConstraint> parse_constraints(const Json& value, const std::string& path);
   void check_constraint_metrics(const SweepFile& sweep, const Json& job) const;
   SamplerConfig parse_sampler(const Json& value, const SearchSpace& space);
   SchedulerConfig parse_scheduler(const Json& value);
@@ -510,7 +511,8 @@ SweepFile Parser::parse(std::string_view text) {
   } else {
     parse_objective(required(root, "", "objective"), sweep);
   }
-  if (const Json* v = find_field(root, "constraints")) sweep.constraints = parse_constraints(*v);
+  if (const Json* v = find_field(root, "constraints"))
+    sweep.constraints = parse_constraints(*v, "constraints");
   const Json* sampler = find_field(root, "sampler");
   sweep.sampler = sampler ? parse_sampler(*sampler, sweep.space) : SamplerConfig{};
   if (const Json* v = find_field(root, "scheduler")) {
@@ -647,15 +649,16 @@ void Parser::parse_objectives(const Json& value, SweepFile& sweep) {
   sweep.direction = sweep.objectives[0].direction;
 }
 
-std::vector<MetricConstraint> Parser::parse_constraints(const Json& value) {
+std::vector<MetricConstraint> Parser::parse_constraints(const Json& value,
+                                                        const std::string& path) {
   if (!value.is_array()) {
-    fail("constraints",
+    fail(path,
          "expected a list of bounds such as [{\"metric\": \"latency_ms\", \"max\": 2}], got " +
              shown_value(value));
   }
   std::vector<MetricConstraint> constraints;
   for (size_t i = 0; i < value.size(); ++i) {
-    const std::string at = index_path("constraints", i);
+    const std::string at = index_path(path, i);
     object(value[i], at);
     fields(value[i], at, {"metric", "max", "min"});
     MetricConstraint c;
@@ -676,8 +679,8 @@ std::vector<MetricConstraint> Parser::parse_constraints(const Json& value) {
     c.limit = limit.get<double>();
     for (size_t j = 0; j < constraints.size(); ++j) {
       if (constraints[j].metric == c.metric && constraints[j].bound == c.bound) {
-        fail(at, "bounds " + json_text(c.metric) + " as " + index_path("constraints", j) +
-                     " does (" + to_string(constraints[j]) + "); state each bound once");
+        fail(at, "bounds " + json_text(c.metric) + " as " + index_path(path, j) + " does (" +
+                     to_string(constraints[j]) + "); state each bound once");
       }
     }
     constraints.push_back(std::move(c));
@@ -999,23 +1002,49 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
 
 ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
   object(value, "export");
-  fields(value, "export", {"registry", "name", "metric", "direction"});
+  fields(value, "export", {"registry", "name", "metric", "direction", "limits"});
   ExportConfig config;
   config.registry_path = resolve(string(
       required(value, "export", "registry", " (the registry directory)"), "export.registry"));
   config.model_name = find_field(value, "name") ? string(value["name"], "export.name") : sweep.name;
   config.metric = find_field(value, "metric") ? string(value["metric"], "export.metric")
                                               : sweep.objective_metric;
+  const auto objective =
+      std::find_if(sweep.objectives.begin(), sweep.objectives.end(),
+                   [&](const SweepObjective& o) { return o.metric == config.metric; });
   if (const Json* d = find_field(value, "direction")) {
     config.direction = one_of(*d, "export.direction", kDirections) == 0 ? StudyDirection::kMinimize
                                                                         : StudyDirection::kMaximize;
+  } else if (objective != sweep.objectives.end()) {
+    config.direction = objective->direction;
   } else if (config.metric == sweep.objective_metric) {
     config.direction = sweep.direction;
   } else {
     fail("export", "missing required field \"direction\" (the metric " + json_text(config.metric) +
-                       " is not the objective's, so its direction is not known)");
+                       " is no objective's, so its direction is not known)");
+  }
+  if (const Json* v = find_field(value, "limits")) {
+    config.limits = parse_constraints(*v, "export.limits");
+    for (size_t i = 0; i < config.limits.size(); ++i) {
+      if (config.limits[i].metric == config.metric) {
+        fail(child_path(index_path("export.limits", i), "metric"),
+             json_text(config.metric) +
+                 " is the primary metric (export.metric), which the "
+                 "export maximizes or minimizes; bound the other metrics");
+      }
+    }
   }
   return config;
+}
+
+// [{"metric": "latency_ms", "max": 2}, ...], as parse_constraints reads it.
+Json constraints_json(const std::vector<MetricConstraint>& constraints) {
+  Json out = Json::array();
+  for (const MetricConstraint& c : constraints) {
+    out.push_back({{"metric", c.metric},
+                   {c.bound == MetricConstraint::Bound::kMax ? "max" : "min", c.limit}});
+  }
+  return out;
 }
 
 // `resolved` as the sweep file at `sweep_path` would write it: relative to its directory.
@@ -1145,15 +1174,7 @@ std::string to_json(const SweepFile& sweep) {
     for (const SweepObjective& o : sweep.objectives) objectives.push_back(objective_json(o));
     root["objectives"] = objectives;
   }
-  if (!sweep.constraints.empty()) {
-    Json constraints = Json::array();
-    for (const MetricConstraint& c : sweep.constraints) {
-      constraints.push_back(
-          {{"metric", c.metric},
-           {c.bound == MetricConstraint::Bound::kMax ? "max" : "min", c.limit}});
-    }
-    root["constraints"] = constraints;
-  }
+  if (!sweep.constraints.empty()) root["constraints"] = constraints_json(sweep.constraints);
 
   root["sampler"] = write_options(to_string(sweep.sampler.type),
                                   sampler_options(sweep.sampler.type), sweep.sampler);
@@ -1175,6 +1196,7 @@ std::string to_json(const SweepFile& sweep) {
                       {"name", e.model_name},
                       {"metric", e.metric},
                       {"direction", std::string(to_string(e.direction))}};
+    if (!e.limits.empty()) root["export"]["limits"] = constraints_json(e.limits);
   }
   return root.dump(2) + "\n";
 }

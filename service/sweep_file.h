@@ -143,10 +143,14 @@ struct ExportConfig {
   std::string registry_path;
   // The model's name in the registry. Default: the study name.
   std::string model_name;
-  // The metric by which the best trial is chosen, and its direction. Default: the objective's.
-  // A metric other than the objective's needs its direction stated.
+  // The primary metric, by which the best trial is chosen and the champion decided, and its
+  // direction. Default: the (first) objective's. A metric that is no objective's needs its
+  // direction stated; an objective's gets that objective's direction.
   std::string metric;
   StudyDirection direction = StudyDirection::kMinimize;
+  // Bounds on the trial's metrics that the exported trial and the champion must keep ("limits":
+  // the promotion rule's, registry/registry.h RegisterOptions::limits). Default: none.
+  std::vector<MetricConstraint> limits;
   bool operator==(const ExportConfig&) const = default;
 };
 

@@ -172,6 +172,57 @@ TEST(SweepFileTest, ExportDefaultsAndOtherMetric) {
   EXPECT_EQ(s.export_config->direction, StudyDirection::kMaximize);
 }
 
+// Issue 19, item 5: the export of a sweep of several objectives, with limits on the others.
+TEST(SweepFileTest, ExportWithSeveralObjectivesAndLimits) {
+  const std::string objectives = R"("objective": null, "objectives": [
+      {"metric": "val_accuracy", "direction": "maximize"},
+      {"metric": "latency_ms", "direction": "minimize"},
+      {"metric": "num_params", "direction": "minimize"}])";
+  // The primary metric defaults to the first objective, with its direction.
+  SweepFile s =
+      parse_sweep_file(patched("{" + objectives + R"(, "export": {"registry": "r", "limits": [
+          {"metric": "latency_ms", "max": 2}, {"metric": "num_params", "max": 1000000}]}})"),
+                       "s.json");
+  ASSERT_TRUE(s.export_config);
+  EXPECT_EQ(s.export_config->metric, "val_accuracy");
+  EXPECT_EQ(s.export_config->direction, StudyDirection::kMaximize);
+  EXPECT_EQ(s.export_config->limits,
+            (std::vector<MetricConstraint>{{"latency_ms", MetricConstraint::Bound::kMax, 2},
+                                           {"num_params", MetricConstraint::Bound::kMax, 1e6}}));
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json"), s);
+  EXPECT_EQ(Json::parse(to_json(s))["export"]["limits"][1]["max"], 1e6);
+  // Another objective as the primary metric: its direction.
+  s = parse_sweep_file(
+      patched("{" + objectives + R"(, "export": {"registry": "r", "metric": "latency_ms",
+          "limits": [{"metric": "val_accuracy", "min": 0.8}]}})"),
+      "s.json");
+  EXPECT_EQ(s.export_config->direction, StudyDirection::kMinimize);
+  EXPECT_EQ(s.export_config->limits[0].bound, MetricConstraint::Bound::kMin);
+  // No limits: none, and to_json writes none.
+  s = parse_sweep_file(patched("{" + objectives + R"(, "export": {"registry": "r"}})"), "s.json");
+  EXPECT_TRUE(s.export_config->limits.empty());
+  EXPECT_FALSE(Json::parse(to_json(s))["export"].contains("limits"));
+
+  for (const auto& [patch, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"export": {"registry": "r", "limits": {"metric": "latency_ms", "max": 2}}})",
+            "sweep.json: export.limits: expected a list of bounds such as"},
+           {R"({"export": {"registry": "r", "limits": [{"metric": "latency_ms"}]}})",
+            "sweep.json: export.limits[0]: has neither \"max\" nor \"min\""},
+           {R"({"export": {"registry": "r", "limits": [{"metric": "a", "max": 1},
+                                                       {"metric": "b", "max": "2"}]}})",
+            "sweep.json: export.limits[1].max: expected a finite number, got \"2\""},
+           {R"({"export": {"registry": "r", "limits": [{"metric": "a", "max": 1},
+                                                       {"metric": "a", "max": 3}]}})",
+            "sweep.json: export.limits[1]: bounds \"a\" as export.limits[0] does"},
+           {R"({"export": {"registry": "r", "limits": [{"metric": "loss", "max": 1}]}})",
+            "sweep.json: export.limits[0].metric: \"loss\" is the primary metric"},
+           {R"({"export": {"registry": "r", "limits": [{"metirc": "a", "max": 1}]}})",
+            "sweep.json: export.limits[0]: unknown field \"metirc\""},
+       }) {
+    EXPECT_THAT(error_of(patched(patch)), HasSubstr(expected)) << patch;
+  }
+}
+
 // Issue 19: a sweep of several objectives (a study ranked by Pareto dominance).
 TEST(SweepFileTest, SeveralObjectives) {
   const std::string text = patched(R"({"objective": null, "objectives": [
@@ -973,7 +1024,8 @@ TEST(SweepFileTest, RoundTrip) {
           "budget": {"trials": 7, "time": "1d2h3m4s", "max_concurrent": 2},
           "job": {"env": {"A": "1"}, "working_dir": "/tmp", "argv": ["true"]},
           "executors": {"local": 3, "prefetch": 2},
-          "export": {"registry": "../reg", "metric": "acc", "direction": "maximize"}})",
+          "export": {"registry": "../reg", "metric": "acc", "direction": "maximize",
+                     "limits": [{"metric": "latency_ms", "max": 2}, {"metric": "size", "min": 1}]}})",
       R"({"sampler": {"type": "random"}, "scheduler": {"type": "percentile", "percentile": 10.5,
           "n_warmup_steps": 2}, "storage": "/abs/x.db"})",
       R"({"sampler": {"type": "grid"}, "budget": null,
