@@ -190,6 +190,18 @@ struct EngineReport {
 // is called on every rank and rank 0's decision is the one every rank follows (it is broadcast).
 using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 
+// The final metrics an engine trial reports (EngineOutcome::final_metrics), those of the best
+// epoch first: what a sweep's objectives and constraints on an engine job may name. test_loss and
+// test_accuracy only with data.test > 0; the latencies only when the run was not interrupted.
+inline const std::vector<std::string>& engine_final_metrics() {
+  static const std::vector<std::string> kMetrics = {
+      "train_loss",   "val_loss",          "val_accuracy",  "lr",
+      "epoch_seconds", "best_epoch",       "num_params",    "train_flops_per_sample",
+      "checkpoint_bytes", "latency_ms",    "latency_ms_per_sample", "test_loss",
+      "test_accuracy"};
+  return kMetrics;
+}
+
 // The engine's metrics that count (an epoch number): written as JSON integers, so that they are
 // stored as integers (docs/command_jobs.md).
 inline bool is_integer_engine_metric(std::string_view name) {

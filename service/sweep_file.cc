@@ -453,7 +453,7 @@ class Parser : Reader {
   void parse_objectives(const Json& value, SweepFile& sweep);
   // A list of bounds at `path` ("constraints", "export.limits").
   std::vector<MetricConstraint> parse_constraints(const Json& value, const std::string& path);
-  void check_constraint_metrics(const SweepFile& sweep, const Json& job) const;
+  void check_engine_metrics(const SweepFile& sweep, const Json& job) const;
   SamplerConfig parse_sampler(const Json& value, const SearchSpace& space);
   SchedulerConfig parse_scheduler(const Json& value);
   Budget parse_budget(const Json* value, SamplerType sampler);
@@ -539,7 +539,7 @@ SweepFile Parser::parse(std::string_view text) {
   // Last, so that an error of parse_trial_job (an engine job before the executor knows them)
   // comes only after everything else was found valid.
   parse_job(job, sweep);
-  check_constraint_metrics(sweep, job);
+  check_engine_metrics(sweep, job);
   if (executors && find_field(*executors, "local")) {
     sweep.local_executors = int32((*executors)["local"], "executors.local", 0);
   } else {
@@ -688,16 +688,22 @@ std::vector<MetricConstraint> Parser::parse_constraints(const Json& value,
   return constraints;
 }
 
-// An engine job reports a known set of final metrics (docs/engine_jobs.md): a constraint on
-// another one would fail every trial. A command job's metrics are whatever it prints.
-void Parser::check_constraint_metrics(const SweepFile& sweep, const Json& job) const {
+// An engine job reports a known set of final metrics (docs/engine_jobs.md): a constraint or an
+// objective on another one would fail every trial. A command job's metrics are whatever it
+// prints. (The first objective is the job's objective_metric, which the job itself checks.)
+void Parser::check_engine_metrics(const SweepFile& sweep, const Json& job) const {
   if (sweep.job_kind != "engine") return;
-  const std::vector<std::string> metrics = {"train_loss", "val_loss",      "val_accuracy",
-                                            "lr",         "epoch_seconds", "best_epoch",
-                                            "num_params", "test_loss",     "test_accuracy"};
+  const std::vector<std::string>& metrics = engine_final_metrics();
+  std::vector<std::pair<std::string, std::string>> named;  // (metric, its JSON path)
+  for (size_t i = 1; i < sweep.objectives.size(); ++i) {
+    named.emplace_back(sweep.objectives[i].metric,
+                       child_path(index_path("objectives", i), "metric"));
+  }
   for (size_t i = 0; i < sweep.constraints.size(); ++i) {
-    const std::string& metric = sweep.constraints[i].metric;
-    const std::string at = child_path(index_path("constraints", i), "metric");
+    named.emplace_back(sweep.constraints[i].metric,
+                       child_path(index_path("constraints", i), "metric"));
+  }
+  for (const auto& [metric, at] : named) {
     if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end()) {
       fail(at, json_text(metric) + " is not a metric of an engine job (it reports " +
                    choice_list(metrics) + ")" + did_you_mean(metric, metrics));

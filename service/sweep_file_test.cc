@@ -1104,6 +1104,35 @@ TEST(SweepFileTest, FormatDuration) {
 // ---------------------------------------------------------------------------------------------
 // Examples: every file in examples/sweeps loads.
 
+// Issue 19: an engine sweep's objectives and constraints may name any final metric the engine
+// reports, the model's figures included; another name would fail every trial, so the load says so.
+TEST(SweepFileTest, EngineObjectivesAndConstraintsNameTheEnginesMetrics) {
+  std::ifstream in(fs::path(kExamples) / "fashion_mnist_tradeoff.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json example = Json::parse(text.str());
+  auto with = [&](const std::string& patch) {
+    Json doc = example;
+    doc.merge_patch(Json::parse(patch));
+    return doc.dump();
+  };
+  const SweepFile s = parse_sweep_file(
+      with(R"({"constraints": [{"metric": "checkpoint_bytes", "max": 1e6},
+                               {"metric": "train_flops_per_sample", "max": 1e9}]})"),
+      "t.json");
+  EXPECT_EQ(s.objectives.size(), 3u);
+  EXPECT_EQ(s.objectives[1].metric, "latency_ms");
+  EXPECT_THAT(error_of(with(R"({"objectives": [{"metric": "val_accuracy", "direction": "maximize"},
+                                               {"metric": "latncy_ms", "direction": "minimize"}]})")),
+              HasSubstr("sweep.json: objectives[1].metric: \"latncy_ms\" is not a metric of an "
+                        "engine job"));
+  EXPECT_THAT(error_of(with(R"({"objectives": [{"metric": "val_accuracy", "direction": "maximize"},
+                                               {"metric": "latncy_ms", "direction": "minimize"}]})")),
+              HasSubstr("(did you mean \"latency_ms\"?)"));
+  EXPECT_THAT(error_of(with(R"({"constraints": [{"metric": "params", "max": 5}]})")),
+              HasSubstr("sweep.json: constraints[0].metric: \"params\" is not a metric of an engine"));
+}
+
 TEST(SweepFileTest, ExamplesLoad) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(kExamples)) {
