@@ -421,15 +421,17 @@ class Page {
     open_section("pareto-section", "Pareto front");
     const size_t m = view_.n_objectives;
     const size_t pairs = m * (m - 1) / 2;
-    out_ += "<p class=\"note\">Each pair of objectives, every COMPLETE trial a dot: the "
-            "Pareto-optimal ones (optimal over all " +
-            std::to_string(m) + " objectives, so a front member may look dominated in one pair) "
-            "large and red";
+    out_ += std::string(m > 2 ? "<p class=\"note\">Each pair of objectives, e"
+                              : "<p class=\"note\">E") +
+            "very COMPLETE trial a dot: the Pareto-optimal ones large and red";
+    if (m > 2) {
+      out_ += " (optimal over all " + std::to_string(m) +
+              " objectives, so a front member may look dominated in one pair)";
+    }
     if (view_.constrained) out_ += ", infeasible ones hollow (never on the front)";
     out_ += ".";
     if (pairs > kMaxParetoPairs) {
-      out_ += " " + std::to_string(pairs) + " pairs: the first " +
-              std::to_string(kMaxParetoPairs) +
+      out_ += " " + std::to_string(pairs) + " pairs: the first " + std::to_string(kMaxParetoPairs) +
               " are drawn (objective 0 against each other, then 1 against the rest, ...); the "
               "trials table below has every value.";
     }

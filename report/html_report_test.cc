@@ -377,7 +377,8 @@ TEST(HtmlReportTest, HypervolumeOverTrialsRisesToTheWholeFronts) {
     in.study.directions[0] = StudyDirection::kMaximize;
     for (auto& t : in.trials) {  // units <= 48, with the first trials infeasible
       if (t.state != TrialState::kComplete) continue;
-      const double c = t.number < 8 ? 1.0 : static_cast<double>(std::get<int64_t>(t.params.at("units"))) - 48;
+      const double c =
+          t.number < 8 ? 1.0 : static_cast<double>(std::get<int64_t>(t.params.at("units"))) - 48;
       t.system_attrs[kConstraintsAttr] = constraints_to_json(std::vector<double>{c});
     }
     const StudyView view = make_study_view(in.study, in.trials);
@@ -400,9 +401,9 @@ TEST(HtmlReportTest, HypervolumeOverTrialsRisesToTheWholeFronts) {
       if (s > 0) {
         EXPECT_GE(series.steps[s].hypervolume, series.steps[s - 1].hypervolume) << s;
       }
-      EXPECT_DOUBLE_EQ(series.steps[s].hypervolume,
-                       front_hypervolume(view.complete, s + 1, in.study.directions,
-                                         series.reference))
+      EXPECT_DOUBLE_EQ(
+          series.steps[s].hypervolume,
+          front_hypervolume(view.complete, s + 1, in.study.directions, series.reference))
           << "m " << m << ", k " << s + 1;
     }
     // The last value is the whole front's (pareto_front_trials: `tuner best`, `tuner status`).
@@ -472,9 +473,9 @@ TEST(HtmlReportTest, HugeMultiObjectiveStudyStaysBounded) {
     EXPECT_GT(count(plot(html, id), "class=\"pt front\""), 0u) << id;
   }
   EXPECT_LE(marks(plot(html, "hypervolume")), 1 + defaults.max_hypervolume_steps);
-  EXPECT_NE(html.find("Computed after " + std::to_string(defaults.max_hypervolume_steps) +
-                      " of the "),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("Computed after " + std::to_string(defaults.max_hypervolume_steps) + " of the "),
+      std::string::npos);
 }
 
 }  // namespace

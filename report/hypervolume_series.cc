@@ -21,8 +21,8 @@ HypervolumeSeries hypervolume_series(const StudyView& view, size_t max_steps) {
 
   // The indices into view.complete after which a step is taken (the last always).
   const std::vector<size_t> at = spread_sample(n, std::max<size_t>(1, max_steps), {n - 1});
-  std::vector<double> front;     // losses of the current front, row-major
-  std::vector<double> pending;   // feasible losses counted since the last step
+  std::vector<double> front;    // losses of the current front, row-major
+  std::vector<double> pending;  // feasible losses counted since the last step
   double volume = 0;
   size_t next = 0;
   for (size_t s : at) {

@@ -19,8 +19,8 @@ struct HypervolumeSeries {
   // last value is what `tuner status` reports. Empty when no COMPLETE trial is feasible.
   std::vector<double> reference;
   struct Step {
-    size_t k = 0;            // COMPLETE trials counted, 1 ... view.complete.size()
-    double hypervolume = 0;  // of the feasible front among the first k
+    size_t k = 0;                // COMPLETE trials counted, 1 ... view.complete.size()
+    double hypervolume = 0;      // of the feasible front among the first k
     bool front_changed = false;  // a trial among those counted since the last step joined it
   };
   // Ascending k, the last at k = view.complete.size(); non-decreasing hypervolume. Every k when

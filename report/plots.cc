@@ -587,8 +587,8 @@ void draw_hypervolume(std::string& out, const StudyView& view, const Hypervolume
   frame.width = 760;
   frame.height = 320;
   frame.left = 72;
-  Scale x = Scale::linear(0, static_cast<double>(view.complete.size()), frame.x0() + 4,
-                          frame.x1() - 4);
+  Scale x =
+      Scale::linear(0, static_cast<double>(view.complete.size()), frame.x0() + 4, frame.x1() - 4);
   Scale y = Scale::linear(0, top > 0 ? top * 1.05 : 1.0, frame.y0(), frame.y1() + 4);
   open_plot(out, id, "hypervolume", "", frame, "Hypervolume over trials");
   draw_x_axis(out, frame, x, "COMPLETE trials (by number)");
@@ -612,7 +612,9 @@ void draw_hypervolume(std::string& out, const StudyView& view, const Hypervolume
     if (steps[s].front_changed) changes.push_back(s);
   }
   std::vector<size_t> dots;
-  if (!changes.empty()) dots = spread_sample(changes.size(), options.max_points, {changes.size() - 1});
+  if (!changes.empty()) {
+    dots = spread_sample(changes.size(), options.max_points, {changes.size() - 1});
+  }
   for (size_t c : dots) {
     const HypervolumeSeries::Step& s = steps[changes[c]];
     append_circle(out, "pt", x(static_cast<double>(s.k)), y(s.hypervolume), 2.5, "",

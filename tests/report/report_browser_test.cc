@@ -275,8 +275,7 @@ TEST_F(ReportBrowserTest, MultiObjectiveReportDrawsEveryPairAndTheHypervolume) {
   EXPECT_NE(page.find(">accuracy (maximize)</text>"), std::string::npos);
   EXPECT_NE(page.find("class=\"pt infeasible\""), std::string::npos);
   EXPECT_NE(page.find("class=\"pt front\""), std::string::npos);
-  EXPECT_NE(page.find("id=\"hypervolume-reference\">Reference point: loss "),
-            std::string::npos);
+  EXPECT_NE(page.find("id=\"hypervolume-reference\">Reference point: loss "), std::string::npos);
   EXPECT_NE(page.find("<th>Pareto front</th>"), std::string::npos);
 }
 
