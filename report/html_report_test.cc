@@ -430,6 +430,47 @@ TEST(HtmlReportTest, HypervolumeOverTrialsRisesToTheWholeFronts) {
   }
 }
 
+// n trials of m objectives on the positive part of the unit sphere: every one on the front.
+ReportInput sphere_study(int n, int m) {
+  ReportInput in;
+  in.study.name = "sphere";
+  in.study.directions.assign(static_cast<size_t>(m), StudyDirection::kMinimize);
+  Rng rng(3);
+  for (int i = 0; i < n; ++i) {
+    FrozenTrial t;
+    t.number = i;
+    t.state = TrialState::kComplete;
+    double norm = 0;
+    for (int k = 0; k < m; ++k) {
+      t.values.push_back(rng.uniform(0.05, 1));
+      norm += t.values.back() * t.values.back();
+    }
+    for (double& v : t.values) v /= std::sqrt(norm);
+    in.trials.push_back(std::move(t));
+  }
+  return in;
+}
+
+// A front of thousands of points in 4 or more objectives: fewer steps, or none, not minutes.
+TEST(HtmlReportTest, HypervolumeOfAHugeFrontTakesFewerSteps) {
+  const ReportInput four = sphere_study(1500, 4);
+  const StudyView view = make_study_view(four.study, four.trials);
+  ASSERT_EQ(view.pareto.size(), 1500u);
+  const HypervolumeSeries series = hypervolume_series(view, ReportOptions().max_hypervolume_steps);
+  EXPECT_FALSE(series.too_large);
+  EXPECT_GE(series.steps.size(), 2u);
+  EXPECT_LT(series.steps.size(), 200u);
+  EXPECT_EQ(series.steps.back().k, 1500u);
+  EXPECT_DOUBLE_EQ(series.steps.back().hypervolume,
+                   front_hypervolume(view.complete, 1500, four.study.directions, series.reference));
+
+  const ReportInput five = sphere_study(3000, 5);
+  const StudyView big = make_study_view(five.study, five.trials);
+  const HypervolumeSeries none = hypervolume_series(big, ReportOptions().max_hypervolume_steps);
+  EXPECT_TRUE(none.too_large);
+  EXPECT_TRUE(none.steps.empty());
+}
+
 TEST(HtmlReportTest, HypervolumeWithoutAFeasibleTrialSaysSo) {
   ReportInput in = make_input(30, 2);
   for (auto& t : in.trials) t.system_attrs[kConstraintsAttr] = "[1.0]";

@@ -24,9 +24,13 @@ struct HypervolumeSeries {
     bool front_changed = false;  // a trial among those counted since the last step joined it
   };
   // Ascending k, the last at k = view.complete.size(); non-decreasing hypervolume. Every k when
-  // there are at most `max_steps` COMPLETE trials, else an even spread of max_steps of them.
-  // Empty when `reference` is.
+  // there are at most `max_steps` COMPLETE trials, else an even spread of max_steps of them;
+  // fewer (at least 2) when the study's front is so large that they would take more than about
+  // a second (tens of thousands of points in 2 or 3 objectives, thousands in 4 or more).
+  // Empty when `reference` is, or when too_large.
   std::vector<Step> steps;
+  // Even 2 steps would take more than about 2 seconds: the series is left out.
+  bool too_large = false;
 };
 
 // REQUIRES: view.n_objectives >= 2, max_steps >= 1.

@@ -132,8 +132,8 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
   for (size_t i : drawn) {
     const FrozenTrial& t = *complete[i];
     // Infeasible trials (a constraint value > 0) are hollow: never the best.
-    append_circle(out, view.feasible[i] ? "pt" : "pt infeasible", x(t.number), y(t.values[k]),
-                  2.5, "", (view.feasible[i] ? "" : "infeasible: ") + point_title(t, t.values[k]));
+    append_circle(out, view.feasible[i] ? "pt" : "pt infeasible", x(t.number), y(t.values[k]), 2.5,
+                  "", (view.feasible[i] ? "" : "infeasible: ") + point_title(t, t.values[k]));
   }
   if (!improvements.empty()) {
     // The best-so-far line: a step at each improvement (thinned evenly when there are very
@@ -577,6 +577,14 @@ void draw_hypervolume(std::string& out, const StudyView& view, const Hypervolume
     append_empty(out, id, "No trial is COMPLETE: there is no hypervolume to draw.");
     return;
   }
+  if (series.too_large) {
+    append_empty(out, id,
+                 "Not drawn: the front has " + std::to_string(view.pareto.size()) + " trials of " +
+                     std::to_string(view.n_objectives) +
+                     " objectives, too many to compute its hypervolume at several counts within "
+                     "seconds. `tuner status` gives the whole front's.");
+    return;
+  }
   if (series.steps.empty()) {
     append_empty(out, id, "No COMPLETE trial is feasible: the front is empty, its volume 0.");
     return;
@@ -640,7 +648,8 @@ void draw_hypervolume(std::string& out, const StudyView& view, const Hypervolume
          format_number(steps.back().hypervolume) + ", as <code>tuner status</code> gives it.";
   if (steps.size() < view.complete.size()) {
     out += " Computed after " + std::to_string(steps.size()) + " of the " +
-           std::to_string(view.complete.size()) + " counts (an even spread, the last kept).";
+           std::to_string(view.complete.size()) +
+           " counts (an even spread, the last kept: fewer, the larger the front).";
   }
   out += "</p>";
 }
