@@ -5,8 +5,10 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <set>
 #include <variant>
 
+#include "report/hypervolume_series.h"
 #include "report/plots.h"
 #include "report/study_view.h"
 #include "report/subsample.h"
@@ -20,6 +22,8 @@ namespace {
 
 constexpr size_t kMinSlicePoints = 300;
 constexpr size_t kSummaryParetoRows = 10;
+// Pair plots of the Pareto section: all pairs up to 5 objectives.
+constexpr size_t kMaxParetoPairs = 10;
 constexpr size_t kTablePageRows = 50;
 
 constexpr char kStyle[] = R"css(
@@ -290,11 +294,19 @@ class Page {
       for (size_t k = 0; k < view_.n_objectives; ++k) {
         out_ += "<th>" + escape_html(view_.objective_names[k]) + "</th>";
       }
+      if (view_.constrained) out_ += "<th>Constraints (all &lt;= 0: feasible)</th>";
       out_ += "<th>Params</th></tr></thead><tbody>";
       for (size_t r = 0; r < std::min(kSummaryParetoRows, view_.pareto.size()); ++r) {
         const FrozenTrial& t = *view_.complete[view_.pareto[r]];
         out_ += "<tr><td>" + std::to_string(t.number) + "</td>";
         for (double v : t.values) out_ += "<td class=\"num\">" + format_number(v) + "</td>";
+        if (view_.constrained) {
+          std::string values;
+          for (const ConstraintValue& c : constraints_of(t)) {
+            values += (values.empty() ? "" : ", ") + format_number(c.value);
+          }
+          out_ += "<td>" + escape_html(values) + "</td>";
+        }
         std::string params;
         for (const auto& [param, value] : t.params) {
           if (!params.empty()) params += ", ";
@@ -407,11 +419,36 @@ class Page {
 
   void pareto() {
     open_section("pareto-section", "Pareto front");
-    if (view_.n_objectives > 2) {
-      out_ += "<p class=\"note\">The first two of " + std::to_string(view_.n_objectives) +
-              " objectives; Pareto-optimality counts all of them.</p>";
+    const size_t m = view_.n_objectives;
+    const size_t pairs = m * (m - 1) / 2;
+    out_ += std::string(m > 2 ? "<p class=\"note\">Each pair of objectives, e"
+                              : "<p class=\"note\">E") +
+            "very COMPLETE trial a dot: the Pareto-optimal ones large and red";
+    if (m > 2) {
+      out_ += " (optimal over all " + std::to_string(m) +
+              " objectives, so a front member may look dominated in one pair)";
     }
-    draw_pareto(out_, view_, in_.options);
+    if (view_.constrained) out_ += ", infeasible ones hollow (never on the front)";
+    out_ += ".";
+    if (pairs > kMaxParetoPairs) {
+      out_ += " " + std::to_string(pairs) + " pairs: the first " + std::to_string(kMaxParetoPairs) +
+              " are drawn (objective 0 against each other, then 1 against the rest, ...); the "
+              "trials table below has every value.";
+    }
+    if (view_.complete.size() > in_.options.max_points) {
+      out_ += " At most " + std::to_string(in_.options.max_points) +
+              " points per plot: the front and an even spread of the rest.";
+    }
+    out_ += "</p><div class=\"slices\">";
+    size_t drawn = 0;
+    for (size_t a = 0; a < m && drawn < kMaxParetoPairs; ++a) {
+      for (size_t b = a + 1; b < m && drawn < kMaxParetoPairs; ++b, ++drawn) {
+        draw_pareto(out_, view_, a, b, in_.options);
+      }
+    }
+    out_ += "</div><h3>Hypervolume over trials</h3>";
+    draw_hypervolume(out_, view_, hypervolume_series(view_, in_.options.max_hypervolume_steps),
+                     in_.options);
     close_section();
   }
 
@@ -445,6 +482,10 @@ class Page {
       out_ += "<th>" + escape_html(view_.objective_names[k]) + "</th>";
     }
     if (view_.constrained) out_ += "<th>Feasible</th>";
+    const bool fronted = view_.n_objectives > 1;
+    std::set<const FrozenTrial*> on_front;
+    for (size_t i : view_.pareto) on_front.insert(view_.complete[i]);
+    if (fronted) out_ += "<th>Pareto front</th>";
     out_ += "<th>Duration (s)</th><th>Started (UTC)</th>";
     if (view_.samplers) out_ += "<th>Sampler</th>";
     for (const ParamAxis& p : view_.params) out_ += "<th>" + escape_html(p.name) + "</th>";
@@ -473,6 +514,7 @@ class Page {
         out_ += "<td title=\"" + escape_html(values.empty() ? "no constraint values" : values) +
                 "\">" + feasible + "</td>";
       }
+      if (fronted) out_ += on_front.contains(&t) ? "<td class=\"front\">yes</td>" : "<td></td>";
       auto d = duration_s(t);
       std::string seconds = d ? format_number(*d) : "";
       out_ += "<td class=\"num\" data-v=\"" + seconds + "\">" + seconds + "</td><td>" +

@@ -11,7 +11,9 @@
 // - slices ("slice-N", N the index of the param in name order): objective against each param,
 //   on a log axis for log params, in bands for categorical ones;
 // - importances ("importance"): fANOVA (report/importance.h);
-// - Pareto front ("pareto", two or more objectives): the first two objectives;
+// - Pareto front (two or more objectives): a scatter plot per pair of objectives ("pareto-A-B",
+//   A < B; the first 10 pairs when there are more), infeasible trials marked, and the
+//   hypervolume of the feasible front over trials ("hypervolume");
 // - the trials table ("trials-table"), paged by a little inline JavaScript.
 // Nothing is fetched from the network: no fonts, scripts or styles outside the file. When the
 // page's script has run it sets data-ok="1" on <body> (data-js-error on failure) and data-marks
@@ -45,6 +47,9 @@ struct ReportOptions {
   // Trials whose intermediate values are drawn, and points per curve. Defaults 200 and 200.
   size_t max_curves = 200;
   size_t max_curve_points = 200;
+  // Counts of COMPLETE trials at which the hypervolume over trials is computed (an even spread
+  // past it). Default 2,000.
+  size_t max_hypervolume_steps = 2000;
   // Rows of the trials table. Default 1,000.
   size_t max_table_rows = 1000;
   // Of each capped set above, this share is kept for the best trials. Default 0.1.

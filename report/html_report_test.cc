@@ -7,6 +7,10 @@
 #include <regex>
 #include <string>
 
+#include "report/hypervolume_series.h"
+#include "report/study_view.h"
+#include "report/svg_plot.h"
+#include "search/pareto.h"
 #include "search/rng.h"
 #include "trials/constraints.h"
 #include "trials/trial_origin.h"
@@ -80,6 +84,9 @@ ReportInput make_input(int n_trials, int n_objectives = 1) {
       t.state = TrialState::kComplete;
       t.values = {value};
       if (n_objectives > 1) t.values.push_back(static_cast<double>(units) - x);
+      for (int k = 2; k < n_objectives; ++k) {  // trade-offs against x and lr
+        t.values.push_back(std::abs(x - k) + std::log10(lr) * (k % 2 ? 1 : -1));
+      }
     }
     if (t.state != TrialState::kRunning) t.datetime_complete = *t.datetime_start + seconds(2);
     in.trials.push_back(std::move(t));
@@ -112,7 +119,9 @@ TEST(HtmlReportTest, EverySectionAndPlotIsThere) {
                          "slice-2", "slice-3", "slice-4"}) {
     EXPECT_GT(marks(plot(html, id)), 0u) << id;
   }
-  EXPECT_EQ(plot(html, "pareto"), "");
+  EXPECT_EQ(html.find("data-plot=\"pareto\""), std::string::npos);  // one objective
+  EXPECT_EQ(plot(html, "hypervolume"), "");
+  EXPECT_EQ(html.find("<th>Pareto front</th>"), std::string::npos);
   EXPECT_NE(html.find("2024-05-01 12:00 UTC"), std::string::npos);
   EXPECT_NE(html.find("curve pruned"), std::string::npos);
   EXPECT_NE(html.find("prune-mark"), std::string::npos);
@@ -242,13 +251,234 @@ TEST(HtmlReportTest, MultiObjectiveGetsAPlotPerObjectiveAndAParetoFront) {
   std::string html = render_report(in);
   expect_self_contained(html);
   for (std::string id : {"history-obj0", "history-obj1", "importance-obj0", "importance-obj1",
-                         "slice-4-obj1", "pareto", "parallel"}) {
+                         "slice-4-obj1", "pareto-0-1", "hypervolume", "parallel"}) {
     EXPECT_GT(marks(plot(html, id)), 0u) << id;
   }
   EXPECT_EQ(plot(html, "history"), "");
   EXPECT_NE(html.find("id=\"best-trials\""), std::string::npos);
   EXPECT_NE(html.find("loss (minimize)"), std::string::npos);
-  EXPECT_NE(plot(html, "pareto").find("pt front"), std::string::npos);
+  EXPECT_EQ(count(html, "data-plot=\"pareto\""), 1u);
+  // The axes are named by the metric names and directions.
+  const std::string pareto = plot(html, "pareto-0-1");
+  EXPECT_NE(pareto.find(">loss (minimize)</text>"), std::string::npos) << pareto;
+  EXPECT_NE(pareto.find(">cost (minimize)</text>"), std::string::npos) << pareto;
+  // Every COMPLETE trial is drawn, the front as search/pareto.h finds it.
+  const std::vector<FrozenTrial> front = pareto_front_trials(in.trials, in.study.directions);
+  ASSERT_FALSE(front.empty());
+  size_t n_complete = 0;
+  for (const auto& t : in.trials) n_complete += t.state == TrialState::kComplete;
+  EXPECT_EQ(marks(pareto), n_complete);
+  EXPECT_EQ(count(pareto, "class=\"pt front\""), front.size());
+  for (const FrozenTrial& t : front) {
+    EXPECT_NE(pareto.find("Pareto-optimal: trial " + std::to_string(t.number) + ":"),
+              std::string::npos)
+        << t.number;
+  }
+  // The trials table marks the same trials.
+  EXPECT_NE(html.find("<th>Pareto front</th>"), std::string::npos);
+  EXPECT_EQ(count(html, "<td class=\"front\">yes</td>"), front.size());
+  EXPECT_EQ(pareto.find("lg-infeasible"), std::string::npos);  // unconstrained
+}
+
+// Issue 19, item 3: a plot for every pair of objectives; past 10 pairs, the first 10 and a note.
+TEST(HtmlReportTest, EveryPairOfObjectivesHasAParetoPlot) {
+  for (int m : {3, 4}) {
+    const std::string html = render_report(make_input(60, m));
+    const size_t pairs = static_cast<size_t>(m * (m - 1) / 2);
+    EXPECT_EQ(count(html, "data-plot=\"pareto\""), pairs) << m;
+    for (int a = 0; a < m; ++a) {
+      for (int b = a + 1; b < m; ++b) {
+        const std::string id = "pareto-" + std::to_string(a) + "-" + std::to_string(b);
+        const std::string svg = plot(html, id);
+        EXPECT_GT(count(svg, "class=\"pt front\""), 0u) << id;
+        EXPECT_NE(svg.find(">objective " + std::to_string(a) + " (minimize)</text>"),
+                  std::string::npos)
+            << id;
+        EXPECT_NE(svg.find(">objective " + std::to_string(b) + " (minimize)</text>"),
+                  std::string::npos)
+            << id;
+      }
+    }
+    EXPECT_GT(marks(plot(html, "hypervolume")), 0u) << m;
+    EXPECT_EQ(html.find("pairs: the first 10"), std::string::npos) << m;
+  }
+  // 6 objectives: 15 pairs, 10 drawn (0 against the 5 others, 1 against 2 to 5, then 2-3).
+  const std::string six = render_report(make_input(40, 6));
+  EXPECT_EQ(count(six, "data-plot=\"pareto\""), 10u);
+  EXPECT_NE(plot(six, "pareto-0-5"), "");
+  EXPECT_NE(plot(six, "pareto-1-5"), "");
+  EXPECT_NE(plot(six, "pareto-2-3"), "");
+  EXPECT_EQ(plot(six, "pareto-2-4"), "");
+  EXPECT_NE(six.find("15 pairs: the first 10 are drawn"), std::string::npos);
+}
+
+// Issue 19, item 3: infeasible trials are drawn apart in every pair and never on the front.
+TEST(HtmlReportTest, ParetoPlotsMarkInfeasibleTrials) {
+  ReportInput in = make_input(80, 3);
+  in.study.directions[1] = StudyDirection::kMaximize;
+  size_t infeasible = 0;
+  for (auto& t : in.trials) {
+    if (t.state != TrialState::kComplete) continue;
+    const std::vector<double> c = {std::get<double>(t.params.at("x")) - 2.0, -1.0};  // x <= 2
+    t.system_attrs[kConstraintsAttr] = constraints_to_json(c);
+    infeasible += c[0] > 0;
+  }
+  ASSERT_GT(infeasible, 0u);
+  const std::string html = render_report(in);
+  const std::vector<FrozenTrial> front = pareto_front_trials(in.trials, in.study.directions);
+  ASSERT_FALSE(front.empty());
+  for (std::string id : {"pareto-0-1", "pareto-0-2", "pareto-1-2"}) {
+    const std::string svg = plot(html, id);
+    EXPECT_EQ(count(svg, "class=\"pt infeasible\""), infeasible) << id;
+    EXPECT_EQ(count(svg, "infeasible: trial "), infeasible) << id;
+    EXPECT_EQ(count(svg, "class=\"pt front\""), front.size()) << id;
+    EXPECT_NE(svg.find("lg-infeasible"), std::string::npos) << id;  // in the legend
+  }
+  for (std::string id : {"pareto-0-1", "pareto-1-2"}) {
+    EXPECT_NE(plot(html, id).find(">objective 1 (maximize)</text>"), std::string::npos) << id;
+  }
+  for (const FrozenTrial& t : front) EXPECT_TRUE(is_feasible(t)) << t.number;
+  // The front table: every objective's value and the constraint values of each member.
+  const size_t table_at = html.find("id=\"best-trials\"");
+  ASSERT_NE(table_at, std::string::npos);
+  const std::string table = html.substr(table_at, html.find("</table>", table_at) - table_at);
+  EXPECT_NE(table.find("<th>Constraints (all &lt;= 0: feasible)</th>"), std::string::npos);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NE(table.find("<th>objective " + std::to_string(k) + "</th>"), std::string::npos);
+  }
+  const FrozenTrial& first = front.front();
+  std::string row = "<tr><td>" + std::to_string(first.number) + "</td>";
+  for (double v : first.values) row += "<td class=\"num\">" + format_number(v) + "</td>";
+  EXPECT_NE(table.find(row), std::string::npos) << table;
+  EXPECT_NE(html.find("infeasible " + std::to_string(infeasible) + " of COMPLETE"),
+            std::string::npos);
+}
+
+// The hypervolume of the feasible front among the first k COMPLETE trials, as search/pareto.h
+// computes it from scratch.
+double front_hypervolume(const std::vector<const FrozenTrial*>& complete, size_t k,
+                         const std::vector<StudyDirection>& directions,
+                         const std::vector<double>& reference) {
+  std::vector<FrozenTrial> first;
+  for (size_t i = 0; i < k; ++i) first.push_back(*complete[i]);
+  std::vector<double> losses;
+  for (const FrozenTrial& t : pareto_front_trials(first, directions)) {
+    for (size_t j = 0; j < directions.size(); ++j) {
+      losses.push_back(directions[j] == StudyDirection::kMaximize ? -t.values[j] : t.values[j]);
+    }
+  }
+  return hypervolume(losses, directions.size(), reference);
+}
+
+// Issue 19, item 3: the hypervolume over trials never falls and ends at the whole front's.
+TEST(HtmlReportTest, HypervolumeOverTrialsRisesToTheWholeFronts) {
+  for (int m : {2, 3, 4}) {
+    ReportInput in = make_input(90, m);
+    in.study.directions[0] = StudyDirection::kMaximize;
+    for (auto& t : in.trials) {  // units <= 48, with the first trials infeasible
+      if (t.state != TrialState::kComplete) continue;
+      const double c =
+          t.number < 8 ? 1.0 : static_cast<double>(std::get<int64_t>(t.params.at("units"))) - 48;
+      t.system_attrs[kConstraintsAttr] = constraints_to_json(std::vector<double>{c});
+    }
+    const StudyView view = make_study_view(in.study, in.trials);
+    const HypervolumeSeries series = hypervolume_series(view, 1000);
+    // The reference: nadir_reference() of every feasible COMPLETE trial's loss vector.
+    std::vector<double> feasible;
+    for (const auto& t : in.trials) {
+      if (t.state != TrialState::kComplete || !is_feasible(t)) continue;
+      for (size_t j = 0; j < t.values.size(); ++j) {
+        feasible.push_back(in.study.directions[j] == StudyDirection::kMaximize ? -t.values[j]
+                                                                               : t.values[j]);
+      }
+    }
+    const size_t n = view.complete.size();
+    ASSERT_EQ(series.reference, nadir_reference(feasible, static_cast<size_t>(m))) << m;
+    ASSERT_EQ(series.steps.size(), n) << m;
+    EXPECT_EQ(series.steps.front().hypervolume, 0.0) << m;  // the first trial is infeasible
+    for (size_t s = 0; s < n; ++s) {
+      EXPECT_EQ(series.steps[s].k, s + 1);
+      if (s > 0) {
+        EXPECT_GE(series.steps[s].hypervolume, series.steps[s - 1].hypervolume) << s;
+      }
+      EXPECT_DOUBLE_EQ(
+          series.steps[s].hypervolume,
+          front_hypervolume(view.complete, s + 1, in.study.directions, series.reference))
+          << "m " << m << ", k " << s + 1;
+    }
+    // The last value is the whole front's (pareto_front_trials: `tuner best`, `tuner status`).
+    EXPECT_GT(series.steps.back().hypervolume, 0.0);
+    EXPECT_DOUBLE_EQ(series.steps.back().hypervolume,
+                     front_hypervolume(view.complete, n, in.study.directions, series.reference));
+
+    // Thinned to 7 steps: the same values at those counts, the last count kept.
+    const HypervolumeSeries thin = hypervolume_series(view, 7);
+    ASSERT_EQ(thin.steps.size(), 7u);
+    EXPECT_EQ(thin.steps.back().k, n);
+    for (const auto& step : thin.steps) {
+      EXPECT_DOUBLE_EQ(step.hypervolume, series.steps[step.k - 1].hypervolume) << step.k;
+    }
+
+    // The plot: a line and a dot per change of the front, and the reference point stated.
+    const std::string html = render_report(in);
+    const std::string svg = plot(html, "hypervolume");
+    size_t changes = 0;
+    for (const auto& step : series.steps) changes += step.front_changed;
+    EXPECT_EQ(marks(svg), 1 + changes) << m;
+    std::string reference = "Reference point: objective 0 " + format_number(-series.reference[0]);
+    EXPECT_NE(html.find(reference), std::string::npos) << reference;
+  }
+}
+
+// n trials of m objectives on the positive part of the unit sphere: every one on the front.
+ReportInput sphere_study(int n, int m) {
+  ReportInput in;
+  in.study.name = "sphere";
+  in.study.directions.assign(static_cast<size_t>(m), StudyDirection::kMinimize);
+  Rng rng(3);
+  for (int i = 0; i < n; ++i) {
+    FrozenTrial t;
+    t.number = i;
+    t.state = TrialState::kComplete;
+    double norm = 0;
+    for (int k = 0; k < m; ++k) {
+      t.values.push_back(rng.uniform(0.05, 1));
+      norm += t.values.back() * t.values.back();
+    }
+    for (double& v : t.values) v /= std::sqrt(norm);
+    in.trials.push_back(std::move(t));
+  }
+  return in;
+}
+
+// A front of thousands of points in 4 or more objectives: fewer steps, or none, not minutes.
+TEST(HtmlReportTest, HypervolumeOfAHugeFrontTakesFewerSteps) {
+  const ReportInput four = sphere_study(1500, 4);
+  const StudyView view = make_study_view(four.study, four.trials);
+  ASSERT_EQ(view.pareto.size(), 1500u);
+  const HypervolumeSeries series = hypervolume_series(view, ReportOptions().max_hypervolume_steps);
+  EXPECT_FALSE(series.too_large);
+  EXPECT_GE(series.steps.size(), 2u);
+  EXPECT_LT(series.steps.size(), 200u);
+  EXPECT_EQ(series.steps.back().k, 1500u);
+  EXPECT_DOUBLE_EQ(series.steps.back().hypervolume,
+                   front_hypervolume(view.complete, 1500, four.study.directions, series.reference));
+
+  const ReportInput five = sphere_study(3000, 5);
+  const StudyView big = make_study_view(five.study, five.trials);
+  const HypervolumeSeries none = hypervolume_series(big, ReportOptions().max_hypervolume_steps);
+  EXPECT_TRUE(none.too_large);
+  EXPECT_TRUE(none.steps.empty());
+}
+
+TEST(HtmlReportTest, HypervolumeWithoutAFeasibleTrialSaysSo) {
+  ReportInput in = make_input(30, 2);
+  for (auto& t : in.trials) t.system_attrs[kConstraintsAttr] = "[1.0]";
+  const std::string html = render_report(in);
+  EXPECT_NE(html.find("id=\"hypervolume-empty\""), std::string::npos);
+  EXPECT_EQ(plot(html, "hypervolume"), "");
+  EXPECT_GT(marks(plot(html, "pareto-0-1")), 0u);  // every trial drawn hollow
+  EXPECT_EQ(count(plot(html, "pareto-0-1"), "class=\"pt front\""), 0u);
 }
 
 // A 100,000-trial study: every plot stays capped and the file small.
@@ -272,6 +502,21 @@ TEST(HtmlReportTest, HugeStudyStaysBounded) {
   }
   EXPECT_NE(plot(html, "history").find("best: trial " + std::to_string(best->number) + ":"),
             std::string::npos);
+}
+
+// Several objectives and many trials: the Pareto plots and the hypervolume stay capped.
+TEST(HtmlReportTest, HugeMultiObjectiveStudyStaysBounded) {
+  ReportInput in = make_input(20000, 3);
+  const std::string html = render_report(in);
+  ReportOptions defaults;
+  for (std::string id : {"pareto-0-1", "pareto-0-2", "pareto-1-2"}) {
+    EXPECT_LE(marks(plot(html, id)), defaults.max_points) << id;
+    EXPECT_GT(count(plot(html, id), "class=\"pt front\""), 0u) << id;
+  }
+  EXPECT_LE(marks(plot(html, "hypervolume")), 1 + defaults.max_hypervolume_steps);
+  EXPECT_NE(
+      html.find("Computed after " + std::to_string(defaults.max_hypervolume_steps) + " of the "),
+      std::string::npos);
 }
 
 }  // namespace

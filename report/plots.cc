@@ -522,41 +522,136 @@ void draw_importance(std::string& out, const Importances& importances, const std
   close_plot(out);
 }
 
-void draw_pareto(std::string& out, const StudyView& view, const ReportOptions& options) {
-  const std::string id = "pareto";
+void draw_pareto(std::string& out, const StudyView& view, size_t a, size_t b,
+                 const ReportOptions& options) {
+  const std::string id = "pareto-" + std::to_string(a) + "-" + std::to_string(b);
   if (view.complete.empty()) {
     append_empty(out, id, "No trial is COMPLETE: there is no Pareto front.");
     return;
   }
   std::vector<size_t> drawn = spread_sample(view.complete.size(), options.max_points, view.pareto);
-  std::vector<char> on_front(view.complete.size(), 0);
-  for (size_t i : view.pareto) on_front[i] = 1;
+  // 0: infeasible, 1: feasible and dominated, 2: on the front; drawn in that order, front on top.
+  std::vector<int> kind(view.complete.size(), 1);
+  for (size_t i = 0; i < kind.size(); ++i) kind[i] = view.feasible[i] ? 1 : 0;
+  for (size_t i : view.pareto) kind[i] = 2;
   Frame frame;
-  frame.width = 560;
-  frame.height = 400;
-  auto [x_lo, x_hi] = value_range(view, 0);
-  auto [y_lo, y_hi] = value_range(view, 1);
+  frame.width = 440;
+  frame.height = 360;
+  frame.top = 30;  // room for the legend above the plotting area
+  auto [x_lo, x_hi] = value_range(view, a);
+  auto [y_lo, y_hi] = value_range(view, b);
   Scale x = value_scale(x_lo, x_hi, frame.x0() + 4, frame.x1() - 4);
   Scale y = value_scale(y_lo, y_hi, frame.y0() - 4, frame.y1() + 4);
-  open_plot(out, id, "pareto", "", frame, "Pareto front");
-  draw_x_axis(out, frame, x, view.objective_label(0));
-  draw_y_axis(out, frame, y, view.objective_label(1));
+  open_plot(out, id, "pareto", "pareto", frame,
+            "Pareto front: " + view.objective_names[a] + " against " + view.objective_names[b]);
+  draw_x_axis(out, frame, x, view.objective_label(a));
+  draw_y_axis(out, frame, y, view.objective_label(b));
   out += "<g class=\"marks\">";
-  // Dominated trials first, so the front is drawn on top.
-  for (int pass = 0; pass < 2; ++pass) {
+  static constexpr const char* kClass[] = {"pt infeasible", "pt", "pt front"};
+  static constexpr const char* kPrefix[] = {"infeasible: ", "", "Pareto-optimal: "};
+  for (int pass = 0; pass < 3; ++pass) {
     for (size_t i : drawn) {
-      if (on_front[i] != pass) continue;
+      if (kind[i] != pass) continue;
       const FrozenTrial& t = *view.complete[i];
-      append_circle(out, pass ? "pt front" : "pt", x(t.values[0]), y(t.values[1]), pass ? 4 : 2.5,
-                    "",
-                    "trial " + std::to_string(t.number) + ": " + format_number(t.values[0]) + ", " +
-                        format_number(t.values[1]));
+      append_circle(out, kClass[pass], x(t.values[a]), y(t.values[b]), pass == 2 ? 4 : 2.5, "",
+                    std::string(kPrefix[pass]) + "trial " + std::to_string(t.number) + ": " +
+                        escape_html(view.objective_names[a]) + " " + format_number(t.values[a]) +
+                        ", " + escape_html(view.objective_names[b]) + " " +
+                        format_number(t.values[b]));
     }
   }
   out += "</g>";
-  draw_legend_entry(out, frame.x1() - 230, frame.y1() + 12, "lg-pt", "dominated");
-  draw_legend_entry(out, frame.x1() - 120, frame.y1() + 12, "lg-front", "Pareto-optimal");
+  const double legend_y = frame.y1() - 12;
+  draw_legend_entry(out, frame.x0(), legend_y, "lg-pt", "dominated");
+  draw_legend_entry(out, frame.x0() + 100, legend_y, "lg-front", "Pareto-optimal");
+  if (view.constrained) {
+    draw_legend_entry(out, frame.x0() + 225, legend_y, "lg-infeasible", "infeasible");
+  }
   close_plot(out);
+}
+
+void draw_hypervolume(std::string& out, const StudyView& view, const HypervolumeSeries& series,
+                      const ReportOptions& options) {
+  const std::string id = "hypervolume";
+  if (view.complete.empty()) {
+    append_empty(out, id, "No trial is COMPLETE: there is no hypervolume to draw.");
+    return;
+  }
+  if (series.too_large) {
+    append_empty(out, id,
+                 "Not drawn: the front has " + std::to_string(view.pareto.size()) + " trials of " +
+                     std::to_string(view.n_objectives) +
+                     " objectives, too many to compute its hypervolume at several counts within "
+                     "seconds. `tuner status` gives the whole front's.");
+    return;
+  }
+  if (series.steps.empty()) {
+    append_empty(out, id, "No COMPLETE trial is feasible: the front is empty, its volume 0.");
+    return;
+  }
+  const auto& steps = series.steps;
+  double top = steps.back().hypervolume;
+  Frame frame;
+  frame.width = 760;
+  frame.height = 320;
+  frame.left = 72;
+  Scale x =
+      Scale::linear(0, static_cast<double>(view.complete.size()), frame.x0() + 4, frame.x1() - 4);
+  Scale y = Scale::linear(0, top > 0 ? top * 1.05 : 1.0, frame.y0(), frame.y1() + 4);
+  open_plot(out, id, "hypervolume", "", frame, "Hypervolume over trials");
+  draw_x_axis(out, frame, x, "COMPLETE trials (by number)");
+  draw_y_axis(out, frame, y, "hypervolume of the feasible front");
+  out += "<g class=\"marks\">";
+  // A step line through every computed step, and a dot where the front changed (thinned
+  // evenly, the last change kept).
+  out += "<path class=\"best-line\" d=\"M";
+  append_px(out, x(static_cast<double>(steps.front().k)));
+  out += " ";
+  append_px(out, y(steps.front().hypervolume));
+  for (const HypervolumeSeries::Step& s : steps) {
+    out += "H";
+    append_px(out, x(static_cast<double>(s.k)));
+    out += "V";
+    append_px(out, y(s.hypervolume));
+  }
+  out += "\"/>";
+  std::vector<size_t> changes;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (steps[s].front_changed) changes.push_back(s);
+  }
+  std::vector<size_t> dots;
+  if (!changes.empty()) {
+    dots = spread_sample(changes.size(), options.max_points, {changes.size() - 1});
+  }
+  for (size_t c : dots) {
+    const HypervolumeSeries::Step& s = steps[changes[c]];
+    append_circle(out, "pt", x(static_cast<double>(s.k)), y(s.hypervolume), 2.5, "",
+                  "after " + std::to_string(s.k) + " COMPLETE trial" + (s.k == 1 ? "" : "s") +
+                      " (up to trial " + std::to_string(view.complete[s.k - 1]->number) +
+                      "): " + format_number(s.hypervolume));
+  }
+  out += "</g>";
+  close_plot(out);
+  // The reference point in the objectives' own terms.
+  std::string reference;
+  for (size_t k = 0; k < view.n_objectives; ++k) {
+    const bool maximize = view.study->directions[k] == StudyDirection::kMaximize;
+    if (k) reference += ", ";
+    reference += escape_html(view.objective_names[k]) + " " +
+                 format_number(maximize ? -series.reference[k] : series.reference[k]);
+  }
+  out += "<p class=\"note\" id=\"hypervolume-reference\">Reference point: " + reference +
+         ", just beyond the worst value of each objective among all the feasible COMPLETE trials "
+         "(by 10% of its magnitude). It is the same for every count, so the line never falls; "
+         "the hypervolume is the volume of the region between the front and this point, "
+         "which some feasible trial beats or equals in every objective. Last value " +
+         format_number(steps.back().hypervolume) + ", as <code>tuner status</code> gives it.";
+  if (steps.size() < view.complete.size()) {
+    out += " Computed after " + std::to_string(steps.size()) + " of the " +
+           std::to_string(view.complete.size()) +
+           " counts (an even spread, the last kept: fewer, the larger the front).";
+  }
+  out += "</p>";
 }
 
 }  // namespace tuner::report

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/html_report.h"
+#include "report/hypervolume_series.h"
 #include "report/importance.h"
 #include "report/study_view.h"
 
@@ -35,9 +36,17 @@ void draw_slice(std::string& out, const StudyView& view, const ParamAxis& param,
 // Horizontal bars, most important first.
 void draw_importance(std::string& out, const Importances& importances, const std::string& id);
 
-// The first two objectives of every COMPLETE trial, Pareto-optimal trials highlighted.
-// REQUIRES: view.n_objectives >= 2.
-void draw_pareto(std::string& out, const StudyView& view, const ReportOptions& options);
+// Objectives a (x) and b (y) of every COMPLETE trial (id "pareto-A-B"): the Pareto-optimal
+// trials (optimal over every objective) highlighted, infeasible ones hollow; at most max_points,
+// the front first. REQUIRES: a < b < view.n_objectives.
+void draw_pareto(std::string& out, const StudyView& view, size_t a, size_t b,
+                 const ReportOptions& options);
+
+// The hypervolume of the feasible front against the count of COMPLETE trials (id
+// "hypervolume"), its reference point stated under it. REQUIRES: view.n_objectives >= 2 and
+// `series` made from `view`.
+void draw_hypervolume(std::string& out, const StudyView& view, const HypervolumeSeries& series,
+                      const ReportOptions& options);
 
 }  // namespace tuner::report
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
+#include "search/pareto.h"
 #include "trials/constraints.h"
 #include "trials/json_depth.h"
 #include "trials/trial_origin.h"
@@ -164,36 +165,23 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
     });
     view.ranked.push_back(std::move(order));
   }
+  for (const FrozenTrial* t : view.complete) {
+    for (size_t k = 0; k < view.n_objectives; ++k) {
+      view.losses.push_back(study.directions[k] == StudyDirection::kMaximize ? -t->values[k]
+                                                                             : t->values[k]);
+    }
+  }
   if (view.n_objectives > 1) {
-    // Sorted lexicographically on "smaller is better" values, no trial is dominated by a later
-    // one, so one pass against the front found so far decides each trial.
-    std::vector<std::vector<double>> costs(view.complete.size());
-    for (size_t i = 0; i < costs.size(); ++i) {
-      for (size_t k = 0; k < view.n_objectives; ++k) {
-        double v = view.complete[i]->values[k];
-        costs[i].push_back(study.directions[k] == StudyDirection::kMinimize ? v : -v);
-      }
-    }
-    std::vector<size_t> order(costs.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return costs[a] < costs[b]; });
-    for (size_t i : order) {
+    const size_t m = view.n_objectives;
+    std::vector<size_t> feasible;  // indices into `complete`
+    std::vector<double> points;
+    for (size_t i = 0; i < view.complete.size(); ++i) {
       if (!view.feasible[i]) continue;
-      bool dominated = false;
-      for (size_t f : view.pareto) {
-        bool no_worse = true;
-        for (size_t k = 0; k < view.n_objectives && no_worse; ++k) {
-          no_worse = costs[f][k] <= costs[i][k];
-        }
-        if (no_worse && costs[f] != costs[i]) {
-          dominated = true;
-          break;
-        }
-      }
-      if (!dominated) view.pareto.push_back(i);
+      feasible.push_back(i);
+      points.insert(points.end(), view.losses.begin() + static_cast<std::ptrdiff_t>(i * m),
+                    view.losses.begin() + static_cast<std::ptrdiff_t>((i + 1) * m));
     }
-    std::sort(view.pareto.begin(), view.pareto.end());
+    for (size_t f : pareto_front(points, m)) view.pareto.push_back(feasible[f]);
   }
   view.params = describe_params(view.trials);
   return view;

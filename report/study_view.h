@@ -48,8 +48,13 @@ struct StudyView {
   // Per objective: indices into `complete`, best first (ties by number), the feasible trials
   // before the infeasible ones: ranked[k][0] is the best feasible trial when there is one.
   std::vector<std::vector<size_t>> ranked;
+  // The loss vector of each `complete` trial (its values, maximized objectives negated: smaller
+  // is better in every objective, as search/pareto.h takes them): complete[i]'s at
+  // losses[i * n_objectives, (i + 1) * n_objectives).
+  std::vector<double> losses;
   // Indices into `complete` of the Pareto-optimal feasible trials (several objectives only), by
-  // number.
+  // number: search/pareto.h's pareto_front() of the feasible trials, the same front as
+  // pareto_front_trials() (`tuner best`).
   std::vector<size_t> pareto;
   std::vector<ParamAxis> params;  // every param any trial has, by name
 

@@ -1,6 +1,7 @@
 // End to end: a 60-trial study (TPE, median stopping, intermediate values, a conditional param)
 // written to SQLite through the C++ API, `tuner report` on it, and the page rendered by headless
-// Chromium, which must run its script without error and show marks in every plot.
+// Chromium, which must run its script without error and show marks in every plot; and the same
+// for a constrained study of three objectives (its Pareto plots and hypervolume, issue 19).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,8 @@ namespace fs = std::filesystem;
 
 constexpr char kStudy[] = "report-e2e";
 constexpr int kTrials = 60;
+constexpr char kMultiStudy[] = "report-e2e-objectives";
+constexpr int kMultiTrials = 40;
 // The params in name order; plot "slice-N" shows the N-th.
 const std::vector<std::string> kParams = {"lr", "momentum", "optimizer", "units", "x"};
 
@@ -122,6 +125,49 @@ void write_study(const fs::path& db) {
       run);
 }
 
+// Three objectives (loss down, accuracy up, size down) named as a sweep names them, and a
+// constraint (size <= 6) that some trials break.
+void write_multi_objective_study(const fs::path& db) {
+  StudyOptions options;
+  options.name = kMultiStudy;
+  auto storage = std::make_shared<SqliteStorage>(db.string());
+  options.storage = storage;
+  options.directions = {StudyDirection::kMinimize, StudyDirection::kMaximize,
+                        StudyDirection::kMinimize};
+  options.seed = 7;
+  options.heartbeat_interval = std::nullopt;
+  Study study = Study::create(options);
+  storage->set_study_system_attr(study.id(), "study:metric_names",
+                                 R"(["loss", "accuracy", "size"])");
+  OptimizeOptions run;
+  run.n_trials = kMultiTrials;
+  study.optimize(
+      [](Trial& trial) {
+        double x = trial.suggest_float("x", 0, 1);
+        double units = static_cast<double>(trial.suggest_int("units", 1, 10));
+        trial.set_constraints({units - 6});
+        return std::vector<double>{x * x + 1 / units, 1 - (1 - x) * (1 - x), units};
+      },
+      run);
+}
+
+// The plots of a rendered DOM and their mark counts (data-marks, set by the page's script).
+std::map<std::string, int> plot_marks(const std::string& dom) {
+  std::map<std::string, int> marks;
+  std::regex svg_tag(R"(<svg [^>]*>)");
+  std::regex id_attr(R"re(\bid="([^"]+)")re"), marks_attr(R"re(\bdata-marks="(\d+)")re");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), svg_tag);
+       it != std::sregex_iterator(); ++it) {
+    std::string tag = it->str();
+    if (tag.find("class=\"plot") == std::string::npos) continue;
+    std::smatch id, count;
+    EXPECT_TRUE(std::regex_search(tag, id, id_attr)) << tag;
+    EXPECT_TRUE(std::regex_search(tag, count, marks_attr)) << "no data-marks: " << tag;
+    if (!id.empty() && !count.empty()) marks[id[1]] = std::stoi(count[1]);
+  }
+  return marks;
+}
+
 class ReportBrowserTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -130,10 +176,43 @@ class ReportBrowserTest : public ::testing::Test {
     fs::remove_all(*dir_);
     fs::create_directories(*dir_);
     write_study(db());
+    write_multi_objective_study(db());
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
     delete dir_;
+  }
+  // The page rendered by headless Chromium, its DOM after the page's script ran ("" after a
+  // failure, reported). Every check of a clean run is here: the script ran to its end, nothing
+  // was logged to the console.
+  static std::string render_in_chromium(const fs::path& html) {
+    const std::string chromium = find_chromium();
+    EXPECT_FALSE(chromium.empty())
+        << "Chromium was not found: install Debian's 'chromium' package (scripts/setup does) or "
+           "set TUNER_CHROMIUM to a Chromium or Chrome binary. This test renders the report in it.";
+    if (chromium.empty()) return "";
+    const fs::path dom_file = html.string() + ".dom", log_file = html.string() + ".log";
+    // --dump-dom prints the DOM after the page's scripts ran; console messages go to stderr.
+    std::string command = "timeout 60 " + quote(chromium) +
+                          " --headless --no-sandbox --disable-gpu --no-first-run"
+                          " --disable-extensions --enable-logging=stderr --v=0"
+                          " --user-data-dir=" +
+                          quote((dir() / "profile").string()) + " --dump-dom " +
+                          quote("file://" + html.string()) + " > " + quote(dom_file.string()) +
+                          " 2> " + quote(log_file.string());
+    ShellResult browser = run_shell(command);
+    const std::string dom = read_file(dom_file), log = read_file(log_file);
+    EXPECT_EQ(browser.exit_code, 0) << command << "\n" << log;
+    if (browser.exit_code != 0) return "";
+
+    // The script ran to its end, with no error.
+    EXPECT_NE(dom.find("data-ok=\"1\""), std::string::npos) << log;
+    EXPECT_EQ(dom.find("data-js-error=\""), std::string::npos) << log;
+    // The page logs nothing when all is well; Chromium logs console messages (errors included,
+    // all at INFO) as "...:CONSOLE:LINE] ..." or "...:CONSOLE(LINE)] ...".
+    EXPECT_FALSE(std::regex_search(log, std::regex(R"(:CONSOLE[:(]|Uncaught)"))) << log;
+
+    return dom;
   }
   static fs::path db() { return *dir_ / "study.db"; }
   static fs::path dir() { return *dir_; }
@@ -155,43 +234,11 @@ TEST_F(ReportBrowserTest, RendersInChromiumWithEveryPlotDrawn) {
   EXPECT_NE(page.find("PRUNED"), std::string::npos);
   EXPECT_NE(page.find("curve pruned"), std::string::npos) << "the median rule pruned nothing?";
 
-  const std::string chromium = find_chromium();
-  ASSERT_FALSE(chromium.empty())
-      << "Chromium was not found: install Debian's 'chromium' package (scripts/setup does) or "
-         "set TUNER_CHROMIUM to a Chromium or Chrome binary. This test renders the report in it.";
-  const fs::path dom_file = dir() / "dom.html", log_file = dir() / "chromium.log";
-  // --dump-dom prints the DOM after the page's scripts ran; console messages go to stderr.
-  std::string command = "timeout 60 " + quote(chromium) +
-                        " --headless --no-sandbox --disable-gpu --no-first-run"
-                        " --disable-extensions --enable-logging=stderr --v=0"
-                        " --user-data-dir=" +
-                        quote((dir() / "profile").string()) + " --dump-dom " +
-                        quote("file://" + html.string()) + " > " + quote(dom_file.string()) +
-                        " 2> " + quote(log_file.string());
-  ShellResult browser = run_shell(command);
-  const std::string dom = read_file(dom_file), log = read_file(log_file);
-  ASSERT_EQ(browser.exit_code, 0) << command << "\n" << log;
-
-  // The script ran to its end, with no error.
-  EXPECT_NE(dom.find("data-ok=\"1\""), std::string::npos) << log;
-  EXPECT_EQ(dom.find("data-js-error=\""), std::string::npos) << log;
-  // The page logs nothing when all is well; Chromium logs console messages (errors included,
-  // all at INFO) as "...:CONSOLE:LINE] ..." or "...:CONSOLE(LINE)] ...".
-  EXPECT_FALSE(std::regex_search(log, std::regex(R"(:CONSOLE[:(]|Uncaught)"))) << log;
+  const std::string dom = render_in_chromium(html);
+  ASSERT_FALSE(dom.empty());
 
   // Every plot is there and has marks, counted in the browser.
-  std::map<std::string, int> marks;
-  std::regex svg_tag(R"(<svg [^>]*>)");
-  std::regex id_attr(R"re(\bid="([^"]+)")re"), marks_attr(R"re(\bdata-marks="(\d+)")re");
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), svg_tag);
-       it != std::sregex_iterator(); ++it) {
-    std::string tag = it->str();
-    if (tag.find("class=\"plot") == std::string::npos) continue;
-    std::smatch id, count;
-    ASSERT_TRUE(std::regex_search(tag, id, id_attr)) << tag;
-    ASSERT_TRUE(std::regex_search(tag, count, marks_attr)) << "no data-marks: " << tag;
-    marks[id[1]] = std::stoi(count[1]);
-  }
+  std::map<std::string, int> marks = plot_marks(dom);
   std::vector<std::string> expected = {"history", "intermediate", "parallel", "importance"};
   for (size_t p = 0; p < kParams.size(); ++p) expected.push_back("slice-" + std::to_string(p));
   for (const std::string& id : expected) {
@@ -202,6 +249,34 @@ TEST_F(ReportBrowserTest, RendersInChromiumWithEveryPlotDrawn) {
   EXPECT_EQ(marks.size(), expected.size());
   // The trials table was paged by the script: 50 rows shown of 60.
   EXPECT_NE(dom.find("page 1 of 2"), std::string::npos);
+}
+
+// Issue 19, item 3: a study of three objectives gets a Pareto plot per pair, infeasible trials
+// marked, and the hypervolume over trials; all drawn in the browser.
+TEST_F(ReportBrowserTest, MultiObjectiveReportDrawsEveryPairAndTheHypervolume) {
+  const fs::path html = dir() / "objectives.html";
+  ShellResult report =
+      run_shell(std::string(TUNER_PATH) + " report --study " + kMultiStudy + " --storage " +
+                quote(db().string()) + " --out " + quote(html.string()));
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string page = read_file(html);
+  const std::string dom = render_in_chromium(html);
+  ASSERT_FALSE(dom.empty());
+  std::map<std::string, int> marks = plot_marks(dom);
+  for (std::string id : {"pareto-0-1", "pareto-0-2", "pareto-1-2", "hypervolume"}) {
+    ASSERT_TRUE(marks.contains(id)) << "plot '" << id << "' is missing";
+    EXPECT_GT(marks[id], 0) << "plot '" << id << "' is empty";
+  }
+  // Every COMPLETE trial is a dot in each pair (40 trials, none fails).
+  EXPECT_EQ(marks["pareto-0-1"], kMultiTrials);
+  EXPECT_EQ(marks.count("pareto-0-3"), 0u);
+  for (const auto& [id, n] : marks) EXPECT_GT(n, 0) << "plot '" << id << "' is empty";
+  // Axes named by the metric names and directions; infeasible trials (units > 6) marked.
+  EXPECT_NE(page.find(">accuracy (maximize)</text>"), std::string::npos);
+  EXPECT_NE(page.find("class=\"pt infeasible\""), std::string::npos);
+  EXPECT_NE(page.find("class=\"pt front\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"hypervolume-reference\">Reference point: loss "), std::string::npos);
+  EXPECT_NE(page.find("<th>Pareto front</th>"), std::string::npos);
 }
 
 TEST_F(ReportBrowserTest, DefaultOutputIsNamedAfterTheStudyInTheCurrentDirectory) {

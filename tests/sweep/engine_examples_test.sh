@@ -58,6 +58,11 @@ PY
     "$tuner" report --study "$name" --storage "$db" --out "$work/$name.html" >/dev/null ||
       fail "$name: report"
     [ -s "$work/$name.html" ] || fail "$name: empty report"
+    # Its Pareto section: a plot per pair of the three objectives, and the hypervolume.
+    for id in pareto-0-1 pareto-0-2 pareto-1-2 hypervolume; do
+      grep -q "id=\"$id\" data-plot=" "$work/$name.html" || fail "$name: no plot $id in the report"
+    done
+    grep -q ">val_accuracy (maximize)</text>" "$work/$name.html" || fail "$name: axes not named"
     continue
   fi
   best=$("$tuner" best --study "$name" --storage "$db" 2>&1) || fail "$name: best: $best"
