@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "training/backends/cpu/cpu_backend.h"
 
@@ -168,6 +169,31 @@ inline void for_each_vector(int64_t s, Fn f) {
   if (i < s) f(i, static_cast<int>(s - i));
 }
 
+// The same, for sums: f(i, n, half) with half (a std::integral_constant, 0 or 1) alternating
+// from one vector to the next, so that a kernel keeps two sets of accumulators and each add
+// waits on the one two vectors back (the adder's latency, not its throughput, bounded a single
+// set). A plane always starts at half 0: the order of the sums depends on S alone.
+template <class Fn>
+inline void for_each_vector_alternating(int64_t s, Fn f) {
+  constexpr std::integral_constant<int, 0> first;
+  constexpr std::integral_constant<int, 1> second;
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= s; i += 2 * kLanes) {
+    f(i, kLanes, first);
+    f(i + kLanes, kLanes, second);
+  }
+  if (i + kLanes <= s) {
+    f(i, kLanes, first);
+    i += kLanes;
+    if (i < s) f(i, static_cast<int>(s - i), second);
+  } else if (i < s) {
+    f(i, static_cast<int>(s - i), first);
+  }
+}
+
+// The total of two sets of accumulators.
+inline double total(const Simd::Acc (&acc)[2]) { return Simd::total(acc[0]) + Simd::total(acc[1]); }
+
 inline F load(const float* p, int n) { return n == kLanes ? Simd::load(p) : Simd::load_n(p, n); }
 inline void store(float* p, F v, int n) {
   if (n == kLanes) {
@@ -194,10 +220,10 @@ inline void normalize_plane(const float* in, float* out, int64_t s, float m, flo
 
 }  // namespace
 
-void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                          float eps, float momentum, Tensor& running_mean,
-                                          Tensor& running_var, Tensor& mean, Tensor& rstd,
-                                          Tensor& y) {
+void CpuBackend::batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  float eps, float momentum, Tensor& running_mean,
+                                  Tensor& running_var, Tensor& mean, Tensor& rstd, Tensor& y,
+                                  bool relu) {
   const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
   const int64_t n = batch * s;
   const float* xp = x.data();
@@ -207,19 +233,19 @@ void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, 
       // Sums of d = x - pivot and of d^2, in double (see the top of this file).
       const float pivot = xp[c * s];
       const F vp = Simd::set1(pivot);
-      Simd::Acc sum, sum_sq;
+      Simd::Acc sum[2], sum_sq[2];
       for (int64_t b = 0; b < batch; ++b) {
         const float* in = xp + (b * channels + c) * s;
-        for_each_vector(s, [&](int64_t i, int k) {
+        for_each_vector_alternating(s, [&](int64_t i, int k, auto half) {
           F d = Simd::sub(load(in + i, k), vp);
           if (k != kLanes) d = Simd::keep_n(d, k);
-          Simd::add(sum, d);
-          Simd::add_product(sum_sq, d, d);
+          Simd::add(sum[half], d);
+          Simd::add_product(sum_sq[half], d, d);
         });
       }
-      const double total = Simd::total(sum), total_sq = Simd::total(sum_sq);
-      const double shift = total / static_cast<double>(n);  // mean - pivot
-      const double sq = std::max(total_sq - total * shift, 0.0);
+      const double total_sum = total(sum), total_sq = total(sum_sq);
+      const double shift = total_sum / static_cast<double>(n);  // mean - pivot
+      const double sq = std::max(total_sq - total_sum * shift, 0.0);
       const double var = sq / static_cast<double>(n);
       const float r = static_cast<float>(1.0 / std::sqrt(var + eps));
       const float m = static_cast<float>(double{pivot} + shift);
@@ -232,15 +258,15 @@ void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, 
       const float g = gamma.data()[c] * r, bb = beta.data()[c];
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t off = (b * channels + c) * s;
-        normalize_plane(xp + off, yp + off, s, m, g, bb, false);
+        normalize_plane(xp + off, yp + off, s, m, g, bb, relu);
       }
     }
   });
 }
 
-void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                         float eps, const Tensor& running_mean,
-                                         const Tensor& running_var, Tensor& y) {
+void CpuBackend::batch_norm_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 float eps, const Tensor& running_mean, const Tensor& running_var,
+                                 Tensor& y, bool relu) {
   const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
   const float* xp = x.data();
   float* yp = y.data();
@@ -248,35 +274,41 @@ void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, c
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c = p % channels;
       const float g = gamma.data()[c] / std::sqrt(running_var.data()[c] + eps);
-      normalize_plane(xp + p * s, yp + p * s, s, running_mean.data()[c], g, beta.data()[c], false);
+      normalize_plane(xp + p * s, yp + p * s, s, running_mean.data()[c], g, beta.data()[c], relu);
     }
   });
 }
 
-void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                                     const Tensor& rstd, const Tensor& dy, Tensor* dx,
-                                     Tensor& dgamma, Tensor& dbeta) {
+void CpuBackend::batch_norm_grad(const Tensor& x, const Tensor* relu_y, const Tensor& gamma,
+                                 const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                                 Tensor* dx, Tensor& dgamma, Tensor& dbeta) {
   const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
   const float inv_n = 1.0f / static_cast<float>(batch * s);
   const float* xp = x.data();
   const float* g = dy.data();
+  const float* yp = relu_y ? relu_y->data() : nullptr;
   float* dxp = dx ? dx->data() : nullptr;
+  // dy, or with the ReLU fused dy where y > 0 and 0 elsewhere.
+  const auto load_dy = [g, yp](int64_t at, int n) {
+    const F gv = load(g + at, n);
+    return yp == nullptr ? gv : Simd::where_positive(load(yp + at, n), gv);
+  };
   pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const float m = mean.data()[c], r = rstd.data()[c];
       const F vm = Simd::set1(m);
       // Pass 1: the sums of dy and of dy * (x - mean), in double; dy is 0 past a plane's end.
-      Simd::Acc sum_dy, sum_dy_xm;
+      Simd::Acc sum_dy[2], sum_dy_xm[2];
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t off = (b * channels + c) * s;
-        for_each_vector(s, [&](int64_t i, int k) {
-          const F gv = load(g + off + i, k);
-          Simd::add(sum_dy, gv);
-          Simd::add_product(sum_dy_xm, gv, Simd::sub(load(xp + off + i, k), vm));
+        for_each_vector_alternating(s, [&](int64_t i, int k, auto half) {
+          const F gv = load_dy(off + i, k);
+          Simd::add(sum_dy[half], gv);
+          Simd::add_product(sum_dy_xm[half], gv, Simd::sub(load(xp + off + i, k), vm));
         });
       }
-      const double total_dy = Simd::total(sum_dy);
-      const double total_dy_xhat = Simd::total(sum_dy_xm) * r;
+      const double total_dy = total(sum_dy);
+      const double total_dy_xhat = total(sum_dy_xm) * r;
       dbeta.data()[c] = static_cast<float>(total_dy);
       dgamma.data()[c] = static_cast<float>(total_dy_xhat);
       if (dxp == nullptr) continue;
@@ -290,12 +322,52 @@ void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& gamma, const
         const int64_t off = (b * channels + c) * s;
         for_each_vector(s, [&](int64_t i, int n) {
           const F xm = Simd::sub(load(xp + off + i, n), vm);
-          store(dxp + off + i, Simd::fmadd(load(g + off + i, n), vk, Simd::fmadd(xm, vslope, voff)),
+          store(dxp + off + i, Simd::fmadd(load_dy(off + i, n), vk, Simd::fmadd(xm, vslope, voff)),
                 n);
         });
       }
     }
   });
+}
+
+void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          float eps, float momentum, Tensor& running_mean,
+                                          Tensor& running_var, Tensor& mean, Tensor& rstd,
+                                          Tensor& y) {
+  batch_norm_train(x, gamma, beta, eps, momentum, running_mean, running_var, mean, rstd, y, false);
+}
+
+void CpuBackend::batch_norm_relu_forward_train(const Tensor& x, const Tensor& gamma,
+                                               const Tensor& beta, float eps, float momentum,
+                                               Tensor& running_mean, Tensor& running_var,
+                                               Tensor& mean, Tensor& rstd, Tensor& y) {
+  batch_norm_train(x, gamma, beta, eps, momentum, running_mean, running_var, mean, rstd, y, true);
+}
+
+void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         float eps, const Tensor& running_mean,
+                                         const Tensor& running_var, Tensor& y) {
+  batch_norm_eval(x, gamma, beta, eps, running_mean, running_var, y, false);
+}
+
+void CpuBackend::batch_norm_relu_forward_eval(const Tensor& x, const Tensor& gamma,
+                                              const Tensor& beta, float eps,
+                                              const Tensor& running_mean,
+                                              const Tensor& running_var, Tensor& y) {
+  batch_norm_eval(x, gamma, beta, eps, running_mean, running_var, y, true);
+}
+
+void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                     const Tensor& rstd, const Tensor& dy, Tensor* dx,
+                                     Tensor& dgamma, Tensor& dbeta) {
+  batch_norm_grad(x, nullptr, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+}
+
+void CpuBackend::batch_norm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& gamma,
+                                          const Tensor& mean, const Tensor& rstd,
+                                          const Tensor& dy, Tensor* dx, Tensor& dgamma,
+                                          Tensor& dbeta, std::span<float> /*work*/) {
+  batch_norm_grad(x, &y, gamma, mean, rstd, dy, dx, dgamma, dbeta);
 }
 
 }  // namespace tuner::training

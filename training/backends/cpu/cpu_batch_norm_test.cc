@@ -173,5 +173,52 @@ TEST(CpuBatchNorm, StatisticsHoldOnInputsFarFromZero) {
   }
 }
 
+// The one-pass batch norm + ReLU of the CPU backend against the base class's pair (batch norm,
+// then the ReLU's own kernels), bit for bit: the same values, masked where the ReLU clips.
+TEST(CpuBatchNorm, FusedReluIsBatchNormThenRelu) {
+  for (const Shape& shape : {Shape{3, 19, 7, 5}, Shape{2, 16, 8, 8}, Shape{6, 5}}) {
+    SCOPED_TRACE("shape " + shape.to_string());
+    const int64_t ch = shape[1];
+    Tensor x(shape), dy(shape), gamma(Shape{ch}), beta(Shape{ch});
+    fill(x, 1, -2.0f, 3.0f);
+    fill(dy, 2, -1.0f, 1.0f);
+    fill(gamma, 3, 0.5f, 1.5f);
+    fill(beta, 4, -1.0f, 1.0f);
+    CpuBackend backend(2);
+    struct Run {
+      Tensor rm, rv, mean, rstd, y, eval_y, dx, dgamma, dbeta;
+    };
+    const auto make_run = [&] {
+      Run r{Tensor(Shape{ch}), Tensor(Shape{ch}), Tensor(Shape{ch}), Tensor(Shape{ch}),
+            Tensor(shape), Tensor(shape), Tensor(shape), Tensor(Shape{ch}), Tensor(Shape{ch})};
+      fill(r.rv, 8, 0.5f, 2.0f);
+      return r;
+    };
+    Run fused = make_run(), pair = make_run();
+    std::vector<float> work(static_cast<size_t>(shape.numel()));
+    backend.batch_norm_relu_forward_train(x, gamma, beta, 1e-5f, 0.1f, fused.rm, fused.rv,
+                                          fused.mean, fused.rstd, fused.y);
+    backend.Backend::batch_norm_relu_forward_train(x, gamma, beta, 1e-5f, 0.1f, pair.rm, pair.rv,
+                                                   pair.mean, pair.rstd, pair.y);
+    backend.batch_norm_relu_forward_eval(x, gamma, beta, 1e-5f, fused.rm, fused.rv, fused.eval_y);
+    backend.Backend::batch_norm_relu_forward_eval(x, gamma, beta, 1e-5f, pair.rm, pair.rv,
+                                                  pair.eval_y);
+    backend.batch_norm_relu_backward(x, fused.y, gamma, fused.mean, fused.rstd, dy, &fused.dx,
+                                     fused.dgamma, fused.dbeta, {});
+    backend.Backend::batch_norm_relu_backward(x, pair.y, gamma, pair.mean, pair.rstd, dy,
+                                              &pair.dx, pair.dgamma, pair.dbeta, work);
+    int64_t clipped = 0;
+    for (float v : fused.y.span()) clipped += v == 0.0f;
+    EXPECT_GT(clipped, 0);  // the ReLU clips somewhere, so its mask is exercised
+    EXPECT_TRUE(same_bits(fused.y, pair.y));
+    EXPECT_TRUE(same_bits(fused.eval_y, pair.eval_y));
+    EXPECT_TRUE(same_bits(fused.dx, pair.dx));
+    EXPECT_TRUE(same_bits(fused.dgamma, pair.dgamma));
+    EXPECT_TRUE(same_bits(fused.dbeta, pair.dbeta));
+    EXPECT_GT(backend.Backend::batch_norm_relu_workspace(shape), 0);
+    EXPECT_EQ(backend.batch_norm_relu_workspace(shape), 0);
+  }
+}
+
 }  // namespace
 }  // namespace tuner::training
