@@ -3,6 +3,8 @@
 // timed in CPU time of the whole process (user + sys of every thread, so that a machine shared
 // with other jobs inflates it less than wall time), best of --repeats rounds of --iters calls,
 // and printed as one JSON line per shape and op: ns per element and the wall time beside it.
+// The relu_* ops time batch norm with the ReLU after it, as the base class's pair of ops and as
+// the backend's fused one (Backend::batch_norm_relu_*).
 //
 //   batch_norm_bench [--threads 2] [--iters 50] [--repeats 5] [--shapes B,C,H,W;...]
 #include <time.h>
@@ -127,9 +129,29 @@ int run(int argc, char** argv) {
     });
     const Timing eval = time_op(
         iters, repeats, [&] { backend->batch_norm_forward_eval(x, gamma, beta, 1e-5f, rm, rv, y); });
+    // With the ReLU after it: the two ops in turn (the base class's pair) and the backend's own.
+    Tensor dz = backend->allocate(s);
+    const Timing pair_train = time_op(iters, repeats, [&] {
+      backend->Backend::batch_norm_relu_forward_train(x, gamma, beta, 1e-5f, 0.1f, rm, rv, mean,
+                                                      rstd, y);
+    });
+    const Timing fused_train = time_op(iters, repeats, [&] {
+      backend->batch_norm_relu_forward_train(x, gamma, beta, 1e-5f, 0.1f, rm, rv, mean, rstd, y);
+    });
+    const Timing pair_back = time_op(iters, repeats, [&] {
+      backend->Backend::batch_norm_relu_backward(x, y, gamma, mean, rstd, dy, &dx, dgamma, dbeta,
+                                                 dz.span());
+    });
+    const Timing fused_back = time_op(iters, repeats, [&] {
+      backend->batch_norm_relu_backward(x, y, gamma, mean, rstd, dy, &dx, dgamma, dbeta,
+                                        dz.span());
+    });
     const double n = static_cast<double>(s.numel());
-    for (const auto& [op, t] : {std::pair{"train_forward", train}, std::pair{"backward", back},
-                                std::pair{"eval_forward", eval}}) {
+    for (const auto& [op, t] :
+         {std::pair{"train_forward", train}, std::pair{"backward", back},
+          std::pair{"eval_forward", eval}, std::pair{"relu_train_forward_pair", pair_train},
+          std::pair{"relu_train_forward_fused", fused_train},
+          std::pair{"relu_backward_pair", pair_back}, std::pair{"relu_backward_fused", fused_back}}) {
       std::printf(
           "{\"shape\": \"%s\", \"op\": \"%s\", \"threads\": %d, \"cpu_ns_per_element\": %.4f, "
           "\"wall_us\": %.2f}\n",
