@@ -98,17 +98,15 @@ void Backend::conv2d_pool_backward(const Window2d& win, const Tensor& x, const T
 
 void Backend::batch_norm_relu_forward_train(const Tensor& x, const Tensor& gamma,
                                             const Tensor& beta, float eps, float momentum,
-                                            Tensor& running_mean, Tensor& running_var,
-                                            Tensor& mean, Tensor& rstd, Tensor& y) {
-  batch_norm_forward_train(x, gamma, beta, eps, momentum, running_mean, running_var, mean, rstd,
-                           y);
+                                            Tensor& running_mean, Tensor& running_var, Tensor& mean,
+                                            Tensor& rstd, Tensor& y) {
+  batch_norm_forward_train(x, gamma, beta, eps, momentum, running_mean, running_var, mean, rstd, y);
   activation_forward(Activation::kRelu, y, y);
 }
 
-void Backend::batch_norm_relu_forward_eval(const Tensor& x, const Tensor& gamma,
-                                           const Tensor& beta, float eps,
-                                           const Tensor& running_mean, const Tensor& running_var,
-                                           Tensor& y) {
+void Backend::batch_norm_relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           float eps, const Tensor& running_mean,
+                                           const Tensor& running_var, Tensor& y) {
   batch_norm_forward_eval(x, gamma, beta, eps, running_mean, running_var, y);
   activation_forward(Activation::kRelu, y, y);
 }

@@ -35,8 +35,7 @@ double cpu_seconds() {
 }
 
 double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 Tensor random(Backend& backend, const Shape& shape, uint64_t seed, float lo, float hi) {
@@ -127,8 +126,9 @@ int run(int argc, char** argv) {
     const Timing back = time_op(iters, repeats, [&] {
       backend->batch_norm_backward(x, gamma, mean, rstd, dy, &dx, dgamma, dbeta);
     });
-    const Timing eval = time_op(
-        iters, repeats, [&] { backend->batch_norm_forward_eval(x, gamma, beta, 1e-5f, rm, rv, y); });
+    const Timing eval = time_op(iters, repeats, [&] {
+      backend->batch_norm_forward_eval(x, gamma, beta, 1e-5f, rm, rv, y);
+    });
     // With the ReLU after it: the two ops in turn (the base class's pair) and the backend's own.
     Tensor dz = backend->allocate(s);
     const Timing pair_train = time_op(iters, repeats, [&] {
@@ -143,15 +143,15 @@ int run(int argc, char** argv) {
                                                  dz.span());
     });
     const Timing fused_back = time_op(iters, repeats, [&] {
-      backend->batch_norm_relu_backward(x, y, gamma, mean, rstd, dy, &dx, dgamma, dbeta,
-                                        dz.span());
+      backend->batch_norm_relu_backward(x, y, gamma, mean, rstd, dy, &dx, dgamma, dbeta, dz.span());
     });
     const double n = static_cast<double>(s.numel());
     for (const auto& [op, t] :
          {std::pair{"train_forward", train}, std::pair{"backward", back},
           std::pair{"eval_forward", eval}, std::pair{"relu_train_forward_pair", pair_train},
           std::pair{"relu_train_forward_fused", fused_train},
-          std::pair{"relu_backward_pair", pair_back}, std::pair{"relu_backward_fused", fused_back}}) {
+          std::pair{"relu_backward_pair", pair_back},
+          std::pair{"relu_backward_fused", fused_back}}) {
       std::printf(
           "{\"shape\": \"%s\", \"op\": \"%s\", \"threads\": %d, \"cpu_ns_per_element\": %.4f, "
           "\"wall_us\": %.2f}\n",

@@ -89,7 +89,8 @@ void BatchNorm::backward(Pass& pass, const Tensor& x, const Tensor& y, const Ten
     check_shape("batch_norm.backward", "y", y, x.shape());
     const int64_t need = pass.backend.batch_norm_relu_workspace(x.shape());
     pass.backend.batch_norm_relu_backward(x, y, gamma_.value, mean_, rstd_, dy, dx, gamma_.grad,
-                                          beta_.grad, work_.span().first(static_cast<size_t>(need)));
+                                          beta_.grad,
+                                          work_.span().first(static_cast<size_t>(need)));
   } else {
     pass.backend.batch_norm_backward(x, gamma_.value, mean_, rstd_, dy, dx, gamma_.grad,
                                      beta_.grad);

@@ -130,8 +130,7 @@ class CpuBackend final : public Backend {
                         float momentum, Tensor& running_mean, Tensor& running_var, Tensor& mean,
                         Tensor& rstd, Tensor& y, bool relu);
   void batch_norm_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
-                       const Tensor& running_mean, const Tensor& running_var, Tensor& y,
-                       bool relu);
+                       const Tensor& running_mean, const Tensor& running_var, Tensor& y, bool relu);
   // relu_y: the pair's output when the ReLU is fused (dy counts where it is > 0), else nullptr.
   void batch_norm_grad(const Tensor& x, const Tensor* relu_y, const Tensor& gamma,
                        const Tensor& mean, const Tensor& rstd, const Tensor& dy, Tensor* dx,

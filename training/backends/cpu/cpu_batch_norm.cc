@@ -352,8 +352,8 @@ void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, c
 
 void CpuBackend::batch_norm_relu_forward_eval(const Tensor& x, const Tensor& gamma,
                                               const Tensor& beta, float eps,
-                                              const Tensor& running_mean,
-                                              const Tensor& running_var, Tensor& y) {
+                                              const Tensor& running_mean, const Tensor& running_var,
+                                              Tensor& y) {
   batch_norm_eval(x, gamma, beta, eps, running_mean, running_var, y, true);
 }
 
@@ -364,9 +364,9 @@ void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& gamma, const
 }
 
 void CpuBackend::batch_norm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& gamma,
-                                          const Tensor& mean, const Tensor& rstd,
-                                          const Tensor& dy, Tensor* dx, Tensor& dgamma,
-                                          Tensor& dbeta, std::span<float> /*work*/) {
+                                          const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                                          Tensor* dx, Tensor& dgamma, Tensor& dbeta,
+                                          std::span<float> /*work*/) {
   batch_norm_grad(x, &y, gamma, mean, rstd, dy, dx, dgamma, dbeta);
 }
 

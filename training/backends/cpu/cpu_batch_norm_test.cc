@@ -63,9 +63,9 @@ Outputs run_all(int threads, const Tensor& x, const Tensor& gamma, const Tensor&
                 const Tensor& dy) {
   const int64_t c = x.dim(1);
   CpuBackend backend(threads);
-  Outputs o{Tensor(x.shape()), Tensor(Shape{c}), Tensor(Shape{c}), Tensor(Shape{c}),
-            Tensor(Shape{c}), Tensor(x.shape()), Tensor(x.shape()), Tensor(Shape{c}),
-            Tensor(Shape{c})};
+  Outputs o{Tensor(x.shape()), Tensor(Shape{c}), Tensor(Shape{c}),
+            Tensor(Shape{c}),  Tensor(Shape{c}), Tensor(x.shape()),
+            Tensor(x.shape()), Tensor(Shape{c}), Tensor(Shape{c})};
   fill(o.running_mean, 7, -1.0f, 1.0f);
   fill(o.running_var, 8, 0.5f, 2.0f);
   backend.batch_norm_forward_train(x, gamma, beta, 1e-5f, 0.1f, o.running_mean, o.running_var,
@@ -76,8 +76,8 @@ Outputs run_all(int threads, const Tensor& x, const Tensor& gamma, const Tensor&
 }
 
 TEST(CpuBatchNorm, MatchesTheDefinitionAndDoesNotDependOnTheThreadCount) {
-  const Shape shapes[] = {{1, 19, 13, 11}, {3, 5, 7, 7},  {2, 16, 4, 4},  {4, 33, 5, 3},
-                          {2, 3, 16, 17},  {5, 7, 1, 1},  {9, 21},        {64, 17, 3, 5},
+  const Shape shapes[] = {{1, 19, 13, 11}, {3, 5, 7, 7},  {2, 16, 4, 4}, {4, 33, 5, 3},
+                          {2, 3, 16, 17},  {5, 7, 1, 1},  {9, 21},       {64, 17, 3, 5},
                           {1, 2, 33, 1},   {2, 40, 8, 8}, {3, 4, 28, 28}};
   for (const Shape& shape : shapes) {
     SCOPED_TRACE("shape " + shape.to_string());
@@ -119,8 +119,8 @@ TEST(CpuBatchNorm, MatchesTheDefinitionAndDoesNotDependOnTheThreadCount) {
         for (int64_t k = 0; k < s; ++k) {
           const int64_t e = (i * ch + c) * s + k;
           const double xhat = (x.data()[e] - st.mean) * rstd;
-          const std::string where = at + ", sample " + std::to_string(i) + ", element " +
-                                    std::to_string(k);
+          const std::string where =
+              at + ", sample " + std::to_string(i) + ", element " + std::to_string(k);
           expect_near_rel(o.y.data()[e], xhat * gamma.data()[c] + beta.data()[c], 1e-5, 1e-5,
                           "y" + where);
           expect_near_rel(o.eval_y.data()[e], (x.data()[e] - rm) * eval_scale + beta.data()[c],
@@ -189,8 +189,9 @@ TEST(CpuBatchNorm, FusedReluIsBatchNormThenRelu) {
       Tensor rm, rv, mean, rstd, y, eval_y, dx, dgamma, dbeta;
     };
     const auto make_run = [&] {
-      Run r{Tensor(Shape{ch}), Tensor(Shape{ch}), Tensor(Shape{ch}), Tensor(Shape{ch}),
-            Tensor(shape), Tensor(shape), Tensor(shape), Tensor(Shape{ch}), Tensor(Shape{ch})};
+      Run r{Tensor(Shape{ch}), Tensor(Shape{ch}), Tensor(Shape{ch}),
+            Tensor(Shape{ch}), Tensor(shape),     Tensor(shape),
+            Tensor(shape),     Tensor(Shape{ch}), Tensor(Shape{ch})};
       fill(r.rv, 8, 0.5f, 2.0f);
       return r;
     };
@@ -205,8 +206,8 @@ TEST(CpuBatchNorm, FusedReluIsBatchNormThenRelu) {
                                                   pair.eval_y);
     backend.batch_norm_relu_backward(x, fused.y, gamma, fused.mean, fused.rstd, dy, &fused.dx,
                                      fused.dgamma, fused.dbeta, {});
-    backend.Backend::batch_norm_relu_backward(x, pair.y, gamma, pair.mean, pair.rstd, dy,
-                                              &pair.dx, pair.dgamma, pair.dbeta, work);
+    backend.Backend::batch_norm_relu_backward(x, pair.y, gamma, pair.mean, pair.rstd, dy, &pair.dx,
+                                              pair.dgamma, pair.dbeta, work);
     int64_t clipped = 0;
     for (float v : fused.y.span()) clipped += v == 0.0f;
     EXPECT_GT(clipped, 0);  // the ReLU clips somewhere, so its mask is exercised
