@@ -96,4 +96,31 @@ void Backend::conv2d_pool_backward(const Window2d& win, const Tensor& x, const T
                   work.subspan(static_cast<size_t>(col_shape.numel() + 3 * n)));
 }
 
+void Backend::batch_norm_relu_forward_train(const Tensor& x, const Tensor& gamma,
+                                            const Tensor& beta, float eps, float momentum,
+                                            Tensor& running_mean, Tensor& running_var, Tensor& mean,
+                                            Tensor& rstd, Tensor& y) {
+  batch_norm_forward_train(x, gamma, beta, eps, momentum, running_mean, running_var, mean, rstd, y);
+  activation_forward(Activation::kRelu, y, y);
+}
+
+void Backend::batch_norm_relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           float eps, const Tensor& running_mean,
+                                           const Tensor& running_var, Tensor& y) {
+  batch_norm_forward_eval(x, gamma, beta, eps, running_mean, running_var, y);
+  activation_forward(Activation::kRelu, y, y);
+}
+
+int64_t Backend::batch_norm_relu_workspace(const Shape& x) const { return x.numel(); }
+
+void Backend::batch_norm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& gamma,
+                                       const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                                       Tensor* dx, Tensor& dgamma, Tensor& dbeta,
+                                       std::span<float> work) {
+  Tensor dz = Tensor::borrow(work.data(), x.shape());
+  // y > 0 exactly where the ReLU's input was: y stands in for that input.
+  activation_backward(Activation::kRelu, y, y, dy, dz);
+  batch_norm_backward(x, gamma, mean, rstd, dz, dx, dgamma, dbeta);
+}
+
 }  // namespace tuner::training

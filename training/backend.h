@@ -188,6 +188,25 @@ class Backend {
   virtual void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                                    const Tensor& rstd, const Tensor& dy, Tensor* dx, Tensor& dgamma,
                                    Tensor& dbeta) = 0;
+  // Batch norm and the ReLU after it, y = max(batch_norm(x), 0), for LayerChain's fusion of the
+  // pair; the arguments as above. By default the two ops in turn; a backend may run them as one.
+  virtual void batch_norm_relu_forward_train(const Tensor& x, const Tensor& gamma,
+                                             const Tensor& beta, float eps, float momentum,
+                                             Tensor& running_mean, Tensor& running_var,
+                                             Tensor& mean, Tensor& rstd, Tensor& y);
+  virtual void batch_norm_relu_forward_eval(const Tensor& x, const Tensor& gamma,
+                                            const Tensor& beta, float eps,
+                                            const Tensor& running_mean, const Tensor& running_var,
+                                            Tensor& y);
+  // Floats of workspace batch_norm_relu_backward takes for input x (by default x's size: the
+  // gradient masked by the ReLU).
+  virtual int64_t batch_norm_relu_workspace(const Shape& x) const;
+  // The pair's backward from its output y[B,C,S]: batch_norm_backward's gradients for dy set to 0
+  // where y <= 0. REQUIRES: work holds batch_norm_relu_workspace(x.shape()) floats.
+  virtual void batch_norm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& gamma,
+                                        const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                                        Tensor* dx, Tensor& dgamma, Tensor& dbeta,
+                                        std::span<float> work);
   // Layer norm over the last dim of x[N,D]; mean[N] and rstd[N] saved.
   virtual void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   float eps, Tensor& mean, Tensor& rstd, Tensor& y) = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "training/layers/activation.h"
+#include "training/layers/batch_norm.h"
 #include "training/layers/conv2d.h"
 #include "training/layers/max_pool2d.h"
 #include "training/shape_error.h"
@@ -86,6 +88,13 @@ void LayerChain::setup(const Shape& sample_in, int64_t max_batch, Backend& backe
       conv->fuse_max_pool();
       fused_[i] = true;
     }
+    auto* bn = dynamic_cast<BatchNorm*>(layers_[i].get());
+    const auto* act = dynamic_cast<const ActivationLayer*>(layers_[i + 1].get());
+    if (bn != nullptr && act != nullptr && act->activation() == Activation::kRelu) {
+      bn->fuse_relu();
+      fused_[i] = true;
+    }
+    if (fused_[i]) ++i;  // a layer is in one pair at most
   }
   acts_.clear();
   int64_t largest = 0;
@@ -109,15 +118,15 @@ void LayerChain::forward(Pass& pass, const Tensor& x, Tensor& y) {
   const size_t n = layers_.size();
   if (n == 0) throw_shape_error("chain.forward", "no layers");
   for (size_t i = 0; i < n; ++i) {
-    // A fused pair (conv2d, max_pool2d) writes the pooling's output.
+    // A fused pair (conv2d, max_pool2d; batch_norm, relu) writes its second layer's output.
     const size_t last = fused_[i] ? i + 1 : i;
     Tensor in_view = i == 0 ? Tensor() : acts_[i - 1].slice(0, batch);
     const Tensor& in = i == 0 ? x : in_view;
     Tensor out_view = last + 1 == n ? Tensor() : acts_[last].slice(0, batch);
     Tensor& out = last + 1 == n ? y : out_view;
-    if (fused_[i]) {
+    if (fused_[i] && layers_[i]->kind() == "conv2d") {
       static_cast<Conv2d&>(*layers_[i]).forward_pooled(pass, in, out);
-    } else {
+    } else {  // a layer alone, or a batch norm with its ReLU
       layers_[i]->forward(pass, in, out);
     }
     i = last;
@@ -135,7 +144,7 @@ void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Te
   Tensor g_out;  // the gradient of the current layer's output (a view)
   for (size_t k = 0; k < n; ++k) {
     const size_t last = n - 1 - k;
-    // A fused pair (conv2d i, max_pool2d i + 1) runs as one backward.
+    // A fused pair (conv2d i, max_pool2d i + 1; batch_norm i, relu i + 1) runs as one backward.
     const bool pair = last > 0 && fused_[last - 1];
     const size_t i = pair ? last - 1 : last;
     Tensor in_view = i == 0 ? Tensor() : acts_[i - 1].slice(0, batch);
@@ -149,7 +158,7 @@ void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Te
       next_buf ^= 1;
     }
     Tensor* layer_dx = i == 0 ? dx : &g_in;
-    if (pair) {
+    if (pair && layers_[i]->kind() == "conv2d") {
       static_cast<Conv2d&>(*layers_[i])
           .backward_pooled(pass, layer_in, layer_out, layer_dy, layer_dx);
     } else {

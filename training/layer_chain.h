@@ -35,6 +35,7 @@ class LayerChain {
   // two ping-pong gradient buffers as large as the largest of them. A conv2d followed by a 2x2,
   // stride 2 max pooling runs as one op (Conv2d::fuse_max_pool): the convolution's full output
   // is then neither stored nor passed back, and the pooling layer's own kernels do not run.
+  // Likewise a batch norm followed by a ReLU runs as one op (BatchNorm::fuse_relu).
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend);
 
   // x[B, in...] -> y[B, out...]; the intermediate activations are kept for backward.
@@ -52,8 +53,9 @@ class LayerChain {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> shapes_;  // sample shape before layer i; shapes_[size()] is the output
   std::vector<Tensor> acts_;   // acts_[i]: output of layer i, [max_batch, shapes_[i + 1]...]
-                               // (empty for a conv2d whose pooling is fused)
-  std::vector<bool> fused_;    // fused_[i]: layer i runs layer i + 1 (a max pooling) too
+                               // (empty for the first layer of a fused pair)
+  std::vector<bool> fused_;    // fused_[i]: layer i runs layer i + 1 (a max pooling after a
+                               // conv2d, a ReLU after a batch norm) too
   Tensor grad_a_, grad_b_;     // flat scratch for the gradients between layers
 };
 

@@ -15,6 +15,7 @@ class ActivationLayer final : public Layer {
   explicit ActivationLayer(Activation act);
 
   std::string_view kind() const override { return activation_name(act_); }
+  Activation activation() const { return act_; }
   std::string describe() const override { return std::string(kind()); }
   Shape output_shape(const Shape& sample_in) const override { return sample_in; }
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend) override;

@@ -16,9 +16,9 @@ BatchNorm::BatchNorm(int64_t channels, float eps, float momentum)
 
 std::string BatchNorm::describe() const {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "batch_norm(%lld, eps=%g, momentum=%g)",
+  std::snprintf(buf, sizeof buf, "batch_norm(%lld, eps=%g, momentum=%g%s)",
                 static_cast<long long>(channels_), static_cast<double>(eps_),
-                static_cast<double>(momentum_));
+                static_cast<double>(momentum_), relu_fused_ ? ", relu fused" : "");
   return buf;
 }
 
@@ -53,13 +53,22 @@ void BatchNorm::setup(const Shape& sample_in, int64_t max_batch, Backend& backen
   max_batch_ = max_batch;
   mean_ = backend.allocate(Shape{channels_});
   rstd_ = backend.allocate(Shape{channels_});
+  const int64_t work =
+      relu_fused_ ? backend.batch_norm_relu_workspace(sample_.with_batch(max_batch)) : 0;
+  work_ = work > 0 ? backend.allocate(Shape{work}) : Tensor();
 }
 
 void BatchNorm::forward(Pass& pass, const Tensor& x, Tensor& y) {
   check_batched("batch_norm.forward", "x", x, sample_, max_batch_);
   check_shape("batch_norm.forward", "y", y, x.shape());
   last_mode_ = pass.mode;
-  if (pass.mode == Mode::kTrain) {
+  if (relu_fused_ && pass.mode == Mode::kTrain) {
+    pass.backend.batch_norm_relu_forward_train(x, gamma_.value, beta_.value, eps_, momentum_,
+                                               running_mean_, running_var_, mean_, rstd_, y);
+  } else if (relu_fused_) {
+    pass.backend.batch_norm_relu_forward_eval(x, gamma_.value, beta_.value, eps_, running_mean_,
+                                              running_var_, y);
+  } else if (pass.mode == Mode::kTrain) {
     pass.backend.batch_norm_forward_train(x, gamma_.value, beta_.value, eps_, momentum_,
                                           running_mean_, running_var_, mean_, rstd_, y);
   } else {
@@ -68,7 +77,7 @@ void BatchNorm::forward(Pass& pass, const Tensor& x, Tensor& y) {
   }
 }
 
-void BatchNorm::backward(Pass& pass, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
+void BatchNorm::backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
                          Tensor* dx) {
   if (last_mode_ != Mode::kTrain) {
     throw std::logic_error("batch_norm.backward: the latest forward ran in eval mode");
@@ -76,7 +85,16 @@ void BatchNorm::backward(Pass& pass, const Tensor& x, const Tensor& /*y*/, const
   check_batched("batch_norm.backward", "x", x, sample_, max_batch_);
   check_shape("batch_norm.backward", "dy", dy, x.shape());
   if (dx != nullptr) check_shape("batch_norm.backward", "dx", *dx, x.shape());
-  pass.backend.batch_norm_backward(x, gamma_.value, mean_, rstd_, dy, dx, gamma_.grad, beta_.grad);
+  if (relu_fused_) {
+    check_shape("batch_norm.backward", "y", y, x.shape());
+    const int64_t need = pass.backend.batch_norm_relu_workspace(x.shape());
+    pass.backend.batch_norm_relu_backward(x, y, gamma_.value, mean_, rstd_, dy, dx, gamma_.grad,
+                                          beta_.grad,
+                                          work_.span().first(static_cast<size_t>(need)));
+  } else {
+    pass.backend.batch_norm_backward(x, gamma_.value, mean_, rstd_, dy, dx, gamma_.grad,
+                                     beta_.grad);
+  }
 }
 
 }  // namespace tuner::training

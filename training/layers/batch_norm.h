@@ -28,6 +28,13 @@ class BatchNorm final : public Layer {
   void backward(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
 
+  // ---- A following ReLU fused in (LayerChain's choice) ----
+  // From now on forward writes max(batch_norm(x), 0), the ReLU layer's output, and backward
+  // takes that output as y and the ReLU's dy (Backend::batch_norm_relu_*).
+  // REQUIRES: called before setup().
+  void fuse_relu() { relu_fused_ = true; }
+  bool relu_fused() const { return relu_fused_; }
+
  private:
   const int64_t channels_;
   const float eps_, momentum_;
@@ -36,7 +43,9 @@ class BatchNorm final : public Layer {
   Shape sample_;
   int64_t max_batch_ = 0;
   Mode last_mode_ = Mode::kEval;
+  bool relu_fused_ = false;
   Tensor mean_, rstd_;  // [C], saved by a train-mode forward
+  Tensor work_;         // the backend's workspace for the fused ReLU's backward, flat
 };
 
 }  // namespace tuner::training

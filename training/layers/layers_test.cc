@@ -170,6 +170,80 @@ TEST(Pooling, MaxAndAverageByHand) {
   EXPECT_FLOAT_EQ(y.at({0, 0, 0, 1}), 16.0f / 4);
 }
 
+// A LayerChain runs a batch norm and the ReLU after it as one op (BatchNorm::fuse_relu), and
+// leaves a batch norm before any other activation alone: the same outputs (train and eval), input
+// gradient, parameter gradients and running stats as the layers one by one, and the layers
+// reported done in the same order.
+TEST(BatchNorm, ChainFusesAFollowingReluAndMatchesTheTwoLayers) {
+  const Shape sample{3, 5, 7};
+  const int64_t batch = 4;
+  const auto layers = [] {
+    std::vector<std::unique_ptr<Layer>> l;
+    l.push_back(std::make_unique<BatchNorm>(3));
+    l.push_back(std::make_unique<ActivationLayer>(Activation::kRelu));
+    l.push_back(std::make_unique<BatchNorm>(3));
+    l.push_back(std::make_unique<ActivationLayer>(Activation::kTanh));
+    return l;
+  };
+  LayerChain chain(layers());
+  CpuBackend backend(2);
+  ParameterArena arena(chain.parameter_specs(), chain.buffer_specs(), backend);
+  chain.bind(arena.params(), arena.buffers());
+  chain.setup(sample, batch, backend);
+  ASSERT_TRUE(static_cast<BatchNorm&>(chain.layer(0)).relu_fused());
+  ASSERT_FALSE(static_cast<BatchNorm&>(chain.layer(2)).relu_fused());
+  Rng rng(9);
+  for (float& v : arena.values()) v = rng.uniform(0.5f, 1.5f);
+
+  // The same layers one by one, each bound alone, with the chain's parameter values.
+  std::vector<std::unique_ptr<Bound>> one;
+  for (auto& l : layers()) one.push_back(std::make_unique<Bound>(std::move(l), sample, batch));
+  ParamView* layer_params[] = {&one[0]->arena.params()[0], &one[0]->arena.params()[1],
+                               &one[2]->arena.params()[0], &one[2]->arena.params()[1]};
+  ASSERT_EQ(arena.params().size(), 4u);
+  for (size_t p = 0; p < 4; ++p) {
+    const auto from = arena.params()[p].value.span();
+    std::copy(from.begin(), from.end(), layer_params[p]->value.span().begin());
+  }
+
+  Tensor x(sample.with_batch(batch)), dy(sample.with_batch(batch));
+  for (float& v : x.span()) v = rng.uniform(-1.0f, 2.0f);
+  for (float& v : dy.span()) v = rng.uniform(-1.0f, 1.0f);
+  Pass pass{backend, Mode::kTrain};
+  Tensor y(x.shape()), dx(x.shape());
+  chain.forward(pass, x, y);
+  std::vector<size_t> done;
+  chain.backward(pass, x, y, dy, &dx, [&](size_t i) { done.push_back(i); });
+  EXPECT_EQ(done, (std::vector<size_t>{3, 2, 1, 0}));
+
+  std::vector<Tensor> a;  // the layers' outputs
+  for (int i = 0; i < 4; ++i) a.emplace_back(x.shape());
+  std::vector<Tensor> g;  // the gradients of their inputs
+  for (int i = 0; i < 4; ++i) g.emplace_back(x.shape());
+  for (int i = 0; i < 4; ++i) one[i]->layer->forward(pass, i == 0 ? x : a[i - 1], a[i]);
+  for (int i = 3; i >= 0; --i) {
+    one[i]->layer->backward(pass, i == 0 ? x : a[i - 1], a[i], i == 3 ? dy : g[i + 1], &g[i]);
+  }
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], a[3].data()[i]) << "y " << i;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_NEAR(dx.data()[i], g[0].data()[i], 1e-6) << "dx " << i;
+  }
+  for (size_t p = 0; p < 4; ++p) {
+    const Tensor& got = arena.params()[p].grad;
+    const Tensor& want = layer_params[p]->grad;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      ASSERT_NEAR(got.data()[i], want.data()[i], 1e-6) << "parameter " << p << " grad " << i;
+    }
+  }
+  const auto rm = arena.buffers()[0].span(), want_rm = one[0]->arena.buffers()[0].span();
+  ASSERT_TRUE(std::equal(rm.begin(), rm.end(), want_rm.begin()));
+
+  Pass eval{backend, Mode::kEval};
+  chain.forward(eval, x, y);
+  for (int i = 0; i < 4; ++i) one[i]->layer->forward(eval, i == 0 ? x : a[i - 1], a[i]);
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], a[3].data()[i]) << "eval y " << i;
+}
+
 TEST(BatchNorm, TrainNormalizesAndUpdatesRunningStatsEvalUsesThem) {
   Bound b(std::make_unique<BatchNorm>(1, 1e-5f, 0.5f), Shape{1}, 4);
   b.arena.initialize(0);

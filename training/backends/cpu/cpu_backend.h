@@ -83,6 +83,20 @@ class CpuBackend final : public Backend {
   void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                            const Tensor& rstd, const Tensor& dy, Tensor* dx, Tensor& dgamma,
                            Tensor& dbeta) override;
+  // One pass for the pair: the ReLU applied as the normalized values are stored, and the
+  // backward's mask read from y in both of its passes (no workspace).
+  void batch_norm_relu_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                     float eps, float momentum, Tensor& running_mean,
+                                     Tensor& running_var, Tensor& mean, Tensor& rstd,
+                                     Tensor& y) override;
+  void batch_norm_relu_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                    float eps, const Tensor& running_mean,
+                                    const Tensor& running_var, Tensor& y) override;
+  int64_t batch_norm_relu_workspace(const Shape& /*x*/) const override { return 0; }
+  void batch_norm_relu_backward(const Tensor& x, const Tensor& y, const Tensor& gamma,
+                                const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                                Tensor* dx, Tensor& dgamma, Tensor& dbeta,
+                                std::span<float> work) override;
   void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                           Tensor& mean, Tensor& rstd, Tensor& y) override;
   void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
@@ -110,6 +124,17 @@ class CpuBackend final : public Backend {
   // what the threads then read for an operand they share (weights, an input split across them),
   // instead of each rounding it. nullptr with fp32 products.
   const uint16_t* round_shared(const Tensor& t, int slot);
+
+  // Batch norm, with the ReLU after it or not (cpu_batch_norm.cc).
+  void batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                        float momentum, Tensor& running_mean, Tensor& running_var, Tensor& mean,
+                        Tensor& rstd, Tensor& y, bool relu);
+  void batch_norm_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                       const Tensor& running_mean, const Tensor& running_var, Tensor& y, bool relu);
+  // relu_y: the pair's output when the ReLU is fused (dy counts where it is > 0), else nullptr.
+  void batch_norm_grad(const Tensor& x, const Tensor* relu_y, const Tensor& gamma,
+                       const Tensor& mean, const Tensor& rstd, const Tensor& dy, Tensor* dx,
+                       Tensor& dgamma, Tensor& dbeta);
 
   ThreadPool pool_;
   const Precision precision_;

@@ -1,4 +1,4 @@
-// The CPU backend's pooling and normalization kernels.
+// The CPU backend's pooling and layer-norm kernels (batch norm: cpu_batch_norm.cc).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -168,107 +168,6 @@ void CpuBackend::global_avg_pool_backward(const Tensor& dy, Tensor& dx) {
     for (int64_t p = p0; p < p1; ++p) {
       const float v = g[p] / static_cast<float>(s);
       std::fill(out + p * s, out + (p + 1) * s, v);
-    }
-  });
-}
-
-void CpuBackend::batch_norm_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                          float eps, float momentum, Tensor& running_mean,
-                                          Tensor& running_var, Tensor& mean, Tensor& rstd,
-                                          Tensor& y) {
-  const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
-  const int64_t n = batch * s;
-  const float* xp = x.data();
-  float* yp = y.data();
-  pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      // One pass for the sum and the sum of squares, in double: E[x^2] - E[x]^2 loses nothing
-      // that matters unless the mean is 1e6 standard deviations from 0.
-      double sum = 0.0, sum_sq = 0.0;
-      for (int64_t b = 0; b < batch; ++b) {
-        const float* in = xp + (b * channels + c) * s;
-        const cpu::TwoSums sums =
-            cpu::two_sums_fixed_order_double(s, [in](int64_t i, double& v, double& v2) {
-              const double x = in[i];
-              v += x;
-              v2 += x * x;
-            });
-        sum += sums.first;
-        sum_sq += sums.second;
-      }
-      const double mu = sum / static_cast<double>(n);
-      const double sq = std::max(sum_sq - sum * mu, 0.0);
-      const double var = sq / static_cast<double>(n);
-      const float r = static_cast<float>(1.0 / std::sqrt(var + eps));
-      const float m = static_cast<float>(mu);
-      mean.data()[c] = m;
-      rstd.data()[c] = r;
-      const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
-      running_mean.data()[c] = (1.0f - momentum) * running_mean.data()[c] + momentum * m;
-      running_var.data()[c] =
-          (1.0f - momentum) * running_var.data()[c] + momentum * static_cast<float>(unbiased);
-      const float g = gamma.data()[c] * r, bb = beta.data()[c];
-      for (int64_t b = 0; b < batch; ++b) {
-        const float* in = xp + (b * channels + c) * s;
-        float* out = yp + (b * channels + c) * s;
-        for (int64_t i = 0; i < s; ++i) out[i] = (in[i] - m) * g + bb;
-      }
-    }
-  });
-}
-
-void CpuBackend::batch_norm_forward_eval(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                         float eps, const Tensor& running_mean,
-                                         const Tensor& running_var, Tensor& y) {
-  const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
-  const float* xp = x.data();
-  float* yp = y.data();
-  pool_.parallel_for(batch * channels, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t c = p % channels;
-      const float g = gamma.data()[c] / std::sqrt(running_var.data()[c] + eps);
-      const float m = running_mean.data()[c], bb = beta.data()[c];
-      for (int64_t i = 0; i < s; ++i) yp[p * s + i] = (xp[p * s + i] - m) * g + bb;
-    }
-  });
-}
-
-void CpuBackend::batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                                     const Tensor& rstd, const Tensor& dy, Tensor* dx,
-                                     Tensor& dgamma, Tensor& dbeta) {
-  const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
-  const float inv_n = 1.0f / static_cast<float>(batch * s);
-  const float* xp = x.data();
-  const float* g = dy.data();
-  float* dxp = dx ? dx->data() : nullptr;
-  pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const float m = mean.data()[c], r = rstd.data()[c];
-      double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      for (int64_t b = 0; b < batch; ++b) {
-        const float* gb = g + (b * channels + c) * s;
-        const float* xb = xp + (b * channels + c) * s;
-        const cpu::TwoSums sums =
-            cpu::two_sums_fixed_order_double(s, [=](int64_t i, double& dy, double& dy_xhat) {
-              dy += gb[i];
-              dy_xhat += gb[i] * (xb[i] - m) * r;
-            });
-        sum_dy += sums.first;
-        sum_dy_xhat += sums.second;
-      }
-      dbeta.data()[c] = static_cast<float>(sum_dy);
-      dgamma.data()[c] = static_cast<float>(sum_dy_xhat);
-      if (dxp == nullptr) continue;
-      const float k = gamma.data()[c] * r;
-      const float a = static_cast<float>(sum_dy) * inv_n;
-      const float bq = static_cast<float>(sum_dy_xhat) * inv_n;
-      for (int64_t b = 0; b < batch; ++b) {
-        const int64_t off = (b * channels + c) * s;
-        for (int64_t i = 0; i < s; ++i) {
-          const float xhat = (xp[off + i] - m) * r;
-          dxp[off + i] = k * (g[off + i] - a - xhat * bq);
-        }
-      }
     }
   });
 }
