@@ -141,6 +141,7 @@ std::string front_text(const SweepResult& result, const std::vector<StudyDirecti
   for (const FrozenTrial& t : front) {
     numbers += (numbers.empty() ? "" : ", ") + std::to_string(t.number);
   }
+  if (front.empty()) return "Pareto front: none yet (no feasible COMPLETE trial)";
   return "Pareto front: " + std::to_string(front.size()) + " of " +
          std::to_string(complete.size()) + " COMPLETE trials (" + numbers +
          "; `tuner best --study " + result.study_name + " --storage " + result.storage_path +
