@@ -343,6 +343,131 @@ uint64_t fingerprint(const std::vector<std::vector<double>>& x, const std::vecto
   return h;
 }
 
+// How a proposal scores points of the cube: candidates in one batch (stored one after another,
+// their values into `values`, zeros on entry), one point, and one point with the gradient.
+struct Acquisition {
+  std::function<void(const std::vector<double>& flat, std::vector<double>& values)> batch;
+  std::function<double(const std::vector<double>&)> score;
+  std::function<double(const std::vector<double>&, std::vector<double>&)> score_with_gradient;
+};
+
+// The point of the cube that maximizes the acquisition (search/gp_sampler.h): random candidates
+// and candidates near `starts` (the best trials, best first, at most 5) scored in one batch, the
+// best few refined by L-BFGS and by a shrinking local search.
+std::vector<double> maximize_acquisition(const Encoding& e, const GpSamplerOptions& options,
+                                         const Acquisition& acquisition,
+                                         const std::vector<const std::vector<double>*>& starts,
+                                         Rng& rng) {
+  // Candidates: random points of the cube, and points near the best trials, scored together.
+  std::vector<std::vector<double>> candidates;
+  candidates.reserve(static_cast<size_t>(options.n_candidates + options.n_local_candidates + 5));
+  auto consider = [&](std::vector<double> p) {
+    snap(e, p);
+    candidates.push_back(std::move(p));
+  };
+  for (int i = 0; i < options.n_candidates; ++i) {
+    std::vector<double> p(e.dims);
+    for (double& v : p) v = rng.uniform();
+    consider(std::move(p));
+  }
+  const size_t n_best = starts.size();
+  for (size_t b = 0; b < n_best; ++b) {
+    for (int i = 0; i < options.n_local_candidates / 5 + 1; ++i) {
+      std::vector<double> p = *starts[b];
+      for (double& v : p) v += 0.05 * rng.normal();
+      consider(std::move(p));
+    }
+  }
+  std::vector<double> values(candidates.size(), 0.0);
+  {
+    std::vector<double> flat;
+    flat.reserve(candidates.size() * e.dims);
+    for (const std::vector<double>& p : candidates) flat.insert(flat.end(), p.begin(), p.end());
+    acquisition.batch(flat, values);
+  }
+  std::vector<std::pair<double, std::vector<double>>> scored;
+  scored.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    scored.emplace_back(values[i], std::move(candidates[i]));
+  }
+  // Refine the best few by quasi-Newton ascent over the continuous coordinates (categoricals stay
+  // as they are), each through a logistic map so that the cube's bounds hold; the gradient
+  // analytic (search/gaussian_process.h, predict_with_gradient).
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> free;
+  for (const Coordinate& c : e.coordinates) {
+    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
+      free.push_back(c.offset);
+    }
+  }
+  std::pair<double, std::vector<double>> chosen = scored.front();
+  std::vector<double> point_gradient;
+  for (size_t start = 0; start < std::min<size_t>(3, scored.size()) && !free.empty(); ++start) {
+    const std::vector<double>& from = scored[start].second;
+    auto point = [&](const Eigen::VectorXd& z) {
+      std::vector<double> p = from;
+      for (size_t i = 0; i < free.size(); ++i) {
+        p[free[i]] = 1.0 / (1.0 + std::exp(-z(static_cast<Eigen::Index>(i))));
+      }
+      return p;
+    };
+    auto negative_score = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
+      const std::vector<double> p = point(z);
+      const double s = acquisition.score_with_gradient(p, point_gradient);
+      gradient.resize(z.size());
+      for (size_t i = 0; i < free.size(); ++i) {
+        const double u = p[free[i]];
+        gradient(static_cast<Eigen::Index>(i)) = -point_gradient[free[i]] * u * (1.0 - u);
+      }
+      return -s;
+    };
+    Eigen::VectorXd z(static_cast<Eigen::Index>(free.size()));
+    for (size_t i = 0; i < free.size(); ++i) {
+      const double u = std::clamp(from[free[i]], 1e-6, 1.0 - 1e-6);
+      z(static_cast<Eigen::Index>(i)) = std::log(u / (1.0 - u));
+    }
+    std::vector<double> refined = point(minimize_lbfgs(negative_score, z, 50));
+    const double value = acquisition.score(refined);
+    if (value > chosen.first) chosen = {value, std::move(refined)};
+  }
+  // And a derivative-free local search from the same starts, with steps that shrink when no move
+  // improves: it also moves the categoricals, and escapes flat stretches of the acquisition.
+  for (size_t start = 0; start < std::min<size_t>(3, scored.size()); ++start) {
+    auto [value, point] = scored[start];
+    double step = 0.05;
+    for (int it = 0; it < 40 && step > 1e-4; ++it) {
+      std::vector<double> next = point;
+      for (double& v : next) v += step * rng.normal();
+      snap(e, next);
+      const double s = acquisition.score(next);
+      if (s > value) {
+        value = s;
+        point = std::move(next);
+      } else {
+        step *= 0.7;
+      }
+    }
+    if (value > chosen.first) chosen = {value, std::move(point)};
+  }
+  return chosen.second;
+}
+
+// The parameters of the cube's point `chosen`, and what the GP does not model drawn at random.
+Params decode_proposal(const SearchSpace& space, const Encoding& e,
+                       const std::vector<double>& chosen, Rng& rng) {
+  Params params;
+  for (const Coordinate& c : e.coordinates) params[c.spec->name] = decode(c, chosen);
+  // What the GP does not model: conditional parameters (when active) and normal priors.
+  Params active = params;
+  for (const ParamSpec& spec : space.params()) {
+    if (params.contains(spec.name) || !space.is_active(spec, active)) continue;
+    params[spec.name] = RandomSampler::draw(spec.distribution, rng);
+    active[spec.name] = params[spec.name];
+  }
+  return params;
+}
+
 }  // namespace
 
 // The kernel parameters fitted from scratch at recent anchors, kept by their points and values
@@ -537,18 +662,6 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     return s;
   };
 
-  // Candidates: random points of the cube, and points near the best trials, scored together.
-  std::vector<std::vector<double>> candidates;
-  candidates.reserve(static_cast<size_t>(options_.n_candidates + options_.n_local_candidates + 5));
-  auto consider = [&](std::vector<double> p) {
-    snap(e, p);
-    candidates.push_back(std::move(p));
-  };
-  for (int i = 0; i < options_.n_candidates; ++i) {
-    std::vector<double> p(e.dims);
-    for (double& v : p) v = rng.uniform();
-    consider(std::move(p));
-  }
   // The best trials: feasible ones by value, then infeasible ones by their violation (running
   // trials, at the worst value, last).
   std::vector<size_t> order(y.size());
@@ -561,104 +674,24 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     if (violation[a] != violation[b]) return violation[a] < violation[b];
     return y[a] > y[b];
   });
-  const size_t n_best = std::min<size_t>(5, order.size());
-  for (size_t b = 0; b < n_best; ++b) {
-    for (int i = 0; i < options_.n_local_candidates / 5 + 1; ++i) {
-      std::vector<double> p = x[order[b]];
-      for (double& v : p) v += 0.05 * rng.normal();
-      consider(std::move(p));
-    }
-  }
-  std::vector<double> values(candidates.size(), 0.0);
-  {
-    std::vector<double> flat;
-    flat.reserve(candidates.size() * e.dims);
-    for (const std::vector<double>& p : candidates) flat.insert(flat.end(), p.begin(), p.end());
-    std::vector<GaussianProcess::Prediction> at(candidates.size());
-    if (any_feasible) {
-      gp.predict(flat, candidates.size(), at);
-      for (size_t i = 0; i < at.size(); ++i) {
-        values[i] = log_expected_improvement(at[i].mean, at[i].variance, best);
-      }
-    }
-    if (feasibility.constrained()) feasibility.add_log_probabilities(flat, values);
-  }
-  std::vector<std::pair<double, std::vector<double>>> scored;
-  scored.reserve(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    scored.emplace_back(values[i], std::move(candidates[i]));
-  }
-  // Refine the best few by quasi-Newton ascent over the continuous coordinates (categoricals stay
-  // as they are), each through a logistic map so that the cube's bounds hold; the gradient
-  // analytic (search/gaussian_process.h, predict_with_gradient).
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<size_t> free;
-  for (const Coordinate& c : e.coordinates) {
-    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
-      free.push_back(c.offset);
-    }
-  }
-  std::pair<double, std::vector<double>> chosen = scored.front();
-  std::vector<double> point_gradient;
-  for (size_t start = 0; start < std::min<size_t>(3, scored.size()) && !free.empty(); ++start) {
-    const std::vector<double>& from = scored[start].second;
-    auto point = [&](const Eigen::VectorXd& z) {
-      std::vector<double> p = from;
-      for (size_t i = 0; i < free.size(); ++i) {
-        p[free[i]] = 1.0 / (1.0 + std::exp(-z(static_cast<Eigen::Index>(i))));
-      }
-      return p;
-    };
-    auto negative_score = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
-      const std::vector<double> p = point(z);
-      const double s = score_with_gradient(p, point_gradient);
-      gradient.resize(z.size());
-      for (size_t i = 0; i < free.size(); ++i) {
-        const double u = p[free[i]];
-        gradient(static_cast<Eigen::Index>(i)) = -point_gradient[free[i]] * u * (1.0 - u);
-      }
-      return -s;
-    };
-    Eigen::VectorXd z(static_cast<Eigen::Index>(free.size()));
-    for (size_t i = 0; i < free.size(); ++i) {
-      const double u = std::clamp(from[free[i]], 1e-6, 1.0 - 1e-6);
-      z(static_cast<Eigen::Index>(i)) = std::log(u / (1.0 - u));
-    }
-    std::vector<double> refined = point(minimize_lbfgs(negative_score, z, 50));
-    const double value = score(refined);
-    if (value > chosen.first) chosen = {value, std::move(refined)};
-  }
-  // And a derivative-free local search from the same starts, with steps that shrink when no move
-  // improves: it also moves the categoricals, and escapes flat stretches of the acquisition.
-  for (size_t start = 0; start < std::min<size_t>(3, scored.size()); ++start) {
-    auto [value, point] = scored[start];
-    double step = 0.05;
-    for (int it = 0; it < 40 && step > 1e-4; ++it) {
-      std::vector<double> next = point;
-      for (double& v : next) v += step * rng.normal();
-      snap(e, next);
-      const double s = score(next);
-      if (s > value) {
-        value = s;
-        point = std::move(next);
-      } else {
-        step *= 0.7;
-      }
-    }
-    if (value > chosen.first) chosen = {value, std::move(point)};
-  }
-
-  Params params;
-  for (const Coordinate& c : e.coordinates) params[c.spec->name] = decode(c, chosen.second);
-  // What the GP does not model: conditional parameters (when active) and normal priors.
-  Params active = params;
-  for (const ParamSpec& spec : space.params()) {
-    if (params.contains(spec.name) || !space.is_active(spec, active)) continue;
-    params[spec.name] = RandomSampler::draw(spec.distribution, rng);
-    active[spec.name] = params[spec.name];
-  }
-  return params;
+  std::vector<const std::vector<double>*> starts;
+  for (size_t b = 0; b < std::min<size_t>(5, order.size()); ++b) starts.push_back(&x[order[b]]);
+  const Acquisition acquisition{
+      .batch =
+          [&](const std::vector<double>& flat, std::vector<double>& values) {
+            std::vector<GaussianProcess::Prediction> at(values.size());
+            if (any_feasible) {
+              gp.predict(flat, values.size(), at);
+              for (size_t i = 0; i < at.size(); ++i) {
+                values[i] = log_expected_improvement(at[i].mean, at[i].variance, best);
+              }
+            }
+            if (feasibility.constrained()) feasibility.add_log_probabilities(flat, values);
+          },
+      .score = score,
+      .score_with_gradient = score_with_gradient};
+  return decode_proposal(space, e, maximize_acquisition(e, options_, acquisition, starts, rng),
+                         rng);
 }
 
 }  // namespace tuner
