@@ -556,9 +556,9 @@ Boxes non_dominated_boxes(const std::vector<double>& front, size_t m,
 // The Monte Carlo expected hypervolume improvement of a point whose losses are N(mean_j,
 // sd_j^2), independent, over the samples `z`: the mean over samples y = mean + sd z of the
 // volume of the boxes above y. With d_mean and d_sd (m values each), its derivatives there.
-double expected_improvement_volume(const double* mean, const double* sd, const std::vector<double>& z,
-                                   const Boxes& boxes, double* d_mean = nullptr,
-                                   double* d_sd = nullptr) {
+double expected_improvement_volume(const double* mean, const double* sd,
+                                   const std::vector<double>& z, const Boxes& boxes,
+                                   double* d_mean = nullptr, double* d_sd = nullptr) {
   const size_t m = boxes.m, samples = z.size() / m;
   double total = 0;
   std::vector<double> y(m), side(m), d_y(m);
@@ -862,15 +862,13 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
     }
     std::vector<std::vector<double>> index(n);
     std::vector<double> rank(n);
-    std::vector<std::vector<ConstraintValue>> constraints(all.constraints.begin(),
-                                                          all.constraints.begin() +
-                                                              static_cast<std::ptrdiff_t>(n));
+    std::vector<std::vector<ConstraintValue>> constraints(
+        all.constraints.begin(), all.constraints.begin() + static_cast<std::ptrdiff_t>(n));
     std::vector<bool> feasible(all.feasible.begin(),
                                all.feasible.begin() + static_cast<std::ptrdiff_t>(n));
-    const std::vector<int> ranks =
-        n > static_cast<size_t>(options_.max_fit_trials)
-            ? constrained_non_domination_ranks(losses, m, violations)
-            : std::vector<int>(n, 0);
+    const std::vector<int> ranks = n > static_cast<size_t>(options_.max_fit_trials)
+                                       ? constrained_non_domination_ranks(losses, m, violations)
+                                       : std::vector<int>(n, 0);
     for (size_t i = 0; i < n; ++i) index[i] = {static_cast<double>(i)}, rank[i] = -ranks[i];
     keep_fit_window(options_.max_fit_trials, index, rank, constraints, feasible);
     Observed o{.y = std::vector<std::vector<double>>(m)};
@@ -901,8 +899,8 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
     if (std::optional<std::vector<double>> p = encode(e, t)) {
       x.push_back(std::move(*p));
       for (std::vector<double>& values : fitted.y) {
-        values.push_back(*std::min_element(values.begin(), values.begin() +
-                                                               static_cast<std::ptrdiff_t>(n_observed)));
+        values.push_back(*std::min_element(
+            values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n_observed)));
       }
     }
   }
@@ -953,8 +951,8 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
   const size_t front_limit =
       m == 2 ? front_trials.size()
              : static_cast<size_t>(std::pow(4096.0, 1.0 / static_cast<double>(m - 1))) - 1;
-  std::vector<size_t> kept = select_by_hypervolume(front, m, std::max<size_t>(5, front_limit),
-                                                   reference);
+  std::vector<size_t> kept =
+      select_by_hypervolume(front, m, std::max<size_t>(5, front_limit), reference);
   {
     std::vector<double> thinned;
     std::vector<size_t> thinned_trials;
@@ -1045,7 +1043,8 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
     std::vector<size_t> order(n_observed);
     for (size_t i = 0; i < n_observed; ++i) order[i] = i;
     std::vector<double> violation(n_observed);
-    for (size_t i = 0; i < n_observed; ++i) violation[i] = constraint_violation(fitted.constraints[i]);
+    for (size_t i = 0; i < n_observed; ++i)
+      violation[i] = constraint_violation(fitted.constraints[i]);
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return violation[a] < violation[b]; });
     for (size_t i = 0; i < std::min<size_t>(5, n_observed); ++i) starts.push_back(&x[order[i]]);

@@ -191,7 +191,6 @@ TEST(GpSampler, SameHistoryAndRngSameProposalWithConstraints) {
   EXPECT_EQ(ra.feasible_late, rb.feasible_late);
 }
 
-
 // Several objectives: expected hypervolume improvement (search/gp_sampler.h).
 using multi_objective_test::kMinimizeTwo;
 using multi_objective_test::optimize_multi;
@@ -205,14 +204,13 @@ TEST(GpSampler, MultiObjectiveSameRngSameValuesAndDirections) {
   const auto first = optimize_multi(a, space, 5, 25, zdt1, kMinimizeTwo);
   const auto second = optimize_multi(b, space, 5, 25, zdt1, kMinimizeTwo);
   // Maximizing the negated objectives gives the GPs the same values: the same proposals.
-  const auto negated = optimize_multi(
-      c, space, 5, 25,
-      [](const Params& p) {
-        std::vector<double> v = zdt1(p);
-        for (double& x : v) x = -x;
-        return v;
-      },
-      {StudyDirection::kMaximize, StudyDirection::kMaximize});
+  const auto negated = optimize_multi(c, space, 5, 25,
+                                      [](const Params& p) {
+                                        std::vector<double> v = zdt1(p);
+                                        for (double& x : v) x = -x;
+                                        return v;
+                                      },
+                                      {StudyDirection::kMaximize, StudyDirection::kMaximize});
   for (int i = 0; i < 25; ++i) {
     EXPECT_EQ(first[i].params, second[i].params) << i;
     EXPECT_EQ(first[i].params, negated[i].params) << i;
@@ -281,9 +279,9 @@ TEST(GpSampler, MultiObjectiveThreeObjectivesAndConstraints) {
   };
   const std::vector<StudyDirection> three(3, StudyDirection::kMinimize);
   GpSampler sampler;
-  const auto trials = optimize_multi(
-      sampler, space, 2, 35, dtlz2, three,
-      [](const Params& p) { return 0.5 - std::get<double>(p.at("x0")); });
+  const auto trials = optimize_multi(sampler, space, 2, 35, dtlz2, three, [](const Params& p) {
+    return 0.5 - std::get<double>(p.at("x0"));
+  });
   int feasible = 0, near = 0;
   for (size_t i = 10; i < trials.size(); ++i) {
     if (!is_feasible(trials[i])) continue;
