@@ -17,6 +17,8 @@
 #include "search/gaussian_process.h"
 #include "search/lbfgs.h"
 #include "search/output_warping.h"
+#include "search/pareto.h"
+#include "search/parzen_estimator.h"
 #include "search/random_sampler.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -343,6 +345,254 @@ uint64_t fingerprint(const std::vector<std::vector<double>>& x, const std::vecto
   return h;
 }
 
+// How a proposal scores points of the cube: candidates in one batch (stored one after another,
+// their values into `values`, zeros on entry), one point, and one point with the gradient.
+struct Acquisition {
+  std::function<void(const std::vector<double>& flat, std::vector<double>& values)> batch;
+  std::function<double(const std::vector<double>&)> score;
+  std::function<double(const std::vector<double>&, std::vector<double>&)> score_with_gradient;
+};
+
+// The point of the cube that maximizes the acquisition (search/gp_sampler.h): random candidates
+// and candidates near `starts` (the best trials, best first, at most 5) scored in one batch, the
+// best few refined by L-BFGS and by a shrinking local search.
+std::vector<double> maximize_acquisition(const Encoding& e, const GpSamplerOptions& options,
+                                         const Acquisition& acquisition,
+                                         const std::vector<const std::vector<double>*>& starts,
+                                         Rng& rng) {
+  // Candidates: random points of the cube, and points near the best trials, scored together.
+  std::vector<std::vector<double>> candidates;
+  candidates.reserve(static_cast<size_t>(options.n_candidates + options.n_local_candidates + 5));
+  auto consider = [&](std::vector<double> p) {
+    snap(e, p);
+    candidates.push_back(std::move(p));
+  };
+  for (int i = 0; i < options.n_candidates; ++i) {
+    std::vector<double> p(e.dims);
+    for (double& v : p) v = rng.uniform();
+    consider(std::move(p));
+  }
+  const size_t n_best = starts.size();
+  for (size_t b = 0; b < n_best; ++b) {
+    for (int i = 0; i < options.n_local_candidates / 5 + 1; ++i) {
+      std::vector<double> p = *starts[b];
+      for (double& v : p) v += 0.05 * rng.normal();
+      consider(std::move(p));
+    }
+  }
+  std::vector<double> values(candidates.size(), 0.0);
+  {
+    std::vector<double> flat;
+    flat.reserve(candidates.size() * e.dims);
+    for (const std::vector<double>& p : candidates) flat.insert(flat.end(), p.begin(), p.end());
+    acquisition.batch(flat, values);
+  }
+  std::vector<std::pair<double, std::vector<double>>> scored;
+  scored.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    scored.emplace_back(values[i], std::move(candidates[i]));
+  }
+  // Refine the best few by quasi-Newton ascent over the continuous coordinates (categoricals stay
+  // as they are), each through a logistic map so that the cube's bounds hold; the gradient
+  // analytic (search/gaussian_process.h, predict_with_gradient).
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> free;
+  for (const Coordinate& c : e.coordinates) {
+    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
+      free.push_back(c.offset);
+    }
+  }
+  std::pair<double, std::vector<double>> chosen = scored.front();
+  std::vector<double> point_gradient;
+  for (size_t start = 0; start < std::min<size_t>(3, scored.size()) && !free.empty(); ++start) {
+    const std::vector<double>& from = scored[start].second;
+    auto point = [&](const Eigen::VectorXd& z) {
+      std::vector<double> p = from;
+      for (size_t i = 0; i < free.size(); ++i) {
+        p[free[i]] = 1.0 / (1.0 + std::exp(-z(static_cast<Eigen::Index>(i))));
+      }
+      return p;
+    };
+    auto negative_score = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
+      const std::vector<double> p = point(z);
+      const double s = acquisition.score_with_gradient(p, point_gradient);
+      gradient.resize(z.size());
+      for (size_t i = 0; i < free.size(); ++i) {
+        const double u = p[free[i]];
+        gradient(static_cast<Eigen::Index>(i)) = -point_gradient[free[i]] * u * (1.0 - u);
+      }
+      return -s;
+    };
+    Eigen::VectorXd z(static_cast<Eigen::Index>(free.size()));
+    for (size_t i = 0; i < free.size(); ++i) {
+      const double u = std::clamp(from[free[i]], 1e-6, 1.0 - 1e-6);
+      z(static_cast<Eigen::Index>(i)) = std::log(u / (1.0 - u));
+    }
+    std::vector<double> refined = point(minimize_lbfgs(negative_score, z, 50));
+    const double value = acquisition.score(refined);
+    if (value > chosen.first) chosen = {value, std::move(refined)};
+  }
+  // And a derivative-free local search from the same starts, with steps that shrink when no move
+  // improves: it also moves the categoricals, and escapes flat stretches of the acquisition.
+  for (size_t start = 0; start < std::min<size_t>(3, scored.size()); ++start) {
+    auto [value, point] = scored[start];
+    double step = 0.05;
+    for (int it = 0; it < 40 && step > 1e-4; ++it) {
+      std::vector<double> next = point;
+      for (double& v : next) v += step * rng.normal();
+      snap(e, next);
+      const double s = acquisition.score(next);
+      if (s > value) {
+        value = s;
+        point = std::move(next);
+      } else {
+        step *= 0.7;
+      }
+    }
+    if (value > chosen.first) chosen = {value, std::move(point)};
+  }
+  return chosen.second;
+}
+
+// The parameters of the cube's point `chosen`, and what the GP does not model drawn at random.
+Params decode_proposal(const SearchSpace& space, const Encoding& e,
+                       const std::vector<double>& chosen, Rng& rng) {
+  Params params;
+  for (const Coordinate& c : e.coordinates) params[c.spec->name] = decode(c, chosen);
+  // What the GP does not model: conditional parameters (when active) and normal priors.
+  Params active = params;
+  for (const ParamSpec& spec : space.params()) {
+    if (params.contains(spec.name) || !space.is_active(spec, active)) continue;
+    params[spec.name] = RandomSampler::draw(spec.distribution, rng);
+    active[spec.name] = params[spec.name];
+  }
+  return params;
+}
+
+// Several objectives (search/gp_sampler.h, "several objectives").
+
+// The Monte Carlo samples of the expected hypervolume improvement (as Optuna's GPSampler).
+constexpr size_t kEhviSamples = 128;
+
+// The fixed standard normal samples of the Monte Carlo expectation: `count` points of a Halton
+// sequence in m dimensions (bases 2, 3, 5, ...), shifted modulo 1 by one uniform per dimension
+// drawn from the trial's Rng (a randomized quasi-Monte Carlo rule), through the normal's inverse
+// CDF. Row-major: sample s is z[s * m, (s + 1) * m).
+std::vector<double> normal_samples(size_t count, size_t m, Rng& rng) {
+  static constexpr int kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
+  std::vector<double> shift(m);
+  for (double& v : shift) v = rng.uniform();
+  std::vector<double> z(count * m);
+  for (size_t s = 0; s < count; ++s) {
+    for (size_t j = 0; j < m; ++j) {
+      const int base = kPrimes[j % std::size(kPrimes)];
+      double u = 0, f = 1.0 / base;
+      for (size_t i = s + 1; i > 0; i /= static_cast<size_t>(base), f /= base) {
+        u += f * static_cast<double>(i % static_cast<size_t>(base));
+      }
+      u += shift[j];
+      u -= std::floor(u);
+      z[s * m + j] = ndtri(std::clamp(u, 1e-12, 1.0 - 1e-12));
+    }
+  }
+  return z;
+}
+
+// The region below `reference` that no point of a front (loss vectors, smaller better) dominates,
+// as disjoint boxes [lower, upper]: the grid of the front's values in the first m - 1 objectives
+// cut into cells, each cell's box open below in the last objective and bounded above by the
+// least last value of the points that dominate the cell in the others; neighbouring cells along
+// the first objective with the same bound merged. For 2 objectives, n + 1 strips.
+struct Boxes {
+  size_t m = 0, count = 0;
+  std::vector<double> lower, upper;  // row-major, count x m; lower may be -infinity
+};
+
+Boxes non_dominated_boxes(const std::vector<double>& front, size_t m,
+                          const std::vector<double>& reference) {
+  const size_t n = front.size() / m;
+  const double minus_infinity = -std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> grid(m - 1);
+  for (size_t j = 0; j + 1 < m; ++j) {
+    grid[j].push_back(minus_infinity);
+    for (size_t i = 0; i < n; ++i) {
+      if (front[i * m + j] < reference[j]) grid[j].push_back(front[i * m + j]);
+    }
+    std::sort(grid[j].begin(), grid[j].end());
+    grid[j].erase(std::unique(grid[j].begin(), grid[j].end()), grid[j].end());
+    grid[j].push_back(reference[j]);
+  }
+  Boxes boxes{.m = m};
+  std::vector<size_t> cell(m - 1, 0);
+  while (true) {
+    double bound = reference[m - 1];
+    for (size_t i = 0; i < n; ++i) {
+      bool below = true;
+      for (size_t j = 0; j + 1 < m && below; ++j) below = front[i * m + j] <= grid[j][cell[j]];
+      if (below) bound = std::min(bound, front[i * m + m - 1]);
+    }
+    // The previous box, the cell before this one along the first objective, merged with this one
+    // when their bounds agree.
+    if (cell[0] > 0 && boxes.upper[(boxes.count - 1) * m + m - 1] == bound) {
+      boxes.upper[(boxes.count - 1) * m] = grid[0][cell[0] + 1];
+    } else {
+      for (size_t j = 0; j + 1 < m; ++j) {
+        boxes.lower.push_back(grid[j][cell[j]]);
+        boxes.upper.push_back(grid[j][cell[j] + 1]);
+      }
+      boxes.lower.push_back(minus_infinity);
+      boxes.upper.push_back(bound);
+      ++boxes.count;
+    }
+    // The next cell, the first objective fastest.
+    size_t j = 0;
+    while (j + 1 < m && ++cell[j] + 1 == grid[j].size()) cell[j++] = 0;
+    if (j + 1 == m) break;
+  }
+  return boxes;
+}
+
+// The Monte Carlo expected hypervolume improvement of a point whose losses are N(mean_j,
+// sd_j^2), independent, over the samples `z`: the mean over samples y = mean + sd z of the
+// volume of the boxes above y. With d_mean and d_sd (m values each), its derivatives there.
+double expected_improvement_volume(const double* mean, const double* sd,
+                                   const std::vector<double>& z, const Boxes& boxes,
+                                   double* d_mean = nullptr, double* d_sd = nullptr) {
+  const size_t m = boxes.m, samples = z.size() / m;
+  double total = 0;
+  std::vector<double> y(m), side(m), d_y(m);
+  if (d_mean != nullptr) std::fill(d_mean, d_mean + m, 0.0), std::fill(d_sd, d_sd + m, 0.0);
+  for (size_t s = 0; s < samples; ++s) {
+    for (size_t j = 0; j < m; ++j) y[j] = mean[j] + sd[j] * z[s * m + j], d_y[j] = 0;
+    for (size_t k = 0; k < boxes.count; ++k) {
+      const double* lo = &boxes.lower[k * m];
+      const double* up = &boxes.upper[k * m];
+      double volume = 1;
+      size_t j = 0;
+      for (; j < m; ++j) {
+        side[j] = up[j] - std::max(y[j], lo[j]);
+        if (side[j] <= 0) break;
+        volume *= side[j];
+      }
+      if (j < m) continue;
+      total += volume;
+      if (d_mean == nullptr) continue;
+      for (j = 0; j < m; ++j) {
+        if (y[j] > lo[j]) d_y[j] -= volume / side[j];
+      }
+    }
+    if (d_mean != nullptr) {
+      for (size_t j = 0; j < m; ++j) d_mean[j] += d_y[j], d_sd[j] += d_y[j] * z[s * m + j];
+    }
+  }
+  const double scale = 1.0 / static_cast<double>(samples);
+  if (d_mean != nullptr) {
+    for (size_t j = 0; j < m; ++j) d_mean[j] *= scale, d_sd[j] *= scale;
+  }
+  return total * scale;
+}
+
 }  // namespace
 
 // The kernel parameters fitted from scratch at recent anchors, kept by their points and values
@@ -350,7 +600,8 @@ uint64_t fingerprint(const std::vector<std::vector<double>>& x, const std::vecto
 // guards the entries; fits run outside it (two threads missing at once compute the same thing).
 class GpSampler::FitCache {
  public:
-  // The kernel of (x, y) of this kind (0: the objective, 1: a constraint), fitted from scratch
+  // The kernel of (x, y) of this kind (0: the objective, 1: a constraint, 2 + k: objective k of
+  // several), fitted from scratch
   // when missing, with an Rng seeded by the points and values.
   GpKernelParams get(int kind, const std::vector<std::vector<double>>& x,
                      const std::vector<double>& y) {
@@ -372,8 +623,8 @@ class GpSampler::FitCache {
   }
 
  private:
-  // The objective's anchor and a few constraints', with room for the anchor before.
-  static constexpr size_t kCapacity = 8;
+  // The objectives' anchors and a few constraints', with room for the anchors before.
+  static constexpr size_t kCapacity = 16;
   struct Entry {
     int kind;
     std::vector<std::vector<double>> x;
@@ -432,6 +683,7 @@ SearchSpace GpSampler::relative_space(const History& history) {
 
 Params GpSampler::sample(const SearchSpace& space, const History& history,
                          const TrialContext& trial, Rng& rng) {
+  if (history.directions.size() > 1) return sample_multi(space, history, trial, rng);
   const Encoding e = encoding_of(space);
   Observations all;
   const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
@@ -537,18 +789,6 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     return s;
   };
 
-  // Candidates: random points of the cube, and points near the best trials, scored together.
-  std::vector<std::vector<double>> candidates;
-  candidates.reserve(static_cast<size_t>(options_.n_candidates + options_.n_local_candidates + 5));
-  auto consider = [&](std::vector<double> p) {
-    snap(e, p);
-    candidates.push_back(std::move(p));
-  };
-  for (int i = 0; i < options_.n_candidates; ++i) {
-    std::vector<double> p(e.dims);
-    for (double& v : p) v = rng.uniform();
-    consider(std::move(p));
-  }
   // The best trials: feasible ones by value, then infeasible ones by their violation (running
   // trials, at the worst value, last).
   std::vector<size_t> order(y.size());
@@ -561,104 +801,271 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     if (violation[a] != violation[b]) return violation[a] < violation[b];
     return y[a] > y[b];
   });
-  const size_t n_best = std::min<size_t>(5, order.size());
-  for (size_t b = 0; b < n_best; ++b) {
-    for (int i = 0; i < options_.n_local_candidates / 5 + 1; ++i) {
-      std::vector<double> p = x[order[b]];
-      for (double& v : p) v += 0.05 * rng.normal();
-      consider(std::move(p));
-    }
-  }
-  std::vector<double> values(candidates.size(), 0.0);
-  {
-    std::vector<double> flat;
-    flat.reserve(candidates.size() * e.dims);
-    for (const std::vector<double>& p : candidates) flat.insert(flat.end(), p.begin(), p.end());
-    std::vector<GaussianProcess::Prediction> at(candidates.size());
-    if (any_feasible) {
-      gp.predict(flat, candidates.size(), at);
-      for (size_t i = 0; i < at.size(); ++i) {
-        values[i] = log_expected_improvement(at[i].mean, at[i].variance, best);
-      }
-    }
-    if (feasibility.constrained()) feasibility.add_log_probabilities(flat, values);
-  }
-  std::vector<std::pair<double, std::vector<double>>> scored;
-  scored.reserve(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    scored.emplace_back(values[i], std::move(candidates[i]));
-  }
-  // Refine the best few by quasi-Newton ascent over the continuous coordinates (categoricals stay
-  // as they are), each through a logistic map so that the cube's bounds hold; the gradient
-  // analytic (search/gaussian_process.h, predict_with_gradient).
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<size_t> free;
-  for (const Coordinate& c : e.coordinates) {
-    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
-      free.push_back(c.offset);
-    }
-  }
-  std::pair<double, std::vector<double>> chosen = scored.front();
-  std::vector<double> point_gradient;
-  for (size_t start = 0; start < std::min<size_t>(3, scored.size()) && !free.empty(); ++start) {
-    const std::vector<double>& from = scored[start].second;
-    auto point = [&](const Eigen::VectorXd& z) {
-      std::vector<double> p = from;
-      for (size_t i = 0; i < free.size(); ++i) {
-        p[free[i]] = 1.0 / (1.0 + std::exp(-z(static_cast<Eigen::Index>(i))));
-      }
-      return p;
-    };
-    auto negative_score = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
-      const std::vector<double> p = point(z);
-      const double s = score_with_gradient(p, point_gradient);
-      gradient.resize(z.size());
-      for (size_t i = 0; i < free.size(); ++i) {
-        const double u = p[free[i]];
-        gradient(static_cast<Eigen::Index>(i)) = -point_gradient[free[i]] * u * (1.0 - u);
-      }
-      return -s;
-    };
-    Eigen::VectorXd z(static_cast<Eigen::Index>(free.size()));
-    for (size_t i = 0; i < free.size(); ++i) {
-      const double u = std::clamp(from[free[i]], 1e-6, 1.0 - 1e-6);
-      z(static_cast<Eigen::Index>(i)) = std::log(u / (1.0 - u));
-    }
-    std::vector<double> refined = point(minimize_lbfgs(negative_score, z, 50));
-    const double value = score(refined);
-    if (value > chosen.first) chosen = {value, std::move(refined)};
-  }
-  // And a derivative-free local search from the same starts, with steps that shrink when no move
-  // improves: it also moves the categoricals, and escapes flat stretches of the acquisition.
-  for (size_t start = 0; start < std::min<size_t>(3, scored.size()); ++start) {
-    auto [value, point] = scored[start];
-    double step = 0.05;
-    for (int it = 0; it < 40 && step > 1e-4; ++it) {
-      std::vector<double> next = point;
-      for (double& v : next) v += step * rng.normal();
-      snap(e, next);
-      const double s = score(next);
-      if (s > value) {
-        value = s;
-        point = std::move(next);
-      } else {
-        step *= 0.7;
-      }
-    }
-    if (value > chosen.first) chosen = {value, std::move(point)};
-  }
+  std::vector<const std::vector<double>*> starts;
+  for (size_t b = 0; b < std::min<size_t>(5, order.size()); ++b) starts.push_back(&x[order[b]]);
+  const Acquisition acquisition{
+      .batch =
+          [&](const std::vector<double>& flat, std::vector<double>& values) {
+            std::vector<GaussianProcess::Prediction> at(values.size());
+            if (any_feasible) {
+              gp.predict(flat, values.size(), at);
+              for (size_t i = 0; i < at.size(); ++i) {
+                values[i] = log_expected_improvement(at[i].mean, at[i].variance, best);
+              }
+            }
+            if (feasibility.constrained()) feasibility.add_log_probabilities(flat, values);
+          },
+      .score = score,
+      .score_with_gradient = score_with_gradient};
+  return decode_proposal(space, e, maximize_acquisition(e, options_, acquisition, starts, rng),
+                         rng);
+}
 
-  Params params;
-  for (const Coordinate& c : e.coordinates) params[c.spec->name] = decode(c, chosen.second);
-  // What the GP does not model: conditional parameters (when active) and normal priors.
-  Params active = params;
-  for (const ParamSpec& spec : space.params()) {
-    if (params.contains(spec.name) || !space.is_active(spec, active)) continue;
-    params[spec.name] = RandomSampler::draw(spec.distribution, rng);
-    active[spec.name] = params[spec.name];
+Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
+                               const TrialContext& trial, Rng& rng) {
+  const Encoding e = encoding_of(space);
+  const size_t m = history.directions.size();
+  // The observed trials, each objective maximized (a minimized one negated), as one GP models it.
+  struct Observed {
+    std::vector<std::vector<double>> x;
+    std::vector<std::vector<double>> y;  // y[k][i]: objective k at x[i], maximized
+    std::vector<std::vector<ConstraintValue>> constraints;
+    std::vector<bool> feasible;
+  };
+  Observed all{.y = std::vector<std::vector<double>>(m)};
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kComplete || t.values.size() != m ||
+        !std::all_of(t.values.begin(), t.values.end(), [](double v) { return std::isfinite(v); })) {
+      continue;
+    }
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      all.x.push_back(std::move(*p));
+      for (size_t k = 0; k < m; ++k) {
+        const double sign = history.directions[k] == StudyDirection::kMaximize ? 1.0 : -1.0;
+        all.y[k].push_back(sign * t.values[k]);
+      }
+      all.constraints.push_back(has_constraints(t) ? constraints_of(t)
+                                                   : std::vector<ConstraintValue>{});
+      all.feasible.push_back(constraint_violation(all.constraints.back()) == 0);
+    }
   }
-  return params;
+  if (e.dims == 0 || static_cast<int>(all.x.size()) < std::max(1, options_.n_startup_trials)) {
+    return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
+  }
+  // The first n of the observed trials, then at most max_fit_trials of them: the best half by
+  // (constrained) non-domination rank, then the most recent (keep_fit_window on the ranks).
+  auto prefix_window = [&](size_t n) {
+    std::vector<double> losses, violations;
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < m; ++k) losses.push_back(-all.y[k][i]);
+      violations.push_back(all.feasible[i] ? 0.0 : constraint_violation(all.constraints[i]));
+    }
+    std::vector<std::vector<double>> index(n);
+    std::vector<double> rank(n);
+    std::vector<std::vector<ConstraintValue>> constraints(
+        all.constraints.begin(), all.constraints.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<bool> feasible(all.feasible.begin(),
+                               all.feasible.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::vector<int> ranks = n > static_cast<size_t>(options_.max_fit_trials)
+                                       ? constrained_non_domination_ranks(losses, m, violations)
+                                       : std::vector<int>(n, 0);
+    for (size_t i = 0; i < n; ++i) index[i] = {static_cast<double>(i)}, rank[i] = -ranks[i];
+    keep_fit_window(options_.max_fit_trials, index, rank, constraints, feasible);
+    Observed o{.y = std::vector<std::vector<double>>(m)};
+    for (const std::vector<double>& i : index) {
+      const size_t at = static_cast<size_t>(i[0]);
+      o.x.push_back(all.x[at]);
+      for (size_t k = 0; k < m; ++k) o.y[k].push_back(all.y[k][at]);
+      o.constraints.push_back(all.constraints[at]);
+      o.feasible.push_back(all.feasible[at]);
+    }
+    if (options_.warp_outputs) {
+      for (std::vector<double>& values : o.y) {
+        const OutputWarping warp = OutputWarping::fit(values);
+        for (double& v : values) v = warp(v);
+      }
+    }
+    return o;
+  };
+  // The anchor, as for one objective (search/gp_sampler.h, "the kernel fit"), one per objective.
+  const Observed anchor =
+      prefix_window(anchor_of(all.x.size(), static_cast<size_t>(options_.refit_every)));
+  Observed fitted = prefix_window(all.x.size());
+  std::vector<std::vector<double>>& x = fitted.x;
+  const size_t n_observed = x.size();
+  // Running trials: a constant liar at the worst value of each objective.
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kRunning || t.number == trial.number) continue;
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      x.push_back(std::move(*p));
+      for (std::vector<double>& values : fitted.y) {
+        values.push_back(*std::min_element(
+            values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n_observed)));
+      }
+    }
+  }
+  Rng unused(0);  // a warm fit draws nothing from its Rng
+  std::vector<GaussianProcess> gps;
+  for (size_t k = 0; k < m; ++k) {
+    gps.push_back(GaussianProcess::fit(
+        x, fitted.y[k], unused,
+        {.warm_start = fits_->get(2 + static_cast<int>(k), anchor.x, anchor.y[k])}));
+  }
+  const WarmFit fit = [&](const std::vector<std::vector<double>>& at,
+                          const std::vector<double>& value,
+                          const std::vector<std::vector<double>>& anchor_at,
+                          const std::vector<double>& anchor_value) {
+    GpFitOptions fit_options;
+    if (!anchor_at.empty()) fit_options.warm_start = fits_->get(1, anchor_at, anchor_value);
+    Rng cold_rng(fingerprint(at, value));  // drawn from only without a warm start
+    return GaussianProcess::fit(at, value, cold_rng, fit_options);
+  };
+  const Feasibility feasibility(x, fitted.constraints, anchor.x, anchor.constraints, fit);
+
+  // The front: the feasible observed trials' losses (warped, negated) that no other dominates;
+  // the reference just beyond the worst observed loss of each objective (by 10% of its range).
+  std::vector<double> losses, reference(m), best(m, std::numeric_limits<double>::infinity());
+  std::vector<size_t> candidates_of_front;
+  for (size_t i = 0; i < n_observed; ++i) {
+    if (feasibility.constrained() && !fitted.feasible[i]) continue;
+    for (size_t k = 0; k < m; ++k) losses.push_back(-fitted.y[k][i]);
+    candidates_of_front.push_back(i);
+  }
+  for (size_t k = 0; k < m; ++k) {
+    double low = std::numeric_limits<double>::infinity(), high = -low;
+    for (size_t i = 0; i < n_observed; ++i) {
+      low = std::min(low, -fitted.y[k][i]);
+      high = std::max(high, -fitted.y[k][i]);
+    }
+    reference[k] = high + std::max(0.1 * (high - low), 1e-9);
+  }
+  std::vector<double> front;
+  std::vector<size_t> front_trials;
+  for (size_t i : pareto_front(losses, m)) {
+    front.insert(front.end(), losses.begin() + static_cast<std::ptrdiff_t>(i * m),
+                 losses.begin() + static_cast<std::ptrdiff_t>((i + 1) * m));
+    front_trials.push_back(candidates_of_front[i]);
+  }
+  // The grid of the box decomposition grows as the front's size to the power m - 1: past a few
+  // thousand cells, the front is thinned to the points of largest hypervolume.
+  const size_t front_limit =
+      m == 2 ? front_trials.size()
+             : static_cast<size_t>(std::pow(4096.0, 1.0 / static_cast<double>(m - 1))) - 1;
+  std::vector<size_t> kept =
+      select_by_hypervolume(front, m, std::max<size_t>(5, front_limit), reference);
+  {
+    std::vector<double> thinned;
+    std::vector<size_t> thinned_trials;
+    for (size_t i : kept) {
+      thinned.insert(thinned.end(), front.begin() + static_cast<std::ptrdiff_t>(i * m),
+                     front.begin() + static_cast<std::ptrdiff_t>((i + 1) * m));
+      thinned_trials.push_back(front_trials[i]);
+    }
+    front = std::move(thinned);
+    front_trials = std::move(thinned_trials);
+  }
+  for (size_t i = 0; i < front_trials.size(); ++i) {
+    for (size_t k = 0; k < m; ++k) best[k] = std::min(best[k], front[i * m + k]);
+  }
+  const bool any_feasible = !front_trials.empty();
+  const Boxes boxes = any_feasible ? non_dominated_boxes(front, m, reference) : Boxes{};
+  const std::vector<double> z = normal_samples(kEhviSamples, m, rng);
+
+  // log EHVI from the predictions (maximized units) of the m GPs; where no sample improves, a
+  // smooth floor far below any log EHVI: the log probability of beating the front's best in every
+  // objective, less 1000. With `gradient` (m means then m variances), the derivatives.
+  std::vector<double> mean(m), sd(m), d_mean(m), d_sd(m);
+  auto log_ehvi = [&](const GaussianProcess::Prediction* at, size_t stride, double* gradient) {
+    for (size_t k = 0; k < m; ++k) {
+      mean[k] = -at[k * stride].mean;
+      sd[k] = std::sqrt(std::max(at[k * stride].variance, 1e-18));
+    }
+    const double volume = expected_improvement_volume(mean.data(), sd.data(), z, boxes,
+                                                      gradient ? d_mean.data() : nullptr,
+                                                      gradient ? d_sd.data() : nullptr);
+    if (volume > 0) {
+      if (gradient != nullptr) {
+        for (size_t k = 0; k < m; ++k) {
+          gradient[k] = -d_mean[k] / volume;  // d/d(maximized mean) = -d/d(loss mean)
+          gradient[m + k] = at[k * stride].variance > 1e-18 ? d_sd[k] / volume / (2 * sd[k]) : 0;
+        }
+      }
+      return std::log(volume);
+    }
+    double s = -1000;
+    for (size_t k = 0; k < m; ++k) {
+      // P(loss < best) = Phi((best - mean) / sd) = log_feasible_slope of mean - best.
+      const Slope slope = log_feasible_slope(mean[k] - best[k], at[k * stride].variance);
+      s += slope.value;
+      if (gradient != nullptr) gradient[k] = -slope.d_mean, gradient[m + k] = slope.d_variance;
+    }
+    return s;
+  };
+  auto score = [&](const std::vector<double>& p) {
+    double s = 0;
+    if (any_feasible) {
+      std::vector<GaussianProcess::Prediction> at(m);
+      for (size_t k = 0; k < m; ++k) at[k] = gps[k].predict(p);
+      s = log_ehvi(at.data(), 1, nullptr);
+    }
+    if (feasibility.constrained()) s += feasibility.log_probability(p);
+    return s;
+  };
+  std::vector<std::vector<double>> mean_gradients(m, std::vector<double>(e.dims)),
+      variance_gradients(m, std::vector<double>(e.dims));
+  auto score_with_gradient = [&](const std::vector<double>& p, std::vector<double>& gradient) {
+    gradient.assign(e.dims, 0.0);
+    double s = 0;
+    if (any_feasible) {
+      std::vector<GaussianProcess::Prediction> at(m);
+      for (size_t k = 0; k < m; ++k) {
+        at[k] = gps[k].predict_with_gradient(p, mean_gradients[k], variance_gradients[k]);
+      }
+      std::vector<double> slope(2 * m);
+      s = log_ehvi(at.data(), 1, slope.data());
+      for (size_t k = 0; k < m; ++k) {
+        for (size_t j = 0; j < e.dims; ++j) {
+          gradient[j] += slope[k] * mean_gradients[k][j] + slope[m + k] * variance_gradients[k][j];
+        }
+      }
+    }
+    if (feasibility.constrained()) s += feasibility.log_probability(p, &gradient);
+    return s;
+  };
+  // The local candidates start from the front's trials of largest hypervolume (its first five
+  // as select_by_hypervolume chose them); with no feasible trial, from the least infeasible.
+  std::vector<const std::vector<double>*> starts;
+  if (any_feasible) {
+    for (size_t i = 0; i < std::min<size_t>(5, front_trials.size()); ++i) {
+      starts.push_back(&x[front_trials[i]]);
+    }
+  } else {
+    std::vector<size_t> order(n_observed);
+    for (size_t i = 0; i < n_observed; ++i) order[i] = i;
+    std::vector<double> violation(n_observed);
+    for (size_t i = 0; i < n_observed; ++i)
+      violation[i] = constraint_violation(fitted.constraints[i]);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return violation[a] < violation[b]; });
+    for (size_t i = 0; i < std::min<size_t>(5, n_observed); ++i) starts.push_back(&x[order[i]]);
+  }
+  const Acquisition acquisition{
+      .batch =
+          [&](const std::vector<double>& flat, std::vector<double>& values) {
+            const size_t count = values.size();
+            if (any_feasible) {
+              std::vector<GaussianProcess::Prediction> at(m * count);
+              for (size_t k = 0; k < m; ++k) {
+                gps[k].predict(flat, count, std::span(at).subspan(k * count, count));
+              }
+              for (size_t i = 0; i < count; ++i) values[i] = log_ehvi(&at[i], count, nullptr);
+            }
+            if (feasibility.constrained()) feasibility.add_log_probabilities(flat, values);
+          },
+      .score = score,
+      .score_with_gradient = score_with_gradient};
+  return decode_proposal(space, e, maximize_acquisition(e, options_, acquisition, starts, rng),
+                         rng);
 }
 
 }  // namespace tuner

@@ -30,6 +30,20 @@
 // probability of feasibility alone. The local candidates start from the best feasible trials,
 // then the least infeasible ones.
 //
+// Several objectives (issue 19). A study of several directions gets one GP per objective (each
+// maximized: a minimized objective negated, warped, its kernel fit anchored and warm-started as
+// above), and the acquisition is the log expected hypervolume improvement over the front of the
+// (feasible) observed trials, against a reference 10% of each objective's range beyond its worst
+// observed value: a Monte Carlo mean over 128 fixed normal samples (a Halton sequence shifted by
+// uniforms drawn from the trial's Rng) of the volume the sampled point adds, from a decomposition
+// of the region no front point dominates into boxes (a grid over all objectives but the last,
+// about n^(m-1) boxes for a front of n; past 4096 cells the front is thinned to its points of
+// largest hypervolume). The gradient is analytic, so the maximization is the one-objective one,
+// its local candidates started from the front's five points of largest hypervolume. Where no
+// sample improves, the acquisition is a smooth floor far below: the log probability of beating
+// the front's best in every objective. Constraints and running trials as for one objective (times
+// the probability of feasibility; the constant liar at each objective's worst value).
+//
 // Define-by-run studies sample jointly the parameters every COMPLETE trial has with the same
 // distribution (relative_space); the others, conditional parameters and normal priors are
 // sampled at random. Deterministic: the same history, trial and Rng give the same values,
@@ -79,6 +93,9 @@ class GpSampler final : public Sampler {
 
  private:
   class FitCache;
+  // sample() for a study of several objectives: expected hypervolume improvement.
+  Params sample_multi(const SearchSpace& space, const History& history, const TrialContext& trial,
+                      Rng& rng);
 
   GpSamplerOptions options_;
   std::unique_ptr<FitCache> fits_;  // never null

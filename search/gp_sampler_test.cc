@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <vector>
 
+#include "search/multi_objective_test_util.h"
+#include "search/random_sampler.h"
 #include "trials/constraints.h"
 
 namespace tuner {
@@ -186,6 +189,109 @@ TEST(GpSampler, SameHistoryAndRngSameProposalWithConstraints) {
   const ConstrainedRun rb = optimize_constrained(b, 7, 16, true);
   EXPECT_EQ(ra.best_feasible, rb.best_feasible);
   EXPECT_EQ(ra.feasible_late, rb.feasible_late);
+}
+
+// Several objectives: expected hypervolume improvement (search/gp_sampler.h).
+using multi_objective_test::kMinimizeTwo;
+using multi_objective_test::optimize_multi;
+using multi_objective_test::trials_hypervolume;
+using multi_objective_test::zdt1;
+using multi_objective_test::zdt_space;
+
+TEST(GpSampler, MultiObjectiveSameRngSameValuesAndDirections) {
+  const SearchSpace space = zdt_space(3);
+  GpSampler a, b, c;
+  const auto first = optimize_multi(a, space, 5, 25, zdt1, kMinimizeTwo);
+  const auto second = optimize_multi(b, space, 5, 25, zdt1, kMinimizeTwo);
+  // Maximizing the negated objectives gives the GPs the same values: the same proposals.
+  const auto negated = optimize_multi(c, space, 5, 25,
+                                      [](const Params& p) {
+                                        std::vector<double> v = zdt1(p);
+                                        for (double& x : v) x = -x;
+                                        return v;
+                                      },
+                                      {StudyDirection::kMaximize, StudyDirection::kMaximize});
+  for (int i = 0; i < 25; ++i) {
+    EXPECT_EQ(first[i].params, second[i].params) << i;
+    EXPECT_EQ(first[i].params, negated[i].params) << i;
+  }
+  // A fresh sampler proposes what the one that ran the study proposed, and another seed differs.
+  GpSampler fresh;
+  const std::vector<FrozenTrial> before(first.begin(), first.begin() + 20);
+  Rng rng = Rng::for_trial(5, 20);
+  EXPECT_EQ(fresh.sample(space, History{before, kMinimizeTwo}, TrialContext{20}, rng),
+            first[20].params);
+  Rng other = Rng::for_trial(6, 20);
+  EXPECT_NE(fresh.sample(space, History{before, kMinimizeTwo}, TrialContext{20}, other),
+            first[20].params);
+}
+
+TEST(GpSampler, MultiObjectiveProposalsFillTheFront) {
+  // ZDT1 with 2 variables, 40 trials: the front is x1 = 0, f2 = 1 - sqrt(f1). After the 10 random
+  // trials most proposals lie near it (g < 1.5, where random points have g = 5.5 on average),
+  // and they spread along it: the trials with g < 1.5 cover each fifth of f1.
+  const SearchSpace space = zdt_space(2);
+  GpSampler sampler;
+  const auto trials = optimize_multi(sampler, space, 3, 40, zdt1, kMinimizeTwo);
+  int near = 0;
+  std::vector<bool> covered(5, false);
+  for (size_t i = 10; i < trials.size(); ++i) {
+    const double x1 = std::get<double>(trials[i].params.at("x1"));
+    if (1 + 9 * x1 >= 1.5) continue;
+    ++near;
+    const double f1 = trials[i].values[0];
+    covered[std::min<size_t>(4, static_cast<size_t>(f1 * 5))] = true;
+  }
+  EXPECT_GE(near, 24) << "of 30";
+  EXPECT_EQ(std::count(covered.begin(), covered.end(), true), 5);
+}
+
+TEST(GpSampler, MultiObjectiveBeatsRandom) {
+  // ZDT1 with 5 variables, 40 trials, 3 seeds: the hypervolume against (1.1, 7).
+  const SearchSpace space = zdt_space(5);
+  const std::vector<double> reference = {1.1, 7.0};
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    GpSampler sampler;
+    RandomSampler rs;
+    const double gp =
+        trials_hypervolume(optimize_multi(sampler, space, seed, 40, zdt1, kMinimizeTwo), reference);
+    const double random =
+        trials_hypervolume(optimize_multi(rs, space, seed, 40, zdt1, kMinimizeTwo), reference);
+    EXPECT_GT(gp, 1.2 * random) << "seed " << seed;
+  }
+}
+
+TEST(GpSampler, MultiObjectiveThreeObjectivesAndConstraints) {
+  // DTLZ2 with 3 objectives and 4 variables, feasible only where x0 >= 0.5 (one constraint):
+  // after the random trials, most proposals are feasible and reach near the sphere (g < 0.1).
+  SearchSpace space;
+  for (int i = 0; i < 4; ++i) space.add_float("x" + std::to_string(i), 0, 1);
+  auto dtlz2 = [](const Params& p) {
+    double g = 0;
+    for (int i = 2; i < 4; ++i) {
+      const double v = std::get<double>(p.at("x" + std::to_string(i))) - 0.5;
+      g += v * v;
+    }
+    const double a = std::get<double>(p.at("x0")) * std::numbers::pi / 2;
+    const double b = std::get<double>(p.at("x1")) * std::numbers::pi / 2;
+    return std::vector<double>{(1 + g) * std::cos(a) * std::cos(b),
+                               (1 + g) * std::cos(a) * std::sin(b), (1 + g) * std::sin(a)};
+  };
+  const std::vector<StudyDirection> three(3, StudyDirection::kMinimize);
+  GpSampler sampler;
+  const auto trials = optimize_multi(sampler, space, 2, 35, dtlz2, three, [](const Params& p) {
+    return 0.5 - std::get<double>(p.at("x0"));
+  });
+  int feasible = 0, near = 0;
+  for (size_t i = 10; i < trials.size(); ++i) {
+    if (!is_feasible(trials[i])) continue;
+    ++feasible;
+    double r2 = 0;
+    for (double v : trials[i].values) r2 += v * v;
+    near += std::sqrt(r2) < 1.1;
+  }
+  EXPECT_GE(feasible, 20) << "of 25";
+  EXPECT_GE(near, 10) << "of " << feasible;
 }
 
 }  // namespace

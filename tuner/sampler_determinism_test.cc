@@ -168,7 +168,8 @@ INSTANTIATE_TEST_SUITE_P(
                       return std::make_shared<TpeSampler>(o);
                     }},
         SamplerCase{"nsga2", [] { return std::make_shared<Nsga2Sampler>(nsga2(false)); }},
-        SamplerCase{"nsga2_sbx", [] { return std::make_shared<Nsga2Sampler>(nsga2(true)); }}),
+        SamplerCase{"nsga2_sbx", [] { return std::make_shared<Nsga2Sampler>(nsga2(true)); }},
+        SamplerCase{"gp", [] { return std::make_shared<GpSampler>(); }}),
     [](const testing::TestParamInfo<SamplerCase>& p) { return p.param.name; });
 
 }  // namespace

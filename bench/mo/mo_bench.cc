@@ -21,7 +21,8 @@
 // Samplers: default (no sampler: the AutoSampler, which sends several objectives to TPE), tpe
 // (TpeSampler, default options: univariate for several objectives), tpe-hv (hypervolume_weights),
 // tpe-mv (multi_objective_multivariate), tpe-mv-hv (both), nsga2 (Nsga2Sampler, default
-// options), nsga2-sbx (SBX crossover), random.
+// options), nsga2-sbx (SBX crossover), random, gp (GpSampler, default options: expected
+// hypervolume improvement).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +36,7 @@
 
 #include "bench/bench_common.h"
 #include "bench/mo/problems.h"
+#include "search/gp_sampler.h"
 #include "search/nsga2_sampler.h"
 #include "search/pareto.h"
 #include "trials/constraints.h"
@@ -70,9 +72,10 @@ std::shared_ptr<tuner::Sampler> make_mo_sampler(const std::string& name) {
     return std::make_shared<tuner::Nsga2Sampler>(o);
   }
   if (name == "random") return std::make_shared<tuner::RandomSampler>();
+  if (name == "gp") return std::make_shared<tuner::GpSampler>();
   tuner::bench::Flags::fail("unknown sampler '" + name +
-                            "': expected default, tpe, tpe-hv, tpe-mv, tpe-mv-hv, nsga2, nsga2-sbx or "
-                            "random");
+                            "': expected default, tpe, tpe-hv, tpe-mv, tpe-mv-hv, nsga2, nsga2-sbx, "
+                            "random or gp");
 }
 
 std::vector<const MoProblem*> problems_of(const std::string& list) {

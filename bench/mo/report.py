@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from report import fmt, fmt_p, mann_whitney_less, table  # noqa: E402
 
 PROBLEMS = ["zdt1", "zdt2", "zdt3", "dtlz2", "wfg4", "c2_dtlz2"]
+HELD_OUT = ["zdt4", "zdt6", "dtlz4"]
 
 
 def read(directory):
@@ -85,6 +86,25 @@ def main():
     out(table(["problem", "trials", "tuner default", "Optuna TPE", "ratio", "p", "seeds",
                "tuner NSGA-II", "Optuna NSGA-II", "ratio", "p", "seeds"], rows))
     out("")
+    if any(key[2:] == ("tuner", "gp") for key in hv):
+        out("tuner's GP (expected hypervolume improvement) against tuner's default (multi-objective")
+        out("TPE) and Optuna's TPE; ratio = GP / other:")
+        out("")
+        rows = []
+        for p in HELD_OUT + PROBLEMS:
+            for k in sorted(budgets):
+                d = compare(hv, p, k, ("tuner", "gp"), ("tuner", "default"))
+                o = compare(hv, p, k, ("tuner", "gp"), ("optuna", "tpe"))
+                if not d and not o:
+                    continue
+                row = [p, str(k)]
+                for c in (d, o):
+                    row += ["-"] * 5 if not c else [fmt(c[0]), fmt(c[1]), fmt(c[2]), fmt_p(c[3]),
+                                                    str(c[4])]
+                rows.append(row)
+        out(table(["problem", "trials", "tuner GP", "tuner default", "ratio", "p", "seeds",
+                   "tuner GP", "Optuna TPE", "ratio", "p", "seeds"], rows))
+        out("")
     others = sorted({key[3] for key in hv if key[2] == "tuner"} - {"default"})
     if others:
         out("tuner's samplers, median hypervolume over their seeds:")
