@@ -40,7 +40,6 @@ AutoSampler::AutoSampler(AutoSamplerOptions options)
 }
 
 Sampler& AutoSampler::choose(const SearchSpace* space, const History& history) const {
-  if (history.directions.size() > 1) return *tpe_;
   if (space != nullptr &&
       (space->has_conditions() || static_cast<int>(space->size()) > options_.max_gp_params)) {
     return *tpe_;

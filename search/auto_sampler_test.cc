@@ -83,10 +83,18 @@ TEST(AutoSampler, TakesTpeForManyParameters) {
   EXPECT_EQ(origin(sampler, floats(5), {}), "tpe");
 }
 
-TEST(AutoSampler, TakesTpeForSeveralObjectives) {
+// Issue 19: with several objectives the GP (expected hypervolume improvement) beat
+// multi-objective TPE at 100 trials on 5 of bench/mo's 6 problems, so the same rules pick it; a
+// conditional space still goes to TPE.
+TEST(AutoSampler, TakesTheGpForSeveralObjectivesUnderTheSameRules) {
   AutoSampler sampler;
   const std::vector<StudyDirection> two{StudyDirection::kMinimize, StudyDirection::kMaximize};
-  EXPECT_EQ(origin(sampler, floats(2), {}, two), "tpe");
+  EXPECT_EQ(origin(sampler, floats(2), {}, two), "gp");
+  SearchSpace conditional;
+  conditional.add_categorical("kind", {std::string("a"), std::string("b")});
+  conditional.add({"x", FloatDistribution{0, 1}, Condition{"kind", {std::string("a")}}});
+  EXPECT_EQ(origin(sampler, conditional, {}, two), "tpe");
+  EXPECT_EQ(origin(AutoSampler({.max_gp_params = 1}), floats(2), {}, two), "tpe");
 }
 
 TEST(AutoSampler, HandsALongStudyToTpe) {
