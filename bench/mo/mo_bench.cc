@@ -18,7 +18,7 @@
 // random points (uniform in the cube, and near a sphere where most points are on few fronts),
 // 2 to 5 objectives.
 //
-// Samplers: default (no sampler: the AutoSampler, which sends several objectives to TPE), tpe
+// Samplers: default (no sampler: the AutoSampler, the GP for these spaces below 200 trials), tpe
 // (TpeSampler, default options: univariate for several objectives), tpe-hv (hypervolume_weights),
 // tpe-mv (multi_objective_multivariate), tpe-mv-hv (both), nsga2 (Nsga2Sampler, default
 // options), nsga2-sbx (SBX crossover), random, gp (GpSampler, default options: expected
