@@ -622,6 +622,19 @@ class GpSampler::FitCache {
     return kernel;
   }
 
+  // The constraints' fit: each constraint's GP warm-started from its fit from scratch at the
+  // anchor (kind 1; cold, with an Rng seeded by its points, when the anchor has no value of it).
+  WarmFit constraint_fit() {
+    return [this](const std::vector<std::vector<double>>& at, const std::vector<double>& value,
+                  const std::vector<std::vector<double>>& anchor_at,
+                  const std::vector<double>& anchor_value) {
+      GpFitOptions fit_options;
+      if (!anchor_at.empty()) fit_options.warm_start = get(1, anchor_at, anchor_value);
+      Rng cold_rng(fingerprint(at, value));  // drawn from only without a warm start
+      return GaussianProcess::fit(at, value, cold_rng, fit_options);
+    };
+  }
+
  private:
   // The objectives' anchors and a few constraints', with room for the anchors before.
   static constexpr size_t kCapacity = 16;
@@ -733,15 +746,7 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
       GaussianProcess::fit(x, y, unused, {.warm_start = fits_->get(0, anchor.x, anchor.y)});
   // The constraints' GPs, each warm-started from its fit from scratch at the anchor (none when
   // the anchor has no value of it yet).
-  const WarmFit fit = [&](const std::vector<std::vector<double>>& at,
-                          const std::vector<double>& value,
-                          const std::vector<std::vector<double>>& anchor_at,
-                          const std::vector<double>& anchor_value) {
-    GpFitOptions fit_options;
-    if (!anchor_at.empty()) fit_options.warm_start = fits_->get(1, anchor_at, anchor_value);
-    Rng cold_rng(fingerprint(at, value));  // drawn from only without a warm start
-    return GaussianProcess::fit(at, value, cold_rng, fit_options);
-  };
+  const WarmFit fit = fits_->constraint_fit();
   // Constrained: log EI over the best feasible posterior mean plus the log probability of
   // feasibility (Optuna's LogCEI); with no feasible trial yet, the probability alone.
   const Feasibility feasibility(x, constraints, anchor.x, anchor.constraints, fit);
@@ -911,15 +916,7 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
         x, fitted.y[k], unused,
         {.warm_start = fits_->get(2 + static_cast<int>(k), anchor.x, anchor.y[k])}));
   }
-  const WarmFit fit = [&](const std::vector<std::vector<double>>& at,
-                          const std::vector<double>& value,
-                          const std::vector<std::vector<double>>& anchor_at,
-                          const std::vector<double>& anchor_value) {
-    GpFitOptions fit_options;
-    if (!anchor_at.empty()) fit_options.warm_start = fits_->get(1, anchor_at, anchor_value);
-    Rng cold_rng(fingerprint(at, value));  // drawn from only without a warm start
-    return GaussianProcess::fit(at, value, cold_rng, fit_options);
-  };
+  const WarmFit fit = fits_->constraint_fit();
   const Feasibility feasibility(x, fitted.constraints, anchor.x, anchor.constraints, fit);
 
   // The front: the feasible observed trials' losses (warped, negated) that no other dominates;

@@ -39,6 +39,14 @@ inline std::vector<double> zdt1(const Params& p) {
   return {f1, g * (1.0 - std::sqrt(f1 / g))};
 }
 
+// A constraint on ZDT: mean(x1, x2, x3) >= 0.5 (<= 0 when it holds), which its front (x1 = x2 =
+// x3 = 0) breaks.
+inline double zdt_mean_constraint(const Params& p) {
+  double sum = 0.0;
+  for (int i = 1; i < 4; ++i) sum += std::get<double>(p.at("x" + std::to_string(i)));
+  return 0.5 - sum / 3.0;
+}
+
 // A COMPLETE trial with these params (over `space`) and values.
 inline FrozenTrial complete_trial(int number, const SearchSpace& space, const Params& params,
                                   std::vector<double> values) {

@@ -165,11 +165,7 @@ TEST(Nsga2Sampler, BeatsRandomOnZdt1) {
 TEST(Nsga2Sampler, ConstraintsDrawTrialsIntoTheFeasibleRegion) {
   // ZDT1 with mean(x1, x2, x3) >= 0.5 required (its front, at x1 = x2 = x3 = 0, is not).
   const SearchSpace space = zdt_space(4);
-  auto constraint = [](const Params& p) {
-    double sum = 0.0;
-    for (int i = 1; i < 4; ++i) sum += std::get<double>(p.at("x" + std::to_string(i)));
-    return 0.5 - sum / 3.0;
-  };
+  const auto constraint = multi_objective_test::zdt_mean_constraint;
   int feasible = 0, feasible_ignored = 0;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     Nsga2Options o;

@@ -546,11 +546,7 @@ TEST(TpeSampler, MultiObjectiveConstraintsDrawTrialsIntoTheFeasibleRegion) {
   // the startup trials most proposals are feasible, which ignoring the constraint they are not,
   // and the feasible front is better.
   const SearchSpace space = zdt_space(4);
-  auto constraint = [](const Params& p) {
-    double sum = 0.0;
-    for (int i = 1; i < 4; ++i) sum += std::get<double>(p.at("x" + std::to_string(i)));
-    return 0.5 - sum / 3.0;
-  };
+  const auto constraint = multi_objective_test::zdt_mean_constraint;
   int feasible = 0, feasible_ignored = 0;
   double constrained_volume = 0, ignoring_volume = 0;
   for (uint64_t seed = 1; seed <= 4; ++seed) {

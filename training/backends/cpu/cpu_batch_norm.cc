@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cpu/planes.h"
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -26,15 +27,6 @@
 namespace tuner::training {
 namespace {
 
-// Planes ([S] of one sample and channel) per thread below which the eval kernel is not split.
-constexpr int64_t kMinPlanesPerThread = 4;
-
-// Spatial extent S of x[B,C,S...] (1 for [B,C]).
-int64_t spatial(const Tensor& x) {
-  int64_t s = 1;
-  for (int i = 2; i < x.rank(); ++i) s *= x.dim(i);
-  return s;
-}
 
 // ---- The vector type: F holds kLanes floats, Acc kLanes double accumulators ----
 #if defined(__AVX512F__)

@@ -5,20 +5,12 @@
 
 #include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cpu/planes.h"
 #include "training/backends/cpu/max_pool_2x2.h"
 
 namespace tuner::training {
 namespace {
 
-// Planes ([H,W] of one sample and channel) per thread below which a kernel is not split.
-constexpr int64_t kMinPlanesPerThread = 4;
-
-// Spatial extent S of x[B,C,S...] (1 for [B,C]).
-int64_t spatial(const Tensor& x) {
-  int64_t s = 1;
-  for (int i = 2; i < x.rank(); ++i) s *= x.dim(i);
-  return s;
-}
 
 }  // namespace
 
