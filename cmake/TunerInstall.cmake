@@ -31,6 +31,7 @@ install(DIRECTORY trials search storage tuner
         PATTERN "*_test_util.h" EXCLUDE
         PATTERN "*_test_suite.h" EXCLUDE
         PATTERN "lbfgs.h" EXCLUDE
+        PATTERN "hypervolume_improvement.h" EXCLUDE
         PATTERN "json_reader.h" EXCLUDE
         PATTERN "search_space_json_value.h" EXCLUDE
         PATTERN "optuna_schema.h" EXCLUDE
