@@ -184,7 +184,7 @@ class RunOutcomes {
 
 int run(const SweepFile& sweep, const Flags& flags) {
   StopSignals signals;
-  ProgressPrinter printer(sweep.name, sweep.objective_metric);
+  ProgressPrinter printer(sweep.name, sweep.objective_metric());
   RunOutcomes outcomes;
   SweepRunOptions options;
   options.endpoint = flags.get("--endpoint");
@@ -227,7 +227,7 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
   if (sweep.objectives.size() > 1) {
     std::cout << front_text(result, make_study_options(sweep).directions) << "\n";
   } else if (p.best_number) {
-    std::cout << best_text(p, sweep.objective_metric) << " with "
+    std::cout << best_text(p, sweep.objective_metric()) << " with "
               << params_text(trial_params(result, *p.best_number)) << "\n";
   }
   if (result.end != SweepEnd::kAborted && sweep.export_config) {
@@ -270,7 +270,7 @@ SweepProgress stored_progress(const SweepFile& sweep, const std::vector<FrozenTr
   SweepProgress p;
   p.trial_budget = sweep.budget.trials;
   for (const FrozenTrial& t : trials) {
-    count_trial(p, t, sweep.direction);
+    count_trial(p, t, sweep.direction());
     if (t.state == TrialState::kRunning) ++p.running;
   }
   return p;
@@ -294,7 +294,7 @@ int submit(const SweepFile& sweep) {
   std::cerr << "[" << name << "] submitted to tuner serve (pid " << serve->pid
             << "; executors connect to " << serve->endpoint << ")"
             << (taken ? "" : "; it has not taken the study up yet") << "\n";
-  ProgressPrinter printer(name, sweep.objective_metric);
+  ProgressPrinter printer(name, sweep.objective_metric());
   const auto started = std::chrono::steady_clock::now();
   std::set<int> shown;
   SqliteStorage storage(sweep.storage_path, {.read_only = true});

@@ -122,7 +122,7 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
                                           ")");
   }
   const std::optional<SweepFile> sweep = sweep_of(*study, request.storage);
-  const std::string objective = sweep ? sweep->objective_metric : "value";
+  const std::string objective = sweep ? sweep->objective_metric() : "value";
   // The objectives' metrics, in the order of the trials' values.
   std::vector<std::string> objective_metrics = {objective};
   if (sweep && sweep->objectives.size() > 1) {
@@ -315,8 +315,8 @@ std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
   request.storage = sweep.storage_path;
   request.registry_dir = e.registry_path;
   request.model_name = e.model_name.empty() ? sweep.name : e.model_name;
-  request.metric = e.metric.empty() ? sweep.objective_metric : e.metric;
-  request.maximize = (e.metric.empty() ? sweep.direction : e.direction) == StudyDirection::kMaximize;
+  request.metric = e.metric.empty() ? sweep.objective_metric() : e.metric;
+  request.maximize = (e.metric.empty() ? sweep.direction() : e.direction) == StudyDirection::kMaximize;
   request.limits = e.limits;
   request.promote_if_better = true;
   return export_trial(request, options);

@@ -624,8 +624,6 @@ SweepObjective Parser::read_objective(const Json& value, const std::string& path
 
 void Parser::parse_objective(const Json& value, SweepFile& sweep) {
   sweep.objectives = {read_objective(value, "objective")};
-  sweep.objective_metric = sweep.objectives[0].metric;
-  sweep.direction = sweep.objectives[0].direction;
 }
 
 void Parser::parse_objectives(const Json& value, SweepFile& sweep) {
@@ -645,8 +643,6 @@ void Parser::parse_objectives(const Json& value, SweepFile& sweep) {
     }
     sweep.objectives.push_back(std::move(objective));
   }
-  sweep.objective_metric = sweep.objectives[0].metric;
-  sweep.direction = sweep.objectives[0].direction;
 }
 
 std::vector<MetricConstraint> Parser::parse_constraints(const Json& value,
@@ -949,14 +945,14 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   one_of(job["kind"], "job.kind", {"command", "engine"});
   if (const Json* metric = find_field(job, "objective_metric")) {
     std::string stated = string(*metric, "job.objective_metric");
-    if (stated != sweep.objective_metric) {
+    if (stated != sweep.objective_metric()) {
       fail("job.objective_metric",
            json_text(stated) + " differs from objective.metric " +
-               json_text(sweep.objective_metric) +
+               json_text(sweep.objective_metric()) +
                "; state the metric once, in \"objective\", or make the two the same");
     }
   } else {
-    job["objective_metric"] = sweep.objective_metric;
+    job["objective_metric"] = sweep.objective_metric();
   }
   // budget.trial_time is the job's timeout_s: the executor enforces it.
   if (sweep.budget.trial_time) {
@@ -1014,7 +1010,7 @@ ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
       required(value, "export", "registry", " (the registry directory)"), "export.registry"));
   config.model_name = find_field(value, "name") ? string(value["name"], "export.name") : sweep.name;
   config.metric = find_field(value, "metric") ? string(value["metric"], "export.metric")
-                                              : sweep.objective_metric;
+                                              : sweep.objective_metric();
   const auto objective =
       std::find_if(sweep.objectives.begin(), sweep.objectives.end(),
                    [&](const SweepObjective& o) { return o.metric == config.metric; });
@@ -1023,8 +1019,8 @@ ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
                                                                         : StudyDirection::kMaximize;
   } else if (objective != sweep.objectives.end()) {
     config.direction = objective->direction;
-  } else if (config.metric == sweep.objective_metric) {
-    config.direction = sweep.direction;
+  } else if (config.metric == sweep.objective_metric()) {
+    config.direction = sweep.direction();
   } else {
     fail("export", "missing required field \"direction\" (the metric " + json_text(config.metric) +
                        " is no objective's, so its direction is not known)");
@@ -1148,12 +1144,9 @@ std::shared_ptr<Scheduler> make_scheduler(const SweepFile& sweep) {
 StudyOptions make_study_options(const SweepFile& sweep) {
   StudyOptions options;
   options.name = sweep.name;
-  options.directions = {sweep.direction};
-  if (sweep.objectives.size() > 1) {
-    options.directions.clear();
-    for (const SweepObjective& objective : sweep.objectives) {
-      options.directions.push_back(objective.direction);
-    }
+  options.directions.clear();
+  for (const SweepObjective& objective : sweep.objectives) {
+    options.directions.push_back(objective.direction);
   }
   options.sampler = make_sampler(sweep);
   options.scheduler = make_scheduler(sweep);
@@ -1173,8 +1166,8 @@ std::string to_json(const SweepFile& sweep) {
   auto objective_json = [](const SweepObjective& o) {
     return Json{{"metric", o.metric}, {"direction", std::string(to_string(o.direction))}};
   };
-  if (sweep.objectives.size() <= 1) {
-    root["objective"] = objective_json({sweep.objective_metric, sweep.direction});
+  if (sweep.objectives.size() == 1) {
+    root["objective"] = objective_json(sweep.objectives.front());
   } else {
     Json objectives = Json::array();
     for (const SweepObjective& o : sweep.objectives) objectives.push_back(objective_json(o));

@@ -171,12 +171,13 @@ struct SweepFile {
   // The SQLite file of the study, resolved. Default: "<name>.db" beside the sweep file.
   std::string storage_path;
   SearchSpace space;
-  // Every objective, in order: the one of "objective", or those of "objectives" (a study of
-  // several, whose trials are ranked by Pareto dominance). objective_metric and direction are the
-  // first's: the job's objective_metric, what its reports carry and progress lines show.
+  // Every objective, in order (at least one once parsed): the one of "objective", or those of
+  // "objectives" (a study of several, whose trials are ranked by Pareto dominance).
   std::vector<SweepObjective> objectives;
-  std::string objective_metric;
-  StudyDirection direction = StudyDirection::kMinimize;
+  // The first objective's metric and direction: the job's objective_metric, what its reports
+  // carry and progress lines show. REQUIRES: objectives not empty.
+  const std::string& objective_metric() const { return objectives.front().metric; }
+  StudyDirection direction() const { return objectives.front().direction; }
   // Bounds on the job's final metrics that a trial must keep to be feasible (its constraint
   // values, in this order; service/metric_constraint.h). Default: none.
   std::vector<MetricConstraint> constraints;

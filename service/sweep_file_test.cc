@@ -72,8 +72,8 @@ TEST(SweepFileTest, DefaultsOfEverySection) {
   EXPECT_EQ(s.description, "");
   EXPECT_EQ(s.storage_path, "runs/sweep.db");  // <name>.db beside the file
   EXPECT_EQ(s.space.size(), 2u);
-  EXPECT_EQ(s.objective_metric, "loss");
-  EXPECT_EQ(s.direction, StudyDirection::kMinimize);
+  EXPECT_EQ(s.objective_metric(), "loss");
+  EXPECT_EQ(s.direction(), StudyDirection::kMinimize);
 
   // Sampler: auto (TPE's options at their defaults, for a file that names TPE), no seed.
   EXPECT_EQ(s.sampler, SamplerConfig{});
@@ -144,8 +144,8 @@ TEST(SweepFileTest, ExplicitValues) {
   EXPECT_EQ(s.name, "study-a");
   EXPECT_EQ(s.description, "about it");
   EXPECT_EQ(s.storage_path, "x/y/db/a.sqlite");
-  EXPECT_EQ(s.objective_metric, "acc");
-  EXPECT_EQ(s.direction, StudyDirection::kMaximize);
+  EXPECT_EQ(s.objective_metric(), "acc");
+  EXPECT_EQ(s.direction(), StudyDirection::kMaximize);
   EXPECT_EQ(s.budget.trials, 5);
   EXPECT_EQ(s.budget.time, std::chrono::seconds(5400));
   EXPECT_EQ(s.budget.max_concurrent, 3);
@@ -233,7 +233,7 @@ TEST(SweepFileTest, SeveralObjectives) {
   EXPECT_EQ(s.objectives[1].metric, "latency_ms");
   EXPECT_EQ(s.objectives[1].direction, StudyDirection::kMinimize);
   // The first is the job's objective metric, what its reports carry.
-  EXPECT_EQ(s.objective_metric, "val_accuracy");
+  EXPECT_EQ(s.objective_metric(), "val_accuracy");
   EXPECT_EQ(Json::parse(s.job_json)["objective_metric"], "val_accuracy");
   EXPECT_EQ(make_study_options(s).directions,
             (std::vector{StudyDirection::kMaximize, StudyDirection::kMinimize}));

@@ -134,11 +134,8 @@ constexpr char kMetricNamesAttr[] = "study:metric_names";
 
 // The objectives' metrics, as Optuna's study.set_metric_names() keeps them.
 nlohmann::json metric_names(const SweepFile& sweep) {
-  nlohmann::json names = nlohmann::json::array({sweep.objective_metric});
-  if (sweep.objectives.size() > 1) {
-    names = nlohmann::json::array();
-    for (const SweepObjective& o : sweep.objectives) names.push_back(o.metric);
-  }
+  nlohmann::json names = nlohmann::json::array();
+  for (const SweepObjective& o : sweep.objectives) names.push_back(o.metric);
   return names;
 }
 
@@ -298,7 +295,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
       open_sweep(file, std::make_shared<SqliteStorage>(file.storage_path, storage_options));
   const SweepFile& sweep = opened.sweep;
   Study& study = opened.study;
-  Tally tally(opened.existing, sweep.direction);
+  Tally tally(opened.existing, sweep.direction());
   tally.progress().trial_budget = sweep.budget.trials;
   {
     SweepProgress& p = tally.progress();
