@@ -17,6 +17,21 @@ namespace tuner {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Trial n's model file, as an engine trial leaves it in its artifacts folder: a model of `spec`
+// initialized from seed n.
+void write_trial_model(const training::ModelSpec& spec, training::Backend& backend,
+                       const std::string& artifacts, int n) {
+  auto model = training::build_model(spec, 1, backend, static_cast<uint64_t>(n));
+  training::Checkpoint c;
+  c.model_spec = spec.json;
+  c.parameters = model->parameters().values_to_host();
+  c.buffers = model->parameters().buffer_values_to_host();
+  const fs::path dir = fs::path(artifacts) / ("trial-" + std::to_string(n));
+  fs::create_directories(dir);
+  training::save_checkpoint((dir / "model.ckpt").string(), c);
+}
+
 using ::testing::HasSubstr;
 using registry::testing::ScratchDir;
 
@@ -59,14 +74,7 @@ class ExportTest : public ::testing::Test {
       storage.set_trial_user_attr(t.trial_id, "val_accuracy", std::to_string(accuracy[n]));
       storage.set_trial_user_attr(t.trial_id, "val_loss", std::to_string(1 - accuracy[n]));
       storage.finish_trial(t.trial_id, TrialState::kComplete, {accuracy[n]});
-      auto model = training::build_model(spec, 1, *backend, static_cast<uint64_t>(n));
-      training::Checkpoint c;
-      c.model_spec = spec.json;
-      c.parameters = model->parameters().values_to_host();
-      c.buffers = model->parameters().buffer_values_to_host();
-      const fs::path dir = fs::path(artifacts) / ("trial-" + std::to_string(n));
-      fs::create_directories(dir);
-      training::save_checkpoint((dir / "model.ckpt").string(), c);
+      write_trial_model(spec, *backend, artifacts, n);
     }
   }
 
@@ -183,14 +191,7 @@ class ParetoExportTest : public ::testing::Test {
       storage.set_trial_user_attr(t.trial_id, "num_params", std::to_string(trials[n][2]));
       if (n < 5)
         storage.finish_trial(t.trial_id, TrialState::kComplete, {trials[n][0], trials[n][1]});
-      auto model = training::build_model(spec, 1, *backend, static_cast<uint64_t>(n));
-      training::Checkpoint c;
-      c.model_spec = spec.json;
-      c.parameters = model->parameters().values_to_host();
-      c.buffers = model->parameters().buffer_values_to_host();
-      const fs::path dir = fs::path(artifacts) / ("trial-" + std::to_string(n));
-      fs::create_directories(dir);
-      training::save_checkpoint((dir / "model.ckpt").string(), c);
+      write_trial_model(spec, *backend, artifacts, n);
     }
   }
 
