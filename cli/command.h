@@ -19,6 +19,7 @@ namespace tuner::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInvalidInput = 1;  // a bad file or value; the message names it
 inline constexpr int kExitUsage = 2;         // wrong usage: unknown command or flag
+inline constexpr int kExitDrift = 3;         // tuner drift: a statistic past its threshold
 inline constexpr int kExitInterrupted = 130; // stopped by SIGINT/SIGTERM after saving everything
 
 // Wrong usage; main prints the message and exits with kExitUsage.

@@ -22,6 +22,7 @@ int run_serve_command(const std::vector<std::string>& args);
 int run_stop(const std::vector<std::string>& args);
 int run_pause(const std::vector<std::string>& args);
 int run_unpause(const std::vector<std::string>& args);
+int run_drift(const std::vector<std::string>& args);
 // (new commands: declare here)
 
 std::span<const Command> commands() {
@@ -153,6 +154,21 @@ std::span<const Command> commands() {
        "                                 (pixels 0..255 for a Fashion-MNIST model); writes class\n"
        "                                 probabilities as CSV and prints the accuracy",
        &run_predict},
+      {"drift",
+       "drift --reference DATA --current LOG [--model DIR/MODEL[@ALIAS|/VERSION]]\n"
+       "      [--reference-labels FILE] [--reference-limit N] [--current-limit N]\n"
+       "      [--image-shape [Cx]HxW] [--bins N] [--psi-max X] [--p-min P] [--no-correction]\n"
+       "      [--ks-max D] [--skip-bad N] [--json]\n"
+       "                                 compare what tuner serve-model logged (a directory of\n"
+       "                                 requests-*.jsonl, one such file, or a CSV) with reference\n"
+       "                                 data (idx images, a CSV or another log): per feature\n"
+       "                                 (per-image summaries of images, each column of a table,\n"
+       "                                 the model's logits) PSI and two-sample Kolmogorov-\n"
+       "                                 Smirnov, and the predicted class distribution (PSI,\n"
+       "                                 chi-square). --model computes the outputs of a side that\n"
+       "                                 has none. Exit 3 when any is past its threshold (default\n"
+       "                                 PSI > 0.2, p-value < 0.05 / tests) (docs/drift.md)",
+       &run_drift},
       // (new commands: add their entry here)
   };
   return kCommands;

@@ -21,7 +21,8 @@ void print_usage(std::ostream& out) {
   out << "  version                          print the version\n"
          "  help                             print this help\n\n"
          "Exit codes: 0 success, 1 invalid input (the message names the file and the JSON path),\n"
-         "            2 wrong usage, 130 stopped by Ctrl-C or SIGTERM after saving everything.\n";
+         "            2 wrong usage, 3 drift past a threshold (tuner drift), 130 stopped by\n"
+         "            Ctrl-C or SIGTERM after saving everything.\n";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/model_directory.h"
 #include "registry/mlflow_model.h"
 #include "registry/registry.h"
 #include "training/data/dataset.h"
@@ -29,24 +30,6 @@ struct Inputs {
   std::vector<int32_t> labels;  // empty when unknown
   int64_t count = 0;
 };
-
-// DIR/MODEL, DIR/MODEL@ALIAS, DIR/MODEL/VERSION, or an MLflow model directory itself.
-fs::path model_directory(const std::string& spec) {
-  const fs::path path(spec);
-  if (fs::is_regular_file(path / "MLmodel")) return path;
-  fs::path parent = path.parent_path();
-  std::string last = path.filename().string();
-  std::string ref = last;
-  const bool digits = !last.empty() && std::all_of(last.begin(), last.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
-  if (last.find('@') == std::string::npos && digits) {
-    ref = parent.filename().string() + "/" + last;
-    parent = parent.parent_path();
-  }
-  if (parent.empty()) parent = ".";
-  return registry::Registry::open(parent, /*create=*/false).resolve(ref).dir;
-}
 
 // "t10k-images-idx3-ubyte.gz" -> "t10k-labels-idx1-ubyte.gz" beside it, when it exists.
 std::string labels_beside(const fs::path& images) {
