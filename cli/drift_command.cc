@@ -81,8 +81,8 @@ int run_drift(const std::vector<std::string>& args) {
               {"--json", "--no-correction"}, "drift");
   const std::string reference_path =
       flags.require("--reference", "idx images, a CSV or a request log");
-  const std::string current_path =
-      flags.require("--current", "the request log directory of tuner serve-model, a log file or a CSV");
+  const std::string current_path = flags.require(
+      "--current", "the request log directory of tuner serve-model, a log file or a CSV");
   const int threads = flags.get_int("--threads", 1);
   if (threads < 1) throw UsageError("tuner drift: --threads must be >= 1");
   const int skip_bad = flags.get_int("--skip-bad", 0);

@@ -14,9 +14,8 @@ fs::path model_directory(const std::string& spec) {
   fs::path parent = path.parent_path();
   std::string last = path.filename().string();
   std::string ref = last;
-  const bool digits = !last.empty() && std::all_of(last.begin(), last.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
+  const bool digits = !last.empty() && std::all_of(last.begin(), last.end(),
+                                                   [](char c) { return c >= '0' && c <= '9'; });
   if (last.find('@') == std::string::npos && digits) {
     ref = parent.filename().string() + "/" + last;
     parent = parent.parent_path();

@@ -20,7 +20,8 @@ double lower_gamma_series(double a, double x) {
 
 // Q(a, x) by its continued fraction (modified Lentz), for x >= a + 1.
 double upper_gamma_fraction(double a, double x) {
-  constexpr double kTiny = std::numeric_limits<double>::min() / std::numeric_limits<double>::epsilon();
+  constexpr double kTiny =
+      std::numeric_limits<double>::min() / std::numeric_limits<double>::epsilon();
   double b = x + 1.0 - a, c = 1.0 / kTiny, d = 1.0 / b, h = d;
   for (int i = 1; i < 1000; ++i) {
     const double an = -i * (i - a);

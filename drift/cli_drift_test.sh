@@ -159,6 +159,8 @@ expect "the reference's samples (csv $work/ref.csv) have 2 input values, the cur
 mkdir "$work/empty"
 drift empty 1 "${reference[@]}" --current "$work/empty"
 expect "$work/empty: no request log files" "$work/empty.err"
+drift missing 1 "${reference[@]}" --current "$work/missing"
+expect "error: $work/missing: no such file or directory" "$work/missing.err"
 drift bad_shape 2 "${reference[@]}" --current "$work/unshifted" --image-shape 28x
 expect "expected HxW or CxHxW" "$work/bad_shape.err"
 "$tuner" help > "$work/help.out"

@@ -9,9 +9,7 @@
 namespace tuner::drift {
 namespace {
 
-std::string describe(const Samples& s) {
-  return s.source.kind + " " + s.source.path;
-}
+std::string describe(const Samples& s) { return s.source.kind + " " + s.source.path; }
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -153,7 +151,9 @@ DriftReport compare(const Samples& reference, const Samples& current, const Drif
     }
   } else {
     report.notes.push_back(std::string("the predicted class distribution is not compared: the ") +
-                           (rc ? "current has" : cc ? "reference has" : "reference and the current have") +
+                           (rc   ? "current has"
+                            : cc ? "reference has"
+                                 : "reference and the current have") +
                            " no classes (--model predicts them; idx images bring labels)");
   }
 
@@ -166,7 +166,8 @@ DriftReport compare(const Samples& reference, const Samples& current, const Drif
     f.kind = ref.kinds[k];
     f.reference_mean = mean(ref.columns[k]);
     f.current_mean = mean(cur.columns[k]);
-    f.psi = population_stability_index(ref.columns[k], cur.columns[k], options.bins, options.epsilon);
+    f.psi =
+        population_stability_index(ref.columns[k], cur.columns[k], options.bins, options.epsilon);
     f.ks = ks_two_sample(ref.columns[k], cur.columns[k]);
     if (f.psi > t.psi_max) f.flags.push_back("psi");
     if (f.ks.p_value < report.p_threshold) f.flags.push_back("p");

@@ -48,7 +48,7 @@ struct FeatureDrift {
 };
 
 struct ClassDrift {
-  std::string reference_source, current_source;  // "predicted" or "labels"
+  std::string reference_source, current_source;           // "predicted" or "labels"
   std::vector<int64_t> reference_counts, current_counts;  // per class 0..K-1
   double psi = 0;
   ChiSquareResult chi_square;
@@ -59,8 +59,8 @@ struct DriftReport {
   SampleSource reference, current;
   int64_t reference_count = 0, current_count = 0;
   DriftOptions options;
-  int tests = 0;             // p-value tests: the features, and the classes when compared
-  double p_threshold = 0;    // the p-value below which a test flags (p_min, corrected)
+  int tests = 0;           // p-value tests: the features, and the classes when compared
+  double p_threshold = 0;  // the p-value below which a test flags (p_min, corrected)
   std::vector<FeatureDrift> features;
   std::optional<ClassDrift> classes;  // unset when a side has no classes (a note says why)
   std::vector<std::string> notes;     // the sources' notes, then the check's

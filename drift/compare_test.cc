@@ -178,8 +178,12 @@ TEST(CompareTest, RefusesWhatCannotBeCompared) {
 
 TEST(ReportFormatTest, TableAndJson) {
   Samples ref = table(500, 0), cur = table(500, 0.3);
-  cur.source = {.kind = "request log", .path = "logs", .files = 2, .requests = 7,
-                .first_time = "2026-12-02T11:00:00.000Z", .last_time = "2026-12-02T11:05:00.000Z",
+  cur.source = {.kind = "request log",
+                .path = "logs",
+                .files = 2,
+                .requests = 7,
+                .first_time = "2026-12-02T11:00:00.000Z",
+                .last_time = "2026-12-02T11:05:00.000Z",
                 .models = {"fmnist version 3"}};
   ref.predicted = classes(500, 5);
   cur.predicted = classes(500, 5);

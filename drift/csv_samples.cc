@@ -17,7 +17,8 @@ std::vector<std::string> split(const std::string& line) {
   size_t at = 0;
   while (true) {
     const size_t comma = line.find(',', at);
-    std::string field = line.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    std::string field =
+        line.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     field.erase(0, field.find_first_not_of(" \t\r"));
     field.erase(field.find_last_not_of(" \t\r") + 1);
     out.push_back(std::move(field));
@@ -61,9 +62,12 @@ Samples read_csv_samples(const std::filesystem::path& path, int64_t limit) {
       if (!numbers) {
         header = fields;
         for (size_t c = 0; c < header.size(); ++c) {
-          if (header[c] == "label") label_column = static_cast<int>(c);
-          else if (header[c] == "predicted") predicted_column = static_cast<int>(c);
-          else out.input_names.push_back(header[c]);
+          if (header[c] == "label")
+            label_column = static_cast<int>(c);
+          else if (header[c] == "predicted")
+            predicted_column = static_cast<int>(c);
+          else
+            out.input_names.push_back(header[c]);
         }
         continue;
       }
@@ -84,8 +88,8 @@ Samples read_csv_samples(const std::filesystem::path& path, int64_t limit) {
       }
       if (static_cast<int>(c) == label_column || static_cast<int>(c) == predicted_column) {
         if (*v < 0 || *v != std::floor(*v) || *v > 2147483647.0) {
-          throw Error(ErrorCode::kInvalidArgument,
-                      where + ": " + column + ": '" + fields[c] + "' is not a class (an integer >= 0)");
+          throw Error(ErrorCode::kInvalidArgument, where + ": " + column + ": '" + fields[c] +
+                                                       "' is not a class (an integer >= 0)");
         }
         (static_cast<int>(c) == label_column ? out.labels : out.predicted)
             .push_back(static_cast<int32_t>(*v));

@@ -20,9 +20,9 @@ struct FeatureOptions {
 };
 
 struct FeatureTable {
-  std::vector<std::string> names;             // one per feature
-  std::vector<std::string> kinds;             // "input" or "output", one per feature
-  std::vector<std::vector<double>> columns;   // [feature][sample]
+  std::vector<std::string> names;            // one per feature
+  std::vector<std::string> kinds;            // "input" or "output", one per feature
+  std::vector<std::vector<double>> columns;  // [feature][sample]
 };
 
 // The input features of `samples`: with options.image set, image_summary_names() (REQUIRES:

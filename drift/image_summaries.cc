@@ -19,16 +19,16 @@ double quantile(const std::vector<float>& sorted, double q) {
 
 const std::vector<std::string>& image_summary_names() {
   static const std::vector<std::string> kNames = {
-      "image_mean",      // mean value
-      "image_std",       // standard deviation of the values
+      "image_mean",        // mean value
+      "image_std",         // standard deviation of the values
       "nonzero_fraction",  // share of values != 0 (background noise raises it)
-      "intensity_q50",   // median value
-      "intensity_q90",   // 90th percentile
-      "intensity_max",   // largest value
-      "center_row",      // centre of mass (weights: value - the image's minimum), row in pixels
-      "center_col",      // ... column in pixels
-      "spread",          // RMS distance from the centre of mass, in pixels (zoom, crop)
-      "edge_strength",   // mean |difference| of horizontally and vertically adjacent values
+      "intensity_q50",     // median value
+      "intensity_q90",     // 90th percentile
+      "intensity_max",     // largest value
+      "center_row",        // centre of mass (weights: value - the image's minimum), row in pixels
+      "center_col",        // ... column in pixels
+      "spread",            // RMS distance from the centre of mass, in pixels (zoom, crop)
+      "edge_strength",     // mean |difference| of horizontally and vertically adjacent values
   };
   return kNames;
 }
@@ -39,7 +39,8 @@ void image_summaries(std::span<const float> pixels, const training::Shape& shape
   if ((rank != 2 && rank != 3) || shape.numel() <= 0 ||
       static_cast<int64_t>(pixels.size()) != shape.numel() ||
       out.size() != image_summary_names().size()) {
-    throw std::invalid_argument("image_summaries: pixels do not fit the shape " + shape.to_string());
+    throw std::invalid_argument("image_summaries: pixels do not fit the shape " +
+                                shape.to_string());
   }
   const int64_t channels = rank == 3 ? shape[0] : 1;
   const int64_t h = shape[rank - 2], w = shape[rank - 1];

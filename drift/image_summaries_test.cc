@@ -17,16 +17,16 @@ std::vector<double> summarize(const std::vector<float>& pixels, const training::
 TEST(ImageSummariesTest, OneBrightPixel) {
   // [[0, 255], [0, 0]]: worked by hand.
   const std::vector<double> s = summarize({0, 255, 0, 0}, training::Shape{1, 2, 2});
-  EXPECT_DOUBLE_EQ(s[0], 63.75);                        // image_mean
+  EXPECT_DOUBLE_EQ(s[0], 63.75);                                        // image_mean
   EXPECT_NEAR(s[1], std::sqrt(255.0 * 255 / 4 - 63.75 * 63.75), 1e-9);  // image_std
-  EXPECT_DOUBLE_EQ(s[2], 0.25);                         // nonzero_fraction
-  EXPECT_DOUBLE_EQ(s[3], 0.0);                          // intensity_q50 of 0, 0, 0, 255
-  EXPECT_NEAR(s[4], 0.7 * 255, 1e-9);                   // intensity_q90: 2.7 of the way
-  EXPECT_DOUBLE_EQ(s[5], 255.0);                        // intensity_max
-  EXPECT_DOUBLE_EQ(s[6], 0.0);                          // center_row
-  EXPECT_DOUBLE_EQ(s[7], 1.0);                          // center_col
-  EXPECT_DOUBLE_EQ(s[8], 0.0);                          // spread: all mass at one pixel
-  EXPECT_DOUBLE_EQ(s[9], 127.5);                        // edge_strength: (255 + 255) / 4 pairs
+  EXPECT_DOUBLE_EQ(s[2], 0.25);                                         // nonzero_fraction
+  EXPECT_DOUBLE_EQ(s[3], 0.0);         // intensity_q50 of 0, 0, 0, 255
+  EXPECT_NEAR(s[4], 0.7 * 255, 1e-9);  // intensity_q90: 2.7 of the way
+  EXPECT_DOUBLE_EQ(s[5], 255.0);       // intensity_max
+  EXPECT_DOUBLE_EQ(s[6], 0.0);         // center_row
+  EXPECT_DOUBLE_EQ(s[7], 1.0);         // center_col
+  EXPECT_DOUBLE_EQ(s[8], 0.0);         // spread: all mass at one pixel
+  EXPECT_DOUBLE_EQ(s[9], 127.5);       // edge_strength: (255 + 255) / 4 pairs
 }
 
 TEST(ImageSummariesTest, ShiftsMoveTheirSummaries) {
@@ -50,7 +50,8 @@ TEST(ImageSummariesTest, ShiftsMoveTheirSummaries) {
 }
 
 TEST(ImageSummariesTest, AFlatImageCentresAtTheMiddle) {
-  const std::vector<double> s = summarize(std::vector<float>(2 * 3 * 5, 7.0f), training::Shape{2, 3, 5});
+  const std::vector<double> s =
+      summarize(std::vector<float>(2 * 3 * 5, 7.0f), training::Shape{2, 3, 5});
   EXPECT_DOUBLE_EQ(s[0], 7.0);
   EXPECT_DOUBLE_EQ(s[1], 0.0);
   EXPECT_DOUBLE_EQ(s[6], 1.0);

@@ -16,6 +16,9 @@ SourceKind source_kind(const fs::path& path) {
 }
 
 Samples read_samples(const fs::path& path, const ReadOptions& options) {
+  if (!fs::exists(path)) {
+    throw Error(ErrorCode::kNotFound, path.string() + ": no such file or directory");
+  }
   switch (source_kind(path)) {
     case SourceKind::kRequestLog:
       return read_request_log(path, {.skip_bad = options.skip_bad, .limit = options.limit});
@@ -24,12 +27,12 @@ Samples read_samples(const fs::path& path, const ReadOptions& options) {
     case SourceKind::kIdx:
       break;
   }
-  if (!fs::exists(path)) throw Error(ErrorCode::kNotFound, path.string() + ": no such file");
   fs::path labels = options.labels.empty() ? idx_labels_beside(path) : options.labels;
   if (labels.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
-                path.string() + ": idx images need their labels file (its name with labels-idx1 "
-                                "for images-idx3, beside it) or one given");
+                path.string() +
+                    ": idx images need their labels file (its name with labels-idx1 "
+                    "for images-idx3, beside it) or one given");
   }
   return read_idx_samples(path, labels, options.limit, options.units);
 }

@@ -29,7 +29,8 @@ std::string describe(const SampleSource& s, int64_t count) {
            (s.files == 1 ? " file" : " files");
     if (!s.first_time.empty()) out += ", " + s.first_time + " .. " + s.last_time;
     if (!s.models.empty()) out += "; model " + join(s.models, ", ");
-    if (s.skipped_lines > 0) out += "; " + std::to_string(s.skipped_lines) + " malformed lines skipped";
+    if (s.skipped_lines > 0)
+      out += "; " + std::to_string(s.skipped_lines) + " malformed lines skipped";
     out += ")";
   }
   return out;
@@ -147,23 +148,22 @@ std::string format_json(const DriftReport& r) {
                {"flags", c.flags},
                {"drift", !c.flags.empty()}};
   }
-  const Json j = {
-      {"reference", source_json(r.reference, r.reference_count)},
-      {"current", source_json(r.current, r.current_count)},
-      {"thresholds",
-       {{"psi_max", t.psi_max},
-        {"p_min", t.p_min},
-        {"bonferroni", t.bonferroni},
-        {"p_threshold", r.p_threshold},
-        {"ks_max", t.ks_max ? Json(*t.ks_max) : Json()},
-        {"bins", r.options.bins},
-        {"epsilon", r.options.epsilon}}},
-      {"tests", r.tests},
-      {"features", features},
-      {"classes", classes},
-      {"notes", r.notes},
-      {"flagged", r.flagged()},
-      {"drift", r.drift()}};
+  const Json j = {{"reference", source_json(r.reference, r.reference_count)},
+                  {"current", source_json(r.current, r.current_count)},
+                  {"thresholds",
+                   {{"psi_max", t.psi_max},
+                    {"p_min", t.p_min},
+                    {"bonferroni", t.bonferroni},
+                    {"p_threshold", r.p_threshold},
+                    {"ks_max", t.ks_max ? Json(*t.ks_max) : Json()},
+                    {"bins", r.options.bins},
+                    {"epsilon", r.options.epsilon}}},
+                  {"tests", r.tests},
+                  {"features", features},
+                  {"classes", classes},
+                  {"notes", r.notes},
+                  {"flagged", r.flagged()},
+                  {"drift", r.drift()}};
   return j.dump(2) + "\n";
 }
 

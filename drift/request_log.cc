@@ -108,8 +108,7 @@ void read_request(const Json& record, Layout& layout, Samples& out) {
                     " classes (one per sample of \"inputs\")"};
     }
     for (size_t i = 0; i < p.size(); ++i) {
-      if (!p[i].is_number_integer() || p[i].get<int64_t>() < 0 ||
-          p[i].get<int64_t>() > INT32_MAX) {
+      if (!p[i].is_number_integer() || p[i].get<int64_t>() < 0 || p[i].get<int64_t>() > INT32_MAX) {
         throw BadLine{"predicted[" + std::to_string(i) + "] is " + p[i].dump() +
                       ", not a class (an integer >= 0)"};
       }
@@ -159,8 +158,9 @@ std::vector<fs::path> request_log_files(const fs::path& dir) {
   if (ec) throw Error(ErrorCode::kNotFound, dir.string() + ": cannot list: " + ec.message());
   if (found.empty()) {
     throw Error(ErrorCode::kNotFound,
-                dir.string() + ": no request log files (requests-<UTC yyyymmddTHHMMSS>-<seq>.jsonl, "
-                               "as tuner serve-model writes them)");
+                dir.string() +
+                    ": no request log files (requests-<UTC yyyymmddTHHMMSS>-<seq>.jsonl, "
+                    "as tuner serve-model writes them)");
   }
   std::sort(found.begin(), found.end());
   std::vector<fs::path> files;
@@ -169,7 +169,8 @@ std::vector<fs::path> request_log_files(const fs::path& dir) {
 }
 
 Samples read_request_log(const fs::path& path, const RequestLogOptions& options) {
-  if (!fs::exists(path)) throw Error(ErrorCode::kNotFound, path.string() + ": no such file or directory");
+  if (!fs::exists(path))
+    throw Error(ErrorCode::kNotFound, path.string() + ": no such file or directory");
   const std::vector<fs::path> files =
       fs::is_directory(path) ? request_log_files(path) : std::vector<fs::path>{path};
   Samples out;
@@ -195,12 +196,14 @@ Samples read_request_log(const fs::path& path, const RequestLogOptions& options)
           record = Json::parse(line);
         } catch (const Json::parse_error& e) {
           if (!terminated) {
-            out.notes.push_back(where + ": the last line has no newline and is not JSON: left out "
-                                        "(a request being written)");
+            out.notes.push_back(where +
+                                ": the last line has no newline and is not JSON: left out "
+                                "(a request being written)");
             break;
           }
           std::string why = e.what();
-          if (const size_t at = why.find("] "); why.starts_with("[json.exception") && at != std::string::npos) {
+          if (const size_t at = why.find("] ");
+              why.starts_with("[json.exception") && at != std::string::npos) {
             why = why.substr(at + 2);
           }
           throw BadLine{"not JSON: " + why};
@@ -209,12 +212,12 @@ Samples read_request_log(const fs::path& path, const RequestLogOptions& options)
         ++out.source.requests;
       } catch (const BadLine& bad) {
         if (out.source.skipped_lines >= options.skip_bad) {
-          throw Error(ErrorCode::kInvalidArgument,
-                      where + ": " + bad.message +
-                          (options.skip_bad > 0 ? " (more than --skip-bad " +
-                                                      std::to_string(options.skip_bad) +
-                                                      " malformed lines)"
-                                                : ""));
+          throw Error(
+              ErrorCode::kInvalidArgument,
+              where + ": " + bad.message +
+                  (options.skip_bad > 0 ? " (more than --skip-bad " +
+                                              std::to_string(options.skip_bad) + " malformed lines)"
+                                        : ""));
         }
         ++out.source.skipped_lines;
         if (out.source.skipped_lines <= 3) out.notes.push_back(where + ": skipped: " + bad.message);
@@ -223,7 +226,8 @@ Samples read_request_log(const fs::path& path, const RequestLogOptions& options)
     if (in.bad()) throw Error(ErrorCode::kUnavailable, file.string() + ": read error");
   }
   if (out.source.skipped_lines > 3) {
-    out.notes.push_back(std::to_string(out.source.skipped_lines) + " malformed lines skipped in all");
+    out.notes.push_back(std::to_string(out.source.skipped_lines) +
+                        " malformed lines skipped in all");
   }
   if (out.count == 0) {
     throw Error(ErrorCode::kInvalidArgument,

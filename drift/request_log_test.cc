@@ -56,9 +56,9 @@ TEST_F(RequestLogTest, FilesInTheOrderTheyWereWritten) {
   write("requests-x.jsonl", "");
   std::vector<std::string> names;
   for (const fs::path& p : request_log_files(dir_)) names.push_back(p.filename().string());
-  EXPECT_THAT(names, ElementsAre("requests-20261202T105959-1.jsonl",
-                                 "requests-20261202T110000-2.jsonl",
-                                 "requests-20261202T110000-10.jsonl"));
+  EXPECT_THAT(names,
+              ElementsAre("requests-20261202T105959-1.jsonl", "requests-20261202T110000-2.jsonl",
+                          "requests-20261202T110000-10.jsonl"));
 }
 
 TEST_F(RequestLogTest, ReadsEveryRequestOfEveryFile) {
@@ -88,8 +88,9 @@ TEST_F(RequestLogTest, ReadsEveryRequestOfEveryFile) {
 
 TEST_F(RequestLogTest, AMalformedLineNamesTheFileAndLine) {
   const fs::path f = write("requests-20261202T110000-1.jsonl",
-                           request("t0", 0) + "{\"inputs\": [[1, 2, 3]], \"outputs\": [[1, 2]],"
-                                              " \"predicted\": [0]\n" +
+                           request("t0", 0) +
+                               "{\"inputs\": [[1, 2, 3]], \"outputs\": [[1, 2]],"
+                               " \"predicted\": [0]\n" +
                                request("t2", 5));
   try {
     read_request_log(dir_);
@@ -159,7 +160,8 @@ TEST_F(RequestLogTest, NoLogIsAnError) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kNotFound);
-    EXPECT_THAT(e.what(), HasSubstr("no request log files (requests-<UTC yyyymmddTHHMMSS>-<seq>.jsonl"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("no request log files (requests-<UTC yyyymmddTHHMMSS>-<seq>.jsonl"));
   }
   write("requests-20261202T110000-1.jsonl", "\n\n");
   EXPECT_THROW(read_request_log(dir_), Error);

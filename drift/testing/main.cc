@@ -1,6 +1,6 @@
-// drift_test_log: writes a request log in the format `tuner serve-model` writes (drift/request_log.h)
-// from Fashion-MNIST images, optionally shifted, with the outputs of a model: the test data of
-// drift/cli_drift_test.sh.
+// drift_test_log: writes a request log in the format `tuner serve-model` writes
+// (drift/request_log.h) from Fashion-MNIST images, optionally shifted, with the outputs of a model:
+// the test data of drift/cli_drift_test.sh.
 //   drift_test_log --images F --labels F --begin A --count N --out DIR [--model MLFLOW_MODEL_DIR]
 //     [--shift none|brighten|invert|noise] [--classes C,C,...] [--batch B] [--per-file R]
 //     [--seed S]
@@ -50,10 +50,14 @@ void shift(std::vector<float>& px, const std::string& how, std::mt19937& rng) {
   if (how == "none") return;
   std::uniform_int_distribution<int> noise(-60, 60);
   for (float& v : px) {
-    if (how == "brighten") v = std::min(255.0f, v + 60.0f);
-    else if (how == "invert") v = 255.0f - v;
-    else if (how == "noise") v = std::clamp(v + static_cast<float>(noise(rng)), 0.0f, 255.0f);
-    else usage("unknown --shift " + how);
+    if (how == "brighten")
+      v = std::min(255.0f, v + 60.0f);
+    else if (how == "invert")
+      v = 255.0f - v;
+    else if (how == "noise")
+      v = std::clamp(v + static_cast<float>(noise(rng)), 0.0f, 255.0f);
+    else
+      usage("unknown --shift " + how);
   }
 }
 
@@ -85,7 +89,8 @@ int main(int argc, char** argv) {
     for (std::string c; std::getline(s, c, ',');) classes.insert(std::stoi(c));
   }
   std::optional<tuner::registry::ServedModel> model;
-  if (flags.contains("--model")) model.emplace(tuner::registry::ServedModel::load(flags["--model"]));
+  if (flags.contains("--model"))
+    model.emplace(tuner::registry::ServedModel::load(flags["--model"]));
 
   const tuner::training::Dataset data =
       tuner::training::read_idx(need("--images"), need("--labels"));
