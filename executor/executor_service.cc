@@ -25,6 +25,7 @@
 #include "executor/command_job.h"
 #include "executor/trial_job.h"
 #include "executor/node_store.h"
+#include "executor/tensorboard_events.h"
 #include "executor/transport/message_socket.h"
 #include "executor/unique_fd.h"
 #include "training/device/gpu_inventory.h"
@@ -152,9 +153,39 @@ struct JobEvent {
   uint64_t lease_id = 0;
   std::optional<ReportMessage> report;
   std::optional<Message> outcome;  // RESULT or FAIL; the job's last event
+  std::string note;  // else: a line for the executor's log, and nothing more
 };
 
 }  // namespace
+
+// A trial's reports as TensorBoard scalars in its folder (TrialJob::scalars_dir), the file made
+// at the first report. A folder that cannot be written costs the scalars, never the trial: the
+// first problem is returned once for the log, and nothing more is tried.
+class ReportScalars {
+ public:
+  explicit ReportScalars(std::string dir) : dir_(std::move(dir)) {}
+
+  // Empty, or the problem to log (once).
+  std::string add(const CommandReport& report) {
+    if (dir_.empty() || failed_) return {};
+    try {
+      if (!writer_) writer_ = std::make_unique<TensorBoardWriter>(dir_);
+      const double now = std::chrono::duration<double>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+      writer_->add_scalars(report.step, report.metrics, now);
+      return {};
+    } catch (const std::exception& e) {
+      failed_ = true;
+      return std::string("no TensorBoard scalars for this trial: ") + e.what();
+    }
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<TensorBoardWriter> writer_;
+  bool failed_ = false;
+};
 
 struct ExecutorService::Impl {
   explicit Impl(ExecutorOptions o) : options(std::move(o)) {}
@@ -348,10 +379,14 @@ struct ExecutorService::Impl {
                          .number = job.trial.number,
                          .params = job.trial.params,
                          .checkpoint_path = job.trial.checkpoint_path};
+      ReportScalars scalars(job.trial_job->scalars_dir(job.trial.number));
       ReportCallback on_report = [&](const CommandReport& r) {
         post(JobEvent{.lease_id = job.trial.lease_id,
                       .report = ReportMessage{
                           .lease_id = job.trial.lease_id, .step = r.step, .metrics = r.metrics}});
+        if (std::string problem = scalars.add(r); !problem.empty()) {
+          post(JobEvent{.note = "trial " + std::to_string(job.trial.number) + ": " + problem});
+        }
         return job.decision.load();
       };
       CommandOutcome outcome = options.job_runner
@@ -588,6 +623,10 @@ struct ExecutorService::Impl {
     }
     bool freed = false;
     for (JobEvent& e : batch) {
+      if (!e.note.empty()) {  // a note-only event
+        log(e.note);
+        continue;
+      }
       if (e.report) {
         send(*e.report);
         continue;

@@ -53,15 +53,21 @@ void engine_placeholder_names(const nlohmann::json& value, std::vector<std::stri
   }
 }
 
-// A command job's spec and objective metric.
-std::pair<CommandSpec, std::string> parse_command_job(const nlohmann::json& root,
-                                                      const std::string& where) {
+// A command job's spec, objective metric and artifacts_dir.
+struct ParsedCommandJob {
+  CommandSpec spec;
+  std::string objective_metric;
+  std::string artifacts_dir;
+};
+
+ParsedCommandJob parse_command_job(const nlohmann::json& root, const std::string& where) {
   for (const auto& [key, value] : root.items()) {
     if (key != "kind" && key != "argv" && key != "env" && key != "working_dir" &&
-        key != "objective_metric" && key != "timeout_s" && key != "stop_grace_s") {
+        key != "objective_metric" && key != "timeout_s" && key != "stop_grace_s" &&
+        key != "artifacts_dir") {
       fail(where + "." + key,
            "unknown member (a command job has kind, argv, env, working_dir, objective_metric, "
-           "timeout_s, stop_grace_s)");
+           "timeout_s, stop_grace_s, artifacts_dir)");
     }
   }
   auto member = [&](const char* key) -> const nlohmann::json& {
@@ -105,7 +111,11 @@ std::pair<CommandSpec, std::string> parse_command_job(const nlohmann::json& root
   }
   std::string metric = string_of(member("objective_metric"), where + ".objective_metric");
   if (metric.empty()) fail(where + ".objective_metric", "must not be empty");
-  return {std::move(spec), std::move(metric)};
+  std::string artifacts_dir;
+  if (auto it = root.find("artifacts_dir"); it != root.end()) {
+    artifacts_dir = string_of(*it, where + ".artifacts_dir");
+  }
+  return {std::move(spec), std::move(metric), std::move(artifacts_dir)};
 }
 
 }  // namespace
@@ -120,9 +130,16 @@ std::optional<std::string> TrialJob::failure_reason(std::string_view) const {
 
 void TrialJob::check_probe(const Params&, const std::string&) const {}
 
+std::string TrialJob::scalars_dir(int64_t) const { return {}; }
+
 // --- Command jobs -------------------------------------------------------------------------------
 
 CommandSpec CommandTrialJob::command(const TrialPlacement&) const { return spec_; }
+
+std::string CommandTrialJob::scalars_dir(int64_t number) const {
+  if (artifacts_dir_.empty()) return {};
+  return artifacts_dir_ + "/trial-" + std::to_string(number);
+}
 
 std::string CommandTrialJob::to_json() const {
   nlohmann::json json = {
@@ -131,6 +148,7 @@ std::string CommandTrialJob::to_json() const {
   if (!spec_.working_dir.empty()) json["working_dir"] = spec_.working_dir;
   if (timeout_) json["timeout_s"] = static_cast<double>(timeout_->count()) / 1000;
   if (stop_grace_) json["stop_grace_s"] = static_cast<double>(stop_grace_->count()) / 1000;
+  if (!artifacts_dir_.empty()) json["artifacts_dir"] = artifacts_dir_;
   return json.dump();
 }
 
@@ -200,9 +218,10 @@ std::unique_ptr<TrialJob> parse_trial_job(std::string_view json, const std::stri
     engine->objective_metric_ = engine->spec().objective_metric;
     job = std::move(engine);
   } else {
-    auto [spec, metric] = parse_command_job(root, where);
-    job = std::make_unique<CommandTrialJob>(std::move(spec));
-    job->objective_metric_ = std::move(metric);
+    ParsedCommandJob command = parse_command_job(root, where);
+    job = std::make_unique<CommandTrialJob>(std::move(command.spec),
+                                            std::move(command.artifacts_dir));
+    job->objective_metric_ = std::move(command.objective_metric);
   }
   // The members both kinds share: the time limit and the stop grace.
   job->timeout_ = seconds_member(root, "timeout_s", where, true, kMaxJobTimeoutSeconds);

@@ -13,7 +13,8 @@
 //    "working_dir": "/src",                             optional
 //    "objective_metric": "val_loss",                    required: the metric that is the value
 //    "timeout_s": 3600,                                 optional: seconds, in (0, 31536000]
-//    "stop_grace_s": 30}                                optional: seconds, in [0, 3600]
+//    "stop_grace_s": 30,                                optional: seconds, in [0, 3600]
+//    "artifacts_dir": "/runs/study"}                    optional: trial-N/ holds its scalars
 // Members not listed are refused (a misspelt "evn" would otherwise be silently ignored).
 //
 // An engine job: {"kind": "engine", "model": {...}, "data": {...}, "training": {...},
@@ -104,6 +105,11 @@ class TrialJob {
   virtual std::vector<std::string> probed_params() const { return {}; }
   virtual void check_probe(const Params& params, const std::string& where) const;
 
+  // The folder where the executor writes trial `number`'s reports as TensorBoard scalars (one
+  // event per step; executor/tensorboard_events.h). Empty (the default): none, as for an engine
+  // trial, which writes its own.
+  virtual std::string scalars_dir(int64_t number) const;
+
   // The JSON text of the job; parse_trial_job reads it back to an equal job.
   virtual std::string to_json() const = 0;
 
@@ -118,15 +124,19 @@ class TrialJob {
 // Any program, its argv's {name} placeholders filled from the trial (executor/argv_template.h).
 class CommandTrialJob final : public TrialJob {
  public:
-  explicit CommandTrialJob(CommandSpec spec) : spec_(std::move(spec)) {}
+  explicit CommandTrialJob(CommandSpec spec, std::string artifacts_dir = {})
+      : spec_(std::move(spec)), artifacts_dir_(std::move(artifacts_dir)) {}
   std::string_view kind() const override { return "command"; }
   CommandSpec command(const TrialPlacement& placement) const override;
+  // artifacts_dir/trial-N; none without artifacts_dir.
+  std::string scalars_dir(int64_t number) const override;
   std::string to_json() const override;
 
   const CommandSpec& spec() const { return spec_; }
 
  private:
   CommandSpec spec_;
+  std::string artifacts_dir_;
 };
 
 // The engine's own training: `tuner trial --engine-job JSON` for each trial.

@@ -38,6 +38,24 @@ TEST(TrialJobTest, ParsesACommandJob) {
   EXPECT_EQ(job->needs().gpus_per_node, 0);
   EXPECT_EQ(job->checkpoint_path(3), "");
   EXPECT_EQ(job->failure_reason("error: oops\n"), std::nullopt);
+  // Without artifacts_dir the executor writes no scalars.
+  EXPECT_EQ(job->scalars_dir(3), "");
+}
+
+// A command job's artifacts_dir is the study's folder: trial N's reports go to trial-N as
+// TensorBoard scalars. An engine job writes its own, so the executor writes none for it.
+TEST(TrialJobTest, ACommandJobWithAnArtifactsDirHasAFolderOfScalarsPerTrial) {
+  auto job = parse_trial_job(
+      R"({"kind": "command", "argv": ["a"], "objective_metric": "m", "artifacts_dir": "/runs/q"})");
+  EXPECT_EQ(job->scalars_dir(3), "/runs/q/trial-3");
+  EXPECT_EQ(parse_trial_job(job->to_json())->scalars_dir(3), "/runs/q/trial-3");
+  auto engine = parse_trial_job(R"({"kind": "engine", "artifacts_dir": "/runs/a",
+      "model": {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]},
+      "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
+      "objective_metric": "val_accuracy"})");
+  EXPECT_EQ(engine->scalars_dir(3), "");
+  EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+      "artifacts_dir": 3})").find("job.artifacts_dir: expected a string"), std::string::npos);
 }
 
 // What the coordinator and the executor ask an engine job, which they once read from its fields.

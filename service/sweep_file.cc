@@ -987,7 +987,6 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
         check_engine_placeholders(*v, child_path("job", key), sweep.space, file_);
       }
     }
-    if (find_field(job, "artifacts_dir")) absolute_path(job["artifacts_dir"], "job.artifacts_dir");
     if (job.contains("data") && job["data"].is_object() && job["data"].contains("dir")) {
       absolute_path(job["data"]["dir"], "job.data.dir");
     }
@@ -997,6 +996,7 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
     if (!find_field(job, "working_dir")) job["working_dir"] = ".";
     absolute_path(job["working_dir"], "job.working_dir");
   }
+  if (find_field(job, "artifacts_dir")) absolute_path(job["artifacts_dir"], "job.artifacts_dir");
   sweep.job_json = job.dump();
   // The full check of the job is the executor's own.
   probe_job(*parse_trial_job(sweep.job_json, file_ + ": job"), sweep.space, file_ + ": job");

@@ -61,9 +61,9 @@ class Tally {
   SweepProgress progress_;
 };
 
-// Engine jobs keep each trial's best model beside the study database unless the file says where.
+// Each trial's folder (an engine trial's best model, either kind's TensorBoard scalars) is beside
+// the study database unless the file says where.
 SweepFile with_artifacts_dir(SweepFile sweep) {
-  if (sweep.job_kind != "engine") return sweep;
   nlohmann::json job = nlohmann::json::parse(sweep.job_json);
   if (!job.contains("artifacts_dir")) {
     job["artifacts_dir"] =
