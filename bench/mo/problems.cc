@@ -115,7 +115,15 @@ const std::vector<MoProblem>& mo_problems() {
     v.push_back(make("dtlz4", 12, 3, {2.0, 2.0, 2.0},
                      "DTLZ4, 3 objectives, 12 variables in [0, 1], alpha = 100: DTLZ2 with a "
                      "biased density of solutions"));
-    for (size_t i = v.size() - 3; i < v.size(); ++i) v[i].held_out = true;
+    // Held out with more than 20 variables: what the AutoSampler's bound on the GP's parameters
+    // for several objectives is measured on (docs/samplers.md, "Auto").
+    v.push_back(make("dtlz7", 22, 3, {1.1, 1.1, 21.0},
+                     "DTLZ7, 3 objectives, 22 variables in [0, 1]: four disconnected regions"));
+    v.push_back(make("zdt6_40", 40, 2, {1.1, 11.0},
+                     "ZDT6 with 40 variables in [0, 1]: a non-uniform, concave front"));
+    v.push_back(make("dtlz2_40", 40, 3, {3.5, 3.5, 3.5},
+                     "DTLZ2, 3 objectives, 40 variables in [0, 1]: the positive unit sphere"));
+    for (size_t i = v.size() - 6; i < v.size(); ++i) v[i].held_out = true;
     return v;
   }();
   return problems;
@@ -140,7 +148,7 @@ MoValues evaluate(const MoProblem& problem, std::span<const double> x) {
     double g = 1.0 + 10.0 * static_cast<double>(x.size() - 1);
     for (size_t i = 1; i < x.size(); ++i) g += x[i] * x[i] - 10.0 * std::cos(4.0 * kPi * x[i]);
     out.objectives = {x[0], g * (1.0 - std::sqrt(x[0] / g))};
-  } else if (problem.name == "zdt6") {
+  } else if (problem.name == "zdt6" || problem.name == "zdt6_40") {
     const double f1 = 1.0 - std::exp(-4.0 * x[0]) * std::pow(std::sin(6.0 * kPi * x[0]), 6);
     double sum = 0.0;
     for (size_t i = 1; i < x.size(); ++i) sum += x[i];
@@ -150,7 +158,15 @@ MoValues evaluate(const MoProblem& problem, std::span<const double> x) {
     std::vector<double> y(x.begin(), x.end());
     for (size_t i = 0; i < 2; ++i) y[i] = std::pow(y[i], 100.0);
     out.objectives = dtlz2(y, 3);
-  } else if (problem.name == "dtlz2" || problem.name == "c2_dtlz2") {
+  } else if (problem.name == "dtlz7") {
+    // g over the last n - 2 variables; f1, f2 the first two; f3 (1 + g) h.
+    double sum = 0.0;
+    for (size_t i = 2; i < x.size(); ++i) sum += x[i];
+    const double g = 1.0 + 9.0 * sum / static_cast<double>(x.size() - 2);
+    double h = 3.0;
+    for (size_t i = 0; i < 2; ++i) h -= x[i] / (1.0 + g) * (1.0 + std::sin(3.0 * kPi * x[i]));
+    out.objectives = {x[0], x[1], (1.0 + g) * h};
+  } else if (problem.name == "dtlz2" || problem.name == "c2_dtlz2" || problem.name == "dtlz2_40") {
     out.objectives = dtlz2(x, 3);
     if (problem.constrained) out.constraint = c2_dtlz2_constraint(out.objectives);
   } else if (problem.name == "wfg4") {

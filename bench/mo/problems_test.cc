@@ -37,6 +37,34 @@ TEST(MoProblems, Dtlz2FrontIsTheUnitSphere) {
   }
 }
 
+// DTLZ7's front: g = 1 (the tail at 0), f3 = 2 h with h = 3 - sum f_i (1 + sin(3 pi f_i)) / 2.
+TEST(MoProblems, Dtlz7OnItsFront) {
+  std::vector<double> x(22, 0.0);
+  x[0] = 0.2;
+  x[1] = 0.7;
+  double h = 3.0;
+  for (double f : {0.2, 0.7}) h -= f / 2 * (1.0 + std::sin(3.0 * std::numbers::pi * f));
+  const std::vector<double> f = values("dtlz7", x);
+  EXPECT_DOUBLE_EQ(f[0], 0.2);
+  EXPECT_DOUBLE_EQ(f[1], 0.7);
+  EXPECT_NEAR(f[2], 2.0 * h, 1e-12);
+  x.assign(22, 1.0);
+  EXPECT_NEAR(values("dtlz7", x)[2], 11.0 * (3.0 - 2.0 / 11.0 * (1.0 + std::sin(3.0 * std::numbers::pi))),
+              1e-9);  // g = 10
+}
+
+// The 40-variable variants are the same functions over more variables.
+TEST(MoProblems, FortyVariableVariants) {
+  std::vector<double> x(40, 0.5);
+  x[0] = 0.3;
+  const std::vector<double> f = values("dtlz2_40", x);
+  EXPECT_NEAR(f[0] * f[0] + f[1] * f[1] + f[2] * f[2], 1.0, 1e-12);
+  x.assign(40, 0.0);
+  x[0] = 0.25;
+  const double f1 = 1.0 - std::exp(-1.0) * std::pow(std::sin(1.5 * std::numbers::pi), 6);
+  EXPECT_NEAR(values("zdt6_40", x)[1], 1.0 - f1 * f1, 1e-12);  // g = 1
+}
+
 TEST(MoProblems, C2Dtlz2IsFeasibleNearTheCornersAndTheCentre) {
   const MoProblem* p = find_mo_problem("c2_dtlz2");
   std::vector<double> x(12, 0.5);

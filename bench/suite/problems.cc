@@ -258,9 +258,10 @@ std::vector<Problem> build() {
                       box("x", 10, -32.768, 32.768), 0.0, Point(10, 0.0), ackley));
   out.push_back(plain("levy10", "classic", "Levy on [-10, 10]^10; min 0", box("x", 10, -10, 10),
                       0.0, Point(10, 1.0), levy));
-  // BBOB, instance 1, in 2, 5, 10 and 20 dimensions.
+  // BBOB, instance 1, in 2, 5, 10 and 20 dimensions; 40, outside the core set, for where the
+  // AutoSampler's bound on the GP's parameters lies (docs/samplers.md, "Auto").
   for (int id : bbob_ids()) {
-    for (int dim : {2, 5, 10, 20}) {
+    for (int dim : {2, 5, 10, 20, 40}) {
       auto f = std::make_shared<BbobFunction>(id, dim, /*instance=*/1);
       Problem p{.name = "f" + std::to_string(id) + "_" + bbob_name(id) + "_d" +
                         std::to_string(dim),
