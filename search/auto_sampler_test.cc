@@ -81,6 +81,9 @@ TEST(AutoSampler, TakesTpeForManyParameters) {
   AutoSampler sampler({.max_gp_params = 4});
   EXPECT_EQ(origin(sampler, floats(4), {}), "gp");
   EXPECT_EQ(origin(sampler, floats(5), {}), "tpe");
+  // The default bound is the most parameters the benchmarks measured the GP on (40).
+  EXPECT_EQ(origin(AutoSampler(), floats(40), {}), "gp");
+  EXPECT_EQ(origin(AutoSampler(), floats(41), {}), "tpe");
 }
 
 // Issue 19: with several objectives the GP (expected hypervolume improvement) beat
