@@ -23,6 +23,7 @@ int run_stop(const std::vector<std::string>& args);
 int run_pause(const std::vector<std::string>& args);
 int run_unpause(const std::vector<std::string>& args);
 int run_drift(const std::vector<std::string>& args);
+int run_sync_mlflow(const std::vector<std::string>& args);
 // (new commands: declare here)
 
 std::span<const Command> commands() {
@@ -30,7 +31,7 @@ std::span<const Command> commands() {
       {"sweep",
        "sweep FILE [--study NAME] [--storage PATH] [--executors N] [--trials N]\n"
        "      [--registry DIR] [--endpoint ENDPOINT] [--key FILE --executor-keys PATH]\n"
-       "      [--insecure] [--verbose] [--submit] [--busy-timeout MS]\n"
+       "      [--insecure] [--verbose] [--submit] [--busy-timeout MS] [--tracking-uri URI]\n"
        "                                 run the study a sweep file describes (docs/sweep_file.md)\n"
        "                                 with N local executor slots (0: only executors that\n"
        "                                 connect to ENDPOINT); continues the study when it exists.\n"
@@ -43,12 +44,13 @@ std::span<const Command> commands() {
        "                                 With an \"export\" section, the best model goes to the\n"
        "                                 registry (--registry DIR overrides where). --busy-timeout:\n"
        "                                 how long a write waits for another process's database\n"
-       "                                 lock (default 5000 ms)",
+       "                                 lock (default 5000 ms). --tracking-uri: log the study to\n"
+       "                                 that MLflow server as it runs (docs/tracking.md)",
        &run_sweep_command},
       {"resume",
        "resume --study NAME --storage PATH [--rerun-failed] [--executors N] [--trials N]\n"
        "       [--endpoint ENDPOINT] [--key FILE --executor-keys PATH] [--insecure]\n"
-       "       [--busy-timeout MS]\n"
+       "       [--busy-timeout MS] [--tracking-uri URI]\n"
        "                                 continue a sweep's study from its SQLite file alone;\n"
        "                                 --rerun-failed runs every FAIL trial again with its params",
        &run_resume_command},
@@ -134,13 +136,24 @@ std::span<const Command> commands() {
        "export --study NAME --storage PATH [--trial N] --registry DIR [--name MODEL]\n"
        "       [--promote-if-better] [--alias A,...] [--metric M --direction D]\n"
        "       [--limit METRIC<=X,METRIC>=Y,...] [--checkpoint FILE] [--description TEXT]\n"
+       "       [--mlflow-uri URI [--mlflow-experiment NAME]]\n"
        "                                 a trial's model (default: the best on M within the\n"
        "                                 limits, of several objectives from the Pareto front) as\n"
        "                                 a new version of MODEL in the registry DIR, an MLflow\n"
        "                                 model with ONNX inside; --promote-if-better makes it\n"
        "                                 champion only when it meets the limits and its metric\n"
-       "                                 beats the champion's (docs/registry.md)",
+       "                                 beats the champion's (docs/registry.md). --mlflow-uri:\n"
+       "                                 also in that MLflow server's model registry, with the\n"
+       "                                 trial's run and the aliases (docs/tracking.md)",
        &run_export},
+      {"sync-mlflow",
+       "sync-mlflow --study NAME --storage PATH --tracking-uri URI [--experiment NAME]\n"
+       "            [--registry DIR]\n"
+       "                                 log a study to MLflow tracking (a run for the study, one\n"
+       "                                 per trial) or catch up what a sweep could not send; sends\n"
+       "                                 only what is missing. --registry: also register the\n"
+       "                                 study's versions of DIR in MLflow's model registry",
+       &run_sync_mlflow},
       {"registry",
        "registry list | show MODEL[@ALIAS|/VERSION] | alias MODEL VERSION ALIAS |\n"
        "         tag MODEL VERSION KEY VALUE | delete MODEL[/VERSION]  --registry DIR\n"

@@ -1,7 +1,8 @@
 // tuner export --study NAME --storage PATH [--trial N] --registry DIR --name MODEL
 //   [--promote-if-better] [--alias A[,B...]] [--metric M] [--direction D]
-//   [--limit METRIC<=X[,METRIC>=Y...]] [--checkpoint FILE] [--description TEXT]: a trial's model
-//   to the model registry (docs/registry.md).
+//   [--limit METRIC<=X[,METRIC>=Y...]] [--checkpoint FILE] [--description TEXT]
+//   [--mlflow-uri URI [--mlflow-experiment NAME]]: a trial's model to the model registry
+//   (docs/registry.md), and to MLflow's with --mlflow-uri (docs/tracking.md).
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -74,7 +75,8 @@ std::vector<MetricConstraint> parse_limits(const std::string& text) {
 int run_export(const std::vector<std::string>& args) {
   Flags flags(args,
               {"--study", "--storage", "--trial", "--registry", "--name", "--alias", "--metric",
-               "--direction", "--limit", "--checkpoint", "--description"},
+               "--direction", "--limit", "--checkpoint", "--description", "--mlflow-uri",
+               "--mlflow-experiment"},
               {"--promote-if-better"}, "export");
   ExportRequest request;
   request.storage = flags.require("--storage", "the study database, a SQLite file");
@@ -105,6 +107,11 @@ int run_export(const std::vector<std::string>& args) {
   request.aliases = split_commas(flags.get("--alias"));
   request.checkpoint = flags.get("--checkpoint");
   request.description = flags.get("--description");
+  request.mlflow_uri = flags.get("--mlflow-uri");
+  request.mlflow_experiment = flags.get("--mlflow-experiment");
+  if (flags.has("--mlflow-experiment") && request.mlflow_uri.empty()) {
+    throw UsageError("tuner export: --mlflow-experiment needs --mlflow-uri");
+  }
 
   registry::RegistryOptions options;
   options.warn = [](const std::string& message) { std::cerr << "warning: " << message << "\n"; };
@@ -117,6 +124,21 @@ int run_export(const std::vector<std::string>& args) {
     std::cout << (p->promoted ? "promoted to champion: " : "not promoted: ") << p->reason << "\n";
   }
   if (!result.alias_summary.empty()) std::cout << "aliases: " << result.alias_summary << "\n";
+  if (const auto& m = result.mlflow) {
+    std::cout << "MLflow: " << m->model_name << " version " << m->version
+              << (m->created ? "" : " (registered before)") << " from run " << m->run_id << " at "
+              << m->tracking_uri << ", source " << m->source;
+    for (size_t i = 0; i < m->aliases.size(); ++i) std::cout << (i ? ", @" : "; @") << m->aliases[i];
+    std::cout << "\n";
+  }
+  if (!result.mlflow_error.empty()) {
+    std::cerr << "error: MLflow: " << result.mlflow_error << "; the version is in the file registry as "
+              << result.model_name << "/" << v.version << "; to register it in MLflow later: tuner "
+              << "sync-mlflow --study " << request.study << " --storage " << request.storage
+              << " --tracking-uri " << request.mlflow_uri << " --registry " << request.registry_dir
+              << "\n";
+    return kExitInvalidInput;
+  }
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "service/serve.h"
 #include "service/sweep_runner.h"
 #include "storage/sqlite_storage.h"
+#include "tracking/http_transport.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
@@ -203,6 +205,12 @@ int run(const SweepFile& sweep, const Flags& flags) {
       std::cerr << line << "\n";
     };
   }
+  std::mutex warn_mutex;  // tracking warns from its own thread
+  options.warn = [&](const std::string& line) {
+    std::lock_guard lock(warn_mutex);
+    printer.finish();
+    std::cerr << "[" << sweep.name << "] warning: " << line << "\n";
+  };
   std::cerr << "[" << sweep.name << "] study in " << sweep.storage_path << ", "
             << sweep.local_executors << " local executor slot"
             << (sweep.local_executors == 1 ? "" : "s") << "\n";
@@ -237,6 +245,20 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
                 << e->version.version
                 << (e->alias_summary.empty() ? "" : " @" + e->alias_summary) << " at "
                 << e->dir.string() << "\n";
+      if (const auto& m = e->mlflow) {
+        std::cout << "registered in MLflow at " << m->tracking_uri << " as " << m->model_name
+                  << " version " << m->version;
+        for (size_t i = 0; i < m->aliases.size(); ++i) std::cout << (i ? ", @" : " @") << m->aliases[i];
+        std::cout << " (run " << m->run_id << ")\n";
+      }
+      // MLflow's registry is a mirror: its failure leaves the sweep's outcome as it is.
+      if (!e->mlflow_error.empty()) {
+        std::cerr << "[" << sweep.name << "] warning: MLflow's registry: " << e->mlflow_error
+                  << "; to register the version later: tuner sync-mlflow --study "
+                  << result.study_name << " --storage " << result.storage_path
+                  << " --tracking-uri " << sweep.export_mlflow_uri() << " --registry "
+                  << sweep.export_config->registry_path << "\n";
+      }
     }
   }
   const std::string resume =
@@ -262,8 +284,8 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
 
 // The flags with a value that `sweep` and `resume` share.
 const std::vector<std::string> kRunFlags = {
-    "--study", "--storage", "--executors",     "--endpoint",    "--trials",
-    "--registry", "--key",  "--executor-keys", "--busy-timeout"};
+    "--study",    "--storage", "--executors",     "--endpoint",     "--trials",
+    "--registry", "--key",     "--executor-keys", "--busy-timeout", "--tracking-uri"};
 
 // The study's counts and best trial, from storage.
 SweepProgress stored_progress(const SweepFile& sweep, const std::vector<FrozenTrial>& trials) {
@@ -331,6 +353,18 @@ void apply_overrides(SweepFile& sweep, const Flags& flags) {
   if (flags.has("--registry")) {
     if (!sweep.export_config) throw UsageError("--registry: the sweep file has no \"export\" section");
     sweep.export_config->registry_path = flags.get("--registry");
+  }
+  if (flags.has("--tracking-uri")) {
+    // MLflow tracking on (or to another server), and the export's MLflow registry with it when
+    // the file gives that none of its own.
+    const std::string uri = flags.get("--tracking-uri");
+    try {
+      tracking::parse_http_url(uri);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--tracking-uri: ") + e.what());
+    }
+    if (!sweep.tracking) sweep.tracking.emplace();
+    sweep.tracking->mlflow_uri = uri;
   }
   if (flags.has("--executors")) sweep.local_executors = flags.get_int("--executors", 1);
   if (sweep.local_executors < 0) throw UsageError("--executors must be >= 0");

@@ -1,5 +1,7 @@
 #include "executor/engine_job.h"
 
+#include <sys/resource.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -393,13 +395,17 @@ Metrics metrics_from_json(const nlohmann::json& json) {
 struct EpochRecord {
   int64_t epoch = 0;  // 1-based
   Metrics metrics;
+  double time = 0;    // when it ended, seconds since the Unix epoch; 0: not recorded
 };
 
+// [{"epoch": 1, "time": 1767225600.25, "train_loss": ...}, ...]: the trial's metrics.json and a
+// checkpoint's history; MLflow tracking reads the times (tracking/mlflow_sync.h).
 nlohmann::json history_json(const std::vector<EpochRecord>& history) {
   nlohmann::json epochs = nlohmann::json::array();
   for (const EpochRecord& r : history) {
     nlohmann::json e = metrics_json(r.metrics);
     e["epoch"] = r.epoch;
+    if (r.time > 0) e["time"] = r.time;
     epochs.push_back(e);
   }
   return epochs;
@@ -422,7 +428,9 @@ std::vector<EpochRecord> read_history(const std::string& path, int64_t last) {
       const int64_t number = epoch.at("epoch").get<int64_t>();
       if (number > last) break;
       epoch.erase("epoch");
-      history.push_back({number, metrics_from_json(epoch)});
+      const double time = epoch.contains("time") && epoch["time"].is_number() ? epoch["time"].get<double>() : 0.0;
+      epoch.erase("time");
+      history.push_back({number, metrics_from_json(epoch), time});
     }
   } catch (const nlohmann::json::exception&) {
     history.clear();
@@ -607,12 +615,22 @@ std::unique_ptr<training::LrSchedule> make_schedule(const EngineTrialConfig& c) 
   return std::make_unique<training::ConstantLr>(c.lr);
 }
 
-Metrics epoch_metrics(const training::EpochMetrics& m) {
+// The process's peak resident set so far, in MiB (getrusage's ru_maxrss, KiB on Linux).
+double peak_rss_mb() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return kNaN;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// The epoch's metrics; `train` is the training split's size (all ranks'), for the throughput.
+Metrics epoch_metrics(const training::EpochMetrics& m, int64_t train) {
   return {{"train_loss", m.train_loss},
           {"val_loss", m.val_loss},
           {"val_accuracy", m.val_accuracy},
           {"lr", m.lr},
-          {"epoch_seconds", m.seconds}};
+          {"epoch_seconds", m.seconds},
+          {"samples_per_second", m.seconds > 0 ? static_cast<double>(train) / m.seconds : kNaN},
+          {"peak_rss_mb", peak_rss_mb()}};
 }
 
 // Whether objective value a beats b (NaN never beats anything; anything finite beats NaN).
@@ -932,6 +950,7 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
     out["num_params"] = static_cast<double>(model->parameters().num_parameters());
     out["train_flops_per_sample"] = static_cast<double>(3 * model->forward_flops());
     out["checkpoint_bytes"] = static_cast<double>(checkpoint_bytes);
+    out["peak_rss_mb"] = peak_rss_mb();  // the peak of the whole run, not the best epoch's
     return out;
   };
   auto write_metrics_file = [&](const Metrics& final) {
@@ -1007,7 +1026,7 @@ EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& tri
       outcome.end_reason = "interrupted";
       break;
     }
-    history.push_back({m.epoch, epoch_metrics(m)});
+    history.push_back({m.epoch, epoch_metrics(m, c.train), wall_seconds()});
     if (tensorboard) tensorboard->add_scalars(m.epoch, history.back().metrics, wall_seconds());
     const bool is_best = best_index(history, spec) == history.size() - 1;
     if (is_best && c.test > 0) {

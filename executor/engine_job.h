@@ -181,7 +181,9 @@ struct EngineTrial {
 };
 
 // What the report callback gets after each epoch: step = the epoch (1-based), and the metrics
-// train_loss, val_loss, val_accuracy, lr (the epoch's last), epoch_seconds.
+// train_loss, val_loss, val_accuracy, lr (the epoch's last), epoch_seconds, and the system's:
+// samples_per_second (the training split's samples over epoch_seconds, evaluation included) and
+// peak_rss_mb (the peak resident memory of rank 0's process so far, MiB).
 struct EngineReport {
   int64_t step = 0;
   Metrics metrics;
@@ -196,7 +198,8 @@ using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 inline const std::vector<std::string>& engine_final_metrics() {
   static const std::vector<std::string> kMetrics = {
       "train_loss",   "val_loss",          "val_accuracy",  "lr",
-      "epoch_seconds", "best_epoch",       "num_params",    "train_flops_per_sample",
+      "epoch_seconds", "samples_per_second", "peak_rss_mb", "best_epoch", "num_params",
+      "train_flops_per_sample",
       "checkpoint_bytes", "latency_ms",    "latency_ms_per_sample", "test_loss",
       "test_accuracy"};
   return kMetrics;

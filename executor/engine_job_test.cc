@@ -426,7 +426,8 @@ class EngineRun : public ::testing::Test {
   // Every metric but the wall time.
   // The metrics that are not timings (which differ from run to run).
   static Metrics without_time(Metrics m) {
-    for (const char* timing : {"epoch_seconds", "latency_ms", "latency_ms_per_sample"}) {
+    for (const char* timing : {"epoch_seconds", "latency_ms", "latency_ms_per_sample",
+                               "samples_per_second", "peak_rss_mb"}) {
       m.erase(timing);
     }
     return m;
@@ -445,9 +446,16 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_EQ(reports[0].step, 1);
   EXPECT_EQ(reports[1].step, 2);
-  for (const char* name : {"train_loss", "val_loss", "val_accuracy", "lr", "epoch_seconds"}) {
+  for (const char* name : {"train_loss", "val_loss", "val_accuracy", "lr", "epoch_seconds",
+                           "samples_per_second", "peak_rss_mb"}) {
     EXPECT_TRUE(reports[1].metrics.contains(name)) << name;
   }
+  // The system's figures (issue 20): a throughput from the epoch's time, a process that holds
+  // at least its data.
+  // The tiny job trains on 600 samples.
+  EXPECT_NEAR(reports[1].metrics.at("samples_per_second") * reports[1].metrics.at("epoch_seconds"),
+              600.0, 1e-6);
+  EXPECT_GT(reports[1].metrics.at("peak_rss_mb"), 1.0);
   EXPECT_NEAR(reports[1].metrics.at("lr"), 0.003, 1e-9);  // the step's float
   EXPECT_LT(reports[1].metrics.at("train_loss"), reports[0].metrics.at("train_loss"));
   EXPECT_GT(reports[1].metrics.at("val_accuracy"), 0.5);  // chance is 0.1

@@ -7,6 +7,7 @@
 
 #include "executor/engine_job.h"
 #include "search/pareto.h"
+#include "service/mlflow_export.h"
 #include "service/sweep_runner.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
@@ -106,7 +107,18 @@ std::optional<bool> direction_from_name(const std::string& metric) {
 
 }  // namespace
 
-ExportResult export_trial(const ExportRequest& request, const RegistryOptions& options) {
+namespace {
+
+// What an export writes, the trial chosen and its model read (see export_trial).
+struct PreparedExport {
+  FrozenTrial trial;
+  training::Checkpoint checkpoint;
+  Lineage lineage;
+  RegisterOptions register_options;
+  std::optional<SweepFile> sweep;
+};
+
+PreparedExport prepare_export(const ExportRequest& request) {
   if (!fs::exists(request.storage)) {
     throw Error(ErrorCode::kNotFound, "no study database at '" + request.storage + "'");
   }
@@ -269,7 +281,8 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
     throw Error(fs::exists(checkpoint_path) ? ErrorCode::kDataLoss : ErrorCode::kNotFound, e.what());
   }
 
-  Lineage lineage;
+  PreparedExport prepared;
+  Lineage& lineage = prepared.lineage;
   lineage.study = request.study;
   lineage.trial = chosen->number;
   lineage.storage = fs::absolute(request.storage).string();
@@ -277,7 +290,7 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
   for (const auto& [name, value] : chosen->params) lineage.params[name] = param_json(value);
   lineage.metrics = metrics_of(*chosen);
 
-  RegisterOptions register_options;
+  RegisterOptions& register_options = prepared.register_options;
   register_options.metric = metric;
   register_options.maximize = *maximize;
   register_options.promote_if_better = request.promote_if_better;
@@ -291,6 +304,26 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
     register_options.preprocessing = engine_preprocessing(*sweep, *chosen);
   }
 
+  prepared.trial = *chosen;
+  prepared.checkpoint = std::move(checkpoint);
+  prepared.sweep = sweep;
+  return prepared;
+}
+
+}  // namespace
+
+int write_trial_model(const ExportRequest& request, const fs::path& out) {
+  PreparedExport p = prepare_export(request);
+  registry::write_mlflow_model(p.checkpoint, p.lineage, p.register_options.preprocessing, out,
+                               p.register_options.mlflow);
+  return p.trial.number;
+}
+
+ExportResult export_trial(const ExportRequest& request, const RegistryOptions& options) {
+  PreparedExport p = prepare_export(request);
+  const Lineage& lineage = p.lineage;
+  const training::Checkpoint& checkpoint = p.checkpoint;
+  const RegisterOptions& register_options = p.register_options;
   Registry registry = Registry::open(request.registry_dir, /*create=*/true, options);
   ExportResult result;
   result.model_name = request.model_name.empty() ? request.study : request.model_name;
@@ -301,6 +334,15 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
   for (const auto& [alias, v] : registry.model(result.model_name).aliases) {
     if (v == result.version.version) {
       result.alias_summary += (result.alias_summary.empty() ? "" : ", ") + alias;
+    }
+  }
+  if (!request.mlflow_uri.empty()) {
+    // The file registry has the version whatever MLflow answers: its failure is reported, and
+    // `tuner sync-mlflow --registry` adds the version later.
+    try {
+      result.mlflow = register_in_mlflow(request, p.sweep, p.trial.number, result, registry, options);
+    } catch (const std::exception& e) {
+      result.mlflow_error = e.what();
     }
   }
   return result;
@@ -319,6 +361,7 @@ std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
   request.maximize = (e.metric.empty() ? sweep.direction() : e.direction) == StudyDirection::kMaximize;
   request.limits = e.limits;
   request.promote_if_better = true;
+  request.mlflow_uri = sweep.export_mlflow_uri();
   return export_trial(request, options);
 }
 

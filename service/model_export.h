@@ -42,6 +42,24 @@ struct ExportRequest {
   // The checkpoint to export. Default: the sweep's artifact of the trial
   // (service/sweep_runner.h trial_model_path).
   std::string checkpoint;
+  // Also register the version in this MLflow server's model registry (service/mlflow_export.h):
+  // the study is synced to its tracking first (the trial's run is the version's), the model is
+  // uploaded as the run's artifacts and the file registry's aliases are set there. Default: not.
+  std::string mlflow_uri;
+  // The MLflow experiment of the study's runs. Default: the sweep's tracking.mlflow.experiment,
+  // else the study's name.
+  std::string mlflow_experiment;
+};
+
+// The version as MLflow's model registry has it.
+struct MlflowRegistration {
+  std::string tracking_uri;
+  std::string model_name;
+  std::string version;  // MLflow's number
+  std::string run_id;   // the trial's run
+  std::string source;   // the model's artifacts: mlflow-artifacts:/<experiment>/<run>/artifacts/model
+  std::vector<std::string> aliases;  // the aliases it holds there
+  bool created = false;              // false: registered by an earlier export
 };
 
 struct ExportResult {
@@ -49,6 +67,10 @@ struct ExportResult {
   registry::ModelVersion version;  // with its promotion decision, if any
   std::filesystem::path dir;       // DIR/MODEL/<version>
   std::string alias_summary;       // e.g. "champion" or ""; the aliases the version holds
+  // With ExportRequest::mlflow_uri: the MLflow registration, or why it failed (the file
+  // registry's version stands either way).
+  std::optional<MlflowRegistration> mlflow;
+  std::string mlflow_error;
 };
 
 // Exports one trial (see ExportRequest). Throws Error naming what is missing: kNotFound for an
@@ -60,12 +82,17 @@ struct ExportResult {
 ExportResult export_trial(const ExportRequest& request,
                           const registry::RegistryOptions& options = {});
 
+// Writes the model of the trial `request` chooses (as export_trial chooses it) as an MLflow model
+// directory at `out` (REQUIRES: out's parent exists, out does not), without a registry; returns
+// the trial's number. request.registry_dir is not used. Throws as export_trial.
+int write_trial_model(const ExportRequest& request, const std::filesystem::path& out);
+
 // The automatic export at the end of `tuner sweep`: when `sweep` has an "export" section, exports
 // the best trial of its study (by export.metric and export.direction, among the trials, or the
 // Pareto front of several objectives, that meet export.limits) to export.registry_path as
 // export.model_name with the promotion rule on, under the same limits (so the first export
-// meeting them becomes champion and later ones only when better). nullopt when the sweep has no
-// export section; throws as export_trial.
+// meeting them becomes champion and later ones only when better), and to MLflow's registry when
+// the section has "mlflow". nullopt when the sweep has no export section; throws as export_trial.
 std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
                                                  const registry::RegistryOptions& options = {});
 

@@ -21,6 +21,7 @@
 #include "search/random_sampler.h"
 #include "search/search_space_json.h"
 #include "search/search_space_json_value.h"
+#include "tracking/http_transport.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -459,6 +460,8 @@ class Parser : Reader {
   Budget parse_budget(const Json* value, SamplerType sampler);
   void parse_job(const Json& value, SweepFile& sweep);
   ExportConfig parse_export(const Json& value, const SweepFile& sweep);
+  TrackingConfig parse_tracking(const Json& value);
+  std::string tracking_uri(const Json& value, std::string_view path) const;
 
   fs::path dir_;
 };
@@ -477,7 +480,8 @@ SweepFile Parser::parse(std::string_view text) {
   named([&] {
     check_fields(root, "",
                  {"version", "name", "description", "storage", "space", "objective", "objectives",
-                  "constraints", "sampler", "scheduler", "budget", "job", "executors", "export"});
+                  "constraints", "sampler", "scheduler", "budget", "job", "executors", "tracking",
+                  "export"});
   });
 
   SweepFile sweep;
@@ -527,6 +531,7 @@ SweepFile Parser::parse(std::string_view text) {
     }
   }
   sweep.budget = parse_budget(find_field(root, "budget"), sweep.sampler.type);
+  if (const Json* v = find_field(root, "tracking")) sweep.tracking = parse_tracking(*v);
   if (const Json* v = find_field(root, "export")) sweep.export_config = parse_export(*v, sweep);
 
   // The job reads threads_per_trial, which the executors' default needs.
@@ -1002,9 +1007,51 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   probe_job(*parse_trial_job(sweep.job_json, file_ + ": job"), sweep.space, file_ + ": job");
 }
 
+std::string Parser::tracking_uri(const Json& value, std::string_view path) const {
+  const std::string uri = string(value, path);
+  try {
+    tracking::parse_http_url(uri);
+  } catch (const Error& e) {
+    fail(path, e.what());
+  }
+  return uri;
+}
+
+TrackingConfig Parser::parse_tracking(const Json& value) {
+  object(value, "tracking");
+  fields(value, "tracking", {"mlflow"});
+  const Json& mlflow = object(required(value, "tracking", "mlflow", " (the MLflow tracking server: "
+                                       "{\"uri\": \"http://127.0.0.1:5000\"})"),
+                              "tracking.mlflow");
+  fields(mlflow, "tracking.mlflow", {"uri", "experiment", "interval", "log_model"});
+  TrackingConfig config;
+  config.mlflow_uri = tracking_uri(required(mlflow, "tracking.mlflow", "uri",
+                                            " (e.g. \"http://127.0.0.1:5000\")"),
+                                   "tracking.mlflow.uri");
+  if (const Json* v = find_field(mlflow, "experiment")) {
+    config.experiment = string(*v, "tracking.mlflow.experiment");
+  }
+  if (const Json* v = find_field(mlflow, "interval")) {
+    if (v->is_string()) {
+      try {
+        config.interval = parse_duration(v->get<std::string>());
+      } catch (const Error& e) {
+        fail("tracking.mlflow.interval", e.what());
+      }
+    } else {
+      config.interval = std::chrono::seconds(integer(*v, "tracking.mlflow.interval", 1));
+    }
+    if (config.interval.count() < 1) fail("tracking.mlflow.interval", "must be at least 1 s");
+  }
+  if (const Json* v = find_field(mlflow, "log_model")) {
+    config.log_model = boolean(*v, "tracking.mlflow.log_model");
+  }
+  return config;
+}
+
 ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
   object(value, "export");
-  fields(value, "export", {"registry", "name", "metric", "direction", "limits"});
+  fields(value, "export", {"registry", "name", "metric", "direction", "limits", "mlflow"});
   ExportConfig config;
   config.registry_path = resolve(string(
       required(value, "export", "registry", " (the registry directory)"), "export.registry"));
@@ -1035,6 +1082,19 @@ ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
                  "export maximizes or minimizes; bound the other metrics");
       }
     }
+  }
+  if (const Json* v = find_field(value, "mlflow")) {
+    object(*v, "export.mlflow");
+    fields(*v, "export.mlflow", {"uri"});
+    MlflowExportConfig mlflow;
+    if (const Json* uri = find_field(*v, "uri")) {
+      mlflow.uri = tracking_uri(*uri, "export.mlflow.uri");
+    } else if (!sweep.tracking) {
+      fail("export.mlflow", "missing required field \"uri\" (the MLflow server whose model "
+                            "registry gets the version), and the sweep has no tracking.mlflow.uri "
+                            "to take it from");
+    }
+    config.mlflow = mlflow;
   }
   return config;
 }
@@ -1196,8 +1256,26 @@ std::string to_json(const SweepFile& sweep) {
                       {"metric", e.metric},
                       {"direction", std::string(to_string(e.direction))}};
     if (!e.limits.empty()) root["export"]["limits"] = constraints_json(e.limits);
+    if (e.mlflow) {
+      root["export"]["mlflow"] = Json::object();
+      if (!e.mlflow->uri.empty()) root["export"]["mlflow"]["uri"] = e.mlflow->uri;
+    }
+  }
+  if (sweep.tracking) {
+    const TrackingConfig& t = *sweep.tracking;
+    Json mlflow = {{"uri", t.mlflow_uri},
+                   {"interval", format_duration(t.interval)},
+                   {"log_model", t.log_model}};
+    if (!t.experiment.empty()) mlflow["experiment"] = t.experiment;
+    root["tracking"] = {{"mlflow", mlflow}};
   }
   return root.dump(2) + "\n";
+}
+
+std::string SweepFile::export_mlflow_uri() const {
+  if (!export_config || !export_config->mlflow) return "";
+  if (!export_config->mlflow->uri.empty()) return export_config->mlflow->uri;
+  return tracking ? tracking->mlflow_uri : "";
 }
 
 std::chrono::seconds parse_duration(std::string_view text) {

@@ -136,6 +136,29 @@ struct Budget {
   bool operator==(const Budget&) const = default;
 };
 
+// MLflow tracking of the sweep's study (docs/tracking.md): the study as a parent run and each
+// trial as a child run in an experiment named after it, logged off the coordinator's thread.
+struct TrackingConfig {
+  // The tracking server, http://HOST:PORT[/PATH]. Required.
+  std::string mlflow_uri;
+  // The experiment's name. Default (empty): the study's name.
+  std::string experiment;
+  // Between the passes that send what is new. Default 5 s.
+  std::chrono::seconds interval{5};
+  // At the end, the best trial's model (engine jobs) as an MLflow model among its run's
+  // artifacts. Default true.
+  bool log_model = true;
+  bool operator==(const TrackingConfig&) const = default;
+};
+
+// The export's MLflow model registry: the exported version is registered there too, with its
+// run and the file registry's aliases (docs/tracking.md, "The model registry").
+struct MlflowExportConfig {
+  // The server. Default (empty): tracking's mlflow_uri (the file must have one then).
+  std::string uri;
+  bool operator==(const MlflowExportConfig&) const = default;
+};
+
 // Where the best trial's model goes. The registry itself is not part of this module: this is
 // what the file says, validated.
 struct ExportConfig {
@@ -151,6 +174,8 @@ struct ExportConfig {
   // Bounds on the trial's metrics that the exported trial and the champion must keep ("limits":
   // the promotion rule's, registry/registry.h RegisterOptions::limits). Default: none.
   std::vector<MetricConstraint> limits;
+  // Also register the version in MLflow's model registry. Default: not.
+  std::optional<MlflowExportConfig> mlflow;
   bool operator==(const ExportConfig&) const = default;
 };
 
@@ -199,6 +224,11 @@ struct SweepFile {
   // the moment a slot frees: for trials of a second or less. Default 0. At most local_executors.
   int local_prefetch = 0;
   std::optional<ExportConfig> export_config;
+  std::optional<TrackingConfig> tracking;
+
+  // The MLflow server the export registers in: export.mlflow.uri, else tracking's; empty when
+  // the export has no "mlflow".
+  std::string export_mlflow_uri() const;
 
   bool operator==(const SweepFile&) const = default;
 };

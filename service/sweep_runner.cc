@@ -10,6 +10,7 @@
 #include "executor/trial_job.h"
 #include "service/coordinator.h"
 #include "service/local_executor.h"
+#include "service/sweep_tracking.h"
 #include "storage/sqlite_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -307,6 +308,8 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
 
   auto quiet = [](const std::string&) {};
   auto log = options.log ? options.log : std::function<void(const std::string&)>(quiet);
+  // Tracking reads the study on its own connection and thread; it ends with the sweep, below.
+  SweepTracking tracking(sweep, options.warn ? options.warn : quiet);
   std::optional<SocketDir> socket_dir;
   CoordinatorOptions co;
   if (options.endpoint.empty()) {
@@ -397,7 +400,12 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   local_executor.reset();
   result.progress = progress_now(coordinator);
   if (options.on_progress) options.on_progress(result.progress);
-  if (const std::optional<std::string> failure = coordinator.failure()) {
+  const std::optional<std::string> failure = coordinator.failure();
+  tracking.finish(failure                          ? tracking::RunStatus::kFailed
+                  : result.end == SweepEnd::kAborted || result.end == SweepEnd::kDrained
+                      ? tracking::RunStatus::kKilled
+                      : tracking::RunStatus::kFinished);
+  if (failure) {
     // Its asks kept failing: the study stopped on its own, an error and not a spent budget.
     throw Error(ErrorCode::kAborted,
                 "sweep '" + study.name() + "': " + *failure +

@@ -3,6 +3,10 @@
 // sweep's local slots too (its jobs are child processes, so a crashing trial cannot take the
 // sweep down). Executors on other hosts may connect to the same coordinator.
 //
+// MLflow tracking: with a "tracking" section the study is logged to MLflow as it runs, on a thread
+// of its own (service/sweep_tracking.h), and once more at the end; tracking never slows or fails
+// the sweep.
+//
 // Stopping: `drain` (a first Ctrl-C, or the time budget) starts no new trial and lets the
 // running ones finish; `abort` (a second Ctrl-C) stops them at once: each is stored as FAIL
 // ("abandoned") and enqueued with its params, so a resumed sweep runs it first. The time budget
@@ -74,6 +78,9 @@ struct SweepRunOptions {
   std::function<void(const FrozenTrial&, const SweepProgress&)> on_trial_finished;
   // Log lines of the coordinator and the local executor. Default: none.
   std::function<void(const std::string&)> log;
+  // Problems that do not stop the sweep, one line each: MLflow tracking's (a server that is
+  // down: one line when it stops answering, one when it answers again). Default: none.
+  std::function<void(const std::string&)> warn;
 };
 
 enum class SweepEnd {
