@@ -244,13 +244,19 @@ void MlflowSync::sync_parent(const StudyRecord& study, const std::vector<FrozenT
     update.after.step_sent = finished;
   }
   const RunStatus status = pass.parent_status.value_or(live ? RunStatus::kRunning : RunStatus::kFinished);
+  // A record of a finished study says its run is FINISHED (a new syncer need not say it again).
+  if (!parent_status_sent_ && parent.finished) parent_status_sent_ = RunStatus::kFinished;
+  update.after.finished = status == RunStatus::kFinished;
   if (parent_status_sent_ != status) {
     update.status = status;
     if (status != RunStatus::kRunning) {
       update.end_time_ms = last_end_ms.value_or(to_ms(options_.clock->system_now()));
     }
   }
-  if (update.empty()) return;
+  if (update.empty()) {
+    if (update.after != parent) save(update.after);
+    return;
+  }
   if (send(parent.run_id, "the study's run " + parent.run_id, update, report)) {
     ++report.runs_updated;
     parent_status_sent_ = status;
