@@ -128,12 +128,14 @@ int run_export(const std::vector<std::string>& args) {
     std::cout << "MLflow: " << m->model_name << " version " << m->version
               << (m->created ? "" : " (registered before)") << " from run " << m->run_id << " at "
               << m->tracking_uri << ", source " << m->source;
-    for (size_t i = 0; i < m->aliases.size(); ++i) std::cout << (i ? ", @" : "; @") << m->aliases[i];
+    for (size_t i = 0; i < m->aliases.size(); ++i)
+      std::cout << (i ? ", @" : "; @") << m->aliases[i];
     std::cout << "\n";
   }
   if (!result.mlflow_error.empty()) {
-    std::cerr << "error: MLflow: " << result.mlflow_error << "; the version is in the file registry as "
-              << result.model_name << "/" << v.version << "; to register it in MLflow later: tuner "
+    std::cerr << "error: MLflow: " << result.mlflow_error
+              << "; the version is in the file registry as " << result.model_name << "/"
+              << v.version << "; to register it in MLflow later: tuner "
               << "sync-mlflow --study " << request.study << " --storage " << request.storage
               << " --tracking-uri " << request.mlflow_uri << " --registry " << request.registry_dir
               << "\n";

@@ -248,15 +248,16 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
       if (const auto& m = e->mlflow) {
         std::cout << "registered in MLflow at " << m->tracking_uri << " as " << m->model_name
                   << " version " << m->version;
-        for (size_t i = 0; i < m->aliases.size(); ++i) std::cout << (i ? ", @" : " @") << m->aliases[i];
+        for (size_t i = 0; i < m->aliases.size(); ++i)
+          std::cout << (i ? ", @" : " @") << m->aliases[i];
         std::cout << " (run " << m->run_id << ")\n";
       }
       // MLflow's registry is a mirror: its failure leaves the sweep's outcome as it is.
       if (!e->mlflow_error.empty()) {
         std::cerr << "[" << sweep.name << "] warning: MLflow's registry: " << e->mlflow_error
                   << "; to register the version later: tuner sync-mlflow --study "
-                  << result.study_name << " --storage " << result.storage_path
-                  << " --tracking-uri " << sweep.export_mlflow_uri() << " --registry "
+                  << result.study_name << " --storage " << result.storage_path << " --tracking-uri "
+                  << sweep.export_mlflow_uri() << " --registry "
                   << sweep.export_config->registry_path << "\n";
       }
     }

@@ -25,9 +25,11 @@ int run_sync_mlflow(const std::vector<std::string>& args) {
   SqliteStorage storage(storage_path, SqliteStorageOptions{.read_only = true});
   if (!storage.find_study(study)) {
     std::string names;
-    for (const StudyRecord& s : storage.list_studies()) names += (names.empty() ? "" : ", ") + s.name;
+    for (const StudyRecord& s : storage.list_studies())
+      names += (names.empty() ? "" : ", ") + s.name;
     throw Error(ErrorCode::kNotFound, "no study '" + study + "' in " + storage_path +
-                                          " (its studies: " + (names.empty() ? "none" : names) + ")");
+                                          " (its studies: " + (names.empty() ? "none" : names) +
+                                          ")");
   }
   // A sweep's study is logged as its sweep logs it (metric names, artifacts, settings).
   tracking::MlflowSyncOptions options;
@@ -51,7 +53,9 @@ int run_sync_mlflow(const std::vector<std::string>& args) {
   std::cout << "\n";
   if (flags.has("--registry")) {
     registry::RegistryOptions registry_options;
-    registry_options.warn = [](const std::string& line) { std::cerr << "warning: " << line << "\n"; };
+    registry_options.warn = [](const std::string& line) {
+      std::cerr << "warning: " << line << "\n";
+    };
     const std::vector<std::string> lines =
         mirror_registry(flags.get("--registry"), storage_path, sync, registry_options);
     if (lines.empty()) {

@@ -1,7 +1,6 @@
 #include "executor/engine_job.h"
 
 #include <sys/resource.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -395,7 +394,7 @@ Metrics metrics_from_json(const nlohmann::json& json) {
 struct EpochRecord {
   int64_t epoch = 0;  // 1-based
   Metrics metrics;
-  double time = 0;    // when it ended, seconds since the Unix epoch; 0: not recorded
+  double time = 0;  // when it ended, seconds since the Unix epoch; 0: not recorded
 };
 
 // [{"epoch": 1, "time": 1767225600.25, "train_loss": ...}, ...]: the trial's metrics.json and a
@@ -428,7 +427,8 @@ std::vector<EpochRecord> read_history(const std::string& path, int64_t last) {
       const int64_t number = epoch.at("epoch").get<int64_t>();
       if (number > last) break;
       epoch.erase("epoch");
-      const double time = epoch.contains("time") && epoch["time"].is_number() ? epoch["time"].get<double>() : 0.0;
+      const double time =
+          epoch.contains("time") && epoch["time"].is_number() ? epoch["time"].get<double>() : 0.0;
       epoch.erase("time");
       history.push_back({number, metrics_from_json(epoch), time});
     }

@@ -33,15 +33,19 @@ std::map<std::string, std::string> version_tags(const registry::ModelVersion& v)
     tags["tuner.metric"] = v.metric;
     if (v.metric_value) tags["tuner.metric_value"] = number_text(*v.metric_value);
   }
-  if (v.promotion) tags["tuner.promotion"] = (v.promotion->promoted ? "promoted: " : "not promoted: ") + v.promotion->reason;
+  if (v.promotion)
+    tags["tuner.promotion"] =
+        (v.promotion->promoted ? "promoted: " : "not promoted: ") + v.promotion->reason;
   for (const auto& [key, value] : v.tags) tags[key] = value;
   return tags;
 }
 
-tracking::MlflowSyncOptions sync_options(const std::optional<SweepFile>& sweep, const std::string& uri,
-                                         const std::string& storage, const std::string& experiment,
+tracking::MlflowSyncOptions sync_options(const std::optional<SweepFile>& sweep,
+                                         const std::string& uri, const std::string& storage,
+                                         const std::string& experiment,
                                          const registry::RegistryOptions& options) {
-  tracking::MlflowSyncOptions o = sweep ? mlflow_sync_options(*sweep, uri) : tracking::MlflowSyncOptions{};
+  tracking::MlflowSyncOptions o =
+      sweep ? mlflow_sync_options(*sweep, uri) : tracking::MlflowSyncOptions{};
   o.tracking_uri = uri;
   o.state_path = storage;
   if (!experiment.empty()) o.experiment = experiment;
@@ -66,9 +70,9 @@ MlflowRegistration register_in_mlflow(const ExportRequest& request,
                                       const registry::Registry& registry,
                                       const registry::RegistryOptions& options) {
   SqliteStorage storage(request.storage, SqliteStorageOptions{.read_only = true});
-  tracking::MlflowSync sync(storage, request.study,
-                            sync_options(sweep, request.mlflow_uri, request.storage,
-                                         request.mlflow_experiment, options));
+  tracking::MlflowSync sync(
+      storage, request.study,
+      sync_options(sweep, request.mlflow_uri, request.storage, request.mlflow_experiment, options));
   sync.sync();
   const std::optional<tracking::RunRecord> record = sync.record(trial);
   if (!record) {
@@ -79,15 +83,16 @@ MlflowRegistration register_in_mlflow(const ExportRequest& request,
   std::string study_description;
   if (sweep) study_description = sweep->description;
   const tracking::MirroredVersion v = tracking::mirror_version(
-      sync.client(), {.model_name = exported.model_name,
-                      .registry_version = exported.version.version,
-                      .model_dir = exported.dir,
-                      .run_id = record->run_id,
-                      .description = exported.version.description.empty()
-                                         ? "trial " + std::to_string(trial) + " of study '" + request.study + "'"
-                                         : exported.version.description,
-                      .tags = version_tags(exported.version),
-                      .model_description = model.description.empty() ? study_description : model.description});
+      sync.client(),
+      {.model_name = exported.model_name,
+       .registry_version = exported.version.version,
+       .model_dir = exported.dir,
+       .run_id = record->run_id,
+       .description = exported.version.description.empty()
+                          ? "trial " + std::to_string(trial) + " of study '" + request.study + "'"
+                          : exported.version.description,
+       .tags = version_tags(exported.version),
+       .model_description = model.description.empty() ? study_description : model.description});
   const std::map<std::string, std::string> aliases =
       tracking::mirror_aliases(sync.client(), exported.model_name, model.aliases);
   return MlflowRegistration{.tracking_uri = request.mlflow_uri,
@@ -103,7 +108,8 @@ std::vector<std::string> mirror_registry(const std::string& registry_dir,
                                          const std::string& storage_path,
                                          tracking::MlflowSync& sync,
                                          const registry::RegistryOptions& options) {
-  const registry::Registry registry = registry::Registry::open(registry_dir, /*create=*/false, options);
+  const registry::Registry registry =
+      registry::Registry::open(registry_dir, /*create=*/false, options);
   const std::string storage = fs::absolute(storage_path).lexically_normal().string();
   std::vector<std::string> lines;
   for (const std::string& name : registry.model_names()) {
@@ -123,15 +129,16 @@ std::vector<std::string> mirror_registry(const std::string& registry_dir,
                                               sync.study_name() + "' has no run there");
       }
       const tracking::MirroredVersion m = tracking::mirror_version(
-          sync.client(), {.model_name = name,
-                          .registry_version = v.version,
-                          .model_dir = fs::path(registry_dir) / name / std::to_string(v.version),
-                          .run_id = record->run_id,
-                          .description = v.description.empty()
-                                             ? "trial " + std::to_string(v.lineage.trial) + " of study '" + v.lineage.study + "'"
-                                             : v.description,
-                          .tags = version_tags(v),
-                          .model_description = model.description});
+          sync.client(),
+          {.model_name = name,
+           .registry_version = v.version,
+           .model_dir = fs::path(registry_dir) / name / std::to_string(v.version),
+           .run_id = record->run_id,
+           .description = v.description.empty() ? "trial " + std::to_string(v.lineage.trial) +
+                                                      " of study '" + v.lineage.study + "'"
+                                                : v.description,
+           .tags = version_tags(v),
+           .model_description = model.description});
       created += m.created;
       numbers += (numbers.empty() ? "" : ", ") + std::to_string(v.version) +
                  (std::to_string(v.version) == m.version ? "" : " (MLflow's " + m.version + ")");

@@ -340,7 +340,8 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
     // The file registry has the version whatever MLflow answers: its failure is reported, and
     // `tuner sync-mlflow --registry` adds the version later.
     try {
-      result.mlflow = register_in_mlflow(request, p.sweep, p.trial.number, result, registry, options);
+      result.mlflow =
+          register_in_mlflow(request, p.sweep, p.trial.number, result, registry, options);
     } catch (const std::exception& e) {
       result.mlflow_error = e.what();
     }

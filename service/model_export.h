@@ -57,7 +57,8 @@ struct MlflowRegistration {
   std::string model_name;
   std::string version;  // MLflow's number
   std::string run_id;   // the trial's run
-  std::string source;   // the model's artifacts: mlflow-artifacts:/<experiment>/<run>/artifacts/model
+  std::string
+      source;  // the model's artifacts: mlflow-artifacts:/<experiment>/<run>/artifacts/model
   std::vector<std::string> aliases;  // the aliases it holds there
   bool created = false;              // false: registered by an earlier export
 };

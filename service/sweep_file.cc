@@ -17,12 +17,12 @@
 #include "search/grid_sampler.h"
 #include "search/import_nni.h"
 #include "search/import_wandb.h"
-#include "trials/json_reader.h"
 #include "search/random_sampler.h"
 #include "search/search_space_json.h"
 #include "search/search_space_json_value.h"
 #include "tracking/http_transport.h"
 #include "trials/error.h"
+#include "trials/json_reader.h"
 
 namespace tuner {
 
@@ -1020,14 +1020,15 @@ std::string Parser::tracking_uri(const Json& value, std::string_view path) const
 TrackingConfig Parser::parse_tracking(const Json& value) {
   object(value, "tracking");
   fields(value, "tracking", {"mlflow"});
-  const Json& mlflow = object(required(value, "tracking", "mlflow", " (the MLflow tracking server: "
+  const Json& mlflow = object(required(value, "tracking", "mlflow",
+                                       " (the MLflow tracking server: "
                                        "{\"uri\": \"http://127.0.0.1:5000\"})"),
                               "tracking.mlflow");
   fields(mlflow, "tracking.mlflow", {"uri", "experiment", "interval", "log_model"});
   TrackingConfig config;
-  config.mlflow_uri = tracking_uri(required(mlflow, "tracking.mlflow", "uri",
-                                            " (e.g. \"http://127.0.0.1:5000\")"),
-                                   "tracking.mlflow.uri");
+  config.mlflow_uri =
+      tracking_uri(required(mlflow, "tracking.mlflow", "uri", " (e.g. \"http://127.0.0.1:5000\")"),
+                   "tracking.mlflow.uri");
   if (const Json* v = find_field(mlflow, "experiment")) {
     config.experiment = string(*v, "tracking.mlflow.experiment");
   }
@@ -1090,9 +1091,10 @@ ExportConfig Parser::parse_export(const Json& value, const SweepFile& sweep) {
     if (const Json* uri = find_field(*v, "uri")) {
       mlflow.uri = tracking_uri(*uri, "export.mlflow.uri");
     } else if (!sweep.tracking) {
-      fail("export.mlflow", "missing required field \"uri\" (the MLflow server whose model "
-                            "registry gets the version), and the sweep has no tracking.mlflow.uri "
-                            "to take it from");
+      fail("export.mlflow",
+           "missing required field \"uri\" (the MLflow server whose model "
+           "registry gets the version), and the sweep has no tracking.mlflow.uri "
+           "to take it from");
     }
     config.mlflow = mlflow;
   }

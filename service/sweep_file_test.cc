@@ -172,6 +172,61 @@ TEST(SweepFileTest, ExportDefaultsAndOtherMetric) {
   EXPECT_EQ(s.export_config->direction, StudyDirection::kMaximize);
 }
 
+// Issue 20, item 1: MLflow tracking, and item 2: the export's MLflow registry.
+TEST(SweepFileTest, TrackingAndTheExportsMlflowRegistry) {
+  SweepFile s =
+      parse_sweep_file(patched(R"({"tracking": {"mlflow": {"uri": "http://127.0.0.1:5000"}},
+                  "export": {"registry": "r", "mlflow": {}}})"),
+                       "s.json");
+  ASSERT_TRUE(s.tracking);
+  EXPECT_EQ(s.tracking->mlflow_uri, "http://127.0.0.1:5000");
+  EXPECT_EQ(s.tracking->experiment, "");
+  EXPECT_EQ(s.tracking->interval, std::chrono::seconds(5));
+  EXPECT_TRUE(s.tracking->log_model);
+  ASSERT_TRUE(s.export_config->mlflow);
+  EXPECT_EQ(s.export_mlflow_uri(), "http://127.0.0.1:5000");  // tracking's
+  EXPECT_EQ(parse_sweep_file(to_json(s), s.path), s);
+
+  s = parse_sweep_file(
+      patched(R"({"tracking": {"mlflow": {"uri": "http://t:80/mlflow", "experiment": "exp",
+                                          "interval": "30s", "log_model": false}},
+                  "export": {"registry": "r", "mlflow": {"uri": "http://registry:5000"}}})"),
+      "s.json");
+  EXPECT_EQ(s.tracking->experiment, "exp");
+  EXPECT_EQ(s.tracking->interval, std::chrono::seconds(30));
+  EXPECT_FALSE(s.tracking->log_model);
+  EXPECT_EQ(s.export_mlflow_uri(), "http://registry:5000");
+  EXPECT_EQ(parse_sweep_file(to_json(s), s.path), s);
+  // Without either, no MLflow at all.
+  s = parse_sweep_file(patched(R"({"export": {"registry": "r"}})"), "s.json");
+  EXPECT_FALSE(s.tracking);
+  EXPECT_EQ(s.export_mlflow_uri(), "");
+  EXPECT_FALSE(Json::parse(to_json(s)).contains("tracking"));
+
+  for (const auto& [patch, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"tracking": {}})", "sweep.json: tracking: missing required field \"mlflow\""},
+           {R"({"tracking": {"mlflow": {}}})",
+            "sweep.json: tracking.mlflow: missing required field \"uri\""},
+           {R"({"tracking": {"mlflow": {"uri": "https://x"}}})",
+            "sweep.json: tracking.mlflow.uri: 'https://x' is not a tracking server's URL: https "
+            "is not supported"},
+           {R"({"tracking": {"mlflow": {"uri": "localhost:5000"}}})",
+            "it does not start with http://"},
+           {R"({"tracking": {"mlflow": {"uri": "http://h:1", "interval": "0s"}}})",
+            "tracking.mlflow.interval: must be at least 1 s"},
+           {R"({"tracking": {"mlflow": {"uri": "http://h:1", "intreval": "1s"}}})",
+            "tracking.mlflow: unknown field \"intreval\""},
+           {R"({"tracking": {"mlflow": {"uri": "http://h:1", "log_model": "yes"}}})",
+            "tracking.mlflow.log_model"},
+           {R"({"export": {"registry": "r", "mlflow": {}}})",
+            "sweep.json: export.mlflow: missing required field \"uri\""},
+           {R"({"export": {"registry": "r", "mlflow": {"url": "http://h:1"}}})",
+            "export.mlflow: unknown field \"url\""},
+       }) {
+    EXPECT_THAT(error_of(patched(patch)), HasSubstr(expected)) << patch;
+  }
+}
+
 // Issue 19, item 5: the export of a sweep of several objectives, with limits on the others.
 TEST(SweepFileTest, ExportWithSeveralObjectivesAndLimits) {
   const std::string objectives = R"("objective": null, "objectives": [

@@ -401,7 +401,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   result.progress = progress_now(coordinator);
   if (options.on_progress) options.on_progress(result.progress);
   const std::optional<std::string> failure = coordinator.failure();
-  tracking.finish(failure                          ? tracking::RunStatus::kFailed
+  tracking.finish(failure ? tracking::RunStatus::kFailed
                   : result.end == SweepEnd::kAborted || result.end == SweepEnd::kDrained
                       ? tracking::RunStatus::kKilled
                       : tracking::RunStatus::kFinished);

@@ -18,7 +18,8 @@ tracking::MlflowSyncOptions mlflow_sync_options(const SweepFile& sweep,
   tracking::MlflowSyncOptions o;
   o.tracking_uri = tracking_uri;
   if (sweep.tracking) o.experiment = sweep.tracking->experiment;
-  for (const SweepObjective& objective : sweep.objectives) o.objective_metrics.push_back(objective.metric);
+  for (const SweepObjective& objective : sweep.objectives)
+    o.objective_metrics.push_back(objective.metric);
   for (const MetricConstraint& c : sweep.constraints) {
     o.constraint_names.push_back(c.metric +
                                  (c.bound == MetricConstraint::Bound::kMax ? ".max" : ".min"));
@@ -33,7 +34,8 @@ tracking::MlflowSyncOptions mlflow_sync_options(const SweepFile& sweep,
   auto param = [&](const std::string& key, const nlohmann::json& value) {
     o.study_params.push_back({key, value.is_string() ? value.get<std::string>() : value.dump()});
   };
-  param("objectives", file.contains("objectives") ? file["objectives"] : nlohmann::json::array({file["objective"]}));
+  param("objectives", file.contains("objectives") ? file["objectives"]
+                                                  : nlohmann::json::array({file["objective"]}));
   param("sampler", file["sampler"]);
   param("scheduler", file["scheduler"]);
   param("budget", file["budget"]);
@@ -57,7 +59,8 @@ SweepTracking::SweepTracking(const SweepFile& sweep, std::function<void(const st
     if (warn_) warn_(line);
   };
   try {
-    storage_ = std::make_unique<SqliteStorage>(sweep_.storage_path, SqliteStorageOptions{.read_only = true});
+    storage_ = std::make_unique<SqliteStorage>(sweep_.storage_path,
+                                               SqliteStorageOptions{.read_only = true});
     tracking::MlflowSyncOptions o = mlflow_sync_options(sweep_, sweep_.tracking->mlflow_uri);
     o.state_path = sweep_.storage_path;
     o.warn = say;
@@ -100,12 +103,14 @@ void SweepTracking::log_best_model() {
   try {
     const int trial = write_trial_model(request, dir);
     const std::optional<tracking::RunRecord> record = sync_->record(trial);
-    if (!record) throw Error(ErrorCode::kNotFound, "trial " + std::to_string(trial) + " has no run");
+    if (!record)
+      throw Error(ErrorCode::kNotFound, "trial " + std::to_string(trial) + " has no run");
     const tracking::MlflowRun run = sync_->client().get_run(record->run_id);
     tracking::upload_directory(sync_->client(), run, dir, tracking::kModelArtifactPath);
     sync_->client().log_batch(record->run_id, {}, {}, {{"tuner.model", "best"}});
   } catch (const std::exception& e) {
-    if (warn_) warn_(std::string("MLflow tracking: the best trial's model was not logged: ") + e.what());
+    if (warn_)
+      warn_(std::string("MLflow tracking: the best trial's model was not logged: ") + e.what());
   }
   fs::remove_all(dir, ignored);
 }

@@ -16,7 +16,8 @@ std::string seconds_text(std::chrono::milliseconds d) {
 
 BackgroundSyncOptions with_defaults(BackgroundSyncOptions options) {
   if (!options.clock) options.clock = system_clock();
-  if (options.interval <= std::chrono::milliseconds(0)) options.interval = std::chrono::milliseconds(1);
+  if (options.interval <= std::chrono::milliseconds(0))
+    options.interval = std::chrono::milliseconds(1);
   options.max_backoff = std::max(options.max_backoff, options.interval);
   return options;
 }
@@ -71,9 +72,10 @@ bool BackgroundSync::pass(const SyncPass& p) {
   }
   ++failures_;
   if (!down_ && options_.warn) {
-    options_.warn("MLflow tracking: " + failure +
-                  "; the study goes on, and tracking catches up when the server answers" +
-                  (options_.catch_up_hint.empty() ? "" : " (or later: " + options_.catch_up_hint + ")"));
+    options_.warn(
+        "MLflow tracking: " + failure +
+        "; the study goes on, and tracking catches up when the server answers" +
+        (options_.catch_up_hint.empty() ? "" : " (or later: " + options_.catch_up_hint + ")"));
   }
   down_ = true;
   return false;
@@ -110,16 +112,19 @@ bool BackgroundSync::finish(std::optional<RunStatus> parent_status) {
   // The last pass, stopped at its next call once the limit has passed.
   std::stop_source limit;
   std::jthread watchdog([&](std::stop_token done) {
-    if (options_.clock->sleep_until(options_.clock->steady_now() + options_.final_pass_limit, done)) {
+    if (options_.clock->sleep_until(options_.clock->steady_now() + options_.final_pass_limit,
+                                    done)) {
       limit.request_stop();
     }
   });
   bool complete = false;
   std::string failure;
   try {
-    const SyncReport report = sync_.sync({.parent_status = parent_status, .stop = limit.get_token()});
+    const SyncReport report =
+        sync_.sync({.parent_status = parent_status, .stop = limit.get_token()});
     complete = report.pending == 0 && !report.stopped;
-    if (report.stopped) failure = "the last pass ran past its limit of " + seconds_text(options_.final_pass_limit);
+    if (report.stopped)
+      failure = "the last pass ran past its limit of " + seconds_text(options_.final_pass_limit);
   } catch (const std::exception& e) {
     failure = e.what();
   }
@@ -129,8 +134,9 @@ bool BackgroundSync::finish(std::optional<RunStatus> parent_status) {
   if (!failure.empty()) {
     ++failures_;
     if (options_.warn) {
-      options_.warn("MLflow tracking is behind: " + failure +
-                    (options_.catch_up_hint.empty() ? "" : "; to catch up: " + options_.catch_up_hint));
+      options_.warn(
+          "MLflow tracking is behind: " + failure +
+          (options_.catch_up_hint.empty() ? "" : "; to catch up: " + options_.catch_up_hint));
     }
   } else {
     ++passes_;

@@ -35,10 +35,11 @@ class BackgroundSyncTest : public ::testing::Test {
     return {.interval = 10ms,
             .max_backoff = 40ms,
             .final_pass_limit = 2s,
-            .warn = [this](const std::string& line) {
-              std::lock_guard lock(mutex_);
-              warnings_.push_back(line);
-            },
+            .warn =
+                [this](const std::string& line) {
+                  std::lock_guard lock(mutex_);
+                  warnings_.push_back(line);
+                },
             .catch_up_hint = "tuner sync-mlflow --study s"};
   }
 

@@ -49,13 +49,13 @@ class FakeMlflow {
   // State: read and changed by tests (under the transport's calls' lock).
   std::map<std::string, std::string> experiments;  // name -> id
   std::set<std::string> deleted_experiments;
-  std::map<std::string, FakeRun> runs;             // by id
-  std::map<std::string, std::string> artifacts;    // path below the root -> bytes
+  std::map<std::string, FakeRun> runs;           // by id
+  std::map<std::string, std::string> artifacts;  // path below the root -> bytes
   std::map<std::string, FakeModel> models;
   std::vector<HttpRequest> requests;
   std::atomic<bool> down = false;  // every call fails without an answer (kUnavailable)
-  int fail_next = 0;  // the next N calls answer 503
-  int lose_next = 0;  // the next N calls are carried out, and their answers lost
+  int fail_next = 0;               // the next N calls answer 503
+  int lose_next = 0;               // the next N calls are carried out, and their answers lost
   std::mutex mutex;
 
   HttpResponse handle(const HttpRequest& r) {
@@ -93,7 +93,8 @@ class FakeMlflow {
                   {{"experiment_id", it->second},
                    {"name", it->first},
                    {"artifact_location", "mlflow-artifacts:/" + it->second},
-                   {"lifecycle_stage", deleted_experiments.contains(it->first) ? "deleted" : "active"}}}});
+                   {"lifecycle_stage",
+                    deleted_experiments.contains(it->first) ? "deleted" : "active"}}}});
     }
     if (call == "POST experiments/create") {
       const std::string name = body.at("name");
@@ -129,7 +130,8 @@ class FakeMlflow {
       if (it == runs.end()) return error(404, "RESOURCE_DOES_NOT_EXIST", "no run");
       FakeRun& run = it->second;
       if (run.lifecycle != "active") return error(400, "INVALID_PARAMETER_VALUE", "run deleted");
-      if (body["metrics"].size() > 1000 || body["params"].size() > 100 || body["tags"].size() > 100 ||
+      if (body["metrics"].size() > 1000 || body["params"].size() > 100 ||
+          body["tags"].size() > 100 ||
           body["metrics"].size() + body["params"].size() + body["tags"].size() > 1000) {
         return error(400, "INVALID_PARAMETER_VALUE", "batch past the limits");
       }
@@ -181,9 +183,11 @@ class FakeMlflow {
       auto it = models.find(q.at("name"));
       if (it == models.end()) return error(404, "RESOURCE_DOES_NOT_EXIST", "no model");
       Json aliases = Json::array();
-      for (const auto& [a, v] : it->second.aliases) aliases.push_back({{"alias", a}, {"version", v}});
-      return ok({{"registered_model",
-                  {{"name", it->first}, {"description", it->second.description}, {"aliases", aliases}}}});
+      for (const auto& [a, v] : it->second.aliases)
+        aliases.push_back({{"alias", a}, {"version", v}});
+      return ok(
+          {{"registered_model",
+            {{"name", it->first}, {"description", it->second.description}, {"aliases", aliases}}}});
     }
     if (call == "POST registered-models/create") {
       if (models.contains(body.at("name"))) return error(400, "RESOURCE_ALREADY_EXISTS", "exists");
@@ -199,8 +203,9 @@ class FakeMlflow {
       auto run = runs.find(run_id);
       const std::string source = body.at("source");
       // MLflow: a proxied-artifact source must lie in the run's artifacts.
-      if (run == runs.end() ||
-          source.rfind("mlflow-artifacts:/" + run->second.experiment_id + "/" + run_id + "/artifacts", 0) != 0) {
+      if (run == runs.end() || source.rfind("mlflow-artifacts:/" + run->second.experiment_id + "/" +
+                                                run_id + "/artifacts",
+                                            0) != 0) {
         return error(400, "INVALID_PARAMETER_VALUE", "Invalid model version source");
       }
       FakeVersion v{.version = std::to_string(it->second.versions.size() + 1),
@@ -218,7 +223,8 @@ class FakeMlflow {
       Json out = Json::array();
       if (std::regex_match(filter, m, kName)) {
         if (auto it = models.find(m[1]); it != models.end()) {
-          for (const FakeVersion& v : it->second.versions) out.push_back(version_json(it->first, v, it->second));
+          for (const FakeVersion& v : it->second.versions)
+            out.push_back(version_json(it->first, v, it->second));
         }
       }
       return ok({{"model_versions", out}});
@@ -246,7 +252,6 @@ class FakeMlflow {
     }
     return error(404, "ENDPOINT_NOT_FOUND", "no endpoint " + call);
   }
-
 
  public:
   // How many requests went to `endpoint` ("runs/create", "runs/log-batch", ...).
@@ -302,28 +307,35 @@ class FakeMlflow {
                  {"run_name", run.name},
                  {"status", run.status},
                  {"start_time", run.start_time},
-                 {"artifact_uri", "mlflow-artifacts:/" + run.experiment_id + "/" + run.run_id + "/artifacts"},
+                 {"artifact_uri",
+                  "mlflow-artifacts:/" + run.experiment_id + "/" + run.run_id + "/artifacts"},
                  {"lifecycle_stage", run.lifecycle}};
     if (run.end_time) info["end_time"] = *run.end_time;
     // The latest value of each metric: the highest step, then the latest time, then the value.
     std::map<std::string, std::tuple<int64_t, int64_t, double>> latest;
     for (const auto& [key, step, ts, value] : run.metrics) {
       auto it = latest.find(key);
-      if (it == latest.end() || std::make_tuple(step, ts, value) > it->second) latest[key] = {step, ts, value};
+      if (it == latest.end() || std::make_tuple(step, ts, value) > it->second)
+        latest[key] = {step, ts, value};
     }
     Json metrics = Json::array();
     for (const auto& [key, m] : latest) {
-      metrics.push_back({{"key", key}, {"value", std::get<2>(m)}, {"timestamp", std::get<1>(m)}, {"step", std::get<0>(m)}});
+      metrics.push_back({{"key", key},
+                         {"value", std::get<2>(m)},
+                         {"timestamp", std::get<1>(m)},
+                         {"step", std::get<0>(m)}});
     }
-    return {{"info", info}, {"data", {{"tags", kv(run.tags)}, {"params", kv(run.params)}, {"metrics", metrics}}}};
+    return {{"info", info},
+            {"data", {{"tags", kv(run.tags)}, {"params", kv(run.params)}, {"metrics", metrics}}}};
   }
   static Json version_json(const std::string& name, const FakeVersion& v, const FakeModel& model) {
     Json aliases = Json::array();
     for (const auto& [a, version] : model.aliases) {
       if (version == v.version) aliases.push_back(a);
     }
-    return {{"name", name}, {"version", v.version}, {"source", v.source}, {"run_id", v.run_id},
-            {"status", "READY"}, {"description", v.description}, {"tags", kv(v.tags)}, {"aliases", aliases}};
+    return {{"name", name},       {"version", v.version}, {"source", v.source},
+            {"run_id", v.run_id}, {"status", "READY"},    {"description", v.description},
+            {"tags", kv(v.tags)}, {"aliases", aliases}};
   }
   FakeVersion* find_version(const std::string& name, const std::string& version) {
     auto it = models.find(name);

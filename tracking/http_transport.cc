@@ -29,8 +29,9 @@ HttpUrl parse_http_url(const std::string& url) {
                      " (expected http://HOST[:PORT][/PATH], e.g. http://127.0.0.1:5000)");
   };
   if (url.rfind("https://", 0) == 0) {
-    throw bad("https is not supported: this client speaks plain HTTP; reach a TLS server "
-              "through a local proxy, or run it with plain HTTP on a trusted network");
+    throw bad(
+        "https is not supported: this client speaks plain HTTP; reach a TLS server "
+        "through a local proxy, or run it with plain HTTP on a trusted network");
   }
   constexpr std::string_view kScheme = "http://";
   if (url.rfind(kScheme, 0) != 0) throw bad("it does not start with http://");
@@ -42,8 +43,9 @@ HttpUrl parse_http_url(const std::string& url) {
   while (!out.base.empty() && out.base.back() == '/') out.base.pop_back();
   if (out.base.find_first_of("?#") != std::string::npos) throw bad("it has a query or fragment");
   if (authority.find('@') != std::string::npos) {
-    throw bad("credentials in the URL are not read: set MLFLOW_TRACKING_USERNAME and "
-              "MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN");
+    throw bad(
+        "credentials in the URL are not read: set MLFLOW_TRACKING_USERNAME and "
+        "MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN");
   }
   std::string port_text;
   if (!authority.empty() && authority.front() == '[') {
@@ -93,7 +95,8 @@ std::string base64(const std::string& bytes) {
   std::string out;
   size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    const uint32_t n =
+        (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
     for (int shift : {18, 12, 6, 0}) out += kAlphabet[(n >> shift) & 63];
   }
   if (i + 1 == bytes.size()) {
@@ -147,8 +150,8 @@ class BeastTransport final : public HttpTransport {
   };
 
   Error unavailable(const HttpRequest& request, const std::string& why) const {
-    return Error(ErrorCode::kUnavailable, url_.text + ": " + request.method + " " +
-                                              request.target + ": " + why);
+    return Error(ErrorCode::kUnavailable,
+                 url_.text + ": " + request.method + " " + request.target + ": " + why);
   }
 
   // Runs the io_context until the pending operation has completed.
@@ -219,7 +222,8 @@ class BeastTransport final : public HttpTransport {
       stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
       stream_.reset();
     }
-    return HttpResponse{.status = static_cast<int>(res.result_int()), .body = std::move(res.body())};
+    return HttpResponse{.status = static_cast<int>(res.result_int()),
+                        .body = std::move(res.body())};
   }
 
   [[noreturn]] void fail(const HttpRequest& request, const beast::error_code& ec, size_t read) {

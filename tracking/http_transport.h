@@ -34,10 +34,10 @@ struct HttpResponse {
 
 // A parsed http:// URL: "http://host[:port][/base/path]".
 struct HttpUrl {
-  std::string host;   // without brackets for an IPv6 literal
-  std::string port;   // default "80"
-  std::string base;   // the path without its trailing '/': "" or "/mlflow"
-  std::string text;   // the URL as given, without a trailing '/': for messages
+  std::string host;  // without brackets for an IPv6 literal
+  std::string port;  // default "80"
+  std::string base;  // the path without its trailing '/': "" or "/mlflow"
+  std::string text;  // the URL as given, without a trailing '/': for messages
 
   // "host:port" as the Host header writes it ([::1]:5000 for an IPv6 literal).
   std::string authority() const;

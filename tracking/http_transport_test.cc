@@ -39,7 +39,9 @@ class LoopbackServer {
     poke.connect(acceptor_.local_endpoint(), ignored);
     thread_.join();
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port()); }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
   int connections() const { return connections_; }
 
  private:
@@ -60,7 +62,8 @@ class LoopbackServer {
           return;
         }
         http::response<http::string_body> res{http::status::ok, 11};
-        res.body() = std::string(req.method_string()) + " " + std::string(req.target()) + " " + req.body();
+        res.body() =
+            std::string(req.method_string()) + " " + std::string(req.target()) + " " + req.body();
         res.set("X-Auth", req[http::field::authorization]);
         res.keep_alive(true);
         res.prepare_payload();
@@ -83,9 +86,11 @@ class LoopbackServer {
 
 TEST(HttpTransportTest, KeepsOneConnectionForManyExchanges) {
   LoopbackServer server;
-  auto transport = make_http_transport(server.url() + "/base/", {.headers = {{"Authorization", "Bearer t"}}});
+  auto transport =
+      make_http_transport(server.url() + "/base/", {.headers = {{"Authorization", "Bearer t"}}});
   for (int i = 0; i < 5; ++i) {
-    const HttpResponse r = transport->send({.method = "POST", .target = "/x?y=1", .body = "b" + std::to_string(i)});
+    const HttpResponse r =
+        transport->send({.method = "POST", .target = "/x?y=1", .body = "b" + std::to_string(i)});
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, "POST /base/x?y=1 b" + std::to_string(i));
   }

@@ -36,7 +36,8 @@ TEST(SplitBatchesTest, NothingGivesNoBatch) {
 
 TEST(SplitBatchesTest, CutsLongValues) {
   const std::string long_value(7000, 'x');
-  const std::vector<LogBatch> b = split_batches({}, {{"p", long_value}}, {{"t", std::string(9000, 'y')}});
+  const std::vector<LogBatch> b =
+      split_batches({}, {{"p", long_value}}, {{"t", std::string(9000, 'y')}});
   EXPECT_EQ(b[0].params[0].value.size(), kMaxParamValueLength);
   EXPECT_TRUE(b[0].params[0].value.ends_with("..."));
   EXPECT_EQ(b[0].tags[0].value.size(), kMaxTagValueLength);

@@ -101,7 +101,8 @@ MlflowRun run_of(const Json& j) {
   run.tags = map_of(data, "tags");
   run.params = map_of(data, "params");
   if (auto it = data.find("metrics"); it != data.end() && it->is_array()) {
-    for (const Json& m : *it) run.metrics[string_of(m, "key")] = double_of(m.value("value", Json()));
+    for (const Json& m : *it)
+      run.metrics[string_of(m, "key")] = double_of(m.value("value", Json()));
   }
   return run;
 }
@@ -122,7 +123,9 @@ MlflowModelVersion version_of(const Json& j) {
 }
 
 // Request JSON as text; bytes that are not UTF-8 (a param's value) become U+FFFD rather than fail.
-std::string text_of(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string text_of(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 Json parse_answer(const std::string& body, const std::string& where) {
   if (body.empty()) return Json::object();
@@ -155,7 +158,8 @@ std::string_view to_string(RunStatus status) {
 
 MlflowClient::MlflowClient(std::unique_ptr<HttpTransport> transport, RetryPolicy retry)
     : transport_(std::move(transport)), retry_([&] {
-        if (!retry.sleep) retry.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+        if (!retry.sleep)
+          retry.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
         if (retry.attempts < 1) retry.attempts = 1;
         return retry;
       }()) {}
@@ -176,9 +180,9 @@ std::string MlflowClient::call_once(const HttpRequest& request) {
   if (response.status == 401 || response.status == 403) {
     hint = " (set MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD)";
   }
-  throw Error(code_for(response.status, code),
-              where + ": HTTP " + std::to_string(response.status) +
-                  (code.empty() ? "" : " " + code) + ": " + message + hint);
+  throw Error(code_for(response.status, code), where + ": HTTP " + std::to_string(response.status) +
+                                                   (code.empty() ? "" : " " + code) + ": " +
+                                                   message + hint);
 }
 
 std::string MlflowClient::call(const std::string& method, const std::string& target,
@@ -199,8 +203,8 @@ std::string MlflowClient::call(const std::string& method, const std::string& tar
 std::optional<MlflowExperiment> MlflowClient::find_experiment(const std::string& name) {
   std::string body;
   try {
-    body = call("GET", std::string(kApi) + "experiments/get-by-name?experiment_name=" +
-                           url_escape(name),
+    body = call("GET",
+                std::string(kApi) + "experiments/get-by-name?experiment_name=" + url_escape(name),
                 "", true);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kNotFound) return std::nullopt;
@@ -216,7 +220,8 @@ std::optional<MlflowExperiment> MlflowClient::find_experiment(const std::string&
 std::string MlflowClient::create_experiment(const std::string& name,
                                             const std::vector<MlflowTag>& tags) {
   const Json request = {{"name", name}, {"tags", key_values(tags)}};
-  const std::string body = call("POST", std::string(kApi) + "experiments/create", text_of(request), false);
+  const std::string body =
+      call("POST", std::string(kApi) + "experiments/create", text_of(request), false);
   return string_of(parse_answer(body, url()), "experiment_id");
 }
 
@@ -228,7 +233,8 @@ std::string MlflowClient::get_or_create_experiment(const std::string& name,
         throw Error(ErrorCode::kFailedPrecondition,
                     url() + ": experiment '" + name + "' (id " + e->experiment_id +
                         ") is deleted; restore it (mlflow experiments restore --experiment-id " +
-                        e->experiment_id + "), delete it for good (mlflow gc), or log to "
+                        e->experiment_id +
+                        "), delete it for good (mlflow gc), or log to "
                         "another experiment");
       }
       return e->experiment_id;
@@ -285,8 +291,10 @@ void MlflowClient::log_batch(const std::string& run_id, const std::vector<Mlflow
                  {"timestamp", x.timestamp_ms},
                  {"step", x.step}});
   }
-  const Json request = {
-      {"run_id", run_id}, {"metrics", m}, {"params", key_values(params)}, {"tags", key_values(tags)}};
+  const Json request = {{"run_id", run_id},
+                        {"metrics", m},
+                        {"params", key_values(params)},
+                        {"tags", key_values(tags)}};
   call("POST", std::string(kApi) + "runs/log-batch", text_of(request), true);
 }
 
@@ -300,8 +308,8 @@ std::vector<MlflowRun> MlflowClient::search_runs(const std::vector<std::string>&
                     {"run_view_type", "ACTIVE_ONLY"},
                     {"max_results", 1000}};
     if (!token.empty()) request["page_token"] = token;
-    const Json answer =
-        parse_answer(call("POST", std::string(kApi) + "runs/search", text_of(request), true), url());
+    const Json answer = parse_answer(
+        call("POST", std::string(kApi) + "runs/search", text_of(request), true), url());
     if (auto it = answer.find("runs"); it != answer.end() && it->is_array()) {
       for (const Json& r : *it) runs.push_back(run_of(r));
     }
@@ -364,10 +372,8 @@ void MlflowClient::upload_artifact(const std::string& artifact_uri, const std::s
   };
   append(path);
   append(relative);
-  const HttpRequest request{.method = "PUT",
-                            .target = target,
-                            .body = bytes,
-                            .content_type = "application/octet-stream"};
+  const HttpRequest request{
+      .method = "PUT", .target = target, .body = bytes, .content_type = "application/octet-stream"};
   std::chrono::milliseconds wait = retry_.first_wait;
   for (int attempt = 1;; ++attempt) {
     try {
@@ -384,8 +390,8 @@ void MlflowClient::upload_artifact(const std::string& artifact_uri, const std::s
 std::optional<MlflowRegisteredModel> MlflowClient::find_registered_model(const std::string& name) {
   std::string body;
   try {
-    body = call("GET", std::string(kApi) + "registered-models/get?name=" + url_escape(name), "",
-                true);
+    body =
+        call("GET", std::string(kApi) + "registered-models/get?name=" + url_escape(name), "", true);
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kNotFound) return std::nullopt;
     throw;
@@ -416,8 +422,8 @@ MlflowModelVersion MlflowClient::create_model_version(const std::string& name,
                                                       const std::string& run_id,
                                                       const std::string& description,
                                                       const std::vector<MlflowTag>& tags) {
-  Json request = {{"name", name}, {"source", source}, {"description", description},
-                  {"tags", key_values(tags)}};
+  Json request = {
+      {"name", name}, {"source", source}, {"description", description}, {"tags", key_values(tags)}};
   if (!run_id.empty()) request["run_id"] = run_id;
   const std::string body =
       call("POST", std::string(kApi) + "model-versions/create", text_of(request), false);

@@ -131,8 +131,7 @@ class MlflowClient {
   // runs/get; Error(kNotFound) when there is no such run.
   MlflowRun get_run(const std::string& run_id);
   // runs/update: the status, and the end time when given.
-  void update_run(const std::string& run_id, RunStatus status,
-                  std::optional<int64_t> end_time_ms);
+  void update_run(const std::string& run_id, RunStatus status, std::optional<int64_t> end_time_ms);
   // runs/log-batch. REQUIRES: within the kMax*PerBatch limits (log_batches.h splits).
   void log_batch(const std::string& run_id, const std::vector<MlflowMetric>& metrics,
                  const std::vector<MlflowTag>& params, const std::vector<MlflowTag>& tags);
@@ -158,8 +157,7 @@ class MlflowClient {
                                const std::vector<MlflowTag>& tags);
   // model-versions/create.
   MlflowModelVersion create_model_version(const std::string& name, const std::string& source,
-                                          const std::string& run_id,
-                                          const std::string& description,
+                                          const std::string& run_id, const std::string& description,
                                           const std::vector<MlflowTag>& tags);
   // model-versions/search with `filter` ("name = 'mlp'"), every page.
   std::vector<MlflowModelVersion> search_model_versions(const std::string& filter);
@@ -190,8 +188,8 @@ std::vector<std::pair<std::string, std::string>> auth_headers_from_environment()
 
 // A client of the server at `tracking_uri` (http://HOST:PORT[/PATH]) over Beast, with the
 // environment's credentials. Throws Error(kInvalidArgument) for a URI that is not http://.
-std::unique_ptr<MlflowClient> connect_mlflow(const std::string& tracking_uri,
-                                             HttpOptions http = {}, RetryPolicy retry = {});
+std::unique_ptr<MlflowClient> connect_mlflow(const std::string& tracking_uri, HttpOptions http = {},
+                                             RetryPolicy retry = {});
 
 }  // namespace tuner::tracking
 

@@ -47,7 +47,9 @@ class MlflowClientTest : public ::testing::Test {
         client_(std::make_unique<RecordedTransport>(shared_),
                 RetryPolicy{.attempts = 3,
                             .first_wait = std::chrono::milliseconds(100),
-                            .sleep = [this](std::chrono::milliseconds d) { waits_.push_back(d.count()); }}) {}
+                            .sleep = [this](std::chrono::milliseconds d) {
+                              waits_.push_back(d.count());
+                            }}) {}
 
   Json body(size_t i) const { return Json::parse(shared_->sent.at(i).body); }
 
@@ -145,7 +147,8 @@ TEST_F(MlflowClientTest, CreationsAreSentOnce) {
 }
 
 TEST_F(MlflowClientTest, GetOrCreateExperimentCreatesWhenMissing) {
-  shared_->answers.push_back({404, R"({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no"})"});
+  shared_->answers.push_back(
+      {404, R"({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no"})"});
   shared_->answers.push_back({200, R"({"experiment_id": "7"})"});
   EXPECT_EQ(client_.get_or_create_experiment("my study"), "7");
   EXPECT_EQ(shared_->sent[0].target,
@@ -165,7 +168,8 @@ TEST_F(MlflowClientTest, GetOrCreateExperimentCreatesWhenMissing) {
 }
 
 TEST_F(MlflowClientTest, SearchRunsFollowsPages) {
-  shared_->answers.push_back({200, R"({"runs": [{"info": {"run_id": "a"}}], "next_page_token": "t2"})"});
+  shared_->answers.push_back(
+      {200, R"({"runs": [{"info": {"run_id": "a"}}], "next_page_token": "t2"})"});
   shared_->answers.push_back({200, R"({"runs": [{"info": {"run_id": "b"}}]})"});
   const std::vector<MlflowRun> runs = client_.search_runs({"1"}, "tags.`tuner.study` = 's'");
   ASSERT_EQ(runs.size(), 2u);
@@ -176,19 +180,22 @@ TEST_F(MlflowClientTest, SearchRunsFollowsPages) {
 }
 
 TEST_F(MlflowClientTest, UploadPutsTheFileUnderTheRunsArtifacts) {
-  client_.upload_artifact("mlflow-artifacts:/1/abc/artifacts", "model/engine/model spec.json", "{}");
+  client_.upload_artifact("mlflow-artifacts:/1/abc/artifacts", "model/engine/model spec.json",
+                          "{}");
   EXPECT_EQ(shared_->sent[0].method, "PUT");
   EXPECT_EQ(shared_->sent[0].target,
             "/api/2.0/mlflow-artifacts/artifacts/1/abc/artifacts/model/engine/model%20spec.json");
   EXPECT_EQ(shared_->sent[0].content_type, "application/octet-stream");
   client_.upload_artifact("mlflow-artifacts://host:5000/2/d/artifacts", "model/MLmodel", "x");
-  EXPECT_EQ(shared_->sent[1].target, "/api/2.0/mlflow-artifacts/artifacts/2/d/artifacts/model/MLmodel");
+  EXPECT_EQ(shared_->sent[1].target,
+            "/api/2.0/mlflow-artifacts/artifacts/2/d/artifacts/model/MLmodel");
   // Artifacts the server does not proxy cannot be written through it.
   EXPECT_THROW(client_.upload_artifact("/mlruns/1/abc/artifacts", "model/MLmodel", "x"), Error);
 }
 
 TEST_F(MlflowClientTest, RegistryCalls) {
-  shared_->answers.push_back({404, R"({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no"})"});
+  shared_->answers.push_back(
+      {404, R"({"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no"})"});
   client_.ensure_registered_model("m", "the model", {{"tuner.study", "s"}});
   EXPECT_EQ(shared_->sent[1].target, "/api/2.0/mlflow/registered-models/create");
   EXPECT_EQ(body(1), Json::parse(R"({"name": "m", "description": "the model",

@@ -46,7 +46,8 @@ std::string upload_directory(MlflowClient& client, const MlflowRun& run, const f
   for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
     const std::string relative = fs::relative(entry.path(), dir).generic_string();
-    client.upload_artifact(run.artifact_uri, artifact_path + "/" + relative, read_file(entry.path()));
+    client.upload_artifact(run.artifact_uri, artifact_path + "/" + relative,
+                           read_file(entry.path()));
   }
   return run.artifact_uri + "/" + artifact_path;
 }
@@ -72,7 +73,8 @@ std::map<std::string, std::string> mirror_aliases(MlflowClient& client,
                                                   const std::map<std::string, int>& aliases) {
   const std::map<int, MlflowModelVersion> mirrored = mirrored_versions(client, model_name);
   const std::optional<MlflowRegisteredModel> model = client.find_registered_model(model_name);
-  std::map<std::string, std::string> now = model ? model->aliases : std::map<std::string, std::string>{};
+  std::map<std::string, std::string> now =
+      model ? model->aliases : std::map<std::string, std::string>{};
   for (const auto& [alias, file_version] : aliases) {
     auto it = mirrored.find(file_version);
     if (it == mirrored.end()) continue;

@@ -30,18 +30,18 @@ std::string upload_directory(MlflowClient& client, const MlflowRun& run,
 
 struct VersionToMirror {
   std::string model_name;
-  int registry_version = 0;            // the file registry's number
-  std::filesystem::path model_dir;     // its MLflow model directory (DIR/MODEL/<version>)
-  std::string run_id;                  // the run of the trial it came from
+  int registry_version = 0;         // the file registry's number
+  std::filesystem::path model_dir;  // its MLflow model directory (DIR/MODEL/<version>)
+  std::string run_id;               // the run of the trial it came from
   std::string description;
   std::map<std::string, std::string> tags;  // the version's tags (lineage, metric, ...)
-  std::string model_description;       // the registered model's, when it is created
+  std::string model_description;            // the registered model's, when it is created
 };
 
 struct MirroredVersion {
-  std::string version;  // MLflow's number (its own sequence: not always the file registry's)
-  std::string source;   // the model's artifact URI
-  bool created = false; // false: it was mirrored before
+  std::string version;   // MLflow's number (its own sequence: not always the file registry's)
+  std::string source;    // the model's artifact URI
+  bool created = false;  // false: it was mirrored before
 };
 
 // The version in MLflow's registry (see the top). Throws the client's errors.

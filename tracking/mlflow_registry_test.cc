@@ -19,7 +19,8 @@ class MlflowRegistryTest : public ::testing::Test {
   MlflowRegistryTest()
       : server_(std::make_shared<FakeMlflow>()),
         client_(std::make_unique<FakeTransport>(server_), RetryPolicy{.attempts = 1}),
-        dir_(fs::temp_directory_path() / ("tuner_mlflow_registry_test_" + std::to_string(::getpid()))) {
+        dir_(fs::temp_directory_path() /
+             ("tuner_mlflow_registry_test_" + std::to_string(::getpid()))) {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "engine");
     std::ofstream(dir_ / "MLmodel") << "flavors: {}\n";
@@ -70,11 +71,13 @@ TEST_F(MlflowRegistryTest, AliasesFollowTheFileRegistry) {
   mirror_version(client_, version(1));
   mirror_version(client_, version(2));
   // A version registered in MLflow by someone else, with an alias of its own.
-  server_->models.at("m").versions.push_back({.version = "3", .source = "x", .run_id = run_.run_id});
+  server_->models.at("m").versions.push_back(
+      {.version = "3", .source = "x", .run_id = run_.run_id});
   server_->models.at("m").aliases["theirs"] = "3";
 
-  EXPECT_EQ(mirror_aliases(client_, "m", {{"champion", 1}, {"staging", 2}}),
-            (std::map<std::string, std::string>{{"champion", "1"}, {"staging", "2"}, {"theirs", "3"}}));
+  EXPECT_EQ(
+      mirror_aliases(client_, "m", {{"champion", 1}, {"staging", 2}}),
+      (std::map<std::string, std::string>{{"champion", "1"}, {"staging", "2"}, {"theirs", "3"}}));
   // The champion moves to 2, staging is deleted in the file registry.
   EXPECT_EQ(mirror_aliases(client_, "m", {{"champion", 2}}),
             (std::map<std::string, std::string>{{"champion", "2"}, {"theirs", "3"}}));

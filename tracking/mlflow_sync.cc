@@ -62,7 +62,8 @@ bool terminal(const std::string& status) {
 
 MlflowSync::MlflowSync(Storage& storage, std::string study_name, MlflowSyncOptions options)
     : storage_(storage), study_name_(std::move(study_name)), options_(std::move(options)) {
-  client_ = options_.client ? options_.client : std::shared_ptr<MlflowClient>(connect_mlflow(options_.tracking_uri));
+  client_ = options_.client ? options_.client
+                            : std::shared_ptr<MlflowClient>(connect_mlflow(options_.tracking_uri));
   if (options_.experiment.empty()) options_.experiment = study_name_;
   if (!options_.clock) options_.clock = system_clock();
   if (options_.tracking_uri.empty()) options_.tracking_uri = client_->url();
@@ -123,7 +124,8 @@ void MlflowSync::find_runs_by_tags() {
     int trial = kParentRun;
     if (auto it = run.tags.find("tuner.trial_number"); it != run.tags.end()) {
       trial = std::atoi(it->second.c_str());
-    } else if (auto role = run.tags.find("tuner.role"); role == run.tags.end() || role->second != "study") {
+    } else if (auto role = run.tags.find("tuner.role");
+               role == run.tags.end() || role->second != "study") {
       continue;
     }
     if (records_.contains(trial)) continue;
@@ -166,8 +168,8 @@ TrialContext MlflowSync::context_for(const FrozenTrial& trial, const StudyRecord
   return c;
 }
 
-bool MlflowSync::send(const std::string& run_id, const std::string& what,
-                      const TrialUpdate& update, SyncReport& report) {
+bool MlflowSync::send(const std::string& run_id, const std::string& what, const TrialUpdate& update,
+                      SyncReport& report) {
   try {
     for (const LogBatch& batch : split_batches(update.metrics, update.params, update.tags)) {
       client_->log_batch(run_id, batch.metrics, batch.params, batch.tags);
@@ -203,7 +205,8 @@ void MlflowSync::sync_parent(const StudyRecord& study, const std::vector<FrozenT
       continue;
     }
     ++finished;
-    if (t.datetime_complete) last_end_ms = std::max(last_end_ms.value_or(0), to_ms(*t.datetime_complete));
+    if (t.datetime_complete)
+      last_end_ms = std::max(last_end_ms.value_or(0), to_ms(*t.datetime_complete));
     if (t.state == TrialState::kPruned) ++pruned;
     if (t.state == TrialState::kFail) ++failed;
     if (t.state != TrialState::kComplete) continue;
@@ -243,7 +246,8 @@ void MlflowSync::sync_parent(const StudyRecord& study, const std::vector<FrozenT
     }
     update.after.step_sent = finished;
   }
-  const RunStatus status = pass.parent_status.value_or(live ? RunStatus::kRunning : RunStatus::kFinished);
+  const RunStatus status =
+      pass.parent_status.value_or(live ? RunStatus::kRunning : RunStatus::kFinished);
   // A record of a finished study says its run is FINISHED (a new syncer need not say it again).
   if (!parent_status_sent_ && parent.finished) parent_status_sent_ = RunStatus::kFinished;
   update.after.finished = status == RunStatus::kFinished;
@@ -268,11 +272,13 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
   SyncReport report;
   const std::optional<StudyRecord> study = storage_.find_study(study_name_);
   if (!study) {
-    throw Error(ErrorCode::kNotFound, "MLflow tracking: no study '" + study_name_ + "' in its storage");
+    throw Error(ErrorCode::kNotFound,
+                "MLflow tracking: no study '" + study_name_ + "' in its storage");
   }
   open_state(study->study_id);
   if (experiment_id_.empty()) {
-    experiment_id_ = client_->get_or_create_experiment(options_.experiment, {{"tuner.study", study_name_}});
+    experiment_id_ =
+        client_->get_or_create_experiment(options_.experiment, {{"tuner.study", study_name_}});
   }
   // Runs recorded for another experiment (the experiment was renamed in the sweep file) are not
   // this experiment's: forget them and look this one's up.
@@ -283,11 +289,10 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
   // run counts them).
   const std::vector<FrozenTrial> trials =
       storage_.get_trials(study->study_id, {.without_intermediate_values = done_ids_});
-  const bool missing =
-      !records_.contains(kParentRun) ||
-      std::any_of(trials.begin(), trials.end(), [&](const FrozenTrial& t) {
-        return t.state != TrialState::kWaiting && !records_.contains(t.number);
-      });
+  const bool missing = !records_.contains(kParentRun) ||
+                       std::any_of(trials.begin(), trials.end(), [&](const FrozenTrial& t) {
+                         return t.state != TrialState::kWaiting && !records_.contains(t.number);
+                       });
   if (missing && !searched_) find_runs_by_tags();
 
   try {
@@ -297,7 +302,8 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
         if (t.datetime_start) start_ms = std::min(start_ms, to_ms(*t.datetime_start));
       }
       std::vector<MlflowTag> tags = {{"tuner.study", study_name_}, {"tuner.role", "study"}};
-      if (!options_.description.empty()) tags.push_back({"mlflow.note.content", options_.description});
+      if (!options_.description.empty())
+        tags.push_back({"mlflow.note.content", options_.description});
       searched_ = false;  // a lost answer may have created it: look before creating again
       const MlflowRun run = client_->create_run(experiment_id_, study_name_, start_ms, tags);
       searched_ = true;
@@ -323,7 +329,8 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
         const MlflowRun run = client_->create_run(experiment_id_, trial_run_name(trial), start_ms,
                                                   trial_creation_tags(trial, context, parent_id));
         searched_ = true;
-        record = RunRecord{.trial = trial.number, .experiment_id = experiment_id_, .run_id = run.run_id};
+        record =
+            RunRecord{.trial = trial.number, .experiment_id = experiment_id_, .run_id = run.run_id};
         save(record);
         ++report.runs_created;
         created = true;
@@ -335,8 +342,9 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
         if (created) ++report.runs_updated;
         continue;
       }
-      if (!send(record.run_id, "trial " + std::to_string(trial.number) + " (run " + record.run_id + ")",
-                update, report)) {
+      if (!send(record.run_id,
+                "trial " + std::to_string(trial.number) + " (run " + record.run_id + ")", update,
+                report)) {
         refused_.insert(trial.number);
         continue;
       }

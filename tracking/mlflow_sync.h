@@ -11,7 +11,8 @@
 //                               {.tracking_uri = "http://127.0.0.1:5000"});
 //   tracking::BackgroundSync background(mlflow);            // a pass every 5 s
 //   study.optimize(objective, {.n_trials = 50,
-//                              .on_trial_finished = [&](const FrozenTrial&) { background.nudge(); }});
+//                              .on_trial_finished = [&](const FrozenTrial&) { background.nudge();
+//                              }});
 //   background.finish(tracking::RunStatus::kFinished);      // the last pass
 //
 // Errors: sync() throws the client's Error when the server does not answer or refuses the
@@ -85,8 +86,8 @@ struct SyncReport {
   int64_t runs_created = 0;
   int64_t runs_updated = 0;  // runs that were sent something (created ones included)
   int64_t metrics = 0, params = 0, tags = 0;
-  int64_t calls = 0;         // log-batch calls
-  int64_t pending = 0;       // trials run or running whose runs are not complete (left out too)
+  int64_t calls = 0;    // log-batch calls
+  int64_t pending = 0;  // trials run or running whose runs are not complete (left out too)
   bool stopped = false;
 };
 
@@ -134,10 +135,10 @@ class MlflowSync {
   std::string experiment_id_;
   std::shared_ptr<SyncState> state_;
   std::map<int, RunRecord> records_;
-  bool searched_ = false;        // the experiment's runs of this study were looked up by tags
-  int low_water_ = 0;            // trials numbered below this have complete runs
+  bool searched_ = false;          // the experiment's runs of this study were looked up by tags
+  int low_water_ = 0;              // trials numbered below this have complete runs
   std::vector<int64_t> done_ids_;  // trial ids of the trials with complete runs
-  std::set<int> refused_;        // trials MLflow refused, left out for this object's life
+  std::set<int> refused_;          // trials MLflow refused, left out for this object's life
   std::optional<RunStatus> parent_status_sent_;
 };
 

@@ -39,11 +39,15 @@ class MlflowSyncTest : public ::testing::Test {
   // A finished trial with `steps` intermediate values of loss, and its final metrics.
   void add_trial(Storage& storage, int64_t study, TrialState state, int steps, double value) {
     const FrozenTrial t = storage.create_trial(study);
-    storage.set_trial_param(t.trial_id, "lr", FloatDistribution{.low = 1e-4, .high = 1, .log = true}, 0.01);
-    for (int s = 1; s <= steps; ++s) storage.set_trial_intermediate_value(t.trial_id, s, value + 1.0 / s);
+    storage.set_trial_param(t.trial_id, "lr",
+                            FloatDistribution{.low = 1e-4, .high = 1, .log = true}, 0.01);
+    for (int s = 1; s <= steps; ++s)
+      storage.set_trial_intermediate_value(t.trial_id, s, value + 1.0 / s);
     if (state == TrialState::kRunning) return;
-    storage.finish_trial(t.trial_id, state, state == TrialState::kComplete ? std::vector{value} : std::vector<double>{},
-                         {}, {{"loss", std::to_string(value)}, {"epochs", std::to_string(steps)}});
+    storage.finish_trial(
+        t.trial_id, state,
+        state == TrialState::kComplete ? std::vector{value} : std::vector<double>{}, {},
+        {{"loss", std::to_string(value)}, {"epochs", std::to_string(steps)}});
   }
 
   const testing::FakeRun& run_of_trial(int number) {
@@ -101,7 +105,8 @@ TEST_F(MlflowSyncTest, LogsAStudyAsAParentRunWithAChildRunPerTrial) {
   EXPECT_EQ(server_->requests.size(), before);
 
   // The running trial finishes: its run is completed, the parent counts it.
-  FrozenTrial running = storage.get_trials(study, {.states = std::vector{TrialState::kRunning}}).at(0);
+  FrozenTrial running =
+      storage.get_trials(study, {.states = std::vector{TrialState::kRunning}}).at(0);
   storage.set_trial_intermediate_value(running.trial_id, 2, 0.6);
   storage.finish_trial(running.trial_id, TrialState::kComplete, {0.4});
   sync.sync({.parent_status = RunStatus::kFinished});
@@ -112,7 +117,8 @@ TEST_F(MlflowSyncTest, LogsAStudyAsAParentRunWithAChildRunPerTrial) {
 }
 
 TEST_F(MlflowSyncTest, ASecondSyncerWithTheRecordAddsOnlyWhatIsMissing) {
-  const fs::path dir = fs::temp_directory_path() / ("tuner_sync_test_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("tuner_sync_test_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string db = (dir / "study.db").string();
@@ -195,7 +201,8 @@ TEST_F(MlflowSyncTest, ManyStepsGoInBatchesWithinTheLimits) {
   MlflowSync sync(storage, "s", options());
   const SyncReport report = sync.sync();
   EXPECT_EQ(report.calls, 3 + 1);  // the trial's 2500 steps and finals; the study's
-  EXPECT_EQ(run_of_trial(0).metrics.size(), 2500u + 3u);  // loss at each step; loss and epochs at the end
+  EXPECT_EQ(run_of_trial(0).metrics.size(),
+            2500u + 3u);  // loss at each step; loss and epochs at the end
 }
 
 TEST_F(MlflowSyncTest, ATrialMlflowRefusesIsReportedOnceAndLeftOut) {

@@ -33,7 +33,8 @@ TEST(TrialRunTest, ARunningTrialGetsParamsAndItsSteps) {
   const TrialUpdate u = plan_trial_update(running_trial(), RunRecord{.trial = 3}, context);
   EXPECT_EQ(u.params, (std::vector<MlflowTag>{{"act", "relu"}, {"lr", "0.01"}, {"width", "64"}}));
   ASSERT_EQ(u.metrics.size(), 2u);
-  EXPECT_EQ(u.metrics[0], (MlflowMetric{.key = "loss", .value = 0.5, .timestamp_ms = 5'000'000, .step = 1}));
+  EXPECT_EQ(u.metrics[0],
+            (MlflowMetric{.key = "loss", .value = 0.5, .timestamp_ms = 5'000'000, .step = 1}));
   EXPECT_EQ(u.metrics[1].step, 2);
   EXPECT_FALSE(u.status);
   EXPECT_EQ(u.after.step_sent, 2);
@@ -70,7 +71,8 @@ TEST(TrialRunTest, ACompleteTrialGetsItsFinalMetricsAtTheLastStep) {
                              .objective_metrics = {"loss"},
                              .now_ms = 5'000'000,
                              .constraint_names = {"epoch_seconds.max"}};
-  const TrialUpdate u = plan_trial_update(t, RunRecord{.trial = 3, .params_sent = 3, .step_sent = 2}, context);
+  const TrialUpdate u =
+      plan_trial_update(t, RunRecord{.trial = 3, .params_sent = 3, .step_sent = 2}, context);
   EXPECT_EQ(at_step(u, 2), (std::map<std::string, double>{{"loss", 0.2},
                                                           {"x", 2.9},
                                                           {"constraint/epoch_seconds.max", -1.5},
