@@ -53,6 +53,11 @@ void engine_placeholder_names(const nlohmann::json& value, std::vector<std::stri
   }
 }
 
+// A trial's folder in a study's artifacts_dir: artifacts_dir/trial-N.
+std::string trial_folder(const std::string& artifacts_dir, int64_t number) {
+  return artifacts_dir + "/trial-" + std::to_string(number);
+}
+
 // A command job's spec, objective metric and artifacts_dir.
 struct ParsedCommandJob {
   CommandSpec spec;
@@ -138,7 +143,7 @@ CommandSpec CommandTrialJob::command(const TrialPlacement&) const { return spec_
 
 std::string CommandTrialJob::scalars_dir(int64_t number) const {
   if (artifacts_dir_.empty()) return {};
-  return artifacts_dir_ + "/trial-" + std::to_string(number);
+  return trial_folder(artifacts_dir_, number);
 }
 
 std::string CommandTrialJob::to_json() const {
@@ -161,7 +166,7 @@ TrialNeeds EngineTrialJob::needs() const {
 
 std::string EngineTrialJob::checkpoint_path(int64_t first_number) const {
   if (spec_.artifacts_dir.empty()) return {};
-  return spec_.artifacts_dir + "/trial-" + std::to_string(first_number) + "/resume.ckpt";
+  return trial_folder(spec_.artifacts_dir, first_number) + "/resume.ckpt";
 }
 
 CommandSpec EngineTrialJob::command(const TrialPlacement& placement) const {
