@@ -24,6 +24,7 @@ int run_pause(const std::vector<std::string>& args);
 int run_unpause(const std::vector<std::string>& args);
 int run_drift(const std::vector<std::string>& args);
 int run_sync_mlflow(const std::vector<std::string>& args);
+int run_serve_model(const std::vector<std::string>& args);
 // (new commands: declare here)
 
 std::span<const Command> commands() {
@@ -167,6 +168,20 @@ std::span<const Command> commands() {
        "                                 (pixels 0..255 for a Fashion-MNIST model); writes class\n"
        "                                 probabilities as CSV and prints the accuracy",
        &run_predict},
+      {"serve-model",
+       "serve-model --model DIR/MODEL[@ALIAS|/VERSION] [--host H] [--port P] [--threads N]\n"
+       "            [--model-threads N] [--max-batch N] [--max-wait-ms MS] [--reload-seconds S]\n"
+       "            [--log-dir DIR [--log-sample F] [--log-max-mb MB] [--log-keep N]]\n"
+       "            [--max-body-mb MB] [--grace-seconds S]\n"
+       "                                 serve a model over HTTP with MLflow's scoring protocol\n"
+       "                                 (POST /invocations: inputs, instances, dataframe_split,\n"
+       "                                 dataframe_records, CSV; GET /ping, /health, /version,\n"
+       "                                 /metrics), micro-batching concurrent requests; an alias\n"
+       "                                 that moves is followed within --reload-seconds (default\n"
+       "                                 2); --log-dir logs requests for tuner drift. Defaults:\n"
+       "                                 127.0.0.1:5000, 2 threads, batches of 64. SIGTERM stops\n"
+       "                                 it after the requests in flight (docs/serving.md)",
+       &run_serve_model},
       {"drift",
        "drift --reference DATA --current LOG [--model DIR/MODEL[@ALIAS|/VERSION]]\n"
        "      [--reference-labels FILE] [--reference-limit N] [--current-limit N]\n"

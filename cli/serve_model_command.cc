@@ -1,0 +1,99 @@
+// tuner serve-model --model DIR | REGISTRY/NAME[@ALIAS|/VERSION] [--port P] ...: the model server
+// (serving/model_server.h, docs/serving.md). Runs until SIGINT or SIGTERM, then stops accepting,
+// answers what is in flight (up to --grace-seconds) and exits 0: for a server a signal is the
+// normal way to stop.
+#include <cmath>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+
+#include "cli/command.h"
+#include "cli/stop_signals.h"
+#include "serving/model_server.h"
+
+namespace tuner::cli {
+
+namespace {
+
+constexpr const char* kName = "serve-model";
+
+// A flag's value as a positive number of `unit`s, within `limit` units.
+double positive(const Flags& flags, const std::string& flag, double fallback, double limit,
+                bool zero_allowed = false) {
+  const double v = flags.get_double(flag, fallback);
+  if (!std::isfinite(v) || v < 0 || (v == 0 && !zero_allowed) || v > limit) {
+    throw UsageError(std::string("tuner ") + kName + ": " + flag + ": " + flags.get(flag) +
+                     " is out of range (" + (zero_allowed ? "0" : "> 0") + " to " +
+                     std::to_string(static_cast<long long>(limit)) + ")");
+  }
+  return v;
+}
+
+}  // namespace
+
+int run_serve_model(const std::vector<std::string>& args) {
+  Flags flags(args,
+              {"--model", "--host", "--port", "--threads", "--model-threads", "--max-batch",
+               "--max-wait-ms", "--reload-seconds", "--log-dir", "--log-sample", "--log-max-mb",
+               "--log-keep", "--max-body-mb", "--grace-seconds"},
+              {}, kName);
+  const std::string spec =
+      flags.require("--model", "a model directory, or REGISTRY/NAME[@ALIAS|/VERSION]");
+  serving::ModelServerOptions options;
+  options.http.host = flags.get("--host", "127.0.0.1");
+  options.http.port = static_cast<uint16_t>(positive(flags, "--port", 5000, 65535, true));
+  options.http.threads = static_cast<int>(positive(flags, "--threads", 2, 256));
+  options.http.max_body_bytes =
+      static_cast<uint64_t>(positive(flags, "--max-body-mb", 64, 1 << 20) * (1 << 20));
+  options.batching.max_batch = static_cast<int64_t>(positive(flags, "--max-batch", 64, 1 << 20));
+  options.batching.max_wait = std::chrono::microseconds(
+      std::llround(positive(flags, "--max-wait-ms", 0, 60000, true) * 1000));
+  options.reload_interval = std::chrono::milliseconds(
+      std::max<long long>(1, std::llround(positive(flags, "--reload-seconds", 2, 86400) * 1000)));
+  if (flags.has("--log-dir")) {
+    serving::RequestLogOptions log;
+    log.dir = flags.get("--log-dir");
+    log.sample = positive(flags, "--log-sample", 1, 1);
+    log.max_file_bytes =
+        static_cast<uint64_t>(positive(flags, "--log-max-mb", 64, 1 << 20) * (1 << 20));
+    log.max_files = static_cast<int>(positive(flags, "--log-keep", 10, 1 << 20, true));
+    options.log = log;
+  } else {
+    for (const char* f : {"--log-sample", "--log-max-mb", "--log-keep"}) {
+      if (flags.has(f))
+        throw UsageError(std::string("tuner ") + kName + ": " + f + " needs --log-dir");
+    }
+  }
+  const auto grace = std::chrono::milliseconds(
+      std::llround(positive(flags, "--grace-seconds", 10, 3600, true) * 1000));
+  options.say = [](const std::string& line) { std::cout << line << std::endl; };
+
+  StopSignals signals;  // before any thread starts
+  const int model_threads = static_cast<int>(positive(flags, "--model-threads", 1, 256));
+  auto holder = std::make_unique<serving::ModelHolder>(spec, model_threads);
+  serving::ModelServer server(std::move(holder), options);
+  const auto model = server.model();
+  std::cout << "serving " << model->name << " version "
+            << (model->version ? std::to_string(*model->version) : "none") << " ("
+            << model->dir.string() << ") on http://" << options.http.host << ":" << server.port()
+            << (options.log ? ", logging requests to " + options.log->dir.string() : "")
+            << std::endl;
+
+  std::mutex mutex;
+  std::condition_variable stopped;
+  std::stop_callback wake(signals.first(), [&] {
+    { std::lock_guard<std::mutex> lock(mutex); }  // not between the waiter's check and its sleep
+    stopped.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    stopped.wait(lock, [&] { return signals.first().stop_requested(); });
+  }
+  std::cout << "stopping: answering the requests in flight (up to " << grace.count() / 1000.0
+            << " s)" << std::endl;
+  server.stop(grace);
+  std::cout << "stopped" << std::endl;
+  return kExitOk;
+}
+
+}  // namespace tuner::cli

@@ -1,0 +1,413 @@
+#include "serving/scoring_protocol.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "trials/json_depth.h"
+
+namespace tuner::serving {
+
+namespace {
+
+// ordered_json: a data frame record's columns keep the order the client wrote them in.
+using Json = nlohmann::ordered_json;
+
+constexpr int kMaxDepth = 64;
+
+[[noreturn]] void bad(const std::string& message) { throw ScoringError(400, message); }
+
+std::string numbers_of(const training::Shape& input) {
+  return input.to_string() + " (or " + std::to_string(input.numel()) + " numbers)";
+}
+
+const char* kind_of(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    default:
+      return "a number";
+  }
+}
+
+float number_at(const Json& v, const std::string& path) {
+  if (!v.is_number()) bad(path + ": " + kind_of(v) + ", expected a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(static_cast<float>(d)))
+    bad(path + ": " + v.dump() + " is out of float32's range");
+  return static_cast<float>(d);
+}
+
+// Appends the values of a nested array of `input`'s shape from dimension `dim` on.
+void append_nested(const Json& v, const training::Shape& input, int dim, const std::string& path,
+                   std::vector<float>& out) {
+  if (dim == input.rank()) {
+    out.push_back(number_at(v, path));
+    return;
+  }
+  if (!v.is_array() || static_cast<int64_t>(v.size()) != input[dim]) {
+    bad(path + ": " + (v.is_array() ? std::to_string(v.size()) + " values" : kind_of(v)) +
+        " where the input's shape " + input.to_string() + " has " + std::to_string(input[dim]));
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    append_nested(v[i], input, dim + 1, path + "[" + std::to_string(i) + "]", out);
+  }
+}
+
+// One sample: nested in the input's shape, or its values flattened.
+void append_sample(const Json& sample, const training::Shape& input, const std::string& path,
+                   std::vector<float>& out) {
+  const int64_t numel = input.numel();
+  // Flattened: as many values as the input has, none of them an array.
+  if (sample.is_array() && static_cast<int64_t>(sample.size()) == numel &&
+      (input.rank() <= 1 ||
+       std::none_of(sample.begin(), sample.end(), [](const Json& x) { return x.is_array(); }))) {
+    for (size_t i = 0; i < sample.size(); ++i) {
+      out.push_back(number_at(sample[i], path + "[" + std::to_string(i) + "]"));
+    }
+    return;
+  }
+  if (input.rank() == 0) {
+    out.push_back(number_at(sample, path));
+    return;
+  }
+  if (!sample.is_array()) {
+    bad(path + ": " + kind_of(sample) + ", expected a sample of shape " + numbers_of(input));
+  }
+  append_nested(sample, input, 0, path, out);
+}
+
+// "inputs"/"instances": a batch of samples, a named tensor {"input": batch}, or (instances) rows
+// of named tensors [{"input": sample}, ...].
+ScoringInput parse_tensor(const Json& v, PayloadForm form, const training::Shape& input,
+                          std::string_view input_name) {
+  const std::string field = to_string(form);
+  const std::string name(input_name);
+  ScoringInput in;
+  in.form = form;
+  const Json* batch = &v;
+  std::string path = field;
+  if (v.is_object()) {
+    if (v.size() != 1 || !v.contains(name)) {
+      bad(field + ": named tensors must be exactly {\"" + name +
+          "\": [...]}, the model's one input");
+    }
+    batch = &v[name];
+    path += "." + name;
+  }
+  if (!batch->is_array() || batch->empty()) {
+    bad(path + ": " + (batch->is_array() ? std::string("no samples") : kind_of(*batch)) +
+        ", expected a list of samples of shape " + numbers_of(input));
+  }
+  in.values.reserve(batch->size() * static_cast<size_t>(input.numel()));
+  for (size_t i = 0; i < batch->size(); ++i) {
+    const Json& sample = (*batch)[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (form == PayloadForm::kInstances && sample.is_object() && batch == &v) {
+      if (sample.size() != 1 || !sample.contains(name)) {
+        bad(at + ": a row of named tensors must be {\"" + name + "\": sample}");
+      }
+      append_sample(sample[name], input, at + "." + name, in.values);
+    } else {
+      append_sample(sample, input, at, in.values);
+    }
+  }
+  in.rows = static_cast<int64_t>(batch->size());
+  return in;
+}
+
+ScoringInput parse_split(const Json& v, const training::Shape& input) {
+  const int64_t numel = input.numel();
+  if (!v.is_object())
+    bad(std::string("dataframe_split: ") + kind_of(v) +
+        ", expected {\"columns\": [...], \"data\": [[...], ...]}");
+  for (const auto& [key, _] : v.items()) {
+    if (key != "columns" && key != "data" && key != "index") {
+      bad("dataframe_split." + key + ": unknown field (the fields are columns, data and index)");
+    }
+  }
+  if (v.contains("columns")) {
+    const Json& columns = v["columns"];
+    if (!columns.is_array() || static_cast<int64_t>(columns.size()) != numel) {
+      bad("dataframe_split.columns: " +
+          (columns.is_array() ? std::to_string(columns.size()) + " columns"
+                              : std::string(kind_of(columns))) +
+          ", the model takes " + std::to_string(numel) + " values per row (its input " +
+          input.to_string() + " flattened)");
+    }
+  }
+  if (!v.contains("data") || !v["data"].is_array() || v["data"].empty()) {
+    bad("dataframe_split.data: " +
+        std::string(v.contains("data") ? (v["data"].is_array() ? "no rows" : kind_of(v["data"]))
+                                       : "missing") +
+        ", expected rows of " + std::to_string(numel) + " numbers");
+  }
+  const Json& data = v["data"];
+  ScoringInput in;
+  in.form = PayloadForm::kDataframeSplit;
+  in.values.reserve(data.size() * static_cast<size_t>(numel));
+  for (size_t r = 0; r < data.size(); ++r) {
+    const std::string at = "dataframe_split.data[" + std::to_string(r) + "]";
+    const Json& row = data[r];
+    if (!row.is_array() || static_cast<int64_t>(row.size()) != numel) {
+      bad(at + ": " +
+          (row.is_array() ? std::to_string(row.size()) + " values" : std::string(kind_of(row))) +
+          ", expected a row of " + std::to_string(numel) + " numbers (the input " +
+          input.to_string() + " flattened)");
+    }
+    for (size_t c = 0; c < row.size(); ++c) {
+      in.values.push_back(number_at(row[c], at + "[" + std::to_string(c) + "]"));
+    }
+  }
+  in.rows = static_cast<int64_t>(data.size());
+  return in;
+}
+
+ScoringInput parse_records(const Json& v, const training::Shape& input) {
+  const int64_t numel = input.numel();
+  if (!v.is_array() || v.empty()) {
+    bad("dataframe_records: " + std::string(v.is_array() ? "no records" : kind_of(v)) +
+        ", expected a list of records {\"column\": value, ...} of " + std::to_string(numel) +
+        " columns");
+  }
+  // The first record's columns, in its order, are the columns of every record.
+  std::vector<std::string> columns;
+  ScoringInput in;
+  in.form = PayloadForm::kDataframeRecords;
+  in.values.reserve(v.size() * static_cast<size_t>(numel));
+  for (size_t r = 0; r < v.size(); ++r) {
+    const std::string at = "dataframe_records[" + std::to_string(r) + "]";
+    const Json& record = v[r];
+    if (!record.is_object() || static_cast<int64_t>(record.size()) != numel) {
+      bad(at + ": " +
+          (record.is_object() ? std::to_string(record.size()) + " columns"
+                              : std::string(kind_of(record))) +
+          ", expected a record of " + std::to_string(numel) + " columns (the input " +
+          input.to_string() + " flattened)");
+    }
+    if (r == 0) {
+      for (const auto& [key, value] : record.items()) {
+        columns.push_back(key);
+        in.values.push_back(number_at(value, at + "." + key));
+      }
+      continue;
+    }
+    for (const std::string& column : columns) {
+      const auto it = record.find(column);
+      if (it == record.end()) bad(at + ": no column '" + column + "', which the first record has");
+      in.values.push_back(number_at(*it, at + "." + column));
+    }
+  }
+  in.rows = static_cast<int64_t>(v.size());
+  return in;
+}
+
+bool parse_float(std::string_view field, float& out) {
+  while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
+  while (!field.empty() && (field.back() == ' ' || field.back() == '\t' || field.back() == '\r')) {
+    field.remove_suffix(1);
+  }
+  if (!field.empty() && field.front() == '+') field.remove_prefix(1);
+  if (field.empty()) return false;
+  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
+  return ec == std::errc() && end == field.data() + field.size() && std::isfinite(out);
+}
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = line.find(',', begin);
+    fields.push_back(
+        line.substr(begin, comma == std::string_view::npos ? line.npos : comma - begin));
+    if (comma == std::string_view::npos) return fields;
+    begin = comma + 1;
+  }
+}
+
+ScoringInput parse_csv(std::string_view body, const training::Shape& input) {
+  const int64_t numel = input.numel();
+  ScoringInput in;
+  in.form = PayloadForm::kCsv;
+  size_t begin = 0;
+  int line_number = 0;
+  bool first = true;
+  while (begin < body.size()) {
+    size_t end = body.find('\n', begin);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view line = body.substr(begin, end - begin);
+    begin = end + 1;
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::vector<std::string_view> fields = split_fields(line);
+    const std::string at = "csv line " + std::to_string(line_number);
+    if (first) {
+      first = false;
+      // A header: names that are not all numbers, or pandas' default names 0, 1, ..., n-1
+      // (DataFrame.to_csv of a frame made from arrays).
+      float value;
+      bool numbers = true, indices = true;
+      for (size_t c = 0; c < fields.size(); ++c) {
+        numbers = numbers && parse_float(fields[c], value);
+        indices = indices && numbers && value == static_cast<float>(c);
+      }
+      if (!numbers || (indices && fields.size() > 1)) {
+        if (static_cast<int64_t>(fields.size()) != numel) {
+          bad(at + " (the header): " + std::to_string(fields.size()) +
+              " columns, the model takes " + std::to_string(numel) + " values per row (its input " +
+              input.to_string() + " flattened)");
+        }
+        continue;
+      }
+    }
+    if (static_cast<int64_t>(fields.size()) != numel) {
+      bad(at + ": " + std::to_string(fields.size()) + " values, expected " + std::to_string(numel) +
+          " (the input " + input.to_string() + " flattened)");
+    }
+    for (size_t c = 0; c < fields.size(); ++c) {
+      float value;
+      if (!parse_float(fields[c], value)) {
+        bad(at + ", column " + std::to_string(c + 1) + ": '" + std::string(fields[c]) +
+            "' is not a number");
+      }
+      in.values.push_back(value);
+    }
+    ++in.rows;
+  }
+  if (in.rows == 0) bad("csv: no rows of values");
+  return in;
+}
+
+std::string_view media_type(std::string_view content_type) {
+  std::string_view t = content_type.substr(0, content_type.find(';'));
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+  return t;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+void append_float(std::string& out, float v) {
+  char buffer[32];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), v);
+  (void)ec;
+  out.append(buffer, end);
+}
+
+void append_row(std::string& out, const float* row, int64_t k) {
+  out += '[';
+  for (int64_t c = 0; c < k; ++c) {
+    if (c > 0) out += ", ";
+    append_float(out, row[c]);
+  }
+  out += ']';
+}
+
+std::string json_string(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+
+}  // namespace
+
+const char* to_string(PayloadForm form) {
+  switch (form) {
+    case PayloadForm::kInputs:
+      return "inputs";
+    case PayloadForm::kInstances:
+      return "instances";
+    case PayloadForm::kDataframeSplit:
+      return "dataframe_split";
+    case PayloadForm::kDataframeRecords:
+      return "dataframe_records";
+    case PayloadForm::kCsv:
+      return "csv";
+  }
+  return "?";
+}
+
+ScoringInput parse_scoring_request(std::string_view content_type, std::string_view body,
+                                   const training::Shape& input, std::string_view input_name) {
+  const std::string_view type = media_type(content_type);
+  if (iequals(type, "text/csv")) return parse_csv(body, input);
+  if (!iequals(type, "application/json")) {
+    throw ScoringError(415, "content type '" + std::string(content_type) +
+                                "' is not served: send application/json or text/csv");
+  }
+  if (json_nests_deeper_than(body, kMaxDepth)) bad("the JSON nests deeper than 64 levels");
+  Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) bad("the body is not JSON");
+  const char* kForms = "exactly one of dataframe_split, dataframe_records, instances and inputs";
+  if (!doc.is_object())
+    bad(std::string("the body is ") + kind_of(doc) + ", expected an object with " + kForms);
+  const Json* payload = nullptr;
+  PayloadForm form{};
+  for (const auto& [key, value] : doc.items()) {
+    PayloadForm f;
+    if (key == "inputs")
+      f = PayloadForm::kInputs;
+    else if (key == "instances")
+      f = PayloadForm::kInstances;
+    else if (key == "dataframe_split")
+      f = PayloadForm::kDataframeSplit;
+    else if (key == "dataframe_records")
+      f = PayloadForm::kDataframeRecords;
+    else if (key == "params") {
+      if (!value.is_null() && !(value.is_object() && value.empty())) {
+        bad("params: this model takes no parameters");
+      }
+      continue;
+    } else {
+      bad("unknown field '" + key + "': the body holds " + kForms + " (and params)");
+    }
+    if (payload != nullptr)
+      bad(std::string("both ") + to_string(form) + " and " + key + ": send " + kForms);
+    payload = &value;
+    form = f;
+  }
+  if (payload == nullptr) bad(std::string("no input: the body holds ") + kForms);
+  switch (form) {
+    case PayloadForm::kDataframeSplit:
+      return parse_split(*payload, input);
+    case PayloadForm::kDataframeRecords:
+      return parse_records(*payload, input);
+    default:
+      return parse_tensor(*payload, form, input, input_name);
+  }
+}
+
+std::string format_predictions(PayloadForm form, std::span<const float> outputs, int64_t rows,
+                               std::string_view output_name) {
+  const int64_t k = rows > 0 ? static_cast<int64_t>(outputs.size()) / rows : 0;
+  const std::string name = json_string(output_name);
+  std::string out;
+  out.reserve(static_cast<size_t>(rows * (k * 12 + 16) + 32));
+  const bool tensor = form == PayloadForm::kInputs || form == PayloadForm::kInstances;
+  out += tensor ? "{\"predictions\": {" + name + ": [" : std::string("{\"predictions\": [");
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r > 0) out += ", ";
+    if (!tensor) out += "{" + name + ": ";
+    append_row(out, outputs.data() + r * k, k);
+    if (!tensor) out += '}';
+  }
+  out += tensor ? "]}}" : "]}";
+  return out;
+}
+
+std::string format_error(std::string_view error_code, std::string_view message) {
+  return "{\"error_code\": " + json_string(error_code) + ", \"message\": " + json_string(message) +
+         "}";
+}
+
+}  // namespace tuner::serving

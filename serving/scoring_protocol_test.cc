@@ -1,0 +1,130 @@
+#include "serving/scoring_protocol.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tuner::serving {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const training::Shape kImage{1, 2, 2};  // 4 values a sample
+const training::Shape kVector{3};
+
+ScoringInput parse_json(const std::string& body, const training::Shape& shape = kImage) {
+  return parse_scoring_request("application/json", body, shape, "input");
+}
+
+// The message of the ScoringError a body raises (and its status).
+std::string refusal(const std::string& body, int want_status = 400,
+                    const std::string& type = "application/json",
+                    const training::Shape& shape = kImage) {
+  try {
+    parse_scoring_request(type, body, shape, "input");
+  } catch (const ScoringError& e) {
+    EXPECT_EQ(e.status(), want_status) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted: " << body;
+  return "";
+}
+
+TEST(ScoringProtocolTest, InputsTakeNestedOrFlatSamples) {
+  const ScoringInput nested = parse_json(R"({"inputs": [[[[1, 2], [3, 4]]], [[[5, 6], [7, 8]]]]})");
+  EXPECT_EQ(nested.form, PayloadForm::kInputs);
+  EXPECT_EQ(nested.rows, 2);
+  EXPECT_THAT(nested.values, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+  const ScoringInput flat = parse_json(R"({"inputs": [[1, 2, 3, 4]]})");
+  EXPECT_EQ(flat.rows, 1);
+  EXPECT_THAT(flat.values, ElementsAre(1, 2, 3, 4));
+}
+
+TEST(ScoringProtocolTest, NamedTensorsAndInstanceRecords) {
+  EXPECT_THAT(parse_json(R"({"inputs": {"input": [[1, 2, 3, 4]]}})").values,
+              ElementsAre(1, 2, 3, 4));
+  const ScoringInput rows =
+      parse_json(R"({"instances": [{"input": [1, 2, 3, 4]}, {"input": [5, 6, 7, 8]}]})");
+  EXPECT_EQ(rows.form, PayloadForm::kInstances);
+  EXPECT_EQ(rows.rows, 2);
+  EXPECT_THAT(rows.values, ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+}
+
+TEST(ScoringProtocolTest, DataFramesTakeARowPerSample) {
+  const ScoringInput split = parse_json(
+      R"({"dataframe_split": {"columns": ["a", "b", "c"], "data": [[1, 2, 3], [4, 5, 6]]}})",
+      kVector);
+  EXPECT_EQ(split.form, PayloadForm::kDataframeSplit);
+  EXPECT_EQ(split.rows, 2);
+  EXPECT_THAT(split.values, ElementsAre(1, 2, 3, 4, 5, 6));
+  // Records: the first record's column order holds for every record.
+  const ScoringInput records = parse_json(
+      R"({"dataframe_records": [{"b": 2, "a": 1, "c": 3}, {"a": 4, "c": 6, "b": 5}]})", kVector);
+  EXPECT_EQ(records.form, PayloadForm::kDataframeRecords);
+  EXPECT_THAT(records.values, ElementsAre(2, 1, 3, 5, 4, 6));
+}
+
+TEST(ScoringProtocolTest, CsvWithOrWithoutAHeader) {
+  const ScoringInput with =
+      parse_scoring_request("text/csv", "a,b,c\n1,2,3\r\n4, 5 ,6\n", kVector, "input");
+  EXPECT_EQ(with.form, PayloadForm::kCsv);
+  EXPECT_EQ(with.rows, 2);
+  EXPECT_THAT(with.values, ElementsAre(1, 2, 3, 4, 5, 6));
+  const ScoringInput without =
+      parse_scoring_request("text/csv; charset=utf-8", "1,2,3", kVector, "input");
+  EXPECT_THAT(without.values, ElementsAre(1, 2, 3));
+  // pandas' default header of a frame made from arrays.
+  const ScoringInput pandas = parse_scoring_request("text/csv", "0,1,2\n7,8,9\n", kVector, "input");
+  EXPECT_THAT(pandas.values, ElementsAre(7, 8, 9));
+}
+
+TEST(ScoringProtocolTest, EmptyParamsAreAccepted) {
+  EXPECT_EQ(parse_json(R"({"inputs": [[1, 2, 3, 4]], "params": {}})").rows, 1);
+  EXPECT_THAT(refusal(R"({"inputs": [[1, 2, 3, 4]], "params": {"temperature": 2}})"),
+              HasSubstr("params: this model takes no parameters"));
+}
+
+TEST(ScoringProtocolTest, BadPayloadsNameTheFieldAndTheExpectedShape) {
+  EXPECT_THAT(refusal(R"({"inputs": [[1, 2, 3]]})"), HasSubstr("inputs[0]"));
+  EXPECT_THAT(refusal(R"({"inputs": [[1, 2, 3]]})"), HasSubstr("[1, 2, 2]"));
+  EXPECT_THAT(refusal(R"({"inputs": [[1, "x", 3, 4]]})"),
+              HasSubstr("inputs[0][1]: a string, expected a number"));
+  EXPECT_THAT(refusal(R"({"inputs": []})"), HasSubstr("inputs: no samples"));
+  EXPECT_THAT(refusal(R"({"inputs": {"x": [[1, 2, 3, 4]]}})"), HasSubstr("{\"input\": [...]}"));
+  EXPECT_THAT(
+      refusal(R"({"dataframe_split": {"data": [[1, 2]]}})", 400, "application/json", kVector),
+      HasSubstr("dataframe_split.data[0]: 2 values, expected a row of 3 numbers"));
+  EXPECT_THAT(
+      refusal(R"({"dataframe_records": [{"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 2, "d": 3}]})", 400,
+              "application/json", kVector),
+      HasSubstr("dataframe_records[1]: no column 'c'"));
+  EXPECT_THAT(refusal("1,2\n", 400, "text/csv", kVector),
+              HasSubstr("csv line 1: 2 values, expected 3"));
+  EXPECT_THAT(refusal("a,b,c\n1,2,x\n", 400, "text/csv", kVector),
+              HasSubstr("csv line 2, column 3: 'x' is not a number"));
+  EXPECT_THAT(refusal("{\"inputs\": [[1, 2, 3, 4]], \"instances\": [[1, 2, 3, 4]]}"),
+              HasSubstr("both"));
+  EXPECT_THAT(refusal(R"({"data": [[1, 2, 3, 4]]})"), HasSubstr("unknown field 'data'"));
+  EXPECT_THAT(refusal("{}"), HasSubstr("no input"));
+  EXPECT_THAT(refusal("[1, 2"), HasSubstr("not JSON"));
+  EXPECT_THAT(refusal(R"({"inputs": [[1e39, 2, 3, 4]]})"), HasSubstr("out of float32's range"));
+  EXPECT_THAT(refusal(std::string(100, '[') + std::string(100, ']')), HasSubstr("deeper than 64"));
+}
+
+TEST(ScoringProtocolTest, AnUnknownContentTypeIs415) {
+  EXPECT_THAT(refusal("1,2,3,4", 415, "application/octet-stream"),
+              HasSubstr("send application/json or text/csv"));
+}
+
+TEST(ScoringProtocolTest, AnswersInMlflowsShapes) {
+  const std::vector<float> outputs = {1.5f, -2, 0.25f, 3};
+  EXPECT_EQ(format_predictions(PayloadForm::kInputs, outputs, 2, "logits"),
+            R"({"predictions": {"logits": [[1.5, -2], [0.25, 3]]}})");
+  EXPECT_EQ(format_predictions(PayloadForm::kDataframeSplit, outputs, 2, "logits"),
+            R"({"predictions": [{"logits": [1.5, -2]}, {"logits": [0.25, 3]}]})");
+  EXPECT_EQ(format_error("BAD_REQUEST", "inputs: \"x\""),
+            R"({"error_code": "BAD_REQUEST", "message": "inputs: \"x\""})");
+}
+
+}  // namespace
+}  // namespace tuner::serving
