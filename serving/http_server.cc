@@ -1,6 +1,7 @@
 #include "serving/http_server.h"
 
 #include <atomic>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -81,8 +82,9 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();  // the answer may wait for a batch; the client decides how long
     auto self = shared_from_this();
     Respond respond = [self](HttpReply reply) {
-      asio::post(self->stream_.get_executor(),
-                 [self, r = std::move(reply)]() mutable { self->write(std::move(r)); });
+      // Inline when already on the connection's strand (a forward pass run by this thread).
+      asio::dispatch(self->stream_.get_executor(),
+                     [self, r = std::move(reply)]() mutable { self->write(std::move(r)); });
     };
     try {
       server_.handler(std::move(in), respond);
@@ -156,6 +158,8 @@ void HttpServer::Impl::accept() {
       });
       return;
     }
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);  // answers are small: send them at once
     std::make_shared<Session>(*this, std::move(socket))->read();
     accept();
   });

@@ -18,12 +18,26 @@ MicroBatcher::~MicroBatcher() {
 
 void MicroBatcher::submit(std::shared_ptr<LoadedModel> model, std::vector<float> inputs,
                           int64_t rows, Done done) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back({std::move(model), std::move(inputs), rows, std::move(done),
-                      std::chrono::steady_clock::now()});
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (options_.max_wait.count() <= 0 && !busy_ && queue_.empty() && !stopping_) {
+    // The model is idle and nobody waits: run it here, without two hand-offs between threads.
+    busy_ = true;
+    lock.unlock();
+    std::vector<Request> batch;
+    batch.push_back({std::move(model), std::move(inputs), rows, std::move(done),
+                     std::chrono::steady_clock::now()});
+    answer(batch);
+    lock.lock();
+    busy_ = false;
+    const bool waiting = !queue_.empty();
+    lock.unlock();
+    if (waiting) wake_.notify_all();
+    return;
   }
-  wake_.notify_one();
+  queue_.push_back({std::move(model), std::move(inputs), rows, std::move(done),
+                    std::chrono::steady_clock::now()});
+  lock.unlock();
+  wake_.notify_all();
 }
 
 void MicroBatcher::run() {
@@ -33,8 +47,9 @@ void MicroBatcher::run() {
     batch.clear();
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return !busy_ && (stopping_ || !queue_.empty()); });
       if (queue_.empty()) return;  // stopping, nothing left
+      busy_ = true;
       int64_t rows = 0;
       const auto deadline = queue_.front().arrived + options_.max_wait;
       for (;;) {
@@ -52,6 +67,8 @@ void MicroBatcher::run() {
       }
     }
     answer(batch);
+    std::lock_guard<std::mutex> lock(mutex_);
+    busy_ = false;
   }
 }
 

@@ -7,7 +7,11 @@
 // max_wait 0 (the default) it never waits: under load, requests queue while a batch runs, so the
 // batches grow by themselves; a lone client is answered at once.
 //
-// Thread safety: submit() from any thread; callbacks run on the batcher's thread.
+// When the model is idle and nothing is queued (and max_wait is 0), submit() runs the request
+// on the caller's thread at once: a lone client pays no hand-off between threads.
+//
+// Thread safety: submit() from any thread; a request's callback runs on the thread that ran its
+// forward pass (the batcher's, or the submitter's). One forward pass at a time.
 #ifndef TUNER_SERVING_MICRO_BATCHER_H_
 #define TUNER_SERVING_MICRO_BATCHER_H_
 
@@ -77,6 +81,7 @@ class MicroBatcher {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Request> queue_;
+  bool busy_ = false;  // a forward pass runs (on the batcher's thread or a submitter's)
   bool stopping_ = false;
 
   std::thread thread_;  // last: starts after the state above exists

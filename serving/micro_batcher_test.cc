@@ -107,5 +107,25 @@ TEST(MicroBatcherTest, AFailedForwardPassFailsItsRequestsOnly) {
   EXPECT_EQ(next.get_future().get(), 3u);
 }
 
+TEST(MicroBatcherTest, ALoneRequestRunsOnItsOwnThreadAndQueuedOnesWaitForTheModel) {
+  testing::TinyRegistry registry(1);
+  ModelHolder holder(registry.ref("tiny/1"), 1);
+  MicroBatcher batcher({}, {});
+  std::thread::id ran_on;
+  std::promise<void> queued_done;
+  batcher.submit(holder.current(), sample(1), 1, [&](std::exception_ptr, Prediction) {
+    ran_on = std::this_thread::get_id();
+    // The model is busy with this request: one submitted now is queued for the batcher's
+    // thread, and runs after this pass.
+    batcher.submit(holder.current(), sample(2), 1, [&](std::exception_ptr, Prediction p) {
+      EXPECT_NE(std::this_thread::get_id(), ran_on);
+      EXPECT_EQ(p.outputs.size(), 3u);
+      queued_done.set_value();
+    });
+  });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(queued_done.get_future().wait_for(5s), std::future_status::ready);
+}
+
 }  // namespace
 }  // namespace tuner::serving

@@ -39,41 +39,54 @@ const char* kind_of(const Json& v) {
   }
 }
 
-float number_at(const Json& v, const std::string& path) {
-  if (!v.is_number()) bad(path + ": " + kind_of(v) + ", expected a number");
+// Where a value is, written out only when there is an error to report: a payload holds
+// thousands of values and building each one's path would cost more than reading it.
+struct Path {
+  const std::string* root = nullptr;  // the first part, e.g. "inputs[3]"
+  const Path* parent = nullptr;       // set for every part but the first
+  size_t index = 0;                   // [index] after the parent
+
+  Path at(size_t i) const { return {nullptr, this, i}; }
+  std::string operator()() const {
+    if (parent == nullptr) return *root;
+    return (*parent)() + "[" + std::to_string(index) + "]";
+  }
+};
+
+template <class Where>
+float number_at(const Json& v, const Where& where) {
+  if (!v.is_number()) bad(where() + ": " + kind_of(v) + ", expected a number");
   const double d = v.get<double>();
-  if (!std::isfinite(static_cast<float>(d)))
-    bad(path + ": " + v.dump() + " is out of float32's range");
+  if (!std::isfinite(static_cast<float>(d))) {
+    bad(where() + ": " + v.dump() + " is out of float32's range");
+  }
   return static_cast<float>(d);
 }
 
 // Appends the values of a nested array of `input`'s shape from dimension `dim` on.
-void append_nested(const Json& v, const training::Shape& input, int dim, const std::string& path,
+void append_nested(const Json& v, const training::Shape& input, int dim, const Path& path,
                    std::vector<float>& out) {
   if (dim == input.rank()) {
     out.push_back(number_at(v, path));
     return;
   }
   if (!v.is_array() || static_cast<int64_t>(v.size()) != input[dim]) {
-    bad(path + ": " + (v.is_array() ? std::to_string(v.size()) + " values" : kind_of(v)) +
+    bad(path() + ": " + (v.is_array() ? std::to_string(v.size()) + " values" : kind_of(v)) +
         " where the input's shape " + input.to_string() + " has " + std::to_string(input[dim]));
   }
-  for (size_t i = 0; i < v.size(); ++i) {
-    append_nested(v[i], input, dim + 1, path + "[" + std::to_string(i) + "]", out);
-  }
+  for (size_t i = 0; i < v.size(); ++i) append_nested(v[i], input, dim + 1, path.at(i), out);
 }
 
 // One sample: nested in the input's shape, or its values flattened.
-void append_sample(const Json& sample, const training::Shape& input, const std::string& path,
+void append_sample(const Json& sample, const training::Shape& input, const std::string& where,
                    std::vector<float>& out) {
   const int64_t numel = input.numel();
+  const Path path{&where};
   // Flattened: as many values as the input has, none of them an array.
   if (sample.is_array() && static_cast<int64_t>(sample.size()) == numel &&
       (input.rank() <= 1 ||
        std::none_of(sample.begin(), sample.end(), [](const Json& x) { return x.is_array(); }))) {
-    for (size_t i = 0; i < sample.size(); ++i) {
-      out.push_back(number_at(sample[i], path + "[" + std::to_string(i) + "]"));
-    }
+    for (size_t i = 0; i < sample.size(); ++i) out.push_back(number_at(sample[i], path.at(i)));
     return;
   }
   if (input.rank() == 0) {
@@ -81,7 +94,7 @@ void append_sample(const Json& sample, const training::Shape& input, const std::
     return;
   }
   if (!sample.is_array()) {
-    bad(path + ": " + kind_of(sample) + ", expected a sample of shape " + numbers_of(input));
+    bad(where + ": " + kind_of(sample) + ", expected a sample of shape " + numbers_of(input));
   }
   append_nested(sample, input, 0, path, out);
 }
@@ -165,7 +178,7 @@ ScoringInput parse_split(const Json& v, const training::Shape& input) {
           input.to_string() + " flattened)");
     }
     for (size_t c = 0; c < row.size(); ++c) {
-      in.values.push_back(number_at(row[c], at + "[" + std::to_string(c) + "]"));
+      in.values.push_back(number_at(row[c], [&] { return at + "[" + std::to_string(c) + "]"; }));
     }
   }
   in.rows = static_cast<int64_t>(data.size());
@@ -197,14 +210,14 @@ ScoringInput parse_records(const Json& v, const training::Shape& input) {
     if (r == 0) {
       for (const auto& [key, value] : record.items()) {
         columns.push_back(key);
-        in.values.push_back(number_at(value, at + "." + key));
+        in.values.push_back(number_at(value, [&] { return at + "." + key; }));
       }
       continue;
     }
     for (const std::string& column : columns) {
       const auto it = record.find(column);
       if (it == record.end()) bad(at + ": no column '" + column + "', which the first record has");
-      in.values.push_back(number_at(*it, at + "." + column));
+      in.values.push_back(number_at(*it, [&] { return at + "." + column; }));
     }
   }
   in.rows = static_cast<int64_t>(v.size());
