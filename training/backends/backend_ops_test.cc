@@ -45,6 +45,10 @@ struct BackendUnderTest {
   std::function<std::unique_ptr<Backend>()> make;
   bool bf16_products = false;  // its GEMMs round their inputs to bf16
   bool unfolds = true;         // its convolutions write the im2col buffer `col`
+  // Its convolutions may compute in a transformed domain (cuDNN's FFT and Winograd algorithms,
+  // which its heuristics pick for their speed): their rounding error is bounded by the scale of
+  // the summed terms, as a GEMM's, not by each output's magnitude (see MatchesCpu).
+  bool transform_domain_products = false;
   // When it differs from an entry above in some ops only: the prefix of their cases' names (the
   // op cases it runs; the memory tests it runs all).
   std::string only_cases;
@@ -59,7 +63,7 @@ const std::vector<BackendUnderTest>& backends_under_test() {
        [] { return make_cuda_backend(0, {.matmul = Precision::kBfloat16}); }, true},
       {"cuda_cudnn", [] { return cudnn_unavailable(0); },
        [] { return make_cuda_backend(0, {.convolution = Convolution::kCudnn}); }, false, false,
-       "conv2d"},
+       true, "conv2d"},
   };
   return kBackends;
 }
@@ -775,7 +779,14 @@ TEST_P(BackendOps, MatchesCpu) {
   for (size_t i = 0; i < want.outputs().size(); ++i) {
     const Output& w = want.outputs()[i];
     const bool bf16 = under_test().bf16_products && w.bf16.has_value();
-    const Tolerance tol = bf16 ? *w.bf16 : c.tol;
+    Tolerance tol = bf16 ? *w.bf16 : c.tol;
+    if (under_test().transform_domain_products && w.bf16.has_value()) {
+      // The bf16 tolerance's absolute part is 1e-2 sqrt(k) scale (bf16_product): fp32 rounding
+      // in the transformed domain errs by the same shape with about 1e-5 in place of 1e-2. On
+      // an H200 a filter gradient (k = 1568) differed from the CPU's by 2.9e-4 where 1e-5
+      // relative to the element allowed 1.3e-4.
+      tol.atol = std::max(tol.atol, w.bf16->atol * 1e-3);
+    }
     const bool exact = tol.rtol == 0.0 && tol.atol == 0.0;
     const std::string diff = compare(w, got.outputs()[i], tol, exact);
     EXPECT_TRUE(diff.empty()) << "op " << c.name << " on " << dev->name() << " vs cpu"
