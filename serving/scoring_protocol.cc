@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "serving/numeric_json.h"
 #include "trials/json_depth.h"
 
 namespace tuner::serving {
@@ -332,6 +333,23 @@ void append_row(std::string& out, const float* row, int64_t k) {
 
 std::string json_string(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
 
+// A tensor payload of plain numbers in the input's shape (or flattened), read without a JSON
+// tree (serving/numeric_json.h); nullopt for everything else, which the full reader takes.
+std::optional<ScoringInput> read_fast(std::string_view body, const training::Shape& input) {
+  std::optional<NumericTensor> t = read_numeric_tensor(body, kMaxDepth);
+  if (!t) return std::nullopt;
+  const std::span<const int64_t> sample(t->dims.data() + 1, t->dims.size() - 1);
+  const std::span<const int64_t> shape = input.dims();
+  const bool nested = std::equal(sample.begin(), sample.end(), shape.begin(), shape.end());
+  const bool flat = sample.size() == 1 && sample[0] == input.numel();
+  if (!nested && !flat) return std::nullopt;
+  ScoringInput in;
+  in.form = t->field == "inputs" ? PayloadForm::kInputs : PayloadForm::kInstances;
+  in.rows = t->dims[0];
+  in.values = std::move(t->values);
+  return in;
+}
+
 }  // namespace
 
 const char* to_string(PayloadForm form) {
@@ -358,6 +376,7 @@ ScoringInput parse_scoring_request(std::string_view content_type, std::string_vi
     throw ScoringError(415, "content type '" + std::string(content_type) +
                                 "' is not served: send application/json or text/csv");
   }
+  if (std::optional<ScoringInput> fast = read_fast(body, input)) return std::move(*fast);
   if (json_nests_deeper_than(body, kMaxDepth)) bad("the JSON nests deeper than 64 levels");
   Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) bad("the body is not JSON");
