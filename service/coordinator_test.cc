@@ -77,11 +77,23 @@ class CoordinatorTest : public testing::CoordinatorTestBase {
   }
 
   // The next message for `peer` other than HEARTBEAT, turning the coordinator's loop meanwhile.
+  // The coordinator's time is the fake clock's, so a wait in real time only absorbs a loaded
+  // machine's delays: 20 s of turns, all of them spent only when the test fails.
   Message next(DealerEndpoint& peer, bool skip_heartbeats = true) {
-    std::optional<Message> m = poll_for_message(*coordinator_, peer, 400, skip_heartbeats);
+    std::optional<Message> m = poll_for_message(*coordinator_, peer, 4000, skip_heartbeats);
     if (m) return *m;
-    ADD_FAILURE() << "no message within 2 s";
+    ADD_FAILURE() << "no message within 20 s";
     return ByeMessage{};
+  }
+
+  // Turns the loop until `done` holds (messages in flight arrived and were handled), for up to
+  // 20 s of real time.
+  void pump_until(const std::function<bool()>& done) {
+    for (int i = 0; i < 4000 && !done(); ++i) {
+      coordinator_->poll_once(milliseconds(0));
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    EXPECT_TRUE(done()) << "not within 20 s";
   }
 
   // Turns the loop a few times (lets messages in flight arrive).
@@ -693,10 +705,11 @@ TEST_F(CoordinatorTest, AStudyWhoseAsksKeepFailingStopsWithTheErrorInsteadOfSpin
   auto peer = connect("e1#1");
   ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 1}}));
   ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  pump_until([&] { return sampler->asks() >= 1; });
   pump();
   EXPECT_EQ(sampler->asks(), 1u);  // asked again a heartbeat interval later, not at every turn
   clock_->advance(kHeartbeat);
-  pump();
+  pump_until([&] { return sampler->asks() >= 2; });
   EXPECT_EQ(sampler->asks(), 2u);
   clock_->advance(kHeartbeat);
   const TrialMessage trial = std::get<TrialMessage>(next(*peer));
@@ -704,10 +717,12 @@ TEST_F(CoordinatorTest, AStudyWhoseAsksKeepFailingStopsWithTheErrorInsteadOfSpin
   ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.5}}));
   ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
   EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
-  for (int i = 0; i < 4; ++i) {
+  for (size_t asks = 4; asks <= 6; ++asks) {
     clock_->advance(kHeartbeat);
-    pump();
+    pump_until([&] { return sampler->asks() >= asks; });
   }
+  clock_->advance(kHeartbeat);
+  pump();
   EXPECT_EQ(sampler->asks(), 6u);
   EXPECT_TRUE(coordinator_->done());
   ASSERT_TRUE(coordinator_->failure());
