@@ -19,6 +19,7 @@
 #include "service/model_export.h"
 #include "service/serve.h"
 #include "service/sweep_runner.h"
+#include "service/sweep_tracking.h"
 #include "storage/sqlite_storage.h"
 #include "tracking/http_transport.h"
 #include "trials/constraints.h"
@@ -318,6 +319,14 @@ int submit(const SweepFile& sweep) {
             << "; executors connect to " << serve->endpoint << ")"
             << (taken ? "" : "; it has not taken the study up yet") << "\n";
   ProgressPrinter printer(name, sweep.objective_metric());
+  // The sweep file's tracking runs here, in the command that follows the study: tuner serve
+  // does not track (a study nobody follows is caught up by tuner sync-mlflow).
+  std::mutex warn_mutex;
+  SweepTracking tracking(sweep, [&](const std::string& line) {
+    std::lock_guard lock(warn_mutex);
+    printer.finish();
+    std::cerr << "[" << name << "] warning: " << line << "\n";
+  });
   const auto started = std::chrono::steady_clock::now();
   std::set<int> shown;
   SqliteStorage storage(sweep.storage_path, {.read_only = true});
@@ -334,12 +343,14 @@ int submit(const SweepFile& sweep) {
     const std::optional<StudyRecord> record = storage.find_study(name);
     if (record && serve_state(*record) == ServeState::kDone) {
       printer.finish();
+      tracking.finish(tracking::RunStatus::kFinished);
       return finish(sweep, SweepResult{.end = SweepEnd::kBudgetSpent,
                                        .progress = p,
                                        .study_name = name,
                                        .storage_path = sweep.storage_path});
     }
     if (signals.first().stop_requested()) {
+      tracking.finish(tracking::RunStatus::kRunning);  // it goes on in tuner serve
       printer.finish();
       std::cout << "detached: the study goes on in tuner serve (pid " << serve->pid
                 << "); to stop it: tuner stop --study " << name << " --storage "

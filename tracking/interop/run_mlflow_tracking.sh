@@ -179,4 +179,19 @@ expect "@challenger" "$work/export.out"
 cat "$work/sync3.out"
 expect "registered in MLflow: tiny-mlp: versions 1, 2 (0 new); aliases challenger -> 2, champion -> 1" "$work/sync3.out"
 check engine "$uri" tiny-tracked "$edb" tiny-mlp "$data" "$reg"
+
+# 5. A study submitted to tuner serve is tracked by the tuner sweep --submit that follows it.
+sdb="$work/sweeps/served.db"
+"$tuner" serve --storage "$sdb" --endpoint "ipc://$work/serve.sock" --executors 2 \
+  > "$work/serve.out" 2>&1 &
+serve_pid=$!
+for _ in $(seq 1 100); do grep -q "listening on" "$work/serve.out" && break; sleep 0.05; done
+sed -e 's/"name": "quadratic"/"name": "served"/' "$work/sweeps/quadratic_command.json" \
+  > "$work/sweeps/served.json"
+"$tuner" sweep "$work/sweeps/served.json" --storage "$sdb" --trials 5 --submit --tracking-uri "$uri" \
+  > "$work/submit.out" 2>&1 || { cat "$work/submit.out" "$work/serve.out"; fail "tuner sweep --submit"; }
+kill -INT "$serve_pid"; wait "$serve_pid" || true
+if grep -q "warning" "$work/submit.out"; then cat "$work/submit.out"; fail "warnings with the server up"; fi
+check runs "$uri" served "$sdb"
+[ "$(count_runs served)" = 6 ] || fail "served: $(count_runs served) runs, want 6 (the study's and 5 trials')"
 echo "mlflow tracking: passed"
