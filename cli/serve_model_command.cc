@@ -73,8 +73,7 @@ int run_serve_model(const std::vector<std::string>& args) {
   auto holder = std::make_unique<serving::ModelHolder>(spec, model_threads);
   serving::ModelServer server(std::move(holder), options);
   const auto model = server.model();
-  std::cout << "serving " << model->name << " version "
-            << (model->version ? std::to_string(*model->version) : "none") << " ("
+  std::cout << "serving " << model->name << " version " << model->version_text() << " ("
             << model->dir.string() << ") on http://" << options.http.host << ":" << server.port()
             << (options.log ? ", logging requests to " + options.log->dir.string() : "")
             << std::endl;

@@ -17,6 +17,9 @@ struct LoadedModel {
   std::string name;            // the registered model's name, or the directory's name
   std::optional<int> version;  // the registry's version; none for a bare directory
   std::filesystem::path dir;   // the MLflow model directory it was loaded from
+
+  // The version for messages and headers: "3", or "none" outside a registry.
+  std::string version_text() const { return version ? std::to_string(*version) : "none"; }
 };
 
 }  // namespace tuner::serving

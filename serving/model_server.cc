@@ -40,8 +40,7 @@ const char* error_code_of(int status) {
 
 void add_model_headers(HttpReply& reply, const LoadedModel& model) {
   reply.headers.emplace_back("X-Tuner-Model", model.name);
-  reply.headers.emplace_back("X-Tuner-Model-Version",
-                             model.version ? std::to_string(*model.version) : "none");
+  reply.headers.emplace_back("X-Tuner-Model-Version", model.version_text());
 }
 
 }  // namespace
@@ -98,18 +97,15 @@ void ModelServer::watch() {
         metrics_.record_reload(true);
         last_failure.clear();
         if (options_.say) {
-          options_.say("now serving " + now->name + " version " +
-                       (now->version ? std::to_string(*now->version) : "?") + " (" +
-                       holder_->spec() + "; was version " +
-                       (before->version ? std::to_string(*before->version) : "?") + ")");
+          options_.say("now serving " + now->name + " version " + now->version_text() + " (" +
+                       holder_->spec() + "; was version " + before->version_text() + ")");
         }
       }
     } catch (const std::exception& e) {
       metrics_.record_reload(false);
       if (options_.say && e.what() != last_failure) {
         options_.say("cannot reload " + holder_->spec() + ": " + e.what() +
-                     "; still serving version " +
-                     (before->version ? std::to_string(*before->version) : "?"));
+                     "; still serving version " + before->version_text());
       }
       last_failure = e.what();
     }
@@ -119,7 +115,7 @@ void ModelServer::watch() {
 
 void ModelServer::handle(HttpRequestIn request, Respond respond) {
   const std::string path = request.target.substr(0, request.target.find('?'));
-  const bool get = request.method == "GET" || request.method == "HEAD";
+  const bool get = request.method == "GET";
   auto answer = [&](HttpReply reply) {
     metrics_.record_request(path, reply.status);
     respond(std::move(reply));
