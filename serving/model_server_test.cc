@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -199,6 +201,41 @@ TEST_F(ModelServerTest, StopAnswersTheRequestsInFlight) {
   request.join();
   EXPECT_EQ(status.load(), 200);
   EXPECT_THROW(post(R"({"inputs": [[1, 2, 3, 4]]})"), std::exception);  // no longer listening
+}
+
+// Sends `bytes` on a connection of its own and returns what the server answers before closing
+// (nothing, without waiting, when `leave`: the client goes away).
+std::string raw_exchange(uint16_t port, const std::string& bytes, bool leave = false) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::write(socket, asio::buffer(bytes));
+  std::string answer;
+  if (leave) return answer;
+  boost::system::error_code ec;
+  char buffer[4096];
+  for (size_t n; (n = socket.read_some(asio::buffer(buffer), ec)) > 0 || !ec;)
+    answer.append(buffer, n);
+  return answer;
+}
+
+TEST_F(ModelServerTest, GarbageAndOversizedBodiesAreRefusedAndTheServerGoesOn) {
+  ModelServerOptions options;
+  options.http.max_body_bytes = 1000;
+  serve("tiny/1", options);
+  EXPECT_THAT(raw_exchange(server_->port(), "GARBAGE \x01\x02 NOT HTTP\r\n\r\n"),
+              HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(raw_exchange(server_->port(),
+                           "POST /invocations HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Type: application/json\r\n"
+                           "Content-Length: 5000\r\n\r\n" +
+                               std::string(5000, '[')),
+              HasSubstr("HTTP/1.1 413"));
+  // A client that leaves in the middle of its request.
+  raw_exchange(server_->port(), "POST /invocations HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"in",
+               /*leave=*/true);
+  EXPECT_EQ(post(R"({"inputs": [[1, 2, 3, 4]]})").status, 200);
 }
 
 }  // namespace

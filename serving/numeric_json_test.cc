@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -87,6 +88,50 @@ TEST(NumericJsonTest, AgreesWithTheFullParserOnRandomTensors) {
         EXPECT_EQ(t->values[k++], static_cast<float>(v.get<double>())) << body;
     }
   }
+}
+
+// Mutated documents (bytes replaced, inserted, deleted): whatever the fast path reads is a valid
+// JSON document that the full parser reads as the same tensor.
+TEST(NumericJsonTest, NeverReadsWhatTheFullParserWouldNot) {
+  const std::string seed =
+      R"({"inputs": [[[1, -2.5], [3e2, 0]], [[4, 5], [6, 7E-1]]], "params": {}})";
+  const std::string alphabet = "[]{},:\"-+.eE0123456789 abcinputsparams\\";
+  std::mt19937 rng(11);
+  int read = 0;
+  for (int round = 0; round < 5000; ++round) {
+    std::string body = seed;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % (body.size() + 1);
+      const char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0:
+          if (at < body.size()) body[at] = c;
+          break;
+        case 1:
+          body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), c);
+          break;
+        default:
+          if (at < body.size()) body.erase(at, 1);
+      }
+    }
+    const auto t = read_numeric_tensor(body);
+    if (!t) continue;
+    ++read;
+    const nlohmann::json doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(doc.is_discarded()) << body;
+    std::vector<float> flat;
+    std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& v) {
+      if (v.is_array()) {
+        for (const auto& x : v) walk(x);
+      } else {
+        flat.push_back(static_cast<float>(v.get<double>()));
+      }
+    };
+    walk(doc.at(t->field));
+    EXPECT_EQ(flat, t->values) << body;
+  }
+  EXPECT_GT(read, 100);  // the mutations kept some documents readable
 }
 
 }  // namespace
