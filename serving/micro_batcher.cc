@@ -23,15 +23,23 @@ void MicroBatcher::submit(std::shared_ptr<LoadedModel> model, std::vector<float>
     // The model is idle and nobody waits: run it here, without two hand-offs between threads.
     busy_ = true;
     lock.unlock();
+    // The model is freed however answer() ends (a callback that throws included).
+    struct Release {
+      MicroBatcher& self;
+      ~Release() {
+        bool waiting;
+        {
+          std::lock_guard<std::mutex> relock(self.mutex_);
+          self.busy_ = false;
+          waiting = !self.queue_.empty();
+        }
+        if (waiting) self.wake_.notify_all();  // else the batcher's thread sleeps on
+      }
+    } release{*this};
     std::vector<Request> batch;
     batch.push_back({std::move(model), std::move(inputs), rows, std::move(done),
                      std::chrono::steady_clock::now()});
     answer(batch);
-    lock.lock();
-    busy_ = false;
-    const bool waiting = !queue_.empty();
-    lock.unlock();
-    if (waiting) wake_.notify_all();
     return;
   }
   queue_.push_back({std::move(model), std::move(inputs), rows, std::move(done),
