@@ -88,8 +88,8 @@ int run_serve_model(const std::vector<std::string>& args) {
     std::unique_lock<std::mutex> lock(mutex);
     stopped.wait(lock, [&] { return signals.first().stop_requested(); });
   }
-  std::cout << "stopping: answering the requests in flight (up to " << grace.count() / 1000.0
-            << " s)" << std::endl;
+  std::cout << "stopping: answering the " << server.in_flight() << " request(s) in flight (up to "
+            << grace.count() / 1000.0 << " s)" << std::endl;
   server.stop(grace);
   std::cout << "stopped" << std::endl;
   return kExitOk;

@@ -54,6 +54,8 @@ class ModelServer {
   uint16_t port() const { return http_->port(); }
   std::shared_ptr<LoadedModel> model() const { return holder_->current(); }
   const ServingMetrics& metrics() const { return metrics_; }
+  // Requests read and not yet answered.
+  int64_t in_flight() const { return http_->in_flight(); }
 
   // Stops accepting, answers the requests in flight (waiting up to `grace`), then stops the
   // reloads, the batcher and the request log (writing what it holds). Idempotent.

@@ -196,7 +196,12 @@ TEST_F(ModelServerTest, StopAnswersTheRequestsInFlight) {
   serve("tiny/1", options);
   std::atomic<int> status{0};
   std::thread request([&] { status = post(R"({"inputs": [[1, 2, 3, 4]]})").status; });
-  std::this_thread::sleep_for(100ms);  // the request waits in the batcher
+  // Until the request is read (it then waits in the batcher).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (server_->in_flight() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(server_->in_flight(), 1);
   server_->stop(5s);
   request.join();
   EXPECT_EQ(status.load(), 200);
