@@ -17,16 +17,24 @@ namespace {
 
 constexpr const char* kName = "serve-model";
 
-// A flag's value as a positive number of `unit`s, within `limit` units.
-double positive(const Flags& flags, const std::string& flag, double fallback, double limit,
-                bool zero_allowed = false) {
+// A flag's number: > 0 (>= 0 when zero_allowed) and at most `high`; else a UsageError naming
+// the flag and the range.
+double number(const Flags& flags, const std::string& flag, double fallback, double high,
+              bool zero_allowed = false) {
   const double v = flags.get_double(flag, fallback);
-  if (!std::isfinite(v) || v < 0 || (v == 0 && !zero_allowed) || v > limit) {
+  if (!std::isfinite(v) || v < 0 || (v == 0 && !zero_allowed) || v > high) {
     throw UsageError(std::string("tuner ") + kName + ": " + flag + ": " + flags.get(flag) +
                      " is out of range (" + (zero_allowed ? "0" : "> 0") + " to " +
-                     std::to_string(static_cast<long long>(limit)) + ")");
+                     std::to_string(static_cast<long long>(high)) + ")");
   }
   return v;
+}
+
+// The same for a count or a port: a whole number (UsageError for "1.5").
+int whole_number(const Flags& flags, const std::string& flag, int fallback, int high,
+                 bool zero_allowed = false) {
+  flags.get_int(flag, fallback);
+  return static_cast<int>(number(flags, flag, fallback, high, zero_allowed));
 }
 
 }  // namespace
@@ -41,22 +49,22 @@ int run_serve_model(const std::vector<std::string>& args) {
       flags.require("--model", "a model directory, or REGISTRY/NAME[@ALIAS|/VERSION]");
   serving::ModelServerOptions options;
   options.http.host = flags.get("--host", "127.0.0.1");
-  options.http.port = static_cast<uint16_t>(positive(flags, "--port", 5000, 65535, true));
-  options.http.threads = static_cast<int>(positive(flags, "--threads", 2, 256));
+  options.http.port = static_cast<uint16_t>(whole_number(flags, "--port", 5000, 65535, true));
+  options.http.threads = whole_number(flags, "--threads", 2, 256);
   options.http.max_body_bytes =
-      static_cast<uint64_t>(positive(flags, "--max-body-mb", 64, 1 << 20) * (1 << 20));
-  options.batching.max_batch = static_cast<int64_t>(positive(flags, "--max-batch", 64, 1 << 20));
+      static_cast<uint64_t>(number(flags, "--max-body-mb", 64, 1 << 20) * (1 << 20));
+  options.batching.max_batch = whole_number(flags, "--max-batch", 64, 1 << 20);
   options.batching.max_wait = std::chrono::microseconds(
-      std::llround(positive(flags, "--max-wait-ms", 0, 60000, true) * 1000));
+      std::llround(number(flags, "--max-wait-ms", 0, 60000, true) * 1000));
   options.reload_interval = std::chrono::milliseconds(
-      std::max<long long>(1, std::llround(positive(flags, "--reload-seconds", 2, 86400) * 1000)));
+      std::max<long long>(1, std::llround(number(flags, "--reload-seconds", 2, 86400) * 1000)));
   if (flags.has("--log-dir")) {
     serving::RequestLogOptions log;
     log.dir = flags.get("--log-dir");
-    log.sample = positive(flags, "--log-sample", 1, 1);
+    log.sample = number(flags, "--log-sample", 1, 1);
     log.max_file_bytes =
-        static_cast<uint64_t>(positive(flags, "--log-max-mb", 64, 1 << 20) * (1 << 20));
-    log.max_files = static_cast<int>(positive(flags, "--log-keep", 10, 1 << 20, true));
+        static_cast<uint64_t>(number(flags, "--log-max-mb", 64, 1 << 20) * (1 << 20));
+    log.max_files = whole_number(flags, "--log-keep", 10, 1 << 20, true);
     options.log = log;
   } else {
     for (const char* f : {"--log-sample", "--log-max-mb", "--log-keep"}) {
@@ -65,11 +73,11 @@ int run_serve_model(const std::vector<std::string>& args) {
     }
   }
   const auto grace = std::chrono::milliseconds(
-      std::llround(positive(flags, "--grace-seconds", 10, 3600, true) * 1000));
+      std::llround(number(flags, "--grace-seconds", 10, 3600, true) * 1000));
   options.say = [](const std::string& line) { std::cout << line << std::endl; };
 
   StopSignals signals;  // before any thread starts
-  const int model_threads = static_cast<int>(positive(flags, "--model-threads", 1, 256));
+  const int model_threads = whole_number(flags, "--model-threads", 1, 256);
   auto holder = std::make_unique<serving::ModelHolder>(spec, model_threads);
   serving::ModelServer server(std::move(holder), options);
   const auto model = server.model();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "registry/registry.h"
+
 namespace tuner::registry {
 
 namespace fs = std::filesystem;
@@ -11,8 +13,6 @@ namespace {
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
-
-bool is_registry(const fs::path& dir) { return fs::is_regular_file(dir / "tuner-registry.json"); }
 
 }  // namespace
 
@@ -24,7 +24,8 @@ ModelReference parse_model_reference(const std::string& spec) {
   ModelReference reference;
   const bool version = last.find('@') == std::string::npos && all_digits(last);
   if (fs::is_regular_file(path / "MLmodel") &&
-      !(version && is_registry(parent.parent_path().empty() ? "." : parent.parent_path()))) {
+      !(version &&
+        Registry::is_registry(parent.parent_path().empty() ? "." : parent.parent_path()))) {
     reference.directory = path;
     return reference;
   }

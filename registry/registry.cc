@@ -397,6 +397,8 @@ PromotionDecision decide_promotion(const RegisteredModel& model, const Promotion
 
 // --- opening ------------------------------------------------------------------------------------
 
+bool Registry::is_registry(const fs::path& dir) { return fs::is_regular_file(dir / kMarkerFile); }
+
 Registry Registry::open(const fs::path& dir, bool create, RegistryOptions options) {
   const fs::path marker = dir / kMarkerFile;
   if (!fs::exists(dir)) {

@@ -187,6 +187,8 @@ class Registry {
   // and an alias not all digits (so "MODEL/3" and "MODEL@3" never mean the same).
   static bool valid_model_name(const std::string& name);
   static bool valid_alias(const std::string& alias);
+  // Whether `dir` is a registry's directory (it holds the registry's marker file).
+  static bool is_registry(const std::filesystem::path& dir);
 
  private:
   Registry(std::filesystem::path dir, RegistryOptions options)

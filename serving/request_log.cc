@@ -1,11 +1,11 @@
 #include "serving/request_log.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
 
+#include "serving/json_text.h"
 #include "trials/error.h"
 
 namespace tuner::serving {
@@ -21,43 +21,15 @@ std::tm utc(std::chrono::system_clock::time_point time) {
   return tm;
 }
 
-void append_float(std::string& out, float v) {
-  char buffer[32];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), v);
-  (void)ec;
-  out.append(buffer, end);
-}
-
+// [[row 0], [row 1], ...] of `values`, `rows` rows.
 void append_rows(std::string& out, const std::vector<float>& values, int64_t rows) {
   const size_t width = rows > 0 ? values.size() / static_cast<size_t>(rows) : 0;
   out += '[';
   for (int64_t r = 0; r < rows; ++r) {
     if (r > 0) out += ", ";
-    out += '[';
-    for (size_t c = 0; c < width; ++c) {
-      if (c > 0) out += ", ";
-      append_float(out, values[static_cast<size_t>(r) * width + c]);
-    }
-    out += ']';
+    append_row(out, std::span<const float>(values).subspan(static_cast<size_t>(r) * width, width));
   }
   out += ']';
-}
-
-void append_json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\u%04x", c);
-      out += escape;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
 }
 
 }  // namespace

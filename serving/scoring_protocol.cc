@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "serving/json_text.h"
 #include "serving/numeric_json.h"
 #include "trials/json_depth.h"
 
@@ -315,23 +316,11 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-void append_float(std::string& out, float v) {
-  char buffer[32];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), v);
-  (void)ec;
-  out.append(buffer, end);
+std::string json_string(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
 }
-
-void append_row(std::string& out, const float* row, int64_t k) {
-  out += '[';
-  for (int64_t c = 0; c < k; ++c) {
-    if (c > 0) out += ", ";
-    append_float(out, row[c]);
-  }
-  out += ']';
-}
-
-std::string json_string(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
 
 // A tensor payload of plain numbers in the input's shape (or flattened), read without a JSON
 // tree (serving/numeric_json.h); nullopt for everything else, which the full reader takes.
@@ -430,7 +419,7 @@ std::string format_predictions(PayloadForm form, std::span<const float> outputs,
   for (int64_t r = 0; r < rows; ++r) {
     if (r > 0) out += ", ";
     if (!tensor) out += "{" + name + ": ";
-    append_row(out, outputs.data() + r * k, k);
+    append_row(out, outputs.subspan(static_cast<size_t>(r * k), static_cast<size_t>(k)));
     if (!tensor) out += '}';
   }
   out += tensor ? "]}}" : "]}";
