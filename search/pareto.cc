@@ -23,16 +23,22 @@ size_t count(std::span<const double> points, size_t m) { return points.size() / 
 // The points' indices, sorted lexicographically by their values (ties by index). In this order
 // a point comes after every point that dominates it.
 std::vector<size_t> lex_order(std::span<const double> points, size_t m) {
-  std::vector<size_t> order(count(points, m));
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const double* x = points.data() + a * m;
-    const double* y = points.data() + b * m;
-    for (size_t k = 0; k < m; ++k) {
+  // Sorted with each point's first objective beside its index: most comparisons end there
+  // without reading the point's row.
+  const size_t n = count(points, m);
+  std::vector<std::pair<double, size_t>> keyed(n);
+  for (size_t i = 0; i < n; ++i) keyed[i] = {points[i * m], i};
+  std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    const double* x = points.data() + a.second * m;
+    const double* y = points.data() + b.second * m;
+    for (size_t k = 1; k < m; ++k) {
       if (x[k] != y[k]) return x[k] < y[k];
     }
-    return a < b;
+    return a.second < b.second;
   });
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
   return order;
 }
 
@@ -45,24 +51,38 @@ class Staircase {
  public:
   // True when a member dominates p. REQUIRES: every member's first objective <= p[0].
   bool dominates(const double* p) const {
-    auto it = steps_.upper_bound(p[1]);
+    auto it = std::upper_bound(steps_.begin(), steps_.end(), p[1],
+                               [](double v, const Step& s) { return v < s.second; });
     if (it == steps_.begin()) return false;
     --it;  // the smallest third objective among the members with second <= p[1]
-    const auto [third, first] = it->second;
-    if (third != p[2]) return third < p[2];
-    return it->first < p[1] || first < p[0];  // equal projections: a smaller first dominates
+    if (it->third != p[2]) return it->third < p[2];
+    return it->second < p[1] || it->first < p[0];  // equal projections: a smaller first dominates
   }
 
   // REQUIRES: !dominates(p), and p comes after the members in lex_order().
   void insert(const double* p) {
-    auto it = steps_.lower_bound(p[1]);
-    if (it != steps_.end() && it->first == p[1] && it->second.first == p[2]) return;  // equal
-    while (it != steps_.end() && it->second.first >= p[2]) it = steps_.erase(it);
-    steps_.emplace_hint(it, p[1], std::pair{p[2], p[0]});
+    auto it = std::lower_bound(steps_.begin(), steps_.end(), p[1],
+                               [](const Step& s, double v) { return s.second < v; });
+    if (it != steps_.end() && it->second == p[1] && it->third == p[2]) return;  // equal
+    // The steps p covers follow one another from `it`: replace them with p.
+    auto covered_end = it;
+    while (covered_end != steps_.end() && covered_end->third >= p[2]) ++covered_end;
+    const Step step{p[1], p[2], p[0]};
+    if (covered_end == it) {
+      steps_.insert(it, step);
+    } else {
+      *it = step;
+      steps_.erase(it + 1, covered_end);
+    }
   }
 
  private:
-  std::map<double, std::pair<double, double>> steps_;  // second -> (third, first)
+  // A sorted vector, not a tree: the fronts the rankings build are mostly small, where moving a
+  // few steps costs less than a tree's nodes.
+  struct Step {
+    double second, third, first;
+  };
+  std::vector<Step> steps_;  // second ascending, third descending
 };
 
 std::vector<int> ranks_1(std::span<const double> points) {
@@ -77,7 +97,9 @@ std::vector<int> ranks_1(std::span<const double> points) {
   return ranks;
 }
 
-std::vector<int> ranks_2(std::span<const double> points) {
+// ranks_2(), ranks_3() and ranks_n() keep at most `cap` fronts: a point behind all of them gets
+// rank `cap` and joins none, so the ranks below `cap` are exact and the deeper fronts cost nothing.
+std::vector<int> ranks_2(std::span<const double> points, int cap) {
   // Each front seen by the later points: its member of least second objective (first, second).
   std::vector<std::pair<double, double>> fronts;
   std::vector<int> ranks(count(points, 2));
@@ -88,7 +110,7 @@ std::vector<int> ranks_2(std::span<const double> points) {
     });
     ranks[i] = static_cast<int>(k - fronts.begin());
     if (k == fronts.end()) {
-      fronts.emplace_back(a, b);
+      if (ranks[i] < cap) fronts.emplace_back(a, b);
     } else {
       *k = {a, b};
     }
@@ -96,7 +118,7 @@ std::vector<int> ranks_2(std::span<const double> points) {
   return ranks;
 }
 
-std::vector<int> ranks_3(std::span<const double> points) {
+std::vector<int> ranks_3(std::span<const double> points, int cap) {
   std::vector<Staircase> fronts;
   std::vector<int> ranks(count(points, 3));
   for (size_t i : lex_order(points, 3)) {
@@ -106,7 +128,7 @@ std::vector<int> ranks_3(std::span<const double> points) {
                                   [&](const Staircase& f) { return f.dominates(p); });
     ranks[i] = static_cast<int>(k - fronts.begin());
     if (k == fronts.end()) {
-      fronts.emplace_back().insert(p);
+      if (ranks[i] < cap) fronts.emplace_back().insert(p);
     } else {
       k->insert(p);
     }
@@ -114,7 +136,7 @@ std::vector<int> ranks_3(std::span<const double> points) {
   return ranks;
 }
 
-std::vector<int> ranks_n(std::span<const double> points, size_t m) {
+std::vector<int> ranks_n(std::span<const double> points, size_t m, int cap) {
   std::vector<std::vector<size_t>> fronts;
   std::vector<int> ranks(count(points, m));
   for (size_t i : lex_order(points, m)) {
@@ -126,7 +148,7 @@ std::vector<int> ranks_n(std::span<const double> points, size_t m) {
     });
     ranks[i] = static_cast<int>(k - fronts.begin());
     if (k == fronts.end()) {
-      fronts.push_back({i});
+      if (ranks[i] < cap) fronts.push_back({i});
     } else {
       k->push_back(i);
     }
@@ -295,15 +317,38 @@ bool constrained_dominates(const double* a, double violation_a, const double* b,
 
 std::vector<int> non_domination_ranks(std::span<const double> points, size_t m) {
   if (points.empty()) return {};
+  constexpr int kAll = std::numeric_limits<int>::max();
   switch (m) {
     case 1:
       return ranks_1(points);
     case 2:
-      return ranks_2(points);
+      return ranks_2(points, kAll);
     case 3:
-      return ranks_3(points);
+      return ranks_3(points, kAll);
     default:
-      return ranks_n(points, m);
+      return ranks_n(points, m, kAll);
+  }
+}
+
+std::vector<int> leading_non_domination_ranks(std::span<const double> points, size_t m,
+                                              size_t enough) {
+  if (m == 1 || points.empty()) return non_domination_ranks(points, m);
+  // Few fronts first, more while they hold fewer than `enough` points.
+  for (int cap = 8;; cap *= 4) {
+    std::vector<int> ranks = m == 2   ? ranks_2(points, cap)
+                             : m == 3 ? ranks_3(points, cap)
+                                      : ranks_n(points, m, cap);
+    std::vector<size_t> per_rank(static_cast<size_t>(cap) + 1, 0);
+    for (int r : ranks) ++per_rank[static_cast<size_t>(r)];
+    size_t held = 0;
+    for (int r = 0; r < cap; ++r) {
+      held += per_rank[static_cast<size_t>(r)];
+      if (held >= enough) {
+        for (int& x : ranks) x = std::min(x, r + 1);
+        return ranks;
+      }
+    }
+    if (per_rank[static_cast<size_t>(cap)] == 0) return ranks;  // every front was kept
   }
 }
 

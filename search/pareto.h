@@ -39,6 +39,12 @@ bool constrained_dominates(const double* a, double violation_a, const double* b,
 // only rank-0 points dominate, and so on. Equal points share a rank.
 std::vector<int> non_domination_ranks(std::span<const double> points, size_t m);
 
+// non_domination_ranks() of the leading fronts, those up to the first that brings their count
+// to `enough` points or more; every other point gets the rank after them. What TPE's split of
+// several objectives needs: the best tenth, without ranking the rest.
+std::vector<int> leading_non_domination_ranks(std::span<const double> points, size_t m,
+                                              size_t enough);
+
 // Ranks under constrained domination: the feasible points (violation <= 0) by
 // non_domination_ranks(), then the infeasible ones by violation, least first (equal violations
 // share a rank), from one past the largest feasible rank. REQUIRES: violations.size() == n.

@@ -140,6 +140,40 @@ TEST(Pareto, RanksMatchBruteForce) {
   }
 }
 
+TEST(Pareto, LeadingRanksAreTheFirstFrontsThatHoldEnough) {
+  Rng rng(9);
+  for (size_t m : {1, 2, 3, 4}) {
+    for (int levels : {0, 4}) {
+      for (size_t n : {0, 1, 7, 60, 400}) {
+        const std::vector<double> p = random_points(rng, n, m, levels);
+        const std::vector<int> all = brute_ranks(p, m);
+        for (size_t enough : {size_t{1}, size_t{5}, n / 10, n / 2, n, n + 3}) {
+          // Expected: exact up to the first rank whose fronts hold `enough`, the rest after it.
+          std::vector<size_t> per_rank;
+          for (int r : all) {
+            if (static_cast<size_t>(r) >= per_rank.size()) per_rank.resize(r + 1, 0);
+            ++per_rank[static_cast<size_t>(r)];
+          }
+          int last = static_cast<int>(per_rank.size());
+          for (size_t r = 0, held = 0; r < per_rank.size(); ++r) {
+            held += per_rank[r];
+            if (held >= enough) {
+              last = static_cast<int>(r);
+              break;
+            }
+          }
+          std::vector<int> expected = all;
+          if (m > 1) {
+            for (int& r : expected) r = std::min(r, last + 1);
+          }
+          EXPECT_EQ(leading_non_domination_ranks(p, m, enough), expected)
+              << "m=" << m << " levels=" << levels << " n=" << n << " enough=" << enough;
+        }
+      }
+    }
+  }
+}
+
 TEST(Pareto, RanksOfOneFront) {
   Rng rng(8);
   for (size_t m : {2, 3, 4}) {

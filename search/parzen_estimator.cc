@@ -873,9 +873,12 @@ void ParzenEstimator::sort_kernels_1d(size_t n_observations) {
   }
 }
 
-// Not inlined into log_pdf()'s AVX2 clone: contracting its arithmetic into FMAs there would change
-// the results' bits with the machine.
-#if defined(__GNUC__)
+// Not inlined into log_pdf()'s clone for x86-64-v3: contracting its arithmetic into FMAs there
+// would change the results' bits with the machine. Its own clone has AVX2 but not FMA, so both
+// versions round every operation alike.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((noinline, target_clones("avx2", "default")))
+#elif defined(__GNUC__)
 __attribute__((noinline))
 #endif
 double ParzenEstimator::log_pdf_1d(double x, double* __restrict terms) const {
@@ -883,9 +886,11 @@ double ParzenEstimator::log_pdf_1d(double x, double* __restrict terms) const {
   const double t = transform(dim.log, x);
   const size_t K = n_kernels();
   const double* mu = dim.mu.data();
+  const double* inv_sigma = dim.inv_sigma.data();
+  const double* kernel_const = kernel_const_.data();
   auto term = [&](size_t k) {
-    double z = (t - mu[k]) * dim.inv_sigma[k];
-    return kernel_const_[k] - 0.5 * z * z;
+    double z = (t - mu[k]) * inv_sigma[k];
+    return kernel_const[k] - 0.5 * z * z;
   };
   // A lower bound of the largest term: the prior's, and the nearest observations'.
   double floor = -kInf;
@@ -900,19 +905,40 @@ double ParzenEstimator::log_pdf_1d(double x, double* __restrict terms) const {
       max_sorted_sigma_ * std::sqrt(2.0 * std::max(0.0, max_sorted_const_ - floor + 40.0));
   size_t lo = static_cast<size_t>(std::lower_bound(begin, end, t - reach) - begin);
   size_t hi = static_cast<size_t>(std::upper_bound(begin, end, t + reach) - begin);
-  // The terms in reach, computed once (the same values as term(k)) for the max and the sum.
+  // The terms in reach, computed once (the same values as term(k)) for the max and the sum: a
+  // block of kLanes at a time, each lane the scalar's operations, then the rest one by one.
+  const size_t blocks_end = lo + (hi - lo) / kLanes * kLanes;
+  // The largest is kept per lane (a max is exact, so the order does not change it).
+  const Lanes t_lanes = broadcast(t);
+  Lanes max_of_lane = broadcast(floor);
+  for (size_t k = lo; k < blocks_end; k += kLanes) {
+    const Lanes z = (t_lanes - load_lanes(mu + k)) * load_lanes(inv_sigma + k);
+    const Lanes v = load_lanes(kernel_const + k) - 0.5 * z * z;
+    store_lanes(terms + k, v);
+    max_of_lane = max_of_lane < v ? v : max_of_lane;
+  }
   double max = floor;
-  for (size_t k = lo; k < hi; ++k) {
-    const double v = term(k);
-    terms[k] = v;
-    max = std::max(max, v);
+  for (size_t j = 0; j < kLanes; ++j) max = std::max(max, max_of_lane[j]);
+  for (size_t k = blocks_end; k < hi; ++k) {
+    terms[k] = term(k);
+    max = std::max(max, terms[k]);
   }
   if (std::isinf(max)) return max;
-  double sum = 0.0;
-  for (size_t k = lo; k < hi; ++k) {
-    double e = terms[k] - max;
-    if (e > -40.0) sum += exp_nonpositive(e);
+  // exp(term - max), 0 where it is below e^-40, in blocks; then summed in order.
+  const Lanes max_lanes = broadcast(max);
+  const Lanes cut = broadcast(-40.0);
+  for (size_t k = lo; k < blocks_end; k += kLanes) {
+    const Lanes e = load_lanes(terms + k) - max_lanes;
+    const LaneBits keep = std::bit_cast<LaneBits>(e > cut);
+    store_lanes(terms + k,
+                std::bit_cast<Lanes>(std::bit_cast<LaneBits>(exp_nonpositive(e)) & keep));
   }
+  for (size_t k = blocks_end; k < hi; ++k) {
+    const double e = terms[k] - max;
+    terms[k] = e > -40.0 ? exp_nonpositive(e) : 0.0;
+  }
+  double sum = 0.0;
+  for (size_t k = lo; k < hi; ++k) sum += terms[k];
   for (size_t k = n_sorted_; k < K; ++k) sum += exp_nonpositive(term(k) - max);
   return max + std::log(sum);
 }

@@ -74,7 +74,7 @@ std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
     return below;
   }
   if (n_below == 0) return below;
-  const std::vector<int> ranks = non_domination_ranks(losses, n_objectives);
+  const std::vector<int> ranks = leading_non_domination_ranks(losses, n_objectives, n_below);
   // The ranks that fit whole: their sizes add up to at most n_below.
   std::vector<size_t> per_rank;
   for (int r : ranks) {
@@ -98,10 +98,12 @@ std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
       next_losses.insert(next_losses.end(), row, row + static_cast<ptrdiff_t>(n_objectives));
     }
   }
-  const std::vector<double> reference = nadir_reference(next_losses, n_objectives);
-  for (size_t j : select_by_hypervolume(next_losses, n_objectives, n_below - below.size(),
-                                        reference)) {
-    below.push_back(next[j]);
+  if (below.size() < n_below) {
+    const std::vector<double> reference = nadir_reference(next_losses, n_objectives);
+    for (size_t j : select_by_hypervolume(next_losses, n_objectives, n_below - below.size(),
+                                          reference)) {
+      below.push_back(next[j]);
+    }
   }
   std::sort(below.begin(), below.end());
   return below;

@@ -3,8 +3,9 @@
 
 Reads every *.jsonl in DIR (mo_bench.cc's and optuna_mo.py's records). For each problem and
 budget k: the median hypervolume after k trials over the seeds both sides ran, of tuner's default
-sampler and Optuna's (TPESampler), their ratio, the two-sided Mann-Whitney p (normal
-approximation, tie-corrected; bench/suite/report.py's test), and the same for the two NSGA-IIs;
+sampler and each of Optuna's (TPESampler, its default, and NSGAIISampler), their ratios, the
+two-sided Mann-Whitney p (normal approximation, tie-corrected; bench/suite/report.py's test) and
+how many problems are higher, tied or lower; then the two NSGA-IIs;
 then tuner's other samplers' medians; then the time per ask, and non-dominated sorting's times.
 Only seeds that both sides of a comparison ran are compared.
 """
@@ -41,6 +42,14 @@ def two_sided(a, b):
     return min(1.0, 2.0 * min(mann_whitney_less(a, b), mann_whitney_less(b, a)))
 
 
+def outcome(c):
+    """'higher', 'lower' or 'tie' for a compare() result, at p < 0.05."""
+    median_left, median_right, _, p, _ = c
+    if p >= 0.05 or median_left == median_right:
+        return "tie"
+    return "higher" if median_left > median_right else "lower"
+
+
 def compare(hv, problem, k, left, right):
     """(median left, median right, ratio, p, seeds) over the seeds both have."""
     a, b = hv[(problem, k) + left], hv[(problem, k) + right]
@@ -71,20 +80,40 @@ def main():
     out("Median hypervolume of the feasible trials (higher is better), over the seeds both sides ran;")
     out("ratio = tuner / Optuna; p: two-sided Mann-Whitney.")
     out("")
+    # The issue's target: tuner's default against each of Optuna's samplers.
+    verdicts = collections.defaultdict(collections.Counter)  # (Optuna sampler, k) -> outcome
     rows = []
     for p in PROBLEMS:
         for k in sorted(budgets):
             d = compare(hv, p, k, ("tuner", "default"), ("optuna", "tpe"))
-            g = compare(hv, p, k, ("tuner", "nsga2"), ("optuna", "nsga2"))
-            if not d and not g:
+            n = compare(hv, p, k, ("tuner", "default"), ("optuna", "nsga2"))
+            if not d and not n:
                 continue
             row = [p, str(k)]
-            for c in (d, g):
-                row += ["-"] * 5 if not c else [fmt(c[0]), fmt(c[1]), fmt(c[2]), fmt_p(c[3]),
-                                                str(c[4])]
+            for name, c in (("TPE", d), ("NSGA-II", n)):
+                if not c:
+                    row += ["-"] * 4
+                    continue
+                row += [fmt(c[0]), fmt(c[1]), fmt(c[2]), fmt_p(c[3])]
+                verdicts[(name, k)][outcome(c)] += 1
+            row.append(str(min(c[4] for c in (d, n) if c)))
             rows.append(row)
-    out(table(["problem", "trials", "tuner default", "Optuna TPE", "ratio", "p", "seeds",
-               "tuner NSGA-II", "Optuna NSGA-II", "ratio", "p", "seeds"], rows))
+    out(table(["problem", "trials", "tuner default", "Optuna TPE", "ratio", "p",
+               "tuner default", "Optuna NSGA-II", "ratio", "p", "seeds"], rows))
+    out("")
+    for (name, k), counts in sorted(verdicts.items(), key=lambda item: (item[0][1], item[0][0])):
+        out(f"- {k} trials, against Optuna's {name}: higher on {counts['higher']}, a tie on "
+            f"{counts['tie']}, lower on {counts['lower']} (p < 0.05 two-sided)")
+    out("")
+    out("The two NSGA-IIs:")
+    out("")
+    rows = []
+    for p in PROBLEMS:
+        for k in sorted(budgets):
+            g = compare(hv, p, k, ("tuner", "nsga2"), ("optuna", "nsga2"))
+            if g:
+                rows.append([p, str(k), fmt(g[0]), fmt(g[1]), fmt(g[2]), fmt_p(g[3]), str(g[4])])
+    out(table(["problem", "trials", "tuner NSGA-II", "Optuna NSGA-II", "ratio", "p", "seeds"], rows))
     out("")
     if any(key[2:] == ("tuner", "gp") for key in hv):
         out("tuner's GP (expected hypervolume improvement) against tuner's default (multi-objective")

@@ -55,6 +55,32 @@ for r in rows:
     assert a["latency_ms"] > 0 and a["latency_ms_per_sample"] > 0, a
 assert any(r["front"] for r in rows), rows
 PY
+    # The champion under a latency limit that binds: set it just under the most accurate
+    # trial's latency, and the export must pick the most accurate of the faster trials, or,
+    # when that trial is the fastest, refuse and say which limit no trial meets.
+    read -r limit expected < <(python3 - "$work/$name.trials" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+acc = lambda r: r["user_attrs"]["val_accuracy"]
+lat = lambda r: r["user_attrs"]["latency_ms"]
+top = max(rows, key=acc)
+faster = [r for r in rows if lat(r) < lat(top)]
+if faster:
+    print(max(lat(r) for r in faster), max(faster, key=acc)["number"])
+else:
+    print(lat(top) / 2, "none")
+PY
+)
+    [ -n "$limit" ] || fail "$name: no latency limit computed"
+    exported=$("$tuner" export --study "$name" --storage "$db" --registry "$work/limited" \
+      --name limited --limit "latency_ms<=$limit" 2>&1)
+    if [ "$expected" = none ]; then
+      grep -q "meets the limits latency_ms <= .*lowest latency_ms" <<<"$exported" ||
+        fail "$name: export under a limit no trial meets: $exported"
+    else
+      grep -q "^exported trial $expected of study" <<<"$exported" ||
+        fail "$name: export under latency_ms <= $limit should pick trial $expected: $exported"
+    fi
     "$tuner" report --study "$name" --storage "$db" --out "$work/$name.html" >/dev/null ||
       fail "$name: report"
     [ -s "$work/$name.html" ] || fail "$name: empty report"
