@@ -12,6 +12,9 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "report/html_report.h"
+#include "service/metric_constraint.h"
+#include "service/model_export.h"
+#include "service/sweep_runner.h"
 #include "trials/error.h"
 
 namespace tuner::cli {
@@ -62,6 +65,34 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   }
 }
 
+// The trial the export section of the sweep that made the study picks, chosen as `tuner sweep`
+// chose it when it ended; nullopt for a study that no sweep file made, or whose sweep has no
+// export section.
+std::optional<report::ExportPick> export_pick(const StudyRecord& study, const std::string& path) {
+  if (!study.system_attrs.contains(kSweepAttr)) return std::nullopt;
+  report::ExportPick pick;
+  std::optional<ExportRequest> request;
+  try {
+    request = sweep_export_request(stored_sweep(study.name, path));
+  } catch (const Error& e) {
+    pick.rule = "unknown";
+    pick.why_none = e.what();  // the stored sweep cannot be read: say so, render the rest
+    return pick;
+  }
+  if (!request) return std::nullopt;
+  request->storage = path;  // where the study is now, which the sweep may not have named
+  pick.rule = std::string(*request->maximize ? "the highest " : "the lowest ") + request->metric;
+  for (size_t i = 0; i < request->limits.size(); ++i) {
+    pick.rule += (i == 0 ? " with " : ", ") + to_string(request->limits[i]);
+  }
+  try {
+    pick.trial = choose_export_trial(*request).trial.number;
+  } catch (const Error& e) {
+    pick.why_none = e.what();
+  }
+  return pick;
+}
+
 }  // namespace
 
 int run_report(const std::vector<std::string>& args) {
@@ -76,6 +107,7 @@ int run_report(const std::vector<std::string>& args) {
   report::ReportInput input;
   input.study = find_study(*storage, name, path);
   input.trials = storage->get_trials(input.study.study_id);
+  input.export_pick = export_pick(input.study, path);
   input.generated_at = now_utc();
   input.options.importance.seed = static_cast<uint64_t>(seed);
   write_file(out, report::render_report(input));

@@ -65,6 +65,7 @@ svg.plot .pt{fill:#3e6fb0;fill-opacity:.55}
 svg.plot .pt.best{fill:#d62d20;fill-opacity:1;stroke:#fff}
 svg.plot .pt.front{fill:#d62d20;fill-opacity:.9}
 svg.plot .pt.infeasible{fill:#fff;fill-opacity:1;stroke:#b03a2e;stroke-width:1.2}
+svg.plot .pick{fill:none;stroke:#1d2330;stroke-width:2}
 svg.plot .best-line{fill:none;stroke:#d62d20;stroke-width:2}
 svg.plot .curve{fill:none;stroke-width:1.2;stroke-opacity:.7}
 svg.plot .curve.complete{stroke:#3e6fb0}
@@ -78,7 +79,7 @@ svg.plot .bar{fill:#3e6fb0}
 svg.plot .legend line{stroke-width:3}
 .lg-pt{stroke:#3e6fb0}.lg-best,.lg-front{stroke:#d62d20}.lg-complete{stroke:#3e6fb0}
 .lg-pruned{stroke:#e07b00;stroke-dasharray:4 3}.lg-other{stroke:#9aa1ab}
-.lg-infeasible{stroke:#b03a2e;stroke-dasharray:2 2}
+.lg-infeasible{stroke:#b03a2e;stroke-dasharray:2 2}.lg-pick{stroke:#1d2330}
 .pager button{margin-right:6px}
 )css";
 
@@ -316,6 +317,7 @@ class Page {
       }
       out_ += "</tbody></table>";
     }
+    if (in_.export_pick) export_pick();
     if (!in_.study.user_attrs.empty()) {
       out_ += "<h3>Study attributes</h3><table class=\"kv\">";
       for (const auto& [key, json] : in_.study.user_attrs) {
@@ -417,6 +419,19 @@ class Page {
     close_section();
   }
 
+  // One line: the trial the sweep's export rule picks, or why it picks none.
+  void export_pick() {
+    const ExportPick& pick = *in_.export_pick;
+    out_ += "<p id=\"export-pick\">The sweep's export rule (" + escape_html(pick.rule) + ") ";
+    if (pick.trial) {
+      out_ += "picks trial " + std::to_string(*pick.trial) +
+              (view_.n_objectives > 1 ? ", ringed in the Pareto plots." : ".");
+    } else {
+      out_ += "picks no trial: " + escape_html(pick.why_none);
+    }
+    out_ += "</p>";
+  }
+
   void pareto() {
     open_section("pareto-section", "Pareto front");
     const size_t m = view_.n_objectives;
@@ -443,7 +458,8 @@ class Page {
     size_t drawn = 0;
     for (size_t a = 0; a < m && drawn < kMaxParetoPairs; ++a) {
       for (size_t b = a + 1; b < m && drawn < kMaxParetoPairs; ++b, ++drawn) {
-        draw_pareto(out_, view_, a, b, in_.options);
+        draw_pareto(out_, view_, a, b, in_.options,
+                    in_.export_pick ? in_.export_pick->trial : std::nullopt);
       }
     }
     out_ += "</div><h3>Hypervolume over trials</h3>";

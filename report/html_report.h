@@ -27,6 +27,7 @@
 #define TUNER_REPORT_HTML_REPORT_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,19 @@ struct ReportOptions {
   ImportanceOptions importance;
 };
 
+// The trial that the export rule of the sweep that made the study picks (what `tuner sweep`
+// exported at its end, service/model_export.h), said in the summary and ringed in the Pareto
+// plots.
+struct ExportPick {
+  std::string rule;          // e.g. "the highest val_accuracy with latency_ms <= 0.03"
+  std::optional<int> trial;  // its number; nullopt when no trial meets the rule
+  std::string why_none;      // then, the export's reason
+};
+
 struct ReportInput {
   StudyRecord study;                // name, directions and attributes
   std::vector<FrozenTrial> trials;  // every trial of the study, any state
+  std::optional<ExportPick> export_pick;  // none: the study has no export rule
   // When the report was made, as the reader should see it ("2024-05-01 12:00 UTC"); shown in
   // the header when not empty. (Passed in so that the output depends on its input only.)
   std::string generated_at;

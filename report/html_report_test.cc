@@ -281,6 +281,39 @@ TEST(HtmlReportTest, MultiObjectiveGetsAPlotPerObjectiveAndAParetoFront) {
 }
 
 // Issue 19, item 3: a plot for every pair of objectives; past 10 pairs, the first 10 and a note.
+TEST(HtmlReportTest, TheExportRulesPickIsSaidAndRingedInEveryParetoPlot) {
+  ReportInput in = make_input(60, 3);
+  const std::vector<FrozenTrial> front = pareto_front_trials(in.trials, in.study.directions);
+  ASSERT_FALSE(front.empty());
+  const int picked = front.back().number;
+  in.export_pick = ExportPick{"the lowest loss with cost <= 2", picked, ""};
+  std::string html = render_report(in);
+  EXPECT_NE(html.find("<p id=\"export-pick\">The sweep's export rule (the lowest loss with cost "
+                      "&lt;= 2) picks trial " +
+                      std::to_string(picked) + ", ringed in the Pareto plots.</p>"),
+            std::string::npos);
+  for (std::string id : {"pareto-0-1", "pareto-0-2", "pareto-1-2"}) {
+    const std::string svg = plot(html, id);
+    EXPECT_EQ(count(svg, "class=\"pick\""), 1u) << id;
+    EXPECT_NE(svg.find("the export rule's pick: trial " + std::to_string(picked)),
+              std::string::npos)
+        << id;
+    EXPECT_NE(svg.find(">export pick</text>"), std::string::npos) << id;
+  }
+
+  // No trial meets the rule: the summary says why, and nothing is ringed.
+  in.export_pick = ExportPick{"the lowest loss with cost <= 0", std::nullopt, "no trial meets it"};
+  html = render_report(in);
+  EXPECT_NE(html.find("picks no trial: no trial meets it</p>"), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"pick\""), 0u);
+
+  // A study without an export rule has neither.
+  in.export_pick.reset();
+  html = render_report(in);
+  EXPECT_EQ(html.find("id=\"export-pick\""), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"pick\""), 0u);
+}
+
 TEST(HtmlReportTest, EveryPairOfObjectivesHasAParetoPlot) {
   for (int m : {3, 4}) {
     const std::string html = render_report(make_input(60, m));

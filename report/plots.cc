@@ -523,7 +523,7 @@ void draw_importance(std::string& out, const Importances& importances, const std
 }
 
 void draw_pareto(std::string& out, const StudyView& view, size_t a, size_t b,
-                 const ReportOptions& options) {
+                 const ReportOptions& options, std::optional<int> ringed) {
   const std::string id = "pareto-" + std::to_string(a) + "-" + std::to_string(b);
   if (view.complete.empty()) {
     append_empty(out, id, "No trial is COMPLETE: there is no Pareto front.");
@@ -561,12 +561,27 @@ void draw_pareto(std::string& out, const StudyView& view, size_t a, size_t b,
     }
   }
   out += "</g>";
-  const double legend_y = frame.y1() - 12;
-  draw_legend_entry(out, frame.x0(), legend_y, "lg-pt", "dominated");
-  draw_legend_entry(out, frame.x0() + 100, legend_y, "lg-front", "Pareto-optimal");
-  if (view.constrained) {
-    draw_legend_entry(out, frame.x0() + 225, legend_y, "lg-infeasible", "infeasible");
+  const FrozenTrial* pick = nullptr;
+  for (const FrozenTrial* t : view.complete) {
+    if (ringed && t->number == *ringed) pick = t;
   }
+  if (pick != nullptr) {
+    out += "<g class=\"ring\">";
+    append_circle(out, "pick", x(pick->values[a]), y(pick->values[b]), 8, "",
+                  "the export rule's pick: trial " + std::to_string(pick->number));
+    out += "</g>";
+  }
+  const double legend_y = frame.y1() - 12;
+  double legend_x = frame.x0();
+  draw_legend_entry(out, legend_x, legend_y, "lg-pt", "dominated");
+  legend_x += 100;
+  draw_legend_entry(out, legend_x, legend_y, "lg-front", "Pareto-optimal");
+  legend_x += 125;
+  if (view.constrained) {
+    draw_legend_entry(out, legend_x, legend_y, "lg-infeasible", "infeasible");
+    legend_x += 90;
+  }
+  if (pick != nullptr) draw_legend_entry(out, legend_x, legend_y, "lg-pick", "export pick");
   close_plot(out);
 }
 

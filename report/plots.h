@@ -7,6 +7,7 @@
 #ifndef TUNER_REPORT_PLOTS_H_
 #define TUNER_REPORT_PLOTS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,10 @@ void draw_importance(std::string& out, const Importances& importances, const std
 
 // Objectives a (x) and b (y) of every COMPLETE trial (id "pareto-A-B"): the Pareto-optimal
 // trials (optimal over every objective) highlighted, infeasible ones hollow; at most max_points,
-// the front first. REQUIRES: a < b < view.n_objectives.
+// the front first; the COMPLETE trial numbered `ringed` (the export rule's pick), if any, in a
+// ring. REQUIRES: a < b < view.n_objectives.
 void draw_pareto(std::string& out, const StudyView& view, size_t a, size_t b,
-                 const ReportOptions& options);
+                 const ReportOptions& options, std::optional<int> ringed = std::nullopt);
 
 // The hypervolume of the feasible front against the count of COMPLETE trials (id
 // "hypervolume"), its reference point stated under it. REQUIRES: view.n_objectives >= 2 and

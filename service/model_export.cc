@@ -107,18 +107,7 @@ std::optional<bool> direction_from_name(const std::string& metric) {
 
 }  // namespace
 
-namespace {
-
-// What an export writes, the trial chosen and its model read (see export_trial).
-struct PreparedExport {
-  FrozenTrial trial;
-  training::Checkpoint checkpoint;
-  Lineage lineage;
-  RegisterOptions register_options;
-  std::optional<SweepFile> sweep;
-};
-
-PreparedExport prepare_export(const ExportRequest& request) {
+ExportChoice choose_export_trial(const ExportRequest& request) {
   if (!fs::exists(request.storage)) {
     throw Error(ErrorCode::kNotFound, "no study database at '" + request.storage + "'");
   }
@@ -261,6 +250,31 @@ PreparedExport prepare_export(const ExportRequest& request) {
     }
   }
 
+  ExportChoice choice;
+  choice.trial = *chosen;
+  choice.metric = metric;
+  choice.maximize = *maximize;
+  choice.objective = objective;
+  choice.metrics = metrics_of(*chosen);
+  choice.sweep = sweep;
+  return choice;
+}
+
+namespace {
+
+// What an export writes, the trial chosen and its model read (see export_trial).
+struct PreparedExport {
+  FrozenTrial trial;
+  training::Checkpoint checkpoint;
+  Lineage lineage;
+  RegisterOptions register_options;
+  std::optional<SweepFile> sweep;
+};
+
+PreparedExport prepare_export(const ExportRequest& request) {
+  ExportChoice choice = choose_export_trial(request);
+  const std::optional<SweepFile>& sweep = choice.sweep;
+  const FrozenTrial* chosen = &choice.trial;
   std::string checkpoint_path = request.checkpoint;
   if (checkpoint_path.empty()) {
     if (sweep) {
@@ -286,13 +300,13 @@ PreparedExport prepare_export(const ExportRequest& request) {
   lineage.study = request.study;
   lineage.trial = chosen->number;
   lineage.storage = fs::absolute(request.storage).string();
-  lineage.objective_metric = objective;
+  lineage.objective_metric = choice.objective;
   for (const auto& [name, value] : chosen->params) lineage.params[name] = param_json(value);
-  lineage.metrics = metrics_of(*chosen);
+  lineage.metrics = choice.metrics;
 
   RegisterOptions& register_options = prepared.register_options;
-  register_options.metric = metric;
-  register_options.maximize = *maximize;
+  register_options.metric = choice.metric;
+  register_options.maximize = choice.maximize;
   register_options.promote_if_better = request.promote_if_better;
   for (const MetricConstraint& c : request.limits) {
     register_options.limits.push_back(registry_limit(c));
@@ -349,8 +363,7 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
   return result;
 }
 
-std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
-                                                 const RegistryOptions& options) {
+std::optional<ExportRequest> sweep_export_request(const SweepFile& sweep) {
   if (!sweep.export_config) return std::nullopt;
   const ExportConfig& e = *sweep.export_config;
   ExportRequest request;
@@ -363,7 +376,14 @@ std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
   request.limits = e.limits;
   request.promote_if_better = true;
   request.mlflow_uri = sweep.export_mlflow_uri();
-  return export_trial(request, options);
+  return request;
+}
+
+std::optional<ExportResult> export_best_of_sweep(const SweepFile& sweep,
+                                                 const RegistryOptions& options) {
+  const std::optional<ExportRequest> request = sweep_export_request(sweep);
+  if (!request) return std::nullopt;
+  return export_trial(*request, options);
 }
 
 }  // namespace tuner

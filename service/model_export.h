@@ -8,6 +8,7 @@
 #define TUNER_SERVICE_MODEL_EXPORT_H_
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "registry/registry.h"
 #include "service/metric_constraint.h"
 #include "service/sweep_file.h"
+#include "trials/frozen_trial.h"
 
 namespace tuner {
 
@@ -74,6 +76,21 @@ struct ExportResult {
   std::string mlflow_error;
 };
 
+// The trial an export of `request` takes (the named one, else the best by the metric within the
+// limits; see ExportRequest) and what it was chosen by.
+struct ExportChoice {
+  FrozenTrial trial;
+  std::string metric;  // the primary metric, and its direction
+  bool maximize = true;
+  std::string objective;                 // the sweep's (first) objective metric, else "value"
+  std::map<std::string, double> metrics;  // the trial's metrics, its objectives' values included
+  std::optional<SweepFile> sweep;         // the sweep that made the study, if one did
+};
+
+// Chooses as export_trial does, without reading a checkpoint or writing anything (`tuner report`
+// marks the trial a sweep's export rule picks). Throws as export_trial for the choice.
+ExportChoice choose_export_trial(const ExportRequest& request);
+
 // Exports one trial (see ExportRequest). Throws Error naming what is missing: kNotFound for an
 // unknown study, trial, no trial to choose (none with a value of the metric, or none that meets
 // the limits: the message names them and the best value of each among the trials), or a
@@ -87,6 +104,10 @@ ExportResult export_trial(const ExportRequest& request,
 // directory at `out` (REQUIRES: out's parent exists, out does not), without a registry; returns
 // the trial's number. request.registry_dir is not used. Throws as export_trial.
 int write_trial_model(const ExportRequest& request, const std::filesystem::path& out);
+
+// The request export_best_of_sweep() makes of `sweep`: its export section's model, metric,
+// direction and limits, the promotion rule on. nullopt when the sweep has no export section.
+std::optional<ExportRequest> sweep_export_request(const SweepFile& sweep);
 
 // The automatic export at the end of `tuner sweep`: when `sweep` has an "export" section, exports
 // the best trial of its study (by export.metric and export.direction, among the trials, or the

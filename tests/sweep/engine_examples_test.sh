@@ -89,6 +89,11 @@ PY
       grep -q "id=\"$id\" data-plot=" "$work/$name.html" || fail "$name: no plot $id in the report"
     done
     grep -q ">val_accuracy (maximize)</text>" "$work/$name.html" || fail "$name: axes not named"
+    # The summary names the trial the sweep exported, by the export rule, ringed in the plots.
+    champion=$(sed -n 's/^exported trial \([0-9]*\) as fashion-mnist-tradeoff.*/\1/p' <<<"$out")
+    grep -q "<p id=\"export-pick\">The sweep's export rule (the highest val_accuracy with latency_ms &lt;= 1e+09) picks trial $champion," "$work/$name.html" ||
+      fail "$name: the report does not name the exported trial $champion"
+    grep -q "class=\"pick\"" "$work/$name.html" || fail "$name: the export's pick is not ringed"
     continue
   fi
   best=$("$tuner" best --study "$name" --storage "$db" 2>&1) || fail "$name: best: $best"
