@@ -562,8 +562,10 @@ void draw_pareto(std::string& out, const StudyView& view, size_t a, size_t b,
   }
   out += "</g>";
   const FrozenTrial* pick = nullptr;
-  for (const FrozenTrial* t : view.complete) {
-    if (ringed && t->number == *ringed) pick = t;
+  if (ringed) {
+    for (const FrozenTrial* t : view.complete) {
+      if (t->number == *ringed) pick = t;
+    }
   }
   if (pick != nullptr) {
     out += "<g class=\"ring\">";
