@@ -85,6 +85,91 @@ class Staircase {
   std::vector<Step> steps_;  // second ascending, third descending
 };
 
+// Which points some other point dominates, for four objectives or more: a static k-d tree over
+// all the points, each node with the least value of each objective in its subtree. A subtree
+// whose least values are not all <= p's holds nothing that dominates p, so a query visits the
+// part of the tree below p: on a front of tens of thousands of points, a small part, where
+// checking p against every earlier front member took minutes.
+class DominanceTree {
+ public:
+  DominanceTree(std::span<const double> points, size_t m)
+      : points_(points), m_(m), order_(count(points, m)) {
+    std::iota(order_.begin(), order_.end(), size_t{0});
+    if (order_.empty()) return;
+    nodes_.resize(1);
+    build(0, 0, order_.size(), 0);
+  }
+
+  // True when a point other than i dominates point i.
+  bool dominated(size_t i) const {
+    if (nodes_.empty()) return false;
+    const double* p = point(i);
+    std::vector<size_t> stack = {0};
+    while (!stack.empty()) {
+      const size_t index = stack.back();
+      stack.pop_back();
+      const double* low = lows_.data() + index * m_;
+      bool reachable = true;
+      for (size_t k = 0; k < m_ && reachable; ++k) reachable = low[k] <= p[k];
+      if (!reachable) continue;
+      const Node& node = nodes_[index];
+      if (node.left == kLeaf) {
+        for (size_t j = node.begin; j < node.end; ++j) {
+          if (order_[j] != i && dominates(point(order_[j]), p, m_)) return true;
+        }
+      } else {
+        stack.push_back(node.left + 1);  // the right child, larger on the split's objective
+        stack.push_back(node.left);      // the left one first: likelier to hold a dominator
+      }
+    }
+    return false;
+  }
+
+ private:
+  static constexpr size_t kLeaf = std::numeric_limits<size_t>::max();
+  static constexpr size_t kLeafSize = 16;
+  struct Node {
+    size_t begin = 0, end = 0;  // its points: order_[begin, end)
+    size_t left = kLeaf;        // its children: nodes left and left + 1; kLeaf for a leaf
+  };
+
+  const double* point(size_t i) const { return points_.data() + i * m_; }
+
+  // Makes nodes_[index] the node of order_[begin, end), split on objective `axis`.
+  void build(size_t index, size_t begin, size_t end, size_t axis) {
+    lows_.resize(nodes_.size() * m_, std::numeric_limits<double>::infinity());
+    Node node{begin, end, kLeaf};
+    if (end - begin <= kLeafSize) {
+      for (size_t j = begin; j < end; ++j) {
+        for (size_t k = 0; k < m_; ++k) {
+          lows_[index * m_ + k] = std::min(lows_[index * m_ + k], point(order_[j])[k]);
+        }
+      }
+    } else {
+      const size_t mid = begin + (end - begin) / 2;
+      std::nth_element(order_.begin() + static_cast<ptrdiff_t>(begin),
+                       order_.begin() + static_cast<ptrdiff_t>(mid),
+                       order_.begin() + static_cast<ptrdiff_t>(end),
+                       [&](size_t x, size_t y) { return point(x)[axis] < point(y)[axis]; });
+      node.left = nodes_.size();
+      nodes_.resize(node.left + 2);
+      build(node.left, begin, mid, (axis + 1) % m_);
+      build(node.left + 1, mid, end, (axis + 1) % m_);
+      for (size_t k = 0; k < m_; ++k) {
+        lows_[index * m_ + k] =
+            std::min(lows_[node.left * m_ + k], lows_[(node.left + 1) * m_ + k]);
+      }
+    }
+    nodes_[index] = node;
+  }
+
+  std::span<const double> points_;
+  size_t m_;
+  std::vector<size_t> order_;
+  std::vector<Node> nodes_;
+  std::vector<double> lows_;  // [node][objective]: the least value in the node's subtree
+};
+
 std::vector<int> ranks_1(std::span<const double> points) {
   std::vector<double> unique(points.begin(), points.end());
   std::sort(unique.begin(), unique.end());
@@ -391,6 +476,13 @@ std::vector<size_t> pareto_front(std::span<const double> points, size_t m) {
     }
     return front;
   }
+  if (m >= 4) {
+    const DominanceTree tree(points, m);
+    for (size_t i = 0; i < n; ++i) {
+      if (!tree.dominated(i)) front.push_back(i);
+    }
+    return front;
+  }
   const std::vector<size_t> order = lex_order(points, m);
   if (m == 2) {
     bool any = false;
@@ -410,14 +502,6 @@ std::vector<size_t> pareto_front(std::span<const double> points, size_t m) {
       if (stairs.dominates(p)) continue;
       front.push_back(i);
       stairs.insert(p);
-    }
-  } else {
-    for (size_t i : order) {
-      const double* p = points.data() + i * m;
-      bool dominated = std::any_of(front.rbegin(), front.rend(), [&](size_t q) {
-        return dominates(points.data() + q * m, p, m);
-      });
-      if (!dominated) front.push_back(i);
     }
   }
   std::sort(front.begin(), front.end());

@@ -140,6 +140,27 @@ TEST(Pareto, RanksMatchBruteForce) {
   }
 }
 
+TEST(Pareto, FrontsOfManyPointsInFourObjectivesOrMoreMatchBruteForce) {
+  // Deep enough for the dominance tree's pruning to matter: thousands of points, on a cube, on
+  // a sphere (most of them on the front) and on a coarse grid (ties and equal points).
+  Rng rng(10);
+  for (size_t m : {4, 5, 7}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      const std::vector<double> p =
+          random_points(rng, 1500, m, shape == 2 ? 3 : 0, /*on_sphere=*/shape == 1);
+      std::vector<size_t> expected;
+      for (size_t i = 0; i < 1500; ++i) {
+        bool dominated = false;
+        for (size_t j = 0; j < 1500 && !dominated; ++j) {
+          dominated = dominates(&p[j * m], &p[i * m], m);
+        }
+        if (!dominated) expected.push_back(i);
+      }
+      EXPECT_EQ(pareto_front(p, m), expected) << "m=" << m << " shape=" << shape;
+    }
+  }
+}
+
 TEST(Pareto, LeadingRanksAreTheFirstFrontsThatHoldEnough) {
   Rng rng(9);
   for (size_t m : {1, 2, 3, 4}) {
