@@ -241,6 +241,42 @@ std::vector<int> ranks_n(std::span<const double> points, size_t m, int cap) {
   return ranks;
 }
 
+// Four objectives or more: the first fronts peeled off one at a time, each the points no other
+// remaining point dominates (a DominanceTree of the remaining points), the rest by ranks_n().
+// ranks_n() is quadratic in a large front; each peel costs about n log n, so a chain of thousands
+// of small fronts would cost peeling too much: past kMaxPeels fronts ranks_n() takes over.
+std::vector<int> ranks_by_peeling(std::span<const double> points, size_t m, int cap) {
+  constexpr int kMaxPeels = 64;
+  const size_t n = count(points, m);
+  std::vector<int> ranks(n, cap);
+  std::vector<size_t> remaining(n);
+  std::iota(remaining.begin(), remaining.end(), size_t{0});
+  std::vector<double> rows(points.begin(), points.end());
+  int rank = 0;
+  for (; rank < std::min(cap, kMaxPeels) && !remaining.empty(); ++rank) {
+    const DominanceTree tree(rows, m);
+    std::vector<size_t> next;
+    std::vector<double> next_rows;
+    for (size_t j = 0; j < remaining.size(); ++j) {
+      if (!tree.dominated(j)) {
+        ranks[remaining[j]] = rank;
+      } else {
+        next.push_back(remaining[j]);
+        next_rows.insert(next_rows.end(), rows.begin() + static_cast<ptrdiff_t>(j * m),
+                         rows.begin() + static_cast<ptrdiff_t>((j + 1) * m));
+      }
+    }
+    remaining = std::move(next);
+    rows = std::move(next_rows);
+  }
+  if (!remaining.empty() && rank < cap) {
+    // Ranks among the points left are their ranks less the fronts peeled off before them.
+    const std::vector<int> rest = ranks_n(rows, m, cap - rank);
+    for (size_t j = 0; j < remaining.size(); ++j) ranks[remaining[j]] = rank + rest[j];
+  }
+  return ranks;
+}
+
 // The rows of `points` strictly below `reference` in every objective.
 std::vector<double> below_reference(std::span<const double> points, size_t m,
                                     std::span<const double> reference) {
@@ -411,7 +447,7 @@ std::vector<int> non_domination_ranks(std::span<const double> points, size_t m) 
     case 3:
       return ranks_3(points, kAll);
     default:
-      return ranks_n(points, m, kAll);
+      return ranks_by_peeling(points, m, kAll);
   }
 }
 
@@ -422,7 +458,7 @@ std::vector<int> leading_non_domination_ranks(std::span<const double> points, si
   for (int cap = 8;; cap *= 4) {
     std::vector<int> ranks = m == 2   ? ranks_2(points, cap)
                              : m == 3 ? ranks_3(points, cap)
-                                      : ranks_n(points, m, cap);
+                                      : ranks_by_peeling(points, m, cap);
     std::vector<size_t> per_rank(static_cast<size_t>(cap) + 1, 0);
     for (int r : ranks) ++per_rank[static_cast<size_t>(r)];
     size_t held = 0;

@@ -159,6 +159,22 @@ TEST(Pareto, FrontsOfManyPointsInFourObjectivesOrMoreMatchBruteForce) {
       EXPECT_EQ(pareto_front(p, m), expected) << "m=" << m << " shape=" << shape;
     }
   }
+  // Every rank: fronts peeled off by the tree, and past 64 of them the generic pass (a chain of
+  // 150 points, each dominating the next, has 150 fronts; the last 25 points tie in pairs).
+  for (size_t m : {4, 5}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      const std::vector<double> p =
+          random_points(rng, 400, m, shape == 2 ? 3 : 0, /*on_sphere=*/shape == 1);
+      EXPECT_EQ(non_domination_ranks(p, m), brute_ranks(p, m)) << "m=" << m << " shape=" << shape;
+    }
+    std::vector<double> chain;
+    for (int i = 0; i < 150; ++i) {
+      for (size_t k = 0; k < m; ++k) {
+        chain.push_back(i < 125 ? i + 0.1 * rng.uniform() : 125 + (i - 125) / 2);
+      }
+    }
+    EXPECT_EQ(non_domination_ranks(chain, m), brute_ranks(chain, m)) << "chain, m=" << m;
+  }
 }
 
 TEST(Pareto, LeadingRanksAreTheFirstFrontsThatHoldEnough) {
