@@ -87,18 +87,21 @@ std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
          total + per_rank[static_cast<size_t>(whole + 1)] <= n_below) {
     total += per_rank[static_cast<size_t>(++whole)];
   }
-  std::vector<size_t> next;  // the rank after them: some of it, by hypervolume
+  // The rank after them gives the rest, by hypervolume; none when they fit exactly (then that
+  // rank is every point left, which the leading ranks did not sort).
+  const bool partial = total < n_below;
+  std::vector<size_t> next;
   std::vector<double> next_losses;
   for (size_t i = 0; i < n; ++i) {
     if (ranks[i] <= whole) {
       below.push_back(i);
-    } else if (ranks[i] == whole + 1) {
+    } else if (partial && ranks[i] == whole + 1) {
       next.push_back(i);
       const auto row = losses.begin() + static_cast<ptrdiff_t>(i * n_objectives);
       next_losses.insert(next_losses.end(), row, row + static_cast<ptrdiff_t>(n_objectives));
     }
   }
-  if (below.size() < n_below) {
+  if (partial) {
     const std::vector<double> reference = nadir_reference(next_losses, n_objectives);
     for (size_t j : select_by_hypervolume(next_losses, n_objectives, n_below - below.size(),
                                           reference)) {
