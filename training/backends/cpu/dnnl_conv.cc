@@ -250,12 +250,14 @@ class ThreadConvs {
     if (op.same) return;
     void* own = to != nullptr ? to : scratch_[op.role].get(op.own.get_desc().get_size());
     op.own.set_data_handle(own);
+#ifdef TUNER_TO_NHWC_BF16
     if (op.nhwc_bf16) {
       to_nhwc_bf16(data, op.dims[0], op.dims[1], op.dims[2] * op.dims[3],
                    static_cast<uint16_t*>(own));
-    } else {
-      op.reorder.execute(stream_, op.reorder_args);
+      return;
     }
+#endif
+    op.reorder.execute(stream_, op.reorder_args);
   }
   // The output at `data`: the primitive writes it there, or into scratch that back() reorders.
   void out(Operand& op, float* data) {
