@@ -12,8 +12,8 @@
 // it is not compared there; nor where the CPU backend, the reference, does not unfold
 // (cpu_conv2d_unfolds).
 //
-// Backends that need a device skip every test ("no GPU: <reason>") where there is none; cpu_bf16
-// skips where the CPU has neither AMX nor AVX512-BF16.
+// A backend that cannot run here skips every test with its reason ("no GPU: ..." for CUDA ones;
+// for cpu_bf16, a CPU with neither AMX nor AVX512-BF16).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -764,7 +764,7 @@ std::string op_param_name(const ::testing::TestParamInfo<OpParam>& info) {
 #define SKIP_WITHOUT(backend)                                          \
   do {                                                                 \
     const std::string tuner_why_ = (backend).unavailable();            \
-    if (!tuner_why_.empty()) GTEST_SKIP() << "no GPU: " << tuner_why_; \
+    if (!tuner_why_.empty()) GTEST_SKIP() << tuner_why_;               \
   } while (0)
 
 TEST_P(BackendOps, MatchesCpu) {
