@@ -280,7 +280,7 @@ TEST(HtmlReportTest, MultiObjectiveGetsAPlotPerObjectiveAndAParetoFront) {
   EXPECT_EQ(pareto.find("lg-infeasible"), std::string::npos);  // unconstrained
 }
 
-// Issue 19, item 3: a plot for every pair of objectives; past 10 pairs, the first 10 and a note.
+// The sweep's export rule: its pick said in the summary and ringed in every Pareto plot.
 TEST(HtmlReportTest, TheExportRulesPickIsSaidAndRingedInEveryParetoPlot) {
   ReportInput in = make_input(60, 3);
   const std::vector<FrozenTrial> front = pareto_front_trials(in.trials, in.study.directions);
@@ -314,6 +314,7 @@ TEST(HtmlReportTest, TheExportRulesPickIsSaidAndRingedInEveryParetoPlot) {
   EXPECT_EQ(count(html, "class=\"pick\""), 0u);
 }
 
+// Issue 19, item 3: a plot for every pair of objectives; past 10 pairs, the first 10 and a note.
 TEST(HtmlReportTest, EveryPairOfObjectivesHasAParetoPlot) {
   for (int m : {3, 4}) {
     const std::string html = render_report(make_input(60, m));

@@ -274,17 +274,17 @@ struct PreparedExport {
 PreparedExport prepare_export(const ExportRequest& request) {
   ExportChoice choice = choose_export_trial(request);
   const std::optional<SweepFile>& sweep = choice.sweep;
-  const FrozenTrial* chosen = &choice.trial;
+  const FrozenTrial& chosen = choice.trial;
   std::string checkpoint_path = request.checkpoint;
   if (checkpoint_path.empty()) {
     if (sweep) {
-      if (auto p = trial_model_path(*sweep, chosen->number)) checkpoint_path = *p;
+      if (auto p = trial_model_path(*sweep, chosen.number)) checkpoint_path = *p;
     }
     if (checkpoint_path.empty()) {
       throw Error(ErrorCode::kNotFound,
-                  "trial " + std::to_string(chosen->number) + " of study '" + request.study +
+                  "trial " + std::to_string(chosen.number) + " of study '" + request.study +
                       "' has no model checkpoint: only engine jobs keep one, in "
-                      "<artifacts_dir>/trial-" + std::to_string(chosen->number) +
+                      "<artifacts_dir>/trial-" + std::to_string(chosen.number) +
                       "/model.ckpt (docs/engine_jobs.md); give the file with --checkpoint");
     }
   }
@@ -298,10 +298,10 @@ PreparedExport prepare_export(const ExportRequest& request) {
   PreparedExport prepared;
   Lineage& lineage = prepared.lineage;
   lineage.study = request.study;
-  lineage.trial = chosen->number;
+  lineage.trial = chosen.number;
   lineage.storage = fs::absolute(request.storage).string();
   lineage.objective_metric = choice.objective;
-  for (const auto& [name, value] : chosen->params) lineage.params[name] = param_json(value);
+  for (const auto& [name, value] : chosen.params) lineage.params[name] = param_json(value);
   lineage.metrics = choice.metrics;
 
   RegisterOptions& register_options = prepared.register_options;
@@ -315,12 +315,12 @@ PreparedExport prepare_export(const ExportRequest& request) {
   register_options.description = request.description;
   register_options.source = fs::absolute(checkpoint_path).string();
   if (sweep && sweep->job_kind == "engine") {
-    register_options.preprocessing = engine_preprocessing(*sweep, *chosen);
+    register_options.preprocessing = engine_preprocessing(*sweep, chosen);
   }
 
-  prepared.trial = *chosen;
+  prepared.trial = std::move(choice.trial);
   prepared.checkpoint = std::move(checkpoint);
-  prepared.sweep = sweep;
+  prepared.sweep = std::move(choice.sweep);
   return prepared;
 }
 
