@@ -44,7 +44,7 @@ TEST_P(CpuBf16Model, CnnWithNormsAndResidualTrainsToTheFp32Loss) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, CpuBf16Model, ::testing::Values(1, 2),
-                         [](const auto& info) { return std::to_string(info.param) + "_threads"; });
+                         [](const auto& p) { return std::to_string(p.param) + "_threads"; });
 
 }  // namespace
 }  // namespace tuner::training
