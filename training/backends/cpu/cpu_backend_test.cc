@@ -406,6 +406,52 @@ TEST(CpuBackend, MaxPool2x2MatchesTheDefinition) {
   }
 }
 
+TEST(CpuBackend, AvgPoolMatchesTheDefinitionOnEveryPath) {
+  struct Case {
+    int64_t h, w;
+    Window2d win;
+  };
+  // Windows that tile the plane (2 and 3, with rows and columns left over past the last window),
+  // and the general loop's cases: overlapping, padded.
+  const Case cases[] = {{6, 8, {2, 2, 2, 0}},  {7, 9, {2, 2, 2, 0}}, {9, 8, {3, 3, 3, 0}},
+                        {11, 10, {3, 3, 3, 0}}, {7, 7, {3, 3, 2, 1}}, {6, 5, {3, 3, 1, 1}}};
+  for (const Case& c : cases) {
+    const int64_t oh = c.win.out_h(c.h), ow = c.win.out_w(c.w), k = c.win.kernel_h;
+    Tensor x(Shape{2, 3, c.h, c.w}), y(Shape{2, 3, oh, ow}), dy(Shape{2, 3, oh, ow});
+    Tensor dx(x.shape());
+    fill(x, 31);
+    fill(dy, 32);
+    fill(dx, 33);  // the backward writes every element, those outside all windows too
+    CpuBackend backend(2);
+    backend.avg_pool2d_forward(c.win, x, y);
+    backend.avg_pool2d_backward(c.win, dy, dx);
+    // The definition, summed in window order from 0 as the kernels are: the same bits.
+    const float inv = 1.0f / static_cast<float>(k * k);
+    std::vector<float> want_dx(static_cast<size_t>(x.numel()), 0.0f);
+    for (int64_t p = 0; p < 6; ++p) {
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t out = p * oh * ow + i * ow + j;
+          float acc = 0.0f;
+          for (int64_t kh = 0; kh < k; ++kh) {
+            for (int64_t kw = 0; kw < k; ++kw) {
+              const int64_t ih = i * c.win.stride - c.win.padding + kh;
+              const int64_t iw = j * c.win.stride - c.win.padding + kw;
+              if (ih < 0 || ih >= c.h || iw < 0 || iw >= c.w) continue;
+              acc += x.data()[p * c.h * c.w + ih * c.w + iw];
+              want_dx[p * c.h * c.w + ih * c.w + iw] += dy.data()[out] * inv;
+            }
+          }
+          ASSERT_EQ(y.data()[out], acc * inv) << c.h << "x" << c.w << " k" << k << " i " << i;
+        }
+      }
+    }
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      ASSERT_EQ(dx.data()[i], want_dx[i]) << c.h << "x" << c.w << " k" << k << " at " << i;
+    }
+  }
+}
+
 // act'(z) from the activation's output y = act(z), in double.
 double act_grad(Activation act, double y) {
   switch (act) {

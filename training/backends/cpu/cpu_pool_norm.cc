@@ -11,6 +11,51 @@
 namespace tuner::training {
 namespace {
 
+// Average pooling whose k x k windows tile the plane (stride k, no padding), the common case: the
+// general loops' sums in the same order (row by row, left to right, from 0), without their bounds
+// checks. kK > 0 fixes k at compile time (the loops unroll); kK == 0 takes it from `k`.
+template <int kK>
+void avg_pool_tiled_forward(const float* in, int64_t w, int64_t oh, int64_t ow, int64_t k,
+                            float inv, float* out) {
+  if constexpr (kK > 0) k = kK;
+  for (int64_t i = 0; i < oh; ++i) {
+    const float* rows = in + i * k * w;
+    for (int64_t j = 0; j < ow; ++j) {
+      const float* window = rows + j * k;
+      float acc = 0.0f;
+      for (int64_t kh = 0; kh < k; ++kh) {
+        for (int64_t kw = 0; kw < k; ++kw) acc += window[kh * w + kw];
+      }
+      out[i * ow + j] = acc * inv;
+    }
+  }
+}
+
+// Its backward: each input in a window gets 0 + dy * inv (as the general loop's zeroed plane plus
+// one contribution), the rows and columns past the last window 0.
+template <int kK>
+void avg_pool_tiled_backward(const float* g, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                             int64_t k, float inv, float* plane) {
+  if constexpr (kK > 0) k = kK;
+  for (int64_t ih = 0; ih < h; ++ih) {
+    float* row = plane + ih * w;
+    const int64_t i = ih / k;
+    if (i >= oh) {
+      std::fill(row, row + w, 0.0f);
+      continue;
+    }
+    const float* gi = g + i * ow;
+    for (int64_t j = 0; j < ow; ++j) {
+      const float v = 0.0f + gi[j] * inv;
+      for (int64_t kw = 0; kw < k; ++kw) row[j * k + kw] = v;
+    }
+    std::fill(row + ow * k, row + w, 0.0f);
+  }
+}
+
+bool windows_tile(const Window2d& win) {
+  return win.kernel_h == win.kernel_w && win.stride == win.kernel_h && win.padding == 0;
+}
 
 }  // namespace
 
@@ -89,10 +134,19 @@ void CpuBackend::avg_pool2d_forward(const Window2d& win, const Tensor& x, Tensor
   const float inv = 1.0f / static_cast<float>(win.kernel_h * win.kernel_w);
   const float* xp = x.data();
   float* yp = y.data();
+  const bool tiled = windows_tile(win);
   pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float* in = xp + p * h * w;
       float* out = yp + p * oh * ow;
+      if (tiled) {
+        if (win.kernel_h == 2) {
+          avg_pool_tiled_forward<2>(in, w, oh, ow, 2, inv, out);
+        } else {
+          avg_pool_tiled_forward<0>(in, w, oh, ow, win.kernel_h, inv, out);
+        }
+        continue;
+      }
       for (int64_t i = 0; i < oh; ++i) {
         for (int64_t j = 0; j < ow; ++j) {
           float acc = 0.0f;
@@ -117,11 +171,20 @@ void CpuBackend::avg_pool2d_backward(const Window2d& win, const Tensor& dy, Tens
   const float inv = 1.0f / static_cast<float>(win.kernel_h * win.kernel_w);
   const float* g = dy.data();
   float* dxp = dx.data();
+  const bool tiled = windows_tile(win);
   pool_.parallel_for(planes, kMinPlanesPerThread, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       float* plane = dxp + p * h * w;
-      std::fill(plane, plane + h * w, 0.0f);
       const float* gp = g + p * oh * ow;
+      if (tiled) {
+        if (win.kernel_h == 2) {
+          avg_pool_tiled_backward<2>(gp, h, w, oh, ow, 2, inv, plane);
+        } else {
+          avg_pool_tiled_backward<0>(gp, h, w, oh, ow, win.kernel_h, inv, plane);
+        }
+        continue;
+      }
+      std::fill(plane, plane + h * w, 0.0f);
       for (int64_t i = 0; i < oh; ++i) {
         for (int64_t j = 0; j < ow; ++j) {
           const float v = gp[i * ow + j] * inv;
