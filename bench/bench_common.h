@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "bench/test_functions.h"
-#include "search/auto_sampler.h"
-#include "search/gp_sampler.h"
-#include "search/random_sampler.h"
-#include "search/tpe_sampler.h"
+#include "search/samplers/auto_sampler.h"
+#include "search/samplers/gp/gp_sampler.h"
+#include "search/samplers/random_sampler.h"
+#include "search/samplers/tpe/tpe_sampler.h"
 #include "tuner/tuner.h"
 
 namespace tuner::bench {

@@ -7,7 +7,7 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "search/pareto.h"
-#include "service/sweep_runner.h"
+#include "sweep/sweep_runner.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/param_value.h"

@@ -1,6 +1,6 @@
 #include "cli/coordinator_security.h"
 
-#include "executor/transport/curve_keys.h"
+#include "wire/curve_keys.h"
 
 namespace tuner::cli {
 

@@ -4,7 +4,7 @@
 #define TUNER_CLI_COORDINATOR_SECURITY_H_
 
 #include "cli/command.h"
-#include "service/coordinator.h"
+#include "coordinator/coordinator.h"
 
 namespace tuner::cli {
 

@@ -5,7 +5,7 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "executor/executor_service.h"
-#include "executor/transport/curve_keys.h"
+#include "wire/curve_keys.h"
 
 namespace tuner::cli {
 namespace {

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "cli/command.h"
-#include "service/model_export.h"
+#include "sweep/model_export.h"
 #include "trials/error.h"
 
 namespace tuner::cli {

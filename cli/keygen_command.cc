@@ -1,8 +1,8 @@
-// tuner keygen: a CURVE key pair for a coordinator or an executor (executor/transport/curve_keys.h).
+// tuner keygen: a CURVE key pair for a coordinator or an executor (wire/curve_keys.h).
 #include <iostream>
 
 #include "cli/command.h"
-#include "executor/transport/curve_keys.h"
+#include "wire/curve_keys.h"
 
 namespace tuner::cli {
 

@@ -12,9 +12,9 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "report/html_report.h"
-#include "service/metric_constraint.h"
-#include "service/model_export.h"
-#include "service/sweep_runner.h"
+#include "coordinator/metric_constraint.h"
+#include "sweep/model_export.h"
+#include "sweep/sweep_runner.h"
 #include "trials/error.h"
 
 namespace tuner::cli {

@@ -1,11 +1,11 @@
-// tuner serve: one coordinator for the studies of a SQLite file (service/serve.h); and tuner
+// tuner serve: one coordinator for the studies of a SQLite file (sweep/serve.h); and tuner
 // stop|pause|unpause, which ask it to change a study's state.
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/coordinator_security.h"
 #include "cli/stop_signals.h"
-#include "service/serve.h"
+#include "sweep/serve.h"
 
 namespace tuner::cli {
 

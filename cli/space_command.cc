@@ -2,9 +2,9 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "search/import_nni.h"
-#include "search/import_wandb.h"
-#include "search/search_space_json.h"
+#include "search/space/import_nni.h"
+#include "search/space/import_wandb.h"
+#include "search/space/search_space_json.h"
 
 namespace tuner::cli {
 

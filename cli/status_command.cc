@@ -6,7 +6,7 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "search/pareto.h"
-#include "service/serve.h"
+#include "sweep/serve.h"
 #include "tuner/study.h"
 
 namespace tuner::cli {

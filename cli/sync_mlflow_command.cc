@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "service/mlflow_export.h"
-#include "service/sweep_runner.h"
-#include "service/sweep_tracking.h"
+#include "sweep/mlflow_export.h"
+#include "sweep/sweep_runner.h"
+#include "sweep/sweep_tracking.h"
 #include "storage/sqlite_storage.h"
 #include "tracking/mlflow_sync.h"
 #include "trials/error.h"

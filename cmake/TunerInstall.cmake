@@ -6,7 +6,7 @@
 #                                               imported targets tuner::tuner (shared) and
 #                                               tuner::tuner_static
 #   lib/pkgconfig/tuner.pc                      pkg-config --cflags --libs tuner
-# The headers keep the tree's include paths (#include <tuner/tuner.h> includes "search/sampler.h")
+# The headers keep the tree's include paths (#include <tuner/tuner.h> includes "search/samplers/sampler.h")
 # under a root of their own, include/tuner, so that their folders do not land in include/ itself.
 # The service (coordinator, executor, engine, registry) is installed as the command only.
 include(CMakePackageConfigHelpers)

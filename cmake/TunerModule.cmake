@@ -2,7 +2,7 @@
 #
 # Declares the library of one top-level folder: every *.cc below the folder that is not a test
 # (*_test.cc) or a benchmark (*_benchmark.cc) is a source; the folder's parent is the include root,
-# so headers are included as "search/sampler.h". Unit tests (*_test.cc beside the code) become one
+# so headers are included as "search/samplers/sampler.h". Unit tests (*_test.cc beside the code) become one
 # gtest executable per module, NAME_tests, registered with CTest.
 #
 # LIBRARY: the module is part of the installed tuning library (tuner/CMakeLists.txt makes

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "trials/param_value.h"
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 

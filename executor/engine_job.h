@@ -39,7 +39,7 @@
 
 #include "executor/command_job.h"
 #include "trials/param_value.h"
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 
@@ -119,7 +119,7 @@ EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& pa
 
 // Substitutes `params` into the job's model alone and checks it as resolve_engine_job does: the
 // spec builds, its input is the shape of the dataset's samples and its output [the dataset's
-// classes]. The load-time probes of a sweep file (service/sweep_file.h), which have values for the
+// classes]. The load-time probes of a sweep file (sweep/sweep_file.h), which have values for the
 // model's placeholders only, call it. Errors as resolve_engine_job, e.g.
 // `job.model.layers[3]: the model's output is [3], but fashion-mnist has 10 classes: ...`.
 void check_engine_model(const EngineJobSpec& spec, const Params& params,

@@ -26,11 +26,11 @@
 #include "executor/trial_job.h"
 #include "executor/node_store.h"
 #include "executor/tensorboard_events.h"
-#include "executor/transport/message_socket.h"
+#include "wire/message_socket.h"
 #include "executor/unique_fd.h"
 #include "training/device/gpu_inventory.h"
 #include "trials/error.h"
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 

@@ -1,4 +1,4 @@
-// ExecutorService: the worker side of the protocol (trials/protocol.h; docs/protocol.md).
+// ExecutorService: the worker side of the protocol (wire/protocol.h; docs/protocol.md).
 //
 // Connects a DEALER to the coordinator, says HELLO with its resources (CPU slots; GPUs), READY,
 // and runs each TRIAL's job on a thread of its own, at most `slots` at once (a TRIAL that finds
@@ -54,7 +54,7 @@
 #include <vector>
 
 #include "executor/command_job.h"
-#include "executor/transport/curve_keys.h"
+#include "wire/curve_keys.h"
 #include "trials/clock.h"
 
 namespace tuner {
@@ -71,7 +71,7 @@ using JobRunner = std::function<CommandOutcome(
 struct ExecutorOptions {
   // The coordinator's endpoint, e.g. "tcp://10.0.0.5:5555" or "ipc:///tmp/tuner.sock". Required.
   std::string coordinator;
-  // CURVE (executor/transport/curve_keys.h): this executor's key pair and the coordinator's
+  // CURVE (wire/curve_keys.h): this executor's key pair and the coordinator's
   // public key; the connection is encrypted and only that coordinator is talked to. The
   // coordinator must have been given curve_keys->public_key. Default: none.
   std::optional<CurveKeyPair> curve_keys;

@@ -19,10 +19,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include "executor/transport/message_socket.h"
+#include "wire/message_socket.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 namespace {

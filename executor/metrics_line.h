@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 

@@ -99,7 +99,7 @@ class TrialJob {
   virtual std::optional<std::string> failure_reason(std::string_view log_tail) const;
 
   // The parameters whose values decide whether a trial can start at all, which a sweep file
-  // checks on probe values at load (service/sweep_file.cc), and that check for one set of values:
+  // checks on probe values at load (sweep/sweep_file.cc), and that check for one set of values:
   // Error(kInvalidArgument) naming the JSON path under `where` when a trial with `params` would
   // fail at its start. Default: none.
   virtual std::vector<std::string> probed_params() const { return {}; }

@@ -59,7 +59,7 @@ struct ReportOptions {
 };
 
 // The trial that the export rule of the sweep that made the study picks (what `tuner sweep`
-// exported at its end, service/model_export.h), said in the summary and ringed in the Pareto
+// exported at its end, sweep/model_export.h), said in the summary and ringed in the Pareto
 // plots.
 struct ExportPick {
   std::string rule;          // e.g. "the highest val_accuracy with latency_ms <= 0.03"

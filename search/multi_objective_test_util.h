@@ -13,8 +13,8 @@
 #include "search/history.h"
 #include "search/pareto.h"
 #include "search/rng.h"
-#include "search/sampler.h"
-#include "search/search_space.h"
+#include "search/samplers/sampler.h"
+#include "search/space/search_space.h"
 #include "trials/constraints.h"
 #include "trials/frozen_trial.h"
 

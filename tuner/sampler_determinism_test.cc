@@ -5,11 +5,11 @@
 #include <functional>
 #include <memory>
 
-#include "search/gp_sampler.h"
-#include "search/grid_sampler.h"
-#include "search/nsga2_sampler.h"
-#include "search/random_sampler.h"
-#include "search/tpe_sampler.h"
+#include "search/samplers/gp/gp_sampler.h"
+#include "search/samplers/grid_sampler.h"
+#include "search/samplers/nsga2_sampler.h"
+#include "search/samplers/random_sampler.h"
+#include "search/samplers/tpe/tpe_sampler.h"
 #include "tuner/study.h"
 
 namespace tuner {

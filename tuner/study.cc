@@ -11,12 +11,12 @@
 #include <sstream>
 #include <thread>
 
-#include "search/auto_sampler.h"
-#include "search/gp_sampler.h"
-#include "search/grid_sampler.h"
+#include "search/samplers/auto_sampler.h"
+#include "search/samplers/gp/gp_sampler.h"
+#include "search/samplers/grid_sampler.h"
 #include "search/pareto.h"
-#include "search/random_sampler.h"
-#include "search/tpe_sampler.h"
+#include "search/samplers/random_sampler.h"
+#include "search/samplers/tpe/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"

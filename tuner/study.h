@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "search/sampler.h"
-#include "search/scheduler.h"
-#include "search/search_space.h"
+#include "search/samplers/sampler.h"
+#include "search/schedulers/scheduler.h"
+#include "search/space/search_space.h"
 #include "storage/storage.h"
 #include "trials/clock.h"
 #include "trials/error.h"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <set>
 
-#include "search/random_sampler.h"
+#include "search/samplers/random_sampler.h"
 #include "storage/sqlite_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "search/history.h"
-#include "search/sampler.h"
-#include "search/scheduler.h"
-#include "search/search_space.h"
+#include "search/samplers/sampler.h"
+#include "search/schedulers/scheduler.h"
+#include "search/space/search_space.h"
 #include "storage/storage.h"
 #include "trials/clock.h"
 #include "tuner/study.h"

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <filesystem>
 
-#include "search/random_sampler.h"
+#include "search/samplers/random_sampler.h"
 #include "storage/fault_injection_storage.h"
 #include "trials/error.h"
 #include "tuner/study.h"

@@ -7,11 +7,11 @@
 #include <set>
 #include <stdexcept>
 
-#include "search/grid_sampler.h"
-#include "search/median_stopping.h"
-#include "search/random_sampler.h"
+#include "search/samplers/grid_sampler.h"
+#include "search/schedulers/median_stopping.h"
+#include "search/samplers/random_sampler.h"
 #include "search/rng.h"
-#include "search/tpe_sampler.h"
+#include "search/samplers/tpe/tpe_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/clock.h"
 #include "trials/error.h"

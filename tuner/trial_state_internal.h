@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "search/rng.h"
-#include "search/scheduler.h"
+#include "search/schedulers/scheduler.h"
 #include "tuner/study_core.h"
 #include "tuner/trial.h"
 
@@ -31,7 +31,7 @@ struct Trial::State {
   std::map<std::string, Distribution, std::less<>> relative_distributions;
   std::optional<int64_t> last_step;
   std::optional<int64_t> max_step;  // the largest step reported through this handle
-  // The scheduler's memo for this trial (search/scheduler.h): reset when a step is reported
+  // The scheduler's memo for this trial (search/schedulers/scheduler.h): reset when a step is reported
   // that is not past every earlier one (a value may have been rewritten).
   ReportMemo memo;
   // Where the trial's params came from ("tpe", "enqueued", "retry": the "tuner:sampler" system

@@ -32,15 +32,15 @@
 #include <string>
 #include <vector>
 
-#include "executor/transport/message_socket.h"
-#include "search/asha.h"
-#include "search/hyperband.h"
-#include "search/median_stopping.h"
-#include "search/patience.h"
-#include "search/random_sampler.h"
-#include "service/coordinator.h"
+#include "wire/message_socket.h"
+#include "search/schedulers/asha.h"
+#include "search/schedulers/hyperband.h"
+#include "search/schedulers/median_stopping.h"
+#include "search/schedulers/patience.h"
+#include "search/samplers/random_sampler.h"
+#include "coordinator/coordinator.h"
 #include "storage/sqlite_storage.h"
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 #include "tuner/study.h"
 
 namespace {

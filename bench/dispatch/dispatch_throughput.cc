@@ -61,8 +61,8 @@
 #include <vector>
 
 #include "executor/executor_service.h"
-#include "search/random_sampler.h"
-#include "service/coordinator.h"
+#include "search/samplers/random_sampler.h"
+#include "coordinator/coordinator.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"

@@ -36,8 +36,8 @@
 
 #include "bench/bench_common.h"
 #include "bench/mo/problems.h"
-#include "search/gp_sampler.h"
-#include "search/nsga2_sampler.h"
+#include "search/samplers/gp/gp_sampler.h"
+#include "search/samplers/nsga2_sampler.h"
 #include "search/pareto.h"
 #include "trials/constraints.h"
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "search/median_stopping.h"
-#include "search/tpe_sampler.h"
+#include "search/schedulers/median_stopping.h"
+#include "search/samplers/tpe/tpe_sampler.h"
 #include "tuner/tuner.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "search/random_sampler.h"
+#include "search/samplers/random_sampler.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
 #include "tuner/study.h"

@@ -18,11 +18,11 @@
 #include <thread>
 #include <vector>
 
-#include "executor/transport/message_socket.h"
-#include "search/random_sampler.h"
-#include "service/coordinator.h"
+#include "wire/message_socket.h"
+#include "search/samplers/random_sampler.h"
+#include "coordinator/coordinator.h"
 #include "storage/sqlite_storage.h"
-#include "trials/protocol.h"
+#include "wire/protocol.h"
 #include "tuner/study.h"
 
 extern char** environ;

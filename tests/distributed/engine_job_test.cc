@@ -19,7 +19,7 @@
 
 #include "executor/child_process.h"
 #include "executor/executor_service.h"
-#include "service/coordinator.h"
+#include "coordinator/coordinator.h"
 #include "tests/distributed/tiny_engine_job.h"
 #include "tuner/study.h"
 

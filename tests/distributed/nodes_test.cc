@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "executor/executor_service.h"
-#include "service/coordinator.h"
+#include "coordinator/coordinator.h"
 #include "tests/distributed/tiny_engine_job.h"
 #include "training/checkpoint.h"
 #include "tuner/study.h"

@@ -32,8 +32,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "search/random_sampler.h"
-#include "search/tpe_sampler.h"
+#include "search/samplers/random_sampler.h"
+#include "search/samplers/tpe/tpe_sampler.h"
 #include "storage/optuna_schema.h"
 #include "storage/sqlite_storage.h"
 #include "trials/constraints.h"

@@ -26,7 +26,7 @@ libdir=$(cd "$prefix" && ls -d lib*/libtuner.a 2>/dev/null | head -n 1 | xargs -
 for f in bin/tuner "$libdir/libtuner.so" "$libdir/libtuner.so.0.2" "$libdir/libtuner.so.0.2.0" \
          "$libdir/cmake/tuner/tunerConfig.cmake" "$libdir/cmake/tuner/tunerConfigVersion.cmake" \
          "$libdir/cmake/tuner/tunerTargets.cmake" "$libdir/pkgconfig/tuner.pc" \
-         include/tuner/tuner/tuner.h include/tuner/search/tpe_sampler.h \
+         include/tuner/tuner/tuner.h include/tuner/search/samplers/tpe/tpe_sampler.h \
          include/tuner/storage/sqlite_storage.h include/tuner/trials/error.h; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not install $f"
 done

@@ -1,0 +1,86 @@
+// GroupCommit: one storage batch per turn of the coordinator's loop, and what waits for it.
+//
+// With one study, each turn tells the outcomes that arrived and asks the trials for the slots
+// they free inside one Study::run_batch (docs/protocol.md, "Group commit"). What may go out only
+// once that is durable waits here: the ACKs of the outcomes told (told()), the TRIALs of the
+// leases made (lease_made()), and on_trial_finished for asks that failed (ask_failed()). When
+// the batch commits, the Listener is told to send them; when it fails, nothing of it happened:
+// the outcomes are not ACKed (their executors send them again), the leases made are undone
+// (their executors get their credit back, trials asked in the batch do not exist, trials asked
+// before wait to be leased again) and the study asks nothing for a heartbeat interval. With
+// several studies there is no batch: every write commits on its own and nothing waits.
+// Invariants: outside run() nothing waits and open() is false.
+//
+// Thread safety: not thread-safe; the coordinator's loop thread uses it.
+#ifndef TUNER_COORDINATOR_GROUP_COMMIT_H_
+#define TUNER_COORDINATOR_GROUP_COMMIT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator/lease_table.h"
+#include "coordinator/node_groups.h"
+#include "coordinator/outbox.h"
+#include "trials/clock.h"
+
+namespace tuner {
+
+struct StudyRun;
+
+class GroupCommit {
+ public:
+  // What the coordinator does once a batch is durable, or undone.
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    // An outcome told in the batch is durable: the lease ends and its executor gets ACK.
+    virtual void acknowledge(uint64_t lease_id, const FrozenTrial& finished) = 0;
+    // A lease made in the batch may go out (TRIAL). It is in the table and unsent.
+    virtual void send_trial(uint64_t lease_id) = 0;
+    // A lease made in the batch was undone: the credit it took goes back to the executor on
+    // `route`.
+    virtual void return_credit(const std::string& route) = 0;
+  };
+
+  // `heartbeat_interval`: how long a study waits to ask again after a failed batch.
+  GroupCommit(LeaseTable& leases, NodeGroups& groups, Outbox& outbox, Clock& clock,
+              std::chrono::milliseconds heartbeat_interval, Listener& listener);
+
+  // Runs `body` (which must not throw) as one storage batch of `only` (the coordinator's one
+  // study), then sends or undoes what waits; with `only` null (several studies), runs it as it is.
+  void run(StudyRun* only, const std::function<void()>& body);
+  // A batch is open: outcomes and leases must wait for it.
+  bool open() const { return open_; }
+
+  // Inside an open batch: the lease's outcome `finished` is told; ACK once committed.
+  void told(Lease& lease, FrozenTrial finished);
+  // Inside an open batch: the lease was made; TRIAL once committed.
+  void lease_made(Lease& lease);
+  // Inside an open batch: `run`'s ask failed and stored `failed`; on_trial_finished once
+  // committed.
+  void ask_failed(StudyRun& run, FrozenTrial failed);
+
+ private:
+  void undo(StudyRun& run, const std::string& why);
+
+  // Constant after construction.
+  LeaseTable& leases_;
+  NodeGroups& groups_;
+  Outbox& outbox_;
+  Clock& clock_;
+  const std::chrono::milliseconds heartbeat_interval_;
+  Listener& listener_;
+
+  bool open_ = false;
+  std::vector<std::pair<uint64_t, FrozenTrial>> told_;  // lease, outcome: ACK after
+  std::vector<uint64_t> leased_;                        // TRIAL after
+  std::vector<std::pair<StudyRun*, FrozenTrial>> ask_failures_;
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_COORDINATOR_GROUP_COMMIT_H_

@@ -1,0 +1,119 @@
+#include "coordinator/placement.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+namespace tuner {
+
+namespace {
+
+bool has_gpus_free(const ExecutorSlots& executor, const StudyDemand& study) {
+  return study.gpus_per_trial <= 0 ||
+         static_cast<int>(executor.free_gpus.size()) >= study.gpus_per_trial;
+}
+
+// The first gpus_per_trial free GPUs of `executor` (none for a study that needs none).
+std::vector<int> gpus_for(const ExecutorSlots& executor, const StudyDemand& study) {
+  if (study.gpus_per_trial <= 0) return {};
+  std::vector<int> gpus = executor.free_gpus;
+  gpus.resize(static_cast<size_t>(study.gpus_per_trial));
+  return gpus;
+}
+
+}  // namespace
+
+std::optional<Assignment> next_group(const PlacementInput& input) {
+  for (size_t s = 0; s < input.studies.size(); ++s) {
+    const StudyDemand& study = input.studies[s];
+    if (study.nodes_per_trial <= 1 || !study.wants) continue;
+    Assignment assignment{.study = s};
+    for (size_t e = 0; e < input.executors.size(); ++e) {
+      const ExecutorSlots& executor = input.executors[e];
+      if (executor.credit <= 0 || executor.held >= executor.cpu_slots) continue;
+      if (!has_gpus_free(executor, study)) continue;
+      assignment.executors.push_back(e);
+      assignment.gpus.push_back(gpus_for(executor, study));
+      if (static_cast<int>(assignment.executors.size()) == study.nodes_per_trial) {
+        return assignment;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<bool> reserve_for_groups(const PlacementInput& input) {
+  std::vector<bool> reserved(input.executors.size(), false);
+  int fewest_single_node = std::numeric_limits<int>::max();
+  for (const StudyDemand& study : input.studies) {
+    if (study.nodes_per_trial == 1 && study.wants) {
+      fewest_single_node = std::min(fewest_single_node, study.leased);
+    }
+  }
+  for (const StudyDemand& study : input.studies) {
+    if (study.nodes_per_trial <= 1 || !study.wants || study.leased > fewest_single_node) continue;
+    std::vector<std::pair<int, size_t>> eligible;  // (leases held, executor)
+    for (size_t e = 0; e < input.executors.size(); ++e) {
+      if (reserved[e] || input.executors[e].gpus < study.gpus_per_trial) continue;
+      eligible.emplace_back(input.executors[e].held, e);
+    }
+    if (static_cast<int>(eligible.size()) < study.nodes_per_trial) continue;
+    std::stable_sort(eligible.begin(), eligible.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (int n = 0; n < study.nodes_per_trial; ++n) reserved[eligible[n].second] = true;
+  }
+  return reserved;
+}
+
+std::optional<Assignment> next_single(const PlacementInput& input,
+                                      const std::vector<bool>& reserved) {
+  for (size_t e = 0; e < input.executors.size(); ++e) {
+    const ExecutorSlots& executor = input.executors[e];
+    if (reserved[e] || executor.credit <= 0 || executor.held >= lease_limit(executor.cpu_slots)) {
+      continue;
+    }
+    std::optional<size_t> chosen;
+    for (size_t s = 0; s < input.studies.size(); ++s) {
+      const StudyDemand& study = input.studies[s];
+      if (!study.wants || study.nodes_per_trial > 1 || !has_gpus_free(executor, study)) continue;
+      if (!chosen || study.leased < input.studies[*chosen].leased) chosen = s;
+    }
+    if (chosen) {
+      return Assignment{
+          .study = *chosen, .executors = {e}, .gpus = {gpus_for(executor, input.studies[*chosen])}};
+    }
+  }
+  return std::nullopt;
+}
+
+void apply(PlacementInput& input, const Assignment& assignment) {
+  for (size_t n = 0; n < assignment.executors.size(); ++n) {
+    ExecutorSlots& executor = input.executors[assignment.executors[n]];
+    --executor.credit;
+    ++executor.held;
+    if (n < assignment.gpus.size()) {
+      for (int gpu : assignment.gpus[n]) {
+        executor.free_gpus.erase(
+            std::remove(executor.free_gpus.begin(), executor.free_gpus.end(), gpu),
+            executor.free_gpus.end());
+      }
+    }
+  }
+  ++input.studies[assignment.study].leased;
+}
+
+std::vector<Assignment> plan(PlacementInput input, std::vector<int> trials) {
+  for (size_t s = 0; s < input.studies.size(); ++s) input.studies[s].wants = trials[s] > 0;
+  std::vector<Assignment> round;
+  auto take = [&](Assignment assignment) {
+    apply(input, assignment);
+    if (--trials[assignment.study] <= 0) input.studies[assignment.study].wants = false;
+    round.push_back(std::move(assignment));
+  };
+  while (std::optional<Assignment> a = next_group(input)) take(std::move(*a));
+  const std::vector<bool> reserved = reserve_for_groups(input);
+  while (std::optional<Assignment> a = next_single(input, reserved)) take(std::move(*a));
+  return round;
+}
+
+}  // namespace tuner

@@ -1,0 +1,175 @@
+#include "coordinator/placement.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace tuner {
+namespace {
+
+ExecutorSlots executor(int credit, int cpu_slots, int held = 0, std::vector<int> free_gpus = {}) {
+  return ExecutorSlots{.credit = credit,
+                       .held = held,
+                       .cpu_slots = cpu_slots,
+                       .gpus = static_cast<int>(free_gpus.size()),
+                       .free_gpus = std::move(free_gpus)};
+}
+
+StudyDemand study(int leased = 0, int gpus_per_trial = 0, int nodes_per_trial = 1) {
+  return StudyDemand{.wants = true,
+                     .leased = leased,
+                     .gpus_per_trial = gpus_per_trial,
+                     .nodes_per_trial = nodes_per_trial};
+}
+
+// The studies of a round's assignments, in order.
+std::vector<size_t> studies_of(const std::vector<Assignment>& round) {
+  std::vector<size_t> studies;
+  for (const Assignment& a : round) studies.push_back(a.study);
+  return studies;
+}
+
+TEST(PlacementTest, AFreeSlotGoesToTheStudyWithTheFewestTrialsLeased) {
+  PlacementInput input{.executors = {executor(/*credit=*/4, /*cpu_slots=*/4)},
+                       .studies = {study(/*leased=*/2), study(/*leased=*/0)}};
+  const std::vector<Assignment> round = plan(input, {10, 10});
+  // Study 1 catches up first (0, 1 < 2), then they take turns, study 0 first on ties.
+  EXPECT_EQ(studies_of(round), (std::vector<size_t>{1, 1, 0, 1}));
+}
+
+TEST(PlacementTest, TiesGoToTheStudyAddedFirst) {
+  PlacementInput input{.executors = {executor(3, 4)}, .studies = {study(), study(), study()}};
+  EXPECT_EQ(studies_of(plan(input, {5, 5, 5})), (std::vector<size_t>{0, 1, 2}));
+  std::optional<Assignment> first = next_single(input, {false});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->study, 0u);
+}
+
+TEST(PlacementTest, AStudyWithNothingToLeaseIsPassedOver) {
+  PlacementInput input{.executors = {executor(4, 4)}, .studies = {study(), study(/*leased=*/3)}};
+  // Study 0 has one trial to give: then study 1 gets the rest, though it has more leased.
+  EXPECT_EQ(studies_of(plan(input, {1, 5})), (std::vector<size_t>{0, 1, 1, 1}));
+  input.studies[0].wants = false;
+  input.studies[1].wants = false;
+  EXPECT_FALSE(next_single(input, {false}));
+}
+
+TEST(PlacementTest, AnExecutorTakesItsSlotsAndAsManyAgainAheadAtMost) {
+  EXPECT_EQ(lease_limit(3), 6);
+  // Credit beyond the limit is not used: 2 slots, 1 lease held, 3 more at most.
+  PlacementInput input{.executors = {executor(/*credit=*/10, /*cpu_slots=*/2, /*held=*/1)},
+                       .studies = {study()}};
+  EXPECT_EQ(plan(input, {10}).size(), 3u);
+  // And no more than its credit.
+  input.executors[0].credit = 2;
+  EXPECT_EQ(plan(input, {10}).size(), 2u);
+  // An executor without slots takes nothing.
+  input.executors[0] = executor(5, 0);
+  EXPECT_TRUE(plan(input, {10}).empty());
+}
+
+TEST(PlacementTest, EachTrialGetsTheGpusItNeedsOrWaits) {
+  PlacementInput input{.executors = {executor(4, 4, 0, {0, 1, 2})},
+                       .studies = {study(0, /*gpus_per_trial=*/2)}};
+  std::vector<Assignment> round = plan(input, {5});
+  ASSERT_EQ(round.size(), 1u);  // two GPUs left would be needed for a second
+  EXPECT_EQ(round[0].gpus, (std::vector<std::vector<int>>{{0, 1}}));
+
+  // A GPU held (not free) is not given; a study that needs none takes the slot.
+  input.executors[0].free_gpus = {2};
+  input.studies.push_back(study());
+  round = plan(input, {5, 1});
+  ASSERT_EQ(round.size(), 1u);
+  EXPECT_EQ(round[0].study, 1u);
+  EXPECT_EQ(round[0].gpus, (std::vector<std::vector<int>>{{}}));
+
+  // apply() takes the GPUs given.
+  input = PlacementInput{.executors = {executor(4, 4, 0, {3, 5})}, .studies = {study(0, 1)}};
+  round = plan(input, {5});
+  ASSERT_EQ(round.size(), 2u);
+  EXPECT_EQ(round[0].gpus[0], std::vector<int>{3});
+  EXPECT_EQ(round[1].gpus[0], std::vector<int>{5});
+}
+
+TEST(PlacementTest, AMultiNodeTrialGoesToAsManyExecutorsWithAFreeSlotAtOnce) {
+  PlacementInput input{
+      .executors = {executor(2, 1, /*held=*/1), executor(2, 1), executor(0, 1), executor(1, 2)},
+      .studies = {study(0, 0, /*nodes_per_trial=*/2)}};
+  // Executor 0's slot is taken (a trial taken ahead does not count), executor 2 has no credit.
+  std::optional<Assignment> group = next_group(input);
+  ASSERT_TRUE(group);
+  EXPECT_EQ(group->study, 0u);
+  EXPECT_EQ(group->executors, (std::vector<size_t>{1, 3}));
+  apply(input, *group);
+  EXPECT_EQ(input.executors[1].held, 1);
+  EXPECT_EQ(input.executors[3].credit, 0);
+  EXPECT_EQ(input.studies[0].leased, 1);
+  EXPECT_FALSE(next_group(input));  // only executor 3 has a free slot (and no credit) now
+}
+
+TEST(PlacementTest, CudaNodesEachGetTheGpusOfTheirRanks) {
+  PlacementInput input{.executors = {executor(1, 1, 0, {0}), executor(1, 1, 0, {0, 1}),
+                                     executor(1, 1, 0, {4, 5, 6})},
+                       .studies = {study(0, /*gpus_per_trial=*/2, /*nodes_per_trial=*/2)}};
+  std::optional<Assignment> group = next_group(input);
+  ASSERT_TRUE(group);
+  EXPECT_EQ(group->executors, (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(group->gpus, (std::vector<std::vector<int>>{{0, 1}, {4, 5}}));
+}
+
+// Without the reservation, the single-node study would take each slot as it frees, and the
+// multi-node trial, which needs both executors free at once, would wait for ever.
+TEST(PlacementTest, SingleNodeStudiesCannotStarveAMultiNodeOne) {
+  // Executor 1 is busy; executor 0 has a free slot. The multi-node study's turn has come (it
+  // has no more trials leased than the single-node one): both executors are kept for it.
+  PlacementInput input{.executors = {executor(1, 1), executor(1, 1, /*held=*/1)},
+                       .studies = {study(0, 0, 2), study(0)}};
+  EXPECT_FALSE(next_group(input));
+  EXPECT_EQ(reserve_for_groups(input), (std::vector<bool>{true, true}));
+  EXPECT_TRUE(plan(input, {1, 5}).empty());
+
+  // With more trials leased than the single-node study, its turn has not come: nothing is kept,
+  // and the single-node study takes executor 0's slot and one ahead on executor 1.
+  input.studies[0].leased = 1;
+  EXPECT_EQ(reserve_for_groups(input), (std::vector<bool>{false, false}));
+  EXPECT_EQ(studies_of(plan(input, {1, 5})), (std::vector<size_t>{1, 1}));
+
+  // The executors it keeps are those with enough GPUs that hold the fewest leases.
+  input = PlacementInput{.executors = {executor(0, 2, 2, {0}), executor(0, 2, 1, {0}),
+                                       executor(0, 2, 0), executor(0, 2, 0, {0})},
+                         .studies = {study(0, 1, 2), study(0)}};
+  EXPECT_EQ(reserve_for_groups(input), (std::vector<bool>{false, true, false, true}));
+  // Too few executors with GPUs: none kept.
+  input.studies[0].nodes_per_trial = 4;
+  EXPECT_EQ(reserve_for_groups(input), (std::vector<bool>(4, false)));
+}
+
+TEST(PlacementTest, ARoundLeasesMultiNodeTrialsFirst) {
+  PlacementInput input{.executors = {executor(2, 1), executor(2, 1)},
+                       .studies = {study(5), study(0, 0, 2)}};
+  const std::vector<Assignment> round = plan(input, {10, 1});
+  // The group takes one slot of each executor; then study 0 fills what is left ahead.
+  ASSERT_EQ(round.size(), 3u);
+  EXPECT_EQ(round[0].study, 1u);
+  EXPECT_EQ(round[0].executors, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(round[1].executors, std::vector<size_t>{0});
+  EXPECT_EQ(round[2].executors, std::vector<size_t>{1});
+}
+
+TEST(PlacementTest, AnExecutorThatIsGoneGetsNoMoreAndTheTrialGoesToAnother) {
+  PlacementInput input{.executors = {executor(2, 2), executor(2, 2)}, .studies = {study()}};
+  std::optional<Assignment> first = next_single(input, {false, false});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->executors, std::vector<size_t>{0});
+  // Its TRIAL could not be sent: dispatch takes the executor's credit (and the lease) back.
+  input.executors[0].credit = 0;
+  std::optional<Assignment> next = next_single(input, {false, false});
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->executors, std::vector<size_t>{1});
+  // Forgotten (not in the snapshot at all), the other takes everything.
+  input.executors.erase(input.executors.begin());
+  EXPECT_EQ(plan(input, {10}).size(), 2u);
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,27 @@
+// Prepared: a trial of a study on its way to an executor, with its lineage.
+//
+// Each lease holds one (a multi-node trial's nodes other than 0 hold a copy without the live
+// handle), and a study run keeps those asked and not yet leased (StudyRun::prepared).
+#ifndef TUNER_COORDINATOR_WORK_H_
+#define TUNER_COORDINATOR_WORK_H_
+
+#include <optional>
+#include <vector>
+
+#include "tuner/study.h"
+
+namespace tuner {
+
+// A trial asked from the study and not yet leased (its first executor vanished before TRIAL
+// could be queued), or the lineage of one that is.
+struct Prepared {
+  std::optional<Trial> trial;  // the live handle (Study::ask or Study::adopt)
+  Params params;
+  int attempt = 0;
+  std::vector<int> history;     // numbers of the earlier, failed attempts
+  bool asked_in_batch = false;  // asked in the open batch: gone if the batch fails
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_COORDINATOR_WORK_H_

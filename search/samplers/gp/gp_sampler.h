@@ -1,0 +1,106 @@
+// GpSampler: Bayesian optimization with a Gaussian process (issue 17; docs/samplers.md, "GP").
+//
+// After n_startup_trials random trials, each proposal fits a GaussianProcess (Matern 5/2, a
+// lengthscale per dimension, noise; search/samplers/gp/gaussian_process.h) to the COMPLETE trials (their
+// values through a power transform, search/samplers/gp/output_warping.h) and takes the point of the space
+// that maximizes the log expected improvement over the best posterior mean at a trial so far (a
+// noisy objective's luckiest observation is not the target). Parameters go
+// to the unit cube: floats linearly or, with log, in log space; integers and stepped floats as a
+// continuous range widened by half a step on each side, rounded back (as Optuna's GPSampler);
+// a categorical as one coordinate per choice (one-hot), the largest giving the choice. Running
+// trials count as observed at the worst value so far (a constant liar), so parallel workers
+// spread out. The acquisition is maximized over random candidates and candidates near the best
+// trials (scored in one batch), then refined from the best few by L-BFGS over the continuous
+// coordinates (with the acquisition's analytic gradient) and by a shrinking local search.
+//
+// The kernel fit. Fitting the kernel parameters from scratch (several L-BFGS starts) costs most
+// of a proposal, and they change little from one trial to the next. So they are fitted from
+// scratch only at anchors: of m observed trials (in the history's order), the first a(m), a(m)
+// the largest multiple of refit_every (10) at most m, and past 200 trials of 5% of m in multiples
+// of it. The proposal's own fit is one L-BFGS run from the anchor's parameters. Proposals stay a
+// function of the history alone: the anchor's fit depends only on its trials (its restarts seeded
+// by a hash of its points and values), and the fits kept for reuse are found by those points and
+// values compared in full; a fresh sampler (a resumed study, another process) recomputes the
+// anchor's fit and proposes exactly what one that has run the whole study proposes.
+//
+// Constraints (trials/constraints.h): once a COMPLETE trial has constraint values, one GP more
+// per constraint models it, and the acquisition is the log expected improvement over the best
+// posterior mean at a feasible trial plus the log probability that every constraint is <= 0
+// (the constraints taken as independent, as Optuna's GPSampler); while no trial is feasible, the
+// probability of feasibility alone. The local candidates start from the best feasible trials,
+// then the least infeasible ones.
+//
+// Several objectives (issue 19). A study of several directions gets one GP per objective (each
+// maximized: a minimized objective negated, warped, its kernel fit anchored and warm-started as
+// above), and the acquisition is the log expected hypervolume improvement over the front of the
+// (feasible) observed trials, against a reference 10% of each objective's range beyond its worst
+// observed value: a Monte Carlo mean over 128 fixed normal samples (a Halton sequence shifted by
+// uniforms drawn from the trial's Rng) of the volume the sampled point adds, from a decomposition
+// of the region no front point dominates into boxes (a grid over all objectives but the last,
+// about n^(m-1) boxes for a front of n; past 4096 cells the front is thinned to its points of
+// largest hypervolume). The gradient is analytic, so the maximization is the one-objective one,
+// its local candidates started from the front's five points of largest hypervolume. Where no
+// sample improves, the acquisition is a smooth floor far below: the log probability of beating
+// the front's best in every objective. Constraints and running trials as for one objective (times
+// the probability of feasibility; the constant liar at each objective's worst value).
+//
+// Define-by-run studies sample jointly the parameters every COMPLETE trial has with the same
+// distribution (relative_space); the others, conditional parameters and normal priors are
+// sampled at random. Deterministic: the same history, trial and Rng give the same values,
+// whatever the sampler has seen before. Thread-safe: its one state, the anchors' fits kept for
+// reuse, is guarded by a mutex.
+#ifndef TUNER_SEARCH_SAMPLERS_GP_GP_SAMPLER_H_
+#define TUNER_SEARCH_SAMPLERS_GP_GP_SAMPLER_H_
+
+#include <memory>
+
+#include "search/samplers/sampler.h"
+
+namespace tuner {
+
+struct GpSamplerOptions {
+  // Random trials before the GP takes over. Default 10 (as Optuna's GPSampler).
+  int n_startup_trials = 10;
+  // Random candidates per proposal, and candidates around each of the best trials. Defaults 1024
+  // and 128.
+  int n_candidates = 1024;
+  int n_local_candidates = 128;
+  // The most finished trials the GP is fitted to. Past it the fit takes the best half of them by
+  // value and the most recent for the rest, so that an ask's cost stops growing (a fit is cubic
+  // in its trials): at 300 trials without a window an ask took 20 times the ask at 100.
+  int max_fit_trials = 200;
+  // Fit the GP to the values through a Yeo-Johnson power transform (search/samplers/gp/output_warping.h)
+  // instead of as they are. Default: true.
+  bool warp_outputs = true;
+  // How often the kernel parameters are fitted from scratch: at every refit_every-th observed
+  // trial up to 200 (past it, every 5% of the trials, in multiples of it); the fits in between
+  // start from the last such fit's parameters. 0: from scratch at every proposal. Default 10.
+  int refit_every = 10;
+};
+
+class GpSampler final : public Sampler {
+ public:
+  explicit GpSampler(GpSamplerOptions options = {});
+  ~GpSampler() override;
+
+  Params sample(const SearchSpace& space, const History& history, const TrialContext& trial,
+                Rng& rng) override;
+  ParamValue sample_independent(const std::string& name, const Distribution& distribution,
+                                const History& history, const TrialContext& trial,
+                                Rng& rng) override;
+  SearchSpace relative_space(const History& history) override;
+  std::string name() const override { return "gp"; }
+
+ private:
+  class FitCache;
+  // sample() for a study of several objectives: expected hypervolume improvement.
+  Params sample_multi(const SearchSpace& space, const History& history, const TrialContext& trial,
+                      Rng& rng);
+
+  GpSamplerOptions options_;
+  std::unique_ptr<FitCache> fits_;  // never null
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_SEARCH_SAMPLERS_GP_GP_SAMPLER_H_

@@ -1,0 +1,315 @@
+#include "sweep/model_export.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "registry/test_util.h"
+#include "sweep/sweep_runner.h"
+#include "storage/sqlite_storage.h"
+#include "training/data/fashion_mnist.h"
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Trial n's model file, as an engine trial leaves it in its artifacts folder: a model of `spec`
+// initialized from seed n.
+void write_trial_model(const training::ModelSpec& spec, training::Backend& backend,
+                       const std::string& artifacts, int n) {
+  auto model = training::build_model(spec, 1, backend, static_cast<uint64_t>(n));
+  training::Checkpoint c;
+  c.model_spec = spec.json;
+  c.parameters = model->parameters().values_to_host();
+  c.buffers = model->parameters().buffer_values_to_host();
+  const fs::path dir = fs::path(artifacts) / ("trial-" + std::to_string(n));
+  fs::create_directories(dir);
+  training::save_checkpoint((dir / "model.ckpt").string(), c);
+}
+
+using ::testing::HasSubstr;
+using registry::testing::ScratchDir;
+
+constexpr char kModel[] =
+    R"({"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]})";
+
+// A study as `tuner sweep` leaves it: the sweep file stored with it, three trials (0 and 2
+// COMPLETE, 1 FAIL) and the engine's checkpoints of the complete ones in the artifacts dir.
+class ExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = (scratch_.path() / "s.db").string();
+    const std::string artifacts = (scratch_.path() / "artifacts").string();
+    const std::string text = std::string(R"({"name": "s",
+      "space": {"params": {"lr": {"type": "float", "low": 0.001, "high": 0.1}}},
+      "objective": {"metric": "val_accuracy", "direction": "maximize"},
+      "budget": {"trials": 3},
+      "job": {"kind": "engine", "model": )") + kModel + R"(,
+              "data": {"dataset": "fashion-mnist", "train": 300, "validation": 100},
+              "training": {"lr": "{lr}"}, "artifacts_dir": ")" + artifacts + R"("},
+      "export": {"registry": "reg", "name": "clf"}})";
+    sweep_ = parse_sweep_file(text, (scratch_.path() / "s.json").string());
+    SqliteStorage storage(db_);
+    const StudyRecord study = storage.create_study("s", {StudyDirection::kMaximize});
+    const nlohmann::json stored = {{"path", sweep_.path},
+                                   {"file", nlohmann::json::parse(to_json(sweep_))}};
+    storage.set_study_system_attr(study.study_id, kSweepAttr,
+                                  nlohmann::json(stored.dump()).dump());
+    const training::ModelSpec spec = training::parse_model_spec(kModel);
+    auto backend = training::make_cpu_backend(1);
+    const double accuracy[] = {0.80, 0.0, 0.85};
+    for (int n = 0; n < 3; ++n) {
+      const FrozenTrial t = storage.create_trial(study.study_id);
+      storage.set_trial_param(t.trial_id, "lr", FloatDistribution{.low = 0.001, .high = 0.1},
+                              0.01 * (n + 1));
+      if (n == 1) {
+        storage.finish_trial(t.trial_id, TrialState::kFail, {});
+        continue;
+      }
+      storage.set_trial_user_attr(t.trial_id, "val_accuracy", std::to_string(accuracy[n]));
+      storage.set_trial_user_attr(t.trial_id, "val_loss", std::to_string(1 - accuracy[n]));
+      storage.finish_trial(t.trial_id, TrialState::kComplete, {accuracy[n]});
+      write_trial_model(spec, *backend, artifacts, n);
+    }
+  }
+
+  bool have_data() const {
+    return fs::exists(training::fashion_mnist_dir() + "train-images-idx3-ubyte.gz");
+  }
+
+  ScratchDir scratch_;
+  std::string db_;
+  SweepFile sweep_;
+};
+
+TEST_F(ExportTest, ExportsTheBestTrialByDefaultAndTheRequestedOne) {
+  if (!have_data()) GTEST_SKIP() << "install Debian's dataset-fashion-mnist";
+  ExportRequest r;
+  r.study = "s";
+  r.storage = db_;
+  r.registry_dir = (scratch_.path() / "reg").string();
+  r.promote_if_better = true;
+  const ExportResult best = export_trial(r);
+  EXPECT_EQ(best.model_name, "s");
+  EXPECT_EQ(best.version.version, 1);
+  EXPECT_EQ(best.version.lineage.trial, 2);
+  EXPECT_EQ(best.version.metric, "val_accuracy");
+  EXPECT_TRUE(best.version.maximize);
+  EXPECT_EQ(best.version.metric_value, 0.85);
+  EXPECT_EQ(best.version.lineage.params.at("lr"), "0.03");
+  EXPECT_TRUE(best.version.promotion->promoted);
+  EXPECT_EQ(best.alias_summary, "champion");
+  EXPECT_THAT(best.version.source, HasSubstr("trial-2/model.ckpt"));
+
+  r.trial = 0;
+  const ExportResult first = export_trial(r);
+  EXPECT_EQ(first.version.version, 2);
+  EXPECT_FALSE(first.version.promotion->promoted);
+  EXPECT_EQ(first.version.promotion->champion_value, 0.85);
+
+  // The normalization of the trial's training split, for predict and Python clients.
+  std::ifstream in(first.dir / "engine" / "preprocessing.json");
+  const nlohmann::json p = nlohmann::json::parse(in);
+  EXPECT_GT(p["normalize"]["mean"].get<double>(), 0.1);
+  EXPECT_GT(p["normalize"]["stddev"].get<double>(), 0.1);
+  EXPECT_EQ(p["dataset"], "fashion-mnist");
+  // Issue 15, item 12: the model takes the dataset's own pixels (uint8 0..255) and normalizes
+  // them in model.onnx; the signature says so.
+  EXPECT_EQ(p["input"]["dtype"], "uint8");
+  EXPECT_EQ(p["input"]["divisor"], 255.0);
+  EXPECT_EQ(p["in_model_onnx"], true);
+  std::ifstream mlmodel(first.dir / "MLmodel");
+  std::stringstream text;
+  text << mlmodel.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("\"dtype\":\"uint8\",\"shape\":[-1,1,28,28]"));
+}
+
+TEST_F(ExportTest, ExportBestOfSweepUsesTheExportSection) {
+  if (!have_data()) GTEST_SKIP() << "install Debian's dataset-fashion-mnist";
+  SweepFile no_export = sweep_;
+  no_export.export_config.reset();
+  EXPECT_FALSE(export_best_of_sweep(no_export));
+  SweepFile sweep = sweep_;
+  sweep.storage_path = db_;
+  const std::optional<ExportResult> result = export_best_of_sweep(sweep);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->model_name, "clf");
+  EXPECT_EQ(result->version.lineage.trial, 2);
+  EXPECT_EQ(result->alias_summary, "champion");
+  EXPECT_TRUE(fs::exists(fs::path(sweep.export_config->registry_path) / "clf" / "1" / "MLmodel"));
+}
+
+// Issue 19, item 5: a study of two objectives (accuracy against latency) with a limit on the
+// parameter count, as examples/sweeps/fashion_mnist_tradeoff.json has. The trials, (val_accuracy,
+// latency_ms; num_params):
+//   0: (0.90, 3.0; 5e5)  on the front, too slow for latency_ms <= 2
+//   1: (0.87, 1.5; 2e6)  on the front, too large for num_params <= 1e6
+//   2: (0.84, 1.2; 5e5)  on the front, within both limits
+//   3: (0.85, 1.6; 5e5)  dominated by 1, within both limits: on the front of those within them
+//   4: (0.70, 0.5; 1e5)  on the front, within both limits
+//   5: (0.86, 1.4; 5e5)  RUNNING (never a candidate)
+class ParetoExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = (scratch_.path() / "p.db").string();
+    const std::string artifacts = (scratch_.path() / "artifacts").string();
+    const std::string text = std::string(R"({"name": "p",
+      "space": {"params": {"lr": {"type": "float", "low": 0.001, "high": 0.1}}},
+      "objectives": [{"metric": "val_accuracy", "direction": "maximize"},
+                     {"metric": "latency_ms", "direction": "minimize"}],
+      "budget": {"trials": 6},
+      "job": {"kind": "engine", "model": )") +
+                             kModel + R"(,
+              "data": {"dataset": "fashion-mnist", "train": 300, "validation": 100},
+              "training": {"lr": "{lr}"}, "artifacts_dir": ")" +
+                             artifacts + R"("},
+      "export": {"registry": "reg", "name": "tradeoff",
+                 "limits": [{"metric": "latency_ms", "max": 2},
+                            {"metric": "num_params", "max": 1000000}]}})";
+    sweep_ = parse_sweep_file(text, (scratch_.path() / "p.json").string());
+    sweep_.storage_path = db_;
+    SqliteStorage storage(db_);
+    const StudyRecord study =
+        storage.create_study("p", {StudyDirection::kMaximize, StudyDirection::kMinimize});
+    const nlohmann::json stored = {{"path", sweep_.path},
+                                   {"file", nlohmann::json::parse(to_json(sweep_))}};
+    storage.set_study_system_attr(study.study_id, kSweepAttr, nlohmann::json(stored.dump()).dump());
+    const training::ModelSpec spec = training::parse_model_spec(kModel);
+    auto backend = training::make_cpu_backend(1);
+    const double trials[][3] = {{0.90, 3.0, 5e5}, {0.87, 1.5, 2e6}, {0.84, 1.2, 5e5},
+                                {0.85, 1.6, 5e5}, {0.70, 0.5, 1e5}, {0.86, 1.4, 5e5}};
+    for (int n = 0; n < 6; ++n) {
+      const FrozenTrial t = storage.create_trial(study.study_id);
+      storage.set_trial_param(t.trial_id, "lr", FloatDistribution{.low = 0.001, .high = 0.1},
+                              0.01 * (n + 1));
+      // The objectives are the trial's values; the other figures are its user attributes.
+      storage.set_trial_user_attr(t.trial_id, "num_params", std::to_string(trials[n][2]));
+      if (n < 5)
+        storage.finish_trial(t.trial_id, TrialState::kComplete, {trials[n][0], trials[n][1]});
+      write_trial_model(spec, *backend, artifacts, n);
+    }
+  }
+
+  ExportRequest request() const {
+    ExportRequest r;
+    r.study = "p";
+    r.storage = db_;
+    r.registry_dir = (scratch_.path() / "reg").string();
+    r.promote_if_better = true;
+    return r;
+  }
+
+  bool have_data() const {
+    return fs::exists(training::fashion_mnist_dir() + "train-images-idx3-ubyte.gz");
+  }
+
+  ScratchDir scratch_;
+  std::string db_;
+  SweepFile sweep_;
+};
+
+using Bound = MetricConstraint::Bound;
+
+TEST_F(ParetoExportTest, PicksTheBestOnThePrimaryMetricWithinTheLimits) {
+  if (!have_data()) GTEST_SKIP() << "install Debian's dataset-fashion-mnist";
+  // Without limits: the front's best on the first objective.
+  ExportRequest r = request();
+  r.model_name = "free";
+  EXPECT_EQ(export_trial(r).version.lineage.trial, 0);
+  // The sweep's export section: the best on val_accuracy of the trials within the limits, and
+  // the same rule for the promotion.
+  const std::optional<ExportResult> result = export_best_of_sweep(sweep_);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->model_name, "tradeoff");
+  EXPECT_EQ(result->version.lineage.trial, 3);
+  EXPECT_EQ(result->version.metric, "val_accuracy");
+  EXPECT_TRUE(result->version.maximize);
+  EXPECT_EQ(result->version.lineage.metrics.at("latency_ms"), 1.6);  // the second value
+  EXPECT_EQ(result->alias_summary, "champion");
+  const registry::PromotionDecision& d = *result->version.promotion;
+  EXPECT_TRUE(d.promoted);
+  ASSERT_EQ(d.limits.size(), 2u);
+  EXPECT_EQ(d.limits[0].limit,
+            (registry::MetricLimit{"latency_ms", registry::MetricLimit::Bound::kMax, 2}));
+  EXPECT_EQ(d.limits[1].value, 5e5);
+  EXPECT_EQ(d.reason, "no champion yet; meets latency_ms <= 2 (1.6), num_params <= 1e+06 (500000)");
+  // A trial named outright that breaks a limit is exported, and not promoted.
+  r = request();
+  r.model_name = "tradeoff";
+  r.trial = 0;
+  r.limits = sweep_.export_config->limits;
+  const ExportResult slow = export_trial(r);
+  EXPECT_FALSE(slow.version.promotion->promoted);
+  EXPECT_EQ(slow.version.promotion->reason, "latency_ms = 3 breaks latency_ms <= 2");
+  // Another objective as the primary metric, with its direction from the study.
+  r = request();
+  r.model_name = "fastest";
+  r.metric = "latency_ms";
+  r.limits = {{"val_accuracy", Bound::kMin, 0.8}};
+  const ExportResult fastest = export_trial(r);
+  EXPECT_EQ(fastest.version.lineage.trial, 2);
+  EXPECT_FALSE(fastest.version.maximize);
+}
+
+TEST_F(ParetoExportTest, LimitsNoTrialMeetsAreAnError) {
+  ExportRequest r = request();
+  r.limits = {{"latency_ms", Bound::kMax, 0.4}, {"num_params", Bound::kMax, 1e6}};
+  try {
+    (void)export_trial(r);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_EQ(std::string(e.what()),
+              "no COMPLETE trial of study 'p' meets the limits latency_ms <= 0.4, num_params <= "
+              "1e+06 (of 5 with a value of 'val_accuracy': lowest latency_ms 0.5, lowest "
+              "num_params 100000); loosen the limits, or name the trial with --trial");
+  }
+  r.limits = {{"val_accuracy", Bound::kMin, 0.5}};
+  try {
+    (void)export_trial(r);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("bounds the primary metric 'val_accuracy'"));
+  }
+  EXPECT_FALSE(fs::exists(scratch_.path() / "reg" / "p"));
+}
+
+TEST_F(ExportTest, ErrorsNameTheStudyAndTrial) {
+  ExportRequest r;
+  r.study = "s";
+  r.storage = db_;
+  r.registry_dir = (scratch_.path() / "reg").string();
+  auto message = [&](const ExportRequest& req, ErrorCode code) {
+    try {
+      (void)export_trial(req);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "expected an error";
+    return std::string();
+  };
+  r.trial = 1;
+  EXPECT_THAT(message(r, ErrorCode::kFailedPrecondition), HasSubstr("trial 1 of study 's' is FAIL"));
+  r.trial = 9;
+  EXPECT_THAT(message(r, ErrorCode::kNotFound), HasSubstr("study 's' has no trial 9"));
+  r.trial.reset();
+  r.study = "other";
+  EXPECT_THAT(message(r, ErrorCode::kNotFound), HasSubstr("no study 'other'"));
+  r.study = "s";
+  r.metric = "epoch_seconds";
+  EXPECT_THAT(message(r, ErrorCode::kInvalidArgument), HasSubstr("direction of metric"));
+  r.metric.clear();
+  fs::remove(scratch_.path() / "artifacts" / "trial-2" / "model.ckpt");
+  EXPECT_THAT(message(r, ErrorCode::kNotFound), HasSubstr("trial 2 of study 's' has no model"));
+  EXPECT_FALSE(fs::exists(scratch_.path() / "reg" / "s"));
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,350 @@
+#include "sweep/serve.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "coordinator/local_executor.h"
+#include "sweep/sweep_runner.h"
+#include "storage/sqlite_storage.h"
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+std::string lock_path(const std::string& storage_path) { return storage_path + ".serve.lock"; }
+
+std::optional<ServeState> parse_state(std::string_view name) {
+  for (ServeState s : {ServeState::kActive, ServeState::kPaused, ServeState::kStopped,
+                       ServeState::kDone}) {
+    if (to_string(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+// The state a study system attribute holds (a JSON string), or nullopt.
+std::optional<ServeState> attr_state(const StudyRecord& study, const char* key) {
+  auto it = study.system_attrs.find(key);
+  if (it == study.system_attrs.end()) return std::nullopt;
+  try {
+    return parse_state(nlohmann::json::parse(it->second).get<std::string>());
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string state_json(ServeState state) { return nlohmann::json(to_string(state)).dump(); }
+
+// The serve's exclusive lock on its storage, held for its life; the file says who holds it.
+class ServeLock {
+ public:
+  explicit ServeLock(const std::string& storage_path) : path_(lock_path(storage_path)) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      throw Error(ErrorCode::kUnavailable, "cannot open the serve lock '" + path_ + "'");
+    }
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      const auto other = running_serve(storage_path);
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "a tuner serve already runs on " + storage_path +
+                      (other ? " (pid " + std::to_string(other->pid) + ", endpoint " +
+                                   other->endpoint + ")"
+                             : std::string()));
+    }
+  }
+  ~ServeLock() {
+    if (::ftruncate(fd_, 0) != 0) {
+      // Nothing to do: the lock goes with the descriptor, and a stale text is harmless.
+    }
+    ::close(fd_);
+  }
+  ServeLock(const ServeLock&) = delete;
+  ServeLock& operator=(const ServeLock&) = delete;
+
+  void describe(const std::string& endpoint) {
+    const std::string text = std::to_string(::getpid()) + "\n" + endpoint + "\n";
+    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, text.data(), text.size(), 0) < 0) {
+      throw Error(ErrorCode::kUnavailable, "cannot write the serve lock '" + path_ + "'");
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// A study this serve runs.
+struct Served {
+  StudyRunId id = 0;
+  ServeState applied = ServeState::kActive;
+  std::optional<SteadyClock::time_point> deadline;  // of the sweep's time budget
+};
+
+SqliteStorageOptions storage_options(const ServeOptions& options) {
+  SqliteStorageOptions storage;
+  if (options.busy_timeout) storage.busy_timeout = *options.busy_timeout;
+  return storage;
+}
+
+class Server {
+ public:
+  explicit Server(const ServeOptions& options)
+      : options_(options),
+        storage_(std::make_shared<SqliteStorage>(options.storage_path, storage_options(options))) {}
+
+  void run() {
+    ServeLock lock(options_.storage_path);
+    CoordinatorServiceOptions service;
+    service.endpoint = options_.endpoint;
+    service.security = options_.security;
+    if (service.security.curve_keys && options_.local_executors > 0) {
+      // The local executor connects with the coordinator's own key pair.
+      service.security.executor_keys.push_back(service.security.curve_keys->public_key);
+    }
+    service.log = [this](const std::string& line) {
+      if (options_.verbose) log(line);
+    };
+    coordinator_.emplace(service);
+    lock.describe(coordinator_->endpoint());
+    log("serve: listening on " + coordinator_->endpoint() + " for the studies of " +
+        options_.storage_path + " (pid " + std::to_string(::getpid()) + ")");
+    std::optional<LocalExecutor> local;
+    if (options_.local_executors > 0) {
+      local.emplace(LocalExecutorOptions{.coordinator = coordinator_->endpoint(),
+                                         .curve_keys = service.security.curve_keys,
+                                         .slots = options_.local_executors,
+                                         .log_dir = options_.storage_path + ".logs",
+                                         .log = service.log});
+    }
+
+    bool draining = false;
+    SteadyClock::time_point next_control = SteadyClock::now();
+    while (true) {
+      if (options_.abort.stop_requested()) {
+        coordinator_->abandon("the serve was stopped");
+        log("serve: stopped at once; the running trials run again when their studies resume");
+        break;
+      }
+      if (options_.drain.stop_requested() && !draining) {
+        draining = true;
+        coordinator_->drain();
+        log("serve: stopping: no new trials; waiting for " +
+            std::to_string(coordinator_->stats().active_leases) + " running trial(s)");
+      }
+      if (local && !local->failure().empty()) {
+        coordinator_->abandon("the local executor failed");
+        throw Error(ErrorCode::kUnavailable, "the serve's local executor failed: " +
+                                                 local->failure());
+      }
+      if (draining && coordinator_->done()) break;
+      coordinator_->poll_once(std::chrono::milliseconds(100));
+      if (SteadyClock::now() >= next_control) {
+        control(draining);
+        next_control = SteadyClock::now() + options_.control_interval;
+      }
+    }
+    coordinator_.reset();
+  }
+
+ private:
+  void log(const std::string& line) {
+    if (options_.log) options_.log(line);
+  }
+
+  void set_attr(int64_t study_id, const char* key, ServeState state) {
+    storage_->set_study_system_attr(study_id, key, state_json(state));
+  }
+
+  // Takes up what the studies' "tuner:serve" attributes ask, and ends the runs that are done.
+  void control(bool draining) {
+    std::vector<StudyRecord> studies;
+    try {
+      studies = storage_->list_studies();
+    } catch (const Error& e) {
+      log(std::string("serve: cannot read the studies (trying again): ") + e.what());
+      return;
+    }
+    for (const StudyRecord& study : studies) {
+      const std::optional<ServeState> wanted = serve_state(study);
+      if (!wanted || *wanted == ServeState::kDone) continue;
+      auto it = served_.find(study.name);
+      try {
+        if (it == served_.end()) {
+          if (!draining && *wanted != ServeState::kStopped) start(study, *wanted);
+          if (*wanted == ServeState::kStopped) finish(study.study_id, study.name);
+        } else if (*wanted != it->second.applied) {
+          apply(study, it->second, *wanted);
+        }
+      } catch (const Error& e) {
+        if (refused_.insert(study.name).second) {
+          log("serve: study '" + study.name + "': " + e.what());
+        }
+      }
+    }
+    for (auto it = served_.begin(); it != served_.end();) {
+      Served& s = it->second;
+      if (s.deadline && SteadyClock::now() >= *s.deadline) {
+        s.deadline.reset();
+        coordinator_->drain(s.id);
+        log("serve: study '" + it->first + "': its time budget ran out; no new trials");
+      }
+      if (!coordinator_->done(s.id)) {
+        ++it;
+        continue;
+      }
+      const CoordinatorStats stats = coordinator_->stats(s.id);
+      const int64_t study_id = coordinator_->study(s.id).id();
+      const std::optional<std::string> failure = coordinator_->failure(s.id);
+      coordinator_->remove_study(s.id);
+      log("serve: study '" + it->first + "' " +
+          (failure ? "stopped (" + *failure + ")" : std::string("done")) + ": " +
+          std::to_string(stats.completed) + " complete, " + std::to_string(stats.pruned) +
+          " pruned, " + std::to_string(stats.failed + stats.failed_asks) + " failed in this run");
+      // A serve that is stopping leaves its studies active: the next serve takes them up again.
+      if (!draining) finish(study_id, it->first);
+      it = served_.erase(it);
+    }
+  }
+
+  void start(const StudyRecord& record, ServeState wanted) {
+    SweepFile sweep = stored_sweep(record.name, options_.storage_path);
+    sweep.storage_path = options_.storage_path;
+    OpenedSweep opened = open_sweep(sweep, storage_);
+    StudyRunOptions run = study_run_options(opened);
+    const std::string name = record.name;
+    run.on_trial_finished = [this, name](const FrozenTrial& t) {
+      std::ostringstream line;
+      line << "serve: study '" << name << "': trial " << t.number << " " << to_string(t.state);
+      if (t.values.size() == 1) line << ": " << t.values[0];
+      log(line.str());
+    };
+    Served served;
+    served.id = coordinator_->add_study(std::move(opened.study), std::move(run));
+    if (opened.sweep.budget.time) served.deadline = SteadyClock::now() + *opened.sweep.budget.time;
+    refused_.erase(name);
+    log("serve: study '" + name + "' started" +
+        (opened.remaining_trials
+             ? ": " + std::to_string(*opened.remaining_trials) + " new trial(s) to go"
+             : std::string()));
+    auto [it, inserted] = served_.emplace(name, served);
+    apply(record, it->second, wanted);
+  }
+
+  void apply(const StudyRecord& record, Served& served, ServeState wanted) {
+    switch (wanted) {
+      case ServeState::kActive:
+        coordinator_->unpause(served.id);
+        break;
+      case ServeState::kPaused:
+        coordinator_->pause(served.id);
+        break;
+      case ServeState::kStopped:
+        coordinator_->drain(served.id);
+        break;
+      case ServeState::kDone:
+        break;
+    }
+    if (wanted != served.applied) log("serve: study '" + record.name + "' " + std::string(to_string(wanted)));
+    served.applied = wanted;
+    set_attr(record.study_id, kServeAppliedAttr, wanted);
+  }
+
+  // The study leaves the serve: its wanted and applied states say done.
+  void finish(int64_t study_id, const std::string& name) {
+    set_attr(study_id, kServeStateAttr, ServeState::kDone);
+    set_attr(study_id, kServeAppliedAttr, ServeState::kDone);
+    refused_.erase(name);
+  }
+
+  const ServeOptions& options_;
+  std::shared_ptr<SqliteStorage> storage_;
+  std::optional<Coordinator> coordinator_;
+  std::map<std::string, Served> served_;  // by study name
+  std::set<std::string> refused_;         // studies whose error was logged
+};
+
+}  // namespace
+
+std::string_view to_string(ServeState state) {
+  switch (state) {
+    case ServeState::kActive:
+      return "active";
+    case ServeState::kPaused:
+      return "paused";
+    case ServeState::kStopped:
+      return "stopped";
+    case ServeState::kDone:
+      return "done";
+  }
+  return "?";
+}
+
+void run_serve(const ServeOptions& options) {
+  if (options.storage_path.empty() || options.endpoint.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "serve: a storage path and an endpoint are required");
+  }
+  Server(options).run();
+}
+
+std::optional<ServeState> serve_state(const StudyRecord& study) {
+  return attr_state(study, kServeStateAttr);
+}
+
+std::optional<RunningServe> running_serve(const std::string& storage_path) {
+  const std::string path = lock_path(storage_path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<RunningServe> serve;
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    ::flock(fd, LOCK_UN);  // nobody holds it: no serve
+  } else if (errno == EWOULDBLOCK) {
+    char buffer[512] = {};
+    const ssize_t n = ::pread(fd, buffer, sizeof(buffer) - 1, 0);
+    std::istringstream text(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0));
+    serve.emplace();
+    text >> serve->pid >> serve->endpoint;
+  }
+  ::close(fd);
+  return serve;
+}
+
+bool request_serve_state(const std::string& storage_path, const std::string& study,
+                         ServeState state, std::chrono::milliseconds wait) {
+  if (!running_serve(storage_path)) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "no tuner serve runs on " + storage_path +
+                    " (start one: tuner serve --storage " + storage_path + " --endpoint ...)");
+  }
+  SqliteStorage storage(storage_path);
+  const std::optional<StudyRecord> record = storage.find_study(study);
+  if (!record || !record->system_attrs.contains(kSweepAttr)) {
+    throw Error(ErrorCode::kNotFound,
+                "no study '" + study + "' made from a sweep file in " + storage_path +
+                    " (submit one: tuner sweep FILE --storage " + storage_path + " --submit)");
+  }
+  storage.set_study_system_attr(record->study_id, kServeStateAttr, state_json(state));
+  const auto until = SteadyClock::now() + wait;
+  while (true) {
+    const std::optional<StudyRecord> now = storage.find_study(study);
+    const std::optional<ServeState> applied =
+        now ? attr_state(*now, kServeAppliedAttr) : std::nullopt;
+    // A stopped study that ended at once reads done.
+    if (applied == state || (state == ServeState::kStopped && applied == ServeState::kDone)) {
+      return true;
+    }
+    if (SteadyClock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace tuner

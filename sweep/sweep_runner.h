@@ -1,0 +1,136 @@
+// run_sweep: what `tuner sweep FILE` does. The study lives in the sweep's SQLite file; a
+// coordinator runs in this process and, unless the sweep asks for none, an executor with the
+// sweep's local slots too (its jobs are child processes, so a crashing trial cannot take the
+// sweep down). Executors on other hosts may connect to the same coordinator.
+//
+// MLflow tracking: with a "tracking" section the study is logged to MLflow as it runs, on a thread
+// of its own (sweep/sweep_tracking.h), and once more at the end; tracking never slows or fails
+// the sweep.
+//
+// Stopping: `drain` (a first Ctrl-C, or the time budget) starts no new trial and lets the
+// running ones finish; `abort` (a second Ctrl-C) stops them at once: each is stored as FAIL
+// ("abandoned") and enqueued with its params, so a resumed sweep runs it first. The time budget
+// (budget.time) ends the sweep on time: at its end the sweep drains, and the trials still running
+// a grace later (5% of budget.time, at most 30 s) are stopped as by `abort` (FAIL "abandoned: the
+// sweep's time budget ran out", enqueued). Each trial's own limit is budget.trial_time, which
+// its executor enforces. Either way everything finished is committed, and the sweep file is kept
+// with the study (system attribute "tuner:sweep") so that `tuner resume` needs only the study
+// name and the storage.
+//
+// Thread safety: run_sweep blocks the calling thread until the sweep ends; the stop tokens may
+// be requested from any thread.
+#ifndef TUNER_SWEEP_SWEEP_RUNNER_H_
+#define TUNER_SWEEP_SWEEP_RUNNER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "coordinator/coordinator.h"
+#include "sweep/sweep_file.h"
+#include "trials/frozen_trial.h"
+#include "tuner/study.h"
+
+namespace tuner {
+
+// The study system attribute that holds the sweep file (to_json(SweepFile)) as a JSON string.
+inline constexpr char kSweepAttr[] = "tuner:sweep";
+
+// Where a sweep stands; counts are over the whole study (earlier runs of it included).
+struct SweepProgress {
+  int64_t complete = 0, pruned = 0, failed = 0, running = 0;
+  int64_t infeasible = 0;  // COMPLETE trials that violate a constraint (counted in `complete`)
+  std::optional<int> trial_budget;  // the sweep's budget.trials
+  // The best feasible COMPLETE trial (every COMPLETE one is feasible without constraints).
+  std::optional<double> best_value;
+  std::optional<int> best_number;
+  std::chrono::seconds elapsed{0};                  // since this run started
+  std::optional<std::chrono::seconds> time_left;    // of the time budget
+  int64_t done_before = 0;  // trials finished by earlier runs (for a time-left estimate)
+  bool draining = false;
+};
+
+// Adds a COMPLETE, PRUNED or FAIL trial to the counts and best of `progress` (others are not
+// counted: `running` comes from the coordinator).
+void count_trial(SweepProgress& progress, const FrozenTrial& trial, StudyDirection direction);
+
+struct SweepRunOptions {
+  // Where the coordinator listens. Default: an ipc socket in a fresh temporary directory (only
+  // the local executor can reach it).
+  std::string endpoint;
+  // Who may connect to the endpoint (CURVE keys; coordinator/coordinator.h). The local executor is
+  // let in with the coordinator's own key pair.
+  CoordinatorSecurity security;
+  // How long a storage write waits for another process's lock before failing. Default: the
+  // storage's own (SqliteStorageOptions::busy_timeout, 5 s).
+  std::optional<std::chrono::milliseconds> busy_timeout;
+  // Per-trial logs. Default: "<storage path>.logs".
+  std::string log_dir;
+  std::stop_token drain;  // finish the running trials, start no more
+  std::stop_token abort;  // stop the running trials now
+  // About once a second, and once at the end.
+  std::function<void(const SweepProgress&)> on_progress;
+  // After each trial's outcome is stored.
+  std::function<void(const FrozenTrial&, const SweepProgress&)> on_trial_finished;
+  // Log lines of the coordinator and the local executor. Default: none.
+  std::function<void(const std::string&)> log;
+  // Problems that do not stop the sweep, one line each: MLflow tracking's (a server that is
+  // down: one line when it stops answering, one when it answers again). Default: none.
+  std::function<void(const std::string&)> warn;
+};
+
+enum class SweepEnd {
+  kBudgetSpent,  // the trial budget is used up or the sampler has nothing left
+  kTimeUp,       // the time budget ran out (running trials finished, or were stopped)
+  kDrained,      // `drain` was requested (running trials finished)
+  kAborted,      // `abort` was requested
+};
+
+struct SweepResult {
+  SweepEnd end = SweepEnd::kBudgetSpent;
+  SweepProgress progress;
+  // Trials still running a grace after the time budget ran out: stopped, stored FAIL and
+  // enqueued, so that a resumed sweep runs them first.
+  int stopped_at_time_up = 0;
+  std::string study_name;
+  std::string storage_path;
+};
+
+// A sweep's study, created or loaded by name, with the sweep file stored on it (kSweepAttr).
+struct OpenedSweep {
+  SweepFile sweep;  // an engine job without an artifacts_dir has "<storage path>.artifacts/<study>"
+  Study study;
+  std::vector<FrozenTrial> existing;      // the study's trials when it was opened
+  std::optional<int> remaining_trials;    // budget.trials less the trials already started
+                                          // (re-runs of lost trials are not counted)
+};
+OpenedSweep open_sweep(const SweepFile& sweep, std::shared_ptr<Storage> storage);
+// How the coordinator runs an opened sweep's study.
+StudyRunOptions study_run_options(const OpenedSweep& opened);
+
+// Runs (or continues: the study is created or loaded by name) the sweep. Throws Error for what
+// prevents the start (the storage cannot be opened, the endpoint cannot be bound, a study of that
+// name with another direction, no endpoint while no local executor slot or a job of "nodes" > 1
+// leaves nothing able to run its trials), and Error(kAborted) when the study stopped because
+// sampling failed 3 times in a row ("sweep 'NAME': sampling failed 3 times in a row: ...": a
+// space the sampler cannot sample), after the running trials finished; trial failures are
+// outcomes, not exceptions. An engine job without an artifacts_dir gets
+// "<storage path>.artifacts/<study name>" (studies of one file have trials of the same numbers).
+SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options = {});
+
+// Where an engine job keeps trial `number`'s best model (docs/engine_jobs.md, "Artifacts"): by
+// default "<storage path>.artifacts/<study name>/trial-<number>/model.ckpt". nullopt for command jobs and
+// when the file does not exist (the trial saved none).
+std::optional<std::string> trial_model_path(const SweepFile& sweep, int number);
+
+// The sweep file stored with a study by run_sweep, parsed back (relative paths as they were
+// resolved then). Throws Error(kNotFound) when the study has none (it was not made by a sweep).
+SweepFile stored_sweep(const std::string& study_name, const std::string& storage_path);
+
+}  // namespace tuner
+
+#endif  // TUNER_SWEEP_SWEEP_RUNNER_H_

@@ -1,0 +1,101 @@
+#include "sweep/sweep_runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sweep/sweep_file.h"
+#include "storage/in_memory_storage.h"
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+using ::testing::HasSubstr;
+
+SweepFile sweep_with(const std::string& objective, const std::string& sampler = "") {
+  return parse_sweep_file(R"({
+    "name": "s", "storage": "s.db",
+    "space": {"params": {"x": {"type": "float", "low": 0, "high": 1}}},
+    "objective": )" + objective +
+                              R"(,)" + sampler + R"(
+    "budget": {"trials": 3},
+    "job": {"kind": "command", "argv": ["true", "{x}"]}
+  })",
+                          "sweep.json");
+}
+
+const char* kMaximizeAcc = R"({"metric": "acc", "direction": "maximize"})";
+
+std::string open_error(const SweepFile& sweep, const std::shared_ptr<Storage>& storage) {
+  try {
+    open_sweep(sweep, storage);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 15, item 6: "minimize" on a MAXIMIZE study ran, printed the worst trial as the best and
+// exported the worst model as champion.
+TEST(OpenSweep, RefusesADirectionThatContradictsTheStudy) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  open_sweep(sweep_with(kMaximizeAcc), storage);
+  EXPECT_EQ(open_error(sweep_with(R"({"metric": "acc", "direction": "minimize"})"), storage),
+            "sweep.json: objective.direction is \"minimize\", but study 's' in s.db has "
+            "direction \"maximize\"; to start a new study instead, give it another name (\"name\" "
+            "in the file, or --study NAME)");
+}
+
+// Issue 15, item 6: a changed metric appended another metric's values and overwrote the names.
+TEST(OpenSweep, RefusesAMetricThatContradictsTheStudy) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  open_sweep(sweep_with(kMaximizeAcc), storage);
+  EXPECT_THAT(open_error(sweep_with(R"({"metric": "f1", "direction": "maximize"})"), storage),
+              HasSubstr("sweep.json: objective.metric is \"f1\", but study 's' in s.db has the "
+                        "metric \"acc\""));
+  EXPECT_NO_THROW(open_sweep(sweep_with(kMaximizeAcc), storage));
+}
+
+TEST(OpenSweep, RefusesASeedThatContradictsTheStudy) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  open_sweep(sweep_with(kMaximizeAcc, R"("sampler": {"type": "random", "seed": 3},)"), storage);
+  EXPECT_THAT(
+      open_error(sweep_with(kMaximizeAcc, R"("sampler": {"type": "random", "seed": 4},)"), storage),
+      HasSubstr("sweep.json: sampler.seed is 4, but study 's' in s.db has seed 3"));
+  // No seed in the file: the study's own.
+  EXPECT_EQ(open_sweep(sweep_with(kMaximizeAcc), storage).study.seed(), 3u);
+}
+
+// Issue 15, item 6: the sweep's seed was ignored for a study Optuna created (seed 0, nothing
+// stored).
+TEST(OpenSweep, AStudyOptunaMadeTakesTheSweepsSeed) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  storage->create_study("s", {StudyDirection::kMaximize});
+  const SweepFile seeded = sweep_with(kMaximizeAcc, R"("sampler": {"type": "random", "seed": 9},)");
+  EXPECT_EQ(open_sweep(seeded, storage).study.seed(), 9u);
+  EXPECT_EQ(open_sweep(seeded, storage).study.seed(), 9u);
+}
+
+// A file without a sampler type makes new studies with the default (auto); it continues a stored
+// study with the sampler that study was created with.
+TEST(OpenSweep, AStudyKeepsTheSamplerItWasCreatedWith) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  auto type_of_opened = [&](const std::string& name, const std::string& sampler = "") {
+    SweepFile sweep = sweep_with(kMaximizeAcc, sampler);
+    sweep.name = name;
+    return open_sweep(sweep, storage).sweep.sampler.type;
+  };
+  EXPECT_EQ(type_of_opened("s"), SamplerType::kAuto);
+  EXPECT_EQ(type_of_opened("s"), SamplerType::kAuto);
+  type_of_opened("t", R"("sampler": {"type": "random"},)");
+  EXPECT_EQ(type_of_opened("t"), SamplerType::kRandom);
+  // A study made before tuner stored its sampler was TPE's (the default then).
+  storage->create_study("old", {StudyDirection::kMaximize});
+  EXPECT_EQ(type_of_opened("old"), SamplerType::kTpe);
+  // A type in the file is the file's choice.
+  EXPECT_EQ(type_of_opened("old", R"("sampler": {"type": "auto"},)"), SamplerType::kAuto);
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,261 @@
+// The coordinator <-> executor messages and their wire encoding (docs/protocol.md).
+//
+// A message travels as ZeroMQ multipart frames (this file knows nothing of ZeroMQ: a frame is a
+// std::string). Exactly two frames, after any routing envelope a ROUTER socket adds:
+//   frame 0, the header, 8 bytes: the magic "TUNR", the protocol version (uint16, big-endian) and
+//            the message type (uint16, big-endian; the values of MessageType below never change);
+//   frame 1, the body: a UTF-8 JSON object whose members are the fields of the type's struct,
+//            named as in the struct (e.g. {"lease_id":7,"step":3,"metrics":{"loss":0.25}}).
+// A body may carry members this build does not know (they are ignored), so a later version may
+// add optional fields without bumping kProtocolVersion; removing or retyping one bumps it.
+//
+// Doubles (metrics, values) are JSON numbers, except NaN and the infinities, which JSON cannot
+// hold: they travel as the strings "nan", "inf" and "-inf" so that a diverged trial's NaN reaches
+// the coordinator to be judged. Parameters keep their types (trials/params_json.h).
+//
+// decode() never crashes or reads out of bounds on any input: anything malformed throws a
+// ProtocolError naming the problem and the field, for the coordinator to log and answer with
+// ERROR.
+//
+// Thread safety: the functions are pure and may be called from any thread.
+#ifndef TUNER_WIRE_PROTOCOL_H_
+#define TUNER_WIRE_PROTOCOL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "trials/error.h"
+#include "trials/param_value.h"
+
+namespace tuner {
+
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr char kProtocolMagic[4] = {'T', 'U', 'N', 'R'};
+inline constexpr size_t kProtocolHeaderBytes = 8;
+// The largest message, all frames together, that encode() produces and decode() accepts.
+inline constexpr size_t kMaxMessageBytes = size_t{16} << 20;  // 16 MiB
+
+// Thrown by encode() and decode(); code() is kInvalidArgument.
+class ProtocolError : public Error {
+ public:
+  explicit ProtocolError(const std::string& message)
+      : Error(ErrorCode::kInvalidArgument, message) {}
+};
+
+// What the coordinator tells a running job after a REPORT. The same three outcomes as a
+// scheduler's decision (search/schedulers/scheduler.h); trials/ cannot depend on search/, so the coordinator
+// maps one to the other.
+enum class JobDecision {
+  kContinue,
+  kStop,   // prune: terminate the job; the trial ends as PRUNED
+  kPause,  // checkpoint (where the job can) and end; the trial may be resumed later
+};
+
+std::string_view to_string(JobDecision decision);  // "continue", "stop", "pause"
+std::optional<JobDecision> parse_job_decision(std::string_view name);
+
+// Metric name -> value. Values may be NaN or infinite.
+using Metrics = std::map<std::string, double, std::less<>>;
+
+// The wire values; never renumber.
+enum class MessageType : uint16_t {
+  kHello = 1,
+  kReady = 2,
+  kTrial = 3,
+  kReport = 4,
+  kDecision = 5,
+  kResult = 6,
+  kFail = 7,
+  kAck = 8,
+  kHeartbeat = 9,
+  kError = 10,
+  kBye = 11,
+  kStoreSet = 12,
+  kStoreKeys = 13,
+};
+
+std::string_view to_string(MessageType type);  // "HELLO", "READY", ...
+
+struct GpuInfo {
+  int index = 0;              // the device ordinal on the executor's host
+  std::string name;           // e.g. "NVIDIA H200"
+  uint64_t memory_bytes = 0;  // total device memory
+  bool operator==(const GpuInfo&) const = default;
+};
+
+struct Resources {
+  int cpu_slots = 0;  // trials that may run at once on the CPU
+  std::vector<GpuInfo> gpus;
+  bool operator==(const Resources&) const = default;
+};
+
+// A trial an executor holds (running, queued, or finished and not ACKed) when it says HELLO, so
+// that a restarted coordinator can take it back (docs/protocol.md, "A coordinator restart").
+struct HeldLease {
+  uint64_t lease_id = 0;
+  std::string study_name;
+  int64_t trial_id = -1;
+  std::vector<int> gpus;  // the GPUs its TRIAL gave it
+  int node = 0;           // its TRIAL's node (optional on the wire: absent is 0)
+  bool operator==(const HeldLease&) const = default;
+};
+
+// executor -> coordinator, first message of a connection.
+struct HelloMessage {
+  std::string executor_id;  // stable across reconnects of one executor process
+  std::string hostname;
+  int64_t pid = 0;
+  Resources resources;
+  std::vector<HeldLease> leases;  // optional on the wire (absent: none)
+  bool operator==(const HelloMessage&) const = default;
+};
+
+// executor -> coordinator: ready for work.
+struct ReadyMessage {
+  int free_slots = 0;
+  std::vector<int> free_gpus;  // indices of GPUs no running trial holds
+  bool operator==(const ReadyMessage&) const = default;
+};
+
+// coordinator -> executor: run this trial under this lease.
+struct TrialMessage {
+  uint64_t lease_id = 0;  // unique per issue of a trial: a re-issued trial gets a new lease
+  std::string study_name;
+  int64_t trial_id = -1;
+  int number = -1;
+  int attempt = 0;  // 0 on the first issue, +1 per re-issue after a lost lease
+  Params params;
+  std::string job_json;  // the job (engine or command) as JSON text, parsed by the executor
+  int64_t heartbeat_interval_ms = 0;
+  std::vector<int> gpus;                       // GPU indices given to this trial
+  std::optional<std::string> checkpoint_path;  // resume from here when set
+  // A trial whose ranks span `nodes` executors (an engine job's "nodes"; docs/engine_jobs.md):
+  // this executor runs the ranks of node `node`, [node * ranks / nodes, (node + 1) * ranks /
+  // nodes). Node 0 holds rank 0 and alone reports and sends the trial's RESULT; the others send
+  // RESULT (no metrics) or FAIL for their part. The nodes meet through the coordinator's store
+  // (STORE_SET, STORE_KEYS). Optional on the wire: absent is node 0 of 1.
+  int node = 0;
+  int nodes = 1;
+  bool operator==(const TrialMessage&) const = default;
+};
+
+// executor -> coordinator: an intermediate value. Answered by DECISION.
+struct ReportMessage {
+  uint64_t lease_id = 0;
+  int64_t step = 0;
+  Metrics metrics;
+  bool operator==(const ReportMessage&) const = default;  // false when a metric is NaN
+};
+
+// coordinator -> executor: the answer to a REPORT.
+struct DecisionMessage {
+  uint64_t lease_id = 0;
+  JobDecision decision = JobDecision::kContinue;
+  bool operator==(const DecisionMessage&) const = default;
+};
+
+// executor -> coordinator: the job finished. Answered by ACK.
+struct ResultMessage {
+  uint64_t lease_id = 0;
+  Metrics metrics;             // the job's final metrics
+  std::vector<double> values;  // the objective values, one per study direction
+  // The metrics the job wrote as JSON integers: stored as integers. Optional on the wire.
+  std::vector<std::string> integer_metrics;
+  bool operator==(const ResultMessage&) const = default;
+};
+
+// executor -> coordinator: the job failed. Answered by ACK.
+struct FailMessage {
+  uint64_t lease_id = 0;
+  std::string reason;            // e.g. "exited with code 3", "killed by signal 9 (SIGKILL)"
+  std::optional<int> exit_code;  // set when the job was a process that exited
+  std::string log_tail;          // the last lines of the job's log
+  bool operator==(const FailMessage&) const = default;
+};
+
+// coordinator -> executor: RESULT or FAIL was committed (accepted) or refused (e.g. a stale
+// RESULT for a trial re-issued under another lease: accepted = false, reason says why).
+struct AckMessage {
+  uint64_t lease_id = 0;
+  bool accepted = true;
+  std::string reason;
+  bool operator==(const AckMessage&) const = default;
+};
+
+// Both ways: the leases the sender holds (executor) or still honours (coordinator).
+struct HeartbeatMessage {
+  std::vector<uint64_t> lease_ids;
+  bool operator==(const HeartbeatMessage&) const = default;
+};
+
+// Both ways: the peer sent something this side could not accept.
+struct ErrorMessage {
+  std::string message;
+  // The sender will not work with this peer (an executor id another live executor holds): the
+  // peer stops instead of saying HELLO again. Optional on the wire (absent: false).
+  bool refused = false;
+  // The coordinator does not know this connection (it restarted, or forgot a silent executor):
+  // the executor says HELLO again, as after any reconnect. Optional on the wire (absent: false).
+  bool say_hello = false;
+  bool operator==(const ErrorMessage&) const = default;
+};
+
+// Both ways: the sender is leaving.
+struct ByeMessage {
+  bool operator==(const ByeMessage&) const = default;
+};
+
+// The rendezvous store of a multi-node trial (TrialMessage::nodes > 1): a key/value store per
+// attempt, held by the coordinator, where the nodes' ranks publish what the others need (Gloo
+// addresses, the NCCL id). Keys are written once; values are bytes (hex on the wire).
+inline constexpr size_t kMaxStoreKeyBytes = 256;
+inline constexpr size_t kMaxStoreValueBytes = size_t{64} << 10;  // 64 KiB
+
+// executor -> coordinator: set `key` in the store of the trial of lease `lease_id` (a lease of
+// this executor). Not answered; every other node of the trial gets STORE_KEYS. Sending the same
+// key and value again is harmless; another value for a key already set is refused (ERROR).
+struct StoreSetMessage {
+  uint64_t lease_id = 0;
+  std::string key;    // 1..kMaxStoreKeyBytes bytes
+  std::string value;  // at most kMaxStoreValueBytes bytes, any bytes
+  bool operator==(const StoreSetMessage&) const = default;
+};
+
+// coordinator -> executor: keys of the store of the trial of lease `lease_id` (this executor's
+// lease) that other nodes set; after a reconnect, the whole store again.
+struct StoreKeysMessage {
+  uint64_t lease_id = 0;
+  std::map<std::string, std::string> entries;  // key -> value, as in StoreSetMessage
+  bool operator==(const StoreKeysMessage&) const = default;
+};
+
+using Message =
+    std::variant<HelloMessage, ReadyMessage, TrialMessage, ReportMessage, DecisionMessage,
+                 ResultMessage, FailMessage, AckMessage, HeartbeatMessage, ErrorMessage, ByeMessage,
+                 StoreSetMessage, StoreKeysMessage>;
+
+MessageType message_type(const Message& message);
+
+// The two frames of `message`. Strings must be UTF-8 (invalid bytes are sent as U+FFFD).
+// Throws ProtocolError when a parameter is not finite or the encoded message exceeds
+// kMaxMessageBytes (a sender truncates its log tail first).
+std::vector<std::string> encode(const Message& message);
+
+// The message in `frames` (the frames after any routing envelope).
+// Throws ProtocolError, naming the problem, for: a frame count other than 2, more than
+// kMaxMessageBytes in all, a header of the wrong size or magic, another protocol version, an
+// unknown type, a body that is not a JSON object, a missing or mistyped field, e.g.
+// "REPORT.metrics.loss: expected a number", a store key or value out of its bounds or a value
+// that is not hex.
+Message decode(std::span<const std::string> frames);
+
+}  // namespace tuner
+
+#endif  // TUNER_WIRE_PROTOCOL_H_
