@@ -20,20 +20,18 @@
 #include <vector>
 
 #include "bench/test_functions.h"
-#include "search/samplers/auto_sampler.h"
-#include "search/samplers/gp/gp_sampler.h"
-#include "search/samplers/random_sampler.h"
-#include "search/samplers/tpe/tpe_sampler.h"
+#include "search/registry.h"
 #include "tuner/tuner.h"
 
 namespace tuner::bench {
 
 // --- Samplers ------------------------------------------------------------------------------
 
-// random   RandomSampler
+// The samplers of search/registry.h by their names (random, tpe, gp, auto, nsga2), with these
+// variants:
 // tpe      TpeSampler, univariate (independent) Parzen estimators
 // tpe-mv   TpeSampler{.multivariate = true}
-// default  no sampler given: what Study::create picks (TpeSampler with default options)
+// default  no sampler given: what Study::create picks (the auto sampler)
 inline const std::vector<std::string>& sampler_names() {
   static const std::vector<std::string> names = {"random", "tpe", "tpe-mv", "default"};
   return names;
@@ -41,22 +39,20 @@ inline const std::vector<std::string>& sampler_names() {
 
 // Null for "default". Throws std::invalid_argument for an unknown name.
 inline std::shared_ptr<Sampler> make_sampler(const std::string& name) {
-  if (name == "random") return std::make_shared<RandomSampler>();
-  if (name == "tpe") {
-    TpeOptions options;
-    options.multivariate = false;  // the classic univariate TPE; the default is multivariate
-    return std::make_shared<TpeSampler>(options);
-  }
-  if (name == "tpe-mv") {
-    TpeOptions options;
-    options.multivariate = true;
-    return std::make_shared<TpeSampler>(options);
-  }
-  if (name == "gp") return std::make_shared<GpSampler>();
-  if (name == "auto") return std::make_shared<AutoSampler>();
   if (name == "default") return nullptr;
-  throw std::invalid_argument("unknown sampler '" + name +
-                              "': expected random, tpe, tpe-mv, gp, auto or default");
+  SamplerSpec spec;
+  if (name == "tpe" || name == "tpe-mv") {
+    spec.type = SamplerType::kTpe;
+    spec.tpe.multivariate = name == "tpe-mv";  // "tpe": the classic univariate TPE
+    return tuner::make_sampler(spec);
+  }
+  const std::optional<SamplerType> type = sampler_type_named(name);
+  if (!type || *type == SamplerType::kGrid) {
+    throw std::invalid_argument("unknown sampler '" + name +
+                                "': expected random, tpe, tpe-mv, gp, auto, nsga2 or default");
+  }
+  spec.type = *type;
+  return tuner::make_sampler(spec);
 }
 
 // --- The 10-dimensional mixed space of sampler_overhead -------------------------------------

@@ -212,7 +212,7 @@ def quality_report(results):
                 "median when a two-sided Mann-Whitney U test over the seeds gives p < 0.05, "
                 "else tie.")
 
-    # The target: after the last checkpoint, tuner's TPE no worse than the better of
+    # The target: after the last checkpoint, tuner's TPE no worse than the better of
     # Optuna's univariate and multivariate TPE on every function.
     for impl in peers:
         v = version_of(results[impl])

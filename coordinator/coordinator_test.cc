@@ -254,7 +254,7 @@ TEST_F(CoordinatorTest, ReportsAskTheSchedulerAndStoppedTrialsArePruned) {
   EXPECT_EQ(coordinator_->stats().pruned, 1);
 }
 
-// Issue 17, item 2: a sweep's constraints bound the job's final metrics; the coordinator stores
+// A sweep's constraints bound the job's final metrics; the coordinator stores
 // the trial's constraint values from its RESULT, and fails a trial whose constraint metric is
 // missing or not finite, naming it.
 TEST_F(CoordinatorTest, ConstraintMetricsBecomeTheTrialsConstraintValues) {
@@ -394,7 +394,7 @@ TEST_F(CoordinatorTest, AReconnectedExecutorKeepsItsLeases) {
   EXPECT_EQ(coordinator_->stats().executors, 1);
 }
 
-// Issue 15, item 10: two executors started with the same --id took turns silently, each HELLO
+// Regression: two executors started with the same --id took turns silently, each HELLO
 // dropping the other's registration.
 TEST_F(CoordinatorTest, ASecondLiveExecutorWithTheSameIdIsRefused) {
   start(/*n_trials=*/1);
@@ -543,8 +543,8 @@ TEST_F(CoordinatorTest, GarbledAndUnexpectedMessagesGetErrorsAndTheLoopGoesOn) {
   expect_error({std::string("TUNR\0\1\0\4", 8), "{\"lease_id\": \"x\"}"}, "cannot decode");
   std::vector<std::string> ready = encode(ReadyMessage{.free_slots = 1});
   expect_error(ready, "say HELLO first");
-  // Issue 15, item 10: a restart's normal "say HELLO" was logged as an error on both sides, once
-  // per heartbeat: it is marked (say_hello) and logged once per connection.
+  // Regression: a restart's normal "say HELLO" was logged as an error on both sides, once per
+  // heartbeat: it is marked (say_hello) and logged once per connection.
   clock_->advance(kHeartbeat);
   ASSERT_TRUE(peer->send_frames(ready));
   const Message again = next(*peer);
@@ -693,7 +693,7 @@ TEST_F(CoordinatorTest, ACudaEngineTrialGetsAGpuOfItsOwn) {
   EXPECT_EQ(std::get<TrialMessage>(m).gpus, std::vector<int>{3});
 }
 
-// Issue 15: an ask() that kept failing (an overflowing float range: every sampled value "inf is
+// Regression: an ask() that kept failing (an overflowing float range: every sampled value "inf is
 // not in float[...]") stored a FAIL trial every heartbeat interval for ever, and nothing counted
 // them. Now three failures in a row (a success in between starts the count again) stop the study
 // with the error, and every FAIL an ask stored is reported as a finished trial.
@@ -746,7 +746,7 @@ TEST_F(CoordinatorTest, AStudyWhoseAsksKeepFailingStopsWithTheErrorInsteadOfSpin
   EXPECT_EQ(study_->trials().size(), 6u);
 }
 
-// Issue 15: a chatty trial's REPORTs made one turn of the loop long, and the heartbeats of a
+// Regression: a chatty trial's REPORTs made one turn of the loop long, and the heartbeats of a
 // healthy executor, waiting on the socket meanwhile, were read only after leases were expired
 // and silent executors forgotten ("executor B is silent for 7411 ms: forgotten", "lease ...
 // (trial 2, executor B) expired: no heartbeat for 6120 ms").
@@ -788,7 +788,7 @@ TEST_F(CoordinatorTest, AChattyTrialsLongTurnDoesNotExpireALeaseWhoseHeartbeatsW
   EXPECT_EQ(study_->storage().get_trial(healthy_trial.trial_id).state, TrialState::kComplete);
 }
 
-// Issue 15: the re-run a restarted coordinator made had no lineage ("failed_trial",
+// Regression: the re-run a restarted coordinator made had no lineage ("failed_trial",
 // "retry_history"): its attempt count started again at 0, so max_retries was not enforced across
 // restarts, and it counted as a new trial of the budget.
 TEST_F(CoordinatorTest, AReRunKeepsItsLineageAndTheRetryLimitAcrossACoordinatorRestart) {
@@ -825,7 +825,7 @@ TEST_F(CoordinatorTest, AReRunKeepsItsLineageAndTheRetryLimitAcrossACoordinatorR
   EXPECT_EQ(study_->trials().size(), 2u);
 }
 
-// Issue 15: after a restart, max_concurrent 2 was exceeded (3 trials at once): the new
+// Regression: after a restart, max_concurrent 2 was exceeded (3 trials at once): the new
 // coordinator leased trials before the ones still running on their executors were taken back.
 TEST_F(CoordinatorTest, ARestartedCoordinatorCountsTheEarlierOnesTrialsAgainstMaxConcurrency) {
   start(/*n_trials=*/10);

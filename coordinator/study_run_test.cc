@@ -215,7 +215,7 @@ TEST_F(StudyRunTest, TellsResultsWithTheirMetricsAndConstraints) {
             std::string::npos);
 }
 
-// Issue 19: a study of several objectives values each trial by one final metric per objective.
+// A study of several objectives values each trial by one final metric per objective.
 TEST_F(StudyRunTest, SeveralObjectivesTakeTheirValuesFromTheirMetrics) {
   StudyOptions so;
   so.name = "mo";

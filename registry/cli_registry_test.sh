@@ -3,7 +3,7 @@
 # tuner export (the promotion rule), tuner registry list/show/alias/tag/delete, and tuner predict
 # on the Fashion-MNIST test slice the trials were evaluated on, which must print the accuracy the
 # trial recorded. Also the errors: an unknown alias, a directory that is not a registry. Then a
-# study of two objectives exported under a limit (issue 19).
+# study of two objectives exported under a limit.
 #   cli_registry_test.sh TUNER
 set -euo pipefail
 tuner=$1
@@ -72,7 +72,7 @@ awk 'BEGIN { printf "label"; for (i = 0; i < 784; i++) printf ",px%d", i; print 
 expect "predicted 3 samples" "$work/predict2.out"
 [ "$(wc -l < "$work/pred2.csv")" = 4 ] || fail "pred2.csv should have 3 rows"
 expect '"dtype":"uint8","shape":\[-1,1,28,28\]' "$reg/tiny/2/MLmodel"
-# Pixels scaled to [0, 1] are refused, not answered wrongly (issue 15, item 12).
+# Pixels scaled to [0, 1] are refused, not answered wrongly.
 awk 'BEGIN { for (i = 0; i < 784; i++) printf "%s%.3f", (i ? "," : ""), (i % 7) / 7; print "" }' \
   > "$work/scaled.csv"
 if "$tuner" predict --model "$reg/tiny/2" --input "$work/scaled.csv" 2> "$work/err0.out" > /dev/null; then
@@ -109,7 +109,7 @@ expect "has no trial 7" "$work/err3.out"
 "$tuner" registry delete best --registry "$reg" > /dev/null
 "$tuner" registry list --registry "$reg" > "$work/list2.out"
 expect "tiny: 1 version, latest 1" "$work/list2.out"
-# Issue 19, item 5: a study of two objectives (accuracy against parameter count) exported under a
+# A study of two objectives (accuracy against parameter count) exported under a
 # limit. The sweep's export section and `tuner export --limit` take the best val_accuracy among
 # the trials within the limit (from their Pareto front); the promotion rule records the limit.
 cp "$here/testdata/tiny_tradeoff.json" "$work/"

@@ -109,7 +109,7 @@ TEST(MlflowModelTest, ServedModelGivesTheCheckpointsOutputs) {
   EXPECT_THAT(served.metadata_json(), HasSubstr("\"trial\": 7"));
 }
 
-// Issue 15, item 12: the exported model took normalized inputs and said so only in its metadata;
+// Regression: the exported model took normalized inputs and said so only in its metadata;
 // fed raw pixels it answered wrongly. Now model.onnx normalizes at its input and its signature
 // takes the dataset's own pixels, uint8 0..255.
 TEST(MlflowModelTest, TheExportedModelTakesTheDatasetsOwnPixels) {

@@ -212,7 +212,7 @@ TEST(RegistryTest, DecidePromotionIsDirectionAware) {
   EXPECT_TRUE(decide_promotion(RegisteredModel{}, rule, {{"val_loss", 0.9}}).promoted);
 }
 
-// The figures a multi-objective sweep trades accuracy against (issue 19, item 5).
+// The figures a multi-objective sweep trades accuracy against.
 Lineage tradeoff(double accuracy, double latency_ms, double num_params) {
   Lineage l = lineage_with(accuracy);
   l.metrics["latency_ms"] = latency_ms;

@@ -145,7 +145,7 @@ TEST(HtmlReportTest, TheBestTrialIsNamed) {
   EXPECT_NE(plot(html, "history").find("class=\"pt best\""), std::string::npos);
 }
 
-// Issue 17, item 2: the report marks infeasible trials, and its best trial is feasible.
+// The report marks infeasible trials, and its best trial is feasible.
 TEST(HtmlReportTest, InfeasibleTrialsAreMarkedAndNeverTheBest) {
   ReportInput in = make_input(60);
   // The constraint x >= 1: the unconstrained best (x near 0) is infeasible.
@@ -185,7 +185,7 @@ TEST(HtmlReportTest, InfeasibleTrialsAreMarkedAndNeverTheBest) {
   EXPECT_EQ(render_report(make_input(20)).find("<th>Feasible</th>"), std::string::npos);
 }
 
-// Issue 17, item 4: the trials table names the sampler each trial came from.
+// The trials table names the sampler each trial came from.
 TEST(HtmlReportTest, TheTrialsTableNamesEachTrialsSampler) {
   ReportInput in = make_input(20);
   EXPECT_EQ(render_report(in).find("<th>Sampler</th>"), std::string::npos);  // none recorded
@@ -314,7 +314,7 @@ TEST(HtmlReportTest, TheExportRulesPickIsSaidAndRingedInEveryParetoPlot) {
   EXPECT_EQ(count(html, "class=\"pick\""), 0u);
 }
 
-// Issue 19, item 3: a plot for every pair of objectives; past 10 pairs, the first 10 and a note.
+// A plot for every pair of objectives; past 10 pairs, the first 10 and a note.
 TEST(HtmlReportTest, EveryPairOfObjectivesHasAParetoPlot) {
   for (int m : {3, 4}) {
     const std::string html = render_report(make_input(60, m));
@@ -346,7 +346,7 @@ TEST(HtmlReportTest, EveryPairOfObjectivesHasAParetoPlot) {
   EXPECT_NE(six.find("15 pairs: the first 10 are drawn"), std::string::npos);
 }
 
-// Issue 19, item 3: infeasible trials are drawn apart in every pair and never on the front.
+// Infeasible trials are drawn apart in every pair and never on the front.
 TEST(HtmlReportTest, ParetoPlotsMarkInfeasibleTrials) {
   ReportInput in = make_input(80, 3);
   in.study.directions[1] = StudyDirection::kMaximize;
@@ -404,7 +404,7 @@ double front_hypervolume(const std::vector<const FrozenTrial*>& complete, size_t
   return hypervolume(losses, directions.size(), reference);
 }
 
-// Issue 19, item 3: the hypervolume over trials never falls and ends at the whole front's.
+// The hypervolume over trials never falls and ends at the whole front's.
 TEST(HtmlReportTest, HypervolumeOverTrialsRisesToTheWholeFronts) {
   for (int m : {2, 3, 4}) {
     ReportInput in = make_input(90, m);

@@ -1,4 +1,4 @@
-// Pareto: domination, non-dominated sorting, constrained domination and hypervolume (issue 19).
+// Pareto: domination, non-dominated sorting, constrained domination and hypervolume.
 //
 // Every function works on loss vectors: smaller is better in every objective (a study's values
 // with its maximized objectives negated). `points` holds n points of m objectives, row-major:

@@ -28,8 +28,9 @@ using sqlite::Transaction;
 // The version of the project's own tables (tuner_*). Bump it with every change to them; a file
 // with a larger one is refused as newer than this build.
 constexpr int kTunerSchemaVersion = 1;
-// version_info.library_version of a file this project creates (Optuna only shows it in messages).
-constexpr char kLibraryVersion[] = "tuner 0.1.0";
+// version_info.library_version of a file this project creates: the creating build's version
+// (Optuna only shows it in messages).
+constexpr char kLibraryVersion[] = "tuner " TUNER_VERSION;
 // The page size of a file this project creates (bytes).
 constexpr int kNewFilePageSize = 1024;
 // Trial system attributes that mirror NormalDistribution params for Optuna (hidden on read).

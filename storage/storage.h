@@ -1,6 +1,6 @@
 // Storage: where studies and their trials live.
 //
-// The interface every backend implements (in memory here; SQLite in its own issue), with Optuna's
+// The interface every backend implements (InMemoryStorage, SqliteStorage), with Optuna's
 // model: a study has a name, one direction per objective and attributes; a trial is created
 // RUNNING (or WAITING), gets parameters, intermediate values and attributes while it runs, and is
 // finished once with a state and its values. Each method is one atomic state change.

@@ -185,7 +185,7 @@ ExportChoice choose_export_trial(const ExportRequest& request) {
                             [&](const FrozenTrial& t) { return t.number == *request.trial; });
   } else {
     // The candidates: the COMPLETE trials with a value of the metric that meet the limits; of
-    // several objectives, the Pareto front of those (issue 19: trade-offs no other candidate
+    // several objectives, the Pareto front of those (the trade-offs no other candidate
     // beats on every objective). The best of them on the metric is also the best of all the
     // trials meeting the limits (the front only breaks ties), as the promotion rule wants.
     size_t with_value = 0;

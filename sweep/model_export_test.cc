@@ -118,7 +118,7 @@ TEST_F(ExportTest, ExportsTheBestTrialByDefaultAndTheRequestedOne) {
   EXPECT_GT(p["normalize"]["mean"].get<double>(), 0.1);
   EXPECT_GT(p["normalize"]["stddev"].get<double>(), 0.1);
   EXPECT_EQ(p["dataset"], "fashion-mnist");
-  // Issue 15, item 12: the model takes the dataset's own pixels (uint8 0..255) and normalizes
+  // The model takes the dataset's own pixels (uint8 0..255) and normalizes
   // them in model.onnx; the signature says so.
   EXPECT_EQ(p["input"]["dtype"], "uint8");
   EXPECT_EQ(p["input"]["divisor"], 255.0);
@@ -144,7 +144,7 @@ TEST_F(ExportTest, ExportBestOfSweepUsesTheExportSection) {
   EXPECT_TRUE(fs::exists(fs::path(sweep.export_config->registry_path) / "clf" / "1" / "MLmodel"));
 }
 
-// Issue 19, item 5: a study of two objectives (accuracy against latency) with a limit on the
+// A study of two objectives (accuracy against latency) with a limit on the
 // parameter count, as examples/sweeps/fashion_mnist_tradeoff.json has. The trials, (val_accuracy,
 // latency_ms; num_params):
 //   0: (0.90, 3.0; 5e5)  on the front, too slow for latency_ms <= 2

@@ -12,12 +12,9 @@
 
 #include "executor/argv_template.h"
 #include "executor/trial_job.h"
-#include "search/samplers/auto_sampler.h"
-#include "search/samplers/gp/gp_sampler.h"
 #include "search/samplers/grid_sampler.h"
 #include "search/space/import_nni.h"
 #include "search/space/import_wandb.h"
-#include "search/samplers/random_sampler.h"
 #include "search/space/search_space_json.h"
 #include "search/space/search_space_json_value.h"
 #include "tracking/http_transport.h"
@@ -160,9 +157,23 @@ template <typename C, typename T>
 struct MemberClass<T C::*> {
   using type = C;
 };
+// The section's config whose fields a member pointer reaches: the sections' configs add to the
+// registry's specs (search/registry.h), whose members the pointers name.
+template <typename C>
+struct SectionOf {
+  using type = C;
+};
+template <>
+struct SectionOf<SamplerSpec> {
+  using type = SamplerConfig;
+};
+template <>
+struct SectionOf<SchedulerSpec> {
+  using type = SchedulerConfig;
+};
 template <auto First, auto...>
 struct FirstMemberClass {
-  using type = typename MemberClass<decltype(First)>::type;
+  using type = typename SectionOf<typename MemberClass<decltype(First)>::type>::type;
 };
 template <auto... M>
 using ConfigOf = typename FirstMemberClass<M...>::type;
@@ -291,6 +302,49 @@ std::vector<SamplerOption> tpe_options() {
   };
 }
 
+// A probability in [0, 1] that may be unset (its default then depends on the study).
+template <auto... M>
+Option<ConfigOf<M...>> optional_number_option(std::string_view name, double min, double max) {
+  using Config = ConfigOf<M...>;
+  return {name, "",
+          [=](const Reader& r, const Json& v, const std::string& path, Config& c) {
+            field_of<M...>(c) = r.number(v, path, min, false, max);
+          },
+          [](const Config& a, const Config& b) { return field_of<M...>(a) == field_of<M...>(b); },
+          [](const Config& c) -> std::optional<Json> {
+            const auto& field = field_of<M...>(c);
+            if (!field) return std::nullopt;
+            return Json(*field);
+          }};
+}
+
+std::vector<SamplerOption> nsga2_options() {
+  using S = SamplerConfig;
+  using N = Nsga2Options;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  return {
+      seed_option(),
+      int_option<&S::nsga2, &N::population_size>("population_size", 2),
+      number_option<&S::nsga2, &N::crossover_prob>("crossover_prob", 0, false, 1),
+      {"crossover", "",
+       [](const Reader& r, const Json& v, const std::string& path, S& c) {
+         c.nsga2.crossover = r.one_of(v, path, {"uniform", "sbx"}) == 0 ? Nsga2Crossover::kUniform
+                                                                        : Nsga2Crossover::kSbx;
+       },
+       [](const S& a, const S& b) { return a.nsga2.crossover == b.nsga2.crossover; },
+       [](const S& c) -> std::optional<Json> {
+         return Json(c.nsga2.crossover == Nsga2Crossover::kUniform ? "uniform" : "sbx");
+       }},
+      number_option<&S::nsga2, &N::swapping_prob>("swapping_prob", 0, false, 1),
+      optional_number_option<&S::nsga2, &N::mutation_prob>("mutation_prob", 0, 1),
+      optional_number_option<&S::nsga2, &N::sbx_eta>("sbx_eta", 0, kInf),
+      number_option<&S::nsga2, &N::sbx_use_child_gene_prob>("sbx_use_child_gene_prob", 0, false,
+                                                             1),
+      number_option<&S::nsga2, &N::sbx_uniform_crossover_prob>("sbx_uniform_crossover_prob", 0,
+                                                                false, 1),
+  };
+}
+
 // The options a sampler section of `type` takes besides "type", in the order they are read and
 // written.
 const std::vector<SamplerOption>& sampler_options(SamplerType type) {
@@ -300,7 +354,8 @@ const std::vector<SamplerOption>& sampler_options(SamplerType type) {
   static const std::vector<SamplerOption> kGrid = {
       seed_option(), int_option<&S::grid_max_points>("max_points", 1)};
   static const std::vector<SamplerOption> kGp = {
-      seed_option(), int_option<&S::gp_n_startup_trials>("n_startup_trials", 0)};
+      seed_option(), int_option<&S::gp, &GpSamplerOptions::n_startup_trials>("n_startup_trials", 0)};
+  static const std::vector<SamplerOption> kNsga2 = nsga2_options();
   switch (type) {
     case SamplerType::kTpe:
       return kTpe;
@@ -308,6 +363,8 @@ const std::vector<SamplerOption>& sampler_options(SamplerType type) {
       return kGrid;
     case SamplerType::kGp:
       return kGp;
+    case SamplerType::kNsga2:
+      return kNsga2;
     case SamplerType::kRandom:
     case SamplerType::kAuto:
       break;
@@ -466,9 +523,16 @@ class Parser : Reader {
   fs::path dir_;
 };
 
-const std::vector<std::string> kSamplerTypes = {"tpe", "random", "grid", "gp", "auto"};
-const std::vector<std::string> kSchedulerTypes = {"none", "median",    "percentile",
-                                                  "asha", "hyperband", "patience"};
+// The names of `types`, in their order.
+template <typename Type>
+std::vector<std::string> names_of(std::span<const Type> types) {
+  std::vector<std::string> names;
+  for (Type type : types) names.emplace_back(to_string(type));
+  return names;
+}
+
+const std::vector<std::string> kSamplerTypes = names_of(sampler_types());
+const std::vector<std::string> kSchedulerTypes = names_of(scheduler_types());
 const std::vector<std::string> kDirections = {"minimize", "maximize"};
 
 SweepFile Parser::parse(std::string_view text) {
@@ -724,7 +788,7 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
   object(value, "sampler");
   SamplerConfig config;
   if (const Json* type = find_field(value, "type")) {
-    config.type = static_cast<SamplerType>(one_of(*type, "sampler.type", kSamplerTypes));
+    config.type = sampler_types()[one_of(*type, "sampler.type", kSamplerTypes)];
     config.type_given = true;
   } else if (value.size() > (find_field(value, "seed") ? 1u : 0u)) {
     // Options without a type are TPE's, as in files written while TPE was the default.
@@ -735,22 +799,23 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
                "for sampler type " + json_text(to_string(config.type)), config);
   auto at = [&](std::string_view key) { return child_path("sampler", key); };
 
-  if (config.type == SamplerType::kTpe) {
-    const TpeOptions& o = config.tpe;
-    if (o.group && !o.multivariate) {
-      fail(at("group"), "true needs \"multivariate\": true (groups are joint estimators)");
-    }
-    try {
-      TpeSampler check(o);
-    } catch (const Error& e) {
-      throw section_error(file_, "sampler", e.what());
-    }
-  } else if (config.type == SamplerType::kGrid) {
+  if (config.type == SamplerType::kTpe && config.tpe.group && !config.tpe.multivariate) {
+    fail(at("group"), "true needs \"multivariate\": true (groups are joint estimators)");
+  }
+  if (config.type == SamplerType::kGrid) {
     // Builds the grid once so that a space it cannot enumerate fails now, naming the parameter.
     try {
       GridSampler check(space, config.grid_max_points);
     } catch (const Error& e) {
       fail("sampler.type", std::string("\"grid\" over this space: ") + e.what());
+    }
+  } else {
+    // The samplers check their options again (cross-field limits); their messages start with
+    // the sampler's name where ours say "sampler".
+    try {
+      tuner::make_sampler(config, &space);
+    } catch (const Error& e) {
+      throw section_error(file_, "sampler", e.what());
     }
   }
   return config;
@@ -760,15 +825,13 @@ SchedulerConfig Parser::parse_scheduler(const Json& value) {
   object(value, "scheduler");
   SchedulerConfig config;
   const Json& type = required(value, "scheduler", "type", " (" + choice_list(kSchedulerTypes) + ")");
-  config.type = static_cast<SchedulerType>(one_of(type, "scheduler.type", kSchedulerTypes));
+  config.type = scheduler_types()[one_of(type, "scheduler.type", kSchedulerTypes)];
   read_options(*this, value, "scheduler", scheduler_options(config.type),
                "for scheduler type " + json_text(to_string(config.type)), config);
   // The schedulers check their options again (cross-field limits such as Hyperband's budgets);
   // their messages start with the scheduler's name where ours say "scheduler".
-  SweepFile probe;
-  probe.scheduler = config;
   try {
-    make_scheduler(probe);
+    tuner::make_scheduler(config);
   } catch (const Error& e) {
     throw section_error(file_, "scheduler", e.what());
   }
@@ -1151,56 +1214,11 @@ SweepFile parse_sweep_file(std::string_view json, const std::string& path) {
 }
 
 std::shared_ptr<Sampler> make_sampler(const SweepFile& sweep) {
-  const SamplerConfig& config = sweep.sampler;
-  switch (config.type) {
-    case SamplerType::kRandom:
-      return std::make_shared<RandomSampler>();
-    case SamplerType::kGrid:
-      return std::make_shared<GridSampler>(sweep.space, config.grid_max_points);
-    case SamplerType::kGp:
-      return std::make_shared<GpSampler>(
-          GpSamplerOptions{.n_startup_trials = config.gp_n_startup_trials});
-    case SamplerType::kAuto:
-      return std::make_shared<AutoSampler>();
-    case SamplerType::kTpe:
-      break;
-  }
-  TpeOptions options = config.tpe;
-  if (config.tpe_gamma) {
-    TpeGamma g = *config.tpe_gamma;
-    options.gamma = [g](int n) {
-      return std::min(static_cast<int>(std::ceil(g.fraction * static_cast<double>(n))), g.max);
-    };
-  }
-  if (config.tpe_weights == TpeWeights::kUniform) {
-    options.weights = [](int n) { return std::vector<double>(static_cast<size_t>(n), 1.0); };
-  }
-  return std::make_shared<TpeSampler>(std::move(options));
+  return make_sampler(sweep.sampler, &sweep.space);
 }
 
 std::shared_ptr<Scheduler> make_scheduler(const SweepFile& sweep) {
-  const SchedulerConfig& config = sweep.scheduler;
-  switch (config.type) {
-    case SchedulerType::kNone:
-      return nullptr;
-    case SchedulerType::kMedian: {
-      MedianStoppingOptions o;
-      o.n_startup_trials = config.percentile.n_startup_trials;
-      o.n_warmup_steps = config.percentile.n_warmup_steps;
-      o.interval_steps = config.percentile.interval_steps;
-      o.n_min_trials = config.percentile.n_min_trials;
-      return std::make_shared<MedianStopping>(o);
-    }
-    case SchedulerType::kPercentile:
-      return std::make_shared<PercentileStopping>(config.percentile);
-    case SchedulerType::kAsha:
-      return std::make_shared<AshaScheduler>(config.asha);
-    case SchedulerType::kHyperband:
-      return std::make_shared<HyperbandScheduler>(config.hyperband);
-    case SchedulerType::kPatience:
-      return std::make_shared<PatienceStopping>(config.patience);
-  }
-  return nullptr;
+  return make_scheduler(sweep.scheduler);
 }
 
 StudyOptions make_study_options(const SweepFile& sweep) {
@@ -1331,47 +1349,6 @@ std::string format_duration(std::chrono::seconds duration) {
     }
   }
   return out;
-}
-
-std::string_view to_string(SamplerType type) {
-  switch (type) {
-    case SamplerType::kTpe:
-      return "tpe";
-    case SamplerType::kRandom:
-      return "random";
-    case SamplerType::kGrid:
-      return "grid";
-    case SamplerType::kGp:
-      return "gp";
-    case SamplerType::kAuto:
-      return "auto";
-  }
-  return "?";
-}
-
-std::optional<SamplerType> sampler_type_named(std::string_view name) {
-  for (size_t i = 0; i < kSamplerTypes.size(); ++i) {
-    if (kSamplerTypes[i] == name) return static_cast<SamplerType>(i);
-  }
-  return std::nullopt;
-}
-
-std::string_view to_string(SchedulerType type) {
-  switch (type) {
-    case SchedulerType::kNone:
-      return "none";
-    case SchedulerType::kMedian:
-      return "median";
-    case SchedulerType::kPercentile:
-      return "percentile";
-    case SchedulerType::kAsha:
-      return "asha";
-    case SchedulerType::kHyperband:
-      return "hyperband";
-    case SchedulerType::kPatience:
-      return "patience";
-  }
-  return "?";
 }
 
 }  // namespace tuner

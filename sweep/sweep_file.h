@@ -34,15 +34,9 @@
 #include <string_view>
 #include <vector>
 
-#include "search/schedulers/asha.h"
-#include "search/schedulers/hyperband.h"
-#include "search/schedulers/median_stopping.h"
-#include "search/schedulers/patience.h"
-#include "search/samplers/sampler.h"
-#include "search/schedulers/scheduler.h"
-#include "search/space/search_space.h"
-#include "search/samplers/tpe/tpe_sampler.h"
 #include "coordinator/metric_constraint.h"
+#include "search/registry.h"
+#include "search/space/search_space.h"
 #include "trials/trial_state.h"
 #include "tuner/study.h"
 
@@ -51,70 +45,22 @@ namespace tuner {
 // The version of the sweep file format this code reads and writes ("version" in the file).
 inline constexpr int kSweepFileVersion = 1;
 
-enum class SamplerType {
-  kTpe,     // TpeSampler
-  kRandom,  // RandomSampler
-  kGrid,    // GridSampler over the sweep's space
-  kGp,      // GpSampler (Bayesian optimization with a Gaussian process)
-  kAuto,    // AutoSampler (the GP or TPE, by the space and the study so far); the default
-};
-
-// TPE's gamma(n) as a file can state it: min(ceil(fraction * n), max), Optuna's default_gamma
-// form. Default {0.1, 25} is Optuna's default.
-struct TpeGamma {
-  double fraction = 0.1;  // in (0, 1]
-  int max = 25;           // >= 1
-  bool operator==(const TpeGamma&) const = default;
-};
-
-enum class TpeWeights {
-  kOptuna,   // Optuna's default_weights (a ramp over the oldest observations); the default
-  kUniform,  // every observation weighs 1
-};
-
-struct SamplerConfig {
-  SamplerType type = SamplerType::kAuto;
+// The sampler section: a sampler of search/registry.h and the study's seed.
+struct SamplerConfig : SamplerSpec {
   // The file states `type`. When it does not, a study that exists already keeps the sampler it
   // was created with (open_sweep()): the default of new studies is not theirs.
   bool type_given = false;
   // The study's seed (StudyOptions::seed; trial n draws from Rng::for_trial(seed, n)), so a seed
   // gives the same trials whatever the sampler. Default: drawn when the study is created.
   std::optional<uint64_t> seed;
-  // kTpe: the options the file states; `gamma` and `weights` of TpeOptions are left empty here
-  // and built by make_sampler() from the two fields below. Defaults: TpeOptions' defaults.
-  TpeOptions tpe;
-  // kTpe: gamma(n). Default: unset, Optuna's default (TpeOptions::gamma empty).
-  std::optional<TpeGamma> tpe_gamma;
-  // kTpe. Default: kOptuna.
-  TpeWeights tpe_weights = TpeWeights::kOptuna;
-  // kGrid: the most points the grid may have. Default: 10,000,000 (GridSampler's).
-  size_t grid_max_points = 10'000'000;
-  // kGp: random trials before the GP takes over. Default: GpSamplerOptions' (10).
-  int gp_n_startup_trials = 10;
 
   // Compares the type and the options of `type` the file can state (not `type_given`, nor
   // TpeOptions' function members).
   bool operator==(const SamplerConfig& other) const;
 };
 
-enum class SchedulerType {
-  kNone,        // trials always continue (the default)
-  kMedian,      // MedianStopping
-  kPercentile,  // PercentileStopping
-  kAsha,        // AshaScheduler
-  kHyperband,   // HyperbandScheduler
-  kPatience,    // PatienceStopping
-};
-
-struct SchedulerConfig {
-  SchedulerType type = SchedulerType::kNone;
-  // The options of `type`; the other members keep their defaults. kMedian uses `percentile`
-  // with percentile 50.
-  PercentileStoppingOptions percentile;
-  AshaOptions asha;
-  HyperbandOptions hyperband;
-  PatienceOptions patience;
-
+// The scheduler section: a scheduler of search/registry.h.
+struct SchedulerConfig : SchedulerSpec {
   // Compares the options of `type` only.
   bool operator==(const SchedulerConfig& other) const;
 };
@@ -272,10 +218,6 @@ std::string format_duration(std::chrono::seconds duration);
 std::vector<std::string_view> sampler_option_names(SamplerType type);
 std::vector<std::string_view> scheduler_option_names(SchedulerType type);
 
-std::string_view to_string(SamplerType type);
-// The type whose to_string() is `name`; nullopt for a name no sweep file can give ("custom").
-std::optional<SamplerType> sampler_type_named(std::string_view name);
-std::string_view to_string(SchedulerType type);
 
 }  // namespace tuner
 

@@ -12,13 +12,13 @@
 
 #include "executor/engine_job.h"
 #include "executor/trial_job.h"
+#include "search/registry.h"
+#include "search/rng.h"
 #include "search/samplers/auto_sampler.h"
-#include "search/samplers/gp/gp_sampler.h"
 #include "search/samplers/grid_sampler.h"
+#include "search/samplers/random_sampler.h"
 #include "search/space/import_nni.h"
 #include "search/space/import_wandb.h"
-#include "search/samplers/random_sampler.h"
-#include "search/rng.h"
 #include "search/space/search_space_json.h"
 #include "trials/error.h"
 #include "trials/json.h"
@@ -172,7 +172,7 @@ TEST(SweepFileTest, ExportDefaultsAndOtherMetric) {
   EXPECT_EQ(s.export_config->direction, StudyDirection::kMaximize);
 }
 
-// Issue 20, item 1: MLflow tracking, and item 2: the export's MLflow registry.
+// MLflow tracking, and the export's MLflow model registry.
 TEST(SweepFileTest, TrackingAndTheExportsMlflowRegistry) {
   SweepFile s =
       parse_sweep_file(patched(R"({"tracking": {"mlflow": {"uri": "http://127.0.0.1:5000"}},
@@ -227,7 +227,7 @@ TEST(SweepFileTest, TrackingAndTheExportsMlflowRegistry) {
   }
 }
 
-// Issue 19, item 5: the export of a sweep of several objectives, with limits on the others.
+// The export of a sweep of several objectives, with limits on the others.
 TEST(SweepFileTest, ExportWithSeveralObjectivesAndLimits) {
   const std::string objectives = R"("objective": null, "objectives": [
       {"metric": "val_accuracy", "direction": "maximize"},
@@ -278,7 +278,7 @@ TEST(SweepFileTest, ExportWithSeveralObjectivesAndLimits) {
   }
 }
 
-// Issue 19: a sweep of several objectives (a study ranked by Pareto dominance).
+// A sweep of several objectives (a study ranked by Pareto dominance).
 TEST(SweepFileTest, SeveralObjectives) {
   const std::string text = patched(R"({"objective": null, "objectives": [
       {"metric": "val_accuracy", "direction": "maximize"},
@@ -328,7 +328,7 @@ TEST(SweepFileTest, TimeBudgetAloneAndInSeconds) {
   EXPECT_EQ(s.budget.time, std::chrono::seconds(600));
 }
 
-// Issue 15, item 7: a hanging trial ran forever (no per-trial time limit). budget.trial_time
+// Regression: a hanging trial ran forever (no per-trial time limit). budget.trial_time
 // is each trial's limit, in budget.time's format, and becomes the job's timeout_s.
 TEST(SweepFileTest, TrialTimeBecomesTheJobsTimeout) {
   SweepFile s = parse_sweep_file(patched(R"({"budget": {"trial_time": "1m30s"}})"), "s.json");
@@ -397,7 +397,7 @@ TEST(SweepFileTest, GpSampler) {
   SweepFile s = parse_sweep_file(
       patched(R"({"sampler": {"type": "gp", "seed": 4, "n_startup_trials": 6}})"), "s.json");
   EXPECT_EQ(s.sampler.type, SamplerType::kGp);
-  EXPECT_EQ(s.sampler.gp_n_startup_trials, 6);
+  EXPECT_EQ(s.sampler.gp.n_startup_trials, 6);
   EXPECT_NE(std::dynamic_pointer_cast<GpSampler>(make_sampler(s)), nullptr);
   EXPECT_EQ(parse_sweep_file(to_json(s), "s.json").sampler, s.sampler);
 }
@@ -445,6 +445,40 @@ TEST(SweepFileTest, EveryTpeOption) {
   auto plain = std::dynamic_pointer_cast<TpeSampler>(make_sampler(s));
   EXPECT_FALSE(plain->options().gamma);
   EXPECT_FALSE(plain->options().weights);
+}
+
+TEST(SweepFileTest, Nsga2Sampler) {
+  SweepFile s = parse_sweep_file(patched(R"({"sampler": {
+      "type": "nsga2", "seed": 4, "population_size": 20, "crossover_prob": 0.8,
+      "crossover": "sbx", "swapping_prob": 0.4, "mutation_prob": 0.1, "sbx_eta": 15,
+      "sbx_use_child_gene_prob": 0.6, "sbx_uniform_crossover_prob": 0.3}})"),
+                                 "s.json");
+  EXPECT_EQ(s.sampler.type, SamplerType::kNsga2);
+  const Nsga2Options& o = s.sampler.nsga2;
+  EXPECT_EQ(o.population_size, 20);
+  EXPECT_EQ(o.crossover_prob, 0.8);
+  EXPECT_EQ(o.crossover, Nsga2Crossover::kSbx);
+  EXPECT_EQ(o.swapping_prob, 0.4);
+  EXPECT_EQ(o.mutation_prob, 0.1);
+  EXPECT_EQ(o.sbx_eta, 15.0);
+  EXPECT_EQ(o.sbx_use_child_gene_prob, 0.6);
+  EXPECT_EQ(o.sbx_uniform_crossover_prob, 0.3);
+  auto nsga2 = std::dynamic_pointer_cast<Nsga2Sampler>(make_sampler(s));
+  ASSERT_NE(nsga2, nullptr);
+  EXPECT_EQ(nsga2->options().population_size, 20);
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json").sampler, s.sampler);
+
+  // Unset probabilities stay unset (their defaults depend on the study).
+  s = parse_sweep_file(patched(R"({"sampler": {"type": "nsga2"}})"), "s.json");
+  EXPECT_FALSE(s.sampler.nsga2.mutation_prob);
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json").sampler, s.sampler);
+
+  EXPECT_THAT(error_of(patched(R"({"sampler": {"type": "nsga2", "population_size": 1}})")),
+              HasSubstr("sweep.json: sampler.population_size: expected an integer >= 2"));
+  EXPECT_THAT(error_of(patched(R"({"sampler": {"type": "nsga2", "crossover": "blend"}})")),
+              HasSubstr("sweep.json: sampler.crossover: expected \"uniform\" or \"sbx\""));
+  EXPECT_THAT(error_of(patched(R"({"sampler": {"type": "nsga2", "mutation_prob": 1.5}})")),
+              HasSubstr("sweep.json: sampler.mutation_prob: "));
 }
 
 TEST(SweepFileTest, RandomSampler) {
@@ -598,8 +632,7 @@ TEST(SweepFileTest, DocsListEveryOption) {
   // Sampler: one row per option, | `name` | types | default | meaning |, types "all" or a list.
   const auto sampler_rows = table_rows(markdown_section(doc, "### `sampler`"));
   ASSERT_GT(sampler_rows.size(), 2u);
-  const SamplerType kSamplerTypes[] = {SamplerType::kTpe, SamplerType::kRandom, SamplerType::kGrid,
-                                       SamplerType::kGp, SamplerType::kAuto};
+  const std::span<const SamplerType> kSamplerTypes = sampler_types();
   auto documented_for = [&](std::string_view name, SamplerType type) {
     for (const auto& row : sampler_rows) {
       if (row.size() < 2 || row[0] != code(name)) continue;
@@ -638,9 +671,7 @@ TEST(SweepFileTest, DocsListEveryOption) {
     }
     return fields;
   };
-  const SchedulerType kSchedulerTypes[] = {SchedulerType::kNone,      SchedulerType::kMedian,
-                                           SchedulerType::kPercentile, SchedulerType::kAsha,
-                                           SchedulerType::kHyperband, SchedulerType::kPatience};
+  const std::span<const SchedulerType> kSchedulerTypes = scheduler_types();
   for (SchedulerType type : kSchedulerTypes) {
     std::string fields = fields_of(to_string(type));
     ASSERT_FALSE(fields.empty()) << "docs/sweep_file.md has no scheduler row " << to_string(type);
@@ -762,7 +793,7 @@ TEST(SweepFileTest, EngineJobPlaceholdersMustNameParameters) {
                         "parameter of the space"));
 }
 
-// Issue 17, item 2: constraints on the job's metrics.
+// Constraints on the job's metrics.
 TEST(SweepFileTest, ConstraintsBoundTheJobsMetrics) {
   SweepFile s = parse_sweep_file(patched(R"({"constraints": [
       {"metric": "latency_ms", "max": 2.0}, {"metric": "params", "max": 1e6},
@@ -845,7 +876,7 @@ TEST(SweepFileTest, EngineConstraintsMustNameMetricsTheEngineReports) {
   EXPECT_EQ(parse_sweep_file(doc.dump(), "sweep.json").constraints.size(), 1u);
 }
 
-// Issue 15, item 9: a model that could not fit the data was accepted, and every trial failed
+// Regression: a model that could not fit the data was accepted, and every trial failed
 // with "exited with code 1".
 TEST(SweepFileTest, RefusesAnEngineModelWhoseOutputIsNotTheDatasetsClasses) {
   const char* params = R"({"lr": {"type": "float", "low": 0.001, "high": 0.1}})";
@@ -910,7 +941,7 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"sampler": {"n_startup_trials": 1.5}})",
        "sweep.json: sampler.n_startup_trials: expected an integer >= 0, got 1.5"},
       {R"({"sampler": {"type": "tpee"}})",
-       "sweep.json: sampler.type: expected \"tpe\", \"random\", \"grid\", \"gp\" or \"auto\", got \"tpee\" "
+       "sweep.json: sampler.type: expected \"tpe\", \"random\", \"grid\", \"gp\", \"auto\" or \"nsga2\", got \"tpee\" "
        "(did you mean \"tpe\"?)"},
       {R"({"sampler": {"type": "gp", "multivariate": true}})",
        "sweep.json: sampler: unknown field \"multivariate\" for sampler type \"gp\""},
@@ -989,7 +1020,7 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"job": {"argv": ["python3", "{lrr}"]}})",
        "sweep.json: job.argv[1]: placeholder {lrr} names no parameter of the space (did you mean "
        "\"lr\"?)"},
-      // Issue 15, item 8: unbalanced braces passed loading, then every trial failed.
+      // Regression: unbalanced braces passed loading, then every trial failed.
       {R"({"job": {"argv": ["python3", "{lr"]}})",
        "sweep.json: job.argv[1] \"{lr\": unterminated '{' at offset 0 (write '{{' for a brace)"},
       {R"({"job": {"argv": ["python3", "lr}"]}})",
@@ -1055,7 +1086,7 @@ TEST(SweepFileTest, DocumentErrors) {
   EXPECT_THAT(error_of(kMinimal, "dir/"), HasSubstr("name: missing"));
 }
 
-// Issue 15, item 2: a description nested 100,000 levels deep crashed the loader (SIGSEGV).
+// Regression: a description nested 100,000 levels deep crashed the loader (SIGSEGV).
 TEST(SweepFileTest, RefusesJsonNestedDeeperThanTheLimit) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(error_of(patched(R"({"description": "x"})").insert(1, "\"notes\": " + deep + ",")),
@@ -1159,7 +1190,7 @@ TEST(SweepFileTest, FormatDuration) {
 // ---------------------------------------------------------------------------------------------
 // Examples: every file in examples/sweeps loads.
 
-// Issue 19: an engine sweep's objectives and constraints may name any final metric the engine
+// An engine sweep's objectives and constraints may name any final metric the engine
 // reports, the model's figures included; another name would fail every trial, so the load says so.
 TEST(SweepFileTest, EngineObjectivesAndConstraintsNameTheEnginesMetrics) {
   std::ifstream in(fs::path(kExamples) / "fashion_mnist_tradeoff.json");

@@ -35,7 +35,7 @@ class TempDir {
   fs::path path_;
 };
 
-// Issue 15: re-runs of lost trials counted against budget.trials once a sweep was resumed, though
+// Regression: re-runs of lost trials counted against budget.trials once a sweep was resumed, though
 // they do not within one run: budget 6 with one lost trial ran 6 new trials and a re-run in one
 // go, but 5 new ones and a re-run when the coordinator was restarted.
 TEST(Resume, ReRunsOfLostTrialsDoNotCountAgainstTheTrialBudgetOfAResumedSweep) {

@@ -36,7 +36,7 @@ std::string open_error(const SweepFile& sweep, const std::shared_ptr<Storage>& s
   return "";
 }
 
-// Issue 15, item 6: "minimize" on a MAXIMIZE study ran, printed the worst trial as the best and
+// Regression: "minimize" on a MAXIMIZE study ran, printed the worst trial as the best and
 // exported the worst model as champion.
 TEST(OpenSweep, RefusesADirectionThatContradictsTheStudy) {
   auto storage = std::make_shared<InMemoryStorage>();
@@ -47,7 +47,7 @@ TEST(OpenSweep, RefusesADirectionThatContradictsTheStudy) {
             "in the file, or --study NAME)");
 }
 
-// Issue 15, item 6: a changed metric appended another metric's values and overwrote the names.
+// Regression: a changed metric appended another metric's values and overwrote the names.
 TEST(OpenSweep, RefusesAMetricThatContradictsTheStudy) {
   auto storage = std::make_shared<InMemoryStorage>();
   open_sweep(sweep_with(kMaximizeAcc), storage);
@@ -67,7 +67,7 @@ TEST(OpenSweep, RefusesASeedThatContradictsTheStudy) {
   EXPECT_EQ(open_sweep(sweep_with(kMaximizeAcc), storage).study.seed(), 3u);
 }
 
-// Issue 15, item 6: the sweep's seed was ignored for a study Optuna created (seed 0, nothing
+// Regression: the sweep's seed was ignored for a study Optuna created (seed 0, nothing
 // stored).
 TEST(OpenSweep, AStudyOptunaMadeTakesTheSweepsSeed) {
   auto storage = std::make_shared<InMemoryStorage>();

@@ -318,28 +318,6 @@ std::vector<MlflowRun> MlflowClient::search_runs(const std::vector<std::string>&
   return runs;
 }
 
-std::vector<MlflowMetric> MlflowClient::metric_history(const std::string& run_id,
-                                                       const std::string& key) {
-  std::vector<MlflowMetric> out;
-  std::string token;
-  do {
-    std::string target = std::string(kApi) + "metrics/get-history?run_id=" + url_escape(run_id) +
-                         "&metric_key=" + url_escape(key) + "&max_results=25000";
-    if (!token.empty()) target += "&page_token=" + url_escape(token);
-    const Json answer = parse_answer(call("GET", target, "", true), url());
-    if (auto it = answer.find("metrics"); it != answer.end() && it->is_array()) {
-      for (const Json& m : *it) {
-        out.push_back({.key = string_of(m, "key"),
-                       .value = double_of(m.value("value", Json())),
-                       .timestamp_ms = int64_of(m.value("timestamp", Json(0))),
-                       .step = int64_of(m.value("step", Json(0)))});
-      }
-    }
-    token = string_of(answer, "next_page_token");
-  } while (!token.empty());
-  return out;
-}
-
 void MlflowClient::upload_artifact(const std::string& artifact_uri, const std::string& relative,
                                    const std::string& bytes) {
   if (artifact_uri.rfind(kProxiedScheme, 0) != 0) {
@@ -444,19 +422,6 @@ std::vector<MlflowModelVersion> MlflowClient::search_model_versions(const std::s
     token = string_of(answer, "next_page_token");
   } while (!token.empty());
   return out;
-}
-
-void MlflowClient::set_model_version_tag(const std::string& name, const std::string& version,
-                                         const std::string& key, const std::string& value) {
-  const Json request = {{"name", name}, {"version", version}, {"key", key}, {"value", value}};
-  call("POST", std::string(kApi) + "model-versions/set-tag", text_of(request), true);
-}
-
-void MlflowClient::set_model_version_description(const std::string& name,
-                                                 const std::string& version,
-                                                 const std::string& description) {
-  const Json request = {{"name", name}, {"version", version}, {"description", description}};
-  call("PATCH", std::string(kApi) + "model-versions/update", text_of(request), true);
 }
 
 void MlflowClient::set_alias(const std::string& name, const std::string& alias,

@@ -139,8 +139,6 @@ class MlflowClient {
   // (MLflow's search syntax, e.g. "tags.`tuner.study` = 'mlp'").
   std::vector<MlflowRun> search_runs(const std::vector<std::string>& experiment_ids,
                                      const std::string& filter);
-  // metrics/get-history: every value of `key`, in MLflow's order.
-  std::vector<MlflowMetric> metric_history(const std::string& run_id, const std::string& key);
 
   // PUT /api/2.0/mlflow-artifacts/artifacts/<path>: `bytes` as the file `path` below the
   // server's artifact root. `artifact_uri` is a run's (MlflowRun::artifact_uri), `relative` the
@@ -161,11 +159,6 @@ class MlflowClient {
                                           const std::vector<MlflowTag>& tags);
   // model-versions/search with `filter` ("name = 'mlp'"), every page.
   std::vector<MlflowModelVersion> search_model_versions(const std::string& filter);
-  // model-versions/set-tag and model-versions/update (the description).
-  void set_model_version_tag(const std::string& name, const std::string& version,
-                             const std::string& key, const std::string& value);
-  void set_model_version_description(const std::string& name, const std::string& version,
-                                     const std::string& description);
   // registered-models/alias (POST: moves the alias to `version`; DELETE).
   void set_alias(const std::string& name, const std::string& alias, const std::string& version);
   void delete_alias(const std::string& name, const std::string& alias);

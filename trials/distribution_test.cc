@@ -52,7 +52,7 @@ TEST(Distribution, NonFiniteBoundsAreRejected) {
   EXPECT_EQ(problem_of(NormalDistribution{0.0, 0.0, false, {}}), "sigma: must be > 0");
 }
 
-// Issue 15, item 1: [-1e308, 1e308] was accepted and every draw came out as inf, so each ask
+// Regression: [-1e308, 1e308] was accepted and every draw came out as inf, so each ask
 // failed and the sweep never ended.
 TEST(Distribution, RefusesFloatRangeWhoseWidthOverflows) {
   EXPECT_EQ(problem_of(FloatDistribution{-1e308, 1e308, false, {}}),

@@ -15,7 +15,7 @@ TEST(JsonDepth, CountsArraysAndObjectsButNotBracketsInStrings) {
   EXPECT_FALSE(json_nests_deeper_than(R"(["[[[[", "\"[[["])", 1));
 }
 
-// Issue 15, item 2: 100,000 levels crashed `tuner space check` and `tuner trials --json` with
+// Regression: 100,000 levels crashed `tuner space check` and `tuner trials --json` with
 // SIGSEGV (nlohmann's copies and dumps recurse once per level).
 TEST(JsonDepth, CheckRefusesDocumentsNestedDeeperThanTheLimit) {
   EXPECT_NO_THROW(check_json_depth(nested(kMaxJsonDepth), "a.json"));

@@ -40,11 +40,4 @@ std::string_view to_string(StudyDirection direction) {
   return direction == StudyDirection::kMinimize ? "minimize" : "maximize";
 }
 
-std::optional<StudyDirection> parse_direction(std::string_view name) {
-  std::string n = lower(name);
-  if (n == "minimize") return StudyDirection::kMinimize;
-  if (n == "maximize") return StudyDirection::kMaximize;
-  return std::nullopt;
-}
-
 }  // namespace tuner

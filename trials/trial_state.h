@@ -30,7 +30,6 @@ enum class StudyDirection {
 };
 
 std::string_view to_string(StudyDirection direction);  // "minimize" or "maximize"
-std::optional<StudyDirection> parse_direction(std::string_view name);
 
 // True when `a` is strictly better than `b` in `direction`.
 constexpr bool is_better(StudyDirection direction, double a, double b) {

@@ -1,4 +1,4 @@
-// Heartbeats, stale trials and resume (issue 3): on a FakeClock, against both storages.
+// Heartbeats, stale trials and resume: on a FakeClock, against both storages.
 #include <gtest/gtest.h>
 
 #include <atomic>

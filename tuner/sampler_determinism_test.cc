@@ -35,7 +35,7 @@ double objective(Trial& t) {
          (act == "relu" ? 0.0 : 0.5) + dropout;
 }
 
-// The objective under two constraints (issue 17, item 2): fewer than 4 layers, and little
+// The objective under two constraints: fewer than 4 layers, and little
 // dropout with tanh. Samplers that honour constraints then propose other trials.
 double constrained_objective(Trial& t) {
   const double value = objective(t);
@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
         SamplerCase{"nsga2", [] { return std::make_shared<Nsga2Sampler>(nsga2(false)); }}),
     [](const testing::TestParamInfo<SamplerCase>& p) { return p.param.name; });
 
-// Several objectives (issue 19): two, one of them maximized, with a constraint on half of the
+// Several objectives: two, one of them maximized, with a constraint on half of the
 // trials' layers.
 std::vector<double> two_objectives(Trial& t) {
   const double value = constrained_objective(t);

@@ -11,12 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include "search/samplers/auto_sampler.h"
-#include "search/samplers/gp/gp_sampler.h"
-#include "search/samplers/grid_sampler.h"
 #include "search/pareto.h"
-#include "search/samplers/random_sampler.h"
-#include "search/samplers/tpe/tpe_sampler.h"
+#include "search/registry.h"
+#include "search/samplers/auto_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -38,16 +35,15 @@ constexpr char kStudySamplerAttr[] = "tuner:sampler";  // the name of the sample
 // The sampler named `name` with its default options, for a study loaded without one.
 std::shared_ptr<Sampler> sampler_named(const std::string& name, const StudyRecord& record,
                                        const std::optional<SearchSpace>& space) {
-  if (name == "auto") return std::make_shared<AutoSampler>();
-  if (name == "tpe") return std::make_shared<TpeSampler>();
-  if (name == "gp") return std::make_shared<GpSampler>();
-  if (name == "random") return std::make_shared<RandomSampler>();
-  if (name == "grid" && space) return std::make_shared<GridSampler>(*space);
-  throw Error(ErrorCode::kFailedPrecondition,
-              "study '" + record.name + "' was created with the sampler \"" + name +
-                  "\", which cannot be made again from its name" +
-                  (name == "grid" ? " without the study's space" : "") +
-                  ": give StudyOptions::sampler to continue it");
+  const std::optional<SamplerType> type = sampler_type_named(name);
+  if (!type || (*type == SamplerType::kGrid && !space)) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "study '" + record.name + "' was created with the sampler \"" + name +
+                    "\", which cannot be made again from its name" +
+                    (type ? " without the study's space" : "") +
+                    ": give StudyOptions::sampler to continue it");
+  }
+  return make_sampler(SamplerSpec{.type = *type}, space ? &*space : nullptr);
 }
 
 uint64_t fresh_random() {

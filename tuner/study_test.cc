@@ -9,6 +9,7 @@
 
 #include "search/samplers/grid_sampler.h"
 #include "search/schedulers/median_stopping.h"
+#include "search/registry.h"
 #include "search/samplers/random_sampler.h"
 #include "search/rng.h"
 #include "search/samplers/tpe/tpe_sampler.h"
@@ -57,7 +58,7 @@ TEST(Study, DefineByRunStoresParamsAndValues) {
   for (const FrozenTrial& t : all) EXPECT_LE(best.value(), t.value());
 }
 
-// Issue 15, item 7: a trial had no time limit. In-process, OptimizeOptions::trial_timeout makes
+// Regression: a trial had no time limit. In-process, OptimizeOptions::trial_timeout makes
 // should_stop() answer true once the trial's time is up, and a trial that ran longer is FAIL
 // "timed out after ...", whether it noticed or not; trials within the limit are untouched.
 TEST(Study, TrialTimeoutStopsAndFailsATrialThatRunsTooLong) {
@@ -278,7 +279,7 @@ class CountingScheduler final : public Scheduler {
   mutable size_t others = 0;
 };
 
-// Issue 15: a trial's cost per report grew with the steps it had reported (8,000 reports took
+// Regression: a trial's cost per report grew with the steps it had reported (8,000 reports took
 // 31.7 s of the coordinator's CPU): should_stop() read the trial's whole record from storage at
 // every report, and re-read every unfinished trial's values whenever something else had written
 // meanwhile (another study on the same file, a heartbeat). A live trial's values are now read
@@ -362,7 +363,7 @@ TEST(Study, EnqueuedTrialsRunFirstWithTheirValues) {
   EXPECT_EQ(study.trials().at(0).params.at("x"), ParamValue(3.5));
 }
 
-// Issue 17, item 4: each trial records where its params came from.
+// Each trial records where its params came from.
 TEST(Study, EachTrialRecordsTheSamplerItCameFrom) {
   Study study = Study::create(random_study());
   study.enqueue_trial({{"x", 3.5}});
@@ -436,6 +437,30 @@ TEST(Study, ANewStudyTakesTheAutoSamplerAndALoadedOneKeepsItsOwn) {
     EXPECT_EQ(std::string(e.what()),
               "study 'own' was created with the sampler \"mine\", which cannot be made again from "
               "its name: give StudyOptions::sampler to continue it");
+  }
+}
+
+// Study::load makes every built-in sampler again from the name its study stored.
+TEST(Study, LoadRemakesEveryBuiltInSamplerFromItsName) {
+  auto storage = std::make_shared<InMemoryStorage>();
+  for (SamplerType type : sampler_types()) {
+    const std::string name(to_string(type));
+    StudyOptions o;
+    o.name = name;
+    o.storage = storage;
+    o.seed = 3;
+    if (type == SamplerType::kGrid) {
+      SearchSpace space;
+      space.add_float("x", -10.0, 10.0, false, 5.0);
+      space.add_int("y", -5, 5);
+      o.space = space;
+    }
+    o.sampler = make_sampler(SamplerSpec{.type = type}, o.space ? &*o.space : nullptr);
+    Study::create(o);
+    o.sampler = nullptr;
+    Study loaded = Study::load(o);
+    loaded.optimize(quadratic, trials(1));
+    if (type != SamplerType::kAuto) EXPECT_EQ(sampler_of(loaded.trials().at(0)), name);
   }
 }
 
@@ -538,7 +563,7 @@ TEST(Study, MultiObjectiveKeepsTheParetoFront) {
   EXPECT_EQ(study.tell(t, 1.0).state, TrialState::kFail);  // one value for two objectives
 }
 
-// Issue 19, item 4: a scheduler judges one objective; a study of several is refused one, where
+// A scheduler judges one objective; a study of several is refused one, where
 // it is made, instead of being judged by its first objective silently.
 TEST(Study, ASchedulerIsRefusedForSeveralObjectives) {
   StudyOptions options = random_study();
@@ -604,7 +629,7 @@ TEST(Study, BestTrialsMatchTheDefinition) {
   }
 }
 
-// Issue 15, item 6: a MAXIMIZE study was loaded for MINIMIZE options and ranked upside down.
+// Regression: a MAXIMIZE study was loaded for MINIMIZE options and ranked upside down.
 TEST(Study, LoadIfExistsRefusesOtherDirections) {
   StudyOptions options = random_study();
   options.storage = std::make_shared<InMemoryStorage>();
@@ -625,7 +650,7 @@ TEST(Study, LoadIfExistsRefusesOtherDirections) {
   EXPECT_EQ(Study::create(options).direction(), StudyDirection::kMaximize);
 }
 
-// Issue 15, item 6: a study Optuna made (no stored seed) ran on seed 0 whatever the options said,
+// Regression: a study Optuna made (no stored seed) ran on seed 0 whatever the options said,
 // and stored nothing.
 TEST(Study, AStudyWithoutAStoredSeedGetsTheOptionsSeedStored) {
   auto storage = std::make_shared<InMemoryStorage>();

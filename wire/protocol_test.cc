@@ -100,7 +100,7 @@ TEST(Protocol, EveryTypeRoundTrips) {
   }
 }
 
-// Optional members (issue 15): absent when unset, so older peers read the same bodies.
+// Optional members: absent when unset, so older peers read the same bodies.
 TEST(Protocol, OptionalMembersRoundTripAndStayOutWhenUnset) {
   const ResultMessage result{.lease_id = 17,
                              .metrics = {{"params", 12345.0}, {"val_loss", 0.25}},

@@ -1,5 +1,5 @@
-// The coordinator's cost per REPORT against the steps its trial already reported (issue 15,
-// item 3: "a chatty trial gets a healthy one failed").
+// The coordinator's cost per REPORT against the steps its trial already reported (it once grew
+// with them, and a chatty trial got a healthy one failed).
 //
 // One Study on a SqliteStorage file with a scheduler, a Coordinator on ipc:// and, in this
 // thread, two fake executors (DEALER sockets): A holds one trial and sends REPORTs for steps

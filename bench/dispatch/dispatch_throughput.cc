@@ -1,4 +1,4 @@
-// Dispatch throughput and overhead (issue 5): how fast the coordinator farms trials out to
+// Dispatch throughput and overhead: how fast the coordinator farms trials out to
 // executors over ZeroMQ and commits their outcomes, with nothing else in the way.
 //
 // One Study (random sampler, the space x, y in [-10, 10]) on a SqliteStorage file, one

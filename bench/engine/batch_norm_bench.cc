@@ -1,5 +1,5 @@
-// Batch norm on the CPU backend, op by op, at the feature-map shapes of the zoo's CNNs and ResNets
-// (issue 16): training forward, its backward (dx, dgamma, dbeta), and the eval forward. Each is
+// Batch norm on the CPU backend, op by op, at the feature-map shapes of the zoo's CNNs and
+// ResNets: training forward, its backward (dx, dgamma, dbeta), and the eval forward. Each is
 // timed in CPU time of the whole process (user + sys of every thread, so that a machine shared
 // with other jobs inflates it less than wall time), best of --repeats rounds of --iters calls,
 // and printed as one JSON line per shape and op: ns per element and the wall time beside it.

@@ -1,6 +1,6 @@
 // The engine's side of bench/engine/run_engine_vs_pytorch: training throughput (samples per
 // second of forward + backward + optimizer step) and test accuracy on Fashion-MNIST for the MLP
-// 784-512-256-10 and the small CNN of issue 4, plus the peak of a large GEMM on the same threads
+// 784-512-256-10 and the small CNN, plus the peak of a large GEMM on the same threads
 // and, on the CPU, the machine's theoretical FMA peak (machine_peak.h): the "peak_fraction" of a
 // model is of the larger.
 // Prints one JSON line per measurement (its PyTorch peer, engine_vs_pytorch.py, prints the same).

@@ -1,4 +1,4 @@
-// The machine's own float32 peak for the engine benchmark (issue 16, item 4): its clock measured
+// The machine's own float32 peak for the engine benchmark: its clock measured
 // with a chain of dependent adds, its FMA rate measured with independent FMA chains of the widest
 // vector ISA the CPU has, on `threads` threads at once, and the theoretical peak they imply
 // (threads x lanes x 2 flops x FMA units x clock). A model's GFLOP/s is then a fraction of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue 8, in one run that fits in 8 minutes on one GPU machine:
+# The GPU check, in one run that fits in 8 minutes on one GPU machine:
 #   1. the GPU tests (the CUDA backend's op suite against the CPU backend, NCCL, the inventory),
 #      in the whole training_tests binary;
 #   2. training throughput and accuracy of the MLP and the CNN, engine (--backend cuda) against

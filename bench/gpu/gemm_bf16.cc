@@ -1,4 +1,4 @@
-// bf16 GEMM throughput, the (b) of issue 8's GPU check: for square sizes, the TFLOP/s of
+// bf16 GEMM throughput, step 3 of the GPU check (check.sh): for square sizes, the TFLOP/s of
 //   cublas: cuBLAS's own bf16 GEMM (cublasGemmEx on bf16 buffers, fp32 C, CUBLAS_COMPUTE_32F);
 //   engine: the CUDA backend in bf16 mode, backend.gemm on fp32 tensors (the rounding of both
 //           operands to bf16 included: it is what a training step pays);

@@ -36,9 +36,8 @@
 
 #include "bench/bench_common.h"
 #include "bench/mo/problems.h"
-#include "search/samplers/gp/gp_sampler.h"
-#include "search/samplers/nsga2_sampler.h"
 #include "search/pareto.h"
+#include "search/registry.h"
 #include "trials/constraints.h"
 
 namespace {
@@ -46,33 +45,26 @@ namespace {
 using tuner::bench::MoProblem;
 using SteadyClock = std::chrono::steady_clock;
 
+// The samplers of search/registry.h by name, and variants of TPE and NSGA-II.
 std::shared_ptr<tuner::Sampler> make_mo_sampler(const std::string& name) {
   if (name == "default") return nullptr;
-  if (name == "tpe") return std::make_shared<tuner::TpeSampler>();
-  if (name == "tpe-hv") {
-    tuner::TpeOptions o;
-    o.hypervolume_weights = true;
-    return std::make_shared<tuner::TpeSampler>(o);
+  tuner::SamplerSpec spec;
+  if (name.starts_with("tpe")) {
+    spec.type = tuner::SamplerType::kTpe;
+    spec.tpe.multi_objective_multivariate = name.starts_with("tpe-mv");
+    spec.tpe.hypervolume_weights = name.ends_with("-hv");
+    if (name == "tpe" || name == "tpe-hv" || name == "tpe-mv" || name == "tpe-mv-hv") {
+      return tuner::make_sampler(spec);
+    }
+  } else if (name == "nsga2-sbx") {
+    spec.type = tuner::SamplerType::kNsga2;
+    spec.nsga2.crossover = tuner::Nsga2Crossover::kSbx;
+    return tuner::make_sampler(spec);
+  } else if (auto type = tuner::sampler_type_named(name);
+             type && *type != tuner::SamplerType::kGrid && *type != tuner::SamplerType::kAuto) {
+    spec.type = *type;
+    return tuner::make_sampler(spec);
   }
-  if (name == "tpe-mv") {
-    tuner::TpeOptions o;
-    o.multi_objective_multivariate = true;
-    return std::make_shared<tuner::TpeSampler>(o);
-  }
-  if (name == "tpe-mv-hv") {
-    tuner::TpeOptions o;
-    o.multi_objective_multivariate = true;
-    o.hypervolume_weights = true;
-    return std::make_shared<tuner::TpeSampler>(o);
-  }
-  if (name == "nsga2") return std::make_shared<tuner::Nsga2Sampler>();
-  if (name == "nsga2-sbx") {
-    tuner::Nsga2Options o;
-    o.crossover = tuner::Nsga2Crossover::kSbx;
-    return std::make_shared<tuner::Nsga2Sampler>(o);
-  }
-  if (name == "random") return std::make_shared<tuner::RandomSampler>();
-  if (name == "gp") return std::make_shared<tuner::GpSampler>();
   tuner::bench::Flags::fail("unknown sampler '" + name +
                             "': expected default, tpe, tpe-hv, tpe-mv, tpe-mv-hv, nsga2, nsga2-sbx, "
                             "random or gp");

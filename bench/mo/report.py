@@ -80,7 +80,7 @@ def main():
     out("Median hypervolume of the feasible trials (higher is better), over the seeds both sides ran;")
     out("ratio = tuner / Optuna; p: two-sided Mann-Whitney.")
     out("")
-    # The target: tuner's default against each of Optuna's samplers.
+    # The target: tuner's default against each of Optuna's samplers.
     verdicts = collections.defaultdict(collections.Counter)  # (Optuna sampler, k) -> outcome
     rows = []
     for p in PROBLEMS:

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import yaml
 
-# The target, at every concurrency: this many times MLflow's requests per second, at a
+# The target, at every concurrency: this many times MLflow's requests per second, at a
 # lower p99 latency.
 TARGET_RATIO = 10.0
 # Answers agree when every value is within this fraction of its row's largest magnitude: a

@@ -1,4 +1,4 @@
-// Storage throughput (issue 3): trials per second through the full life of a trial on a SQLite
+// Storage throughput: trials per second through the full life of a trial on a SQLite
 // file, and reads on a large study. Its Python peer, optuna_storage_throughput.py, does the same
 // with Optuna's RDBStorage; run_storage_benchmarks runs both on the same disk and prints ratios.
 //

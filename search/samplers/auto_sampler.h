@@ -1,13 +1,12 @@
 // AutoSampler: picks the GP or TPE for each proposal from the space and the study so far
-// (issue 17; docs/samplers.md, "auto"). The default sampler of new studies.
+// (docs/samplers.md, "auto"). The default sampler of new studies.
 //
 // The GP (GpSampler) models an unconditional space of a few parameters far better than TPE does
 // when trials are few, with one objective or several (one GP each, expected hypervolume
 // improvement); TPE (TpeSampler, multivariate; multi-objective TPE for several objectives)
 // handles conditional spaces, many dimensions and long studies, where the GP's one model of the
-// whole space fits badly or costs too much. The rule, measured on bench/suite and bench/mo (with
-// several objectives the GP beat multi-objective TPE at 100 trials on 5 of 6 problems and tied on
-// the sixth):
+// whole space fits badly or costs too much. The rule, chosen on the benchmark suites (bench/suite,
+// and bench/mo for several objectives):
 // - TPE when the space has conditions, or when the COMPLETE trials do not all have the same
 //   parameters (a define-by-run study whose objective branches);
 // - TPE when the space has more than max_gp_params parameters;
@@ -29,8 +28,8 @@
 namespace tuner {
 
 struct AutoSamplerOptions {
-  // The most parameters the benchmarks measure (40: BBOB in 40 dimensions, and held-out problems
-  // of several objectives with 22 and 40 variables), where the GP still beat TPE.
+  // Default: 40, the most parameters the benchmark suites try, where the GP still did better than
+  // TPE.
   int max_gp_params = 40;
   int max_gp_trials = 200;
   GpSamplerOptions gp;

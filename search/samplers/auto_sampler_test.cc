@@ -86,8 +86,8 @@ TEST(AutoSampler, TakesTpeForManyParameters) {
   EXPECT_EQ(origin(AutoSampler(), floats(41), {}), "tpe");
 }
 
-// Issue 19: with several objectives the GP (expected hypervolume improvement) beat
-// multi-objective TPE at 100 trials on 5 of bench/mo's 6 problems, so the same rules pick it; a
+// With several objectives the GP (expected hypervolume improvement) did better than
+// multi-objective TPE on the multi-objective benchmark (bench/mo), so the same rules pick it; a
 // conditional space still goes to TPE.
 TEST(AutoSampler, TakesTheGpForSeveralObjectivesUnderTheSameRules) {
   AutoSampler sampler;

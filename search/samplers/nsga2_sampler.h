@@ -1,5 +1,5 @@
 // Nsga2Sampler: NSGA-II (Deb et al. 2002, "A fast and elitist multiobjective genetic algorithm"),
-// as Optuna's NSGAIISampler (issue 19; docs/samplers.md, "Several objectives").
+// as Optuna's NSGAIISampler (docs/samplers.md, "Several objectives").
 //
 // - Generations from trial numbers: trial t belongs to generation t / population_size. Generation
 //   0 is drawn at random (RandomSampler::draw).

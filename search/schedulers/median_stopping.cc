@@ -162,14 +162,12 @@ Decision PercentileStopping::on_report_memoized(const FrozenTrial& trial, int64_
 }
 
 MedianStopping::MedianStopping(const MedianStoppingOptions& options)
-    : PercentileStopping(
-          PercentileStoppingOptions{
-              .percentile = 50.0,
-              .n_startup_trials = options.n_startup_trials,
-              .n_warmup_steps = options.n_warmup_steps,
-              .interval_steps = options.interval_steps,
-              .n_min_trials = options.n_min_trials,
-          },
-          "median_stopping") {}
+    : PercentileStopping(options, "median_stopping") {
+  if (options.percentile != 50.0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "median_stopping.percentile: must be 50 (PercentileStopping takes another), got " +
+                    std::to_string(options.percentile));
+  }
+}
 
 }  // namespace tuner

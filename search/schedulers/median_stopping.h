@@ -48,14 +48,8 @@ struct PercentileStoppingOptions {
   int n_min_trials = 1;
 };
 
-// The same options without `percentile`, which is 50.
-struct MedianStoppingOptions {
-  // As in PercentileStoppingOptions.
-  int n_startup_trials = 5;    // >= 0
-  int64_t n_warmup_steps = 0;  // >= 0
-  int64_t interval_steps = 1;  // >= 1
-  int n_min_trials = 1;        // >= 1
-};
+// MedianStopping's options: PercentileStopping's at the 50th percentile (`percentile` must stay 50).
+using MedianStoppingOptions = PercentileStoppingOptions;
 
 class PercentileStopping : public Scheduler {
  public:
@@ -82,7 +76,8 @@ class PercentileStopping : public Scheduler {
 // PercentileStopping with percentile 50: Optuna's MedianPruner.
 class MedianStopping final : public PercentileStopping {
  public:
-  // Throws Error(kInvalidArgument) naming the option ("median_stopping.interval_steps: ...").
+  // Throws Error(kInvalidArgument) naming the option ("median_stopping.interval_steps: ..."), and
+  // for a percentile other than 50.
   explicit MedianStopping(const MedianStoppingOptions& options = {});
 };
 

@@ -68,7 +68,7 @@ TEST(MedianStoppingTest, MemoizedDecisionsAreTheStatelessOnes) {
   EXPECT_GT(stops, 0);
 }
 
-// Issue 15: the trial's best value so far was computed over every step it had reported, at every
+// Regression: the trial's best value so far was computed over every step it had reported, at every
 // report: the cost per report grew with the steps already reported. The memo carries it, so a
 // report scans only the values after the last one seen: a value rewritten earlier without reset()
 // (which the caller must call then) is not looked at again.

@@ -47,7 +47,7 @@ TEST(PatienceTest, MemoizedDecisionsAreTheStatelessOnes) {
   EXPECT_GT(stops, 0);
 }
 
-// Issue 15: every report walked all of the trial's values from its first step: the cost per
+// Regression: every report walked all of the trial's values from its first step: the cost per
 // report grew with the steps already reported. The memo carries the walk, so a report walks only
 // the values after the last one seen: a value rewritten earlier without reset() (which the caller
 // must call then) is not looked at again.

@@ -49,10 +49,6 @@ void SearchSpace::add_categorical(std::string name, std::vector<ParamValue> choi
   add({std::move(name), CategoricalDistribution{std::move(choices)}, std::nullopt, false});
 }
 
-void SearchSpace::add_fixed(std::string name, ParamValue value) {
-  add({std::move(name), CategoricalDistribution{{std::move(value)}}, std::nullopt, true});
-}
-
 const ParamSpec* SearchSpace::find(std::string_view name) const {
   for (const auto& p : params_) {
     if (p.name == name) return &p;

@@ -48,7 +48,6 @@ class SearchSpace {
                  std::optional<double> step = std::nullopt);
   void add_int(std::string name, int64_t low, int64_t high, bool log = false, int64_t step = 1);
   void add_categorical(std::string name, std::vector<ParamValue> choices);
-  void add_fixed(std::string name, ParamValue value);
 
   const std::vector<ParamSpec>& params() const { return params_; }
   const ParamSpec* find(std::string_view name) const;

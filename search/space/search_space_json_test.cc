@@ -216,14 +216,14 @@ TEST(SearchSpaceJson, HugeAndNonFiniteNumbers) {
                                        "high": 9223372036854775808})")),
             "space.json: params.x.high: integer 9223372036854775808 is out of the 64-bit range "
             "[-9223372036854775808, 9223372036854775807]");
-  // Issue 15, item 10: this said "must be an integer, not 1e+20".
+  // Regression: this was reported as "must be an integer, not 1e+20".
   EXPECT_EQ(parse_error(space(R"("x": {"type": "int", "low": 0,
                                        "high": 99999999999999999999})")),
             "space.json: params.x.high: integer 1e+20 is out of the 64-bit range "
             "[-9223372036854775808, 9223372036854775807]");
   EXPECT_THAT(parse_error(space(R"("x": {"type": "float", "low": NaN, "high": 1})")),
               HasSubstr("space.json:1:43: JSON syntax error"));
-  // Issue 15, item 1: the widest finite bounds passed, and every draw came out as inf.
+  // Regression: the widest finite bounds passed, and every draw came out as inf.
   EXPECT_EQ(parse_error(space(R"("x": {"type": "float", "low": -1e308, "high": 1e308})")),
             "space.json: params.x.high: the range [-1e+308, 1e+308] is wider than the largest "
             "double: narrow it, or use a log scale");

@@ -1,4 +1,4 @@
-// The crash test (issue 3): a child process (crash_child.cc) runs a study on a SQLite file and is
+// The crash test: a child process (crash_child.cc) runs a study on a SQLite file and is
 // killed with SIGKILL at random moments (seeded), many times over, resuming each time; then one
 // last run finishes it. Afterwards:
 // - every trial the child's journal promises is in the file, COMPLETE, with the same values;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Optuna half of the constraints interop test (issue 17, item 2; see run_interop.sh).
+"""The Optuna half of the constraints interop test (see run_interop.sh).
 
 The problem, the same on both sides: minimize (x - 1.5)^2 + (y + 2)^2 over x, y in [-10, 10]
 subject to x >= 5 and y <= 8, whose constraint values are [5 - x, y - 8] (feasible when every

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Optuna half of the multi-objective interop test (issue 19, item 6; see run_interop.sh).
+"""The Optuna half of the multi-objective interop test (see run_interop.sh).
 
 The problem, the same on both sides: over x, y in [-2, 2], minimize x^2 + y^2 and maximize
 -((x - 1)^2 + y^2); its Pareto front lies along y = 0 between x = 0 and x = 1. Trial numbers

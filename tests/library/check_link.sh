@@ -1,5 +1,5 @@
 #!/bin/sh
-# The tuning library links SQLite and nothing of the service (issue 18): an ask/tell program and
+# The tuning library links SQLite and nothing of the service: an ask/tell program and
 # libtuner.so must hold no ZeroMQ, BLAS (OpenBLAS), oneDNN, ONNX, protobuf, Gloo, CUDA, OpenMP or
 # OpenCL library, nor one of the service's own archives, in their link line or among the shared
 # libraries they need (ELF NEEDED).
@@ -8,7 +8,7 @@
 # link read), or "-" where the linker cannot write one (then NEEDED alone is checked).
 set -eu
 program=$1 inputs=$2 library=$3
-forbidden='zmq|blas|dnnl|mkldnn|onnx|protobuf|gloo|cuda|cublas|cudnn|nccl|opencl|gomp|libtuner_(training|executor|registry|service|report|cli)\.a'
+forbidden='zmq|blas|dnnl|mkldnn|onnx|protobuf|gloo|cuda|cublas|cudnn|nccl|opencl|gomp|libtuner_(wire|training|executor|registry|tracking|coordinator|sweep|report|drift|serving|cli)\.a'
 status=0
 
 fail() {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The library as a C++ user gets it (issue 18): `cmake --install` into a fresh prefix, then
+# The library as a C++ user gets it: `cmake --install` into a fresh prefix, then
 # examples/cpp_api configured and built as a project of its own against that prefix
 # (find_package(tuner 0.2 REQUIRED)) and run, and tests/library/ask_tell.cc built with pkg-config
 # against libtuner.so and libtuner.a.
@@ -30,7 +30,8 @@ for f in bin/tuner "$libdir/libtuner.so" "$libdir/libtuner.so.0.2" "$libdir/libt
          include/tuner/storage/sqlite_storage.h include/tuner/trials/error.h; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not install $f"
 done
-for internal in include/tuner/storage/sqlite include/tuner/tuner/study_core.h include/tuner/service \
+for internal in include/tuner/storage/sqlite include/tuner/tuner/study_core.h include/tuner/wire \
+                include/tuner/trials/json_reader.h include/tuner/coordinator include/tuner/sweep \
                 include/tuner/executor include/tuner/training; do
   [ ! -e "$prefix/$internal" ] || fail "an internal or service header was installed: $internal"
 done

@@ -1,7 +1,7 @@
 // End to end: a 60-trial study (TPE, median stopping, intermediate values, a conditional param)
 // written to SQLite through the C++ API, `tuner report` on it, and the page rendered by headless
 // Chromium, which must run its script without error and show marks in every plot; and the same
-// for a constrained study of three objectives (its Pareto plots and hypervolume, issue 19).
+// for a constrained study of three objectives (its Pareto plots and hypervolume).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -251,7 +251,7 @@ TEST_F(ReportBrowserTest, RendersInChromiumWithEveryPlotDrawn) {
   EXPECT_NE(dom.find("page 1 of 2"), std::string::npos);
 }
 
-// Issue 19, item 3: a study of three objectives gets a Pareto plot per pair, infeasible trials
+// A study of three objectives gets a Pareto plot per pair, infeasible trials
 // marked, and the hypervolume over trials; all drawn in the browser.
 TEST_F(ReportBrowserTest, MultiObjectiveReportDrawsEveryPairAndTheHypervolume) {
   const fs::path html = dir() / "objectives.html";

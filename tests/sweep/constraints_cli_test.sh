@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17, item 2: a sweep with constraints, as a user meets it. The command-job example with
+# A sweep with constraints, as a user meets it. The command-job example with
 # "constraints": [{"metric": "x", "max": 2.5}] (its descent ends near x = 3, so trials that get
 # there are infeasible): the trials' constraint values are stored from the job's final metrics,
 # `tuner best` and `tuner status` give the best feasible trial, `tuner trials` marks the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regression tests for defects found by attacking `tuner` as a user would (issue 15): each block
+# Regression tests for defects found by attacking `tuner` as a user would: each block
 # names the defect it pins.
 #   defects_cli_test.sh TUNER_BINARY WORK_DIR
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Why an engine trial failed, as a user meets it (issue 15, item 9): a sweep whose data directory
+# Why an engine trial failed, as a user meets it: a sweep whose data directory
 # holds an IDX file with a bad magic number prints each FAIL trial with that cause on the
 # console, and stores it as the trial's fail_reason (Optuna's system attribute), not only
 # "exited with code 1"; a truncated IDX file gives `tuner trial` one last "error: ... truncated"

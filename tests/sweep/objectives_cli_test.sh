@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19: a sweep of several objectives, as a user meets it. The command-job example traded off
+# A sweep of several objectives, as a user meets it. The command-job example traded off
 # two ways ("objectives": loss down, and the end point x down too, which the descent drives up to
 # 3): each COMPLETE trial's values are its final loss and x, `tuner sweep` ends with the Pareto
 # front, `tuner best` prints it (--json: an array) and it is exactly the non-dominated set of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15, item 7: a hanging trial ran until a second Ctrl-C, even past budget.time.
+# Regression: a hanging trial ran until a second Ctrl-C, even past budget.time.
 # - budget.trial_time: a trial that hangs is stopped after it (SIGTERM to its process group), stored
 #   FAIL "timed out after 1 s ...", not run again, and the sweep goes on to its end;
 # - budget.time: the sweep ends on time, the trial still running is stopped, stored FAIL and

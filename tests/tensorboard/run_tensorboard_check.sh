@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TensorBoard reads the trials' event files (issue 20, item 5), with tensorboard's own readers
+# TensorBoard reads the trials' event files, with tensorboard's own readers
 # (from PyPI, in BUILD_DIR/tensorboard-venv, created when missing), which must find each trial as
 # a run of the log dir (EventMultiplexer, as `tensorboard --logdir` does):
 # - an engine trial: `tuner trial` trains the CLI test's tiny engine job for 2 epochs with an

@@ -958,7 +958,7 @@ TEST(CudaBf16Products, RoundGemmInputsToNearestEven) {
   expect_bf16_products(*fp32, *bf16);
 }
 
-// Issue 16: "precision": "bf16" runs on the CPU backend too, with the CUDA backend's semantics.
+// "precision": "bf16" runs on the CPU backend too, with the CUDA backend's semantics.
 TEST(CpuBf16Products, RoundGemmInputsToNearestEven) {
   const std::string why = cpu_bf16_unavailable();
   if (!why.empty()) GTEST_SKIP() << "no bf16 on this CPU: " << why;

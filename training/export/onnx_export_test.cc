@@ -339,7 +339,7 @@ float scalar_initializer(const onnx::GraphProto& graph, const std::string& name)
   return 0.0f;
 }
 
-// Issue 15, item 12: an exported model took normalized inputs and said so only in its metadata;
+// Regression: an exported model took normalized inputs and said so only in its metadata;
 // given raw pixels it answered wrongly. With an input transform the graph takes uint8 pixels and
 // computes the engine's normalized inputs itself.
 TEST(OnnxExport, TheInputTransformMakesTheGraphTakeRawPixels) {

@@ -1,4 +1,4 @@
-// The engine's side of bench/engine/run_engine_zoo (issue 16, item 5): training throughput of
+// The engine's side of bench/engine/run_engine_zoo: training throughput of
 // every model of the zoo (models.json here, which pytorch_zoo.py reads too) and, for the models
 // with an "accuracy" recipe, the test accuracy after it on Fashion-MNIST.
 //

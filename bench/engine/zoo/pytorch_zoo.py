@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's side of bench/engine/run_engine_zoo (issue 16, item 5).
+"""PyTorch's side of bench/engine/run_engine_zoo.
 
 Reads the same zoo file as engine_zoo.cc (models.json here: engine model specs and engine job
 training sections), translates each model spec into torch.nn modules (layer for layer, the same

@@ -1,4 +1,4 @@
-// GaussianProcess: the regression model of the GP sampler (issue 17; docs/samplers.md).
+// GaussianProcess: the regression model of the GP sampler (docs/samplers.md).
 //
 // A zero-mean GP on inputs in the unit cube [0, 1]^d with a Matern 5/2 kernel, one lengthscale
 // per dimension (ARD), a signal variance and a noise variance:
@@ -37,8 +37,8 @@ struct GpFitOptions {
   // likelihood of order n, and the parameters it picks need no more than a few digits.
   double relative_decrease = 1e-5;
   // The same for a warm start, which begins near its optimum, where every step gains little: the
-  // criterion above would end it before it has moved (on the suite's Rastrigin-5, 1e-5 here left
-  // median regret at 34.6 after 100 trials where fits from scratch reached 19.8).
+  // criterion above would end it before it has moved, and the warm-started fits would do worse
+  // than fits from scratch (as they did on the function suite's Rastrigin, bench/suite).
   double warm_relative_decrease = 1e-9;
   double min_noise = 1e-6;   // the noise variance's floor (standardized units)
   // When set, the fit runs L-BFGS from these parameters alone (no restarts, no Rng draws); it

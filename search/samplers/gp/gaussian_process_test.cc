@@ -32,7 +32,7 @@ double smooth_2d(const std::vector<double>& p) {
   return std::sin(6 * p[0]) + (p[1] - 0.5) * (p[1] - 0.5);
 }
 
-// Issue 17's test: a GP fitted to samples of a known function predicts it within tolerance.
+// A GP fitted to samples of a known function predicts it within tolerance.
 TEST(GaussianProcess, PredictsAKnownSmoothFunctionFromItsSamples) {
   const Samples train = sample(40, 2, smooth_2d, 1);
   Rng rng(7);

@@ -635,9 +635,8 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   const Feasibility feasibility(x, constraints, anchor.x, anchor.constraints, fit);
   // The improvement is over the best posterior mean at a (feasible) trial, not over the best
   // value observed as Optuna's GPSampler does: over the observed value, the suite's noisy
-  // Hartmann6 gained (median regret after 100 trials 0.035 against 0.128, 20 seeds) but Rastrigin
-  // in 5 dimensions lost (41.4 against 16.7), where the GP takes the ripples for noise and the
-  // luckiest trough sets a bar its smooth mean never clears (docs/samplers.md, "GP").
+  // Hartmann6 did better but Rastrigin did much worse, where the GP takes the ripples for noise
+  // and the luckiest trough sets a bar its smooth mean never clears (docs/samplers.md, "GP").
   double best = -std::numeric_limits<double>::infinity();
   {
     std::vector<double> flat;

@@ -1,4 +1,4 @@
-// GpSampler: Bayesian optimization with a Gaussian process (issue 17; docs/samplers.md, "GP").
+// GpSampler: Bayesian optimization with a Gaussian process (docs/samplers.md, "GP").
 //
 // After n_startup_trials random trials, each proposal fits a GaussianProcess (Matern 5/2, a
 // lengthscale per dimension, noise; search/samplers/gp/gaussian_process.h) to the COMPLETE trials (their
@@ -30,7 +30,7 @@
 // probability of feasibility alone. The local candidates start from the best feasible trials,
 // then the least infeasible ones.
 //
-// Several objectives (issue 19). A study of several directions gets one GP per objective (each
+// Several objectives. A study of several directions gets one GP per objective (each
 // maximized: a minimized objective negated, warped, its kernel fit anchored and warm-started as
 // above), and the acquisition is the log expected hypervolume improvement over the front of the
 // (feasible) observed trials, against a reference 10% of each objective's range beyond its worst
@@ -67,7 +67,7 @@ struct GpSamplerOptions {
   int n_local_candidates = 128;
   // The most finished trials the GP is fitted to. Past it the fit takes the best half of them by
   // value and the most recent for the rest, so that an ask's cost stops growing (a fit is cubic
-  // in its trials): at 300 trials without a window an ask took 20 times the ask at 100.
+  // in its trials). Default 200.
   int max_fit_trials = 200;
   // Fit the GP to the values through a Yeo-Johnson power transform (search/samplers/gp/output_warping.h)
   // instead of as they are. Default: true.

@@ -83,7 +83,7 @@ TEST(GpSampler, PastItsWindowItStillConverges) {
   EXPECT_LT(best, 0.05);  // random search's best of 60 on this plane is about 2
 }
 
-// Issue 17, item 2: the GP maximizes expected improvement times the probability of feasibility.
+// The GP maximizes expected improvement times the probability of feasibility.
 // Ignoring the constraint it converges on the unconstrained best at x = 1.5, which is infeasible.
 TEST(GpSampler, ConstraintsKeepProposalsFeasibleNearTheConstrainedBest) {
   constexpr int kSeeds = 3, kTrials = 30;

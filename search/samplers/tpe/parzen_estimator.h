@@ -49,9 +49,8 @@ struct ParzenEstimatorOptions {
   bool consider_endpoints = false;
   // Count the prior's centre among the neighbours when measuring the observations' bandwidths
   // (bounded numeric dimensions, with the prior), as Optuna 3.1's univariate TPE does; Optuna
-  // 4 and 5 leave it out. TpeSampler sets it for its univariate estimators only: there it
-  // lowered the median regret at 200 trials on Branin (0.0064 -> 0.0026, 20 seeds) and tied on
-  // Rosenbrock-10D and Ackley-10D (3270 / 3298, 15.54 / 15.56). Default: false.
+  // 4 and 5 leave it out. TpeSampler sets it for its univariate estimators only, where it did
+  // better on the sampler benchmark (bench/sampler_quality) or tied. Default: false.
   bool prior_in_bandwidths = false;
 };
 

@@ -788,9 +788,8 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
   pe.prior_weight = options_.prior_weight;
   pe.consider_magic_clip = options_.consider_magic_clip;
   pe.consider_endpoints = options_.consider_endpoints;
-  // Univariate estimators count the prior's centre among the neighbours (Optuna 3.1): over 20
-  // seeds it halves the median regret on Branin at 200 trials and ties on Rosenbrock-10D and
-  // Ackley-10D (docs/samplers.md). Joint estimators leave it out.
+  // Univariate estimators count the prior's centre among the neighbours (Optuna 3.1), which did
+  // better on the sampler benchmark or tied (docs/samplers.md). Joint estimators leave it out.
   pe.prior_in_bandwidths = univariate;
   for (auto& memo : memos) {
     if (!memo) memo = std::make_unique<ParzenMemo>();

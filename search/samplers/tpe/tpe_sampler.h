@@ -63,9 +63,8 @@ struct TpeOptions {
   // Sample the parameters every finished trial has jointly. Default: true, as in Optuna 5
   // (multivariate TPE finds better points on correlated objectives; see docs/samplers.md).
   bool multivariate = true;
-  // The same with several objectives. Default: false, as Optuna 5's TPESampler, which found
-  // univariate TPE better there; so did the held-out problems of bench/mo (ZDT4, ZDT6, DTLZ4:
-  // a higher median hypervolume after 100 and 200 trials on all three; docs/samplers.md).
+  // The same with several objectives. Default: false, as Optuna 5's TPESampler: univariate TPE
+  // reached a larger hypervolume on the multi-objective benchmark (bench/mo; docs/samplers.md).
   // `group` implies it.
   bool multi_objective_multivariate = false;
   // With multivariate: decompose the trials' parameter sets into groups that always appear
@@ -96,11 +95,8 @@ struct TpeOptions {
   // improving on that threshold; weighted by improvement, by their expected improvement, so the
   // best trials pull harder than those that barely made the cut. `weights` then weighs the
   // "above" group only. Falls back to `weights` when a "below" trial is PRUNED or no "above"
-  // trial is COMPLETE. Default: true (Optuna: false). Median regret of multivariate TPE after 200
-  // trials, 200 seeds (bench/sampler_quality --first-seed 1000): Rosenbrock-10D 805 -> 283,
-  // Ackley-10D 9.84 -> 7.15 (Mann-Whitney p < 1e-20), Branin 0.00269 -> 0.00290 (a tie, p =
-  // 0.76; 0.00268 -> 0.00267 over 1,000 seeds); univariate 3392 -> 2756 (p = 0.005), 14.66 ->
-  // 14.41, 0.0064 -> 0.0058 (ties).
+  // trial is COMPLETE. Default: true (Optuna: false), which found better points on the sampler
+  // benchmark (bench/sampler_quality), and tied where it did not.
   bool improvement_weights = true;
   // Several objectives: weight each "below" trial by its exclusive hypervolume contribution
   // among the feasible COMPLETE "below" trials (against a reference just beyond their worst

@@ -311,7 +311,7 @@ ConstrainedRun optimize_constrained(Sampler& sampler, uint64_t seed, int n, bool
   return run;
 }
 
-// Issue 17, item 2: TPE honours constraints as Optuna's TPESampler does. Ignoring them, it
+// TPE honours constraints as Optuna's TPESampler does. Ignoring them, it
 // converges on the unconstrained best at x = 1.5, which is infeasible.
 TEST(TpeSampler, ConstraintsDrawTrialsIntoTheFeasibleRegion) {
   for (bool multivariate : {true, false}) {

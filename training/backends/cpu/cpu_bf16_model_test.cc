@@ -1,4 +1,4 @@
-// Whole models on the CPU backend in bf16 mixed precision (issue 16): an MLP and a CNN with batch
+// Whole models on the CPU backend in bf16 mixed precision: an MLP and a CNN with batch
 // norm and a residual block train to the loss of fp32 from the same seeds, deterministically;
 // with 1 thread and with 2 (the products are split over the threads either way). Skipped on a CPU
 // with neither AMX nor AVX512-BF16.

@@ -56,7 +56,7 @@ TEST(CpuKernels, OpenBlasCoresForEachIsaRunThatIsa) {
   EXPECT_EQ(openblas_core_isa("Itanium"), std::nullopt);
 }
 
-// Issue 16: Debian's OpenBLAS ran its SSE3 kernels on a CPU with AVX-512 it did not know. The
+// Regression: Debian's OpenBLAS ran its SSE3 kernels on a CPU with AVX-512 it did not know. The
 // kernels the engine runs must be the widest this CPU has, whichever CPU runs the tests.
 TEST(CpuKernels, TheChosenKernelsFitThisCpu) {
   const GemmKernels& kernels = cpu_gemm_kernels();
@@ -66,7 +66,7 @@ TEST(CpuKernels, TheChosenKernelsFitThisCpu) {
   EXPECT_EQ(*kernels.isa, cpu) << describe_cpu_kernels();
 }
 
-// The case of issue 16 itself, on whichever CPU runs the tests: OpenBLAS on its SSE3 kernels (as
+// That defect itself, on whichever CPU runs the tests: OpenBLAS on its SSE3 kernels (as
 // on a CPU its table does not know) gets this CPU's widest instead. In a child process, so that
 // this one keeps its kernels.
 TEST(CpuKernelsDeathTest, KernelsThatDoNotFitAreReplacedByTheCpusWidest) {
