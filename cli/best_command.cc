@@ -59,7 +59,7 @@ int run_best(const std::vector<std::string>& args) {
   const std::vector<FrozenTrial> trials =
       storage->get_trials(study.study_id, {.states = std::vector{TrialState::kComplete}});
   if (study.directions.size() != 1) return print_front(study, trials, flags.has("--json"));
-  const FrozenTrial* best = best_of(trials, study.directions[0]);
+  const FrozenTrial* best = best_feasible(trials, study.directions[0]);
   if (best == nullptr && !trials.empty()) {
     throw Error(ErrorCode::kNotFound,
                 "study '" + name + "' has no feasible trial yet: each of its " +

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "search/pareto.h"
+#include "trials/constraints.h"
 #include "sweep/serve.h"
 #include "tuner/study.h"
 
@@ -47,7 +48,7 @@ int run_status(const std::vector<std::string>& args) {
     for (const auto& [state, n] : by_state) std::cout << ", " << n << " " << to_string(state);
     if (s.directions.size() == 1) {
       std::cout << "; " << to_string(s.directions[0]);
-      if (const FrozenTrial* best = best_of(trials, s.directions[0])) {
+      if (const FrozenTrial* best = best_feasible(trials, s.directions[0])) {
         std::cout << ", best " << best->values[0] << " (trial " << best->number << ")";
       }
       // Constrained studies: the best is the best feasible trial.

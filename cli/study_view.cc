@@ -71,18 +71,6 @@ StudyRecord find_study(Storage& storage, const std::string& name, const std::str
                                         " (its studies: " + (names.empty() ? "none" : names) + ")");
 }
 
-const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirection direction) {
-  const FrozenTrial* best = nullptr;
-  for (const FrozenTrial& t : trials) {
-    if (t.state != TrialState::kComplete || t.values.size() != 1 || !is_feasible(t)) continue;
-    if (best == nullptr || (direction == StudyDirection::kMaximize ? t.values[0] > best->values[0]
-                                                                   : t.values[0] < best->values[0])) {
-      best = &t;
-    }
-  }
-  return best;
-}
-
 int count_infeasible(const std::vector<FrozenTrial>& trials) {
   return static_cast<int>(std::count_if(trials.begin(), trials.end(), [](const FrozenTrial& t) {
     return t.state == TrialState::kComplete && !is_feasible(t);

@@ -24,10 +24,6 @@ std::unique_ptr<Storage> open_read_only(const std::string& path);
 // The study named `name`; Error(kNotFound) listing the studies of the file otherwise.
 StudyRecord find_study(Storage& storage, const std::string& name, const std::string& path);
 
-// The best feasible COMPLETE trial of a single-objective study (trials/constraints.h: every
-// constraint value <= 0); nullptr when there is none.
-const FrozenTrial* best_of(const std::vector<FrozenTrial>& trials, StudyDirection direction);
-
 // How many COMPLETE trials violate a constraint.
 int count_infeasible(const std::vector<FrozenTrial>& trials);
 

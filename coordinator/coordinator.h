@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "wire/curve_keys.h"
+#include "wire/protocol.h"
 #include "search/space/search_space.h"
 #include "coordinator/metric_constraint.h"
 #include "trials/clock.h"
@@ -131,10 +132,10 @@ struct CoordinatorServiceOptions {
   // see endpoint()). Required.
   std::string endpoint;
   // How often HEARTBEAT goes to each executor; sent to executors in TRIAL, too. Default 1 s.
-  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
   // A lease not renewed for this long expires, and an executor not heard from for this long is
   // forgotten. Default 5 s. REQUIRES: > heartbeat_interval.
-  std::chrono::milliseconds lease_timeout{5000};
+  std::chrono::milliseconds lease_timeout = kDefaultLeaseTimeout;
   // Deadlines and heartbeats. Default: the system clock.
   std::shared_ptr<Clock> clock;
   // Where log lines go ("coordinator: ..."). Default: standard error. Called on the loop's thread.

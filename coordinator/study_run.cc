@@ -10,6 +10,7 @@
 #include "coordinator/group_commit.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
+#include "util/json_string.h"
 
 namespace tuner {
 
@@ -21,8 +22,6 @@ constexpr int kMaxFailedAsksInARow = 3;
 int64_t to_ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
-
-std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
 // A final metric as JSON text the way Python's json.dumps writes it (NaN and the infinities
 // included), which is how Optuna's tools read user attributes; one the job wrote as an integer
@@ -280,14 +279,10 @@ std::string StudyRun::set_constraints(Trial& trial, const Metrics& metrics) cons
 }
 
 FrozenTrial StudyRun::tell_fail(Trial& trial, const FailMessage& fail, const std::string& reason) {
-  Storage& storage = study.storage();
-  if (fail.exit_code) {
-    storage.set_trial_system_attr(trial.id(), "exit_code", std::to_string(*fail.exit_code));
-  }
-  if (!fail.log_tail.empty()) {
-    storage.set_trial_system_attr(trial.id(), "log_tail", json_string(fail.log_tail));
-  }
-  return study.tell(trial, TrialState::kFail, reason);
+  Attributes left;  // what the run left, stored with the FAIL in one write
+  if (fail.exit_code) left["exit_code"] = std::to_string(*fail.exit_code);
+  if (!fail.log_tail.empty()) left["log_tail"] = json_string(fail.log_tail);
+  return study.tell(trial, TrialState::kFail, reason, {}, left);
 }
 
 void StudyRun::count(const FrozenTrial& finished_trial) {

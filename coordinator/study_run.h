@@ -63,8 +63,8 @@ struct StudyRunContext {
   Clock* clock = nullptr;
   Outbox* outbox = nullptr;            // log lines
   const LeaseTable* leases = nullptr;  // the study's lease counts
-  std::chrono::milliseconds heartbeat_interval{1000};
-  std::chrono::milliseconds lease_timeout{5000};
+  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
+  std::chrono::milliseconds lease_timeout = kDefaultLeaseTimeout;
 };
 
 // A trial left RUNNING by an earlier coordinator of the study: an executor may still run it and

@@ -1,4 +1,5 @@
 #include "drift/report_format.h"
+#include "util/strings.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,12 +15,6 @@ std::string fixed(double v, const char* format) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
-}
-
-std::string join(const std::vector<std::string>& parts, const std::string& by) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : by) + p;
-  return out;
 }
 
 std::string describe(const SampleSource& s, int64_t count) {

@@ -105,7 +105,7 @@ std::vector<std::string> build_env(const CommandSpec& spec, const CommandTrial& 
   return out;
 }
 
-std::string join(const std::vector<std::string>& argv) {
+std::string shell_line(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out += ' ';
@@ -157,7 +157,7 @@ CommandOutcome CommandJob::run(const CommandTrial& trial, const ReportCallback& 
   JobLog log(options_.log_path, std::max<size_t>(1, options_.log_tail_lines),
              std::max<size_t>(1, options_.log_tail_bytes));
   log.add_line("[tuner] trial " + std::to_string(trial.number) + " (id " +
-               std::to_string(trial.trial_id) + "): running " + join(spawn.argv));
+               std::to_string(trial.trial_id) + "): running " + shell_line(spawn.argv));
 
   // A stop request wakes poll() through this pipe.
   UniqueFd wake_read, wake_write;

@@ -1,17 +1,8 @@
 // EngineJob: a trial that trains one of the project's own models (training/) instead of running a
 // user's program (the `engine` job kind; docs/engine_jobs.md is the contract).
 //
-// The job's JSON form (every member and default in docs/engine_jobs.md):
-//   {"kind": "engine",
-//    "model": {...a model spec (docs/model_spec.md)...},
-//    "data": {"dataset": "fashion-mnist", "dir": "...", "train": 50000, "validation": 10000,
-//             "test": 0},
-//    "training": {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 0.001, ...},
-//    "threads": 1, "backend": "cpu", "ranks": 1, "nodes": 1, "collective_timeout_s": 60,
-//    "artifacts_dir": "...", "objective_metric": "val_accuracy"}
-// Any string value under "model" and "training" (and data.train / validation / test) that is
-// exactly "{NAME}" is a placeholder: it becomes the trial's value of parameter NAME with its JSON
-// type ("{width}" -> 256, "{act}" -> "relu").
+// The job's JSON form, its placeholders and the spec types are in executor/engine/job_spec.h,
+// which this header includes.
 //
 // Three steps: parse_engine_job() validates a job once (the coordinator and the executor do, with
 // no trial at hand: placeholders are only checked for syntax); resolve_engine_job() substitutes a
@@ -23,6 +14,10 @@
 // Gloo, or one process per GPU over NCCL). run_engine_trial() runs one rank; `tuner trial` runs
 // rank 0 and launches the others (executor/engine_launcher.h). With "nodes": K > 1 the ranks are
 // spread over K executors, each running `tuner trial` for its N / K ranks.
+//
+// The parts of run_engine_trial live in executor/engine/ (internal): the data-set catalogue
+// (datasets.h), the factories of its training objects (factories.h), the checkpoint's history
+// (history_file.h), the artifacts folder (trial_artifacts.h) and the latency figures (latency.h).
 //
 // Thread safety: pure functions, except run_engine_trial, which reads and writes files (data,
 // checkpoint, artifacts); concurrent runs need distinct checkpoint paths and trial numbers.
@@ -38,92 +33,11 @@
 #include <vector>
 
 #include "executor/command_job.h"
+#include "executor/engine/job_spec.h"
 #include "trials/param_value.h"
 #include "wire/protocol.h"
 
 namespace tuner {
-
-// A validated engine job, placeholders unresolved. The members that cannot be placeholders are
-// typed here; the rest stays in `json`.
-struct EngineJobSpec {
-  std::string json;             // the whole job, canonical compact JSON (keys sorted)
-  std::string dataset;          // "fashion-mnist"
-  std::string data_dir;         // empty: training::fashion_mnist_dir()
-  int threads = 1;              // CPU backend threads; >= 1
-  std::string backend = "cpu";  // "cpu" or "cuda"
-  // GEMM inputs: "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything else; on the
-  // CPU, where it has AMX or AVX512-BF16; docs/training.md).
-  std::string precision = "fp32";
-  // Convolutions on "cuda": "gemm" (im2col + cuBLAS) or "cudnn" (cuDNN's, fp32 only;
-  // docs/training.md).
-  std::string convolution = "gemm";
-  // Data-parallel ranks of each trial: CPU processes (backend cpu, each with `threads` threads)
-  // or GPUs (backend cuda, one process per GPU the trial is given). Default 1; in [1, 256].
-  int ranks = 1;
-  // Executors the ranks are spread over, ranks / nodes on each (as torchrun's --nnodes): node n
-  // runs ranks [n * ranks / nodes, (n + 1) * ranks / nodes). Default 1; in [1, 64] and dividing
-  // ranks. The coordinator leases such a trial to `nodes` executors at once.
-  int nodes = 1;
-  // Bound on the ranks' rendezvous and on every collective, in seconds: a rank that dies or
-  // stalls fails the others' next collective within it. Default 60; in (0, 86400].
-  double collective_timeout_s = 60.0;
-  // The batch of the per-sample inference latency figure (latency_ms_per_sample, measured after
-  // training beside the batch-1 one). Default 64; in [1, 65536].
-  int latency_batch = 64;
-  std::string artifacts_dir;     // empty: no artifacts
-  std::string objective_metric;  // train_loss, val_loss or val_accuracy
-  bool maximize = false;         // true for *_accuracy
-};
-
-// One trial's job: every placeholder substituted, every value typed and checked.
-struct EngineTrialConfig {
-  std::string model_json;  // the model spec, canonical (training::ModelSpec::json)
-  // Data: the first `train` training images, the next `validation` ones, the first `test` test
-  // images (0: none).
-  int64_t train = 50000, validation = 10000, test = 0;
-  // Training.
-  int64_t epochs = 10, batch_size = 128;
-  std::string optimizer = "adam";  // adam, adamw, sgd
-  double lr = 0.001;
-  double weight_decay = 0.0;          // adam: L2; adamw: decoupled; sgd: L2
-  double momentum = 0.9;              // sgd only
-  std::string schedule = "constant";  // constant, cosine, step
-  double warmup_epochs = 0.0;         // cosine: linear warm-up, in epochs (may be fractional)
-  double min_lr = 0.0;                // cosine: the final learning rate
-  int64_t step_epochs = 1;            // step: decay every this many epochs
-  double gamma = 0.1;                 // step: the decay factor
-  double label_smoothing = 0.0;
-  double clip_grad_norm = 0.0;  // 0: no clipping
-  uint64_t seed = 0;            // the model's initialization, dropout and the data order
-};
-
-// Parses and validates an engine job. Errors are Error(kInvalidArgument) whose message starts
-// with `where` and names the JSON path, e.g. "job.training.lr: expected a number > 0, got -1" or
-// "job.data.dataset: unknown dataset \"cifar\" (known: fashion-mnist)". A model without
-// placeholders is validated in full here (shapes included), and against the dataset: its input
-// must be the shape of a sample and its output [classes] ("job.model.input: [1, 32, 32] is not
-// the shape of fashion-mnist's samples, [1, 28, 28]: ..."); with placeholders, a concrete
-// "input" is still checked.
-EngineJobSpec parse_engine_job(std::string_view json, const std::string& where = "job");
-
-// NAME when `text` is a placeholder "{NAME}" (NAME not empty and free of braces); nullopt for
-// any other string. The one definition of the grammar: sweep files check placeholders with it.
-std::optional<std::string> engine_placeholder(std::string_view text);
-
-// Substitutes `params` into the job and checks every value. Errors are Error(kInvalidArgument)
-// naming the JSON path: `job.training.lr: "{learning_rate}": the trial has no parameter
-// 'learning_rate'`, `job.training.epochs: expected an integer >= 1, got 2.5 (from "{epochs}")`,
-// `job.model.layers[1].out: expected an integer >= 1, got "wide"` (the model spec's own errors).
-EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& params,
-                                     const std::string& where = "job");
-
-// Substitutes `params` into the job's model alone and checks it as resolve_engine_job does: the
-// spec builds, its input is the shape of the dataset's samples and its output [the dataset's
-// classes]. The load-time probes of a sweep file (sweep/sweep_file.h), which have values for the
-// model's placeholders only, call it. Errors as resolve_engine_job, e.g.
-// `job.model.layers[3]: the model's output is [3], but fashion-mnist has 10 classes: ...`.
-void check_engine_model(const EngineJobSpec& spec, const Params& params,
-                        const std::string& where = "job");
 
 // Why a failed engine trial failed, from its output: `tuner trial` ends a failure with exit code
 // 1 and one line "error: MESSAGE" on stderr (the message on a single line), which is the last
@@ -131,11 +45,6 @@ void check_engine_model(const EngineJobSpec& spec, const Params& params,
 // log tail), or nullopt when there is none (the process crashed or was killed). The executor
 // makes it the FAIL reason (docs/engine_jobs.md, "When a trial fails").
 std::optional<std::string> engine_trial_error(std::string_view log_tail);
-
-// `json` (a job's JSON text) with every "{NAME}" string under model, training and data replaced by
-// the parameter's value, keeping its JSON type. Errors as resolve_engine_job.
-std::string substitute_engine_params(std::string_view json, const Params& params,
-                                     const std::string& where = "job");
 
 // How the engine turns a value of the dataset's files into a model input: the loader's scaling
 // (float(raw) / divisor), then the normalization with the statistics of the trial's training

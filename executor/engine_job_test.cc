@@ -186,7 +186,7 @@ TEST(EngineJobSpec, ResolveErrorsNameThePathAndThePlaceholder) {
             "job.training.batch_size: 128 is larger than the training split (data.train 64)");
 }
 
-// Issue 15, item 9: a model that does not fit the data failed every trial with only "exited with
+// Regression: a model that does not fit the data failed every trial with only "exited with
 // code 1"; what can be told without the data is refused when the job is parsed.
 TEST(EngineJobSpec, RefusesAtParseAModelWhoseOutputIsNotTheDatasetsClasses) {
   const nlohmann::json job = tiny_job();
@@ -265,7 +265,7 @@ TEST(EngineJobSpec, CheckEngineModelSubstitutesTheModelAlone) {
   }
 }
 
-// Issue 15, item 9: the FAIL reason of an engine trial was only "exited with code 1"; it is the
+// Regression: the FAIL reason of an engine trial was only "exited with code 1"; it is the
 // message of `tuner trial`'s last "error: " line.
 TEST(EngineJobSpec, TheFailReasonIsTheLastErrorLineOfTheTrialsOutput) {
   EXPECT_EQ(engine_trial_error("[tuner] trial 3 (id 4): running tuner trial ...\n"
@@ -450,7 +450,7 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
                            "samples_per_second", "peak_rss_mb"}) {
     EXPECT_TRUE(reports[1].metrics.contains(name)) << name;
   }
-  // The system's figures (issue 20): a throughput from the epoch's time, a process that holds
+  // The system's figures: a throughput from the epoch's time, a process that holds
   // at least its data.
   // The tiny job trains on 600 samples.
   EXPECT_NEAR(reports[1].metrics.at("samples_per_second") * reports[1].metrics.at("epoch_seconds"),
@@ -471,7 +471,7 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   EXPECT_GE(final.at("val_accuracy"), reports[1].metrics.at("val_accuracy"));
   EXPECT_FALSE(final.contains("test_accuracy"));
   EXPECT_EQ(final.at("num_params"), 784 * 32 + 32 + 32 * 10 + 10);  // the two linear layers
-  // The figures a sweep trades accuracy against (issue 19): three forward passes' worth of
+  // The figures a sweep trades accuracy against: three forward passes' worth of
   // training FLOPs (linear 784 -> 32 with its bias, the relu, linear 32 -> 10 with its bias)...
   EXPECT_EQ(final.at("train_flops_per_sample"),
             3 * (32 * (2 * 784 + 1) + 32 + 10 * (2 * 32 + 1)));
@@ -489,7 +489,7 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   EXPECT_EQ(without_time(again.final_metrics), without_time(final));
 }
 
-// Issue 16: "precision": "bf16" trains on the CPU backend where the CPU has AMX or AVX512-BF16,
+// "precision": "bf16" trains on the CPU backend where the CPU has AMX or AVX512-BF16,
 // to fp32's accuracy, reproducibly; elsewhere the trial fails saying why.
 TEST_F(EngineRun, Bf16OnTheCpuTrainsAsFp32DoesOrSaysWhyNot) {
   const EngineJobSpec bf16 = spec([](nlohmann::json& j) { j["precision"] = "bf16"; });

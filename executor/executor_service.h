@@ -92,7 +92,7 @@ struct ExecutorOptions {
   std::optional<std::vector<int>> gpus;
   // How often a HEARTBEAT goes to the coordinator. Default 1 s. A TRIAL that asks for a shorter
   // interval (heartbeat_interval_ms) shortens it.
-  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
   // Nothing from the coordinator for this long: reconnect. Default 5 s.
   // REQUIRES: > the coordinator's heartbeat interval.
   std::chrono::milliseconds coordinator_timeout{5000};

@@ -310,7 +310,7 @@ std::vector<pid_t> live_members(pid_t pgid) {
   return live;
 }
 
-// Issue 15, item 7: a hanging trial ran until a second Ctrl-C. A job's "timeout_s" stops it
+// Regression: a hanging trial ran until a second Ctrl-C. A job's "timeout_s" stops it
 // (SIGTERM to its process group) and its trial is FAIL "timed out after ...", while its lease
 // stays in the heartbeats (a timed-out trial is not a lost lease).
 TEST_F(ExecutorServiceTest, HangingJobIsFailedTimedOutAfterItsTimeoutAndItsGroupIsGone) {
@@ -383,7 +383,7 @@ TEST_F(ExecutorServiceTest, ASilentCoordinatorMakesItReconnectAndSayHelloAgain) 
   EXPECT_GE(service_->stats().connections, 2);
 }
 
-// Issue 15, item 10: a plain executor pointed at a CURVE coordinator (which never answers it)
+// Regression: a plain executor pointed at a CURVE coordinator (which never answers it)
 // said nothing about keys.
 TEST_F(ExecutorServiceTest, ASilentCoordinatorIsReportedWithWhatToCheck) {
   // Shared with the service's thread, which logs until TearDown stops it.
@@ -408,7 +408,7 @@ TEST_F(ExecutorServiceTest, ASilentCoordinatorIsReportedWithWhatToCheck) {
                                           "with --key and --coordinator-key"));
 }
 
-// Issue 15, item 10: a second executor started with an id in use took turns with the first.
+// Regression: a second executor started with an id in use took turns with the first.
 // Refused for good (longer than twice its coordinator timeout), it stops with the reason.
 TEST_F(ExecutorServiceTest, ALastingRefusalStopsTheExecutorWithTheReason) {
   ExecutorOptions options;

@@ -1,4 +1,5 @@
 #include "executor/metrics_line.h"
+#include "util/strings.h"
 
 #include <cmath>
 #include <limits>
@@ -9,14 +10,6 @@ namespace tuner {
 namespace {
 
 constexpr int kMaxDepth = 64;
-
-std::string_view trim(std::string_view s) {
-  const char* kSpace = " \t\r\n\f\v";
-  size_t begin = s.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) return {};
-  size_t end = s.find_last_not_of(kSpace);
-  return s.substr(begin, end - begin + 1);
-}
 
 // Python's json.dumps writes NaN, Infinity and -Infinity, which JSON lacks: rewrite those bare
 // tokens (outside strings) as the strings "nan", "inf" and "-inf". Returns nullopt when the

@@ -20,7 +20,7 @@ TEST(MetricsLine, FinalWithoutStep) {
   auto line = parse_metrics_line("  {\"val_loss\": 0.38, \"acc\": 1}\r");
   EXPECT_EQ(line.kind, Kind::kFinal);
   EXPECT_EQ(line.metrics, (Metrics{{"acc", 1.0}, {"val_loss", 0.38}}));
-  // Issue 15, item 11: an integer metric came back as a float (12345 -> 12345.0).
+  // Regression: an integer metric came back as a float (12345 -> 12345.0).
   EXPECT_EQ(line.integers, std::vector<std::string>{"acc"});
   EXPECT_TRUE(parse_metrics_line(R"({"n": 1.0, "big": 1e300, "huge": 18446744073709551615})")
                   .integers.empty());

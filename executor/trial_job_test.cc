@@ -110,7 +110,7 @@ TEST(TrialJobTest, ErrorsNameTheJsonPath) {
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", 3], "objective_metric": "m"})"),
             "job.argv[1]: expected a string, got 3");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a"]})"), "job.objective_metric: missing");
-  // Issue 15, item 8: an unbalanced brace failed every trial instead of the job.
+  // Regression: an unbalanced brace failed every trial instead of the job.
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": ["a", "x}"], "objective_metric": "m"})"),
             "job.argv[1] \"x}\": stray '}' at offset 1 (write '}}' for a brace)");
   EXPECT_EQ(error_of(R"({"kind": "command", "argv": [], "objective_metric": "m"})"),
@@ -127,7 +127,7 @@ TEST(TrialJobTest, ErrorsNameTheJsonPath) {
   EXPECT_NE(error_of("{oops").find("job: not valid JSON"), std::string::npos);
 }
 
-// Issue 15, item 7: there was no per-trial time limit. Both kinds take "timeout_s" and
+// Regression: there was no per-trial time limit. Both kinds take "timeout_s" and
 // "stop_grace_s" (seconds), and they survive the round trip.
 TEST(TrialJobTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {
   auto command = parse_trial_job(R"({"kind": "command", "argv": ["sleep", "1000"],

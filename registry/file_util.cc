@@ -94,17 +94,6 @@ void write_file_atomically(const fs::path& path, std::string_view content) {
   }
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (!fs::exists(path)) throw Error(ErrorCode::kNotFound, path.string() + ": does not exist");
-    io_error(path, "cannot read", errno);
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void make_directory(const fs::path& path) {
   std::error_code ec;
   if (!fs::create_directory(path, ec) && !fs::is_directory(path)) {

@@ -34,8 +34,6 @@ class TempDir {
 void write_file(const std::filesystem::path& path, std::string_view content);
 // Writes to a temporary file beside `path`, fsync'ed, then renamed over it.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
-// The whole file. Error(kNotFound) when it does not exist, kUnavailable when unreadable.
-std::string read_file(const std::filesystem::path& path);
 // Creates one directory (its parent must exist). Error(kUnavailable) naming it.
 void make_directory(const std::filesystem::path& path);
 

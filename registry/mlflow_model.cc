@@ -18,6 +18,7 @@
 #include "trials/error.h"
 #include "trials/json.h"
 #include "trials/json_depth.h"
+#include "util/files.h"
 
 #ifndef TUNER_ONNX_VERSION
 #define TUNER_ONNX_VERSION "1.12.0"

@@ -19,6 +19,7 @@
 #include "trials/error.h"
 #include "trials/json.h"
 #include "trials/json_depth.h"
+#include "util/files.h"
 
 namespace tuner::registry {
 

@@ -167,8 +167,7 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
   }
   for (const FrozenTrial* t : view.complete) {
     for (size_t k = 0; k < view.n_objectives; ++k) {
-      view.losses.push_back(study.directions[k] == StudyDirection::kMaximize ? -t->values[k]
-                                                                             : t->values[k]);
+      view.losses.push_back(as_loss(study.directions[k], t->values[k]));
     }
   }
   if (view.n_objectives > 1) {

@@ -681,7 +681,7 @@ std::vector<double> feasible_losses(const std::vector<FrozenTrial>& trials,
   for (const FrozenTrial& t : trials) {
     if (!on_front_candidate(t, m)) continue;
     for (size_t k = 0; k < m; ++k) {
-      losses.push_back(directions[k] == StudyDirection::kMaximize ? -t.values[k] : t.values[k]);
+      losses.push_back(as_loss(directions[k], t.values[k]));
     }
   }
   return losses;

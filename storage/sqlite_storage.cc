@@ -15,6 +15,7 @@
 #include "storage/sqlite/connection.h"
 #include "storage/write_checks.h"
 #include "trials/error.h"
+#include "util/strings.h"
 
 namespace tuner {
 
@@ -55,12 +56,6 @@ constexpr const char* kTunerTables[] = {
 os::Revision to_schema_revision(OptunaRevision revision) {
   return revision == OptunaRevision::kV3_0_0_d ? os::Revision::kV3_0_0_d
                                                : os::Revision::kV3_2_0_a;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
 }
 
 bool same_bits(double a, double b) {

@@ -88,9 +88,7 @@ void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection d
       }
       if (t.values.empty()) break;
       const double v = t.values[0];
-      if (!progress.best_value ||
-          (direction == StudyDirection::kMaximize ? v > *progress.best_value
-                                                  : v < *progress.best_value)) {
+      if (!progress.best_value || is_better(direction, v, *progress.best_value)) {
         progress.best_value = v;
         progress.best_number = t.number;
       }

@@ -5,20 +5,13 @@
 #include <sstream>
 
 #include "trials/error.h"
+#include "util/files.h"
 
 namespace tuner::tracking {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kNotFound, "cannot read " + path.string());
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 std::string quoted(const std::string& value) {
   return value.find('\'') == std::string::npos ? "'" + value + "'" : "\"" + value + "\"";

@@ -197,8 +197,6 @@ void MlflowSync::sync_parent(const StudyRecord& study, const std::vector<FrozenT
   bool live = false;
   std::optional<double> best;
   int best_number = -1;
-  const bool maximize =
-      !study.directions.empty() && study.directions.front() == StudyDirection::kMaximize;
   for (const FrozenTrial& t : trials) {
     if (!is_finished(t.state)) {
       live = true;
@@ -218,7 +216,7 @@ void MlflowSync::sync_parent(const StudyRecord& study, const std::vector<FrozenT
       feasible = false;
     }
     if (study.directions.size() == 1 && !t.values.empty() && feasible &&
-        (!best || (maximize ? t.values[0] > *best : t.values[0] < *best))) {
+        (!best || is_better(study.directions[0], t.values[0], *best))) {
       best = t.values[0];
       best_number = t.number;
     }

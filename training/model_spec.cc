@@ -21,6 +21,7 @@
 #include "training/layers/residual.h"
 #include "training/rng.h"
 #include "training/shape_error.h"
+#include "util/strings.h"
 
 namespace tuner::training {
 namespace {
@@ -77,12 +78,6 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string_vi
   }
   if (best.empty() || best_d > std::max<size_t>(2, word.size() / 3)) return "";
   return " (did you mean \"" + std::string(best) + "\"?)";
-}
-
-std::string join(const std::vector<std::string_view>& items) {
-  std::string s;
-  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", " : "") + std::string(items[i]);
-  return s;
 }
 
 std::string field_path(const std::string& path, std::string_view field) {

@@ -121,4 +121,13 @@ bool is_feasible(const FrozenTrial& trial) {
   return constraint_violation(constraints_of(trial)) == 0;
 }
 
+const FrozenTrial* best_feasible(std::span<const FrozenTrial> trials, StudyDirection direction) {
+  const FrozenTrial* best = nullptr;
+  for (const FrozenTrial& t : trials) {
+    if (t.state != TrialState::kComplete || t.values.size() != 1 || !is_feasible(t)) continue;
+    if (best == nullptr || is_better(direction, t.values[0], best->values[0])) best = &t;
+  }
+  return best;
+}
+
 }  // namespace tuner

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "trials/frozen_trial.h"
+#include "trials/trial_state.h"
 
 namespace tuner {
 
@@ -53,6 +54,10 @@ double constraint_violation(std::span<const ConstraintValue> values);
 
 // Every value <= 0 (none at all is feasible). Throws as constraints_of() does.
 bool is_feasible(const FrozenTrial& trial);
+
+// The feasible COMPLETE trial of one objective with the best value in `direction` (the first of
+// equals); null when there is none. Throws as constraints_of() does.
+const FrozenTrial* best_feasible(std::span<const FrozenTrial> trials, StudyDirection direction);
 
 }  // namespace tuner
 

@@ -36,6 +36,11 @@ constexpr bool is_better(StudyDirection direction, double a, double b) {
   return direction == StudyDirection::kMinimize ? a < b : a > b;
 }
 
+// `value` as a loss, lower being better: itself when minimizing, negated when maximizing.
+constexpr double as_loss(StudyDirection direction, double value) {
+  return direction == StudyDirection::kMinimize ? value : -value;
+}
+
 }  // namespace tuner
 
 #endif  // TUNER_TRIALS_TRIAL_STATE_H_

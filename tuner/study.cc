@@ -23,6 +23,7 @@
 #include "trials/trial_origin.h"
 #include "tuner/study_core.h"
 #include "tuner/trial_state_internal.h"
+#include "util/json_string.h"
 
 namespace tuner {
 
@@ -50,8 +51,6 @@ uint64_t fresh_random() {
   std::random_device device;
   return (static_cast<uint64_t>(device()) << 32) ^ device();
 }
-
-std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
 
 std::string directions_text(const std::vector<StudyDirection>& directions) {
   std::string text;
@@ -593,13 +592,14 @@ FrozenTrial Study::tell(Trial& trial, const std::vector<double>& values,
 }
 
 FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reason,
-                        const Attributes& user_attrs) {
+                        const Attributes& user_attrs, const Attributes& system_attrs) {
   Trial::State& s = *trial.state_;
   std::vector<double> values;
-  Attributes attrs;
+  Attributes attrs = system_attrs;
   if (state == TrialState::kPruned) {
     if (!constraints_attrs(s.constraints, attrs)) {
-      return tell(trial, TrialState::kFail, constraint_failure(*s.constraints), user_attrs);
+      return tell(trial, TrialState::kFail, constraint_failure(*s.constraints), user_attrs,
+                  system_attrs);
     }
     FrozenTrial record = core_->storage->get_trial(s.trial_id);
     if (!record.intermediate_values.empty() && directions().size() == 1) {
@@ -799,21 +799,18 @@ FrozenTrial Study::best_trial() const {
   TrialFilter filter;
   filter.states = std::vector<TrialState>{TrialState::kComplete};
   const std::vector<FrozenTrial> complete = trials(filter);
-  const FrozenTrial* feasible = nullptr;
-  const FrozenTrial* least_violating = nullptr;
-  double least = std::numeric_limits<double>::infinity();
-  const double sign = direction() == StudyDirection::kMaximize ? -1.0 : 1.0;
-  for (const FrozenTrial& t : complete) {
-    if (t.values.size() != 1) continue;
-    const double violation = constraint_violation(constraints_of(t));
-    if (violation == 0) {
-      if (!feasible || sign * t.values[0] < sign * feasible->values[0]) feasible = &t;
-    } else if (!least_violating || violation < least) {
-      least_violating = &t;
-      least = violation;
-    }
-  }
+  const FrozenTrial* feasible = best_feasible(complete, direction());
   if (!feasible) {
+    const FrozenTrial* least_violating = nullptr;
+    double least = std::numeric_limits<double>::infinity();
+    for (const FrozenTrial& t : complete) {
+      if (t.values.size() != 1) continue;
+      const double violation = constraint_violation(constraints_of(t));
+      if (!least_violating || violation < least) {
+        least_violating = &t;
+        least = violation;
+      }
+    }
     std::ostringstream by;
     by << least;
     throw Error(ErrorCode::kFailedPrecondition,

@@ -172,9 +172,10 @@ class Study {
   // `user_attrs` are set on the trial in the same atomic step (e.g. a job's final metrics).
   FrozenTrial tell(Trial& trial, const std::vector<double>& values,
                    const Attributes& user_attrs = {});
-  // PRUNED (with the last intermediate value) or FAIL (with `reason`).
+  // PRUNED (with the last intermediate value) or FAIL (with `reason`). `system_attrs` are set in
+  // the same atomic step (what a failed run left: its exit code, its log's tail).
   FrozenTrial tell(Trial& trial, TrialState state, const std::string& reason = "",
-                   const Attributes& user_attrs = {});
+                   const Attributes& user_attrs = {}, const Attributes& system_attrs = {});
 
   // A trial whose run was lost (its executor vanished, its lease expired, the run was abandoned):
   // in one atomic storage step, FAIL with `reason` and, unless its lineage has had

@@ -13,18 +13,12 @@
 #include <optional>
 
 #include "trials/error.h"
+#include "util/strings.h"
 
 namespace tuner {
 namespace {
 
 constexpr size_t kZ85KeyLength = 40;
-
-std::string trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return "";
-  const auto last = s.find_last_not_of(" \t\r");
-  return s.substr(first, last - first + 1);
-}
 
 struct KeyLine {
   std::string name;  // "public-key", "secret-key", or empty for a bare key
@@ -33,7 +27,8 @@ struct KeyLine {
 
 // `name = "KEY"`, or a bare KEY; nullopt for blank and comment lines.
 std::optional<KeyLine> parse_key_line(const std::string& raw, const std::string& where) {
-  const std::string line = trim(raw);
+  constexpr std::string_view kBlanks = " \t\r";
+  const std::string line(trim(raw, kBlanks));
   if (line.empty() || line[0] == '#') return std::nullopt;
   // A bare key has no blanks ('=' is a Z85 character, so it cannot mark a name).
   if (line.find_first_of(" \t") == std::string::npos && !line.starts_with("public-key=") &&
@@ -41,7 +36,9 @@ std::optional<KeyLine> parse_key_line(const std::string& raw, const std::string&
     return KeyLine{"", line};
   }
   const auto eq = line.find('=');
-  KeyLine parsed{trim(line.substr(0, eq)), eq == std::string::npos ? "" : trim(line.substr(eq + 1))};
+  const std::string_view text = line;
+  KeyLine parsed{std::string(trim(text.substr(0, eq), kBlanks)),
+                 eq == std::string::npos ? "" : std::string(trim(text.substr(eq + 1), kBlanks))};
   if (eq == std::string::npos || (parsed.name != "public-key" && parsed.name != "secret-key")) {
     throw Error(ErrorCode::kInvalidArgument,
                 where + ": expected public-key = \"...\", secret-key = \"...\" or a bare key, not '" +

@@ -21,6 +21,7 @@
 #ifndef TUNER_WIRE_PROTOCOL_H_
 #define TUNER_WIRE_PROTOCOL_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -41,6 +42,11 @@ inline constexpr char kProtocolMagic[4] = {'T', 'U', 'N', 'R'};
 inline constexpr size_t kProtocolHeaderBytes = 8;
 // The largest message, all frames together, that encode() produces and decode() accepts.
 inline constexpr size_t kMaxMessageBytes = size_t{16} << 20;  // 16 MiB
+
+// The timing both ends start from: how often each side sends HEARTBEAT, and how long a lease (or
+// an executor) goes unheard before the coordinator takes it back (forgets it).
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
+inline constexpr std::chrono::milliseconds kDefaultLeaseTimeout{5000};
 
 // Thrown by encode() and decode(); code() is kInvalidArgument.
 class ProtocolError : public Error {

@@ -56,8 +56,7 @@ Scores scores(const History& history, const std::vector<int>& numbers) {
   for (int number : numbers) {
     const FrozenTrial& t = history.trials[static_cast<size_t>(number)];
     for (size_t k = 0; k < m; ++k) {
-      s.losses.push_back(history.directions[k] == StudyDirection::kMaximize ? -t.values[k]
-                                                                            : t.values[k]);
+      s.losses.push_back(as_loss(history.directions[k], t.values[k]));
     }
     s.violations.push_back(has_constraints(t) ? constraint_violation(constraints_of(t)) : 0.0);
   }

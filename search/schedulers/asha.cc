@@ -16,7 +16,7 @@ constexpr double kWorst = std::numeric_limits<double>::infinity();
 // `value` as a loss (lower is better) in `direction`; non-finite values are the worst loss.
 double loss(StudyDirection direction, double value) {
   if (!std::isfinite(value)) return kWorst;
-  return direction == StudyDirection::kMinimize ? value : -value;
+  return as_loss(direction, value);
 }
 
 Error invalid(std::string_view option, const std::string& message) {

@@ -7,6 +7,7 @@
 
 #include "trials/json_reader.h"
 #include "trials/error.h"
+#include "util/strings.h"
 
 namespace tuner {
 
@@ -60,12 +61,6 @@ class NniImporter {
   }
 
  private:
-  static std::string join(const std::vector<std::string>& words) {
-    std::string out;
-    for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
-    return out;
-  }
-
   // Checks the number of elements of `_value` and reads them as numbers.
   static std::vector<double> numbers(const Json& value, const std::string& value_path,
                                      const std::string& type, size_t count, const char* shape) {

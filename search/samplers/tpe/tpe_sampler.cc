@@ -266,12 +266,12 @@ struct TpeSampler::Cache {
         }
         for (size_t k = 0; k < n_objectives; ++k) {
           const double x = t.values[k];
-          losses[i * n_objectives + k] = directions[k] == StudyDirection::kMaximize ? -x : x;
+          losses[i * n_objectives + k] = as_loss(directions[k], x);
         }
       }
       double v = t.values[0];
       if (std::isnan(v)) return;
-      score[i] = direction == StudyDirection::kMaximize ? -v : v;
+      score[i] = as_loss(direction, v);
       auto less = [&](int a, int b) {
         return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)] ||
                (score[static_cast<size_t>(a)] == score[static_cast<size_t>(b)] && a < b);
@@ -285,8 +285,7 @@ struct TpeSampler::Cache {
       } else {
         auto [last_step, v] = *t.intermediate_values.rbegin();
         step[i] = -static_cast<double>(last_step);
-        score[i] = std::isnan(v) ? std::numeric_limits<double>::infinity()
-                                 : (direction == StudyDirection::kMaximize ? -v : v);
+        score[i] = std::isnan(v) ? std::numeric_limits<double>::infinity() : as_loss(direction, v);
       }
       auto less = [&](int a, int b) {
         size_t x = static_cast<size_t>(a), y = static_cast<size_t>(b);

@@ -1,0 +1,51 @@
+// HeldJob: one trial this executor holds, from its TRIAL until its outcome is handed to the loop:
+// the trial, its parsed job, how to stop it, and (a node of a multi-node trial) its store relay.
+//
+// Thread safety: the loop thread owns a HeldJob and may stop it from any point; the job's own
+// thread reads `trial`, `trial_job` and `node_store` (set before it starts, constant after),
+// `decision` (atomic) and stop_reason() (locked).
+#ifndef TUNER_EXECUTOR_HELD_JOB_H_
+#define TUNER_EXECUTOR_HELD_JOB_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+
+#include "executor/node_store_relay.h"
+#include "executor/trial_job.h"
+#include "wire/protocol.h"
+
+namespace tuner {
+
+class HeldJob {
+ public:
+  // Constant once the job is started.
+  TrialMessage trial;
+  std::shared_ptr<const TrialJob> trial_job;
+  // A node of a multi-node trial (trial.nodes > 1): its store; else null. Loop thread only,
+  // apart from its path.
+  std::unique_ptr<NodeStoreRelay> node_store;
+
+  // The coordinator's last DECISION: set by the loop, read by the job thread's report callback.
+  std::atomic<JobDecision> decision{JobDecision::kContinue};
+  // Requested when the job must end (a DECISION to stop or pause, or stop()).
+  std::stop_source stop_source;
+
+  // A DECISION from the coordinator: remembered, and anything but kContinue stops the job.
+  void decide(JobDecision d);
+  // The executor stops the job itself (lease given up, shutdown), for `reason`: the first
+  // reason given is kept.
+  void stop(const std::string& reason);
+  // The reason given to stop(); empty when the executor did not stop the job.
+  std::string stop_reason() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::string stop_reason_;  // protected by mutex_
+};
+
+}  // namespace tuner
+
+#endif  // TUNER_EXECUTOR_HELD_JOB_H_

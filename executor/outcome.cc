@@ -1,0 +1,81 @@
+#include "executor/outcome.h"
+
+#include <utility>
+
+#include "executor/child_process.h"
+
+namespace tuner {
+
+namespace {
+
+FailMessage fail(const JobEnding& ending, const CommandOutcome& outcome, std::string reason) {
+  return FailMessage{.lease_id = ending.lease_id,
+                     .reason = std::move(reason),
+                     .exit_code = outcome.exit_code,
+                     .log_tail = outcome.log_tail};
+}
+
+// The job's own limit, not a lost lease: FAIL, and not run again.
+FailMessage timed_out(const TrialJob& job, const JobEnding& ending,
+                      const CommandOutcome& outcome) {
+  return fail(ending, outcome,
+              "timed out after " + seconds_text(*job.timeout()) + " (the job's timeout_s); " +
+                  ExitStatus{outcome.exit_code, outcome.term_signal}.describe());
+}
+
+// A job that did not succeed may say why in its output (an engine trial on its last stderr
+// line, "error: ..."): that is the reason, with the exit after it.
+FailMessage failed(const TrialJob& job, const JobEnding& ending, const CommandOutcome& outcome) {
+  std::string reason = outcome.describe();
+  if (auto error = job.failure_reason(outcome.log_tail)) reason = *error + " (" + reason + ")";
+  return fail(ending, outcome, std::move(reason));
+}
+
+FailMessage no_objective(const std::string& metric, const Metrics& metrics,
+                         const JobEnding& ending, const CommandOutcome& outcome) {
+  std::string names;
+  for (const auto& [name, value] : metrics) names += (names.empty() ? "" : ", ") + name;
+  return fail(ending, outcome,
+              "the job exited with code 0 but its metrics have no objective metric '" + metric +
+                  "' (it printed: " + (names.empty() ? "no metrics" : names) + ")");
+}
+
+// RESULT with the job's metrics, and the objective metric's value when it has one.
+ResultMessage result(const TrialJob& job, const JobEnding& ending,
+                     const CommandOutcome& outcome) {
+  ResultMessage message{.lease_id = ending.lease_id,
+                        .metrics = outcome.result_metrics(),
+                        .integer_metrics = outcome.result_integer_metrics()};
+  auto objective = message.metrics.find(job.objective_metric());
+  if (objective != message.metrics.end()) message.values.push_back(objective->second);
+  return message;
+}
+
+}  // namespace
+
+Message outcome_message(const TrialJob& job, const JobEnding& ending,
+                        const CommandOutcome& outcome) {
+  if (outcome.timed_out && job.timeout()) return timed_out(job, ending, outcome);
+  // Told to stop (pruned) or pause: the coordinator records the trial as such.
+  if (ending.decision != JobDecision::kContinue) return result(job, ending, outcome);
+  if (!ending.executor_stop_reason.empty()) {
+    return fail(ending, outcome,
+                "stopped by the executor (" + ending.executor_stop_reason + "); " +
+                    outcome.describe());
+  }
+  if (!outcome.succeeded()) return failed(job, ending, outcome);
+  // A node other than 0 of a multi-node trial: its part is done; node 0 reports the metrics.
+  if (ending.node > 0) return ResultMessage{.lease_id = ending.lease_id};
+  ResultMessage message = result(job, ending, outcome);
+  if (message.values.empty()) {
+    return no_objective(job.objective_metric(), message.metrics, ending, outcome);
+  }
+  return message;
+}
+
+FailMessage start_failure(uint64_t lease_id, std::string_view what) {
+  return FailMessage{.lease_id = lease_id,
+                     .reason = "the job could not start: " + std::string(what)};
+}
+
+}  // namespace tuner

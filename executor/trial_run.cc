@@ -1,0 +1,111 @@
+#include "executor/trial_run.h"
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "executor/command_job.h"
+#include "executor/outcome.h"
+#include "executor/tensorboard_events.h"
+
+namespace tuner {
+
+namespace {
+
+// A trial's reports as TensorBoard scalars in its folder (TrialJob::scalars_dir), the file made
+// at the first report. A folder that cannot be written costs the scalars, never the trial: the
+// first problem is returned once for the log, and nothing more is tried.
+class ReportScalars {
+ public:
+  explicit ReportScalars(std::string dir) : dir_(std::move(dir)) {}
+
+  // Empty, or the problem to log (once).
+  std::string add(const CommandReport& report) {
+    if (dir_.empty() || failed_) return {};
+    try {
+      if (!writer_) writer_ = std::make_unique<TensorBoardWriter>(dir_);
+      const double now = std::chrono::duration<double>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+      writer_->add_scalars(report.step, report.metrics, now);
+      return {};
+    } catch (const std::exception& e) {
+      failed_ = true;
+      return std::string("no TensorBoard scalars for this trial: ") + e.what();
+    }
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<TensorBoardWriter> writer_;
+  bool failed_ = false;
+};
+
+// Each report to the loop as REPORT; the answer is the coordinator's last DECISION.
+ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& scalars) {
+  return [&job, &events, &scalars](const CommandReport& r) {
+    const uint64_t lease = job.trial.lease_id;
+    events.post(JobEvent{
+        .lease_id = lease,
+        .report = ReportMessage{.lease_id = lease, .step = r.step, .metrics = r.metrics}});
+    if (std::string problem = scalars.add(r); !problem.empty()) {
+      events.post(JobEvent{.note = "trial " + std::to_string(job.trial.number) + ": " + problem});
+    }
+    return job.decision.load();
+  };
+}
+
+// The job's command (an engine job's `tuner trial` command) run to its end.
+CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options,
+                           const CommandTrial& trial, const ReportCallback& on_report) {
+  CommandJobOptions job_options;
+  job_options.stop_grace = job.trial_job->stop_grace().value_or(options.stop_grace);
+  job_options.time_limit = job.trial_job->timeout().value_or(std::chrono::milliseconds(0));
+  if (!options.log_dir.empty()) {
+    job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
+                           "-lease-" + std::to_string(job.trial.lease_id) + ".log";
+  }
+  CommandSpec spec = job.trial_job->command(TrialPlacement{
+      .number = job.trial.number,
+      .gpus = job.trial.gpus,
+      .node = job.trial.node,
+      .node_store_dir = job.node_store ? job.node_store->path().string() : std::string(),
+      .rank_host = options.rank_host,
+      .tuner_path = options.tuner_path});
+  CommandJob command(std::move(spec), job_options);
+  return command.run(trial, on_report, job.stop_source.get_token());
+}
+
+Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& events) {
+  const CommandTrial trial{.trial_id = job.trial.trial_id,
+                           .number = job.trial.number,
+                           .params = job.trial.params,
+                           .checkpoint_path = job.trial.checkpoint_path};
+  ReportScalars scalars(job.trial_job->scalars_dir(job.trial.number));
+  const ReportCallback on_report = report_callback(job, events, scalars);
+  const CommandOutcome outcome =
+      options.job_runner ? options.job_runner(trial, on_report, job.stop_source.get_token())
+                         : run_command(job, options, trial, on_report);
+  return outcome_message(*job.trial_job,
+                         JobEnding{.lease_id = job.trial.lease_id,
+                                   .node = job.trial.node,
+                                   .decision = job.decision.load(),
+                                   .executor_stop_reason = job.stop_reason()},
+                         outcome);
+}
+
+}  // namespace
+
+void run_trial(HeldJob& job, const ExecutorOptions& options, JobEvents& events) {
+  JobEvent done{.lease_id = job.trial.lease_id};
+  try {
+    done.outcome = run_to_outcome(job, options, events);
+  } catch (const std::exception& e) {
+    done.outcome = start_failure(job.trial.lease_id, e.what());
+  }
+  events.post(std::move(done));
+}
+
+}  // namespace tuner

@@ -1,0 +1,25 @@
+// run_trial: one held trial's job run to its end on a job thread (executor/job_threads.h). Its
+// reports go to the loop as REPORT events (and, for a job with a scalars folder, to TensorBoard
+// scalars there); its end becomes the RESULT or FAIL of the outcome rule (executor/outcome.h),
+// posted as the job's last event. The job runs as ExecutorOptions::job_runner when one is set,
+// else as the command its TrialJob makes (an engine job's `tuner trial`), with the job's stop
+// grace and time limit and a log file under ExecutorOptions::log_dir.
+//
+// Thread safety: call on the job's own thread; HeldJob's contract says what the loop may touch
+// meanwhile. `options` and `events` must outlive the call.
+#ifndef TUNER_EXECUTOR_TRIAL_RUN_H_
+#define TUNER_EXECUTOR_TRIAL_RUN_H_
+
+#include "executor/executor_service.h"
+#include "executor/held_job.h"
+#include "executor/job_events.h"
+
+namespace tuner {
+
+// Runs `job` and posts its reports, notes and outcome to `events`. Never throws: a job that
+// cannot start is a FAIL.
+void run_trial(HeldJob& job, const ExecutorOptions& options, JobEvents& events);
+
+}  // namespace tuner
+
+#endif  // TUNER_EXECUTOR_TRIAL_RUN_H_

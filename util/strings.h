@@ -1,0 +1,28 @@
+// Small string helpers used across the tree.
+#ifndef TUNER_UTIL_STRINGS_H_
+#define TUNER_UTIL_STRINGS_H_
+
+#include <string>
+#include <string_view>
+
+namespace tuner {
+
+// The items (anything convertible to std::string_view) with `separator` between them.
+template <typename Range>
+std::string join(const Range& items, std::string_view separator = ", ") {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += separator;
+    out += std::string_view(item);
+    first = false;
+  }
+  return out;
+}
+
+// `text` without the leading and trailing characters of `chars` (by default, whitespace).
+std::string_view trim(std::string_view text, std::string_view chars = " \t\r\n\f\v");
+
+}  // namespace tuner
+
+#endif  // TUNER_UTIL_STRINGS_H_

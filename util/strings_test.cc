@@ -1,0 +1,35 @@
+#include "util/strings.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/json_string.h"
+
+namespace tuner {
+namespace {
+
+TEST(Join, PutsTheSeparatorBetweenItemsOnly) {
+  EXPECT_EQ(join(std::vector<std::string>{}), "");
+  EXPECT_EQ(join(std::vector<std::string>{"a"}), "a");
+  EXPECT_EQ(join(std::vector<std::string>{"a", "b", "c"}), "a, b, c");
+  EXPECT_EQ(join(std::vector<std::string_view>{"x", "", "y"}, "/"), "x//y");
+}
+
+TEST(Trim, CutsTheGivenCharactersAtBothEnds) {
+  EXPECT_EQ(trim("  a b \t\r\n"), "a b");
+  EXPECT_EQ(trim(" \t "), "");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim("\nkey\n", " \t"), "\nkey\n");
+  EXPECT_EQ(trim("--a-", "-"), "a");
+}
+
+TEST(JsonString, QuotesAndEscapes) {
+  EXPECT_EQ(json_string("plain"), "\"plain\"");
+  EXPECT_EQ(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
+}
+
+}  // namespace
+}  // namespace tuner
