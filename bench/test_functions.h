@@ -53,7 +53,6 @@ inline double hartmann6(const std::vector<double>& x) {
   return hartmann<6>(x, kA, kP);
 }
 
-
 inline double rosenbrock(const std::vector<double>& x) {
   double v = 0.0;
   for (size_t i = 0; i + 1 < x.size(); ++i) {

@@ -13,8 +13,6 @@
 #include <variant>
 #include <vector>
 
-#include "wire/curve_authenticator.h"
-#include "wire/message_socket.h"
 #include "coordinator/dispatch.h"
 #include "coordinator/executors.h"
 #include "coordinator/group_commit.h"
@@ -25,6 +23,8 @@
 #include "coordinator/placement.h"
 #include "coordinator/study_run.h"
 #include "trials/error.h"
+#include "wire/curve_authenticator.h"
+#include "wire/message_socket.h"
 #include "wire/protocol.h"
 
 namespace tuner {

@@ -1,4 +1,5 @@
-// Coordinator: farms studies' trials out to executors over ZeroMQ (docs/protocol.md). One study for `tuner sweep`; several for `tuner serve`.
+// Coordinator: farms studies' trials out to executors over ZeroMQ (docs/protocol.md). One study for
+// `tuner sweep`; several for `tuner serve`.
 //
 // It binds a ROUTER and keeps:
 // - an executor registry: each executor's HELLO (id, host, resources) and when it was last heard;
@@ -72,12 +73,12 @@
 #include <string>
 #include <vector>
 
-#include "wire/curve_keys.h"
-#include "wire/protocol.h"
-#include "search/space/search_space.h"
 #include "coordinator/metric_constraint.h"
+#include "search/space/search_space.h"
 #include "trials/clock.h"
 #include "tuner/study.h"
+#include "wire/curve_keys.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 
@@ -109,7 +110,7 @@ struct StudyRunOptions {
   int max_concurrency = 0;
   // How many times one trial is re-run after its lease expired (its attempts before this
   // coordinator included). Default 3.
-  int max_retries = 3;
+  int max_retries = kDefaultMaxRetries;
   // Bounds on the job's final metrics (a sweep file's "constraints"): a RESULT's metrics become
   // the trial's constraint values (Trial::set_constraints), one per entry in this order. A
   // COMPLETE trial whose RESULT lacks one of the metrics, or has it NaN or infinite, is FAIL
@@ -153,10 +154,10 @@ struct CoordinatorStats {
   int64_t retries_started = 0;  // re-runs leased after an expired lease
   int64_t completed = 0;
   int64_t pruned = 0;
-  int64_t failed = 0;  // FAIL told for a FAIL message or an expired lease
+  int64_t failed = 0;       // FAIL told for a FAIL message or an expired lease
   int64_t failed_asks = 0;  // ask() failed after storing its trial (stored FAIL, not in `failed`)
-  int64_t leases_expired = 0;     // an earlier coordinator's trials nobody took back included
-  int64_t reattached = 0;         // an earlier coordinator's trials taken back from executors
+  int64_t leases_expired = 0;          // an earlier coordinator's trials nobody took back included
+  int64_t reattached = 0;              // an earlier coordinator's trials taken back from executors
   int64_t stale_outcomes_refused = 0;  // RESULT/FAIL answered ACK{accepted = false}
   int64_t reports = 0;
   int64_t errors_sent = 0;  // ERROR replies (service-wide)

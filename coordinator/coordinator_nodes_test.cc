@@ -38,8 +38,8 @@ class CoordinatorNodesTest : public testing::CoordinatorTestBase {
 
   void start(const std::string& job, int n_trials = 1, int max_retries = 0) {
     study_.emplace(make_study("nodes"));
-    coordinator_.emplace(*study_,
-                         coordinator_options(job, n_trials, max_retries, kHeartbeat, kLeaseTimeout));
+    coordinator_.emplace(
+        *study_, coordinator_options(job, n_trials, max_retries, kHeartbeat, kLeaseTimeout));
   }
 
   std::unique_ptr<DealerEndpoint> join(const std::string& id, int slots = 1,

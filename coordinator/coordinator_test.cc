@@ -113,7 +113,7 @@ class CoordinatorTest : public testing::CoordinatorTestBase {
     return std::holds_alternative<TrialMessage>(m) ? std::get<TrialMessage>(m) : TrialMessage{};
   }
 
-  CoordinatorOptions options_;  // of the last start()
+  CoordinatorOptions options_;         // of the last start()
   std::vector<FrozenTrial> finished_;  // what on_trial_finished was called with
 };
 
@@ -433,14 +433,16 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorTakesBackTrialsStillRunningAndRerun
   ASSERT_TRUE(peer->send(HelloMessage{
       .executor_id = "e1",
       .resources = {.cpu_slots = 2},
-      .leases = {{.lease_id = kept.lease_id, .study_name = "distributed", .trial_id = kept.trial_id},
-                 {.lease_id = 12345, .study_name = "another study", .trial_id = lost.trial_id}}}));
+      .leases = {
+          {.lease_id = kept.lease_id, .study_name = "distributed", .trial_id = kept.trial_id},
+          {.lease_id = 12345, .study_name = "another study", .trial_id = lost.trial_id}}}));
   pump();
   EXPECT_EQ(coordinator_->stats().reattached, 1);
   clock_->advance(kHeartbeat);
   HeartbeatMessage heartbeat = std::get<HeartbeatMessage>(next(*peer, false));
   EXPECT_EQ(heartbeat.lease_ids, std::vector<uint64_t>{kept.lease_id});
-  ASSERT_TRUE(peer->send(ReportMessage{.lease_id = kept.lease_id, .step = 3, .metrics = {{"loss", 0.5}}}));
+  ASSERT_TRUE(
+      peer->send(ReportMessage{.lease_id = kept.lease_id, .step = 3, .metrics = {{"loss", 0.5}}}));
   EXPECT_EQ(std::get<DecisionMessage>(next(*peer)).decision, JobDecision::kContinue);
   ASSERT_TRUE(peer->send(ResultMessage{.lease_id = kept.lease_id, .values = {0.25}}));
   EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
@@ -645,7 +647,8 @@ TEST_F(CoordinatorTest, AnEngineTrialsRerunContinuesFromTheLostAttemptsCheckpoin
   start(/*n_trials=*/1, /*max_retries=*/1, nullptr, engine_job);
   auto peer = connect("e1#1");
   TrialMessage first = hello_and_get_trial(*peer, "e1");
-  const std::string path = "/shared/artifacts/trial-" + std::to_string(first.number) + "/resume.ckpt";
+  const std::string path =
+      "/shared/artifacts/trial-" + std::to_string(first.number) + "/resume.ckpt";
   EXPECT_EQ(first.checkpoint_path, path);
   // The lease is lost; the re-run (a new trial) gets the first attempt's checkpoint.
   clock_->advance(kLeaseTimeout * 6 / 10);
@@ -685,7 +688,8 @@ TEST_F(CoordinatorTest, ACudaEngineTrialGetsAGpuOfItsOwn) {
   while (auto frames = cpu_only->receive()) {
     EXPECT_FALSE(std::holds_alternative<TrialMessage>(decode(*frames)));
   }
-  ASSERT_TRUE(gpu->send(ResultMessage{.lease_id = first.lease_id, .metrics = {{"val_accuracy", 0.5}}}));
+  ASSERT_TRUE(
+      gpu->send(ResultMessage{.lease_id = first.lease_id, .metrics = {{"val_accuracy", 0.5}}}));
   EXPECT_TRUE(std::get<AckMessage>(next(*gpu)).accepted);
   ASSERT_TRUE(gpu->send(ReadyMessage{.free_slots = 2, .free_gpus = {3}}));
   m = next(*gpu);

@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "wire/message_socket.h"
-#include "search/samplers/random_sampler.h"
 #include "coordinator/coordinator.h"
+#include "search/samplers/random_sampler.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
+#include "wire/message_socket.h"
 #include "wire/protocol.h"
 
 namespace tuner::testing {

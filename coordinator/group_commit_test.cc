@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "coordinator/parts_test_support.h"
 #include "coordinator/coordinator_test_support.h"
+#include "coordinator/parts_test_support.h"
 #include "storage/fault_injection_storage.h"
 
 namespace tuner {

@@ -1,8 +1,8 @@
 #include "coordinator/lease_ends.h"
 
-#include "wire/message_socket.h"
 #include "coordinator/study_run.h"
 #include "trials/error.h"
+#include "wire/message_socket.h"
 
 namespace tuner {
 

@@ -24,8 +24,8 @@ std::string to_string(const MetricConstraint& constraint) {
       break;
     }
   }
-  return constraint.metric +
-         (constraint.bound == MetricConstraint::Bound::kMax ? " <= " : " >= ") + limit;
+  return constraint.metric + (constraint.bound == MetricConstraint::Bound::kMax ? " <= " : " >= ") +
+         limit;
 }
 
 }  // namespace tuner

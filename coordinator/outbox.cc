@@ -3,9 +3,9 @@
 #include <iostream>
 #include <utility>
 
+#include "trials/error.h"
 #include "wire/curve_authenticator.h"
 #include "wire/message_socket.h"
-#include "trials/error.h"
 
 namespace tuner {
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "wire/message_socket.h"
 #include "trials/error.h"
+#include "wire/message_socket.h"
 
 namespace tuner {
 namespace {

@@ -12,12 +12,12 @@
 #include <utility>
 #include <vector>
 
-#include "search/samplers/random_sampler.h"
 #include "coordinator/group_commit.h"
 #include "coordinator/lease_table.h"
 #include "coordinator/node_groups.h"
 #include "coordinator/recording_outbox.h"
 #include "coordinator/study_run.h"
+#include "search/samplers/random_sampler.h"
 #include "storage/in_memory_storage.h"
 
 namespace tuner::testing {

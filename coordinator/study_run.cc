@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "executor/trial_job.h"
 #include "coordinator/group_commit.h"
+#include "executor/trial_job.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
 #include "util/json_string.h"
@@ -239,9 +239,8 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
       auto metric = result.metrics.find(name);
       if (metric == result.metrics.end() || std::isnan(metric->second)) {
         return study.tell(trial, TrialState::kFail,
-                          "RESULT has " + std::string(metric == result.metrics.end()
-                                                          ? "no value"
-                                                          : "NaN") +
+                          "RESULT has " +
+                              std::string(metric == result.metrics.end() ? "no value" : "NaN") +
                               " for the objective metric '" + name + "'",
                           metrics);
       }
@@ -249,14 +248,13 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
     }
     return study.tell(trial, values, metrics);
   }
-  if (!result.values.empty()) return study.tell(trial, result.values, metrics);
   auto metric = result.metrics.find(needs.objective_metric);
-  if (metric == result.metrics.end()) {
-    return study.tell(
-        trial, TrialState::kFail,
-        "RESULT has no value for the objective metric '" + needs.objective_metric + "'", metrics);
-  }
-  return study.tell(trial, {metric->second}, metrics);
+  if (metric != result.metrics.end()) return study.tell(trial, {metric->second}, metrics);
+  // An executor that sends the objective's value without the metric.
+  if (!result.values.empty()) return study.tell(trial, result.values, metrics);
+  return study.tell(trial, TrialState::kFail,
+                    "RESULT has no value for the objective metric '" + needs.objective_metric + "'",
+                    metrics);
 }
 
 std::string StudyRun::set_constraints(Trial& trial, const Metrics& metrics) const {

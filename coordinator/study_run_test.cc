@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "coordinator/parts_test_support.h"
 #include "coordinator/coordinator_test_support.h"
+#include "coordinator/parts_test_support.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
 

@@ -1,10 +1,11 @@
 #include "drift/report_format.h"
-#include "util/strings.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "util/strings.h"
 
 namespace tuner::drift {
 namespace {

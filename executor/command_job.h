@@ -90,8 +90,8 @@ struct CommandOutcome {
   std::optional<CommandReport> last_report;  // the last report, if any
   // Of final_metrics and of last_report's metrics: those written as JSON integers.
   std::vector<std::string> final_integers, last_report_integers;
-  int64_t reports = 0;                       // reports read
-  std::string log_tail;                      // the last lines of the log
+  int64_t reports = 0;   // reports read
+  std::string log_tail;  // the last lines of the log
   std::chrono::milliseconds elapsed{0};
 
   // Exited with code 0, and was neither stopped nor timed out.

@@ -147,8 +147,8 @@ CoordinatorConnection::Due CoordinatorConnection::due() {
 milliseconds CoordinatorConnection::wait_time(milliseconds most) const {
   const Clock::SteadyTime next =
       std::min({next_heartbeat_, next_resend_, last_heard_ + options_.coordinator_timeout});
-  auto wait = std::chrono::duration_cast<milliseconds>(next - clock_.steady_now()) +
-              milliseconds(1);
+  auto wait =
+      std::chrono::duration_cast<milliseconds>(next - clock_.steady_now()) + milliseconds(1);
   return std::clamp(wait, milliseconds(0), most);
 }
 

@@ -105,11 +105,21 @@ using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 // epoch first: what a sweep's objectives and constraints on an engine job may name. test_loss and
 // test_accuracy only with data.test > 0; the latencies only when the run was not interrupted.
 inline const std::vector<std::string>& engine_final_metrics() {
-  static const std::vector<std::string> kMetrics = {
-      "train_loss",       "val_loss",           "val_accuracy", "lr",
-      "epoch_seconds",    "samples_per_second", "peak_rss_mb",  "best_epoch",
-      "num_params",       "train_flops_per_sample", "checkpoint_bytes", "latency_ms",
-      "latency_ms_per_sample", "test_loss",     "test_accuracy"};
+  static const std::vector<std::string> kMetrics = {"train_loss",
+                                                    "val_loss",
+                                                    "val_accuracy",
+                                                    "lr",
+                                                    "epoch_seconds",
+                                                    "samples_per_second",
+                                                    "peak_rss_mb",
+                                                    "best_epoch",
+                                                    "num_params",
+                                                    "train_flops_per_sample",
+                                                    "checkpoint_bytes",
+                                                    "latency_ms",
+                                                    "latency_ms_per_sample",
+                                                    "test_loss",
+                                                    "test_accuracy"};
   return kMetrics;
 }
 

@@ -473,8 +473,7 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   EXPECT_EQ(final.at("num_params"), 784 * 32 + 32 + 32 * 10 + 10);  // the two linear layers
   // The figures a sweep trades accuracy against: three forward passes' worth of
   // training FLOPs (linear 784 -> 32 with its bias, the relu, linear 32 -> 10 with its bias)...
-  EXPECT_EQ(final.at("train_flops_per_sample"),
-            3 * (32 * (2 * 784 + 1) + 32 + 10 * (2 * 32 + 1)));
+  EXPECT_EQ(final.at("train_flops_per_sample"), 3 * (32 * (2 * 784 + 1) + 32 + 10 * (2 * 32 + 1)));
   // ... the model checkpoint's size (the weights' 4 bytes each, and the spec and framing) ...
   EXPECT_GT(final.at("checkpoint_bytes"), 4 * final.at("num_params"));
   EXPECT_LT(final.at("checkpoint_bytes"), 4 * final.at("num_params") + 4096);

@@ -94,9 +94,9 @@ Resources offered_resources(const ExecutorOptions& o) {
   for (int index : o.gpus.value_or(std::vector<int>{})) {
     if (std::none_of(found.begin(), found.end(),
                      [&](const training::GpuInfo& g) { return g.index == index; })) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "executor: GPU " + std::to_string(index) + " is not visible to this process (" +
-                      std::to_string(found.size()) + " GPU(s) found)");
+      throw Error(ErrorCode::kInvalidArgument, "executor: GPU " + std::to_string(index) +
+                                                   " is not visible to this process (" +
+                                                   std::to_string(found.size()) + " GPU(s) found)");
     }
   }
   return r;
@@ -317,7 +317,8 @@ struct ExecutorService::Impl {
     const std::string lease = "lease " + std::to_string(keys.lease_id);
     auto it = held.running.find(keys.lease_id);
     if (it == held.running.end() || !it->second->node_store) {
-      log("STORE_KEYS for " + lease + ", which is not a running node of a multi-node trial here: "
+      log("STORE_KEYS for " + lease +
+          ", which is not a running node of a multi-node trial here: "
           "ignored");
       return;
     }
@@ -398,7 +399,8 @@ struct ExecutorService::Impl {
     const std::string refusal = connection->refusal();
     shut_down();
     if (!refusal.empty()) {
-      throw Error(ErrorCode::kFailedPrecondition, "the coordinator refused this executor: " + refusal);
+      throw Error(ErrorCode::kFailedPrecondition,
+                  "the coordinator refused this executor: " + refusal);
     }
   }
 

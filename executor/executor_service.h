@@ -54,8 +54,8 @@
 #include <vector>
 
 #include "executor/command_job.h"
-#include "wire/curve_keys.h"
 #include "trials/clock.h"
+#include "wire/curve_keys.h"
 
 namespace tuner {
 

@@ -19,9 +19,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "wire/message_socket.h"
 #include "trials/error.h"
 #include "trials/param_value.h"
+#include "wire/message_socket.h"
 #include "wire/protocol.h"
 
 namespace tuner {
@@ -71,7 +71,8 @@ class ExecutorServiceTest : public ::testing::Test {
   T next(std::string* peer = nullptr) {
     auto end = std::chrono::steady_clock::now() + milliseconds(5000);
     while (std::chrono::steady_clock::now() < end) {
-      if (keepalive_) router_->send(keepalive_->first, HeartbeatMessage{.lease_ids = keepalive_->second});
+      if (keepalive_)
+        router_->send(keepalive_->first, HeartbeatMessage{.lease_ids = keepalive_->second});
       ZmqPollEntry entry{.socket = &router_->socket()};
       zmq_wait({&entry, 1}, milliseconds(20));
       while (auto in = router_->receive()) {
@@ -128,7 +129,8 @@ TEST_F(ExecutorServiceTest, RunsATrialAndResendsItsResultUntilAcked) {
   EXPECT_EQ(report.step, 1);
   ResultMessage result = next<ResultMessage>();
   EXPECT_EQ(result.lease_id, 5u);
-  EXPECT_EQ(result.values, std::vector<double>{0.0625});
+  EXPECT_TRUE(result.values.empty());  // the coordinator picks them from the metrics
+  EXPECT_EQ(result.metrics.at("loss"), 0.0625);
   keepalive_.reset();
   // Not ACKed within coordinator_timeout: sent again. Meanwhile the executor's heartbeats list
   // the lease, and ours keep it from reconnecting.
@@ -492,7 +494,8 @@ TEST_F(ExecutorServiceTest, AJobRunnerRunsTrialsInProcessInsteadOfTheCommand) {
   EXPECT_EQ(report.metrics.at("loss"), 1.0);
   ResultMessage result = next<ResultMessage>();
   EXPECT_EQ(result.lease_id, 10u);
-  EXPECT_EQ(result.values, std::vector<double>{0.25});
+  EXPECT_TRUE(result.values.empty());
+  EXPECT_EQ(result.metrics.at("loss"), 0.25);
   EXPECT_EQ(result.metrics.at("accuracy"), 0.5);
 
   ASSERT_TRUE(router_->send(
@@ -558,7 +561,7 @@ TEST_F(ExecutorServiceTest, JobsRunOnAThreadPerSlotAndTheRestWait) {
   std::set<uint64_t> results;
   for (int i = 0; i < kTrials; ++i) {
     const ResultMessage result = next<ResultMessage>();
-    EXPECT_EQ(result.values, std::vector<double>{static_cast<double>(result.lease_id)});
+    EXPECT_EQ(result.metrics.at("loss"), static_cast<double>(result.lease_id));
     results.insert(result.lease_id);
   }
   EXPECT_EQ(results.size(), static_cast<size_t>(kTrials));

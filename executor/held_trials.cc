@@ -36,7 +36,8 @@ std::vector<HeldLease> HeldTrials::leases() const {
 
 std::vector<int> HeldTrials::free_gpus(const std::vector<GpuInfo>& gpus) const {
   std::set<int> taken;
-  for (const auto& [id, job] : running) taken.insert(job->trial.gpus.begin(), job->trial.gpus.end());
+  for (const auto& [id, job] : running)
+    taken.insert(job->trial.gpus.begin(), job->trial.gpus.end());
   for (const auto& job : queued) taken.insert(job->trial.gpus.begin(), job->trial.gpus.end());
   std::vector<int> free;
   for (const GpuInfo& g : gpus) {

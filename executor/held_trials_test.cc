@@ -9,7 +9,9 @@ namespace {
 
 std::unique_ptr<HeldJob> job(uint64_t lease, std::vector<int> gpus = {}) {
   auto j = std::make_unique<HeldJob>();
-  j->trial = TrialMessage{.lease_id = lease, .study_name = "s", .trial_id = int64_t(lease) * 10,
+  j->trial = TrialMessage{.lease_id = lease,
+                          .study_name = "s",
+                          .trial_id = int64_t(lease) * 10,
                           .gpus = std::move(gpus)};
   return j;
 }
@@ -18,8 +20,8 @@ TEST(HeldTrialsTest, ListsRunningQueuedAndUnackedLeases) {
   HeldTrials held;
   held.running[3] = job(3, {0});
   held.queued.push_back(job(1, {1}));
-  held.unacked[2] = HeldTrials::Unacked{ResultMessage{.lease_id = 2},
-                                        HeldLease{.lease_id = 2, .trial_id = 20}};
+  held.unacked[2] =
+      HeldTrials::Unacked{ResultMessage{.lease_id = 2}, HeldLease{.lease_id = 2, .trial_id = 20}};
   EXPECT_EQ(held.jobs(), 2);
   EXPECT_EQ(held.lease_ids(), (std::vector<uint64_t>{1, 2, 3}));
   EXPECT_TRUE(held.contains(1) && held.contains(2) && held.contains(3));

@@ -1,9 +1,10 @@
 #include "executor/metrics_line.h"
-#include "util/strings.h"
 
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "util/strings.h"
 
 namespace tuner {
 

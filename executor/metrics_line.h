@@ -31,8 +31,8 @@ struct MetricsLine {
     kMalformed,  // looked like a metrics line ('{' first) but is not one: `problem` says why
   };
   Kind kind = Kind::kText;
-  int64_t step = 0;     // kReport only
-  Metrics metrics;      // kReport and kFinal
+  int64_t step = 0;  // kReport only
+  Metrics metrics;   // kReport and kFinal
   // kReport and kFinal: the metrics written as JSON integers (12345, not 12345.0) that a double
   // holds exactly, in name order; they are stored as integers.
   std::vector<std::string> integers;

@@ -39,7 +39,8 @@ std::string NodeStoreWatch::watch(const std::filesystem::path& dir) {
   if (polling_) return "";
   if (!fd_.valid()) fd_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   // A rank's key appears by a rename into the directory (node_store.h).
-  if (fd_.valid() && ::inotify_add_watch(fd_.get(), dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) >= 0) {
+  if (fd_.valid() &&
+      ::inotify_add_watch(fd_.get(), dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) >= 0) {
     return "";
   }
   const int error = errno;

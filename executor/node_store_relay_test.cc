@@ -16,8 +16,8 @@ TEST(NodeStoreRelayTest, EachKeyTheRanksWriteIsTakenOnceAndKeptAsPublished) {
   EXPECT_TRUE(relay.take_new_keys().empty());
   write_node_store_key(relay.path(), "rank1", "10.0.0.1:4001");
   EXPECT_EQ(relay.take_new_keys(), (Keys{{"rank1", "10.0.0.1:4001"}}));
-  EXPECT_EQ(relay.published(), (std::map<std::string, std::string>{
-                                   {"rank0", "10.0.0.1:4000"}, {"rank1", "10.0.0.1:4001"}}));
+  EXPECT_EQ(relay.published(), (std::map<std::string, std::string>{{"rank0", "10.0.0.1:4000"},
+                                                                   {"rank1", "10.0.0.1:4001"}}));
 }
 
 TEST(NodeStoreRelayTest, KeysFromTheCoordinatorAreWrittenOnceAndNotSentBack) {

@@ -16,8 +16,7 @@ FailMessage fail(const JobEnding& ending, const CommandOutcome& outcome, std::st
 }
 
 // The job's own limit, not a lost lease: FAIL, and not run again.
-FailMessage timed_out(const TrialJob& job, const JobEnding& ending,
-                      const CommandOutcome& outcome) {
+FailMessage timed_out(const TrialJob& job, const JobEnding& ending, const CommandOutcome& outcome) {
   return fail(ending, outcome,
               "timed out after " + seconds_text(*job.timeout()) + " (the job's timeout_s); " +
                   ExitStatus{outcome.exit_code, outcome.term_signal}.describe());
@@ -31,8 +30,8 @@ FailMessage failed(const TrialJob& job, const JobEnding& ending, const CommandOu
   return fail(ending, outcome, std::move(reason));
 }
 
-FailMessage no_objective(const std::string& metric, const Metrics& metrics,
-                         const JobEnding& ending, const CommandOutcome& outcome) {
+FailMessage no_objective(const std::string& metric, const Metrics& metrics, const JobEnding& ending,
+                         const CommandOutcome& outcome) {
   std::string names;
   for (const auto& [name, value] : metrics) names += (names.empty() ? "" : ", ") + name;
   return fail(ending, outcome,
@@ -40,15 +39,11 @@ FailMessage no_objective(const std::string& metric, const Metrics& metrics,
                   "' (it printed: " + (names.empty() ? "no metrics" : names) + ")");
 }
 
-// RESULT with the job's metrics, and the objective metric's value when it has one.
-ResultMessage result(const TrialJob& job, const JobEnding& ending,
-                     const CommandOutcome& outcome) {
-  ResultMessage message{.lease_id = ending.lease_id,
-                        .metrics = outcome.result_metrics(),
-                        .integer_metrics = outcome.result_integer_metrics()};
-  auto objective = message.metrics.find(job.objective_metric());
-  if (objective != message.metrics.end()) message.values.push_back(objective->second);
-  return message;
+// RESULT with the job's metrics; the coordinator picks the objective values from them.
+ResultMessage result(const JobEnding& ending, const CommandOutcome& outcome) {
+  return ResultMessage{.lease_id = ending.lease_id,
+                       .metrics = outcome.result_metrics(),
+                       .integer_metrics = outcome.result_integer_metrics()};
 }
 
 }  // namespace
@@ -57,17 +52,17 @@ Message outcome_message(const TrialJob& job, const JobEnding& ending,
                         const CommandOutcome& outcome) {
   if (outcome.timed_out && job.timeout()) return timed_out(job, ending, outcome);
   // Told to stop (pruned) or pause: the coordinator records the trial as such.
-  if (ending.decision != JobDecision::kContinue) return result(job, ending, outcome);
+  if (ending.decision != JobDecision::kContinue) return result(ending, outcome);
   if (!ending.executor_stop_reason.empty()) {
-    return fail(ending, outcome,
-                "stopped by the executor (" + ending.executor_stop_reason + "); " +
-                    outcome.describe());
+    return fail(
+        ending, outcome,
+        "stopped by the executor (" + ending.executor_stop_reason + "); " + outcome.describe());
   }
   if (!outcome.succeeded()) return failed(job, ending, outcome);
   // A node other than 0 of a multi-node trial: its part is done; node 0 reports the metrics.
   if (ending.node > 0) return ResultMessage{.lease_id = ending.lease_id};
-  ResultMessage message = result(job, ending, outcome);
-  if (message.values.empty()) {
+  ResultMessage message = result(ending, outcome);
+  if (!message.metrics.contains(job.objective_metric())) {
     return no_objective(job.objective_metric(), message.metrics, ending, outcome);
   }
   return message;

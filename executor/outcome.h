@@ -8,11 +8,10 @@
 //                                                    printed one (TrialJob::failure_reason);
 //   - node > 0 of a multi-node trial, ended well:    RESULT without metrics (node 0 reports);
 //   - ended well without its objective metric:       FAIL naming the metrics it printed;
-//   - ended well:                                    RESULT with the metrics, and the objective
-//                                                    metric's value as RESULT.values.
-// A FAIL carries the exit code and the log tail. The coordinator takes RESULT.values as the
-// objective value of a single-objective study, and picks a multi-objective study's values from
-// RESULT.metrics itself (coordinator/study_run.cc, StudyRun::tell_result).
+//   - ended well:                                    RESULT with the metrics.
+// A FAIL carries the exit code and the log tail. RESULT.values stays empty: the coordinator
+// picks the study's objective values from RESULT.metrics (coordinator/study_run.cc,
+// StudyRun::tell_result).
 //
 // Thread safety: pure functions; call them from any thread.
 #ifndef TUNER_EXECUTOR_OUTCOME_H_

@@ -23,14 +23,14 @@ CommandOutcome exited(int code, Metrics metrics = {}) {
   return outcome;
 }
 
-TEST(OutcomeTest, AJobThatEndsWellIsAResultWithItsObjectiveValue) {
+TEST(OutcomeTest, AJobThatEndsWellIsAResultWithItsMetricsAndNoValues) {
   CommandOutcome outcome = exited(0, {{"loss", 0.25}, {"epoch", 3}});
   outcome.final_integers = {"epoch"};
   Message m = outcome_message(*job(), JobEnding{.lease_id = 7}, outcome);
   const auto& result = std::get<ResultMessage>(m);
   EXPECT_EQ(result.lease_id, 7u);
   EXPECT_EQ(result.metrics, (Metrics{{"loss", 0.25}, {"epoch", 3}}));
-  EXPECT_EQ(result.values, std::vector<double>{0.25});
+  EXPECT_TRUE(result.values.empty());  // the coordinator picks the objective values
   EXPECT_EQ(result.integer_metrics, std::vector<std::string>{"epoch"});
 }
 
@@ -58,11 +58,11 @@ TEST(OutcomeTest, AStopOrPauseDecidedByTheCoordinatorIsAResult) {
   CommandOutcome outcome = exited(0, {{"loss", 0.5}});
   outcome.stopped_by = JobDecision::kStop;
   Message m = outcome_message(*job(), JobEnding{.decision = JobDecision::kStop}, outcome);
-  EXPECT_EQ(std::get<ResultMessage>(m).values, std::vector<double>{0.5});
+  EXPECT_EQ(std::get<ResultMessage>(m).metrics, (Metrics{{"loss", 0.5}}));
 
   outcome.final_metrics.reset();  // paused before any metric: a result all the same
   m = outcome_message(*job(), JobEnding{.decision = JobDecision::kPause}, outcome);
-  EXPECT_TRUE(std::get<ResultMessage>(m).values.empty());
+  EXPECT_TRUE(std::get<ResultMessage>(m).metrics.empty());
 }
 
 TEST(OutcomeTest, AJobTheExecutorStoppedIsAFailGivingItsReason) {

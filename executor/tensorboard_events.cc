@@ -32,7 +32,8 @@ uint32_t masked_crc(std::string_view data) {
   return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
 }
 
-// --- The protobuf wire format, the few parts an Event needs ---------------------------------------
+// --- The protobuf wire format, the few parts an Event needs
+// ---------------------------------------
 
 void put_varint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -51,7 +52,9 @@ void put_fixed(std::string& out, T v) {
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
-void put_key(std::string& out, uint32_t field, WireType type) { put_varint(out, field << 3 | type); }
+void put_key(std::string& out, uint32_t field, WireType type) {
+  put_varint(out, field << 3 | type);
+}
 
 void put_bytes(std::string& out, uint32_t field, std::string_view bytes) {
   put_key(out, field, kLengthDelimited);

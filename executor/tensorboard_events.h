@@ -36,8 +36,7 @@ class TensorBoardWriter {
   // One event at `step`: every finite value of `scalars` under its name as the tag (NaN and the
   // infinities are left out; TensorBoard cannot plot them), flushed to the file. Throws
   // Error(kUnavailable) naming the file when it cannot be written.
-  void add_scalars(int64_t step, const Metrics& scalars,
-                   double wall_time_seconds);
+  void add_scalars(int64_t step, const Metrics& scalars, double wall_time_seconds);
 
   const std::filesystem::path& path() const { return path_; }
 

@@ -1,14 +1,13 @@
 #include "executor/tensorboard_events.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -71,11 +70,26 @@ std::vector<Field> fields_of(const std::string& m) {
     const uint64_t key = varint();
     Field f{static_cast<uint32_t>(key >> 3)};
     switch (key & 7) {
-      case 0: f.varint = varint(); break;
-      case 1: f.bytes = m.substr(at, 8); at += 8; break;
-      case 2: { const uint64_t n = varint(); f.bytes = m.substr(at, n); at += n; break; }
-      case 5: f.bytes = m.substr(at, 4); at += 4; break;
-      default: ADD_FAILURE() << "wire type " << (key & 7); return out;
+      case 0:
+        f.varint = varint();
+        break;
+      case 1:
+        f.bytes = m.substr(at, 8);
+        at += 8;
+        break;
+      case 2: {
+        const uint64_t n = varint();
+        f.bytes = m.substr(at, n);
+        at += n;
+        break;
+      }
+      case 5:
+        f.bytes = m.substr(at, 4);
+        at += 4;
+        break;
+      default:
+        ADD_FAILURE() << "wire type " << (key & 7);
+        return out;
     }
     out.push_back(f);
   }
@@ -95,7 +109,8 @@ TEST(TensorBoardEvents, AFileOfTheVersionThenOneEventPerStep) {
     TensorBoardWriter writer(dir / "trial-3");
     path = writer.path();
     writer.add_scalars(1, Metrics{{"val_accuracy", 0.5}, {"train_loss", 1.25}}, 100.0);
-    writer.add_scalars(2, Metrics{{"val_accuracy", std::nan("")}}, 101.0);  // nothing to plot: no event
+    writer.add_scalars(2, Metrics{{"val_accuracy", std::nan("")}},
+                       101.0);  // nothing to plot: no event
     writer.add_scalars(3, Metrics{{"val_accuracy", 0.75}}, 102.0);
   }
   EXPECT_EQ(path.parent_path(), dir / "trial-3");

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "executor/argv_template.h"
 #include "executor/job_json.h"
@@ -129,9 +129,7 @@ ParsedCommandJob parse_command_job(const nlohmann::json& root, const std::string
 
 std::string TrialJob::checkpoint_path(int64_t) const { return {}; }
 
-std::optional<std::string> TrialJob::failure_reason(std::string_view) const {
-  return std::nullopt;
-}
+std::optional<std::string> TrialJob::failure_reason(std::string_view) const { return std::nullopt; }
 
 void TrialJob::check_probe(const Params&, const std::string&) const {}
 
@@ -230,8 +228,7 @@ std::unique_ptr<TrialJob> parse_trial_job(std::string_view json, const std::stri
   }
   // The members both kinds share: the time limit and the stop grace.
   job->timeout_ = seconds_member(root, "timeout_s", where, true, kMaxJobTimeoutSeconds);
-  job->stop_grace_ =
-      seconds_member(root, "stop_grace_s", where, false, kMaxJobStopGraceSeconds);
+  job->stop_grace_ = seconds_member(root, "stop_grace_s", where, false, kMaxJobStopGraceSeconds);
   return job;
 }
 

@@ -55,7 +55,9 @@ TEST(TrialJobTest, ACommandJobWithAnArtifactsDirHasAFolderOfScalarsPerTrial) {
       "objective_metric": "val_accuracy"})");
   EXPECT_EQ(engine->scalars_dir(3), "");
   EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
-      "artifacts_dir": 3})").find("job.artifacts_dir: expected a string"), std::string::npos);
+      "artifacts_dir": 3})")
+                .find("job.artifacts_dir: expected a string"),
+            std::string::npos);
 }
 
 // What the coordinator and the executor ask an engine job, which they once read from its fields.
@@ -138,8 +140,7 @@ TEST(TrialJobTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {
   EXPECT_EQ(again->timeout(), command->timeout());
   EXPECT_EQ(again->stop_grace(), command->stop_grace());
 
-  auto untimed =
-      parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
+  auto untimed = parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
   EXPECT_FALSE(untimed->timeout());
   EXPECT_FALSE(untimed->stop_grace());
   EXPECT_FALSE(parse_trial_job(untimed->to_json())->timeout());

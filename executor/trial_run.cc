@@ -26,9 +26,9 @@ class ReportScalars {
     if (dir_.empty() || failed_) return {};
     try {
       if (!writer_) writer_ = std::make_unique<TensorBoardWriter>(dir_);
-      const double now = std::chrono::duration<double>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+      const double now =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       writer_->add_scalars(report.step, report.metrics, now);
       return {};
     } catch (const std::exception& e) {
@@ -47,9 +47,9 @@ class ReportScalars {
 ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& scalars) {
   return [&job, &events, &scalars](const CommandReport& r) {
     const uint64_t lease = job.trial.lease_id;
-    events.post(JobEvent{
-        .lease_id = lease,
-        .report = ReportMessage{.lease_id = lease, .step = r.step, .metrics = r.metrics}});
+    events.post(
+        JobEvent{.lease_id = lease,
+                 .report = ReportMessage{.lease_id = lease, .step = r.step, .metrics = r.metrics}});
     if (std::string problem = scalars.add(r); !problem.empty()) {
       events.post(JobEvent{.note = "trial " + std::to_string(job.trial.number) + ": " + problem});
     }
@@ -58,8 +58,8 @@ ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& s
 }
 
 // The job's command (an engine job's `tuner trial` command) run to its end.
-CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options,
-                           const CommandTrial& trial, const ReportCallback& on_report) {
+CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options, const CommandTrial& trial,
+                           const ReportCallback& on_report) {
   CommandJobOptions job_options;
   job_options.stop_grace = job.trial_job->stop_grace().value_or(options.stop_grace);
   job_options.time_limit = job.trial_job->timeout().value_or(std::chrono::milliseconds(0));

@@ -31,7 +31,8 @@ TempDir TempDir::beside(const fs::path& target) {
   std::string pattern = (parent / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
-  if (mkdtemp(buffer.data()) == nullptr) io_error(parent, "cannot create a temporary directory", errno);
+  if (mkdtemp(buffer.data()) == nullptr)
+    io_error(parent, "cannot create a temporary directory", errno);
   return TempDir(fs::path(buffer.data()));
 }
 

@@ -117,9 +117,12 @@ std::string input_description(const Preprocessing& p, const training::ModelSpec&
 std::string yaml_string(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "''";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '\'')
+      out += "''";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -237,17 +240,16 @@ Json metadata_json(const Lineage& lineage, const Preprocessing& preprocessing,
 
 std::string mlmodel_yaml(const training::ModelSpec& spec, const Preprocessing& preprocessing,
                          const Json& metadata, const MlflowModelOptions& options) {
-  Json flavors = {
-      {"onnx",
-       {{"code", nullptr},
-        {"data", "model.onnx"},
-        {"onnx_version", TUNER_ONNX_VERSION},
-        {"providers", Json::array({"CUDAExecutionProvider", "CPUExecutionProvider"})}}},
-      {"python_function",
-       {{"data", "model.onnx"},
-        {"env", {{"conda", "conda.yaml"}, {"virtualenv", "python_env.yaml"}}},
-        {"loader_module", "mlflow.onnx"},
-        {"python_version", options.python_version}}}};
+  Json flavors = {{"onnx",
+                   {{"code", nullptr},
+                    {"data", "model.onnx"},
+                    {"onnx_version", TUNER_ONNX_VERSION},
+                    {"providers", Json::array({"CUDAExecutionProvider", "CPUExecutionProvider"})}}},
+                  {"python_function",
+                   {{"data", "model.onnx"},
+                    {"env", {{"conda", "conda.yaml"}, {"virtualenv", "python_env.yaml"}}},
+                    {"loader_module", "mlflow.onnx"},
+                    {"python_version", options.python_version}}}};
   Json doc = {
       {"artifact_path", options.artifact_path},
       {"flavors", flavors},
@@ -286,7 +288,8 @@ training::ModelSpec parse_spec_or_throw(const std::string& json, const std::stri
   try {
     return training::parse_model_spec(json);
   } catch (const training::SpecError& e) {
-    throw Error(ErrorCode::kInvalidArgument, where + ": the model spec does not build: " + e.what());
+    throw Error(ErrorCode::kInvalidArgument,
+                where + ": the model spec does not build: " + e.what());
   }
 }
 
@@ -300,8 +303,8 @@ std::unique_ptr<training::Sequential> model_from_checkpoint(const training::Chec
   try {
     model = training::build_model(spec, max_batch, backend, /*seed=*/0);
   } catch (const std::exception& e) {
-    throw Error(ErrorCode::kInvalidArgument, std::string("the model spec does not build: ") +
-                                                 e.what());
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("the model spec does not build: ") + e.what());
   }
   training::ParameterArena& arena = model->parameters();
   if (checkpoint.parameters.size() != arena.values().size() ||
@@ -333,14 +336,16 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
   }
   const training::ModelSpec spec = parse_spec_or_throw(checkpoint.model_spec, "checkpoint");
   std::unique_ptr<training::Backend> backend = training::make_cpu_backend(1);
-  std::unique_ptr<training::Sequential> model = model_from_checkpoint(checkpoint, spec, 1, *backend);
+  std::unique_ptr<training::Sequential> model =
+      model_from_checkpoint(checkpoint, spec, 1, *backend);
 
   training::OnnxExportOptions onnx_options;
   onnx_options.graph_name = lineage.study.empty() ? "tuner_model" : lineage.study;
   onnx_options.doc_string = "exported by tuner from study '" + lineage.study + "', trial " +
                             std::to_string(lineage.trial);
   if (!lineage.study.empty()) onnx_options.metadata.emplace_back("study", lineage.study);
-  if (lineage.trial >= 0) onnx_options.metadata.emplace_back("trial", std::to_string(lineage.trial));
+  if (lineage.trial >= 0)
+    onnx_options.metadata.emplace_back("trial", std::to_string(lineage.trial));
   // The model takes the raw values: the scaling and normalization are the graph's first nodes.
   onnx_options.input_transform = onnx_input_transform(preprocessing);
   std::string onnx_bytes;
@@ -374,7 +379,8 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
     throw Error(ErrorCode::kUnavailable, e.what());
   }
   write_file(dir / "engine" / "model_spec.json", Json::parse(spec.json).dump(2) + "\n");
-  write_file(dir / "engine" / "preprocessing.json", preprocessing_json(preprocessing).dump(2) + "\n");
+  write_file(dir / "engine" / "preprocessing.json",
+             preprocessing_json(preprocessing).dump(2) + "\n");
   write_file(dir / "engine" / "metadata.json", metadata.dump(2) + "\n");
   if (options.before_publish) options.before_publish(dir);
   tmp.publish(out);
@@ -410,23 +416,24 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
   if (fs::is_regular_file(engine / "preprocessing.json")) {
     const fs::path path = engine / "preprocessing.json";
     const std::string text = read_file(path);
-    Json p = json_nests_deeper_than(text, kMaxJsonDepth) ? Json()
-                                                         : Json::parse(text, nullptr, false);
+    Json p =
+        json_nests_deeper_than(text, kMaxJsonDepth) ? Json() : Json::parse(text, nullptr, false);
     if (p.is_discarded() || !p.is_object()) {
       throw Error(ErrorCode::kDataLoss, path.string() + ": not JSON");
     }
     if (p.value("version", 0) > kMlflowModelFormatVersion) {
       throw Error(ErrorCode::kFailedPrecondition,
                   path.string() + ": format version " + std::to_string(p.value("version", 0)) +
-                      " is newer than this tuner's (" +
-                      std::to_string(kMlflowModelFormatVersion) + "); use a newer tuner");
+                      " is newer than this tuner's (" + std::to_string(kMlflowModelFormatVersion) +
+                      "); use a newer tuner");
     }
     if (p.contains("normalize") && p["normalize"].is_object()) {
       const Json& n = p["normalize"];
       if (!n.value("mean", Json()).is_number() || !n.value("stddev", Json()).is_number() ||
           !(n["stddev"].get<double>() > 0)) {
-        throw Error(ErrorCode::kDataLoss, path.string() + ": normalize needs numbers mean and "
-                                                          "stddev > 0");
+        throw Error(ErrorCode::kDataLoss, path.string() +
+                                              ": normalize needs numbers mean and "
+                                              "stddev > 0");
       }
       m.preprocessing_.mean = n["mean"].get<float>();
       m.preprocessing_.stddev = n["stddev"].get<float>();
@@ -498,11 +505,12 @@ std::vector<float> ServedModel::forward(std::span<const float> inputs) {
   for (int64_t begin = 0; begin < n; begin += kServeBatch) {
     const int64_t b = std::min(kServeBatch, n - begin);
     training::Tensor x(spec_.input.with_batch(b));
-    x.copy_from(inputs.subspan(static_cast<size_t>(begin * in_numel),
-                               static_cast<size_t>(b * in_numel)));
+    x.copy_from(
+        inputs.subspan(static_cast<size_t>(begin * in_numel), static_cast<size_t>(b * in_numel)));
     const training::Tensor& y = model_->forward(x, training::Mode::kEval);
-    backend_->download(y.span(), std::span<float>(out).subspan(static_cast<size_t>(begin * out_numel),
-                                                              static_cast<size_t>(b * out_numel)));
+    backend_->download(y.span(),
+                       std::span<float>(out).subspan(static_cast<size_t>(begin * out_numel),
+                                                     static_cast<size_t>(b * out_numel)));
   }
   return out;
 }

@@ -58,12 +58,12 @@ struct Preprocessing {
 
 // Where a model came from. Params and metrics keep their JSON text ("0.001", "\"relu\"").
 struct Lineage {
-  std::string study;                        // the study's name; empty when none
-  int trial = -1;                           // the trial's number; -1 when none
-  std::string storage;                      // the study database; empty when none
+  std::string study;                          // the study's name; empty when none
+  int trial = -1;                             // the trial's number; -1 when none
+  std::string storage;                        // the study database; empty when none
   std::map<std::string, std::string> params;  // name -> JSON text
   std::map<std::string, double> metrics;      // the trial's final metrics
-  std::string objective_metric;             // which metric the study optimized; may be empty
+  std::string objective_metric;               // which metric the study optimized; may be empty
 };
 
 struct MlflowModelOptions {

@@ -54,9 +54,8 @@ TEST(MlflowModelTest, WritesTheMlflowDirectory) {
   ScratchDir scratch;
   const fs::path out = scratch.path() / "1";
   write_mlflow_model(tiny_checkpoint(), lineage(), {.mean = 0.5f, .stddev = 2.0f}, out, pinned());
-  EXPECT_EQ(entries(out), (std::vector<std::string>{"MLmodel", "conda.yaml", "engine",
-                                                    "model.onnx", "python_env.yaml",
-                                                    "requirements.txt"}));
+  EXPECT_EQ(entries(out), (std::vector<std::string>{"MLmodel", "conda.yaml", "engine", "model.onnx",
+                                                    "python_env.yaml", "requirements.txt"}));
   EXPECT_EQ(entries(out / "engine"),
             (std::vector<std::string>{"metadata.json", "model.ckpt", "model_spec.json",
                                       "preprocessing.json"}));

@@ -273,8 +273,8 @@ RegisteredModel read_model(const fs::path& file) {
 bool name_chars_ok(const std::string& s) {
   if (s.empty() || s.size() > 128 || s[0] == '.' || s[0] == '-') return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
   });
 }
 
@@ -511,15 +511,16 @@ ResolvedVersion Registry::resolve(const std::string& ref) const {
     std::vector<std::string> known;
     for (const ModelVersion& x : out.model.versions) known.push_back(std::to_string(x.version));
     throw Error(ErrorCode::kNotFound, "model '" + name + "' has no version " +
-                                          std::to_string(*number) + " (its versions: " +
-                                          join_names(known) + ")");
+                                          std::to_string(*number) +
+                                          " (its versions: " + join_names(known) + ")");
   }
   out.version = *v;
   out.dir = model_dir(name) / std::to_string(v->version);
   return out;
 }
 
-// --- changing --------------------------------------------------------------------------------------
+// --- changing
+// --------------------------------------------------------------------------------------
 
 namespace {
 
@@ -539,8 +540,10 @@ void mirror_everywhere(const fs::path& registry_dir, const std::string& name,
       mirror_model(db, name, after, fs::absolute(registry_dir));
     } catch (const Error& e) {
       if (options.warn) {
-        options.warn("the registry changed, but its tables in the study database were not "
-                     "updated: " + std::string(e.what()));
+        options.warn(
+            "the registry changed, but its tables in the study database were not "
+            "updated: " +
+            std::string(e.what()));
       }
     }
   }
@@ -549,16 +552,18 @@ void mirror_everywhere(const fs::path& registry_dir, const std::string& name,
 void check_name(const std::string& name) {
   if (!Registry::valid_model_name(name)) {
     throw Error(ErrorCode::kInvalidArgument,
-                "model name '" + name + "': use 1 to 128 letters, digits, '_', '-' or '.', not "
-                "starting with '.' or '-'");
+                "model name '" + name +
+                    "': use 1 to 128 letters, digits, '_', '-' or '.', not "
+                    "starting with '.' or '-'");
   }
 }
 
 void check_alias(const std::string& alias) {
   if (!Registry::valid_alias(alias)) {
     throw Error(ErrorCode::kInvalidArgument,
-                "alias '" + alias + "': use 1 to 128 letters, digits, '_', '-' or '.', not "
-                "starting with '.' or '-' and not only digits");
+                "alias '" + alias +
+                    "': use 1 to 128 letters, digits, '_', '-' or '.', not "
+                    "starting with '.' or '-' and not only digits");
   }
 }
 
@@ -664,8 +669,8 @@ ModelVersion& version_or_throw(RegisteredModel& m, int version) {
   std::vector<std::string> known;
   for (const ModelVersion& x : m.versions) known.push_back(std::to_string(x.version));
   throw Error(ErrorCode::kNotFound, "model '" + m.name + "' has no version " +
-                                        std::to_string(version) + " (its versions: " +
-                                        join_names(known) + ")");
+                                        std::to_string(version) +
+                                        " (its versions: " + join_names(known) + ")");
 }
 
 }  // namespace
@@ -720,8 +725,8 @@ void Registry::delete_model(const std::string& model_name) {
   std::error_code ec;
   fs::remove(model_dir(model_name) / kModelFile, ec);
   if (ec) {
-    throw Error(ErrorCode::kUnavailable, (model_dir(model_name) / kModelFile).string() +
-                                             ": cannot delete: " + ec.message());
+    throw Error(ErrorCode::kUnavailable,
+                (model_dir(model_name) / kModelFile).string() + ": cannot delete: " + ec.message());
   }
   fs::remove_all(model_dir(model_name), ec);
   mirror_everywhere(dir_, model_name, &before, nullptr, options_);

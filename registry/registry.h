@@ -69,24 +69,24 @@ struct PromotionRule {
 // The outcome of the promotion rule for one new version, recorded with it.
 struct PromotionDecision {
   bool promoted = false;
-  std::string metric;                      // the metric compared
-  bool maximize = false;                   // its direction
-  std::vector<LimitCheck> limits;          // the rule's limits, checked on the new version
-  std::optional<double> value;             // the new version's value
-  std::optional<int> champion_version;     // the champion it was compared with; none: no champion
-  std::optional<double> champion_value;    // that champion's value of the metric
-  std::string reason;                      // e.g. "0.91 > 0.89 (maximize)"
-  std::string decided_at;                  // UTC, "YYYY-MM-DD HH:MM:SS"
+  std::string metric;                    // the metric compared
+  bool maximize = false;                 // its direction
+  std::vector<LimitCheck> limits;        // the rule's limits, checked on the new version
+  std::optional<double> value;           // the new version's value
+  std::optional<int> champion_version;   // the champion it was compared with; none: no champion
+  std::optional<double> champion_value;  // that champion's value of the metric
+  std::string reason;                    // e.g. "0.91 > 0.89 (maximize)"
+  std::string decided_at;                // UTC, "YYYY-MM-DD HH:MM:SS"
 };
 
 struct ModelVersion {
-  int version = 0;                             // 1, 2, ...
-  std::string created;                         // UTC, "YYYY-MM-DD HH:MM:SS"
-  Lineage lineage;                             // study, trial, storage, params, metrics
-  std::string metric;                          // the version's evaluation metric; may be empty
-  bool maximize = false;                       // its direction
-  std::optional<double> metric_value;          // lineage.metrics[metric] when present
-  std::string source;                          // the checkpoint it was exported from
+  int version = 0;                     // 1, 2, ...
+  std::string created;                 // UTC, "YYYY-MM-DD HH:MM:SS"
+  Lineage lineage;                     // study, trial, storage, params, metrics
+  std::string metric;                  // the version's evaluation metric; may be empty
+  bool maximize = false;               // its direction
+  std::optional<double> metric_value;  // lineage.metrics[metric] when present
+  std::string source;                  // the checkpoint it was exported from
   std::string description;
   std::map<std::string, std::string> tags;
   std::optional<PromotionDecision> promotion;  // when exported with the promotion rule
@@ -149,8 +149,7 @@ class Registry {
   // Throws Error: kNotFound when `dir` does not exist (and !create); kFailedPrecondition when it
   // is not a registry (no DIR/tuner-registry.json: a directory of something else, or empty
   // without create) or has a newer format version.
-  static Registry open(const std::filesystem::path& dir, bool create,
-                       RegistryOptions options = {});
+  static Registry open(const std::filesystem::path& dir, bool create, RegistryOptions options = {});
 
   const std::filesystem::path& dir() const { return dir_; }
 

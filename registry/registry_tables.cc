@@ -2,9 +2,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "storage/extra_tables.h"
 #include "trials/error.h"
@@ -52,8 +52,8 @@ std::optional<double> finite(std::optional<double> v) {
 
 }  // namespace
 
-void mirror_model(const std::string& db_path, const std::string& name,
-                  const RegisteredModel* model, const std::filesystem::path& registry_dir) {
+void mirror_model(const std::string& db_path, const std::string& name, const RegisteredModel* model,
+                  const std::filesystem::path& registry_dir) {
   ExtraTablesTransaction tx(db_path, std::chrono::milliseconds(5000));
   for (const char* sql : kTables) tx.exec(sql);
   if (const auto version = tx.text(
@@ -64,9 +64,10 @@ void mirror_model(const std::string& db_path, const std::string& name,
                     ", newer than this tuner's (" + std::to_string(kRegistryTablesVersion) +
                     "); use a newer tuner");
   }
-  tx.run("INSERT OR REPLACE INTO tuner_registry_meta (\"key\", value) "
-         "VALUES ('registry_schema_version', ?)",
-         {std::to_string(kRegistryTablesVersion)});
+  tx.run(
+      "INSERT OR REPLACE INTO tuner_registry_meta (\"key\", value) "
+      "VALUES ('registry_schema_version', ?)",
+      {std::to_string(kRegistryTablesVersion)});
   for (const char* table :
        {"tuner_registry_versions", "tuner_registry_aliases", "tuner_registry_tags",
         "tuner_registry_promotions", "tuner_registry_promotion_limits"}) {
@@ -74,14 +75,16 @@ void mirror_model(const std::string& db_path, const std::string& name,
   }
   tx.run("DELETE FROM tuner_registry_models WHERE name = ?", {name});
   if (model != nullptr) {
-    tx.run("INSERT INTO tuner_registry_models (name, description, created, registry_dir, "
-           "last_version) VALUES (?, ?, ?, ?, ?)",
-           {name, model->description, model->created, registry_dir.string(),
-            static_cast<int64_t>(model->last_version)});
+    tx.run(
+        "INSERT INTO tuner_registry_models (name, description, created, registry_dir, "
+        "last_version) VALUES (?, ?, ?, ?, ?)",
+        {name, model->description, model->created, registry_dir.string(),
+         static_cast<int64_t>(model->last_version)});
     auto tag = [&](int version, const std::string& key, const std::string& value) {
-      tx.run("INSERT INTO tuner_registry_tags (model, version, \"key\", value) "
-             "VALUES (?, ?, ?, ?)",
-             {name, version, key, value});
+      tx.run(
+          "INSERT INTO tuner_registry_tags (model, version, \"key\", value) "
+          "VALUES (?, ?, ?, ?)",
+          {name, version, key, value});
     };
     for (const auto& [key, value] : model->tags) tag(0, key, value);
     for (const auto& [alias, version] : model->aliases) {
@@ -97,20 +100,22 @@ void mirror_model(const std::string& db_path, const std::string& name,
         nlohmann::json p = nlohmann::json::parse(text, nullptr, false);
         params[k] = p.is_discarded() ? nlohmann::json(text) : p;
       }
-      tx.run("INSERT INTO tuner_registry_versions (model, version, study, trial, metric, "
-             "direction, metric_value, metrics_json, params_json, description, created, "
-             "path, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-             {name, v.version, v.lineage.study, v.lineage.trial, v.metric, direction(v.maximize),
-              finite(v.metric_value), metrics.dump(), params.dump(), v.description, v.created,
-              (registry_dir / name / std::to_string(v.version)).string(), v.source});
+      tx.run(
+          "INSERT INTO tuner_registry_versions (model, version, study, trial, metric, "
+          "direction, metric_value, metrics_json, params_json, description, created, "
+          "path, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          {name, v.version, v.lineage.study, v.lineage.trial, v.metric, direction(v.maximize),
+           finite(v.metric_value), metrics.dump(), params.dump(), v.description, v.created,
+           (registry_dir / name / std::to_string(v.version)).string(), v.source});
       for (const auto& [key, value] : v.tags) tag(v.version, key, value);
       if (const auto& p = v.promotion) {
-        tx.run("INSERT INTO tuner_registry_promotions (model, version, metric, direction, value, "
-               "champion_version, champion_value, promoted, reason, decided_at) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               {name, v.version, p->metric, direction(p->maximize), finite(p->value),
-                p->champion_version, finite(p->champion_value), p->promoted ? 1 : 0, p->reason,
-                p->decided_at});
+        tx.run(
+            "INSERT INTO tuner_registry_promotions (model, version, metric, direction, value, "
+            "champion_version, champion_value, promoted, reason, decided_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {name, v.version, p->metric, direction(p->maximize), finite(p->value),
+             p->champion_version, finite(p->champion_value), p->promoted ? 1 : 0, p->reason,
+             p->decided_at});
         for (const LimitCheck& c : p->limits) {
           tx.run(
               "INSERT OR REPLACE INTO tuner_registry_promotion_limits (model, version, metric, "

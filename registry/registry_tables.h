@@ -19,8 +19,8 @@ inline constexpr int kRegistryTablesVersion = 2;
 // in one transaction. `registry_dir` is recorded with the model. Throws Error naming the file:
 // kNotFound when it does not exist, kFailedPrecondition when it is not a study database or its
 // registry tables are newer; SQLite's own errors as storage/extra_tables.h maps them.
-void mirror_model(const std::string& db_path, const std::string& name,
-                  const RegisteredModel* model, const std::filesystem::path& registry_dir);
+void mirror_model(const std::string& db_path, const std::string& name, const RegisteredModel* model,
+                  const std::filesystem::path& registry_dir);
 
 }  // namespace tuner::registry
 

@@ -186,7 +186,8 @@ TEST(RegistryTest, PromotionRuleTakesChampionOnlyWhenBetter) {
   EXPECT_EQ(m.find(2)->promotion->champion_value, 0.80);
   EXPECT_FALSE(m.find(2)->promotion->decided_at.empty());
   // Minimizing: a lower loss wins.
-  const ModelVersion v5 = r.register_version("m", c, lineage_with(0.90), promote_on("val_loss", false));
+  const ModelVersion v5 =
+      r.register_version("m", c, lineage_with(0.90), promote_on("val_loss", false));
   EXPECT_FALSE(v5.promotion->promoted);  // the champion was evaluated on val_accuracy
   EXPECT_THAT(v5.promotion->reason, HasSubstr("has no value of 'val_loss'"));
   // The rule and an explicit champion alias exclude each other.
@@ -323,8 +324,9 @@ TEST(RegistryTest, MirrorsIntoTheStudyDatabase) {
   r.set_tag("m", 2, "note", "worse");
   sqlite::Connection conn(db, /*read_only=*/true);
   {
-    auto q = conn.query("SELECT version, trial, metric, metric_value FROM tuner_registry_versions "
-                        "WHERE model = 'm' ORDER BY version");
+    auto q = conn.query(
+        "SELECT version, trial, metric, metric_value FROM tuner_registry_versions "
+        "WHERE model = 'm' ORDER BY version");
     ASSERT_TRUE(q.step());
     EXPECT_EQ(q.int64(0), 1);
     EXPECT_EQ(q.int64(1), 3);
@@ -341,8 +343,9 @@ TEST(RegistryTest, MirrorsIntoTheStudyDatabase) {
     EXPECT_EQ(q.int64(1), 1);
   }
   {
-    auto q = conn.query("SELECT promoted, value, champion_version, champion_value FROM "
-                        "tuner_registry_promotions WHERE model = 'm' AND version = 2");
+    auto q = conn.query(
+        "SELECT promoted, value, champion_version, champion_value FROM "
+        "tuner_registry_promotions WHERE model = 'm' AND version = 2");
     ASSERT_TRUE(q.step());
     EXPECT_EQ(q.int64(0), 0);
     EXPECT_DOUBLE_EQ(q.real(1), 0.7);

@@ -264,9 +264,10 @@ class Page {
           "trial, and the history, parallel-coordinates, slice and importance plots have "
           "nothing to show. The trials table below lists every trial.</p>";
     } else if (view_.n_feasible == 0) {
-      out_ += "<p class=\"warning\" id=\"no-feasible\">No COMPLETE trial is feasible yet: each "
-              "has a constraint value &gt; 0, so there is no best trial. The trials table marks "
-              "them, with their constraint values.</p>";
+      out_ +=
+          "<p class=\"warning\" id=\"no-feasible\">No COMPLETE trial is feasible yet: each "
+          "has a constraint value &gt; 0, so there is no best trial. The trials table marks "
+          "them, with their constraint values.</p>";
     } else if (view_.n_objectives == 1) {
       const FrozenTrial& best = *view_.complete[view_.ranked[0][0]];
       out_ += "<h3>Best trial</h3><table class=\"kv\" id=\"best-trial\"><tr><th>Number</th><td>" +

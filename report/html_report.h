@@ -68,8 +68,8 @@ struct ExportPick {
 };
 
 struct ReportInput {
-  StudyRecord study;                // name, directions and attributes
-  std::vector<FrozenTrial> trials;  // every trial of the study, any state
+  StudyRecord study;                      // name, directions and attributes
+  std::vector<FrozenTrial> trials;        // every trial of the study, any state
   std::optional<ExportPick> export_pick;  // none: the study has no export rule
   // When the report was made, as the reader should see it ("2024-05-01 12:00 UTC"); shown in
   // the header when not empty. (Passed in so that the output depends on its input only.)

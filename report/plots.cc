@@ -132,8 +132,8 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
   for (size_t i : drawn) {
     const FrozenTrial& t = *complete[i];
     // Infeasible trials (a constraint value > 0) are hollow: never the best.
-    append_circle(out, view.feasible[i] ? "pt" : "pt infeasible", x(t.number), y(t.values[k]),
-                  2.5, "", (view.feasible[i] ? "" : "infeasible: ") + point_title(t, t.values[k]));
+    append_circle(out, view.feasible[i] ? "pt" : "pt infeasible", x(t.number), y(t.values[k]), 2.5,
+                  "", (view.feasible[i] ? "" : "infeasible: ") + point_title(t, t.values[k]));
   }
   if (!improvements.empty()) {
     // The best-so-far line: a step at each improvement (thinned evenly when there are very

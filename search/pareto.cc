@@ -168,7 +168,7 @@ class DominanceTree {
   size_t m_;
   std::vector<size_t> order_;
   std::vector<Node> nodes_;
-  std::vector<double> lows_;  // [node][objective]: the least value in the node's subtree
+  std::vector<double> lows_;           // [node][objective]: the least value in the node's subtree
   mutable std::vector<size_t> stack_;  // dominated()'s, kept between queries (not thread-safe)
 };
 

@@ -44,7 +44,8 @@ TEST(Registry, SamplerOptionsReachTheSampler) {
   ASSERT_NE(nsga2, nullptr);
   EXPECT_EQ(nsga2->options().population_size, 7);
 
-  spec = SamplerSpec{.type = SamplerType::kTpe, .tpe_gamma = TpeGamma{0.5, 3},
+  spec = SamplerSpec{.type = SamplerType::kTpe,
+                     .tpe_gamma = TpeGamma{0.5, 3},
                      .tpe_weights = TpeWeights::kUniform};
   auto tpe = std::dynamic_pointer_cast<TpeSampler>(make_sampler(spec));
   ASSERT_NE(tpe, nullptr);

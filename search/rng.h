@@ -18,10 +18,10 @@ class Rng {
   static Rng for_trial(uint64_t seed, int64_t number);
 
   uint64_t next();
-  double uniform();                    // [0, 1)
-  double uniform(double low, double high);  // [low, high)
+  double uniform();                            // [0, 1)
+  double uniform(double low, double high);     // [low, high)
   int64_t integer(int64_t low, int64_t high);  // [low, high], uniform
-  double normal();                     // standard normal
+  double normal();                             // standard normal
 
  private:
   uint64_t state_[4];

@@ -25,9 +25,8 @@ class ExtraTablesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() /
-           ("tuner_extra_tables_test_" + std::to_string(::getpid()) + "_" +
-            std::to_string(counter++));
+    dir_ = fs::temp_directory_path() / ("tuner_extra_tables_test_" + std::to_string(::getpid()) +
+                                        "_" + std::to_string(counter++));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     db_ = (dir_ / "study.db").string();
@@ -92,8 +91,8 @@ TEST_F(ExtraTablesTest, AnUncommittedTransactionLeavesNothing) {
     tx.exec(kTable);
     tx.run("INSERT INTO tuner_test_rows VALUES (?, ?, ?, ?)", {"x", 1, 1.0, "y"});
   }
-  EXPECT_TRUE(rows("SELECT name, 0, 0, 0 FROM sqlite_master WHERE name = 'tuner_test_rows'")
-                  .empty());
+  EXPECT_TRUE(
+      rows("SELECT name, 0, 0, 0 FROM sqlite_master WHERE name = 'tuner_test_rows'").empty());
 }
 
 TEST_F(ExtraTablesTest, RefusesAMissingFileWithoutCreatingIt) {

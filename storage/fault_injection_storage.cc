@@ -189,9 +189,7 @@ std::vector<FrozenTrial> FaultInjectionStorage::get_trials(int64_t study_id,
   return base_->get_trials(study_id, filter);
 }
 
-void FaultInjectionStorage::run_batch(const std::function<void()>& body) {
-  base_->run_batch(body);
-}
+void FaultInjectionStorage::run_batch(const std::function<void()>& body) { base_->run_batch(body); }
 
 std::optional<uint64_t> FaultInjectionStorage::change_count() { return base_->change_count(); }
 

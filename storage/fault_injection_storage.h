@@ -55,8 +55,8 @@ class FaultInjectionStorage final : public Storage {
   FrozenTrial create_trial(int64_t study_id, TrialState state = TrialState::kRunning,
                            const FrozenTrial* from = nullptr) override;
   bool claim_waiting_trial(int64_t trial_id) override;
-  void set_trial_param(int64_t trial_id, const std::string& name,
-                       const Distribution& distribution, const ParamValue& value) override;
+  void set_trial_param(int64_t trial_id, const std::string& name, const Distribution& distribution,
+                       const ParamValue& value) override;
   void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override;
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
   void set_trial_user_attr(int64_t trial_id, const std::string& key,

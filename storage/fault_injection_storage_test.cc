@@ -27,8 +27,8 @@ class FaultInjectionTest : public testing::TestWithParam<Fault> {
     path_ = (dir_ / "study.db").string();
     SqliteStorageOptions options;
     options.busy_timeout = std::chrono::milliseconds(100);
-    storage_ = std::make_shared<FaultInjectionStorage>(
-        std::make_shared<SqliteStorage>(path_, options));
+    storage_ =
+        std::make_shared<FaultInjectionStorage>(std::make_shared<SqliteStorage>(path_, options));
     study_ = storage_->create_study("s", {StudyDirection::kMinimize});
     FrozenTrial t = storage_->create_trial(study_.study_id);
     trial_id_ = t.trial_id;
@@ -149,10 +149,14 @@ INSTANTIATE_TEST_SUITE_P(Faults, FaultInjectionTest,
                                          Fault::kCommit),
                          [](const testing::TestParamInfo<Fault>& p) {
                            switch (p.param) {
-                             case Fault::kBusy: return std::string("Busy");
-                             case Fault::kDiskFull: return std::string("DiskFull");
-                             case Fault::kReadOnly: return std::string("ReadOnly");
-                             case Fault::kCommit: return std::string("Commit");
+                             case Fault::kBusy:
+                               return std::string("Busy");
+                             case Fault::kDiskFull:
+                               return std::string("DiskFull");
+                             case Fault::kReadOnly:
+                               return std::string("ReadOnly");
+                             case Fault::kCommit:
+                               return std::string("Commit");
                            }
                            return std::string("Unknown");
                          });

@@ -241,7 +241,8 @@ std::optional<Storage::StaleTrialOutcome> InMemoryStorage::fail_stale_trial(
   state_->finish(state_->trial(trial_id), TrialState::kFail, {}, fail_attrs, now);
   StaleTrialOutcome outcome;
   if (retry) {
-    outcome.retry = state_->add_trial(state_->trial_study[trial_id], TrialState::kWaiting, retry, now);
+    outcome.retry =
+        state_->add_trial(state_->trial_study[trial_id], TrialState::kWaiting, retry, now);
   }
   outcome.failed = state_->trials[trial_id];  // after add_trial: it may move the vector
   return outcome;

@@ -29,11 +29,10 @@ class InMemoryStorage final : public Storage {
   void set_study_system_attr(int64_t study_id, const std::string& key,
                              const std::string& json) override;
 
-  FrozenTrial create_trial(int64_t study_id, TrialState state,
-                           const FrozenTrial* from) override;
+  FrozenTrial create_trial(int64_t study_id, TrialState state, const FrozenTrial* from) override;
   bool claim_waiting_trial(int64_t trial_id) override;
-  void set_trial_param(int64_t trial_id, const std::string& name,
-                       const Distribution& distribution, const ParamValue& value) override;
+  void set_trial_param(int64_t trial_id, const std::string& name, const Distribution& distribution,
+                       const ParamValue& value) override;
   void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override;
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
   void set_trial_user_attr(int64_t trial_id, const std::string& key,
@@ -63,7 +62,7 @@ class InMemoryStorage final : public Storage {
   // Constant after construction.
   const std::shared_ptr<Clock> clock_;
 
-  std::recursive_mutex mutex_;     // recursive: a batch holds it while its calls take it
+  std::recursive_mutex mutex_;    // recursive: a batch holds it while its calls take it
   std::unique_ptr<State> state_;  // protected by mutex_
   uint64_t changes_ = 0;          // protected by mutex_
 };

@@ -5,8 +5,9 @@
 namespace tuner {
 namespace {
 
-INSTANTIATE_TEST_SUITE_P(InMemory, StorageSuite,
-                         testing::Values(StorageFactory{[] { return std::make_shared<InMemoryStorage>(); }}));
+INSTANTIATE_TEST_SUITE_P(InMemory, StorageSuite, testing::Values(StorageFactory{[] {
+                           return std::make_shared<InMemoryStorage>();
+                         }}));
 
 }  // namespace
 }  // namespace tuner

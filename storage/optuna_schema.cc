@@ -210,12 +210,19 @@ bool is_older_revision(std::string_view name) {
 }
 
 const std::vector<std::string_view>& required_tables() {
-  static const std::vector<std::string_view> kTables = {
-      "studies",           "study_directions",          "study_user_attributes",
-      "study_system_attributes", "trials",              "trial_params",
-      "trial_values",      "trial_intermediate_values", "trial_user_attributes",
-      "trial_system_attributes", "trial_heartbeats",    "version_info",
-      "alembic_version"};
+  static const std::vector<std::string_view> kTables = {"studies",
+                                                        "study_directions",
+                                                        "study_user_attributes",
+                                                        "study_system_attributes",
+                                                        "trials",
+                                                        "trial_params",
+                                                        "trial_values",
+                                                        "trial_intermediate_values",
+                                                        "trial_user_attributes",
+                                                        "trial_system_attributes",
+                                                        "trial_heartbeats",
+                                                        "version_info",
+                                                        "alembic_version"};
   return kTables;
 }
 
@@ -227,8 +234,10 @@ std::vector<std::string> create_statements(Revision revision, std::string_view l
     escaped += c;
     if (c == '\'') escaped += '\'';
   }
-  out.push_back("INSERT INTO version_info (version_info_id, schema_version, library_version) "
-                "VALUES (1, " + std::to_string(kSchemaVersion) + ", '" + escaped + "')");
+  out.push_back(
+      "INSERT INTO version_info (version_info_id, schema_version, library_version) "
+      "VALUES (1, " +
+      std::to_string(kSchemaVersion) + ", '" + escaped + "')");
   out.push_back("INSERT INTO alembic_version (version_num) VALUES ('" +
                 std::string(to_string(revision)) + "')");
   return out;
@@ -248,9 +257,9 @@ std::string to_optuna_json(const Distribution& distribution) {
              {"high", f->high},
              {"log", f->log}}}};
   } else if (const auto* i = std::get_if<IntDistribution>(&distribution)) {
-    out = {{"name", "IntDistribution"},
-           {"attributes",
-            {{"log", i->log}, {"step", i->step}, {"low", i->low}, {"high", i->high}}}};
+    out = {
+        {"name", "IntDistribution"},
+        {"attributes", {{"log", i->log}, {"step", i->step}, {"low", i->low}, {"high", i->high}}}};
   } else if (const auto* c = std::get_if<CategoricalDistribution>(&distribution)) {
     ojson choices = ojson::array();
     for (const auto& v : c->choices) choices.push_back(ojson(choice_json(v)));
@@ -265,11 +274,11 @@ std::string to_optuna_json(const Distribution& distribution) {
 std::string to_tuner_json(const Distribution& distribution) {
   if (const auto* n = std::get_if<NormalDistribution>(&distribution)) {
     ojson out = {{"name", "NormalDistribution"},
-                {"attributes",
-                 {{"mu", n->mu},
-                  {"sigma", n->sigma},
-                  {"log", n->log},
-                  {"q", n->q ? ojson(*n->q) : ojson(nullptr)}}}};
+                 {"attributes",
+                  {{"mu", n->mu},
+                   {"sigma", n->sigma},
+                   {"log", n->log},
+                   {"q", n->q ? ojson(*n->q) : ojson(nullptr)}}}};
     return out.dump();
   }
   return to_optuna_json(distribution);
@@ -277,8 +286,8 @@ std::string to_tuner_json(const Distribution& distribution) {
 
 Distribution from_json(std::string_view text, const std::string& where) {
   if (json_nests_deeper_than(text, kMaxJsonDepth)) {
-    throw data_loss(where, "distribution JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                               " levels");
+    throw data_loss(
+        where, "distribution JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) throw data_loss(where, "distribution JSON is not an object");
@@ -393,10 +402,9 @@ std::string format_datetime(TimePoint time) {
   const int y = int(ymd.year());
   if (y < 0 || y > 9999) {
     char buf[40];
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02d:%02d:%02d.%06lld", y,
-                  unsigned(ymd.month()), unsigned(ymd.day()), int(hms.hours().count()),
-                  int(hms.minutes().count()), int(hms.seconds().count()),
-                  static_cast<long long>(hms.subseconds().count()));
+    std::snprintf(buf, sizeof buf, "%04d-%02u-%02u %02d:%02d:%02d.%06lld", y, unsigned(ymd.month()),
+                  unsigned(ymd.day()), int(hms.hours().count()), int(hms.minutes().count()),
+                  int(hms.seconds().count()), static_cast<long long>(hms.subseconds().count()));
     return buf;
   }
   // Called for every trial start and finish: digits by hand, no format parsing.
@@ -443,8 +451,8 @@ std::optional<TimePoint> parse_datetime(std::string_view text) {
     consumed = 19;
   } else {
     std::string copy(text);
-    if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi,
-                    &sec, &consumed) != 7 ||
+    if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi, &sec,
+                    &consumed) != 7 ||
         (sep != ' ' && sep != 'T')) {
       return std::nullopt;
     }

@@ -29,7 +29,7 @@ enum class Revision { kV3_0_0_d, kV3_2_0_a };
 // Optuna's SCHEMA_VERSION, the row version_info holds since alembic manages the schema.
 inline constexpr int kSchemaVersion = 12;
 
-std::string_view to_string(Revision revision);                   // "v3.0.0.d", "v3.2.0.a"
+std::string_view to_string(Revision revision);                  // "v3.0.0.d", "v3.2.0.a"
 std::optional<Revision> parse_revision(std::string_view name);  // only the two above
 // True for the revisions of Optuna before 3.0.0.d (v0.9.0.a ... v3.0.0.c).
 bool is_older_revision(std::string_view name);

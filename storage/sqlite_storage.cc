@@ -54,8 +54,7 @@ constexpr const char* kTunerTables[] = {
 };
 
 os::Revision to_schema_revision(OptunaRevision revision) {
-  return revision == OptunaRevision::kV3_0_0_d ? os::Revision::kV3_0_0_d
-                                               : os::Revision::kV3_2_0_a;
+  return revision == OptunaRevision::kV3_0_0_d ? os::Revision::kV3_0_0_d : os::Revision::kV3_2_0_a;
 }
 
 bool same_bits(double a, double b) {
@@ -106,8 +105,7 @@ struct TextHash {
 
 // The statements that load whole trials for one filter (see Impl::load_trials).
 struct TrialQueries {
-  std::string trials, params, tuner_params, values, intermediate_values, user_attrs,
-      system_attrs;
+  std::string trials, params, tuner_params, values, intermediate_values, user_attrs, system_attrs;
 };
 
 }  // namespace
@@ -189,8 +187,10 @@ struct SqliteStorage::Impl {
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kDataLoss) {
         throw Error(ErrorCode::kDataLoss,
-                    "'" + path() + "' is not a SQLite database (or it is corrupt), so it cannot "
-                    "hold studies; the file was not changed: pick another path (" + e.what() + ")");
+                    "'" + path() +
+                        "' is not a SQLite database (or it is corrupt), so it cannot "
+                        "hold studies; the file was not changed: pick another path (" +
+                        e.what() + ")");
       }
       throw;
     }
@@ -250,8 +250,8 @@ struct SqliteStorage::Impl {
     }
     if (!any_optuna) {
       throw Error(ErrorCode::kDataLoss,
-                  "'" + path() + "' is a database of another program (its tables: " +
-                      join(tables) + "); tuner only opens files that tuner or Optuna wrote. The "
+                  "'" + path() + "' is a database of another program (its tables: " + join(tables) +
+                      "); tuner only opens files that tuner or Optuna wrote. The "
                       "file was not changed: pick another path");
     }
     if (!missing.empty()) {
@@ -304,12 +304,12 @@ struct SqliteStorage::Impl {
   // --- lookups -----------------------------------------------------------------------------
 
   Error no_study(int64_t study_id) const {
-    return Error(ErrorCode::kNotFound, "no study with id " + std::to_string(study_id) + " in '" +
-                                           path() + "'");
+    return Error(ErrorCode::kNotFound,
+                 "no study with id " + std::to_string(study_id) + " in '" + path() + "'");
   }
   Error no_trial(int64_t trial_id) const {
-    return Error(ErrorCode::kNotFound, "no trial with id " + std::to_string(trial_id) + " in '" +
-                                           path() + "'");
+    return Error(ErrorCode::kNotFound,
+                 "no trial with id " + std::to_string(trial_id) + " in '" + path() + "'");
   }
 
   void require_study(int64_t study_id) {
@@ -342,9 +342,8 @@ struct SqliteStorage::Impl {
         record.directions.push_back(*d);
       }
     }
-    for (auto [table, attrs] :
-         {std::pair{"study_user_attributes", &record.user_attrs},
-          std::pair{"study_system_attributes", &record.system_attrs}}) {
+    for (auto [table, attrs] : {std::pair{"study_user_attributes", &record.user_attrs},
+                                std::pair{"study_system_attributes", &record.system_attrs}}) {
       auto q = conn.query(std::string("SELECT \"key\", value_json FROM ") + table +
                           " WHERE study_id = ?");
       q.bind(0, study_id);
@@ -385,9 +384,8 @@ struct SqliteStorage::Impl {
   TrialState parse_state(std::string_view name, int64_t trial_id) const {
     auto s = os::parse_state(name);
     if (!s) {
-      throw Error(ErrorCode::kDataLoss, "trial id " + std::to_string(trial_id) + " in '" +
-                                            path() + "' has the unknown state '" +
-                                            std::string(name) + "'");
+      throw Error(ErrorCode::kDataLoss, "trial id " + std::to_string(trial_id) + " in '" + path() +
+                                            "' has the unknown state '" + std::string(name) + "'");
     }
     return *s;
   }
@@ -433,8 +431,10 @@ struct SqliteStorage::Impl {
                      : " c JOIN trials t ON c.trial_id = t.trial_id" + where);
     };
     TrialQueries q;
-    q.trials = "SELECT t.trial_id, t.number, t.state, t.datetime_start, t.datetime_complete "
-               "FROM trials t" + where + " ORDER BY t.number, t.trial_id";
+    q.trials =
+        "SELECT t.trial_id, t.number, t.state, t.datetime_start, t.datetime_complete "
+        "FROM trials t" +
+        where + " ORDER BY t.number, t.trial_id";
     q.params = "SELECT c.trial_id, c.param_name, c.param_value, c.distribution_json" +
                from("trial_params");
     q.tuner_params = "SELECT c.trial_id, c.param_name, c.param_value, c.distribution_json" +
@@ -448,8 +448,7 @@ struct SqliteStorage::Impl {
              ? " AND c.trial_id NOT IN (SELECT value FROM json_each(?3))"
              : "");
     q.user_attrs = "SELECT c.trial_id, c.\"key\", c.value_json" + from("trial_user_attributes");
-    q.system_attrs =
-        "SELECT c.trial_id, c.\"key\", c.value_json" + from("trial_system_attributes");
+    q.system_attrs = "SELECT c.trial_id, c.\"key\", c.value_json" + from("trial_system_attributes");
     return trial_queries.emplace(key, std::move(q)).first->second;
   }
 
@@ -517,8 +516,8 @@ struct SqliteStorage::Impl {
         if (!q.is_null(2)) raw = q.real(2);
         auto v = os::stored_value(raw, q.text_view(3));
         if (!v) {
-          throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" +
-                                                path() + "' has a malformed value");
+          throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" + path() +
+                                                "' has a malformed value");
         }
         if (t.values.size() <= objective) t.values.resize(objective + 1);
         t.values[objective] = *v;
@@ -538,8 +537,8 @@ struct SqliteStorage::Impl {
         if (!q.is_null(2)) raw = q.real(2);
         auto v = os::stored_value(raw, q.text_view(3));
         if (!v) {
-          throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" +
-                                                path() + "' has a malformed intermediate value");
+          throw Error(ErrorCode::kDataLoss, "trial " + std::to_string(t.number) + " in '" + path() +
+                                                "' has a malformed intermediate value");
         }
         t.intermediate_values[q.int64(1)] = *v;
       }
@@ -578,8 +577,8 @@ struct SqliteStorage::Impl {
     trial.state = parse_state(q.text_view(1), trial_id);
     for (int column : {2, 5}) {  // trial_params first
       if (q.is_null(column)) continue;
-      const std::string where = "trial " + std::to_string(trial.number) + " param '" + name +
-                                "' in '" + path() + "'";
+      const std::string where =
+          "trial " + std::to_string(trial.number) + " param '" + name + "' in '" + path() + "'";
       Distribution d = parse_distribution(q.text_view(column + 2), [&] { return where; });
       try {
         trial.params[name] = from_internal(d, q.real(column + 1));
@@ -604,8 +603,9 @@ struct SqliteStorage::Impl {
                     const ParamValue& value) {
     const double internal = to_internal(distribution, value);
     if (os::has_optuna_counterpart(distribution)) {
-      conn.query("INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
-                 "VALUES (?, ?, ?, ?)")
+      conn.query(
+              "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+              "VALUES (?, ?, ?, ?)")
           .bind(0, trial_id)
           .bind(1, name)
           .bind(2, internal)
@@ -613,8 +613,9 @@ struct SqliteStorage::Impl {
           .run();
       return;
     }
-    conn.query("INSERT INTO tuner_trial_params (trial_id, param_name, param_value, "
-               "distribution_json) VALUES (?, ?, ?, ?)")
+    conn.query(
+            "INSERT INTO tuner_trial_params (trial_id, param_name, param_value, "
+            "distribution_json) VALUES (?, ?, ?, ?)")
         .bind(0, trial_id)
         .bind(1, name)
         .bind(2, internal)
@@ -629,10 +630,11 @@ struct SqliteStorage::Impl {
   // REQUIRES: has_optuna_counterpart(distribution) and the value is in it.
   bool insert_param_if_new(int64_t trial_id, const std::string& name,
                            const Distribution& distribution, const ParamValue& value) {
-    conn.query("INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
-               "SELECT trial_id, ?2, ?3, ?4 FROM trials WHERE trial_id = ?1 AND state IN "
-               "('RUNNING', 'WAITING') AND NOT EXISTS (SELECT 1 FROM tuner_trial_params WHERE "
-               "trial_id = ?1 AND param_name = ?2) ON CONFLICT DO NOTHING")
+    conn.query(
+            "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+            "SELECT trial_id, ?2, ?3, ?4 FROM trials WHERE trial_id = ?1 AND state IN "
+            "('RUNNING', 'WAITING') AND NOT EXISTS (SELECT 1 FROM tuner_trial_params WHERE "
+            "trial_id = ?1 AND param_name = ?2) ON CONFLICT DO NOTHING")
         .bind(0, trial_id)
         .bind(1, name)
         .bind(2, to_internal(distribution, value))
@@ -686,16 +688,14 @@ struct SqliteStorage::Impl {
 
   // RUNNING trials of `study_id` (or just `trial_id`, when study_id < 0) whose last heartbeat,
   // or start when they have none, is earlier than `stale_before`.
-  std::vector<int64_t> stale_trial_ids(int64_t study_id, int64_t trial_id,
-                                       TimePoint stale_before) {
+  std::vector<int64_t> stale_trial_ids(int64_t study_id, int64_t trial_id, TimePoint stale_before) {
     auto q = conn.query(
-        study_id >= 0
-            ? "SELECT t.trial_id, h.heartbeat, t.datetime_start FROM trials t LEFT JOIN "
-              "trial_heartbeats h ON h.trial_id = t.trial_id WHERE t.study_id = ? AND "
-              "t.state = 'RUNNING' ORDER BY t.number"
-            : "SELECT t.trial_id, h.heartbeat, t.datetime_start FROM trials t LEFT JOIN "
-              "trial_heartbeats h ON h.trial_id = t.trial_id WHERE t.trial_id = ? AND "
-              "t.state = 'RUNNING'");
+        study_id >= 0 ? "SELECT t.trial_id, h.heartbeat, t.datetime_start FROM trials t LEFT JOIN "
+                        "trial_heartbeats h ON h.trial_id = t.trial_id WHERE t.study_id = ? AND "
+                        "t.state = 'RUNNING' ORDER BY t.number"
+                      : "SELECT t.trial_id, h.heartbeat, t.datetime_start FROM trials t LEFT JOIN "
+                        "trial_heartbeats h ON h.trial_id = t.trial_id WHERE t.trial_id = ? AND "
+                        "t.state = 'RUNNING'");
     q.bind(0, study_id >= 0 ? study_id : trial_id);
     std::vector<int64_t> out;
     while (q.step()) {
@@ -711,8 +711,9 @@ struct SqliteStorage::Impl {
   void write_finish(int64_t trial_id, TrialState state, const std::vector<double>& values,
                     const Attributes& system_attrs) {
     const std::string time = now();
-    conn.query("UPDATE trials SET state = ?, datetime_complete = ?, "
-               "datetime_start = COALESCE(datetime_start, ?) WHERE trial_id = ?")
+    conn.query(
+            "UPDATE trials SET state = ?, datetime_complete = ?, "
+            "datetime_start = COALESCE(datetime_start, ?) WHERE trial_id = ?")
         .bind(0, to_string(state))
         .bind(1, time)
         .bind(2, time)
@@ -935,8 +936,9 @@ bool SqliteStorage::claim_waiting_trial(int64_t trial_id) {
   FrozenTrial header = impl_->load_header(trial_id, nullptr);
   if (header.state != TrialState::kWaiting) return false;
   impl_->conn
-      .query("UPDATE trials SET state = 'RUNNING', datetime_start = ? "
-             "WHERE trial_id = ? AND state = 'WAITING'")
+      .query(
+          "UPDATE trials SET state = 'RUNNING', datetime_start = ? "
+          "WHERE trial_id = ? AND state = 'WAITING'")
       .bind(0, impl_->now())
       .bind(1, trial_id)
       .run();
@@ -1002,9 +1004,8 @@ void SqliteStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step,
   if (std::isnan(value) || !upsert()) {
     FrozenTrial header = impl_->load_header(trial_id, nullptr);
     check_intermediate_value(header, step, value);  // throws: the trial is finished, or NaN
-    throw Error(ErrorCode::kInternal, "trial " + std::to_string(header.number) + " in '" +
-                                          path_ + "': step " + std::to_string(step) +
-                                          " was not written");
+    throw Error(ErrorCode::kInternal, "trial " + std::to_string(header.number) + " in '" + path_ +
+                                          "': step " + std::to_string(step) + " was not written");
   }
   tx.commit();
 }
@@ -1049,16 +1050,16 @@ void SqliteStorage::record_heartbeat(int64_t trial_id, TimePoint time) {
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
   check_heartbeat(impl_->load_header(trial_id, nullptr));
   impl_->conn
-      .query("INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, ?) "
-             "ON CONFLICT (trial_id) DO UPDATE SET heartbeat = excluded.heartbeat")
+      .query(
+          "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, ?) "
+          "ON CONFLICT (trial_id) DO UPDATE SET heartbeat = excluded.heartbeat")
       .bind(0, trial_id)
       .bind(1, optuna_schema::format_datetime(time))
       .run();
   tx.commit();
 }
 
-std::vector<FrozenTrial> SqliteStorage::get_stale_trials(int64_t study_id,
-                                                         TimePoint stale_before) {
+std::vector<FrozenTrial> SqliteStorage::get_stale_trials(int64_t study_id, TimePoint stale_before) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kRead);
   impl_->require_study(study_id);

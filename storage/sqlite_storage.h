@@ -27,14 +27,15 @@
 // Error(kFailedPrecondition). In these cases the file is left byte for byte as it was. Every
 // message names the file.
 //
-// Concurrency: WAL mode; every method is one transaction (a savepoint inside run_batch's one) (writes take the write lock with BEGIN
-// IMMEDIATE, reads run in one snapshot), so several processes and several SqliteStorage objects
-// can use one file at once. A lock held by another connection longer than the busy timeout fails
-// with Error(kUnavailable) and changes nothing. Checkpoints run on a thread of the storage, not in
-// the committing call (storage/sqlite/checkpointer.h). A new file gets 1 KiB pages.
-// Durability: a committed change survives a killed process. With synchronous_full it also
-// survives a power cut or OS crash; without it (synchronous=NORMAL, the default), a power cut
-// may lose the last transactions committed before it, but never corrupts the file.
+// Concurrency: WAL mode; every method is one transaction (a savepoint inside run_batch's one)
+// (writes take the write lock with BEGIN IMMEDIATE, reads run in one snapshot), so several
+// processes and several SqliteStorage objects can use one file at once. A lock held by another
+// connection longer than the busy timeout fails with Error(kUnavailable) and changes nothing.
+// Checkpoints run on a thread of the storage, not in the committing call
+// (storage/sqlite/checkpointer.h). A new file gets 1 KiB pages. Durability: a committed change
+// survives a killed process. With synchronous_full it also survives a power cut or OS crash;
+// without it (synchronous=NORMAL, the default), a power cut may lose the last transactions
+// committed before it, but never corrupts the file.
 //
 // Thread safety: every method may be called from several threads at once (one mutex around the
 // connection). As for any SQLite connection, a storage must not be used or destroyed in a process
@@ -101,8 +102,8 @@ class SqliteStorage final : public Storage {
   FrozenTrial create_trial(int64_t study_id, TrialState state = TrialState::kRunning,
                            const FrozenTrial* from = nullptr) override;
   bool claim_waiting_trial(int64_t trial_id) override;
-  void set_trial_param(int64_t trial_id, const std::string& name,
-                       const Distribution& distribution, const ParamValue& value) override;
+  void set_trial_param(int64_t trial_id, const std::string& name, const Distribution& distribution,
+                       const ParamValue& value) override;
   void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override;
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
   void set_trial_user_attr(int64_t trial_id, const std::string& key,

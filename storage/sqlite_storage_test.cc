@@ -1,5 +1,6 @@
 #include "storage/sqlite_storage.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <atomic>
@@ -17,8 +18,6 @@
 #include "storage/storage_test_suite.h"
 #include "trials/error.h"
 
-#include <gtest/gtest.h>
-
 namespace tuner {
 namespace {
 
@@ -27,9 +26,8 @@ namespace fs = std::filesystem;
 // A fresh directory per test (and per factory call), removed at exit.
 fs::path make_temp_dir() {
   static std::atomic<int> counter{0};
-  fs::path dir = fs::temp_directory_path() /
-                 ("tuner_sqlite_test_" + std::to_string(::getpid()) + "_" +
-                  std::to_string(counter++));
+  fs::path dir = fs::temp_directory_path() / ("tuner_sqlite_test_" + std::to_string(::getpid()) +
+                                              "_" + std::to_string(counter++));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -102,9 +100,9 @@ TEST_F(SqliteStorageTest, WritesOptunaSchemaHead) {
             std::vector<std::string>{"v3.2.0.a"});
   EXPECT_EQ(column(path(), "SELECT schema_version FROM version_info"),
             std::vector<std::string>{"12"});
-  EXPECT_EQ(column(path(), "SELECT name FROM sqlite_master WHERE name = 'trials_study_id_key'")
-                .size(),
-            1u);
+  EXPECT_EQ(
+      column(path(), "SELECT name FROM sqlite_master WHERE name = 'trials_study_id_key'").size(),
+      1u);
   EXPECT_EQ(column(path(), "PRAGMA journal_mode"), std::vector<std::string>{"wal"});
   for (std::string_view t : optuna_schema::required_tables()) {
     EXPECT_EQ(column(path(), "SELECT name FROM sqlite_master WHERE name = '" + std::string(t) + "'")
@@ -149,10 +147,9 @@ TEST_F(SqliteStorageTest, StoresOptunaColumnValues) {
             std::vector<std::string>{"1.0"});
   EXPECT_EQ(column(path(), "SELECT param_value FROM trial_params WHERE param_name = 'layers'"),
             std::vector<std::string>{"3.0"});
-  EXPECT_EQ(
-      column(path(), "SELECT distribution_json FROM trial_params WHERE param_name = 'opt'"),
-      std::vector<std::string>{
-          R"({"name":"CategoricalDistribution","attributes":{"choices":["sgd","adam"]}})"});
+  EXPECT_EQ(column(path(), "SELECT distribution_json FROM trial_params WHERE param_name = 'opt'"),
+            std::vector<std::string>{
+                R"({"name":"CategoricalDistribution","attributes":{"choices":["sgd","adam"]}})"});
   EXPECT_EQ(column(path(),
                    "SELECT intermediate_value_type || ':' || coalesce(intermediate_value, 'NULL') "
                    "FROM trial_intermediate_values ORDER BY step"),
@@ -172,12 +169,10 @@ TEST_F(SqliteStorageTest, StoresOptunaColumnValues) {
 
 TEST_F(SqliteStorageTest, RoundTripsEveryField) {
   SqliteStorage storage(path());
-  StudyRecord s =
-      storage.create_study("s", {StudyDirection::kMinimize, StudyDirection::kMaximize});
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize, StudyDirection::kMaximize});
   storage.set_study_user_attr(s.study_id, "k", "[1,2]");
   FrozenTrial t = storage.create_trial(s.study_id);
-  Distribution cat = CategoricalDistribution{
-      {std::string("a"), int64_t{1}, 1.0, true, 2.5}};
+  Distribution cat = CategoricalDistribution{{std::string("a"), int64_t{1}, 1.0, true, 2.5}};
   storage.set_trial_param(t.trial_id, "c", cat, 1.0);
   storage.set_trial_param(t.trial_id, "f", FloatDistribution{0, 1, false, 0.25}, 0.75);
   storage.set_trial_param(t.trial_id, "n", NormalDistribution{1.0, 2.0, false, {}}, 0.123456789);
@@ -203,16 +198,17 @@ TEST_F(SqliteStorageTest, RoundTripsEveryField) {
   EXPECT_EQ(reopened.find_study("s")->user_attrs.at("k"), "[1,2]");
   // The normal param is not in Optuna's table, but mirrored for Optuna's users.
   EXPECT_TRUE(column(path(), "SELECT 1 FROM trial_params WHERE param_name = 'n'").empty());
-  EXPECT_EQ(column(path(), "SELECT value_json FROM trial_system_attributes WHERE key = "
-                           "'tuner:param:n'"),
+  EXPECT_EQ(column(path(),
+                   "SELECT value_json FROM trial_system_attributes WHERE key = "
+                   "'tuner:param:n'"),
             std::vector<std::string>{"0.123456789"});
 }
 
 TEST_F(SqliteStorageTest, ReadsLegacyDistributionJson) {
   using optuna_schema::from_json;
-  EXPECT_EQ(from_json(R"({"name": "UniformDistribution", "attributes": {"low": 0, "high": 2}})",
-                      "p"),
-            (Distribution{FloatDistribution{0, 2, false, {}}}));
+  EXPECT_EQ(
+      from_json(R"({"name": "UniformDistribution", "attributes": {"low": 0, "high": 2}})", "p"),
+      (Distribution{FloatDistribution{0, 2, false, {}}}));
   EXPECT_EQ(
       from_json(R"({"name": "LogUniformDistribution", "attributes": {"low": 1e-3, "high": 1}})",
                 "p"),
@@ -366,9 +362,12 @@ TEST_F(SqliteStorageTest, HeartbeatsAreOptunasTrialHeartbeatsRows) {
     sqlite::Connection conn(path());
     conn.exec("UPDATE trial_heartbeats SET heartbeat = '2026-03-01 09:00:00'");
   }
-  auto stale = storage.get_stale_trials(s.study_id, *optuna_schema::parse_datetime("2026-03-01 09:00:01"));
+  auto stale =
+      storage.get_stale_trials(s.study_id, *optuna_schema::parse_datetime("2026-03-01 09:00:01"));
   ASSERT_EQ(stale.size(), 1u);
-  EXPECT_TRUE(storage.get_stale_trials(s.study_id, *optuna_schema::parse_datetime("2026-03-01 08:59:59")).empty());
+  EXPECT_TRUE(
+      storage.get_stale_trials(s.study_id, *optuna_schema::parse_datetime("2026-03-01 08:59:59"))
+          .empty());
   // Deleting the study deletes its heartbeats.
   storage.delete_study(s.study_id);
   EXPECT_TRUE(column(path(), "SELECT trial_id FROM trial_heartbeats").empty());
@@ -506,9 +505,9 @@ TEST(OptunaDatetime, FormatsAndParsesOptunasText) {
   EXPECT_EQ(optuna_schema::parse_datetime("2026-03-01T09:05:07.5"),
             sys_days(year_month_day(year(2026), month(3), day(1))) + hours(9) + minutes(5) +
                 seconds(7) + milliseconds(500));
-  EXPECT_EQ(optuna_schema::parse_datetime("2026-03-01 09:05:07"),
-            sys_days(year_month_day(year(2026), month(3), day(1))) + hours(9) + minutes(5) +
-                seconds(7));
+  EXPECT_EQ(
+      optuna_schema::parse_datetime("2026-03-01 09:05:07"),
+      sys_days(year_month_day(year(2026), month(3), day(1))) + hours(9) + minutes(5) + seconds(7));
   EXPECT_FALSE(optuna_schema::parse_datetime("2026-02-30 09:05:07"));
   EXPECT_FALSE(optuna_schema::parse_datetime("yesterday"));
 }

@@ -137,7 +137,8 @@ class Storage {
   // rolled back where the storage has transactions (SqliteStorage) and kept where its writes
   // cannot fail at commit (InMemoryStorage): a caller that needs all or none catches inside.
   // `body` runs exactly once: a batch that cannot start (SqliteStorage: the write lock is busy
-  // past the busy timeout) runs it with every call committing on its own. The default runs `body` with every call committing on its own.
+  // past the busy timeout) runs it with every call committing on its own. The default runs `body`
+  // with every call committing on its own.
   virtual void run_batch(const std::function<void()>& body);
 
   // For caches: a number that differs from an earlier one whenever anything stored may have

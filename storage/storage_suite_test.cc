@@ -10,7 +10,8 @@ namespace tuner {
 
 TEST_P(StorageSuite, CreatesFindsAndDeletesStudies) {
   StudyRecord a = storage_->create_study("a", {StudyDirection::kMinimize});
-  StudyRecord b = storage_->create_study("b", {StudyDirection::kMaximize, StudyDirection::kMinimize});
+  StudyRecord b =
+      storage_->create_study("b", {StudyDirection::kMaximize, StudyDirection::kMinimize});
   EXPECT_NE(a.study_id, b.study_id);
   EXPECT_EQ(storage_->find_study("b")->directions, b.directions);
   EXPECT_FALSE(storage_->find_study("c"));
@@ -74,7 +75,9 @@ TEST_P(StorageSuite, FinishedTrialsNeverChange) {
             ErrorCode::kFailedPrecondition);
   EXPECT_EQ(code_of([&] { storage_->set_trial_intermediate_value(t.trial_id, 1, 1.0); }),
             ErrorCode::kFailedPrecondition);
-  EXPECT_EQ(code_of([&] { storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 1}, int64_t{0}); }),
+  EXPECT_EQ(code_of([&] {
+              storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 1}, int64_t{0});
+            }),
             ErrorCode::kFailedPrecondition);
   EXPECT_EQ(code_of([&] { storage_->set_trial_user_attr(t.trial_id, "k", "1"); }),
             ErrorCode::kFailedPrecondition);
@@ -84,8 +87,8 @@ TEST_P(StorageSuite, FinishedTrialsNeverChange) {
 TEST_P(StorageSuite, FinishSetsUserAttributesAndParamsGoInOneStep) {
   StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
   FrozenTrial t = storage_->create_trial(s.study_id);
-  storage_->set_trial_params(t.trial_id, {{"x", FloatDistribution{0, 1}, 0.5},
-                                          {"n", IntDistribution{1, 4}, int64_t{2}}});
+  storage_->set_trial_params(
+      t.trial_id, {{"x", FloatDistribution{0, 1}, 0.5}, {"n", IntDistribution{1, 4}, int64_t{2}}});
   EXPECT_EQ(storage_->get_trial(t.trial_id).params.size(), 2u);
   // One bad param (3.5 is outside [0, 1]): none of them is written.
   FrozenTrial u = storage_->create_trial(s.study_id);
@@ -111,19 +114,26 @@ TEST_P(StorageSuite, FinishSetsUserAttributesAndParamsGoInOneStep) {
 TEST_P(StorageSuite, RefusesBadWrites) {
   StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
   FrozenTrial t = storage_->create_trial(s.study_id);
-  EXPECT_EQ(code_of([&] { storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 1}, int64_t{5}); }),
+  EXPECT_EQ(code_of([&] {
+              storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 1}, int64_t{5});
+            }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code_of([&] { storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 1}, 0.5); }),
+  EXPECT_EQ(code_of([&] {
+              storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 1}, 0.5);
+            }),
             ErrorCode::kInvalidArgument);
   storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 1}, int64_t{1});
-  EXPECT_EQ(code_of([&] { storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 2}, int64_t{1}); }),
+  EXPECT_EQ(code_of([&] {
+              storage_->set_trial_param(t.trial_id, "x", IntDistribution{0, 2}, int64_t{1});
+            }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { storage_->set_trial_intermediate_value(t.trial_id, 1, std::nan("")); }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { storage_->finish_trial(t.trial_id, TrialState::kComplete, {}); }),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(code_of([&] { storage_->finish_trial(t.trial_id, TrialState::kComplete, {std::nan("")}); }),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      code_of([&] { storage_->finish_trial(t.trial_id, TrialState::kComplete, {std::nan("")}); }),
+      ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { storage_->finish_trial(t.trial_id, TrialState::kRunning, {}); }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] { storage_->get_trial(999999); }), ErrorCode::kNotFound);
@@ -146,7 +156,8 @@ TEST_P(StorageSuite, WaitingTrialsAreClaimedOnce) {
 TEST_P(StorageSuite, CopiesATrialAsATemplate) {
   StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
   FrozenTrial t = storage_->create_trial(s.study_id);
-  storage_->set_trial_param(t.trial_id, "c", CategoricalDistribution{{std::string("a")}}, std::string("a"));
+  storage_->set_trial_param(t.trial_id, "c", CategoricalDistribution{{std::string("a")}},
+                            std::string("a"));
   storage_->finish_trial(t.trial_id, TrialState::kFail, {});
   FrozenTrial source = storage_->get_trial(t.trial_id);
   FrozenTrial copy = storage_->create_trial(s.study_id, TrialState::kRunning, &source);
@@ -236,8 +247,8 @@ TEST_P(StorageSuite, FailingAStaleTrialCreatesItsRetryOnce) {
   retry.system_attrs["failed_trial"] = "0";
   retry.system_attrs["retry_history"] = "[0]";
   const TimePoint stale_before = now + std::chrono::minutes(1);
-  auto outcome = storage_->fail_stale_trial(t.trial_id, stale_before,
-                                            {{"fail_reason", "\"stale\""}}, &retry);
+  auto outcome =
+      storage_->fail_stale_trial(t.trial_id, stale_before, {{"fail_reason", "\"stale\""}}, &retry);
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->failed.state, TrialState::kFail);
   EXPECT_EQ(outcome->failed.system_attrs.at("fail_reason"), "\"stale\"");
@@ -247,8 +258,7 @@ TEST_P(StorageSuite, FailingAStaleTrialCreatesItsRetryOnce) {
   EXPECT_EQ(outcome->retry->params, stale.params);
   EXPECT_EQ(outcome->retry->user_attrs.at("note"), "\"n\"");
   EXPECT_EQ(outcome->retry->system_attrs.at("failed_trial"), "0");
-  EXPECT_EQ(storage_->get_trial(outcome->retry->trial_id).system_attrs.at("retry_history"),
-            "[0]");
+  EXPECT_EQ(storage_->get_trial(outcome->retry->trial_id).system_attrs.at("retry_history"), "[0]");
 
   // Handled once: the second caller (another process that saw it stale) gets nothing.
   EXPECT_FALSE(storage_->fail_stale_trial(t.trial_id, stale_before, {}, &retry));
@@ -256,7 +266,8 @@ TEST_P(StorageSuite, FailingAStaleTrialCreatesItsRetryOnce) {
   EXPECT_FALSE(storage_->fail_stale_trial(fresh.trial_id, stale_before, {}, nullptr));
   EXPECT_EQ(storage_->get_trial(fresh.trial_id).state, TrialState::kRunning);
   // Without a retry, only the FAIL.
-  auto failed = storage_->fail_stale_trial(fresh.trial_id, now + std::chrono::hours(2), {}, nullptr);
+  auto failed =
+      storage_->fail_stale_trial(fresh.trial_id, now + std::chrono::hours(2), {}, nullptr);
   ASSERT_TRUE(failed);
   EXPECT_FALSE(failed->retry);
   EXPECT_EQ(storage_->get_trials(s.study_id).size(), 3u);
@@ -354,8 +365,8 @@ TEST_P(StorageSuite, ABatchCommitsItsCallsTogetherAndEachCallStaysAtomic) {
   FrozenTrial created;
   storage_->run_batch([&] {
     created = storage_->create_trial(s.study_id);
-    storage_->set_trial_params(created.trial_id,
-                               {{"x", FloatDistribution{0, 1}, 0.5}, {"y", FloatDistribution{0, 1}, 0.25}});
+    storage_->set_trial_params(created.trial_id, {{"x", FloatDistribution{0, 1}, 0.5},
+                                                  {"y", FloatDistribution{0, 1}, 0.25}});
     // A call that fails inside the batch changes nothing, and the batch goes on.
     EXPECT_EQ(code_of([&] { storage_->finish_trial(done.trial_id, TrialState::kComplete, {2.0}); }),
               ErrorCode::kFailedPrecondition);

@@ -2,7 +2,8 @@
 // a backend's test file (in storage_tests) instantiates them:
 //
 //   INSTANTIATE_TEST_SUITE_P(InMemory, StorageSuite,
-//                            testing::Values(StorageFactory{[] { return std::make_shared<...>(); }}));
+//                            testing::Values(StorageFactory{[] { return std::make_shared<...>();
+//                            }}));
 #ifndef TUNER_STORAGE_STORAGE_TEST_SUITE_H_
 #define TUNER_STORAGE_STORAGE_TEST_SUITE_H_
 

@@ -24,8 +24,8 @@ void check_param(const FrozenTrial& trial, const std::string& name,
   check_writable(trial, "set parameter '" + name + "'");
   validate(distribution, trial_name(trial) + " param '" + name + "'");
   if (!contains(distribution, value)) {
-    throw invalid(trial_name(trial) + " param '" + name + "': " + to_string(value) +
-                  " is not in " + to_string(distribution));
+    throw invalid(trial_name(trial) + " param '" + name + "': " + to_string(value) + " is not in " +
+                  to_string(distribution));
   }
   auto it = trial.distributions.find(name);
   if (it != trial.distributions.end() &&
@@ -37,9 +37,9 @@ void check_param(const FrozenTrial& trial, const std::string& name,
 
 void check_heartbeat(const FrozenTrial& trial) {
   if (trial.state != TrialState::kRunning) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "cannot record a heartbeat: " + trial_name(trial) + " is " +
-                    std::string(to_string(trial.state)) + ", not RUNNING");
+    throw Error(ErrorCode::kFailedPrecondition, "cannot record a heartbeat: " + trial_name(trial) +
+                                                    " is " + std::string(to_string(trial.state)) +
+                                                    ", not RUNNING");
   }
 }
 

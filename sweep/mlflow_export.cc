@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "storage/sqlite_storage.h"
 #include "sweep/sweep_runner.h"
 #include "sweep/sweep_tracking.h"
-#include "storage/sqlite_storage.h"
 #include "tracking/mlflow_registry.h"
 #include "trials/error.h"
 

@@ -7,9 +7,9 @@
 
 #include "executor/engine_job.h"
 #include "search/pareto.h"
+#include "storage/sqlite_storage.h"
 #include "sweep/mlflow_export.h"
 #include "sweep/sweep_runner.h"
-#include "storage/sqlite_storage.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -117,7 +117,8 @@ ExportChoice choose_export_trial(const ExportRequest& request) {
   const std::optional<StudyRecord> study = storage.find_study(request.study);
   if (!study) {
     std::string names;
-    for (const StudyRecord& s : storage.list_studies()) names += (names.empty() ? "" : ", ") + s.name;
+    for (const StudyRecord& s : storage.list_studies())
+      names += (names.empty() ? "" : ", ") + s.name;
     throw Error(ErrorCode::kNotFound, "no study '" + request.study + "' in '" + request.storage +
                                           "' (its studies: " + (names.empty() ? "none" : names) +
                                           ")");
@@ -142,9 +143,9 @@ ExportChoice choose_export_trial(const ExportRequest& request) {
     }
   }
   if (!maximize) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the direction of metric '" + metric + "' is unknown: state it (maximize or "
-                "minimize)");
+    throw Error(ErrorCode::kInvalidArgument, "the direction of metric '" + metric +
+                                                 "' is unknown: state it (maximize or "
+                                                 "minimize)");
   }
   for (const MetricConstraint& limit : request.limits) {
     if (limit.metric == metric) {
@@ -172,8 +173,8 @@ ExportChoice choose_export_trial(const ExportRequest& request) {
     auto it = std::find_if(all.begin(), all.end(),
                            [&](const FrozenTrial& t) { return t.number == *request.trial; });
     if (it == all.end()) {
-      throw Error(ErrorCode::kNotFound, "study '" + request.study + "' has no trial " +
-                                            std::to_string(*request.trial));
+      throw Error(ErrorCode::kNotFound,
+                  "study '" + request.study + "' has no trial " + std::to_string(*request.trial));
     }
     if (it->state != TrialState::kComplete) {
       throw Error(ErrorCode::kFailedPrecondition,
@@ -284,7 +285,8 @@ PreparedExport prepare_export(const ExportRequest& request) {
       throw Error(ErrorCode::kNotFound,
                   "trial " + std::to_string(chosen.number) + " of study '" + request.study +
                       "' has no model checkpoint: only engine jobs keep one, in "
-                      "<artifacts_dir>/trial-" + std::to_string(chosen.number) +
+                      "<artifacts_dir>/trial-" +
+                      std::to_string(chosen.number) +
                       "/model.ckpt (docs/engine_jobs.md); give the file with --checkpoint");
     }
   }
@@ -292,7 +294,8 @@ PreparedExport prepare_export(const ExportRequest& request) {
   try {
     checkpoint = training::load_checkpoint(checkpoint_path);
   } catch (const training::CheckpointError& e) {
-    throw Error(fs::exists(checkpoint_path) ? ErrorCode::kDataLoss : ErrorCode::kNotFound, e.what());
+    throw Error(fs::exists(checkpoint_path) ? ErrorCode::kDataLoss : ErrorCode::kNotFound,
+                e.what());
   }
 
   PreparedExport prepared;
@@ -343,8 +346,8 @@ ExportResult export_trial(const ExportRequest& request, const RegistryOptions& o
   result.model_name = request.model_name.empty() ? request.study : request.model_name;
   result.version =
       registry.register_version(result.model_name, checkpoint, lineage, register_options);
-  result.dir = fs::path(request.registry_dir) / result.model_name /
-               std::to_string(result.version.version);
+  result.dir =
+      fs::path(request.registry_dir) / result.model_name / std::to_string(result.version.version);
   for (const auto& [alias, v] : registry.model(result.model_name).aliases) {
     if (v == result.version.version) {
       result.alias_summary += (result.alias_summary.empty() ? "" : ", ") + alias;
@@ -372,7 +375,8 @@ std::optional<ExportRequest> sweep_export_request(const SweepFile& sweep) {
   request.registry_dir = e.registry_path;
   request.model_name = e.model_name.empty() ? sweep.name : e.model_name;
   request.metric = e.metric.empty() ? sweep.objective_metric() : e.metric;
-  request.maximize = (e.metric.empty() ? sweep.direction() : e.direction) == StudyDirection::kMaximize;
+  request.maximize =
+      (e.metric.empty() ? sweep.direction() : e.direction) == StudyDirection::kMaximize;
   request.limits = e.limits;
   request.promote_if_better = true;
   request.mlflow_uri = sweep.export_mlflow_uri();

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "registry/registry.h"
 #include "coordinator/metric_constraint.h"
+#include "registry/registry.h"
 #include "sweep/sweep_file.h"
 #include "trials/frozen_trial.h"
 
@@ -82,7 +82,7 @@ struct ExportChoice {
   FrozenTrial trial;
   std::string metric;  // the primary metric, and its direction
   bool maximize = true;
-  std::string objective;                 // the sweep's (first) objective metric, else "value"
+  std::string objective;                  // the sweep's (first) objective metric, else "value"
   std::map<std::string, double> metrics;  // the trial's metrics, its objectives' values included
   std::optional<SweepFile> sweep;         // the sweep that made the study, if one did
 };

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "registry/test_util.h"
-#include "sweep/sweep_runner.h"
 #include "storage/sqlite_storage.h"
+#include "sweep/sweep_runner.h"
 #include "training/data/fashion_mnist.h"
 #include "trials/error.h"
 
@@ -32,8 +32,8 @@ void write_trial_model(const training::ModelSpec& spec, training::Backend& backe
   training::save_checkpoint((dir / "model.ckpt").string(), c);
 }
 
-using ::testing::HasSubstr;
 using registry::testing::ScratchDir;
+using ::testing::HasSubstr;
 
 constexpr char kModel[] =
     R"({"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]})";
@@ -49,17 +49,18 @@ class ExportTest : public ::testing::Test {
       "space": {"params": {"lr": {"type": "float", "low": 0.001, "high": 0.1}}},
       "objective": {"metric": "val_accuracy", "direction": "maximize"},
       "budget": {"trials": 3},
-      "job": {"kind": "engine", "model": )") + kModel + R"(,
+      "job": {"kind": "engine", "model": )") +
+                             kModel + R"(,
               "data": {"dataset": "fashion-mnist", "train": 300, "validation": 100},
-              "training": {"lr": "{lr}"}, "artifacts_dir": ")" + artifacts + R"("},
+              "training": {"lr": "{lr}"}, "artifacts_dir": ")" +
+                             artifacts + R"("},
       "export": {"registry": "reg", "name": "clf"}})";
     sweep_ = parse_sweep_file(text, (scratch_.path() / "s.json").string());
     SqliteStorage storage(db_);
     const StudyRecord study = storage.create_study("s", {StudyDirection::kMaximize});
     const nlohmann::json stored = {{"path", sweep_.path},
                                    {"file", nlohmann::json::parse(to_json(sweep_))}};
-    storage.set_study_system_attr(study.study_id, kSweepAttr,
-                                  nlohmann::json(stored.dump()).dump());
+    storage.set_study_system_attr(study.study_id, kSweepAttr, nlohmann::json(stored.dump()).dump());
     const training::ModelSpec spec = training::parse_model_spec(kModel);
     auto backend = training::make_cpu_backend(1);
     const double accuracy[] = {0.80, 0.0, 0.85};
@@ -296,7 +297,8 @@ TEST_F(ExportTest, ErrorsNameTheStudyAndTrial) {
     return std::string();
   };
   r.trial = 1;
-  EXPECT_THAT(message(r, ErrorCode::kFailedPrecondition), HasSubstr("trial 1 of study 's' is FAIL"));
+  EXPECT_THAT(message(r, ErrorCode::kFailedPrecondition),
+              HasSubstr("trial 1 of study 's' is FAIL"));
   r.trial = 9;
   EXPECT_THAT(message(r, ErrorCode::kNotFound), HasSubstr("study 's' has no trial 9"));
   r.trial.reset();

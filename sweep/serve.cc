@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "coordinator/local_executor.h"
-#include "sweep/sweep_runner.h"
 #include "storage/sqlite_storage.h"
+#include "sweep/sweep_runner.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -24,8 +24,8 @@ using SteadyClock = std::chrono::steady_clock;
 std::string lock_path(const std::string& storage_path) { return storage_path + ".serve.lock"; }
 
 std::optional<ServeState> parse_state(std::string_view name) {
-  for (ServeState s : {ServeState::kActive, ServeState::kPaused, ServeState::kStopped,
-                       ServeState::kDone}) {
+  for (ServeState s :
+       {ServeState::kActive, ServeState::kPaused, ServeState::kStopped, ServeState::kDone}) {
     if (to_string(s) == name) return s;
   }
   return std::nullopt;
@@ -55,11 +55,11 @@ class ServeLock {
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd_);
       const auto other = running_serve(storage_path);
-      throw Error(ErrorCode::kFailedPrecondition,
-                  "a tuner serve already runs on " + storage_path +
-                      (other ? " (pid " + std::to_string(other->pid) + ", endpoint " +
-                                   other->endpoint + ")"
-                             : std::string()));
+      throw Error(
+          ErrorCode::kFailedPrecondition,
+          "a tuner serve already runs on " + storage_path +
+              (other ? " (pid " + std::to_string(other->pid) + ", endpoint " + other->endpoint + ")"
+                     : std::string()));
     }
   }
   ~ServeLock() {
@@ -143,8 +143,8 @@ class Server {
       }
       if (local && !local->failure().empty()) {
         coordinator_->abandon("the local executor failed");
-        throw Error(ErrorCode::kUnavailable, "the serve's local executor failed: " +
-                                                 local->failure());
+        throw Error(ErrorCode::kUnavailable,
+                    "the serve's local executor failed: " + local->failure());
       }
       if (draining && coordinator_->done()) break;
       coordinator_->poll_once(std::chrono::milliseconds(100));
@@ -254,7 +254,8 @@ class Server {
       case ServeState::kDone:
         break;
     }
-    if (wanted != served.applied) log("serve: study '" + record.name + "' " + std::string(to_string(wanted)));
+    if (wanted != served.applied)
+      log("serve: study '" + record.name + "' " + std::string(to_string(wanted)));
     served.applied = wanted;
     set_attr(record.study_id, kServeAppliedAttr, wanted);
   }
@@ -321,9 +322,9 @@ std::optional<RunningServe> running_serve(const std::string& storage_path) {
 bool request_serve_state(const std::string& storage_path, const std::string& study,
                          ServeState state, std::chrono::milliseconds wait) {
   if (!running_serve(storage_path)) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "no tuner serve runs on " + storage_path +
-                    " (start one: tuner serve --storage " + storage_path + " --endpoint ...)");
+    throw Error(ErrorCode::kFailedPrecondition, "no tuner serve runs on " + storage_path +
+                                                    " (start one: tuner serve --storage " +
+                                                    storage_path + " --endpoint ...)");
   }
   SqliteStorage storage(storage_path);
   const std::optional<StudyRecord> record = storage.find_study(study);

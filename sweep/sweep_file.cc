@@ -99,8 +99,7 @@ class Reader {
   double number(const Json& value, std::string_view path, double min, bool exclusive,
                 double max = std::numeric_limits<double>::infinity()) const {
     return named([&] {
-      return read_number(value, path,
-                         NumberRange{.low = min, .high = max, .low_open = exclusive});
+      return read_number(value, path, NumberRange{.low = min, .high = max, .low_open = exclusive});
     });
   }
 
@@ -148,7 +147,7 @@ struct Option {
 // c.tpe.group.
 template <auto... M>
 auto& field_of(auto& config) {
-  return (config .* ... .* M);
+  return (config.*....*M);
 }
 
 template <typename>
@@ -199,8 +198,8 @@ Option<ConfigOf<M...>> int_option(std::string_view name, int64_t min,
       [min](const Reader& r, const Json& v, const std::string& path, ConfigOf<M...>& c) {
         auto& field = field_of<M...>(c);
         using T = std::remove_reference_t<decltype(field)>;
-        field = static_cast<T>(
-            r.integer(v, path, min, std::is_same_v<T, int> ? kIntMax : kInt64Max));
+        field =
+            static_cast<T>(r.integer(v, path, min, std::is_same_v<T, int> ? kIntMax : kInt64Max));
       },
       required_hint);
 }
@@ -233,7 +232,8 @@ using SchedulerOption = Option<SchedulerConfig>;
 SamplerOption seed_option() {
   return {"seed", "",
           [](const Reader& r, const Json& v, const std::string& path, SamplerConfig& c) {
-            if (!v.is_number_unsigned()) r.fail(path, "expected an integer >= 0, got " + shown_value(v));
+            if (!v.is_number_unsigned())
+              r.fail(path, "expected an integer >= 0, got " + shown_value(v));
             c.seed = v.get<uint64_t>();
           },
           [](const SamplerConfig& a, const SamplerConfig& b) { return a.seed == b.seed; },
@@ -338,10 +338,9 @@ std::vector<SamplerOption> nsga2_options() {
       number_option<&S::nsga2, &N::swapping_prob>("swapping_prob", 0, false, 1),
       optional_number_option<&S::nsga2, &N::mutation_prob>("mutation_prob", 0, 1),
       optional_number_option<&S::nsga2, &N::sbx_eta>("sbx_eta", 0, kInf),
-      number_option<&S::nsga2, &N::sbx_use_child_gene_prob>("sbx_use_child_gene_prob", 0, false,
-                                                             1),
+      number_option<&S::nsga2, &N::sbx_use_child_gene_prob>("sbx_use_child_gene_prob", 0, false, 1),
       number_option<&S::nsga2, &N::sbx_uniform_crossover_prob>("sbx_uniform_crossover_prob", 0,
-                                                                false, 1),
+                                                               false, 1),
   };
 }
 
@@ -354,7 +353,8 @@ const std::vector<SamplerOption>& sampler_options(SamplerType type) {
   static const std::vector<SamplerOption> kGrid = {
       seed_option(), int_option<&S::grid_max_points>("max_points", 1)};
   static const std::vector<SamplerOption> kGp = {
-      seed_option(), int_option<&S::gp, &GpSamplerOptions::n_startup_trials>("n_startup_trials", 0)};
+      seed_option(),
+      int_option<&S::gp, &GpSamplerOptions::n_startup_trials>("n_startup_trials", 0)};
   static const std::vector<SamplerOption> kNsga2 = nsga2_options();
   switch (type) {
     case SamplerType::kTpe:
@@ -697,10 +697,11 @@ void Parser::parse_objective(const Json& value, SweepFile& sweep) {
 
 void Parser::parse_objectives(const Json& value, SweepFile& sweep) {
   if (!value.is_array() || value.empty()) {
-    fail("objectives", "expected a non-empty list such as [{\"metric\": \"val_accuracy\", "
-                       "\"direction\": \"maximize\"}, {\"metric\": \"latency_ms\", "
-                       "\"direction\": \"minimize\"}], got " +
-                           shown_value(value));
+    fail("objectives",
+         "expected a non-empty list such as [{\"metric\": \"val_accuracy\", "
+         "\"direction\": \"maximize\"}, {\"metric\": \"latency_ms\", "
+         "\"direction\": \"minimize\"}], got " +
+             shown_value(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
     SweepObjective objective = read_objective(value[i], index_path("objectives", i));
@@ -732,8 +733,9 @@ std::vector<MetricConstraint> Parser::parse_constraints(const Json& value,
     const Json* max = find_field(value[i], "max");
     const Json* min = find_field(value[i], "min");
     if ((max != nullptr) == (min != nullptr)) {
-      fail(at, std::string(max ? "has both \"max\" and \"min\"" : "has neither \"max\" nor \"min\"") +
-                   "; a bound is one of them (bound a metric on both sides with two entries)");
+      fail(at,
+           std::string(max ? "has both \"max\" and \"min\"" : "has neither \"max\" nor \"min\"") +
+               "; a bound is one of them (bound a metric on both sides with two entries)");
     }
     c.bound = max ? MetricConstraint::Bound::kMax : MetricConstraint::Bound::kMin;
     const std::string limit_path = child_path(at, max ? "max" : "min");
@@ -777,8 +779,9 @@ void Parser::check_engine_metrics(const SweepFile& sweep, const Json& job) const
       const Json* data = job.is_object() ? find_field(job, "data") : nullptr;
       const Json* test = data && data->is_object() ? find_field(*data, "test") : nullptr;
       if (!test || (test->is_number() && test->get<double>() <= 0)) {
-        fail(at, json_text(metric) + " is reported only when the job's data.test is > 0 (the "
-                                     "test images to evaluate the best epoch on)");
+        fail(at, json_text(metric) +
+                     " is reported only when the job's data.test is > 0 (the "
+                     "test images to evaluate the best epoch on)");
       }
     }
   }
@@ -824,7 +827,8 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
 SchedulerConfig Parser::parse_scheduler(const Json& value) {
   object(value, "scheduler");
   SchedulerConfig config;
-  const Json& type = required(value, "scheduler", "type", " (" + choice_list(kSchedulerTypes) + ")");
+  const Json& type =
+      required(value, "scheduler", "type", " (" + choice_list(kSchedulerTypes) + ")");
   config.type = scheduler_types()[one_of(type, "scheduler.type", kSchedulerTypes)];
   read_options(*this, value, "scheduler", scheduler_options(config.type),
                "for scheduler type " + json_text(to_string(config.type)), config);

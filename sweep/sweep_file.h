@@ -218,7 +218,6 @@ std::string format_duration(std::chrono::seconds duration);
 std::vector<std::string_view> sampler_option_names(SamplerType type);
 std::vector<std::string_view> scheduler_option_names(SchedulerType type);
 
-
 }  // namespace tuner
 
 #endif  // TUNER_SWEEP_SWEEP_FILE_H_

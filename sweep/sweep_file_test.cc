@@ -127,8 +127,8 @@ TEST(SweepFileTest, ExecutorsDefaultDividesCoresByEngineThreads) {
 }
 
 TEST(SweepFileTest, LocalExecutorsTakeTrialsAhead) {
-  SweepFile s = parse_sweep_file(patched(R"({"executors": {"local": 4, "prefetch": 2}})"),
-                                 "sweep.json");
+  SweepFile s =
+      parse_sweep_file(patched(R"({"executors": {"local": 4, "prefetch": 2}})"), "sweep.json");
   EXPECT_EQ(s.local_executors, 4);
   EXPECT_EQ(s.local_prefetch, 2);
 }
@@ -297,7 +297,8 @@ TEST(SweepFileTest, SeveralObjectives) {
 
   // One objective in the list is the same sweep as "objective".
   const SweepFile one = parse_sweep_file(
-      patched(R"({"objective": null, "objectives": [{"metric": "loss", "direction": "minimize"}]})"),
+      patched(
+          R"({"objective": null, "objectives": [{"metric": "loss", "direction": "minimize"}]})"),
       "s.json");
   EXPECT_EQ(one, parse_sweep_file(patched("{}"), "s.json"));
 
@@ -797,7 +798,8 @@ TEST(SweepFileTest, EngineJobPlaceholdersMustNameParameters) {
 TEST(SweepFileTest, ConstraintsBoundTheJobsMetrics) {
   SweepFile s = parse_sweep_file(patched(R"({"constraints": [
       {"metric": "latency_ms", "max": 2.0}, {"metric": "params", "max": 1e6},
-      {"metric": "recall", "min": 0.9}]})"), "sweep.json");
+      {"metric": "recall", "min": 0.9}]})"),
+                                 "sweep.json");
   ASSERT_EQ(s.constraints.size(), 3u);
   EXPECT_EQ(s.constraints[0], (MetricConstraint{"latency_ms", MetricConstraint::Bound::kMax, 2.0}));
   EXPECT_EQ(s.constraints[1].limit, 1e6);
@@ -941,7 +943,8 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"sampler": {"n_startup_trials": 1.5}})",
        "sweep.json: sampler.n_startup_trials: expected an integer >= 0, got 1.5"},
       {R"({"sampler": {"type": "tpee"}})",
-       "sweep.json: sampler.type: expected \"tpe\", \"random\", \"grid\", \"gp\", \"auto\" or \"nsga2\", got \"tpee\" "
+       "sweep.json: sampler.type: expected \"tpe\", \"random\", \"grid\", \"gp\", \"auto\" or "
+       "\"nsga2\", got \"tpee\" "
        "(did you mean \"tpe\"?)"},
       {R"({"sampler": {"type": "gp", "multivariate": true}})",
        "sweep.json: sampler: unknown field \"multivariate\" for sampler type \"gp\""},
@@ -1202,10 +1205,10 @@ TEST(SweepFileTest, EngineObjectivesAndConstraintsNameTheEnginesMetrics) {
     doc.merge_patch(Json::parse(patch));
     return doc.dump();
   };
-  const SweepFile s = parse_sweep_file(
-      with(R"({"constraints": [{"metric": "checkpoint_bytes", "max": 1e6},
+  const SweepFile s =
+      parse_sweep_file(with(R"({"constraints": [{"metric": "checkpoint_bytes", "max": 1e6},
                                {"metric": "train_flops_per_sample", "max": 1e9}]})"),
-      "t.json");
+                       "t.json");
   EXPECT_EQ(s.objectives.size(), 3u);
   EXPECT_EQ(s.objectives[1].metric, "latency_ms");
   EXPECT_THAT(error_of(with(R"({"objectives": [{"metric": "val_accuracy", "direction": "maximize"},
@@ -1215,8 +1218,9 @@ TEST(SweepFileTest, EngineObjectivesAndConstraintsNameTheEnginesMetrics) {
   EXPECT_THAT(error_of(with(R"({"objectives": [{"metric": "val_accuracy", "direction": "maximize"},
                                                {"metric": "latncy_ms", "direction": "minimize"}]})")),
               HasSubstr("(did you mean \"latency_ms\"?)"));
-  EXPECT_THAT(error_of(with(R"({"constraints": [{"metric": "params", "max": 5}]})")),
-              HasSubstr("sweep.json: constraints[0].metric: \"params\" is not a metric of an engine"));
+  EXPECT_THAT(
+      error_of(with(R"({"constraints": [{"metric": "params", "max": 5}]})")),
+      HasSubstr("sweep.json: constraints[0].metric: \"params\" is not a metric of an engine"));
 }
 
 TEST(SweepFileTest, ExamplesLoad) {

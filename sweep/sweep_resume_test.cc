@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "storage/sqlite_storage.h"
 #include "sweep/sweep_file.h"
 #include "sweep/sweep_runner.h"
-#include "storage/sqlite_storage.h"
 #include "tuner/study.h"
 
 namespace tuner {

@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "executor/trial_job.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/local_executor.h"
-#include "sweep/sweep_tracking.h"
+#include "executor/trial_job.h"
 #include "storage/sqlite_storage.h"
+#include "sweep/sweep_tracking.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"

@@ -48,8 +48,8 @@ struct SweepProgress {
   // The best feasible COMPLETE trial (every COMPLETE one is feasible without constraints).
   std::optional<double> best_value;
   std::optional<int> best_number;
-  std::chrono::seconds elapsed{0};                  // since this run started
-  std::optional<std::chrono::seconds> time_left;    // of the time budget
+  std::chrono::seconds elapsed{0};                // since this run started
+  std::optional<std::chrono::seconds> time_left;  // of the time budget
   int64_t done_before = 0;  // trials finished by earlier runs (for a time-left estimate)
   bool draining = false;
 };
@@ -104,9 +104,9 @@ struct SweepResult {
 struct OpenedSweep {
   SweepFile sweep;  // an engine job without an artifacts_dir has "<storage path>.artifacts/<study>"
   Study study;
-  std::vector<FrozenTrial> existing;      // the study's trials when it was opened
-  std::optional<int> remaining_trials;    // budget.trials less the trials already started
-                                          // (re-runs of lost trials are not counted)
+  std::vector<FrozenTrial> existing;    // the study's trials when it was opened
+  std::optional<int> remaining_trials;  // budget.trials less the trials already started
+                                        // (re-runs of lost trials are not counted)
 };
 OpenedSweep open_sweep(const SweepFile& sweep, std::shared_ptr<Storage> storage);
 // How the coordinator runs an opened sweep's study.
@@ -123,8 +123,8 @@ StudyRunOptions study_run_options(const OpenedSweep& opened);
 SweepResult run_sweep(const SweepFile& sweep, const SweepRunOptions& options = {});
 
 // Where an engine job keeps trial `number`'s best model (docs/engine_jobs.md, "Artifacts"): by
-// default "<storage path>.artifacts/<study name>/trial-<number>/model.ckpt". nullopt for command jobs and
-// when the file does not exist (the trial saved none).
+// default "<storage path>.artifacts/<study name>/trial-<number>/model.ckpt". nullopt for command
+// jobs and when the file does not exist (the trial saved none).
 std::optional<std::string> trial_model_path(const SweepFile& sweep, int number);
 
 // The sweep file stored with a study by run_sweep, parsed back (relative paths as they were

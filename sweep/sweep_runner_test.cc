@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sweep/sweep_file.h"
 #include "storage/in_memory_storage.h"
+#include "sweep/sweep_file.h"
 #include "trials/error.h"
 
 namespace tuner {

@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include "sweep/sweep_file.h"
 #include "storage/sqlite_storage.h"
+#include "sweep/sweep_file.h"
 #include "tracking/background_sync.h"
 #include "tracking/mlflow_sync.h"
 

@@ -22,8 +22,7 @@ class ParameterArena {
   static constexpr int64_t kArenaAlignment = 16;
 
   // `backend` allocates the arrays and must outlive the arena.
-  ParameterArena(std::vector<ParamSpec> params, std::vector<BufferSpec> buffers,
-                 Backend& backend);
+  ParameterArena(std::vector<ParamSpec> params, std::vector<BufferSpec> buffers, Backend& backend);
   ParameterArena(const ParameterArena&) = delete;
   ParameterArena& operator=(const ParameterArena&) = delete;
 

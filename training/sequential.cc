@@ -15,8 +15,8 @@ Sequential::Sequential(const Shape& sample_input, std::vector<std::unique_ptr<La
   if (chain_.size() == 0) throw std::invalid_argument("sequential: no layers");
   if (max_batch < 1) throw std::invalid_argument("sequential: max_batch must be >= 1");
   output_shape_ = chain_.output_shape(sample_input);
-  arena_ = std::make_unique<ParameterArena>(chain_.parameter_specs(), chain_.buffer_specs(),
-                                            backend);
+  arena_ =
+      std::make_unique<ParameterArena>(chain_.parameter_specs(), chain_.buffer_specs(), backend);
   chain_.bind(arena_->params(), arena_->buffers());
   chain_.setup(sample_input, max_batch, backend);
   input_ = backend.allocate(sample_input.with_batch(max_batch));

@@ -125,13 +125,13 @@ Trainer::ShardLoss Trainer::forward_backward(const Batch& batch) {
   float loss = 0.0f;
   if (rows > 0) {
     const int64_t row_floats = batch.x.numel() / global;
-    const Tensor x = Tensor::borrow_const(batch.x.data() + begin * row_floats,
-                                          batch.x.shape().with_dim0(rows));
+    const Tensor x =
+        Tensor::borrow_const(batch.x.data() + begin * row_floats, batch.x.shape().with_dim0(rows));
     const Tensor& logits = model_.forward(x, Mode::kTrain);
     Tensor& grad = model_.output_grad();
-    loss = loss_.compute(backend, logits, batch.labels.subspan(static_cast<size_t>(begin),
-                                                              static_cast<size_t>(rows)),
-                         &grad);
+    loss = loss_.compute(
+        backend, logits,
+        batch.labels.subspan(static_cast<size_t>(begin), static_cast<size_t>(rows)), &grad);
     if (buckets_) {
       // The loss is the mean over this rank's rows: weighted so that the sum over the ranks is
       // the mean over the whole batch.

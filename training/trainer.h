@@ -148,7 +148,7 @@ class Trainer {
   const SoftmaxCrossEntropy loss_;
   // Run state (saved in checkpoints).
   BatchLoader train_loader_;
-  std::unique_ptr<BatchLoader> val_loader_;  // null without a validation split
+  std::unique_ptr<BatchLoader> val_loader_;   // null without a validation split
   std::unique_ptr<GradientBuckets> buckets_;  // with a communicator
   Tensor reduce_scratch_;                     // a few floats in backend memory, for metrics
   int64_t epoch_ = 0;

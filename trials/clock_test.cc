@@ -38,9 +38,8 @@ TEST(FakeClock, SleepersWakeWhenTheirDeadlineIsReached) {
 TEST(FakeClock, AStopRequestEndsASleep) {
   FakeClock clock;
   bool result = true;
-  std::jthread sleeper([&](std::stop_token stop) {
-    result = clock.sleep_until(clock.steady_now() + 1h, stop);
-  });
+  std::jthread sleeper(
+      [&](std::stop_token stop) { result = clock.sleep_until(clock.steady_now() + 1h, stop); });
   while (clock.sleepers() == 0) std::this_thread::yield();
   sleeper.request_stop();
   sleeper.join();

@@ -46,10 +46,11 @@ std::string constraints_to_json(std::span<const double> values) {
   nlohmann::json list = nlohmann::json::array();
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "constraint " + std::to_string(i) + " is " +
-                      (std::isnan(values[i]) ? "NaN" : values[i] > 0 ? "inf" : "-inf") +
-                      "; a constraint value must be a finite number");
+      throw Error(ErrorCode::kInvalidArgument, "constraint " + std::to_string(i) + " is " +
+                                                   (std::isnan(values[i]) ? "NaN"
+                                                    : values[i] > 0       ? "inf"
+                                                                          : "-inf") +
+                                                   "; a constraint value must be a finite number");
     }
     list.push_back(values[i]);
   }

@@ -73,8 +73,9 @@ std::optional<DistributionProblem> find_categorical_problem(const CategoricalDis
     }
     for (size_t j = 0; j < i; ++j) {
       if (d.choices[i] == d.choices[j]) {
-        return problem("choices[" + std::to_string(i) + "]",
-                       "repeats choice " + std::to_string(j) + " (" + to_string(d.choices[i]) + ")");
+        return problem(
+            "choices[" + std::to_string(i) + "]",
+            "repeats choice " + std::to_string(j) + " (" + to_string(d.choices[i]) + ")");
       }
     }
   }
@@ -97,13 +98,14 @@ int64_t round_to_int_grid(const IntDistribution& d, double x) {
 }  // namespace
 
 std::optional<DistributionProblem> find_problem(const Distribution& distribution) {
-  return std::visit(Overloaded{
-                        [](const FloatDistribution& d) { return find_float_problem(d); },
-                        [](const IntDistribution& d) { return find_int_problem(d); },
-                        [](const CategoricalDistribution& d) { return find_categorical_problem(d); },
-                        [](const NormalDistribution& d) { return find_normal_problem(d); },
-                    },
-                    distribution);
+  return std::visit(
+      Overloaded{
+          [](const FloatDistribution& d) { return find_float_problem(d); },
+          [](const IntDistribution& d) { return find_int_problem(d); },
+          [](const CategoricalDistribution& d) { return find_categorical_problem(d); },
+          [](const NormalDistribution& d) { return find_normal_problem(d); },
+      },
+      distribution);
 }
 
 void validate(const Distribution& distribution, const std::string& where) {
@@ -113,31 +115,31 @@ void validate(const Distribution& distribution, const std::string& where) {
 }
 
 bool contains(const Distribution& distribution, const ParamValue& value) {
-  return std::visit(
-      Overloaded{
-          [&](const FloatDistribution& d) {
-            const auto* x = std::get_if<double>(&value);
-            if (!x || !std::isfinite(*x) || *x < d.low || *x > d.high) return false;
-            return !d.step || on_float_grid(d.low, *d.step, *x);
-          },
-          [&](const IntDistribution& d) {
-            const auto* x = std::get_if<int64_t>(&value);
-            return x && *x >= d.low && *x <= d.high && (*x - d.low) % d.step == 0;
-          },
-          [&](const CategoricalDistribution& d) {
-            for (const auto& c : d.choices) {
-              if (c == value) return true;
-            }
-            return false;
-          },
-          [&](const NormalDistribution& d) {
-            const auto* x = std::get_if<double>(&value);
-            // exp() is positive, but rounding it to a multiple of q can give 0.
-            if (!x || !std::isfinite(*x) || (d.log && (d.q ? *x < 0 : *x <= 0))) return false;
-            return !d.q || on_float_grid(0.0, *d.q, *x);
-          },
-      },
-      distribution);
+  return std::visit(Overloaded{
+                        [&](const FloatDistribution& d) {
+                          const auto* x = std::get_if<double>(&value);
+                          if (!x || !std::isfinite(*x) || *x < d.low || *x > d.high) return false;
+                          return !d.step || on_float_grid(d.low, *d.step, *x);
+                        },
+                        [&](const IntDistribution& d) {
+                          const auto* x = std::get_if<int64_t>(&value);
+                          return x && *x >= d.low && *x <= d.high && (*x - d.low) % d.step == 0;
+                        },
+                        [&](const CategoricalDistribution& d) {
+                          for (const auto& c : d.choices) {
+                            if (c == value) return true;
+                          }
+                          return false;
+                        },
+                        [&](const NormalDistribution& d) {
+                          const auto* x = std::get_if<double>(&value);
+                          // exp() is positive, but rounding it to a multiple of q can give 0.
+                          if (!x || !std::isfinite(*x) || (d.log && (d.q ? *x < 0 : *x <= 0)))
+                            return false;
+                          return !d.q || on_float_grid(0.0, *d.q, *x);
+                        },
+                    },
+                    distribution);
 }
 
 double to_internal(const Distribution& distribution, const ParamValue& value) {
@@ -166,8 +168,8 @@ ParamValue from_internal(const Distribution& distribution, double internal) {
             double index = std::round(internal);
             if (!(index >= 0 && index < static_cast<double>(d.choices.size()))) {
               throw Error(ErrorCode::kInvalidArgument,
-                          "choice index " + to_string(ParamValue(internal)) + " is out of range for " +
-                              to_string(distribution));
+                          "choice index " + to_string(ParamValue(internal)) +
+                              " is out of range for " + to_string(distribution));
             }
             return d.choices[static_cast<size_t>(index)];
           },
@@ -192,35 +194,35 @@ bool is_single(const Distribution& distribution) {
 
 std::string to_string(const Distribution& distribution) {
   auto num = [](double x) { return to_string(ParamValue(x)); };
-  return std::visit(
-      Overloaded{
-          [&](const FloatDistribution& d) {
-            std::string s = "float[" + num(d.low) + ", " + num(d.high);
-            if (d.log) s += ", log";
-            if (d.step) s += ", step " + num(*d.step);
-            return s + "]";
-          },
-          [&](const IntDistribution& d) {
-            std::string s = "int[" + std::to_string(d.low) + ", " + std::to_string(d.high);
-            if (d.log) s += ", log";
-            if (d.step != 1) s += ", step " + std::to_string(d.step);
-            return s + "]";
-          },
-          [&](const CategoricalDistribution& d) {
-            std::string s = "categorical[";
-            for (size_t i = 0; i < d.choices.size(); ++i) {
-              s += (i ? ", " : "") + to_string(d.choices[i]);
-            }
-            return s + "]";
-          },
-          [&](const NormalDistribution& d) {
-            std::string s = std::string(d.log ? "lognormal(" : "normal(") + num(d.mu) + ", " +
-                            num(d.sigma);
-            if (d.q) s += ", q " + num(*d.q);
-            return s + ")";
-          },
-      },
-      distribution);
+  return std::visit(Overloaded{
+                        [&](const FloatDistribution& d) {
+                          std::string s = "float[" + num(d.low) + ", " + num(d.high);
+                          if (d.log) s += ", log";
+                          if (d.step) s += ", step " + num(*d.step);
+                          return s + "]";
+                        },
+                        [&](const IntDistribution& d) {
+                          std::string s =
+                              "int[" + std::to_string(d.low) + ", " + std::to_string(d.high);
+                          if (d.log) s += ", log";
+                          if (d.step != 1) s += ", step " + std::to_string(d.step);
+                          return s + "]";
+                        },
+                        [&](const CategoricalDistribution& d) {
+                          std::string s = "categorical[";
+                          for (size_t i = 0; i < d.choices.size(); ++i) {
+                            s += (i ? ", " : "") + to_string(d.choices[i]);
+                          }
+                          return s + "]";
+                        },
+                        [&](const NormalDistribution& d) {
+                          std::string s = std::string(d.log ? "lognormal(" : "normal(") +
+                                          num(d.mu) + ", " + num(d.sigma);
+                          if (d.q) s += ", q " + num(*d.q);
+                          return s + ")";
+                        },
+                    },
+                    distribution);
 }
 
 }  // namespace tuner

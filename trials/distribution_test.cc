@@ -24,8 +24,10 @@ TEST(Distribution, LogWithNonPositiveLowIsRejected) {
 TEST(Distribution, StepThatDoesNotDivideTheRangeIsRejected) {
   EXPECT_EQ(problem_of(FloatDistribution{0.0, 1.0, false, 0.3}),
             "step: 0.3 does not divide the range [0.0, 1.0]");
-  EXPECT_EQ(problem_of(IntDistribution{0, 10, false, 3}), "step: 3 does not divide the range [0, 10]");
-  EXPECT_EQ(problem_of(FloatDistribution{0.0, 1.0, false, 0.1}), "");  // 0.1 divides despite rounding
+  EXPECT_EQ(problem_of(IntDistribution{0, 10, false, 3}),
+            "step: 3 does not divide the range [0, 10]");
+  EXPECT_EQ(problem_of(FloatDistribution{0.0, 1.0, false, 0.1}),
+            "");  // 0.1 divides despite rounding
   EXPECT_EQ(problem_of(FloatDistribution{0.0, 1.0, false, 0.0}), "step: must be > 0");
   EXPECT_EQ(problem_of(FloatDistribution{1.0, 2.0, true, 0.5}),
             "step: cannot be combined with a log scale");
@@ -48,7 +50,8 @@ TEST(Distribution, CategoricalMustBeNonEmptyAndDistinct) {
 TEST(Distribution, NonFiniteBoundsAreRejected) {
   double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(problem_of(FloatDistribution{0.0, inf, false, {}}), "high: must be a finite number");
-  EXPECT_EQ(problem_of(FloatDistribution{std::nan(""), 1.0, false, {}}), "low: must be a finite number");
+  EXPECT_EQ(problem_of(FloatDistribution{std::nan(""), 1.0, false, {}}),
+            "low: must be a finite number");
   EXPECT_EQ(problem_of(NormalDistribution{0.0, 0.0, false, {}}), "sigma: must be > 0");
 }
 
@@ -107,7 +110,8 @@ TEST(Distribution, InternalRepresentationRoundTrips) {
 }
 
 TEST(Distribution, ToStringIsReadable) {
-  EXPECT_EQ(to_string(Distribution(FloatDistribution{1e-05, 0.1, true, {}})), "float[1e-05, 0.1, log]");
+  EXPECT_EQ(to_string(Distribution(FloatDistribution{1e-05, 0.1, true, {}})),
+            "float[1e-05, 0.1, log]");
   EXPECT_EQ(to_string(Distribution(IntDistribution{1, 8, false, 1})), "int[1, 8]");
   EXPECT_EQ(to_string(Distribution(CategoricalDistribution{{std::string("a"), false}})),
             "categorical[\"a\", false]");

@@ -8,9 +8,9 @@ namespace tuner {
 
 double FrozenTrial::value() const {
   if (values.size() != 1) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "trial " + std::to_string(number) + " has " + std::to_string(values.size()) +
-                    " values; value() needs exactly one");
+    throw Error(ErrorCode::kFailedPrecondition, "trial " + std::to_string(number) + " has " +
+                                                    std::to_string(values.size()) +
+                                                    " values; value() needs exactly one");
   }
   return values.front();
 }

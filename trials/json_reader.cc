@@ -263,9 +263,9 @@ bool is_json_integer(const Json& value) {
 }
 
 int64_t read_integer(const Json& value, std::string_view path) {
-  static const std::string kRange =
-      " is out of the 64-bit range [" + std::to_string(std::numeric_limits<int64_t>::min()) +
-      ", " + std::to_string(std::numeric_limits<int64_t>::max()) + "]";
+  static const std::string kRange = " is out of the 64-bit range [" +
+                                    std::to_string(std::numeric_limits<int64_t>::min()) + ", " +
+                                    std::to_string(std::numeric_limits<int64_t>::max()) + "]";
   if (value.is_number_float()) {
     // The parser reads an integer too large for 64 bits as a float: say what is wrong with it.
     const double x = value.get<double>();
@@ -363,7 +363,8 @@ std::string choice_list(const std::vector<std::string>& names) {
   return out;
 }
 
-size_t read_choice(const Json& value, std::string_view path, const std::vector<std::string>& names) {
+size_t read_choice(const Json& value, std::string_view path,
+                   const std::vector<std::string>& names) {
   if (value.is_string()) {
     auto it = std::find(names.begin(), names.end(), value.get_ref<const std::string&>());
     if (it != names.end()) return static_cast<size_t>(it - names.begin());
@@ -432,8 +433,7 @@ std::string read_text_file(const std::filesystem::path& file) {
     contents.append(buffer, static_cast<size_t>(in.gcount()));
     if (contents.size() > kMaxJsonFileBytes) {
       throw Error(ErrorCode::kInvalidArgument,
-                  file.string() + " is larger than the " +
-                      std::to_string(kMaxJsonFileBytes >> 20) +
+                  file.string() + " is larger than the " + std::to_string(kMaxJsonFileBytes >> 20) +
                       " MiB a sweep, space or import file may have (a sweep file is stored "
                       "whole with its study)");
     }

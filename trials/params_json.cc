@@ -41,7 +41,8 @@ Params params_from_json(std::string_view json, const std::string& where) {
   auto fail = [&](const std::string& why) {
     return Error(ErrorCode::kInvalidArgument, where + why);
   };
-  if (json_nests_deeper_than(json, kMaxDepth)) throw fail(": nested deeper than " + std::to_string(kMaxDepth));
+  if (json_nests_deeper_than(json, kMaxDepth))
+    throw fail(": nested deeper than " + std::to_string(kMaxDepth));
   nlohmann::json object = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) throw fail(": not valid JSON");
   if (!object.is_object()) {

@@ -17,11 +17,16 @@ std::string lower(std::string_view s) {
 
 std::string_view to_string(TrialState state) {
   switch (state) {
-    case TrialState::kRunning: return "RUNNING";
-    case TrialState::kComplete: return "COMPLETE";
-    case TrialState::kPruned: return "PRUNED";
-    case TrialState::kFail: return "FAIL";
-    case TrialState::kWaiting: return "WAITING";
+    case TrialState::kRunning:
+      return "RUNNING";
+    case TrialState::kComplete:
+      return "COMPLETE";
+    case TrialState::kPruned:
+      return "PRUNED";
+    case TrialState::kFail:
+      return "FAIL";
+    case TrialState::kWaiting:
+      return "WAITING";
   }
   return "UNKNOWN";
 }

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "search/schedulers/median_stopping.h"
 #include "search/samplers/random_sampler.h"
 #include "search/samplers/tpe/tpe_sampler.h"
+#include "search/schedulers/median_stopping.h"
 #include "storage/in_memory_storage.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"

@@ -18,7 +18,8 @@ namespace {
 SearchSpace mixed_space() {
   SearchSpace s;
   s.add_categorical("opt", {std::string("sgd"), std::string("adam")});
-  s.add({"momentum", FloatDistribution{0.0, 0.9, false, 0.1}, Condition{"opt", {std::string("sgd")}}});
+  s.add({"momentum", FloatDistribution{0.0, 0.9, false, 0.1},
+         Condition{"opt", {std::string("sgd")}}});
   s.add_int("layers", 1, 4);
   s.add_categorical("act", {std::string("relu"), std::string("tanh")});
   s.add_float("dropout", 0.0, 0.5, false, 0.25);

@@ -38,11 +38,11 @@ std::shared_ptr<Sampler> sampler_named(const std::string& name, const StudyRecor
                                        const std::optional<SearchSpace>& space) {
   const std::optional<SamplerType> type = sampler_type_named(name);
   if (!type || (*type == SamplerType::kGrid && !space)) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "study '" + record.name + "' was created with the sampler \"" + name +
-                    "\", which cannot be made again from its name" +
-                    (type ? " without the study's space" : "") +
-                    ": give StudyOptions::sampler to continue it");
+    throw Error(ErrorCode::kFailedPrecondition, "study '" + record.name +
+                                                    "' was created with the sampler \"" + name +
+                                                    "\", which cannot be made again from its name" +
+                                                    (type ? " without the study's space" : "") +
+                                                    ": give StudyOptions::sampler to continue it");
   }
   return make_sampler(SamplerSpec{.type = *type}, space ? &*space : nullptr);
 }
@@ -54,15 +54,16 @@ uint64_t fresh_random() {
 
 std::string directions_text(const std::vector<StudyDirection>& directions) {
   std::string text;
-  for (StudyDirection d : directions) text += (text.empty() ? "" : ", ") + std::string(to_string(d));
+  for (StudyDirection d : directions)
+    text += (text.empty() ? "" : ", ") + std::string(to_string(d));
   return directions.size() == 1 ? text : "[" + text + "]";
 }
 
 // The enqueued values of a trial. Stored data that does not parse is data loss, not bad input.
 Params fixed_params_of(const std::string& text, int trial_number) {
   try {
-    return params_from_json(text, "trial " + std::to_string(trial_number) + ": system attribute " +
-                                      kFixedParamsAttr);
+    return params_from_json(
+        text, "trial " + std::to_string(trial_number) + ": system attribute " + kFixedParamsAttr);
   } catch (const Error& e) {
     throw Error(ErrorCode::kDataLoss, e.what());
   }
@@ -108,8 +109,8 @@ std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, 
   core->heartbeat_interval = options.heartbeat_interval;
   if (options.heartbeat_interval) {
     core->grace_period = options.grace_period.value_or(2 * *options.heartbeat_interval);
-    core->heartbeater = std::make_unique<Heartbeater>(*core->storage, *core->clock,
-                                                      *options.heartbeat_interval);
+    core->heartbeater =
+        std::make_unique<Heartbeater>(*core->storage, *core->clock, *options.heartbeat_interval);
   }
   core->stale_trial_policy = options.stale_trial_policy;
   core->max_retries = options.max_retries;
@@ -162,8 +163,7 @@ std::optional<FrozenTrial> retry_of(const FrozenTrial& t, int max_retries) {
 
 // Puts a trial's constraint values (Trial::set_constraints) into `attrs`; false when one is NaN
 // or infinite (constraint_failure() says which).
-bool constraints_attrs(const std::optional<std::vector<double>>& constraints,
-                       Attributes& attrs) {
+bool constraints_attrs(const std::optional<std::vector<double>>& constraints, Attributes& attrs) {
   if (!constraints) return true;
   for (double v : *constraints) {
     if (!std::isfinite(v)) return false;
@@ -245,8 +245,8 @@ void StudyCore::handle_stale_trials_locked() {
   if (!heartbeater) return;
   // Only a RUNNING trial that no thread of this study object runs can be stale (and every
   // trial before first_unfinished is finished).
-  const auto unfinished = std::span(trials).subspan(
-      std::min(trials.size(), static_cast<size_t>(first_unfinished)));
+  const auto unfinished =
+      std::span(trials).subspan(std::min(trials.size(), static_cast<size_t>(first_unfinished)));
   const bool foreign = std::any_of(unfinished.begin(), unfinished.end(), [&](const FrozenTrial& t) {
     return t.state == TrialState::kRunning && !heartbeater->is_live(t.trial_id);
   });
@@ -260,8 +260,9 @@ void StudyCore::handle_stale_trials_locked() {
     fail_attrs[kFailReasonAttr] = json_string(
         "stale: no heartbeat for more than the grace period of " + format_ms(grace_period) +
         " (the process running it died or hung); found by study '" + record.name + "' at " +
-        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                           now.time_since_epoch()).count()) + " s since the epoch");
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()) +
+        " s since the epoch");
     std::optional<FrozenTrial> retry;
     if (stale_trial_policy == StaleTrialPolicy::kRetry) retry = retry_of(t, max_retries);
     if (storage->fail_stale_trial(t.trial_id, stale_before, fail_attrs,
@@ -367,14 +368,17 @@ Study Study::create(StudyOptions options) {
 
 Study Study::load(StudyOptions options) {
   if (!options.storage) {
-    throw Error(ErrorCode::kInvalidArgument, "loading study '" + options.name + "' needs a storage");
+    throw Error(ErrorCode::kInvalidArgument,
+                "loading study '" + options.name + "' needs a storage");
   }
   auto record = options.storage->find_study(options.name);
   if (!record) {
     std::string names;
-    for (const auto& s : options.storage->list_studies()) names += (names.empty() ? "" : ", ") + s.name;
-    throw Error(ErrorCode::kNotFound, "no study named '" + options.name + "' in the storage (it has: " +
-                                          (names.empty() ? "no studies" : names) + ")");
+    for (const auto& s : options.storage->list_studies())
+      names += (names.empty() ? "" : ", ") + s.name;
+    throw Error(ErrorCode::kNotFound,
+                "no study named '" + options.name +
+                    "' in the storage (it has: " + (names.empty() ? "no studies" : names) + ")");
   }
   std::optional<uint64_t> seed = stored_seed(*record);
   if (!seed) {
@@ -441,8 +445,9 @@ Trial Study::start_trial(const SearchSpace* space) {
   if (state->trial_id < 0) {
     if (core.sampler->exhausted(core.history_locked())) {
       throw Error(ErrorCode::kFailedPrecondition,
-                  "study '" + core.record.name + "': the sampler has nothing left to try (every "
-                  "point of its grid has been run or is running)");
+                  "study '" + core.record.name +
+                      "': the sampler has nothing left to try (every "
+                      "point of its grid has been run or is running)");
     }
     FrozenTrial created =
         core.own_write_locked([&] { return core.storage->create_trial(core.record.study_id); });
@@ -539,8 +544,8 @@ Trial Study::adopt(int64_t trial_id) {
   }
   if (it->state != TrialState::kRunning) {
     throw Error(ErrorCode::kFailedPrecondition,
-                "trial " + std::to_string(it->number) + " of study '" + core.record.name +
-                    "' is " + std::string(to_string(it->state)) + ", not RUNNING");
+                "trial " + std::to_string(it->number) + " of study '" + core.record.name + "' is " +
+                    std::string(to_string(it->state)) + ", not RUNNING");
   }
   auto state = std::make_unique<Trial::State>();
   state->core = core_;
@@ -609,9 +614,11 @@ FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reaso
   } else if (state == TrialState::kFail) {
     attrs[kFailReasonAttr] = json_string(reason);
   } else {
-    throw Error(ErrorCode::kInvalidArgument,
-                "trial " + std::to_string(s.number) + ": tell() with a state takes PRUNED or FAIL, "
-                "not " + std::string(to_string(state)) + " (give COMPLETE trials their values)");
+    throw Error(ErrorCode::kInvalidArgument, "trial " + std::to_string(s.number) +
+                                                 ": tell() with a state takes PRUNED or FAIL, "
+                                                 "not " +
+                                                 std::string(to_string(state)) +
+                                                 " (give COMPLETE trials their values)");
   }
   FrozenTrial finished = finish(s, state, values, attrs, user_attrs);
   mark_told(s);
@@ -625,9 +632,8 @@ FrozenTrial Study::finish(const Trial::State& s, TrialState state,
   Attributes attrs = system_attrs;
   if (!s.origin.empty()) attrs[kSamplerAttr] = json_string(s.origin);
   std::lock_guard lock(core.mutex);
-  FrozenTrial finished = core.own_write_locked([&] {
-    return core.storage->finish_trial(s.trial_id, state, values, attrs, user_attrs);
-  });
+  FrozenTrial finished = core.own_write_locked(
+      [&] { return core.storage->finish_trial(s.trial_id, state, values, attrs, user_attrs); });
   const auto n = static_cast<size_t>(s.number);
   if (core.seen_changes && n < core.trials.size() && core.trials[n].trial_id == s.trial_id) {
     core.trials[n] = finished;  // the cache shows it as stored

@@ -3,7 +3,8 @@
 // A study owns nothing but handles: its trials live in a Storage, its proposals come from a
 // Sampler and its early stops from a Scheduler, and none of these keeps state that storage does
 // not hold, so Study::load() continues a study exactly. Two ways to run trials:
-// - optimize(objective, ...): the study asks, runs the objective, and tells, on one or more threads;
+// - optimize(objective, ...): the study asks, runs the objective, and tells, on one or more
+// threads;
 // - ask() / tell(): the caller runs trials itself (an executor, a notebook loop).
 //
 // Resume: a trial is live from ask() until tell() (or until its Trial handle is destroyed); while
@@ -46,6 +47,10 @@ enum class StaleTrialPolicy {
            // max_retries retries of one trial have failed; then only FAIL
 };
 
+// How many times one lost trial is run again by default: gone stale here, or its executor lost
+// under a coordinator (CoordinatorOptions::max_retries).
+inline constexpr int kDefaultMaxRetries = 3;
+
 struct StudyOptions {
   // Unique within the storage. Default: "study-" followed by a random suffix.
   std::string name;
@@ -80,7 +85,7 @@ struct StudyOptions {
   // Default: kRetry.
   StaleTrialPolicy stale_trial_policy = StaleTrialPolicy::kRetry;
   // kRetry: how many times one trial is re-run after its runs went stale. Default 3.
-  int max_retries = 3;
+  int max_retries = kDefaultMaxRetries;
 };
 
 struct OptimizeOptions {

@@ -143,8 +143,8 @@ TEST(StudyConstraints, PrunedTrialsKeepTheirConstraintsAndFailedOnesDoNot) {
   EXPECT_EQ(study.tell(pruned, TrialState::kPruned).system_attrs.at(kConstraintsAttr), "[0.5]");
   Trial failed = study.ask();
   failed.set_constraints({0.5});
-  EXPECT_FALSE(study.tell(failed, TrialState::kFail, "crashed").system_attrs.contains(
-      kConstraintsAttr));
+  EXPECT_FALSE(
+      study.tell(failed, TrialState::kFail, "crashed").system_attrs.contains(kConstraintsAttr));
   EXPECT_THROW(failed.set_constraints({1.0}), Error);  // told already
 }
 

@@ -106,8 +106,8 @@ struct StudyCore {
     const std::optional<uint64_t> before = storage->change_count();
     auto result = write();
     const std::optional<uint64_t> after = storage->change_count();
-    const bool only_ours = before && after && seen_changes && *before == *seen_changes &&
-                           *after == *before + 1;
+    const bool only_ours =
+        before && after && seen_changes && *before == *seen_changes && *after == *before + 1;
     seen_changes = only_ours ? after : std::nullopt;
     return result;
   }
@@ -115,9 +115,7 @@ struct StudyCore {
   // No-op when heartbeats are off. REQUIRES: mutex held.
   void handle_stale_trials_locked();
   // A view of the cached trials. REQUIRES: mutex held for as long as the view is used.
-  History history_locked() const {
-    return History{trials, record.directions};
-  }
+  History history_locked() const { return History{trials, record.directions}; }
 
   // Null when heartbeats are off. Last: destroyed (its thread joined) before what it uses.
   std::unique_ptr<Heartbeater> heartbeater;

@@ -32,8 +32,7 @@ class StudyFaultTest : public testing::TestWithParam<Fault> {
     o.name = "faults";
     SqliteStorageOptions so;
     so.busy_timeout = std::chrono::milliseconds(50);
-    o.storage = storage ? storage
-                        : std::make_shared<SqliteStorage>((dir_ / file).string(), so);
+    o.storage = storage ? storage : std::make_shared<SqliteStorage>((dir_ / file).string(), so);
     o.sampler = std::make_shared<RandomSampler>();
     o.seed = 21;
     return o;

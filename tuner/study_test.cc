@@ -7,12 +7,12 @@
 #include <set>
 #include <stdexcept>
 
-#include "search/samplers/grid_sampler.h"
-#include "search/schedulers/median_stopping.h"
 #include "search/registry.h"
-#include "search/samplers/random_sampler.h"
 #include "search/rng.h"
+#include "search/samplers/grid_sampler.h"
+#include "search/samplers/random_sampler.h"
 #include "search/samplers/tpe/tpe_sampler.h"
+#include "search/schedulers/median_stopping.h"
 #include "storage/in_memory_storage.h"
 #include "trials/clock.h"
 #include "trials/error.h"

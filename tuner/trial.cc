@@ -70,9 +70,9 @@ ParamValue Trial::suggest(const std::string& name, const Distribution& distribut
   ParamValue value;
   if (auto it = s.fixed.find(name); it != s.fixed.end()) {
     if (!contains(distribution, it->second)) {
-      throw Error(ErrorCode::kInvalidArgument, where + ": the value decided before the trial ran, " +
-                                                   to_string(it->second) + ", is not in " +
-                                                   to_string(distribution));
+      throw Error(ErrorCode::kInvalidArgument,
+                  where + ": the value decided before the trial ran, " + to_string(it->second) +
+                      ", is not in " + to_string(distribution));
     }
     value = it->second;
   } else if (auto rit = s.relative.find(name);

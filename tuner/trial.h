@@ -24,12 +24,12 @@ namespace tuner {
 struct StudyCore;
 
 struct FloatOptions {
-  bool log = false;                  // log-uniform; REQUIRES low > 0
-  std::optional<double> step;        // values low, low + step, ..., high
+  bool log = false;            // log-uniform; REQUIRES low > 0
+  std::optional<double> step;  // values low, low + step, ..., high
 };
 
 struct IntOptions {
-  bool log = false;   // log-uniform; REQUIRES low >= 1 and step == 1
+  bool log = false;  // log-uniform; REQUIRES low >= 1 and step == 1
   int64_t step = 1;
 };
 

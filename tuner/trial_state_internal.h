@@ -31,8 +31,8 @@ struct Trial::State {
   std::map<std::string, Distribution, std::less<>> relative_distributions;
   std::optional<int64_t> last_step;
   std::optional<int64_t> max_step;  // the largest step reported through this handle
-  // The scheduler's memo for this trial (search/schedulers/scheduler.h): reset when a step is reported
-  // that is not past every earlier one (a value may have been rewritten).
+  // The scheduler's memo for this trial (search/schedulers/scheduler.h): reset when a step is
+  // reported that is not past every earlier one (a value may have been rewritten).
   ReportMemo memo;
   // Where the trial's params came from ("tpe", "enqueued", "retry": the "tuner:sampler" system
   // attribute, stored with its outcome); empty for an adopted trial (not known here).

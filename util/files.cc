@@ -16,8 +16,7 @@ std::string read_file(const std::filesystem::path& path) {
     if (!std::filesystem::exists(path)) {
       throw Error(ErrorCode::kNotFound, path.string() + ": does not exist");
     }
-    throw Error(ErrorCode::kUnavailable,
-                path.string() + ": cannot read: " + std::strerror(err));
+    throw Error(ErrorCode::kUnavailable, path.string() + ": cannot read: " + std::strerror(err));
   }
   std::ostringstream content;
   content << in.rdbuf();

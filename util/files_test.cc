@@ -1,7 +1,6 @@
 #include "util/files.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,7 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(ReadFile, ReturnsTheBytesAndNamesAMissingFile) {
-  const fs::path dir = fs::temp_directory_path() / ("util_files_test_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("util_files_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string bytes("a\0b\nc", 5);
   std::ofstream(dir / "f", std::ios::binary) << bytes;

@@ -1,4 +1,5 @@
-// Small string helpers used across the tree.
+// Small string helpers used across the tree; header-only, so that rooms that link nothing of
+// the others (training/) may use them.
 #ifndef TUNER_UTIL_STRINGS_H_
 #define TUNER_UTIL_STRINGS_H_
 
@@ -21,7 +22,11 @@ std::string join(const Range& items, std::string_view separator = ", ") {
 }
 
 // `text` without the leading and trailing characters of `chars` (by default, whitespace).
-std::string_view trim(std::string_view text, std::string_view chars = " \t\r\n\f\v");
+inline std::string_view trim(std::string_view text, std::string_view chars = " \t\r\n\f\v") {
+  const size_t begin = text.find_first_not_of(chars);
+  if (begin == std::string_view::npos) return {};
+  return text.substr(begin, text.find_last_not_of(chars) - begin + 1);
+}
 
 }  // namespace tuner
 

@@ -6,8 +6,8 @@
 #include <array>
 #include <utility>
 
-#include "wire/curve_keys.h"
 #include "trials/error.h"
+#include "wire/curve_keys.h"
 
 namespace tuner {
 namespace {
@@ -66,8 +66,8 @@ void CurveAuthenticator::answer_requests() {
              " (give its .pub file to the coordinator's --executor-keys)");
       }
     }
-    const std::vector<std::string> reply = {"1.0", f[1], ok ? "200" : "400",
-                                            ok ? "OK" : reason, ok ? binary_to_z85(key) : "", ""};
+    const std::vector<std::string> reply = {
+        "1.0", f[1], ok ? "200" : "400", ok ? "OK" : reason, ok ? binary_to_z85(key) : "", ""};
     socket_.send(reply);
   }
 }

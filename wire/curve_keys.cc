@@ -41,7 +41,8 @@ std::optional<KeyLine> parse_key_line(const std::string& raw, const std::string&
                  eq == std::string::npos ? "" : std::string(trim(text.substr(eq + 1), kBlanks))};
   if (eq == std::string::npos || (parsed.name != "public-key" && parsed.name != "secret-key")) {
     throw Error(ErrorCode::kInvalidArgument,
-                where + ": expected public-key = \"...\", secret-key = \"...\" or a bare key, not '" +
+                where +
+                    ": expected public-key = \"...\", secret-key = \"...\" or a bare key, not '" +
                     line.substr(0, 40) + "'");
   }
   if (parsed.key.size() >= 2 && parsed.key.front() == '"' && parsed.key.back() == '"') {
@@ -90,9 +91,9 @@ CurveKeyPair generate_curve_key_pair() {
 
 void check_curve_key(const std::string& key, const std::string& what) {
   if (key.size() != kZ85KeyLength) {
-    throw Error(ErrorCode::kInvalidArgument,
-                what + ": a CURVE key is 40 characters of Z85, this one has " +
-                    std::to_string(key.size()));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        what + ": a CURVE key is 40 characters of Z85, this one has " + std::to_string(key.size()));
   }
   std::array<uint8_t, 32> binary{};
   if (zmq_z85_decode(binary.data(), key.c_str()) == nullptr) {
@@ -167,8 +168,9 @@ std::vector<std::string> read_curve_authorized_keys(const std::string& path) {
     }
   }
   if (keys.empty()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "'" + path + "' holds no executor public keys (a file of keys or a folder of .pub files)");
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "'" + path + "' holds no executor public keys (a file of keys or a folder of .pub files)");
   }
   return keys;
 }

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "trials/error.h"
 #include "wire/curve_authenticator.h"
 #include "wire/curve_keys.h"
 #include "wire/message_socket.h"
-#include "trials/error.h"
 
 namespace tuner {
 namespace {
@@ -72,32 +72,37 @@ TEST_F(CurveTest, MalformedKeysAreErrorsNamingTheFileAndLine) {
     return std::string("(no error)");
   };
   write("short.pub", "# comment\npublic-key = \"abc\"\n");
-  EXPECT_NE(message_of([&] { read_curve_public_key_file(path("short.pub")); })
-                .find("short.pub:2: a CURVE key is 40 characters of Z85, this one has 3"),
+  EXPECT_NE(message_of([&] {
+              read_curve_public_key_file(path("short.pub"));
+            }).find("short.pub:2: a CURVE key is 40 characters of Z85, this one has 3"),
             std::string::npos);
   write("bad.pub", std::string(40, '~') + "\n");  // '~' is not in Z85's alphabet
-  EXPECT_NE(message_of([&] { read_curve_public_key_file(path("bad.pub")); })
-                .find("bad.pub:1: not a Z85-encoded CURVE key"),
+  EXPECT_NE(message_of([&] {
+              read_curve_public_key_file(path("bad.pub"));
+            }).find("bad.pub:1: not a Z85-encoded CURVE key"),
             std::string::npos);
   write("other.key", "public-key = \"" + generate_curve_key_pair().public_key +
                          "\"\nsecret-key = \"" + keys.secret_key + "\"\n");
-  EXPECT_NE(message_of([&] { read_curve_secret_key_file(path("other.key")); })
-                .find("the public-key does not belong to the secret-key"),
+  EXPECT_NE(message_of([&] {
+              read_curve_secret_key_file(path("other.key"));
+            }).find("the public-key does not belong to the secret-key"),
             std::string::npos);
   write("only.pub", "public-key = \"" + keys.public_key + "\"\n");
-  EXPECT_NE(message_of([&] { read_curve_secret_key_file(path("only.pub")); })
-                .find("no secret-key line"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { read_curve_secret_key_file(path("only.pub")); }).find("no secret-key line"),
+      std::string::npos);
   write("typo.pub", "publik-key = \"" + keys.public_key + "\"\n");
   // Z85 has '=' in its alphabet: a bare key with one is still a key.
   write("equals.pub", "Z?V-TdGblE0<v&UZ>o-}E=pPBYVb2jK$Zc(Z0PXz\n");
   EXPECT_EQ(read_curve_public_key_file(path("equals.pub")),
             "Z?V-TdGblE0<v&UZ>o-}E=pPBYVb2jK$Zc(Z0PXz");
-  EXPECT_NE(message_of([&] { read_curve_public_key_file(path("typo.pub")); })
-                .find("typo.pub:1: expected public-key"),
+  EXPECT_NE(message_of([&] {
+              read_curve_public_key_file(path("typo.pub"));
+            }).find("typo.pub:1: expected public-key"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { read_curve_public_key_file(path("missing.pub")); })
-                .find("cannot read the key file"),
+  EXPECT_NE(message_of([&] {
+              read_curve_public_key_file(path("missing.pub"));
+            }).find("cannot read the key file"),
             std::string::npos);
 }
 

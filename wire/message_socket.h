@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "wire/zmq_socket.h"
 #include "wire/protocol.h"
+#include "wire/zmq_socket.h"
 
 namespace tuner {
 

@@ -310,11 +310,11 @@ class BodyReader {
       for (size_t i = 0; i < leases.size(); ++i) {
         std::string lp = path("leases") + "[" + std::to_string(i) + "]";
         const nlohmann::json& l = object_of(leases[i], lp);
-        m.leases.push_back(HeldLease{
-            .lease_id = int_of<uint64_t>(member(l, "lease_id", lp), lp + ".lease_id"),
-            .study_name = string_of(member(l, "study_name", lp), lp + ".study_name"),
-            .trial_id = int_of<int64_t>(member(l, "trial_id", lp), lp + ".trial_id"),
-            .gpus = ints_of<int>(member(l, "gpus", lp), lp + ".gpus")});
+        m.leases.push_back(
+            HeldLease{.lease_id = int_of<uint64_t>(member(l, "lease_id", lp), lp + ".lease_id"),
+                      .study_name = string_of(member(l, "study_name", lp), lp + ".study_name"),
+                      .trial_id = int_of<int64_t>(member(l, "trial_id", lp), lp + ".trial_id"),
+                      .gpus = ints_of<int>(member(l, "gpus", lp), lp + ".gpus")});
         if (auto node = l.find("node"); node != l.end()) {
           m.leases.back().node = int_of<int>(*node, lp + ".node");
         }

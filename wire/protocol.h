@@ -56,8 +56,8 @@ class ProtocolError : public Error {
 };
 
 // What the coordinator tells a running job after a REPORT. The same three outcomes as a
-// scheduler's decision (search/schedulers/scheduler.h); trials/ cannot depend on search/, so the coordinator
-// maps one to the other.
+// scheduler's decision (search/schedulers/scheduler.h); trials/ cannot depend on search/, so the
+// coordinator maps one to the other.
 enum class JobDecision {
   kContinue,
   kStop,   // prune: terminate the job; the trial ends as PRUNED

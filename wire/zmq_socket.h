@@ -1,7 +1,8 @@
 // ZeroMQ sockets with RAII, for the coordinator <-> executor protocol (wire/protocol.h).
 //
-// The coordinator binds a ROUTER, each executor connects a DEALER (docs/protocol.md). This header keeps <zmq.h> out of the code that includes it: a ZmqContext and a
-// ZmqSocket own their ZeroMQ handles through an Impl defined in zmq_socket.cc.
+// The coordinator binds a ROUTER, each executor connects a DEALER (docs/protocol.md). This header
+// keeps <zmq.h> out of the code that includes it: a ZmqContext and a ZmqSocket own their ZeroMQ
+// handles through an Impl defined in zmq_socket.cc.
 //
 // Endpoints: "tcp://HOST:PORT" ("tcp://127.0.0.1:*" binds a free port; bind() returns the port
 // chosen) and "ipc://PATH" (a Unix-domain socket file).

@@ -32,16 +32,16 @@
 #include <string>
 #include <vector>
 
-#include "wire/message_socket.h"
+#include "coordinator/coordinator.h"
+#include "search/samplers/random_sampler.h"
 #include "search/schedulers/asha.h"
 #include "search/schedulers/hyperband.h"
 #include "search/schedulers/median_stopping.h"
 #include "search/schedulers/patience.h"
-#include "search/samplers/random_sampler.h"
-#include "coordinator/coordinator.h"
 #include "storage/sqlite_storage.h"
-#include "wire/protocol.h"
 #include "tuner/study.h"
+#include "wire/message_socket.h"
+#include "wire/protocol.h"
 
 namespace {
 

@@ -60,9 +60,9 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator/coordinator.h"
 #include "executor/executor_service.h"
 #include "search/samplers/random_sampler.h"
-#include "coordinator/coordinator.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite_storage.h"
 #include "trials/error.h"
@@ -186,8 +186,9 @@ JobRunner make_runner(milliseconds sleep, bool start_times) {
 // a byte to READY_FD, waits for a byte on GO_FD, and serves until SIGTERM.
 int executor_main(int argc, char** argv) {
   if (argc != 11) {
-    usage("executor mode takes ENDPOINT ID SLOTS RUNNER SLEEP_MS START_TIMES READY_FD GO_FD "
-          "PREFETCH");
+    usage(
+        "executor mode takes ENDPOINT ID SLOTS RUNNER SLEEP_MS START_TIMES READY_FD GO_FD "
+        "PREFETCH");
   }
   // SIGTERM from the parent ends run(); it is taken by a thread of its own (sigwait), so the
   // stop request is not made from a signal handler.
@@ -357,10 +358,10 @@ int coordinator_main(const Flags& f, const std::string& self) {
   const auto spawned = SteadyClock::now();
   for (int e = 0; e < f.executors; ++e) {
     children.push_back(spawn_executor(
-        self, {"executor", coordinator->endpoint(), "bench-executor-" + std::to_string(e),
-               std::to_string(f.slots), f.runner, std::to_string(f.sleep_ms),
-               f.start_times ? "1" : "0", std::to_string(ready[1]), std::to_string(go[0]),
-               std::to_string(f.prefetch)}));
+        self,
+        {"executor", coordinator->endpoint(), "bench-executor-" + std::to_string(e),
+         std::to_string(f.slots), f.runner, std::to_string(f.sleep_ms), f.start_times ? "1" : "0",
+         std::to_string(ready[1]), std::to_string(go[0]), std::to_string(f.prefetch)}));
   }
   ::close(ready[1]);
   ::close(go[0]);

@@ -55,7 +55,8 @@ double gemm_peak_gflops(training::Backend& backend, int64_t n) {
       backend.gemm(Transpose::kNo, Transpose::kNo, 1.0f, a, b, 0.0f, c);
     }
     backend.synchronize();
-    best = std::max(best, per_rep * 2.0 * static_cast<double>(n * n * n) / (now_seconds() - t) / 1e9);
+    best =
+        std::max(best, per_rep * 2.0 * static_cast<double>(n * n * n) / (now_seconds() - t) / 1e9);
   }
   return best;
 }

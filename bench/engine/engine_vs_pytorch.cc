@@ -8,7 +8,8 @@
 // bf16 mixed precision (CudaBackendOptions::matmul = kBfloat16: bf16 GEMM inputs, fp32 all else),
 // where the GEMM peak is that of the bf16 products too.
 //
-//   engine_vs_pytorch [--backend cpu|cpu-bf16|cuda|cuda-bf16|cuda-cudnn] [--threads 2] [--steps 200]
+//   engine_vs_pytorch [--backend cpu|cpu-bf16|cuda|cuda-bf16|cuda-cudnn] [--threads 2] [--steps
+//   200]
 //                     [--epochs-mlp 5] [--epochs-cnn 3] [--models mlp,cnn] [--data DIR] [--quick]
 #include <algorithm>
 #include <cstdio>
@@ -18,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "training/backends/cpu/cpu_backend.h"
 #include "bench/engine/engine_bench_common.h"
 #include "bench/engine/machine_peak.h"
+#include "training/backends/cpu/cpu_backend.h"
 #include "training/backends/cpu/cpu_kernels.h"
 #include "training/backends/cuda/cuda_backend.h"
 #include "training/data/fashion_mnist.h"
@@ -56,8 +57,8 @@ std::unique_ptr<Backend> make_backend(const std::string& kind, int threads) {
   if (kind == "cuda-cudnn") return make_cuda_backend(0, {.convolution = Convolution::kCudnn});
   if (kind == "cpu-bf16") return make_cpu_backend(threads, Precision::kBfloat16);
   if (kind != "cpu") {
-    throw std::invalid_argument("--backend must be cpu, cpu-bf16, cuda, cuda-bf16 or cuda-cudnn, not " +
-                                kind);
+    throw std::invalid_argument(
+        "--backend must be cpu, cpu-bf16, cuda, cuda-bf16 or cuda-cudnn, not " + kind);
   }
   return make_cpu_backend(threads);
 }
@@ -100,14 +101,15 @@ void bench_model(const Args& args, const std::string& name, const char* json, Da
   for (int64_t i = 0; i < args.steps; ++i) step();
   backend.synchronize();
   const double sps = static_cast<double>(args.steps * kBatch) / (now() - t0);
-  const double cpu_ms_per_step = 1e3 * (process_cpu_seconds() - cpu0) / static_cast<double>(args.steps);
+  const double cpu_ms_per_step =
+      1e3 * (process_cpu_seconds() - cpu0) / static_cast<double>(args.steps);
   const double flops = training_flops(spec.layers);
   std::printf(
       "{\"impl\": \"engine\", \"backend\": \"%s\", \"model\": \"%s\", \"threads\": %d, "
       "\"batch\": %lld, \"samples_per_s\": %.1f, \"gflops\": %.2f, \"peak_fraction\": %.4f, "
       "\"cpu_ms_per_step\": %.3f}\n",
-      args.backend.c_str(), name.c_str(), args.threads, static_cast<long long>(kBatch), sps, sps * flops / 1e9,
-      sps * flops / 1e9 / peak, cpu_ms_per_step);
+      args.backend.c_str(), name.c_str(), args.threads, static_cast<long long>(kBatch), sps,
+      sps * flops / 1e9, sps * flops / 1e9 / peak, cpu_ms_per_step);
   std::fflush(stdout);
 
   // Accuracy: the recipe from a fresh model.
@@ -124,7 +126,8 @@ void bench_model(const Args& args, const std::string& name, const char* json, Da
   std::printf(
       "{\"impl\": \"engine\", \"backend\": \"%s\", \"model\": \"%s\", \"epochs\": %lld, "
       "\"test_accuracy\": %.4f, \"test_loss\": %.4f, \"train_seconds\": %.1f}\n",
-      args.backend.c_str(), name.c_str(), static_cast<long long>(epochs), eval.accuracy, eval.loss, train_s);
+      args.backend.c_str(), name.c_str(), static_cast<long long>(epochs), eval.accuracy, eval.loss,
+      train_s);
   std::fflush(stdout);
 }
 
@@ -145,16 +148,18 @@ int run(const Args& args) {
   double peak = gemm_peak;
   if (backend->host_accessible()) {
     const bench::MachinePeak machine = bench::measure_machine_peak(args.threads);
-    std::printf("{\"impl\": \"machine\", \"isa\": \"%s\", \"threads\": %d, \"clock_ghz\": %.2f, "
-                "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
-                machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
-                machine.measured_gflops, machine.theoretical_gflops);
+    std::printf(
+        "{\"impl\": \"machine\", \"isa\": \"%s\", \"threads\": %d, \"clock_ghz\": %.2f, "
+        "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
+        machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
+        machine.measured_gflops, machine.theoretical_gflops);
     peak = std::max(peak, machine.theoretical_gflops);
   }
   const std::string kernels = bench::json_escape(describe_cpu_kernels());
-  std::printf("{\"impl\": \"engine\", \"backend\": \"%s\", \"gemm_peak_gflops\": %.1f, "
-              "\"threads\": %d, \"cpu_kernels\": \"%s\"}\n",
-              args.backend.c_str(), gemm_peak, args.threads, kernels.c_str());
+  std::printf(
+      "{\"impl\": \"engine\", \"backend\": \"%s\", \"gemm_peak_gflops\": %.1f, "
+      "\"threads\": %d, \"cpu_kernels\": \"%s\"}\n",
+      args.backend.c_str(), gemm_peak, args.threads, kernels.c_str());
   if (args.models.find("mlp") != std::string::npos)
     bench_model(args, "mlp", kMlp, train, test, peak);
   if (args.models.find("cnn") != std::string::npos)
@@ -194,7 +199,8 @@ int main(int argc, char** argv) {
       args.quick = true, args.steps = 20, args.epochs_mlp = 1, args.epochs_cnn = 1;
     else {
       std::fprintf(stderr,
-                   "usage: engine_vs_pytorch [--backend cpu|cpu-bf16|cuda|cuda-bf16|cuda-cudnn] [--threads N] [--steps N] [--epochs-mlp N] "
+                   "usage: engine_vs_pytorch [--backend cpu|cpu-bf16|cuda|cuda-bf16|cuda-cudnn] "
+                   "[--threads N] [--steps N] [--epochs-mlp N] "
                    "[--epochs-cnn N] [--models mlp,cnn] [--data DIR] [--quick]\n");
       return 2;
     }

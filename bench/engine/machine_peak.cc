@@ -46,22 +46,31 @@ double measure_clock_ghz() {
 
 // Floating-point operations per second of one thread's 12 independent vector FMA chains (enough
 // to cover a 4-cycle latency on two units). V is the vector type, FMA its multiply-add.
-#define TUNER_FMA_CHAINS(V, SET1, FMA, LANES, STORE)                                       \
-  V a0 = SET1(1.0f), a1 = SET1(1.1f), a2 = SET1(1.2f), a3 = SET1(1.3f), a4 = SET1(1.4f),   \
-    a5 = SET1(1.5f), a6 = SET1(1.6f), a7 = SET1(1.7f), a8 = SET1(1.8f), a9 = SET1(1.9f),   \
-    a10 = SET1(2.0f), a11 = SET1(2.1f);                                                    \
-  const V m = SET1(0.999999f), c = SET1(1e-7f);                                            \
-  const auto t = Clock::now();                                                             \
-  for (long i = 0; i < turns; ++i) {                                                       \
-    a0 = FMA(a0, m, c); a1 = FMA(a1, m, c); a2 = FMA(a2, m, c); a3 = FMA(a3, m, c);        \
-    a4 = FMA(a4, m, c); a5 = FMA(a5, m, c); a6 = FMA(a6, m, c); a7 = FMA(a7, m, c);        \
-    a8 = FMA(a8, m, c); a9 = FMA(a9, m, c); a10 = FMA(a10, m, c); a11 = FMA(a11, m, c);    \
-  }                                                                                        \
-  const double s = seconds_since(t);                                                       \
-  alignas(64) float out[LANES];                                                            \
-  STORE(out, a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11);                 \
-  volatile float sink = out[0];                                                            \
-  (void)sink;                                                                              \
+#define TUNER_FMA_CHAINS(V, SET1, FMA, LANES, STORE)                                     \
+  V a0 = SET1(1.0f), a1 = SET1(1.1f), a2 = SET1(1.2f), a3 = SET1(1.3f), a4 = SET1(1.4f), \
+    a5 = SET1(1.5f), a6 = SET1(1.6f), a7 = SET1(1.7f), a8 = SET1(1.8f), a9 = SET1(1.9f), \
+    a10 = SET1(2.0f), a11 = SET1(2.1f);                                                  \
+  const V m = SET1(0.999999f), c = SET1(1e-7f);                                          \
+  const auto t = Clock::now();                                                           \
+  for (long i = 0; i < turns; ++i) {                                                     \
+    a0 = FMA(a0, m, c);                                                                  \
+    a1 = FMA(a1, m, c);                                                                  \
+    a2 = FMA(a2, m, c);                                                                  \
+    a3 = FMA(a3, m, c);                                                                  \
+    a4 = FMA(a4, m, c);                                                                  \
+    a5 = FMA(a5, m, c);                                                                  \
+    a6 = FMA(a6, m, c);                                                                  \
+    a7 = FMA(a7, m, c);                                                                  \
+    a8 = FMA(a8, m, c);                                                                  \
+    a9 = FMA(a9, m, c);                                                                  \
+    a10 = FMA(a10, m, c);                                                                \
+    a11 = FMA(a11, m, c);                                                                \
+  }                                                                                      \
+  const double s = seconds_since(t);                                                     \
+  alignas(64) float out[LANES];                                                          \
+  STORE(out, a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11);               \
+  volatile float sink = out[0];                                                          \
+  (void)sink;                                                                            \
   return 12.0 * LANES * 2 * static_cast<double>(turns) / s;
 
 __attribute__((target("avx512f"))) double fma_chains_avx512(long turns) {

@@ -59,9 +59,10 @@ void run_rank(int rank, int size, const std::string& id, const Args& args) {
     if (rank == 0) {
       const double bytes = static_cast<double>(n * sizeof(float));
       const double algbw = bytes / seconds / 1e9;
-      std::printf("{\"bench\": \"nccl_allreduce\", \"ranks\": %d, \"bytes\": %.0f, "
-                  "\"time_us\": %.1f, \"algbw_gbps\": %.1f, \"busbw_gbps\": %.1f}\n",
-                  size, bytes, seconds * 1e6, algbw, algbw * 2.0 * (size - 1) / size);
+      std::printf(
+          "{\"bench\": \"nccl_allreduce\", \"ranks\": %d, \"bytes\": %.0f, "
+          "\"time_us\": %.1f, \"algbw_gbps\": %.1f, \"busbw_gbps\": %.1f}\n",
+          size, bytes, seconds * 1e6, algbw, algbw * 2.0 * (size - 1) / size);
       std::fflush(stdout);
     }
   }
@@ -75,7 +76,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) {
-      std::fprintf(stderr, "usage: nccl_allreduce [--min-mb M] [--max-mb M] [--iters N] [--gpus N]\n");
+      std::fprintf(stderr,
+                   "usage: nccl_allreduce [--min-mb M] [--max-mb M] [--iters N] [--gpus N]\n");
       return 2;
     }
     const std::string v = argv[++i];
@@ -100,8 +102,9 @@ int main(int argc, char** argv) {
     if (size == 1) {
       // NCCL returns at once from an in-place all-reduce over one rank: there is no bandwidth
       // to measure.
-      std::printf("{\"bench\": \"nccl_allreduce\", \"ranks\": 1, \"note\": \"one GPU: "
-                  "all-reduce bandwidth needs two or more\"}\n");
+      std::printf(
+          "{\"bench\": \"nccl_allreduce\", \"ranks\": 1, \"note\": \"one GPU: "
+          "all-reduce bandwidth needs two or more\"}\n");
       return 0;
     }
     const std::string id = tuner::training::nccl_new_unique_id();
@@ -119,7 +122,8 @@ int main(int argc, char** argv) {
     for (auto& t : ranks) t.join();
     for (int r = 0; r < size; ++r) {
       if (!errors[static_cast<size_t>(r)].empty()) {
-        throw std::runtime_error("rank " + std::to_string(r) + ": " + errors[static_cast<size_t>(r)]);
+        throw std::runtime_error("rank " + std::to_string(r) + ": " +
+                                 errors[static_cast<size_t>(r)]);
       }
     }
     return 0;

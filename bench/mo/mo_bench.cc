@@ -28,11 +28,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/bench_common.h"
 #include "bench/mo/problems.h"
@@ -65,9 +64,10 @@ std::shared_ptr<tuner::Sampler> make_mo_sampler(const std::string& name) {
     spec.type = *type;
     return tuner::make_sampler(spec);
   }
-  tuner::bench::Flags::fail("unknown sampler '" + name +
-                            "': expected default, tpe, tpe-hv, tpe-mv, tpe-mv-hv, nsga2, nsga2-sbx, "
-                            "random or gp");
+  tuner::bench::Flags::fail(
+      "unknown sampler '" + name +
+      "': expected default, tpe, tpe-hv, tpe-mv, tpe-mv-hv, nsga2, nsga2-sbx, "
+      "random or gp");
 }
 
 std::vector<const MoProblem*> problems_of(const std::string& list) {
@@ -132,9 +132,8 @@ nlohmann::ordered_json run(const MoProblem& p, const std::string& sampler, int s
     }
     hv[std::to_string(k)] = feasible_hypervolume(p, values, constraints);
   }
-  return {{"bench", "mo"},    {"impl", "tuner"},    {"sampler", sampler},
-          {"problem", p.name}, {"seed", seed},       {"trials", trials},
-          {"hv", hv},          {"seconds", seconds}};
+  return {{"bench", "mo"}, {"impl", "tuner"},  {"sampler", sampler}, {"problem", p.name},
+          {"seed", seed},  {"trials", trials}, {"hv", hv},           {"seconds", seconds}};
 }
 
 nlohmann::ordered_json time_asks(const MoProblem& p, const std::string& sampler, int n, int asks) {
@@ -240,10 +239,10 @@ std::set<std::string> done_runs(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tuner::bench::Flags flags(argc, argv,
-                            {"problems", "samplers", "seeds", "first-seed", "trials", "checkpoints",
-                             "shard", "out", "timing", "sizes", "asks", "pareto-timing", "points",
-                             "list", "help"});
+  tuner::bench::Flags flags(
+      argc, argv,
+      {"problems", "samplers", "seeds", "first-seed", "trials", "checkpoints", "shard", "out",
+       "timing", "sizes", "asks", "pareto-timing", "points", "list", "help"});
   if (flags.has("help")) {
     std::puts("see the comment at the top of bench/mo/mo_bench.cc");
     return 0;
@@ -287,12 +286,15 @@ int main(int argc, char** argv) {
   }
   const int seeds = flags.get_int("seeds", 20), first = flags.get_int("first-seed", 0);
   const int trials = flags.get_int("trials", 200);
-  const std::vector<int> checkpoints = tuner::bench::split_ints(flags.get("checkpoints", "100,200"));
+  const std::vector<int> checkpoints =
+      tuner::bench::split_ints(flags.get("checkpoints", "100,200"));
   int shard = 0, shards = 1;
-  if (flags.has("shard") && std::sscanf(flags.get("shard", "").c_str(), "%d/%d", &shard, &shards) != 2) {
+  if (flags.has("shard") &&
+      std::sscanf(flags.get("shard", "").c_str(), "%d/%d", &shard, &shards) != 2) {
     tuner::bench::Flags::fail("--shard takes K/N");
   }
-  const std::set<std::string> done = out_path.empty() ? std::set<std::string>{} : done_runs(out_path);
+  const std::set<std::string> done =
+      out_path.empty() ? std::set<std::string>{} : done_runs(out_path);
   for (const MoProblem* p : problems) {
     for (const std::string& s : samplers) {
       for (int seed = first; seed < first + seeds; ++seed) {

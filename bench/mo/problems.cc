@@ -33,7 +33,8 @@ std::vector<double> dtlz2(std::span<const double> x, size_t m) {
 // WFG's multi-modal shift (s_multi) and weighted sum (r_sum with unit weights).
 double s_multi(double y, double a, double b, double c) {
   const double t = std::abs(y - c) / (2.0 * (std::floor(c - y) + c));
-  const double v = (1.0 + std::cos((4.0 * a + 2.0) * kPi * (0.5 - t)) + 4.0 * b * t * t) / (b + 2.0);
+  const double v =
+      (1.0 + std::cos((4.0 * a + 2.0) * kPi * (0.5 - t)) + 4.0 * b * t * t) / (b + 2.0);
   return std::clamp(v, 0.0, 1.0);
 }
 
@@ -48,7 +49,8 @@ std::vector<double> wfg4(std::span<const double> x, size_t k) {
   position /= static_cast<double>(k);
   distance /= static_cast<double>(n - k);
   // Concave front, D = 1, S_m = 2m.
-  return {distance + 2.0 * std::sin(position * kPi / 2), distance + 4.0 * std::cos(position * kPi / 2)};
+  return {distance + 2.0 * std::sin(position * kPi / 2),
+          distance + 4.0 * std::cos(position * kPi / 2)};
 }
 
 // C2-DTLZ2's constraint (r = 0.4 for 3 objectives): feasible inside a sphere of radius r around
@@ -63,8 +65,9 @@ double c2_dtlz2_constraint(const std::vector<double>& f) {
     best = std::min(best, sum_sq - f[i] * f[i] + (f[i] - 1.0) * (f[i] - 1.0) - r * r);
   }
   double centre = 0.0;
-  for (double v : f) centre += (v - 1.0 / std::sqrt(static_cast<double>(m))) *
-                               (v - 1.0 / std::sqrt(static_cast<double>(m)));
+  for (double v : f)
+    centre += (v - 1.0 / std::sqrt(static_cast<double>(m))) *
+              (v - 1.0 / std::sqrt(static_cast<double>(m)));
   return std::min(best, centre - r * r);
 }
 

@@ -49,7 +49,8 @@ TEST(MoProblems, Dtlz7OnItsFront) {
   EXPECT_DOUBLE_EQ(f[1], 0.7);
   EXPECT_NEAR(f[2], 2.0 * h, 1e-12);
   x.assign(22, 1.0);
-  EXPECT_NEAR(values("dtlz7", x)[2], 11.0 * (3.0 - 2.0 / 11.0 * (1.0 + std::sin(3.0 * std::numbers::pi))),
+  EXPECT_NEAR(values("dtlz7", x)[2],
+              11.0 * (3.0 - 2.0 / 11.0 * (1.0 + std::sin(3.0 * std::numbers::pi))),
               1e-9);  // g = 10
 }
 

@@ -33,9 +33,7 @@ using Seconds = std::chrono::duration<double>;
 constexpr int kParams = 10;
 constexpr int kSteps = 10;
 
-double now_s() {
-  return Seconds(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return Seconds(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void run_trials(const std::string& db, int n, bool full, int64_t study_id) {
   SqliteStorageOptions options;
@@ -86,9 +84,10 @@ int life(const std::string& db, int n, int procs, bool full) {
   const double elapsed = now_s() - start;
   SqliteStorage storage(db);
   const size_t total = storage.get_trials(study_id).size();
-  std::printf("{\"impl\": \"tuner\", \"mode\": \"life\", \"procs\": %d, \"trials\": %zu, "
-              "\"synchronous\": \"%s\", \"seconds\": %.4f, \"trials_per_s\": %.1f}\n",
-              procs, total, full ? "FULL" : "NORMAL", elapsed, total / elapsed);
+  std::printf(
+      "{\"impl\": \"tuner\", \"mode\": \"life\", \"procs\": %d, \"trials\": %zu, "
+      "\"synchronous\": \"%s\", \"seconds\": %.4f, \"trials_per_s\": %.1f}\n",
+      procs, total, full ? "FULL" : "NORMAL", elapsed, total / elapsed);
   return total == static_cast<size_t>(n) * procs ? 0 : 1;
 }
 
@@ -104,16 +103,18 @@ int64_t bulk_study(const std::string& db, int n) {
   const std::string dist = R"({"name": "FloatDistribution", "attributes": {"step": null, )"
                            R"("low": 0.0, "high": 1.0, "log": false}})";
   for (int i = 0; i < n; ++i) {
-    conn.query("INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
-               "VALUES (?, ?, 'COMPLETE', '2026-01-01 00:00:00.000000', "
-               "'2026-01-01 00:00:01.000000')")
+    conn.query(
+            "INSERT INTO trials (number, study_id, state, datetime_start, datetime_complete) "
+            "VALUES (?, ?, 'COMPLETE', '2026-01-01 00:00:00.000000', "
+            "'2026-01-01 00:00:01.000000')")
         .bind(0, i)
         .bind(1, study_id)
         .run();
     const int64_t trial_id = sqlite3_last_insert_rowid(conn.get());
     for (int p = 0; p < kParams; ++p) {
-      conn.query("INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
-                 "VALUES (?, ?, ?, ?)")
+      conn.query(
+              "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+              "VALUES (?, ?, ?, ?)")
           .bind(0, trial_id)
           .bind(1, "p" + std::to_string(p))
           .bind(2, ((i * 7 + p) % 1000) / 1000.0)
@@ -121,15 +122,17 @@ int64_t bulk_study(const std::string& db, int n) {
           .run();
     }
     for (int s = 0; s < kSteps; ++s) {
-      conn.query("INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
-                 "intermediate_value_type) VALUES (?, ?, ?, 'FINITE')")
+      conn.query(
+              "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
+              "intermediate_value_type) VALUES (?, ?, ?, 'FINITE')")
           .bind(0, trial_id)
           .bind(1, s)
           .bind(2, s * 0.5 + i)
           .run();
     }
-    conn.query("INSERT INTO trial_values (trial_id, objective, value, value_type) "
-               "VALUES (?, 0, ?, 'FINITE')")
+    conn.query(
+            "INSERT INTO trial_values (trial_id, objective, value, value_type) "
+            "VALUES (?, 0, ?, 'FINITE')")
         .bind(0, trial_id)
         .bind(1, static_cast<double>((i * 7919) % n))
         .run();
@@ -161,20 +164,20 @@ int reads(const std::string& db, int n) {
     auto b = storage.get_best_trial(study_id);
     if (b) best = *b;
   });
-  const int64_t some_id = storage.get_trials(study_id, {.states = {}, .min_number = n / 2})
-                              .front()
-                              .trial_id;
+  const int64_t some_id =
+      storage.get_trials(study_id, {.states = {}, .min_number = n / 2}).front().trial_id;
   size_t steps = 0;
-  const double one_trial = best_of(
-      20, [&] { steps = storage.get_trial(some_id).intermediate_values.size(); });
+  const double one_trial =
+      best_of(20, [&] { steps = storage.get_trial(some_id).intermediate_values.size(); });
   TrialFilter running;
   running.states = std::vector<TrialState>{TrialState::kRunning};
   const double list_running = best_of(5, [&] { storage.get_trials(study_id, running); });
-  std::printf("{\"impl\": \"tuner\", \"mode\": \"reads\", \"trials\": %zu, \"build_s\": %.3f, "
-              "\"list_all_s\": %.5f, \"best_trial_s\": %.6f, \"best_value\": %g, "
-              "\"one_trial_intermediate_s\": %.6f, \"steps\": %zu, \"list_running_s\": %.6f}\n",
-              listed, build, list_all, best_trial, best.values.empty() ? -1 : best.values[0],
-              one_trial, steps, list_running);
+  std::printf(
+      "{\"impl\": \"tuner\", \"mode\": \"reads\", \"trials\": %zu, \"build_s\": %.3f, "
+      "\"list_all_s\": %.5f, \"best_trial_s\": %.6f, \"best_value\": %g, "
+      "\"one_trial_intermediate_s\": %.6f, \"steps\": %zu, \"list_running_s\": %.6f}\n",
+      listed, build, list_all, best_trial, best.values.empty() ? -1 : best.values[0], one_trial,
+      steps, list_running);
   return listed == static_cast<size_t>(n) && steps == kSteps ? 0 : 1;
 }
 

@@ -78,16 +78,26 @@ const std::vector<int>& bbob_ids() {
 
 std::string bbob_name(int id) {
   switch (id) {
-    case 1: return "sphere";
-    case 2: return "ellipsoid";
-    case 3: return "rastrigin";
-    case 5: return "linear_slope";
-    case 6: return "attractive_sector";
-    case 8: return "rosenbrock";
-    case 10: return "ellipsoid_rotated";
-    case 15: return "rastrigin_rotated";
-    case 20: return "schwefel";
-    case 21: return "gallagher101";
+    case 1:
+      return "sphere";
+    case 2:
+      return "ellipsoid";
+    case 3:
+      return "rastrigin";
+    case 5:
+      return "linear_slope";
+    case 6:
+      return "attractive_sector";
+    case 8:
+      return "rosenbrock";
+    case 10:
+      return "ellipsoid_rotated";
+    case 15:
+      return "rastrigin_rotated";
+    case 20:
+      return "schwefel";
+    case 21:
+      return "gallagher101";
     default:
       throw std::invalid_argument("BBOB function f" + std::to_string(id) +
                                   " is not in bench/suite/bbob.h (1 2 3 5 6 8 10 15 20 21)");

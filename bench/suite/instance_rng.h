@@ -25,7 +25,7 @@ class InstanceRng {
   }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
   double uniform(double low, double high) { return low + (high - low) * uniform(); }
-  double normal() {  // Box-Muller, the cosine half
+  double normal() {                     // Box-Muller, the cosine half
     const double u1 = 1.0 - uniform();  // (0, 1]
     const double u2 = uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);

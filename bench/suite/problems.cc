@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "bench/suite/bbob.h"
-#include "bench/test_functions.h"
 #include "bench/suite/instance_rng.h"
+#include "bench/test_functions.h"
 
 namespace tuner::bench::suite {
 namespace {
@@ -20,15 +20,17 @@ constexpr double kPi = std::numbers::pi;
 // --- Parameter helpers ------------------------------------------------------------------------
 
 ParamSpec float_param(std::string name, double low, double high, bool log = false) {
-  return {.name = std::move(name), .type = ParamType::kFloat, .low = low, .high = high,
-          .log = log};
+  return {.name = std::move(name), .type = ParamType::kFloat, .low = low, .high = high, .log = log};
 }
 ParamSpec int_param(std::string name, double low, double high, bool log = false) {
   return {.name = std::move(name), .type = ParamType::kInt, .low = low, .high = high, .log = log};
 }
 ParamSpec cat_param(std::string name, std::vector<std::string> choices) {
-  return {.name = std::move(name), .type = ParamType::kCategorical, .low = 0.0,
-          .high = static_cast<double>(choices.size() - 1), .choices = std::move(choices)};
+  return {.name = std::move(name),
+          .type = ParamType::kCategorical,
+          .low = 0.0,
+          .high = static_cast<double>(choices.size() - 1),
+          .choices = std::move(choices)};
 }
 ParamSpec child(ParamSpec spec, std::string parent, std::vector<int> choices) {
   spec.parent = std::move(parent);
@@ -49,7 +51,6 @@ constexpr double kBraninMin = 0.397887357729738;  // 5 / (4 pi)
 constexpr double kHartmann3Min = -3.86278214782076;
 constexpr double kHartmann6Min = -3.32236801141551;
 
-
 // --- Mixed spaces -----------------------------------------------------------------------------
 
 // A rotated ellipsoid (condition 1e3) over 8 integers in [-20, 20], centred on integer targets.
@@ -61,8 +62,9 @@ Problem int_ellipsoid() {
   auto rotation = std::make_shared<std::vector<double>>(random_rotation(kDim, rng));
   Problem p{.name = "int_ellipsoid_rot8",
             .group = "mixed",
-            .summary = "rotated ellipsoid (condition 1e3) of (n - t) / 4 over 8 integers in "
-                       "[-20, 20], t fixed integers; minimum 0 at n = t"};
+            .summary =
+                "rotated ellipsoid (condition 1e3) of (n - t) / 4 over 8 integers in "
+                "[-20, 20], t fixed integers; minimum 0 at n = t"};
   for (int i = 0; i < kDim; ++i) p.params.push_back(int_param("n" + std::to_string(i), -20, 20));
   p.optimum = 0.0;
   p.minimizer = *target;
@@ -70,7 +72,8 @@ Problem int_ellipsoid() {
     double f = 0.0;
     for (size_t i = 0; i < kDim; ++i) {
       double z = 0.0;
-      for (size_t k = 0; k < kDim; ++k) z += (*rotation)[i * kDim + k] * (x[k] - (*target)[k]) / 4.0;
+      for (size_t k = 0; k < kDim; ++k)
+        z += (*rotation)[i * kDim + k] * (x[k] - (*target)[k]) / 4.0;
       f += std::pow(1e3, static_cast<double>(i) / (kDim - 1)) * z * z;
     }
     return f;
@@ -128,8 +131,9 @@ Problem categorical6() {
   };
   Problem p{.name = "categorical6",
             .group = "mixed",
-            .summary = "6 categoricals of 5 choices: random unary and ring-neighbour pair tables; "
-                       "minimum by enumeration"};
+            .summary =
+                "6 categoricals of 5 choices: random unary and ring-neighbour pair tables; "
+                "minimum by enumeration"};
   for (size_t i = 0; i < kVars; ++i) {
     p.params.push_back(cat_param("c" + std::to_string(i), {"a", "b", "c", "d", "e"}));
   }
@@ -137,7 +141,8 @@ Problem categorical6() {
   Point point(kVars);
   for (size_t code = 0; code < 15625; ++code) {
     size_t rest = code;
-    for (size_t i = 0; i < kVars; ++i, rest /= kChoices) point[i] = static_cast<double>(rest % kChoices);
+    for (size_t i = 0; i < kVars; ++i, rest /= kChoices)
+      point[i] = static_cast<double>(rest % kChoices);
     if (const double v = f(point); v < best) {
       best = v;
       p.minimizer = point;
@@ -154,9 +159,10 @@ Problem categorical6() {
 Problem conditional_models() {
   Problem p{.name = "conditional_models",
             .group = "conditional",
-            .summary = "model in {linear, tree, net} chooses 2, 3 or 5 params of its own (floats, "
-                       "log floats, ints, a log int, categoricals) + 1 shared float; minimum 0 "
-                       "(net)"};
+            .summary =
+                "model in {linear, tree, net} chooses 2, 3 or 5 params of its own (floats, "
+                "log floats, ints, a log int, categoricals) + 1 shared float; minimum 0 "
+                "(net)"};
   p.params = {cat_param("model", {"linear", "tree", "net"}),
               float_param("scale", 0.0, 1.0),
               child(float_param("alpha", 1e-6, 1.0, true), "model", {0}),
@@ -197,8 +203,9 @@ Problem conditional_models() {
 Problem conditional_functions() {
   Problem p{.name = "conditional_functions",
             .group = "conditional",
-            .summary = "fn in {hartmann3, hartmann6, branin} chooses 3, 6 or 2 floats: Hartmann3 "
-                       "+ 1 (min -2.863), Hartmann6 (min -3.322), Branin / 10 - 3 (min -2.960)"};
+            .summary =
+                "fn in {hartmann3, hartmann6, branin} chooses 3, 6 or 2 floats: Hartmann3 "
+                "+ 1 (min -2.863), Hartmann6 (min -3.322), Branin / 10 - 3 (min -2.960)"};
   p.params.push_back(cat_param("fn", {"hartmann3", "hartmann6", "branin"}));
   for (int i = 0; i < 3; ++i) {
     p.params.push_back(child(float_param("h3_x" + std::to_string(i), 0, 1), "fn", {0}));
@@ -210,13 +217,16 @@ Problem conditional_functions() {
   p.params.push_back(child(float_param("br_x1", 0.0, 15.0), "fn", {2}));
   p.optimum = kHartmann6Min;
   const double nan = std::nan("");
-  p.minimizer = {1,   nan,      nan,      nan,      0.20169, 0.150011, 0.476874,
-                 0.275332, 0.311652, 0.6573, nan, nan};
+  p.minimizer = {1,        nan,      nan,      nan,    0.20169, 0.150011,
+                 0.476874, 0.275332, 0.311652, 0.6573, nan,     nan};
   p.objective = [](const Point& x) {
     switch (static_cast<int>(x[0])) {
-      case 0: return hartmann3({x[1], x[2], x[3]}) + 1.0;
-      case 1: return hartmann6({x[4], x[5], x[6], x[7], x[8], x[9]});
-      default: return branin({x[10], x[11]}) / 10.0 - 3.0;
+      case 0:
+        return hartmann3({x[1], x[2], x[3]}) + 1.0;
+      case 1:
+        return hartmann6({x[4], x[5], x[6], x[7], x[8], x[9]});
+      default:
+        return branin({x[10], x[11]}) / 10.0 - 3.0;
     }
   };
   return p;
@@ -227,9 +237,13 @@ Problem conditional_functions() {
 Problem plain(std::string name, std::string group, std::string summary,
               std::vector<ParamSpec> params, double optimum, Point minimizer,
               double (*f)(const Point&)) {
-  return Problem{.name = std::move(name), .group = std::move(group),
-                 .summary = std::move(summary), .params = std::move(params), .optimum = optimum,
-                 .minimizer = std::move(minimizer), .objective = f};
+  return Problem{.name = std::move(name),
+                 .group = std::move(group),
+                 .summary = std::move(summary),
+                 .params = std::move(params),
+                 .optimum = optimum,
+                 .minimizer = std::move(minimizer),
+                 .objective = f};
 }
 
 Problem noisy(Problem p, double sd) {
@@ -263,8 +277,7 @@ std::vector<Problem> build() {
   for (int id : bbob_ids()) {
     for (int dim : {2, 5, 10, 20, 40}) {
       auto f = std::make_shared<BbobFunction>(id, dim, /*instance=*/1);
-      Problem p{.name = "f" + std::to_string(id) + "_" + bbob_name(id) + "_d" +
-                        std::to_string(dim),
+      Problem p{.name = "f" + std::to_string(id) + "_" + bbob_name(id) + "_d" + std::to_string(dim),
                 .group = "bbob",
                 .summary = "BBOB f" + std::to_string(id) + " (" + bbob_name(id) + ") on [-5, 5]^" +
                            std::to_string(dim) + ", instance 1; min 0",
@@ -319,14 +332,34 @@ const Problem* find_problem(std::string_view name) {
 }
 
 std::vector<const Problem*> select_problems(std::string_view spec) {
-  static const std::vector<std::string> kCore = {
-      "branin", "f15_rastrigin_rotated_d5", "mixed_cat_int", "conditional_models",
-      "hartmann6", "f10_ellipsoid_rotated_d10", "int_ellipsoid_rot8", "hartmann6_noisy",
-      "f1_sphere_d5", "f21_gallagher101_d10", "categorical6", "conditional_functions",
-      "hartmann3", "f8_rosenbrock_d5", "f20_schwefel_d5", "branin_noisy",
-      "rosenbrock10", "f6_attractive_sector_d5", "f3_rastrigin_d5", "mixed_cat_int_noisy",
-      "ackley10", "f2_ellipsoid_d10", "f5_linear_slope_d10", "levy10",
-      "f15_rastrigin_rotated_d20", "f1_sphere_d20", "f8_rosenbrock_d2", "f21_gallagher101_d2"};
+  static const std::vector<std::string> kCore = {"branin",
+                                                 "f15_rastrigin_rotated_d5",
+                                                 "mixed_cat_int",
+                                                 "conditional_models",
+                                                 "hartmann6",
+                                                 "f10_ellipsoid_rotated_d10",
+                                                 "int_ellipsoid_rot8",
+                                                 "hartmann6_noisy",
+                                                 "f1_sphere_d5",
+                                                 "f21_gallagher101_d10",
+                                                 "categorical6",
+                                                 "conditional_functions",
+                                                 "hartmann3",
+                                                 "f8_rosenbrock_d5",
+                                                 "f20_schwefel_d5",
+                                                 "branin_noisy",
+                                                 "rosenbrock10",
+                                                 "f6_attractive_sector_d5",
+                                                 "f3_rastrigin_d5",
+                                                 "mixed_cat_int_noisy",
+                                                 "ackley10",
+                                                 "f2_ellipsoid_d10",
+                                                 "f5_linear_slope_d10",
+                                                 "levy10",
+                                                 "f15_rastrigin_rotated_d20",
+                                                 "f1_sphere_d20",
+                                                 "f8_rosenbrock_d2",
+                                                 "f21_gallagher101_d2"};
   static const std::vector<std::string> kQuick = {"branin", "f15_rastrigin_rotated_d5",
                                                   "mixed_cat_int", "conditional_models"};
   std::vector<const Problem*> out;

@@ -27,7 +27,7 @@ enum class ParamType { kFloat, kInt, kCategorical };
 struct ParamSpec {
   std::string name;
   ParamType type = ParamType::kFloat;
-  double low = 0.0;   // floats and integers (integers: integral values)
+  double low = 0.0;  // floats and integers (integers: integral values)
   double high = 1.0;
   bool log = false;
   std::vector<std::string> choices;  // categoricals
@@ -42,7 +42,7 @@ struct Problem {
   std::string group;    // "bbob", "classic", "mixed", "conditional" or "noisy"
   std::string summary;  // one line: the function, its space and its optimum
   std::vector<ParamSpec> params;
-  double optimum = 0.0;   // the minimum of the noiseless objective
+  double optimum = 0.0;  // the minimum of the noiseless objective
   // A point where the objective is (within 1e-5 of) the optimum; empty when none is listed.
   std::vector<double> minimizer;
   double noise_sd = 0.0;  // observed = noiseless + noise_sd * N(0, 1)

@@ -25,13 +25,12 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/bench_common.h"
 #include "bench/suite/describe.h"
@@ -72,14 +71,13 @@ std::vector<double> suggest(const Problem& problem, tuner::Trial& trial) {
         point[i] = trial.suggest_float(s.name, s.low, s.high, {.log = s.log});
         break;
       case ParamType::kInt:
-        point[i] = static_cast<double>(trial.suggest_int(s.name, static_cast<int64_t>(s.low),
-                                                         static_cast<int64_t>(s.high),
-                                                         {.log = s.log}));
+        point[i] = static_cast<double>(trial.suggest_int(
+            s.name, static_cast<int64_t>(s.low), static_cast<int64_t>(s.high), {.log = s.log}));
         break;
       case ParamType::kCategorical: {
         const std::string c = trial.suggest_categorical<std::string>(s.name, s.choices);
-        point[i] = static_cast<double>(
-            std::find(s.choices.begin(), s.choices.end(), c) - s.choices.begin());
+        point[i] = static_cast<double>(std::find(s.choices.begin(), s.choices.end(), c) -
+                                       s.choices.begin());
         break;
       }
     }
@@ -124,9 +122,8 @@ struct RunSpec {
 
 nlohmann::ordered_json run_one(const RunSpec& spec) {
   const Problem& problem = *spec.problem;
-  tuner::Study study = tuner::Study::create(
-      {.sampler = tuner::bench::make_sampler(spec.sampler),
-       .seed = static_cast<uint64_t>(spec.seed)});
+  tuner::Study study = tuner::Study::create({.sampler = tuner::bench::make_sampler(spec.sampler),
+                                             .seed = static_cast<uint64_t>(spec.seed)});
   std::vector<double> noiseless(static_cast<size_t>(spec.trials),
                                 std::numeric_limits<double>::infinity());
   std::vector<double> elapsed(static_cast<size_t>(spec.trials), 0.0);
@@ -145,7 +142,7 @@ nlohmann::ordered_json run_one(const RunSpec& spec) {
             const double value = problem.objective(point);
             noiseless.at(static_cast<size_t>(trial.number())) = value;
             return value + tuner::bench::suite::noise(problem, static_cast<uint64_t>(spec.seed),
-                                                       trial.number());
+                                                      trial.number());
           },
           {.n_trials = left, .on_trial_finished = [&](const tuner::FrozenTrial& t) {
              elapsed.at(static_cast<size_t>(t.number)) =
@@ -179,16 +176,15 @@ nlohmann::ordered_json run_one(const RunSpec& spec) {
     if (next < spec.checkpoints.size() && spec.checkpoints[next] == k) {
       const std::string key = std::to_string(k);
       regret[key] = std::isfinite(best) ? nlohmann::ordered_json(best - problem.optimum)
-                                         : nlohmann::ordered_json();
+                                        : nlohmann::ordered_json();
       seconds[key] = elapsed[static_cast<size_t>(k - 1)];
       ++next;
     }
   }
-  nlohmann::ordered_json record = {{"bench", "suite"},   {"impl", "tuner"},
-                                   {"sampler", spec.sampler}, {"problem", problem.name},
-                                   {"seed", spec.seed},     {"trials", spec.trials},
-                                   {"regret", regret},      {"seconds", seconds},
-                                   {"failed", failed}};
+  nlohmann::ordered_json record = {
+      {"bench", "suite"},        {"impl", "tuner"},    {"sampler", spec.sampler},
+      {"problem", problem.name}, {"seed", spec.seed},  {"trials", spec.trials},
+      {"regret", regret},        {"seconds", seconds}, {"failed", failed}};
   if (failed > 0) record["fail_reason"] = ask_error.empty() ? fail_reason : ask_error;
   if (static_cast<int>(study.trials().size()) < spec.trials) record["aborted"] = true;
   return record;
@@ -241,9 +237,8 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
                                                 .sampler = std::make_shared<tuner::RandomSampler>(),
                                                 .storage = storage,
                                                 .seed = seed});
-    filler.optimize(
-        [&](tuner::Trial& trial) { return problem.objective(suggest(problem, trial)); },
-        {.n_trials = n});
+    filler.optimize([&](tuner::Trial& trial) { return problem.objective(suggest(problem, trial)); },
+                    {.n_trials = n});
   }
   tuner::Study study = tuner::Study::load(
       {.name = name, .sampler = tuner::bench::make_sampler(sampler), .storage = storage});
@@ -281,7 +276,7 @@ nlohmann::ordered_json time_asks(const std::string& sampler, const Problem& prob
   }
   if (ms.empty()) {
     return {{"bench", "suite-timing"}, {"impl", "tuner"}, {"sampler", sampler},
-            {"problem", problem.name}, {"n_trials", n},  {"asks", 0},
+            {"problem", problem.name}, {"n_trials", n},   {"asks", 0},
             {"failed", failed},        {"error", error}};
   }
   return {{"bench", "suite-timing"},
@@ -327,10 +322,11 @@ int eval_mode(const std::string& path) {
     const std::vector<double> point = point_of(*problem, q.at("params"));
     const double noiseless = problem->objective(point);
     const double observed =
-        noiseless + tuner::bench::suite::noise(*problem, q.value("seed", uint64_t{0}),
-                                               q.value("number", 0));
-    emit(nlohmann::ordered_json{{"problem", name}, {"noiseless", noiseless}, {"observed", observed}},
-         nullptr);
+        noiseless +
+        tuner::bench::suite::noise(*problem, q.value("seed", uint64_t{0}), q.value("number", 0));
+    emit(
+        nlohmann::ordered_json{{"problem", name}, {"noiseless", noiseless}, {"observed", observed}},
+        nullptr);
   }
   return 0;
 }
@@ -338,15 +334,16 @@ int eval_mode(const std::string& path) {
 void list_mode(const std::vector<const Problem*>& problems) {
   std::printf("%-28s %-12s %4s %6s  %s\n", "problem", "group", "dims", "noise", "summary");
   for (const Problem* p : problems) {
-    std::printf("%-28s %-12s %4zu %6.2g  %s\n", p->name.c_str(), p->group.c_str(),
-                p->params.size(), p->noise_sd, p->summary.c_str());
+    std::printf("%-28s %-12s %4zu %6.2g  %s\n", p->name.c_str(), p->group.c_str(), p->params.size(),
+                p->noise_sd, p->summary.c_str());
   }
 }
 
 int run(int argc, char** argv) {
-  Flags flags(argc, argv,
-              {"problems", "samplers", "seeds", "first-seed", "trials", "gp-trials", "checkpoints", "shard",
-               "out", "timing", "sizes", "asks", "max-seconds", "list", "describe", "eval", "help"});
+  Flags flags(
+      argc, argv,
+      {"problems", "samplers", "seeds", "first-seed", "trials", "gp-trials", "checkpoints", "shard",
+       "out", "timing", "sizes", "asks", "max-seconds", "list", "describe", "eval", "help"});
   if (flags.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;

@@ -6,10 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/suite/describe.h"
 #include "bench/suite/problems.h"

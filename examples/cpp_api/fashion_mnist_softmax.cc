@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "search/schedulers/median_stopping.h"
 #include "search/samplers/tpe/tpe_sampler.h"
+#include "search/schedulers/median_stopping.h"
 #include "tuner/tuner.h"
 
 namespace {
@@ -28,7 +28,7 @@ constexpr int kPixels = 28 * 28;
 constexpr int kClasses = 10;
 
 struct Dataset {
-  std::vector<float> images;  // [n, kPixels], scaled to [0, 1]
+  std::vector<float> images;    // [n, kPixels], scaled to [0, 1]
   std::vector<uint8_t> labels;  // [n]
   int size() const { return static_cast<int>(labels.size()); }
 };
@@ -60,8 +60,8 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
       big_endian(labels, 0) != 0x801) {
     throw std::runtime_error(images_path + ": not an IDX image/label pair");
   }
-  int n = std::min<int>({static_cast<int>(big_endian(images, 4)),
-                         static_cast<int>(big_endian(labels, 4)), limit});
+  int n = std::min<int>(
+      {static_cast<int>(big_endian(images, 4)), static_cast<int>(big_endian(labels, 4)), limit});
   Dataset d;
   d.images.resize(static_cast<size_t>(n) * kPixels);
   for (size_t i = 0; i < d.images.size(); ++i) d.images[i] = images[16 + i] / 255.0f;
@@ -82,12 +82,16 @@ struct Hyperparameters {
 class SoftmaxClassifier {
  public:
   explicit SoftmaxClassifier(const Hyperparameters& hp)
-      : hp_(hp), weights_((kPixels + 1) * kClasses, 0.0f), m_(weights_.size(), 0.0f),
-        v_(weights_.size(), 0.0f), grad_(weights_.size(), 0.0f) {}
+      : hp_(hp),
+        weights_((kPixels + 1) * kClasses, 0.0f),
+        m_(weights_.size(), 0.0f),
+        v_(weights_.size(), 0.0f),
+        grad_(weights_.size(), 0.0f) {}
 
   void train_epoch(const Dataset& data, std::vector<int>& order, tuner::Rng& rng) {
     for (size_t i = order.size(); i > 1; --i) {
-      std::swap(order[i - 1], order[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(i) - 1))]);
+      std::swap(order[i - 1],
+                order[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(i) - 1))]);
     }
     for (size_t start = 0; start < order.size(); start += hp_.batch_size) {
       size_t end = std::min(order.size(), start + static_cast<size_t>(hp_.batch_size));
@@ -169,14 +173,22 @@ Flags parse_flags(int argc, char** argv) {
     std::string arg = argv[i];
     if (i + 1 >= argc) throw std::runtime_error("flag " + arg + " needs a value");
     std::string v = argv[++i];
-    if (arg == "--data") f.data = v;
-    else if (arg == "--train") f.train = std::stoi(v);
-    else if (arg == "--val") f.val = std::stoi(v);
-    else if (arg == "--trials") f.trials = std::stoi(v);
-    else if (arg == "--epochs") f.epochs = std::stoi(v);
-    else if (arg == "--threads") f.threads = std::stoi(v);
-    else if (arg == "--seed") f.seed = std::stoull(v);
-    else throw std::runtime_error("unknown flag " + arg);
+    if (arg == "--data")
+      f.data = v;
+    else if (arg == "--train")
+      f.train = std::stoi(v);
+    else if (arg == "--val")
+      f.val = std::stoi(v);
+    else if (arg == "--trials")
+      f.trials = std::stoi(v);
+    else if (arg == "--epochs")
+      f.epochs = std::stoi(v);
+    else if (arg == "--threads")
+      f.threads = std::stoi(v);
+    else if (arg == "--seed")
+      f.seed = std::stoull(v);
+    else
+      throw std::runtime_error("unknown flag " + arg);
   }
   return f;
 }

@@ -62,9 +62,8 @@ Params AutoSampler::sample(const SearchSpace& space, const History& history,
 }
 
 ParamValue AutoSampler::sample_independent(const std::string& name,
-                                           const Distribution& distribution,
-                                           const History& history, const TrialContext& trial,
-                                           Rng& rng) {
+                                           const Distribution& distribution, const History& history,
+                                           const TrialContext& trial, Rng& rng) {
   return choose(nullptr, history).sample_independent(name, distribution, history, trial, rng);
 }
 

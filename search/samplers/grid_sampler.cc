@@ -10,9 +10,9 @@ namespace {
 
 std::vector<ParamValue> enumerate(const ParamSpec& spec) {
   auto cannot = [&](const std::string& why) {
-    return Error(ErrorCode::kInvalidArgument,
-                 "grid: parameter '" + spec.name + "' " + to_string(spec.distribution) +
-                     " cannot be enumerated: " + why);
+    return Error(ErrorCode::kInvalidArgument, "grid: parameter '" + spec.name + "' " +
+                                                  to_string(spec.distribution) +
+                                                  " cannot be enumerated: " + why);
   };
   std::vector<ParamValue> values;
   if (const auto* c = std::get_if<CategoricalDistribution>(&spec.distribution)) {
@@ -23,7 +23,8 @@ std::vector<ParamValue> enumerate(const ParamSpec& spec) {
     if (!f->step) throw cannot("give the float a step");
     auto n = static_cast<int64_t>(std::llround((f->high - f->low) / *f->step));
     for (int64_t k = 0; k <= n; ++k) {
-      values.push_back(from_internal(spec.distribution, f->low + static_cast<double>(k) * *f->step));
+      values.push_back(
+          from_internal(spec.distribution, f->low + static_cast<double>(k) * *f->step));
     }
   } else {
     throw cannot("a normal prior has no grid");

@@ -12,7 +12,8 @@ namespace {
 SearchSpace conditional_space() {
   SearchSpace s;
   s.add_categorical("opt", {std::string("sgd"), std::string("adam")});
-  s.add({"momentum", FloatDistribution{0.0, 0.9, false, 0.45}, Condition{"opt", {std::string("sgd")}}});
+  s.add({"momentum", FloatDistribution{0.0, 0.9, false, 0.45},
+         Condition{"opt", {std::string("sgd")}}});
   s.add_int("layers", 1, 3);
   return s;
 }
@@ -46,8 +47,9 @@ TEST(GridSampler, RejectsParametersWithoutAGrid) {
     GridSampler grid(s);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "grid: parameter 'lr' float[0.001, 1.0, log] cannot be enumerated: give the float a step");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "grid: parameter 'lr' float[0.001, 1.0, log] cannot be enumerated: give the float a step");
   }
 }
 

@@ -29,8 +29,9 @@ ParamValue RandomSampler::draw(const Distribution& distribution, Rng& rng) {
               return from_internal(distribution,
                                    d.low + static_cast<double>(rng.integer(0, n)) * *d.step);
             }
-            if (d.log) return std::clamp(std::exp(rng.uniform(std::log(d.low), std::log(d.high))),
-                                         d.low, d.high);
+            if (d.log)
+              return std::clamp(std::exp(rng.uniform(std::log(d.low), std::log(d.high))), d.low,
+                                d.high);
             return rng.uniform(d.low, d.high);
           },
           [&](const IntDistribution& d) -> ParamValue {

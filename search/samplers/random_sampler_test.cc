@@ -48,7 +48,8 @@ TEST(RandomSampler, UniformFloatMatchesItsMoments) {
   Rng rng(9);
   double sum = 0;
   const int n = 20000;
-  for (int i = 0; i < n; ++i) sum += std::get<double>(RandomSampler::draw(FloatDistribution{2, 4}, rng));
+  for (int i = 0; i < n; ++i)
+    sum += std::get<double>(RandomSampler::draw(FloatDistribution{2, 4}, rng));
   EXPECT_NEAR(sum / n, 3.0, 0.02);
 }
 

@@ -7,7 +7,8 @@ Params Sampler::sample(const SearchSpace& space, const History& history, const T
   Params params;
   for (const auto& spec : space.params()) {
     if (!space.is_active(spec, params)) continue;
-    params.emplace(spec.name, sample_independent(spec.name, spec.distribution, history, trial, rng));
+    params.emplace(spec.name,
+                   sample_independent(spec.name, spec.distribution, history, trial, rng));
   }
   return params;
 }

@@ -33,8 +33,8 @@ class Sampler {
 
   // Values for every parameter of `space` that is active under its conditions.
   // The default walks the space in order and calls sample_independent() for each active one.
-  virtual Params sample(const SearchSpace& space, const History& history,
-                        const TrialContext& trial, Rng& rng);
+  virtual Params sample(const SearchSpace& space, const History& history, const TrialContext& trial,
+                        Rng& rng);
 
   // A value for one parameter, sampled on its own.
   virtual ParamValue sample_independent(const std::string& name, const Distribution& distribution,

@@ -28,8 +28,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "search/schedulers/asha.h"
 #include "search/history.h"
+#include "search/schedulers/asha.h"
 #include "search/schedulers/scheduler.h"
 #include "trials/frozen_trial.h"
 

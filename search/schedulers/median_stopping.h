@@ -48,7 +48,8 @@ struct PercentileStoppingOptions {
   int n_min_trials = 1;
 };
 
-// MedianStopping's options: PercentileStopping's at the 50th percentile (`percentile` must stay 50).
+// MedianStopping's options: PercentileStopping's at the 50th percentile (`percentile` must stay
+// 50).
 using MedianStoppingOptions = PercentileStoppingOptions;
 
 class PercentileStopping : public Scheduler {

@@ -4,9 +4,12 @@ namespace tuner {
 
 std::string_view to_string(Decision decision) {
   switch (decision) {
-    case Decision::kContinue: return "continue";
-    case Decision::kStop: return "stop";
-    case Decision::kPause: return "pause";
+    case Decision::kContinue:
+      return "continue";
+    case Decision::kStop:
+      return "stop";
+    case Decision::kPause:
+      return "pause";
   }
   return "unknown";
 }

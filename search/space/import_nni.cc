@@ -5,8 +5,8 @@
 #include <optional>
 #include <variant>
 
-#include "trials/json_reader.h"
 #include "trials/error.h"
+#include "trials/json_reader.h"
 #include "util/strings.h"
 
 namespace tuner {

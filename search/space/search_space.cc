@@ -27,8 +27,8 @@ void SearchSpace::add(ParamSpec spec) {
     }
     for (size_t i = 0; i < spec.condition->values.size(); ++i) {
       if (!contains(parent->distribution, spec.condition->values[i])) {
-        throw invalid(spec.name + ".condition.values[" + std::to_string(i) + "]: " +
-                      to_string(spec.condition->values[i]) + " is not a value of '" +
+        throw invalid(spec.name + ".condition.values[" + std::to_string(i) +
+                      "]: " + to_string(spec.condition->values[i]) + " is not a value of '" +
                       parent->name + "' " + to_string(parent->distribution));
       }
     }

@@ -3,9 +3,9 @@
 #include <unordered_map>
 #include <variant>
 
-#include "trials/json_reader.h"
 #include "search/space/search_space_json_value.h"
 #include "trials/error.h"
+#include "trials/json_reader.h"
 #include "trials/overloaded.h"
 
 namespace tuner {

@@ -248,8 +248,7 @@ TEST(SearchSpaceJson, WrongJsonTypes) {
             "space.json: params.x.choices[1]: expected a string, number or boolean, got null");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "fixed", "value": [1]})")),
             "space.json: params.x.value: expected a string, number or boolean, got an array");
-  EXPECT_EQ(parse_error(space(R"("x": 3)")),
-            "space.json: params.x: expected an object, got 3");
+  EXPECT_EQ(parse_error(space(R"("x": 3)")), "space.json: params.x: expected an object, got 3");
   EXPECT_EQ(parse_error("[]"),
             "space.json: expected an object (a search space with a \"params\" object), got an "
             "array");
@@ -267,12 +266,14 @@ TEST(SearchSpaceJson, FieldErrors) {
             "high, log, step, condition)");
   EXPECT_EQ(parse_error(space(R"("x": {"type": "float", "low": 0})")),
             "space.json: params.x: missing required field \"high\"");
-  EXPECT_EQ(parse_error(space(R"("x": {"type": "floot", "low": 0, "high": 1})")),
-            "space.json: params.x.type: expected \"float\", \"int\", \"categorical\", \"normal\" or "
-            "\"fixed\", got \"floot\" (did you mean \"float\"?)");
-  EXPECT_EQ(parse_error(space(R"("x": {"type": 1})")),
-            "space.json: params.x.type: expected \"float\", \"int\", \"categorical\", \"normal\" or "
-            "\"fixed\", got 1");
+  EXPECT_EQ(
+      parse_error(space(R"("x": {"type": "floot", "low": 0, "high": 1})")),
+      "space.json: params.x.type: expected \"float\", \"int\", \"categorical\", \"normal\" or "
+      "\"fixed\", got \"floot\" (did you mean \"float\"?)");
+  EXPECT_EQ(
+      parse_error(space(R"("x": {"type": 1})")),
+      "space.json: params.x.type: expected \"float\", \"int\", \"categorical\", \"normal\" or "
+      "\"fixed\", got 1");
   EXPECT_EQ(parse_error(space(R"("x": {"low": 0, "high": 1})")),
             "space.json: params.x: missing required field \"type\" (one of \"float\", \"int\", "
             "\"categorical\", \"normal\" or \"fixed\")");
@@ -398,8 +399,7 @@ TEST(SearchSpaceJson, LoadNamesTheFile) {
 // Every file in examples/spaces loads with the loader its name calls for, and survives a
 // save and a reload.
 TEST(SearchSpaceJson, ExampleSpacesLoad) {
-  const auto dir =
-      std::filesystem::path(TUNER_SOURCE_DIR) / "examples" / "spaces";
+  const auto dir = std::filesystem::path(TUNER_SOURCE_DIR) / "examples" / "spaces";
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

@@ -11,7 +11,8 @@ SearchSpace nested_space() {
   SearchSpace s;
   s.add_categorical("model", {std::string("linear"), std::string("mlp")});
   s.add({"layers", IntDistribution{1, 4, false, 1}, Condition{"model", {std::string("mlp")}}});
-  s.add({"width", IntDistribution{16, 256, true, 1}, Condition{"layers", {int64_t{2}, int64_t{3}}}});
+  s.add(
+      {"width", IntDistribution{16, 256, true, 1}, Condition{"layers", {int64_t{2}, int64_t{3}}}});
   s.add({"bottleneck", CategoricalDistribution{{true, false}}, Condition{"width", {int64_t{64}}}});
   return s;
 }
@@ -53,7 +54,8 @@ TEST(SearchSpace, RejectsBadDeclarations) {
             "m.condition.parent: 'opt' is not a parameter declared before 'm'");
   EXPECT_EQ(message({"m", FloatDistribution{0, 1}, Condition{"lr", {2.0}}}),
             "m.condition.values[0]: 2.0 is not a value of 'lr' float[0.0001, 1.0, log]");
-  EXPECT_EQ(message({"x", FloatDistribution{0, 1, true}, {}}), "x.low: must be > 0 for a log scale");
+  EXPECT_EQ(message({"x", FloatDistribution{0, 1, true}, {}}),
+            "x.low: must be > 0 for a log scale");
   EXPECT_EQ(message({"", FloatDistribution{0, 1}, {}}), "a parameter name must not be empty");
 }
 

@@ -188,8 +188,7 @@ Transaction::Transaction(Connection& connection, Kind kind)
     open_ = savepoint_ = true;
     return;
   }
-  sqlite3_stmt*& begin =
-      kind == Kind::kWrite ? connection_.begin_write_ : connection_.begin_read_;
+  sqlite3_stmt*& begin = kind == Kind::kWrite ? connection_.begin_write_ : connection_.begin_read_;
   if (!begin) begin = connection_.prepare(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN");
   Statement(connection_, begin).run();
   open_ = true;

@@ -33,8 +33,8 @@ namespace {
 using namespace tuner;
 namespace fs = std::filesystem;
 
-constexpr int kTarget = 400;          // COMPLETE trials the study ends with
-constexpr int kMaxRetries = 3;        // as crash_child
+constexpr int kTarget = 400;    // COMPLETE trials the study ends with
+constexpr int kMaxRetries = 3;  // as crash_child
 constexpr auto kGrace = std::chrono::milliseconds(150);
 
 int failures = 0;
@@ -141,9 +141,9 @@ int main(int argc, char** argv) {
     ++retried[last];
     check(by_number.contains(last) && by_number[last]->state == TrialState::kFail,
           "retry " + std::to_string(t.number) + " re-runs a FAIL trial");
-    check(by_number.contains(last) && by_number[last]->params.size() <= t.params.size(),
-          "retry " + std::to_string(t.number) + " keeps the params of trial " +
-              std::to_string(last));
+    check(
+        by_number.contains(last) && by_number[last]->params.size() <= t.params.size(),
+        "retry " + std::to_string(t.number) + " keeps the params of trial " + std::to_string(last));
     for (const auto& [name, value] : by_number[last]->params) {
       check(t.params.contains(name) && t.params.at(name) == value,
             "retry " + std::to_string(t.number) + " has param " + name + " of " +
@@ -157,9 +157,9 @@ int main(int argc, char** argv) {
       attempts += nlohmann::json::parse(it->second).size();
     }
     int expected = attempts <= static_cast<size_t>(kMaxRetries) ? 1 : 0;
-    check(retried[t.number] == expected,
-          "FAIL trial " + std::to_string(t.number) + " has " + std::to_string(retried[t.number]) +
-              " retries, expected " + std::to_string(expected));
+    check(retried[t.number] == expected, "FAIL trial " + std::to_string(t.number) + " has " +
+                                             std::to_string(retried[t.number]) +
+                                             " retries, expected " + std::to_string(expected));
   }
 
   // The journal: every promised trial is there, COMPLETE, with its values; none twice.

@@ -18,12 +18,12 @@
 #include <thread>
 #include <vector>
 
-#include "wire/message_socket.h"
-#include "search/samplers/random_sampler.h"
 #include "coordinator/coordinator.h"
+#include "search/samplers/random_sampler.h"
 #include "storage/sqlite_storage.h"
-#include "wire/protocol.h"
 #include "tuner/study.h"
+#include "wire/message_socket.h"
+#include "wire/protocol.h"
 
 extern char** environ;
 

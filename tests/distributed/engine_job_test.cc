@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "coordinator/coordinator.h"
 #include "executor/child_process.h"
 #include "executor/executor_service.h"
-#include "coordinator/coordinator.h"
 #include "tests/distributed/tiny_engine_job.h"
 #include "tuner/study.h"
 

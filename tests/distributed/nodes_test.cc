@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "executor/executor_service.h"
 #include "coordinator/coordinator.h"
+#include "executor/executor_service.h"
 #include "tests/distributed/tiny_engine_job.h"
 #include "training/checkpoint.h"
 #include "tuner/study.h"

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "search/samplers/random_sampler.h"
 #include "coordinator/coordinator.h"
+#include "search/samplers/random_sampler.h"
 #include "storage/sqlite_storage.h"
 #include "training/data/fashion_mnist.h"
 #include "tuner/study.h"

@@ -202,7 +202,8 @@ json dump_constrained(const Study& study) {
                   {"constraints", json::object()}};
     for (const auto& [k, v] : t.params) trial["params"][k] = param_json(v);
     for (double v : t.values) trial["values"].push_back(number(v));
-    for (const ConstraintValue& c : constraints_of(t)) trial["constraints"][c.name] = number(c.value);
+    for (const ConstraintValue& c : constraints_of(t))
+      trial["constraints"][c.name] = number(c.value);
     trials.push_back(trial);
   }
   json best = nullptr;
@@ -283,7 +284,9 @@ json dump_mo(const Study& study) {
   for (const FrozenTrial& t : study.best_trials()) best.push_back(t.number);
   json directions = json::array();
   for (StudyDirection d : study.directions()) directions.push_back(to_string(d));
-  return {{"name", study.name()}, {"directions", directions}, {"best_trials", best},
+  return {{"name", study.name()},
+          {"directions", directions},
+          {"best_trials", best},
           {"trials", trials}};
 }
 

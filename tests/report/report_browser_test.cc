@@ -17,8 +17,8 @@
 #include <sstream>
 #include <string>
 
-#include "search/schedulers/median_stopping.h"
 #include "search/samplers/tpe/tpe_sampler.h"
+#include "search/schedulers/median_stopping.h"
 #include "storage/sqlite_storage.h"
 #include "tuner/study.h"
 

@@ -5,11 +5,11 @@
 // Each case is its own test, so one failing op hides no other. Adding an op is one line in
 // all_cases(); adding a backend is one line in kBackends.
 //
-// A backend whose products round their inputs to bf16 (cpu_bf16, cuda_bf16) is held to a bf16 tolerance on
-// the outputs that come out of a GEMM (Bench::record_product: 1e-2 relative, 1e-2 * sqrt(K) times
-// the terms' scale absolute) and to the usual tolerance on everything else. A backend whose
-// convolutions do not unfold their input (cuda_cudnn) leaves the im2col buffer `col` unwritten:
-// it is not compared there; nor where the CPU backend, the reference, does not unfold
+// A backend whose products round their inputs to bf16 (cpu_bf16, cuda_bf16) is held to a bf16
+// tolerance on the outputs that come out of a GEMM (Bench::record_product: 1e-2 relative, 1e-2 *
+// sqrt(K) times the terms' scale absolute) and to the usual tolerance on everything else. A backend
+// whose convolutions do not unfold their input (cuda_cudnn) leaves the im2col buffer `col`
+// unwritten: it is not compared there; nor where the CPU backend, the reference, does not unfold
 // (cpu_conv2d_unfolds).
 //
 // A backend that cannot run here skips every test with its reason ("no GPU: ..." for CUDA ones;
@@ -285,15 +285,22 @@ struct ConvGeom {
 };
 
 const ConvGeom kConvGeoms[] = {
-    {3, 2, 7, 7, 4, {3, 3, 1, 1}},     {3, 2, 7, 7, 4, {3, 3, 2, 1}},
-    {2, 3, 8, 6, 5, {2, 3, 2, 0}},     {2, 3, 5, 5, 6, {1, 1, 1, 0}},
-    {2, 3, 9, 8, 5, {5, 5, 3, 2}},     {16, 1, 28, 28, 32, {3, 3, 1, 1}},
-    {8, 32, 14, 14, 64, {3, 3, 1, 1}}, {4, 64, 7, 7, 64, {1, 1, 1, 0}},
-    {3, 16, 12, 11, 8, {5, 5, 1, 2}},  {5, 64, 9, 9, 1, {3, 3, 2, 0}},
-    {2, 1, 6, 6, 3, {1, 1, 2, 1}},     {4, 8, 10, 10, 16, {5, 5, 2, 0}},
+    {3, 2, 7, 7, 4, {3, 3, 1, 1}},
+    {3, 2, 7, 7, 4, {3, 3, 2, 1}},
+    {2, 3, 8, 6, 5, {2, 3, 2, 0}},
+    {2, 3, 5, 5, 6, {1, 1, 1, 0}},
+    {2, 3, 9, 8, 5, {5, 5, 3, 2}},
+    {16, 1, 28, 28, 32, {3, 3, 1, 1}},
+    {8, 32, 14, 14, 64, {3, 3, 1, 1}},
+    {4, 64, 7, 7, 64, {1, 1, 1, 0}},
+    {3, 16, 12, 11, 8, {5, 5, 1, 2}},
+    {5, 64, 9, 9, 1, {3, 3, 2, 0}},
+    {2, 1, 6, 6, 3, {1, 1, 2, 1}},
+    {4, 8, 10, 10, 16, {5, 5, 2, 0}},
     // On oneDNN's primitives in the CPU backends: a ResNet's downsampling convolution over an odd
     // plane, and one sample at the fewest channels (threads without a sample).
-    {3, 16, 9, 9, 24, {3, 3, 2, 1}},   {1, 8, 5, 7, 16, {3, 3, 1, 1}},
+    {3, 16, 9, 9, 24, {3, 3, 2, 1}},
+    {1, 8, 5, 7, 16, {3, 3, 1, 1}},
 };
 
 void add_conv_cases(std::vector<OpCase>& cases) {
@@ -761,10 +768,10 @@ std::string op_param_name(const ::testing::TestParamInfo<OpParam>& info) {
   return name;
 }
 
-#define SKIP_WITHOUT(backend)                                          \
-  do {                                                                 \
-    const std::string tuner_why_ = (backend).unavailable();            \
-    if (!tuner_why_.empty()) GTEST_SKIP() << tuner_why_;               \
+#define SKIP_WITHOUT(backend)                               \
+  do {                                                      \
+    const std::string tuner_why_ = (backend).unavailable(); \
+    if (!tuner_why_.empty()) GTEST_SKIP() << tuner_why_;    \
   } while (0)
 
 TEST_P(BackendOps, MatchesCpu) {

@@ -20,8 +20,8 @@ std::vector<GpuInfo> list_gpus(std::string* why_none) {
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-    gpus.push_back({i, prop.name, static_cast<uint64_t>(prop.totalGlobalMem),
-                    prop.major * 10 + prop.minor});
+    gpus.push_back(
+        {i, prop.name, static_cast<uint64_t>(prop.totalGlobalMem), prop.major * 10 + prop.minor});
   }
   return gpus;
 }

@@ -39,8 +39,8 @@ Shape Linear::output_shape(const Shape& sample_in) const {
 int64_t Linear::forward_flops(const Shape& sample_in) const {
   (void)output_shape(sample_in);
   // The products, the bias and a fused activation (as its own layer would count it).
-  const int64_t per_output = 2 * in_ + (options_.bias ? 1 : 0) +
-                             (options_.activation != Activation::kNone ? 1 : 0);
+  const int64_t per_output =
+      2 * in_ + (options_.bias ? 1 : 0) + (options_.activation != Activation::kNone ? 1 : 0);
   return out_ * per_output;
 }
 

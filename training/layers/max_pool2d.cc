@@ -57,8 +57,7 @@ void MaxPool2d::backward(Pass& pass, const Tensor& x, const Tensor& /*y*/, const
   check_batched("max_pool2d.backward", "x", x, sample_in_, max_batch_);
   check_shape("max_pool2d.backward", "dy", dy, sample_out_.with_batch(x.dim(0)));
   check_shape("max_pool2d.backward", "dx", *dx, x.shape());
-  pass.backend.max_pool2d_backward(window_, argmax(dy.numel()),
-                                   dy, *dx);
+  pass.backend.max_pool2d_backward(window_, argmax(dy.numel()), dy, *dx);
 }
 
 }  // namespace tuner::training

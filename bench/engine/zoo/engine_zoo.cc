@@ -22,12 +22,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/engine/engine_bench_common.h"
 #include "bench/engine/machine_peak.h"
@@ -84,7 +83,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 // One model of the zoo, as models.json gives it.
 struct ZooModel {
   std::string name;
-  std::string data;  // "fashion-mnist" or "synthetic-cifar"
+  std::string data;         // "fashion-mnist" or "synthetic-cifar"
   nlohmann::json model;     // an engine model spec
   nlohmann::json training;  // an engine job's training section
   int64_t accuracy_epochs = 0;
@@ -112,7 +111,8 @@ std::vector<ZooModel> read_zoo(const std::string& path) {
     for (const auto& [key, value] : m.items()) {
       if (key != "name" && key != "data" && key != "model" && key != "training" &&
           key != "accuracy") {
-        throw std::runtime_error(where + "." + key + ": unknown member (name, data, model, "
+        throw std::runtime_error(where + "." + key +
+                                 ": unknown member (name, data, model, "
                                  "training, accuracy)");
       }
     }
@@ -143,7 +143,8 @@ Dataset synthetic_dataset(const Shape& sample, int64_t n) {
   std::vector<float> x(static_cast<size_t>(numel));
   for (int64_t i = 0; i < numel; ++i) {
     x[static_cast<size_t>(i)] =
-        static_cast<float>(splitmix64(static_cast<uint64_t>(i)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+        static_cast<float>(splitmix64(static_cast<uint64_t>(i)) >> 40) * (2.0f / 16777216.0f) -
+        1.0f;
   }
   std::vector<int32_t> labels(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j) {
@@ -192,7 +193,8 @@ EngineTrialConfig engine_job_config(const ZooModel& z, const std::string& precis
 // The CPU backend of `precision`, once the engine job has accepted that precision on the CPU
 // (make_cpu_backend refuses bf16 where the CPU or the build cannot run it, with the reason).
 std::unique_ptr<Backend> make_zoo_backend(const std::string& precision, int threads) {
-  return make_cpu_backend(threads, precision == "bf16" ? Precision::kBfloat16 : Precision::kFloat32);
+  return make_cpu_backend(threads,
+                          precision == "bf16" ? Precision::kBfloat16 : Precision::kFloat32);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const EngineTrialConfig& c, Backend& backend,
@@ -272,7 +274,8 @@ void bench_model(const Args& args, const ZooModel& z, const std::string& precisi
     for (int i = 0; i < 3; ++i) step();
     backend.synchronize();
     const double per_step = (now_seconds() - t) / 3.0;
-    steps = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(args.seconds / per_step)), 3, 100000);
+    steps =
+        std::clamp<int64_t>(static_cast<int64_t>(std::ceil(args.seconds / per_step)), 3, 100000);
   }
   std::vector<double> rates, cpu_ms;
   for (int r = 0; r < args.repeats; ++r) {
@@ -284,19 +287,20 @@ void bench_model(const Args& args, const ZooModel& z, const std::string& precisi
   }
   const double best = *std::max_element(rates.begin(), rates.end());
   const double flops = training_flops(spec.layers);
-  std::printf("%s, \"batch\": %lld, \"optimizer\": \"%s\", \"params\": %lld, "
-              "\"flops_per_sample\": %.0f, \"steps\": %lld, \"repeats\": %d, "
-              "\"samples_per_s\": %.1f, \"samples_per_s_median\": %.1f, \"gflops\": %.2f, "
-              "\"cpu_ms_per_step\": %.3f, \"loadavg\": %.2f}\n",
-              head(z, precision, args).c_str(), static_cast<long long>(batch),
-              config.optimizer.c_str(), static_cast<long long>(spec.num_parameters), flops,
-              static_cast<long long>(steps), args.repeats, best, median(rates), best * flops / 1e9,
-              median(cpu_ms), load_average());
+  std::printf(
+      "%s, \"batch\": %lld, \"optimizer\": \"%s\", \"params\": %lld, "
+      "\"flops_per_sample\": %.0f, \"steps\": %lld, \"repeats\": %d, "
+      "\"samples_per_s\": %.1f, \"samples_per_s_median\": %.1f, \"gflops\": %.2f, "
+      "\"cpu_ms_per_step\": %.3f, \"loadavg\": %.2f}\n",
+      head(z, precision, args).c_str(), static_cast<long long>(batch), config.optimizer.c_str(),
+      static_cast<long long>(spec.num_parameters), flops, static_cast<long long>(steps),
+      args.repeats, best, median(rates), best * flops / 1e9, median(cpu_ms), load_average());
   std::fflush(stdout);
 
   // Accuracy: the recipe from a fresh model on the real Fashion-MNIST.
-  const int64_t epochs = args.accuracy_epochs >= 0 ? (z.accuracy_epochs > 0 ? args.accuracy_epochs : 0)
-                                                   : z.accuracy_epochs;
+  const int64_t epochs = args.accuracy_epochs >= 0
+                             ? (z.accuracy_epochs > 0 ? args.accuracy_epochs : 0)
+                             : z.accuracy_epochs;
   if (epochs <= 0 || fmnist == nullptr || z.data != "fashion-mnist") return;
   auto fresh = build_model(spec, batch, backend, 1);
   std::unique_ptr<Optimizer> opt2 = make_optimizer(config, backend, size);
@@ -307,28 +311,31 @@ void bench_model(const Args& args, const ZooModel& z, const std::string& precisi
   trainer.run();
   const double train_s = now_seconds() - t1;
   const EvalResult eval = trainer.evaluate(fmnist->test);
-  std::printf("%s, \"epochs\": %lld, \"train_samples\": %lld, \"test_accuracy\": %.4f, "
-              "\"test_loss\": %.4f, \"train_seconds\": %.1f}\n",
-              head(z, precision, args).c_str(), static_cast<long long>(epochs),
-              static_cast<long long>(fmnist->train.size()), eval.accuracy, eval.loss, train_s);
+  std::printf(
+      "%s, \"epochs\": %lld, \"train_samples\": %lld, \"test_accuracy\": %.4f, "
+      "\"test_loss\": %.4f, \"train_seconds\": %.1f}\n",
+      head(z, precision, args).c_str(), static_cast<long long>(epochs),
+      static_cast<long long>(fmnist->train.size()), eval.accuracy, eval.loss, train_s);
   std::fflush(stdout);
 }
 
 // {"cpu_kernels": "...", "avx512_bf16": ..., "amx_bf16": ...}: the CPU line and its bf16 units.
 std::string cpu_json_members() {
   const CpuFeatures cpu = detect_cpu_features();
-  return "\"cpu_kernels\": \"" + json_escape(describe_cpu_kernels()) + "\", \"avx512_bf16\": " +
-         (cpu.avx512_bf16 ? "true" : "false") + ", \"amx_bf16\": " + (cpu.amx_bf16 ? "true" : "false");
+  return "\"cpu_kernels\": \"" + json_escape(describe_cpu_kernels()) +
+         "\", \"avx512_bf16\": " + (cpu.avx512_bf16 ? "true" : "false") +
+         ", \"amx_bf16\": " + (cpu.amx_bf16 ? "true" : "false");
 }
 
 void print_peaks(const Args& args) {
   std::unique_ptr<Backend> backend = make_cpu_backend(args.threads);
   const double gemm = gemm_peak_gflops(*backend, args.quick ? 512 : 2048);
   const MachinePeak machine = measure_machine_peak(args.threads);
-  std::printf("{\"impl\": \"machine\", \"isa\": \"%s\", \"threads\": %d, \"clock_ghz\": %.2f, "
-              "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
-              machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
-              machine.measured_gflops, machine.theoretical_gflops);
+  std::printf(
+      "{\"impl\": \"machine\", \"isa\": \"%s\", \"threads\": %d, \"clock_ghz\": %.2f, "
+      "\"fma_units\": %d, \"fma_measured_gflops\": %.1f, \"fma_peak_gflops\": %.1f}\n",
+      machine.isa.c_str(), machine.threads, machine.clock_ghz, machine.fma_units,
+      machine.measured_gflops, machine.theoretical_gflops);
   // The bf16 products' GEMM (bf16 inputs, fp32 accumulation) where the CPU backend runs them.
   std::string bf16;
   if (cpu_bf16_unavailable().empty()) {
@@ -355,8 +362,8 @@ int run(const Args& args) {
   }
   std::vector<const ZooModel*> chosen;
   for (const ZooModel& z : zoo) {
-    if (args.models.empty() || std::find(args.models.begin(), args.models.end(), z.name) !=
-                                   args.models.end()) {
+    if (args.models.empty() ||
+        std::find(args.models.begin(), args.models.end(), z.name) != args.models.end()) {
       chosen.push_back(&z);
     }
   }
@@ -371,9 +378,8 @@ int run(const Args& args) {
     return 0;
   }
   const bool needs_fmnist =
-      !args.synthetic && std::any_of(chosen.begin(), chosen.end(), [](const ZooModel* z) {
-        return z->data == "fashion-mnist";
-      });
+      !args.synthetic && std::any_of(chosen.begin(), chosen.end(),
+                                     [](const ZooModel* z) { return z->data == "fashion-mnist"; });
   std::unique_ptr<FashionMnist> fmnist;
   if (needs_fmnist) fmnist = std::make_unique<FashionMnist>(load_fashion_mnist(args));
   const int64_t synthetic_n = args.quick ? 1024 : 4096;

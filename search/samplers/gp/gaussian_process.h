@@ -40,7 +40,7 @@ struct GpFitOptions {
   // criterion above would end it before it has moved, and the warm-started fits would do worse
   // than fits from scratch (as they did on the function suite's Rastrigin, bench/suite).
   double warm_relative_decrease = 1e-9;
-  double min_noise = 1e-6;   // the noise variance's floor (standardized units)
+  double min_noise = 1e-6;  // the noise variance's floor (standardized units)
   // When set, the fit runs L-BFGS from these parameters alone (no restarts, no Rng draws); it
   // falls back to the default starts only where they give no finite objective. Their dimension
   // must be the points'. Default: none.

@@ -48,7 +48,8 @@ ConstrainedRun optimize_constrained(GpSampler& sampler, uint64_t seed, int n, bo
     t.number = i;
     t.state = TrialState::kComplete;
     t.params = sampler.sample(space, history, TrialContext{i}, rng);
-    for (const auto& [name, value] : t.params) t.distributions[name] = space.find(name)->distribution;
+    for (const auto& [name, value] : t.params)
+      t.distributions[name] = space.find(name)->distribution;
     t.values = {quadratic(t.params)};
     const std::vector<double> c = {3.0 - std::get<double>(t.params.at("x"))};
     if (store) t.system_attrs[kConstraintsAttr] = constraints_to_json(c);
@@ -75,7 +76,8 @@ TEST(GpSampler, PastItsWindowItStillConverges) {
     t.trial_id = t.number = i;
     t.state = TrialState::kComplete;
     t.params = sampler.sample(space, history, TrialContext{i}, rng);
-    for (const auto& [name, value] : t.params) t.distributions[name] = space.find(name)->distribution;
+    for (const auto& [name, value] : t.params)
+      t.distributions[name] = space.find(name)->distribution;
     t.values = {quadratic(t.params)};
     best = std::min(best, t.values[0]);
     trials.push_back(std::move(t));
@@ -132,7 +134,8 @@ TEST(GpSampler, WithoutAFeasibleTrialItSeeksFeasibility) {
     for (uint64_t seed = 0; seed < 3; ++seed) {
       GpSampler sampler;
       Rng rng(seed);
-      const double x = std::get<double>(sampler.sample(space, history, TrialContext{16}, rng).at("x"));
+      const double x =
+          std::get<double>(sampler.sample(space, history, TrialContext{16}, rng).at("x"));
       if (store) {
         EXPECT_GE(x, 3.0) << "seed " << seed;
       } else {

@@ -30,7 +30,7 @@ std::vector<double> normal_samples(size_t count, size_t m, Rng& rng) {
 }
 
 NonDominatedBoxes non_dominated_boxes(const std::vector<double>& front, size_t m,
-                          const std::vector<double>& reference) {
+                                      const std::vector<double>& reference) {
   const size_t n = front.size() / m;
   const double minus_infinity = -std::numeric_limits<double>::infinity();
   std::vector<std::vector<double>> grid(m - 1);

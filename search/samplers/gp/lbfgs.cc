@@ -55,7 +55,8 @@ VectorXd minimize_lbfgs(const std::function<double(const VectorXd&, VectorXd&)>&
     x = x_new;
     g = g_new;
     fx = f_new;
-    if (g.lpNorm<Eigen::Infinity>() < 1e-6 || change < relative_decrease * (1.0 + std::abs(fx))) break;
+    if (g.lpNorm<Eigen::Infinity>() < 1e-6 || change < relative_decrease * (1.0 + std::abs(fx)))
+      break;
   }
   return x;
 }

@@ -60,9 +60,9 @@ double log1mexp(double x) {
 template <typename T>
 T exp_polynomial(const T& r) {
   T p = T{} + 1.0 / 479001600.0;
-  for (const double c : {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0,
-                         1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5,
-                         1.0, 1.0}) {
+  for (const double c :
+       {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
+        1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0}) {
     p = p * r + c;
   }
   return p;
@@ -155,8 +155,8 @@ inline double log_cell_mass_series_value(double z, double a, double log_2a) {
   const double a2 = a * a;
   const double z2 = z * z;
   const double za = std::abs(z) * a;
-  return log_2a - 0.5 * z2 - kLogSqrt2Pi + (za * za / 6.0 - za * za * za * za / 180.0) -
-         a2 / 6.0 + a2 * a2 / 90.0 - z2 * a2 * a2 / 45.0;
+  return log_2a - 0.5 * z2 - kLogSqrt2Pi + (za * za / 6.0 - za * za * za * za / 180.0) - a2 / 6.0 +
+         a2 * a2 / 90.0 - z2 * a2 * a2 / 45.0;
 }
 
 // The series regime of log_cell_mass_common() alone (a narrow cell), without branches; NaN where
@@ -184,8 +184,8 @@ inline double log_cell_mass_common(double z, double a, double log_2a) {
   // max(near, 1), which keeps the unused lanes finite, on the bits (ordered as integers for
   // positive doubles; a negative near is a negative integer): GCC would rewrite a floating-point
   // max into a branch around the next addition.
-  const double near_c = std::bit_cast<double>(
-      std::max(std::bit_cast<int64_t>(near), std::bit_cast<int64_t>(1.0)));
+  const double near_c =
+      std::bit_cast<double>(std::max(std::bit_cast<int64_t>(near), std::bit_cast<int64_t>(1.0)));
   const double far = near_c + 2.0 * a;
   const double log_near = -0.5 * near_c * near_c - log_positive(near_c);
   const double log_far = -0.5 * far * far - log_positive(far);
@@ -414,10 +414,9 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution> dims,
     return last_out;
   };
   // The logs of the normalized weights; all K of them when the memo holds this weight vector.
-  const bool weights_known = memo && memo->prior_weight_ == prior_w &&
-                             memo->log_weights_.size() == n_kernels &&
-                             std::equal(weights.begin(), weights.end(), memo->weights_.begin(),
-                                        memo->weights_.end());
+  const bool weights_known =
+      memo && memo->prior_weight_ == prior_w && memo->log_weights_.size() == n_kernels &&
+      std::equal(weights.begin(), weights.end(), memo->weights_.begin(), memo->weights_.end());
   // (Not when merge_identical_kernels() has merged the kernels.)
   const bool use_memo = memo && !(dims_.size() == 1 && dims_[0].kind != Kind::kContinuous);
   if (use_memo) {
@@ -535,9 +534,10 @@ void ParzenEstimator::build_numeric(Dim& dim, const Distribution& distribution,
   // centre merged in ascending order (the centre before equal observations), as Optuna 3.1.
   const bool merge_prior = options.prior_in_bandwidths && with_prior && !unbounded && n > 0;
   const size_t prior_pos =
-      merge_prior ? static_cast<size_t>(std::lower_bound(sorted_t.begin(), sorted_t.end(), prior_mu) -
-                                        sorted_t.begin())
-                  : n + 1;
+      merge_prior
+          ? static_cast<size_t>(std::lower_bound(sorted_t.begin(), sorted_t.end(), prior_mu) -
+                                sorted_t.begin())
+          : n + 1;
   const size_t n_merged = merge_prior ? n + 1 : n;
   auto merged = [&](size_t j) {  // j-th of the merged centres
     if (j < prior_pos) return sorted_t[j];
@@ -600,8 +600,8 @@ void ParzenEstimator::build_numeric(Dim& dim, const Distribution& distribution,
     double a = (dim.low - dim.pair_mu[p]) / dim.pair_sigma[p];
     double b = (dim.high - dim.pair_mu[p]) / dim.pair_sigma[p];
     dim.pair_log_z[p] = !(a > -kNegligibleTail || b < kNegligibleTail) ? 0.0
-                        : memo                                          ? memo->log_gauss_mass(a, b)
-                                                                        : log_gauss_mass(a, b);
+                        : memo                                         ? memo->log_gauss_mass(a, b)
+                                                                       : log_gauss_mass(a, b);
   }
 }
 
@@ -755,8 +755,9 @@ void ParzenEstimator::prepare_densities(ParzenMemo* memo) {
   }
 }
 
-TUNER_VECTORIZED ParzenEstimator::CellTable ParzenEstimator::cell_table(size_t d, std::span<const double> x,
-                                                       int n) const {
+TUNER_VECTORIZED ParzenEstimator::CellTable ParzenEstimator::cell_table(size_t d,
+                                                                        std::span<const double> x,
+                                                                        int n) const {
   const Dim& dim = dims_[d];
   const size_t n_dims = dims_.size();
   CellTable out;
@@ -840,7 +841,7 @@ TUNER_VECTORIZED ParzenEstimator::CellTable ParzenEstimator::cell_table(size_t d
         // The exact mass of a wide cell near the kernel: cells and kernels on one grid give few
         // distinct (z, a), so most come from the memo.
         const double m = a > 0.125 && std::abs(z) - a <= 9.0 ? exact.get(z - a, z + a)
-                                                              : log_cell_mass(z, a, rest_log_2a[j]);
+                                                             : log_cell_mass(z, a, rest_log_2a[j]);
         v = m - shape_log_z[p];
       }
       trow[p] = v;
@@ -881,7 +882,8 @@ __attribute__((noinline, target_clones("avx2", "default")))
 #elif defined(__GNUC__)
 __attribute__((noinline))
 #endif
-double ParzenEstimator::log_pdf_1d(double x, double* __restrict terms) const {
+double
+ParzenEstimator::log_pdf_1d(double x, double* __restrict terms) const {
   const Dim& dim = dims_[0];
   const double t = transform(dim.log, x);
   const size_t K = n_kernels();
@@ -968,7 +970,7 @@ TUNER_VECTORIZED std::vector<double> ParzenEstimator::log_pdf(std::span<const do
   // stay in the L1 cache while every dimension adds its part. Each lane sees the operations, in
   // the order, of one point evaluated on its own: the results do not depend on the blocking.
   constexpr size_t kChunk = 256;
-  UninitVector<double> rows(K * kLanes);  // [kernel][lane]
+  UninitVector<double> rows(K * kLanes);             // [kernel][lane]
   UninitVector<double> lane_value(n_dims * kLanes);  // [dim][lane]: transformed, or choice indices
   std::vector<UninitVector<double>> block_table(n_dims);  // discrete: [shape][lane], lanes' cells
   std::vector<double> out(static_cast<size_t>(n));

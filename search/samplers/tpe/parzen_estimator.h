@@ -102,7 +102,7 @@ class ParzenMemo {
     double value = 0.0;
   };
   static constexpr int kBits = 13;
-  std::vector<Entry> table_;       // [1 << kBits]
+  std::vector<Entry> table_;         // [1 << kBits]
   std::vector<LogEntry> log_table_;  // [1 << kBits]
   // The last weights given to an estimator with the prior weight, and their logs once normalized.
   std::vector<double> weights_;
@@ -183,7 +183,7 @@ class ParzenEstimator {
 
   // The log masses of a discrete dimension's kernel shapes over the distinct values of n points.
   struct CellTable {
-    UninitVector<int> point_cell;  // [n]: the row of point i
+    UninitVector<int> point_cell;   // [n]: the row of point i
     UninitVector<double> log_mass;  // [cell * n_shapes + shape]
   };
 

@@ -238,12 +238,10 @@ TEST(ParzenEstimator, MemoChangesNothing) {
 TEST(ParzenEstimator, EachPointsDensityIsItsOwn) {
   // log_pdf() evaluates points in blocks (vector lanes) and grid cells in several passes: a
   // point's density is bit-identical whatever the other points, their number and its position.
-  std::vector<Distribution> dims{FloatDistribution{-1, 1},
-                                 FloatDistribution{1e-5, 1e-1, true},
-                                 IntDistribution{16, 1024, true},
-                                 IntDistribution{1, 100},
-                                 IntDistribution{0, 100, false, 5},
-                                 CategoricalDistribution{{true, false, 3.5}}};
+  std::vector<Distribution> dims{
+      FloatDistribution{-1, 1},          FloatDistribution{1e-5, 1e-1, true},
+      IntDistribution{16, 1024, true},   IntDistribution{1, 100},
+      IntDistribution{0, 100, false, 5}, CategoricalDistribution{{true, false, 3.5}}};
   Rng data(5);
   std::vector<std::vector<double>> columns(dims.size());
   std::vector<double> w;

@@ -348,7 +348,8 @@ TEST(TpeSampler, InfeasibleTrialsRankAfterFeasibleOnesByTheirViolation) {
   for (int i = 0; i < 20; ++i) {
     const bool feasible = i % 10 == 0;  // trials 0 and 10
     const double x = feasible ? -8.0 + 0.1 * i : 1.0 + 0.05 * i;
-    FrozenTrial t = make_trial(i, space, {{"x", x}}, TrialState::kComplete, {(x - 1.5) * (x - 1.5)});
+    FrozenTrial t =
+        make_trial(i, space, {{"x", x}}, TrialState::kComplete, {(x - 1.5) * (x - 1.5)});
     const std::vector<double> c = {feasible ? -1.0 : 0.1 * i};
     t.system_attrs[kConstraintsAttr] = constraints_to_json(c);
     trials.push_back(t);
@@ -468,9 +469,9 @@ using multi_objective_test::zdt_space;
 
 TEST(TpeSampler, MultiObjectiveBelowTakesWholeRanksThenHypervolume) {
   const std::vector<double> losses = {
-      0, 3, 1, 1, 3, 0,           // rank 0: trials 0, 1, 2
+      0, 3, 1,   1,   3, 0,        // rank 0: trials 0, 1, 2
       2, 2, 3.5, 1.8, 1, 4, 4, 1,  // rank 1: trials 3, 4, 5, 6
-      5, 5,                       // rank 2: trial 7
+      5, 5,                        // rank 2: trial 7
   };
   EXPECT_EQ(tpe_multi_objective_below(losses, 2, 3), (std::vector<size_t>{0, 1, 2}));
   // Rank 0 and two of rank 1 by hypervolume against (4.4, 4.4): (2, 2) adds 5.76, then (1, 4)
@@ -527,14 +528,13 @@ TEST(TpeSampler, MultiObjectiveSameRngSameValuesAndDirections) {
   auto first = optimize_multi(a, space, 5, 40, zdt1, kMinimizeTwo);
   auto second = optimize_multi(b, space, 5, 40, zdt1, kMinimizeTwo);
   // Maximizing the negated objectives ranks the trials the same way: the same proposals.
-  auto negated = optimize_multi(
-      c, space, 5, 40,
-      [](const Params& p) {
-        std::vector<double> v = zdt1(p);
-        for (double& x : v) x = -x;
-        return v;
-      },
-      {StudyDirection::kMaximize, StudyDirection::kMaximize});
+  auto negated = optimize_multi(c, space, 5, 40,
+                                [](const Params& p) {
+                                  std::vector<double> v = zdt1(p);
+                                  for (double& x : v) x = -x;
+                                  return v;
+                                },
+                                {StudyDirection::kMaximize, StudyDirection::kMaximize});
   for (int i = 0; i < 40; ++i) {
     EXPECT_EQ(first[i].params, second[i].params) << i;
     EXPECT_EQ(first[i].params, negated[i].params) << i;

@@ -104,7 +104,9 @@ inline void apply_activation(Activation act, const float* x, float* y, int64_t n
 }
 
 // Applies act to n values in place.
-inline void apply_activation(Activation act, float* v, int64_t n) { apply_activation(act, v, v, n); }
+inline void apply_activation(Activation act, float* v, int64_t n) {
+  apply_activation(act, v, v, n);
+}
 
 // dz = dy * act'(.) from the activation's output y; REQUIRES: activation_fusable(act).
 inline void activation_grad_from_output(Activation act, const float* y, const float* dy, float* dz,

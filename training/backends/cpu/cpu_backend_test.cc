@@ -413,7 +413,7 @@ TEST(CpuBackend, AvgPoolMatchesTheDefinitionOnEveryPath) {
   };
   // Windows that tile the plane (2 and 3, with rows and columns left over past the last window),
   // and the general loop's cases: overlapping, padded.
-  const Case cases[] = {{6, 8, {2, 2, 2, 0}},  {7, 9, {2, 2, 2, 0}}, {9, 8, {3, 3, 3, 0}},
+  const Case cases[] = {{6, 8, {2, 2, 2, 0}},   {7, 9, {2, 2, 2, 0}}, {9, 8, {3, 3, 3, 0}},
                         {11, 10, {3, 3, 3, 0}}, {7, 7, {3, 3, 2, 1}}, {6, 5, {3, 3, 1, 1}}};
   for (const Case& c : cases) {
     const int64_t oh = c.win.out_h(c.h), ow = c.win.out_w(c.w), k = c.win.kernel_h;

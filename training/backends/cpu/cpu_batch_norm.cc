@@ -27,7 +27,6 @@
 namespace tuner::training {
 namespace {
 
-
 // ---- The vector type: F holds kLanes floats, Acc kLanes double accumulators ----
 #if defined(__AVX512F__)
 struct Simd {

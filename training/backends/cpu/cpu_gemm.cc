@@ -407,13 +407,13 @@ void CpuBackend::gemm(Transpose ta, Transpose tb, float alpha, const Tensor& a, 
   float* cp = c.data();
   if (m >= n) {
     pool_.parallel_for(m, kMinRowsPerThread, [&](int64_t r0, int64_t r1) {
-      gemm_serial(precision_, at, bt, r1 - r0, n, k, alpha, ap.at(at ? r0 : r0 * lda), lda, bp,
-                  ldb, beta, cp + r0 * ldc, ldc);
+      gemm_serial(precision_, at, bt, r1 - r0, n, k, alpha, ap.at(at ? r0 : r0 * lda), lda, bp, ldb,
+                  beta, cp + r0 * ldc, ldc);
     });
   } else {
     pool_.parallel_for(n, kMinRowsPerThread, [&](int64_t c0, int64_t c1) {
-      gemm_serial(precision_, at, bt, m, c1 - c0, k, alpha, ap, lda, bp.at(bt ? c0 * ldb : c0),
-                  ldb, beta, cp + c0, ldc);
+      gemm_serial(precision_, at, bt, m, c1 - c0, k, alpha, ap, lda, bp.at(bt ? c0 * ldb : c0), ldb,
+                  beta, cp + c0, ldc);
     });
   }
 }
@@ -429,8 +429,8 @@ void CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* 
   if (batch >= out) {
     pool_.parallel_for(batch, kMinRowsPerThread, [&](int64_t r0, int64_t r1) {
       const float beta = fill_with_bias(yp + r0 * out, r1 - r0, out, out, bp);
-      gemm_serial(precision_, false, true, r1 - r0, out, in, 1.0f, xp.at(r0 * in), in, wp, in,
-                  beta, yp + r0 * out, out);
+      gemm_serial(precision_, false, true, r1 - r0, out, in, 1.0f, xp.at(r0 * in), in, wp, in, beta,
+                  yp + r0 * out, out);
       apply_activation_rows(yp + r0 * out, r1 - r0, out, out, act);
     });
   } else {
@@ -533,8 +533,8 @@ void CpuBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Tens
   float* yp = y.data();
   pool_.parallel_for(d.batch, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
-      conv_forward_sample(precision_, win, d, xp + b * d.c_in * d.h * d.w, wp, bp, act, colp + b * d.ckk * d.s,
-                          yp + b * d.out * d.s);
+      conv_forward_sample(precision_, win, d, xp + b * d.c_in * d.h * d.w, wp, bp, act,
+                          colp + b * d.ckk * d.s, yp + b * d.out * d.s);
     }
   });
 }
@@ -804,8 +804,8 @@ void CpuBackend::conv2d_pool_backward(const Window2d& win, const Tensor& x, cons
       unpool_sample(b, scratch.g, dz, scratch.db);
       // The unfolded input again (cheaper than keeping the batch's in memory), then the dcol of
       // dx in its place once dw has read it.
-      const Operand col = unfold(precision_, win, d, xp + b * d.c_in * d.h * d.w,
-                                 bf16 ? nullptr : scratch.col);
+      const Operand col =
+          unfold(precision_, win, d, xp + b * d.c_in * d.h * d.w, bf16 ? nullptr : scratch.col);
       conv_backward_sample(precision_, win, d, dz, col, wp, scratch.dw, scratch.col,
                            dxp ? dxp + b * d.c_in * d.h * d.w : nullptr);
     }

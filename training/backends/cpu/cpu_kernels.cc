@@ -234,7 +234,9 @@ std::string describe_cpu_kernels() {
   if (!dnnl.library.empty()) {
     return line + "; GEMM kernels: " + dnnl.library + " " + dnnl.isa + " (" +
            std::string(to_string(dnnl.vector_isa)) +
-           (dnnl.amx ? ", bf16 on AMX" : dnnl.bf16 ? ", bf16 on AVX512-BF16" : ", no bf16") +
+           (dnnl.amx    ? ", bf16 on AMX"
+            : dnnl.bf16 ? ", bf16 on AVX512-BF16"
+                        : ", no bf16") +
            ", from the CPU's features)";
   }
   const GemmKernels& k = cpu_gemm_kernels();

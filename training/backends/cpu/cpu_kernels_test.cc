@@ -119,12 +119,13 @@ TEST(CpuKernels, RoundToBf16IsToNearestEven) {
   const float u = std::ldexp(1.0f, -8);  // half the bf16 spacing above 1
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> in = {1 + u, 1 + 3 * u, 1 + 1.5f * u, -(1 + 0.5f * u), inf, -inf, nan,
-                                 0.0f, -0.0f, std::numeric_limits<float>::max()};
+  const std::vector<float> in = {
+      1 + u, 1 + 3 * u, 1 + 1.5f * u, -(1 + 0.5f * u), inf,
+      -inf,  nan,       0.0f,         -0.0f,           std::numeric_limits<float>::max()};
   std::vector<uint16_t> out(in.size());
   cpu::round_to_bf16(in.data(), 1, static_cast<int64_t>(in.size()), 0, out.data());
   const auto value = [](uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); };
-  EXPECT_EQ(value(out[0]), 1.0f);  // a tie, to the even 1
+  EXPECT_EQ(value(out[0]), 1.0f);       // a tie, to the even 1
   EXPECT_EQ(value(out[1]), 1 + 4 * u);  // a tie, to the even 1 + 2^-6
   EXPECT_EQ(value(out[2]), 1 + 2 * u);  // above the tie
   EXPECT_EQ(value(out[3]), -1.0f);      // below it

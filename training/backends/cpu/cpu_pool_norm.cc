@@ -5,8 +5,8 @@
 
 #include "training/backends/cpu/activation_math.h"
 #include "training/backends/cpu/cpu_backend.h"
-#include "training/backends/cpu/planes.h"
 #include "training/backends/cpu/max_pool_2x2.h"
+#include "training/backends/cpu/planes.h"
 
 namespace tuner::training {
 namespace {

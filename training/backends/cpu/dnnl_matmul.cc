@@ -50,7 +50,8 @@ DnnlKernels find_dnnl_kernels() {
                  : has_isa(isa, dnnl_cpu_isa_avx2)      ? VectorIsa::kAvx2
                  : has_isa(isa, dnnl_cpu_isa_avx)       ? VectorIsa::kAvx
                                                         : VectorIsa::kSse;
-  k.bf16 = has_isa(isa, dnnl_cpu_isa_avx512_core_bf16) || has_isa(isa, dnnl_cpu_isa_avx512_core_amx);
+  k.bf16 =
+      has_isa(isa, dnnl_cpu_isa_avx512_core_bf16) || has_isa(isa, dnnl_cpu_isa_avx512_core_amx);
   k.amx = has_isa(isa, dnnl_cpu_isa_avx512_core_amx);
   return k;
 }
@@ -148,11 +149,12 @@ void run_product(const ProductKey& key, const void* a, const void* b, float* c) 
   } catch (const dnnl::error& e) {
     // The backend's threads cannot carry an exception out; a product oneDNN refuses is a defect
     // (the backend checked bf16 support when it was made).
-    std::fprintf(stderr,
-                 "tuner: oneDNN refused a %s product [%lld x %lld] x [%lld x %lld]: %s (status %d)\n",
-                 key.bf16 ? "bf16" : "fp32", static_cast<long long>(key.m),
-                 static_cast<long long>(key.k), static_cast<long long>(key.k),
-                 static_cast<long long>(key.n), e.what(), static_cast<int>(e.status));
+    std::fprintf(
+        stderr,
+        "tuner: oneDNN refused a %s product [%lld x %lld] x [%lld x %lld]: %s (status %d)\n",
+        key.bf16 ? "bf16" : "fp32", static_cast<long long>(key.m), static_cast<long long>(key.k),
+        static_cast<long long>(key.k), static_cast<long long>(key.n), e.what(),
+        static_cast<int>(e.status));
     std::abort();
   }
 }

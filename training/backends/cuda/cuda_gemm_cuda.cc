@@ -185,8 +185,8 @@ void CudaBackend::conv2d_forward(const Window2d& win, const Tensor& x, const Ten
                                          window_of(win), stream_.get()),
                      op, cuda::args("x", x, "w", w, "col", col, "y", y));
     // y_b[O,S] = w[O,CKK] col_b[CKK,S] for every sample b (w shared).
-    gemm_rows(op, false, false, out, s, ckk, 1.0f, w.data(), ckk, 0, col.data(), s, ckk * s,
-              0.0f, y.data(), s, out * s, batch);
+    gemm_rows(op, false, false, out, s, ckk, 1.0f, w.data(), ckk, 0, col.data(), s, ckk * s, 0.0f,
+              y.data(), s, out * s, batch);
   }
   if (bias == nullptr && act == Activation::kNone) return;
   TUNER_CUDA_CHECK(
@@ -265,9 +265,9 @@ void CudaBackend::conv2d_backward_cudnn(const Window2d& win, const Tensor& x, co
   cudnn_->backward_filter(win, x, g, dw);
   if (db != nullptr) {
     // db = the partials summed over the batch in sample order.
-    TUNER_CUDA_CHECK(cuda::launch_sum_over_batch(db->data(), out, nullptr, 0, part, batch, out,
-                                                 stream_.get()),
-                     op, shapes());
+    TUNER_CUDA_CHECK(
+        cuda::launch_sum_over_batch(db->data(), out, nullptr, 0, part, batch, out, stream_.get()),
+        op, shapes());
   }
   if (dx != nullptr) cudnn_->backward_data(win, w, g, *dx);
 }
