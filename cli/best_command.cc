@@ -35,8 +35,8 @@ int print_front(const StudyRecord& study, const std::vector<FrozenTrial>& comple
   for (StudyDirection d : study.directions) {
     directions += (directions.empty() ? "" : ", ") + std::string(to_string(d));
   }
-  std::cout << "Pareto front of study '" << study.name << "' (" << directions << "): "
-            << front.size() << " of " << complete.size() << " COMPLETE trials\n";
+  std::cout << "Pareto front of study '" << study.name << "' (" << directions
+            << "): " << front.size() << " of " << complete.size() << " COMPLETE trials\n";
   for (const FrozenTrial& t : front) {
     std::cout << "trial " << t.number << ": values";
     for (double v : t.values) std::cout << " " << v;
@@ -48,12 +48,18 @@ int print_front(const StudyRecord& study, const std::vector<FrozenTrial>& comple
   return kExitOk;
 }
 
+constexpr Flag kFlags[] = {
+    kStorageFlag,
+    kStudyFlag,
+    {"--json", "", "print the trial (or the Pareto front, as an array) as JSON"},
+};
+
 }  // namespace
 
 int run_best(const std::vector<std::string>& args) {
-  Flags flags(args, {"--storage", "--study"}, {"--json"}, "best");
-  const std::string path = flags.require("--storage", "the study database, a SQLite file");
-  const std::string name = flags.require("--study", "the study's name; 'tuner status' lists them");
+  Flags flags(args, kFlags, "best");
+  const std::string path = flags.require("--storage");
+  const std::string name = flags.require("--study");
   std::unique_ptr<Storage> storage = open_read_only(path);
   const StudyRecord study = find_study(*storage, name, path);
   const std::vector<FrozenTrial> trials =
@@ -93,5 +99,15 @@ int run_best(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+extern const Command kBestCommand = {
+    .name = "best",
+    .synopsis = "best --storage PATH --study NAME [--json]",
+    .description =
+        "the best COMPLETE trial and its parameters (with\n"
+        "constraints: the best feasible one)",
+    .flags = kFlags,
+    .run = &run_best,
+};
 
 }  // namespace tuner::cli

@@ -22,6 +22,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr Flag kFlags[] = {
+    {"--reference", "DATA", "idx images, a CSV or a request log", kRequired},
+    {"--current", "LOG", "the request log directory of tuner serve-model, a log file or a CSV",
+     kRequired},
+    {"--model", "DIR/MODEL[@ALIAS|/VERSION]", "computes the outputs of a side that has none"},
+    {"--reference-labels", "FILE", "the labels of reference idx images"},
+    {"--reference-limit", "N", "only the first N reference samples"},
+    {"--current-limit", "N", "only the first N current samples"},
+    {"--image-shape", "[Cx]HxW", "the images' shape (default: the data's or the model's)"},
+    {"--bins", "N", "PSI's quantile bins per feature (default 10)"},
+    {"--psi-max", "X", "the PSI threshold (default 0.2)"},
+    {"--p-min", "P", "the p-value threshold (default 0.05, divided by the tests)"},
+    {"--no-correction", "", "no Bonferroni correction: P is each test's threshold"},
+    {"--ks-max", "D", "also a threshold on the Kolmogorov-Smirnov statistic"},
+    {"--skip-bad", "N", "skip up to N malformed log lines (default 0)"},
+    {"--threads", "N", "the engine's threads for --model (default 1)"},
+    {"--json", "", "the report as JSON"},
+};
+
 // "1x28x28" or "28x28" -> the shape; UsageError otherwise.
 training::Shape parse_image_shape(const std::string& text) {
   const UsageError bad("tuner drift: --image-shape '" + text +
@@ -74,15 +93,9 @@ void add_model_outputs(registry::ServedModel& model, drift::Samples& s, const st
 }  // namespace
 
 int run_drift(const std::vector<std::string>& args) {
-  Flags flags(args,
-              {"--reference", "--reference-labels", "--reference-limit", "--current",
-               "--current-limit", "--model", "--image-shape", "--bins", "--psi-max", "--p-min",
-               "--ks-max", "--skip-bad", "--threads"},
-              {"--json", "--no-correction"}, "drift");
-  const std::string reference_path =
-      flags.require("--reference", "idx images, a CSV or a request log");
-  const std::string current_path = flags.require(
-      "--current", "the request log directory of tuner serve-model, a log file or a CSV");
+  Flags flags(args, kFlags, "drift");
+  const std::string reference_path = flags.require("--reference");
+  const std::string current_path = flags.require("--current");
   const int threads = flags.get_int("--threads", 1);
   if (threads < 1) throw UsageError("tuner drift: --threads must be >= 1");
   const int skip_bad = flags.get_int("--skip-bad", 0);
@@ -142,5 +155,25 @@ int run_drift(const std::vector<std::string>& args) {
   std::cout.flush();
   return report.drift() ? kExitDrift : kExitOk;
 }
+
+extern const Command kDriftCommand = {
+    .name = "drift",
+    .synopsis =
+        "drift --reference DATA --current LOG [--model DIR/MODEL[@ALIAS|/VERSION]]\n"
+        "      [--reference-labels FILE] [--reference-limit N] [--current-limit N]\n"
+        "      [--image-shape [Cx]HxW] [--bins N] [--psi-max X] [--p-min P] [--no-correction]\n"
+        "      [--ks-max D] [--skip-bad N] [--threads N] [--json]",
+    .description =
+        "compare what tuner serve-model logged (a directory of\n"
+        "requests-*.jsonl, one such file, or a CSV) with reference\n"
+        "data (idx images, a CSV or another log): per feature\n"
+        "(per-image summaries of images, each column of a table,\n"
+        "the model's logits) PSI and two-sample Kolmogorov-\n"
+        "Smirnov, and the predicted class distribution (PSI,\n"
+        "chi-square). Exit 3 when any is past its threshold\n"
+        "(docs/drift.md)",
+    .flags = kFlags,
+    .run = &run_drift,
+};
 
 }  // namespace tuner::cli

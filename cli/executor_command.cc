@@ -26,13 +26,25 @@ std::vector<int> gpu_list(const std::string& text) {
   return gpus;
 }
 
+constexpr Flag kFlags[] = {
+    {"--connect", "ENDPOINT", "the coordinator: tcp://HOST:PORT or ipc://PATH", kRequired},
+    {"--slots", "N", "trials that run at once (default 1)"},
+    {"--prefetch", "P", "trials taken ahead, at most N (default 0)"},
+    {"--gpus", "LIST", "GPU indices offered, e.g. 0,1, or none (default: all found)"},
+    {"--id", "ID", "this executor's id (default: HOSTNAME-PID)"},
+    {"--log-dir", "DIR", "write each trial's log there"},
+    {"--heartbeat-ms", "N", "how often a heartbeat goes to the coordinator"},
+    {"--timeout-ms", "N", "reconnect after this long without word from the coordinator"},
+    {"--stop-grace-ms", "N", "a stopped job's time between SIGTERM and SIGKILL"},
+    {"--key", "FILE", "this executor's .key file (CURVE; with --coordinator-key)"},
+    {"--coordinator-key", "FILE", "the coordinator's .pub file (CURVE; with --key)"},
+    {"--rank-host", "HOST", "the address of this host multi-node trials' ranks listen on"},
+};
+
 }  // namespace
 
 int run_executor(const std::vector<std::string>& args) {
-  Flags flags(args,
-              {"--connect", "--slots", "--prefetch", "--gpus", "--id", "--log-dir", "--heartbeat-ms",
-               "--timeout-ms", "--stop-grace-ms", "--key", "--coordinator-key", "--rank-host"},
-              {}, "executor");
+  Flags flags(args, kFlags, "executor");
   ExecutorOptions options;
   options.coordinator = flags.require("--connect", "e.g. tcp://host:5555");
   options.slots = flags.get_int("--slots", 1);
@@ -67,5 +79,21 @@ int run_executor(const std::vector<std::string>& args) {
   service.run(signals.first());
   return kExitOk;
 }
+
+extern const Command kExecutorCommand = {
+    .name = "executor",
+    .synopsis =
+        "executor --connect ENDPOINT [--slots N] [--prefetch P] [--gpus LIST] [--id ID]\n"
+        "         [--log-dir DIR] [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
+        "         [--key FILE --coordinator-key FILE] [--rank-host HOST]",
+    .description =
+        "serve a coordinator: run its trials on N slots until\n"
+        "SIGTERM or SIGINT; reconnects when the coordinator goes\n"
+        "away. --prefetch is for trials of a second or less: they\n"
+        "start the moment a slot frees. --rank-host defaults to\n"
+        "$TUNER_RANK_HOST, else 127.0.0.1",
+    .flags = kFlags,
+    .run = &run_executor,
+};
 
 }  // namespace tuner::cli

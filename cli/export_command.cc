@@ -70,18 +70,31 @@ std::vector<MetricConstraint> parse_limits(const std::string& text) {
   return limits;
 }
 
+constexpr Flag kFlags[] = {
+    kStudyFlag,
+    kStorageFlag,
+    {"--trial", "N", "the trial to export (default: the best; see above)"},
+    {"--registry", "DIR", "the registry directory (created when new)", kRequired},
+    {"--name", "MODEL", "the registered model's name (default: the study's)"},
+    {"--promote-if-better", "", "make it champion if it meets the limits and beats it"},
+    {"--alias", "A,...", "aliases to point at the new version"},
+    {"--metric", "M", "the metric that picks the best trial and compares versions"},
+    {"--direction", "D", "maximize or minimize M"},
+    {"--limit", "METRIC<=X,...", "limits a version must meet (METRIC<=X, METRIC>=Y)"},
+    {"--checkpoint", "FILE", "the checkpoint to export (default: the sweep's artifact)"},
+    {"--description", "TEXT", "the version's description"},
+    {"--mlflow-uri", "URI", "also register it in that MLflow server's model registry"},
+    {"--mlflow-experiment", "NAME", "the MLflow experiment of the study's runs"},
+};
+
 }  // namespace
 
 int run_export(const std::vector<std::string>& args) {
-  Flags flags(args,
-              {"--study", "--storage", "--trial", "--registry", "--name", "--alias", "--metric",
-               "--direction", "--limit", "--checkpoint", "--description", "--mlflow-uri",
-               "--mlflow-experiment"},
-              {"--promote-if-better"}, "export");
+  Flags flags(args, kFlags, "export");
   ExportRequest request;
-  request.storage = flags.require("--storage", "the study database, a SQLite file");
-  request.study = flags.require("--study", "the study's name; 'tuner status' lists them");
-  request.registry_dir = flags.require("--registry", "the registry directory (created when new)");
+  request.storage = flags.require("--storage");
+  request.study = flags.require("--study");
+  request.registry_dir = flags.require("--registry");
   request.model_name = flags.get("--name", request.study);
   if (flags.has("--trial")) {
     const int trial = flags.get_int("--trial", -1);
@@ -143,5 +156,22 @@ int run_export(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+extern const Command kExportCommand = {
+    .name = "export",
+    .synopsis =
+        "export --study NAME --storage PATH [--trial N] --registry DIR [--name MODEL]\n"
+        "       [--promote-if-better] [--alias A,...] [--metric M --direction D]\n"
+        "       [--limit METRIC<=X,METRIC>=Y,...] [--checkpoint FILE] [--description TEXT]\n"
+        "       [--mlflow-uri URI [--mlflow-experiment NAME]]",
+    .description =
+        "a trial's model (default: the best on M within the\n"
+        "limits, of several objectives from the Pareto front) as\n"
+        "a new version of MODEL in the registry DIR, an MLflow\n"
+        "model with ONNX inside (docs/registry.md); with\n"
+        "--mlflow-uri also in MLflow's registry (docs/tracking.md)",
+    .flags = kFlags,
+    .run = &run_export,
+};
 
 }  // namespace tuner::cli

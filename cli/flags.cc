@@ -1,37 +1,63 @@
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "cli/command.h"
 
 namespace tuner::cli {
 
-Flags::Flags(const std::vector<std::string>& args, const std::vector<std::string>& with_value,
-             const std::vector<std::string>& switches, std::string_view command,
-             std::vector<std::string>* positional)
-    : command_(command) {
-  auto known = [](const std::vector<std::string>& list, const std::string& flag) {
-    return std::find(list.begin(), list.end(), flag) != list.end();
-  };
+namespace {
+
+const Flag* find_flag(std::span<const Flag> table, std::string_view name) {
+  auto it = std::find_if(table.begin(), table.end(), [&](const Flag& f) { return f.name == name; });
+  return it == table.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+Flags::Flags(const std::vector<std::string>& args, std::span<const Flag> table,
+             std::string_view command, Positional positional)
+    : command_(command), table_(table) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
-    if (known(switches, arg)) {
-      values_[arg] = "";
-    } else if (known(with_value, arg)) {
-      if (i + 1 >= args.size()) throw UsageError("tuner " + command_ + ": " + arg + " needs a value");
+    if (const Flag* flag = find_flag(table_, arg)) {
+      if (!flag->takes_value()) {
+        values_[arg] = "";
+        continue;
+      }
+      if (i + 1 >= args.size())
+        throw UsageError("tuner " + command_ + ": " + arg + " needs a value");
       values_[arg] = args[++i];
-    } else if (arg.starts_with("-") || positional == nullptr) {
+    } else if (arg.starts_with("-") || positional == Positional::kRefused) {
       throw UsageError("tuner " + command_ + ": unknown " +
                        (arg.starts_with("-") ? "flag '" : "argument '") + arg +
                        "'; see 'tuner help'");
     } else {
-      positional->push_back(arg);
+      positional_.push_back(arg);
     }
   }
 }
 
-std::string Flags::get(const std::string& flag, const std::string& fallback) const {
+const Flag& Flags::declared(std::string_view flag) const {
+  const Flag* entry = find_flag(table_, flag);
+  if (entry == nullptr) {
+    throw std::logic_error("tuner " + command_ + ": " + std::string(flag) +
+                           " is not in the command's flag table");
+  }
+  return *entry;
+}
+
+const std::string* Flags::find(std::string_view flag) const {
+  declared(flag);
   auto it = values_.find(flag);
-  return it == values_.end() ? fallback : it->second;
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+bool Flags::has(std::string_view flag) const { return find(flag) != nullptr; }
+
+std::string Flags::get(std::string_view flag, const std::string& fallback) const {
+  const std::string* value = find(flag);
+  return value == nullptr ? fallback : *value;
 }
 
 std::optional<std::chrono::milliseconds> Flags::busy_timeout() const {
@@ -41,36 +67,43 @@ std::optional<std::chrono::milliseconds> Flags::busy_timeout() const {
   return std::chrono::milliseconds(ms);
 }
 
-int Flags::get_int(const std::string& flag, int fallback) const {
-  auto it = values_.find(flag);
-  if (it == values_.end()) return fallback;
+int Flags::get_int(std::string_view flag, int fallback) const {
+  const std::string* value = find(flag);
+  if (value == nullptr) return fallback;
   try {
     size_t used = 0;
-    const int value = std::stoi(it->second, &used);
-    if (used == it->second.size()) return value;
+    const int n = std::stoi(*value, &used);
+    if (used == value->size()) return n;
   } catch (const std::exception&) {
   }
-  throw UsageError("tuner " + command_ + ": " + flag + ": '" + it->second + "' is not an integer");
+  throw UsageError("tuner " + command_ + ": " + std::string(flag) + ": '" + *value +
+                   "' is not an integer");
 }
 
-double Flags::get_double(const std::string& flag, double fallback) const {
-  auto it = values_.find(flag);
-  if (it == values_.end()) return fallback;
+double Flags::get_double(std::string_view flag, double fallback) const {
+  const std::string* value = find(flag);
+  if (value == nullptr) return fallback;
   try {
     size_t used = 0;
-    const double value = std::stod(it->second, &used);
-    if (used == it->second.size()) return value;
+    const double x = std::stod(*value, &used);
+    if (used == value->size()) return x;
   } catch (const std::exception&) {
   }
-  throw UsageError("tuner " + command_ + ": " + flag + ": '" + it->second + "' is not a number");
+  throw UsageError("tuner " + command_ + ": " + std::string(flag) + ": '" + *value +
+                   "' is not a number");
 }
 
-std::string Flags::require(const std::string& flag, std::string_view hint) const {
-  auto it = values_.find(flag);
-  if (it == values_.end()) {
-    throw UsageError("tuner " + command_ + ": " + flag + " is required (" + std::string(hint) + ")");
+std::string Flags::require(std::string_view flag, std::string_view hint) const {
+  const std::string* value = find(flag);
+  if (value == nullptr) {
+    throw UsageError("tuner " + command_ + ": " + std::string(flag) + " is required (" +
+                     std::string(hint) + ")");
   }
-  return it->second;
+  return *value;
+}
+
+std::string Flags::require(std::string_view flag) const {
+  return require(flag, declared(flag).help);
 }
 
 }  // namespace tuner::cli

@@ -26,16 +26,34 @@ void print_gpus() {
 }  // namespace
 
 int run_gpus(const std::vector<std::string>& args) {
-  Flags flags(args, {}, {}, "gpus");
+  Flags flags(args, {}, "gpus");
   print_gpus();
   return kExitOk;
 }
 
 int run_devices(const std::vector<std::string>& args) {
-  Flags flags(args, {}, {}, "devices");
+  Flags flags(args, {}, "devices");
   std::cout << training::describe_cpu_kernels() << "\n";
   print_gpus();
   return kExitOk;
 }
+
+extern const Command kGpusCommand = {
+    .name = "gpus",
+    .synopsis = "gpus",
+    .description = "list the GPUs this build can use",
+    .flags = {},
+    .run = &run_gpus,
+};
+
+extern const Command kDevicesCommand = {
+    .name = "devices",
+    .synopsis = "devices",
+    .description =
+        "the CPU (its vector ISA) and the GEMM kernels the engine\n"
+        "runs on it, then the GPUs",
+    .flags = {},
+    .run = &run_devices,
+};
 
 }  // namespace tuner::cli

@@ -1,4 +1,5 @@
 // The `tuner` command: dispatches to the subcommands of cli/commands.cc.
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,14 +11,7 @@ namespace {
 
 void print_usage(std::ostream& out) {
   out << "usage: tuner COMMAND [ARGS]\n\nCommands:\n";
-  for (const tuner::cli::Command& c : tuner::cli::commands()) {
-    std::string help(c.help);
-    for (size_t at = 0, next; at < help.size(); at = next + 1) {
-      next = help.find('\n', at);
-      if (next == std::string::npos) next = help.size();
-      out << "  " << help.substr(at, next - at) << "\n";
-    }
-  }
+  for (const tuner::cli::Command& c : tuner::cli::commands()) out << tuner::cli::command_help(c);
   out << "  version                          print the version\n"
          "  help                             print this help\n\n"
          "Exit codes: 0 success, 1 invalid input (the message names the file and the JSON path),\n"
@@ -50,6 +44,11 @@ int main(int argc, char** argv) {
     return kExitUsage;
   } catch (const tuner::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
+    return kExitInvalidInput;
+  } catch (const std::exception& e) {
+    // A defect rather than bad input (a flag a command reads but does not declare, ...): said,
+    // not an abort.
+    std::cerr << "tuner: internal error: " << e.what() << "\n";
     return kExitInvalidInput;
   }
 }

@@ -81,10 +81,10 @@ Inputs read_features_csv(const std::string& path, int64_t numel, int64_t limit) 
     if (limit >= 0 && out.count >= limit) break;
     const size_t skip = labelled ? 1 : 0;
     if (static_cast<int64_t>(fields.size() - skip) != numel) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  path + ":" + std::to_string(line_number) + ": " +
-                      std::to_string(fields.size() - skip) + " features, the model takes " +
-                      std::to_string(numel));
+      throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) + ": " +
+                                                   std::to_string(fields.size() - skip) +
+                                                   " features, the model takes " +
+                                                   std::to_string(numel));
     }
     if (labelled) {
       if (!is_number(fields[0])) {
@@ -95,8 +95,8 @@ Inputs read_features_csv(const std::string& path, int64_t numel, int64_t limit) 
     }
     for (size_t i = skip; i < fields.size(); ++i) {
       if (!is_number(fields[i])) {
-        throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) +
-                                                     ": '" + fields[i] + "' is not a number");
+        throw Error(ErrorCode::kInvalidArgument, path + ":" + std::to_string(line_number) + ": '" +
+                                                     fields[i] + "' is not a number");
       }
       out.features.push_back(std::stof(fields[i]));
     }
@@ -112,14 +112,22 @@ std::string format(double v) {
   return s.str();
 }
 
+constexpr Flag kFlags[] = {
+    {"--model", "DIR/MODEL[@ALIAS|/VERSION]", "DIR/MODEL, DIR/MODEL@ALIAS or DIR/MODEL/VERSION",
+     kRequired},
+    {"--input", "FILE", "Fashion-MNIST idx images (.gz) or a CSV", kRequired},
+    {"--labels", "FILE", "the labels (default: the idx labels beside the images)"},
+    {"--limit", "N", "only the first N samples"},
+    {"--output", "FILE", "write the probabilities there (default: stdout)"},
+    {"--threads", "N", "the engine's threads (default 1)"},
+};
+
 }  // namespace
 
 int run_predict(const std::vector<std::string>& args) {
-  Flags flags(args, {"--model", "--input", "--labels", "--output", "--limit", "--threads"}, {},
-              "predict");
-  const std::string model_spec =
-      flags.require("--model", "DIR/MODEL, DIR/MODEL@ALIAS or DIR/MODEL/VERSION");
-  const std::string input = flags.require("--input", "Fashion-MNIST idx images (.gz) or a CSV");
+  Flags flags(args, kFlags, "predict");
+  const std::string model_spec = flags.require("--model");
+  const std::string input = flags.require("--input");
   const int limit = flags.get_int("--limit", -1);
   const int threads = flags.get_int("--threads", 1);
   if (threads < 1) throw UsageError("tuner predict: --threads must be >= 1");
@@ -208,11 +216,27 @@ int run_predict(const std::vector<std::string>& args) {
       const double recorded = meta["metrics"]["test_accuracy"].get<double>();
       summary << "recorded test_accuracy of trial " << meta.value("trial", -1) << ": "
               << format(recorded)
-              << (std::abs(recorded - accuracy) * static_cast<double>(in.count) < 0.5 ? " (the same)"
-                                                                                  : " (differs)") << "\n";
+              << (std::abs(recorded - accuracy) * static_cast<double>(in.count) < 0.5
+                      ? " (the same)"
+                      : " (differs)")
+              << "\n";
     }
   }
   return kExitOk;
 }
+
+extern const Command kPredictCommand = {
+    .name = "predict",
+    .synopsis =
+        "predict --model DIR/MODEL[@ALIAS|/VERSION] --input FILE [--labels FILE] [--limit N]\n"
+        "        [--output FILE] [--threads N]",
+    .description =
+        "batch inference with the engine: idx images (.gz, labels\n"
+        "found beside them) or a CSV of the model's raw inputs\n"
+        "(pixels 0..255 for a Fashion-MNIST model); writes class\n"
+        "probabilities as CSV and prints the accuracy",
+    .flags = kFlags,
+    .run = &run_predict,
+};
 
 }  // namespace tuner::cli

@@ -52,8 +52,10 @@ void print_version(const registry::RegisteredModel& m, const registry::ModelVers
             << (v.maximize ? "maximize" : "minimize") << ")\n"
             << "  path: " << dir.string() << "\n";
   if (!v.description.empty()) std::cout << "  description: " << v.description << "\n";
-  for (const auto& [k, text] : v.lineage.params) std::cout << "  param " << k << " = " << text << "\n";
-  for (const auto& [k, x] : v.lineage.metrics) std::cout << "  metric " << k << " = " << number(x) << "\n";
+  for (const auto& [k, text] : v.lineage.params)
+    std::cout << "  param " << k << " = " << text << "\n";
+  for (const auto& [k, x] : v.lineage.metrics)
+    std::cout << "  metric " << k << " = " << number(x) << "\n";
   for (const auto& [k, x] : v.tags) std::cout << "  tag " << k << " = " << x << "\n";
   if (const auto& p = v.promotion) {
     std::cout << "  promotion: " << (p->promoted ? "promoted" : "not promoted") << " (" << p->reason
@@ -65,16 +67,20 @@ void print_version(const registry::RegisteredModel& m, const registry::ModelVers
   }
 }
 
+constexpr Flag kFlags[] = {
+    {"--registry", "DIR", "the registry directory", kRequired},
+};
+
 }  // namespace
 
 int run_registry(const std::vector<std::string>& args) {
-  std::vector<std::string> pos;
-  Flags flags(args, {"--registry"}, {}, "registry", &pos);
+  Flags flags(args, kFlags, "registry", Positional::kAccepted);
+  const std::vector<std::string>& pos = flags.positional();
   if (pos.empty()) {
     throw UsageError("tuner registry: say list, show, alias, tag or delete; see 'tuner help'");
   }
   const std::string sub = pos[0];
-  const std::string dir = flags.require("--registry", "the registry directory");
+  const std::string dir = flags.require("--registry");
   auto need = [&](size_t n, const char* synopsis) {
     if (pos.size() != n) throw UsageError(std::string("tuner registry ") + synopsis);
   };
@@ -140,5 +146,15 @@ int run_registry(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+extern const Command kRegistryCommand = {
+    .name = "registry",
+    .synopsis =
+        "registry list | show MODEL[@ALIAS|/VERSION] | alias MODEL VERSION ALIAS |\n"
+        "         tag MODEL VERSION KEY VALUE | delete MODEL[/VERSION]  --registry DIR",
+    .description = "the registered models, their versions and aliases",
+    .flags = kFlags,
+    .run = &run_registry,
+};
 
 }  // namespace tuner::cli

@@ -11,8 +11,8 @@
 
 #include "cli/command.h"
 #include "cli/study_view.h"
-#include "report/html_report.h"
 #include "coordinator/metric_constraint.h"
+#include "report/html_report.h"
 #include "sweep/model_export.h"
 #include "sweep/sweep_runner.h"
 #include "trials/error.h"
@@ -93,12 +93,19 @@ std::optional<report::ExportPick> export_pick(const StudyRecord& study, const st
   return pick;
 }
 
+constexpr Flag kFlags[] = {
+    kStudyFlag,
+    kStorageFlag,
+    {"--out", "FILE", "where to write it (default: NAME-report.html here)"},
+    {"--seed", "N", "the seed of the fANOVA importances (default 0)"},
+};
+
 }  // namespace
 
 int run_report(const std::vector<std::string>& args) {
-  Flags flags(args, {"--storage", "--study", "--out", "--seed"}, {}, "report");
-  const std::string path = flags.require("--storage", "the study database, a SQLite file");
-  const std::string name = flags.require("--study", "the study's name; 'tuner status' lists them");
+  Flags flags(args, kFlags, "report");
+  const std::string path = flags.require("--storage");
+  const std::string name = flags.require("--study");
   const int seed = flags.get_int("--seed", 0);
   if (seed < 0) throw UsageError("tuner report: --seed must be >= 0");
   const std::filesystem::path out = flags.get("--out", file_name_for(name));
@@ -115,5 +122,16 @@ int run_report(const std::vector<std::string>& args) {
             << out.string() << "\n";
   return kExitOk;
 }
+
+extern const Command kReportCommand = {
+    .name = "report",
+    .synopsis = "report --study NAME --storage PATH [--out FILE] [--seed N]",
+    .description =
+        "write the study's report, one self-contained HTML file\n"
+        "(history, intermediate values, parallel coordinates,\n"
+        "slices, fANOVA importances, trials; docs/report.md)",
+    .flags = kFlags,
+    .run = &run_report,
+};
 
 }  // namespace tuner::cli

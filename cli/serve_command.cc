@@ -9,14 +9,32 @@
 
 namespace tuner::cli {
 
+namespace {
+
+constexpr Flag kServeFlags[] = {
+    {"--storage", "PATH", "the SQLite file whose studies it serves", kRequired},
+    {"--endpoint", "ENDPOINT", "where executors connect, e.g. tcp://0.0.0.0:5555", kRequired},
+    {"--executors", "N", "local executor slots (default 0)"},
+    kCoordinatorKeyFlag,
+    kExecutorKeysFlag,
+    kInsecureFlag,
+    {"--verbose", "", "log what the coordinator does"},
+    kBusyTimeoutFlag,
+};
+
+// tuner stop, pause and unpause.
+constexpr Flag kRequestFlags[] = {
+    {"--study", "NAME", "the study to change", kRequired},
+    {"--storage", "PATH", "the SQLite file tuner serve runs on", kRequired},
+};
+
+}  // namespace
+
 int run_serve_command(const std::vector<std::string>& args) {
-  Flags flags(args,
-              {"--storage", "--endpoint", "--executors", "--key", "--executor-keys",
-               "--busy-timeout"},
-              {"--insecure", "--verbose"}, "serve");
+  Flags flags(args, kServeFlags, "serve");
   ServeOptions options;
-  options.storage_path = flags.require("--storage", "the SQLite file whose studies it serves");
-  options.endpoint = flags.require("--endpoint", "where executors connect, e.g. tcp://0.0.0.0:5555");
+  options.storage_path = flags.require("--storage");
+  options.endpoint = flags.require("--endpoint");
   options.local_executors = flags.get_int("--executors", 0);
   if (options.local_executors < 0) throw UsageError("--executors must be >= 0");
   options.security = coordinator_security(flags);
@@ -33,9 +51,9 @@ int run_serve_command(const std::vector<std::string>& args) {
 namespace {
 
 int request(const std::vector<std::string>& args, const char* command, ServeState state) {
-  Flags flags(args, {"--study", "--storage"}, {}, command);
-  const std::string study = flags.require("--study", "the study to change");
-  const std::string storage = flags.require("--storage", "the SQLite file tuner serve runs on");
+  Flags flags(args, kRequestFlags, command);
+  const std::string study = flags.require("--study");
+  const std::string storage = flags.require("--storage");
   if (request_serve_state(storage, study, state, std::chrono::seconds(10))) {
     std::cout << "study '" << study << "': " << to_string(state)
               << (state == ServeState::kStopped ? " (running trials finish first)" : "") << "\n";
@@ -57,5 +75,48 @@ int run_pause(const std::vector<std::string>& args) {
 int run_unpause(const std::vector<std::string>& args) {
   return request(args, "unpause", ServeState::kActive);
 }
+
+extern const Command kServeCommand = {
+    .name = "serve",
+    .synopsis =
+        "serve --storage PATH --endpoint ENDPOINT [--executors N] [--key FILE --executor-keys "
+        "PATH]\n"
+        "      [--insecure] [--verbose] [--busy-timeout MS]",
+    .description =
+        "one coordinator for every study of PATH that is submitted\n"
+        "to it (tuner sweep FILE --submit), shared fairly by the\n"
+        "executors that connect to ENDPOINT (and N local slots);\n"
+        "Ctrl-C: finish the running trials and stop; twice: now",
+    .flags = kServeFlags,
+    .run = &run_serve_command,
+};
+
+extern const Command kStopCommand = {
+    .name = "stop",
+    .synopsis = "stop --study NAME --storage PATH",
+    .description =
+        "a study on tuner serve starts no new trials and leaves it\n"
+        "when its running trials have finished",
+    .flags = kRequestFlags,
+    .run = &run_stop,
+};
+
+extern const Command kPauseCommand = {
+    .name = "pause",
+    .synopsis = "pause --study NAME --storage PATH",
+    .description =
+        "a study on tuner serve starts no new trials until unpause;\n"
+        "its running trials go on",
+    .flags = kRequestFlags,
+    .run = &run_pause,
+};
+
+extern const Command kUnpauseCommand = {
+    .name = "unpause",
+    .synopsis = "unpause --study NAME --storage PATH",
+    .description = "a paused (or stopped) study on tuner serve goes on",
+    .flags = kRequestFlags,
+    .run = &run_unpause,
+};
 
 }  // namespace tuner::cli

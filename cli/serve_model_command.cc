@@ -17,6 +17,24 @@ namespace {
 
 constexpr const char* kName = "serve-model";
 
+constexpr Flag kFlags[] = {
+    {"--model", "DIR/MODEL[@ALIAS|/VERSION]",
+     "a model directory, or REGISTRY/NAME[@ALIAS|/VERSION]", kRequired},
+    {"--host", "H", "the address to listen on (default 127.0.0.1)"},
+    {"--port", "P", "the port (default 5000; 0: any free one)"},
+    {"--threads", "N", "HTTP threads (default 2)"},
+    {"--model-threads", "N", "the engine's threads per forward pass (default 1)"},
+    {"--max-batch", "N", "the largest micro-batch, in samples (default 64)"},
+    {"--max-wait-ms", "MS", "how long a batch waits for more requests (default 0)"},
+    {"--reload-seconds", "S", "how often a moved alias is checked (default 2)"},
+    {"--log-dir", "DIR", "log requests there, for tuner drift"},
+    {"--log-sample", "F", "the fraction of requests logged (default 1; with --log-dir)"},
+    {"--log-max-mb", "MB", "the size of a log file (default 64; with --log-dir)"},
+    {"--log-keep", "N", "log files kept (default 10; with --log-dir)"},
+    {"--max-body-mb", "MB", "the largest request body (default 64)"},
+    {"--grace-seconds", "S", "how long requests in flight may finish at SIGTERM (10)"},
+};
+
 // A flag's number: > 0 (>= 0 when zero_allowed) and at most `high`; else a UsageError naming
 // the flag and the range.
 double number(const Flags& flags, const std::string& flag, double fallback, double high,
@@ -40,13 +58,8 @@ int whole_number(const Flags& flags, const std::string& flag, int fallback, int 
 }  // namespace
 
 int run_serve_model(const std::vector<std::string>& args) {
-  Flags flags(args,
-              {"--model", "--host", "--port", "--threads", "--model-threads", "--max-batch",
-               "--max-wait-ms", "--reload-seconds", "--log-dir", "--log-sample", "--log-max-mb",
-               "--log-keep", "--max-body-mb", "--grace-seconds"},
-              {}, kName);
-  const std::string spec =
-      flags.require("--model", "a model directory, or REGISTRY/NAME[@ALIAS|/VERSION]");
+  Flags flags(args, kFlags, kName);
+  const std::string spec = flags.require("--model");
   serving::ModelServerOptions options;
   options.http.host = flags.get("--host", "127.0.0.1");
   options.http.port = static_cast<uint16_t>(whole_number(flags, "--port", 5000, 65535, true));
@@ -102,5 +115,23 @@ int run_serve_model(const std::vector<std::string>& args) {
   std::cout << "stopped" << std::endl;
   return kExitOk;
 }
+
+extern const Command kServeModelCommand = {
+    .name = "serve-model",
+    .synopsis =
+        "serve-model --model DIR/MODEL[@ALIAS|/VERSION] [--host H] [--port P] [--threads N]\n"
+        "            [--model-threads N] [--max-batch N] [--max-wait-ms MS] [--reload-seconds S]\n"
+        "            [--log-dir DIR [--log-sample F] [--log-max-mb MB] [--log-keep N]]\n"
+        "            [--max-body-mb MB] [--grace-seconds S]",
+    .description =
+        "serve a model over HTTP with MLflow's scoring protocol\n"
+        "(POST /invocations: inputs, instances, dataframe_split,\n"
+        "dataframe_records, CSV; GET /ping, /health, /version,\n"
+        "/metrics), micro-batching concurrent requests, following\n"
+        "an alias that moves. SIGTERM stops it after the requests\n"
+        "in flight (docs/serving.md)",
+    .flags = kFlags,
+    .run = &run_serve_model,
+};
 
 }  // namespace tuner::cli

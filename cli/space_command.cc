@@ -33,4 +33,18 @@ int run_space(const std::vector<std::string>& args) {
   throw UsageError("tuner space: unknown command '" + args[0] + "' (check or import)");
 }
 
+extern const Command kSpaceCommand = {
+    .name = "space",
+    .synopsis =
+        "space check FILE\n"
+        "space import --from FORMAT FILE",
+    .description =
+        "check: validate a search-space JSON file and print it\n"
+        "back; import: convert an NNI/Hyperopt search_space.json\n"
+        "(FORMAT nni) or the parameters of a W&B sweep (FORMAT\n"
+        "wandb) to tuner's JSON form",
+    .flags = {},  // `space` reads its arguments by position
+    .run = &run_space,
+};
+
 }  // namespace tuner::cli

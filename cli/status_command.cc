@@ -6,8 +6,8 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "search/pareto.h"
-#include "trials/constraints.h"
 #include "sweep/serve.h"
+#include "trials/constraints.h"
 #include "tuner/study.h"
 
 namespace tuner::cli {
@@ -27,11 +27,16 @@ void print_front_summary(const std::vector<FrozenTrial>& trials,
   std::cout << ", hypervolume " << hypervolume(feasible_losses(front, directions), m, reference);
 }
 
+constexpr Flag kFlags[] = {
+    kStorageFlag,
+    {"--study", "NAME", "only this study (default: every study of PATH)"},
+};
+
 }  // namespace
 
 int run_status(const std::vector<std::string>& args) {
-  Flags flags(args, {"--storage", "--study"}, {}, "status");
-  const std::string path = flags.require("--storage", "the study database, a SQLite file");
+  Flags flags(args, kFlags, "status");
+  const std::string path = flags.require("--storage");
   std::unique_ptr<Storage> storage = open_read_only(path);
   std::vector<StudyRecord> studies;
   if (flags.has("--study")) {
@@ -67,10 +72,18 @@ int run_status(const std::vector<std::string>& args) {
     std::cout << "\n";
   }
   if (const auto serve = running_serve(path)) {
-    std::cout << "tuner serve runs on " << path << " (pid " << serve->pid << ", executors connect to "
-              << serve->endpoint << ")\n";
+    std::cout << "tuner serve runs on " << path << " (pid " << serve->pid
+              << ", executors connect to " << serve->endpoint << ")\n";
   }
   return kExitOk;
 }
+
+extern const Command kStatusCommand = {
+    .name = "status",
+    .synopsis = "status --storage PATH [--study NAME]",
+    .description = "the studies in a database: trials by state, the best",
+    .flags = kFlags,
+    .run = &run_status,
+};
 
 }  // namespace tuner::cli

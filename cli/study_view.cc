@@ -29,8 +29,7 @@ namespace {
 
 std::string duration_seconds(const FrozenTrial& t) {
   if (!t.datetime_start || !t.datetime_complete) return "";
-  const double s =
-      std::chrono::duration<double>(*t.datetime_complete - *t.datetime_start).count();
+  const double s = std::chrono::duration<double>(*t.datetime_complete - *t.datetime_start).count();
   return number_text(s);
 }
 
@@ -111,7 +110,8 @@ std::string trial_json(const FrozenTrial& t, const std::set<int>* front) {
   field("params", params.dump());
   std::string steps;
   for (const auto& [step, value] : t.intermediate_values) {
-    steps += (steps.empty() ? "" : ",") + Json(std::to_string(step)).dump() + ":" + number_json(value);
+    steps +=
+        (steps.empty() ? "" : ",") + Json(std::to_string(step)).dump() + ":" + number_json(value);
   }
   field("intermediate_values", "{" + steps + "}");
   if (const std::string sampler = sampler_of(t); !sampler.empty()) {
@@ -183,7 +183,8 @@ std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::
   for (const std::string& name : names) {
     auto it = t.params.find(name);
     // Strings as they are: a quoted "adam" would keep its quotes in a spreadsheet or pandas.
-    const std::string* text = it == t.params.end() ? nullptr : std::get_if<std::string>(&it->second);
+    const std::string* text =
+        it == t.params.end() ? nullptr : std::get_if<std::string>(&it->second);
     row.push_back(it == t.params.end() ? "" : text ? *text : to_string(it->second));
   }
   return row;

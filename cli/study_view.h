@@ -38,10 +38,10 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 
 // A trial as JSON: number, state, values, params, intermediate values, user attributes,
 // start and end datetimes (Optuna's format), duration in seconds; "sampler" when recorded; and
-// for a trial with constraint values, "constraints" (the list) and "feasible". NaN and the infinities are
-// written NaN, Infinity and -Infinity, as Python's json module writes and reads them.
-// With `front` (a study of several objectives: its Pareto front's numbers), "front": whether the
-// trial is on it.
+// for a trial with constraint values, "constraints" (the list) and "feasible". NaN and the
+// infinities are written NaN, Infinity and -Infinity, as Python's json module writes and reads
+// them. With `front` (a study of several objectives: its Pareto front's numbers), "front": whether
+// the trial is on it.
 std::string trial_json(const FrozenTrial& trial, const std::set<int>* front = nullptr);
 
 // The numbers of the Pareto front's trials (search/pareto.h) of a study of `directions`.

@@ -16,11 +16,11 @@
 #include "cli/study_view.h"
 #include "executor/trial_job.h"
 #include "search/pareto.h"
+#include "storage/sqlite_storage.h"
 #include "sweep/model_export.h"
 #include "sweep/serve.h"
 #include "sweep/sweep_runner.h"
 #include "sweep/sweep_tracking.h"
-#include "storage/sqlite_storage.h"
 #include "tracking/http_transport.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -32,6 +32,50 @@
 namespace tuner::cli {
 namespace {
 
+// The flags that `sweep` and `resume` share.
+constexpr Flag kExecutorsFlag = {"--executors", "N",
+                                 "local executor slots (0: only executors that connect)"};
+constexpr Flag kEndpointFlag = {"--endpoint", "ENDPOINT",
+                                "where other executors connect, e.g. tcp://0.0.0.0:5555"};
+constexpr Flag kTrialsFlag = {"--trials", "N", "the trial budget (default: the sweep file's)"};
+constexpr Flag kRegistryFlag = {"--registry", "DIR",
+                                "where the best model goes (the file's \"export\" section)"};
+constexpr Flag kTrackingUriFlag = {"--tracking-uri", "URI",
+                                   "log the study to that MLflow server as it runs"};
+constexpr Flag kVerboseFlag = {"--verbose", "", "log what the coordinator does"};
+
+constexpr Flag kSweepFlags[] = {
+    {"--study", "NAME", "the study's name (default: the sweep file's)"},
+    {"--storage", "PATH", "the study's SQLite file (default: the sweep file's)"},
+    kExecutorsFlag,
+    kTrialsFlag,
+    kRegistryFlag,
+    kEndpointFlag,
+    kCoordinatorKeyFlag,
+    kExecutorKeysFlag,
+    kInsecureFlag,
+    kVerboseFlag,
+    {"--submit", "", "hand the study to the tuner serve on its storage"},
+    kBusyTimeoutFlag,
+    kTrackingUriFlag,
+};
+
+constexpr Flag kResumeFlags[] = {
+    {"--study", "NAME", "the study to continue", kRequired},
+    {"--storage", "PATH", "the study's SQLite file", kRequired},
+    {"--rerun-failed", "", "run every FAIL trial again with its params"},
+    kExecutorsFlag,
+    kTrialsFlag,
+    kRegistryFlag,
+    kEndpointFlag,
+    kCoordinatorKeyFlag,
+    kExecutorKeysFlag,
+    kInsecureFlag,
+    kVerboseFlag,
+    kBusyTimeoutFlag,
+    kTrackingUriFlag,
+};
+
 std::string duration_text(std::chrono::seconds s) { return format_duration(s); }
 
 std::string value_text(double v) { return number_text(v, 6); }
@@ -42,8 +86,8 @@ std::string counts_text(const SweepProgress& p) {
   if (p.trial_budget) text += "/" + std::to_string(*p.trial_budget);
   text += " done (" + std::to_string(p.complete) + " complete" +
           (p.infeasible > 0 ? " of which " + std::to_string(p.infeasible) + " infeasible" : "") +
-          ", " + std::to_string(p.pruned) + " pruned, " + std::to_string(p.failed) +
-          " failed), " + std::to_string(p.running) + " running";
+          ", " + std::to_string(p.pruned) + " pruned, " + std::to_string(p.failed) + " failed), " +
+          std::to_string(p.running) + " running";
   return text;
 }
 
@@ -87,8 +131,8 @@ class ProgressPrinter {
 
   void progress(const SweepProgress& p) {
     if (!tty_) return;
-    std::string line = "[" + study_ + "] " + counts_text(p) + ", " + best_text(p, metric_) +
-                       ", " + duration_text(p.elapsed);
+    std::string line = "[" + study_ + "] " + counts_text(p) + ", " + best_text(p, metric_) + ", " +
+                       duration_text(p.elapsed);
     if (const auto left = time_left(p)) line += ", " + duration_text(*left) + " left";
     if (p.draining) line += ", stopping: waiting for the running trials (Ctrl-C again: stop now)";
     std::cerr << "\r" << line << "\x1b[K" << std::flush;
@@ -105,7 +149,8 @@ class ProgressPrinter {
       notes += (notes.empty() ? "" : "; ") + std::string("infeasible");
     }
     if (!notes.empty() && t.state != TrialState::kFail) line += " (" + notes + ")";
-    if (const std::string reason = fail_reason(t); t.state == TrialState::kFail && !reason.empty()) {
+    if (const std::string reason = fail_reason(t);
+        t.state == TrialState::kFail && !reason.empty()) {
       line += ": " + reason;
     }
     line += "; " + counts_text(p) + "; " + best_text(p, metric_);
@@ -218,8 +263,8 @@ int run(const SweepFile& sweep, const Flags& flags) {
   if (const int nodes = parse_trial_job(sweep.job_json)->needs().nodes;
       nodes > 1 && !options.endpoint.empty()) {
     std::cerr << "[" << sweep.name << "] each trial runs on " << nodes
-              << " executors at once: it starts when " << nodes
-              << " executors connected to " << options.endpoint << " have a free slot\n";
+              << " executors at once: it starts when " << nodes << " executors connected to "
+              << options.endpoint << " have a free slot\n";
   }
   const SweepResult result = run_sweep(sweep, options);
   printer.finish();
@@ -243,9 +288,8 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
     // The best trial's model goes to the registry the sweep file names (docs/registry.md).
     if (const auto e = export_best_of_sweep(sweep)) {
       std::cout << "exported trial " << e->version.lineage.trial << " as " << e->model_name << "/"
-                << e->version.version
-                << (e->alias_summary.empty() ? "" : " @" + e->alias_summary) << " at "
-                << e->dir.string() << "\n";
+                << e->version.version << (e->alias_summary.empty() ? "" : " @" + e->alias_summary)
+                << " at " << e->dir.string() << "\n";
       if (const auto& m = e->mlflow) {
         std::cout << "registered in MLflow at " << m->tracking_uri << " as " << m->model_name
                   << " version " << m->version;
@@ -284,11 +328,6 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
   return kExitOk;
 }
 
-// The flags with a value that `sweep` and `resume` share.
-const std::vector<std::string> kRunFlags = {
-    "--study",    "--storage", "--executors",     "--endpoint",     "--trials",
-    "--registry", "--key",     "--executor-keys", "--busy-timeout", "--tracking-uri"};
-
 // The study's counts and best trial, from storage.
 SweepProgress stored_progress(const SweepFile& sweep, const std::vector<FrozenTrial>& trials) {
   SweepProgress p;
@@ -305,16 +344,16 @@ SweepProgress stored_progress(const SweepFile& sweep, const std::vector<FrozenTr
 int submit(const SweepFile& sweep) {
   const std::optional<RunningServe> serve = running_serve(sweep.storage_path);
   if (!serve) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "--submit: no tuner serve runs on " + sweep.storage_path +
-                    " (start one: tuner serve --storage " + sweep.storage_path +
-                    " --endpoint ENDPOINT)");
+    throw Error(ErrorCode::kFailedPrecondition, "--submit: no tuner serve runs on " +
+                                                    sweep.storage_path +
+                                                    " (start one: tuner serve --storage " +
+                                                    sweep.storage_path + " --endpoint ENDPOINT)");
   }
   StopSignals signals;
-  const std::string name = open_sweep(sweep, std::make_shared<SqliteStorage>(sweep.storage_path))
-                               .study.name();
-  const bool taken = request_serve_state(sweep.storage_path, name, ServeState::kActive,
-                                         std::chrono::seconds(10));
+  const std::string name =
+      open_sweep(sweep, std::make_shared<SqliteStorage>(sweep.storage_path)).study.name();
+  const bool taken =
+      request_serve_state(sweep.storage_path, name, ServeState::kActive, std::chrono::seconds(10));
   std::cerr << "[" << name << "] submitted to tuner serve (pid " << serve->pid
             << "; executors connect to " << serve->endpoint << ")"
             << (taken ? "" : "; it has not taken the study up yet") << "\n";
@@ -363,7 +402,8 @@ int submit(const SweepFile& sweep) {
 
 void apply_overrides(SweepFile& sweep, const Flags& flags) {
   if (flags.has("--registry")) {
-    if (!sweep.export_config) throw UsageError("--registry: the sweep file has no \"export\" section");
+    if (!sweep.export_config)
+      throw UsageError("--registry: the sweep file has no \"export\" section");
     sweep.export_config->registry_path = flags.get("--registry");
   }
   if (flags.has("--tracking-uri")) {
@@ -386,8 +426,8 @@ void apply_overrides(SweepFile& sweep, const Flags& flags) {
 }  // namespace
 
 int run_sweep_command(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  Flags flags(args, kRunFlags, {"--verbose", "--insecure", "--submit"}, "sweep", &files);
+  Flags flags(args, kSweepFlags, "sweep", Positional::kAccepted);
+  const std::vector<std::string>& files = flags.positional();
   if (files.size() != 1) throw UsageError("usage: tuner sweep FILE [flags]; see 'tuner help'");
   SweepFile sweep = load_sweep_file(files[0]);
   if (flags.has("--study")) sweep.name = flags.get("--study");
@@ -405,9 +445,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
 }
 
 int run_resume_command(const std::vector<std::string>& args) {
-  Flags flags(args, kRunFlags, {"--rerun-failed", "--verbose", "--insecure"}, "resume");
-  const std::string study = flags.require("--study", "the study to continue");
-  const std::string storage = flags.require("--storage", "the study's SQLite file");
+  Flags flags(args, kResumeFlags, "resume");
+  const std::string study = flags.require("--study");
+  const std::string storage = flags.require("--storage");
   SweepFile sweep = stored_sweep(study, storage);
   sweep.name = study;
   sweep.storage_path = storage;
@@ -429,5 +469,35 @@ int run_resume_command(const std::vector<std::string>& args) {
   }
   return run(sweep, flags);
 }
+
+extern const Command kSweepCommand = {
+    .name = "sweep",
+    .synopsis =
+        "sweep FILE [--study NAME] [--storage PATH] [--executors N] [--trials N]\n"
+        "      [--registry DIR] [--endpoint ENDPOINT] [--key FILE --executor-keys PATH]\n"
+        "      [--insecure] [--verbose] [--submit] [--busy-timeout MS] [--tracking-uri URI]",
+    .description =
+        "run the study a sweep file describes (docs/sweep_file.md);\n"
+        "continues the study when it exists. An ENDPOINT other\n"
+        "hosts can reach needs CURVE (--key, --executor-keys) or\n"
+        "--insecure. --submit: follow it on tuner serve (Ctrl-C\n"
+        "leaves it running there). Ctrl-C: finish the running\n"
+        "trials and stop; twice: stop now. With an \"export\"\n"
+        "section, the best model goes to the registry\n"
+        "(docs/registry.md); MLflow tracking: docs/tracking.md",
+    .flags = kSweepFlags,
+    .run = &run_sweep_command,
+};
+
+extern const Command kResumeCommand = {
+    .name = "resume",
+    .synopsis =
+        "resume --study NAME --storage PATH [--rerun-failed] [--executors N] [--trials N]\n"
+        "       [--registry DIR] [--endpoint ENDPOINT] [--key FILE --executor-keys PATH]\n"
+        "       [--insecure] [--verbose] [--busy-timeout MS] [--tracking-uri URI]",
+    .description = "continue a sweep's study from its SQLite file alone",
+    .flags = kResumeFlags,
+    .run = &run_resume_command,
+};
 
 }  // namespace tuner::cli

@@ -4,21 +4,32 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "storage/sqlite_storage.h"
 #include "sweep/mlflow_export.h"
 #include "sweep/sweep_runner.h"
 #include "sweep/sweep_tracking.h"
-#include "storage/sqlite_storage.h"
 #include "tracking/mlflow_sync.h"
 #include "trials/error.h"
 
 namespace tuner::cli {
 
+namespace {
+
+constexpr Flag kFlags[] = {
+    kStudyFlag,
+    kStorageFlag,
+    {"--tracking-uri", "URI", "the MLflow server, http://HOST:PORT", kRequired},
+    {"--experiment", "NAME", "the MLflow experiment (default: the sweep's, else the study name)"},
+    {"--registry", "DIR", "also register the study's versions of DIR in MLflow"},
+};
+
+}  // namespace
+
 int run_sync_mlflow(const std::vector<std::string>& args) {
-  Flags flags(args, {"--study", "--storage", "--tracking-uri", "--experiment", "--registry"}, {},
-              "sync-mlflow");
-  const std::string study = flags.require("--study", "the study's name; 'tuner status' lists them");
-  const std::string storage_path = flags.require("--storage", "the study database, a SQLite file");
-  const std::string uri = flags.require("--tracking-uri", "the MLflow server, http://HOST:PORT");
+  Flags flags(args, kFlags, "sync-mlflow");
+  const std::string study = flags.require("--study");
+  const std::string storage_path = flags.require("--storage");
+  const std::string uri = flags.require("--tracking-uri");
   if (!std::filesystem::exists(storage_path)) {
     throw Error(ErrorCode::kNotFound, "no study database at '" + storage_path + "'");
   }
@@ -66,5 +77,18 @@ int run_sync_mlflow(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+extern const Command kSyncMlflowCommand = {
+    .name = "sync-mlflow",
+    .synopsis =
+        "sync-mlflow --study NAME --storage PATH --tracking-uri URI [--experiment NAME]\n"
+        "            [--registry DIR]",
+    .description =
+        "log a study to MLflow tracking (a run for the study, one\n"
+        "per trial) or catch up what a sweep could not send; sends\n"
+        "only what is missing",
+    .flags = kFlags,
+    .run = &run_sync_mlflow,
+};
 
 }  // namespace tuner::cli

@@ -23,13 +23,22 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "executor/engine_job.h"
-#include "training/backends/cpu/cpu_kernels.h"
 #include "executor/engine_launcher.h"
+#include "training/backends/cpu/cpu_kernels.h"
 #include "trials/error.h"
 #include "trials/params_json.h"
 
 namespace tuner::cli {
 namespace {
+
+// --rank and the flags after it are what the launcher (rank 0) passes to ranks 1..N-1.
+constexpr Flag kFlags[] = {
+    {"--engine-job", "FILE_OR_JSON", "a job file or its JSON text", kRequired},
+    {"--rank", "R", "run as rank R of a data-parallel trial (the launcher's)"},
+    {"--world", "N", "the trial's number of ranks (the launcher's)"},
+    {"--rendezvous", "DIR", "the ranks' rendezvous directory (the launcher's)"},
+    {"--node-store", "DIR", "the node's rendezvous store (the launcher's)"},
+};
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
@@ -167,9 +176,8 @@ int run_trial(const std::vector<std::string>& args) {
 namespace {
 
 int run_trial_job(const std::vector<std::string>& args) {
-  Flags flags(args, {"--engine-job", "--rank", "--world", "--rendezvous", "--node-store"}, {},
-              "trial");
-  const std::string job_arg = flags.require("--engine-job", "a job file or its JSON text");
+  Flags flags(args, kFlags, "trial");
+  const std::string job_arg = flags.require("--engine-job");
   std::string text = job_arg, where = "job";
   if (job_arg.find_first_not_of(" \t\r\n") == std::string::npos ||
       job_arg[job_arg.find_first_not_of(" \t\r\n")] != '{') {
@@ -205,7 +213,8 @@ int run_trial_job(const std::vector<std::string>& args) {
   // become a stop request. Ranks 1..N-1 leave them at their default: the launcher kills them.
   StopSignals signals;
   // Into the trial's log: the kernels its GEMMs run on (chosen here, before the first one).
-  if (spec.backend == "cpu") std::cerr << "tuner trial: " << training::describe_cpu_kernels() << "\n";
+  if (spec.backend == "cpu")
+    std::cerr << "tuner trial: " << training::describe_cpu_kernels() << "\n";
   EngineLaunchOptions launch;
   launch.gpus = env_gpus();
   launch.node = env_int("TUNER_NODE", 0);
@@ -242,5 +251,16 @@ int run_trial_job(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+extern const Command kTrialCommand = {
+    .name = "trial",
+    .synopsis = "trial --engine-job FILE_OR_JSON",
+    .description =
+        "run one engine trial (docs/engine_jobs.md) with the\n"
+        "params in TUNER_PARAMS, printing its metrics as JSON\n"
+        "lines (what an executor runs for an engine job)",
+    .flags = kFlags,
+    .run = &run_trial,
+};
 
 }  // namespace tuner::cli

@@ -48,12 +48,20 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
+constexpr Flag kFlags[] = {
+    kStorageFlag,
+    kStudyFlag,
+    {"--state", "S,...", "only trials in these states (RUNNING, COMPLETE, ...)"},
+    {"--json", "", "one JSON object a line"},
+    {"--csv", "", "CSV with exact values (not with --json)"},
+};
+
 }  // namespace
 
 int run_trials(const std::vector<std::string>& args) {
-  Flags flags(args, {"--storage", "--study", "--state"}, {"--json", "--csv"}, "trials");
-  const std::string path = flags.require("--storage", "the study database, a SQLite file");
-  const std::string name = flags.require("--study", "the study's name; 'tuner status' lists them");
+  Flags flags(args, kFlags, "trials");
+  const std::string path = flags.require("--storage");
+  const std::string name = flags.require("--study");
   if (flags.has("--json") && flags.has("--csv")) {
     throw UsageError("tuner trials: --json and --csv exclude each other");
   }
@@ -90,5 +98,13 @@ int run_trials(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
+
+extern const Command kTrialsCommand = {
+    .name = "trials",
+    .synopsis = "trials --storage PATH --study NAME [--state S,...] [--json | --csv]",
+    .description = "the trials of a study as a table, JSON lines or CSV",
+    .flags = kFlags,
+    .run = &run_trials,
+};
 
 }  // namespace tuner::cli

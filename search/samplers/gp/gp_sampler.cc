@@ -14,13 +14,13 @@
 #include <variant>
 #include <vector>
 
+#include "search/pareto.h"
 #include "search/samplers/gp/gaussian_process.h"
 #include "search/samplers/gp/hypervolume_improvement.h"
 #include "search/samplers/gp/lbfgs.h"
 #include "search/samplers/gp/output_warping.h"
-#include "search/pareto.h"
-#include "search/samplers/tpe/parzen_estimator.h"
 #include "search/samplers/random_sampler.h"
+#include "search/samplers/tpe/parzen_estimator.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 
@@ -32,7 +32,7 @@ namespace {
 struct Coordinate {
   const ParamSpec* spec = nullptr;
   size_t offset = 0;
-  size_t width = 1;       // choices for a categorical, else 1
+  size_t width = 1;          // choices for a categorical, else 1
   double low = 0, high = 1;  // the continuous range mapped to [0, 1] (log space when log)
   bool log = false;
 };
@@ -54,10 +54,10 @@ std::optional<Coordinate> coordinate_of(const ParamSpec& spec) {
   } else if (const auto* i = std::get_if<IntDistribution>(&spec.distribution)) {
     const double half = static_cast<double>(i->step) / 2;
     c.log = i->log;
-    c.low = i->log ? std::log(static_cast<double>(i->low) - 0.5)
-                   : static_cast<double>(i->low) - half;
-    c.high = i->log ? std::log(static_cast<double>(i->high) + 0.5)
-                    : static_cast<double>(i->high) + half;
+    c.low =
+        i->log ? std::log(static_cast<double>(i->low) - 0.5) : static_cast<double>(i->low) - half;
+    c.high =
+        i->log ? std::log(static_cast<double>(i->high) + 0.5) : static_cast<double>(i->high) + half;
   } else if (const auto* k = std::get_if<CategoricalDistribution>(&spec.distribution)) {
     c.width = k->choices.size();
   } else {
@@ -354,9 +354,9 @@ struct Acquisition {
   std::function<double(const std::vector<double>&, std::vector<double>&)> score_with_gradient;
 };
 
-// The point of the cube that maximizes the acquisition (search/samplers/gp/gp_sampler.h): random candidates
-// and candidates near `starts` (the best trials, best first, at most 5) scored in one batch, the
-// best few refined by L-BFGS and by a shrinking local search.
+// The point of the cube that maximizes the acquisition (search/samplers/gp/gp_sampler.h): random
+// candidates and candidates near `starts` (the best trials, best first, at most 5) scored in one
+// batch, the best few refined by L-BFGS and by a shrinking local search.
 std::vector<double> maximize_acquisition(const Encoding& e, const GpSamplerOptions& options,
                                          const Acquisition& acquisition,
                                          const std::vector<const std::vector<double>*>& starts,
@@ -476,6 +476,314 @@ Params decode_proposal(const SearchSpace& space, const Encoding& e,
 // The Monte Carlo samples of the expected hypervolume improvement (as Optuna's GPSampler).
 constexpr size_t kEhviSamples = 128;
 
+// The observed trials of a study of several objectives, each objective maximized (a minimized one
+// negated), as one GP models it.
+struct MultiObservations {
+  std::vector<std::vector<double>> x;
+  std::vector<std::vector<double>> y;  // y[k][i]: objective k at x[i], maximized
+  std::vector<std::vector<ConstraintValue>> constraints;
+  std::vector<bool> feasible;
+};
+
+// The COMPLETE trials with a finite value of each objective and an encodable point, in the
+// history's order.
+MultiObservations observe_multi(const Encoding& e, const History& history) {
+  const size_t m = history.directions.size();
+  MultiObservations all{.y = std::vector<std::vector<double>>(m)};
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kComplete || t.values.size() != m ||
+        !std::all_of(t.values.begin(), t.values.end(), [](double v) { return std::isfinite(v); })) {
+      continue;
+    }
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      all.x.push_back(std::move(*p));
+      for (size_t k = 0; k < m; ++k) {
+        const double sign = history.directions[k] == StudyDirection::kMaximize ? 1.0 : -1.0;
+        all.y[k].push_back(sign * t.values[k]);
+      }
+      all.constraints.push_back(has_constraints(t) ? constraints_of(t)
+                                                   : std::vector<ConstraintValue>{});
+      all.feasible.push_back(constraint_violation(all.constraints.back()) == 0);
+    }
+  }
+  return all;
+}
+
+// The first n of the observed trials, then at most max_fit_trials of them: the best half by
+// (constrained) non-domination rank, then the most recent (keep_fit_window on the ranks); each
+// objective's values warped when warp_outputs.
+MultiObservations fit_window(const MultiObservations& all, size_t n,
+                             const GpSamplerOptions& options) {
+  const size_t m = all.y.size();
+  std::vector<double> losses, violations;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < m; ++k) losses.push_back(-all.y[k][i]);
+    violations.push_back(all.feasible[i] ? 0.0 : constraint_violation(all.constraints[i]));
+  }
+  std::vector<std::vector<double>> index(n);
+  std::vector<double> rank(n);
+  std::vector<std::vector<ConstraintValue>> constraints(
+      all.constraints.begin(), all.constraints.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<bool> feasible(all.feasible.begin(),
+                             all.feasible.begin() + static_cast<std::ptrdiff_t>(n));
+  const std::vector<int> ranks = n > static_cast<size_t>(options.max_fit_trials)
+                                     ? constrained_non_domination_ranks(losses, m, violations)
+                                     : std::vector<int>(n, 0);
+  for (size_t i = 0; i < n; ++i) index[i] = {static_cast<double>(i)}, rank[i] = -ranks[i];
+  keep_fit_window(options.max_fit_trials, index, rank, constraints, feasible);
+  MultiObservations o{.y = std::vector<std::vector<double>>(m)};
+  for (const std::vector<double>& i : index) {
+    const size_t at = static_cast<size_t>(i[0]);
+    o.x.push_back(all.x[at]);
+    for (size_t k = 0; k < m; ++k) o.y[k].push_back(all.y[k][at]);
+    o.constraints.push_back(all.constraints[at]);
+    o.feasible.push_back(all.feasible[at]);
+  }
+  if (options.warp_outputs) {
+    for (std::vector<double>& values : o.y) {
+      const OutputWarping warp = OutputWarping::fit(values);
+      for (double& v : values) v = warp(v);
+    }
+  }
+  return o;
+}
+
+// Adds the RUNNING trials other than `number` to `fitted`'s points, each objective at its worst
+// value among the first n_observed (a constant liar); their constraints stay unknown.
+void add_running_liars(const Encoding& e, const History& history, int number, size_t n_observed,
+                       MultiObservations& fitted) {
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kRunning || t.number == number) continue;
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      fitted.x.push_back(std::move(*p));
+      for (std::vector<double>& values : fitted.y) {
+        values.push_back(*std::min_element(
+            values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n_observed)));
+      }
+    }
+  }
+}
+
+// The front an EHVI proposal improves on.
+struct Front {
+  std::vector<double> losses;     // [point * m + objective]: warped, negated
+  std::vector<size_t> trials;     // the observed trial of each point
+  std::vector<double> reference;  // [objective]: just beyond the worst observed loss
+  std::vector<double> best;       // [objective]: the front's least loss; +infinity when empty
+};
+
+// Each objective's reference: its worst loss among the first n_observed trials plus 10% of their
+// range (at least 1e-9).
+std::vector<double> reference_point(const MultiObservations& fitted, size_t n_observed) {
+  const size_t m = fitted.y.size();
+  std::vector<double> reference(m);
+  for (size_t k = 0; k < m; ++k) {
+    double low = std::numeric_limits<double>::infinity(), high = -low;
+    for (size_t i = 0; i < n_observed; ++i) {
+      low = std::min(low, -fitted.y[k][i]);
+      high = std::max(high, -fitted.y[k][i]);
+    }
+    reference[k] = high + std::max(0.1 * (high - low), 1e-9);
+  }
+  return reference;
+}
+
+// Keeps the points of `front` that select_by_hypervolume() picks, in its order: past a few
+// thousand cells of the box decomposition's grid (the front's size to the power m - 1), the
+// points of largest hypervolume.
+void thin_front(size_t m, Front& front) {
+  const size_t front_limit =
+      m == 2 ? front.trials.size()
+             : static_cast<size_t>(std::pow(4096.0, 1.0 / static_cast<double>(m - 1))) - 1;
+  std::vector<size_t> kept =
+      select_by_hypervolume(front.losses, m, std::max<size_t>(5, front_limit), front.reference);
+  std::vector<double> thinned;
+  std::vector<size_t> thinned_trials;
+  for (size_t i : kept) {
+    thinned.insert(thinned.end(), front.losses.begin() + static_cast<std::ptrdiff_t>(i * m),
+                   front.losses.begin() + static_cast<std::ptrdiff_t>((i + 1) * m));
+    thinned_trials.push_back(front.trials[i]);
+  }
+  front.losses = std::move(thinned);
+  front.trials = std::move(thinned_trials);
+}
+
+// The front: the losses of the first n_observed trials (the feasible ones when `constrained`)
+// that no other dominates, thinned (thin_front()).
+Front front_of(const MultiObservations& fitted, size_t n_observed, bool constrained) {
+  const size_t m = fitted.y.size();
+  std::vector<double> losses;
+  std::vector<size_t> candidates_of_front;
+  for (size_t i = 0; i < n_observed; ++i) {
+    if (constrained && !fitted.feasible[i]) continue;
+    for (size_t k = 0; k < m; ++k) losses.push_back(-fitted.y[k][i]);
+    candidates_of_front.push_back(i);
+  }
+  Front front{.reference = reference_point(fitted, n_observed),
+              .best = std::vector<double>(m, std::numeric_limits<double>::infinity())};
+  for (size_t i : pareto_front(losses, m)) {
+    front.losses.insert(front.losses.end(), losses.begin() + static_cast<std::ptrdiff_t>(i * m),
+                        losses.begin() + static_cast<std::ptrdiff_t>((i + 1) * m));
+    front.trials.push_back(candidates_of_front[i]);
+  }
+  thin_front(m, front);
+  for (size_t i = 0; i < front.trials.size(); ++i) {
+    for (size_t k = 0; k < m; ++k) front.best[k] = std::min(front.best[k], front.losses[i * m + k]);
+  }
+  return front;
+}
+
+// The log expected hypervolume improvement over a front by the objectives' GPs (as Optuna's
+// GPSampler), plus the log probability of feasibility; with no feasible trial, the latter alone.
+// Borrows everything it is given; one instance scores for one thread.
+class EhviScore {
+ public:
+  // `z`: the Monte Carlo normal samples; `dims`: the cube's.
+  EhviScore(const std::vector<GaussianProcess>& gps, const Feasibility& feasibility,
+            const Front& front, const NonDominatedBoxes& boxes, const std::vector<double>& z,
+            size_t dims)
+      : gps_(gps),
+        feasibility_(feasibility),
+        front_(front),
+        boxes_(boxes),
+        z_(z),
+        m_(gps.size()),
+        dims_(dims),
+        any_feasible_(!front.trials.empty()),
+        mean_(m_),
+        sd_(m_),
+        d_mean_(m_),
+        d_sd_(m_),
+        mean_gradients_(m_, std::vector<double>(dims)),
+        variance_gradients_(m_, std::vector<double>(dims)) {}
+
+  // Scores through this object, which must outlive the result.
+  Acquisition acquisition() {
+    return {.batch = [this](const std::vector<double>& flat,
+                            std::vector<double>& values) { batch(flat, values); },
+            .score = [this](const std::vector<double>& p) { return score(p); },
+            .score_with_gradient =
+                [this](const std::vector<double>& p, std::vector<double>& gradient) {
+                  return score_with_gradient(p, gradient);
+                }};
+  }
+
+ private:
+  // log EHVI from the predictions (maximized units) of the m GPs, at[k * stride]; where no sample
+  // improves, a smooth floor far below any log EHVI: the log probability of beating the front's
+  // best in every objective, less 1000. With `gradient` (m means then m variances), the
+  // derivatives.
+  double log_ehvi(const GaussianProcess::Prediction* at, size_t stride, double* gradient) {
+    const size_t m = m_;
+    for (size_t k = 0; k < m; ++k) {
+      mean_[k] = -at[k * stride].mean;
+      sd_[k] = std::sqrt(std::max(at[k * stride].variance, 1e-18));
+    }
+    const double volume = expected_improvement_volume(mean_.data(), sd_.data(), z_, boxes_,
+                                                      gradient ? d_mean_.data() : nullptr,
+                                                      gradient ? d_sd_.data() : nullptr);
+    if (volume > 0) {
+      if (gradient != nullptr) {
+        for (size_t k = 0; k < m; ++k) {
+          gradient[k] = -d_mean_[k] / volume;  // d/d(maximized mean) = -d/d(loss mean)
+          gradient[m + k] = at[k * stride].variance > 1e-18 ? d_sd_[k] / volume / (2 * sd_[k]) : 0;
+        }
+      }
+      return std::log(volume);
+    }
+    double s = -1000;
+    for (size_t k = 0; k < m; ++k) {
+      // P(loss < best) = Phi((best - mean) / sd) = log_feasible_slope of mean - best.
+      const Slope slope = log_feasible_slope(mean_[k] - front_.best[k], at[k * stride].variance);
+      s += slope.value;
+      if (gradient != nullptr) gradient[k] = -slope.d_mean, gradient[m + k] = slope.d_variance;
+    }
+    return s;
+  }
+
+  double score(const std::vector<double>& p) {
+    double s = 0;
+    if (any_feasible_) {
+      std::vector<GaussianProcess::Prediction> at(m_);
+      for (size_t k = 0; k < m_; ++k) at[k] = gps_[k].predict(p);
+      s = log_ehvi(at.data(), 1, nullptr);
+    }
+    if (feasibility_.constrained()) s += feasibility_.log_probability(p);
+    return s;
+  }
+
+  double score_with_gradient(const std::vector<double>& p, std::vector<double>& gradient) {
+    const size_t m = m_;
+    gradient.assign(dims_, 0.0);
+    double s = 0;
+    if (any_feasible_) {
+      std::vector<GaussianProcess::Prediction> at(m);
+      for (size_t k = 0; k < m; ++k) {
+        at[k] = gps_[k].predict_with_gradient(p, mean_gradients_[k], variance_gradients_[k]);
+      }
+      std::vector<double> slope(2 * m);
+      s = log_ehvi(at.data(), 1, slope.data());
+      for (size_t k = 0; k < m; ++k) {
+        for (size_t j = 0; j < dims_; ++j) {
+          gradient[j] +=
+              slope[k] * mean_gradients_[k][j] + slope[m + k] * variance_gradients_[k][j];
+        }
+      }
+    }
+    if (feasibility_.constrained()) s += feasibility_.log_probability(p, &gradient);
+    return s;
+  }
+
+  void batch(const std::vector<double>& flat, std::vector<double>& values) {
+    const size_t count = values.size();
+    if (any_feasible_) {
+      std::vector<GaussianProcess::Prediction> at(m_ * count);
+      for (size_t k = 0; k < m_; ++k) {
+        gps_[k].predict(flat, count, std::span(at).subspan(k * count, count));
+      }
+      for (size_t i = 0; i < count; ++i) values[i] = log_ehvi(&at[i], count, nullptr);
+    }
+    if (feasibility_.constrained()) feasibility_.add_log_probabilities(flat, values);
+  }
+
+  const std::vector<GaussianProcess>& gps_;
+  const Feasibility& feasibility_;
+  const Front& front_;
+  const NonDominatedBoxes& boxes_;
+  const std::vector<double>& z_;
+  const size_t m_, dims_;
+  const bool any_feasible_;
+  // Scratch of log_ehvi() and score_with_gradient().
+  std::vector<double> mean_, sd_, d_mean_, d_sd_;
+  std::vector<std::vector<double>> mean_gradients_, variance_gradients_;  // [objective][dim]
+};
+
+// Where the local candidates start: the front's trials of largest hypervolume (its first five as
+// select_by_hypervolume() chose them); with no feasible trial, the five least infeasible of the
+// first n_observed. Points into fitted.x.
+std::vector<const std::vector<double>*> ehvi_starts(const Front& front,
+                                                    const MultiObservations& fitted,
+                                                    size_t n_observed) {
+  const std::vector<std::vector<double>>& x = fitted.x;
+  std::vector<const std::vector<double>*> starts;
+  if (!front.trials.empty()) {
+    for (size_t i = 0; i < std::min<size_t>(5, front.trials.size()); ++i) {
+      starts.push_back(&x[front.trials[i]]);
+    }
+    return starts;
+  }
+  std::vector<size_t> order(n_observed);
+  for (size_t i = 0; i < n_observed; ++i) order[i] = i;
+  std::vector<double> violation(n_observed);
+  for (size_t i = 0; i < n_observed; ++i) {
+    violation[i] = constraint_violation(fitted.constraints[i]);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return violation[a] < violation[b]; });
+  for (size_t i = 0; i < std::min<size_t>(5, n_observed); ++i) starts.push_back(&x[order[i]]);
+  return starts;
+}
+
 }  // namespace
 
 // The kernel parameters fitted from scratch at recent anchors, kept by their points and values
@@ -584,7 +892,8 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   Observations all;
   const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
   for (const FrozenTrial& t : history.trials) {
-    if (t.state != TrialState::kComplete || t.values.empty() || !std::isfinite(t.values[0])) continue;
+    if (t.state != TrialState::kComplete || t.values.empty() || !std::isfinite(t.values[0]))
+      continue;
     if (std::optional<std::vector<double>> p = encode(e, t)) {
       all.x.push_back(std::move(*p));
       all.y.push_back(sign * t.values[0]);
@@ -597,7 +906,8 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
   }
   // The anchor: the first anchor_of(m) of the m observed trials, whose kernel parameters are
-  // fitted from scratch (several starts) and start this proposal's fit (search/samplers/gp/gp_sampler.h).
+  // fitted from scratch (several starts) and start this proposal's fit
+  // (search/samplers/gp/gp_sampler.h).
   const size_t n_anchor = anchor_of(all.x.size(), static_cast<size_t>(options_.refit_every));
   Observations anchor = all.prefix(n_anchor);
   Observations fitted = std::move(all);
@@ -712,240 +1022,34 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
                                const TrialContext& trial, Rng& rng) {
   const Encoding e = encoding_of(space);
   const size_t m = history.directions.size();
-  // The observed trials, each objective maximized (a minimized one negated), as one GP models it.
-  struct Observed {
-    std::vector<std::vector<double>> x;
-    std::vector<std::vector<double>> y;  // y[k][i]: objective k at x[i], maximized
-    std::vector<std::vector<ConstraintValue>> constraints;
-    std::vector<bool> feasible;
-  };
-  Observed all{.y = std::vector<std::vector<double>>(m)};
-  for (const FrozenTrial& t : history.trials) {
-    if (t.state != TrialState::kComplete || t.values.size() != m ||
-        !std::all_of(t.values.begin(), t.values.end(), [](double v) { return std::isfinite(v); })) {
-      continue;
-    }
-    if (std::optional<std::vector<double>> p = encode(e, t)) {
-      all.x.push_back(std::move(*p));
-      for (size_t k = 0; k < m; ++k) {
-        const double sign = history.directions[k] == StudyDirection::kMaximize ? 1.0 : -1.0;
-        all.y[k].push_back(sign * t.values[k]);
-      }
-      all.constraints.push_back(has_constraints(t) ? constraints_of(t)
-                                                   : std::vector<ConstraintValue>{});
-      all.feasible.push_back(constraint_violation(all.constraints.back()) == 0);
-    }
-  }
+  const MultiObservations all = observe_multi(e, history);
   if (e.dims == 0 || static_cast<int>(all.x.size()) < std::max(1, options_.n_startup_trials)) {
     return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
   }
-  // The first n of the observed trials, then at most max_fit_trials of them: the best half by
-  // (constrained) non-domination rank, then the most recent (keep_fit_window on the ranks).
-  auto prefix_window = [&](size_t n) {
-    std::vector<double> losses, violations;
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t k = 0; k < m; ++k) losses.push_back(-all.y[k][i]);
-      violations.push_back(all.feasible[i] ? 0.0 : constraint_violation(all.constraints[i]));
-    }
-    std::vector<std::vector<double>> index(n);
-    std::vector<double> rank(n);
-    std::vector<std::vector<ConstraintValue>> constraints(
-        all.constraints.begin(), all.constraints.begin() + static_cast<std::ptrdiff_t>(n));
-    std::vector<bool> feasible(all.feasible.begin(),
-                               all.feasible.begin() + static_cast<std::ptrdiff_t>(n));
-    const std::vector<int> ranks = n > static_cast<size_t>(options_.max_fit_trials)
-                                       ? constrained_non_domination_ranks(losses, m, violations)
-                                       : std::vector<int>(n, 0);
-    for (size_t i = 0; i < n; ++i) index[i] = {static_cast<double>(i)}, rank[i] = -ranks[i];
-    keep_fit_window(options_.max_fit_trials, index, rank, constraints, feasible);
-    Observed o{.y = std::vector<std::vector<double>>(m)};
-    for (const std::vector<double>& i : index) {
-      const size_t at = static_cast<size_t>(i[0]);
-      o.x.push_back(all.x[at]);
-      for (size_t k = 0; k < m; ++k) o.y[k].push_back(all.y[k][at]);
-      o.constraints.push_back(all.constraints[at]);
-      o.feasible.push_back(all.feasible[at]);
-    }
-    if (options_.warp_outputs) {
-      for (std::vector<double>& values : o.y) {
-        const OutputWarping warp = OutputWarping::fit(values);
-        for (double& v : values) v = warp(v);
-      }
-    }
-    return o;
-  };
-  // The anchor, as for one objective (search/samplers/gp/gp_sampler.h, "the kernel fit"), one per objective.
-  const Observed anchor =
-      prefix_window(anchor_of(all.x.size(), static_cast<size_t>(options_.refit_every)));
-  Observed fitted = prefix_window(all.x.size());
-  std::vector<std::vector<double>>& x = fitted.x;
-  const size_t n_observed = x.size();
-  // Running trials: a constant liar at the worst value of each objective.
-  for (const FrozenTrial& t : history.trials) {
-    if (t.state != TrialState::kRunning || t.number == trial.number) continue;
-    if (std::optional<std::vector<double>> p = encode(e, t)) {
-      x.push_back(std::move(*p));
-      for (std::vector<double>& values : fitted.y) {
-        values.push_back(*std::min_element(
-            values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n_observed)));
-      }
-    }
-  }
+  // The anchor, as for one objective (gp_sampler.h, "the kernel fit"), one per objective.
+  const MultiObservations anchor =
+      fit_window(all, anchor_of(all.x.size(), static_cast<size_t>(options_.refit_every)), options_);
+  MultiObservations fitted = fit_window(all, all.x.size(), options_);
+  const size_t n_observed = fitted.x.size();
+  add_running_liars(e, history, trial.number, n_observed, fitted);
   Rng unused(0);  // a warm fit draws nothing from its Rng
   std::vector<GaussianProcess> gps;
   for (size_t k = 0; k < m; ++k) {
     gps.push_back(GaussianProcess::fit(
-        x, fitted.y[k], unused,
+        fitted.x, fitted.y[k], unused,
         {.warm_start = fits_->get(2 + static_cast<int>(k), anchor.x, anchor.y[k])}));
   }
   const WarmFit fit = fits_->constraint_fit();
-  const Feasibility feasibility(x, fitted.constraints, anchor.x, anchor.constraints, fit);
-
-  // The front: the feasible observed trials' losses (warped, negated) that no other dominates;
-  // the reference just beyond the worst observed loss of each objective (by 10% of its range).
-  std::vector<double> losses, reference(m), best(m, std::numeric_limits<double>::infinity());
-  std::vector<size_t> candidates_of_front;
-  for (size_t i = 0; i < n_observed; ++i) {
-    if (feasibility.constrained() && !fitted.feasible[i]) continue;
-    for (size_t k = 0; k < m; ++k) losses.push_back(-fitted.y[k][i]);
-    candidates_of_front.push_back(i);
-  }
-  for (size_t k = 0; k < m; ++k) {
-    double low = std::numeric_limits<double>::infinity(), high = -low;
-    for (size_t i = 0; i < n_observed; ++i) {
-      low = std::min(low, -fitted.y[k][i]);
-      high = std::max(high, -fitted.y[k][i]);
-    }
-    reference[k] = high + std::max(0.1 * (high - low), 1e-9);
-  }
-  std::vector<double> front;
-  std::vector<size_t> front_trials;
-  for (size_t i : pareto_front(losses, m)) {
-    front.insert(front.end(), losses.begin() + static_cast<std::ptrdiff_t>(i * m),
-                 losses.begin() + static_cast<std::ptrdiff_t>((i + 1) * m));
-    front_trials.push_back(candidates_of_front[i]);
-  }
-  // The grid of the box decomposition grows as the front's size to the power m - 1: past a few
-  // thousand cells, the front is thinned to the points of largest hypervolume.
-  const size_t front_limit =
-      m == 2 ? front_trials.size()
-             : static_cast<size_t>(std::pow(4096.0, 1.0 / static_cast<double>(m - 1))) - 1;
-  std::vector<size_t> kept =
-      select_by_hypervolume(front, m, std::max<size_t>(5, front_limit), reference);
-  {
-    std::vector<double> thinned;
-    std::vector<size_t> thinned_trials;
-    for (size_t i : kept) {
-      thinned.insert(thinned.end(), front.begin() + static_cast<std::ptrdiff_t>(i * m),
-                     front.begin() + static_cast<std::ptrdiff_t>((i + 1) * m));
-      thinned_trials.push_back(front_trials[i]);
-    }
-    front = std::move(thinned);
-    front_trials = std::move(thinned_trials);
-  }
-  for (size_t i = 0; i < front_trials.size(); ++i) {
-    for (size_t k = 0; k < m; ++k) best[k] = std::min(best[k], front[i * m + k]);
-  }
-  const bool any_feasible = !front_trials.empty();
-  const NonDominatedBoxes boxes =
-      any_feasible ? non_dominated_boxes(front, m, reference) : NonDominatedBoxes{};
+  const Feasibility feasibility(fitted.x, fitted.constraints, anchor.x, anchor.constraints, fit);
+  const Front front = front_of(fitted, n_observed, feasibility.constrained());
+  const NonDominatedBoxes boxes = !front.trials.empty()
+                                      ? non_dominated_boxes(front.losses, m, front.reference)
+                                      : NonDominatedBoxes{};
   const std::vector<double> z = normal_samples(kEhviSamples, m, rng);
-
-  // log EHVI from the predictions (maximized units) of the m GPs; where no sample improves, a
-  // smooth floor far below any log EHVI: the log probability of beating the front's best in every
-  // objective, less 1000. With `gradient` (m means then m variances), the derivatives.
-  std::vector<double> mean(m), sd(m), d_mean(m), d_sd(m);
-  auto log_ehvi = [&](const GaussianProcess::Prediction* at, size_t stride, double* gradient) {
-    for (size_t k = 0; k < m; ++k) {
-      mean[k] = -at[k * stride].mean;
-      sd[k] = std::sqrt(std::max(at[k * stride].variance, 1e-18));
-    }
-    const double volume = expected_improvement_volume(mean.data(), sd.data(), z, boxes,
-                                                      gradient ? d_mean.data() : nullptr,
-                                                      gradient ? d_sd.data() : nullptr);
-    if (volume > 0) {
-      if (gradient != nullptr) {
-        for (size_t k = 0; k < m; ++k) {
-          gradient[k] = -d_mean[k] / volume;  // d/d(maximized mean) = -d/d(loss mean)
-          gradient[m + k] = at[k * stride].variance > 1e-18 ? d_sd[k] / volume / (2 * sd[k]) : 0;
-        }
-      }
-      return std::log(volume);
-    }
-    double s = -1000;
-    for (size_t k = 0; k < m; ++k) {
-      // P(loss < best) = Phi((best - mean) / sd) = log_feasible_slope of mean - best.
-      const Slope slope = log_feasible_slope(mean[k] - best[k], at[k * stride].variance);
-      s += slope.value;
-      if (gradient != nullptr) gradient[k] = -slope.d_mean, gradient[m + k] = slope.d_variance;
-    }
-    return s;
-  };
-  auto score = [&](const std::vector<double>& p) {
-    double s = 0;
-    if (any_feasible) {
-      std::vector<GaussianProcess::Prediction> at(m);
-      for (size_t k = 0; k < m; ++k) at[k] = gps[k].predict(p);
-      s = log_ehvi(at.data(), 1, nullptr);
-    }
-    if (feasibility.constrained()) s += feasibility.log_probability(p);
-    return s;
-  };
-  std::vector<std::vector<double>> mean_gradients(m, std::vector<double>(e.dims)),
-      variance_gradients(m, std::vector<double>(e.dims));
-  auto score_with_gradient = [&](const std::vector<double>& p, std::vector<double>& gradient) {
-    gradient.assign(e.dims, 0.0);
-    double s = 0;
-    if (any_feasible) {
-      std::vector<GaussianProcess::Prediction> at(m);
-      for (size_t k = 0; k < m; ++k) {
-        at[k] = gps[k].predict_with_gradient(p, mean_gradients[k], variance_gradients[k]);
-      }
-      std::vector<double> slope(2 * m);
-      s = log_ehvi(at.data(), 1, slope.data());
-      for (size_t k = 0; k < m; ++k) {
-        for (size_t j = 0; j < e.dims; ++j) {
-          gradient[j] += slope[k] * mean_gradients[k][j] + slope[m + k] * variance_gradients[k][j];
-        }
-      }
-    }
-    if (feasibility.constrained()) s += feasibility.log_probability(p, &gradient);
-    return s;
-  };
-  // The local candidates start from the front's trials of largest hypervolume (its first five
-  // as select_by_hypervolume chose them); with no feasible trial, from the least infeasible.
-  std::vector<const std::vector<double>*> starts;
-  if (any_feasible) {
-    for (size_t i = 0; i < std::min<size_t>(5, front_trials.size()); ++i) {
-      starts.push_back(&x[front_trials[i]]);
-    }
-  } else {
-    std::vector<size_t> order(n_observed);
-    for (size_t i = 0; i < n_observed; ++i) order[i] = i;
-    std::vector<double> violation(n_observed);
-    for (size_t i = 0; i < n_observed; ++i)
-      violation[i] = constraint_violation(fitted.constraints[i]);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return violation[a] < violation[b]; });
-    for (size_t i = 0; i < std::min<size_t>(5, n_observed); ++i) starts.push_back(&x[order[i]]);
-  }
-  const Acquisition acquisition{
-      .batch =
-          [&](const std::vector<double>& flat, std::vector<double>& values) {
-            const size_t count = values.size();
-            if (any_feasible) {
-              std::vector<GaussianProcess::Prediction> at(m * count);
-              for (size_t k = 0; k < m; ++k) {
-                gps[k].predict(flat, count, std::span(at).subspan(k * count, count));
-              }
-              for (size_t i = 0; i < count; ++i) values[i] = log_ehvi(&at[i], count, nullptr);
-            }
-            if (feasibility.constrained()) feasibility.add_log_probabilities(flat, values);
-          },
-      .score = score,
-      .score_with_gradient = score_with_gradient};
-  return decode_proposal(space, e, maximize_acquisition(e, options_, acquisition, starts, rng),
-                         rng);
+  EhviScore ehvi(gps, feasibility, front, boxes, z, e.dims);
+  const std::vector<double> chosen = maximize_acquisition(
+      e, options_, ehvi.acquisition(), ehvi_starts(front, fitted, n_observed), rng);
+  return decode_proposal(space, e, chosen, rng);
 }
 
 }  // namespace tuner

@@ -1,17 +1,17 @@
 // GpSampler: Bayesian optimization with a Gaussian process (docs/samplers.md, "GP").
 //
 // After n_startup_trials random trials, each proposal fits a GaussianProcess (Matern 5/2, a
-// lengthscale per dimension, noise; search/samplers/gp/gaussian_process.h) to the COMPLETE trials (their
-// values through a power transform, search/samplers/gp/output_warping.h) and takes the point of the space
-// that maximizes the log expected improvement over the best posterior mean at a trial so far (a
-// noisy objective's luckiest observation is not the target). Parameters go
-// to the unit cube: floats linearly or, with log, in log space; integers and stepped floats as a
-// continuous range widened by half a step on each side, rounded back (as Optuna's GPSampler);
-// a categorical as one coordinate per choice (one-hot), the largest giving the choice. Running
-// trials count as observed at the worst value so far (a constant liar), so parallel workers
-// spread out. The acquisition is maximized over random candidates and candidates near the best
-// trials (scored in one batch), then refined from the best few by L-BFGS over the continuous
-// coordinates (with the acquisition's analytic gradient) and by a shrinking local search.
+// lengthscale per dimension, noise; search/samplers/gp/gaussian_process.h) to the COMPLETE trials
+// (their values through a power transform, search/samplers/gp/output_warping.h) and takes the point
+// of the space that maximizes the log expected improvement over the best posterior mean at a trial
+// so far (a noisy objective's luckiest observation is not the target). Parameters go to the unit
+// cube: floats linearly or, with log, in log space; integers and stepped floats as a continuous
+// range widened by half a step on each side, rounded back (as Optuna's GPSampler); a categorical as
+// one coordinate per choice (one-hot), the largest giving the choice. Running trials count as
+// observed at the worst value so far (a constant liar), so parallel workers spread out. The
+// acquisition is maximized over random candidates and candidates near the best trials (scored in
+// one batch), then refined from the best few by L-BFGS over the continuous coordinates (with the
+// acquisition's analytic gradient) and by a shrinking local search.
 //
 // The kernel fit. Fitting the kernel parameters from scratch (several L-BFGS starts) costs most
 // of a proposal, and they change little from one trial to the next. So they are fitted from
@@ -69,8 +69,8 @@ struct GpSamplerOptions {
   // value and the most recent for the rest, so that an ask's cost stops growing (a fit is cubic
   // in its trials). Default 200.
   int max_fit_trials = 200;
-  // Fit the GP to the values through a Yeo-Johnson power transform (search/samplers/gp/output_warping.h)
-  // instead of as they are. Default: true.
+  // Fit the GP to the values through a Yeo-Johnson power transform
+  // (search/samplers/gp/output_warping.h) instead of as they are. Default: true.
   bool warp_outputs = true;
   // How often the kernel parameters are fitted from scratch: at every refit_every-th observed
   // trial up to 200 (past it, every 5% of the trials, in multiples of it); the fits in between

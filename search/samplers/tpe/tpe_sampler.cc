@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "search/pareto.h"
-#include "search/samplers/tpe/parzen_estimator.h"
 #include "search/samplers/random_sampler.h"
+#include "search/samplers/tpe/parzen_estimator.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 
@@ -64,8 +64,8 @@ int tpe_default_gamma_multi_objective(int n) {
   return static_cast<int>(std::ceil(0.1 * static_cast<double>(n)));
 }
 
-std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
-                                              size_t n_objectives, size_t n_below) {
+std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses, size_t n_objectives,
+                                              size_t n_below) {
   const size_t n = losses.size() / n_objectives;
   std::vector<size_t> below;
   if (n_below >= n) {
@@ -103,8 +103,8 @@ std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
   }
   if (partial) {
     const std::vector<double> reference = nadir_reference(next_losses, n_objectives);
-    for (size_t j : select_by_hypervolume(next_losses, n_objectives, n_below - below.size(),
-                                          reference)) {
+    for (size_t j :
+         select_by_hypervolume(next_losses, n_objectives, n_below - below.size(), reference)) {
       below.push_back(next[j]);
     }
   }
@@ -370,9 +370,9 @@ struct TpeSampler::Call {
   const History* history = nullptr;
   int number = 0;
   uint64_t generation = 0;
-  int n_finished = 0;         // COMPLETE + PRUNED
-  std::vector<uint8_t> role;  // by number
-  std::vector<int> running;   // RUNNING trials that are lied about (constant liar)
+  int n_finished = 0;            // COMPLETE + PRUNED
+  std::vector<uint8_t> role;     // by number
+  std::vector<int> running;      // RUNNING trials that are lied about (constant liar)
   std::shared_ptr<Split> split;  // where this split came from, with what derives from it
 };
 
@@ -397,6 +397,9 @@ struct TpeSampler::Split {
   std::vector<double> weights[2];  // default weights of each group's kernels
   bool improvement_ready = false;
   std::vector<double> improvement;  // below_weights() of the below kernels; empty: the default
+
+  // Fills the derived code, running_index and members (once). REQUIRES: n_trials == role.size().
+  void derive(size_t n_trials);
 };
 
 TpeSampler::TpeSampler(TpeOptions options) : options_(std::move(options)) {
@@ -464,8 +467,9 @@ TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialConte
       all_running.push_back(static_cast<int>(i));
     }
   }
-  if (last_split_ && last_split_->version == cache_version_ && last_split_->number == trial.number &&
-      last_split_->n == n && last_split_->all_running == all_running) {
+  if (last_split_ && last_split_->version == cache_version_ &&
+      last_split_->number == trial.number && last_split_->n == n &&
+      last_split_->all_running == all_running) {
     const Split& s = *last_split_;
     call.role = s.role;
     call.running = s.running;
@@ -565,245 +569,188 @@ struct GroupObservations {
   std::vector<double> weights;
 };
 
-}  // namespace
+// The values of the lied-about RUNNING trials, which the cache does not hold.
+struct RunningValues {
+  std::vector<double> values;  // [running trial * n_dims + dim]; NaN: absent or outside
+  std::vector<bool> ok;        // [running trial]: a value in every dimension
 
-std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::string>& names,
-                                             const std::vector<Distribution>& dims,
-                                             bool univariate, Rng& rng) {
+  bool all_ok() const {
+    return std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
+  }
+};
+
+RunningValues running_values(const History& history, const std::vector<int>& running,
+                             const std::vector<std::string>& names,
+                             const std::vector<Distribution>& dims) {
   const size_t n_dims = dims.size();
-  GroupObservations groups[2];  // below, above
-  std::unique_ptr<ParzenMemo> memos[2];  // below, above
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& memo : memos) {
-      if (memos_.empty()) break;
-      memo = std::move(memos_.back());
-      memos_.pop_back();
+  RunningValues out{std::vector<double>(running.size() * n_dims),
+                    std::vector<bool>(running.size(), true)};
+  for (size_t r = 0; r < running.size(); ++r) {
+    const FrozenTrial& t = history.trials[static_cast<size_t>(running[r])];
+    for (size_t d = 0; d < n_dims; ++d) {
+      double v = extract(t, names[d], dims[d]);
+      out.values[r * n_dims + d] = v;
+      if (std::isnan(v)) out.ok[r] = false;
     }
-    if (!cache_ || cache_->generation != call.generation) {
-      // Another study's history reset the cache meanwhile: start over from ours.
-      call = begin_call(*call.history, TrialContext{call.number});
+  }
+  return out;
+}
+
+// Each group's kernel values in every dimension: the cached columns' at `members` (trial numbers
+// by group), the running trials' (placed by `code`, see Split) from `running_values`. False
+// when a kernel lacks a value (then `groups` is partly filled).
+bool gather_columns(const std::vector<int> (&members)[2], const std::vector<int>& code,
+                    const std::vector<int>& running, const std::vector<Column*>& cols,
+                    const std::vector<double>& running_values, GroupObservations (&groups)[2]) {
+  const size_t n_dims = cols.size();
+  for (int g = 0; g < 2; ++g) {
+    GroupObservations& obs = groups[g];
+    const std::vector<int>& m = members[g];
+    const size_t mn = m.size();
+    obs.columns.resize(n_dims);
+    for (size_t d = 0; d < n_dims; ++d) {
+      std::vector<double>& col = obs.columns[d];
+      col.resize(mn);
+      double* out = col.data();
+      const double* value = cols[d]->value.data();
+      const int* mem = m.data();
+      for (size_t j = 0; j < mn; ++j) out[j] = value[static_cast<size_t>(mem[j])];
+      for (size_t r = 0; r < running.size(); ++r) {
+        const int c = code[static_cast<size_t>(running[r])];
+        if ((c & 1) == g) out[static_cast<size_t>(c >> 1)] = running_values[r * n_dims + d];
+      }
+      bool any_nan = false;
+      for (size_t j = 0; j < mn; ++j) any_nan |= std::isnan(out[j]);
+      if (any_nan) return false;
     }
-    const History& history = *call.history;
-    std::vector<Column*> cols(n_dims);
-    for (size_t d = 0; d < n_dims; ++d) cols[d] = &cache_->column(names[d], dims[d], history);
-    // Values of the lied-about RUNNING trials, which the cache does not hold.
-    std::vector<double> running_values(call.running.size() * n_dims);
-    std::vector<bool> running_ok(call.running.size(), true);
-    for (size_t r = 0; r < call.running.size(); ++r) {
-      const FrozenTrial& t = history.trials[static_cast<size_t>(call.running[r])];
-      for (size_t d = 0; d < n_dims; ++d) {
-        double v = extract(t, names[d], dims[d]);
-        running_values[r * n_dims + d] = v;
-        if (std::isnan(v)) running_ok[r] = false;
-      }
+  }
+  return true;
+}
+
+// The kernels of the trials with a role that have a value in every dimension (the running ones:
+// running_ok), when some lack one.
+struct FilteredKernels {
+  std::vector<int> running_index;  // by number: index in the running trials, or -1
+  std::vector<int> code;           // by number: -1, or rank * 2 + group (0: below, 1: above)
+  std::vector<int> members[2];     // numbers of each group's kernels, ascending
+};
+
+FilteredKernels filter_kernels(const std::vector<uint8_t>& role, const std::vector<int>& running,
+                               const std::vector<bool>& running_ok,
+                               const std::vector<Column*>& cols, size_t n) {
+  FilteredKernels f;
+  f.running_index.assign(n, -1);
+  for (size_t r = 0; r < running.size(); ++r) {
+    f.running_index[static_cast<size_t>(running[r])] = static_cast<int>(r);
+  }
+  // The kernels of each group in trial-number order (the weights favour recent trials), and
+  // each trial's index among them (rank).
+  f.code.assign(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (role[i] == kNone) continue;
+    const int r = f.running_index[i];
+    bool ok = true;
+    if (r >= 0) {
+      ok = running_ok[static_cast<size_t>(r)];
+    } else {
+      for (const Column* col : cols) ok &= !std::isnan(col->value[i]);
     }
-    const size_t n = call.role.size();
-    // Fast path: no parameter leaves a trial with a role out (the usual case), so the kernels,
-    // their ranks and the default weights are the split's, shared by the calls of one trial.
-    bool fast = call.split != nullptr &&
-                std::all_of(running_ok.begin(), running_ok.end(), [](bool ok) { return ok; });
-    if (fast) {
-      Split& sp = *call.split;
-      if (!sp.derived) {
-        sp.code.assign(n, -1);
-        sp.running_index.assign(n, -1);
-        for (size_t r = 0; r < sp.running.size(); ++r) {
-          sp.running_index[static_cast<size_t>(sp.running[r])] = static_cast<int>(r);
-        }
-        for (size_t i = 0; i < n; ++i) {
-          const uint8_t role = sp.role[i];
-          if (role == kNone) continue;
-          const int g = role == kBelow ? 0 : 1;
-          std::vector<int>& m = sp.members[g];
-          sp.code[i] = static_cast<int>(m.size()) * 2 + g;
-          m.push_back(static_cast<int>(i));
-        }
-        sp.derived = true;
-      }
-      for (int g = 0; g < 2 && fast; ++g) {
-        GroupObservations& obs = groups[g];
-        const std::vector<int>& m = sp.members[g];
-        const size_t mn = m.size();
-        obs.columns.resize(n_dims);
-        for (size_t d = 0; d < n_dims && fast; ++d) {
-          std::vector<double>& col = obs.columns[d];
-          col.resize(mn);
-          double* out = col.data();
-          const double* value = cols[d]->value.data();
-          const int* mem = m.data();
-          for (size_t j = 0; j < mn; ++j) out[j] = value[static_cast<size_t>(mem[j])];
-          for (size_t r = 0; r < sp.running.size(); ++r) {
-            const int c = sp.code[static_cast<size_t>(sp.running[r])];
-            if ((c & 1) == g) out[static_cast<size_t>(c >> 1)] = running_values[r * n_dims + d];
-          }
-          bool any_nan = false;
-          for (size_t j = 0; j < mn; ++j) any_nan |= std::isnan(out[j]);
-          if (any_nan) fast = false;
-        }
-      }
-      if (fast) {
-        if (!options_.weights) {
-          if (!sp.weights_ready) {
-            for (int g = 0; g < 2; ++g) {
-              sp.weights[g] = checked_weights(options_, static_cast<int>(sp.members[g].size()));
-            }
-            sp.weights_ready = true;
-          }
-          for (int g = 0; g < 2; ++g) groups[g].weights = sp.weights[g];
-        } else {
-          for (int g = 0; g < 2; ++g) {
-            groups[g].weights = checked_weights(options_, static_cast<int>(sp.members[g].size()));
-          }
-        }
-        if (!sp.improvement_ready) {
-          sp.improvement = below_weights(sp.members[0], sp.role);
-          sp.improvement_ready = true;
-        }
-        if (!sp.improvement.empty()) groups[0].weights = sp.improvement;
-        // Every kernel has a value in every dimension: each order holds all of its group's.
-        for (int g = 0; g < 2; ++g) {
-          groups[g].sorted.assign(n_dims, std::vector<int>(sp.members[g].size()));
-        }
-        const int* code = sp.code.data();
-        std::vector<std::pair<double, int>> extra[2];
-        for (size_t d = 0; d < n_dims; ++d) {
-          for (auto& e : extra) e.clear();
-          for (size_t r = 0; r < sp.running.size(); ++r) {
-            const int c = code[static_cast<size_t>(sp.running[r])];
-            extra[c & 1].emplace_back(running_values[r * n_dims + d], c >> 1);
-          }
-          for (auto& e : extra) std::sort(e.begin(), e.end());
-          size_t next[2] = {0, 0};
-          const double* value = cols[d]->value.data();
-          std::vector<int>* out_sorted[2] = {&groups[0].sorted[d], &groups[1].sorted[d]};
-          if (extra[0].empty() && extra[1].empty()) {
-            int* out[2] = {out_sorted[0]->data(), out_sorted[1]->data()};
-            size_t filled[2] = {0, 0};
-            for (int number : cols[d]->sorted) {
-              const size_t i = static_cast<size_t>(number);
-              if (i >= n) continue;
-              const int c = code[i];
-              if (c < 0) continue;
-              out[c & 1][filled[c & 1]++] = c >> 1;
-            }
-          } else {
-            for (auto* o : out_sorted) o->clear();
-            for (int number : cols[d]->sorted) {
-              const size_t i = static_cast<size_t>(number);
-              if (i >= n) continue;
-              const int c = code[i];
-              if (c < 0) continue;
-              const int g = c & 1;
-              std::vector<int>& out = *out_sorted[g];
-              const double v = value[i];
-              const auto& e = extra[g];
-              while (next[g] < e.size() && e[next[g]].first < v) out.push_back(e[next[g]++].second);
-              out.push_back(c >> 1);
-            }
-          }
-          for (int g = 0; g < 2; ++g) {
-            while (next[g] < extra[g].size()) out_sorted[g]->push_back(extra[g][next[g]++].second);
-          }
-        }
-      }
-    }
-    if (!fast) {
-      std::vector<int> running_index(n, -1);
-      for (size_t r = 0; r < call.running.size(); ++r) {
-        running_index[static_cast<size_t>(call.running[r])] = static_cast<int>(r);
-      }
-      // The kernels of each group in trial-number order (the weights favour recent trials), and
-      // each trial's index among them (rank; -1: not a kernel).
-      std::vector<int> rank(n, -1);
-      std::vector<int> members[2];
-      for (size_t i = 0; i < n; ++i) {
-        const uint8_t role = call.role[i];
-        if (role == kNone) continue;
-        const int r = running_index[i];
-        bool ok = true;
-        if (r >= 0) {
-          ok = running_ok[static_cast<size_t>(r)];
-        } else {
-          for (size_t d = 0; d < n_dims; ++d) ok &= !std::isnan(cols[d]->value[i]);
-        }
-        if (!ok) continue;
-        std::vector<int>& m = members[role == kBelow ? 0 : 1];
-        rank[i] = static_cast<int>(m.size());
-        m.push_back(static_cast<int>(i));
-      }
-      for (int g = 0; g < 2; ++g) {
-        GroupObservations& obs = groups[g];
-        const std::vector<int>& m = members[g];
-        obs.columns.assign(n_dims, std::vector<double>(m.size()));
-        for (size_t d = 0; d < n_dims; ++d) {
-          double* out = obs.columns[d].data();
-          const double* value = cols[d]->value.data();
-          for (size_t j = 0; j < m.size(); ++j) {
-            const size_t i = static_cast<size_t>(m[j]);
-            const int r = running_index[i];
-            out[j] = r >= 0 ? running_values[static_cast<size_t>(r) * n_dims + d] : value[i];
-          }
-        }
-        obs.weights = checked_weights(options_, static_cast<int>(m.size()));
-        if (g == 0) {
-          std::vector<double> improvement = below_weights(m, call.role);
-          if (!improvement.empty()) obs.weights = std::move(improvement);
-        }
-        obs.sorted.assign(n_dims, {});
-        for (auto& order : obs.sorted) order.reserve(m.size());
-      }
-      // Sorted orders: the cached sorted column, filtered, merged with the running trials.
-      std::vector<std::pair<double, int>> extra[2];
-      for (size_t d = 0; d < n_dims; ++d) {
-        for (auto& e : extra) e.clear();
-        for (size_t r = 0; r < call.running.size(); ++r) {
-          const size_t i = static_cast<size_t>(call.running[r]);
-          if (rank[i] < 0) continue;
-          extra[call.role[i] == kBelow ? 0 : 1].emplace_back(running_values[r * n_dims + d], rank[i]);
-        }
-        for (auto& e : extra) std::sort(e.begin(), e.end());
-        size_t next[2] = {0, 0};
-        const double* value = cols[d]->value.data();
-        for (int number : cols[d]->sorted) {
-          const size_t i = static_cast<size_t>(number);
-          if (i >= n || rank[i] < 0) continue;
-          const int g = call.role[i] == kBelow ? 0 : 1;
-          std::vector<int>& out = groups[g].sorted[d];
-          const double v = value[i];
-          const auto& e = extra[g];
-          while (next[g] < e.size() && e[next[g]].first < v) out.push_back(e[next[g]++].second);
-          out.push_back(rank[i]);
-        }
-        for (int g = 0; g < 2; ++g) {
-          while (next[g] < extra[g].size()) groups[g].sorted[d].push_back(extra[g][next[g]++].second);
-        }
+    if (!ok) continue;
+    const int g = role[i] == kBelow ? 0 : 1;
+    std::vector<int>& m = f.members[g];
+    f.code[i] = static_cast<int>(m.size()) * 2 + g;
+    m.push_back(static_cast<int>(i));
+  }
+  return f;
+}
+
+// Each group's kernel values in every dimension, for filter_kernels()' kernels.
+void gather_filtered_columns(const FilteredKernels& f, const std::vector<Column*>& cols,
+                             const std::vector<double>& running_values,
+                             GroupObservations (&groups)[2]) {
+  const size_t n_dims = cols.size();
+  for (int g = 0; g < 2; ++g) {
+    const std::vector<int>& m = f.members[g];
+    groups[g].columns.assign(n_dims, std::vector<double>(m.size()));
+    for (size_t d = 0; d < n_dims; ++d) {
+      double* out = groups[g].columns[d].data();
+      const double* value = cols[d]->value.data();
+      for (size_t j = 0; j < m.size(); ++j) {
+        const size_t i = static_cast<size_t>(m[j]);
+        const int r = f.running_index[i];
+        out[j] = r >= 0 ? running_values[static_cast<size_t>(r) * n_dims + d] : value[i];
       }
     }
   }
+}
 
+// Each group's kernels (ranks) by value in every dimension: the cached sorted columns, filtered
+// by `code` (see Split), merged with the running trials' values. `presized`: each order already
+// holds as many entries as its group has kernels, every one with a value in every dimension.
+void sort_kernels(const std::vector<int>& code, const std::vector<int>& running,
+                  const std::vector<double>& running_values, const std::vector<Column*>& cols,
+                  size_t n, bool presized, GroupObservations (&groups)[2]) {
+  const size_t n_dims = cols.size();
+  std::vector<std::pair<double, int>> extra[2];
+  for (size_t d = 0; d < n_dims; ++d) {
+    for (auto& e : extra) e.clear();
+    for (size_t r = 0; r < running.size(); ++r) {
+      const int c = code[static_cast<size_t>(running[r])];
+      if (c < 0) continue;
+      extra[c & 1].emplace_back(running_values[r * n_dims + d], c >> 1);
+    }
+    for (auto& e : extra) std::sort(e.begin(), e.end());
+    size_t next[2] = {0, 0};
+    const double* value = cols[d]->value.data();
+    std::vector<int>* out_sorted[2] = {&groups[0].sorted[d], &groups[1].sorted[d]};
+    if (presized && extra[0].empty() && extra[1].empty()) {
+      int* out[2] = {out_sorted[0]->data(), out_sorted[1]->data()};
+      size_t filled[2] = {0, 0};
+      for (int number : cols[d]->sorted) {
+        const size_t i = static_cast<size_t>(number);
+        if (i >= n) continue;
+        const int c = code[i];
+        if (c < 0) continue;
+        out[c & 1][filled[c & 1]++] = c >> 1;
+      }
+    } else {
+      for (auto* o : out_sorted) o->clear();
+      for (int number : cols[d]->sorted) {
+        const size_t i = static_cast<size_t>(number);
+        if (i >= n) continue;
+        const int c = code[i];
+        if (c < 0) continue;
+        const int g = c & 1;
+        std::vector<int>& out = *out_sorted[g];
+        const double v = value[i];
+        const auto& e = extra[g];
+        while (next[g] < e.size() && e[next[g]].first < v) out.push_back(e[next[g]++].second);
+        out.push_back(c >> 1);
+      }
+    }
+    for (int g = 0; g < 2; ++g) {
+      while (next[g] < extra[g].size()) out_sorted[g]->push_back(extra[g][next[g]++].second);
+    }
+  }
+}
+
+ParzenEstimatorOptions estimator_options(const TpeOptions& options, bool univariate) {
   ParzenEstimatorOptions pe;
-  pe.consider_prior = options_.consider_prior;
-  pe.prior_weight = options_.prior_weight;
-  pe.consider_magic_clip = options_.consider_magic_clip;
-  pe.consider_endpoints = options_.consider_endpoints;
+  pe.consider_prior = options.consider_prior;
+  pe.prior_weight = options.prior_weight;
+  pe.consider_magic_clip = options.consider_magic_clip;
+  pe.consider_endpoints = options.consider_endpoints;
   // Univariate estimators count the prior's centre among the neighbours (Optuna 3.1), which did
   // better on the sampler benchmark or tied (docs/samplers.md). Joint estimators leave it out.
   pe.prior_in_bandwidths = univariate;
-  for (auto& memo : memos) {
-    if (!memo) memo = std::make_unique<ParzenMemo>();
-  }
-  ParzenEstimator below(dims, groups[0].columns, groups[0].weights, pe, groups[0].sorted,
-                        memos[0].get());
-  ParzenEstimator above(dims, groups[1].columns, groups[1].weights, pe, groups[1].sorted,
-                        memos[1].get());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    // Above first: the next call takes them back in the order below, above.
-    memos_.push_back(std::move(memos[1]));
-    memos_.push_back(std::move(memos[0]));
-  }
-  const int m = options_.n_ei_candidates;
+  return pe;
+}
+
+// Of n_candidates points (n_dims values each) drawn from `below`, the one of the largest
+// log l(x) - log g(x); the first on ties, NaN scores skipped.
+std::vector<double> best_candidate(const ParzenEstimator& below, const ParzenEstimator& above,
+                                   int n_candidates, size_t n_dims, Rng& rng) {
+  const int m = n_candidates;
   std::vector<double> candidates = below.sample(rng, m);
   std::vector<double> lb = below.log_pdf(candidates, m);
   std::vector<double> la = above.log_pdf(candidates, m);
@@ -819,6 +766,126 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
   }
   return {candidates.begin() + static_cast<ptrdiff_t>(best) * static_cast<ptrdiff_t>(n_dims),
           candidates.begin() + static_cast<ptrdiff_t>(best + 1) * static_cast<ptrdiff_t>(n_dims)};
+}
+
+}  // namespace
+
+// The below (0) and above (1) kernels of one sample_group() call.
+struct TpeSampler::Kernels {
+  GroupObservations group[2];
+};
+
+void TpeSampler::Split::derive(size_t n_trials) {
+  if (derived) return;
+  code.assign(n_trials, -1);
+  running_index.assign(n_trials, -1);
+  for (size_t r = 0; r < running.size(); ++r) {
+    running_index[static_cast<size_t>(running[r])] = static_cast<int>(r);
+  }
+  for (size_t i = 0; i < n_trials; ++i) {
+    if (role[i] == kNone) continue;
+    const int g = role[i] == kBelow ? 0 : 1;
+    std::vector<int>& m = members[g];
+    code[i] = static_cast<int>(m.size()) * 2 + g;
+    m.push_back(static_cast<int>(i));
+  }
+  derived = true;
+}
+
+std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::string>& names,
+                                             const std::vector<Distribution>& dims, bool univariate,
+                                             Rng& rng) {
+  Kernels kernels;
+  std::unique_ptr<ParzenMemo> memos[2];  // below, above
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& memo : memos) {
+      if (memos_.empty()) break;
+      memo = std::move(memos_.back());
+      memos_.pop_back();
+    }
+    if (!cache_ || cache_->generation != call.generation) {
+      // Another study's history reset the cache meanwhile: start over from ours.
+      call = begin_call(*call.history, TrialContext{call.number});
+    }
+    observe(call, names, dims, kernels);
+  }
+  const ParzenEstimatorOptions pe = estimator_options(options_, univariate);
+  for (auto& memo : memos) {
+    if (!memo) memo = std::make_unique<ParzenMemo>();
+  }
+  const GroupObservations& b = kernels.group[0];
+  const GroupObservations& a = kernels.group[1];
+  ParzenEstimator below(dims, b.columns, b.weights, pe, b.sorted, memos[0].get());
+  ParzenEstimator above(dims, a.columns, a.weights, pe, a.sorted, memos[1].get());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Above first: the next call takes them back in the order below, above.
+    memos_.push_back(std::move(memos[1]));
+    memos_.push_back(std::move(memos[0]));
+  }
+  return best_candidate(below, above, options_.n_ei_candidates, dims.size(), rng);
+}
+
+void TpeSampler::observe(const Call& call, const std::vector<std::string>& names,
+                         const std::vector<Distribution>& dims, Kernels& kernels) {
+  const size_t n_dims = dims.size();
+  const History& history = *call.history;
+  std::vector<Column*> cols(n_dims);
+  for (size_t d = 0; d < n_dims; ++d) cols[d] = &cache_->column(names[d], dims[d], history);
+  const RunningValues running = running_values(history, call.running, names, dims);
+  const size_t n = call.role.size();
+  auto& groups = kernels.group;  // below, above
+  // Fast path: no parameter leaves a trial with a role out (the usual case), so the kernels,
+  // their ranks and the default weights are the split's, shared by the calls of one trial.
+  if (call.split != nullptr && running.all_ok()) {
+    Split& sp = *call.split;
+    sp.derive(n);
+    if (gather_columns(sp.members, sp.code, sp.running, cols, running.values, groups)) {
+      split_weights(sp, kernels);
+      // Every kernel has a value in every dimension: each order holds all of its group's.
+      for (int g = 0; g < 2; ++g) {
+        groups[g].sorted.assign(n_dims, std::vector<int>(sp.members[g].size()));
+      }
+      sort_kernels(sp.code, sp.running, running.values, cols, n, /*presized=*/true, groups);
+      return;
+    }
+  }
+  const FilteredKernels f = filter_kernels(call.role, call.running, running.ok, cols, n);
+  gather_filtered_columns(f, cols, running.values, groups);
+  for (int g = 0; g < 2; ++g) {
+    const std::vector<int>& m = f.members[g];
+    groups[g].weights = checked_weights(options_, static_cast<int>(m.size()));
+    if (g == 0) {
+      std::vector<double> improvement = below_weights(m, call.role);
+      if (!improvement.empty()) groups[g].weights = std::move(improvement);
+    }
+    groups[g].sorted.assign(n_dims, {});
+    for (auto& order : groups[g].sorted) order.reserve(m.size());
+  }
+  sort_kernels(f.code, call.running, running.values, cols, n, /*presized=*/false, groups);
+}
+
+void TpeSampler::split_weights(Split& sp, Kernels& kernels) {
+  auto& groups = kernels.group;  // below, above
+  if (!options_.weights) {
+    if (!sp.weights_ready) {
+      for (int g = 0; g < 2; ++g) {
+        sp.weights[g] = checked_weights(options_, static_cast<int>(sp.members[g].size()));
+      }
+      sp.weights_ready = true;
+    }
+    for (int g = 0; g < 2; ++g) groups[g].weights = sp.weights[g];
+  } else {
+    for (int g = 0; g < 2; ++g) {
+      groups[g].weights = checked_weights(options_, static_cast<int>(sp.members[g].size()));
+    }
+  }
+  if (!sp.improvement_ready) {
+    sp.improvement = below_weights(sp.members[0], sp.role);
+    sp.improvement_ready = true;
+  }
+  if (!sp.improvement.empty()) groups[0].weights = sp.improvement;
 }
 
 std::vector<double> TpeSampler::below_weights(const std::vector<int>& below,

@@ -4,7 +4,8 @@
 // ("above"); a Parzen estimator is fitted to each; n_ei_candidates points are drawn from the
 // below estimator and the one with the largest log l(x) - log g(x) is proposed.
 // - Univariate: each parameter on its own (sample_independent()).
-// - Multivariate (default): one joint estimator over the parameters every finished trial has (Optuna's
+// - Multivariate (default): one joint estimator over the parameters every finished trial has
+// (Optuna's
 //   IntersectionSearchSpace), or with `group`, one per group of parameters that always appear
 //   together; the other parameters of a conditional space are sampled on their own.
 // - The "below" trials weigh by how much they improve on the best "above" one
@@ -120,8 +121,8 @@ std::vector<double> tpe_improvement_weights(const std::vector<double>& losses, d
 // Several objectives: the indices (ascending) of the n_below best of these loss vectors
 // (n_objectives each, row-major; smaller is better): whole non-domination ranks while they fit,
 // then the rest from the next rank by greedy hypervolume subset selection (search/pareto.h).
-std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses,
-                                              size_t n_objectives, size_t n_below);
+std::vector<size_t> tpe_multi_objective_below(std::span<const double> losses, size_t n_objectives,
+                                              size_t n_below);
 // Several objectives: each loss vector's weight by its exclusive hypervolume contribution to the
 // Pareto front of them all (reference: nadir_reference() of them all), over the largest one,
 // floored at 1e-12 (also for the dominated ones); all 1 when the volumes overflow.
@@ -155,11 +156,11 @@ class TpeSampler final : public Sampler {
   const TpeOptions& options() const { return options_; }
   std::string name() const override { return "tpe"; }
 
-
  private:
   struct Cache;
   struct Call;
   struct Split;
+  struct Kernels;  // the "below" and "above" kernels of one sample_group() call
 
   // Whether the history's study samples jointly: multivariate, or for several objectives
   // multi_objective_multivariate or group.
@@ -171,6 +172,14 @@ class TpeSampler final : public Sampler {
   std::vector<double> sample_group(Call& call, const std::vector<std::string>& names,
                                    const std::vector<Distribution>& dims, bool univariate,
                                    Rng& rng);
+  // The kernels of `call`'s split over the parameters `names` (distributions `dims`): their
+  // values, orders by value and weights; the split's shared derivations when no kernel lacks a
+  // value, else only the kernels that have one in every dimension. REQUIRES: mutex_ held.
+  void observe(const Call& call, const std::vector<std::string>& names,
+               const std::vector<Distribution>& dims, Kernels& kernels);
+  // The weights of the split's kernels (the default ones computed once per split, when
+  // options_.weights is empty). REQUIRES: mutex_ held.
+  void split_weights(Split& split, Kernels& kernels);
   ParamValue sample_one(Call& call, const std::string& name, const Distribution& distribution,
                         Rng& rng);
   // The weights of the `below` kernels (trial numbers) in place of `weights`: for several
