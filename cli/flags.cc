@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "trials/json_reader.h"
 
 namespace tuner::cli {
 
@@ -29,9 +30,13 @@ Flags::Flags(const std::vector<std::string>& args, std::span<const Flag> table,
         throw UsageError("tuner " + command_ + ": " + arg + " needs a value");
       values_[arg] = args[++i];
     } else if (arg.starts_with("-") || positional == Positional::kRefused) {
+      // A mistyped flag gets the command's nearest one (`--executor`: "--executors").
+      std::vector<std::string> names;
+      for (const Flag& f : table_) names.emplace_back(f.name);
+      const std::string hint = arg.starts_with("-") ? did_you_mean(arg, names) : std::string();
       throw UsageError("tuner " + command_ + ": unknown " +
-                       (arg.starts_with("-") ? "flag '" : "argument '") + arg +
-                       "'; see 'tuner help'");
+                       (arg.starts_with("-") ? "flag '" : "argument '") + arg + "'" + hint +
+                       "; see 'tuner help'");
     } else {
       positional_.push_back(arg);
     }

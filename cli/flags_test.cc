@@ -65,6 +65,16 @@ TEST(FlagsTest, AnUnknownFlagNamesTheCommandAndTheFlag) {
             "tuner demo: unknown flag '-j'; see 'tuner help'");
 }
 
+// Issue 33: a mistyped flag (`--executor`) got no did-you-mean, though sweep files do.
+TEST(FlagsTest, AMistypedFlagGetsADidYouMean) {
+  EXPECT_EQ(usage_error([] {
+              Flags(Args{"--trial", "3"}, kTable, "demo");
+            }),
+            "tuner demo: unknown flag '--trial' (did you mean \"--trials\"?); see 'tuner help'");
+  EXPECT_EQ(usage_error([] { Flags(Args{"--jsno"}, kTable, "demo"); }),
+            "tuner demo: unknown flag '--jsno' (did you mean \"--json\"?); see 'tuner help'");
+}
+
 TEST(FlagsTest, AFlagWithoutItsValueIsAUsageError) {
   EXPECT_EQ(usage_error([] {
               Flags(Args{"--json", "--storage"}, kTable, "demo");

@@ -10,6 +10,7 @@
 #include "search/pareto.h"
 #include "storage/optuna_schema.h"
 #include "storage/sqlite_storage.h"
+#include "sweep/trial_logs.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json.h"
@@ -26,6 +27,9 @@ std::string number_text(double v, int digits) {
 }
 
 namespace {
+
+// A fail reason's width in a table for people.
+constexpr size_t kReasonWidth = 80;
 
 std::string duration_seconds(const FrozenTrial& t) {
   if (!t.datetime_start || !t.datetime_complete) return "";
@@ -81,6 +85,7 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials) {
   for (const FrozenTrial& t : trials) {
     columns.constraints |= has_constraints(t);
     columns.sampler |= !sampler_of(t).empty();
+    columns.fail_reason |= t.state == TrialState::kFail && !fail_reason(t).empty();
   }
   return columns;
 }
@@ -127,6 +132,12 @@ std::string trial_json(const FrozenTrial& t, const std::set<int>* front) {
     field("feasible", constraint_violation(constraints) == 0 ? "true" : "false");
   }
   if (front) field("front", front->contains(t.number) ? "true" : "false");
+  if (t.state == TrialState::kFail) {
+    if (const std::string reason = fail_reason(t); !reason.empty()) {
+      field("fail_reason", Json(reason).dump());
+    }
+    if (const std::string tail = log_tail(t); !tail.empty()) field("log_tail", Json(tail).dump());
+  }
   Json attrs = Json::object();
   for (const auto& [key, text] : t.user_attrs) {
     // Text that is not JSON, or nests too deep to copy safely, is shown as a string.
@@ -153,6 +164,7 @@ std::vector<std::string> trial_header(const std::vector<std::string>& names, Tri
   header.push_back("seconds");
   if (columns.sampler) header.push_back("sampler");
   header.insert(header.end(), names.begin(), names.end());
+  if (columns.fail_reason) header.push_back("fail reason");
   return header;
 }
 
@@ -186,6 +198,10 @@ std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::
     const std::string* text =
         it == t.params.end() ? nullptr : std::get_if<std::string>(&it->second);
     row.push_back(it == t.params.end() ? "" : text ? *text : to_string(it->second));
+  }
+  if (columns.fail_reason) {
+    const std::string reason = t.state == TrialState::kFail ? failure_summary(t) : std::string();
+    row.push_back(cells == Cells::kExact ? reason : shorten(reason, kReasonWidth));
   }
   return row;
 }

@@ -33,6 +33,7 @@ struct TrialColumns {
   bool sampler = false;      // "sampler"
   // A study of several objectives: "front", "yes" for the numbers of its Pareto front.
   std::optional<std::set<int>> front;
+  bool fail_reason = false;  // "fail reason", last: why a FAIL trial failed
 };
 TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 
@@ -41,7 +42,8 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 // for a trial with constraint values, "constraints" (the list) and "feasible". NaN and the
 // infinities are written NaN, Infinity and -Infinity, as Python's json module writes and reads
 // them. With `front` (a study of several objectives: its Pareto front's numbers), "front": whether
-// the trial is on it.
+// the trial is on it. A FAIL trial has "fail_reason" and, when its run left one, "log_tail" (the
+// last lines of its log).
 std::string trial_json(const FrozenTrial& trial, const std::set<int>* front = nullptr);
 
 // The numbers of the Pareto front's trials (search/pareto.h) of a study of `directions`.
@@ -53,7 +55,9 @@ enum class Cells { kForPeople, kExact };
 // Column headers and the cells of one trial: number, state, value(s), with columns.constraints
 // "feasible" ("yes" or "no" for a COMPLETE or PRUNED trial) and "constraints" (its values),
 // duration, with columns.sampler "sampler", then one column per parameter name (empty when the
-// trial has none of it). String values are unquoted.
+// trial has none of it), then with columns.fail_reason "fail reason" (a FAIL's reason and the
+// last line its program wrote, sweep/trial_logs.h failure_summary: cut to 80 characters for
+// people, whole for CSV). String values are unquoted.
 std::vector<std::string> trial_header(const std::vector<std::string>& param_names,
                                       TrialColumns columns = {});
 std::vector<std::string> trial_row(const FrozenTrial& trial,

@@ -21,6 +21,7 @@
 #include "sweep/serve.h"
 #include "sweep/sweep_runner.h"
 #include "sweep/sweep_tracking.h"
+#include "sweep/trial_logs.h"
 #include "tracking/http_transport.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -115,19 +116,18 @@ std::optional<std::chrono::seconds> time_left(const SweepProgress& p) {
   return left;
 }
 
-// A FAIL trial's reason (Optuna's "fail_reason", a JSON string) as text; empty when it has none.
-std::string fail_reason(const FrozenTrial& t) {
-  auto it = t.system_attrs.find(kFailReasonAttr);
-  if (it == t.system_attrs.end()) return "";
-  const nlohmann::json reason = nlohmann::json::parse(it->second, nullptr, false);
-  return reason.is_string() ? reason.get<std::string>() : it->second;
-}
+// The lines of a FAIL's log tail shown under it on the console.
+constexpr size_t kFailLines = 5;
 
 // The progress line on a terminal, log lines elsewhere (CI, pipes).
 class ProgressPrinter {
  public:
-  ProgressPrinter(std::string study, std::string metric)
-      : study_(std::move(study)), metric_(std::move(metric)), tty_(::isatty(STDERR_FILENO)) {}
+  // `log_dir`: where the trials' logs are (sweep/trial_logs.h).
+  ProgressPrinter(std::string study, std::string metric, std::string log_dir)
+      : study_(std::move(study)),
+        metric_(std::move(metric)),
+        log_dir_(std::move(log_dir)),
+        tty_(::isatty(STDERR_FILENO)) {}
 
   void progress(const SweepProgress& p) {
     if (!tty_) return;
@@ -156,6 +156,7 @@ class ProgressPrinter {
     line += "; " + counts_text(p) + "; " + best_text(p, metric_);
     if (const auto left = time_left(p)) line += "; " + duration_text(*left) + " left";
     std::cerr << line << "\n";
+    if (t.state == TrialState::kFail) explain_failure(t);
     progress(p);
   }
 
@@ -164,7 +165,16 @@ class ProgressPrinter {
   }
 
  private:
-  std::string study_, metric_;
+  // Under a FAIL: the last lines its program wrote, and where its whole log is.
+  void explain_failure(const FrozenTrial& t) {
+    for (const std::string& line : program_lines(log_tail(t), kFailLines)) {
+      std::cerr << "    | " << line << "\n";
+    }
+    const std::vector<TrialLogFile> logs = trial_log_files(log_dir_, t.number);
+    if (!logs.empty()) std::cerr << "    log: " << logs.back().path.string() << "\n";
+  }
+
+  std::string study_, metric_, log_dir_;
   bool tty_;
 };
 
@@ -219,7 +229,10 @@ class RunOutcomes {
   }
   // Throws when trials ran and every one failed.
   void check(const SweepResult& result) const {
-    if (failed_ == 0 || succeeded_ > 0 || result.end == SweepEnd::kAborted) return;
+    if (failed_ == 0 || succeeded_ > 0 || result.end == SweepEnd::kAborted ||
+        result.end == SweepEnd::kFailures) {
+      return;
+    }
     throw Error(ErrorCode::kInvalidArgument,
                 "sweep '" + result.study_name + "': every trial of this run failed (" +
                     std::to_string(failed_) + "); the last, " + last_failure_);
@@ -232,7 +245,8 @@ class RunOutcomes {
 
 int run(const SweepFile& sweep, const Flags& flags) {
   StopSignals signals;
-  ProgressPrinter printer(sweep.name, sweep.objective_metric());
+  ProgressPrinter printer(sweep.name, sweep.objective_metric(),
+                          default_log_dir(sweep.storage_path));
   RunOutcomes outcomes;
   SweepRunOptions options;
   options.endpoint = flags.get("--endpoint");
@@ -256,6 +270,9 @@ int run(const SweepFile& sweep, const Flags& flags) {
     std::lock_guard lock(warn_mutex);
     printer.finish();
     std::cerr << "[" << sweep.name << "] warning: " << line << "\n";
+  };
+  options.notice = [&](const std::string& line) {
+    std::cerr << "[" << sweep.name << "] " << line << "\n";
   };
   std::cerr << "[" << sweep.name << "] study in " << sweep.storage_path << ", "
             << sweep.local_executors << " local executor slot"
@@ -284,7 +301,8 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
     std::cout << best_text(p, sweep.objective_metric()) << " with "
               << params_text(trial_params(result, *p.best_number)) << "\n";
   }
-  if (result.end != SweepEnd::kAborted && sweep.export_config) {
+  if (result.end != SweepEnd::kAborted && result.end != SweepEnd::kFailures &&
+      sweep.export_config) {
     // The best trial's model goes to the registry the sweep file names (docs/registry.md).
     if (const auto e = export_best_of_sweep(sweep)) {
       std::cout << "exported trial " << e->version.lineage.trial << " as " << e->model_name << "/"
@@ -324,6 +342,13 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
     case SweepEnd::kAborted:
       std::cout << "stopped; everything finished is stored. To go on: " << resume << "\n";
       return kExitInterrupted;
+    case SweepEnd::kFailures:
+      // On stderr with the other errors; the trials' own lines above show their logs.
+      std::cerr << "sweep '" << result.study_name << "' stopped: " << result.stop_reason
+                << "\nthe trials' logs: tuner logs --study " << result.study_name << " --storage "
+                << result.storage_path << " --trial N (or " << result.log_dir
+                << "/); once fixed, go on with: " << resume << "\n";
+      return kExitInvalidInput;
   }
   return kExitOk;
 }
@@ -357,7 +382,7 @@ int submit(const SweepFile& sweep) {
   std::cerr << "[" << name << "] submitted to tuner serve (pid " << serve->pid
             << "; executors connect to " << serve->endpoint << ")"
             << (taken ? "" : "; it has not taken the study up yet") << "\n";
-  ProgressPrinter printer(name, sweep.objective_metric());
+  ProgressPrinter printer(name, sweep.objective_metric(), default_log_dir(sweep.storage_path));
   // The sweep file's tracking runs here, in the command that follows the study: tuner serve
   // does not track (a study nobody follows is caught up by tuner sync-mlflow).
   std::mutex warn_mutex;
@@ -448,6 +473,7 @@ int run_resume_command(const std::vector<std::string>& args) {
   Flags flags(args, kResumeFlags, "resume");
   const std::string study = flags.require("--study");
   const std::string storage = flags.require("--storage");
+  open_read_only(storage);  // "no study database at ..." as `tuner status` says, not SQLite's error
   SweepFile sweep = stored_sweep(study, storage);
   sweep.name = study;
   sweep.storage_path = storage;

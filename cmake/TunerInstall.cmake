@@ -30,7 +30,7 @@ set(TUNER_PUBLIC_HEADERS
     trials/system_attrs.h trials/trial_origin.h trials/trial_state.h
     search/history.h search/pareto.h search/registry.h search/rng.h
     search/space/search_space.h search/space/search_space_json.h
-    search/space/import_nni.h search/space/import_wandb.h
+    search/space/import_nni.h search/space/import_wandb.h search/space/space_change.h
     search/samplers/sampler.h search/samplers/random_sampler.h search/samplers/grid_sampler.h
     search/samplers/nsga2_sampler.h search/samplers/auto_sampler.h
     search/samplers/tpe/tpe_sampler.h search/samplers/gp/gp_sampler.h

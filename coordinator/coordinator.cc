@@ -196,7 +196,9 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     }
     if (admission.joined) {
       int most_gpus = 0;
-      for (const auto& [id, run] : runs) most_gpus = std::max(most_gpus, run->needs.gpus_per_trial);
+      for (const auto& [id, run] : runs) {
+        most_gpus = std::max(most_gpus, run->needs.gpus_per_executor());
+      }
       log("executor " + hello.executor_id + " (" + hello.hostname + ", pid " +
           std::to_string(hello.pid) + ") joined with " + std::to_string(hello.resources.cpu_slots) +
           " slot(s), " + std::to_string(hello.resources.gpus.size()) + " GPU(s)" +

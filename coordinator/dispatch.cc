@@ -23,18 +23,20 @@ StudyDemand Dispatcher::demand(const StudyRun& run, bool passed_over) const {
   return StudyDemand{.wants = !passed_over && run.wants_slots(),
                      .leased = run.leases().leased,
                      .gpus_per_trial = run.needs.gpus_per_trial,
+                     .gpu_share = run.needs.gpu_share,
                      .nodes_per_trial = run.needs.nodes_per_trial};
 }
 
 PlacementInput Dispatcher::snapshot(const std::vector<bool>& passed_over) const {
   PlacementInput input;
   for (const ExecutorEntry* executor : executor_order_) {
-    input.executors.push_back(
-        ExecutorSlots{.credit = executor->credit,
-                      .held = leases_.held_on(executor->route),
-                      .cpu_slots = executor->resources.cpu_slots,
-                      .gpus = static_cast<int>(executor->resources.gpus.size()),
-                      .free_gpus = leases_.free_gpus(executor->route, executor->resources.gpus)});
+    input.executors.push_back(ExecutorSlots{
+        .credit = executor->credit,
+        .held = leases_.held_on(executor->route),
+        .cpu_slots = executor->resources.cpu_slots,
+        .gpus = static_cast<int>(executor->resources.gpus.size()),
+        .free_gpus = leases_.free_gpus(executor->route, executor->resources.gpus),
+        .shared_gpus = leases_.shared_gpus(executor->route, executor->resources.gpus)});
   }
   for (size_t s = 0; s < study_order_.size(); ++s) {
     input.studies.push_back(demand(*study_order_[s], passed_over[s]));
@@ -56,6 +58,29 @@ void Dispatcher::log_groups_waiting_for_executors() {
                   " have joined: its trials wait for more");
       run->told_executors = joined;
     }
+  }
+}
+
+void Dispatcher::log_trials_waiting_for_gpus() {
+  if (executors_.size() == 0) return;
+  int most_gpus = 0;
+  for (auto& [route, executor] : executors_.all()) {
+    most_gpus = std::max(most_gpus, static_cast<int>(executor.resources.gpus.size()));
+  }
+  for (StudyRun* run : study_order_) {
+    const int needed = run->needs.gpus_per_executor();
+    if (needed <= most_gpus) {
+      run->told_most_gpus = -1;
+      continue;
+    }
+    if (!run->wants_slots() || run->told_most_gpus == most_gpus) continue;
+    const int joined = static_cast<int>(executors_.size());
+    outbox_.log("study '" + run->study.name() + "': each trial needs " + run->needs.gpus_text() +
+                " (the job's \"gpus_per_trial\"), and the most any of the " +
+                std::to_string(joined) + " executor(s) joined has is " + std::to_string(most_gpus) +
+                " GPU(s): its trials wait for an executor with " + std::to_string(needed) +
+                " or more (`tuner executor --gpus`), or lower gpus_per_trial");
+    run->told_most_gpus = most_gpus;
   }
 }
 
@@ -81,6 +106,7 @@ void Dispatcher::dispatch() {
 
   // 1. Multi-node trials: each goes to `nodes` distinct executors at once, or to none.
   log_groups_waiting_for_executors();
+  log_trials_waiting_for_gpus();
   while (std::optional<Assignment> a = next_group(input)) {
     StudyRun& run = *study_order_[a->study];
     std::optional<Prepared> work = run.next_work(commit_);
@@ -131,7 +157,8 @@ bool Dispatcher::lease_to(ExecutorEntry& executor, StudyRun& run, Prepared work,
                                             .work = std::move(work),
                                             .trial_id = trial_id,
                                             .trial_number = number,
-                                            .gpus = std::move(gpus)},
+                                            .gpus = std::move(gpus),
+                                            .gpu_share = run.needs.gpu_share},
                                clock_.steady_now());
   --executor.credit;
   if (commit_.open()) {
@@ -225,6 +252,7 @@ void Dispatcher::take_back(const ExecutorEntry& executor, const std::vector<Held
                                                       .trial_id = h.trial_id,
                                                       .trial_number = number,
                                                       .gpus = h.gpus,
+                                                      .gpu_share = run->needs.gpu_share,
                                                       .id = h.lease_id},
                                          clock_.steady_now());
       outbox_.log(leases_.describe(lease) + " taken back from an earlier coordinator");

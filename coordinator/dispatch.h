@@ -60,6 +60,9 @@ class Dispatcher {
   bool lease_group(const std::vector<ExecutorEntry*>& nodes, StudyRun& run, Prepared work,
                    const std::vector<std::vector<int>>& gpus);
   void log_groups_waiting_for_executors();
+  // For each study whose trials need more GPUs on one executor than any joined executor has: a
+  // log line naming the most an executor has (once, and again when that changes).
+  void log_trials_waiting_for_gpus();
 
   // Constant after construction.
   StudyRuns& runs_;

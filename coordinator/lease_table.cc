@@ -30,6 +30,7 @@ Lease& LeaseTable::grant(LeaseRequest request, Clock::SteadyTime now) {
   lease.nodes = request.nodes;
   lease.deadline = now + timeout_;
   lease.gpus = std::move(request.gpus);
+  lease.gpu_share = request.gpu_share;
   lease.unsent = request.unsent;
   count(lease, 1, 0);
   const uint64_t id = lease.id;
@@ -129,6 +130,27 @@ std::vector<int> LeaseTable::free_gpus(const std::string& route,
     if (!held) free.push_back(g.index);
   }
   return free;
+}
+
+std::vector<SharedGpu> LeaseTable::shared_gpus(const std::string& route,
+                                               const std::vector<GpuInfo>& gpus) const {
+  std::vector<SharedGpu> shared;
+  for (const GpuInfo& g : gpus) {
+    int used = 0;
+    bool held_whole = false;
+    for (const auto& [id, lease] : leases_) {
+      if (lease.route != route || lease.outcome_pending ||
+          std::find(lease.gpus.begin(), lease.gpus.end(), g.index) == lease.gpus.end()) {
+        continue;
+      }
+      if (lease.gpu_share == 0) held_whole = true;
+      used += lease.gpu_share;
+    }
+    if (used > 0 && !held_whole) {
+      shared.push_back(SharedGpu{.index = g.index, .used = std::min(used, kWholeGpu)});
+    }
+  }
+  return shared;
 }
 
 std::string LeaseTable::describe(const Lease& lease) const {

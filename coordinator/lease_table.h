@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/placement.h"
 #include "coordinator/work.h"
 #include "trials/clock.h"
 #include "wire/protocol.h"
@@ -50,6 +51,9 @@ struct Lease {
   int nodes = 1;
   Clock::SteadyTime deadline{};
   std::vector<int> gpus;  // the executor's GPUs given to this trial
+  // The shares of its one GPU the trial holds (coordinator/placement.h, kWholeGpu a GPU); 0: it
+  // holds its GPUs whole.
+  int gpu_share = 0;
   // Group commit: TRIAL goes out once the batch that leased it is durable.
   bool unsent = false;
   // Group commit: its outcome is told in the open batch; ACKed once that is durable. Set with
@@ -69,6 +73,7 @@ struct LeaseRequest {
   int node = 0;
   int nodes = 1;
   std::vector<int> gpus;
+  int gpu_share = 0;  // Lease::gpu_share
   bool unsent = false;
   // A lease an earlier coordinator granted, taken back (HELLO lists it): keeps its id.
   std::optional<uint64_t> id;
@@ -132,6 +137,12 @@ class LeaseTable {
   // The GPUs of `gpus` (an executor's, in its order) that no lease on `route` holds; a lease
   // whose outcome is being committed frees its GPUs already.
   std::vector<int> free_gpus(const std::string& route, const std::vector<GpuInfo>& gpus) const;
+  // The GPUs of `gpus` that leases on `route` hold only shares of (Lease::gpu_share), each with
+  // the sum of its shares (at most kWholeGpu); in `gpus`' order. A GPU a lease holds whole is in
+  // neither list.
+  // As for free_gpus, a lease whose outcome is being committed holds nothing.
+  std::vector<SharedGpu> shared_gpus(const std::string& route,
+                                     const std::vector<GpuInfo>& gpus) const;
 
   // "lease 7 (study s, trial 3, attempt 1, node 1 of 2, executor e1)": the study is named when
   // name_studies(true) (the coordinator runs several), the node for a multi-node trial.

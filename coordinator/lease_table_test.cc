@@ -96,6 +96,31 @@ TEST_F(LeaseTableTest, SlotsAndGpusHeldOnAConnection) {
   EXPECT_EQ(leases_.held_by("a").size(), 2u);  // it is still held
 }
 
+TEST_F(LeaseTableTest, SharesOfAGpuAddUpAndAGpuHeldWholeIsNotShared) {
+  auto run = make_run(make_study("s"));
+  const std::vector<GpuInfo> gpus = {{.index = 0}, {.index = 1}, {.index = 2}};
+  for (int i = 0; i < 2; ++i) {
+    Lease& half = lease_next(*run, "a");
+    half.gpus = {1};
+    half.gpu_share = kWholeGpu / 2;
+  }
+  Lease& quarter = lease_next(*run, "a");
+  quarter.gpus = {2};
+  quarter.gpu_share = kWholeGpu / 4;
+  Lease& whole = lease_next(*run, "a");
+  whole.gpus = {0};
+  EXPECT_EQ(leases_.free_gpus("a#1", gpus), std::vector<int>{});
+  EXPECT_EQ(leases_.shared_gpus("a#1", gpus),
+            (std::vector<SharedGpu>{{.index = 1, .used = kWholeGpu},
+                                    {.index = 2, .used = kWholeGpu / 4}}));
+  EXPECT_TRUE(leases_.shared_gpus("b#1", gpus).empty());
+  // An outcome being committed gives its share back.
+  leases_.set_outcome_pending(quarter, true);
+  EXPECT_EQ(leases_.free_gpus("a#1", gpus), std::vector<int>{2});
+  EXPECT_EQ(leases_.shared_gpus("a#1", gpus),
+            (std::vector<SharedGpu>{{.index = 1, .used = kWholeGpu}}));
+}
+
 TEST_F(LeaseTableTest, RemembersTheLatestEndedLeases) {
   LeaseTable table(1, kLeaseTimeout, /*max_ended=*/2);
   table.remember_end(1, true, "");

@@ -18,6 +18,7 @@ LocalExecutor::LocalExecutor(const LocalExecutorOptions& options) {
   eo.executor_id = "local-" + std::to_string(::getpid());
   eo.slots = options.slots;
   eo.prefetch = options.prefetch;
+  eo.gpus = options.gpus;
   eo.log_dir = options.log_dir;
   eo.stop_grace = std::chrono::seconds(5);
   eo.log = options.log;

@@ -12,6 +12,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "wire/curve_keys.h"
 
@@ -23,7 +24,9 @@ struct LocalExecutorOptions {
   // coordinator must accept its own public key).
   std::optional<CurveKeyPair> curve_keys;
   int slots = 1;
-  int prefetch = 0;     // ExecutorOptions::prefetch
+  int prefetch = 0;  // ExecutorOptions::prefetch
+  // ExecutorOptions::gpus: the GPUs offered. Default: every GPU the engine finds.
+  std::optional<std::vector<int>> gpus;
   std::string log_dir;  // per-trial logs
   std::function<void(const std::string&)> log;
 };

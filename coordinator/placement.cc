@@ -1,6 +1,7 @@
 #include "coordinator/placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -8,20 +9,57 @@ namespace tuner {
 
 namespace {
 
+// The GPU with the most room left that fits `share`, or nullopt. Its room: kWholeGpu when free
+// (the first free one wins ties), else what the shares held on it leave.
+std::optional<int> gpu_with_room(const ExecutorSlots& executor, int share) {
+  std::optional<int> best;
+  int best_room = 0;
+  auto consider = [&](int index, int room) {
+    if (room >= share && (!best || room > best_room)) {
+      best = index;
+      best_room = room;
+    }
+  };
+  for (int index : executor.free_gpus) consider(index, kWholeGpu);
+  for (const SharedGpu& gpu : executor.shared_gpus) consider(gpu.index, kWholeGpu - gpu.used);
+  return best;
+}
+
 bool has_gpus_free(const ExecutorSlots& executor, const StudyDemand& study) {
+  if (study.gpu_share > 0) return gpu_with_room(executor, study.gpu_share).has_value();
   return study.gpus_per_trial <= 0 ||
          static_cast<int>(executor.free_gpus.size()) >= study.gpus_per_trial;
 }
 
-// The first gpus_per_trial free GPUs of `executor` (none for a study that needs none).
+// The first gpus_per_trial free GPUs of `executor`, or the GPU its share goes to (none for a
+// study that needs none). REQUIRES: has_gpus_free(executor, study).
 std::vector<int> gpus_for(const ExecutorSlots& executor, const StudyDemand& study) {
+  if (study.gpu_share > 0) return {*gpu_with_room(executor, study.gpu_share)};
   if (study.gpus_per_trial <= 0) return {};
   std::vector<int> gpus = executor.free_gpus;
   gpus.resize(static_cast<size_t>(study.gpus_per_trial));
   return gpus;
 }
 
+// `share` of GPU `index` taken on `executor`: a free GPU becomes a shared one.
+void take_share(ExecutorSlots& executor, int index, int share) {
+  for (SharedGpu& gpu : executor.shared_gpus) {
+    if (gpu.index == index) {
+      gpu.used += share;
+      return;
+    }
+  }
+  executor.free_gpus.erase(std::remove(executor.free_gpus.begin(), executor.free_gpus.end(), index),
+                           executor.free_gpus.end());
+  executor.shared_gpus.push_back(SharedGpu{.index = index, .used = share});
+}
+
 }  // namespace
+
+int gpu_share(double fraction) {
+  if (fraction <= 0) return 0;
+  return std::clamp(static_cast<int>(std::lround(fraction * kWholeGpu)), 1, kWholeGpu);
+}
 
 std::optional<Assignment> next_group(const PlacementInput& input) {
   for (size_t s = 0; s < input.studies.size(); ++s) {
@@ -91,7 +129,9 @@ void apply(PlacementInput& input, const Assignment& assignment) {
     ExecutorSlots& executor = input.executors[assignment.executors[n]];
     --executor.credit;
     ++executor.held;
-    if (n < assignment.gpus.size()) {
+    if (const int share = input.studies[assignment.study].gpu_share; share > 0) {
+      for (int gpu : assignment.gpus.at(n)) take_share(executor, gpu, share);
+    } else if (n < assignment.gpus.size()) {
       for (int gpu : assignment.gpus[n]) {
         executor.free_gpus.erase(
             std::remove(executor.free_gpus.begin(), executor.free_gpus.end(), gpu),

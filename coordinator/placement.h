@@ -21,6 +21,15 @@
 //    trial of the single-node study that wants slots, has the GPUs it needs there free, and has
 //    the fewest trials leased (fair sharing; ties go to the study added first).
 //
+// GPUs: a study's trial needs none, `gpus_per_trial` whole GPUs (free: no lease holds any part
+// of them; the first free ones in the executor's order), or a share of one GPU (`gpu_share`, in
+// millionths of a GPU: a command job's "gpus_per_trial" in (0, 1)). A share goes to the GPU with
+// the most room left that fits it (a free GPU, or one that only shares hold, whose shares then
+// sum to at most kWholeGpu), the first on ties: trials share a GPU only when every GPU is in use.
+// So shares of 1/2 put at most 2 trials on a GPU, of 1/3 at most 3; shares of several studies
+// mix on one GPU while they sum to at most one GPU. An executor without GPUs gets no trial that
+// needs one.
+//
 // Thread safety: functions of their arguments only.
 #ifndef TUNER_COORDINATOR_PLACEMENT_H_
 #define TUNER_COORDINATOR_PLACEMENT_H_
@@ -31,20 +40,36 @@
 
 namespace tuner {
 
+// One GPU in shares: a share is a millionth of a GPU.
+inline constexpr int kWholeGpu = 1'000'000;
+
+// A fraction of one GPU in (0, 1) (a job's "gpus_per_trial") as shares, rounded to the nearest
+// and at least 1; 0 for a fraction of 0. REQUIRES: 0 <= fraction < 1.
+int gpu_share(double fraction);
+
+// A GPU that shares of it are held on: its index and the shares held, in (0, kWholeGpu].
+struct SharedGpu {
+  int index = 0;
+  int used = 0;
+  bool operator==(const SharedGpu&) const = default;
+};
+
 // One executor, as placement sees it.
 struct ExecutorSlots {
-  int credit = 0;              // slots its last READY offered, less the TRIALs sent since
-  int held = 0;                // leases it holds whose outcome is not being committed
-  int cpu_slots = 0;           // its slots (HELLO)
-  int gpus = 0;                // its GPUs (HELLO), free or not
-  std::vector<int> free_gpus;  // the GPUs no lease holds, in its order
+  int credit = 0;                      // slots its last READY offered, less the TRIALs sent since
+  int held = 0;                        // leases it holds whose outcome is not being committed
+  int cpu_slots = 0;                   // its slots (HELLO)
+  int gpus = 0;                        // its GPUs (HELLO), free or not
+  std::vector<int> free_gpus;          // the GPUs no lease holds, in its order
+  std::vector<SharedGpu> shared_gpus;  // the GPUs only shares are held on, in its order
 };
 
 // One study, as placement sees it.
 struct StudyDemand {
   bool wants = false;      // it has a trial to lease (and may lease one more) now
   int leased = 0;          // its trials leased: the fair share counts these
-  int gpus_per_trial = 0;  // GPUs on each of a trial's executors
+  int gpus_per_trial = 0;  // whole GPUs on each of a trial's executors
+  int gpu_share = 0;       // or: shares of one GPU, in (0, kWholeGpu), for single-node trials
   int nodes_per_trial = 1;
 };
 
@@ -57,8 +82,9 @@ struct PlacementInput {
 
 struct Assignment {
   size_t study = 0;
-  std::vector<size_t> executors;       // one per node: node n on executors[n]
-  std::vector<std::vector<int>> gpus;  // per node: the GPUs given to it (empty without CUDA)
+  std::vector<size_t> executors;  // one per node: node n on executors[n]
+  // Per node: the GPUs given to it (empty without GPUs; one GPU for a study's gpu_share).
+  std::vector<std::vector<int>> gpus;
 };
 
 // The most trials an executor holds at once: its slots, and as many again taken ahead.
@@ -72,7 +98,8 @@ std::vector<bool> reserve_for_groups(const PlacementInput& input);
 std::optional<Assignment> next_single(const PlacementInput& input,
                                       const std::vector<bool>& reserved);
 // The snapshot after `assignment` was leased: each of its executors has one credit less, one
-// lease more and its GPUs taken; the study has one trial more leased.
+// lease more and its GPUs taken (whole, or the study's gpu_share of one); the study has one
+// trial more leased.
 void apply(PlacementInput& input, const Assignment& assignment);
 
 // A whole round (steps 1 to 3) as the coordinator runs it when study i has `trials[i]` trials to

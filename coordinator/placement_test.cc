@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <vector>
 
 namespace tuner {
@@ -20,6 +22,22 @@ StudyDemand study(int leased = 0, int gpus_per_trial = 0, int nodes_per_trial = 
                      .leased = leased,
                      .gpus_per_trial = gpus_per_trial,
                      .nodes_per_trial = nodes_per_trial};
+}
+
+// A study whose trials each take `fraction` of one GPU (a command job's gpus_per_trial < 1).
+StudyDemand sharing_study(double fraction, int leased = 0) {
+  StudyDemand demand = study(leased);
+  demand.gpu_share = gpu_share(fraction);
+  return demand;
+}
+
+// How many trials of `round` got each GPU (single-node trials: one executor each).
+std::map<int, int> trials_per_gpu(const std::vector<Assignment>& round) {
+  std::map<int, int> count;
+  for (const Assignment& a : round) {
+    for (int gpu : a.gpus.at(0)) ++count[gpu];
+  }
+  return count;
 }
 
 // The studies of a round's assignments, in order.
@@ -89,6 +107,121 @@ TEST(PlacementTest, EachTrialGetsTheGpusItNeedsOrWaits) {
   ASSERT_EQ(round.size(), 2u);
   EXPECT_EQ(round[0].gpus[0], std::vector<int>{3});
   EXPECT_EQ(round[1].gpus[0], std::vector<int>{5});
+}
+
+TEST(PlacementTest, GpuSharesAreFractionsOfOneGpuInMillionths) {
+  EXPECT_EQ(gpu_share(0), 0);
+  EXPECT_EQ(gpu_share(0.5), kWholeGpu / 2);
+  EXPECT_EQ(gpu_share(0.25), 250'000);
+  EXPECT_EQ(gpu_share(1.0 / 3), 333'333);  // three fit in one GPU
+  EXPECT_EQ(gpu_share(1e-9), 1);           // never nothing
+}
+
+TEST(PlacementTest, HalfAGpuPerTrialRunsTwoTrialsOnEachOfFourGpus) {
+  PlacementInput input{.executors = {executor(/*credit=*/16, /*cpu_slots=*/16, 0, {0, 1, 2, 3})},
+                       .studies = {sharing_study(0.5)}};
+  const std::vector<Assignment> round = plan(input, {20});
+  ASSERT_EQ(round.size(), 8u);  // 8 at once, though 16 slots and 20 trials
+  EXPECT_EQ(trials_per_gpu(round), (std::map<int, int>{{0, 2}, {1, 2}, {2, 2}, {3, 2}}));
+  // Spread first: the first four trials go to four GPUs, one each.
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(round[i].gpus[0], std::vector<int>{static_cast<int>(i)});
+  for (const Assignment& a : round) EXPECT_EQ(a.gpus[0].size(), 1u);
+}
+
+TEST(PlacementTest, ASharedGpuTakesNoMoreTrialsThanItsSharesAllow) {
+  // GPU 0 holds one share of 1/2 already, GPU 1 two (full): one more trial fits, on GPU 0.
+  PlacementInput input{.executors = {executor(8, 8, /*held=*/3, {})},
+                       .studies = {sharing_study(0.5)}};
+  input.executors[0].gpus = 2;
+  input.executors[0].shared_gpus = {SharedGpu{.index = 0, .used = kWholeGpu / 2},
+                                    SharedGpu{.index = 1, .used = kWholeGpu}};
+  std::vector<Assignment> round = plan(input, {5});
+  ASSERT_EQ(round.size(), 1u);
+  EXPECT_EQ(round[0].gpus[0], std::vector<int>{0});
+
+  // Thirds: 3 per GPU, never a 4th.
+  input = PlacementInput{.executors = {executor(10, 10, 0, {0, 1})},
+                         .studies = {sharing_study(1.0 / 3)}};
+  round = plan(input, {10});
+  EXPECT_EQ(trials_per_gpu(round), (std::map<int, int>{{0, 3}, {1, 3}}));
+  // 0.4: 2 per GPU (1/0.4 = 2.5).
+  input.studies = {sharing_study(0.4)};
+  EXPECT_EQ(trials_per_gpu(plan(input, {10})), (std::map<int, int>{{0, 2}, {1, 2}}));
+}
+
+TEST(PlacementTest, WholeGpusAreNeverGivenToOneTrialAndSharedWithAnother) {
+  // A study of whole GPUs and one of halves on 3 GPUs: each GPU goes whole or in halves.
+  PlacementInput input{.executors = {executor(10, 10, 0, {0, 1, 2})},
+                       .studies = {study(0, /*gpus_per_trial=*/1), sharing_study(0.5)}};
+  const std::vector<Assignment> round = plan(input, {5, 5});
+  std::map<int, int> whole;
+  std::map<int, int> halves;
+  for (const Assignment& a : round) (a.study == 0 ? whole : halves)[a.gpus[0].at(0)]++;
+  for (const auto& [gpu, n] : whole) {
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ(halves.count(gpu), 0u) << "GPU " << gpu;
+  }
+  for (const auto& [gpu, n] : halves) EXPECT_LE(n, 2);
+  EXPECT_FALSE(whole.empty());
+  EXPECT_FALSE(halves.empty());
+  // And apply() kept the books: no GPU left free or with room for a half.
+  PlacementInput after = input;
+  for (const Assignment& a : round) apply(after, a);
+  after.studies = {study(0, 1), sharing_study(0.5)};
+  EXPECT_FALSE(next_single(after, {false}));
+
+  // A shared GPU is not free: a whole-GPU trial waits for one nobody shares.
+  input = PlacementInput{.executors = {executor(4, 4, 1, {1})}, .studies = {study(0, 2)}};
+  input.executors[0].gpus = 2;
+  input.executors[0].shared_gpus = {SharedGpu{.index = 0, .used = kWholeGpu / 4}};
+  EXPECT_TRUE(plan(input, {1}).empty());
+}
+
+TEST(PlacementTest, MixedFractionsShareAGpuWhileTheySumToAtMostOne) {
+  // Studies of 0.5 and 0.25 on one GPU: shares are placed while they fit in it.
+  PlacementInput input{.executors = {executor(10, 10, 0, {0})},
+                       .studies = {sharing_study(0.5), sharing_study(0.25)}};
+  std::vector<Assignment> round = plan(input, {5, 5});
+  int used = 0;
+  for (const Assignment& a : round) {
+    used += input.studies[a.study].gpu_share;
+    EXPECT_EQ(a.gpus[0], std::vector<int>{0});
+  }
+  EXPECT_LE(used, kWholeGpu);
+  // Fair share: study 0 (0.5), study 1 (0.25), study 1 (0.25): the GPU is full.
+  EXPECT_EQ(studies_of(round), (std::vector<size_t>{0, 1, 1}));
+  EXPECT_EQ(used, kWholeGpu);
+
+  // 0.75 and 0.5 never share: the 0.5 goes to the other GPU.
+  input = PlacementInput{.executors = {executor(10, 10, 0, {0, 1})},
+                         .studies = {sharing_study(0.75), sharing_study(0.5)}};
+  round = plan(input, {1, 5});
+  ASSERT_EQ(round.size(), 3u);  // 0.75 on GPU 0; 0.5 and 0.5 on GPU 1
+  EXPECT_EQ(round[0].gpus[0], std::vector<int>{0});
+  EXPECT_EQ(round[1].gpus[0], std::vector<int>{1});
+  EXPECT_EQ(round[2].gpus[0], std::vector<int>{1});
+}
+
+TEST(PlacementTest, AnExecutorWithoutGpusGetsNoGpuTrial) {
+  // Executor 0 is a CPU executor with plenty of slots; executor 1 has two GPUs.
+  PlacementInput input{.executors = {executor(8, 8), executor(8, 8, 0, {0, 1})},
+                       .studies = {sharing_study(0.5)}};
+  std::vector<Assignment> round = plan(input, {10});
+  ASSERT_EQ(round.size(), 4u);
+  for (const Assignment& a : round) EXPECT_EQ(a.executors, std::vector<size_t>{1});
+  // Whole GPUs likewise; a study without GPUs takes the CPU executor's slots.
+  input.studies = {study(0, 1), study()};
+  round = plan(input, {10, 3});
+  for (const Assignment& a : round) {
+    if (a.study == 0) EXPECT_EQ(a.executors, std::vector<size_t>{1});
+  }
+  EXPECT_EQ(
+      std::count_if(round.begin(), round.end(), [](const Assignment& a) { return a.study == 0; }),
+      2);
+  // Only CPU executors: nothing.
+  input.executors = {executor(8, 8)};
+  input.studies = {sharing_study(0.5)};
+  EXPECT_TRUE(plan(input, {10}).empty());
 }
 
 TEST(PlacementTest, AMultiNodeTrialGoesToAsManyExecutorsWithAFreeSlotAtOnce) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coordinator/group_commit.h"
+#include "coordinator/placement.h"
 #include "executor/trial_job.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
@@ -44,8 +45,16 @@ StudyJobNeeds job_needs(const std::string& job_json, const std::string& context)
   const TrialNeeds needs = job->needs();
   return StudyJobNeeds{.objective_metric = job->objective_metric(),
                        .gpus_per_trial = needs.gpus_per_node,
+                       .gpu_share = gpu_share(needs.gpu_fraction),
                        .nodes_per_trial = needs.nodes,
                        .job = std::move(job)};
+}
+
+std::string StudyJobNeeds::gpus_text() const {
+  if (gpu_share > 0) {
+    return nlohmann::json(static_cast<double>(gpu_share) / kWholeGpu).dump() + " of a GPU";
+  }
+  return std::to_string(gpus_per_trial) + (gpus_per_trial == 1 ? " GPU" : " GPUs");
 }
 
 std::optional<std::string> StudyJobNeeds::checkpoint_path(int first_trial) const {

@@ -41,8 +41,14 @@ class TrialJob;
 // What the coordinator needs to know of a study's job, as the job says it (executor/trial_job.h:
 // the coordinator never reads a job kind's own fields).
 struct StudyJobNeeds {
+  // The GPUs one executor needs for a trial: gpus_per_trial, or 1 for a share of one.
+  int gpus_per_executor() const { return gpu_share > 0 ? 1 : gpus_per_trial; }
+  // "2 GPUs" or "0.5 of a GPU", as the job's "gpus_per_trial" states it.
+  std::string gpus_text() const;
+
   std::string objective_metric;  // what REPORTs are judged by and RESULTs are valued by
-  int gpus_per_trial = 0;        // GPUs on each executor of a trial (TrialJob::needs)
+  int gpus_per_trial = 0;        // whole GPUs on each executor of a trial (TrialJob::needs)
+  int gpu_share = 0;             // or: a share of one GPU (coordinator/placement.h, gpu_share())
   int nodes_per_trial = 1;       // executors per trial (TrialJob::needs)
   std::shared_ptr<const TrialJob> job;
 
@@ -89,6 +95,9 @@ struct StudyRun {
 
   // State below is used by the loop's thread only.
   int told_executors = 0;  // the executors (fewer than its nodes) it last logged it waits with
+  // The most GPUs an executor had when it last logged that no executor has the GPUs its trials
+  // need; -1 when not logged (or executors with enough joined since).
+  int told_most_gpus = -1;
   // Re-runs WAITING in storage (Study::fail_and_retry made them with their lineage), which ask()
   // serves before new samples: asked for even when the budget of new trials is spent.
   int pending_retries = 0;

@@ -79,11 +79,15 @@ ExecutorOptions completed(ExecutorOptions o) {
   return o;
 }
 
-// What HELLO offers: the slots, and the GPUs found that `o.gpus` names (all without it). Throws
-// Error(kInvalidArgument) for a GPU named and not found.
+}  // namespace
+
 Resources offered_resources(const ExecutorOptions& o) {
   Resources r{.cpu_slots = o.slots};
   const std::vector<training::GpuInfo> found = training::list_gpus();
+  if (found.empty() && o.gpus) {
+    for (int index : *o.gpus) r.gpus.push_back(GpuInfo{.index = index});
+    return r;
+  }
   auto wanted = [&](int index) {
     return !o.gpus || std::find(o.gpus->begin(), o.gpus->end(), index) != o.gpus->end();
   };
@@ -101,8 +105,6 @@ Resources offered_resources(const ExecutorOptions& o) {
   }
   return r;
 }
-
-}  // namespace
 
 // The service's loop, which wires the parts together: the connection and its timers
 // (executor/connection.h), the trials held (executor/held_trials.h, held_job.h), the job threads

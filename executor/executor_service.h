@@ -88,7 +88,10 @@ struct ExecutorOptions {
   // coordinator leases at most twice an executor's slots to it).
   int prefetch = 0;
   // GPU indices offered to the coordinator. Default: every GPU the training engine finds
-  // (training/device/gpu_inventory.h); an empty list offers none.
+  // (training/device/gpu_inventory.h); an empty list offers none. Each must be among those
+  // found, unless none is found (a build without CUDA, no driver, CUDA_VISIBLE_DEVICES=""): then
+  // the list is offered as declared, for command jobs ("gpus_per_trial"), which only pass the
+  // ids on to their programs as CUDA_VISIBLE_DEVICES.
   std::optional<std::vector<int>> gpus;
   // How often a HEARTBEAT goes to the coordinator. Default 1 s. A TRIAL that asks for a shorter
   // interval (heartbeat_interval_ms) shortens it.
@@ -132,6 +135,13 @@ struct ExecutorStats {
   int64_t acks_refused = 0;  // ACKs with accepted = false
   int64_t connections = 0;   // connections opened (1 + reconnects)
 };
+
+// What an executor with options `o` offers in HELLO: o.slots, and the GPUs found that `o.gpus`
+// names (all found without it). When none is found (a build without CUDA, no driver,
+// CUDA_VISIBLE_DEVICES hiding them), the GPUs `o.gpus` names are offered as declared: the
+// user's programs may see GPUs the engine cannot. Throws Error(kInvalidArgument) for a GPU named
+// and not among those found.
+Resources offered_resources(const ExecutorOptions& o);
 
 class ExecutorService {
  public:

@@ -58,21 +58,50 @@ std::string trial_folder(const std::string& artifacts_dir, int64_t number) {
   return artifacts_dir + "/trial-" + std::to_string(number);
 }
 
-// A command job's spec, objective metric and artifacts_dir.
+// A command job's spec, objective metric, artifacts_dir and GPUs per trial.
 struct ParsedCommandJob {
   CommandSpec spec;
   std::string objective_metric;
   std::string artifacts_dir;
+  double gpus_per_trial = 0;
 };
+
+// "gpus_per_trial": 0, a share of one GPU in (0, 1), or a whole number of GPUs.
+double gpus_per_trial_member(const nlohmann::json& value, const std::string& path) {
+  const std::string expected =
+      "expected a whole number of GPUs (1, 2, ...), a share of one GPU "
+      "in (0, 1) such as 0.5, or 0 for none";
+  if (!value.is_number()) {
+    fail(path, expected + ", got " + value.type_name() +
+                   (value.is_string() ? " " + value.dump() : std::string()));
+  }
+  const double gpus = value.get<double>();
+  if (!std::isfinite(gpus) || gpus < 0 || (gpus > 1 && gpus != std::floor(gpus))) {
+    fail(path, expected + ", got " + value.dump());
+  }
+  if (gpus > kMaxGpusPerTrial) {
+    fail(path, "at most " + std::to_string(kMaxGpusPerTrial) + " GPUs, got " + value.dump());
+  }
+  return gpus;
+}
+
+// "0,1,3".
+std::string gpu_list(const std::vector<int>& gpus) {
+  std::string text;
+  for (int g : gpus) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(g);
+  }
+  return text;
+}
 
 ParsedCommandJob parse_command_job(const nlohmann::json& root, const std::string& where) {
   for (const auto& [key, value] : root.items()) {
-    if (key != "kind" && key != "argv" && key != "env" && key != "working_dir" &&
-        key != "objective_metric" && key != "timeout_s" && key != "stop_grace_s" &&
-        key != "artifacts_dir") {
+    if (std::find(kCommandJobMembers.begin(), kCommandJobMembers.end(), key) ==
+        kCommandJobMembers.end()) {
       fail(where + "." + key,
            "unknown member (a command job has kind, argv, env, working_dir, objective_metric, "
-           "timeout_s, stop_grace_s, artifacts_dir)");
+           "timeout_s, stop_grace_s, artifacts_dir, gpus_per_trial)");
     }
   }
   auto member = [&](const char* key) -> const nlohmann::json& {
@@ -120,7 +149,11 @@ ParsedCommandJob parse_command_job(const nlohmann::json& root, const std::string
   if (auto it = root.find("artifacts_dir"); it != root.end()) {
     artifacts_dir = string_of(*it, where + ".artifacts_dir");
   }
-  return {std::move(spec), std::move(metric), std::move(artifacts_dir)};
+  double gpus = 0;
+  if (auto it = root.find("gpus_per_trial"); it != root.end()) {
+    gpus = gpus_per_trial_member(*it, where + ".gpus_per_trial");
+  }
+  return {std::move(spec), std::move(metric), std::move(artifacts_dir), gpus};
 }
 
 }  // namespace
@@ -137,7 +170,28 @@ std::string TrialJob::scalars_dir(int64_t) const { return {}; }
 
 // --- Command jobs -------------------------------------------------------------------------------
 
-CommandSpec CommandTrialJob::command(const TrialPlacement&) const { return spec_; }
+TrialNeeds CommandTrialJob::needs() const {
+  if (gpus_per_trial_ >= 1) return TrialNeeds{.gpus_per_node = static_cast<int>(gpus_per_trial_)};
+  return TrialNeeds{.gpu_fraction = gpus_per_trial_};
+}
+
+CommandSpec CommandTrialJob::command(const TrialPlacement& placement) const {
+  if (gpus_per_trial_ == 0) return spec_;  // the environment's own CUDA_VISIBLE_DEVICES stays
+  const std::string trial = "trial " + std::to_string(placement.number) + ": job";
+  const size_t wanted = gpus_per_trial_ >= 1 ? static_cast<size_t>(gpus_per_trial_) : 1;
+  if (placement.gpus.size() != wanted) {
+    throw Error(ErrorCode::kInvalidArgument,
+                trial + ".gpus_per_trial is " + nlohmann::json(gpus_per_trial_).dump() +
+                    ", but the trial was given " + std::to_string(placement.gpus.size()) +
+                    " GPU(s) (" + (placement.gpus.empty() ? "none" : gpu_list(placement.gpus)) +
+                    ")");
+  }
+  CommandSpec command = spec_;
+  const std::string gpus = gpu_list(placement.gpus);
+  command.env["CUDA_VISIBLE_DEVICES"] = gpus;
+  command.env["TUNER_GPUS"] = gpus;
+  return command;
+}
 
 std::string CommandTrialJob::scalars_dir(int64_t number) const {
   if (artifacts_dir_.empty()) return {};
@@ -152,6 +206,11 @@ std::string CommandTrialJob::to_json() const {
   if (timeout_) json["timeout_s"] = static_cast<double>(timeout_->count()) / 1000;
   if (stop_grace_) json["stop_grace_s"] = static_cast<double>(stop_grace_->count()) / 1000;
   if (!artifacts_dir_.empty()) json["artifacts_dir"] = artifacts_dir_;
+  if (gpus_per_trial_ >= 1) {
+    json["gpus_per_trial"] = static_cast<int>(gpus_per_trial_);
+  } else if (gpus_per_trial_ > 0) {
+    json["gpus_per_trial"] = gpus_per_trial_;
+  }
   return json.dump();
 }
 
@@ -172,12 +231,7 @@ CommandSpec EngineTrialJob::command(const TrialPlacement& placement) const {
   // another number (the launcher in `tuner trial` checks it again).
   engine_rank_gpus(spec_, placement.gpus, "trial " + std::to_string(placement.number) + ": job");
   CommandSpec command = engine_job_command(spec_, placement.tuner_path);
-  std::string gpus;
-  for (int g : placement.gpus) {
-    if (!gpus.empty()) gpus += ',';
-    gpus += std::to_string(g);
-  }
-  if (!gpus.empty()) command.env["TUNER_GPUS"] = gpus;
+  if (!placement.gpus.empty()) command.env["TUNER_GPUS"] = gpu_list(placement.gpus);
   if (!placement.node_store_dir.empty()) {
     command.env["TUNER_NODE"] = std::to_string(placement.node);
     command.env["TUNER_NODE_STORE"] = placement.node_store_dir;
@@ -222,8 +276,8 @@ std::unique_ptr<TrialJob> parse_trial_job(std::string_view json, const std::stri
     job = std::move(engine);
   } else {
     ParsedCommandJob command = parse_command_job(root, where);
-    job = std::make_unique<CommandTrialJob>(std::move(command.spec),
-                                            std::move(command.artifacts_dir));
+    job = std::make_unique<CommandTrialJob>(
+        std::move(command.spec), std::move(command.artifacts_dir), command.gpus_per_trial);
     job->objective_metric_ = std::move(command.objective_metric);
   }
   // The members both kinds share: the time limit and the stop grace.

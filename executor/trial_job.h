@@ -14,7 +14,8 @@
 //    "objective_metric": "val_loss",                    required: the metric that is the value
 //    "timeout_s": 3600,                                 optional: seconds, in (0, 31536000]
 //    "stop_grace_s": 30,                                optional: seconds, in [0, 3600]
-//    "artifacts_dir": "/runs/study"}                    optional: trial-N/ holds its scalars
+//    "artifacts_dir": "/runs/study",                    optional: trial-N/ holds its scalars
+//    "gpus_per_trial": 0.5}                             optional: GPUs per trial (below)
 // Members not listed are refused (a misspelt "evn" would otherwise be silently ignored).
 //
 // An engine job: {"kind": "engine", "model": {...}, "data": {...}, "training": {...},
@@ -26,6 +27,12 @@
 // (SIGTERM to its process group, SIGKILL `stop_grace_s` later) and sends FAIL "timed out after
 // ... (the job's timeout_s)"; `stop_grace_s` is the grace of every stop of the job (the time
 // limit, a pruning decision, a lease given up, the executor shutting down).
+//
+// GPUs (command jobs): "gpus_per_trial" is a whole number of GPUs (1, 2, ...) or a share of one
+// GPU in (0, 1) (0.5: two trials per GPU; trials of several shares may share one GPU while the
+// shares sum to at most 1); 0 or absent: none. The coordinator gives each trial its GPU ids
+// (coordinator/placement.h) and the executor sets CUDA_VISIBLE_DEVICES and TUNER_GPUS to them
+// (comma-separated); a job without GPUs leaves both as the executor's environment has them.
 //
 // Thread safety: a parsed job is immutable; its methods may be called from any thread.
 #ifndef TUNER_EXECUTOR_TRIAL_JOB_H_
@@ -48,11 +55,19 @@ namespace tuner {
 // The longest "timeout_s" (a year) and "stop_grace_s" (an hour), in seconds.
 inline constexpr double kMaxJobTimeoutSeconds = 31'536'000;
 inline constexpr double kMaxJobStopGraceSeconds = 3'600;
+// The members of a command job's JSON form.
+inline const std::vector<std::string_view> kCommandJobMembers = {
+    "kind",      "argv",         "env",           "working_dir",   "objective_metric",
+    "timeout_s", "stop_grace_s", "artifacts_dir", "gpus_per_trial"};
+// The most GPUs a command job's trial may ask for ("gpus_per_trial").
+inline constexpr int kMaxGpusPerTrial = 1024;
 
 // What placing one trial of a job takes.
 struct TrialNeeds {
   int nodes = 1;          // executors that run the trial at once (each with a free slot)
-  int gpus_per_node = 0;  // GPUs each of them gives the trial
+  int gpus_per_node = 0;  // whole GPUs each of them gives the trial
+  // A share of one GPU, in (0, 1), that the trial takes when gpus_per_node is 0; 0: none.
+  double gpu_fraction = 0;
 };
 
 // Where one trial runs on this executor.
@@ -124,19 +139,31 @@ class TrialJob {
 // Any program, its argv's {name} placeholders filled from the trial (executor/argv_template.h).
 class CommandTrialJob final : public TrialJob {
  public:
-  explicit CommandTrialJob(CommandSpec spec, std::string artifacts_dir = {})
-      : spec_(std::move(spec)), artifacts_dir_(std::move(artifacts_dir)) {}
+  // REQUIRES: gpus_per_trial is 0, in (0, 1), or a whole number in [1, kMaxGpusPerTrial].
+  explicit CommandTrialJob(CommandSpec spec, std::string artifacts_dir = {},
+                           double gpus_per_trial = 0)
+      : spec_(std::move(spec)),
+        artifacts_dir_(std::move(artifacts_dir)),
+        gpus_per_trial_(gpus_per_trial) {}
   std::string_view kind() const override { return "command"; }
+  // One executor; "gpus_per_trial" whole GPUs on it, or a share of one.
+  TrialNeeds needs() const override;
+  // The spec, with CUDA_VISIBLE_DEVICES and TUNER_GPUS set to the placement's GPUs when the job
+  // asks for GPUs. Throws Error(kInvalidArgument) naming the trial when it asks for GPUs and was
+  // given none, or another number of whole GPUs than it asks for.
   CommandSpec command(const TrialPlacement& placement) const override;
   // artifacts_dir/trial-N; none without artifacts_dir.
   std::string scalars_dir(int64_t number) const override;
   std::string to_json() const override;
 
   const CommandSpec& spec() const { return spec_; }
+  // "gpus_per_trial": 0 (none), a share in (0, 1), or a whole number.
+  double gpus_per_trial() const { return gpus_per_trial_; }
 
  private:
   CommandSpec spec_;
   std::string artifacts_dir_;
+  double gpus_per_trial_ = 0;
 };
 
 // The engine's own training: `tuner trial --engine-job JSON` for each trial.

@@ -42,6 +42,59 @@ TEST(TrialJobTest, ParsesACommandJob) {
   EXPECT_EQ(job->scalars_dir(3), "");
 }
 
+TEST(TrialJobTest, ACommandJobAsksForWholeGpusOrAShareOfOne) {
+  const std::string base = R"({"kind": "command", "argv": ["a"], "objective_metric": "m")";
+  auto whole = parse_trial_job(base + R"(, "gpus_per_trial": 2})");
+  EXPECT_EQ(whole->needs().gpus_per_node, 2);
+  EXPECT_EQ(whole->needs().gpu_fraction, 0);
+  CommandSpec spec = whole->command(TrialPlacement{.number = 4, .gpus = {1, 3}});
+  EXPECT_EQ(spec.env.at("CUDA_VISIBLE_DEVICES"), "1,3");
+  EXPECT_EQ(spec.env.at("TUNER_GPUS"), "1,3");
+  EXPECT_EQ(parse_trial_job(whole->to_json())->to_json(), whole->to_json());
+  EXPECT_NE(whole->to_json().find(R"("gpus_per_trial":2)"), std::string::npos);
+
+  auto half =
+      parse_trial_job(base + R"(, "gpus_per_trial": 0.5, "env": {"CUDA_VISIBLE_DEVICES": "7"}})");
+  EXPECT_EQ(half->needs().gpus_per_node, 0);
+  EXPECT_EQ(half->needs().gpu_fraction, 0.5);
+  EXPECT_EQ(half->command(TrialPlacement{.gpus = {2}}).env.at("CUDA_VISIBLE_DEVICES"), "2");
+  EXPECT_EQ(parse_trial_job(half->to_json())->needs().gpu_fraction, 0.5);
+
+  // Given none, or another number: the trial fails at its start, naming it.
+  try {
+    half->command(TrialPlacement{.number = 9});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "trial 9: job.gpus_per_trial is 0.5, but the trial was given 0 GPU(s) (none)");
+  }
+  EXPECT_THROW(whole->command(TrialPlacement{.gpus = {0}}), Error);
+
+  // Without GPUs (0 or absent) the environment is the executor's: no CUDA_VISIBLE_DEVICES.
+  const std::vector<std::string> without = {base + "}", base + R"(, "gpus_per_trial": 0})"};
+  for (const std::string& json : without) {
+    auto none = parse_trial_job(json);
+    EXPECT_EQ(none->needs().gpus_per_node, 0);
+    EXPECT_EQ(none->needs().gpu_fraction, 0);
+    EXPECT_EQ(none->command(TrialPlacement{.gpus = {}}).env.count("CUDA_VISIBLE_DEVICES"), 0u);
+    EXPECT_EQ(none->to_json().find("gpus_per_trial"), std::string::npos);
+  }
+}
+
+TEST(TrialJobTest, RefusesABadGpusPerTrialNamingTheJsonPath) {
+  const std::string base = R"({"kind": "command", "argv": ["a"], "objective_metric": "m", )";
+  const std::string expected =
+      "job.gpus_per_trial: expected a whole number of GPUs (1, 2, ...), a share of one GPU in "
+      "(0, "
+      "1) such as 0.5, or 0 for none, got ";
+  EXPECT_EQ(error_of(base + R"("gpus_per_trial": 1.5})"), expected + "1.5");
+  EXPECT_EQ(error_of(base + R"("gpus_per_trial": -1})"), expected + "-1");
+  EXPECT_EQ(error_of(base + R"("gpus_per_trial": "1"})"), expected + "string \"1\"");
+  EXPECT_EQ(error_of(base + R"("gpus_per_trial": 2048})"),
+            "job.gpus_per_trial: at most 1024 GPUs, got 2048");
+  EXPECT_NE(error_of(base + R"("gpus": 1})").find("job.gpus: unknown member"), std::string::npos);
+}
+
 // A command job's artifacts_dir is the study's folder: trial N's reports go to trial-N as
 // TensorBoard scalars. An engine job writes its own, so the executor writes none for it.
 TEST(TrialJobTest, ACommandJobWithAnArtifactsDirHasAFolderOfScalarsPerTrial) {

@@ -65,6 +65,8 @@ svg.plot .pt{fill:#3e6fb0;fill-opacity:.55}
 svg.plot .pt.best{fill:#d62d20;fill-opacity:1;stroke:#fff}
 svg.plot .pt.front{fill:#d62d20;fill-opacity:.9}
 svg.plot .pt.infeasible{fill:#fff;fill-opacity:1;stroke:#b03a2e;stroke-width:1.2}
+svg.plot .pt.failed{fill:#b03a2e;fill-opacity:.9}
+svg.plot .pt.pruned{fill:#e07b00;fill-opacity:.8}
 svg.plot .pick{fill:none;stroke:#1d2330;stroke-width:2}
 svg.plot .best-line{fill:none;stroke:#d62d20;stroke-width:2}
 svg.plot .curve{fill:none;stroke-width:1.2;stroke-opacity:.7}
@@ -80,6 +82,7 @@ svg.plot .legend line{stroke-width:3}
 .lg-pt{stroke:#3e6fb0}.lg-best,.lg-front{stroke:#d62d20}.lg-complete{stroke:#3e6fb0}
 .lg-pruned{stroke:#e07b00;stroke-dasharray:4 3}.lg-other{stroke:#9aa1ab}
 .lg-infeasible{stroke:#b03a2e;stroke-dasharray:2 2}.lg-pick{stroke:#1d2330}
+.lg-failed{stroke:#b03a2e}.lg-pruned-pt{stroke:#e07b00}
 .pager button{margin-right:6px}
 )css";
 

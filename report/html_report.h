@@ -5,7 +5,8 @@
 // plot per objective with "-objK" appended):
 // - summary: name, directions, trial counts by state, the best trial and its params (the Pareto
 //   front for several objectives), or a note that no trial is COMPLETE;
-// - optimization history (id "history"): each COMPLETE trial's value and the best so far;
+// - optimization history (id "history"): each COMPLETE trial's value and the best so far; FAIL
+//   and PRUNED trials marked along the bottom ("pt failed", "pt pruned"), why in their titles;
 // - intermediate values ("intermediate"): learning curves, PRUNED trials dashed and marked;
 // - parallel coordinates ("parallel"): one line per COMPLETE trial across params and objectives;
 // - slices ("slice-N", N the index of the param in name order): objective against each param,

@@ -218,6 +218,29 @@ TEST(HtmlReportTest, NamesAreEscaped) {
   EXPECT_NE(html.find("&quot;a&amp;b&quot;"), std::string::npos);
 }
 
+// The history shows FAIL and PRUNED trials too (issue 33: only COMPLETE ones were drawn), each
+// with why in its title: a FAIL's reason and its program's last line, escaped.
+TEST(HtmlReportTest, HistoryMarksFailedAndPrunedTrialsWithTheirReasons) {
+  ReportInput in = make_input(60);
+  int failed = 0, pruned = 0;
+  for (auto& t : in.trials) {
+    failed += t.state == TrialState::kFail;
+    pruned += t.state == TrialState::kPruned;
+    if (t.state == TrialState::kFail) {
+      t.system_attrs["fail_reason"] = "\"exited with code 1\"";
+      t.system_attrs["log_tail"] = "\"Traceback:\\nKeyError: <lr>\\n[tuner] exited\\n\"";
+    }
+  }
+  ASSERT_GT(failed, 0);
+  ASSERT_GT(pruned, 0);
+  const std::string history = plot(render_report(in), "history");
+  EXPECT_EQ(count(history, "class=\"pt failed\""), static_cast<size_t>(failed));
+  EXPECT_EQ(count(history, "class=\"pt pruned\""), static_cast<size_t>(pruned));
+  EXPECT_NE(history.find(" FAIL: exited with code 1: KeyError: &lt;lr&gt;"), std::string::npos)
+      << history;
+  EXPECT_NE(history.find(" PRUNED at step 19 (last value "), std::string::npos);
+}
+
 TEST(HtmlReportTest, NoCompleteTrialSaysSo) {
   ReportInput in = make_input(10);
   for (auto& t : in.trials) {

@@ -6,10 +6,12 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "report/subsample.h"
 #include "report/svg_plot.h"
+#include "trials/system_attrs.h"
 
 namespace tuner::report {
 
@@ -47,6 +49,44 @@ void append_empty(std::string& out, std::string_view id, std::string_view why) {
 // "trial 12: 0.5321" (already escaped).
 std::string point_title(const FrozenTrial& t, double value) {
   return "trial " + std::to_string(t.number) + ": " + format_number(value);
+}
+
+// A system attribute that holds a JSON string, as text; empty when absent.
+std::string string_attr(const FrozenTrial& t, const char* key) {
+  auto it = t.system_attrs.find(key);
+  if (it == t.system_attrs.end()) return "";
+  const nlohmann::json value = nlohmann::json::parse(it->second, nullptr, false);
+  return value.is_string() ? value.get<std::string>() : it->second;
+}
+
+// The last line a FAIL trial's program wrote (its log tail without tuner's "[tuner]" notes).
+std::string last_program_line(const FrozenTrial& t) {
+  const std::string tail = string_attr(t, "log_tail");
+  std::string last;
+  size_t begin = 0;
+  while (begin < tail.size()) {
+    size_t end = tail.find('\n', begin);
+    if (end == std::string::npos) end = tail.size();
+    const std::string line = tail.substr(begin, end - begin);
+    if (!line.empty() && !line.starts_with("[tuner]")) last = line;
+    begin = end + 1;
+  }
+  return last;
+}
+
+// The title of a FAIL or PRUNED trial's mark in the history: why it has no value (escaped).
+std::string ended_title(const FrozenTrial& t) {
+  std::string title = "trial " + std::to_string(t.number) + " " + std::string(to_string(t.state));
+  if (t.state == TrialState::kFail) {
+    const std::string reason = string_attr(t, kFailReasonAttr);
+    const std::string last = last_program_line(t);
+    if (!reason.empty()) title += ": " + reason;
+    if (!last.empty()) title += ": " + last;
+  } else if (!t.intermediate_values.empty()) {
+    const auto& [step, value] = *t.intermediate_values.rbegin();
+    title += " at step " + std::to_string(step) + " (last value " + format_number(value) + ")";
+  }
+  return escape_html(title);
 }
 
 // How many of `cap` go to the best trials.
@@ -116,7 +156,14 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
       keep.push_back(improvements[i]);
     }
   }
-  std::vector<size_t> drawn = spread_sample(complete.size(), options.max_points, keep);
+  // A tenth of the points at most go to the FAIL and PRUNED trials.
+  std::vector<const FrozenTrial*> ended;
+  for (const FrozenTrial* t : view.trials) {
+    if (t->state == TrialState::kFail || t->state == TrialState::kPruned) ended.push_back(t);
+  }
+  const size_t ended_quota = std::min(ended.size(), options.max_points / 10);
+  std::vector<size_t> drawn =
+      spread_sample(complete.size(), options.max_points - ended_quota, keep);
 
   Frame frame;
   frame.width = 760;
@@ -134,6 +181,12 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
     // Infeasible trials (a constraint value > 0) are hollow: never the best.
     append_circle(out, view.feasible[i] ? "pt" : "pt infeasible", x(t.number), y(t.values[k]), 2.5,
                   "", (view.feasible[i] ? "" : "infeasible: ") + point_title(t, t.values[k]));
+  }
+  // FAIL and PRUNED trials have no value: marks along the bottom, with why in their titles.
+  for (size_t i : spread_sample(ended.size(), ended_quota, {})) {
+    const FrozenTrial& t = *ended[i];
+    append_circle(out, t.state == TrialState::kFail ? "pt failed" : "pt pruned", x(t.number),
+                  frame.y0() - 3, 2.5, "", ended_title(t));
   }
   if (!improvements.empty()) {
     // The best-so-far line: a step at each improvement (thinned evenly when there are very
@@ -158,6 +211,10 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
   out += "</g>";
   if (view.constrained) {
     draw_legend_entry(out, frame.x1() - 370, frame.y1() + 12, "lg-infeasible", "infeasible");
+  }
+  if (!ended.empty()) {
+    draw_legend_entry(out, frame.x0(), frame.y1() + 12, "lg-failed", "failed (bottom)");
+    draw_legend_entry(out, frame.x0() + 130, frame.y1() + 12, "lg-pruned-pt", "pruned (bottom)");
   }
   draw_legend_entry(out, frame.x1() - 250, frame.y1() + 12, "lg-pt", "objective value");
   draw_legend_entry(out, frame.x1() - 130, frame.y1() + 12, "lg-best", "best so far");

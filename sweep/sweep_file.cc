@@ -516,6 +516,7 @@ class Parser : Reader {
   SchedulerConfig parse_scheduler(const Json& value);
   Budget parse_budget(const Json* value, SamplerType sampler);
   void parse_job(const Json& value, SweepFile& sweep);
+  std::vector<int> parse_gpu_ids(const Json& value) const;
   ExportConfig parse_export(const Json& value, const SweepFile& sweep);
   TrackingConfig parse_tracking(const Json& value);
   std::string tracking_uri(const Json& value, std::string_view path) const;
@@ -603,7 +604,7 @@ SweepFile Parser::parse(std::string_view text) {
   const Json* executors = find_field(root, "executors");
   if (executors) {
     object(*executors, "executors");
-    fields(*executors, "executors", {"local", "prefetch"});
+    fields(*executors, "executors", {"local", "prefetch", "gpus"});
   }
   // Last, so that an error of parse_trial_job (an engine job before the executor knows them)
   // comes only after everything else was found valid.
@@ -623,7 +624,27 @@ SweepFile Parser::parse(std::string_view text) {
                                      std::to_string(sweep.local_prefetch));
     }
   }
+  if (executors) {
+    if (const Json* gpus = find_field(*executors, "gpus")) sweep.local_gpus = parse_gpu_ids(*gpus);
+  }
   return sweep;
+}
+
+std::vector<int> Parser::parse_gpu_ids(const Json& value) const {
+  if (!value.is_array()) {
+    fail("executors.gpus",
+         "expected an array of GPU ids such as [0, 1] ([] for none), got " + shown_value(value));
+  }
+  std::vector<int> gpus;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string at = "executors.gpus[" + std::to_string(i) + "]";
+    const int id = int32(value[i], at, 0);
+    if (std::find(gpus.begin(), gpus.end(), id) != gpus.end()) {
+      fail(at, "GPU " + std::to_string(id) + " is listed twice");
+    }
+    gpus.push_back(id);
+  }
+  return gpus;
 }
 
 SearchSpace Parser::parse_space(const Json& value) {
@@ -853,7 +874,7 @@ Budget Parser::parse_budget(const Json* value, SamplerType sampler) {
                     "{\"time\": \"2h\"})");
   }
   object(*value, "budget");
-  fields(*value, "budget", {"trials", "time", "trial_time", "max_concurrent"});
+  fields(*value, "budget", {"trials", "time", "trial_time", "max_concurrent", "max_failures"});
   if (const Json* v = find_field(*value, "trials")) budget.trials = int32(*v, "budget.trials", 1);
   auto duration = [&](const Json& v, const std::string& path) {
     std::chrono::seconds d{0};
@@ -879,6 +900,9 @@ Budget Parser::parse_budget(const Json* value, SamplerType sampler) {
   }
   if (const Json* v = find_field(*value, "max_concurrent")) {
     budget.max_concurrent = int32(*v, "budget.max_concurrent", 0);
+  }
+  if (const Json* v = find_field(*value, "max_failures")) {
+    budget.max_failures = v->is_null() ? 0 : int32(*v, "budget.max_failures", 0);
   }
   if (!budget.trials && !budget.time && sampler != SamplerType::kGrid) {
     fail("budget", "needs \"trials\", \"time\" or both (only a grid sampler ends by itself)");
@@ -1063,6 +1087,7 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
       absolute_path(job["data"]["dir"], "job.data.dir");
     }
   } else {
+    fields(job, "job", kCommandJobMembers);  // a misspelt member gets a did-you-mean
     if (const Json* argv = find_field(job, "argv")) check_placeholders(*argv, sweep.space, file_);
     // A command's relative program and files then mean what they mean beside the sweep file.
     if (!find_field(job, "working_dir")) job["working_dir"] = ".";
@@ -1269,10 +1294,12 @@ std::string to_json(const SweepFile& sweep) {
   if (sweep.budget.time) budget["time"] = format_duration(*sweep.budget.time);
   if (sweep.budget.trial_time) budget["trial_time"] = format_duration(*sweep.budget.trial_time);
   budget["max_concurrent"] = sweep.budget.max_concurrent;
+  if (sweep.budget.max_failures) budget["max_failures"] = *sweep.budget.max_failures;
   root["budget"] = budget;
 
   root["job"] = Json::parse(sweep.job_json);
   root["executors"] = {{"local", sweep.local_executors}, {"prefetch", sweep.local_prefetch}};
+  if (sweep.local_gpus) root["executors"]["gpus"] = *sweep.local_gpus;
   if (sweep.export_config) {
     const ExportConfig& e = *sweep.export_config;
     root["export"] = {{"registry", relative_to_sweep(e.registry_path, sweep.path)},

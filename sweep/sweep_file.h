@@ -79,6 +79,10 @@ struct Budget {
   // Trials running at once across all executors (CoordinatorOptions::max_concurrency).
   // Default 0: only the executors' slots limit it.
   int max_concurrent = 0;
+  // Failed trials of one run after which the sweep stops, saying why (sweep/failure_policy.h).
+  // Default (unset): stop when the run's first 3 trials all fail with the same reason; 0 (null
+  // in the file): no limit.
+  std::optional<int> max_failures;
   bool operator==(const Budget&) const = default;
 };
 
@@ -169,6 +173,10 @@ struct SweepFile {
   // Trials the local executor takes ahead of its free slots (ExecutorOptions::prefetch), to start
   // the moment a slot frees: for trials of a second or less. Default 0. At most local_executors.
   int local_prefetch = 0;
+  // The GPU ids the local executor offers ("executors.gpus"; ExecutorOptions::gpus): each must
+  // be one the engine finds, unless it finds none, when they are offered as declared (for a
+  // command job's "gpus_per_trial"). Default: unset, every GPU the engine finds.
+  std::optional<std::vector<int>> local_gpus;
   std::optional<ExportConfig> export_config;
   std::optional<TrackingConfig> tracking;
 

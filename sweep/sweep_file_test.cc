@@ -133,6 +133,48 @@ TEST(SweepFileTest, LocalExecutorsTakeTrialsAhead) {
   EXPECT_EQ(s.local_prefetch, 2);
 }
 
+TEST(SweepFileTest, ACommandJobAsksForGpusAndTheLocalExecutorDeclaresThem) {
+  SweepFile s = parse_sweep_file(
+      patched(
+          R"({"job": {"gpus_per_trial": 0.5}, "executors": {"local": 8, "gpus": [0, 1, 2, 3]}})"),
+      "sweep.json");
+  EXPECT_EQ(s.local_gpus, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(Json::parse(s.job_json)["gpus_per_trial"], 0.5);
+  EXPECT_EQ(parse_sweep_file(to_json(s), s.path), s);
+  EXPECT_FALSE(parse_sweep_file(kMinimal, "sweep.json").local_gpus.has_value());
+  EXPECT_EQ(parse_sweep_file(patched(R"({"executors": {"gpus": []}})"), "s.json").local_gpus,
+            std::vector<int>{});
+
+  EXPECT_EQ(error_of(patched(R"({"executors": {"gpus": [0, 0]}})")),
+            "sweep.json: executors.gpus[1]: GPU 0 is listed twice");
+  EXPECT_THAT(error_of(patched(R"({"executors": {"gpus": 4}})")),
+              HasSubstr("sweep.json: executors.gpus: expected an array of GPU ids"));
+  EXPECT_THAT(error_of(patched(R"({"executors": {"gpus": [-1]}})")),
+              HasSubstr("sweep.json: executors.gpus[0]: "));
+  EXPECT_THAT(error_of(patched(R"({"job": {"gpus_per_trial": 1.5}})")),
+              HasSubstr("sweep.json: job.gpus_per_trial: expected a whole number of GPUs"));
+  // A misspelt member of a command job: a did-you-mean, as everywhere in the file.
+  EXPECT_EQ(error_of(patched(R"({"job": {"gpus_per_trail": 1}})")),
+            "sweep.json: job: unknown field \"gpus_per_trail\" (did you mean "
+            "\"gpus_per_trial\"?)");
+}
+
+// budget.max_failures: unset is the default rule, null and 0 no limit, N a limit; each survives
+// the trip through to_json (the stored sweep a resume reads).
+TEST(SweepFileTest, MaxFailuresUnsetNullZeroOrALimit) {
+  const SweepFile unset = parse_sweep_file(kMinimal, "sweep.json");
+  EXPECT_EQ(unset.budget.max_failures, std::nullopt);
+  EXPECT_EQ(parse_sweep_file(to_json(unset), "sweep.json"), unset);
+  for (const auto& [given, expected] :
+       std::vector<std::pair<std::string, int>>{{"null", 0}, {"0", 0}, {"5", 5}}) {
+    Json doc = Json::parse(kMinimal);  // not patched(): a merge patch's null deletes
+    doc["budget"]["max_failures"] = Json::parse(given);
+    const SweepFile s = parse_sweep_file(doc.dump(), "sweep.json");
+    EXPECT_EQ(s.budget.max_failures, expected) << given;
+    EXPECT_EQ(parse_sweep_file(to_json(s), "sweep.json"), s) << given;
+  }
+}
+
 TEST(SweepFileTest, ExplicitValues) {
   SweepFile s = parse_sweep_file(patched(R"({
       "version": 1, "name": "study-a", "description": "about it", "storage": "db/a.sqlite",
@@ -1008,6 +1050,9 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
       {R"({"budget": null})", "sweep.json: missing required field \"budget\""},
       {R"({"budget": {"max_concurrent": -1}})",
        "sweep.json: budget.max_concurrent: expected an integer >= 0, got -1"},
+      {R"({"budget": {"max_failures": -2}})",
+       "sweep.json: budget.max_failures: expected an integer >= 0, got -2"},
+      {R"({"budget": {"max_failures": "3"}})", "sweep.json: budget.max_failures: expected"},
       {R"({"budget": {"trails": 5}})",
        "sweep.json: budget: unknown field \"trails\" (did you mean \"trials\"?)"},
       {R"({"objective": {"direction": "max"}})",
@@ -1028,7 +1073,7 @@ TEST(SweepFileTest, ErrorsNameFileAndPath) {
        "sweep.json: job.argv[1] \"{lr\": unterminated '{' at offset 0 (write '{{' for a brace)"},
       {R"({"job": {"argv": ["python3", "lr}"]}})",
        "sweep.json: job.argv[1] \"lr}\": stray '}' at offset 2 (write '}}' for a brace)"},
-      {R"({"job": {"evn": {}}})", "sweep.json: job.evn: unknown member"},
+      {R"({"job": {"evn": {}}})", "sweep.json: job: unknown field \"evn\" (did you mean \"env\"?)"},
       {R"({"job": {"argv": []}})", "sweep.json: job.argv: must name a program"},
       {R"({"job": null})", "sweep.json: missing required field \"job\""},
       {R"({"executors": {"local": -1}})",

@@ -9,9 +9,13 @@
 
 #include "coordinator/coordinator.h"
 #include "coordinator/local_executor.h"
+#include "executor/executor_service.h"
 #include "executor/trial_job.h"
 #include "storage/sqlite_storage.h"
+#include "sweep/failure_policy.h"
+#include "sweep/objective_direction.h"
 #include "sweep/sweep_tracking.h"
+#include "sweep/trial_logs.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 #include "trials/json_depth.h"
@@ -170,6 +174,18 @@ void check_against_stored(const SweepFile& sweep, Storage& storage) {
           (names.size() == 1 ? "the metric " + names[0].dump() : "the metrics " + names.dump()));
     }
   }
+  // A space its earlier trials cannot follow (Study::load refuses it too; here the message names
+  // the file's place).
+  if (const std::optional<SpaceConflict> c =
+          compare_with_stored(*stored, storage, sweep.space).conflict) {
+    throw Error(ErrorCode::kInvalidArgument,
+                (sweep.path.empty() ? "the sweep" : sweep.path) + ": space.params." + c->name +
+                    " is " + to_string(c->after) + ", but study '" + sweep.name + "' in " +
+                    sweep.storage_path + " has it as " + to_string(c->before) + ": " + c->reason +
+                    ", so the study's earlier trials could no longer be read by its sampler (nor "
+                    "by Optuna's); to start a new study with this space, give it another name "
+                    "(\"name\" in the file, or --study NAME)");
+  }
 }
 
 // A sweep that does not name its sampler continues a stored study with the sampler that study was
@@ -260,13 +276,32 @@ void refuse_without_endpoint(const SweepFile& sweep) {
                     "endpoint for other executors to connect to (give --endpoint, or "
                     "--executors N > 0)");
   }
-  if (const int nodes = parse_trial_job(sweep.job_json)->needs().nodes; nodes > 1) {
+  const TrialNeeds needs = parse_trial_job(sweep.job_json)->needs();
+  if (const int nodes = needs.nodes; nodes > 1) {
     throw Error(ErrorCode::kInvalidArgument,
                 where + ": each trial runs on " + std::to_string(nodes) +
                     " executors (the job's \"nodes\"), and without an endpoint only the "
                     "sweep's local executor can connect: give --endpoint and start `tuner "
                     "executor --connect ENDPOINT` on " +
                     std::to_string(nodes) + " hosts (docs/engine_jobs.md, \"Nodes\")");
+  }
+  // A trial that needs more GPUs than the local executor has would wait for ever.
+  const int gpus_needed = needs.gpu_fraction > 0 ? 1 : needs.gpus_per_node;
+  if (gpus_needed > 0) {
+    ExecutorOptions local;
+    local.gpus = sweep.local_gpus;
+    const int local_gpus = static_cast<int>(offered_resources(local).gpus.size());
+    if (local_gpus < gpus_needed) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  where + ": each trial needs " + std::to_string(gpus_needed) +
+                      " GPU(s) (job.gpus_per_trial), and the local executor, the only one "
+                      "without an endpoint, has " +
+                      std::to_string(local_gpus) +
+                      (sweep.local_gpus ? " (executors.gpus)" : " (the GPUs found on this host)") +
+                      ": lower job.gpus_per_trial, list the GPUs in executors.gpus, or give "
+                      "--endpoint and start `tuner executor --connect ENDPOINT --gpus ...` on "
+                      "a host with enough");
+    }
   }
 }
 
@@ -290,17 +325,27 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   const SteadyClock::time_point started = SteadyClock::now();
   SqliteStorageOptions storage_options;
   if (options.busy_timeout) storage_options.busy_timeout = *options.busy_timeout;
+  if (options.warn) {
+    for (const std::string& line : direction_warnings(file)) options.warn(line);
+  }
   OpenedSweep opened =
       open_sweep(file, std::make_shared<SqliteStorage>(file.storage_path, storage_options));
   const SweepFile& sweep = opened.sweep;
   Study& study = opened.study;
+  if (options.notice && !study.space_change().empty()) {
+    options.notice("space changed: " + study.space_change());
+  }
   Tally tally(opened.existing, sweep.direction());
   tally.progress().trial_budget = sweep.budget.trials;
   {
     SweepProgress& p = tally.progress();
     p.done_before = p.complete + p.pruned + p.failed;
   }
-  SweepResult result{.study_name = study.name(), .storage_path = sweep.storage_path};
+  SweepResult result{
+      .study_name = study.name(),
+      .storage_path = sweep.storage_path,
+      .log_dir = options.log_dir.empty() ? default_log_dir(sweep.storage_path) : options.log_dir};
+  FailurePolicy failures(sweep.budget.max_failures, tally.progress().complete > 0);
   const std::optional<SteadyClock::time_point> deadline =
       sweep.budget.time ? std::optional(started + *sweep.budget.time) : std::nullopt;
 
@@ -338,6 +383,9 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   Coordinator* coordinator_ptr = nullptr;
   co.on_trial_finished = [&](const FrozenTrial& t) {
     tally.add(t);
+    if (std::optional<std::string> stop = failures.add(t); stop && result.stop_reason.empty()) {
+      result.stop_reason = *stop;  // the loop below stops the sweep
+    }
     if (options.on_trial_finished && coordinator_ptr != nullptr) {
       options.on_trial_finished(t, progress_now(*coordinator_ptr));
     }
@@ -347,13 +395,13 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
 
   std::optional<LocalExecutor> local_executor;
   if (sweep.local_executors > 0) {
-    local_executor.emplace(LocalExecutorOptions{
-        .coordinator = coordinator.endpoint(),
-        .curve_keys = co.security.curve_keys,
-        .slots = sweep.local_executors,
-        .prefetch = sweep.local_prefetch,
-        .log_dir = options.log_dir.empty() ? sweep.storage_path + ".logs" : options.log_dir,
-        .log = log});
+    local_executor.emplace(LocalExecutorOptions{.coordinator = coordinator.endpoint(),
+                                                .curve_keys = co.security.curve_keys,
+                                                .slots = sweep.local_executors,
+                                                .prefetch = sweep.local_prefetch,
+                                                .gpus = sweep.local_gpus,
+                                                .log_dir = result.log_dir,
+                                                .log = log});
   }
   auto local_executor_failed = [&] {
     return local_executor ? local_executor->failure() : std::string();
@@ -370,6 +418,13 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     if (options.abort.stop_requested()) {
       coordinator.abandon("the sweep was stopped");
       result.end = SweepEnd::kAborted;
+      break;
+    }
+    if (!result.stop_reason.empty()) {
+      // Too many failures: what still runs would most likely fail the same way.
+      coordinator.abandon("the sweep stopped on its failures");
+      result.end = SweepEnd::kFailures;
+      if (!options.endpoint.empty()) tell_executors_leases_are_gone(coordinator, co);
       break;
     }
     if (!coordinator.draining()) {
@@ -396,10 +451,14 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     }
   }
   local_executor.reset();
+  // The budget's last trial may be the one that reached the limit.
+  if (!result.stop_reason.empty() && result.end == SweepEnd::kBudgetSpent) {
+    result.end = SweepEnd::kFailures;
+  }
   result.progress = progress_now(coordinator);
   if (options.on_progress) options.on_progress(result.progress);
   const std::optional<std::string> failure = coordinator.failure();
-  tracking.finish(failure ? tracking::RunStatus::kFailed
+  tracking.finish(failure || result.end == SweepEnd::kFailures ? tracking::RunStatus::kFailed
                   : result.end == SweepEnd::kAborted || result.end == SweepEnd::kDrained
                       ? tracking::RunStatus::kKilled
                       : tracking::RunStatus::kFinished);

@@ -68,7 +68,7 @@ struct SweepRunOptions {
   // How long a storage write waits for another process's lock before failing. Default: the
   // storage's own (SqliteStorageOptions::busy_timeout, 5 s).
   std::optional<std::chrono::milliseconds> busy_timeout;
-  // Per-trial logs. Default: "<storage path>.logs".
+  // Per-trial logs of the local executor (sweep/trial_logs.h). Default: "<storage path>.logs".
   std::string log_dir;
   std::stop_token drain;  // finish the running trials, start no more
   std::stop_token abort;  // stop the running trials now
@@ -79,8 +79,15 @@ struct SweepRunOptions {
   // Log lines of the coordinator and the local executor. Default: none.
   std::function<void(const std::string&)> log;
   // Problems that do not stop the sweep, one line each: MLflow tracking's (a server that is
-  // down: one line when it stops answering, one when it answers again). Default: none.
+  // down: one line when it stops answering, one when it answers again), and, at the start, an
+  // objective direction that contradicts its metric's name (sweep/objective_direction.h).
+  // Default: none.
   std::function<void(const std::string&)> warn;
+  // Lines worth a word that are no problem: "space changed: + activation; hidden [16, 256] ->
+  // [16, 512]" when the file changed the space of the stored study compatibly
+  // (Study::space_change(); the change is kept in the study's "tuner:space_changes"). Default:
+  // none.
+  std::function<void(const std::string&)> notice;
 };
 
 enum class SweepEnd {
@@ -88,6 +95,9 @@ enum class SweepEnd {
   kTimeUp,       // the time budget ran out (running trials finished, or were stopped)
   kDrained,      // `drain` was requested (running trials finished)
   kAborted,      // `abort` was requested
+  // Failed trials reached budget.max_failures (sweep/failure_policy.h): the running trials were
+  // stopped as by `abort`; SweepResult::stop_reason says why.
+  kFailures,
 };
 
 struct SweepResult {
@@ -98,6 +108,10 @@ struct SweepResult {
   int stopped_at_time_up = 0;
   std::string study_name;
   std::string storage_path;
+  // kFailures: why the failures stopped the sweep, with the last failure's reason.
+  std::string stop_reason;
+  // Where the local executor wrote the trials' logs (SweepRunOptions::log_dir).
+  std::string log_dir;
 };
 
 // A sweep's study, created or loaded by name, with the sweep file stored on it (kSweepAttr).

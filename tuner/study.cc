@@ -14,6 +14,7 @@
 #include "search/pareto.h"
 #include "search/registry.h"
 #include "search/samplers/auto_sampler.h"
+#include "search/space/search_space_json.h"
 #include "storage/in_memory_storage.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
@@ -322,6 +323,89 @@ std::optional<uint64_t> stored_seed(const StudyRecord& record) {
   }
 }
 
+SpaceComparison compare_with_stored(const StudyRecord& record, Storage& storage,
+                                    const SearchSpace& space) {
+  StoredDistributions stored;
+  if (auto it = record.system_attrs.find(kStudySpaceAttr); it != record.system_attrs.end()) {
+    const nlohmann::json text = json_nests_deeper_than(it->second, kMaxJsonDepth)
+                                    ? nlohmann::json()
+                                    : nlohmann::json::parse(it->second, nullptr, false);
+    if (!text.is_string()) {
+      throw Error(ErrorCode::kDataLoss, "study '" + record.name + "': system attribute " +
+                                            kStudySpaceAttr + " is not a search space");
+    }
+    try {
+      stored = distributions_of(parse_search_space(
+          text.get<std::string>(), "study '" + record.name + "': " + kStudySpaceAttr));
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kDataLoss, e.what());
+    }
+  } else {
+    // A study made before the space was stored, or by Optuna: its trials' distributions.
+    for (const FrozenTrial& t : storage.get_trials(record.study_id)) {
+      for (const auto& [name, distribution] : t.distributions) {
+        auto it = std::find_if(stored.begin(), stored.end(),
+                               [&](const auto& entry) { return entry.first == name; });
+        if (it == stored.end()) {
+          stored.emplace_back(name, distribution);
+        } else {
+          it->second = distribution;
+        }
+      }
+    }
+  }
+  return compare_spaces(stored, space);
+}
+
+namespace {
+
+// Checks `space` against the stored study and records it (load()): refuses an incompatible
+// change, appends a compatible one to kSpaceChangesAttr, and stores the space. Returns the
+// change's summary ("" when none).
+std::string check_and_record_space(StudyRecord& record, Storage& storage,
+                                   const SearchSpace& space) {
+  const SpaceComparison comparison = compare_with_stored(record, storage, space);
+  if (comparison.conflict) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "study '" + record.name + "': " + comparison.conflict->message() +
+                    "; its earlier trials could no longer be read by a sampler (nor by "
+                    "Optuna's): to start a new study with this space, give it another name "
+                    "(docs/search_space.md, \"Changing the space of a study\")");
+  }
+  const bool had_space = record.system_attrs.contains(kStudySpaceAttr);
+  std::string summary;
+  // A study whose space was never stored and that has no trials has no change to report.
+  if (had_space || !comparison.change.removed.empty() || !comparison.change.changed.empty() ||
+      comparison.change.added.size() != space.size()) {
+    summary = comparison.change.summary();
+  }
+  if (!summary.empty()) {
+    nlohmann::json changes = nlohmann::json::array();
+    if (auto it = record.system_attrs.find(kSpaceChangesAttr); it != record.system_attrs.end()) {
+      const nlohmann::json old = json_nests_deeper_than(it->second, kMaxJsonDepth)
+                                     ? nlohmann::json()
+                                     : nlohmann::json::parse(it->second, nullptr, false);
+      if (old.is_array()) changes = old;
+    }
+    int next_number = 0;
+    for (const FrozenTrial& t : storage.get_trials(record.study_id)) {
+      next_number = std::max(next_number, t.number + 1);
+    }
+    changes.push_back({{"trial", next_number}, {"change", summary}});
+    std::string text = changes.dump();
+    storage.set_study_system_attr(record.study_id, kSpaceChangesAttr, text);
+    record.system_attrs[kSpaceChangesAttr] = std::move(text);
+  }
+  std::string space_json = json_string(to_json(space));
+  if (!had_space || record.system_attrs[kStudySpaceAttr] != space_json) {
+    storage.set_study_system_attr(record.study_id, kStudySpaceAttr, space_json);
+    record.system_attrs[kStudySpaceAttr] = std::move(space_json);
+  }
+  return summary;
+}
+
+}  // namespace
+
 std::string stored_sampler_name(const StudyRecord& record) {
   auto it = record.system_attrs.find(kStudySamplerAttr);
   if (it == record.system_attrs.end()) return "tpe";
@@ -356,6 +440,11 @@ Study Study::create(StudyOptions options) {
   }
   if (!options.sampler) options.sampler = std::make_shared<AutoSampler>();
   StudyRecord record = options.storage->create_study(options.name, options.directions);
+  if (options.space) {
+    std::string space_json = json_string(to_json(*options.space));
+    options.storage->set_study_system_attr(record.study_id, kStudySpaceAttr, space_json);
+    record.system_attrs[kStudySpaceAttr] = std::move(space_json);
+  }
   uint64_t seed = options.seed ? *options.seed : fresh_random();
   std::string seed_json = json_string(std::to_string(seed));
   options.storage->set_study_system_attr(record.study_id, kSeedAttr, seed_json);
@@ -392,7 +481,11 @@ Study Study::load(StudyOptions options) {
   if (!options.sampler) {
     options.sampler = sampler_named(stored_sampler_name(*record), *record, options.space);
   }
+  std::string space_change;
+  if (options.space)
+    space_change = check_and_record_space(*record, *options.storage, *options.space);
   auto core = make_core(options, std::move(*record), *seed);
+  core->space_change = std::move(space_change);
   std::lock_guard lock(core->mutex);
   core->refresh_locked();
   core->handle_stale_trials_locked();
@@ -404,6 +497,26 @@ const std::vector<StudyDirection>& Study::directions() const { return core_->rec
 int64_t Study::id() const { return core_->record.study_id; }
 uint64_t Study::seed() const { return core_->seed; }
 Storage& Study::storage() const { return *core_->storage; }
+const std::string& Study::space_change() const { return core_->space_change; }
+
+History StudyCore::history_locked() {
+  if (!space || std::none_of(space->params().begin(), space->params().end(),
+                             [](const ParamSpec& p) { return p.default_value.has_value(); })) {
+    return History{trials, record.directions};
+  }
+  // Trials made before a parameter with a default was added get it (docs/search_space.md,
+  // "Changing the space of a study"); what is stored stays as it is.
+  filled = trials;
+  for (FrozenTrial& t : filled) {
+    if (t.params.empty()) continue;  // nothing sampled yet (WAITING), or its ask failed
+    for (const ParamSpec& spec : space->params()) {
+      if (!spec.default_value || t.params.contains(spec.name)) continue;
+      t.params.emplace(spec.name, *spec.default_value);
+      t.distributions.insert_or_assign(spec.name, spec.distribution);
+    }
+  }
+  return History{filled, record.directions};
+}
 
 StudyDirection Study::direction() const {
   if (directions().size() != 1) {

@@ -29,6 +29,7 @@
 #include "search/samplers/sampler.h"
 #include "search/schedulers/scheduler.h"
 #include "search/space/search_space.h"
+#include "search/space/space_change.h"
 #include "storage/storage.h"
 #include "trials/clock.h"
 #include "trials/error.h"
@@ -68,6 +69,10 @@ struct StudyOptions {
   // (the stored seed wins over this one).
   std::optional<uint64_t> seed;
   // Define-and-run: every ask() samples this whole space up front. Default: define-by-run.
+  // A stored study continued with a space is checked against the space it was run with
+  // (compare_with_stored()): an incompatible change is refused, a compatible one recorded
+  // (Study::space_change()). Parameters with a default_value fill the earlier trials that lack
+  // them, in what the sampler sees.
   std::optional<SearchSpace> space;
   // create(): open the study of that name when it exists instead of failing.
   bool load_if_exists = false;
@@ -117,6 +122,18 @@ std::optional<uint64_t> stored_seed(const StudyRecord& record);
 // or by Optuna: both made TPE their default.
 std::string stored_sampler_name(const StudyRecord& record);
 
+// Where a study keeps the space it was last continued with (its canonical JSON, as a JSON
+// string), and the compatible changes of that space: a JSON list of {"trial": the first trial
+// number under the new space, "change": SpaceChange::summary()}. Optuna ignores both.
+inline constexpr char kStudySpaceAttr[] = "tuner:space";
+inline constexpr char kSpaceChangesAttr[] = "tuner:space_changes";
+
+// How `space` differs from the space of the stored study `record`: its kStudySpaceAttr when
+// present, otherwise the distributions of its trials' params (the latest of each name). A study
+// without either has no stored space: everything is new, and nothing conflicts.
+SpaceComparison compare_with_stored(const StudyRecord& record, Storage& storage,
+                                    const SearchSpace& space);
+
 // What ask() throws when sampling fails after its trial was stored RUNNING (the sampler or the
 // space throws, a sampled value is refused): the trial is stored FAIL with the reason
 // ("ask() failed: ...") in "fail_reason", and failed_trial() is that record (nullopt when even
@@ -143,7 +160,9 @@ class Study {
   // Continues a stored study: numbering goes on and the sampler and scheduler see its history.
   // `options.name` and `options.storage` name it; directions and seed come from storage. A study
   // with no stored seed (one that Optuna made) gets options.seed, or a fresh one, stored now.
-  // Throws Error(kNotFound) naming the study and listing the ones that exist.
+  // Throws Error(kNotFound) naming the study and listing the ones that exist, and
+  // Error(kFailedPrecondition) when options.space changes a parameter incompatibly (naming it,
+  // its stored and its new distribution: docs/search_space.md, "Changing the space of a study").
   static Study load(StudyOptions options);
 
   const std::string& name() const;
@@ -152,6 +171,10 @@ class Study {
   int64_t id() const;
   uint64_t seed() const;
   Storage& storage() const;
+  // What load() (or create() with load_if_exists) found changed in the space of the stored
+  // study, as SpaceChange::summary() writes it ("+ activation; hidden [16, 256] -> [16, 512]");
+  // empty when nothing changed, for a new study, and without StudyOptions::space.
+  const std::string& space_change() const;
 
   // Starts a trial (RUNNING in storage). Throws Error(kFailedPrecondition) when the sampler is
   // exhausted (a grid whose every point has been tried), before any trial is stored, and

@@ -59,6 +59,7 @@ struct StudyCore {
   StudyRecord record;
   uint64_t seed = 0;
   std::optional<SearchSpace> space;
+  std::string space_change;  // Study::space_change()
   std::shared_ptr<Clock> clock;
   std::optional<std::chrono::milliseconds> heartbeat_interval;  // nullopt: heartbeats off
   std::chrono::milliseconds grace_period{0};
@@ -114,8 +115,12 @@ struct StudyCore {
   // Fails (and, by policy, enqueues retries of) the study's stale trials, then refreshes.
   // No-op when heartbeats are off. REQUIRES: mutex held.
   void handle_stale_trials_locked();
-  // A view of the cached trials. REQUIRES: mutex held for as long as the view is used.
-  History history_locked() const { return History{trials, record.directions}; }
+  // A view of the cached trials as the samplers see them: with `space`'s defaults
+  // (ParamSpec::default_value) in the trials that lack those parameters. REQUIRES: mutex held for
+  // as long as the view is used, and no other view of it in use (each call rebuilds `filled`).
+  History history_locked();
+  // The cached trials with the defaults filled in; used only when `space` declares defaults.
+  std::vector<FrozenTrial> filled;
 
   // Null when heartbeats are off. Last: destroyed (its thread joined) before what it uses.
   std::unique_ptr<Heartbeater> heartbeater;

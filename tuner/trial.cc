@@ -136,8 +136,9 @@ bool Trial::should_stop() {
     read = core.storage->get_trial(s.trial_id);
     record = &*read;
   }
-  Decision d =
-      core.scheduler->on_report_memoized(*record, *s.last_step, core.history_locked(), s.memo);
+  // Schedulers judge intermediate values: the trials as stored (no space defaults filled in).
+  Decision d = core.scheduler->on_report_memoized(
+      *record, *s.last_step, History{core.trials, core.record.directions}, s.memo);
   // In-process trials cannot be paused and resumed later; a pause means go on.
   s.stop_requested = d == Decision::kStop;
   return s.stop_requested;

@@ -16,6 +16,15 @@ void SearchSpace::add(ParamSpec spec) {
                       is_single(spec.distribution))) {
     throw invalid(spec.name + ": a fixed parameter is a categorical with exactly one choice");
   }
+  if (spec.default_value) {
+    if (spec.condition) {
+      throw invalid(spec.name + ".default: only a parameter without a condition may have one");
+    }
+    if (!contains(spec.distribution, *spec.default_value)) {
+      throw invalid(spec.name + ".default: " + to_string(*spec.default_value) +
+                    " is not a value of " + to_string(spec.distribution));
+    }
+  }
   if (spec.condition) {
     const ParamSpec* parent = find(spec.condition->parent);
     if (!parent) {

@@ -31,6 +31,11 @@ struct ParamSpec {
   // Declared as a fixed value (a categorical with one choice); kept so that a space saved to JSON
   // reads back exactly as it was written.
   bool fixed = false;
+  // The value that trials made before this parameter was added implicitly had: the samplers see
+  // those trials with it (their stored params are left as they are) and keep learning from them.
+  // Default: none (such trials are left out of what involves this parameter). REQUIRES: inside
+  // `distribution`, and no condition.
+  std::optional<ParamValue> default_value;
   bool operator==(const ParamSpec&) const = default;
 };
 

@@ -41,7 +41,11 @@ const Json& required_array(const Json& object, const std::string& path, const ch
 }
 
 // Reads the distribution of the parameter at `path` (the object holds a valid "type").
-ParamSpec read_spec(const std::string& name, const Json& object, const std::string& path) {
+ParamSpec read_spec(const std::string& name, const Json& definition, const std::string& path) {
+  // "default" (ParamSpec::default_value) is read below, for every type but fixed; the fields of
+  // each type are checked without it.
+  Json object = definition;
+  const bool has_default = object.erase("default") > 0;
   const Json& type_field =
       require_field(object, path, "type", " (one of " + choice_list(kTypes) + ")");
   const std::string& type = kTypes[read_choice(type_field, child_path(path, "type"), kTypes)];
@@ -93,6 +97,26 @@ ParamSpec read_spec(const std::string& name, const Json& object, const std::stri
   }
   if (auto problem = find_problem(spec.distribution)) {
     fail_at(field_path(path, problem->field, spec.fixed), problem->message);
+  }
+  if (has_default) {
+    // The value the trials made before this parameter existed had (docs/search_space.md).
+    const std::string default_path = child_path(path, "default");
+    if (spec.fixed) fail_at(default_path, "a fixed parameter has no default (it has one value)");
+    const Json* value = find_field(definition, "default");
+    ParamValue v = read_scalar(*value, default_path);
+    if (const auto* i = std::get_if<int64_t>(&v);
+        i && std::holds_alternative<FloatDistribution>(spec.distribution)) {
+      v = static_cast<double>(*i);
+    }
+    if (const auto* i = std::get_if<int64_t>(&v);
+        i && std::holds_alternative<NormalDistribution>(spec.distribution)) {
+      v = static_cast<double>(*i);
+    }
+    if (!contains(spec.distribution, v)) {
+      fail_at(default_path,
+              to_string(v) + " is not a value of the parameter " + to_string(spec.distribution));
+    }
+    spec.default_value = std::move(v);
   }
   return spec;
 }
@@ -256,6 +280,11 @@ SearchSpace search_space_from_json(const Json& value, const std::string& path) {
   for (size_t i : parents_first(pending)) {
     Pending& p = pending[i];
     if (p.parent) {  // parents come first: the parent is in the space
+      if (p.spec.default_value) {
+        fail_at(child_path(p.path, "default"),
+                "only a parameter without a condition may have a default (a trial where a "
+                "conditional parameter is inactive lacks it on purpose)");
+      }
       p.spec.condition = read_condition_values(p, *space.find(pending[*p.parent].name));
     }
     try {
@@ -271,6 +300,7 @@ Json search_space_to_json_value(const SearchSpace& space) {
   Json params = Json::object();
   for (const auto& spec : space.params()) {
     Json p = distribution_to_json(spec);
+    if (spec.default_value) p["default"] = scalar_to_json(*spec.default_value);
     if (spec.condition) {
       Json values = Json::array();
       for (const auto& v : spec.condition->values) values.push_back(scalar_to_json(v));

@@ -421,5 +421,28 @@ TEST(SearchSpaceJson, ExampleSpacesLoad) {
   EXPECT_GE(count, 3);
 }
 
+// "default": the value earlier trials implicitly had (ParamSpec::default_value).
+TEST(SearchSpaceJson, DefaultIsReadCheckedAndWritten) {
+  const SearchSpace s = parse_search_space(
+      space(R"("act": {"type": "categorical", "choices": ["relu", "gelu"], "default": "relu"},)"
+            R"( "wd": {"type": "float", "low": 0, "high": 0.1, "default": 0})"));
+  EXPECT_EQ(s.find("act")->default_value, ParamValue(std::string("relu")));
+  EXPECT_EQ(s.find("wd")->default_value, ParamValue(0.0));  // an integer read as a float
+  EXPECT_EQ(parse_search_space(to_json(s)), s);
+  EXPECT_NE(to_json(s).find("\"default\": \"relu\""), std::string::npos);
+
+  EXPECT_EQ(parse_error(space(R"("n": {"type": "int", "low": 1, "high": 4, "default": 8})")),
+            "space.json: params.n.default: 8 is not a value of the parameter int[1, 4]");
+  EXPECT_EQ(
+      parse_error(space(R"("a": {"type": "categorical", "choices": [1, 2], "default": "1"})")),
+      "space.json: params.a.default: \"1\" is not a value of the parameter categorical[1, 2]");
+  EXPECT_EQ(parse_error(space(R"("s": {"type": "fixed", "value": 1, "default": 1})")),
+            "space.json: params.s.default: a fixed parameter has no default (it has one value)");
+  EXPECT_THAT(parse_error(space(R"("o": {"type": "categorical", "choices": ["sgd", "adam"]},)"
+                                R"( "m": {"type": "float", "low": 0, "high": 1, "default": 0.5,)"
+                                R"( "condition": {"parent": "o", "values": ["sgd"]}})")),
+              HasSubstr("params.m.default: only a parameter without a condition"));
+}
+
 }  // namespace
 }  // namespace tuner

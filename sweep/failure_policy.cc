@@ -1,0 +1,106 @@
+#include "sweep/failure_policy.h"
+
+#include "sweep/trial_logs.h"
+#include "trials/json_reader.h"
+
+namespace tuner {
+namespace {
+
+constexpr std::string_view kMetricQuote = "objective metric '";
+constexpr std::string_view kPrinted = "(it printed: ";
+
+// "a, b" as {"a", "b"}.
+std::vector<std::string> split_names(std::string_view text) {
+  std::vector<std::string> names;
+  while (!text.empty()) {
+    const size_t comma = text.find(", ");
+    names.emplace_back(text.substr(0, comma));
+    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 2);
+  }
+  return names;
+}
+
+// ` (did you mean "x"?)` for a typo of a printed metric (trials/json_reader.h did_you_mean), or
+// for the one printed metric that the name abbreviates or extends ("val_acc": "val_accuracy").
+std::string metric_hint(const std::string& metric, const std::vector<std::string>& printed) {
+  if (std::string hint = did_you_mean(metric, printed); !hint.empty()) return hint;
+  std::vector<std::string> related;
+  for (const std::string& name : printed) {
+    if (name.find(metric) != std::string::npos || metric.find(name) != std::string::npos) {
+      related.push_back(name);
+    }
+  }
+  return related.size() == 1 ? " (did you mean \"" + related[0] + "\"?)" : "";
+}
+
+}  // namespace
+
+std::optional<MissingMetric> missing_objective_metric(const FrozenTrial& trial) {
+  if (trial.state != TrialState::kFail) return std::nullopt;
+  const std::string reason = fail_reason(trial);
+  const bool executor = reason.starts_with("the job exited with code 0 but its metrics have no ");
+  const bool coordinator = reason.starts_with("RESULT has no value for the ");
+  if (!executor && !coordinator) return std::nullopt;
+  const size_t begin = reason.find(kMetricQuote);
+  if (begin == std::string::npos) return std::nullopt;
+  const size_t name_begin = begin + kMetricQuote.size();
+  const size_t name_end = reason.find('\'', name_begin);
+  if (name_end == std::string::npos) return std::nullopt;
+  MissingMetric missing{.metric = reason.substr(name_begin, name_end - name_begin)};
+  if (executor) {
+    const size_t printed = reason.find(kPrinted, name_end);
+    if (printed != std::string::npos && reason.ends_with(")")) {
+      const std::string names =
+          reason.substr(printed + kPrinted.size(), reason.size() - 1 - printed - kPrinted.size());
+      if (names != "no metrics") missing.printed = split_names(names);
+    }
+  } else {
+    for (const auto& [name, value] : trial.user_attrs) missing.printed.push_back(name);
+  }
+  return missing;
+}
+
+FailurePolicy::FailurePolicy(std::optional<int> max_failures, bool metric_seen)
+    : max_failures_(max_failures), metric_seen_(metric_seen) {}
+
+std::optional<std::string> FailurePolicy::add(const FrozenTrial& trial) {
+  if (stopped_) return std::nullopt;
+  if (trial.state == TrialState::kComplete) metric_seen_ = true;
+  const std::string reason = fail_reason(trial);
+  if (trial.state == TrialState::kFail && reason.starts_with("abandoned")) return std::nullopt;
+  ++finished_;
+  if (trial.state != TrialState::kFail) {
+    all_same_ = false;
+    return std::nullopt;
+  }
+  ++failed_;
+  if (failed_ == 1) first_reason_ = reason;
+  all_same_ = all_same_ && reason == first_reason_;
+  const std::string summary = failure_summary(trial);
+  const std::string last =
+      "trial " + std::to_string(trial.number) + (summary.empty() ? "" : ": " + summary);
+  std::optional<std::string> stop;
+  if (const std::optional<MissingMetric> missing = missing_objective_metric(trial);
+      missing && !metric_seen_) {
+    std::string printed;
+    for (const std::string& name : missing->printed)
+      printed += (printed.empty() ? "" : ", ") + name;
+    stop = "trial " + std::to_string(trial.number) + " ended without the objective metric '" +
+           missing->metric + "'" + metric_hint(missing->metric, missing->printed) +
+           " (it printed: " + (printed.empty() ? "no metrics" : printed) +
+           "), and no trial of the study has had it: fix objective.metric in the sweep file "
+           "(under a new study name: a study keeps its metric) or what the program prints";
+  } else if (max_failures_ && *max_failures_ > 0 && failed_ >= *max_failures_) {
+    stop = std::to_string(failed_) + " trial" + (failed_ == 1 ? "" : "s") +
+           " failed (budget.max_failures " + std::to_string(*max_failures_) + "); the last, " +
+           last;
+  } else if (!max_failures_ && all_same_ && finished_ == kDefaultSameFailures) {
+    stop = "the first " + std::to_string(kDefaultSameFailures) +
+           " trials failed the same way (budget.max_failures, unset: stop when the first " +
+           std::to_string(kDefaultSameFailures) + " all fail alike); the last, " + last;
+  }
+  stopped_ = stop.has_value();
+  return stop;
+}
+
+}  // namespace tuner
