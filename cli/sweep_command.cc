@@ -245,6 +245,12 @@ class RunOutcomes {
 
 int run(const SweepFile& sweep, const Flags& flags) {
   StopSignals signals;
+  // Said at once: the running trials may take long to end.
+  const std::stop_callback say_stopping(signals.first(), [&sweep] {
+    std::cerr << ("[" + sweep.name +
+                  "] stopping: no new trial starts; the running ones finish and are stored "
+                  "(Ctrl-C again: stop them now, to run first on resume)\n");
+  });
   ProgressPrinter printer(sweep.name, sweep.objective_metric(),
                           default_log_dir(sweep.storage_path));
   RunOutcomes outcomes;

@@ -44,6 +44,7 @@ wait_for_trials "$db2" 2
 kill -INT $pid; wait $pid; rc=$?
 [ $rc = 130 ] || fail "first Ctrl-C: exit $rc: $(cat "$work/out2")"
 grep -q "tuner resume --study quadratic --storage $db2" "$work/out2" || fail "no resume hint: $(cat "$work/out2")"
+grep -q "stopping: no new trial starts" "$work/out2" || fail "the first Ctrl-C was not said: $(cat "$work/out2")"
 running=$("$tuner" trials --storage "$db2" --study quadratic --state running --csv | tail -n +2 | wc -l)
 [ "$running" = 0 ] || fail "$running trials left RUNNING after a graceful stop"
 done=$("$tuner" trials --storage "$db2" --study quadratic --csv | tail -n +2 | wc -l)
