@@ -65,7 +65,7 @@ TEST(FlagsTest, AnUnknownFlagNamesTheCommandAndTheFlag) {
             "tuner demo: unknown flag '-j'; see 'tuner help'");
 }
 
-// Issue 33: a mistyped flag (`--executor`) got no did-you-mean, though sweep files do.
+// Regression: a mistyped flag (`--executor`) got no did-you-mean, though sweep files do.
 TEST(FlagsTest, AMistypedFlagGetsADidYouMean) {
   EXPECT_EQ(usage_error([] {
               Flags(Args{"--trial", "3"}, kTable, "demo");

@@ -218,7 +218,7 @@ TEST(HtmlReportTest, NamesAreEscaped) {
   EXPECT_NE(html.find("&quot;a&amp;b&quot;"), std::string::npos);
 }
 
-// The history shows FAIL and PRUNED trials too (issue 33: only COMPLETE ones were drawn), each
+// Regression: the history drew only COMPLETE trials. It shows FAIL and PRUNED trials too, each
 // with why in its title: a FAIL's reason and its program's last line, escaped.
 TEST(HtmlReportTest, HistoryMarksFailedAndPrunedTrialsWithTheirReasons) {
   ReportInput in = make_input(60);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Failures that explain themselves (issue 33, item 2), end to end with real processes: a crashing
+# Failures that explain themselves, end to end with real processes: a crashing
 # Python program stops the sweep after its first 3 failures, with the traceback's last line in the
 # console and in `tuner trials`, and `tuner logs` prints the trial's whole log; a misspelt
 # objective metric stops the sweep after its first trial, with a did-you-mean.

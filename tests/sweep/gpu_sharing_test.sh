@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPUs for command trials (issue 33, item 1), end to end with real processes, on a declared
+# GPUs for command trials, end to end with real processes, on a declared
 # inventory of 4 GPUs (no driver needed: the engine is told to find none, so the declared ids are
 # offered as they are):
 # - "gpus_per_trial": 0.5 on executors.gpus [0, 1, 2, 3] and 8 local slots: 8 trials run at once,
