@@ -14,6 +14,7 @@ extern const Command kStatusCommand;
 extern const Command kTrialsCommand;
 extern const Command kBestCommand;
 extern const Command kLogsCommand;
+extern const Command kArtifactsCommand;
 extern const Command kSpaceCommand;
 extern const Command kExecutorCommand;
 extern const Command kKeygenCommand;
@@ -32,11 +33,11 @@ extern const Command kDriftCommand;
 std::span<const Command> commands() {
   // The entries are constant-initialized, so copying them here is safe at any time.
   static const Command kCommands[] = {
-      kSweepCommand,   kResumeCommand,     kServeCommand,  kStopCommand,       kPauseCommand,
-      kUnpauseCommand, kStatusCommand,     kTrialsCommand, kBestCommand,       kLogsCommand,
-      kSpaceCommand,   kExecutorCommand,   kKeygenCommand, kGpusCommand,       kDevicesCommand,
-      kTrialCommand,   kReportCommand,     kExportCommand, kSyncMlflowCommand, kRegistryCommand,
-      kPredictCommand, kServeModelCommand, kDriftCommand,
+      kSweepCommand,     kResumeCommand,  kServeCommand,      kStopCommand,   kPauseCommand,
+      kUnpauseCommand,   kStatusCommand,  kTrialsCommand,     kBestCommand,   kLogsCommand,
+      kArtifactsCommand, kSpaceCommand,   kExecutorCommand,   kKeygenCommand, kGpusCommand,
+      kDevicesCommand,   kTrialCommand,   kReportCommand,     kExportCommand, kSyncMlflowCommand,
+      kRegistryCommand,  kPredictCommand, kServeModelCommand, kDriftCommand,
       // (new commands: add their entry here)
   };
   return kCommands;

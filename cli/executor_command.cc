@@ -1,5 +1,6 @@
 // tuner executor: serve a coordinator's trials until SIGTERM or SIGINT.
 #include <chrono>
+#include <cstdint>
 #include <sstream>
 
 #include "cli/command.h"
@@ -33,6 +34,9 @@ constexpr Flag kFlags[] = {
     {"--gpus", "LIST", "GPU indices offered, e.g. 0,1, or none (default: all found)"},
     {"--id", "ID", "this executor's id (default: HOSTNAME-PID)"},
     {"--log-dir", "DIR", "write each trial's log there"},
+    {"--keep-files", "", "send no trial files: the coordinator shares this host's file system"},
+    {"--files-dir", "DIR", "keep the trials' files there (default: a new folder in /tmp)"},
+    {"--max-files-mb", "N", "send at most N MiB of one trial's files (default 1024)"},
     {"--heartbeat-ms", "N", "how often a heartbeat goes to the coordinator"},
     {"--timeout-ms", "N", "reconnect after this long without word from the coordinator"},
     {"--stop-grace-ms", "N", "a stopped job's time between SIGTERM and SIGKILL"},
@@ -65,6 +69,17 @@ int run_executor(const std::vector<std::string>& args) {
     options.coordinator_key = read_curve_public_key_file(flags.get("--coordinator-key"));
   }
   if (flags.has("--log-dir")) options.log_dir = flags.get("--log-dir");
+  // An executor joins from another host: its trials' files go to the coordinator's.
+  options.send_files = !flags.has("--keep-files");
+  if (!options.send_files && (flags.has("--files-dir") || flags.has("--max-files-mb"))) {
+    throw UsageError("--keep-files sends no files: --files-dir and --max-files-mb do not apply");
+  }
+  if (flags.has("--files-dir")) options.files_dir = flags.get("--files-dir");
+  if (flags.has("--max-files-mb")) {
+    const int mib = flags.get_int("--max-files-mb", 1024);
+    if (mib < 0) throw UsageError("--max-files-mb: " + std::to_string(mib) + " is negative");
+    options.max_trial_files_bytes = static_cast<uint64_t>(mib) << 20;
+  }
   if (flags.has("--rank-host")) options.rank_host = flags.get("--rank-host");
   using std::chrono::milliseconds;
   options.heartbeat_interval =
@@ -84,14 +99,18 @@ extern const Command kExecutorCommand = {
     .name = "executor",
     .synopsis =
         "executor --connect ENDPOINT [--slots N] [--prefetch P] [--gpus LIST] [--id ID]\n"
-        "         [--log-dir DIR] [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
+        "         [--log-dir DIR] [--keep-files] [--files-dir DIR] [--max-files-mb N]\n"
+        "         [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
         "         [--key FILE --coordinator-key FILE] [--rank-host HOST]",
     .description =
         "serve a coordinator: run its trials on N slots until\n"
         "SIGTERM or SIGINT; reconnects when the coordinator goes\n"
         "away. --prefetch is for trials of a second or less: they\n"
-        "start the moment a slot frees. --rank-host defaults to\n"
-        "$TUNER_RANK_HOST, else 127.0.0.1",
+        "start the moment a slot frees. Each trial's log and\n"
+        "artifacts folder go to the coordinator's host before its\n"
+        "outcome (--keep-files: they stay, for a shared file\n"
+        "system). --rank-host defaults to $TUNER_RANK_HOST, else\n"
+        "127.0.0.1",
     .flags = kFlags,
     .run = &run_executor,
 };

@@ -1,8 +1,9 @@
 // tuner export --study NAME --storage PATH [--trial N] --registry DIR --name MODEL
 //   [--promote-if-better] [--alias A[,B...]] [--metric M] [--direction D]
-//   [--limit METRIC<=X[,METRIC>=Y...]] [--checkpoint FILE] [--description TEXT]
-//   [--mlflow-uri URI [--mlflow-experiment NAME]]: a trial's model to the model registry
-//   (docs/registry.md), and to MLflow's with --mlflow-uri (docs/tracking.md).
+//   [--limit METRIC<=X[,METRIC>=Y...]] [--checkpoint FILE | --artifact PATH]
+//   [--description TEXT] [--mlflow-uri URI [--mlflow-experiment NAME]]: a trial's model (an
+//   engine trial's checkpoint, or the model a command trial's program saved) to the model
+//   registry (docs/registry.md), and to MLflow's with --mlflow-uri (docs/tracking.md).
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -81,7 +82,9 @@ constexpr Flag kFlags[] = {
     {"--metric", "M", "the metric that picks the best trial and compares versions"},
     {"--direction", "D", "maximize or minimize M"},
     {"--limit", "METRIC<=X,...", "limits a version must meet (METRIC<=X, METRIC>=Y)"},
-    {"--checkpoint", "FILE", "the checkpoint to export (default: the sweep's artifact)"},
+    {"--checkpoint", "FILE", "an engine checkpoint to export (default: the engine trial's)"},
+    {"--artifact", "PATH",
+     "the trial's saved model: MLflow dir or .onnx (default: the one in its folder)"},
     {"--description", "TEXT", "the version's description"},
     {"--mlflow-uri", "URI", "also register it in that MLflow server's model registry"},
     {"--mlflow-experiment", "NAME", "the MLflow experiment of the study's runs"},
@@ -119,6 +122,12 @@ int run_export(const std::vector<std::string>& args) {
   request.promote_if_better = flags.has("--promote-if-better");
   request.aliases = split_commas(flags.get("--alias"));
   request.checkpoint = flags.get("--checkpoint");
+  request.artifact = flags.get("--artifact");
+  if (!request.checkpoint.empty() && !request.artifact.empty()) {
+    throw UsageError(
+        "tuner export: --checkpoint (an engine checkpoint) and --artifact (the trial's own "
+        "saved model) exclude each other");
+  }
   request.description = flags.get("--description");
   request.mlflow_uri = flags.get("--mlflow-uri");
   request.mlflow_experiment = flags.get("--mlflow-experiment");
@@ -133,6 +142,15 @@ int run_export(const std::vector<std::string>& args) {
   std::cout << "exported trial " << v.lineage.trial << " of study '" << v.lineage.study << "' as "
             << result.model_name << "/" << v.version << " (" << v.metric << " "
             << format_number(v.metric_value) << ") at " << result.dir.string() << "\n";
+  if (v.user_model) {
+    std::string flavors;
+    for (const std::string& f : v.flavors) flavors += (flavors.empty() ? "" : ", ") + f;
+    std::cout << (*v.user_model == registry::UserModelFormat::kOnnx
+                      ? "the trial's ONNX file, as an MLflow model of flavors "
+                      : "the trial's MLflow model, as it is, of flavors ")
+              << (flavors.empty() ? "(none named)" : flavors) << ", from " << v.source
+              << " (MLflow serves it: tuner predict and serve-model run engine models only)\n";
+  }
   if (const auto& p = v.promotion) {
     std::cout << (p->promoted ? "promoted to champion: " : "not promoted: ") << p->reason << "\n";
   }
@@ -162,13 +180,15 @@ extern const Command kExportCommand = {
     .synopsis =
         "export --study NAME --storage PATH [--trial N] --registry DIR [--name MODEL]\n"
         "       [--promote-if-better] [--alias A,...] [--metric M --direction D]\n"
-        "       [--limit METRIC<=X,METRIC>=Y,...] [--checkpoint FILE] [--description TEXT]\n"
-        "       [--mlflow-uri URI [--mlflow-experiment NAME]]",
+        "       [--limit METRIC<=X,METRIC>=Y,...] [--checkpoint FILE | --artifact PATH]\n"
+        "       [--description TEXT] [--mlflow-uri URI [--mlflow-experiment NAME]]",
     .description =
         "a trial's model (default: the best on M within the\n"
         "limits, of several objectives from the Pareto front) as\n"
-        "a new version of MODEL in the registry DIR, an MLflow\n"
-        "model with ONNX inside (docs/registry.md); with\n"
+        "a new version of MODEL in the registry DIR: an engine\n"
+        "trial's as an MLflow model with ONNX inside, a command\n"
+        "trial's as the MLflow model or .onnx file its program\n"
+        "saved in $TUNER_ARTIFACTS_DIR (docs/registry.md); with\n"
         "--mlflow-uri also in MLflow's registry (docs/tracking.md)",
     .flags = kFlags,
     .run = &run_export,

@@ -51,6 +51,14 @@ void print_version(const registry::RegisteredModel& m, const registry::ModelVers
   std::cout << "\n  metric: " << v.metric << " = " << number(v.metric_value) << " ("
             << (v.maximize ? "maximize" : "minimize") << ")\n"
             << "  path: " << dir.string() << "\n";
+  if (v.user_model) {
+    std::string flavors;
+    for (const std::string& f : v.flavors) flavors += (flavors.empty() ? "" : ", ") + f;
+    std::cout << "  model: the trial's own "
+              << (*v.user_model == registry::UserModelFormat::kOnnx ? "ONNX file" : "MLflow model")
+              << " (flavors " << (flavors.empty() ? "none named" : flavors) << "), from "
+              << v.source << "; MLflow serves it, tuner predict does not\n";
+  }
   if (!v.description.empty()) std::cout << "  description: " << v.description << "\n";
   for (const auto& [k, text] : v.lineage.params)
     std::cout << "  param " << k << " = " << text << "\n";

@@ -114,6 +114,7 @@ int run_report(const std::vector<std::string>& args) {
   report::ReportInput input;
   input.study = find_study(*storage, name, path);
   input.trials = storage->get_trials(input.study.study_id);
+  input.step_metrics = storage->get_step_metrics(input.study.study_id);
   input.export_pick = export_pick(input.study, path);
   input.generated_at = now_utc();
   input.options.importance.seed = static_cast<uint64_t>(seed);

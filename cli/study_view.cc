@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -57,6 +58,21 @@ std::string number_json(double v) {
 
 }  // namespace
 
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i] + std::string(i + 1 < row.size() ? widths[i] - row[i].size() + 2 : 0, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
 std::unique_ptr<Storage> open_read_only(const std::string& path) {
   if (!std::filesystem::exists(path)) {
     throw Error(ErrorCode::kNotFound, "no study database at '" + path + "'");
@@ -100,7 +116,8 @@ std::set<int> front_numbers(Storage& storage, const StudyRecord& study) {
   return numbers;
 }
 
-std::string trial_json(const FrozenTrial& t, const std::set<int>* front) {
+std::string trial_json(const FrozenTrial& t, const std::set<int>* front,
+                       const std::vector<StepMetrics>* step_metrics) {
   std::string out;
   auto field = [&out](std::string_view key, const std::string& json) {
     out += (out.empty() ? "{" : ",") + Json(key).dump() + ":" + json;
@@ -119,6 +136,18 @@ std::string trial_json(const FrozenTrial& t, const std::set<int>* front) {
         (steps.empty() ? "" : ",") + Json(std::to_string(step)).dump() + ":" + number_json(value);
   }
   field("intermediate_values", "{" + steps + "}");
+  if (step_metrics && !step_metrics->empty()) {
+    std::string all;
+    for (const StepMetrics& step : *step_metrics) {
+      std::string metrics;
+      for (const auto& [name, value] : step.metrics) {
+        metrics += (metrics.empty() ? "" : ",") + Json(name).dump() + ":" + number_json(value);
+      }
+      all +=
+          (all.empty() ? "" : ",") + Json(std::to_string(step.step)).dump() + ":{" + metrics + "}";
+    }
+    field("step_metrics", "{" + all + "}");
+  }
   if (const std::string sampler = sampler_of(t); !sampler.empty()) {
     field("sampler", Json(sampler).dump());
   }

@@ -18,6 +18,9 @@ namespace tuner::cli {
 // A number for people: `digits` significant digits ("0.8667", "1.5e-24").
 std::string number_text(double v, int digits = 8);
 
+// Prints `rows` to stdout as left-aligned columns two spaces apart.
+void print_table(const std::vector<std::vector<std::string>>& rows);
+
 // Opens PATH read-only; Error(kNotFound) naming it when the file does not exist.
 std::unique_ptr<Storage> open_read_only(const std::string& path);
 
@@ -43,8 +46,10 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 // infinities are written NaN, Infinity and -Infinity, as Python's json module writes and reads
 // them. With `front` (a study of several objectives: its Pareto front's numbers), "front": whether
 // the trial is on it. A FAIL trial has "fail_reason" and, when its run left one, "log_tail" (the
-// last lines of its log).
-std::string trial_json(const FrozenTrial& trial, const std::set<int>* front = nullptr);
+// last lines of its log). With `steps` (its step metrics, trials/step_metrics.h), "step_metrics":
+// {"STEP": {"NAME": value, ...}, ...} when there are any.
+std::string trial_json(const FrozenTrial& trial, const std::set<int>* front = nullptr,
+                       const std::vector<StepMetrics>* steps = nullptr);
 
 // The numbers of the Pareto front's trials (search/pareto.h) of a study of `directions`.
 std::set<int> front_numbers(Storage& storage, const StudyRecord& study);

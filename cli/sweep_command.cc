@@ -87,8 +87,11 @@ std::string counts_text(const SweepProgress& p) {
   if (p.trial_budget) text += "/" + std::to_string(*p.trial_budget);
   text += " done (" + std::to_string(p.complete) + " complete" +
           (p.infeasible > 0 ? " of which " + std::to_string(p.infeasible) + " infeasible" : "") +
-          ", " + std::to_string(p.pruned) + " pruned, " + std::to_string(p.failed) + " failed), " +
-          std::to_string(p.running) + " running";
+          ", " + std::to_string(p.pruned) + " pruned, " + std::to_string(p.failed) + " failed" +
+          (p.reruns > 0 ? "; " + std::to_string(p.reruns) + " lost trial" +
+                              (p.reruns == 1 ? "" : "s") + " re-run"
+                        : "") +
+          "), " + std::to_string(p.running) + " running";
   return text;
 }
 
@@ -381,8 +384,11 @@ int submit(const SweepFile& sweep) {
                                                     sweep.storage_path + " --endpoint ENDPOINT)");
   }
   StopSignals signals;
-  const std::string name =
-      open_sweep(sweep, std::make_shared<SqliteStorage>(sweep.storage_path)).study.name();
+  const OpenedSweep opened = open_sweep(sweep, std::make_shared<SqliteStorage>(sweep.storage_path));
+  const std::string name = opened.study.name();
+  if (!opened.study.space_change().empty()) {
+    std::cerr << "[" << name << "] space changed: " << opened.study.space_change() << "\n";
+  }
   const bool taken =
       request_serve_state(sweep.storage_path, name, ServeState::kActive, std::chrono::seconds(10));
   std::cerr << "[" << name << "] submitted to tuner serve (pid " << serve->pid
@@ -413,11 +419,16 @@ int submit(const SweepFile& sweep) {
     const std::optional<StudyRecord> record = storage.find_study(name);
     if (record && serve_state(*record) == ServeState::kDone) {
       printer.finish();
-      tracking.finish(tracking::RunStatus::kFinished);
-      return finish(sweep, SweepResult{.end = SweepEnd::kBudgetSpent,
+      const std::string stop_reason = serve_stop_reason(*record);
+      tracking.finish(stop_reason.empty() ? tracking::RunStatus::kFinished
+                                          : tracking::RunStatus::kFailed);
+      return finish(sweep, SweepResult{.end = stop_reason.empty() ? SweepEnd::kBudgetSpent
+                                                                  : SweepEnd::kFailures,
                                        .progress = p,
                                        .study_name = name,
-                                       .storage_path = sweep.storage_path});
+                                       .storage_path = sweep.storage_path,
+                                       .stop_reason = stop_reason,
+                                       .log_dir = default_log_dir(sweep.storage_path)});
     }
     if (signals.first().stop_requested()) {
       tracking.finish(tracking::RunStatus::kRunning);  // it goes on in tuner serve

@@ -1,11 +1,14 @@
 // tuner trials --study NAME --storage PATH [--state S,...] [--json | --csv]: the trials of a
-// study as an aligned table, JSON lines or CSV.
+// study as an aligned table, JSON lines or CSV; a JSON line also lists the files the trial left
+// in its folder (cli/artifacts_view.h).
 #include <algorithm>
 #include <iostream>
 #include <sstream>
 
+#include "cli/artifacts_view.h"
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "sweep/trial_folder.h"
 
 namespace tuner::cli {
 namespace {
@@ -33,26 +36,11 @@ std::string csv_cell(const std::string& cell) {
   return quoted + "\"";
 }
 
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i] + std::string(i + 1 < row.size() ? widths[i] - row[i].size() + 2 : 0, ' ');
-    }
-    std::cout << line << "\n";
-  }
-}
-
 constexpr Flag kFlags[] = {
     kStorageFlag,
     kStudyFlag,
     {"--state", "S,...", "only trials in these states (RUNNING, COMPLETE, ...)"},
-    {"--json", "", "one JSON object a line"},
+    {"--json", "", "one JSON object a line, with the trial's files"},
     {"--csv", "", "CSV with exact values (not with --json)"},
 };
 
@@ -74,8 +62,22 @@ int run_trials(const std::vector<std::string>& args) {
   std::optional<std::set<int>> front;
   if (study.directions.size() > 1) front = front_numbers(*storage, study);
   if (flags.has("--json")) {
+    const std::map<int64_t, std::vector<StepMetrics>> steps =
+        storage->get_step_metrics(study.study_id);
+    const std::optional<SweepFile> sweep = stored_sweep_of(study, path);
     for (const FrozenTrial& t : trials) {
-      std::cout << trial_json(t, front ? &*front : nullptr) << "\n";
+      auto it = steps.find(t.trial_id);
+      std::string line =
+          trial_json(t, front ? &*front : nullptr, it == steps.end() ? nullptr : &it->second);
+      // The files it left, when its folder has any, as members added to the object.
+      if (const auto folder = sweep ? trial_folder(*sweep, t.number) : std::nullopt) {
+        const ArtifactListing listing = list_artifact_files(*folder, kMaxListedArtifacts);
+        if (!listing.files.empty() && line.ends_with('}')) {
+          line.pop_back();
+          line += "," + artifacts_members(*folder, listing) + "}";
+        }
+      }
+      std::cout << line << "\n";
     }
     return kExitOk;
   }

@@ -27,7 +27,7 @@ install(TARGETS tuner RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 set(TUNER_PUBLIC_HEADERS
     trials/clock.h trials/constraints.h trials/distribution.h trials/error.h
     trials/frozen_trial.h trials/hex.h trials/param_value.h trials/params_json.h
-    trials/system_attrs.h trials/trial_origin.h trials/trial_state.h
+    trials/step_metrics.h trials/system_attrs.h trials/trial_origin.h trials/trial_state.h
     search/history.h search/pareto.h search/registry.h search/rng.h
     search/space/search_space.h search/space/search_space_json.h
     search/space/import_nni.h search/space/import_wandb.h search/space/space_change.h

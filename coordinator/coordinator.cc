@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -15,6 +16,7 @@
 
 #include "coordinator/dispatch.h"
 #include "coordinator/executors.h"
+#include "coordinator/file_receiver.h"
 #include "coordinator/group_commit.h"
 #include "coordinator/lease_ends.h"
 #include "coordinator/lease_table.h"
@@ -22,6 +24,9 @@
 #include "coordinator/outbox.h"
 #include "coordinator/placement.h"
 #include "coordinator/study_run.h"
+#include "executor/job_log.h"
+#include "executor/trial_files.h"
+#include "executor/trial_job.h"
 #include "trials/error.h"
 #include "wire/curve_authenticator.h"
 #include "wire/message_socket.h"
@@ -79,6 +84,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
                     .leases = &leases,
                     .heartbeat_interval = options.heartbeat_interval,
                     .lease_timeout = options.lease_timeout},
+        files([this](const std::string& line) { warn(line); }),
         next_heartbeat(clock->steady_now()) {
     log("listening on " + outbox.router().endpoint());
   }
@@ -99,6 +105,9 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   Dispatcher dispatcher;
   LeaseEnds ends;
   StudyRunContext run_context;
+  FileReceiver files;
+  // Leases whose files were refused as not current, logged once each (forgotten past 10,000).
+  std::set<uint64_t> files_refused;
   StudyRunId next_run_id = 0;
   SteadyTime next_heartbeat{};
   // Messages received and not yet handled, in arrival order. Their senders were credited on
@@ -107,6 +116,13 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   std::deque<Inbound> backlog;
 
   void log(const std::string& line) { outbox.log(line); }
+  void warn(const std::string& line) {
+    if (options.warn) {
+      options.warn(line);
+    } else {
+      log(line);
+    }
+  }
   bool send(const std::string& route, const Message& message) {
     return outbox.send(route, message);
   }
@@ -268,6 +284,62 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     }
   }
 
+  // Where the files of `lease` go on this host.
+  FileDestination destination(const Lease& lease) const {
+    FileDestination where;
+    if (!options.log_dir.empty()) {
+      where.log_path = options.log_dir + "/" + trial_log_name(lease.trial_number, lease.id);
+    } else {
+      where.log_refusal = "this coordinator keeps no trial logs (it has no log dir)";
+    }
+    const std::shared_ptr<const TrialJob>& job = lease.run->needs.job;
+    if (lease.node != 0) {
+      where.artifacts_refusal = "node 0 of a multi-node trial sends the trial's folder";
+    } else if (!job || job->artifacts_dir().empty()) {
+      where.artifacts_refusal = "the study's job has no artifacts_dir";
+    } else {
+      where.artifacts_folder = job->trial_dir(lease.trial_number);
+    }
+    return where;
+  }
+
+  // A chunk of a finished trial's file, written where a local executor would have; a lease
+  // that is not current (as a stale RESULT) gets no more of its files written.
+  void on_file(ExecutorEntry& executor, const FileChunkMessage& chunk) {
+    Lease* lease = leases.find(chunk.lease_id);
+    if (!lease || lease->executor_id != executor.executor_id) {
+      const EndedLease* ended = leases.ended(chunk.lease_id);
+      const std::string reason =
+          "lease " + std::to_string(chunk.lease_id) +
+          (lease                             ? " is held by executor " + lease->executor_id
+           : ended && !ended->detail.empty() ? " is not current: " + ended->detail
+                                             : " is not current");
+      if (files_refused.size() > 10'000) files_refused.clear();
+      if (files_refused.insert(chunk.lease_id).second) {
+        log("dropped the files executor " + executor.executor_id + " sends for " + reason);
+      }
+      send(executor.route, FileAckMessage{.lease_id = chunk.lease_id,
+                                          .kind = chunk.kind,
+                                          .path = chunk.path,
+                                          .offset = chunk.offset,
+                                          .accepted = false,
+                                          .lease_ended = true,
+                                          .reason = reason});
+      return;
+    }
+    leases.renew(*lease, clock->steady_now());
+    send(executor.route, files.receive(chunk, destination(*lease), leases.describe(*lease)));
+  }
+
+  void on_files_left(ExecutorEntry& executor, const FilesLeftMessage& left) {
+    const Lease* lease = leases.find(left.lease_id);
+    const std::string who =
+        lease && lease->executor_id == executor.executor_id
+            ? leases.describe(*lease)
+            : "lease " + std::to_string(left.lease_id) + " (executor " + executor.executor_id + ")";
+    warn(who + ": " + files_left_text(left.files, left.limit_bytes, left.hostname));
+  }
+
   void on_heartbeat(ExecutorEntry& executor, const HeartbeatMessage& heartbeat) {
     const SteadyTime now = clock->steady_now();
     for (uint64_t id : heartbeat.lease_ids) leases.renew_if_held(id, executor.executor_id, now);
@@ -363,6 +435,10 @@ struct Coordinator::Impl final : GroupCommit::Listener {
             on_bye(peer);
           } else if constexpr (std::is_same_v<T, StoreSetMessage>) {
             on_store_set(executor, m);
+          } else if constexpr (std::is_same_v<T, FileChunkMessage>) {
+            on_file(executor, m);
+          } else if constexpr (std::is_same_v<T, FilesLeftMessage>) {
+            on_files_left(executor, m);
           } else {
             send_error(peer, std::string("unexpected ") + std::string(to_string(type)) +
                                  " from an executor");
@@ -379,6 +455,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     groups.settle_due(now);
     for (auto& [id, run] : runs) run->expire_orphans(now);
     for (const std::string& line : executors.forget_silent(now)) log(line);
+    files.drop_ended([this](uint64_t id) { return leases.contains(id); });
     if (now >= next_heartbeat) {
       for (const auto& [route, executor] : executors.all()) {
         send(route, HeartbeatMessage{.lease_ids = leases.held_by(executor.executor_id)});
@@ -469,8 +546,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   }
 
   // A message from a registered executor shows it alive, and renews the leases it names (all of a
-  // HEARTBEAT's; a REPORT's, RESULT's, FAIL's or STORE_SET's one) that it holds: as handling the
-  // message would, before it is handled.
+  // HEARTBEAT's; a REPORT's, RESULT's, FAIL's, STORE_SET's or FILE's one) that it holds: as
+  // handling the message would, before it is handled.
   void note_alive(const Inbound& in) {
     if (!in.message) return;
     ExecutorEntry* known = executors.find(in.peer);
@@ -488,7 +565,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
             for (uint64_t id : m.lease_ids) renew(id);
           } else if constexpr (std::is_same_v<T, ReportMessage> ||
                                std::is_same_v<T, ResultMessage> || std::is_same_v<T, FailMessage> ||
-                               std::is_same_v<T, StoreSetMessage>) {
+                               std::is_same_v<T, StoreSetMessage> ||
+                               std::is_same_v<T, FileChunkMessage>) {
             renew(m.lease_id);
           }
         },

@@ -30,6 +30,12 @@
 //   A re-run is not a new trial of n_trials, whichever coordinator made it.
 // - A RESULT or FAIL for a lease that expired is refused: ACK{accepted = false}; for one already
 //   committed (a resend) it is ACKed again without a second commit.
+// - FILE: an executor on another host sends a finished trial's files before its outcome: its log
+//   goes to log_dir (CoordinatorServiceOptions), the files of its artifacts folder to the job's
+//   artifacts_dir/trial-<number>/ on this host (coordinator/file_receiver.h). Each chunk is
+//   answered by FILE_ACK; a chunk for a lease that is not current is refused with lease_ended,
+//   so the executor sends no more of its files. FILES_LEFT (files past the executor's limit)
+//   is logged.
 // - A message that cannot be decoded, comes from a peer that has not said HELLO, or is of a type
 //   an executor does not send gets an ERROR reply and a log line; nothing an executor sends stops
 //   the coordinator.
@@ -141,8 +147,16 @@ struct CoordinatorServiceOptions {
   std::shared_ptr<Clock> clock;
   // Where log lines go ("coordinator: ..."). Default: standard error. Called on the loop's thread.
   std::function<void(const std::string&)> log;
+  // Lines for the user even when the log is not shown: a trial's files that stayed on its
+  // executor's host past its limit, a trial's file that could not be written here. Default:
+  // `log`. Called on the loop's thread.
+  std::function<void(const std::string&)> warn;
   // Who may connect. Default: anyone who can reach a local endpoint (ipc://, loopback TCP).
   CoordinatorSecurity security;
+  // Where the logs that executors send of their trials go (docs/protocol.md, "Trial files"):
+  // LOG_DIR/trial-<number>-lease-<lease>.log, as a local executor with this log dir writes them.
+  // Default: empty: logs sent are refused, and stay on their executors' hosts.
+  std::string log_dir;
 };
 
 // One study on its own service (what `tuner sweep` runs).

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -561,6 +563,84 @@ TEST_F(CoordinatorTest, GarbledAndUnexpectedMessagesGetErrorsAndTheLoopGoesOn) {
   // Still serving.
   ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
   EXPECT_TRUE(std::holds_alternative<TrialMessage>(next(*peer)));
+}
+
+// An executor on another host sends a finished trial's files before its outcome: its log lands in
+// the coordinator's log dir, its artifacts in the job's artifacts_dir/trial-N, and a lease that is
+// not current gets no more files written.
+TEST_F(CoordinatorTest, AnExecutorsTrialFilesLandWhereALocalExecutorWritesThem) {
+  const std::filesystem::path artifacts = dir_ / "artifacts";
+  const std::string job = R"({"kind": "command", "argv": ["true"], "objective_metric": "loss", )"
+                          R"("artifacts_dir": ")" +
+                          artifacts.string() + "\"}";
+  study_.emplace(Study::create(study_options("distributed", 0.0, 1.0)));
+  options_ = coordinator_options(job, 1, 3, kHeartbeat, kLeaseTimeout);
+  options_.log_dir = (dir_ / "logs").string();
+  coordinator_.emplace(*study_, options_);
+  auto peer = connect("e1#1");
+  const TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  const uint64_t lease = trial.lease_id;
+  auto ack_of = [&](const FileChunkMessage& chunk) {
+    EXPECT_TRUE(peer->send(chunk));
+    Message m = next(*peer);
+    EXPECT_TRUE(std::holds_alternative<FileAckMessage>(m)) << to_string(message_type(m));
+    return std::holds_alternative<FileAckMessage>(m) ? std::get<FileAckMessage>(m)
+                                                     : FileAckMessage{};
+  };
+
+  ASSERT_TRUE(peer->send(FilesLeftMessage{
+      .lease_id = lease,
+      .hostname = "node7",
+      .limit_bytes = 1024,
+      .files = {{.path = "/tmp/f/distributed/trial-0/model.ckpt", .size = 4096}}}));
+  pump();
+  EXPECT_TRUE(
+      logged("1 file(s) of 4 KiB in all stay on host node7, past the limit of 1 KiB per "
+             "trial (tuner executor --max-files-mb): "
+             "/tmp/f/distributed/trial-0/model.ckpt (4 KiB)"));
+  EXPECT_TRUE(ack_of({.lease_id = lease, .kind = TrialFileKind::kLog, .size = 4, .data = "log\n"})
+                  .accepted);
+  const FileChunkMessage first{.lease_id = lease,
+                               .kind = TrialFileKind::kArtifact,
+                               .path = "events.out.tfevents.1.node7",
+                               .size = 6,
+                               .data = "abc"};
+  const FileAckMessage ack = ack_of(first);
+  EXPECT_TRUE(ack.accepted);
+  EXPECT_EQ(ack.path, first.path);
+  FileChunkMessage second = first;
+  second.offset = 3;
+  second.data = "def";
+  EXPECT_TRUE(ack_of(second).accepted);
+
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = lease, .metrics = {{"loss", 0.5}}}));
+  ASSERT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(read(dir_ / "logs" / ("trial-0-lease-" + std::to_string(lease) + ".log")), "log\n");
+  EXPECT_EQ(read(artifacts / "trial-0" / "events.out.tfevents.1.node7"), "abcdef");
+
+  // The lease has ended: its files are refused for good.
+  FileChunkMessage late = first;
+  late.path = "late.txt";
+  const FileAckMessage refused = ack_of(late);
+  EXPECT_FALSE(refused.accepted);
+  EXPECT_TRUE(refused.lease_ended);
+  EXPECT_FALSE(std::filesystem::exists(artifacts / "trial-0" / "late.txt"));
+  EXPECT_TRUE(logged("dropped the files executor e1 sends for lease " + std::to_string(lease)));
+
+  // A path that could leave the trial's folder does not decode: ERROR, nothing written.
+  const std::string body = R"({"lease_id":)" + std::to_string(lease) +
+                           R"(,"kind":"artifact","path":"../../escape","size":1,"offset":0,)"
+                           R"("data":"eA=="})";
+  ASSERT_TRUE(peer->send_frames({std::string("TUNR\0\1\0\x0e", 8), body}));
+  const Message error = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<ErrorMessage>(error));
+  EXPECT_THAT(std::get<ErrorMessage>(error).message,
+              HasSubstr("FILE.path: '../../escape' has a component that is empty, '.' or '..'"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "escape"));
 }
 
 TEST_F(CoordinatorTest, OptionsAreChecked) {

@@ -8,6 +8,7 @@
 
 #include "coordinator/group_commit.h"
 #include "coordinator/placement.h"
+#include "executor/artifact_files.h"
 #include "executor/trial_job.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
@@ -216,10 +217,11 @@ void StudyRun::undo_lease(Prepared work) {
 
 bool StudyRun::report(Trial& trial, const ReportMessage& report, const std::string& lease) {
   ++stats.reports;
-  if (options.objective_metrics.size() > 1) return false;  // nothing to judge
-  auto metric = report.metrics.find(needs.objective_metric);
-  if (metric == report.metrics.end()) return false;
   try {
+    trial.log_metrics(report.step, report.metrics);
+    if (options.objective_metrics.size() > 1) return false;  // nothing to judge
+    auto metric = report.metrics.find(needs.objective_metric);
+    if (metric == report.metrics.end()) return false;
     if (!std::isnan(metric->second)) trial.report(report.step, metric->second);
     return trial.should_stop();
   } catch (const Error& e) {
@@ -229,7 +231,32 @@ bool StudyRun::report(Trial& trial, const ReportMessage& report, const std::stri
   }
 }
 
+namespace {
+
+// What the trial's run left in its folder, as Optuna's artifact records
+// (executor/artifact_files.h); none for a job without a folder per trial.
+Attributes artifact_records(const StudyJobNeeds& needs, const Trial& trial) {
+  Attributes records;
+  if (needs.job) {
+    for (auto& [key, json] : trial_artifact_attrs(*needs.job, trial.number())) {
+      records.emplace(key, std::move(json));
+    }
+  }
+  return records;
+}
+
+}  // namespace
+
 FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
+  // The files its run left, recorded while the trial takes attributes (before it is told);
+  // one that cannot be recorded costs the record, not the outcome.
+  try {
+    for (const auto& [key, json] : artifact_records(needs, trial)) {
+      study.storage().set_trial_system_attr(trial.id(), key, json);
+    }
+  } catch (const Error& e) {
+    log("trial " + std::to_string(trial.number()) + ": cannot record its artifacts: " + e.what());
+  }
   // Every final metric stays with the trial as a user attribute (as a W&B run keeps its
   // summary): test accuracy, the best epoch, whatever the job printed. Stored with the outcome,
   // in one step.
@@ -246,12 +273,10 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
     std::vector<double> values;
     for (const std::string& name : options.objective_metrics) {
       auto metric = result.metrics.find(name);
-      if (metric == result.metrics.end() || std::isnan(metric->second)) {
+      if (metric == result.metrics.end()) return tell_missing(trial, name, result, metrics);
+      if (std::isnan(metric->second)) {
         return study.tell(trial, TrialState::kFail,
-                          "RESULT has " +
-                              std::string(metric == result.metrics.end() ? "no value" : "NaN") +
-                              " for the objective metric '" + name + "'",
-                          metrics);
+                          "RESULT has NaN for the objective metric '" + name + "'", metrics);
       }
       values.push_back(metric->second);
     }
@@ -261,9 +286,17 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
   if (metric != result.metrics.end()) return study.tell(trial, {metric->second}, metrics);
   // An executor that sends the objective's value without the metric.
   if (!result.values.empty()) return study.tell(trial, result.values, metrics);
+  return tell_missing(trial, needs.objective_metric, result, metrics);
+}
+
+FrozenTrial StudyRun::tell_missing(Trial& trial, const std::string& metric,
+                                   const ResultMessage& result, const Attributes& metrics) {
+  std::string printed;
+  for (const auto& [name, value] : result.metrics) printed += (printed.empty() ? "" : ", ") + name;
   return study.tell(trial, TrialState::kFail,
-                    "RESULT has no value for the objective metric '" + needs.objective_metric + "'",
-                    metrics);
+                    "the job ended well without its objective metric '" + metric +
+                        "' (it printed: " + (printed.empty() ? "no metrics" : printed) + ")",
+                    metrics, {{kMissingMetricAttr, json_string(metric)}});
 }
 
 std::string StudyRun::set_constraints(Trial& trial, const Metrics& metrics) const {
@@ -286,7 +319,7 @@ std::string StudyRun::set_constraints(Trial& trial, const Metrics& metrics) cons
 }
 
 FrozenTrial StudyRun::tell_fail(Trial& trial, const FailMessage& fail, const std::string& reason) {
-  Attributes left;  // what the run left, stored with the FAIL in one write
+  Attributes left = artifact_records(needs, trial);  // what the run left, stored with the FAIL
   if (fail.exit_code) left["exit_code"] = std::to_string(*fail.exit_code);
   if (!fail.log_tail.empty()) left["log_tail"] = json_string(fail.log_tail);
   return study.tell(trial, TrialState::kFail, reason, {}, left);

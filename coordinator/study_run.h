@@ -134,9 +134,10 @@ struct StudyRun {
   // re-run's WAITING trial waits again), one asked before waits to be leased again.
   void undo_lease(Prepared work);
 
-  // A REPORT of the trial's progress: its objective metric stored as an intermediate value (a
-  // NaN is not stored) and the scheduler asked. True when the trial should stop. A report that
-  // cannot be stored is logged, naming `lease`, and the trial goes on.
+  // A REPORT of the trial's progress: every metric stored as the step's metrics, its objective
+  // metric also as an intermediate value (a NaN is not stored), and the scheduler asked. True when
+  // the trial should stop. A report that cannot be stored is logged, naming `lease`, and the trial
+  // goes on.
   bool report(Trial& trial, const ReportMessage& report, const std::string& lease);
   // The outcome of a RESULT (COMPLETE, PRUNED when the scheduler stopped it, FAIL when a metric
   // it needs is missing or unfit), with every final metric as a user attribute. Throws as
@@ -177,6 +178,10 @@ struct StudyRun {
   // metrics. Returns why they cannot be had (a metric missing, NaN or infinite), and then sets
   // none.
   std::string set_constraints(Trial& trial, const Metrics& metrics) const;
+  // FAIL for a RESULT without the objective metric `metric`, naming what the job printed, with
+  // the metric in kMissingMetricAttr and the RESULT's `metrics` as user attributes.
+  FrozenTrial tell_missing(Trial& trial, const std::string& metric, const ResultMessage& result,
+                           const Attributes& metrics);
   void log(const std::string& line) const { context.outbox->log(line); }
 };
 

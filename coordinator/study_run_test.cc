@@ -210,9 +210,9 @@ TEST_F(StudyRunTest, TellsResultsWithTheirMetricsAndConstraints) {
   const FrozenTrial no_objective =
       run->tell_result(*c->trial, ResultMessage{.metrics = {{"latency", 1}}});
   EXPECT_EQ(no_objective.state, TrialState::kFail);
-  EXPECT_NE(no_objective.system_attrs.at(kFailReasonAttr)
-                .find("RESULT has no value for the objective metric 'loss'"),
-            std::string::npos);
+  EXPECT_EQ(no_objective.system_attrs.at(kFailReasonAttr),
+            "\"the job ended well without its objective metric 'loss' (it printed: latency)\"");
+  EXPECT_EQ(no_objective.system_attrs.at(kMissingMetricAttr), "\"loss\"");
 }
 
 // A study of several objectives values each trial by one final metric per objective.
@@ -243,8 +243,10 @@ TEST_F(StudyRunTest, SeveralObjectivesTakeTheirValuesFromTheirMetrics) {
   std::optional<Prepared> a = run.next_work(commit_);
   std::optional<Prepared> b = run.next_work(commit_);
   ASSERT_TRUE(a && b);
-  // A report has nothing to judge: it is not stored as an intermediate value.
+  // A report has nothing to judge: it is not stored as an intermediate value, only as the step's
+  // metrics.
   EXPECT_FALSE(run.report(*a->trial, ReportMessage{.step = 1, .metrics = {{"loss", 0.3}}}, "l"));
+  EXPECT_EQ(run.study.storage().get_step_metrics(run.study.id()).size(), 1u);
   const FrozenTrial ok = run.tell_result(
       *a->trial, ResultMessage{.metrics = {{"loss", 0.25}, {"latency", 4}}, .values = {0.25}});
   EXPECT_EQ(ok.state, TrialState::kComplete);
@@ -253,7 +255,7 @@ TEST_F(StudyRunTest, SeveralObjectivesTakeTheirValuesFromTheirMetrics) {
   const FrozenTrial missing = run.tell_result(*b->trial, ResultMessage{.metrics = {{"loss", 1}}});
   EXPECT_EQ(missing.state, TrialState::kFail);
   EXPECT_NE(missing.system_attrs.at(kFailReasonAttr)
-                .find("RESULT has no value for the objective metric 'latency'"),
+                .find("without its objective metric 'latency' (it printed: loss)"),
             std::string::npos);
 }
 
@@ -273,6 +275,14 @@ TEST_F(StudyRunTest, ReportsAreStoredAndAFailKeepsItsExitCodeAndLogTail) {
       *work->trial, FailMessage{.reason = "exited with code 3", .exit_code = 3, .log_tail = "boom"},
       "exited with code 3");
   EXPECT_EQ(failed.intermediate_values, (std::map<int64_t, double>{{1, 0.5}}));
+  // Every metric of every report is kept, the objective's NaN included.
+  Study& study = run->study;
+  const std::vector<StepMetrics> steps =
+      study.storage().get_step_metrics(study.id(), {failed.trial_id}).at(failed.trial_id);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].metrics, (StepValues{{"loss", 0.5}}));
+  EXPECT_TRUE(std::isnan(steps[1].metrics.at("loss")));
+  EXPECT_EQ(steps[2].metrics, (StepValues{{"other", 1}}));
   EXPECT_EQ(failed.state, TrialState::kFail);
   EXPECT_EQ(failed.system_attrs.at("exit_code"), "3");
   EXPECT_EQ(failed.system_attrs.at("log_tail"), "\"boom\"");

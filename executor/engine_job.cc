@@ -98,8 +98,8 @@ class TrialRun {
     }
     check_rank(spec_, trial_, where_);
     config_ = resolve_engine_job(spec_, trial_.params, where_);
+    data_ = engine::load_data(spec_, config_, where_);  // binds config_.model_json to the data
     model_spec_ = training::parse_model_spec(config_.model_json);
-    data_ = engine::load_data(spec_, config_, where_);
     backend_ = engine::make_backend(spec_, trial_.gpu, where_);
   }
 
@@ -169,6 +169,7 @@ class TrialRun {
                              .parameters = model_->parameters().values_to_host(),
                              .buffers = model_->parameters().buffer_values_to_host()});
     artifacts_ = engine::TrialArtifacts::open(spec_, trial_, model_spec_.json, history_, where_);
+    artifacts_.write_data_description(data_.name, data_.class_names, data_.features);
     if (!history_.empty()) best_weights_ = artifacts_.saved_best_model();
   }
 
@@ -347,7 +348,13 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
   train_only.validation = 0;
   train_only.test = 0;
   const engine::Splits s = engine::load_raw_data(spec, train_only, "job");
-  const training::Normalizer norm = engine::fit_normalizer(s.train);
+  const training::Normalizer norm = engine::fit_normalizer(spec, s.train);
+  if (norm.mean().size() != 1) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "job.data: a " + spec.format +
+                    " file's model normalizes each feature on its own, which the exported input "
+                    "pipeline (one mean and standard deviation) cannot express");
+  }
   const engine::DatasetInfo& info = engine::find_dataset(spec.dataset, "job.data.dataset");
   EngineInputPipeline p;
   p.dataset = spec.dataset;

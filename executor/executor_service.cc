@@ -3,10 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 #include <variant>
@@ -17,6 +21,7 @@
 #include "executor/job_events.h"
 #include "executor/job_threads.h"
 #include "executor/node_store_relay.h"
+#include "executor/trial_files.h"
 #include "executor/trial_job.h"
 #include "executor/trial_run.h"
 #include "training/device/gpu_inventory.h"
@@ -33,6 +38,30 @@ using std::chrono::milliseconds;
 // The longest single wait for input, so that clock deadlines are looked at now and then even when
 // nothing arrives (a FakeClock moves without waking anyone).
 constexpr milliseconds kMaxWait{200};
+
+// The absolute folder where a sending executor keeps its trials' files: `dir`, else a new one in
+// the system's temporary folder. Throws Error(kUnavailable) naming it when it cannot be made.
+std::string files_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!dir.empty()) {
+    std::filesystem::path path = std::filesystem::absolute(dir, ec);
+    if (!ec) std::filesystem::create_directories(path, ec);
+    if (ec) {
+      throw Error(ErrorCode::kUnavailable,
+                  "executor: cannot create the files folder " + dir + ": " + ec.message());
+    }
+    return path.lexically_normal().string();
+  }
+  std::string pattern =
+      (std::filesystem::temp_directory_path(ec) / "tuner-executor-XXXXXX").string();
+  if (ec || ::mkdtemp(pattern.data()) == nullptr) {
+    throw Error(ErrorCode::kUnavailable,
+                "executor: cannot create a files folder in the temporary folder (" +
+                    (ec ? ec.message() : std::string(std::strerror(errno))) +
+                    "); give one (--files-dir)");
+  }
+  return pattern;
+}
 
 // Throws Error(kInvalidArgument) for options that break a REQUIRES of ExecutorOptions.
 void check_options(const ExecutorOptions& o) {
@@ -76,7 +105,27 @@ ExecutorOptions completed(ExecutorOptions o) {
     const char* host = std::getenv("TUNER_RANK_HOST");
     o.rank_host = host != nullptr && *host != '\0' ? host : "127.0.0.1";
   }
+  if (o.send_files) o.files_dir = files_folder(o.files_dir);
   return o;
+}
+
+// A sending executor's trials keep their artifacts under FILES_DIR/<study>: the study's name
+// with anything but letters, digits, '.', '-' and '_' as '_' (and never "." or "..").
+std::string study_folder(const std::string& files_dir, const std::string& study) {
+  std::string name = study;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  if (name.empty() || name == "." || name == "..") name = "_" + name;
+  return files_dir + "/" + name;
+}
+
+// `job_json` with its "artifacts_dir" (when it has one) replaced by `dir`.
+std::string with_artifacts_dir(const std::string& job_json, const std::string& dir) {
+  nlohmann::json job = nlohmann::json::parse(job_json, nullptr, false);
+  if (!job.is_object() || !job.contains("artifacts_dir")) return job_json;
+  job["artifacts_dir"] = dir;
+  return job.dump();
 }
 
 }  // namespace
@@ -131,9 +180,12 @@ struct ExecutorService::Impl {
   bool shutting_down = false;
   HeldTrials held;
   NodeStoreWatch store_watch;
-  // The last job JSON parsed, and its job: a study sends the same job with every trial.
+  // The last job JSON parsed (and, sending files, its study), and its job: a study sends the
+  // same job with every trial.
   std::string last_job_json;
+  std::string last_job_study;
   std::shared_ptr<const TrialJob> last_trial_job;
+  std::string last_job_artifacts_dir;  // its artifacts_dir as the coordinator sent it
   // Runs the jobs of `held`; after it, so that it is joined before they go.
   std::unique_ptr<JobThreads> job_threads;
 
@@ -164,8 +216,10 @@ struct ExecutorService::Impl {
     introduce();
   }
 
-  // HELLO, what this executor holds, what is not ACKed, and READY.
+  // HELLO, what this executor holds, what is not ACKed, and READY. File chunks unanswered are
+  // taken for lost (a new connection, or a coordinator that does not know this one).
   void introduce() {
+    for (auto& [id, s] : held.sending) log_file_problem(s.files->restart());
     send(HelloMessage{.executor_id = options.executor_id,
                       .hostname = host_name(),
                       .pid = ::getpid(),
@@ -208,12 +262,66 @@ struct ExecutorService::Impl {
 
   // --- Jobs -------------------------------------------------------------------------------------
 
-  // Sends a trial's outcome and keeps it until ACKed.
-  void finish(const TrialMessage& trial, Message outcome) {
+  // Sends a trial's outcome, after its files when it has some to send, and keeps it until ACKed.
+  void finish(const TrialMessage& trial, Message outcome, TrialFilesPlan files = {}) {
+    if (!files.left.empty()) {
+      send(FilesLeftMessage{.lease_id = trial.lease_id,
+                            .hostname = host_name(),
+                            .limit_bytes = files.limit_bytes,
+                            .files = std::move(files.left)});
+    }
+    if (files.send.empty()) {
+      send_outcome(trial.lease_id, std::move(outcome), held_lease(trial));
+      return;
+    }
+    held.sending[trial.lease_id] = HeldTrials::Sending{
+        .outcome = std::move(outcome),
+        .lease = held_lease(trial),
+        .files = std::make_unique<FileSender>(trial.lease_id, std::move(files.send))};
+  }
+
+  void send_outcome(uint64_t lease_id, Message outcome, HeldLease lease) {
     count(std::holds_alternative<ResultMessage>(outcome) ? &ExecutorStats::results_sent
                                                          : &ExecutorStats::fails_sent);
     send(outcome);
-    held.unacked[trial.lease_id] = HeldTrials::Unacked{std::move(outcome), held_lease(trial)};
+    held.unacked[lease_id] = HeldTrials::Unacked{std::move(outcome), std::move(lease)};
+  }
+
+  void log_file_problem(const std::string& problem) {
+    if (!problem.empty()) log(problem);
+  }
+
+  // Sends what the trials' file windows allow; a trial whose files are all sent (or given up)
+  // sends its outcome.
+  void send_files() {
+    for (auto it = held.sending.begin(); it != held.sending.end();) {
+      FileSender& files = *it->second.files;
+      std::vector<std::string> problems;
+      while (std::optional<FileChunkMessage> chunk = files.next_chunk(problems)) {
+        if (!send(*chunk)) {
+          files.unsend(*chunk);  // the queue is full: again at the next turn
+          break;
+        }
+      }
+      for (const std::string& problem : problems) log(problem);
+      if (!files.done()) {
+        ++it;
+        continue;
+      }
+      {
+        std::lock_guard lock(stats_mutex);
+        stats_.files_sent += files.files_delivered();
+        stats_.file_bytes_sent += static_cast<int64_t>(files.bytes_delivered());
+      }
+      send_outcome(it->first, std::move(it->second.outcome), std::move(it->second.lease));
+      it = held.sending.erase(it);
+    }
+  }
+
+  void on_file_ack(const FileAckMessage& ack) {
+    auto it = held.sending.find(ack.lease_id);
+    if (it == held.sending.end()) return;  // given up meanwhile
+    log_file_problem(it->second.files->on_ack(ack));
   }
 
   void start(std::unique_ptr<HeldJob> job) {
@@ -224,11 +332,31 @@ struct ExecutorService::Impl {
   }
 
   // The job of `trial`. Throws Error naming what makes the executor refuse the trial.
-  std::unique_ptr<HeldJob> make_job(const TrialMessage& trial) {
-    if (trial.job_json != last_job_json || last_job_json.empty()) {
-      last_trial_job =
-          parse_trial_job(trial.job_json, "trial " + std::to_string(trial.number) + ": job");
+  // An executor that sends its trials' files runs them with the artifacts folder on this host
+  // (study_folder()), and a TRIAL's checkpoint path under the job's folder moves along; the
+  // nodes of a multi-node trial keep the job's folder, which every node must see (its
+  // checkpoint).
+  std::unique_ptr<HeldJob> make_job(TrialMessage& trial) {
+    const bool local_artifacts = options.send_files && trial.nodes == 1;
+    const std::string study = local_artifacts ? "here:" + trial.study_name : "";
+    if (trial.job_json != last_job_json || study != last_job_study || last_job_json.empty()) {
+      const std::string context = "trial " + std::to_string(trial.number) + ": job";
+      last_trial_job = parse_trial_job(trial.job_json, context);
+      last_job_artifacts_dir = last_trial_job->artifacts_dir();
+      if (local_artifacts && !last_job_artifacts_dir.empty()) {
+        last_trial_job = parse_trial_job(
+            with_artifacts_dir(trial.job_json, study_folder(options.files_dir, trial.study_name)),
+            context);
+      }
       last_job_json = trial.job_json;
+      last_job_study = study;
+    }
+    if (local_artifacts && trial.checkpoint_path && !last_job_artifacts_dir.empty()) {
+      const std::string from = last_job_artifacts_dir + "/";
+      if (trial.checkpoint_path->starts_with(from)) {
+        *trial.checkpoint_path =
+            last_trial_job->artifacts_dir() + "/" + trial.checkpoint_path->substr(from.size());
+      }
     }
     auto job = std::make_unique<HeldJob>();
     job->trial_job = last_trial_job;
@@ -256,7 +384,7 @@ struct ExecutorService::Impl {
     }
     std::unique_ptr<HeldJob> job;
     try {
-      job = make_job(trial);
+      job = make_job(trial);  // a sending executor's checkpoint path moves to this host
     } catch (const Error& e) {
       log("refusing lease " + std::to_string(trial.lease_id) + ": " + e.what());
       finish(trial, FailMessage{.lease_id = trial.lease_id, .reason = e.what()});
@@ -285,7 +413,9 @@ struct ExecutorService::Impl {
     if (it == held.running.end()) return false;
     std::unique_ptr<HeldJob> job = std::move(it->second);
     held.running.erase(it);  // the event was the job's last act on its thread
-    if (!shutting_down && e.outcome) finish(job->trial, std::move(*e.outcome));
+    if (!shutting_down && e.outcome) {
+      finish(job->trial, std::move(*e.outcome), std::move(job->files));
+    }
     return true;
   }
 
@@ -359,6 +489,8 @@ struct ExecutorService::Impl {
       on_heartbeat(*h);
     } else if (auto* keys = std::get_if<StoreKeysMessage>(&message)) {
       on_store_keys(*keys);
+    } else if (auto* file_ack = std::get_if<FileAckMessage>(&message)) {
+      on_file_ack(*file_ack);
     } else if (std::holds_alternative<ByeMessage>(message)) {
       log("the coordinator said BYE; reconnecting");
       connect();
@@ -388,6 +520,12 @@ struct ExecutorService::Impl {
       job->stop("the coordinator gave up lease " + std::to_string(id));
     }
     held.drop_queued_except(honoured);
+    for (auto& [id, s] : held.sending) {
+      if (honoured.contains(id) || s.files->done()) continue;
+      log("the coordinator no longer holds lease " + std::to_string(id) +
+          ": its files are not sent");
+      s.files->give_up();
+    }
   }
 
   // --- The loop ---------------------------------------------------------------------------------
@@ -396,6 +534,11 @@ struct ExecutorService::Impl {
     connection = std::make_unique<CoordinatorConnection>(
         options, *options.clock, [this](const std::string& line) { log(line); });
     std::stop_callback wake_on_stop(stop, [this] { events.wake(); });
+    if (options.send_files) {
+      log("sends each trial's files to the coordinator (at most " +
+          byte_size_text(options.max_trial_files_bytes) + " a trial) and keeps them in " +
+          options.files_dir);
+    }
     connect();
     while (!stop.stop_requested() && connection->refusal().empty()) turn();
     const std::string refusal = connection->refusal();
@@ -411,6 +554,7 @@ struct ExecutorService::Impl {
     wait_for_input();
     while (std::optional<std::vector<std::string>> frames = connection->receive()) handle(*frames);
     handle_job_events();
+    if (!held.sending.empty()) send_files();
     if (held.has_node_stores()) publish_node_stores();
     on_timers();
   }
@@ -424,9 +568,11 @@ struct ExecutorService::Impl {
     if (entries[1].readable) events.drain();
   }
 
-  // Stops the jobs (their trials are left to the coordinator's lease expiry) and says BYE.
+  // Stops the jobs (their trials are left to the coordinator's lease expiry) and says BYE. The
+  // outcomes of trials still sending their files go first, without the rest of their files.
   void shut_down() {
     shutting_down = true;
+    for (auto& [id, s] : held.sending) send(s.outcome);
     held.queued.clear();
     for (auto& [id, job] : held.running) job->stop("the executor is shutting down");
     job_threads.reset();  // the stopped jobs end, then their threads

@@ -39,6 +39,11 @@
 // (again after a reconnect), and STORE_KEYS from the coordinator are written there. A node other
 // than 0 sends RESULT without metrics when its part ends well (exit code 0), FAIL otherwise.
 //
+// Trial files (ExecutorOptions::send_files; docs/protocol.md, "Trial files"): when a job ends, its
+// log and its artifacts folder, kept on this host under files_dir, go to the coordinator as FILE
+// chunks before the trial's RESULT or FAIL, within max_trial_files_bytes per trial (FILES_LEFT
+// names the rest). The trial holds no slot meanwhile; its lease stays in the heartbeats.
+//
 // Thread safety: run() drives the service on the calling thread (which owns the socket); jobs run
 // on threads of their own. Only one run() at a time; `stop` may be requested from any thread.
 #ifndef TUNER_EXECUTOR_EXECUTOR_SERVICE_H_
@@ -54,6 +59,7 @@
 #include <vector>
 
 #include "executor/command_job.h"
+#include "executor/trial_files.h"
 #include "trials/clock.h"
 #include "wire/curve_keys.h"
 
@@ -100,8 +106,24 @@ struct ExecutorOptions {
   // REQUIRES: > the coordinator's heartbeat interval.
   std::chrono::milliseconds coordinator_timeout{5000};
   // Per-trial logs go to LOG_DIR/trial-<number>-lease-<lease>.log. Default: empty, no log files
-  // (the tail that FAIL carries is kept either way).
+  // (the tail that FAIL carries is kept either way), unless send_files.
   std::string log_dir;
+  // Send each trial's files to the coordinator before its RESULT or FAIL (docs/protocol.md,
+  // "Trial files"), for an executor whose host does not share a file system with the
+  // coordinator's: the attempt's log, and the files of its artifacts folder (a job's
+  // artifacts_dir/trial-<number>; a node other than 0 of a multi-node trial sends its log only).
+  // The coordinator writes them where its own executors would have. Default: false (`tuner
+  // executor` sets it unless --keep-files).
+  bool send_files = false;
+  // With send_files: where this host keeps the trials' files: a job's artifacts_dir becomes
+  // FILES_DIR/<study name>/ for the trials run here (a checkpoint path under it moves along; not
+  // for a multi-node trial, whose nodes share the job's folder), and logs go to FILES_DIR/logs/
+  // when log_dir is empty. Files are kept there after they are sent.
+  // Default: a new folder "tuner-executor-XXXXXX" in the system's temporary folder.
+  std::string files_dir;
+  // With send_files: the most bytes of one trial's files that are sent, its log first; the files
+  // past it stay in files_dir, named in the trial's log and in the coordinator's. Default 1 GiB.
+  uint64_t max_trial_files_bytes = kDefaultMaxTrialFilesBytes;
   // A stopped job's grace between SIGTERM and SIGKILL, unless the job states its own
   // ("stop_grace_s"). Default 10 s.
   std::chrono::milliseconds stop_grace{10'000};
@@ -134,6 +156,8 @@ struct ExecutorStats {
   int64_t fails_sent = 0;    // FAIL messages, first sends only
   int64_t acks_refused = 0;  // ACKs with accepted = false
   int64_t connections = 0;   // connections opened (1 + reconnects)
+  int64_t files_sent = 0;    // trial files whose every chunk the coordinator accepted
+  int64_t file_bytes_sent = 0;
 };
 
 // What an executor with options `o` offers in HELLO: o.slots, and the GPUs found that `o.gpus`

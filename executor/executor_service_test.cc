@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -60,6 +61,7 @@ class ExecutorServiceTest : public ::testing::Test {
     options.coordinator_timeout = coordinator_timeout;
     options.stop_grace = milliseconds(500);
     options.log = log_ ? log_ : [](const std::string& line) { std::cerr << line << "\n"; };
+    if (configure_) configure_(options);
     service_ = std::make_unique<ExecutorService>(options);
     thread_ = std::jthread([this](std::stop_token stop) { service_->run(stop); });
   }
@@ -94,7 +96,8 @@ class ExecutorServiceTest : public ::testing::Test {
         .dump();
   }
 
-  std::function<void(const std::string&)> log_;  // default: standard error
+  std::function<void(const std::string&)> log_;      // default: standard error
+  std::function<void(ExecutorOptions&)> configure_;  // options beyond start()'s
   std::optional<std::pair<std::string, std::vector<uint64_t>>> keepalive_;  // peer, leases
   std::filesystem::path dir_;
   ZmqContext context_;
@@ -156,6 +159,121 @@ TEST_F(ExecutorServiceTest, RunsATrialAndResendsItsResultUntilAcked) {
     if (heartbeat.lease_ids.empty()) return;
   }
   ADD_FAILURE() << "the ACKed lease is still in the heartbeats";
+}
+
+// An executor that sends its trials' files runs the trial with its artifacts folder on its own
+// host, then sends the log and the folder's files in chunks before RESULT; a file past the limit
+// per trial stays, named to the coordinator and in the log.
+TEST_F(ExecutorServiceTest, ASendingExecutorSendsATrialsFilesBeforeItsOutcome) {
+  const std::filesystem::path files = dir_ / "files";
+  configure_ = [&](ExecutorOptions& o) {
+    o.send_files = true;
+    o.files_dir = files.string();
+    o.max_trial_files_bytes = 2 << 20;
+  };
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::string job =
+      nlohmann::json{{"kind", "command"},
+                     {"argv",
+                      {"python3", "-c",
+                       "import json, os\n"
+                       "d = os.environ['TUNER_ARTIFACTS_DIR']\n"
+                       "open(os.path.join(d, 'data.bin'), 'wb').write(bytes(range(256)) * 6144)\n"
+                       "open(os.path.join(d, 'huge.bin'), 'wb').write(b'h' * 3145728)\n"
+                       "print(json.dumps(dict(step=1, loss=1.0)), flush=True)\n"
+                       "print('to the log')\n"
+                       "print(json.dumps(dict(loss=0.5)))\n"}},
+                     {"objective_metric", "loss"},
+                     {"artifacts_dir", "/coordinator/only/artifacts"}}
+          .dump();
+  ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 5,
+                                               .study_name = "s/1",
+                                               .number = 3,
+                                               .job_json = job,
+                                               .heartbeat_interval_ms = 50}));
+  std::map<std::string, std::string> received;  // by path ("" the log)
+  std::optional<FilesLeftMessage> left;
+  std::optional<ResultMessage> result;
+  bool chunk_after_result = false;
+  for (auto end = std::chrono::steady_clock::now() + milliseconds(10000);
+       !result && std::chrono::steady_clock::now() < end;) {
+    router_->send(peer, HeartbeatMessage{.lease_ids = {5}});
+    ZmqPollEntry entry{.socket = &router_->socket()};
+    zmq_wait({&entry, 1}, milliseconds(20));
+    while (auto in = router_->receive()) {
+      Message m = decode(in->frames);
+      if (auto* chunk = std::get_if<FileChunkMessage>(&m)) {
+        chunk_after_result = chunk_after_result || result.has_value();
+        std::string& file = received[chunk->path];
+        EXPECT_EQ(chunk->offset, file.size()) << chunk->path;
+        file += chunk->data;
+        router_->send(
+            peer,
+            FileAckMessage{
+                .lease_id = 5, .kind = chunk->kind, .path = chunk->path, .offset = chunk->offset});
+      } else if (auto* l = std::get_if<FilesLeftMessage>(&m)) {
+        left = *l;
+      } else if (auto* r = std::get_if<ResultMessage>(&m)) {
+        result = *r;
+      }
+    }
+  }
+  ASSERT_TRUE(result) << "no RESULT within 10 s";
+  EXPECT_FALSE(chunk_after_result);
+  ASSERT_TRUE(left);
+  const std::filesystem::path folder = files / "s_1" / "trial-3";  // the study's folder here
+  ASSERT_EQ(left->files.size(), 1u);
+  EXPECT_EQ(left->files[0].path, (folder / "huge.bin").string());
+  EXPECT_EQ(left->files[0].size, 3145728u);
+  EXPECT_EQ(left->limit_bytes, uint64_t{2} << 20);
+  EXPECT_TRUE(std::filesystem::exists(folder / "huge.bin")) << "a file left stays";
+
+  ASSERT_TRUE(received.contains("data.bin"));
+  EXPECT_EQ(received["data.bin"].size(), 256u * 6144);
+  EXPECT_EQ(received["data.bin"].substr(0, 3), std::string("\x00\x01\x02", 3));
+  EXPECT_TRUE(std::any_of(received.begin(), received.end(), [](const auto& f) {
+    return f.first.starts_with("events.out.tfevents.");
+  })) << "the report's TensorBoard scalars";
+  ASSERT_TRUE(received.contains(""));
+  EXPECT_THAT(received[""], ::testing::HasSubstr("to the log"));
+  EXPECT_THAT(received[""], ::testing::HasSubstr("[tuner] 1 file(s) of 3 MiB in all stay on host"));
+  EXPECT_THAT(received[""], ::testing::HasSubstr((folder / "huge.bin").string()));
+  EXPECT_TRUE(std::filesystem::exists(files / "logs" / "trial-3-lease-5.log"));
+  EXPECT_FALSE(std::filesystem::exists("/coordinator/only/artifacts"));
+  ASSERT_TRUE(router_->send(peer, AckMessage{.lease_id = 5}));
+  thread_.request_stop();
+  thread_.join();
+  EXPECT_EQ(service_->stats().files_sent, 3);
+}
+
+// A coordinator that no longer holds the lease takes no more of its files: the outcome goes
+// anyway, for the coordinator to refuse.
+TEST_F(ExecutorServiceTest, FilesOfALeaseThatEndedAreNotSentAndTheOutcomeStillGoes) {
+  configure_ = [&](ExecutorOptions& o) {
+    o.send_files = true;
+    o.files_dir = (dir_ / "files").string();
+  };
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::string job = nlohmann::json{
+      {"kind", "command"},
+      {"argv", {"python3", "-c", "import json; print(json.dumps(dict(loss=1)))"}},
+      {"objective_metric", "loss"},
+      {"artifacts_dir", "a"}}.dump();
+  ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 9, .number = 1, .job_json = job}));
+  keepalive_ = {peer, {9}};
+  const FileChunkMessage log = next<FileChunkMessage>();
+  EXPECT_EQ(log.kind, TrialFileKind::kLog);
+  ASSERT_TRUE(router_->send(peer, FileAckMessage{.lease_id = 9,
+                                                 .kind = log.kind,
+                                                 .offset = 0,
+                                                 .accepted = false,
+                                                 .lease_ended = true,
+                                                 .reason = "lease 9 expired"}));
+  EXPECT_EQ(next<ResultMessage>().lease_id, 9u);
 }
 
 TEST_F(ExecutorServiceTest, ADecisionToStopEndsTheJobAsAResult) {

@@ -3,7 +3,8 @@
 //
 // Thread safety: the loop thread owns a HeldJob and may stop it from any point; the job's own
 // thread reads `trial`, `trial_job` and `node_store` (set before it starts, constant after),
-// `decision` (atomic) and stop_reason() (locked).
+// `decision` (atomic) and stop_reason() (locked), and writes `files` before its last event, after
+// which the loop reads it.
 #ifndef TUNER_EXECUTOR_HELD_JOB_H_
 #define TUNER_EXECUTOR_HELD_JOB_H_
 
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "executor/node_store_relay.h"
+#include "executor/trial_files.h"
 #include "executor/trial_job.h"
 #include "wire/protocol.h"
 
@@ -27,6 +29,9 @@ class HeldJob {
   // A node of a multi-node trial (trial.nodes > 1): its store; else null. Loop thread only,
   // apart from its path.
   std::unique_ptr<NodeStoreRelay> node_store;
+  // An executor that sends its trials' files (ExecutorOptions::send_files): what to send once
+  // the job has ended, written by the job's thread before its last event.
+  TrialFilesPlan files;
 
   // The coordinator's last DECISION: set by the loop, read by the job thread's report callback.
   std::atomic<JobDecision> decision{JobDecision::kContinue};

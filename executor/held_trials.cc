@@ -13,7 +13,7 @@ HeldLease held_lease(const TrialMessage& trial) {
 }
 
 bool HeldTrials::contains(uint64_t lease_id) const {
-  return running.contains(lease_id) || unacked.contains(lease_id) ||
+  return running.contains(lease_id) || sending.contains(lease_id) || unacked.contains(lease_id) ||
          std::any_of(queued.begin(), queued.end(),
                      [&](const auto& job) { return job->trial.lease_id == lease_id; });
 }
@@ -22,6 +22,7 @@ std::vector<uint64_t> HeldTrials::lease_ids() const {
   std::set<uint64_t> ids;
   for (const auto& [id, job] : running) ids.insert(id);
   for (const auto& job : queued) ids.insert(job->trial.lease_id);
+  for (const auto& [id, s] : sending) ids.insert(id);
   for (const auto& [id, u] : unacked) ids.insert(id);
   return {ids.begin(), ids.end()};
 }
@@ -30,6 +31,7 @@ std::vector<HeldLease> HeldTrials::leases() const {
   std::vector<HeldLease> held;
   for (const auto& [id, job] : running) held.push_back(held_lease(job->trial));
   for (const auto& job : queued) held.push_back(held_lease(job->trial));
+  for (const auto& [id, s] : sending) held.push_back(s.lease);
   for (const auto& [id, u] : unacked) held.push_back(u.lease);
   return held;
 }

@@ -1,6 +1,7 @@
 // HeldTrials: the trials an executor holds: running (each on a job thread), queued (waiting for
-// a job thread), and finished with their outcome sent but not yet ACKed. What it holds is what
-// the executor's HEARTBEAT and HELLO list, and what READY leaves free.
+// a job thread), finished and sending their files before their outcome, and finished with their
+// outcome sent but not yet ACKed. What it holds is what the executor's HEARTBEAT and HELLO list,
+// and what READY leaves free (a trial sending its files holds no slot or GPU).
 //
 // Thread safety: used by the executor's loop thread only.
 #ifndef TUNER_EXECUTOR_HELD_TRIALS_H_
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "executor/held_job.h"
+#include "executor/trial_files.h"
 #include "wire/protocol.h"
 
 namespace tuner {
@@ -28,13 +30,21 @@ struct HeldTrials {
     HeldLease lease;
   };
 
+  // A finished trial's files on their way; its outcome goes once they are.
+  struct Sending {
+    Message outcome;  // RESULT or FAIL
+    HeldLease lease;
+    std::unique_ptr<FileSender> files;
+  };
+
   std::map<uint64_t, std::unique_ptr<HeldJob>> running;  // by lease
   std::deque<std::unique_ptr<HeldJob>> queued;           // in arrival order
+  std::map<uint64_t, Sending> sending;                   // by lease
   std::map<uint64_t, Unacked> unacked;                   // by lease
 
   // Running and queued trials.
   int jobs() const { return static_cast<int>(running.size() + queued.size()); }
-  // Whether `lease_id` is held in any of the three.
+  // Whether `lease_id` is held in any of the four.
   bool contains(uint64_t lease_id) const;
   // Every lease held, sorted (HEARTBEAT).
   std::vector<uint64_t> lease_ids() const;

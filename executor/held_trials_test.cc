@@ -34,6 +34,20 @@ TEST(HeldTrialsTest, ListsRunningQueuedAndUnackedLeases) {
             std::vector<int>{2});
 }
 
+TEST(HeldTrialsTest, ATrialSendingItsFilesHoldsItsLeaseButNoSlotOrGpu) {
+  HeldTrials held;
+  held.sending[4] = HeldTrials::Sending{
+      .outcome = ResultMessage{.lease_id = 4},
+      .lease = HeldLease{.lease_id = 4, .study_name = "s", .trial_id = 40, .gpus = {0}},
+      .files = std::make_unique<FileSender>(4, std::vector<TrialFile>{})};
+  EXPECT_EQ(held.jobs(), 0);
+  EXPECT_TRUE(held.contains(4));
+  EXPECT_EQ(held.lease_ids(), std::vector<uint64_t>{4});
+  ASSERT_EQ(held.leases().size(), 1u);
+  EXPECT_EQ(held.leases()[0].trial_id, 40);
+  EXPECT_EQ(held.free_gpus({GpuInfo{.index = 0}}), std::vector<int>{0});
+}
+
 TEST(HeldTrialsTest, DropsTheQueuedTrialsTheCoordinatorNoLongerHolds) {
   HeldTrials held;
   held.queued.push_back(job(1));

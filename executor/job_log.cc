@@ -12,6 +12,10 @@
 
 namespace tuner {
 
+std::string trial_log_name(int64_t number, uint64_t lease_id) {
+  return "trial-" + std::to_string(number) + "-lease-" + std::to_string(lease_id) + ".log";
+}
+
 JobLog::JobLog(const std::string& path, size_t tail_lines, size_t tail_bytes)
     : tail_lines_(tail_lines), tail_bytes_(tail_bytes) {
   if (path.empty()) return;

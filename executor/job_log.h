@@ -9,6 +9,7 @@
 #define TUNER_EXECUTOR_JOB_LOG_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -16,6 +17,10 @@
 #include "executor/unique_fd.h"
 
 namespace tuner {
+
+// The name of an attempt's log file in a log directory: "trial-<number>-lease-<lease id>.log"
+// (sweep/trial_logs.h finds them by it).
+std::string trial_log_name(int64_t number, uint64_t lease_id);
 
 class JobLog {
  public:

@@ -30,15 +30,6 @@ FailMessage failed(const TrialJob& job, const JobEnding& ending, const CommandOu
   return fail(ending, outcome, std::move(reason));
 }
 
-FailMessage no_objective(const std::string& metric, const Metrics& metrics, const JobEnding& ending,
-                         const CommandOutcome& outcome) {
-  std::string names;
-  for (const auto& [name, value] : metrics) names += (names.empty() ? "" : ", ") + name;
-  return fail(ending, outcome,
-              "the job exited with code 0 but its metrics have no objective metric '" + metric +
-                  "' (it printed: " + (names.empty() ? "no metrics" : names) + ")");
-}
-
 // RESULT with the job's metrics; the coordinator picks the objective values from them.
 ResultMessage result(const JobEnding& ending, const CommandOutcome& outcome) {
   return ResultMessage{.lease_id = ending.lease_id,
@@ -61,11 +52,7 @@ Message outcome_message(const TrialJob& job, const JobEnding& ending,
   if (!outcome.succeeded()) return failed(job, ending, outcome);
   // A node other than 0 of a multi-node trial: its part is done; node 0 reports the metrics.
   if (ending.node > 0) return ResultMessage{.lease_id = ending.lease_id};
-  ResultMessage message = result(ending, outcome);
-  if (!message.metrics.contains(job.objective_metric())) {
-    return no_objective(job.objective_metric(), message.metrics, ending, outcome);
-  }
-  return message;
+  return result(ending, outcome);
 }
 
 FailMessage start_failure(uint64_t lease_id, std::string_view what) {

@@ -7,11 +7,10 @@
 //   - exited other than 0, or killed:                FAIL, with the job's own reason when it
 //                                                    printed one (TrialJob::failure_reason);
 //   - node > 0 of a multi-node trial, ended well:    RESULT without metrics (node 0 reports);
-//   - ended well without its objective metric:       FAIL naming the metrics it printed;
 //   - ended well:                                    RESULT with the metrics.
 // A FAIL carries the exit code and the log tail. RESULT.values stays empty: the coordinator
-// picks the study's objective values from RESULT.metrics (coordinator/study_run.cc,
-// StudyRun::tell_result).
+// picks the study's objective values from RESULT.metrics, and fails a trial without them
+// (coordinator/study_run.cc, StudyRun::tell_result).
 //
 // Thread safety: pure functions; call them from any thread.
 #ifndef TUNER_EXECUTOR_OUTCOME_H_

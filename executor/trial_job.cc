@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -11,6 +12,8 @@
 #include "trials/json_reader.h"
 
 namespace tuner {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -168,6 +171,16 @@ void TrialJob::check_probe(const Params&, const std::string&) const {}
 
 std::string TrialJob::scalars_dir(int64_t) const { return {}; }
 
+const std::string& TrialJob::artifacts_dir() const {
+  static const std::string kNone;
+  return kNone;
+}
+
+std::string TrialJob::trial_dir(int64_t number) const {
+  if (artifacts_dir().empty()) return {};
+  return trial_folder(artifacts_dir(), number);
+}
+
 // --- Command jobs -------------------------------------------------------------------------------
 
 TrialNeeds CommandTrialJob::needs() const {
@@ -176,7 +189,21 @@ TrialNeeds CommandTrialJob::needs() const {
 }
 
 CommandSpec CommandTrialJob::command(const TrialPlacement& placement) const {
-  if (gpus_per_trial_ == 0) return spec_;  // the environment's own CUDA_VISIBLE_DEVICES stays
+  CommandSpec command = spec_;
+  if (!artifacts_dir_.empty()) {
+    // The program may run in another working directory: it gets the folder's absolute path.
+    std::error_code ec;
+    fs::path dir = fs::absolute(trial_dir(placement.number), ec).lexically_normal();
+    if (!ec) fs::create_directories(dir, ec);
+    if (ec) {
+      throw Error(ErrorCode::kUnavailable, "trial " + std::to_string(placement.number) +
+                                               ": cannot create its artifacts folder " +
+                                               dir.string() +
+                                               " (the job's artifacts_dir): " + ec.message());
+    }
+    command.env[kArtifactsDirVariable] = dir.string();
+  }
+  if (gpus_per_trial_ == 0) return command;  // the environment's own CUDA_VISIBLE_DEVICES stays
   const std::string trial = "trial " + std::to_string(placement.number) + ": job";
   const size_t wanted = gpus_per_trial_ >= 1 ? static_cast<size_t>(gpus_per_trial_) : 1;
   if (placement.gpus.size() != wanted) {
@@ -186,17 +213,13 @@ CommandSpec CommandTrialJob::command(const TrialPlacement& placement) const {
                     " GPU(s) (" + (placement.gpus.empty() ? "none" : gpu_list(placement.gpus)) +
                     ")");
   }
-  CommandSpec command = spec_;
   const std::string gpus = gpu_list(placement.gpus);
   command.env["CUDA_VISIBLE_DEVICES"] = gpus;
   command.env["TUNER_GPUS"] = gpus;
   return command;
 }
 
-std::string CommandTrialJob::scalars_dir(int64_t number) const {
-  if (artifacts_dir_.empty()) return {};
-  return trial_folder(artifacts_dir_, number);
-}
+std::string CommandTrialJob::scalars_dir(int64_t number) const { return trial_dir(number); }
 
 std::string CommandTrialJob::to_json() const {
   nlohmann::json json = {
@@ -223,7 +246,7 @@ TrialNeeds EngineTrialJob::needs() const {
 
 std::string EngineTrialJob::checkpoint_path(int64_t first_number) const {
   if (spec_.artifacts_dir.empty()) return {};
-  return trial_folder(spec_.artifacts_dir, first_number) + "/resume.ckpt";
+  return trial_dir(first_number) + "/resume.ckpt";
 }
 
 CommandSpec EngineTrialJob::command(const TrialPlacement& placement) const {

@@ -14,7 +14,7 @@
 //    "objective_metric": "val_loss",                    required: the metric that is the value
 //    "timeout_s": 3600,                                 optional: seconds, in (0, 31536000]
 //    "stop_grace_s": 30,                                optional: seconds, in [0, 3600]
-//    "artifacts_dir": "/runs/study",                    optional: trial-N/ holds its scalars
+//    "artifacts_dir": "/runs/study",                    optional: trial-N/ is the trial's folder
 //    "gpus_per_trial": 0.5}                             optional: GPUs per trial (below)
 // Members not listed are refused (a misspelt "evn" would otherwise be silently ignored).
 //
@@ -34,6 +34,11 @@
 // (coordinator/placement.h) and the executor sets CUDA_VISIBLE_DEVICES and TUNER_GPUS to them
 // (comma-separated); a job without GPUs leaves both as the executor's environment has them.
 //
+// Artifacts (either kind): a job with "artifacts_dir" gives each trial its own folder,
+// artifacts_dir/trial-<number> (trial_dir()): an engine trial keeps its checkpoints and history
+// there; a command trial's program gets it, absolute and created before it starts, as
+// TUNER_ARTIFACTS_DIR, and the executor writes its reports there as TensorBoard scalars.
+//
 // Thread safety: a parsed job is immutable; its methods may be called from any thread.
 #ifndef TUNER_EXECUTOR_TRIAL_JOB_H_
 #define TUNER_EXECUTOR_TRIAL_JOB_H_
@@ -52,6 +57,8 @@
 
 namespace tuner {
 
+// The variable that names a command trial's own folder to its program.
+inline constexpr char kArtifactsDirVariable[] = "TUNER_ARTIFACTS_DIR";
 // The longest "timeout_s" (a year) and "stop_grace_s" (an hour), in seconds.
 inline constexpr double kMaxJobTimeoutSeconds = 31'536'000;
 inline constexpr double kMaxJobStopGraceSeconds = 3'600;
@@ -125,6 +132,12 @@ class TrialJob {
   // trial, which writes its own.
   virtual std::string scalars_dir(int64_t number) const;
 
+  // The job's "artifacts_dir", the folder of its trials' folders, as the job states it (may be
+  // relative to the executor's working directory); empty when it has none.
+  virtual const std::string& artifacts_dir() const;
+  // Trial `number`'s own folder, artifacts_dir()/trial-<number>; empty without artifacts_dir().
+  std::string trial_dir(int64_t number) const;
+
   // The JSON text of the job; parse_trial_job reads it back to an equal job.
   virtual std::string to_json() const = 0;
 
@@ -149,11 +162,15 @@ class CommandTrialJob final : public TrialJob {
   // One executor; "gpus_per_trial" whole GPUs on it, or a share of one.
   TrialNeeds needs() const override;
   // The spec, with CUDA_VISIBLE_DEVICES and TUNER_GPUS set to the placement's GPUs when the job
-  // asks for GPUs. Throws Error(kInvalidArgument) naming the trial when it asks for GPUs and was
-  // given none, or another number of whole GPUs than it asks for.
+  // asks for GPUs, and, with artifacts_dir, TUNER_ARTIFACTS_DIR set to the trial's folder
+  // (trial_dir(), made absolute against the executor's working directory), which it creates
+  // when missing. Throws Error(kInvalidArgument) naming the trial when it asks for GPUs and was
+  // given none, or another number of whole GPUs than it asks for; Error(kUnavailable) naming the
+  // folder when it cannot be created.
   CommandSpec command(const TrialPlacement& placement) const override;
   // artifacts_dir/trial-N; none without artifacts_dir.
   std::string scalars_dir(int64_t number) const override;
+  const std::string& artifacts_dir() const override { return artifacts_dir_; }
   std::string to_json() const override;
 
   const CommandSpec& spec() const { return spec_; }
@@ -181,6 +198,7 @@ class EngineTrialJob final : public TrialJob {
   // The model's placeholders, checked by check_engine_model.
   std::vector<std::string> probed_params() const override;
   void check_probe(const Params& params, const std::string& where) const override;
+  const std::string& artifacts_dir() const override { return spec_.artifacts_dir; }
   std::string to_json() const override { return spec_.json; }
 
   const EngineJobSpec& spec() const { return spec_; }

@@ -1,13 +1,18 @@
 #include "executor/trial_job.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include "trials/error.h"
 
 namespace tuner {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string error_of(const std::string& json) {
   try {
@@ -107,10 +112,62 @@ TEST(TrialJobTest, ACommandJobWithAnArtifactsDirHasAFolderOfScalarsPerTrial) {
       "data": {"dataset": "fashion-mnist", "train": 100, "validation": 50},
       "objective_metric": "val_accuracy"})");
   EXPECT_EQ(engine->scalars_dir(3), "");
+  EXPECT_EQ(engine->trial_dir(3), "/runs/a/trial-3");
   EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
       "artifacts_dir": 3})")
                 .find("job.artifacts_dir: expected a string"),
             std::string::npos);
+}
+
+// A command trial's program is told its own folder: absolute (the program may run elsewhere),
+// there before it starts, and only when the job has an artifacts_dir.
+TEST(TrialJobTest, ACommandTrialGetsItsOwnFolderAsTunerArtifactsDir) {
+  const fs::path base =
+      fs::temp_directory_path() / ("trial_job_test_" + std::to_string(::getpid()) + "_artifacts");
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(base);
+  const fs::path real_base = fs::current_path();  // as getcwd() spells it
+  auto relative = parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+      "working_dir": "/tmp", "artifacts_dir": "runs/../runs/q"})");
+  const CommandSpec spec = relative->command(TrialPlacement{.number = 3});
+  fs::current_path(cwd);
+  const fs::path want = real_base / "runs" / "q" / "trial-3";
+  EXPECT_EQ(spec.env.at("TUNER_ARTIFACTS_DIR"), want.string());
+  EXPECT_TRUE(fs::is_directory(want));
+  EXPECT_EQ(relative->trial_dir(3), "runs/../runs/q/trial-3");
+  EXPECT_EQ(relative->artifacts_dir(), "runs/../runs/q");
+
+  // With GPUs, both are set.
+  auto gpus = parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+      "gpus_per_trial": 1, "artifacts_dir": ")" +
+                              (base / "g").string() + R"("})");
+  const CommandSpec with_gpus = gpus->command(TrialPlacement{.number = 0, .gpus = {2}});
+  EXPECT_EQ(with_gpus.env.at("TUNER_ARTIFACTS_DIR"), (base / "g" / "trial-0").string());
+  EXPECT_EQ(with_gpus.env.at("TUNER_GPUS"), "2");
+
+  // Without artifacts_dir there is no folder and no variable.
+  auto none = parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m"})");
+  EXPECT_FALSE(none->command(TrialPlacement{.number = 3}).env.contains("TUNER_ARTIFACTS_DIR"));
+  EXPECT_EQ(none->trial_dir(3), "");
+
+  // A folder that cannot be made is an error naming it, before the program starts.
+  std::ofstream(base / "file") << "x";
+  auto blocked = parse_trial_job(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+      "artifacts_dir": ")" + (base / "file").string() +
+                                 R"("})");
+  try {
+    blocked->command(TrialPlacement{.number = 5});
+    ADD_FAILURE() << "no error for an artifacts_dir under a file";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find("trial 5: cannot create its artifacts folder " +
+                                         (base / "file" / "trial-5").string()),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(base);
 }
 
 // What the coordinator and the executor ask an engine job, which they once read from its fields.

@@ -2,11 +2,15 @@
 
 #include <chrono>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "executor/command_job.h"
+#include "executor/connection.h"
+#include "executor/job_log.h"
 #include "executor/outcome.h"
 #include "executor/tensorboard_events.h"
 
@@ -63,10 +67,7 @@ CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options, const C
   CommandJobOptions job_options;
   job_options.stop_grace = job.trial_job->stop_grace().value_or(options.stop_grace);
   job_options.time_limit = job.trial_job->timeout().value_or(std::chrono::milliseconds(0));
-  if (!options.log_dir.empty()) {
-    job_options.log_path = options.log_dir + "/trial-" + std::to_string(job.trial.number) +
-                           "-lease-" + std::to_string(job.trial.lease_id) + ".log";
-  }
+  job_options.log_path = trial_log_path(options, job.trial);
   CommandSpec spec = job.trial_job->command(TrialPlacement{
       .number = job.trial.number,
       .gpus = job.trial.gpus,
@@ -96,7 +97,37 @@ Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& 
                          outcome);
 }
 
+// Chooses the ended attempt's files to send (HeldJob::files); those past the limit are named at
+// the end of its log and in a note.
+void plan_files(HeldJob& job, const ExecutorOptions& options, JobEvents& events) {
+  const std::string log = options.job_runner ? "" : trial_log_path(options, job.trial);
+  // A node other than 0 sends its log only: node 0's folder is the trial's.
+  const std::string folder = job.trial.node == 0 ? job.trial_job->trial_dir(job.trial.number) : "";
+  std::vector<std::string> problems;
+  job.files = plan_trial_files(log, folder, options.max_trial_files_bytes, &problems);
+  const std::string trial = "trial " + std::to_string(job.trial.number) + ": ";
+  for (const std::string& problem : problems) events.post(JobEvent{.note = trial + problem});
+  if (job.files.left.empty()) return;
+  const std::string text = files_left_text(job.files.left, job.files.limit_bytes, host_name());
+  events.post(JobEvent{.note = trial + text});
+  if (log.empty()) return;
+  std::ofstream(log, std::ios::app) << "[tuner] " << text << "\n";
+  // The note is part of the log that is sent (it goes first, so it is not left for the note).
+  for (TrialFile& file : job.files.send) {
+    std::error_code ec;
+    if (file.kind == TrialFileKind::kLog) file.size = std::filesystem::file_size(log, ec);
+    if (ec) file.size = 0;
+  }
+}
+
 }  // namespace
+
+std::string trial_log_path(const ExecutorOptions& options, const TrialMessage& trial) {
+  const std::string& dir =
+      options.log_dir.empty() && options.send_files ? options.files_dir + "/logs" : options.log_dir;
+  if (dir.empty()) return "";
+  return dir + "/" + trial_log_name(trial.number, trial.lease_id);
+}
 
 void run_trial(HeldJob& job, const ExecutorOptions& options, JobEvents& events) {
   JobEvent done{.lease_id = job.trial.lease_id};
@@ -105,6 +136,7 @@ void run_trial(HeldJob& job, const ExecutorOptions& options, JobEvents& events) 
   } catch (const std::exception& e) {
     done.outcome = start_failure(job.trial.lease_id, e.what());
   }
+  if (options.send_files) plan_files(job, options, events);
   events.post(std::move(done));
 }
 

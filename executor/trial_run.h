@@ -3,7 +3,9 @@
 // scalars there); its end becomes the RESULT or FAIL of the outcome rule (executor/outcome.h),
 // posted as the job's last event. The job runs as ExecutorOptions::job_runner when one is set,
 // else as the command its TrialJob makes (an engine job's `tuner trial`), with the job's stop
-// grace and time limit and a log file under ExecutorOptions::log_dir.
+// grace and time limit and a log file (trial_log_path()). An executor that sends its trials'
+// files has them planned (executor/trial_files.h) into HeldJob::files before the last event; the
+// files past the limit are named in the log and in a note.
 //
 // Thread safety: call on the job's own thread; HeldJob's contract says what the loop may touch
 // meanwhile. `options` and `events` must outlive the call.
@@ -15,6 +17,10 @@
 #include "executor/job_events.h"
 
 namespace tuner {
+
+// Where the attempt of `trial` logs: ExecutorOptions::log_dir, else (send_files) files_dir/logs,
+// as trial-<number>-lease-<lease>.log; empty when it keeps no log file.
+std::string trial_log_path(const ExecutorOptions& options, const TrialMessage& trial);
 
 // Runs `job` and posts its reports, notes and outcome to `events`. Never throws: a job that
 // cannot start is a FAIL.

@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "registry/file_util.h"
+#include "registry/onnx_flavor.h"
+#include "registry/user_model.h"
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/export/onnx_export.h"
 #include "trials/error.h"
@@ -203,6 +205,16 @@ Json json_or_string(const std::string& text) {
 
 Json number_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
+Json lineage_json(const Lineage& lineage) {
+  Json params = Json::object();
+  for (const auto& [name, text] : lineage.params) params[name] = json_or_string(text);
+  Json metrics = Json::object();
+  for (const auto& [name, value] : lineage.metrics) metrics[name] = number_or_null(value);
+  return {{"study", lineage.study},     {"trial", lineage.trial},
+          {"storage", lineage.storage}, {"objective_metric", lineage.objective_metric},
+          {"params", params},           {"metrics", metrics}};
+}
+
 Json preprocessing_json(const Preprocessing& p) {
   Json j = {{"version", kMlflowModelFormatVersion},
             {"input", {{"dtype", dtype_name(p.input)}, {"divisor", p.divisor}}},
@@ -218,28 +230,19 @@ Json preprocessing_json(const Preprocessing& p) {
 
 Json metadata_json(const Lineage& lineage, const Preprocessing& preprocessing,
                    const training::ModelSpec& spec, const MlflowModelOptions& options) {
-  Json params = Json::object();
-  for (const auto& [name, text] : lineage.params) params[name] = json_or_string(text);
-  Json metrics = Json::object();
-  for (const auto& [name, value] : lineage.metrics) metrics[name] = number_or_null(value);
-  Json m = {{"tuner_format_version", kMlflowModelFormatVersion},
-            {"study", lineage.study},
-            {"trial", lineage.trial},
-            {"storage", lineage.storage},
-            {"objective_metric", lineage.objective_metric},
-            {"params", params},
-            {"metrics", metrics},
-            {"input_name", training::kOnnxInputName},
-            {"input_description", input_description(preprocessing, spec)},
-            {"output_name", training::kOnnxOutputName},
-            {"num_parameters", spec.num_parameters},
-            {"preprocessing", preprocessing_json(preprocessing)}};
+  Json m = {{"tuner_format_version", kMlflowModelFormatVersion}};
+  m.update(lineage_json(lineage));
+  m.update(Json{{"input_name", training::kOnnxInputName},
+                {"input_description", input_description(preprocessing, spec)},
+                {"output_name", training::kOnnxOutputName},
+                {"num_parameters", spec.num_parameters},
+                {"preprocessing", preprocessing_json(preprocessing)}});
   for (const auto& [key, text] : options.extra_metadata) m[key] = json_or_string(text);
   return m;
 }
 
-std::string mlmodel_yaml(const training::ModelSpec& spec, const Preprocessing& preprocessing,
-                         const Json& metadata, const MlflowModelOptions& options) {
+std::string mlmodel_yaml(const Json& metadata, const Json& signature,
+                         const MlflowModelOptions& options) {
   Json flavors = {{"onnx",
                    {{"code", nullptr},
                     {"data", "model.onnx"},
@@ -256,12 +259,9 @@ std::string mlmodel_yaml(const training::ModelSpec& spec, const Preprocessing& p
       {"metadata", metadata},
       {"mlflow_version", options.mlflow_version},
       {"model_uuid", options.model_uuid.empty() ? random_uuid_hex() : options.model_uuid},
-      {"signature",
-       {{"inputs", tensor_spec(spec.input, dtype_name(preprocessing.input))},
-        {"outputs", tensor_spec(spec.output)},
-        {"params", nullptr}}},
-      {"utc_time_created", options.utc_time_created.empty() ? utc_now() : options.utc_time_created},
   };
+  if (!signature.is_null()) doc["signature"] = signature;
+  doc["utc_time_created"] = options.utc_time_created.empty() ? utc_now() : options.utc_time_created;
   return "# An MLflow model written by tuner (docs/registry.md).\n" + to_yaml(doc);
 }
 
@@ -294,6 +294,20 @@ training::ModelSpec parse_spec_or_throw(const std::string& json, const std::stri
 }
 
 }  // namespace
+
+void write_onnx_flavor_files(const fs::path& dir, const Json& metadata, const Json& signature,
+                             const MlflowModelOptions& options) {
+  write_file(dir / "MLmodel", mlmodel_yaml(metadata, signature, options));
+  write_file(dir / "requirements.txt", requirements_txt(options));
+  write_file(dir / "python_env.yaml", python_env_yaml(options));
+  write_file(dir / "conda.yaml", conda_yaml(options));
+}
+
+Json lineage_metadata(const Lineage& lineage, const MlflowModelOptions& options) {
+  Json m = lineage_json(lineage);
+  for (const auto& [key, text] : options.extra_metadata) m[key] = json_or_string(text);
+  return m;
+}
 
 std::unique_ptr<training::Sequential> model_from_checkpoint(const training::Checkpoint& checkpoint,
                                                             const training::ModelSpec& spec,
@@ -359,11 +373,11 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
   const Json metadata = metadata_json(lineage, preprocessing, spec, options);
   TempDir tmp = TempDir::beside(out);
   const fs::path& dir = tmp.path();
-  write_file(dir / "MLmodel", mlmodel_yaml(spec, preprocessing, metadata, options));
+  const Json signature = {{"inputs", tensor_spec(spec.input, dtype_name(preprocessing.input))},
+                          {"outputs", tensor_spec(spec.output)},
+                          {"params", nullptr}};
+  write_onnx_flavor_files(dir, metadata, signature, options);
   write_file(dir / "model.onnx", onnx_bytes);
-  write_file(dir / "requirements.txt", requirements_txt(options));
-  write_file(dir / "python_env.yaml", python_env_yaml(options));
-  write_file(dir / "conda.yaml", conda_yaml(options));
   make_directory(dir / "engine");
   // The engine's files: the weights without the optimizer's state (serving needs none).
   training::Checkpoint weights;
@@ -394,6 +408,23 @@ ServedModel::~ServedModel() = default;
 
 ServedModel ServedModel::load(const fs::path& dir, int threads) {
   const fs::path engine = dir / "engine";
+  if (fs::is_regular_file(dir / "MLmodel") && !fs::exists(engine)) {
+    // A model a trial's own program saved (user_model.h): MLflow runs it, the engine cannot.
+    std::string flavors;
+    try {
+      for (const std::string& f : mlmodel_flavors(read_file(dir / "MLmodel"))) {
+        flavors += (flavors.empty() ? "" : ", ") + f;
+      }
+    } catch (const Error&) {
+    }
+    throw Error(ErrorCode::kFailedPrecondition,
+                dir.string() + ": an MLflow model" +
+                    (flavors.empty() ? std::string() : " of flavors " + flavors) +
+                    " that a trial's own program saved, not an engine model: tuner predict, "
+                    "serve-model and drift run the engine's models only; serve it with MLflow "
+                    "(mlflow models serve -m " +
+                    dir.string() + ", or mlflow.pyfunc.load_model)");
+  }
   for (const char* name : {"model.ckpt", "model_spec.json"}) {
     if (!fs::is_regular_file(engine / name)) {
       throw Error(ErrorCode::kNotFound,

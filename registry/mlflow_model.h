@@ -101,7 +101,8 @@ class ServedModel {
  public:
   // Reads engine/model_spec.json, engine/model.ckpt and engine/preprocessing.json of `dir`.
   // Throws Error(kNotFound) when `dir` is not such a directory, kDataLoss for corrupt files,
-  // kFailedPrecondition for a newer format version.
+  // kFailedPrecondition for a newer format version, and for an MLflow model without engine/ (a
+  // model a trial's own program saved, user_model.h: the message says to serve it with MLflow).
   static ServedModel load(const std::filesystem::path& dir, int threads = 1);
 
   const training::ModelSpec& spec() const { return spec_; }

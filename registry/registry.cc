@@ -180,8 +180,10 @@ Json version_json(const ModelVersion& v) {
             {"params", params},
             {"metrics", metrics},
             {"source", v.source},
+            {"model_format", v.user_model ? std::string(to_string(*v.user_model)) : "engine"},
             {"description", v.description},
             {"tags", string_map(v.tags)}};
+  if (v.user_model) j["flavors"] = v.flavors;
   j["promotion"] = v.promotion ? promotion_json(*v.promotion) : Json(nullptr);
   return j;
 }
@@ -209,6 +211,12 @@ ModelVersion version_from(const Json& j, const std::string& where) {
   v.maximize = j.value("direction", "") == "maximize";
   v.metric_value = read_optional(j, "metric_value");
   v.source = j.value("source", "");
+  v.user_model = parse_user_model_format(j.value("model_format", "engine"));
+  if (v.user_model && j.contains("flavors") && j["flavors"].is_array()) {
+    for (const Json& f : j["flavors"]) {
+      if (f.is_string()) v.flavors.push_back(f.get<std::string>());
+    }
+  }
   v.description = j.value("description", "");
   if (j.contains("tags")) v.tags = read_string_map(j["tags"]);
   if (j.contains("promotion") && j["promotion"].is_object()) {
@@ -572,6 +580,30 @@ void check_alias(const std::string& alias) {
 ModelVersion Registry::register_version(const std::string& model_name,
                                         const training::Checkpoint& checkpoint,
                                         const Lineage& lineage, const RegisterOptions& options) {
+  return register_with(
+      model_name, ModelVersion{},
+      [&](const fs::path& out, const MlflowModelOptions& mlflow) {
+        write_mlflow_model(checkpoint, lineage, options.preprocessing, out, mlflow);
+      },
+      lineage, options);
+}
+
+ModelVersion Registry::register_user_model(const std::string& model_name, const UserModel& model,
+                                           const Lineage& lineage, const RegisterOptions& options) {
+  ModelVersion v;
+  v.user_model = model.format;
+  v.flavors = model.flavors;
+  return register_with(
+      model_name, std::move(v),
+      [&](const fs::path& out, const MlflowModelOptions& mlflow) {
+        write_user_model(model, lineage, out, mlflow);
+      },
+      lineage, options);
+}
+
+ModelVersion Registry::register_with(const std::string& model_name, ModelVersion v,
+                                     const VersionWriter& write, const Lineage& lineage,
+                                     const RegisterOptions& options) {
   check_name(model_name);
   for (const std::string& a : options.aliases) {
     check_alias(a);
@@ -606,7 +638,6 @@ ModelVersion Registry::register_version(const std::string& model_name,
   const bool new_model_dir = !fs::exists(mdir);
   if (new_model_dir) make_directory(mdir);
 
-  ModelVersion v;
   v.version = m.last_version + 1;
   v.created = utc_now();
   v.lineage = lineage;
@@ -631,7 +662,7 @@ ModelVersion Registry::register_version(const std::string& model_name,
     MlflowModelOptions mlflow = options.mlflow;
     mlflow.extra_metadata["registered_model"] = Json(model_name).dump();
     mlflow.extra_metadata["registered_version"] = std::to_string(v.version);
-    write_mlflow_model(checkpoint, lineage, options.preprocessing, vdir, mlflow);
+    write(vdir, mlflow);
     m.versions.push_back(v);
     m.last_version = v.version;
     for (const std::string& a : options.aliases) m.aliases[a] = v.version;

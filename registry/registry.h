@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "registry/mlflow_model.h"
+#include "registry/user_model.h"
 #include "training/checkpoint.h"
 
 namespace tuner::registry {
@@ -86,7 +87,13 @@ struct ModelVersion {
   std::string metric;                  // the version's evaluation metric; may be empty
   bool maximize = false;               // its direction
   std::optional<double> metric_value;  // lineage.metrics[metric] when present
-  std::string source;                  // the checkpoint it was exported from
+  std::string source;                  // the checkpoint (or the user model) it was exported from
+  // What the version directory holds: nullopt for an engine model (written from a checkpoint,
+  // with engine/ and model.onnx: tuner predicts with it); else a model a trial's own program
+  // saved (user_model.h), with its MLflow flavors. registry.json's "model_format" ("engine",
+  // "mlflow", "onnx") and "flavors".
+  std::optional<UserModelFormat> user_model;
+  std::vector<std::string> flavors;
   std::string description;
   std::map<std::string, std::string> tags;
   std::optional<PromotionDecision> promotion;  // when exported with the promotion rule
@@ -168,6 +175,11 @@ class Registry {
   ModelVersion register_version(const std::string& model_name,
                                 const training::Checkpoint& checkpoint, const Lineage& lineage,
                                 const RegisterOptions& options);
+  // The same for a model a trial's own program saved (write_user_model: an MLflow model
+  // directory stored as it is, an ONNX file wrapped as one); options.preprocessing is not used.
+  // Throws what write_user_model throws, and as register_version.
+  ModelVersion register_user_model(const std::string& model_name, const UserModel& model,
+                                   const Lineage& lineage, const RegisterOptions& options);
 
   // Points `alias` at `version` (moving it). Error(kNotFound) for an unknown model or version.
   void set_alias(const std::string& model_name, int version, const std::string& alias);
@@ -193,6 +205,13 @@ class Registry {
   Registry(std::filesystem::path dir, RegistryOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
   std::filesystem::path model_dir(const std::string& name) const { return dir_ / name; }
+  // Writes a version's directory at the path it is given, with the MLmodel options to use.
+  using VersionWriter =
+      std::function<void(const std::filesystem::path& out, const MlflowModelOptions& options)>;
+  // What both register_* do: `version` (its kind of model) completed, written by `write`.
+  ModelVersion register_with(const std::string& model_name, ModelVersion version,
+                             const VersionWriter& write, const Lineage& lineage,
+                             const RegisterOptions& options);
 
   // Constant after construction.
   std::filesystem::path dir_;

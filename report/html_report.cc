@@ -84,6 +84,11 @@ svg.plot .legend line{stroke-width:3}
 .lg-infeasible{stroke:#b03a2e;stroke-dasharray:2 2}.lg-pick{stroke:#1d2330}
 .lg-failed{stroke:#b03a2e}.lg-pruned-pt{stroke:#e07b00}
 .pager button{margin-right:6px}
+.curve-choice{display:flex;flex-wrap:wrap;align-items:center;gap:2px 4px}
+.curve-choice>label{margin-right:10px;cursor:pointer}
+.curve-choice>input:checked+label{font-weight:600}
+.curve-choice>.curve-panel{order:1;flex-basis:100%;display:none}
+.curve-choice>input:checked+label+.curve-panel{display:block}
 )css";
 
 // Pages and sorts the trials table, counts each plot's marks, and says it ran: the browser test
@@ -195,7 +200,7 @@ class Page {
     if (!in_.generated_at.empty()) out_ += ", generated " + escape_html(in_.generated_at);
     out_ +=
         "</div></header><nav><a href=\"#summary\">Summary</a><a href=\"#history-section\">"
-        "History</a><a href=\"#intermediate-section\">Intermediate values</a>"
+        "History</a><a href=\"#intermediate-section\">Learning curves</a>"
         "<a href=\"#parallel-section\">Parallel coordinates</a><a href=\"#slice-section\">"
         "Slices</a><a href=\"#importance-section\">Importances</a>";
     if (view_.n_objectives > 1) out_ += "<a href=\"#pareto-section\">Pareto front</a>";
@@ -343,8 +348,69 @@ class Page {
   }
 
   void intermediate() {
-    open_section("intermediate-section", "Intermediate values");
+    open_section("intermediate-section", "Learning curves");
+    // The step metrics offered: those the most trials reported, by name. With one objective, the
+    // intermediate values are that metric's.
+    std::vector<std::pair<size_t, std::string>> reported;  // (trials, name)
+    for (const auto& [name, trials] : view_.step_metric_trials) {
+      if (view_.n_objectives == 1 && name == view_.objective_names[0]) continue;
+      reported.emplace_back(trials.size(), name);
+    }
+    if (reported.empty()) {
+      draw_intermediate(out_, view_, in_.options);
+      close_section();
+      return;
+    }
+    std::stable_sort(reported.begin(), reported.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<std::string> offered, left_out;
+    for (const auto& [trials, name] : reported) {
+      (offered.size() < in_.options.max_step_metrics ? offered : left_out).push_back(name);
+    }
+    std::sort(offered.begin(), offered.end());
+    std::sort(left_out.begin(), left_out.end());
+    out_ += "<p class=\"note\">Each trial's values per step of the metric chosen: ";
+    out_ += view_.n_objectives == 1 ? "the objective's (its intermediate values)"
+                                    : "the intermediate values";
+    out_ += " or another metric its job reported.";
+    if (!left_out.empty()) {
+      out_ += "</p><p class=\"note\" id=\"step-metrics-limited\">The trials reported " +
+              std::to_string(view_.step_metric_trials.size()) +
+              " metrics per step; offered here: the " + std::to_string(offered.size()) +
+              " reported by the most trials. Left out: ";
+      constexpr size_t kNamed = 20;
+      for (size_t i = 0; i < left_out.size() && i < kNamed; ++i) {
+        out_ += (i ? ", " : "") + escape_html(left_out[i]);
+      }
+      if (left_out.size() > kNamed) {
+        out_ += " and " + std::to_string(left_out.size() - kNamed) + " more";
+      }
+      out_ += ".";
+    }
+    out_ += "</p><div class=\"curve-choice\" id=\"curve-choice\"><span>Metric:</span>";
+    const bool has_intermediate =
+        std::any_of(view_.trials.begin(), view_.trials.end(),
+                    [](const FrozenTrial* t) { return !t->intermediate_values.empty(); });
+    auto choice = [&](const std::string& id, const std::string& label, const std::string& metric,
+                      bool checked) {
+      out_ += "<input type=\"radio\" name=\"curve-metric\" id=\"" + id + "-choice\"" +
+              (checked ? " checked" : "") + "><label for=\"" + id + "-choice\">" +
+              escape_html(label) + "</label><div class=\"curve-panel\" id=\"" + id +
+              "-panel\" data-metric=\"" + escape_html(metric) + "\">";
+    };
+    choice(
+        "intermediate",
+        view_.n_objectives == 1 ? view_.objective_names[0] + " (objective)" : "intermediate values",
+        view_.n_objectives == 1 ? view_.objective_names[0] : "", has_intermediate);
     draw_intermediate(out_, view_, in_.options);
+    out_ += "</div>";
+    for (size_t n = 0; n < offered.size(); ++n) {
+      const std::string id = "step-metric-" + std::to_string(n);
+      choice(id, offered[n], offered[n], !has_intermediate && n == 0);
+      draw_step_metric(out_, view_, offered[n], id, in_.options);
+      out_ += "</div>";
+    }
+    out_ += "</div>";
     close_section();
   }
 
@@ -573,7 +639,7 @@ class Page {
 }  // namespace
 
 std::string render_report(const ReportInput& input) {
-  StudyView view = make_study_view(input.study, input.trials);
+  StudyView view = make_study_view(input.study, input.trials, input.step_metrics);
   return Page(input, view).render();
 }
 

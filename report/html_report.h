@@ -7,7 +7,9 @@
 //   front for several objectives), or a note that no trial is COMPLETE;
 // - optimization history (id "history"): each COMPLETE trial's value and the best so far; FAIL
 //   and PRUNED trials marked along the bottom ("pt failed", "pt pruned"), why in their titles;
-// - intermediate values ("intermediate"): learning curves, PRUNED trials dashed and marked;
+// - learning curves: the intermediate values ("intermediate"), PRUNED trials dashed and marked,
+//   and, when trials reported step metrics, one plot per metric ("step-metric-N", N its index
+//   among the metrics offered, by name), the reader choosing one with radio buttons (CSS only);
 // - parallel coordinates ("parallel"): one line per COMPLETE trial across params and objectives;
 // - slices ("slice-N", N the index of the param in name order): objective against each param,
 //   on a log axis for log params, in bands for categorical ones;
@@ -28,6 +30,8 @@
 #define TUNER_REPORT_HTML_REPORT_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,9 +50,13 @@ struct ReportOptions {
   size_t max_slice_points = 40000;
   // Lines of the parallel-coordinates plot. Default 1,000.
   size_t max_parallel_lines = 1000;
-  // Trials whose intermediate values are drawn, and points per curve. Defaults 200 and 200.
+  // Trials whose intermediate values (or one step metric's values) are drawn, and points per
+  // curve. Defaults 200 and 200.
   size_t max_curves = 200;
   size_t max_curve_points = 200;
+  // Step metrics offered beside the intermediate values, a plot each: those the most trials
+  // reported. Default 12.
+  size_t max_step_metrics = 12;
   // Counts of COMPLETE trials at which the hypervolume over trials is computed (an even spread
   // past it). Default 2,000.
   size_t max_hypervolume_steps = 2000;
@@ -69,8 +77,10 @@ struct ExportPick {
 };
 
 struct ReportInput {
-  StudyRecord study;                      // name, directions and attributes
-  std::vector<FrozenTrial> trials;        // every trial of the study, any state
+  StudyRecord study;                // name, directions and attributes
+  std::vector<FrozenTrial> trials;  // every trial of the study, any state
+  // The trials' step metrics by trial id (Storage::get_step_metrics). Default none.
+  std::map<int64_t, std::vector<StepMetrics>> step_metrics;
   std::optional<ExportPick> export_pick;  // none: the study has no export rule
   // When the report was made, as the reader should see it ("2024-05-01 12:00 UTC"); shown in
   // the header when not empty. (Passed in so that the output depends on its input only.)

@@ -538,6 +538,97 @@ TEST(HtmlReportTest, HypervolumeWithoutAFeasibleTrialSaysSo) {
   EXPECT_EQ(count(plot(html, "pareto-0-1"), "class=\"pt front\""), 0u);
 }
 
+// The learning curves offer the objective's intermediate values and every metric the trials
+// reported per step, a plot each, chosen with radio buttons.
+TEST(HtmlReportTest, StepMetricsCanBeChosenInTheLearningCurves) {
+  ReportInput in = make_input(60);
+  in.study.system_attrs["study:metric_names"] = R"(["loss"])";
+  size_t with_train_loss = 0;
+  for (const FrozenTrial& t : in.trials) {
+    std::vector<StepMetrics>& steps = in.step_metrics[t.trial_id];
+    for (const auto& [step, value] : t.intermediate_values) {
+      steps.push_back({.step = step,
+                       .metrics = {{"loss", value},
+                                   {"train_loss", 2 * value},
+                                   {"lr", 0.1 / static_cast<double>(step + 1)}}});
+    }
+    with_train_loss += !steps.empty();
+  }
+  in.step_metrics[in.trials[3].trial_id].back().metrics["a<b"] = 1.0;  // one trial, one step
+  const std::string html = render_report(in);
+  expect_self_contained(html);
+  // The objective first and chosen, then the other metrics by name; "loss" is the objective's.
+  const std::string choice = html.substr(html.find("id=\"curve-choice\""));
+  size_t at = 0;
+  for (std::string label :
+       {">loss (objective)</label>", ">a&lt;b</label>", ">lr</label>", ">train_loss</label>"}) {
+    const size_t next = choice.find(label, at);
+    ASSERT_NE(next, std::string::npos) << label;
+    at = next;
+  }
+  EXPECT_NE(html.find("id=\"intermediate-choice\" checked>"), std::string::npos);
+  EXPECT_EQ(count(html, "type=\"radio\""), 4u);
+  EXPECT_EQ(count(html, " checked>"), 1u);
+  EXPECT_EQ(html.find(">loss</label>"), std::string::npos);
+  EXPECT_GT(marks(plot(html, "intermediate")), 0u);
+  EXPECT_EQ(count(plot(html, "step-metric-0"), "class=\"curve "), 1u);  // a<b
+  EXPECT_EQ(count(plot(html, "step-metric-2"), "class=\"curve "), with_train_loss);
+  EXPECT_NE(plot(html, "step-metric-2").find(">train_loss</text>"), std::string::npos);
+  EXPECT_NE(html.find("data-metric=\"train_loss\""), std::string::npos);
+  EXPECT_EQ(plot(html, "step-metric-3"), "");
+  // Each plot in its own panel, shown when its button is checked (CSS, no script needed).
+  EXPECT_EQ(count(html, "class=\"curve-panel\""), 4u);
+  EXPECT_NE(html.find("input:checked+label+.curve-panel{display:block}"), std::string::npos);
+  // Without step metrics: the intermediate values alone, no choice.
+  EXPECT_EQ(render_report(make_input(60)).find("id=\"curve-choice\""), std::string::npos);
+}
+
+// Several objectives: no intermediate values, so the first step metric is the one shown.
+TEST(HtmlReportTest, WithoutIntermediateValuesTheFirstStepMetricIsShown) {
+  ReportInput in = make_input(20, 2);
+  for (FrozenTrial& t : in.trials) {
+    t.intermediate_values.clear();
+    in.step_metrics[t.trial_id] = {{.step = 1, .metrics = {{"acc", 0.5}}},
+                                   {.step = 2, .metrics = {{"acc", 0.7}}}};
+  }
+  const std::string html = render_report(in);
+  EXPECT_NE(html.find("id=\"step-metric-0-choice\" checked>"), std::string::npos);
+  EXPECT_NE(html.find(">intermediate values</label>"), std::string::npos);
+  EXPECT_NE(html.find("id=\"intermediate-empty\""), std::string::npos);
+  EXPECT_EQ(count(plot(html, "step-metric-0"), "class=\"curve "), 20u);
+}
+
+// Many metrics of many trials: those the most trials reported are offered, each plot capped.
+TEST(HtmlReportTest, StepMetricsStayBounded) {
+  ReportInput in = make_input(300);
+  in.options.max_curves = 40;
+  in.options.max_curve_points = 10;
+  in.options.max_step_metrics = 5;
+  for (const FrozenTrial& t : in.trials) {
+    std::vector<StepMetrics>& steps = in.step_metrics[t.trial_id];
+    for (int step = 0; step < 30; ++step) {
+      StepMetrics s{.step = step};
+      for (int m = 0; m < 5; ++m) s.metrics["common_" + std::to_string(m)] = step * m;
+      if (t.number < 3) {
+        for (int m = 0; m < 10; ++m) s.metrics["rare_" + std::to_string(m)] = step;
+      }
+      steps.push_back(std::move(s));
+    }
+  }
+  const std::string html = render_report(in);
+  for (int n = 0; n < 5; ++n) {
+    const std::string svg = plot(html, "step-metric-" + std::to_string(n));
+    EXPECT_NE(svg.find(">common_" + std::to_string(n) + "</text>"), std::string::npos) << n;
+    EXPECT_LE(marks(svg), 2 * in.options.max_curves) << n;  // curves + prune marks
+    EXPECT_EQ(count(svg, "class=\"curve "), in.options.max_curves) << n;
+  }
+  EXPECT_EQ(plot(html, "step-metric-5"), "");
+  const std::string note = html.substr(html.find("id=\"step-metrics-limited\""), 400);
+  EXPECT_NE(note.find("reported 15 metrics per step"), std::string::npos) << note;
+  EXPECT_NE(note.find("Left out: rare_0, rare_1,"), std::string::npos) << note;
+  EXPECT_NE(html.find("40 of 300 trials that reported common_0 drawn"), std::string::npos);
+}
+
 // A 100,000-trial study: every plot stays capped and the file small.
 TEST(HtmlReportTest, HugeStudyStaysBounded) {
   ReportInput in = make_input(100000);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -227,21 +228,33 @@ void draw_history(std::string& out, const StudyView& view, size_t k, const std::
   }
 }
 
-void draw_intermediate(std::string& out, const StudyView& view, const ReportOptions& options) {
-  const std::string id = "intermediate";
-  std::vector<const FrozenTrial*> with_curves;
-  for (const FrozenTrial* t : view.trials) {
-    if (!t->intermediate_values.empty()) with_curves.push_back(t);
-  }
+namespace {
+
+// What a learning-curve plot draws: its id and words, the trials (indices into view.trials)
+// that have points, and each one's (step, value) points, in step order.
+struct CurveSource {
+  std::string id;
+  std::string title;    // the plot's
+  std::string y_label;  // the value axis's
+  std::string empty;    // the sentence that stands for a plot with no trial
+  std::string of;       // the note's "trials with ..." / "trials that reported ..."
+  std::vector<size_t> trials;
+  std::function<std::vector<std::pair<double, double>>(const FrozenTrial&, size_t)> points;
+};
+
+void draw_curves(std::string& out, const StudyView& view, const CurveSource& source,
+                 const ReportOptions& options) {
+  const std::string& id = source.id;
+  const std::vector<size_t>& with_curves = source.trials;
   if (with_curves.empty()) {
-    append_empty(out, id, "No trial reported intermediate values.");
+    append_empty(out, id, source.empty);
     return;
   }
   // Keep the curves of the best COMPLETE trials; spread the rest over the study.
   std::vector<size_t> keep;
   if (!view.ranked.empty()) {
     std::map<const FrozenTrial*, size_t> index;
-    for (size_t i = 0; i < with_curves.size(); ++i) index[with_curves[i]] = i;
+    for (size_t i = 0; i < with_curves.size(); ++i) index[view.trials[with_curves[i]]] = i;
     for (size_t r : view.ranked[0]) {
       if (keep.size() >= best_quota(options.max_curves, options)) break;
       if (auto it = index.find(view.complete[r]); it != index.end()) keep.push_back(it->second);
@@ -254,10 +267,10 @@ void draw_intermediate(std::string& out, const StudyView& view, const ReportOpti
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo, y_lo = x_lo, y_hi = -x_lo;
   size_t n_pruned = 0;
   for (size_t i : drawn) {
-    const auto& values = with_curves[i]->intermediate_values;
+    const FrozenTrial& t = *view.trials[with_curves[i]];
     std::vector<std::pair<double, double>> all;
-    for (const auto& [step, v] : values) {
-      if (std::isfinite(v)) all.emplace_back(static_cast<double>(step), v);
+    for (const auto& point : source.points(t, with_curves[i])) {
+      if (std::isfinite(point.second)) all.push_back(point);
     }
     std::vector<std::pair<double, double>> points;
     if (!all.empty()) {
@@ -270,11 +283,11 @@ void draw_intermediate(std::string& out, const StudyView& view, const ReportOpti
         y_hi = std::max(y_hi, all[p].second);
       }
     }
-    n_pruned += with_curves[i]->state == TrialState::kPruned;
+    n_pruned += t.state == TrialState::kPruned;
     curves.push_back(std::move(points));
   }
   if (!std::isfinite(x_lo)) {
-    append_empty(out, id, "Every intermediate value is NaN or infinite.");
+    append_empty(out, id, "Every value is NaN or infinite.");
     return;
   }
 
@@ -283,12 +296,12 @@ void draw_intermediate(std::string& out, const StudyView& view, const ReportOpti
   frame.height = 320;
   Scale x = Scale::linear(x_lo, x_hi, frame.x0() + 4, frame.x1() - 4);
   Scale y = value_scale(y_lo, y_hi, frame.y0() - 4, frame.y1() + 4);
-  open_plot(out, id, "intermediate", "", frame, "Intermediate values");
+  open_plot(out, id, "intermediate", "", frame, source.title);
   draw_x_axis(out, frame, x, "step");
-  draw_y_axis(out, frame, y, "intermediate value");
+  draw_y_axis(out, frame, y, source.y_label);
   out += "<g class=\"marks\">";
   for (size_t c = 0; c < curves.size(); ++c) {
-    const FrozenTrial& t = *with_curves[drawn[c]];
+    const FrozenTrial& t = *view.trials[with_curves[drawn[c]]];
     const auto& points = curves[c];
     if (points.empty()) continue;
     const char* state_class = t.state == TrialState::kPruned     ? "pruned"
@@ -322,10 +335,55 @@ void draw_intermediate(std::string& out, const StudyView& view, const ReportOpti
   draw_legend_entry(out, frame.x1() - 80, frame.y1() + 12, "lg-other", "other");
   close_plot(out);
   out += "<p class=\"note\">" + std::to_string(drawn.size()) + " of " +
-         std::to_string(with_curves.size()) + " trials with intermediate values drawn (" +
+         std::to_string(with_curves.size()) + " trials " + source.of + " drawn (" +
          std::to_string(n_pruned) + " of them PRUNED)";
   if (drawn.size() < with_curves.size()) out += ": the best COMPLETE ones and an even spread";
   out += "; at most " + std::to_string(options.max_curve_points) + " points per curve.</p>";
+}
+
+}  // namespace
+
+void draw_intermediate(std::string& out, const StudyView& view, const ReportOptions& options) {
+  CurveSource source{.id = "intermediate",
+                     .title = "Intermediate values",
+                     .y_label = "intermediate value",
+                     .empty = "No trial reported intermediate values.",
+                     .of = "with intermediate values"};
+  for (size_t i = 0; i < view.trials.size(); ++i) {
+    if (!view.trials[i]->intermediate_values.empty()) source.trials.push_back(i);
+  }
+  source.points = [](const FrozenTrial& t, size_t) {
+    std::vector<std::pair<double, double>> points;
+    for (const auto& [step, v] : t.intermediate_values) {
+      points.emplace_back(static_cast<double>(step), v);
+    }
+    return points;
+  };
+  draw_curves(out, view, source, options);
+}
+
+void draw_step_metric(std::string& out, const StudyView& view, const std::string& metric,
+                      const std::string& id, const ReportOptions& options) {
+  const std::string name = escape_html(metric);
+  CurveSource source{.id = id,
+                     .title = metric + " per step",
+                     .y_label = metric,
+                     .empty = "No trial reported " + metric + ".",
+                     .of = "that reported " + name};
+  if (auto it = view.step_metric_trials.find(metric); it != view.step_metric_trials.end()) {
+    source.trials = it->second;
+  }
+  source.points = [&](const FrozenTrial&, size_t i) {
+    std::vector<std::pair<double, double>> points;
+    if (view.steps[i] == nullptr) return points;
+    for (const StepMetrics& s : *view.steps[i]) {
+      if (auto m = s.metrics.find(metric); m != s.metrics.end()) {
+        points.emplace_back(static_cast<double>(s.step), m->second);
+      }
+    }
+    return points;
+  };
+  draw_curves(out, view, source, options);
 }
 
 void draw_parallel(std::string& out, const StudyView& view, const std::vector<size_t>& param_order,

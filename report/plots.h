@@ -22,8 +22,14 @@ namespace tuner::report {
 void draw_history(std::string& out, const StudyView& view, size_t objective, const std::string& id,
                   const ReportOptions& options);
 
-// Intermediate values against their step; PRUNED trials dashed and marked at their last step.
+// Intermediate values against their step (id "intermediate"); PRUNED trials dashed and marked
+// at their last step.
 void draw_intermediate(std::string& out, const StudyView& view, const ReportOptions& options);
+
+// The step metric `metric` against its step (view.steps), drawn as draw_intermediate draws the
+// intermediate values.
+void draw_step_metric(std::string& out, const StudyView& view, const std::string& metric,
+                      const std::string& id, const ReportOptions& options);
 
 // One line per COMPLETE trial through one axis per objective, then per param in `param_order`
 // (indices into view.params); coloured by the first objective.

@@ -133,6 +133,11 @@ std::string StudyView::objective_label(size_t k) const {
 }
 
 StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTrial>& trials) {
+  return make_study_view(study, trials, {});
+}
+
+StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTrial>& trials,
+                          const std::map<int64_t, std::vector<StepMetrics>>& step_metrics) {
   StudyView view;
   view.study = &study;
   view.n_objectives = study.directions.size();
@@ -183,6 +188,17 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
     for (size_t f : pareto_front(points, m)) view.pareto.push_back(feasible[f]);
   }
   view.params = describe_params(view.trials);
+  for (size_t i = 0; i < view.trials.size(); ++i) {
+    auto it = step_metrics.find(view.trials[i]->trial_id);
+    view.steps.push_back(it == step_metrics.end() || it->second.empty() ? nullptr : &it->second);
+    if (view.steps.back() == nullptr) continue;
+    for (const StepMetrics& s : it->second) {
+      for (const auto& [name, value] : s.metrics) {
+        std::vector<size_t>& reported = view.step_metric_trials[name];
+        if (reported.empty() || reported.back() != i) reported.push_back(i);
+      }
+    }
+  }
   return view;
 }
 

@@ -57,6 +57,10 @@ struct StudyView {
   // pareto_front_trials() (`tuner best`).
   std::vector<size_t> pareto;
   std::vector<ParamAxis> params;  // every param any trial has, by name
+  // The step metrics of trials[i] (trials/step_metrics.h), nullptr when it has none, and, for
+  // each metric name any trial reported, the indices into `trials` of those that did, ascending.
+  std::vector<const std::vector<StepMetrics>*> steps;
+  std::map<std::string, std::vector<size_t>, std::less<>> step_metric_trials;
 
   // True when `a` is a better value than `b` for objective k.
   bool better(size_t k, double a, double b) const;
@@ -66,6 +70,9 @@ struct StudyView {
 
 // REQUIRES: study.directions is not empty.
 StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTrial>& trials);
+// With the trials' step metrics, by trial id (Storage::get_step_metrics), borrowed too.
+StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTrial>& trials,
+                          const std::map<int64_t, std::vector<StepMetrics>>& step_metrics);
 
 }  // namespace tuner::report
 

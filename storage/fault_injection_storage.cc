@@ -147,6 +147,11 @@ void FaultInjectionStorage::set_trial_intermediate_value(int64_t trial_id, int64
   before_write();
   base_->set_trial_intermediate_value(trial_id, step, value);
 }
+void FaultInjectionStorage::set_trial_step_metrics(int64_t trial_id, int64_t step,
+                                                   const StepValues& metrics) {
+  before_write();
+  base_->set_trial_step_metrics(trial_id, step, metrics);
+}
 void FaultInjectionStorage::set_trial_user_attr(int64_t trial_id, const std::string& key,
                                                 const std::string& json) {
   before_write();
@@ -187,6 +192,11 @@ std::optional<FrozenTrial> FaultInjectionStorage::get_best_trial(int64_t study_i
 std::vector<FrozenTrial> FaultInjectionStorage::get_trials(int64_t study_id,
                                                            const TrialFilter& filter) {
   return base_->get_trials(study_id, filter);
+}
+
+std::map<int64_t, std::vector<StepMetrics>> FaultInjectionStorage::get_step_metrics(
+    int64_t study_id, const std::vector<int64_t>& trial_ids) {
+  return base_->get_step_metrics(study_id, trial_ids);
 }
 
 void FaultInjectionStorage::run_batch(const std::function<void()>& body) { base_->run_batch(body); }

@@ -17,6 +17,8 @@ struct InMemoryStorage::State {
   std::vector<FrozenTrial> trials;          // by trial_id
   std::vector<int64_t> trial_study;         // study of each trial_id
   std::map<int64_t, TimePoint> heartbeats;  // trial_id -> last heartbeat
+  // trial_id -> step -> its metrics
+  std::map<int64_t, std::map<int64_t, StepMetrics>> step_metrics;
   int64_t next_study_id = 1;
 
   Study& study(int64_t study_id) {
@@ -111,7 +113,7 @@ std::vector<StudyRecord> InMemoryStorage::list_studies() {
 void InMemoryStorage::delete_study(int64_t study_id) {
   std::lock_guard lock(mutex_);
   ++changes_;
-  state_->study(study_id);
+  for (int64_t trial_id : state_->study(study_id).trial_ids) state_->step_metrics.erase(trial_id);
   state_->studies.erase(study_id);
 }
 
@@ -179,6 +181,18 @@ void InMemoryStorage::set_trial_intermediate_value(int64_t trial_id, int64_t ste
   auto& trial = state_->trial(trial_id);
   check_intermediate_value(trial, step, value);
   trial.intermediate_values[step] = value;
+}
+
+void InMemoryStorage::set_trial_step_metrics(int64_t trial_id, int64_t step,
+                                             const StepValues& metrics) {
+  std::lock_guard lock(mutex_);
+  ++changes_;
+  check_writable(state_->trial(trial_id), "report metrics");
+  if (metrics.empty()) return;
+  StepMetrics& stored = state_->step_metrics[trial_id][step];
+  stored.step = step;
+  stored.time = clock_->system_now();
+  for (const auto& [name, value] : metrics) stored.metrics[name] = value;
 }
 
 void InMemoryStorage::set_trial_user_attr(int64_t trial_id, const std::string& key,
@@ -290,6 +304,24 @@ std::vector<FrozenTrial> InMemoryStorage::get_trials(int64_t study_id, const Tri
       continue;
     }
     out.push_back(trial);
+  }
+  return out;
+}
+
+std::map<int64_t, std::vector<StepMetrics>> InMemoryStorage::get_step_metrics(
+    int64_t study_id, const std::vector<int64_t>& trial_ids) {
+  std::lock_guard lock(mutex_);
+  const auto& study = state_->study(study_id);
+  std::map<int64_t, std::vector<StepMetrics>> out;
+  for (int64_t trial_id : study.trial_ids) {
+    if (!trial_ids.empty() &&
+        std::find(trial_ids.begin(), trial_ids.end(), trial_id) == trial_ids.end()) {
+      continue;
+    }
+    auto it = state_->step_metrics.find(trial_id);
+    if (it == state_->step_metrics.end()) continue;
+    std::vector<StepMetrics>& steps = out[trial_id];
+    for (const auto& [step, metrics] : it->second) steps.push_back(metrics);
   }
   return out;
 }

@@ -35,6 +35,7 @@ class InMemoryStorage final : public Storage {
                        const ParamValue& value) override;
   void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override;
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
+  void set_trial_step_metrics(int64_t trial_id, int64_t step, const StepValues& metrics) override;
   void set_trial_user_attr(int64_t trial_id, const std::string& key,
                            const std::string& json) override;
   void set_trial_system_attr(int64_t trial_id, const std::string& key,
@@ -51,6 +52,8 @@ class InMemoryStorage final : public Storage {
   FrozenTrial get_trial(int64_t trial_id) override;
   std::optional<FrozenTrial> get_best_trial(int64_t study_id) override;
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter) override;
+  std::map<int64_t, std::vector<StepMetrics>> get_step_metrics(
+      int64_t study_id, const std::vector<int64_t>& trial_ids = {}) override;
   // Holds the mutex while `body` runs, so that other threads see the batch's changes together.
   // Nothing can fail at commit; when `body` throws, the changes made before it are kept.
   void run_batch(const std::function<void()>& body) override;

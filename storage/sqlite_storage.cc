@@ -28,7 +28,7 @@ using sqlite::Transaction;
 
 // The version of the project's own tables (tuner_*). Bump it with every change to them; a file
 // with a larger one is refused as newer than this build.
-constexpr int kTunerSchemaVersion = 1;
+constexpr int kTunerSchemaVersion = 2;
 // version_info.library_version of a file this project creates: the creating build's version
 // (Optuna only shows it in messages).
 constexpr char kLibraryVersion[] = "tuner " TUNER_VERSION;
@@ -50,6 +50,15 @@ constexpr const char* kTunerTables[] = {
     "\tdistribution_json TEXT NOT NULL, \n"
     "\tPRIMARY KEY (param_id), \n"
     "\tUNIQUE (trial_id, param_name), \n"
+    "\tFOREIGN KEY(trial_id) REFERENCES trials (trial_id)\n)",
+    // A trial's metrics at each step; value NULL is NaN; datetime as the trials' datetimes.
+    "CREATE TABLE IF NOT EXISTS tuner_trial_step_metrics (\n"
+    "\ttrial_id INTEGER NOT NULL, \n"
+    "\tstep INTEGER NOT NULL, \n"
+    "\tname VARCHAR(512) NOT NULL, \n"
+    "\tvalue FLOAT, \n"
+    "\tdatetime DATETIME NOT NULL, \n"
+    "\tPRIMARY KEY (trial_id, step, name), \n"
     "\tFOREIGN KEY(trial_id) REFERENCES trials (trial_id)\n)",
 };
 
@@ -133,10 +142,17 @@ struct SqliteStorage::Impl {
     std::vector<std::string> tables = table_names();
     if (options.read_only) {
       validate(tables);
-      if (std::find(tables.begin(), tables.end(), "tuner_meta") == tables.end()) {
+      // The project's tables a file lacks (Optuna's file, or an older tuner's), empty, so that
+      // the reads find them.
+      if (!has(tables, "tuner_trial_params")) {
         conn.exec(std::string("CREATE TEMP TABLE tuner_trial_params AS SELECT * FROM ") +
                   "(SELECT 1 AS param_id, 1 AS trial_id, '' AS param_name, 0.0 AS param_value, "
                   "'' AS distribution_json) WHERE 0");
+      }
+      if (!has(tables, "tuner_trial_step_metrics")) {
+        conn.exec(std::string("CREATE TEMP TABLE tuner_trial_step_metrics AS SELECT * FROM ") +
+                  "(SELECT 1 AS trial_id, 1 AS step, '' AS name, 0.0 AS value, '' AS datetime) "
+                  "WHERE 0");
       }
       return;
     }
@@ -166,8 +182,8 @@ struct SqliteStorage::Impl {
         options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
     conn.exec(synchronous);
     checkpointer = std::make_unique<sqlite::Checkpointer>(conn, synchronous);
-    if (std::find(tables.begin(), tables.end(), "tuner_meta") == tables.end()) {
-      // A file Optuna wrote: add the project's tables (Optuna ignores them).
+    if (!has(tables, "tuner_meta") || !has(tables, "tuner_trial_step_metrics")) {
+      // A file Optuna or an older tuner wrote: add the project's tables (Optuna ignores them).
       Transaction tx(conn, Transaction::Kind::kWrite);
       create_tuner_tables();
       tx.commit();
@@ -178,6 +194,10 @@ struct SqliteStorage::Impl {
   const std::string& path() const { return conn.path(); }
 
   // --- opening -----------------------------------------------------------------------------
+
+  static bool has(const std::vector<std::string>& tables, std::string_view table) {
+    return std::find(tables.begin(), tables.end(), table) != tables.end();
+  }
 
   std::vector<std::string> table_names() {
     std::vector<std::string> out;
@@ -232,7 +252,9 @@ struct SqliteStorage::Impl {
 
   void create_tuner_tables() {
     for (const char* sql : kTunerTables) conn.exec(sql);
-    conn.query("INSERT OR IGNORE INTO tuner_meta (\"key\", value) VALUES ('schema_version', ?)")
+    conn.query(
+            "INSERT INTO tuner_meta (\"key\", value) VALUES ('schema_version', ?) "
+            "ON CONFLICT (\"key\") DO UPDATE SET value = excluded.value")
         .bind(0, std::to_string(kTunerSchemaVersion))
         .run();
   }
@@ -878,9 +900,9 @@ void SqliteStorage::delete_study(int64_t study_id) {
   std::lock_guard lock(mutex_);
   Transaction tx(impl_->conn, Transaction::Kind::kWrite);
   impl_->require_study(study_id);
-  for (const char* table :
-       {"trial_params", "tuner_trial_params", "trial_values", "trial_intermediate_values",
-        "trial_user_attributes", "trial_system_attributes", "trial_heartbeats"}) {
+  for (const char* table : {"trial_params", "tuner_trial_params", "tuner_trial_step_metrics",
+                            "trial_values", "trial_intermediate_values", "trial_user_attributes",
+                            "trial_system_attributes", "trial_heartbeats"}) {
     impl_->conn
         .query(std::string("DELETE FROM ") + table +
                " WHERE trial_id IN (SELECT trial_id FROM trials WHERE study_id = ?)")
@@ -1006,6 +1028,28 @@ void SqliteStorage::set_trial_intermediate_value(int64_t trial_id, int64_t step,
     check_intermediate_value(header, step, value);  // throws: the trial is finished, or NaN
     throw Error(ErrorCode::kInternal, "trial " + std::to_string(header.number) + " in '" + path_ +
                                           "': step " + std::to_string(step) + " was not written");
+  }
+  tx.commit();
+}
+
+void SqliteStorage::set_trial_step_metrics(int64_t trial_id, int64_t step,
+                                           const StepValues& metrics) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kWrite);
+  check_writable(impl_->load_header(trial_id, nullptr), "report metrics");
+  const std::string time = impl_->now();
+  for (const auto& [name, value] : metrics) {
+    auto q = impl_->conn.query(
+        "INSERT INTO tuner_trial_step_metrics (trial_id, step, name, value, datetime) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (trial_id, step, name) DO UPDATE SET "
+        "value = excluded.value, datetime = excluded.datetime");
+    q.bind(0, trial_id).bind(1, step).bind(2, name);
+    if (std::isnan(value)) {
+      q.bind_null(3);
+    } else {
+      q.bind(3, value);
+    }
+    q.bind(4, time).run();
   }
   tx.commit();
 }
@@ -1159,6 +1203,46 @@ std::vector<FrozenTrial> SqliteStorage::get_trials(int64_t study_id, const Trial
                          filter.without_intermediate_values);
   tx.commit();
   return trials;
+}
+
+std::map<int64_t, std::vector<StepMetrics>> SqliteStorage::get_step_metrics(
+    int64_t study_id, const std::vector<int64_t>& trial_ids) {
+  std::lock_guard lock(mutex_);
+  Transaction tx(impl_->conn, Transaction::Kind::kRead);
+  impl_->require_study(study_id);
+  std::map<int64_t, std::vector<StepMetrics>> out;
+  // Rows in (trial, step) order: the primary key's.
+  auto read = [&out](Statement& q) {
+    while (q.step()) {
+      std::vector<StepMetrics>& steps = out[q.int64(0)];
+      const int64_t step = q.int64(1);
+      if (steps.empty() || steps.back().step != step) steps.push_back(StepMetrics{.step = step});
+      StepMetrics& metrics = steps.back();
+      metrics.metrics[q.text(2)] = q.is_null(3) ? std::nan("") : q.real(3);
+      const TimePoint time = os::parse_datetime(q.text(4)).value_or(TimePoint{});
+      metrics.time = std::max(metrics.time, time);
+    }
+  };
+  if (trial_ids.empty()) {
+    auto q = impl_->conn.query(
+        "SELECT m.trial_id, m.step, m.name, m.value, m.datetime FROM tuner_trial_step_metrics m "
+        "JOIN trials t ON t.trial_id = m.trial_id WHERE t.study_id = ? "
+        "ORDER BY m.trial_id, m.step");
+    q.bind(0, study_id);
+    read(q);
+  } else {
+    // Each trial through the primary key; trials of other studies are left out.
+    for (int64_t trial_id : std::set<int64_t>(trial_ids.begin(), trial_ids.end())) {
+      auto q = impl_->conn.query(
+          "SELECT m.trial_id, m.step, m.name, m.value, m.datetime FROM tuner_trial_step_metrics m "
+          "JOIN trials t ON t.trial_id = m.trial_id WHERE m.trial_id = ? AND t.study_id = ? "
+          "ORDER BY m.step");
+      q.bind(0, trial_id).bind(1, study_id);
+      read(q);
+    }
+  }
+  tx.commit();
+  return out;
 }
 
 }  // namespace tuner

@@ -12,7 +12,9 @@
 //   keeps its revision (v3.0.0.d or v3.2.0.a); older revisions need `optuna storage upgrade`
 //   first, newer ones a newer tuner.
 // - The project's own tables, prefixed tuner_ (Optuna ignores them): tuner_meta (the project's
-//   schema version) and tuner_trial_params.
+//   schema version), tuner_trial_params and tuner_trial_step_metrics (every metric of a trial's
+//   steps: trial_id, step, name, value, NULL for NaN, and the datetime it was stored). A file
+//   that lacks some of them (Optuna's, an older tuner's) gets them when opened for writing.
 // - A parameter with a NormalDistribution, which Optuna has no counterpart for, is kept exactly
 //   in tuner_trial_params (its value and the distribution as {"name": "NormalDistribution",
 //   "attributes": {"mu", "sigma", "log", "q"}}) and not in trial_params, since any Optuna
@@ -106,6 +108,7 @@ class SqliteStorage final : public Storage {
                        const ParamValue& value) override;
   void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params) override;
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override;
+  void set_trial_step_metrics(int64_t trial_id, int64_t step, const StepValues& metrics) override;
   void set_trial_user_attr(int64_t trial_id, const std::string& key,
                            const std::string& json) override;
   void set_trial_system_attr(int64_t trial_id, const std::string& key,
@@ -124,6 +127,8 @@ class SqliteStorage final : public Storage {
   FrozenTrial get_trial(int64_t trial_id) override;
   std::optional<FrozenTrial> get_best_trial(int64_t study_id) override;
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) override;
+  std::map<int64_t, std::vector<StepMetrics>> get_step_metrics(
+      int64_t study_id, const std::vector<int64_t>& trial_ids = {}) override;
   // One write transaction (BEGIN IMMEDIATE ... COMMIT) holding the file's write lock, and this
   // storage's mutex, for as long as `body` runs; each call inside is a savepoint of it. On a
   // read-only storage it just runs `body` (whose writes fail as always).

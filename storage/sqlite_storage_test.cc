@@ -285,6 +285,35 @@ TEST_F(SqliteStorageTest, RefusesNewerSchemasUntouched) {
   }
 }
 
+// A file of the project's first schema (no tuner_trial_step_metrics) is read as it is when read
+// only, and gets the table when opened for writing.
+TEST_F(SqliteStorageTest, AFileWithoutStepMetricsGetsThemWhenOpenedForWriting) {
+  const std::string file = path("v1.db");
+  int64_t trial_id = -1;
+  {
+    SqliteStorage storage(file);
+    StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
+    trial_id = storage.create_trial(s.study_id).trial_id;
+  }
+  {
+    sqlite::Connection conn(file);
+    conn.exec("DROP TABLE tuner_trial_step_metrics");
+    conn.exec("UPDATE tuner_meta SET value = '1' WHERE key = 'schema_version'");
+    conn.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  {
+    SqliteStorage read_only(file, SqliteStorageOptions{.read_only = true});
+    EXPECT_TRUE(read_only.get_step_metrics(read_only.find_study("s")->study_id).empty());
+  }
+  EXPECT_EQ(column(file, "SELECT value FROM tuner_meta WHERE key = 'schema_version'"),
+            std::vector<std::string>{"1"});
+  SqliteStorage storage(file);
+  storage.set_trial_step_metrics(trial_id, 1, {{"train_loss", 0.5}});
+  EXPECT_EQ(storage.get_step_metrics(storage.find_study("s")->study_id).size(), 1u);
+  EXPECT_EQ(column(file, "SELECT value FROM tuner_meta WHERE key = 'schema_version'"),
+            std::vector<std::string>{"2"});
+}
+
 TEST_F(SqliteStorageTest, TwoStoragesOnOneFileSeeEachOthersWrites) {
   SqliteStorage a(path());
   SqliteStorage b(path());

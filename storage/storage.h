@@ -3,7 +3,9 @@
 // The interface every backend implements (InMemoryStorage, SqliteStorage), with Optuna's
 // model: a study has a name, one direction per objective and attributes; a trial is created
 // RUNNING (or WAITING), gets parameters, intermediate values and attributes while it runs, and is
-// finished once with a state and its values. Each method is one atomic state change.
+// finished once with a state and its values. Beside Optuna's one intermediate value per step, a
+// trial keeps every metric its job reported at each step (trials/step_metrics.h). Each method is
+// one atomic state change.
 //
 // Heartbeats (for resuming a study whose process died): a process that runs a trial records a
 // heartbeat now and then; a RUNNING trial whose last heartbeat, or whose start when it has none,
@@ -26,6 +28,7 @@
 
 #include "trials/distribution.h"
 #include "trials/frozen_trial.h"
+#include "trials/step_metrics.h"
 #include "trials/trial_state.h"
 
 namespace tuner {
@@ -85,6 +88,11 @@ class Storage {
   };
   virtual void set_trial_params(int64_t trial_id, const std::vector<NewParam>& params);
   virtual void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) = 0;
+  // Stores `metrics` at `step` of a trial that is not finished, in one atomic step: a metric
+  // already stored at that step is replaced, the step's others are kept. Empty: checks the
+  // trial, stores nothing.
+  virtual void set_trial_step_metrics(int64_t trial_id, int64_t step,
+                                      const StepValues& metrics) = 0;
   virtual void set_trial_user_attr(int64_t trial_id, const std::string& key,
                                    const std::string& json) = 0;
   virtual void set_trial_system_attr(int64_t trial_id, const std::string& key,
@@ -126,6 +134,10 @@ class Storage {
   virtual std::optional<FrozenTrial> get_best_trial(int64_t study_id) = 0;
   // Ordered by number.
   virtual std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter = {}) = 0;
+  // trial_id -> the trial's step metrics in step order, for the study's trials that have any
+  // (with `trial_ids`, only those of them). Error(kNotFound) for an unknown study.
+  virtual std::map<int64_t, std::vector<StepMetrics>> get_step_metrics(
+      int64_t study_id, const std::vector<int64_t>& trial_ids = {}) = 0;
 
   // Group commit: runs `body`, and the calling thread's calls on this storage inside it become
   // durable together when it returns, in one commit (a coordinator commits every outcome and

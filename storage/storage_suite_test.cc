@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "storage/storage_test_suite.h"
@@ -314,6 +315,54 @@ TEST_P(StorageSuite, TrialsCanComeWithoutTheirIntermediateValues) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].intermediate_values.size(), 3u);
   EXPECT_EQ(storage_->get_trial(a.trial_id).intermediate_values.size(), 3u);
+}
+
+TEST_P(StorageSuite, StepMetricsKeepEveryMetricOfEveryStep) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMaximize});
+  StudyRecord other = storage_->create_study("other", {StudyDirection::kMaximize});
+  FrozenTrial a = storage_->create_trial(s.study_id);
+  FrozenTrial b = storage_->create_trial(s.study_id);
+  FrozenTrial c = storage_->create_trial(other.study_id);
+  const double inf = std::numeric_limits<double>::infinity();
+  storage_->set_trial_step_metrics(a.trial_id, 2, {{"train_loss", 0.4}, {"val_accuracy", 0.8}});
+  storage_->set_trial_step_metrics(a.trial_id, 1, {{"train_loss", 0.9}, {"lr", inf}});
+  // A metric written again at a step replaces its value; the step's others stay.
+  storage_->set_trial_step_metrics(a.trial_id, 2, {{"val_accuracy", 0.85}});
+  storage_->set_trial_step_metrics(b.trial_id, 1, {{"train_loss", std::nan("")}});
+  storage_->set_trial_step_metrics(c.trial_id, 1, {{"train_loss", 1.0}});
+  storage_->set_trial_step_metrics(b.trial_id, 3, {});  // nothing to store
+
+  std::map<int64_t, std::vector<StepMetrics>> got = storage_->get_step_metrics(s.study_id);
+  ASSERT_EQ(got.size(), 2u);
+  const std::vector<StepMetrics>& steps = got.at(a.trial_id);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].step, 1);
+  EXPECT_EQ(steps[0].metrics, (StepValues{{"lr", inf}, {"train_loss", 0.9}}));
+  EXPECT_EQ(steps[1].step, 2);
+  EXPECT_EQ(steps[1].metrics, (StepValues{{"train_loss", 0.4}, {"val_accuracy", 0.85}}));
+  EXPECT_GE(steps[1].time, *a.datetime_start - std::chrono::seconds(1));
+  ASSERT_EQ(got.at(b.trial_id).size(), 1u);
+  EXPECT_TRUE(std::isnan(got.at(b.trial_id)[0].metrics.at("train_loss")));
+
+  got = storage_->get_step_metrics(s.study_id, {b.trial_id, c.trial_id});
+  ASSERT_EQ(got.size(), 1u);  // c is another study's
+  EXPECT_TRUE(got.contains(b.trial_id));
+
+  // A finished trial's steps never change; an unknown study or trial is not found.
+  storage_->finish_trial(a.trial_id, TrialState::kComplete, {0.85});
+  EXPECT_EQ(code_of([&] {
+              storage_->set_trial_step_metrics(a.trial_id, 3, {{"x", 1.0}});
+            }),
+            ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(code_of([&] {
+              storage_->set_trial_step_metrics(12345, 3, {{"x", 1.0}});
+            }),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(code_of([&] { storage_->get_step_metrics(12345); }), ErrorCode::kNotFound);
+
+  // Deleting a study deletes its trials' steps and no other study's.
+  storage_->delete_study(s.study_id);
+  EXPECT_EQ(storage_->get_step_metrics(other.study_id).at(c.trial_id).size(), 1u);
 }
 
 TEST_P(StorageSuite, ConcurrentStaleHandlersFailATrialOnce) {

@@ -1,24 +1,13 @@
 #include "sweep/failure_policy.h"
 
+#include <nlohmann/json.hpp>
+
 #include "sweep/trial_logs.h"
 #include "trials/json_reader.h"
+#include "trials/system_attrs.h"
 
 namespace tuner {
 namespace {
-
-constexpr std::string_view kMetricQuote = "objective metric '";
-constexpr std::string_view kPrinted = "(it printed: ";
-
-// "a, b" as {"a", "b"}.
-std::vector<std::string> split_names(std::string_view text) {
-  std::vector<std::string> names;
-  while (!text.empty()) {
-    const size_t comma = text.find(", ");
-    names.emplace_back(text.substr(0, comma));
-    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 2);
-  }
-  return names;
-}
 
 // ` (did you mean "x"?)` for a typo of a printed metric (trials/json_reader.h did_you_mean), or
 // for the one printed metric that the name abbreviates or extends ("val_acc": "val_accuracy").
@@ -37,26 +26,12 @@ std::string metric_hint(const std::string& metric, const std::vector<std::string
 
 std::optional<MissingMetric> missing_objective_metric(const FrozenTrial& trial) {
   if (trial.state != TrialState::kFail) return std::nullopt;
-  const std::string reason = fail_reason(trial);
-  const bool executor = reason.starts_with("the job exited with code 0 but its metrics have no ");
-  const bool coordinator = reason.starts_with("RESULT has no value for the ");
-  if (!executor && !coordinator) return std::nullopt;
-  const size_t begin = reason.find(kMetricQuote);
-  if (begin == std::string::npos) return std::nullopt;
-  const size_t name_begin = begin + kMetricQuote.size();
-  const size_t name_end = reason.find('\'', name_begin);
-  if (name_end == std::string::npos) return std::nullopt;
-  MissingMetric missing{.metric = reason.substr(name_begin, name_end - name_begin)};
-  if (executor) {
-    const size_t printed = reason.find(kPrinted, name_end);
-    if (printed != std::string::npos && reason.ends_with(")")) {
-      const std::string names =
-          reason.substr(printed + kPrinted.size(), reason.size() - 1 - printed - kPrinted.size());
-      if (names != "no metrics") missing.printed = split_names(names);
-    }
-  } else {
-    for (const auto& [name, value] : trial.user_attrs) missing.printed.push_back(name);
-  }
+  auto it = trial.system_attrs.find(kMissingMetricAttr);
+  if (it == trial.system_attrs.end()) return std::nullopt;
+  const nlohmann::json metric = nlohmann::json::parse(it->second, nullptr, false);
+  if (!metric.is_string()) return std::nullopt;
+  MissingMetric missing{.metric = metric.get<std::string>()};
+  for (const auto& [name, value] : trial.user_attrs) missing.printed.push_back(name);
   return missing;
 }
 
@@ -64,7 +39,7 @@ FailurePolicy::FailurePolicy(std::optional<int> max_failures, bool metric_seen)
     : max_failures_(max_failures), metric_seen_(metric_seen) {}
 
 std::optional<std::string> FailurePolicy::add(const FrozenTrial& trial) {
-  if (stopped_) return std::nullopt;
+  if (stop_reason_) return std::nullopt;
   if (trial.state == TrialState::kComplete) metric_seen_ = true;
   const std::string reason = fail_reason(trial);
   if (trial.state == TrialState::kFail && reason.starts_with("abandoned")) return std::nullopt;
@@ -99,7 +74,7 @@ std::optional<std::string> FailurePolicy::add(const FrozenTrial& trial) {
            " trials failed the same way (budget.max_failures, unset: stop when the first " +
            std::to_string(kDefaultSameFailures) + " all fail alike); the last, " + last;
   }
-  stopped_ = stop.has_value();
+  stop_reason_ = stop;
   return stop;
 }
 

@@ -31,9 +31,8 @@ struct MissingMetric {
   std::string metric;                // the objective metric it lacked
   std::vector<std::string> printed;  // the metrics it printed
 };
-// The missing metric of a FAIL trial whose reason says so (the executor's "... has no objective
-// metric 'X' (it printed: a, b)" or the coordinator's "RESULT has no value for the objective
-// metric 'X'", whose printed metrics are the trial's user attributes); nullopt otherwise.
+// The missing metric of a FAIL trial that ended well without an objective metric (its
+// kMissingMetricAttr; the metrics it printed are its user attributes); nullopt otherwise.
 std::optional<MissingMetric> missing_objective_metric(const FrozenTrial& trial);
 
 class FailurePolicy {
@@ -47,13 +46,15 @@ class FailurePolicy {
   std::optional<std::string> add(const FrozenTrial& trial);
 
   int failed() const { return failed_; }
+  // Why the sweep must stop, once add() said so; nullopt before.
+  const std::optional<std::string>& stop_reason() const { return stop_reason_; }
 
  private:
   // Constant after construction.
   const std::optional<int> max_failures_;
 
   bool metric_seen_;
-  bool stopped_ = false;
+  std::optional<std::string> stop_reason_;
   int finished_ = 0;  // trials of this run counted
   int failed_ = 0;    // of which FAIL
   std::string first_reason_;

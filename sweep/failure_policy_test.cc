@@ -20,6 +20,16 @@ FrozenTrial finished(int number, TrialState state, const std::string& reason = "
   return t;
 }
 
+// A trial that ended well without `metric`, having printed `printed` (as StudyRun tells it).
+FrozenTrial without_metric(int number, const std::string& metric,
+                           const std::vector<std::string>& printed) {
+  FrozenTrial t = finished(number, TrialState::kFail,
+                           "the job ended well without its objective metric '" + metric + "'");
+  t.system_attrs[kMissingMetricAttr] = nlohmann::json(metric).dump();
+  for (const std::string& name : printed) t.user_attrs[name] = "0.5";
+  return t;
+}
+
 FrozenTrial crashed(int number) {
   return finished(number, TrialState::kFail, "exited with code 1",
                   "Traceback (most recent call last):\nValueError: boom\n[tuner] trial " +
@@ -69,10 +79,8 @@ TEST(FailurePolicyTest, ZeroIsNoLimit) {
 
 TEST(FailurePolicyTest, AMissingObjectiveMetricStopsAtOnceWithADidYouMean) {
   FailurePolicy policy(0, false);  // whatever the limit
-  const std::optional<std::string> stop = policy.add(
-      finished(0, TrialState::kFail,
-               "the job exited with code 0 but its metrics have no objective metric 'val_acc' (it "
-               "printed: train_loss, val_accuracy)"));
+  const std::optional<std::string> stop =
+      policy.add(without_metric(0, "val_acc", {"train_loss", "val_accuracy"}));
   ASSERT_TRUE(stop.has_value());
   EXPECT_EQ(*stop,
             "trial 0 ended without the objective metric 'val_acc' (did you mean "
@@ -82,10 +90,7 @@ TEST(FailurePolicyTest, AMissingObjectiveMetricStopsAtOnceWithADidYouMean) {
 }
 
 TEST(FailurePolicyTest, AMissingMetricIsAnOrdinaryFailureOnceATrialHadIt) {
-  const FrozenTrial missing = finished(
-      5, TrialState::kFail,
-      "the job exited with code 0 but its metrics have no objective metric 'loss' (it printed: "
-      "no metrics)");
+  const FrozenTrial missing = without_metric(5, "loss", {});
   FailurePolicy seen_before(0, true);
   EXPECT_EQ(seen_before.add(missing), std::nullopt);
   FailurePolicy seen_now(0, false);
@@ -93,21 +98,17 @@ TEST(FailurePolicyTest, AMissingMetricIsAnOrdinaryFailureOnceATrialHadIt) {
   EXPECT_EQ(seen_now.add(missing), std::nullopt);
 }
 
-TEST(FailurePolicyTest, MissingObjectiveMetricReadsBothMessages) {
-  const std::optional<MissingMetric> executor = missing_objective_metric(finished(
-      0, TrialState::kFail,
-      "the job exited with code 0 but its metrics have no objective metric 'loss' (it printed: "
-      "a, b)"));
-  ASSERT_TRUE(executor.has_value());
-  EXPECT_EQ(executor->metric, "loss");
-  EXPECT_EQ(executor->printed, (std::vector<std::string>{"a", "b"}));
-  FrozenTrial result =
-      finished(1, TrialState::kFail, "RESULT has no value for the objective metric 'lost'");
-  result.user_attrs["loss"] = "0.5";
-  const std::optional<MissingMetric> coordinator = missing_objective_metric(result);
-  ASSERT_TRUE(coordinator.has_value());
-  EXPECT_EQ(coordinator->metric, "lost");
-  EXPECT_EQ(coordinator->printed, std::vector<std::string>{"loss"});
+TEST(FailurePolicyTest, MissingObjectiveMetricReadsTheAttributeNotTheReason) {
+  const std::optional<MissingMetric> missing =
+      missing_objective_metric(without_metric(0, "loss", {"a", "b"}));
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(missing->metric, "loss");
+  EXPECT_EQ(missing->printed, (std::vector<std::string>{"a", "b"}));
+  // A program's own message that looks alike is an ordinary failure.
+  EXPECT_EQ(missing_objective_metric(finished(1, TrialState::kFail,
+                                              "the job ended well without its objective metric "
+                                              "'loss' (it printed: a)")),
+            std::nullopt);
   EXPECT_EQ(missing_objective_metric(crashed(2)), std::nullopt);
 }
 

@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "executor/artifact_files.h"
 #include "executor/engine_job.h"
 #include "search/pareto.h"
 #include "storage/sqlite_storage.h"
 #include "sweep/mlflow_export.h"
 #include "sweep/sweep_runner.h"
+#include "sweep/trial_folder.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -263,42 +265,121 @@ ExportChoice choose_export_trial(const ExportRequest& request) {
 
 namespace {
 
-// What an export writes, the trial chosen and its model read (see export_trial).
+// What an export writes, the trial chosen and its model read (see export_trial): an engine
+// checkpoint, or a model the trial's own program saved.
 struct PreparedExport {
   FrozenTrial trial;
-  training::Checkpoint checkpoint;
+  std::optional<training::Checkpoint> checkpoint;
+  std::optional<registry::UserModel> user_model;
   Lineage lineage;
   RegisterOptions register_options;
   std::optional<SweepFile> sweep;
 };
 
-PreparedExport prepare_export(const ExportRequest& request) {
-  ExportChoice choice = choose_export_trial(request);
-  const std::optional<SweepFile>& sweep = choice.sweep;
-  const FrozenTrial& chosen = choice.trial;
+std::string trial_text(const ExportRequest& request, int number) {
+  return "trial " + std::to_string(number) + " of study '" + request.study + "'";
+}
+
+// The engine checkpoint of the request's trial and its path.
+std::pair<training::Checkpoint, std::string> engine_checkpoint(const ExportRequest& request,
+                                                               const ExportChoice& choice) {
   std::string checkpoint_path = request.checkpoint;
   if (checkpoint_path.empty()) {
-    if (sweep) {
-      if (auto p = trial_model_path(*sweep, chosen.number)) checkpoint_path = *p;
-    }
+    if (auto p = trial_model_path(*choice.sweep, choice.trial.number)) checkpoint_path = *p;
     if (checkpoint_path.empty()) {
       throw Error(ErrorCode::kNotFound,
-                  "trial " + std::to_string(chosen.number) + " of study '" + request.study +
-                      "' has no model checkpoint: only engine jobs keep one, in "
+                  trial_text(request, choice.trial.number) +
+                      " has no model checkpoint: an engine job keeps it in "
                       "<artifacts_dir>/trial-" +
-                      std::to_string(chosen.number) +
+                      std::to_string(choice.trial.number) +
                       "/model.ckpt (docs/engine_jobs.md); give the file with --checkpoint");
     }
   }
-  training::Checkpoint checkpoint;
   try {
-    checkpoint = training::load_checkpoint(checkpoint_path);
+    return {training::load_checkpoint(checkpoint_path), checkpoint_path};
   } catch (const training::CheckpointError& e) {
     throw Error(fs::exists(checkpoint_path) ? ErrorCode::kDataLoss : ErrorCode::kNotFound,
                 e.what());
   }
+}
 
+// "model (MLflow: sklearn, python_function)", "model.onnx (ONNX)".
+std::string model_text(const registry::UserModel& model, const fs::path& folder) {
+  std::error_code ec;
+  const fs::path relative = fs::relative(model.path, folder, ec);
+  std::string text = (ec || relative.empty() ? model.path : relative).generic_string();
+  if (model.format == registry::UserModelFormat::kOnnx) return text + " (ONNX)";
+  std::string flavors;
+  for (const std::string& f : model.flavors) flavors += (flavors.empty() ? "" : ", ") + f;
+  return text + " (MLflow" + (flavors.empty() ? "" : ": " + flavors) + ")";
+}
+
+// The model the request's trial saved with its own program (see ExportRequest::artifact).
+registry::UserModel trial_user_model(const ExportRequest& request, const ExportChoice& choice) {
+  const int number = choice.trial.number;
+  const std::optional<fs::path> folder =
+      choice.sweep ? trial_folder(*choice.sweep, number) : std::nullopt;
+  if (!request.artifact.empty()) {
+    const fs::path given = request.artifact;
+    return registry::read_user_model(given.is_relative() && folder ? *folder / given : given);
+  }
+  if (!folder) {
+    throw Error(ErrorCode::kNotFound,
+                trial_text(request, number) +
+                    " has no folder of artifacts (its study was not run by a sweep with an "
+                    "artifacts_dir): give its model with --artifact PATH or --checkpoint FILE");
+  }
+  const std::vector<registry::UserModel> found = registry::find_user_models(*folder);
+  std::vector<registry::UserModel> mlflow, onnx;
+  for (const registry::UserModel& m : found) {
+    (m.format == registry::UserModelFormat::kMlflow ? mlflow : onnx).push_back(m);
+  }
+  const std::vector<registry::UserModel>& candidates = mlflow.empty() ? onnx : mlflow;
+  if (candidates.size() == 1) return candidates.front();
+  if (candidates.empty()) {
+    const ArtifactListing listing = list_artifact_files(*folder, 5);
+    std::string holds;
+    for (const ArtifactFile& f : listing.files) holds += (holds.empty() ? "" : ", ") + f.path;
+    if (listing.truncated) holds += ", ...";
+    throw Error(ErrorCode::kNotFound,
+                trial_text(request, number) + " saved no model in " + folder->string() + " (" +
+                    (holds.empty() ? "it holds no files" : "it holds " + holds) +
+                    "): save an MLflow model directory "
+                    "(mlflow.sklearn.save_model(model, os.environ['TUNER_ARTIFACTS_DIR'] + "
+                    "'/model')) or an .onnx file in $TUNER_ARTIFACTS_DIR "
+                    "(docs/command_jobs.md, \"Models\")");
+  }
+  std::string names;
+  for (const registry::UserModel& m : candidates) {
+    names += (names.empty() ? "" : ", ") + model_text(m, *folder);
+  }
+  throw Error(ErrorCode::kInvalidArgument, trial_text(request, number) + " saved " +
+                                               std::to_string(candidates.size()) + " models in " +
+                                               folder->string() + " (" + names +
+                                               "): name the one to export with --artifact PATH");
+}
+
+PreparedExport prepare_export(const ExportRequest& request) {
+  if (!request.checkpoint.empty() && !request.artifact.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "give the model to export as an engine checkpoint (--checkpoint) or as the "
+                "trial's own saved model (--artifact), not both");
+  }
+  ExportChoice choice = choose_export_trial(request);
+  const FrozenTrial& chosen = choice.trial;
   PreparedExport prepared;
+  std::string source;
+  const bool engine = !request.checkpoint.empty() || (request.artifact.empty() && choice.sweep &&
+                                                      choice.sweep->job_kind == "engine");
+  if (engine) {
+    auto [checkpoint, path] = engine_checkpoint(request, choice);
+    prepared.checkpoint = std::move(checkpoint);
+    source = path;
+  } else {
+    prepared.user_model = trial_user_model(request, choice);
+    source = prepared.user_model->path.string();
+  }
+
   Lineage& lineage = prepared.lineage;
   lineage.study = request.study;
   lineage.trial = chosen.number;
@@ -316,13 +397,12 @@ PreparedExport prepare_export(const ExportRequest& request) {
   }
   register_options.aliases = request.aliases;
   register_options.description = request.description;
-  register_options.source = fs::absolute(checkpoint_path).string();
-  if (sweep && sweep->job_kind == "engine") {
-    register_options.preprocessing = engine_preprocessing(*sweep, chosen);
+  register_options.source = fs::absolute(source).lexically_normal().string();
+  if (engine && choice.sweep && choice.sweep->job_kind == "engine") {
+    register_options.preprocessing = engine_preprocessing(*choice.sweep, chosen);
   }
 
   prepared.trial = std::move(choice.trial);
-  prepared.checkpoint = std::move(checkpoint);
   prepared.sweep = std::move(choice.sweep);
   return prepared;
 }
@@ -331,21 +411,26 @@ PreparedExport prepare_export(const ExportRequest& request) {
 
 int write_trial_model(const ExportRequest& request, const fs::path& out) {
   PreparedExport p = prepare_export(request);
-  registry::write_mlflow_model(p.checkpoint, p.lineage, p.register_options.preprocessing, out,
-                               p.register_options.mlflow);
+  if (p.user_model) {
+    registry::write_user_model(*p.user_model, p.lineage, out, p.register_options.mlflow);
+  } else {
+    registry::write_mlflow_model(*p.checkpoint, p.lineage, p.register_options.preprocessing, out,
+                                 p.register_options.mlflow);
+  }
   return p.trial.number;
 }
 
 ExportResult export_trial(const ExportRequest& request, const RegistryOptions& options) {
   PreparedExport p = prepare_export(request);
   const Lineage& lineage = p.lineage;
-  const training::Checkpoint& checkpoint = p.checkpoint;
   const RegisterOptions& register_options = p.register_options;
   Registry registry = Registry::open(request.registry_dir, /*create=*/true, options);
   ExportResult result;
   result.model_name = request.model_name.empty() ? request.study : request.model_name;
-  result.version =
-      registry.register_version(result.model_name, checkpoint, lineage, register_options);
+  result.version = p.user_model ? registry.register_user_model(result.model_name, *p.user_model,
+                                                               lineage, register_options)
+                                : registry.register_version(result.model_name, *p.checkpoint,
+                                                            lineage, register_options);
   result.dir =
       fs::path(request.registry_dir) / result.model_name / std::to_string(result.version.version);
   for (const auto& [alias, v] : registry.model(result.model_name).aliases) {

@@ -41,9 +41,14 @@ struct ExportRequest {
   bool promote_if_better = false;  // see RegisterOptions::promote_if_better
   std::vector<std::string> aliases;
   std::string description;
-  // The checkpoint to export. Default: the sweep's artifact of the trial
+  // The engine checkpoint to export. Default: the sweep's artifact of an engine job's trial
   // (sweep/sweep_runner.h trial_model_path).
   std::string checkpoint;
+  // The model a trial's own program saved to export (registry/user_model.h): an MLflow model
+  // directory or an .onnx file, a path relative to the trial's folder (its TUNER_ARTIFACTS_DIR)
+  // or absolute. Default for a trial that is not an engine job's: the one model in its folder,
+  // an MLflow model directory before an .onnx file. Not with `checkpoint`.
+  std::string artifact;
   // Also register the version in this MLflow server's model registry (sweep/mlflow_export.h):
   // the study is synced to its tracking first (the trial's run is the version's), the model is
   // uploaded as the run's artifacts and the file registry's aliases are set there. Default: not.
@@ -91,12 +96,15 @@ struct ExportChoice {
 // marks the trial a sweep's export rule picks). Throws as export_trial for the choice.
 ExportChoice choose_export_trial(const ExportRequest& request);
 
-// Exports one trial (see ExportRequest). Throws Error naming what is missing: kNotFound for an
-// unknown study, trial, no trial to choose (none with a value of the metric, or none that meets
-// the limits: the message names them and the best value of each among the trials), or a
-// trial without a checkpoint (saying where it was looked for) or without the dataset its
-// normalization needs; kFailedPrecondition for a trial that is not COMPLETE; what
-// Registry::register_version throws.
+// Exports one trial (see ExportRequest): an engine job's trial from its checkpoint, any other
+// trial's own saved model (Registry::register_user_model). Throws Error naming what is missing:
+// kNotFound for an unknown study, trial, no trial to choose (none with a value of the metric, or
+// none that meets the limits: the message names them and the best value of each among the
+// trials), an engine trial without a checkpoint (saying where it was looked for) or without the
+// dataset its normalization needs, or a trial that saved no model (saying what to save where);
+// kInvalidArgument for a trial that saved several (naming them: choose one with `artifact`) or an
+// `artifact` that is no model; kFailedPrecondition for a trial that is not COMPLETE; what
+// Registry::register_version and register_user_model throw.
 ExportResult export_trial(const ExportRequest& request,
                           const registry::RegistryOptions& options = {});
 

@@ -313,5 +313,149 @@ TEST_F(ExportTest, ErrorsNameTheStudyAndTrial) {
   EXPECT_FALSE(fs::exists(scratch_.path() / "reg" / "s"));
 }
 
+// A command study as `tuner sweep` leaves it, each trial's program having saved (or not) its own
+// model in its TUNER_ARTIFACTS_DIR (artifacts/trial-N), val_accuracy in brackets:
+//   0 (0.80): an MLflow model directory of the sklearn flavor, model/
+//   1 (0.85): an ONNX file, net.onnx
+//   2 (0.90): no model, only notes.txt
+//   3 (0.70): two MLflow model directories, a/ and b/
+class CommandExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = (scratch_.path() / "c.db").string();
+    artifacts_ = scratch_.path() / "artifacts";
+    const std::string text = R"({"name": "c",
+      "space": {"params": {"C": {"type": "float", "low": 0.01, "high": 10}}},
+      "objective": {"metric": "val_accuracy", "direction": "maximize"},
+      "budget": {"trials": 4},
+      "job": {"kind": "command", "argv": ["python3", "train.py"], "artifacts_dir": ")" +
+                             artifacts_.string() + R"("}})";
+    sweep_ = parse_sweep_file(text, (scratch_.path() / "c.json").string());
+    SqliteStorage storage(db_);
+    const StudyRecord study = storage.create_study("c", {StudyDirection::kMaximize});
+    const nlohmann::json stored = {{"path", sweep_.path},
+                                   {"file", nlohmann::json::parse(to_json(sweep_))}};
+    storage.set_study_system_attr(study.study_id, kSweepAttr, nlohmann::json(stored.dump()).dump());
+    const double accuracy[] = {0.80, 0.85, 0.90, 0.70};
+    for (int n = 0; n < 4; ++n) {
+      const FrozenTrial t = storage.create_trial(study.study_id);
+      storage.set_trial_param(t.trial_id, "C", FloatDistribution{.low = 0.01, .high = 10},
+                              0.5 * (n + 1));
+      storage.set_trial_user_attr(t.trial_id, "val_accuracy", std::to_string(accuracy[n]));
+      storage.finish_trial(t.trial_id, TrialState::kComplete, {accuracy[n]});
+    }
+    sklearn_model(artifacts_ / "trial-0" / "model");
+    registry::write_mlflow_model(registry::testing::tiny_checkpoint(), {}, {},
+                                 scratch_.path() / "engine-model");
+    fs::create_directories(artifacts_ / "trial-1");
+    fs::copy_file(scratch_.path() / "engine-model" / "model.onnx",
+                  artifacts_ / "trial-1" / "net.onnx");
+    write(artifacts_ / "trial-2" / "notes.txt", "no model here");
+    sklearn_model(artifacts_ / "trial-3" / "a");
+    sklearn_model(artifacts_ / "trial-3" / "b");
+  }
+
+  static void write(const fs::path& path, const std::string& content) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << content;
+  }
+
+  // A hand-made MLflow model directory as mlflow.sklearn.save_model writes one.
+  static void sklearn_model(const fs::path& dir) {
+    write(dir / "MLmodel",
+          "artifact_path: model\nflavors:\n  python_function:\n    loader_module: mlflow.sklearn\n"
+          "    model_path: model.pkl\n  sklearn:\n    pickled_model: model.pkl\n"
+          "mlflow_version: 2.14.1\n");
+    write(dir / "model.pkl", "pickled");
+  }
+
+  ExportRequest request() const {
+    ExportRequest r;
+    r.study = "c";
+    r.storage = db_;
+    r.registry_dir = (scratch_.path() / "reg").string();
+    r.model_name = "clf";
+    r.promote_if_better = true;
+    return r;
+  }
+
+  std::string error_of(const ExportRequest& r, ErrorCode want) {
+    try {
+      export_trial(r);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), want) << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "no error";
+    return "";
+  }
+
+  ScratchDir scratch_;
+  std::string db_;
+  fs::path artifacts_;
+  SweepFile sweep_;
+};
+
+TEST_F(CommandExportTest, ExportsTheModelATrialsProgramSaved) {
+  ExportRequest r = request();
+  r.trial = 0;
+  const ExportResult mlflow = export_trial(r);
+  EXPECT_EQ(mlflow.version.user_model, registry::UserModelFormat::kMlflow);
+  EXPECT_EQ(mlflow.version.flavors, (std::vector<std::string>{"python_function", "sklearn"}));
+  EXPECT_EQ(mlflow.version.source, (artifacts_ / "trial-0" / "model").string());
+  EXPECT_EQ(mlflow.version.lineage.trial, 0);
+  EXPECT_EQ(mlflow.version.metric_value, 0.80);
+  EXPECT_EQ(mlflow.version.lineage.params.at("C"), "0.5");
+  EXPECT_TRUE(mlflow.version.promotion->promoted);
+  EXPECT_TRUE(fs::is_regular_file(mlflow.dir / "model.pkl"));  // stored as it is
+  EXPECT_FALSE(fs::exists(mlflow.dir / "engine"));
+
+  r.trial = 1;
+  const ExportResult onnx = export_trial(r);
+  EXPECT_EQ(onnx.version.user_model, registry::UserModelFormat::kOnnx);
+  EXPECT_TRUE(onnx.version.promotion->promoted);  // 0.85 > 0.80
+  EXPECT_EQ(onnx.alias_summary, "champion");
+  EXPECT_TRUE(fs::is_regular_file(onnx.dir / "model.onnx"));
+  EXPECT_TRUE(fs::is_regular_file(onnx.dir / "MLmodel"));
+
+  // An artifact named outright: relative to the trial's folder, or absolute.
+  r.trial = 3;
+  r.artifact = "b";
+  EXPECT_EQ(export_trial(r).version.source, (artifacts_ / "trial-3" / "b").string());
+  r.artifact = (artifacts_ / "trial-0" / "model").string();
+  EXPECT_EQ(export_trial(r).version.lineage.trial, 3);
+
+  // The model alone, without a registry (what MLflow tracking logs as the trial's model).
+  r = request();
+  r.trial = 0;
+  EXPECT_EQ(write_trial_model(r, scratch_.path() / "alone"), 0);
+  EXPECT_TRUE(fs::is_regular_file(scratch_.path() / "alone" / "model.pkl"));
+}
+
+TEST_F(CommandExportTest, ATrialWithoutOneModelSaysWhatToDo) {
+  // The best trial saved none: what to save where.
+  const std::string none = error_of(request(), ErrorCode::kNotFound);
+  EXPECT_THAT(none, HasSubstr("trial 2 of study 'c' saved no model in " +
+                              (artifacts_ / "trial-2").string() + " (it holds notes.txt)"));
+  EXPECT_THAT(none, HasSubstr("mlflow.sklearn.save_model(model, "
+                              "os.environ['TUNER_ARTIFACTS_DIR'] + '/model')) or an .onnx file "
+                              "in $TUNER_ARTIFACTS_DIR"));
+  // Two of them: which, and how to choose.
+  ExportRequest r = request();
+  r.trial = 3;
+  EXPECT_THAT(
+      error_of(r, ErrorCode::kInvalidArgument),
+      HasSubstr("trial 3 of study 'c' saved 2 models in " + (artifacts_ / "trial-3").string() +
+                " (a (MLflow: python_function, sklearn), b (MLflow: python_function, "
+                "sklearn)): name the one to export with --artifact PATH"));
+  r.artifact = "notes.txt";
+  r.trial = 2;
+  EXPECT_THAT(error_of(r, ErrorCode::kInvalidArgument), HasSubstr("notes.txt: not a model"));
+  r.checkpoint = "x.ckpt";
+  EXPECT_THAT(error_of(r, ErrorCode::kInvalidArgument), HasSubstr("not both"));
+  // Nothing was registered.
+  EXPECT_FALSE(fs::exists(scratch_.path() / "reg" / "clf"));
+}
+
 }  // namespace
 }  // namespace tuner

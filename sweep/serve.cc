@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,8 +14,10 @@
 
 #include "coordinator/local_executor.h"
 #include "storage/sqlite_storage.h"
+#include "sweep/failure_policy.h"
 #include "sweep/sweep_runner.h"
 #include "trials/error.h"
+#include "util/json_string.h"
 
 namespace tuner {
 namespace {
@@ -88,6 +91,9 @@ struct Served {
   StudyRunId id = 0;
   ServeState applied = ServeState::kActive;
   std::optional<SteadyClock::time_point> deadline;  // of the sweep's time budget
+  // Counts the run's failures; shared with its trial callback.
+  std::shared_ptr<FailurePolicy> failures;
+  std::string stop_reason;  // set once the failures stop it
 };
 
 SqliteStorageOptions storage_options(const ServeOptions& options) {
@@ -107,6 +113,7 @@ class Server {
     CoordinatorServiceOptions service;
     service.endpoint = options_.endpoint;
     service.security = options_.security;
+    service.log_dir = options_.storage_path + ".logs";  // as the local executor's
     if (service.security.curve_keys && options_.local_executors > 0) {
       // The local executor connects with the coordinator's own key pair.
       service.security.executor_keys.push_back(service.security.curve_keys->public_key);
@@ -114,6 +121,7 @@ class Server {
     service.log = [this](const std::string& line) {
       if (options_.verbose) log(line);
     };
+    service.warn = [this](const std::string& line) { log("serve: " + line); };
     coordinator_.emplace(service);
     lock.describe(coordinator_->endpoint());
     log("serve: listening on " + coordinator_->endpoint() + " for the studies of " +
@@ -123,7 +131,7 @@ class Server {
       local.emplace(LocalExecutorOptions{.coordinator = coordinator_->endpoint(),
                                          .curve_keys = service.security.curve_keys,
                                          .slots = options_.local_executors,
-                                         .log_dir = options_.storage_path + ".logs",
+                                         .log_dir = service.log_dir,
                                          .log = service.log});
     }
 
@@ -193,6 +201,14 @@ class Server {
     }
     for (auto it = served_.begin(); it != served_.end();) {
       Served& s = it->second;
+      if (s.stop_reason.empty()) {
+        if (std::optional<std::string> stop = s.failures->stop_reason()) {
+          s.stop_reason = *stop;
+          coordinator_->drain(s.id);
+          log("serve: study '" + it->first + "' stops on its failures: " + *stop +
+              "; no new trials");
+        }
+      }
       if (s.deadline && SteadyClock::now() >= *s.deadline) {
         s.deadline.reset();
         coordinator_->drain(s.id);
@@ -204,14 +220,15 @@ class Server {
       }
       const CoordinatorStats stats = coordinator_->stats(s.id);
       const int64_t study_id = coordinator_->study(s.id).id();
-      const std::optional<std::string> failure = coordinator_->failure(s.id);
+      std::optional<std::string> failure = coordinator_->failure(s.id);
+      if (!failure && !s.stop_reason.empty()) failure = s.stop_reason;
       coordinator_->remove_study(s.id);
       log("serve: study '" + it->first + "' " +
           (failure ? "stopped (" + *failure + ")" : std::string("done")) + ": " +
           std::to_string(stats.completed) + " complete, " + std::to_string(stats.pruned) +
           " pruned, " + std::to_string(stats.failed + stats.failed_asks) + " failed in this run");
       // A serve that is stopping leaves its studies active: the next serve takes them up again.
-      if (!draining) finish(study_id, it->first);
+      if (!draining) finish(study_id, it->first, s.stop_reason);
       it = served_.erase(it);
     }
   }
@@ -222,13 +239,18 @@ class Server {
     OpenedSweep opened = open_sweep(sweep, storage_);
     StudyRunOptions run = study_run_options(opened);
     const std::string name = record.name;
-    run.on_trial_finished = [this, name](const FrozenTrial& t) {
+    Served served;
+    served.failures = std::make_shared<FailurePolicy>(
+        opened.sweep.budget.max_failures,
+        std::any_of(opened.existing.begin(), opened.existing.end(),
+                    [](const FrozenTrial& t) { return t.state == TrialState::kComplete; }));
+    run.on_trial_finished = [this, name, failures = served.failures](const FrozenTrial& t) {
       std::ostringstream line;
       line << "serve: study '" << name << "': trial " << t.number << " " << to_string(t.state);
       if (t.values.size() == 1) line << ": " << t.values[0];
       log(line.str());
+      failures->add(t);
     };
-    Served served;
     served.id = coordinator_->add_study(std::move(opened.study), std::move(run));
     if (opened.sweep.budget.time) served.deadline = SteadyClock::now() + *opened.sweep.budget.time;
     refused_.erase(name);
@@ -260,8 +282,11 @@ class Server {
     set_attr(record.study_id, kServeAppliedAttr, wanted);
   }
 
-  // The study leaves the serve: its wanted and applied states say done.
-  void finish(int64_t study_id, const std::string& name) {
+  // The study leaves the serve: its wanted and applied states say done, with `stop_reason` when
+  // its failures stopped it.
+  void finish(int64_t study_id, const std::string& name, const std::string& stop_reason = "") {
+    storage_->set_study_system_attr(study_id, kServeStopReasonAttr,
+                                    stop_reason.empty() ? "null" : json_string(stop_reason));
     set_attr(study_id, kServeStateAttr, ServeState::kDone);
     set_attr(study_id, kServeAppliedAttr, ServeState::kDone);
     refused_.erase(name);
@@ -299,6 +324,13 @@ void run_serve(const ServeOptions& options) {
 
 std::optional<ServeState> serve_state(const StudyRecord& study) {
   return attr_state(study, kServeStateAttr);
+}
+
+std::string serve_stop_reason(const StudyRecord& study) {
+  auto it = study.system_attrs.find(kServeStopReasonAttr);
+  if (it == study.system_attrs.end()) return "";
+  const nlohmann::json reason = nlohmann::json::parse(it->second, nullptr, false);
+  return reason.is_string() ? reason.get<std::string>() : "";
 }
 
 std::optional<RunningServe> running_serve(const std::string& storage_path) {

@@ -31,12 +31,17 @@ namespace tuner {
 
 inline constexpr char kServeStateAttr[] = "tuner:serve";
 inline constexpr char kServeAppliedAttr[] = "tuner:serve_applied";
+// Why the serve stopped the study on its failures (FailurePolicy, budget.max_failures), a JSON
+// string, set with "done"; absent when its budget ended it.
+inline constexpr char kServeStopReasonAttr[] = "tuner:serve_stop_reason";
 
 enum class ServeState { kActive, kPaused, kStopped, kDone };
 std::string_view to_string(ServeState state);  // "active", "paused", "stopped", "done"
 
 // What a study's "tuner:serve" attribute asks, if it has one.
 std::optional<ServeState> serve_state(const StudyRecord& study);
+// Why a serve stopped the study on its failures (kServeStopReasonAttr); empty when none did.
+std::string serve_stop_reason(const StudyRecord& study);
 
 struct ServeOptions {
   std::string storage_path;  // required

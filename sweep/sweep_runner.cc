@@ -105,7 +105,11 @@ void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection d
       ++progress.failed;
       break;
     default:
-      break;
+      return;
+  }
+  if (t.system_attrs.contains(kFailedTrialAttr)) {
+    ++progress.reruns;
+    --progress.failed;
   }
 }
 
@@ -362,6 +366,8 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     co.endpoint = options.endpoint;
   }
   co.security = options.security;
+  co.log_dir = result.log_dir;  // where executors on other hosts send their trials' logs
+  co.warn = options.warn;
   if (co.security.curve_keys) {
     // The local executor connects with the coordinator's own key pair.
     co.security.executor_keys.push_back(co.security.curve_keys->public_key);

@@ -44,6 +44,9 @@ inline constexpr char kSweepAttr[] = "tuner:sweep";
 struct SweepProgress {
   int64_t complete = 0, pruned = 0, failed = 0, running = 0;
   int64_t infeasible = 0;  // COMPLETE trials that violate a constraint (counted in `complete`)
+  // Finished re-runs of lost trials (Study::fail_and_retry): each takes its lost attempt's place
+  // in the counts (that FAIL is not counted again), as it does in the trial budget.
+  int64_t reruns = 0;
   std::optional<int> trial_budget;  // the sweep's budget.trials
   // The best feasible COMPLETE trial (every COMPLETE one is feasible without constraints).
   std::optional<double> best_value;
@@ -55,7 +58,8 @@ struct SweepProgress {
 };
 
 // Adds a COMPLETE, PRUNED or FAIL trial to the counts and best of `progress` (others are not
-// counted: `running` comes from the coordinator).
+// counted: `running` comes from the coordinator). REQUIRES: a re-run of a lost trial is counted
+// after the FAIL of its lost attempt (in number order, or as they finish).
 void count_trial(SweepProgress& progress, const FrozenTrial& trial, StudyDirection direction);
 
 struct SweepRunOptions {

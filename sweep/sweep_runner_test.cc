@@ -6,6 +6,7 @@
 #include "storage/in_memory_storage.h"
 #include "sweep/sweep_file.h"
 #include "trials/error.h"
+#include "trials/system_attrs.h"
 
 namespace tuner {
 namespace {
@@ -95,6 +96,34 @@ TEST(OpenSweep, AStudyKeepsTheSamplerItWasCreatedWith) {
   EXPECT_EQ(type_of_opened("old"), SamplerType::kTpe);
   // A type in the file is the file's choice.
   EXPECT_EQ(type_of_opened("old", R"("sampler": {"type": "auto"},)"), SamplerType::kAuto);
+}
+
+// Regression: after a resume re-ran a lost trial, the counter said "31/30 done": the lost
+// attempt's FAIL and its re-run were both counted, though the budget counts them as one.
+TEST(SweepProgress, AReRunTakesItsLostAttemptsPlace) {
+  SweepProgress p;
+  FrozenTrial lost;
+  lost.number = 4;
+  lost.state = TrialState::kFail;
+  FrozenTrial rerun;
+  rerun.number = 30;
+  rerun.state = TrialState::kComplete;
+  rerun.values = {0.5};
+  rerun.system_attrs[kFailedTrialAttr] = "4";
+  count_trial(p, lost, StudyDirection::kMinimize);
+  EXPECT_EQ(p.failed, 1);
+  count_trial(p, rerun, StudyDirection::kMinimize);
+  EXPECT_EQ(p.complete + p.pruned + p.failed, 1);
+  EXPECT_EQ(p.reruns, 1);
+  EXPECT_EQ(p.best_number, 30);
+  // A re-run that is lost too stays one FAIL.
+  FrozenTrial lost_again = rerun;
+  lost_again.state = TrialState::kFail;
+  lost_again.values.clear();
+  SweepProgress q;
+  count_trial(q, lost, StudyDirection::kMinimize);
+  count_trial(q, lost_again, StudyDirection::kMinimize);
+  EXPECT_EQ(q.failed, 1);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sweep/model_export.h"
+#include "sweep/sweep_runner.h"
+#include "sweep/trial_folder.h"
 #include "tracking/mlflow_registry.h"
 #include "trials/error.h"
 
@@ -24,11 +26,7 @@ tracking::MlflowSyncOptions mlflow_sync_options(const SweepFile& sweep,
     o.constraint_names.push_back(c.metric +
                                  (c.bound == MetricConstraint::Bound::kMax ? ".max" : ".min"));
   }
-  const nlohmann::json job = nlohmann::json::parse(sweep.job_json, nullptr, false);
-  if (sweep.job_kind == "engine" && job.is_object() && job.contains("artifacts_dir") &&
-      job["artifacts_dir"].is_string()) {
-    o.artifacts_dir = job["artifacts_dir"].get<std::string>();
-  }
+  o.artifacts_dir = job_artifacts_dir(sweep);
   // The study run's params: what the sweep was (MLflow shows them beside its trials' runs).
   const nlohmann::json file = nlohmann::json::parse(to_json(sweep));
   auto param = [&](const std::string& key, const nlohmann::json& value) {
@@ -62,6 +60,11 @@ SweepTracking::SweepTracking(const SweepFile& sweep, std::function<void(const st
     storage_ = std::make_unique<SqliteStorage>(sweep_.storage_path,
                                                SqliteStorageOptions{.read_only = true});
     tracking::MlflowSyncOptions o = mlflow_sync_options(sweep_, sweep_.tracking->mlflow_uri);
+    if (o.artifacts_dir.empty()) {
+      // A sweep file as given (a study submitted to tuner serve): its trials' folders are where
+      // the stored sweep, which runs them, says.
+      o.artifacts_dir = job_artifacts_dir(stored_sweep(sweep_.name, sweep_.storage_path));
+    }
     o.state_path = sweep_.storage_path;
     o.warn = say;
     sync_ = std::make_unique<tracking::MlflowSync>(*storage_, sweep_.name, std::move(o));

@@ -22,8 +22,9 @@ namespace tuner {
 
 // The syncer's options for the study of `sweep` on the server at `tracking_uri`: the experiment
 // (tracking.mlflow.experiment, else the study's name), the objectives' metric names, the
-// constraints' names (METRIC.max, METRIC.min), an engine job's artifacts directory (its epochs'
-// metrics and times), the study run's params (the sweep's settings) and note (its description).
+// constraints' names (METRIC.max, METRIC.min), the job's artifacts directory (the trials' files,
+// and an engine trial's metrics.json), the study run's params (the sweep's settings) and note
+// (its description).
 tracking::MlflowSyncOptions mlflow_sync_options(const SweepFile& sweep,
                                                 const std::string& tracking_uri);
 

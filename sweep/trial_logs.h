@@ -1,7 +1,9 @@
 // What a trial leaves to explain itself: a FAIL's reason and log tail (trial system attributes
 // "fail_reason" and "log_tail") and the trial's log files, one per attempt, that an executor
-// writes to its log dir as trial-<number>-lease-<lease id>.log (executor/trial_run.cc). A sweep's
-// local executor writes them to "<storage path>.logs" (SweepRunOptions::log_dir).
+// writes to its log dir as trial-<number>-lease-<lease id>.log (executor/job_log.h,
+// trial_log_name). A sweep's local executor writes them to "<storage path>.logs"
+// (SweepRunOptions::log_dir), where its coordinator also writes those that executors on other
+// hosts send (docs/protocol.md, "Trial files").
 //
 // Thread safety: pure functions, except that the file functions read the file system.
 #ifndef TUNER_SWEEP_TRIAL_LOGS_H_

@@ -56,6 +56,8 @@ class FakeMlflow {
   std::atomic<bool> down = false;  // every call fails without an answer (kUnavailable)
   int fail_next = 0;               // the next N calls answer 503
   int lose_next = 0;               // the next N calls are carried out, and their answers lost
+  bool serve_artifacts = true;     // false: runs' artifact URIs are local paths, as without
+                                   // `mlflow server --serve-artifacts`
   std::mutex mutex;
 
   HttpResponse handle(const HttpRequest& r) {
@@ -307,8 +309,8 @@ class FakeMlflow {
                  {"run_name", run.name},
                  {"status", run.status},
                  {"start_time", run.start_time},
-                 {"artifact_uri",
-                  "mlflow-artifacts:/" + run.experiment_id + "/" + run.run_id + "/artifacts"},
+                 {"artifact_uri", (serve_artifacts ? "mlflow-artifacts:/" : "/srv/mlruns/") +
+                                      run.experiment_id + "/" + run.run_id + "/artifacts"},
                  {"lifecycle_stage", run.lifecycle}};
     if (run.end_time) info["end_time"] = *run.end_time;
     // The latest value of each metric: the highest step, then the latest time, then the value.

@@ -1,6 +1,7 @@
 #include "tracking/mlflow_registry.h"
 
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -31,18 +32,61 @@ std::map<int, MlflowModelVersion> mirrored_versions(MlflowClient& client, const 
 
 }  // namespace
 
+DirectoryUpload upload_directory(MlflowClient& client, const MlflowRun& run, const fs::path& dir,
+                                 const std::string& artifact_path, int64_t max_bytes) {
+  if (!fs::is_directory(dir)) {
+    throw Error(ErrorCode::kNotFound, "no directory at " + dir.string());
+  }
+  DirectoryUpload upload;
+  std::map<std::string, fs::path> files;  // by relative path: the order of the upload
+  std::error_code listing;
+  for (fs::recursive_directory_iterator
+           it(dir, fs::directory_options::skip_permission_denied, listing),
+       end;
+       !listing && it != end; it.increment(listing)) {
+    std::error_code ignored;
+    if (it->is_regular_file(ignored)) {
+      files[fs::relative(it->path(), dir).generic_string()] = it->path();
+    }
+  }
+  if (listing) upload.unreadable.push_back(dir.string() + ": " + listing.message());
+  const std::string prefix = artifact_path.empty() ? "" : artifact_path + "/";
+  upload.uri = artifact_path.empty() ? run.artifact_uri : run.artifact_uri + "/" + artifact_path;
+  for (const auto& [relative, path] : files) {
+    std::error_code error;
+    const auto size = static_cast<int64_t>(fs::file_size(path, error));
+    if (error) {
+      upload.unreadable.push_back(relative);
+      continue;
+    }
+    upload.total_bytes += size;
+    if (size > max_bytes - upload.bytes) {
+      upload.skipped.push_back(relative);
+      continue;
+    }
+    std::string bytes;
+    try {
+      bytes = read_file(path);
+    } catch (const Error&) {
+      upload.unreadable.push_back(relative);
+      continue;
+    }
+    client.upload_artifact(run.artifact_uri, prefix + relative, bytes);
+    ++upload.files;
+    upload.bytes += size;
+  }
+  return upload;
+}
+
 std::string upload_directory(MlflowClient& client, const MlflowRun& run, const fs::path& dir,
                              const std::string& artifact_path) {
-  if (!fs::is_directory(dir)) {
-    throw Error(ErrorCode::kNotFound, "no model directory at " + dir.string());
+  const DirectoryUpload upload =
+      upload_directory(client, run, dir, artifact_path, std::numeric_limits<int64_t>::max());
+  if (!upload.unreadable.empty()) {
+    throw Error(ErrorCode::kUnavailable, "cannot read all of " + dir.string() + " to upload it (" +
+                                             upload.unreadable.front() + ")");
   }
-  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    const std::string relative = fs::relative(entry.path(), dir).generic_string();
-    client.upload_artifact(run.artifact_uri, artifact_path + "/" + relative,
-                           read_file(entry.path()));
-  }
-  return run.artifact_uri + "/" + artifact_path;
+  return upload.uri;
 }
 
 MirroredVersion mirror_version(MlflowClient& client, const VersionToMirror& v) {

@@ -9,9 +9,11 @@
 #ifndef TUNER_TRACKING_MLFLOW_REGISTRY_H_
 #define TUNER_TRACKING_MLFLOW_REGISTRY_H_
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tracking/mlflow_client.h"
 
@@ -22,9 +24,26 @@ inline constexpr char kRegistryVersionTag[] = "tuner.registry_version";
 // Where a trial's model lies among its run's artifacts.
 inline constexpr char kModelArtifactPath[] = "model";
 
-// Uploads every file below `dir` to the run's artifacts under `artifact_path`, keeping the
-// relative paths, and returns their URI (the run's artifact URI + "/" + artifact_path). Throws
-// Error(kNotFound) for a missing directory, and the client's errors.
+// What upload_directory() sent and what it left out.
+struct DirectoryUpload {
+  std::string uri;                   // the run's artifact URI + "/" + artifact_path
+  int64_t files = 0;                 // files uploaded
+  int64_t bytes = 0;                 // their bytes
+  int64_t total_bytes = 0;           // of every file below the directory
+  std::vector<std::string> skipped;  // relative paths not uploaded: past max_bytes
+  // Relative paths not uploaded: removed or unreadable; "DIR: why" when the listing stopped.
+  std::vector<std::string> unreadable;
+};
+
+// Uploads every file below `dir` to the run's artifacts under `artifact_path` (empty: at their
+// root), keeping the relative paths, in path order. A file that would take the bytes uploaded
+// past `max_bytes` is skipped (a smaller one after it may still go). Throws Error(kNotFound) for
+// a missing directory, and the client's errors.
+DirectoryUpload upload_directory(MlflowClient& client, const MlflowRun& run,
+                                 const std::filesystem::path& dir, const std::string& artifact_path,
+                                 int64_t max_bytes);
+// The same without a limit; returns the URI. Throws Error(kUnavailable) naming a file that
+// cannot be read.
 std::string upload_directory(MlflowClient& client, const MlflowRun& run,
                              const std::filesystem::path& dir, const std::string& artifact_path);
 

@@ -1,6 +1,7 @@
 #include "tracking/mlflow_sync.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -8,6 +9,7 @@
 
 #include "storage/sqlite_storage.h"
 #include "tracking/log_batches.h"
+#include "tracking/mlflow_registry.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
 
@@ -21,9 +23,10 @@ namespace {
 constexpr char kMetricNamesAttr[] = "study:metric_names";
 
 // An engine trial's per-epoch metrics and their wall times (executor/engine_job.cc writes
-// DIR/trial-N/metrics.json: {"epochs": [{"epoch": 1, "time": seconds, "train_loss": ...}]}).
-// A missing or unreadable file gives none (the stored intermediate values remain).
-std::vector<StepMetrics> read_epochs(const fs::path& file) {
+// DIR/trial-N/metrics.json: {"epochs": [{"epoch": 1, "time": seconds, "train_loss": ...}]}), an
+// epoch without a time at `untimed`. A missing or unreadable file gives none (the stored
+// intermediate values remain).
+std::vector<StepMetrics> read_epochs(const fs::path& file, TimePoint untimed) {
   std::vector<StepMetrics> steps;
   std::ifstream in(file);
   if (!in) return steps;
@@ -34,12 +37,14 @@ std::vector<StepMetrics> read_epochs(const fs::path& file) {
   }
   for (const nlohmann::json& e : doc["epochs"]) {
     if (!e.is_object() || !e.contains("epoch") || !e["epoch"].is_number_integer()) continue;
-    StepMetrics s;
-    s.step = e["epoch"].get<int64_t>();
+    StepMetrics s{.step = e["epoch"].get<int64_t>(), .time = untimed};
     for (const auto& [key, value] : e.items()) {
       if (key == "epoch") continue;
       if (key == "time") {
-        if (value.is_number()) s.time_ms = static_cast<int64_t>(value.get<double>() * 1000.0);
+        if (value.is_number() && value.get<double>() > 0) {
+          s.time = TimePoint(std::chrono::round<std::chrono::microseconds>(
+              std::chrono::duration<double>(value.get<double>())));
+        }
         continue;
       }
       if (value.is_number()) s.metrics[key] = value.get<double>();
@@ -47,6 +52,28 @@ std::vector<StepMetrics> read_epochs(const fs::path& file) {
     steps.push_back(std::move(s));
   }
   return steps;
+}
+
+// "12.5 MiB", "3.0 KiB", "12 bytes".
+std::string size_text(int64_t bytes) {
+  char text[32];
+  if (bytes >= (int64_t{1} << 20)) {
+    std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(text, sizeof(text), "%.1f KiB", static_cast<double>(bytes) / 1024);
+  } else {
+    std::snprintf(text, sizeof(text), "%lld bytes", static_cast<long long>(bytes));
+  }
+  return text;
+}
+
+// "a, b, c and 4 more": the first few of `names`.
+std::string some_of(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 5;
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) text += " and " + std::to_string(names.size() - kShown) + " more";
+  return text;
 }
 
 std::string quoted(const std::string& value) {
@@ -155,17 +182,70 @@ std::vector<std::string> MlflowSync::objective_metrics(const StudyRecord& study)
   return names;
 }
 
-TrialContext MlflowSync::context_for(const FrozenTrial& trial, const StudyRecord& study) const {
+TrialContext MlflowSync::context_for(
+    const FrozenTrial& trial, const StudyRecord& study,
+    std::map<int64_t, std::vector<StepMetrics>>& step_metrics) const {
   TrialContext c;
   c.study = study_name_;
   c.objective_metrics = objective_metrics(study);
-  if (!options_.artifacts_dir.empty()) {
+  const TimePoint now = options_.clock->system_now();
+  c.now_ms = to_ms(now);
+  if (auto it = step_metrics.find(trial.trial_id); it != step_metrics.end()) {
+    c.steps = std::move(it->second);
+  } else if (!options_.artifacts_dir.empty() && is_finished(trial.state)) {
+    // Only a finished trial's: a running one's epochs may be in the file before their step
+    // metrics are stored.
     c.steps = read_epochs(fs::path(options_.artifacts_dir) /
-                          ("trial-" + std::to_string(trial.number)) / "metrics.json");
+                              ("trial-" + std::to_string(trial.number)) / "metrics.json",
+                          trial.datetime_complete.value_or(now));
   }
-  c.now_ms = to_ms(options_.clock->system_now());
   c.constraint_names = options_.constraint_names;
   return c;
+}
+
+bool MlflowSync::complete(const RunRecord& record) const {
+  return record.finished && (record.artifacts_sent || options_.artifacts_dir.empty() ||
+                             files_off_ || files_refused_.contains(record.trial));
+}
+
+void MlflowSync::sync_artifacts(const FrozenTrial& trial, SyncReport& report) {
+  RunRecord record = records_.at(trial.number);
+  if (complete(record)) return;
+  const fs::path dir = fs::path(options_.artifacts_dir) / ("trial-" + std::to_string(trial.number));
+  const std::string what =
+      "trial " + std::to_string(trial.number) + "'s files (" + dir.string() + ")";
+  std::error_code error;
+  if (fs::is_directory(dir, error)) {
+    DirectoryUpload upload;
+    try {
+      upload = upload_directory(*client_, client_->get_run(record.run_id), dir, "",
+                                options_.max_trial_artifact_bytes);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kFailedPrecondition) {
+        warn(std::string("MLflow tracking: the trials' files are not logged: ") + e.what());
+        files_off_ = true;
+        return;
+      }
+      if (e.code() != ErrorCode::kInvalidArgument) throw;
+      warn("MLflow tracking: " + what + " are left out: " + e.what());
+      files_refused_.insert(trial.number);
+      return;
+    }
+    report.artifacts += upload.files;
+    report.artifact_bytes += upload.bytes;
+    if (!upload.skipped.empty()) {
+      warn("MLflow tracking: " + what + " total " + size_text(upload.total_bytes) +
+           ", past the limit of " + size_text(options_.max_trial_artifact_bytes) +
+           " per trial: " + std::to_string(upload.skipped.size()) + " of them left out (" +
+           some_of(upload.skipped) + ")");
+    }
+    if (!upload.unreadable.empty()) {
+      warn("MLflow tracking: " + what + ": " + std::to_string(upload.unreadable.size()) +
+           " could not be read and are left out (" + some_of(upload.unreadable) + ")");
+    }
+  }
+  record.artifacts_sent = true;
+  save(record);
 }
 
 bool MlflowSync::send(const std::string& run_id, const std::string& what, const TrialUpdate& update,
@@ -292,6 +372,18 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
                          return t.state != TrialState::kWaiting && !records_.contains(t.number);
                        });
   if (missing && !searched_) find_runs_by_tags();
+  // The step metrics of the trials whose runs take metrics still, read after the trials (what
+  // plan_trial_update needs to send whole steps).
+  std::vector<int64_t> metric_ids;
+  for (const FrozenTrial& t : trials) {
+    if (t.number < low_water_ || t.state == TrialState::kWaiting || refused_.contains(t.number)) {
+      continue;
+    }
+    auto it = records_.find(t.number);
+    if (it == records_.end() || !it->second.finished) metric_ids.push_back(t.trial_id);
+  }
+  std::map<int64_t, std::vector<StepMetrics>> step_metrics;
+  if (!metric_ids.empty()) step_metrics = storage_.get_step_metrics(study->study_id, metric_ids);
 
   try {
     if (!records_.contains(kParentRun)) {
@@ -316,8 +408,12 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
       }
       if (trial.number < low_water_ || trial.state == TrialState::kWaiting) continue;
       if (refused_.contains(trial.number)) continue;
-      const TrialContext context = context_for(trial, *study);
       auto it = records_.find(trial.number);
+      if (it != records_.end() && it->second.finished) {
+        sync_artifacts(trial, report);
+        continue;
+      }
+      const TrialContext context = context_for(trial, *study, step_metrics);
       RunRecord record;
       bool created = false;
       if (it == records_.end()) {
@@ -348,6 +444,7 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
       }
       ++report.runs_updated;
       save(update.after);
+      if (update.after.finished) sync_artifacts(trial, report);
     }
     if (!report.stopped) sync_parent(*study, trials, pass, report);
   } catch (const Error& e) {
@@ -369,10 +466,10 @@ SyncReport MlflowSync::sync(const SyncPass& pass) {
   done_ids_.clear();
   for (const FrozenTrial& t : trials) {
     auto it = records_.find(t.number);
-    const bool done = it != records_.end() && it->second.finished;
-    if (done) done_ids_.push_back(t.trial_id);
-    if (done) continue;
-    if (t.state != TrialState::kWaiting) ++report.pending;
+    const bool finished = it != records_.end() && it->second.finished;
+    if (finished) done_ids_.push_back(t.trial_id);
+    if (finished && complete(it->second)) continue;
+    if (!finished && t.state != TrialState::kWaiting) ++report.pending;
     if (!refused_.contains(t.number)) low = std::min(low, t.number);
   }
   if (!report.stopped) {

@@ -1,10 +1,11 @@
 // MlflowSync: logs a study to an MLflow tracking server, sending whatever the server lacks: an
 // experiment named after the study (created, or found by name), a parent run for the study, one
 // child run per trial (tracking/trial_run.h says what each gets), in runs/log-batch calls within
-// MLflow's limits. It reads the study from storage only, so it can run on its own thread beside a
-// sweep (or after it: `tuner sync-mlflow`), and a pass is idempotent: what was sent is recorded
-// in a SyncState (the study database's tuner_mlflow_runs), and when that record is lost the runs
-// are found by their tags (tuner.study, tuner.trial_number) before any is created.
+// MLflow's limits, and each finished trial's files as its run's artifacts. It reads the study from
+// storage only, so it can run on its own thread beside a sweep (or after it: `tuner sync-mlflow`),
+// and a pass is idempotent: what was sent is recorded in a SyncState (the study database's
+// tuner_mlflow_runs), and when that record is lost the runs are found by their tags (tuner.study,
+// tuner.trial_number) before any is created.
 //
 // C++ users track a Study with it on the study's storage (docs/tracking.md):
 //   tracking::MlflowSync mlflow(study.storage(), study.name(),
@@ -18,8 +19,9 @@
 // Errors: sync() throws the client's Error when the server does not answer or refuses the
 // experiment (kUnavailable: try again later; the next pass goes on where this one stopped).
 // A trial whose data MLflow refuses (kInvalidArgument) is reported through `warn` once and left
-// out; a state table that cannot be written (a read-only file) is reported once and replaced by
-// one in memory.
+// out; so are a trial's files MLflow refuses, and all of them when the server does not serve
+// artifacts (for this object's life); a state table that cannot be written (a read-only file) is
+// reported once and replaced by one in memory.
 //
 // Thread safety: one thread at a time (BackgroundSync's, then its last pass). Other threads and
 // processes may write the study meanwhile.
@@ -56,9 +58,15 @@ struct MlflowSyncOptions {
   // storage's file when it is a SqliteStorage; else a MemorySyncState.
   std::shared_ptr<SyncState> state;
   std::string state_path;
-  // An engine sweep's artifacts directory: trial N's per-epoch metrics and their times are read
-  // from DIR/trial-N/metrics.json. Default: none (the stored intermediate values only).
+  // The study's artifacts directory: trial N's files are DIR/trial-N/ (a sweep's
+  // job.artifacts_dir). A finished trial's files are logged once as its run's artifacts (at their
+  // root, by their paths below the trial's folder), and a finished engine trial's per-epoch
+  // metrics and times are read from its metrics.json when storage holds no step metrics for it
+  // (a study stored without them). Default: none.
   std::string artifacts_dir;
+  // The most bytes of one trial's files logged; files past it are left out, with a warning that
+  // names the trial, its files' total and this limit. Default 100 MiB.
+  int64_t max_trial_artifact_bytes = int64_t{100} << 20;
   // The objectives' metric names (TrialContext::objective_metrics). Default: the study's
   // "study:metric_names" attribute (Optuna's set_metric_names, which sweeps write), else "value".
   std::vector<std::string> objective_metrics;
@@ -86,7 +94,8 @@ struct SyncReport {
   int64_t runs_created = 0;
   int64_t runs_updated = 0;  // runs that were sent something (created ones included)
   int64_t metrics = 0, params = 0, tags = 0;
-  int64_t calls = 0;    // log-batch calls
+  int64_t calls = 0;                          // log-batch calls
+  int64_t artifacts = 0, artifact_bytes = 0;  // trials' files uploaded, and their bytes
   int64_t pending = 0;  // trials run or running whose runs are not complete (left out too)
   bool stopped = false;
 };
@@ -117,7 +126,13 @@ class MlflowSync {
   void save(const RunRecord& record);
   void find_runs_by_tags();
   std::vector<std::string> objective_metrics(const StudyRecord& study) const;
-  TrialContext context_for(const FrozenTrial& trial, const StudyRecord& study) const;
+  // `step_metrics`: this pass's, by trial id; the trial's are moved out.
+  TrialContext context_for(const FrozenTrial& trial, const StudyRecord& study,
+                           std::map<int64_t, std::vector<StepMetrics>>& step_metrics) const;
+  // Logs a finished trial's files once (MlflowSyncOptions::artifacts_dir).
+  void sync_artifacts(const FrozenTrial& trial, SyncReport& report);
+  // Whether the trial's run has had everything it gets.
+  bool complete(const RunRecord& record) const;
   // Sends `update` to `run_id`; false when MLflow refused it (reported, the trial left out).
   bool send(const std::string& run_id, const std::string& what, const TrialUpdate& update,
             SyncReport& report);
@@ -139,6 +154,8 @@ class MlflowSync {
   int low_water_ = 0;              // trials numbered below this have complete runs
   std::vector<int64_t> done_ids_;  // trial ids of the trials with complete runs
   std::set<int> refused_;          // trials MLflow refused, left out for this object's life
+  std::set<int> files_refused_;    // trials whose files MLflow refused, likewise
+  bool files_off_ = false;         // the server serves no artifacts: no trial's files are sent
   std::optional<RunStatus> parent_status_sent_;
 };
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "storage/extra_tables.h"
 #include "storage/in_memory_storage.h"
 #include "storage/sqlite_storage.h"
 #include "tracking/fake_mlflow_test_support.h"
@@ -50,6 +52,45 @@ class MlflowSyncTest : public ::testing::Test {
         {{"loss", std::to_string(value)}, {"epochs", std::to_string(steps)}});
   }
 
+  // A fresh directory of this test's own, removed with the fixture.
+  fs::path temp_dir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("tuner_sync_test_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    return dir_;
+  }
+  ~MlflowSyncTest() override {
+    std::error_code ignored;
+    if (!dir_.empty()) fs::remove_all(dir_, ignored);
+  }
+
+  static void write(const fs::path& file, const std::string& bytes) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file, std::ios::binary) << bytes;
+  }
+
+  // The files the server holds among the run's artifacts: relative path -> bytes.
+  std::map<std::string, std::string> artifacts_of(const testing::FakeRun& run) {
+    const std::string prefix = run.experiment_id + "/" + run.run_id + "/artifacts/";
+    std::map<std::string, std::string> out;
+    for (const auto& [path, bytes] : server_->artifacts) {
+      if (path.rfind(prefix, 0) == 0) out[path.substr(prefix.size())] = bytes;
+    }
+    return out;
+  }
+
+  // (step, timestamp, value) of `key` in the run, in order.
+  static std::vector<std::tuple<int64_t, int64_t, double>> history(const testing::FakeRun& run,
+                                                                   const std::string& key) {
+    std::vector<std::tuple<int64_t, int64_t, double>> out;
+    for (const auto& [k, step, ts, value] : run.metrics) {
+      if (k == key) out.emplace_back(step, ts, value);
+    }
+    return out;
+  }
+
   const testing::FakeRun& run_of_trial(int number) {
     for (const auto& [id, run] : server_->runs) {
       auto it = run.tags.find("tuner.trial_number");
@@ -61,6 +102,7 @@ class MlflowSyncTest : public ::testing::Test {
   std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
   std::shared_ptr<FakeMlflow> server_;
   std::vector<std::string> warnings_;
+  fs::path dir_;
 };
 
 TEST_F(MlflowSyncTest, LogsAStudyAsAParentRunWithAChildRunPerTrial) {
@@ -223,6 +265,185 @@ TEST_F(MlflowSyncTest, ATrialMlflowRefusesIsReportedOnceAndLeftOut) {
   ASSERT_EQ(warnings_.size(), 1u);
   EXPECT_NE(warnings_[0].find("trial 1"), std::string::npos);
   EXPECT_NE(warnings_[0].find("is left out"), std::string::npos);
+}
+
+TEST_F(MlflowSyncTest, EveryStepMetricGoesToTheRunWithItsStoredTime) {
+  InMemoryStorage memory(clock_);
+  Storage& storage = memory;
+  const int64_t study = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
+  storage.set_study_system_attr(study, "study:metric_names", R"(["loss"])");
+  const FrozenTrial t = storage.create_trial(study);
+  const int64_t t0 = to_ms(clock_->system_now());
+  for (int s = 1; s <= 3; ++s) {
+    clock_->advance(std::chrono::seconds(1));
+    storage.set_trial_step_metrics(t.trial_id, s, {{"loss", 1.0 / s}, {"train_loss", 2.0 / s}});
+    storage.set_trial_intermediate_value(t.trial_id, s, 1.0 / s);
+  }
+  clock_->advance(std::chrono::seconds(1));
+  storage.finish_trial(t.trial_id, TrialState::kComplete, {1.0 / 3});
+  MlflowSync(storage, "s", options()).sync();
+  const testing::FakeRun& run = run_of_trial(0);
+  using Points = std::vector<std::tuple<int64_t, int64_t, double>>;
+  EXPECT_EQ(history(run, "train_loss"),
+            (Points{{1, t0 + 1000, 2.0}, {2, t0 + 2000, 1.0}, {3, t0 + 3000, 2.0 / 3}}));
+  // The objective at each step with the step's time, and the trial's value at the end.
+  EXPECT_EQ(history(run, "loss"), (Points{{1, t0 + 1000, 1.0},
+                                          {2, t0 + 2000, 0.5},
+                                          {3, t0 + 3000, 1.0 / 3},
+                                          {3, t0 + 4000, 1.0 / 3}}));
+}
+
+TEST_F(MlflowSyncTest, MetricsJsonOfAnEngineTrialIsTheFallbackForStoredStepMetrics) {
+  const fs::path dir = temp_dir();
+  InMemoryStorage memory(clock_);
+  Storage& storage = memory;
+  const int64_t study = storage.create_study("s", {StudyDirection::kMaximize}).study_id;
+  // Trial 0, stored without step metrics: its epochs come from metrics.json.
+  add_trial(storage, study, TrialState::kComplete, 2, 0.8);
+  write(dir / "trial-0" / "metrics.json",
+        R"({"version": 1, "epochs": [{"epoch": 1, "time": 1767225600.5, "lr": 0.1},
+                                     {"epoch": 2, "lr": 0.05}]})");
+  // Trial 1 has stored step metrics: its metrics.json is not read.
+  const FrozenTrial t = storage.create_trial(study);
+  storage.set_trial_step_metrics(t.trial_id, 1, {{"lr", 0.2}});
+  storage.finish_trial(t.trial_id, TrialState::kComplete, {0.9});
+  write(dir / "trial-1" / "metrics.json", R"({"epochs": [{"epoch": 1, "time": 5, "other": 1}]})");
+  // Trial 2 runs: its file may be ahead of its stored step metrics, so it waits for its end.
+  add_trial(storage, study, TrialState::kRunning, 1, 0.7);
+  write(dir / "trial-2" / "metrics.json", R"({"epochs": [{"epoch": 1, "time": 5, "lr": 1}]})");
+  MlflowSyncOptions o = options();
+  o.artifacts_dir = dir.string();
+  MlflowSync(storage, "s", o).sync();
+  using Points = std::vector<std::tuple<int64_t, int64_t, double>>;
+  const int64_t done = to_ms(*storage.get_trials(study).at(0).datetime_complete);
+  EXPECT_EQ(history(run_of_trial(0), "lr"), (Points{{1, 1767225600500, 0.1}, {2, done, 0.05}}));
+  EXPECT_EQ(history(run_of_trial(1), "lr").size(), 1u);
+  EXPECT_TRUE(history(run_of_trial(1), "other").empty());
+  EXPECT_TRUE(history(run_of_trial(2), "lr").empty());
+  EXPECT_EQ(history(run_of_trial(2), "value").size(), 1u);
+}
+
+TEST_F(MlflowSyncTest, AFinishedTrialsFilesAreLoggedOnce) {
+  const fs::path dir = temp_dir();
+  const std::string db = (dir / "study.db").string();
+  const fs::path artifacts = dir / "study.db.artifacts" / "s";
+  write(artifacts / "trial-0" / "events.out.tfevents.1", "scalars");
+  write(artifacts / "trial-0" / "samples" / "grid.png", "png");
+  write(artifacts / "trial-1" / "partial.txt", "still running");
+  MlflowSyncOptions o = options();
+  o.artifacts_dir = artifacts.string();
+  {
+    SqliteStorage storage(db);
+    const int64_t study = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
+    add_trial(storage, study, TrialState::kComplete, 1, 0.5);
+    add_trial(storage, study, TrialState::kRunning, 1, 0.5);
+    add_trial(storage, study, TrialState::kFail, 0, 0.5);  // no folder: nothing to log
+    MlflowSync sync(storage, "s", o);
+    const SyncReport report = sync.sync();
+    EXPECT_EQ(report.artifacts, 2);
+    EXPECT_EQ(report.artifact_bytes, 10);
+    EXPECT_EQ(artifacts_of(run_of_trial(0)),
+              (std::map<std::string, std::string>{{"events.out.tfevents.1", "scalars"},
+                                                  {"samples/grid.png", "png"}}));
+    EXPECT_TRUE(artifacts_of(run_of_trial(1)).empty());  // running: not yet
+    EXPECT_TRUE(sync.record(0)->artifacts_sent);
+    EXPECT_TRUE(sync.record(2)->artifacts_sent);
+    EXPECT_FALSE(sync.record(1)->artifacts_sent);
+    EXPECT_EQ(sync.sync().artifacts, 0);
+    // The running trial finishes: its files go with its end.
+    const FrozenTrial running = storage.get_trials(study).at(1);
+    storage.finish_trial(running.trial_id, TrialState::kComplete, {0.4});
+    EXPECT_EQ(sync.sync().artifacts, 1);
+    EXPECT_EQ(artifacts_of(run_of_trial(1)).at("partial.txt"), "still running");
+  }
+  // Another syncer on the same file (a resumed sweep, tuner sync-mlflow) sends none again.
+  const int puts = server_->count("mlflow-artifacts");
+  SqliteStorage storage(db);
+  const SyncReport again = MlflowSync(storage, "s", o).sync();
+  EXPECT_EQ(again.artifacts, 0);
+  EXPECT_EQ(server_->count("mlflow-artifacts"), puts);
+  EXPECT_TRUE(warnings_.empty()) << warnings_.front();
+}
+
+TEST_F(MlflowSyncTest, FilesPastTheLimitAreLeftOutWithAWarning) {
+  const fs::path dir = temp_dir();
+  write(dir / "trial-0" / "a.txt", "12345");
+  write(dir / "trial-0" / "b.ckpt", std::string(20, 'w'));
+  write(dir / "trial-0" / "c.txt", "123");
+  InMemoryStorage storage(clock_);
+  const int64_t study = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
+  add_trial(storage, study, TrialState::kComplete, 1, 0.5);
+  MlflowSyncOptions o = options();
+  o.artifacts_dir = dir.string();
+  o.max_trial_artifact_bytes = 10;
+  MlflowSync sync(storage, "s", o);
+  EXPECT_EQ(sync.sync().artifact_bytes, 8);
+  EXPECT_EQ(artifacts_of(run_of_trial(0)),
+            (std::map<std::string, std::string>{{"a.txt", "12345"}, {"c.txt", "123"}}));
+  ASSERT_EQ(warnings_.size(), 1u);
+  for (const std::string part :
+       {"trial 0's files", "total 28 bytes", "limit of 10 bytes", "1 of them left out (b.ckpt)"}) {
+    EXPECT_NE(warnings_[0].find(part), std::string::npos) << part << " in " << warnings_[0];
+  }
+  sync.sync();
+  EXPECT_EQ(warnings_.size(), 1u);  // said once: the trial's files are done
+  EXPECT_TRUE(sync.record(0)->artifacts_sent);
+}
+
+TEST_F(MlflowSyncTest, AServerThatServesNoArtifactsIsReportedOnce) {
+  const fs::path dir = temp_dir();
+  write(dir / "trial-0" / "a.txt", "a");
+  write(dir / "trial-1" / "b.txt", "b");
+  server_->serve_artifacts = false;
+  InMemoryStorage storage(clock_);
+  const int64_t study = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
+  add_trial(storage, study, TrialState::kComplete, 1, 0.5);
+  add_trial(storage, study, TrialState::kComplete, 1, 0.4);
+  MlflowSyncOptions o = options();
+  o.artifacts_dir = dir.string();
+  MlflowSync sync(storage, "s", o);
+  sync.sync();
+  sync.sync();
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("--serve-artifacts"), std::string::npos) << warnings_[0];
+  EXPECT_TRUE(server_->artifacts.empty());
+  // The runs themselves are complete.
+  EXPECT_EQ(run_of_trial(0).status, "FINISHED");
+  EXPECT_EQ(run_of_trial(1).status, "FINISHED");
+}
+
+// A record of an older tuner (version 1, without artifacts_sent) is read and brought up to date.
+TEST_F(MlflowSyncTest, AnOlderRecordIsUpgraded) {
+  const std::string db = (temp_dir() / "study.db").string();
+  SqliteStorage storage(db);
+  const int64_t study = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
+  {
+    ExtraTablesTransaction tx(db, std::chrono::milliseconds(1000));
+    tx.exec(R"(
+CREATE TABLE tuner_mlflow_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO tuner_mlflow_meta (key, value) VALUES ('version', '1');
+CREATE TABLE tuner_mlflow_runs (tracking_uri TEXT NOT NULL, study_id INTEGER NOT NULL,
+  trial_number INTEGER NOT NULL, experiment_id TEXT NOT NULL, run_id TEXT NOT NULL,
+  params_sent INTEGER NOT NULL DEFAULT 0, step_sent INTEGER, finished INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (tracking_uri, study_id, trial_number));
+)");
+    tx.run("INSERT INTO tuner_mlflow_runs VALUES ('http://m', ?, 0, '1', 'r0', 2, 5, 1)", {study});
+    tx.commit();
+  }
+  SqliteSyncState state(db, "http://m", study);
+  const std::map<int, RunRecord> records = state.load();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records.at(0), (RunRecord{.trial = 0,
+                                      .experiment_id = "1",
+                                      .run_id = "r0",
+                                      .params_sent = 2,
+                                      .step_sent = 5,
+                                      .finished = true,
+                                      .artifacts_sent = false}));
+  RunRecord sent = records.at(0);
+  sent.artifacts_sent = true;
+  state.save({sent});
+  EXPECT_EQ(state.load().at(0), sent);
 }
 
 TEST_F(MlflowSyncTest, ARefusedExperimentIsAnError) {

@@ -11,7 +11,7 @@
 namespace tuner::tracking {
 namespace {
 
-TEST(StudyTrackingTest, OptimizeIsLoggedWithItsIntermediateValues) {
+TEST(StudyTrackingTest, OptimizeIsLoggedWithItsIntermediateValuesAndStepMetrics) {
   auto server = std::make_shared<testing::FakeMlflow>();
   StudyOptions options;
   options.name = "api";
@@ -28,7 +28,10 @@ TEST(StudyTrackingTest, OptimizeIsLoggedWithItsIntermediateValues) {
   study.optimize(
       [](Trial& trial) {
         const double x = trial.suggest_float("x", -2, 2);
-        for (int step = 1; step <= 3; ++step) trial.report(step, x * x + 1.0 / step);
+        for (int step = 1; step <= 3; ++step) {
+          trial.log_metrics(step, {{"train_loss", 2.0 / step}});
+          trial.report(step, x * x + 1.0 / step);
+        }
         return x * x;
       },
       {.n_trials = 5, .on_trial_finished = [&](const FrozenTrial&) { background.nudge(); }});
@@ -39,12 +42,14 @@ TEST(StudyTrackingTest, OptimizeIsLoggedWithItsIntermediateValues) {
     const testing::FakeRun& run = server->runs.at(mlflow.record(t.number)->run_id);
     EXPECT_EQ(run.status, "FINISHED");
     EXPECT_EQ(std::stod(run.params.at("x")), std::get<double>(t.params.at("x")));
-    std::map<int64_t, double> steps;
+    std::map<int64_t, double> steps, train_loss;
     for (const auto& [key, step, ts, value] : run.metrics) {
       // Not the final value (x * x) the last step also gets.
       if (key == "loss" && step >= 1 && step <= 3 && value != t.values[0]) steps[step] = value;
+      if (key == "train_loss") train_loss[step] = value;
     }
     EXPECT_EQ(steps, t.intermediate_values);
+    EXPECT_EQ(train_loss, (std::map<int64_t, double>{{1, 2.0}, {2, 1.0}, {3, 2.0 / 3}}));
   }
 }
 

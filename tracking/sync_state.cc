@@ -20,10 +20,12 @@ CREATE TABLE IF NOT EXISTS tuner_mlflow_runs (
   params_sent INTEGER NOT NULL DEFAULT 0,
   step_sent INTEGER,
   finished INTEGER NOT NULL DEFAULT 0,
+  artifacts_sent INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (tracking_uri, study_id, trial_number));
 )";
 
-// Creates the tables, or checks the version of the ones there.
+// Creates the tables, or checks the version of the ones there and brings an older one up to
+// this version.
 void open_tables(ExtraTablesTransaction& tx, const std::string& path) {
   tx.exec(kSchema);
   const std::optional<std::string> version =
@@ -31,10 +33,20 @@ void open_tables(ExtraTablesTransaction& tx, const std::string& path) {
   if (!version) {
     tx.run("INSERT INTO tuner_mlflow_meta (key, value) VALUES ('version', ?)",
            {std::to_string(kSyncStateVersion)});
-  } else if (std::stoi(*version) > kSyncStateVersion) {
+    return;
+  }
+  const int stored = std::stoi(*version);
+  if (stored > kSyncStateVersion) {
     throw Error(ErrorCode::kFailedPrecondition,
                 path + ": tuner_mlflow_runs has version " + *version + "; this tuner reads " +
                     std::to_string(kSyncStateVersion) + " (use a newer tuner)");
+  }
+  if (stored < 2) {
+    tx.exec("ALTER TABLE tuner_mlflow_runs ADD COLUMN artifacts_sent INTEGER NOT NULL DEFAULT 0");
+  }
+  if (stored < kSyncStateVersion) {
+    tx.run("UPDATE tuner_mlflow_meta SET value = ? WHERE key = 'version'",
+           {std::to_string(kSyncStateVersion)});
   }
 }
 
@@ -54,7 +66,8 @@ std::map<int, RunRecord> SqliteSyncState::load() {
   const std::optional<std::string> rows = tx.text(
       "SELECT json_group_array(json_object('trial', trial_number, 'experiment_id', "
       "experiment_id, 'run_id', run_id, 'params_sent', params_sent, 'step_sent', step_sent, "
-      "'finished', finished)) FROM tuner_mlflow_runs WHERE tracking_uri = ? AND study_id = ?",
+      "'finished', finished, 'artifacts_sent', artifacts_sent)) FROM tuner_mlflow_runs WHERE "
+      "tracking_uri = ? AND study_id = ?",
       {tracking_uri_, study_id_});
   tx.commit();
   std::map<int, RunRecord> records;
@@ -67,6 +80,7 @@ std::map<int, RunRecord> SqliteSyncState::load() {
     r.params_sent = row.at("params_sent").get<int64_t>();
     if (!row.at("step_sent").is_null()) r.step_sent = row.at("step_sent").get<int64_t>();
     r.finished = row.at("finished").get<int>() != 0;
+    r.artifacts_sent = row.at("artifacts_sent").get<int>() != 0;
     records[r.trial] = r;
   }
   return records;
@@ -79,9 +93,10 @@ void SqliteSyncState::save(const std::vector<RunRecord>& records) {
   for (const RunRecord& r : records) {
     tx.run(
         "INSERT OR REPLACE INTO tuner_mlflow_runs (tracking_uri, study_id, trial_number, "
-        "experiment_id, run_id, params_sent, step_sent, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "experiment_id, run_id, params_sent, step_sent, finished, artifacts_sent) VALUES (?, ?, ?, "
+        "?, ?, ?, ?, ?, ?)",
         {tracking_uri_, study_id_, r.trial, r.experiment_id, r.run_id, r.params_sent, r.step_sent,
-         r.finished ? 1 : 0});
+         r.finished ? 1 : 0, r.artifacts_sent ? 1 : 0});
   }
   tx.commit();
 }

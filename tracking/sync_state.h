@@ -22,7 +22,8 @@
 namespace tuner::tracking {
 
 // The version of tuner_mlflow_runs this code reads and writes; a newer one is refused.
-inline constexpr int kSyncStateVersion = 1;
+// A version 1 table (without artifacts_sent) gets the column, 0, when opened.
+inline constexpr int kSyncStateVersion = 2;
 // The trial number of a study's parent run.
 inline constexpr int kParentRun = -1;
 
@@ -35,8 +36,11 @@ struct RunRecord {
   // The highest step whose metrics are logged; nullopt: none. The parent run: the number of
   // finished trials its study metrics were logged for.
   std::optional<int64_t> step_sent;
-  // The trial's end (state, final metrics, status) is logged: nothing is left to send.
+  // The trial's end (state, final metrics, status) is logged.
   bool finished = false;
+  // The trial's files are logged as the run's artifacts, or it had none to log
+  // (MlflowSyncOptions::artifacts_dir). The parent run: unused.
+  bool artifacts_sent = false;
   bool operator==(const RunRecord&) const = default;
 };
 

@@ -41,16 +41,24 @@ std::vector<std::string> objective_names(const FrozenTrial& trial, const TrialCo
   return names;
 }
 
+// One step as the run gets it: its metrics, and its time when one was measured.
+struct RunStep {
+  StepValues metrics;
+  std::optional<int64_t> time_ms;
+};
+
 // The trial's steps, merged: the measured ones (with their times) and the stored intermediate
 // values (the objective's metric), by step.
-std::map<int64_t, StepMetrics> merged_steps(const FrozenTrial& trial, const TrialContext& context,
-                                            const std::string& objective) {
-  std::map<int64_t, StepMetrics> steps;
-  for (const StepMetrics& s : context.steps) steps[s.step] = s;
+std::map<int64_t, RunStep> merged_steps(const FrozenTrial& trial, const TrialContext& context,
+                                        const std::string& objective) {
+  std::map<int64_t, RunStep> steps;
+  for (const StepMetrics& s : context.steps) {
+    RunStep& step = steps[s.step];
+    for (const auto& [key, value] : s.metrics) step.metrics.insert_or_assign(key, value);
+    step.time_ms = std::max(step.time_ms.value_or(to_ms(s.time)), to_ms(s.time));
+  }
   for (const auto& [step, value] : trial.intermediate_values) {
-    StepMetrics& s = steps[step];
-    s.step = step;
-    s.metrics.emplace(objective, value);  // a measured value of the same metric stays
+    steps[step].metrics.emplace(objective, value);  // a measured value of the same metric stays
   }
   return steps;
 }
@@ -121,9 +129,15 @@ TrialUpdate plan_trial_update(const FrozenTrial& trial, const RunRecord& record,
     update.after.params_sent = static_cast<int64_t>(trial.params.size());
   }
 
-  const std::map<int64_t, StepMetrics> steps = merged_steps(trial, context, objectives.front());
+  const std::map<int64_t, RunStep> steps = merged_steps(trial, context, objectives.front());
+  // A running trial's steps past its last intermediate value may still lack it.
+  const std::optional<int64_t> ready =
+      finished || trial.intermediate_values.empty()
+          ? std::nullopt
+          : std::optional<int64_t>(trial.intermediate_values.rbegin()->first);
   for (const auto& [step, s] : steps) {
     if (record.step_sent && step <= *record.step_sent) continue;
+    if (ready && step > *ready) break;
     for (const auto& [key, value] : s.metrics) {
       update.metrics.push_back({.key = mlflow_key(key),
                                 .value = value,
@@ -138,8 +152,8 @@ TrialUpdate plan_trial_update(const FrozenTrial& trial, const RunRecord& record,
   // is the one of the highest step, then the latest time), so that a run's metric is the trial's.
   const int64_t last_step = steps.empty() ? 0 : std::max<int64_t>(0, steps.rbegin()->first);
   int64_t end_ms = fallback_ms;
-  for (const auto& [step, s] : steps) {
-    if (step == last_step && s.time_ms) end_ms = std::max(end_ms, *s.time_ms + 1);
+  if (auto it = steps.find(last_step); it != steps.end() && it->second.time_ms) {
+    end_ms = std::max(end_ms, *it->second.time_ms + 1);
   }
   std::map<std::string, double> final_metrics;
   for (const auto& [key, json] : trial.user_attrs) {

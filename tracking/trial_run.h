@@ -5,8 +5,9 @@
 //   tuner.sampler, tuner.fail_reason (a FAIL), tuner.feasible (with constraints), and every user
 //   attribute that is not a number as tuner.attr.KEY;
 //   params: the trial's params (strings as they are, other values as tuner prints them);
-//   metrics at each step: the intermediate values under the objective's metric name, and an
-//   engine trial's per-epoch metrics (its artifacts' metrics.json) with their wall times;
+//   metrics at each step: every metric the trial's job reported at that step (its stored step
+//   metrics, trials/step_metrics.h) with the time it was stored, and the intermediate values
+//   under the objective's metric name;
 //   final metrics, at the last step with the completion time: the trial's values under the
 //   objectives' names, its numeric user attributes (a job's final metrics), its constraint
 //   values as constraint/NAME;
@@ -25,25 +26,23 @@
 #include "tracking/mlflow_client.h"
 #include "tracking/sync_state.h"
 #include "trials/frozen_trial.h"
+#include "trials/step_metrics.h"
 
 namespace tuner::tracking {
-
-// One step's metrics with the wall time they were measured at, when known.
-struct StepMetrics {
-  int64_t step = 0;
-  std::map<std::string, double> metrics;
-  std::optional<int64_t> time_ms;
-};
 
 struct TrialContext {
   std::string study;
   // The metric names of the trial's values, in order; the first names the intermediate values.
   // Default (empty): "value" for one objective, "value_0", "value_1", ... for several.
   std::vector<std::string> objective_metrics;
-  // Per-step metrics measured by the job (an engine trial's epochs), by step. Default none.
+  // Every metric the job reported at each step, with when it was measured, by step (the
+  // trial's stored step metrics; for a study stored without them, an engine trial's epochs from
+  // its metrics.json). A metric of the objective's name here wins over the intermediate value.
+  // Default none.
   std::vector<StepMetrics> steps;
-  // What stands for a step's time when none was measured: the trial's completion time when it
-  // is finished, else this (the time the syncer saw it), in ms since the epoch.
+  // What stands for the time of a step that has only an intermediate value: the trial's
+  // completion time when it is finished, else this (the time the syncer saw it), in ms since
+  // the epoch.
   int64_t now_ms = 0;
   // Names of the constraint values "0", "1", ... (the sweep's constraints, e.g.
   // "epoch_seconds<=30"); others keep their own. Default none.
@@ -66,7 +65,10 @@ std::string trial_run_name(const FrozenTrial& trial);
 std::vector<MlflowTag> trial_creation_tags(const FrozenTrial& trial, const TrialContext& context,
                                            const std::string& parent_run_id);
 
-// What the trial's run still lacks, given `record`.
+// What the trial's run still lacks, given `record`. Steps go in step order, each whole. While
+// the trial runs, its steps past its last intermediate value wait for a later pass (the
+// objective's value of a step is stored after the step's metrics): read the trial before its
+// step metrics so that each step sent is complete.
 TrialUpdate plan_trial_update(const FrozenTrial& trial, const RunRecord& record,
                               const TrialContext& context);
 

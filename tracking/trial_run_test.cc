@@ -51,13 +51,51 @@ TEST(TrialRunTest, ARunningTrialGetsParamsAndItsSteps) {
   EXPECT_TRUE(next.params.empty());
 }
 
-TEST(TrialRunTest, MeasuredStepsKeepTheirTimesAndWinOverStoredValues) {
+TEST(TrialRunTest, StepMetricsKeepTheirTimesAndWinOverStoredValues) {
   TrialContext context{.study = "s", .objective_metrics = {"loss"}, .now_ms = 9};
-  context.steps = {{.step = 1, .metrics = {{"loss", 0.5}, {"lr", 0.1}}, .time_ms = 1000},
-                   {.step = 2, .metrics = {{"loss", 0.25}, {"lr", 0.1}}, .time_ms = 2000}};
+  context.steps = {{.step = 1,
+                    .time = TimePoint(milliseconds(1000)),
+                    .metrics = {{"loss", 0.5}, {"train_loss", 0.7}}},
+                   {.step = 2,
+                    .time = TimePoint(milliseconds(2000)),
+                    .metrics = {{"loss", 0.25}, {"train_loss", 0.4}}}};
   const TrialUpdate u = plan_trial_update(running_trial(), RunRecord{.trial = 3}, context);
   EXPECT_EQ(u.metrics.size(), 4u);
   for (const MlflowMetric& m : u.metrics) EXPECT_EQ(m.timestamp_ms, m.step * 1000);
+  EXPECT_EQ(at_step(u, 2), (std::map<std::string, double>{{"loss", 0.25}, {"train_loss", 0.4}}));
+}
+
+// The objective's value of a step is stored after the step's other metrics: while a trial runs,
+// its steps past its last intermediate value wait, and go once it has them or has finished.
+TEST(TrialRunTest, ARunningTrialsStepsPastItsLastIntermediateValueWait) {
+  TrialContext context{.study = "s", .objective_metrics = {"loss"}, .now_ms = 9};
+  for (int64_t step = 1; step <= 3; ++step) {
+    context.steps.push_back({.step = step,
+                             .time = TimePoint(milliseconds(step * 1000)),
+                             .metrics = {{"train_loss", 1.0 / static_cast<double>(step)}}});
+  }
+  FrozenTrial t = running_trial();  // intermediate values at steps 1 and 2
+  const TrialUpdate u = plan_trial_update(t, RunRecord{.trial = 3}, context);
+  EXPECT_EQ(u.after.step_sent, 2);
+  EXPECT_EQ(at_step(u, 2), (std::map<std::string, double>{{"loss", 0.25}, {"train_loss", 0.5}}));
+  EXPECT_TRUE(at_step(u, 3).empty());
+  t.intermediate_values[3] = 0.125;
+  const TrialUpdate next = plan_trial_update(t, u.after, context);
+  EXPECT_EQ(at_step(next, 3),
+            (std::map<std::string, double>{{"loss", 0.125}, {"train_loss", 1.0 / 3}}));
+  EXPECT_EQ(next.after.step_sent, 3);
+
+  // A trial without intermediate values (several objectives) sends each step as it comes; a
+  // finished one sends them all.
+  t.intermediate_values.clear();
+  EXPECT_EQ(plan_trial_update(t, RunRecord{.trial = 3}, context).after.step_sent, 3);
+  t = running_trial();
+  t.state = TrialState::kPruned;
+  t.datetime_complete = TimePoint(milliseconds(9000));
+  const TrialUpdate ended = plan_trial_update(t, RunRecord{.trial = 3}, context);
+  EXPECT_EQ(ended.after.step_sent, 3);
+  EXPECT_EQ(ended.end_time_ms, 9000);
+  EXPECT_EQ(ended.status, RunStatus::kKilled);
 }
 
 TEST(TrialRunTest, ACompleteTrialGetsItsFinalMetricsAtTheLastStep) {

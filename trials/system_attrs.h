@@ -15,6 +15,9 @@ inline constexpr char kFixedParamsAttr[] = "fixed_params";
 // failed attempt as a JSON list (Optuna's RetryFailedTrialCallback).
 inline constexpr char kFailedTrialAttr[] = "failed_trial";
 inline constexpr char kRetryHistoryAttr[] = "retry_history";
+// tuner's own: a FAIL trial whose job ended well without an objective metric, that metric's name
+// (a JSON string); the metrics the job did print are the trial's user attributes.
+inline constexpr char kMissingMetricAttr[] = "tuner:missing_metric";
 
 }  // namespace tuner
 

@@ -506,14 +506,24 @@ History StudyCore::history_locked() {
   }
   // Trials made before a parameter with a default was added get it (docs/search_space.md,
   // "Changing the space of a study"); what is stored stays as it is.
-  filled = trials;
-  for (FrozenTrial& t : filled) {
+  size_t keep = 0;
+  while (keep < filled_finished && keep < trials.size() &&
+         filled[keep].trial_id == trials[keep].trial_id) {
+    ++keep;
+  }
+  filled.resize(keep);
+  for (size_t i = keep; i < trials.size(); ++i) {
+    FrozenTrial& t = filled.emplace_back(trials[i]);
     if (t.params.empty()) continue;  // nothing sampled yet (WAITING), or its ask failed
     for (const ParamSpec& spec : space->params()) {
       if (!spec.default_value || t.params.contains(spec.name)) continue;
       t.params.emplace(spec.name, *spec.default_value);
       t.distributions.insert_or_assign(spec.name, spec.distribution);
     }
+  }
+  filled_finished = keep;
+  while (filled_finished < filled.size() && is_finished(filled[filled_finished].state)) {
+    ++filled_finished;
   }
   return History{filled, record.directions};
 }

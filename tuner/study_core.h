@@ -117,10 +117,13 @@ struct StudyCore {
   void handle_stale_trials_locked();
   // A view of the cached trials as the samplers see them: with `space`'s defaults
   // (ParamSpec::default_value) in the trials that lack those parameters. REQUIRES: mutex held for
-  // as long as the view is used, and no other view of it in use (each call rebuilds `filled`).
+  // as long as the view is used, and no other view of it in use (each call updates `filled`).
   History history_locked();
-  // The cached trials with the defaults filled in; used only when `space` declares defaults.
+  // The cached trials with the defaults filled in; used only when `space` declares defaults. Its
+  // first `filled_finished` trials are finished ones, which never change: a call copies only the
+  // trials after them.
   std::vector<FrozenTrial> filled;
+  size_t filled_finished = 0;
 
   // Null when heartbeats are off. Last: destroyed (its thread joined) before what it uses.
   std::unique_ptr<Heartbeater> heartbeater;

@@ -9,6 +9,7 @@
 
 #include "search/registry.h"
 #include "search/rng.h"
+#include "search/samplers/gp/gp_sampler.h"
 #include "search/samplers/grid_sampler.h"
 #include "search/samplers/random_sampler.h"
 #include "search/samplers/tpe/tpe_sampler.h"
@@ -148,6 +149,27 @@ TEST(Study, ReportingNanFailsTheTrialWithAClearMessage) {
   EXPECT_EQ(t.system_attrs.at("fail_reason"), "\"trial 0 step 3: the value is NaN\"");
 }
 
+TEST(Study, LoggedMetricsAreStoredPerStepAndRefusedOnceTold) {
+  Study study = Study::create(random_study());
+  Trial trial = study.ask();
+  trial.report(1, 0.5);
+  trial.log_metrics(1, {{"train_loss", 0.7}, {"lr", 0.1}});
+  trial.log_metrics(2, {{"train_loss", 0.6}});
+  const int64_t id = trial.id();
+  study.tell(trial, 0.5);
+  const std::vector<StepMetrics> steps = study.storage().get_step_metrics(study.id()).at(id);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].metrics, (StepValues{{"lr", 0.1}, {"train_loss", 0.7}}));
+  EXPECT_EQ(steps[1].metrics, (StepValues{{"train_loss", 0.6}}));
+  EXPECT_EQ(study.trials().at(0).intermediate_values, (std::map<int64_t, double>{{1, 0.5}}));
+  try {
+    trial.log_metrics(3, {{"train_loss", 0.5}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kFailedPrecondition);
+  }
+}
+
 // Stops every trial at its second report.
 class StopAtStepTwo final : public Scheduler {
  public:
@@ -217,6 +239,9 @@ class CountingStorage final : public Storage {
   void set_trial_intermediate_value(int64_t trial_id, int64_t step, double value) override {
     base_.set_trial_intermediate_value(trial_id, step, value);
   }
+  void set_trial_step_metrics(int64_t trial_id, int64_t step, const StepValues& metrics) override {
+    base_.set_trial_step_metrics(trial_id, step, metrics);
+  }
   void set_trial_user_attr(int64_t trial_id, const std::string& key,
                            const std::string& json) override {
     base_.set_trial_user_attr(trial_id, key, json);
@@ -246,6 +271,10 @@ class CountingStorage final : public Storage {
   }
   std::vector<FrozenTrial> get_trials(int64_t study_id, const TrialFilter& filter) override {
     return count(base_.get_trials(study_id, filter));
+  }
+  std::map<int64_t, std::vector<StepMetrics>> get_step_metrics(
+      int64_t study_id, const std::vector<int64_t>& trial_ids) override {
+    return base_.get_step_metrics(study_id, trial_ids);
   }
   void run_batch(const std::function<void()>& body) override { base_.run_batch(body); }
   std::optional<uint64_t> change_count() override { return base_.change_count(); }
@@ -388,12 +417,22 @@ TEST(Study, EachTrialRecordsTheSamplerItCameFrom) {
   EXPECT_EQ(sampler_of(all[5]), "");  // recorded with the outcome
   EXPECT_EQ(all[1].system_attrs.at(kSamplerAttr), "\"random\"");
 
+  // A model-based sampler's startup trials are drawn at random, and say so.
   StudyOptions tpe = random_study();
   tpe.name = "tpe";
-  tpe.sampler = std::make_shared<TpeSampler>();
+  tpe.sampler = std::make_shared<TpeSampler>(TpeOptions{.n_startup_trials = 2});
   Study with_tpe = Study::create(tpe);
-  with_tpe.optimize(quadratic, trials(1));
-  EXPECT_EQ(sampler_of(with_tpe.trials().at(0)), "tpe");
+  with_tpe.optimize(quadratic, trials(3));
+  EXPECT_EQ(sampler_of(with_tpe.trials().at(0)), "random");
+  EXPECT_EQ(sampler_of(with_tpe.trials().at(1)), "random");
+  EXPECT_EQ(sampler_of(with_tpe.trials().at(2)), "tpe");
+  StudyOptions gp = random_study();
+  gp.name = "gp";
+  gp.sampler = std::make_shared<GpSampler>(GpSamplerOptions{.n_startup_trials = 2});
+  Study with_gp = Study::create(gp);
+  with_gp.optimize(quadratic, trials(3));
+  EXPECT_EQ(sampler_of(with_gp.trials().at(1)), "random");
+  EXPECT_EQ(sampler_of(with_gp.trials().at(2)), "gp");
 }
 
 TEST(Study, ANewStudyTakesTheAutoSamplerAndALoadedOneKeepsItsOwn) {
@@ -406,20 +445,24 @@ TEST(Study, ANewStudyTakesTheAutoSamplerAndALoadedOneKeepsItsOwn) {
     o.seed = 5;
     return o;
   };
+  // The samplers' startup trials (10 by default) are random; the next one names the sampler.
+  constexpr int kPastStartup = 11;
   Study fresh = Study::create(options("fresh", nullptr));
-  fresh.optimize(quadratic, trials(2));
-  EXPECT_EQ(sampler_of(fresh.trials().at(1)), "gp");  // auto's choice for two plain parameters
+  fresh.optimize(quadratic, trials(kPastStartup));
+  EXPECT_EQ(sampler_of(fresh.trials().at(0)), "random");
+  EXPECT_EQ(sampler_of(fresh.trials().back()), "gp");  // auto's choice for two plain parameters
   EXPECT_EQ(storage->find_study("fresh")->system_attrs.at("tuner:sampler"), "\"auto\"");
 
-  Study::create(options("with_tpe", std::make_shared<TpeSampler>())).optimize(quadratic, trials(1));
+  Study::create(options("with_tpe", std::make_shared<TpeSampler>()))
+      .optimize(quadratic, trials(kPastStartup - 1));
   Study::load(options("with_tpe", nullptr)).optimize(quadratic, trials(1));
-  EXPECT_EQ(sampler_of(Study::load(options("with_tpe", nullptr)).trials().at(1)), "tpe");
+  EXPECT_EQ(sampler_of(Study::load(options("with_tpe", nullptr)).trials().back()), "tpe");
 
   // Made before tuner stored its sampler (or by Optuna): TPE, the default of both then.
   storage->create_study("older", {StudyDirection::kMinimize});
   Study older = Study::load(options("older", nullptr));
-  older.optimize(quadratic, trials(1));
-  EXPECT_EQ(sampler_of(older.trials().at(0)), "tpe");
+  older.optimize(quadratic, trials(kPastStartup));
+  EXPECT_EQ(sampler_of(older.trials().back()), "tpe");
 
   struct Own final : Sampler {
     ParamValue sample_independent(const std::string&, const Distribution& d, const History&,
@@ -459,8 +502,9 @@ TEST(Study, LoadRemakesEveryBuiltInSamplerFromItsName) {
     Study::create(o);
     o.sampler = nullptr;
     Study loaded = Study::load(o);
-    loaded.optimize(quadratic, trials(1));
-    if (type != SamplerType::kAuto) EXPECT_EQ(sampler_of(loaded.trials().at(0)), name);
+    // Past the startup trials of the model-based samplers (10 by default), which are random.
+    loaded.optimize(quadratic, trials(11));
+    if (type != SamplerType::kAuto) EXPECT_EQ(sampler_of(loaded.trials().back()), name);
   }
 }
 

@@ -117,6 +117,21 @@ void Trial::report(int64_t step, double value) {
   s.last_step = step;
 }
 
+void Trial::log_metrics(int64_t step, const StepValues& metrics) {
+  State& s = *state_;
+  if (s.told) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "trial " + std::to_string(s.number) + ": cannot log metrics after it finished");
+  }
+  StudyCore& core = *s.core;
+  std::lock_guard lock(core.mutex);
+  // Step metrics are not part of the cached trials: nothing to update there.
+  core.own_write_locked([&] {
+    core.storage->set_trial_step_metrics(s.trial_id, step, metrics);
+    return true;
+  });
+}
+
 bool Trial::should_stop() {
   State& s = *state_;
   if (s.stop_requested || s.timed_out) return true;

@@ -18,6 +18,7 @@
 
 #include "trials/distribution.h"
 #include "trials/param_value.h"
+#include "trials/step_metrics.h"
 
 namespace tuner {
 
@@ -54,6 +55,11 @@ class Trial {
 
   // Stores `value` at `step`. Throws Error(kInvalidArgument) for NaN.
   void report(int64_t step, double value);
+  // Stores every metric of `metrics` at `step` (a loss, an accuracy, a learning rate: whatever
+  // the step measured, NaN included), beside the intermediate value report() stores; the report
+  // and MLflow show them, Storage::get_step_metrics reads them. Throws Error(kFailedPrecondition)
+  // once told.
+  void log_metrics(int64_t step, const StepValues& metrics);
   // Asks the scheduler about the last reported step; false when nothing was reported or the
   // study has no scheduler. Under Study::optimize with a trial_timeout, true once the trial has
   // run that long (the trial is then FAIL, not PRUNED). Once true, stays true.

@@ -55,6 +55,94 @@ void check_store_entry(const std::string& path, std::string_view key, std::strin
   }
 }
 
+// Base64 (RFC 4648, standard alphabet, padded): FILE chunks' data.
+constexpr char kBase64Digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string to_base64(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  auto byte = [&](size_t at) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(bytes[at]));
+  };
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    for (int shift : {18, 12, 6, 0}) out.push_back(kBase64Digits[(v >> shift) & 63]);
+  }
+  if (const size_t rest = bytes.size() - i; rest > 0) {
+    const uint32_t v = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0);
+    out.push_back(kBase64Digits[(v >> 18) & 63]);
+    out.push_back(kBase64Digits[(v >> 12) & 63]);
+    out.push_back(rest == 2 ? kBase64Digits[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
+// The bytes of canonical base64 text (as to_base64 writes it); nullopt for anything else.
+std::optional<std::string> from_base64(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  auto digit = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    const int padding = last ? (text[i + 3] == '=') + (text[i + 2] == '=') : 0;
+    if (padding == 1 && text[i + 2] == '=') return std::nullopt;  // "x=" before a digit
+    uint32_t v = 0;
+    for (int k = 0; k < 4 - padding; ++k) {
+      const int d = digit(text[i + static_cast<size_t>(k)]);
+      if (d < 0) return std::nullopt;
+      v |= static_cast<uint32_t>(d) << (18 - 6 * k);
+    }
+    // Bits beyond the last byte must be zero: one text per byte string.
+    if ((padding == 1 && (v & 0xff) != 0) || (padding == 2 && (v & 0xffff) != 0)) {
+      return std::nullopt;
+    }
+    out.push_back(static_cast<char>(v >> 16));
+    if (padding < 2) out.push_back(static_cast<char>((v >> 8) & 0xff));
+    if (padding < 1) out.push_back(static_cast<char>(v & 0xff));
+  }
+  return out;
+}
+
+std::optional<TrialFileKind> parse_file_kind(std::string_view name) {
+  if (name == "log") return TrialFileKind::kLog;
+  if (name == "artifact") return TrialFileKind::kArtifact;
+  return std::nullopt;
+}
+
+// A FILE chunk's or FILE_ACK's path for its kind: "" for a log, a trial folder's path for an
+// artifact. Empty when fine, else the problem.
+std::string file_path_problem(TrialFileKind kind, std::string_view path) {
+  if (kind == TrialFileKind::kLog) return path.empty() ? "" : "a log's path must be empty";
+  return trial_file_path_problem(path);
+}
+
+// A FILE chunk within its bounds (both sides check: encode and decode). Empty when fine.
+std::string file_chunk_problem(const FileChunkMessage& m) {
+  if (std::string problem = file_path_problem(m.kind, m.path); !problem.empty()) {
+    return ".path: " + problem;
+  }
+  if (m.data.size() > kMaxFileChunkBytes) {
+    return ".data: " + std::to_string(m.data.size()) + " bytes exceed the limit of " +
+           std::to_string(kMaxFileChunkBytes);
+  }
+  if (m.offset > m.size || m.data.size() > m.size - m.offset) {
+    return ": bytes " + std::to_string(m.offset) + " to " +
+           std::to_string(m.offset + m.data.size()) + " are beyond the file's size " +
+           std::to_string(m.size);
+  }
+  return "";
+}
+
 struct BodyWriter {
   OrderedJson operator()(const HelloMessage& m) const {
     OrderedJson gpus = OrderedJson::array();
@@ -141,6 +229,32 @@ struct BodyWriter {
       entries[key] = to_hex(value);
     }
     return {{"lease_id", m.lease_id}, {"entries", entries}};
+  }
+  OrderedJson operator()(const FileChunkMessage& m) const {
+    if (std::string problem = file_chunk_problem(m); !problem.empty()) {
+      throw ProtocolError("FILE" + problem);
+    }
+    return {{"lease_id", m.lease_id}, {"kind", std::string(to_string(m.kind))},
+            {"path", m.path},         {"size", m.size},
+            {"offset", m.offset},     {"data", to_base64(m.data)}};
+  }
+  OrderedJson operator()(const FileAckMessage& m) const {
+    if (std::string problem = file_path_problem(m.kind, m.path); !problem.empty()) {
+      throw ProtocolError("FILE_ACK.path: " + problem);
+    }
+    OrderedJson body = {{"lease_id", m.lease_id}, {"kind", std::string(to_string(m.kind))},
+                        {"path", m.path},         {"offset", m.offset},
+                        {"accepted", m.accepted}, {"reason", m.reason}};
+    if (m.lease_ended) body["lease_ended"] = true;
+    return body;
+  }
+  OrderedJson operator()(const FilesLeftMessage& m) const {
+    OrderedJson files = OrderedJson::array();
+    for (const LeftFile& f : m.files) files.push_back({{"path", f.path}, {"size", f.size}});
+    return {{"lease_id", m.lease_id},
+            {"hostname", m.hostname},
+            {"limit_bytes", m.limit_bytes},
+            {"files", files}};
   }
 };
 
@@ -405,6 +519,58 @@ class BodyReader {
     check_store_entry_read(p_, m.key, m.value);
     return m;
   }
+  TrialFileKind file_kind() const {
+    const std::string name = str("kind");
+    std::optional<TrialFileKind> kind = parse_file_kind(name);
+    if (!kind)
+      fail(path("kind"), "expected \"log\" or \"artifact\", got \"" + shorten(name) + "\"");
+    return *kind;
+  }
+  FileChunkMessage file_chunk() const {
+    FileChunkMessage m{.lease_id = lease_id(),
+                       .kind = file_kind(),
+                       .path = str("path"),
+                       .size = integer<uint64_t>("size"),
+                       .offset = integer<uint64_t>("offset")};
+    const std::string text = str("data");
+    if (text.size() > (kMaxFileChunkBytes + 2) / 3 * 4) {
+      fail(path("data"), std::to_string(text.size()) + " base64 digits exceed the limit of " +
+                             std::to_string((kMaxFileChunkBytes + 2) / 3 * 4));
+    }
+    std::optional<std::string> data = from_base64(text);
+    if (!data) fail(path("data"), "expected base64 (RFC 4648, padded)");
+    m.data = *std::move(data);
+    if (std::string problem = file_chunk_problem(m); !problem.empty()) {
+      throw ProtocolError(p_ + problem);
+    }
+    return m;
+  }
+  FileAckMessage file_ack() const {
+    FileAckMessage m{.lease_id = lease_id(),
+                     .kind = file_kind(),
+                     .path = str("path"),
+                     .offset = integer<uint64_t>("offset"),
+                     .accepted = boolean("accepted"),
+                     .lease_ended = has("lease_ended") && boolean("lease_ended"),
+                     .reason = str("reason")};
+    if (std::string problem = file_path_problem(m.kind, m.path); !problem.empty()) {
+      fail(path("path"), problem);
+    }
+    return m;
+  }
+  FilesLeftMessage files_left() const {
+    FilesLeftMessage m{.lease_id = lease_id(),
+                       .hostname = str("hostname"),
+                       .limit_bytes = integer<uint64_t>("limit_bytes")};
+    const nlohmann::json& files = array_of(at("files"), path("files"));
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string fp = path("files") + "[" + std::to_string(i) + "]";
+      const nlohmann::json& f = object_of(files[i], fp);
+      m.files.push_back(LeftFile{.path = string_of(member(f, "path", fp), fp + ".path"),
+                                 .size = int_of<uint64_t>(member(f, "size", fp), fp + ".size")});
+    }
+    return m;
+  }
   StoreKeysMessage store_keys() const {
     StoreKeysMessage m{.lease_id = lease_id()};
     for (const auto& [key, value] : object_of(at("entries"), path("entries")).items()) {
@@ -422,7 +588,7 @@ class BodyReader {
 
 std::optional<MessageType> type_from_wire(uint16_t value) {
   if (value < static_cast<uint16_t>(MessageType::kHello) ||
-      value > static_cast<uint16_t>(MessageType::kStoreKeys)) {
+      value > static_cast<uint16_t>(MessageType::kFilesLeft)) {
     return std::nullopt;
   }
   return static_cast<MessageType>(value);
@@ -471,6 +637,12 @@ Message decode_body(MessageType type, const std::string& text) {
       return r.store_set();
     case MessageType::kStoreKeys:
       return r.store_keys();
+    case MessageType::kFile:
+      return r.file_chunk();
+    case MessageType::kFileAck:
+      return r.file_ack();
+    case MessageType::kFilesLeft:
+      return r.files_left();
   }
   throw ProtocolError("unknown message type " + std::to_string(static_cast<int>(type)));
 }
@@ -524,8 +696,43 @@ std::string_view to_string(MessageType type) {
       return "STORE_SET";
     case MessageType::kStoreKeys:
       return "STORE_KEYS";
+    case MessageType::kFile:
+      return "FILE";
+    case MessageType::kFileAck:
+      return "FILE_ACK";
+    case MessageType::kFilesLeft:
+      return "FILES_LEFT";
   }
   return "UNKNOWN";
+}
+
+std::string_view to_string(TrialFileKind kind) {
+  switch (kind) {
+    case TrialFileKind::kLog:
+      return "log";
+    case TrialFileKind::kArtifact:
+      return "artifact";
+  }
+  return "unknown";
+}
+
+std::string trial_file_path_problem(std::string_view path) {
+  if (path.empty() || path.size() > kMaxFilePathBytes) {
+    return "expected 1 to " + std::to_string(kMaxFilePathBytes) + " bytes, got " +
+           std::to_string(path.size());
+  }
+  if (path.find('\0') != std::string_view::npos) return "holds a NUL byte";
+  if (path.front() == '/') return "'" + shorten(path) + "' is absolute";
+  for (std::string_view rest = path;;) {
+    const size_t slash = rest.find('/');
+    const std::string_view part = rest.substr(0, slash);
+    if (part.empty() || part == "." || part == "..") {
+      return "'" + shorten(path) + "' has a component that is empty, '.' or '..'";
+    }
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return "";
 }
 
 MessageType message_type(const Message& message) {

@@ -85,6 +85,9 @@ enum class MessageType : uint16_t {
   kBye = 11,
   kStoreSet = 12,
   kStoreKeys = 13,
+  kFile = 14,
+  kFileAck = 15,
+  kFilesLeft = 16,
 };
 
 std::string_view to_string(MessageType type);  // "HELLO", "READY", ...
@@ -242,16 +245,84 @@ struct StoreKeysMessage {
   bool operator==(const StoreKeysMessage&) const = default;
 };
 
-using Message =
-    std::variant<HelloMessage, ReadyMessage, TrialMessage, ReportMessage, DecisionMessage,
-                 ResultMessage, FailMessage, AckMessage, HeartbeatMessage, ErrorMessage, ByeMessage,
-                 StoreSetMessage, StoreKeysMessage>;
+// A trial's files (docs/protocol.md, "Trial files"): an executor that does not share a file
+// system with the coordinator sends a finished trial's log and the files of its artifacts folder
+// before the trial's RESULT or FAIL, one file after another, each in chunks of at most
+// kMaxFileChunkBytes (base64 on the wire), every chunk answered by FILE_ACK.
+inline constexpr size_t kMaxFileChunkBytes = size_t{1} << 20;  // 1 MiB
+inline constexpr size_t kMaxFilePathBytes = 1024;
+
+enum class TrialFileKind {
+  kLog,       // the attempt's log: the coordinator names it (trial-<N>-lease-<L>.log)
+  kArtifact,  // a file of the trial's artifacts folder (<artifacts_dir>/trial-<N>/)
+};
+
+std::string_view to_string(TrialFileKind kind);  // "log", "artifact"
+
+// Why `path` cannot name a file inside a trial's folder; empty when it can: a relative path of
+// 1..kMaxFilePathBytes bytes, '/'-separated components that are neither empty, "." nor "..", no
+// NUL byte.
+std::string trial_file_path_problem(std::string_view path);
+
+// executor -> coordinator: bytes [offset, offset + data.size()) of one of the trial's files, of
+// `size` bytes in all. A file's chunks come in order from offset 0; the one that ends at `size`
+// completes it (a file of 0 bytes is one empty chunk). A chunk at offset 0 starts the file over.
+// Answered by FILE_ACK.
+struct FileChunkMessage {
+  uint64_t lease_id = 0;
+  TrialFileKind kind = TrialFileKind::kLog;
+  // kArtifact: its path in the trial's folder (trial_file_path_problem); kLog: empty.
+  std::string path;
+  uint64_t size = 0;  // the whole file's bytes
+  uint64_t offset = 0;
+  std::string data;  // at most kMaxFileChunkBytes bytes, any bytes; offset + data.size() <= size
+  bool operator==(const FileChunkMessage&) const = default;
+};
+
+// coordinator -> executor: the answer to a FILE chunk (the same lease, kind, path and offset).
+struct FileAckMessage {
+  uint64_t lease_id = 0;
+  TrialFileKind kind = TrialFileKind::kLog;
+  std::string path;
+  uint64_t offset = 0;
+  // False: the coordinator takes nothing more of this file (`reason` says why: it cannot write
+  // it, the chunk came out of order); the executor goes on with the next file.
+  bool accepted = true;
+  // The lease is not current (it expired, its trial was re-run): nothing more of any file of it.
+  // Optional on the wire (absent: false).
+  bool lease_ended = false;
+  std::string reason;
+  bool operator==(const FileAckMessage&) const = default;
+};
+
+// A file that stays on the executor's host.
+struct LeftFile {
+  std::string path;  // absolute, on the executor's host
+  uint64_t size = 0;
+  bool operator==(const LeftFile&) const = default;
+};
+
+// executor -> coordinator, before the trial's first FILE: the trial's files that are not sent
+// because they would take its files past the executor's limit. Not answered.
+struct FilesLeftMessage {
+  uint64_t lease_id = 0;
+  std::string hostname;      // where they stay
+  uint64_t limit_bytes = 0;  // the executor's limit per trial
+  std::vector<LeftFile> files;
+  bool operator==(const FilesLeftMessage&) const = default;
+};
+
+using Message = std::variant<HelloMessage, ReadyMessage, TrialMessage, ReportMessage,
+                             DecisionMessage, ResultMessage, FailMessage, AckMessage,
+                             HeartbeatMessage, ErrorMessage, ByeMessage, StoreSetMessage,
+                             StoreKeysMessage, FileChunkMessage, FileAckMessage, FilesLeftMessage>;
 
 MessageType message_type(const Message& message);
 
 // The two frames of `message`. Strings must be UTF-8 (invalid bytes are sent as U+FFFD).
-// Throws ProtocolError when a parameter is not finite or the encoded message exceeds
-// kMaxMessageBytes (a sender truncates its log tail first).
+// Throws ProtocolError when a parameter is not finite, a store entry or file chunk breaks its
+// bounds, or the encoded message exceeds kMaxMessageBytes (a sender truncates its log tail
+// first).
 std::vector<std::string> encode(const Message& message);
 
 // The message in `frames` (the frames after any routing envelope).
@@ -259,7 +330,8 @@ std::vector<std::string> encode(const Message& message);
 // kMaxMessageBytes in all, a header of the wrong size or magic, another protocol version, an
 // unknown type, a body that is not a JSON object, a missing or mistyped field, e.g.
 // "REPORT.metrics.loss: expected a number", a store key or value out of its bounds or a value
-// that is not hex.
+// that is not hex, a file chunk's data that is not base64 or breaks its bounds, a file path that
+// could leave the trial's folder.
 Message decode(std::span<const std::string> frames);
 
 }  // namespace tuner

@@ -5,7 +5,7 @@
 //   1. decode() returns or throws ProtocolError, nothing else (ASan/UBSan catch memory errors);
 //   2. a decoded message re-encodes, and decoding that encoding gives the same frames again
 //      (encode(decode(x)) is a fixed point), so nothing decoded is unencodable or lossy.
-// Build: see trials/CMakeLists.txt (clang only). Run: protocol_fuzz -max_total_time=60 CORPUS
+// Build: see wire/CMakeLists.txt (clang only). Run: protocol_fuzz -max_total_time=60 CORPUS
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -84,12 +84,29 @@ std::vector<Message> samples() {
       ByeMessage{},
       StoreSetMessage{.lease_id = 17, .key = "0", .value = std::string("\x00\xff\x7f a", 5)},
       StoreKeysMessage{.lease_id = 18, .entries = {{"0", "addr-0"}, {"nccl_id", ""}}},
+      FileChunkMessage{.lease_id = 17,
+                       .kind = TrialFileKind::kArtifact,
+                       .path = "checkpoints/model.ckpt",
+                       .size = 10,
+                       .offset = 4,
+                       .data = std::string("\x00\xff\x7f ab", 6)},
+      FileAckMessage{.lease_id = 17,
+                     .kind = TrialFileKind::kArtifact,
+                     .path = "checkpoints/model.ckpt",
+                     .offset = 4,
+                     .accepted = false,
+                     .reason = "No space left on device"},
+      FilesLeftMessage{
+          .lease_id = 17,
+          .hostname = "node7",
+          .limit_bytes = uint64_t{1} << 30,
+          .files = {{.path = "/tmp/f/s/trial-9/model.ckpt", .size = uint64_t{3} << 30}}},
   };
 }
 
 TEST(Protocol, EveryTypeRoundTrips) {
   auto messages = samples();
-  ASSERT_EQ(messages.size(), 13u);
+  ASSERT_EQ(messages.size(), 16u);
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
     EXPECT_EQ(static_cast<size_t>(message_type(m)), i + 1);
@@ -370,6 +387,99 @@ TEST(Protocol, TrialNodesAreOptionalAndChecked) {
   const HelloMessage hello{
       .executor_id = "e", .leases = {{.lease_id = 3, .study_name = "s", .trial_id = 1, .node = 1}}};
   EXPECT_EQ(round_trip(hello), Message(hello));
+}
+
+TEST(Protocol, FileChunksTravelAsBase64) {
+  auto frames = encode(FileChunkMessage{
+      .lease_id = 2, .kind = TrialFileKind::kLog, .size = 5, .offset = 0, .data = "hello"});
+  EXPECT_EQ(frames[0], header(kProtocolVersion, 14));
+  EXPECT_EQ(frames[1],
+            R"({"lease_id":2,"kind":"log","path":"","size":5,"offset":0,"data":"aGVsbG8="})");
+  EXPECT_EQ(to_string(MessageType::kFile), "FILE");
+  EXPECT_EQ(to_string(MessageType::kFileAck), "FILE_ACK");
+  EXPECT_EQ(to_string(MessageType::kFilesLeft), "FILES_LEFT");
+  // Every length's padding, and every byte, round trip.
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{256}}) {
+    const FileChunkMessage chunk{.lease_id = 1,
+                                 .kind = TrialFileKind::kArtifact,
+                                 .path = "a",
+                                 .size = n,
+                                 .data = bytes.substr(0, n)};
+    EXPECT_EQ(round_trip(chunk), Message(chunk)) << n;
+  }
+  // A whole chunk fits a message.
+  const FileChunkMessage full{.lease_id = 1,
+                              .kind = TrialFileKind::kArtifact,
+                              .path = "big.bin",
+                              .size = uint64_t{1} << 40,
+                              .offset = uint64_t{1} << 39,
+                              .data = std::string(kMaxFileChunkBytes, '\xab')};
+  EXPECT_EQ(round_trip(full), Message(full));
+  const FileAckMessage ended{.lease_id = 3, .lease_ended = true, .reason = "lease 3 expired"};
+  EXPECT_EQ(round_trip(ended), Message(ended));
+  EXPECT_EQ(encode(FileAckMessage{.lease_id = 3})[1].find("lease_ended"), std::string::npos);
+}
+
+TEST(Protocol, TrialFilePathsStayInsideTheTrialsFolder) {
+  EXPECT_EQ(trial_file_path_problem("events.out.tfevents.1.host"), "");
+  EXPECT_EQ(trial_file_path_problem("a/b/c.txt"), "");
+  EXPECT_EQ(trial_file_path_problem("..a/b.."), "");
+  EXPECT_EQ(trial_file_path_problem(""), "expected 1 to 1024 bytes, got 0");
+  EXPECT_EQ(trial_file_path_problem(std::string(1025, 'a')), "expected 1 to 1024 bytes, got 1025");
+  EXPECT_EQ(trial_file_path_problem("/etc/passwd"), "'/etc/passwd' is absolute");
+  for (const char* bad : {"..", "../x", "a/../../x", "a/..", "./a", "a//b", "a/", "a/./b"}) {
+    EXPECT_THAT(trial_file_path_problem(bad), HasSubstr("has a component that is empty")) << bad;
+  }
+  EXPECT_EQ(trial_file_path_problem(std::string("a\0b", 3)), "holds a NUL byte");
+}
+
+TEST(Protocol, FileMessagesRefuseWhatCouldWriteElsewhereOrOutOfBounds) {
+  using T = MessageType;
+  const std::string head = R"({"lease_id":1,"kind":"artifact","size":4,"offset":0,)";
+  EXPECT_EQ(body_error(T::kFile, head + R"("path":"../x","data":""})"),
+            "FILE.path: '../x' has a component that is empty, '.' or '..'");
+  EXPECT_EQ(body_error(T::kFile, head + R"("path":"/x","data":""})"),
+            "FILE.path: '/x' is absolute");
+  EXPECT_EQ(body_error(T::kFile, R"({"lease_id":1,"kind":"log","path":"x","size":0,)"
+                                 R"("offset":0,"data":""})"),
+            "FILE.path: a log's path must be empty");
+  EXPECT_EQ(body_error(T::kFile, R"({"lease_id":1,"kind":"core","path":"x","size":0,)"
+                                 R"("offset":0,"data":""})"),
+            R"(FILE.kind: expected "log" or "artifact", got "core")");
+  EXPECT_EQ(body_error(T::kFile, head + R"("path":"x","data":"aGVsbG8="})"),
+            "FILE: bytes 0 to 5 are beyond the file's size 4");
+  EXPECT_EQ(body_error(T::kFile, R"({"lease_id":1,"kind":"log","path":"","size":4,)"
+                                 R"("offset":5,"data":""})"),
+            "FILE: bytes 5 to 5 are beyond the file's size 4");
+  EXPECT_EQ(body_error(T::kFile, R"({"lease_id":1,"kind":"log","path":"",)"
+                                 R"("size":18446744073709551615,"offset":18446744073709551615,)"
+                                 R"("data":"aGk="})"),
+            "FILE: bytes 18446744073709551615 to 1 are beyond the file's size "
+            "18446744073709551615");
+  for (const char* bad : {"aGVsbG8", "aGVsbG8=x", "aGV=bG8=", "a===", "aGVsbG9=", "aGk*"}) {
+    EXPECT_EQ(body_error(T::kFile, head + R"("path":"x","data":")" + bad + "\"}"),
+              "FILE.data: expected base64 (RFC 4648, padded)")
+        << bad;
+  }
+  const std::string big((kMaxFileChunkBytes + 2) / 3 * 4 + 4, 'A');
+  EXPECT_THAT(body_error(T::kFile, R"({"lease_id":1,"kind":"log","path":"","size":1,)"
+                                   R"("offset":0,"data":")" +
+                                       big + "\"}"),
+              HasSubstr("FILE.data: 1398108 base64 digits exceed the limit of 1398104"));
+  EXPECT_EQ(body_error(T::kFileAck, R"({"lease_id":1,"kind":"artifact","path":"a/../b",)"
+                                    R"("offset":0,"accepted":true,"reason":""})"),
+            "FILE_ACK.path: 'a/../b' has a component that is empty, '.' or '..'");
+  EXPECT_EQ(body_error(T::kFilesLeft, R"({"lease_id":1,"hostname":"h","limit_bytes":1,)"
+                                      R"("files":[{"path":"/x"}]})"),
+            "FILES_LEFT.files[0].size: missing");
+  EXPECT_THROW(encode(FileChunkMessage{.kind = TrialFileKind::kArtifact, .path = "../x"}),
+               ProtocolError);
+  EXPECT_THROW(encode(FileChunkMessage{.size = 1, .data = "ab"}), ProtocolError);
+  EXPECT_THROW(encode(FileChunkMessage{.size = kMaxFileChunkBytes + 1,
+                                       .data = std::string(kMaxFileChunkBytes + 1, 'x')}),
+               ProtocolError);
 }
 
 TEST(ProtocolTest, AHelloWithoutLeasesHoldsNone) {

@@ -1,9 +1,12 @@
 #include "executor/engine/datasets.h"
 
+#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "executor/engine/csv_loader.h"
 #include "executor/engine/fashion_mnist_loader.h"
 #include "executor/engine/member_reader.h"
+#include "executor/engine/npy_loader.h"
 #include "executor/job_json.h"
 
 namespace tuner::engine {
@@ -11,13 +14,32 @@ namespace tuner::engine {
 namespace {
 
 const DatasetInfo kDatasets[] = {{.name = "fashion-mnist",
+                                  .format = "idx",
                                   .train_size = 60000,
                                   .test_size = 10000,
                                   .sample = training::Shape{1, 28, 28},
                                   .classes = 10,
                                   .uint8 = true,  // pixels 0..255 (training/data/idx.h)
                                   .divisor = 255.0f,
-                                  .load = load_fashion_mnist}};
+                                  .load = load_fashion_mnist},
+                                 {.name = "csv",
+                                  .format = "csv",
+                                  .train_size = -1,
+                                  .test_size = -1,
+                                  .sample = training::Shape{},
+                                  .classes = 0,
+                                  .uint8 = false,
+                                  .divisor = 1.0f,
+                                  .load = load_csv},
+                                 {.name = "npy",
+                                  .format = "npy",
+                                  .train_size = -1,
+                                  .test_size = -1,
+                                  .sample = training::Shape{},
+                                  .classes = 0,
+                                  .uint8 = false,
+                                  .divisor = 1.0f,
+                                  .load = load_npy}};
 
 }  // namespace
 
@@ -25,7 +47,9 @@ std::span<const DatasetInfo> engine_datasets() { return kDatasets; }
 
 std::string known_datasets() {
   std::vector<std::string_view> names;
-  for (const DatasetInfo& d : kDatasets) names.push_back(d.name);
+  for (const DatasetInfo& d : kDatasets) {
+    if (d.format == "idx") names.push_back(d.name);
+  }
   return join(names);
 }
 
@@ -37,27 +61,53 @@ const DatasetInfo& find_dataset(std::string_view name, const std::string& path) 
                  "unknown dataset \"" + std::string(name) + "\" (known: " + known_datasets() + ")");
 }
 
+const DatasetInfo* find_file_format(std::string_view format) {
+  for (const DatasetInfo& d : kDatasets) {
+    if (d.format == format && d.format != "idx") return &d;
+  }
+  return nullptr;
+}
+
+DataShape catalogue_shape(const DatasetInfo& info) {
+  return DataShape{.name = std::string(info.name), .sample = info.sample, .classes = info.classes};
+}
+
 Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
                      const std::string& where) {
   const std::string path = where + ".data";
   const DatasetInfo& info = find_dataset(spec.dataset, path + ".dataset");
   return info.load(
-      spec.data_dir,
-      SplitSizes{.train = config.train, .validation = config.validation, .test = config.test},
+      spec, SplitSizes{.train = config.train, .validation = config.validation, .test = config.test},
       path);
 }
 
-training::Normalizer fit_normalizer(const training::Dataset& train) {
-  return training::Normalizer::fit(train, training::NormalizeBy::kAll);
+training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train) {
+  return training::Normalizer::fit(
+      train, spec.format == "csv" ? training::NormalizeBy::kChannel : training::NormalizeBy::kAll);
 }
 
-Splits load_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
-                 const std::string& where) {
+Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std::string& where) {
   Splits s = load_raw_data(spec, config, where);
-  const training::Normalizer norm = fit_normalizer(s.train);
+  const training::Normalizer norm = fit_normalizer(spec, s.train);
   norm.apply(s.train);
   if (!s.validation.empty()) norm.apply(s.validation);
   if (!s.test.empty()) norm.apply(s.test);
+
+  const std::string model_path = where + ".model";
+  const DataShape data{
+      .name = s.name, .sample = s.train.sample_shape(), .classes = s.train.num_classes()};
+  const training::ModelSpec model =
+      parse_model(bind_model(nlohmann::json::parse(config.model_json), data), model_path);
+  check_model_fits_data(model, data, model_path);
+  config.model_json = model.json;
+  config.train = s.train.size();
+  config.validation = s.validation.size();
+  config.test = s.test.size();
+  if (config.batch_size > config.train) {
+    job_json::fail(where + ".training.batch_size",
+                   std::to_string(config.batch_size) + " is larger than the training split (" +
+                       std::to_string(config.train) + " samples of " + s.name + ")");
+  }
   return s;
 }
 

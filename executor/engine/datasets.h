@@ -1,8 +1,9 @@
 // The data-set catalogue of engine jobs (internal to executor/): the names a job's data.dataset
 // may take, what is known of each before loading (sizes, sample shape, classes, the scaling of
-// its values) and the loader that reads its splits. A new kind of data set (a CSV or NPY file) is
-// one more catalogue entry in datasets.cc and its loader in a file of its own, as
-// fashion_mnist_loader.{h,cc}; nothing else names a data set.
+// its values) and the loader that reads its splits. The entries: fashion-mnist (IDX files,
+// fashion_mnist_loader.h), and the user's files of data.format "csv" (csv_loader.h) and "npy"
+// (npy_loader.h), whose sizes, sample shape and classes only loading tells. A new kind of data
+// set is one more catalogue entry in datasets.cc and its loader in a file of its own.
 //
 // Thread safety: the catalogue is immutable; the loaders read files and share no state.
 #ifndef TUNER_EXECUTOR_ENGINE_DATASETS_H_
@@ -12,8 +13,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "executor/engine/job_spec.h"
+#include "executor/engine/model_fit.h"
 #include "training/data/dataset.h"
 #include "training/tensor.h"
 
@@ -26,24 +29,34 @@ struct SplitSizes {
 };
 
 struct Splits {
-  training::Dataset train, validation, test;  // test empty when SplitSizes::test is 0
+  training::Dataset train, validation, test;  // test empty when there is no test split
+  // For messages: the data set's name or its (training) file's name.
+  std::string name;
+  // The label each class index stands for, as the file writes it (csv: sorted, numerically when
+  // every label is an integer); empty when the labels are the indices (fashion-mnist, npy).
+  std::vector<std::string> class_names;
+  // The name of each input feature (csv: "age", "color=red" for a one-hot slot); else empty.
+  std::vector<std::string> features;
 };
 
-// Reads the splits of one data set from `dir` (empty: the data set's default folder), its values
-// scaled as DatasetInfo says. Errors name `path` (the job's data, e.g. "trial 3: job.data"):
-// Error(kNotFound) for a missing file, kDataLoss for an unreadable one, kInvalidArgument when the
-// files hold fewer samples than `sizes` asks for.
-using DatasetLoader = Splits (*)(const std::string& dir, const SplitSizes& sizes,
+// Reads the splits of one data set, its values scaled as DatasetInfo says: fashion-mnist's from
+// spec.data_dir (empty: its default folder) in the counts of `sizes`; the user's csv or npy
+// files (spec.files) split by their fractions, `sizes` unused. Errors name `path` (the job's
+// data, e.g. "trial 3: job.data"): Error(kNotFound) for a missing file, kDataLoss for an
+// unreadable or malformed one (naming the file and the place in it), kInvalidArgument when the
+// files hold fewer samples than `sizes` asks for or a setting does not fit them.
+using DatasetLoader = Splits (*)(const EngineJobSpec& spec, const SplitSizes& sizes,
                                  const std::string& path);
 
 // One data set the engine can load. Sizes are -1, the sample shape empty and the classes 0 where
-// only loading tells (a CSV file, later).
+// only loading tells (csv, npy).
 struct DatasetInfo {
-  std::string_view name;   // the job's data.dataset
-  int64_t train_size;      // samples in the training file: train + validation come from it
-  int64_t test_size;       // samples in the test file
-  training::Shape sample;  // one sample's shape, the model's input
-  int32_t classes;         // the labels, the model's output [classes]
+  std::string_view name;    // the job's data.dataset ("csv", "npy": named by data.format)
+  std::string_view format;  // the job's data.format: "idx", "csv" or "npy"
+  int64_t train_size;       // samples in the training file: train + validation come from it
+  int64_t test_size;        // samples in the test file
+  training::Shape sample;   // one sample's shape, the model's input
+  int32_t classes;          // the labels, the model's output [classes]
   // The files' values and the loader's scaling of them (EngineInputPipeline): e.g. uint8 pixels
   // divided by 255.
   bool uint8;
@@ -61,17 +74,29 @@ std::string known_datasets();
 // `job.data.dataset: unknown dataset "cifar" (known: fashion-mnist)`.
 const DatasetInfo& find_dataset(std::string_view name, const std::string& path);
 
+// The data set of `format` when it is a file format ("csv", "npy"); nullptr for "idx".
+const DatasetInfo* find_file_format(std::string_view format);
+
+// What the model must fit before loading: the data set's sample shape and classes as far as the
+// catalogue knows them (a csv or npy file's: unknown).
+DataShape catalogue_shape(const DatasetInfo& info);
+
 // The splits of `config` from the job's data set, as its loader scales them. `where` is the job's
 // path ("trial 3: job"); errors as DatasetLoader's, under `where`.data.
 Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
                      const std::string& where);
 
-// The normalization of every split: one mean and standard deviation over the training split.
-training::Normalizer fit_normalizer(const training::Dataset& train);
+// The normalization of every split, statistics of the training split: one mean and standard
+// deviation over every value, or per feature (NormalizeBy::kChannel) for a csv file's.
+training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train);
 
-// load_raw_data's splits, each normalized with the training split's statistics.
-Splits load_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
-                 const std::string& where);
+// load_raw_data's splits, each normalized with the training split's statistics, and `config`
+// fitted to them: config.model_json bound to the data (model_fit.h: "input" and "out":
+// "classes" filled in) and checked against it, config.train / validation / test set to the
+// splits' sizes. Errors as load_raw_data's, and Error(kInvalidArgument) naming the model and the
+// data when they do not fit ("trial 3: job.model.input: [784] is not the shape of iris.csv's
+// samples, [4]: ...") or when training.batch_size is larger than the training split.
+Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std::string& where);
 
 }  // namespace tuner::engine
 

@@ -9,9 +9,9 @@
 
 namespace tuner::engine {
 
-Splits load_fashion_mnist(const std::string& dir_in, const SplitSizes& sizes,
+Splits load_fashion_mnist(const EngineJobSpec& spec, const SplitSizes& sizes,
                           const std::string& path) {
-  std::string dir = dir_in.empty() ? training::fashion_mnist_dir() : dir_in;
+  std::string dir = spec.data_dir.empty() ? training::fashion_mnist_dir() : spec.data_dir;
   if (dir.back() != '/') dir += '/';
   auto file = [&](const char* name) {
     std::string f = dir + name;
@@ -25,6 +25,7 @@ Splits load_fashion_mnist(const std::string& dir_in, const SplitSizes& sizes,
   };
   const int64_t train_file_samples = sizes.train + sizes.validation;
   Splits s;
+  s.name = "fashion-mnist";
   try {
     training::Dataset all = training::read_idx(
         file("train-images-idx3-ubyte.gz"), file("train-labels-idx1-ubyte.gz"), train_file_samples);

@@ -11,9 +11,11 @@
 
 namespace tuner::engine {
 
-// A DatasetLoader: `dir` empty is training::fashion_mnist_dir() (TUNER_FASHION_MNIST_DIR or
-// Debian's dataset-fashion-mnist). A missing file's error says how to install the data.
-Splits load_fashion_mnist(const std::string& dir, const SplitSizes& sizes, const std::string& path);
+// A DatasetLoader: the files in spec.data_dir, empty: training::fashion_mnist_dir()
+// (TUNER_FASHION_MNIST_DIR or Debian's dataset-fashion-mnist). A missing file's error says how to
+// install the data.
+Splits load_fashion_mnist(const EngineJobSpec& spec, const SplitSizes& sizes,
+                          const std::string& path);
 
 }  // namespace tuner::engine
 

@@ -5,6 +5,7 @@
 
 #include "executor/engine/datasets.h"
 #include "executor/engine/member_reader.h"
+#include "executor/engine/model_fit.h"
 #include "executor/engine/placeholders.h"
 #include "executor/job_json.h"
 #include "training/model_spec.h"
@@ -15,6 +16,7 @@ namespace tuner {
 namespace {
 
 using engine::DatasetInfo;
+using engine::DataShape;
 using engine::MemberReader;
 using engine::object_member;
 using job_json::fail;
@@ -24,8 +26,24 @@ const std::vector<std::string_view> kRootMembers = {
     "nodes", "collective_timeout_s", "latency_batch", "artifacts_dir", "objective_metric",
     // Read by parse_trial_job (executor/trial_job.h): the executor's time limit and stop grace.
     "timeout_s", "stop_grace_s"};
-const std::vector<std::string_view> kDataMembers = {"dataset", "dir", "train", "validation",
-                                                    "test"};
+const std::vector<std::string_view> kDataMembers = {"dataset", "format",     "dir",
+                                                    "train",   "validation", "test"};
+const std::vector<std::string_view> kCsvMembers = {"format",
+                                                   "dir",
+                                                   "path",
+                                                   "train",
+                                                   "test",
+                                                   "delimiter",
+                                                   "label",
+                                                   "columns",
+                                                   "categorical",
+                                                   "missing",
+                                                   "validation_fraction",
+                                                   "test_fraction",
+                                                   "split_seed"};
+const std::vector<std::string_view> kNpyMembers = {
+    "format",        "dir",       "path", "x", "y", "test_x", "test_y", "validation_fraction",
+    "test_fraction", "split_seed"};
 const std::vector<std::string_view> kTrainingMembers = {
     "epochs",   "batch_size",      "optimizer",      "lr",     "weight_decay",
     "momentum", "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
@@ -45,61 +63,37 @@ bool data_has(const nlohmann::json& root, const char* key) {
   return it != root.end() && it->is_object() && it->contains(key);
 }
 
-// Refuses a model that does not fit the samples and classes of the dataset (as far as they are
-// known without loading it). `model_path` is the job's "model" (e.g. "job.model").
-void check_model_fits_data(const training::ModelSpec& model, const DatasetInfo& info,
-                           const std::string& model_path) {
-  const std::string name(info.name);
-  if (info.sample.rank() > 0 && !(model.input == info.sample)) {
-    fail(model_path + ".input", model.input.to_string() + " is not the shape of " + name +
-                                    "'s samples, " + info.sample.to_string() +
-                                    ": make the model's input " + info.sample.to_string());
-  }
-  if (info.classes > 0 && !(model.output == training::Shape{info.classes})) {
-    const std::string last =
-        model.layers.empty() ? model_path : model_path + "." + model.layers.back().path;
-    const std::string want = "[" + std::to_string(info.classes) + "]";
-    if (model.output.rank() == 1) {
-      fail(last, "the model's output is " + model.output.to_string() + ", but " + name + " has " +
-                     std::to_string(info.classes) + " classes: the last layer must give " + want +
-                     " (one logit per class)");
-    }
-    fail(last, "the model's output is " + model.output.to_string() + ", but " + name + "'s " +
-                   std::to_string(info.classes) + " classes need " + want +
-                   " (one logit per class): end the model with {\"type\": \"flatten\"} and "
-                   "{\"type\": \"linear\", \"out\": " +
-                   std::to_string(info.classes) + "}");
-  }
-}
-
-// A model spec parsed, its errors as Error(kInvalidArgument) under `model_path`.
-training::ModelSpec parse_model(const nlohmann::json& model, const std::string& model_path) {
-  try {
-    return training::parse_model_spec(model.dump());
-  } catch (const training::SpecError& e) {
-    const bool at_root = e.path().empty() || e.path().front() == '(';
-    fail(at_root ? model_path : model_path + "." + e.path(), e.reason());
-  }
-}
-
-// The job's model checked against the data set; its canonical JSON, or empty for a template
-// whose model holds placeholders (a concrete input is still checked).
-std::string read_model(const nlohmann::json& root, const DatasetInfo& info,
-                       const std::string& where, bool templated) {
+// The job's model bound to the data set's shape (model_fit.h) and checked against it; its
+// canonical JSON. Empty for a template whose model holds placeholders (a concrete input is still
+// checked). A model that still leaves something to data not yet loaded (csv, npy) is checked as
+// far as it can be and kept as JSON (a template: empty), for engine::load_data to bind.
+std::string read_model(const nlohmann::json& root, const DataShape& data, const std::string& where,
+                       bool templated) {
   const std::string model_path = where + ".model";
   const nlohmann::json& model = object_member(root, "model", model_path, true);
   if (!templated || !engine::has_placeholder(model)) {
-    const training::ModelSpec parsed = parse_model(model, model_path);
-    check_model_fits_data(parsed, info, model_path);
+    const nlohmann::json bound = engine::bind_model(model, data);
+    if (engine::model_takes_data(bound)) {
+      // The layers are checked on a concrete input, with a stand-in for the classes.
+      if (bound.contains("input")) {
+        engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1}), model_path);
+      }
+      return templated ? std::string() : bound.dump();
+    }
+    const training::ModelSpec parsed = engine::parse_model(bound, model_path);
+    engine::check_model_fits_data(parsed, data, model_path);
     return parsed.json;
   }
   if (auto input = model.find("input");
-      input != model.end() && !engine::has_placeholder(*input) && info.sample.rank() > 0) {
+      input != model.end() && !engine::has_placeholder(*input) && data.sample.rank() > 0) {
     // The placeholders are elsewhere: a concrete input is checked against the data now.
     nlohmann::json probe = model;
     probe["layers"] = nlohmann::json::array({nlohmann::json{{"type", "flatten"}}});
-    const training::ModelSpec parsed = parse_model(probe, model_path);
-    if (!(parsed.input == info.sample)) check_model_fits_data(parsed, info, model_path);
+    const training::ModelSpec parsed = engine::parse_model(probe, model_path);
+    if (!(parsed.input == data.sample)) {
+      engine::check_model_fits_data(parsed, DataShape{.name = data.name, .sample = data.sample},
+                                    model_path);
+    }
   }
   return {};
 }
@@ -112,6 +106,11 @@ void read_split_sizes(const nlohmann::json& root, const EngineJobSpec& spec,
                       const DatasetInfo& info, const std::string& where, bool templated,
                       EngineTrialConfig& c) {
   const std::string data_path = where + ".data";
+  if (spec.format != "idx") {
+    // The splits' sizes are the files': known when they are loaded.
+    c.train = c.validation = c.test = 0;
+    return;
+  }
   MemberReader data(object_member(root, "data", data_path, true), data_path, templated);
   auto train = data.integer("train", 1);
   auto validation = data.integer("validation", 0);
@@ -160,7 +159,7 @@ void read_training(const nlohmann::json& root, const std::string& training_path,
 
 // The checks across training members (and data.train), once every value is known.
 void check_training(const EngineTrialConfig& c, const std::string& training_path) {
-  if (c.batch_size > c.train) {
+  if (c.train > 0 && c.batch_size > c.train) {
     fail(training_path + ".batch_size", std::to_string(c.batch_size) +
                                             " is larger than the training split (data.train " +
                                             std::to_string(c.train) + ")");
@@ -178,7 +177,7 @@ EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& s
                               const std::string& where, bool templated) {
   EngineTrialConfig c;
   const DatasetInfo& info = engine::find_dataset(spec.dataset, where + ".data.dataset");
-  c.model_json = read_model(root, info, where, templated);
+  c.model_json = read_model(root, engine::catalogue_shape(info), where, templated);
   read_split_sizes(root, spec, info, where, templated, c);
   const std::string training_path = where + ".training";
   read_training(root, training_path, templated, c);
@@ -246,14 +245,120 @@ void read_outputs(const MemberReader& top, const std::string& where, EngineJobSp
   spec.maximize = spec.objective_metric.ends_with("_accuracy");
 }
 
-// data.dataset (required) and data.dir; the other data members are the trial's.
+// A list of strings (column names) at `path`; never placeholders.
+std::vector<std::string> string_list(const nlohmann::json& data, const char* key,
+                                     const std::string& path) {
+  std::vector<std::string> out;
+  auto it = data.find(key);
+  if (it == data.end()) return out;
+  if (!it->is_array()) fail(path, "expected a list of column names, got " + it->dump());
+  for (size_t i = 0; i < it->size(); ++i) {
+    const nlohmann::json& e = (*it)[i];
+    if (!e.is_string() || engine::placeholder_name(e)) {
+      fail(path + "[" + std::to_string(i) + "]", "expected a column name, got " + e.dump());
+    }
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+// The members of a csv or npy data object into spec.files.
+void read_data_files(const nlohmann::json& object, const MemberReader& data,
+                     const std::string& data_path, EngineJobSpec& spec) {
+  EngineDataFiles& f = spec.files;
+  if (auto v = data.string("path")) f.path = *v;
+  constexpr NumberRange kSplitFraction{.low = 0, .high = 1, .high_open = true};
+  if (auto v = data.number("validation_fraction", kSplitFraction)) f.validation_fraction = *v;
+  if (auto v = data.number("test_fraction", kSplitFraction)) f.test_fraction = *v;
+  if (auto v = data.integer("split_seed", 0, false)) f.split_seed = static_cast<uint64_t>(*v);
+  if (object.contains("validation_fraction") &&
+      engine::placeholder_name(object["validation_fraction"])) {
+    fail(data_path + ".validation_fraction", "cannot be a placeholder");
+  }
+  if (object.contains("test_fraction") && engine::placeholder_name(object["test_fraction"])) {
+    fail(data_path + ".test_fraction", "cannot be a placeholder");
+  }
+  if (spec.format == "csv") {
+    data.only(kCsvMembers, "data of format csv");
+    if (auto v = data.string("train")) f.train = *v;
+    if (auto v = data.string("test")) f.test = *v;
+    if (f.path.empty() == f.train.empty()) {
+      fail(data_path + ".path", f.path.empty() ? "missing (the CSV file; or \"train\" and \"test\")"
+                                               : "give \"path\" or \"train\", not both");
+    }
+    if (!f.train.empty() && f.test.empty()) {
+      fail(data_path + ".test", "missing (the test file beside \"train\"; or one \"path\")");
+    }
+    if (!f.path.empty() && !f.test.empty()) {
+      // A test file beside one path is allowed: path is then the training file.
+    }
+    if (auto v = data.string("delimiter")) {
+      if (v->size() != 1 || *v == "\"" || *v == "\n") {
+        fail(data_path + ".delimiter", "expected one character, got \"" + *v + "\"");
+      }
+      f.delimiter = (*v)[0];
+    }
+    auto label = data.string("label");
+    if (!label) fail(data_path + ".label", "missing (the header name of the label column)");
+    f.label = *label;
+    f.columns = string_list(object, "columns", data_path + ".columns");
+    f.categorical = string_list(object, "categorical", data_path + ".categorical");
+    if (auto v = data.choice("missing", {"refuse", "mean"}, false)) f.missing_mean = *v == "mean";
+  } else {
+    data.only(kNpyMembers, "data of format npy");
+    f.x = data.string("x").value_or(f.path.empty() ? "" : "x");
+    f.y = data.string("y").value_or(f.path.empty() ? "" : "y");
+    if (f.x.empty())
+      fail(data_path + ".x", "missing (the features' .npy file; or an .npz \"path\")");
+    if (f.y.empty()) fail(data_path + ".y", "missing (the labels' .npy file; or an .npz \"path\")");
+    if (auto v = data.string("test_x")) f.test_x = *v;
+    if (auto v = data.string("test_y")) f.test_y = *v;
+    if (f.test_x.empty() != f.test_y.empty()) {
+      fail(data_path + (f.test_x.empty() ? ".test_x" : ".test_y"),
+           "missing (test_x and test_y come together)");
+    }
+  }
+  const bool test_file = !f.test.empty() || !f.test_x.empty();
+  if (test_file && object.contains("test_fraction")) {
+    fail(data_path + ".test_fraction", "not with a test file (the test split is the file)");
+  }
+  if (spec.objective_metric.starts_with("val_") && f.validation_fraction == 0) {
+    fail(
+        data_path + ".validation_fraction",
+        "must be > 0: the objective metric " + spec.objective_metric + " needs a validation split");
+  }
+}
+
+// data.format, data.dataset and data.dir, and the files of a csv or npy data set; the other
+// data members (fashion-mnist's sizes) are the trial's.
 void read_data_source(const nlohmann::json& root, const std::string& where, EngineJobSpec& spec) {
   const std::string data_path = where + ".data";
-  MemberReader data(object_member(root, "data", data_path, true), data_path, true);
+  const nlohmann::json& object = object_member(root, "data", data_path, true);
+  MemberReader data(object, data_path, true);
+  auto format = data.choice("format", {"idx", "csv", "npy"}, false);
+  if (format && *format != "idx") {
+    spec.format = *format;
+    if (object.contains("dataset")) {
+      fail(data_path + ".dataset", "names a catalogued data set (" + engine::known_datasets() +
+                                       "), not one of format " + *format + ": leave it out");
+    }
+    spec.dataset = engine::find_file_format(*format)->name;
+    if (auto v = data.string("dir")) spec.data_dir = *v;
+    read_data_files(object, data, data_path, spec);
+    return;
+  }
   data.only(kDataMembers, "data");
   auto dataset = data.string("dataset");
-  if (!dataset) fail(data_path + ".dataset", "missing (one of " + engine::known_datasets() + ")");
+  if (!dataset) {
+    fail(data_path + ".dataset", "missing (one of " + engine::known_datasets() +
+                                     "; or a \"format\": \"csv\" or \"npy\" file)");
+  }
   spec.dataset = engine::find_dataset(*dataset, data_path + ".dataset").name;
+  if (engine::find_file_format(spec.dataset)) {
+    fail(data_path + ".dataset", "unknown dataset \"" + *dataset +
+                                     "\" (known: " + engine::known_datasets() + "; a " + *dataset +
+                                     " file is \"format\": \"" + *dataset + "\")");
+  }
   if (auto v = data.string("dir")) spec.data_dir = *v;
 }
 
@@ -288,8 +393,17 @@ void check_engine_model(const EngineJobSpec& spec, const Params& params, const s
   const std::string model_path = where + ".model";
   const nlohmann::json model =
       engine::substitute(object_member(root, "model", model_path, true), model_path, params);
-  check_model_fits_data(parse_model(model, model_path),
-                        engine::find_dataset(spec.dataset, where + ".data.dataset"), model_path);
+  const DataShape data =
+      engine::catalogue_shape(engine::find_dataset(spec.dataset, where + ".data.dataset"));
+  const nlohmann::json bound = engine::bind_model(model, data);
+  if (engine::model_takes_data(bound)) {
+    // Data not yet loaded (csv, npy): the layers are checked on a concrete input alone.
+    if (bound.contains("input")) {
+      engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1}), model_path);
+    }
+    return;
+  }
+  engine::check_model_fits_data(engine::parse_model(bound, model_path), data, model_path);
 }
 
 }  // namespace tuner

@@ -5,7 +5,9 @@
 //   {"kind": "engine",
 //    "model": {...a model spec (docs/model_spec.md)...},
 //    "data": {"dataset": "fashion-mnist", "dir": "...", "train": 50000, "validation": 10000,
-//             "test": 0},
+//             "test": 0}
+//         or {"format": "csv", "path": "iris.csv", "label": "species", "validation_fraction": 0.2}
+//         or {"format": "npy", "x": "x.npy", "y": "y.npy", "test_fraction": 0.1},
 //    "training": {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 0.001, ...},
 //    "threads": 1, "backend": "cpu", "ranks": 1, "nodes": 1, "collective_timeout_s": 60,
 //    "artifacts_dir": "...", "objective_metric": "val_accuracy"}
@@ -25,17 +27,43 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trials/param_value.h"
 
 namespace tuner {
 
+// The user's files of a job whose data.format is "csv" or "npy" (docs/engine_jobs.md, "data").
+// A relative file name is taken from data.dir when the job gives one, else from the trial's
+// working directory.
+struct EngineDataFiles {
+  // csv: the file split three ways (or `train` and `test`); npy: an .npz archive holding `x` and
+  // `y` (empty: `x` and `y` are .npy files).
+  std::string path;
+  std::string train, test;  // csv: the training and test files, instead of `path`
+  // csv: the field separator; 0 (the default) is '\t' for a .tsv or .tab file, else ','.
+  char delimiter = 0;
+  std::string label;                     // csv: the label column's header name (required)
+  std::vector<std::string> columns;      // csv: the feature columns; empty: all but the label
+  std::vector<std::string> categorical;  // csv: feature columns one-hot encoded in any case
+  bool missing_mean = false;             // csv: data.missing is "mean" (default: refuse)
+  // npy: the features and labels, .npy files, or array names in the .npz `path` (default "x"
+  // and "y"); test_x and test_y: the test split's, likewise (both or neither).
+  std::string x, y, test_x, test_y;
+  // Of the training file's samples, shuffled with split_seed: the validation split's fraction
+  // (default 0.2) and the test split's (default 0; not with a test file), in [0, 1).
+  double validation_fraction = 0.2, test_fraction = 0.0;
+  uint64_t split_seed = 0;
+};
+
 // A validated engine job, placeholders unresolved. The members that cannot be placeholders are
 // typed here; the rest stays in `json`.
 struct EngineJobSpec {
   std::string json;             // the whole job, canonical compact JSON (keys sorted)
-  std::string dataset;          // "fashion-mnist"
-  std::string data_dir;         // empty: training::fashion_mnist_dir()
+  std::string dataset;          // "fashion-mnist", "csv" or "npy" (engine/datasets.h)
+  std::string format = "idx";   // data.format: "idx" (fashion-mnist), "csv" or "npy"
+  std::string data_dir;         // empty: training::fashion_mnist_dir() (csv, npy: the cwd)
+  EngineDataFiles files;        // format csv and npy
   int threads = 1;              // CPU backend threads; >= 1
   std::string backend = "cpu";  // "cpu" or "cuda"
   // GEMM inputs: "fp32", or "bf16" (mixed precision: bf16 products, fp32 everything else; on the
@@ -62,11 +90,14 @@ struct EngineJobSpec {
   bool maximize = false;         // true for *_accuracy
 };
 
-// One trial's job: every placeholder substituted, every value typed and checked.
+// One trial's job: every placeholder substituted, every value typed and checked (for formats
+// csv and npy, model_json is bound to the data and checked against it when the data is loaded:
+// engine::load_data).
 struct EngineTrialConfig {
   std::string model_json;  // the model spec, canonical (training::ModelSpec::json)
   // Data: the first `train` training images, the next `validation` ones, the first `test` test
-  // images (0: none).
+  // images (0: none). Formats csv and npy: 0 until the data is loaded, then the splits' sizes
+  // (engine::load_data).
   int64_t train = 50000, validation = 10000, test = 0;
   // Training.
   int64_t epochs = 10, batch_size = 128;

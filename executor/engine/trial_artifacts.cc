@@ -57,6 +57,15 @@ void TrialArtifacts::save_best_model(const training::Checkpoint& checkpoint) con
   if (active()) training::save_checkpoint((dir_ / "model.ckpt").string(), checkpoint);
 }
 
+void TrialArtifacts::write_data_description(const std::string& name,
+                                            const std::vector<std::string>& classes,
+                                            const std::vector<std::string>& features) const {
+  if (!active() || (classes.empty() && features.empty())) return;
+  const nlohmann::json doc = {
+      {"version", 1}, {"data", name}, {"classes", classes}, {"features", features}};
+  write_file_atomically((dir_ / "data.json").string(), doc.dump(2) + "\n");
+}
+
 void TrialArtifacts::write_metrics(const Metrics& final,
                                    const std::vector<EpochRecord>& history) const {
   if (!active()) return;

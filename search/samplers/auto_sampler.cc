@@ -77,6 +77,10 @@ SearchSpace AutoSampler::relative_space(const History& history) {
 }
 
 std::string AutoSampler::origin(const SearchSpace& space, const History& history) const {
+  return choose(&space, history).origin(space, history);
+}
+
+std::string AutoSampler::delegate(const SearchSpace& space, const History& history) const {
   return choose(&space, history).name();
 }
 

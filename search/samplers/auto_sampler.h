@@ -14,7 +14,8 @@
 //   that TPE still uses);
 // - the GP otherwise.
 // Both delegates see the whole history, so a switch from one to the other loses nothing. Each
-// trial records the delegate that proposed it ("gp" or "tpe") as its origin. Deterministic and
+// trial records the delegate that proposed it ("gp" or "tpe", "random" for the delegate's
+// startup trials) as its origin. Deterministic and
 // thread-safe as its delegates are.
 #ifndef TUNER_SEARCH_SAMPLERS_AUTO_SAMPLER_H_
 #define TUNER_SEARCH_SAMPLERS_AUTO_SAMPLER_H_
@@ -48,7 +49,10 @@ class AutoSampler final : public Sampler {
                                 Rng& rng) override;
   SearchSpace relative_space(const History& history) override;
   std::string name() const override { return "auto"; }
+  // The delegate's origin: "random" for its startup trials, else "gp" or "tpe".
   std::string origin(const SearchSpace& space, const History& history) const override;
+  // The name of the delegate that proposes over `space` from `history`: "gp" or "tpe".
+  std::string delegate(const SearchSpace& space, const History& history) const;
 
  private:
   // The delegate for a proposal over `space` (null: a parameter sampled on its own, whose space

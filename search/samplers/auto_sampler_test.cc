@@ -47,17 +47,26 @@ std::vector<FrozenTrial> run(Sampler& sampler, const SearchSpace& space, int n,
   return trials;
 }
 
-std::string origin(const AutoSampler& sampler, const SearchSpace& space,
-                   const std::vector<FrozenTrial>& trials,
-                   const std::vector<StudyDirection>& directions = kMinimize) {
-  return sampler.origin(space, History{trials, directions});
+std::string delegate(const AutoSampler& sampler, const SearchSpace& space,
+                     const std::vector<FrozenTrial>& trials,
+                     const std::vector<StudyDirection>& directions = kMinimize) {
+  return sampler.delegate(space, History{trials, directions});
 }
 
 TEST(AutoSampler, TakesTheGpForAFewUnconditionalParameters) {
   AutoSampler sampler;
   const SearchSpace space = floats(3);
-  EXPECT_EQ(origin(sampler, space, {}), "gp");
-  EXPECT_EQ(origin(sampler, space, run(sampler, space, 15)), "gp");
+  EXPECT_EQ(delegate(sampler, space, {}), "gp");
+  EXPECT_EQ(delegate(sampler, space, run(sampler, space, 15)), "gp");
+}
+
+// A trial's origin is the delegate's: its startup trials are random.
+TEST(AutoSampler, NamesTheDelegatesStartupTrialsRandom) {
+  AutoSampler sampler;
+  const SearchSpace space = floats(3);
+  EXPECT_EQ(sampler.origin(space, History{{}, kMinimize}), "random");
+  EXPECT_EQ(sampler.origin(space, History{run(sampler, space, 9), kMinimize}), "random");
+  EXPECT_EQ(sampler.origin(space, History{run(sampler, space, 10), kMinimize}), "gp");
 }
 
 TEST(AutoSampler, ProposesExactlyWhatItsDelegateProposes) {
@@ -74,16 +83,16 @@ TEST(AutoSampler, TakesTpeForAConditionalSpace) {
   SearchSpace space;
   space.add_categorical("kind", {std::string("a"), std::string("b")});
   space.add({"x", FloatDistribution{0, 1}, Condition{"kind", {std::string("a")}}});
-  EXPECT_EQ(origin(sampler, space, {}), "tpe");
+  EXPECT_EQ(delegate(sampler, space, {}), "tpe");
 }
 
 TEST(AutoSampler, TakesTpeForManyParameters) {
   AutoSampler sampler({.max_gp_params = 4});
-  EXPECT_EQ(origin(sampler, floats(4), {}), "gp");
-  EXPECT_EQ(origin(sampler, floats(5), {}), "tpe");
+  EXPECT_EQ(delegate(sampler, floats(4), {}), "gp");
+  EXPECT_EQ(delegate(sampler, floats(5), {}), "tpe");
   // The default bound is the most parameters the benchmarks measured the GP on (40).
-  EXPECT_EQ(origin(AutoSampler(), floats(40), {}), "gp");
-  EXPECT_EQ(origin(AutoSampler(), floats(41), {}), "tpe");
+  EXPECT_EQ(delegate(AutoSampler(), floats(40), {}), "gp");
+  EXPECT_EQ(delegate(AutoSampler(), floats(41), {}), "tpe");
 }
 
 // With several objectives the GP (expected hypervolume improvement) did better than
@@ -92,34 +101,34 @@ TEST(AutoSampler, TakesTpeForManyParameters) {
 TEST(AutoSampler, TakesTheGpForSeveralObjectivesUnderTheSameRules) {
   AutoSampler sampler;
   const std::vector<StudyDirection> two{StudyDirection::kMinimize, StudyDirection::kMaximize};
-  EXPECT_EQ(origin(sampler, floats(2), {}, two), "gp");
+  EXPECT_EQ(delegate(sampler, floats(2), {}, two), "gp");
   SearchSpace conditional;
   conditional.add_categorical("kind", {std::string("a"), std::string("b")});
   conditional.add({"x", FloatDistribution{0, 1}, Condition{"kind", {std::string("a")}}});
-  EXPECT_EQ(origin(sampler, conditional, {}, two), "tpe");
-  EXPECT_EQ(origin(AutoSampler({.max_gp_params = 1}), floats(2), {}, two), "tpe");
+  EXPECT_EQ(delegate(sampler, conditional, {}, two), "tpe");
+  EXPECT_EQ(delegate(AutoSampler({.max_gp_params = 1}), floats(2), {}, two), "tpe");
 }
 
 TEST(AutoSampler, HandsALongStudyToTpe) {
   AutoSampler sampler({.max_gp_trials = 12});
   const SearchSpace space = floats(2);
   std::vector<FrozenTrial> trials = run(sampler, space, 11);
-  EXPECT_EQ(origin(sampler, space, trials), "gp");
+  EXPECT_EQ(delegate(sampler, space, trials), "gp");
   trials.push_back(trial(11, TrialState::kComplete, trials[0].params, space));
-  EXPECT_EQ(origin(sampler, space, trials), "tpe");
+  EXPECT_EQ(delegate(sampler, space, trials), "tpe");
   // A RUNNING trial is not finished: it does not count.
   trials.pop_back();
   trials.push_back(trial(11, TrialState::kRunning, {}, space));
-  EXPECT_EQ(origin(sampler, space, trials), "gp");
+  EXPECT_EQ(delegate(sampler, space, trials), "gp");
 }
 
 // Under ASHA most trials are PRUNED: the GP, fitted to COMPLETE trials only, would hardly learn.
 TEST(AutoSampler, TakesTpeWhenMostTrialsArePruned) {
   AutoSampler sampler;
   const SearchSpace space = floats(2);
-  EXPECT_EQ(origin(sampler, space, run(sampler, space, 12, [](int i) { return i % 3 == 0; })),
+  EXPECT_EQ(delegate(sampler, space, run(sampler, space, 12, [](int i) { return i % 3 == 0; })),
             "gp");
-  EXPECT_EQ(origin(sampler, space, run(sampler, space, 12, [](int i) { return i % 3 != 0; })),
+  EXPECT_EQ(delegate(sampler, space, run(sampler, space, 12, [](int i) { return i % 3 != 0; })),
             "tpe");
 }
 
@@ -138,9 +147,9 @@ TEST(AutoSampler, TakesTpeWhenDefineByRunTrialsBranch) {
   const History history{trials, kMinimize};
   const SearchSpace relative = sampler.relative_space(history);
   EXPECT_EQ(relative.size(), 2u);  // the parameters every trial has
-  EXPECT_EQ(sampler.origin(relative, history), "tpe");
+  EXPECT_EQ(sampler.delegate(relative, history), "tpe");
   trials.resize(1);
-  EXPECT_EQ(sampler.origin(floats(2), History{trials, kMinimize}), "gp");
+  EXPECT_EQ(sampler.delegate(floats(2), History{trials, kMinimize}), "gp");
 }
 
 TEST(AutoSampler, RefusesOptionsOutOfRange) {

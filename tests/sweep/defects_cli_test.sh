@@ -22,7 +22,7 @@ JSON
 printf 'import sys\nprint("{\\"loss\\": " + sys.argv[1] + ", \\"count\\": 12345}")\n' >"$work/loss.py"
 ok_job="[\"python3\", \"$work/loss.py\", \"{x}\"]"
 
-# Item 1: a float range whose width overflows passed loading and the sweep never ended.
+# Regression: a float range whose width overflows passed loading and the sweep never ended.
 write_sweep "$work/wide.json" wide minimize "$ok_job" '{"x": {"type": "float", "low": -1e308, "high": 1e308}}'
 echo '{"params": {"x": {"type": "float", "low": -1e308, "high": 1e308}}}' >"$work/wide_space.json"
 for cmd in "space check $work/wide_space.json" "sweep $work/wide.json"; do
@@ -31,7 +31,7 @@ for cmd in "space check $work/wide_space.json" "sweep $work/wide.json"; do
     fail "overflowing range, tuner $cmd: rc $rc, $out"
 done
 
-# Item 2: JSON nested 100,000 levels deep crashed with SIGSEGV.
+# Regression: JSON nested 100,000 levels deep crashed with SIGSEGV.
 python3 - "$work/wide.json" "$work/deep.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -42,18 +42,18 @@ PY
 out=$("$tuner" sweep "$work/deep.json" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "deep.json: JSON nested deeper than 256 levels" <<<"$out" || fail "deep sweep file: rc $rc, $out"
 
-# Item 8: unbalanced braces in argv passed loading, then every trial failed and the sweep exited 0.
+# Regression: unbalanced braces in argv passed loading, then every trial failed and the sweep exited 0.
 write_sweep "$work/brace.json" brace minimize '["echo", "{x"]'
 out=$("$tuner" sweep "$work/brace.json" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "job.argv\[1\] \"{x\": unterminated '{'" <<<"$out" || fail "unbalanced brace: rc $rc, $out"
 [ ! -e "$work/brace.db" ] || fail "a refused sweep made its database"
-# Item 8: a sweep whose every trial fails (the program does not exist) exited 0.
+# Regression: a sweep whose every trial fails (the program does not exist) exited 0.
 write_sweep "$work/missing.json" missing minimize '["/nonexistent/program", "{x}"]'
 out=$("$tuner" sweep "$work/missing.json" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "every trial of this run failed (2); the last, trial 1: the job could not start: cannot run '/nonexistent/program'" <<<"$out" ||
   fail "every trial failed: rc $rc, $out"
 
-# Item 10: a 50 MB sweep file was accepted and stored whole in the database.
+# Regression: a 50 MB sweep file was accepted and stored whole in the database.
 python3 - "$work/missing.json" "$work/big.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -69,7 +69,7 @@ write_sweep "$work/good.json" good minimize "$ok_job"
 out=$("$tuner" sweep "$work/good.json" 2>&1) || fail "good sweep: $out"
 db="$work/good.db"
 
-# Item 6: a sweep that contradicts its stored study ran (the worst trial shown as the best).
+# Regression: a sweep that contradicts its stored study ran (the worst trial shown as the best).
 write_sweep "$work/flipped.json" good maximize "$ok_job"
 out=$("$tuner" sweep "$work/flipped.json" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "objective.direction is \"maximize\", but study 'good' in $db has direction \"minimize\"; to start a new study instead" <<<"$out" ||
@@ -80,7 +80,7 @@ out=$("$tuner" sweep "$work/metric.json" 2>&1); rc=$?
   fail "contradicting metric: rc $rc, $out"
 "$tuner" status --storage "$db" | grep -q "^good: 2 trials.*; sampler [a-z]*; seed [0-9]*$" || fail "status shows no seed"
 
-# Item 10: the lock error advised raising the busy timeout, and nothing could set it.
+# Regression: the lock error advised raising the busy timeout, and nothing could set it.
 python3 - "$db" "$work/locked" <<'PY' &
 import os, sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -97,8 +97,8 @@ wait $holder
 out=$("$tuner" resume --study good --storage "$db" --trials 3 --busy-timeout 0 2>&1); rc=$?
 [ $rc = 2 ] && grep -q -- "--busy-timeout must be a number of milliseconds > 0" <<<"$out" || fail "busy timeout 0: rc $rc, $out"
 
-# Item 2: a user attribute nested 100,000 levels deep crashed `tuner trials --json`.
-# Item 11: an infinite intermediate value came out as null; CSV kept JSON's quotes on strings.
+# Regression: a user attribute nested 100,000 levels deep crashed `tuner trials --json`.
+# Regression: an infinite intermediate value came out as null; CSV kept JSON's quotes on strings.
 python3 - "$db" <<'PY'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
@@ -116,7 +116,7 @@ import json, math, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 assert rows[0]["intermediate_values"]["7"] == math.inf, rows[0]["intermediate_values"]
 assert isinstance(rows[0]["user_attrs"]["deep"], str) and rows[0]["user_attrs"]["deep"].startswith("[[[")
-# Item 11: an integer final metric came back as a float (12345 -> 12345.0).
+# Regression: an integer final metric came back as a float (12345 -> 12345.0).
 assert type(rows[0]["user_attrs"]["count"]) is int, rows[0]["user_attrs"]
 PY
 "$tuner" trials --storage "$db" --study good --csv >"$work/trials.csv" || fail "trials --csv exited $?"

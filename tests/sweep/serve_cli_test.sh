@@ -56,6 +56,21 @@ grep -q "sweep 'a': 6/6 done" "$work/a.out" || fail "a: $(cat "$work/a.out")"
 grep -q "sweep 'b': 6/6 done" "$work/b.out" || fail "b: $(cat "$work/b.out")"
 [ "$(count a complete)" = 6 ] && [ "$(count b complete)" = 6 ] || fail "not all complete"
 
+# A study submitted again with a changed space says the change, as tuner sweep does.
+sed -e 's/"high": 2.0/"high": 3.0/' -e 's/"trials": 6/"trials": 7/' "$work/a.json" >"$work/a2.json"
+"$tuner" sweep "$work/a2.json" --storage "$db" --submit >"$work/a2.out" 2>&1 ||
+  fail "submit a again exited $?: $(cat "$work/a2.out")"
+grep -q "^\[a\] space changed: x " "$work/a2.out" || fail "no space change line: $(cat "$work/a2.out")"
+[ "$(count a complete)" = 7 ] || fail "a did not run its 7th trial"
+
+# A study whose trials all fail alike is stopped by the serve, and the submitter says why.
+make_sweep broken 30
+sed -i 's|"argv": \["python3", "[^"]*"|"argv": ["python3", "-c", "import sys; sys.exit(3)"|' "$work/broken.json"
+out=$("$tuner" sweep "$work/broken.json" --storage "$db" --submit 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "sweep 'broken' stopped: the first 3 trials failed the same way" <<<"$out" ||
+  fail "a failing study on tuner serve: rc $rc, $out"
+[ "$(count broken)" -lt 10 ] || fail "the failing study ran $(count broken) trials"
+
 # Stop: a long study ends early, with nothing left running.
 make_sweep c 1000
 "$tuner" sweep "$work/c.json" --storage "$db" --submit >"$work/c.out" 2>&1 & c_pid=$!; pids+=($c_pid)

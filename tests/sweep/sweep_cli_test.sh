@@ -22,7 +22,13 @@ grep -q "^quadratic: 4 trials" <<<"$out" || fail "status says: $out"
 "$tuner" trials --storage "$db" --study quadratic --json | python3 -c '
 import json, sys
 rows = [json.loads(line) for line in sys.stdin]
-assert len(rows) == 4 and all("params" in r and "state" in r for r in rows), rows' || fail "json"
+assert len(rows) == 4 and all("params" in r and "state" in r for r in rows), rows
+# Every metric of every step is kept: the objective and the extra "x" the script prints.
+for r in rows:
+    steps = r["step_metrics"]
+    assert steps.keys() == r["intermediate_values"].keys(), r
+    assert all(set(m) == {"loss", "x"} for m in steps.values()), r
+    assert all(m["loss"] == r["intermediate_values"][s] for s, m in steps.items()), r' || fail "json"
 "$tuner" best --storage "$db" --study quadratic | grep -q "^trial [0-9]*: value" || fail "best"
 out=$("$tuner" best --storage "$db" --study nope 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "its studies: quadratic" <<<"$out" || fail "unknown study: rc $rc, $out"

@@ -77,6 +77,16 @@ for number in range(3):
     assert len(want) >= 5 and len(got) == len(want), (number, got, want)
     assert all(g[0] == w[0] and abs(g[1] - w[1]) <= 1e-6 * max(1, abs(w[1]))
                for g, w in zip(got, want)), (number, got, want)
+# Every other metric of each step too: the script's "x", as the study stores it.
+steps = sqlite3.connect(db).execute(
+    "SELECT t.number, m.step, m.value FROM tuner_trial_step_metrics m "
+    "JOIN trials t ON t.trial_id = m.trial_id WHERE m.name = 'x' ORDER BY t.number, m.step").fetchall()
+for number in range(3):
+    want = [(step, value) for n, step, value in steps if n == number]
+    got = [(e.step, e.value) for e in mux.Scalars(f"trial-{number}", "x")]
+    assert len(want) >= 5 and len(got) == len(want), (number, got, want)
+    assert all(g[0] == w[0] and abs(g[1] - w[1]) <= 1e-6 * max(1, abs(w[1]))
+               for g, w in zip(got, want)), (number, got, want)
 print("tensorboard read command trials", [len(mux.Scalars(f"trial-{n}", "loss")) for n in range(3)])
 PY
 echo PASS

@@ -1,16 +1,22 @@
 """Reads a study back from an MLflow tracking server with MLflow's own client and compares it
 with the study database tuner wrote.
 
-    check_tracking.py runs URI STUDY DB            the parent run and one child run per trial
+    check_tracking.py runs URI STUDY DB [METRIC]   the parent run and one child run per trial,
+                                                   each with every stored step metric and its
+                                                   trial's files; with METRIC, each trial must
+                                                   have reported it at every step
     check_tracking.py engine URI STUDY DB MODEL DATA REGISTRY
                                                    an engine study: per-epoch and system metrics,
                                                    the model in the registry, loaded with pyfunc
 Exits non-zero naming every difference.
 """
+import datetime
 import gzip
 import json
 import math
+import os
 import pathlib
+import re
 import sqlite3
 import sys
 
@@ -21,9 +27,53 @@ from mlflow import MlflowClient
 STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", "RUNNING": "RUNNING"}
 
 
+EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def to_ms(text):
+    """A stored naive-UTC datetime as ms since the epoch, truncated as tuner does."""
+    return (datetime.datetime.fromisoformat(text) - EPOCH) // datetime.timedelta(milliseconds=1)
+
+
+def mlflow_key(name):
+    """The metric key tuner logs for a name (tracking/trial_run.h mlflow_key)."""
+    return re.sub(r"[^A-Za-z0-9_\-. :/]", "_", name[:250]) or "_"
+
+
+def artifacts_dir(con, study_id):
+    """The job's artifacts_dir of the sweep stored with the study, or None."""
+    row = con.execute("SELECT value_json FROM study_system_attributes WHERE study_id = ? AND key = 'tuner:sweep'",
+                      (study_id,)).fetchone()
+    if row is None:
+        return None
+    return json.loads(json.loads(row[0]))["file"]["job"].get("artifacts_dir")
+
+
+def folder_files(folder):
+    """Relative path -> size of every file below `folder` (none when it does not exist)."""
+    out = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = pathlib.Path(root) / name
+            out[path.relative_to(folder).as_posix()] = path.stat().st_size
+    return out
+
+
+def run_artifacts(client, run_id, path=None):
+    """Relative path -> size of every artifact of the run."""
+    out = {}
+    for f in client.list_artifacts(run_id, path):
+        if f.is_dir:
+            out.update(run_artifacts(client, run_id, f.path))
+        else:
+            out[f.path] = f.file_size
+    return out
+
+
 def study_trials(db, study):
     con = sqlite3.connect(db)
     (study_id,) = con.execute("SELECT study_id FROM studies WHERE study_name = ?", (study,)).fetchone()
+    folders = artifacts_dir(con, study_id)
     trials = {}
     for trial_id, number, state in con.execute(
             "SELECT trial_id, number, state FROM trials WHERE study_id = ? AND state != 'WAITING'",
@@ -38,8 +88,45 @@ def study_trials(db, study):
         steps = dict(con.execute(
             "SELECT step, intermediate_value FROM trial_intermediate_values WHERE trial_id = ?",
             (trial_id,)).fetchall())
-        trials[number] = {"state": state, "params": params, "steps": steps}
+        metrics = {}  # name -> {step: (value, ms)}
+        for step, name, value, when in con.execute(
+                "SELECT step, name, value, datetime FROM tuner_trial_step_metrics WHERE trial_id = ?",
+                (trial_id,)):
+            metrics.setdefault(name, {})[step] = (math.nan if value is None else value, to_ms(when))
+        folder = pathlib.Path(folders) / f"trial-{number}" if folders else None
+        trials[number] = {"state": state, "params": params, "steps": steps, "metrics": metrics,
+                          "folder": folder}
     return trials
+
+
+def same(a, b):
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12, abs_tol=0)
+
+
+def check_step_metrics(client, run, n, t, errors):
+    """Every stored step metric of trial n in its run, at its step, with its stored time."""
+    for name, stored in t["metrics"].items():
+        history = {}
+        for m in client.get_metric_history(run.info.run_id, mlflow_key(name)):
+            history.setdefault(m.step, []).append((m.value, m.timestamp))
+        for step, (value, ms) in stored.items():
+            if not any(same(v, value) and ts == ms for v, ts in history.get(step, [])):
+                errors.append(f"trial {n}: {name} at step {step}: {history.get(step)}, "
+                              f"want {value} at {ms}")
+
+
+def check_files(client, run, n, t, errors):
+    """Every file of trial n's folder among its run's artifacts, of the same size; other
+    artifacts only under model/ (the registry's)."""
+    files = folder_files(t["folder"]) if t["folder"] else {}
+    artifacts = run_artifacts(client, run.info.run_id)
+    for path, size in files.items():
+        if artifacts.get(path) != size:
+            errors.append(f"trial {n}: artifact {path}: size {artifacts.get(path)}, the file's {size}")
+    extra = sorted(p for p in artifacts if p not in files and not p.startswith("model/"))
+    if extra:
+        errors.append(f"trial {n}: artifacts not in its folder {t['folder']}: {extra}")
+    return files
 
 
 def child_runs(client, study):
@@ -52,7 +139,7 @@ def child_runs(client, study):
     return exp, parents, children
 
 
-def check_runs(uri, study, db, objective="loss"):
+def check_runs(uri, study, db, objective="loss", expect_metric=None):
     mlflow.set_tracking_uri(uri)
     client = MlflowClient(uri)
     errors = []
@@ -98,10 +185,20 @@ def check_runs(uri, study, db, objective="loss"):
             errors.append(f"trial {n}: {objective} at steps the study does not have: {extra}")
         if len(history) > len(t["steps"]) + 1:
             errors.append(f"trial {n}: {len(history)} values of {objective} for {len(t['steps'])} steps")
+        check_step_metrics(client, r, n, t, errors)
+        files = check_files(client, r, n, t, errors)
+        if expect_metric:
+            steps = sorted({m.step for m in client.get_metric_history(r.info.run_id, expect_metric)})
+            if steps != sorted(t["steps"]):
+                errors.append(f"trial {n}: {expect_metric} at steps {steps}, want {sorted(t['steps'])}")
+            if not files:
+                errors.append(f"trial {n}: no files in its folder {t['folder']}")
     if parent.info.status != "FINISHED":
         errors.append(f"study run status {parent.info.status}")
     print(f"{study}: experiment {exp.experiment_id}, study run {parent.info.run_id}, "
-          f"{len(children)} trial runs, {sum(len(t['steps']) for t in trials.values())} steps checked")
+          f"{len(children)} trial runs, {sum(len(t['steps']) for t in trials.values())} steps, "
+          f"{sum(len(m) for t in trials.values() for m in t['metrics'].values())} step metrics and "
+          f"{sum(len(folder_files(t['folder'])) for t in trials.values() if t['folder'])} files checked")
     return errors, (client, exp, parent, children)
 
 
@@ -173,7 +270,7 @@ def check_engine(uri, study, db, model, data, registry):
 def main():
     mode = sys.argv[1]
     if mode == "runs":
-        errors, _ = check_runs(*sys.argv[2:5])
+        errors, _ = check_runs(*sys.argv[2:5], expect_metric=sys.argv[5] if len(sys.argv) > 5 else None)
     elif mode == "engine":
         errors = check_engine(*sys.argv[2:8])
     else:

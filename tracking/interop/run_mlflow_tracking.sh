@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # MLflow tracking and MLflow's model registry against a real `mlflow server` (SQLite backend,
 # artifacts served), read back with MLflow's own client (check_tracking.py):
-#   1. a command sweep with --tracking-uri: a study run, a run per trial, params, every step;
+#   1. a command sweep with --tracking-uri: a study run, a run per trial, params, every step's
+#      metrics with their stored times, each trial's files among its run's artifacts;
 #   2. tuner sync-mlflow twice, and once more without its record: no run is duplicated;
 #   3. a sweep whose server is stopped while it runs: it ends with exit 0 and one warning, and
-#      its resume, the server back, catches up without duplicates;
+#      its resume, the server back, catches up without duplicates; its trials report an extra
+#      metric per step (train_loss) and leave a file of their own, both in MLflow;
 #   4. an engine sweep with tracking and an export section with "mlflow": per-epoch and system
 #      metrics, the champion in MLflow's registry, mlflow.pyfunc.load_model("models:/M@champion")
 #      predicting the test slice as the trial measured it; then tuner export --mlflow-uri of
@@ -138,7 +140,11 @@ start_server
 "$tuner" resume --study slow --storage "$slow_db" --trials 10 > "$work/resume.out" 2>&1 ||
   { cat "$work/resume.out"; fail "tuner resume"; }
 if grep -q "warning" "$work/resume.out"; then cat "$work/resume.out"; fail "warnings on resume"; fi
-check runs "$uri" slow "$slow_db"
+# Each trial left its own file in its folder (TUNER_ARTIFACTS_DIR); check_tracking.py finds
+# every file of each folder among its run's artifacts.
+notes=$(ls "$slow_db.artifacts/slow"/trial-*/notes/summary.txt 2>/dev/null | wc -l)
+[ "$notes" = 10 ] || fail "slow: $notes trials wrote notes/summary.txt to TUNER_ARTIFACTS_DIR, want 10"
+check runs "$uri" slow "$slow_db" train_loss
 [ "$(count_runs slow)" = 11 ] || fail "slow: $(count_runs slow) runs, want 11 (the study's and 10 trials')"
 
 # 4. An engine sweep: per-epoch and system metrics, and the model in MLflow's registry.

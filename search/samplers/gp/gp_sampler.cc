@@ -78,15 +78,18 @@ Encoding encoding_of(const SearchSpace& space) {
   return e;
 }
 
-// A trial's point in the cube; nullopt when it lacks a modelled parameter or has it from another
-// distribution.
+// A trial's point in the cube; nullopt when it lacks a modelled parameter or has a value outside
+// the parameter's distribution.
 std::optional<std::vector<double>> encode(const Encoding& e, const FrozenTrial& t) {
   std::vector<double> x(e.dims, 0.0);
   for (const Coordinate& c : e.coordinates) {
+    // A value drawn from another distribution (a study whose space changed) counts when this
+    // one holds it.
     auto value = t.params.find(c.spec->name);
     auto dist = t.distributions.find(c.spec->name);
     if (value == t.params.end() || dist == t.distributions.end() ||
-        !(dist->second == c.spec->distribution)) {
+        (!(dist->second == c.spec->distribution) &&
+         !contains(c.spec->distribution, value->second))) {
       return std::nullopt;
     }
     const double internal = to_internal(c.spec->distribution, value->second);
@@ -484,6 +487,31 @@ struct MultiObservations {
   std::vector<std::vector<ConstraintValue>> constraints;
   std::vector<bool> feasible;
 };
+
+// True while proposals are drawn at random: no dimension to model, or fewer than
+// `n_startup_trials` (at least 1) `observed` trials.
+bool starting_up(const Encoding& e, size_t observed, int n_startup_trials) {
+  return e.dims == 0 || static_cast<int>(observed) < std::max(1, n_startup_trials);
+}
+
+// The COMPLETE trials with a finite value and an encodable point, in the history's order.
+Observations observe(const Encoding& e, const History& history) {
+  Observations all;
+  const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kComplete || t.values.empty() || !std::isfinite(t.values[0])) {
+      continue;
+    }
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      all.x.push_back(std::move(*p));
+      all.y.push_back(sign * t.values[0]);
+      all.constraints.push_back(has_constraints(t) ? constraints_of(t)
+                                                   : std::vector<ConstraintValue>{});
+      all.feasible.push_back(constraint_violation(all.constraints.back()) == 0);
+    }
+  }
+  return all;
+}
 
 // The COMPLETE trials with a finite value of each objective and an encodable point, in the
 // history's order.
@@ -885,24 +913,19 @@ SearchSpace GpSampler::relative_space(const History& history) {
   return space;
 }
 
+std::string GpSampler::origin(const SearchSpace& space, const History& history) const {
+  const Encoding e = encoding_of(space);
+  const size_t observed = history.directions.size() > 1 ? observe_multi(e, history).x.size()
+                                                        : observe(e, history).x.size();
+  return starting_up(e, observed, options_.n_startup_trials) ? "random" : name();
+}
+
 Params GpSampler::sample(const SearchSpace& space, const History& history,
                          const TrialContext& trial, Rng& rng) {
   if (history.directions.size() > 1) return sample_multi(space, history, trial, rng);
   const Encoding e = encoding_of(space);
-  Observations all;
-  const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
-  for (const FrozenTrial& t : history.trials) {
-    if (t.state != TrialState::kComplete || t.values.empty() || !std::isfinite(t.values[0]))
-      continue;
-    if (std::optional<std::vector<double>> p = encode(e, t)) {
-      all.x.push_back(std::move(*p));
-      all.y.push_back(sign * t.values[0]);
-      all.constraints.push_back(has_constraints(t) ? constraints_of(t)
-                                                   : std::vector<ConstraintValue>{});
-      all.feasible.push_back(constraint_violation(all.constraints.back()) == 0);
-    }
-  }
-  if (e.dims == 0 || static_cast<int>(all.x.size()) < std::max(1, options_.n_startup_trials)) {
+  const Observations all = observe(e, history);
+  if (starting_up(e, all.x.size(), options_.n_startup_trials)) {
     return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
   }
   // The anchor: the first anchor_of(m) of the m observed trials, whose kernel parameters are
@@ -1023,7 +1046,7 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
   const Encoding e = encoding_of(space);
   const size_t m = history.directions.size();
   const MultiObservations all = observe_multi(e, history);
-  if (e.dims == 0 || static_cast<int>(all.x.size()) < std::max(1, options_.n_startup_trials)) {
+  if (starting_up(e, all.x.size(), options_.n_startup_trials)) {
     return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
   }
   // The anchor, as for one objective (gp_sampler.h, "the kernel fit"), one per objective.

@@ -90,6 +90,8 @@ class GpSampler final : public Sampler {
                                 Rng& rng) override;
   SearchSpace relative_space(const History& history) override;
   std::string name() const override { return "gp"; }
+  // "random" for a startup trial (fewer than n_startup_trials observed), else "gp".
+  std::string origin(const SearchSpace& space, const History& history) const override;
 
  private:
   class FitCache;

@@ -62,6 +62,35 @@ ConstrainedRun optimize_constrained(GpSampler& sampler, uint64_t seed, int n, bo
   return run;
 }
 
+// A study whose range widened keeps modelling its earlier trials (their values lie in the new
+// range); those outside a narrowed range are left out.
+TEST(GpSampler, KeepsTheTrialsOfAnEarlierRangeThatTheSpaceHolds) {
+  SearchSpace narrow;
+  narrow.add_float("x", 0, 1);
+  std::vector<FrozenTrial> trials;
+  for (int i = 0; i < 3; ++i) {
+    FrozenTrial t;
+    t.trial_id = t.number = i;
+    t.state = TrialState::kComplete;
+    t.params = {{"x", 0.25 * (i + 1)}};
+    t.distributions = {{"x", narrow.find("x")->distribution}};
+    t.values = {1.0 * i};
+    trials.push_back(std::move(t));
+  }
+  GpSampler sampler({.n_startup_trials = 3});
+  SearchSpace wide;
+  wide.add_float("x", 0, 2);
+  EXPECT_EQ(sampler.origin(wide, History{trials, kMinimize}), "gp");
+  SearchSpace narrower;
+  narrower.add_float("x", 0, 0.6);  // holds 0.25 and 0.5, not 0.75
+  EXPECT_EQ(sampler.origin(narrower, History{trials, kMinimize}), "random");
+  Rng rng = Rng::for_trial(1, 3);
+  const double x = std::get<double>(
+      sampler.sample(wide, History{trials, kMinimize}, TrialContext{3}, rng).at("x"));
+  EXPECT_GE(x, 0.0);
+  EXPECT_LE(x, 2.0);
+}
+
 // Past max_fit_trials the GP is fitted to a window of the trials (the best half and the most
 // recent): the ask's cost stops growing, and it still proposes near the best.
 TEST(GpSampler, PastItsWindowItStillConverges) {

@@ -175,6 +175,23 @@ struct Column {
   std::vector<int> sorted;    // numbers of cached trials with a value, by (value, number)
 };
 
+namespace {
+
+// Whether the model learns from finished trial `t` (and it counts toward n_startup_trials): a
+// COMPLETE or PRUNED trial that violates a constraint, any other PRUNED one, and a COMPLETE one
+// with a first value that is not NaN (with several objectives: one value each, none NaN).
+bool is_observed(const FrozenTrial& t, size_t n_objectives) {
+  if (t.state != TrialState::kComplete && t.state != TrialState::kPruned) return false;
+  if (t.state == TrialState::kPruned) return true;
+  if (has_constraints(t) && constraint_violation(constraints_of(t)) > 0) return true;
+  if (t.values.empty() || std::isnan(t.values[0])) return false;
+  if (n_objectives == 1) return true;
+  return t.values.size() == n_objectives &&
+         std::none_of(t.values.begin(), t.values.end(), [](double x) { return std::isnan(x); });
+}
+
+}  // namespace
+
 struct TpeSampler::Cache {
   struct Entry {
     int64_t trial_id = -1;
@@ -247,7 +264,7 @@ struct TpeSampler::Cache {
     const size_t i = static_cast<size_t>(t.number);
     trials[i].trial_id = t.trial_id;
     trials[i].cached = true;
-    if (t.state != TrialState::kComplete && t.state != TrialState::kPruned) return;  // FAIL
+    if (!is_observed(t, n_objectives)) return;
     const double violated = has_constraints(t) ? constraint_violation(constraints_of(t)) : 0.0;
     if (violated > 0) {
       violation[i] = violated;
@@ -258,20 +275,12 @@ struct TpeSampler::Cache {
       infeasible.insert(std::lower_bound(infeasible.begin(), infeasible.end(), t.number, less),
                         t.number);
     } else if (t.state == TrialState::kComplete) {
-      if (t.values.empty()) return;
       if (n_objectives > 1) {
-        if (t.values.size() != n_objectives) return;
-        if (std::any_of(t.values.begin(), t.values.end(), [](double x) { return std::isnan(x); })) {
-          return;
-        }
         for (size_t k = 0; k < n_objectives; ++k) {
-          const double x = t.values[k];
-          losses[i * n_objectives + k] = as_loss(directions[k], x);
+          losses[i * n_objectives + k] = as_loss(directions[k], t.values[k]);
         }
       }
-      double v = t.values[0];
-      if (std::isnan(v)) return;
-      score[i] = as_loss(direction, v);
+      score[i] = as_loss(direction, t.values[0]);
       auto less = [&](int a, int b) {
         return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)] ||
                (score[static_cast<size_t>(a)] == score[static_cast<size_t>(b)] && a < b);
@@ -450,6 +459,14 @@ void TpeSampler::sync(const History& history) {
     ++cache_version_;
     cache_->ingest(t);
   }
+}
+
+std::string TpeSampler::origin(const SearchSpace&, const History& history) const {
+  const size_t n_objectives = history.directions.size();
+  const auto observed =
+      std::count_if(history.trials.begin(), history.trials.end(),
+                    [&](const FrozenTrial& t) { return is_observed(t, n_objectives); });
+  return observed < options_.n_startup_trials ? "random" : name();
 }
 
 TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialContext& trial) {

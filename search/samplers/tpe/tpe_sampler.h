@@ -155,6 +155,9 @@ class TpeSampler final : public Sampler {
 
   const TpeOptions& options() const { return options_; }
   std::string name() const override { return "tpe"; }
+  // "random" for a startup trial (fewer than n_startup_trials finished trials to learn from),
+  // else "tpe".
+  std::string origin(const SearchSpace& space, const History& history) const override;
 
  private:
   struct Cache;

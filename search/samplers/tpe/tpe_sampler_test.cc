@@ -247,6 +247,23 @@ TEST(TpeSampler, ConditionalSpacesSampleOnlyActiveParameters) {
   EXPECT_TRUE(TpeSampler().relative_space(History{{}, kMinimize}).empty());
 }
 
+// The startup trials are random, and their origin says so: FAIL trials and COMPLETE ones without
+// a value do not count toward n_startup_trials; PRUNED ones do.
+TEST(TpeSampler, StartupTrialsAreNamedRandom) {
+  SearchSpace space;
+  space.add_float("x", 0, 1);
+  TpeSampler sampler({.n_startup_trials = 2});
+  std::vector<FrozenTrial> trials;
+  auto origin = [&] { return sampler.origin(space, History{trials, kMinimize}); };
+  EXPECT_EQ(origin(), "random");
+  trials.push_back(make_trial(0, space, {{"x", 0.1}}, TrialState::kFail));
+  trials.push_back(make_trial(1, space, {{"x", 0.2}}, TrialState::kComplete, {std::nan("")}));
+  trials.push_back(make_trial(2, space, {{"x", 0.3}}, TrialState::kComplete, {0.3}));
+  EXPECT_EQ(origin(), "random");
+  trials.push_back(make_trial(3, space, {{"x", 0.4}}, TrialState::kPruned));
+  EXPECT_EQ(origin(), "tpe");
+}
+
 TEST(TpeSampler, FailedTrialsAreIgnored) {
   SearchSpace space = quadratic_space();
   std::vector<FrozenTrial> trials;

@@ -1,0 +1,363 @@
+#include "executor/engine/csv_loader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#include "executor/engine/data_split.h"
+#include "executor/job_json.h"
+#include "trials/error.h"
+#include "util/strings.h"
+
+namespace tuner::engine {
+
+namespace {
+
+using job_json::fail;
+
+constexpr std::string_view kMissingSlot = "(missing)";
+
+// One file's header and rows, every field as written (quotes removed).
+struct Table {
+  std::string file;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<int64_t> lines;  // each row's line in the file, 1-based
+};
+
+// A place in the data: a row of one of the tables.
+struct RowRef {
+  const Table* table;
+  size_t row;
+};
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw Error(ErrorCode::kDataLoss, path + ": " + what);
+}
+
+std::string at_line(const Table& t, size_t row) {
+  return t.file + ":" + std::to_string(t.lines[row]);
+}
+
+std::string resolve(const EngineJobSpec& spec, const std::string& file) {
+  if (spec.data_dir.empty() || std::filesystem::path(file).is_absolute()) return file;
+  return (std::filesystem::path(spec.data_dir) / file).string();
+}
+
+char delimiter_of(const EngineJobSpec& spec, const std::string& file) {
+  if (spec.files.delimiter != 0) return spec.files.delimiter;
+  const std::string ext = std::filesystem::path(file).extension().string();
+  return ext == ".tsv" || ext == ".tab" || ext == ".TSV" ? '\t' : ',';
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// The fields of one line: `delim`-separated, a field in double quotes may hold the delimiter and
+// "" for a quote.
+std::vector<std::string> split_line(std::string_view line, char delim, const std::string& where,
+                                    const std::string& path) {
+  std::vector<std::string> fields;
+  size_t i = 0;
+  while (true) {
+    while (i < line.size() && line[i] == ' ' && delim != ' ') ++i;
+    std::string field;
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      bool closed = false;
+      while (i < line.size()) {
+        if (line[i] == '"') {
+          if (i + 1 < line.size() && line[i + 1] == '"') {
+            field += '"';
+            i += 2;
+            continue;
+          }
+          ++i;
+          closed = true;
+          break;
+        }
+        field += line[i++];
+      }
+      if (!closed) bad(path, where + ": a quoted field is not closed on its line");
+      while (i < line.size() && line[i] != delim) ++i;
+    } else {
+      const size_t end = std::min(line.find(delim, i), line.size());
+      field = std::string(trim(line.substr(i, end - i)));
+      i = end;
+    }
+    fields.push_back(std::move(field));
+    if (i >= line.size()) break;
+    ++i;  // the delimiter
+  }
+  return fields;
+}
+
+Table read_table(const EngineJobSpec& spec, const std::string& name, const std::string& path) {
+  Table t;
+  t.file = resolve(spec, name);
+  if (!std::filesystem::exists(t.file)) {
+    throw Error(ErrorCode::kNotFound, path + ": " + t.file + " does not exist");
+  }
+  std::ifstream in(t.file, std::ios::binary);
+  if (!in) bad(path, t.file + ": cannot be read");
+  const char delim = delimiter_of(spec, t.file);
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const std::string where = t.file + ":" + std::to_string(line_no);
+    std::vector<std::string> fields = split_line(line, delim, where, path);
+    if (t.header.empty()) {
+      t.header = std::move(fields);
+      std::set<std::string> seen;
+      for (const std::string& h : t.header) {
+        if (!seen.insert(h).second)
+          bad(path, where + ": the header names column \"" + h + "\" twice");
+      }
+      continue;
+    }
+    if (fields.size() != t.header.size()) {
+      bad(path, where + ": " + std::to_string(fields.size()) + " fields, but the header has " +
+                    std::to_string(t.header.size()));
+    }
+    t.rows.push_back(std::move(fields));
+    t.lines.push_back(line_no);
+  }
+  if (in.bad()) bad(path, t.file + ": read failed");
+  if (t.rows.empty()) bad(path, t.file + ": no rows under the header");
+  return t;
+}
+
+bool is_missing(std::string_view v) {
+  std::string lower;
+  for (char c : v) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.empty() || lower == "na" || lower == "n/a" || lower == "nan";
+}
+
+std::optional<double> number(std::string_view v) {
+  if (!v.empty() && v.front() == '+') v.remove_prefix(1);
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(d)) return std::nullopt;
+  return d;
+}
+
+std::optional<int64_t> integer(std::string_view v) {
+  if (!v.empty() && v.front() == '+') v.remove_prefix(1);
+  int64_t i = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), i);
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) return std::nullopt;
+  return i;
+}
+
+size_t column_index(const Table& t, const std::string& name, const std::string& member_path) {
+  auto it = std::find(t.header.begin(), t.header.end(), name);
+  if (it == t.header.end()) {
+    fail(member_path, "\"" + name + "\" is not a column of " + t.file + " (its header has " +
+                          join(t.header) + ")");
+  }
+  return static_cast<size_t>(it - t.header.begin());
+}
+
+// One feature column and how it encodes.
+struct Column {
+  std::string name;
+  size_t index;
+  bool categorical;
+  float fill = 0;                   // numeric: the training split's mean, for a missing value
+  std::vector<std::string> values;  // categorical: the training split's categories, sorted
+  bool missing_slot = false;        // categorical: a slot for a missing value
+};
+
+}  // namespace
+
+Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const std::string& path) {
+  const EngineDataFiles& f = spec.files;
+  const Table train_file = read_table(spec, f.path.empty() ? f.train : f.path, path);
+  std::optional<Table> test_file;
+  if (!f.test.empty()) {
+    test_file = read_table(spec, f.test, path);
+    if (test_file->header != train_file.header) {
+      bad(path, test_file->file + ": its header is not the header of " + train_file.file + " (" +
+                    join(train_file.header) + ")");
+    }
+  }
+  std::vector<const Table*> tables = {&train_file};
+  if (test_file) tables.push_back(&*test_file);
+
+  // The columns.
+  const size_t label = column_index(train_file, f.label, path + ".label");
+  std::vector<size_t> feature_indices;
+  if (f.columns.empty()) {
+    for (size_t i = 0; i < train_file.header.size(); ++i) {
+      if (i != label) feature_indices.push_back(i);
+    }
+  } else {
+    for (size_t k = 0; k < f.columns.size(); ++k) {
+      const std::string member = path + ".columns[" + std::to_string(k) + "]";
+      const size_t i = column_index(train_file, f.columns[k], member);
+      if (i == label) fail(member, "\"" + f.columns[k] + "\" is the label column");
+      feature_indices.push_back(i);
+    }
+  }
+  if (feature_indices.empty())
+    fail(path, train_file.file + " has no feature column besides the label");
+  for (size_t k = 0; k < f.categorical.size(); ++k) {
+    const size_t i = column_index(train_file, f.categorical[k],
+                                  path + ".categorical[" + std::to_string(k) + "]");
+    if (std::find(feature_indices.begin(), feature_indices.end(), i) == feature_indices.end()) {
+      fail(path + ".categorical[" + std::to_string(k) + "]",
+           "\"" + f.categorical[k] + "\" is not a feature column");
+    }
+  }
+
+  // Every value is checked in file order: a missing label always, a missing feature without
+  // data.missing "mean"; the columns whose values are not all numbers are categorical.
+  std::vector<Column> columns;
+  for (size_t i : feature_indices) {
+    const std::string& name = train_file.header[i];
+    const bool declared =
+        std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end();
+    columns.push_back(Column{.name = name, .index = i, .categorical = declared});
+  }
+  bool all_integer_labels = true;
+  for (const Table* t : tables) {
+    for (size_t r = 0; r < t->rows.size(); ++r) {
+      const std::vector<std::string>& row = t->rows[r];
+      if (is_missing(row[label])) {
+        bad(path, at_line(*t, r) + ": column \"" + f.label + "\" (the label) has no value (\"" +
+                      row[label] + "\")");
+      }
+      if (!integer(row[label])) all_integer_labels = false;
+      for (Column& c : columns) {
+        const std::string& v = row[c.index];
+        if (is_missing(v)) {
+          if (!f.missing_mean) {
+            bad(path, at_line(*t, r) + ": column \"" + c.name + "\" has no value (\"" + v +
+                          "\"): fill it, or set data.missing to \"mean\"");
+          }
+          c.missing_slot = true;
+        } else if (!c.categorical && !number(v)) {
+          c.categorical = true;
+        }
+      }
+    }
+  }
+
+  // The splits, as rows.
+  std::vector<RowRef> train_rows, validation_rows, test_rows;
+  const SplitIndices split =
+      split_indices(static_cast<int64_t>(train_file.rows.size()), f.validation_fraction,
+                    test_file ? 0.0 : f.test_fraction, f.split_seed, path);
+  for (int64_t i : split.train) train_rows.push_back({&train_file, static_cast<size_t>(i)});
+  for (int64_t i : split.validation)
+    validation_rows.push_back({&train_file, static_cast<size_t>(i)});
+  for (int64_t i : split.test) test_rows.push_back({&train_file, static_cast<size_t>(i)});
+  if (test_file) {
+    for (size_t r = 0; r < test_file->rows.size(); ++r) test_rows.push_back({&*test_file, r});
+  }
+
+  // The classes: every label of the files, sorted (numerically when all are integers).
+  std::vector<std::string> classes;
+  {
+    std::set<std::string> names;
+    std::set<int64_t> ints;
+    for (const Table* t : tables) {
+      for (const auto& row : t->rows) {
+        if (all_integer_labels)
+          ints.insert(*integer(row[label]));
+        else
+          names.insert(row[label]);
+      }
+    }
+    if (all_integer_labels) {
+      for (int64_t i : ints) classes.push_back(std::to_string(i));
+    } else {
+      classes.assign(names.begin(), names.end());
+    }
+  }
+  std::map<std::string, int32_t> class_of;
+  for (size_t k = 0; k < classes.size(); ++k) class_of[classes[k]] = static_cast<int32_t>(k);
+  auto label_of = [&](const std::string& v) {
+    return class_of.at(all_integer_labels ? std::to_string(*integer(v)) : v);
+  };
+
+  // The encoding, from the training split: numeric fills (means), categories.
+  std::vector<std::string> features;
+  for (Column& c : columns) {
+    if (c.categorical) {
+      std::set<std::string> values;
+      for (const RowRef& r : train_rows) {
+        const std::string& v = r.table->rows[r.row][c.index];
+        if (!is_missing(v)) values.insert(v);
+      }
+      c.values.assign(values.begin(), values.end());
+      for (const std::string& v : c.values) features.push_back(c.name + "=" + v);
+      if (c.missing_slot) features.push_back(c.name + "=" + std::string(kMissingSlot));
+    } else {
+      double sum = 0;
+      int64_t n = 0;
+      for (const RowRef& r : train_rows) {
+        const std::string& v = r.table->rows[r.row][c.index];
+        if (!is_missing(v)) sum += *number(v), ++n;
+      }
+      if (c.missing_slot && n == 0) {
+        bad(path, train_file.file + ": column \"" + c.name +
+                      "\" has no value in the training split to take the mean of");
+      }
+      c.fill = n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
+      features.push_back(c.name);
+    }
+  }
+  const auto width = static_cast<int64_t>(features.size());
+
+  auto encode = [&](const std::vector<RowRef>& rows) {
+    std::vector<float> x(rows.size() * static_cast<size_t>(width), 0.0f);
+    std::vector<int32_t> y;
+    y.reserve(rows.size());
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const std::vector<std::string>& row = rows[k].table->rows[rows[k].row];
+      float* out = x.data() + k * static_cast<size_t>(width);
+      for (const Column& c : columns) {
+        const std::string& v = row[c.index];
+        if (!c.categorical) {
+          *out++ = is_missing(v) ? c.fill : static_cast<float>(*number(v));
+          continue;
+        }
+        const size_t slots = c.values.size() + (c.missing_slot ? 1 : 0);
+        if (is_missing(v)) {
+          out[c.values.size()] = 1.0f;
+        } else if (auto it = std::lower_bound(c.values.begin(), c.values.end(), v);
+                   it != c.values.end() && *it == v) {
+          out[it - c.values.begin()] = 1.0f;
+        }  // a category the training split lacks: all zeros
+        out += slots;
+      }
+      y.push_back(label_of(row[label]));
+    }
+    return training::Dataset(training::Shape{width}, std::move(x), std::move(y),
+                             static_cast<int32_t>(classes.size()));
+  };
+
+  Splits s;
+  s.name = std::filesystem::path(train_file.file).filename().string();
+  s.train = encode(train_rows);
+  if (!validation_rows.empty()) s.validation = encode(validation_rows);
+  if (!test_rows.empty()) s.test = encode(test_rows);
+  s.class_names = std::move(classes);
+  s.features = std::move(features);
+  return s;
+}
+
+}  // namespace tuner::engine
