@@ -9,6 +9,7 @@
 #include "registry/user_model.h"
 #include "sweep/trial_folder.h"
 #include "trials/error.h"
+#include "util/strings.h"
 
 namespace tuner::cli {
 namespace {
@@ -85,7 +86,8 @@ int run_artifacts(const std::vector<std::string>& args) {
     std::cout << "trial " << *number << " (" << to_string(trials.front().state)
               << "): " << folder.string() << "\n";
     std::vector<std::vector<std::string>> rows;
-    for (const ArtifactFile& f : listing.files) rows.push_back({"  " + size_text(f.size), f.path});
+    for (const ArtifactFile& f : listing.files)
+      rows.push_back({"  " + byte_size_text(f.size), f.path});
     // Sizes right-aligned.
     size_t width = 0;
     for (const auto& row : rows) width = std::max(width, row[0].size());
@@ -107,7 +109,7 @@ int run_artifacts(const std::vector<std::string>& args) {
     if (listing.files.empty()) continue;
     rows.push_back({std::to_string(t.number), std::string(to_string(t.state)),
                     std::to_string(listing.files.size()) + (listing.truncated ? "+" : ""),
-                    size_text(total_size(listing)), model_cell(folder)});
+                    byte_size_text(total_size(listing)), model_cell(folder)});
   }
   if (rows.size() == 1) {
     std::cout << "no trial of study '" << name << "' left files in " << base.string() << "\n";

@@ -25,9 +25,6 @@ std::optional<SweepFile> stored_sweep_of(const StudyRecord& study, const std::st
 // object.
 std::string artifacts_members(const std::filesystem::path& folder, const ArtifactListing& listing);
 
-// "12 B", "3.4 KiB", "1.2 MiB", "5.0 GiB".
-std::string size_text(uint64_t bytes);
-
 }  // namespace tuner::cli
 
 #endif  // TUNER_CLI_ARTIFACTS_VIEW_H_

@@ -2,7 +2,9 @@
 //   [--output FILE]: batch inference with the engine on a registered model (docs/registry.md).
 // The inputs are what the model's MLflow signature takes: the dataset's own values (for a
 // Fashion-MNIST model, uint8 pixels 0..255: the idx files themselves, or a CSV of pixel values);
-// the model's preprocessing (registry/mlflow_model.h) normalizes them, as model.onnx does.
+// the model's preprocessing (registry/mlflow_model.h) normalizes them, as model.onnx does. A
+// model trained on a table (a csv file) takes a CSV or TSV with a header, its feature columns by
+// name, encoded as training encoded them (registry/table_input.h); it answers with the labels.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "cli/model_directory.h"
 #include "registry/mlflow_model.h"
 #include "registry/registry.h"
+#include "registry/table_input.h"
 #include "training/data/dataset.h"
 #include "training/data/idx.h"
 #include "trials/error.h"
@@ -27,9 +30,34 @@ namespace fs = std::filesystem;
 
 struct Inputs {
   std::vector<float> features;  // [N, sample...], the model's raw inputs (its signature's values)
-  std::vector<int32_t> labels;  // empty when unknown
+  std::vector<int32_t> labels;  // empty when unknown; a table's label it has no class of: -1
+  std::vector<std::string> label_text;  // a table's labels as written; else empty
   int64_t count = 0;
 };
+
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// The rows of a table for a model trained on one (its preprocessing's table).
+Inputs read_table(const std::string& path, const registry::ServedModel& model, int64_t limit) {
+  const registry::Preprocessing& p = model.preprocessing();
+  registry::TableInput table = registry::read_table_input(path, *p.table, limit);
+  Inputs out;
+  out.features = std::move(table.features);
+  out.count = table.count;
+  if (!table.labels.empty()) {
+    for (const std::string& label : table.labels) {
+      out.labels.push_back(static_cast<int32_t>(registry::class_index(p.class_labels, label)));
+    }
+    out.label_text = std::move(table.labels);
+  }
+  return out;
+}
 
 // "t10k-images-idx3-ubyte.gz" -> "t10k-labels-idx1-ubyte.gz" beside it, when it exists.
 std::string labels_beside(const fs::path& images) {
@@ -115,7 +143,7 @@ std::string format(double v) {
 constexpr Flag kFlags[] = {
     {"--model", "DIR/MODEL[@ALIAS|/VERSION]", "DIR/MODEL, DIR/MODEL@ALIAS or DIR/MODEL/VERSION",
      kRequired},
-    {"--input", "FILE", "Fashion-MNIST idx images (.gz) or a CSV", kRequired},
+    {"--input", "FILE", "Fashion-MNIST idx images (.gz), a CSV, or a table's CSV/TSV", kRequired},
     {"--labels", "FILE", "the labels (default: the idx labels beside the images)"},
     {"--limit", "N", "only the first N samples"},
     {"--output", "FILE", "write the probabilities there (default: stdout)"},
@@ -138,7 +166,21 @@ int run_predict(const std::vector<std::string>& args) {
 
   Inputs in;
   const bool csv = input.ends_with(".csv") || input.ends_with(".CSV");
-  if (csv) {
+  const bool tsv = input.ends_with(".tsv") || input.ends_with(".tab") || input.ends_with(".TSV");
+  if (model.preprocessing().table) {
+    if (!csv && !tsv) {
+      throw UsageError("tuner predict: " + dir.string() +
+                       " was trained on a table: give its rows as a CSV or TSV file with a "
+                       "header (--input FILE.csv)");
+    }
+    if (flags.has("--labels")) {
+      throw UsageError(
+          "tuner predict: --labels is for idx images; a table's labels are its "
+          "column \"" +
+          model.preprocessing().table->label + "\"");
+    }
+    in = read_table(input, model, limit);
+  } else if (csv) {
     in = read_features_csv(input, numel, limit);
   } else {
     const std::string labels = flags.get("--labels", labels_beside(input));
@@ -184,9 +226,14 @@ int run_predict(const std::vector<std::string>& args) {
   }
   std::ostream& out = to_file ? file : std::cout;
   std::ostream& summary = to_file ? std::cout : std::cerr;
+  // A model with class labels writes them (a table's: the label column's values), and names its
+  // probability columns after them: p_<label>.
+  const bool named = !model.preprocessing().class_labels.empty();
   out << "index,predicted";
   if (!in.labels.empty()) out << ",label";
-  for (int64_t c = 0; c < k; ++c) out << ",p" << c;
+  for (int64_t c = 0; c < k; ++c) {
+    out << "," << (named ? csv_field("p_" + model.class_label(c)) : "p" + std::to_string(c));
+  }
   out << "\n";
   int64_t correct = 0;
   std::vector<double> p(static_cast<size_t>(k));
@@ -196,9 +243,11 @@ int run_predict(const std::vector<std::string>& args) {
     const double top = row[arg];
     double sum = 0;
     for (int64_t c = 0; c < k; ++c) sum += p[c] = std::exp(row[c] - top);
-    out << i << "," << arg;
+    out << i << "," << (named ? csv_field(model.class_label(arg)) : std::to_string(arg));
     if (!in.labels.empty()) {
-      out << "," << in.labels[i];
+      out << ","
+          << (in.label_text.empty() ? std::to_string(in.labels[i])
+                                    : csv_field(in.label_text[static_cast<size_t>(i)]));
       correct += in.labels[i] == arg ? 1 : 0;
     }
     for (int64_t c = 0; c < k; ++c) out << "," << format(p[c] / sum);
@@ -233,8 +282,10 @@ extern const Command kPredictCommand = {
     .description =
         "batch inference with the engine: idx images (.gz, labels\n"
         "found beside them) or a CSV of the model's raw inputs\n"
-        "(pixels 0..255 for a Fashion-MNIST model); writes class\n"
-        "probabilities as CSV and prints the accuracy",
+        "(pixels 0..255 for a Fashion-MNIST model); for a model\n"
+        "trained on a table, a CSV/TSV with its feature columns by\n"
+        "name; writes the predicted labels and class probabilities\n"
+        "as CSV and prints the accuracy",
     .flags = kFlags,
     .run = &run_predict,
 };

@@ -32,6 +32,10 @@ constexpr Flag kFlags[] = {
     {"--log-max-mb", "MB", "the size of a log file (default 64; with --log-dir)"},
     {"--log-keep", "N", "log files kept (default 10; with --log-dir)"},
     {"--max-body-mb", "MB", "the largest request body (default 64)"},
+    {"--max-buffered-mb", "MB", "request bodies held at once, all connections (4x --max-body-mb)"},
+    {"--max-json-depth", "N", "the deepest nesting of a JSON body (default 64)"},
+    {"--max-json-keys", "N", "the most keys in one JSON object (default 262144)"},
+    {"--max-json-values", "N", "the most values in a JSON or CSV body (default 4194304)"},
     {"--grace-seconds", "S", "how long requests in flight may finish at SIGTERM (10)"},
 };
 
@@ -66,6 +70,16 @@ int run_serve_model(const std::vector<std::string>& args) {
   options.http.threads = whole_number(flags, "--threads", 2, 256);
   options.http.max_body_bytes =
       static_cast<uint64_t>(number(flags, "--max-body-mb", 64, 1 << 20) * (1 << 20));
+  options.http.max_buffered_bytes = static_cast<uint64_t>(
+      number(flags, "--max-buffered-mb",
+             4 * (static_cast<double>(options.http.max_body_bytes) / (1 << 20)), 1 << 22) *
+      (1 << 20));
+  const serving::JsonLimits limits;  // the defaults
+  options.limits.max_depth = whole_number(flags, "--max-json-depth", limits.max_depth, 4096);
+  options.limits.max_object_keys =
+      whole_number(flags, "--max-json-keys", static_cast<int>(limits.max_object_keys), 1 << 30);
+  options.limits.max_values =
+      whole_number(flags, "--max-json-values", static_cast<int>(limits.max_values), 1 << 30);
   options.batching.max_batch = whole_number(flags, "--max-batch", 64, 1 << 20);
   options.batching.max_wait = std::chrono::microseconds(
       std::llround(number(flags, "--max-wait-ms", 0, 60000, true) * 1000));
@@ -122,7 +136,8 @@ extern const Command kServeModelCommand = {
         "serve-model --model DIR/MODEL[@ALIAS|/VERSION] [--host H] [--port P] [--threads N]\n"
         "            [--model-threads N] [--max-batch N] [--max-wait-ms MS] [--reload-seconds S]\n"
         "            [--log-dir DIR [--log-sample F] [--log-max-mb MB] [--log-keep N]]\n"
-        "            [--max-body-mb MB] [--grace-seconds S]",
+        "            [--max-body-mb MB] [--max-buffered-mb MB] [--max-json-depth N]\n"
+        "            [--max-json-keys N] [--max-json-values N] [--grace-seconds S]",
     .description =
         "serve a model over HTTP with MLflow's scoring protocol\n"
         "(POST /invocations: inputs, instances, dataframe_split,\n"

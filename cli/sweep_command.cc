@@ -181,8 +181,9 @@ class ProgressPrinter {
   bool tty_;
 };
 
+// Read-only: a file that is gone is not created again.
 Params trial_params(const SweepResult& result, int number) {
-  SqliteStorage storage(result.storage_path);
+  SqliteStorage storage(result.storage_path, {.read_only = true});
   const std::optional<StudyRecord> study = storage.find_study(result.study_name);
   if (!study) return {};
   const std::vector<FrozenTrial> from = storage.get_trials(study->study_id, {.min_number = number});
@@ -192,7 +193,7 @@ Params trial_params(const SweepResult& result, int number) {
 // The Pareto front of a sweep of several objectives: "Pareto front: 3 of 12 COMPLETE trials (2,
 // 5, 9)".
 std::string front_text(const SweepResult& result, const std::vector<StudyDirection>& directions) {
-  SqliteStorage storage(result.storage_path);
+  SqliteStorage storage(result.storage_path, {.read_only = true});
   const std::optional<StudyRecord> study = storage.find_study(result.study_name);
   if (!study) return {};
   const std::vector<FrozenTrial> complete =
@@ -233,7 +234,8 @@ class RunOutcomes {
   // Throws when trials ran and every one failed.
   void check(const SweepResult& result) const {
     if (failed_ == 0 || succeeded_ > 0 || result.end == SweepEnd::kAborted ||
-        result.end == SweepEnd::kFailures) {
+        result.end == SweepEnd::kFailures || result.end == SweepEnd::kStorageFailed ||
+        result.end == SweepEnd::kFileReplaced) {
       return;
     }
     throw Error(ErrorCode::kInvalidArgument,
@@ -304,6 +306,35 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
   const SweepProgress& p = result.progress;
   std::cout << "sweep '" << result.study_name << "': " << counts_text(p) << " in "
             << duration_text(p.elapsed) << "\n";
+  const std::string resume =
+      "tuner resume --study " + result.study_name + " --storage " + result.storage_path;
+  if (result.end == SweepEnd::kFileReplaced) {
+    // The path holds another file, or none: nothing more is read from it, or created there.
+    std::cerr << "sweep '" << result.study_name << "' stopped: " << result.stop_reason << "\n";
+    if (!result.recovered_path.empty()) {
+      std::cerr << "the study as this sweep held it (every trial finished so far; the running "
+                   "ones stopped, to run first on resume) is saved in "
+                << result.recovered_path << "; to go on: tuner resume --study " << result.study_name
+                << " --storage " << result.recovered_path << " (or move it back to "
+                << result.storage_path << " first)\n";
+    }
+    return kExitInvalidInput;
+  }
+  if (result.end == SweepEnd::kStorageFailed) {
+    std::cerr << "sweep '" << result.study_name
+              << "' stopped: its storage refuses writes: " << result.stop_reason
+              << "\nstored: the trials counted above as done (everything committed before the "
+                 "failure is kept)";
+    if (result.not_stopped > 0) {
+      std::cerr << "; not stored: the outcomes of " << result.not_stopped
+                << " trial(s) that were running or had just finished (they stay RUNNING in "
+                   "the file and run again on resume)";
+    }
+    std::cerr << "\nonce the cause is fixed (free disk space, make the file writable), go on "
+                 "with: "
+              << resume << "\n";
+    return kExitInvalidInput;
+  }
   if (sweep.objectives.size() > 1) {
     std::cout << front_text(result, make_study_options(sweep).directions) << "\n";
   } else if (p.best_number) {
@@ -334,8 +365,6 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
       }
     }
   }
-  const std::string resume =
-      "tuner resume --study " + result.study_name + " --storage " + result.storage_path;
   switch (result.end) {
     case SweepEnd::kBudgetSpent:
       return kExitOk;
@@ -345,12 +374,20 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
                         ? " (" + std::to_string(result.stopped_at_time_up) +
                               " running trial(s) stopped: FAIL, and run first on resume)"
                         : std::string())
+                << (result.not_stopped > 0
+                        ? "; " + std::to_string(result.not_stopped) +
+                              " running trial(s) could not be stored as stopped (still RUNNING; "
+                              "run again on resume)"
+                        : std::string())
                 << "; to go on: " << resume << "\n";
-      return kExitOk;
+      return result.not_stopped > 0 ? kExitInvalidInput : kExitOk;
     case SweepEnd::kDrained:
     case SweepEnd::kAborted:
       std::cout << "stopped; everything finished is stored. To go on: " << resume << "\n";
       return kExitInterrupted;
+    case SweepEnd::kStorageFailed:
+    case SweepEnd::kFileReplaced:
+      return kExitInvalidInput;  // said above
     case SweepEnd::kFailures:
       // On stderr with the other errors; the trials' own lines above show their logs.
       std::cerr << "sweep '" << result.study_name << "' stopped: " << result.stop_reason

@@ -84,7 +84,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
                     .leases = &leases,
                     .heartbeat_interval = options.heartbeat_interval,
                     .lease_timeout = options.lease_timeout},
-        files([this](const std::string& line) { warn(line); }),
+        files([this](const std::string& line) { warn_line(line); }),
         next_heartbeat(clock->steady_now()) {
     log("listening on " + outbox.router().endpoint());
   }
@@ -116,7 +116,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   std::deque<Inbound> backlog;
 
   void log(const std::string& line) { outbox.log(line); }
-  void warn(const std::string& line) {
+  void warn_line(const std::string& line) {
     if (options.warn) {
       options.warn(line);
     } else {
@@ -185,6 +185,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   void return_credit(const std::string& route) override {
     if (ExecutorEntry* executor = executors.find(route)) ++executor->credit;
   }
+
+  void warn(const std::string& line) override { Impl::warn_line(line); }
 
   void acknowledge(uint64_t lease_id, const FrozenTrial& finished) override {
     ends.acknowledge(lease_id, finished);
@@ -337,7 +339,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
         lease && lease->executor_id == executor.executor_id
             ? leases.describe(*lease)
             : "lease " + std::to_string(left.lease_id) + " (executor " + executor.executor_id + ")";
-    warn(who + ": " + files_left_text(left.files, left.limit_bytes, left.hostname));
+    warn_line(who + ": " + files_left_text(left.files, left.limit_bytes, left.hostname));
   }
 
   void on_heartbeat(ExecutorEntry& executor, const HeartbeatMessage& heartbeat) {
@@ -684,6 +686,14 @@ const Study& Coordinator::study(StudyRunId id) const { return impl_->run_of(id).
 
 std::optional<std::string> Coordinator::failure(StudyRunId id) const {
   return impl_->run_of(id).failure;
+}
+
+bool Coordinator::storage_failing() const { return impl_->commit.storage_failing(); }
+
+std::string Coordinator::last_storage_error() const { return impl_->commit.last_storage_error(); }
+
+std::optional<std::string> Coordinator::storage_failure() const {
+  return impl_->commit.storage_failure();
 }
 
 }  // namespace tuner

@@ -175,8 +175,11 @@ struct CoordinatorStats {
   int64_t stale_outcomes_refused = 0;  // RESULT/FAIL answered ACK{accepted = false}
   int64_t reports = 0;
   int64_t errors_sent = 0;  // ERROR replies (service-wide)
-  int executors = 0;        // registered now (service-wide)
-  int active_leases = 0;    // now
+  // Leased trials that abandon() could not store as FAIL (the storage refused): still RUNNING in
+  // storage, where the study's next run takes them as an earlier coordinator's.
+  int64_t not_abandoned = 0;
+  int executors = 0;      // registered now (service-wide)
+  int active_leases = 0;  // now
 };
 
 // A study added to a coordinator.
@@ -243,6 +246,15 @@ class Coordinator {
   // in a row: <the last error>" (its ask() kept failing; the study drained then). nullopt while
   // it runs or when it ended otherwise.
   std::optional<std::string> failure(StudyRunId id = 0) const;
+  // With one study (group commit): writes fail now for the storage's sake (a full disk, a
+  // read-only file; coordinator/group_commit.h), and the last such error. Each run of failures
+  // is said at once through `warn`.
+  bool storage_failing() const;
+  std::string last_storage_error() const;
+  // Set once the study's writes failed for the storage's sake a few times in a row over some
+  // seconds (GroupCommit::kGiveUpFailures, kGiveUpAfter): why. The owner should stop: nothing
+  // of what runs can be stored.
+  std::optional<std::string> storage_failure() const;
 
  private:
   struct Impl;

@@ -33,6 +33,7 @@ void GroupCommit::run(StudyRun* only, const std::function<void()>& body) {
   leased.swap(leased_);
   std::vector<std::pair<StudyRun*, FrozenTrial>> ask_failures;
   ask_failures.swap(ask_failures_);
+  if (!told.empty() || !leased.empty() || !ask_failures.empty()) writes_succeeded();
   for (auto& [lease_id, finished] : told) {
     if (leases_.contains(lease_id)) listener_.acknowledge(lease_id, finished);
   }
@@ -80,6 +81,36 @@ void GroupCommit::undo(StudyRun& run, const std::string& why) {
   }
   leased_.clear();
   run.ask_blocked_until = clock_.steady_now() + heartbeat_interval_;
+  write_failed(why);
+}
+
+void GroupCommit::write_failed(const std::string& why) {
+  const Clock::SteadyTime now = clock_.steady_now();
+  last_error_ = why;
+  if (failures_in_a_row_++ == 0) {
+    first_failure_ = now;
+    listener_.warn("cannot store the study's outcomes and new trials: " + why +
+                   "; trying again for " + std::to_string(kGiveUpAfter.count()) +
+                   " s (what was committed before is kept)");
+  }
+  if (storage_failure_ || failures_in_a_row_ < kGiveUpFailures ||
+      now - first_failure_ < kGiveUpAfter) {
+    return;
+  }
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(now - first_failure_).count();
+  storage_failure_ = "the study's writes failed " + std::to_string(failures_in_a_row_) +
+                     " times in a row over " + std::to_string(seconds) + " s: " + why;
+}
+
+void GroupCommit::writes_succeeded() {
+  if (failures_in_a_row_ == 0) return;
+  if (!storage_failure_) {
+    listener_.warn("the study's writes are stored again (after " +
+                   std::to_string(failures_in_a_row_) + " failed attempt(s))");
+  }
+  failures_in_a_row_ = 0;
+  last_error_.clear();
 }
 
 }  // namespace tuner

@@ -9,6 +9,12 @@
 // (their executors get their credit back, trials asked in the batch do not exist, trials asked
 // before wait to be leased again) and the study asks nothing for a heartbeat interval. With
 // several studies there is no batch: every write commits on its own and nothing waits.
+// Storage failures: a batch that fails, or a write in it that fails for the file's sake (a
+// StorageFault: the disk is full, the file is read-only), is said at once through
+// Listener::warn with its cause, once per run of failures; writes are tried again as they come
+// (outcomes resent, asks a heartbeat interval later). Once they failed kGiveUpFailures times in a
+// row over at least kGiveUpAfter, storage_failure() says why, and whoever runs the coordinator
+// stops it (a sweep does). A batch that commits an outcome or a trial ends the run of failures.
 // Invariants: outside run() nothing waits and open() is false.
 //
 // Thread safety: not thread-safe; the coordinator's loop thread uses it.
@@ -18,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,7 +51,13 @@ class GroupCommit {
     // A lease made in the batch was undone: the credit it took goes back to the executor on
     // `route`.
     virtual void return_credit(const std::string& route) = 0;
+    // A line for the user (the storage fails, or works again). Default: none.
+    virtual void warn(const std::string& /*line*/) {}
   };
+
+  // Failed writes in a row, and for how long, before storage_failure() is set.
+  static constexpr int kGiveUpFailures = 3;
+  static constexpr std::chrono::seconds kGiveUpAfter{10};
 
   // `heartbeat_interval`: how long a study waits to ask again after a failed batch.
   GroupCommit(LeaseTable& leases, NodeGroups& groups, Outbox& outbox, Clock& clock,
@@ -64,8 +77,18 @@ class GroupCommit {
   // committed.
   void ask_failed(StudyRun& run, FrozenTrial failed);
 
+  // A write of the study failed for the storage's sake (`why`: the error, naming the file).
+  void write_failed(const std::string& why);
+  // Writes fail now (the last ones failed and none has succeeded since).
+  bool storage_failing() const { return failures_in_a_row_ > 0; }
+  // The last storage error while writes fail; empty otherwise.
+  const std::string& last_storage_error() const { return last_error_; }
+  // Set once writes failed kGiveUpFailures times in a row over kGiveUpAfter: why they failed.
+  const std::optional<std::string>& storage_failure() const { return storage_failure_; }
+
  private:
   void undo(StudyRun& run, const std::string& why);
+  void writes_succeeded();
 
   // Constant after construction.
   LeaseTable& leases_;
@@ -79,6 +102,10 @@ class GroupCommit {
   std::vector<std::pair<uint64_t, FrozenTrial>> told_;  // lease, outcome: ACK after
   std::vector<uint64_t> leased_;                        // TRIAL after
   std::vector<std::pair<StudyRun*, FrozenTrial>> ask_failures_;
+  int failures_in_a_row_ = 0;
+  Clock::SteadyTime first_failure_{};
+  std::string last_error_;
+  std::optional<std::string> storage_failure_;
 };
 
 }  // namespace tuner

@@ -126,6 +126,59 @@ TEST_F(GroupCommitTest, AFailedAskInABatchIsReportedOnceCommittedOrNotAtAll) {
   EXPECT_EQ(run_->stats.failed_asks, 1);
 }
 
+TEST_F(GroupCommitTest, WritesFailingOnAFullDiskAreSaidAtOnceAndGivenUpAfterAFewTries) {
+  run_ = make_run(make_study("s", storage_));
+  const Lease& first = lease_next(*run_, "a");
+  const int64_t first_trial = first.trial_id;
+  storage_->inject(FaultInjectionStorage::Fault::kDiskFull);
+  // Asks until the file cannot grow (a new trial may fit in a page it has): that ask fails for
+  // the file's sake, which is not "no more trials".
+  bool asked = true;
+  for (int i = 0; i < 1000 && asked; ++i) {
+    commit_.run(run_.get(), [&] { asked = run_->next_work(commit_).has_value(); });
+  }
+  EXPECT_FALSE(asked);
+  EXPECT_FALSE(run_->exhausted);
+  EXPECT_TRUE(commit_.storage_failing());
+  ASSERT_EQ(listener_.warned.size(), 1u);
+  EXPECT_NE(listener_.warned[0].find("the disk is full"), std::string::npos) << listener_.warned[0];
+  EXPECT_NE(listener_.warned[0].find("study.db"), std::string::npos) << listener_.warned[0];
+  EXPECT_FALSE(commit_.storage_failure());
+  // Tried again a heartbeat later, each time; given up once it failed a few times over
+  // kGiveUpAfter.
+  const auto step =
+      std::chrono::duration_cast<std::chrono::milliseconds>(GroupCommit::kGiveUpAfter) /
+          GroupCommit::kGiveUpFailures +
+      kHeartbeat;
+  for (int i = 0; i < GroupCommit::kGiveUpFailures; ++i) {
+    clock_->advance(step);
+    commit_.run(run_.get(), [&] { EXPECT_FALSE(run_->next_work(commit_)); });
+  }
+  ASSERT_TRUE(commit_.storage_failure());
+  EXPECT_NE(commit_.storage_failure()->find("the disk is full"), std::string::npos);
+  EXPECT_EQ(listener_.warned.size(), 1u);  // said once per run of failures
+  // What was committed before is there.
+  storage_->heal();
+  EXPECT_EQ(storage_->base().get_trial(first_trial).state, TrialState::kRunning);
+}
+
+TEST_F(GroupCommitTest, AReadOnlyFileThatIsWritableAgainEndsTheRunOfFailures) {
+  run_ = make_run(make_study("s", storage_));
+  Lease& first = lease_next(*run_, "a");
+  storage_->inject(FaultInjectionStorage::Fault::kReadOnly);
+  commit_.run(run_.get(), [&] { EXPECT_FALSE(run_->next_work(commit_)); });
+  EXPECT_TRUE(commit_.storage_failing());
+  ASSERT_EQ(listener_.warned.size(), 1u);
+  EXPECT_NE(listener_.warned[0].find("read-only"), std::string::npos) << listener_.warned[0];
+  storage_->heal();
+  clock_->advance(kHeartbeat);
+  round(first);
+  EXPECT_FALSE(commit_.storage_failing());
+  EXPECT_FALSE(commit_.storage_failure());
+  ASSERT_EQ(listener_.warned.size(), 2u);
+  EXPECT_NE(listener_.warned[1].find("stored again"), std::string::npos) << listener_.warned[1];
+}
+
 TEST_F(GroupCommitTest, WithSeveralStudiesEveryWriteCommitsOnItsOwn) {
   bool ran = false;
   commit_.run(nullptr, [&] {

@@ -1,6 +1,7 @@
 #include "coordinator/lease_ends.h"
 
 #include "coordinator/study_run.h"
+#include "storage/storage_fault.h"
 #include "trials/error.h"
 #include "wire/message_socket.h"
 
@@ -95,6 +96,14 @@ void LeaseEnds::commit(const ExecutorEntry& executor, Lease& held,
   try {
     finished = tell(*held.work.trial);
   } catch (const Error& e) {
+    if (is_storage_fault(e)) {
+      // The file refuses writes (a full disk, a read-only file): not committed, no ACK; the
+      // executor sends it again, and the batch counts the failure.
+      outbox_.log(leases_.describe(held) +
+                  ": cannot commit the outcome (waiting for it to be resent): " + e.what());
+      commit_.write_failed(leases_.describe(held) + ": " + e.what());
+      return;
+    }
     if (e.code() != ErrorCode::kFailedPrecondition) {
       // Not committed: no ACK, the executor sends it again.
       outbox_.log(leases_.describe(held) +

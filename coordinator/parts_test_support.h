@@ -33,8 +33,10 @@ class RecordingListener final : public GroupCommit::Listener {
   }
   void send_trial(uint64_t lease_id) override { sent.push_back(lease_id); }
   void return_credit(const std::string& route) override { credited.push_back(route); }
+  void warn(const std::string& line) override { warned.push_back(line); }
 
   std::vector<std::pair<uint64_t, FrozenTrial>> acknowledged;
+  std::vector<std::string> warned;
   std::vector<uint64_t> sent;
   std::vector<std::string> credited;
 };

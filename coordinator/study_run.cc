@@ -10,6 +10,7 @@
 #include "coordinator/placement.h"
 #include "executor/artifact_files.h"
 #include "executor/trial_job.h"
+#include "storage/storage_fault.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
 #include "util/json_string.h"
@@ -75,6 +76,7 @@ void accumulate(CoordinatorStats& sum, const CoordinatorStats& add) {
   sum.reattached += add.reattached;
   sum.stale_outcomes_refused += add.stale_outcomes_refused;
   sum.reports += add.reports;
+  sum.not_abandoned += add.not_abandoned;
 }
 
 // --- Budget -------------------------------------------------------------------------------------
@@ -132,6 +134,16 @@ std::optional<Prepared> StudyRun::next_work(GroupCommit& commit) {
   try {
     trial.emplace(options.space ? study.ask(*options.space) : study.ask());
   } catch (const Error& e) {
+    // The file refuses writes (a full disk, a read-only file): not the end of the trials;
+    // asked again a heartbeat later. A failed ask whose trial could not even be stored as FAIL
+    // failed in the storage too.
+    const auto* refused = dynamic_cast<const AskError*>(&e);
+    if (is_storage_fault(e) ||
+        (refused && !refused->failed_trial() && e.code() == ErrorCode::kFailedPrecondition)) {
+      commit.write_failed("asking a trial: " + std::string(e.what()));
+      ask_failed(e.what(), /*transient=*/true);
+      return std::nullopt;
+    }
     // Sampling failed after the trial was stored: it is FAIL, and counted as such.
     if (const auto* ask_error = dynamic_cast<const AskError*>(&e);
         ask_error && ask_error->failed_trial()) {
@@ -375,6 +387,7 @@ void StudyRun::abandon(Trial& trial, const std::string& reason) {
     ++stats.failed;
     finished(rerun.failed);
   } catch (const Error& e) {
+    ++stats.not_abandoned;
     log("trial " + std::to_string(trial.number()) + ": cannot abandon it: " + e.what());
   }
 }

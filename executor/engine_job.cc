@@ -349,19 +349,35 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
   train_only.test = 0;
   const engine::Splits s = engine::load_raw_data(spec, train_only, "job");
   const training::Normalizer norm = engine::fit_normalizer(spec, s.train);
-  if (norm.mean().size() != 1) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "job.data: a " + spec.format +
-                    " file's model normalizes each feature on its own, which the exported input "
-                    "pipeline (one mean and standard deviation) cannot express");
-  }
   const engine::DatasetInfo& info = engine::find_dataset(spec.dataset, "job.data.dataset");
   EngineInputPipeline p;
   p.dataset = spec.dataset;
   p.uint8 = info.uint8;
   p.divisor = info.divisor;
+  if (spec.format == "csv") {
+    p.feature_mean.assign(norm.mean().begin(), norm.mean().end());
+    p.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
+    p.columns = s.columns;
+    p.features = s.features;
+    p.label = spec.files.label;
+    p.missing_mean = spec.files.missing_mean;
+    p.class_labels = s.class_names;
+    if (p.feature_mean.size() != p.features.size()) {
+      throw Error(ErrorCode::kInternal, "job.data: " + std::to_string(p.feature_mean.size()) +
+                                            " normalization statistics for " +
+                                            std::to_string(p.features.size()) + " features");
+    }
+    return p;
+  }
+  if (norm.mean().size() != 1) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "job.data: a " + spec.format +
+                    " file's model normalizes each feature on its own, which the exported input "
+                    "pipeline of that format (one mean and standard deviation) cannot express");
+  }
   p.mean = norm.mean()[0];
   p.stddev = norm.stddev()[0];
+  p.class_labels = s.class_names;
   return p;
 }
 

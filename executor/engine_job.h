@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "executor/command_job.h"
+#include "executor/engine/datasets.h"
 #include "executor/engine/job_spec.h"
 #include "trials/param_value.h"
 #include "wire/protocol.h"
@@ -50,12 +51,23 @@ std::optional<std::string> engine_trial_error(std::string_view log_tail);
 // (float(raw) / divisor), then the normalization with the statistics of the trial's training
 // split, (x - mean) * (1 / stddev). An exported model does the same at its input
 // (docs/registry.md, "Preprocessing"), so that it takes the dataset's own values.
+//
+// A csv file's model normalizes each encoded feature on its own: `feature_mean` and
+// `feature_stddev` then hold one value per feature (mean 0, stddev 1 unused), and `columns`
+// says how a row of the file becomes those features.
 struct EngineInputPipeline {
-  std::string dataset;  // "fashion-mnist"
+  std::string dataset;  // "fashion-mnist", "csv", "npy"
   bool uint8 = false;   // the raw values are uint8 (fashion-mnist: pixels 0..255)
   float divisor = 1.0f;
   float mean = 0.0f;
   float stddev = 1.0f;  // > 0
+  // csv only (else empty): [F] statistics of the training split's encoded features, stddev > 0.
+  std::vector<float> feature_mean, feature_stddev;
+  std::vector<engine::FeatureColumn> columns;  // the feature columns, in file order
+  std::vector<std::string> features;           // [F] names ("age", "color=red")
+  std::string label;                           // the label column's name
+  bool missing_mean = false;                   // data.missing "mean" (else a missing value fails)
+  std::vector<std::string> class_labels;       // the label of each output, in output order
 };
 
 // The pipeline of a trial of `spec` with `config` (resolve_engine_job's), its statistics

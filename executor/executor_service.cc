@@ -26,6 +26,7 @@
 #include "executor/trial_run.h"
 #include "training/device/gpu_inventory.h"
 #include "trials/error.h"
+#include "util/strings.h"
 #include "wire/message_socket.h"
 #include "wire/protocol.h"
 

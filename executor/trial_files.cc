@@ -11,6 +11,8 @@
 #include <system_error>
 #include <utility>
 
+#include "util/strings.h"
+
 namespace tuner {
 
 namespace fs = std::filesystem;
@@ -63,22 +65,6 @@ std::string describe(const TrialFile& file) {
 }
 
 }  // namespace
-
-std::string byte_size_text(uint64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " bytes";
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = static_cast<double>(bytes) / 1024;
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(units)) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", value);
-  std::string number = text;
-  if (number.ends_with(".0")) number.resize(number.size() - 2);
-  return number + " " + units[unit];
-}
 
 TrialFilesPlan plan_trial_files(const std::string& log_path, const std::string& folder,
                                 uint64_t limit_bytes, std::vector<std::string>* problems) {

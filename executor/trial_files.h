@@ -62,9 +62,6 @@ TrialFilesPlan plan_trial_files(const std::string& log_path, const std::string& 
 std::string files_left_text(const std::vector<LeftFile>& left, uint64_t limit_bytes,
                             const std::string& host);
 
-// "1.5 GiB", "3 KiB", "17 bytes".
-std::string byte_size_text(uint64_t bytes);
-
 class FileSender {
  public:
   FileSender(uint64_t lease_id, std::vector<TrialFile> files);

@@ -104,13 +104,6 @@ TEST_F(TrialFilesTest, ANameThatCannotTravelStaysOnTheHost) {
   EXPECT_THAT(problems[0], HasSubstr("its name cannot travel (not UTF-8)"));
 }
 
-TEST_F(TrialFilesTest, ByteSizesReadAsPeopleWriteThem) {
-  EXPECT_EQ(byte_size_text(17), "17 bytes");
-  EXPECT_EQ(byte_size_text(3 * 1024), "3 KiB");
-  EXPECT_EQ(byte_size_text(uint64_t{3} << 29), "1.5 GiB");
-  EXPECT_EQ(byte_size_text(uint64_t{1} << 30), "1 GiB");
-}
-
 TEST_F(TrialFilesTest, SendsEveryFileInChunksAndCountsThemDelivered) {
   const std::string log = write("trial-3-lease-7.log", "line\n");
   std::string big(kMaxFileChunkBytes * 2 + 5, '\0');

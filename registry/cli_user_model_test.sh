@@ -77,7 +77,7 @@ expect "^1 *COMPLETE *3 .*net.onnx (ONNX)" "$work/artifacts.out"
 "$tuner" artifacts --study user --storage "$db" --trial 0 > "$work/trial0.out"
 cat "$work/trial0.out"
 expect "trial 0 (COMPLETE): $base/trial-0" "$work/trial0.out"
-expect "^ *7 B  model/model.pkl" "$work/trial0.out"
+expect "^ *7 bytes  model/model.pkl" "$work/trial0.out"
 expect "model: model (MLflow: python_function, sklearn); to register it: tuner export" "$work/trial0.out"
 if "$tuner" artifacts --study user --storage "$db" --trial 7 > "$work/none.out" 2>&1; then
   fail "tuner artifacts --trial 7 of a study of 3 trials succeeded"

@@ -79,6 +79,14 @@ std::string tensor_spec(const training::Shape& sample, const char* dtype = "floa
 
 bool normalizes(const Preprocessing& p) { return p.mean && p.stddev; }
 
+}  // namespace
+
+int format_version(const Preprocessing& p) {
+  return p.table || !p.feature_mean.empty() || !p.class_labels.empty() ? 3 : 2;
+}
+
+namespace {
+
 // The graph's input nodes that compute `p` (none when it changes nothing).
 training::OnnxInputTransform onnx_input_transform(const Preprocessing& p) {
   training::OnnxInputTransform t;
@@ -88,6 +96,8 @@ training::OnnxInputTransform onnx_input_transform(const Preprocessing& p) {
     t.mean = *p.mean;
     t.stddev = *p.stddev;
   }
+  t.feature_mean = p.feature_mean;
+  t.feature_stddev = p.feature_stddev;
   return t;
 }
 
@@ -97,6 +107,19 @@ std::string input_description(const Preprocessing& p, const training::ModelSpec&
   for (int64_t d : spec.input.dims()) shape += ", " + std::to_string(d);
   shape += "]";
   const std::string of = p.dataset.empty() ? std::string() : p.dataset + "'s ";
+  if (p.table) {
+    std::string text = std::string(dtype_name(p.input)) + " " + shape +
+                       ": the encoded features of a row of the table (metadata "
+                       "preprocessing.table: each column in order, a numeric one as its value, a "
+                       "categorical one as its one-hot slots)";
+    if (!p.feature_mean.empty()) {
+      text +=
+          "; model.onnx normalizes each feature itself (preprocessing.normalize): pass the "
+          "encoded values, not normalized ones";
+    }
+    if (!p.class_labels.empty()) text += "; output i is class preprocessing.labels[i]";
+    return text;
+  }
   std::string text = std::string(dtype_name(p.input)) + " " + shape + ": ";
   text += p.input == RawInput::kUint8 ? of + "own pixel values 0..255, as its files hold them"
                                       : of + "raw values";
@@ -215,22 +238,95 @@ Json lineage_json(const Lineage& lineage) {
           {"params", params},           {"metrics", metrics}};
 }
 
+Json table_json(const TableEncoding& t) {
+  Json columns = Json::array();
+  for (const TableColumn& c : t.columns) {
+    if (c.categorical) {
+      columns.push_back({{"name", c.name},
+                         {"type", "categorical"},
+                         {"categories", c.categories},
+                         {"missing_slot", c.missing_slot}});
+    } else {
+      columns.push_back({{"name", c.name}, {"type", "numeric"}, {"fill", c.fill}});
+    }
+  }
+  return {{"label", t.label},
+          {"missing", t.missing_mean ? "mean" : "refuse"},
+          {"columns", columns},
+          {"features", t.features}};
+}
+
 Json preprocessing_json(const Preprocessing& p) {
-  Json j = {{"version", kMlflowModelFormatVersion},
+  Json j = {{"version", format_version(p)},
             {"input", {{"dtype", dtype_name(p.input)}, {"divisor", p.divisor}}},
             {"in_model_onnx", true}};
-  if (p.mean && p.stddev) {
+  if (!p.feature_mean.empty()) {
+    j["normalize"] = {{"mean", p.feature_mean}, {"stddev", p.feature_stddev}};
+  } else if (p.mean && p.stddev) {
     j["normalize"] = {{"mean", *p.mean}, {"stddev", *p.stddev}};
   } else {
     j["normalize"] = nullptr;
   }
   j["dataset"] = p.dataset;
+  if (p.table) j["table"] = table_json(*p.table);
+  if (!p.class_labels.empty()) j["labels"] = p.class_labels;
   return j;
+}
+
+// The table encoding of preprocessing.json at `path` (its "table"); throws Error(kDataLoss).
+TableEncoding parse_table(const Json& t, const fs::path& path) {
+  auto bad = [&](const std::string& what) -> Error {
+    return Error(ErrorCode::kDataLoss, path.string() + ": table: " + what);
+  };
+  auto strings = [&](const Json& a, const std::string& what) {
+    std::vector<std::string> out;
+    if (!a.is_array()) throw bad(what + " must be an array of strings");
+    for (const Json& v : a) {
+      if (!v.is_string()) throw bad(what + " must be an array of strings");
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  };
+  if (!t.is_object() || !t.value("columns", Json()).is_array() ||
+      !t.value("label", Json()).is_string() || !t.value("missing", Json()).is_string()) {
+    throw bad("needs a label, missing \"mean\" or \"refuse\", and columns");
+  }
+  TableEncoding e;
+  e.label = t["label"].get<std::string>();
+  e.missing_mean = t["missing"] == "mean";
+  e.features = strings(t.value("features", Json()), "features");
+  size_t width = 0;
+  for (const Json& c : t["columns"]) {
+    if (!c.is_object() || !c.value("name", Json()).is_string()) {
+      throw bad("a column needs a name");
+    }
+    TableColumn col;
+    col.name = c["name"].get<std::string>();
+    const Json type = c.value("type", Json());
+    if (type == "categorical") {
+      col.categorical = true;
+      col.categories =
+          strings(c.value("categories", Json()), "column " + col.name + "'s categories");
+      col.missing_slot = c.value("missing_slot", false);
+      width += col.categories.size() + (col.missing_slot ? 1 : 0);
+    } else if (type == "numeric" && c.value("fill", Json()).is_number()) {
+      col.fill = c["fill"].get<float>();
+      ++width;
+    } else {
+      throw bad("column " + col.name + " is neither numeric (with a fill) nor categorical");
+    }
+    e.columns.push_back(std::move(col));
+  }
+  if (width != e.features.size()) {
+    throw bad("the columns encode " + std::to_string(width) + " features, features names " +
+              std::to_string(e.features.size()));
+  }
+  return e;
 }
 
 Json metadata_json(const Lineage& lineage, const Preprocessing& preprocessing,
                    const training::ModelSpec& spec, const MlflowModelOptions& options) {
-  Json m = {{"tuner_format_version", kMlflowModelFormatVersion}};
+  Json m = {{"tuner_format_version", format_version(preprocessing)}};
   m.update(lineage_json(lineage));
   m.update(Json{{"input_name", training::kOnnxInputName},
                 {"input_description", input_description(preprocessing, spec)},
@@ -349,6 +445,19 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
     throw Error(ErrorCode::kInvalidArgument, "preprocessing: divisor must be > 0");
   }
   const training::ModelSpec spec = parse_spec_or_throw(checkpoint.model_spec, "checkpoint");
+  if (preprocessing.table &&
+      static_cast<int64_t>(preprocessing.table->features.size()) != spec.input.numel()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "preprocessing: the table's columns encode " +
+                    std::to_string(preprocessing.table->features.size()) +
+                    " features, the model takes " + spec.input.to_string());
+  }
+  if (!preprocessing.class_labels.empty() &&
+      static_cast<int64_t>(preprocessing.class_labels.size()) != spec.output.numel()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "preprocessing: " + std::to_string(preprocessing.class_labels.size()) +
+                    " class labels, the model has " + spec.output.to_string() + " outputs");
+  }
   std::unique_ptr<training::Backend> backend = training::make_cpu_backend(1);
   std::unique_ptr<training::Sequential> model =
       model_from_checkpoint(checkpoint, spec, 1, *backend);
@@ -362,6 +471,11 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
     onnx_options.metadata.emplace_back("trial", std::to_string(lineage.trial));
   // The model takes the raw values: the scaling and normalization are the graph's first nodes.
   onnx_options.input_transform = onnx_input_transform(preprocessing);
+  // A table's model: how a row becomes its input, and its labels, for ONNX runtimes' users.
+  if (preprocessing.table) {
+    onnx_options.metadata.emplace_back("tuner.preprocessing",
+                                       preprocessing_json(preprocessing).dump());
+  }
   std::string onnx_bytes;
   try {
     onnx_bytes = training::onnx_model_bytes(spec, *model, onnx_options);
@@ -458,7 +572,27 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
                       " is newer than this tuner's (" + std::to_string(kMlflowModelFormatVersion) +
                       "); use a newer tuner");
     }
-    if (p.contains("normalize") && p["normalize"].is_object()) {
+    if (p.contains("normalize") && p["normalize"].is_object() &&
+        p["normalize"].value("mean", Json()).is_array()) {
+      const Json& n = p["normalize"];
+      const Json& mean = n["mean"];
+      const Json stddev = n.value("stddev", Json());
+      const size_t features = static_cast<size_t>(m.spec_.input.numel());
+      if (!stddev.is_array() || mean.size() != features || stddev.size() != features) {
+        throw Error(ErrorCode::kDataLoss,
+                    path.string() + ": normalize needs " + std::to_string(features) +
+                        " means and stddevs, one per feature of " + m.spec_.input.to_string());
+      }
+      for (size_t f = 0; f < features; ++f) {
+        if (!mean[f].is_number() || !stddev[f].is_number() || !(stddev[f].get<double>() > 0)) {
+          throw Error(ErrorCode::kDataLoss, path.string() + ": normalize, feature " +
+                                                std::to_string(f) +
+                                                ": needs numbers mean and stddev > 0");
+        }
+        m.preprocessing_.feature_mean.push_back(mean[f].get<float>());
+        m.preprocessing_.feature_stddev.push_back(stddev[f].get<float>());
+      }
+    } else if (p.contains("normalize") && p["normalize"].is_object()) {
       const Json& n = p["normalize"];
       if (!n.value("mean", Json()).is_number() || !n.value("stddev", Json()).is_number() ||
           !(n["stddev"].get<double>() > 0)) {
@@ -468,6 +602,29 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
       }
       m.preprocessing_.mean = n["mean"].get<float>();
       m.preprocessing_.stddev = n["stddev"].get<float>();
+    }
+    if (p.contains("table")) {
+      m.preprocessing_.table = parse_table(p["table"], path);
+      if (static_cast<int64_t>(m.preprocessing_.table->features.size()) != m.spec_.input.numel()) {
+        throw Error(ErrorCode::kDataLoss,
+                    path.string() + ": the table encodes " +
+                        std::to_string(m.preprocessing_.table->features.size()) +
+                        " features, the model takes " + m.spec_.input.to_string());
+      }
+    }
+    if (p.contains("labels")) {
+      const Json& labels = p["labels"];
+      if (!labels.is_array() || static_cast<int64_t>(labels.size()) != m.spec_.output.numel()) {
+        throw Error(ErrorCode::kDataLoss, path.string() + ": labels must be " +
+                                              std::to_string(m.spec_.output.numel()) +
+                                              " strings, one per output");
+      }
+      for (const Json& l : labels) {
+        if (!l.is_string()) {
+          throw Error(ErrorCode::kDataLoss, path.string() + ": labels must be strings");
+        }
+        m.preprocessing_.class_labels.push_back(l.get<std::string>());
+      }
     }
     if (p.contains("dataset") && p["dataset"].is_string()) {
       m.preprocessing_.dataset = p["dataset"].get<std::string>();
@@ -518,9 +675,26 @@ void ServedModel::preprocess(std::span<float> raw) const {
   if (p.divisor != 1.0f) {
     for (float& v : raw) v = v / p.divisor;
   }
+  if (!p.feature_mean.empty()) {
+    // As training::Normalizer per feature: (x - mean[f]) * (1 / stddev[f]).
+    const size_t features = p.feature_mean.size();
+    for (size_t i = 0; i < raw.size(); ++i) {
+      const size_t f = i % features;
+      raw[i] = (raw[i] - p.feature_mean[f]) * (1.0f / p.feature_stddev[f]);
+    }
+    return;
+  }
   if (!p.mean || !p.stddev) return;
   const float mean = *p.mean, inv = 1.0f / *p.stddev;
   for (float& v : raw) v = (v - mean) * inv;
+}
+
+std::string ServedModel::class_label(int64_t index) const {
+  const std::vector<std::string>& labels = preprocessing_.class_labels;
+  if (index >= 0 && index < static_cast<int64_t>(labels.size())) {
+    return labels[static_cast<size_t>(index)];
+  }
+  return std::to_string(index);
 }
 
 std::vector<float> ServedModel::forward(std::span<const float> inputs) {

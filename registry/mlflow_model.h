@@ -31,10 +31,12 @@
 
 namespace tuner::registry {
 
-// The version of the engine/ files and of the metadata this module writes (metadata
+// The newest version of the engine/ files and of the metadata this module writes (metadata
 // "tuner_format_version"); readers refuse a newer one. Version 2: model.onnx and the signature
-// take the raw input (Preprocessing), version 1's model.onnx took normalized inputs.
-inline constexpr int kMlflowModelFormatVersion = 2;
+// take the raw input (Preprocessing), version 1's model.onnx took normalized inputs. Version 3: a
+// model of a table (a csv file) with per-feature normalization, its columns' encoding and its
+// class labels; the other models are still written as version 2.
+inline constexpr int kMlflowModelFormatVersion = 3;
 
 // The element type of the values an exported model takes (its MLflow signature's dtype).
 enum class RawInput {
@@ -48,13 +50,46 @@ enum class RawInput {
 // statistics. model.onnx computes it at its input, and ServedModel::preprocess does, so that both
 // take the raw values (Fashion-MNIST: uint8 pixels 0..255). Without normalization or scaling the
 // model takes its inputs as they are.
+//
+// A model of a table (an engine job's csv file) takes F encoded features [N, F] float32 instead:
+// `table` says how a row of the table becomes them, and `feature_mean` / `feature_stddev`
+// normalize each feature on its own (in model.onnx too).
+struct TableColumn {
+  std::string name;  // the column's header name
+  bool categorical = false;
+  float fill = 0.0f;  // numeric: the value of a missing field (the training split's mean)
+  std::vector<std::string> categories;  // categorical: one feature each, in this order (one-hot)
+  bool missing_slot = false;  // categorical: one more feature, last, set by a missing value
+};
+
+// How a row of a table becomes the model's F features: each column of `columns` in order, a
+// numeric one as its value, a categorical one as its one-hot slots (a category the training
+// split lacked sets none). A missing value ("", NA, N/A, NaN) fails unless `missing_mean`: then
+// a numeric column takes its fill, a categorical one its missing slot (none: no slot set).
+struct TableEncoding {
+  std::vector<TableColumn> columns;
+  std::vector<std::string> features;  // [F] names: "age", "color=red", "color=(missing)"
+  std::string label;                  // the label column's name in the training file
+  bool missing_mean = false;
+};
+
 struct Preprocessing {
   RawInput input = RawInput::kFloat32;
   float divisor = 1.0f;         // the loader's scaling, > 0: 255 for uint8 pixels
   std::optional<float> mean;    // one value over every input element; unset: no normalization
   std::optional<float> stddev;  // > 0 when set
   std::string dataset;          // e.g. "fashion-mnist"; empty when unknown
+  // Per-feature normalization of a flat input [F] (a table's model): F values each, stddev > 0;
+  // when set, mean and stddev are unset. Default: empty.
+  std::vector<float> feature_mean, feature_stddev;
+  std::optional<TableEncoding> table;  // a table's model: how its rows become the input
+  // The label each output stands for, in output order ("setosa", "3"); empty: the indices.
+  std::vector<std::string> class_labels;
 };
+
+// The format version a model of `p` is written in: 3 for a table's model (or per-feature
+// normalization), else 2.
+int format_version(const Preprocessing& p);
 
 // Where a model came from. Params and metrics keep their JSON text ("0.001", "\"relu\"").
 struct Lineage {
@@ -113,6 +148,8 @@ class ServedModel {
   // Logits for `inputs`, B samples of spec().input each, row-major, already preprocessed:
   // returns [B, spec().output...] row-major. REQUIRES: inputs.size() % input numel == 0.
   std::vector<float> forward(std::span<const float> inputs);
+  // The label of output `index` (preprocessing().class_labels, else the index as text).
+  std::string class_label(int64_t index) const;
   // Applies preprocessing() in place to raw inputs, the values model.onnx and the signature take
   // (for a uint8 model, pixel values 0..255 held as floats), as model.onnx does. Throws
   // Error(kInvalidArgument) naming the first value of a uint8 model that is not an integer in

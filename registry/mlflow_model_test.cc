@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "onnx/onnx_pb.h"
@@ -164,6 +166,112 @@ TEST(MlflowModelTest, TheExportedModelTakesTheDatasetsOwnPixels) {
     EXPECT_THAT(e.what(), HasSubstr("(sample 0, value 1) is not a uint8 pixel value 0..255: this "
                                     "model takes fashion-mnist's own pixel values"));
   }
+}
+
+// A table's preprocessing for tiny_checkpoint's 4 inputs and 3 outputs: a numeric column and a
+// categorical one of two categories and a missing slot.
+Preprocessing table_preprocessing() {
+  Preprocessing p;
+  p.dataset = "csv";
+  p.feature_mean = {5.0f, 0.5f, 0.25f, 0.125f};
+  p.feature_stddev = {2.0f, 0.5f, 0.25f, 1.0f};
+  p.class_labels = {"setosa", "versicolor", "virginica"};
+  TableEncoding& t = p.table.emplace();
+  t.columns = {TableColumn{.name = "sepal", .fill = 5.5f},
+               TableColumn{.name = "site",
+                           .categorical = true,
+                           .categories = {"north", "south"},
+                           .missing_slot = true}};
+  t.features = {"sepal", "site=north", "site=south", "site=(missing)"};
+  t.label = "species";
+  t.missing_mean = true;
+  return p;
+}
+
+TEST(MlflowModelTest, ATableModelCarriesItsEncodingLabelsAndPerFeatureNormalization) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "1";
+  const Preprocessing table = table_preprocessing();
+  write_mlflow_model(tiny_checkpoint(3), lineage(), table, out, pinned());
+
+  const auto p = nlohmann::json::parse(slurp(out / "engine" / "preprocessing.json"));
+  EXPECT_EQ(p["version"], 3);
+  EXPECT_EQ(p["normalize"]["mean"], nlohmann::json({5.0, 0.5, 0.25, 0.125}));
+  EXPECT_EQ(p["labels"], nlohmann::json({"setosa", "versicolor", "virginica"}));
+  EXPECT_EQ(p["table"]["missing"], "mean");
+  EXPECT_EQ(p["table"]["columns"][1]["categories"], nlohmann::json({"north", "south"}));
+  const std::string mlmodel = slurp(out / "MLmodel");
+  EXPECT_THAT(mlmodel, HasSubstr("tuner_format_version: 3\n"));
+  EXPECT_THAT(mlmodel, HasSubstr("float32 [N, 4]: the encoded features of a row of the table"));
+
+  // model.onnx normalizes each feature: Sub and Mul by [4] constants before the first layer.
+  onnx::ModelProto proto;
+  {
+    std::ifstream in(out / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(proto.ParseFromIstream(&in));
+  }
+  std::vector<std::string> ops;
+  for (const onnx::NodeProto& n : proto.graph().node()) ops.push_back(n.op_type());
+  ASSERT_GE(ops.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(ops.begin(), ops.begin() + 3),
+            (std::vector<std::string>{"Sub", "Mul", "Gemm"}));
+  std::map<std::string, std::vector<float>> constants;
+  for (const onnx::TensorProto& t : proto.graph().initializer()) {
+    if (t.name() == "input_mean" || t.name() == "input_inv_stddev") {
+      ASSERT_EQ(t.dims_size(), 1);
+      EXPECT_EQ(t.dims(0), 4);
+      constants[t.name()].assign(t.float_data().begin(), t.float_data().end());
+    }
+  }
+  EXPECT_EQ(constants["input_mean"], table.feature_mean);
+  EXPECT_EQ(constants["input_inv_stddev"], (std::vector<float>{0.5f, 2.0f, 4.0f, 1.0f}));
+  bool has_preprocessing = false;
+  for (const auto& e : proto.metadata_props())
+    has_preprocessing |= e.key() == "tuner.preprocessing";
+  EXPECT_TRUE(has_preprocessing);
+
+  // The engine reads it all back and applies the same normalization.
+  ServedModel served = ServedModel::load(out);
+  const Preprocessing& back = served.preprocessing();
+  EXPECT_EQ(back.feature_mean, table.feature_mean);
+  EXPECT_EQ(back.feature_stddev, table.feature_stddev);
+  EXPECT_EQ(back.class_labels, table.class_labels);
+  ASSERT_TRUE(back.table);
+  EXPECT_EQ(back.table->features, table.table->features);
+  EXPECT_EQ(back.table->label, "species");
+  EXPECT_TRUE(back.table->missing_mean);
+  ASSERT_EQ(back.table->columns.size(), 2u);
+  EXPECT_EQ(back.table->columns[0].fill, 5.5f);
+  EXPECT_TRUE(back.table->columns[1].categorical);
+  EXPECT_TRUE(back.table->columns[1].missing_slot);
+  EXPECT_EQ(served.class_label(2), "virginica");
+  std::vector<float> x = {7, 1, 0, 0, 5, 0, 0, 1};
+  served.preprocess(x);
+  EXPECT_EQ(x, (std::vector<float>{(7 - 5.0f) * 0.5f, (1 - 0.5f) * 2.0f, (0 - 0.25f) * 4.0f,
+                                   (0 - 0.125f) * 1.0f, 0, (0 - 0.5f) * 2.0f, (0 - 0.25f) * 4.0f,
+                                   (1 - 0.125f) * 1.0f}));
+}
+
+TEST(MlflowModelTest, RefusesATableThatDoesNotFitTheModel) {
+  ScratchDir scratch;
+  Preprocessing wide = table_preprocessing();
+  wide.table->features.push_back("extra");
+  try {
+    write_mlflow_model(tiny_checkpoint(), lineage(), wide, scratch.path() / "1");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("the table's columns encode 5 features, the model takes [4]"));
+  }
+  Preprocessing labels = table_preprocessing();
+  labels.class_labels.pop_back();
+  try {
+    write_mlflow_model(tiny_checkpoint(), lineage(), labels, scratch.path() / "1");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("2 class labels, the model has [3] outputs"));
+  }
+  EXPECT_FALSE(fs::exists(scratch.path() / "1"));
 }
 
 TEST(MlflowModelTest, AVersionOneModelStillTakesTheLoadersUnits) {

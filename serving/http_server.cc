@@ -1,5 +1,6 @@
 #include "serving/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -24,12 +25,29 @@ using tcp = asio::ip::tcp;
 
 struct HttpServer::Impl {
   Impl(const HttpServerOptions& o, HttpHandler h)
-      : options(o), handler(std::move(h)), acceptor(asio::make_strand(ioc)), retry(ioc) {}
+      : options(o),
+        handler(std::move(h)),
+        max_buffered(std::max(o.max_body_bytes, o.max_buffered_bytes > 0 ? o.max_buffered_bytes
+                                                                         : 4 * o.max_body_bytes)),
+        acceptor(asio::make_strand(ioc)),
+        retry(ioc) {}
 
   void accept();
 
+  // Takes `bytes` of the body budget; false, taking nothing, when they are not left.
+  bool reserve(uint64_t bytes) {
+    uint64_t used = buffered.load();
+    do {
+      if (bytes > max_buffered - used) return false;
+    } while (!buffered.compare_exchange_weak(used, used + bytes));
+    return true;
+  }
+  void release(uint64_t bytes) { buffered.fetch_sub(bytes); }
+
   const HttpServerOptions options;
   const HttpHandler handler;
+  const uint64_t max_buffered;        // the body budget, bytes
+  std::atomic<uint64_t> buffered{0};  // of it, reserved by requests not yet answered
   asio::io_context ioc;
   // Keeps the threads running while no operation is pending: between stop()'s closing of the
   // acceptor and the last answers, the only work may be a batch still to run.
@@ -50,16 +68,53 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(HttpServer::Impl& server, tcp::socket socket)
       : server_(server), stream_(std::move(socket)) {}
+  ~Session() { server_.release(reserved_); }
 
   void read() {
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     stream_.expires_after(server_.options.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  }
+
+ private:
+  // The header is in: take the body's share of the budget, answer `Expect: 100-continue`, then
+  // read the body.
+  void on_header(beast::error_code ec, size_t bytes) {
+    if (ec) return on_read(ec, bytes);
+    http::request<http::string_body>& req = parser_->get();
+    version_ = req.version();
+    const uint64_t body = parser_->content_length() ? *parser_->content_length()
+                          : parser_->chunked()      ? server_.options.max_body_bytes
+                                                    : 0;
+    if (body > 0) {
+      if (!server_.reserve(body)) {
+        return refuse(503,
+                      "the server holds as many request bodies as it may (" +
+                          std::to_string(server_.max_buffered) + " bytes): retry shortly",
+                      {{"Retry-After", "1"}});
+      }
+      reserved_ = body;
+    }
+    if (body > 0 && beast::iequals(req[http::field::expect], "100-continue")) {
+      continue_ = http::response<http::empty_body>(http::status::continue_, version_);
+      return http::async_write(
+          stream_, continue_, beast::bind_front_handler(&Session::on_continue, shared_from_this()));
+    }
+    read_body();
+  }
+
+  void on_continue(beast::error_code ec, size_t) {
+    if (ec) return close();
+    read_body();
+  }
+
+  void read_body() {
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
- private:
   void on_read(beast::error_code ec, size_t) {
     if (ec == http::error::body_limit) {
       return refuse(413, "the body is larger than " +
@@ -98,13 +153,15 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Answers a request that could not be read, then closes.
-  void refuse(int status, const std::string& message) {
+  void refuse(int status, const std::string& message,
+              std::vector<std::pair<std::string, std::string>> headers = {}) {
     keep_alive_ = false;
     server_.in_flight.fetch_add(1);
     HttpReply reply;
     reply.status = status;
     reply.content_type = "text/plain";
     reply.body = message + "\n";
+    reply.headers = std::move(headers);
     write(std::move(reply));
   }
 
@@ -125,6 +182,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_write(beast::error_code ec, size_t) {
     server_.in_flight.fetch_sub(1);
+    server_.release(reserved_);  // the request is answered
+    reserved_ = 0;
     if (ec || !keep_alive_) return close();
     read();
   }
@@ -139,6 +198,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
+  http::response<http::empty_body> continue_;  // 100 Continue
+  uint64_t reserved_ = 0;                      // bytes of the body budget this request holds
   bool keep_alive_ = true;
   unsigned version_ = 11;
 };

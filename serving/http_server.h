@@ -5,6 +5,9 @@
 //
 // Boost.Beast and Asio stay in http_server.cc.
 //
+// A request with `Expect: 100-continue` is answered 100 Continue once its header is taken (or
+// refused then, 413 or 503, before its body is sent).
+//
 // Thread safety: the handler runs on the I/O threads, concurrently; Respond may be called from
 // any thread, once. stop() from any thread but the I/O threads.
 #ifndef TUNER_SERVING_HTTP_SERVER_H_
@@ -24,8 +27,15 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";  // an address to bind: 127.0.0.1, 0.0.0.0, ::1, ...
   uint16_t port = 0;               // 0: a free port, which port() tells
   int threads = 1;                 // I/O threads, >= 1
-  // The largest request body taken; a larger one is answered 413. Default 64 MiB.
+  // The largest request body taken; a larger one is answered 413 (before it is sent, when its
+  // Content-Length says so). Default 64 MiB.
   uint64_t max_body_bytes = uint64_t{64} << 20;
+  // The most body bytes buffered across all connections, counted from each request's
+  // Content-Length (a chunked body counts as max_body_bytes) from its header until its answer is
+  // written or its connection closes. A request whose body would pass it is answered 503 with
+  // Retry-After and its connection closed. 0: four times max_body_bytes; less than
+  // max_body_bytes counts as max_body_bytes.
+  uint64_t max_buffered_bytes = 0;
   // A connection idle this long (or a request that takes longer to arrive) is closed.
   std::chrono::seconds idle_timeout{60};
 };

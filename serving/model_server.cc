@@ -31,6 +31,8 @@ const char* error_code_of(int status) {
       return "ENDPOINT_NOT_FOUND";
     case 405:
       return "BAD_REQUEST";
+    case 413:
+      return "BAD_REQUEST";
     case 415:
       return "BAD_REQUEST";
     default:
@@ -53,8 +55,8 @@ ModelServer::ModelServer(std::unique_ptr<ModelHolder> holder, ModelServerOptions
   const std::shared_ptr<LoadedModel> model = holder_->current();
   metrics_.set_model(model->name, model->version);
   if (options_.log) {
-    log_ = std::make_unique<RequestLog>(*options_.log,
-                                        [this](bool queued) { metrics_.record_logged(queued); });
+    log_ = std::make_unique<RequestLog>(
+        *options_.log, [this](LogOutcome outcome) { metrics_.record_logged(outcome); });
   }
   batcher_ = std::make_unique<MicroBatcher>(
       options_.batching,
@@ -161,7 +163,7 @@ void ModelServer::invocations(HttpRequestIn request, Respond respond) {
   ScoringInput input;
   try {
     input = parse_scoring_request(request.content_type, request.body, model->model.spec().input,
-                                  training::kOnnxInputName);
+                                  training::kOnnxInputName, options_.limits);
   } catch (const ScoringError& e) {
     return fail(e.status(), e.what());
   }

@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "serving/bounded_json.h"
 #include "serving/http_server.h"
 #include "serving/micro_batcher.h"
 #include "serving/model_holder.h"
@@ -33,6 +34,8 @@ namespace tuner::serving {
 struct ModelServerOptions {
   HttpServerOptions http;
   MicroBatcherOptions batching;
+  // The limits on a request body's JSON and CSV (nesting, keys per object, values).
+  JsonLimits limits;
   std::optional<RequestLogOptions> log;  // none: requests are not logged
   // How often a reference that can move is resolved again. Default 2 s; > 0.
   std::chrono::milliseconds reload_interval{2000};

@@ -126,7 +126,7 @@ void RequestLog::log(LoggedRequest request) {
     }
   }
   if (queued) wake_.notify_one();
-  if (observer_) observer_(queued);
+  if (!queued && observer_) observer_(LogOutcome::kDropped);
 }
 
 void RequestLog::run() {
@@ -139,7 +139,8 @@ void RequestLog::run() {
       request = std::move(queue_.front());
       queue_.pop_front();
     }
-    write(request);
+    const bool written = write(request);
+    if (observer_) observer_(written ? LogOutcome::kWritten : LogOutcome::kFailed);
   }
   if (file_.is_open()) file_.close();
 }
@@ -168,10 +169,10 @@ void RequestLog::open_next(std::chrono::system_clock::time_point time) {
   }
 }
 
-void RequestLog::write(const LoggedRequest& request) {
-  if (failed_) return;
+bool RequestLog::write(const LoggedRequest& request) {
+  if (failed_) return false;
   if (!file_.is_open() || file_bytes_ >= options_.max_file_bytes) open_next(request.time);
-  if (failed_) return;
+  if (failed_) return false;
   const std::string line = request_log_line(request) + "\n";
   file_.write(line.data(), static_cast<std::streamsize>(line.size()));
   file_.flush();  // whole lines on disk, for a drift check reading the live log
@@ -179,9 +180,10 @@ void RequestLog::write(const LoggedRequest& request) {
     std::cerr << "tuner serve-model: writing the request log " << file_path_.string()
               << " failed; requests are no longer logged\n";
     failed_ = true;
-    return;
+    return false;
   }
   file_bytes_ += line.size();
+  return true;
 }
 
 }  // namespace tuner::serving

@@ -39,6 +39,12 @@ struct RequestLogOptions {
   size_t max_queued = 4096;  // requests waiting for the writer before new ones are dropped
 };
 
+// What became of a sampled request: written to the file; dropped because the writer was
+// max_queued requests behind; or failed, not written because a file could not be opened or
+// written (a full disk, a directory removed): logging stopped there, and every later request
+// fails too.
+enum class LogOutcome { kWritten, kDropped, kFailed };
+
 struct LoggedRequest {
   std::chrono::system_clock::time_point time;
   std::string model;
@@ -55,8 +61,9 @@ std::string request_log_file_name(std::chrono::system_clock::time_point time, in
 
 class RequestLog {
  public:
-  // Called once per sampled request: true when queued for writing, false when dropped.
-  using Observer = std::function<void(bool queued)>;
+  // Called once per request given to log(), with its outcome: kDropped from log()'s thread,
+  // kWritten and kFailed from the writer's once the line is on disk or could not be put there.
+  using Observer = std::function<void(LogOutcome outcome)>;
 
   // Throws Error(kInvalidArgument) for a sample outside (0, 1] or a max_file_bytes of 0, and
   // Error(kUnavailable) naming the directory when it cannot be created.
@@ -72,7 +79,8 @@ class RequestLog {
 
  private:
   void run();
-  void write(const LoggedRequest& request);
+  // Whether the line reached the file.
+  bool write(const LoggedRequest& request);
   void open_next(std::chrono::system_clock::time_point time);
 
   // Constant after construction.

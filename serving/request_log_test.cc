@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "drift/request_log.h"
 #include "registry/test_util.h"
 #include "trials/error.h"
@@ -102,10 +105,33 @@ TEST(RequestLogTest, DropsWhatItCannotQueueAndCountsIt) {
   options.dir = scratch.path();
   options.max_queued = 0;  // every request finds the queue full
   int dropped = 0;
-  RequestLog log(options, [&](bool queued) { dropped += queued ? 0 : 1; });
+  RequestLog log(options, [&](LogOutcome o) { dropped += o == LogOutcome::kDropped ? 1 : 0; });
   log.log(request(0));
   log.log(request(1));
   EXPECT_EQ(dropped, 2);
+}
+
+TEST(RequestLogTest, RequestsAfterTheLogStopsBeingWrittenCountAsFailedNotWritten) {
+  registry::testing::ScratchDir scratch;
+  std::atomic<int> written = 0, failed = 0, dropped = 0;
+  {
+    RequestLogOptions options;
+    options.dir = scratch.path() / "log";
+    options.max_file_bytes = 1;  // a file per line: each line opens a file
+    RequestLog log(options, [&](LogOutcome o) {
+      (o == LogOutcome::kWritten ? written : o == LogOutcome::kFailed ? failed : dropped)++;
+    });
+    log.log(request(0));
+    for (int i = 0; i < 2000 && written.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_EQ(written.load(), 1);
+    fs::remove_all(scratch.path() / "log");  // the next file cannot be created
+    for (int i = 1; i <= 3; ++i) log.log(request(i));
+  }
+  EXPECT_EQ(written.load(), 1);
+  EXPECT_EQ(failed.load(), 3);
+  EXPECT_EQ(dropped.load(), 0);
 }
 
 TEST(RequestLogTest, RefusesBadOptionsByName) {

@@ -4,19 +4,19 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
+#include "serving/bounded_json.h"
 #include "serving/json_text.h"
 #include "serving/numeric_json.h"
-#include "trials/json_depth.h"
 
 namespace tuner::serving {
 
 namespace {
 
-// ordered_json: a data frame record's columns keep the order the client wrote them in.
+// ordered_json: a data frame record's columns keep the order the client wrote them in. Its
+// objects are searched key by key: look keys up only in objects known to be small.
 using Json = nlohmann::ordered_json;
-
-constexpr int kMaxDepth = 64;
 
 [[noreturn]] void bad(const std::string& message) { throw ScoringError(400, message); }
 
@@ -194,8 +194,11 @@ ScoringInput parse_records(const Json& v, const training::Shape& input) {
         ", expected a list of records {\"column\": value, ...} of " + std::to_string(numel) +
         " columns");
   }
-  // The first record's columns, in its order, are the columns of every record.
-  std::vector<std::string> columns;
+  // The first record's columns, in its order, are the columns of every record; a record's
+  // values are placed by a hashed look-up of their column (linear in the columns).
+  std::vector<std::string_view> columns;
+  std::unordered_map<std::string_view, size_t> column_of;
+  std::vector<size_t> seen;  // per column: 1 + the last record that had it
   ScoringInput in;
   in.form = PayloadForm::kDataframeRecords;
   in.values.reserve(v.size() * static_cast<size_t>(numel));
@@ -210,16 +213,29 @@ ScoringInput parse_records(const Json& v, const training::Shape& input) {
           input.to_string() + " flattened)");
     }
     if (r == 0) {
-      for (const auto& [key, value] : record.items()) {
+      column_of.reserve(record.size());
+      for (const auto& [key, value] : record.get_ref<const Json::object_t&>()) {
+        if (!column_of.emplace(key, columns.size()).second) {
+          bad(at + ": column '" + key + "' twice");
+        }
         columns.push_back(key);
         in.values.push_back(number_at(value, [&] { return at + "." + key; }));
       }
+      seen.assign(columns.size(), 1);
       continue;
     }
-    for (const std::string& column : columns) {
-      const auto it = record.find(column);
-      if (it == record.end()) bad(at + ": no column '" + column + "', which the first record has");
-      in.values.push_back(number_at(*it, [&] { return at + "." + column; }));
+    const size_t base = in.values.size();
+    in.values.resize(base + columns.size());
+    for (const auto& [key, value] : record.get_ref<const Json::object_t&>()) {
+      const auto it = column_of.find(key);
+      if (it == column_of.end() || seen[it->second] == r + 1) continue;  // a column missed below
+      seen[it->second] = r + 1;
+      in.values[base + it->second] = number_at(value, [&] { return at + "." + key; });
+    }
+    for (size_t c = 0; c < columns.size(); ++c) {
+      if (seen[c] != r + 1) {
+        bad(at + ": no column '" + std::string(columns[c]) + "', which the first record has");
+      }
     }
   }
   in.rows = static_cast<int64_t>(v.size());
@@ -249,7 +265,7 @@ std::vector<std::string_view> split_fields(std::string_view line) {
   }
 }
 
-ScoringInput parse_csv(std::string_view body, const training::Shape& input) {
+ScoringInput parse_csv(std::string_view body, const training::Shape& input, int64_t max_values) {
   const int64_t numel = input.numel();
   ScoringInput in;
   in.form = PayloadForm::kCsv;
@@ -288,6 +304,10 @@ ScoringInput parse_csv(std::string_view body, const training::Shape& input) {
       bad(at + ": " + std::to_string(fields.size()) + " values, expected " + std::to_string(numel) +
           " (the input " + input.to_string() + " flattened)");
     }
+    if (static_cast<int64_t>(in.values.size() + fields.size()) > max_values) {
+      throw ScoringError(413, at + ": more than " + std::to_string(max_values) +
+                                  " values in the body (the limit on values in one request)");
+    }
     for (size_t c = 0; c < fields.size(); ++c) {
       float value;
       if (!parse_float(fields[c], value)) {
@@ -324,8 +344,9 @@ std::string json_string(std::string_view s) {
 
 // A tensor payload of plain numbers in the input's shape (or flattened), read without a JSON
 // tree (serving/numeric_json.h); nullopt for everything else, which the full reader takes.
-std::optional<ScoringInput> read_fast(std::string_view body, const training::Shape& input) {
-  std::optional<NumericTensor> t = read_numeric_tensor(body, kMaxDepth);
+std::optional<ScoringInput> read_fast(std::string_view body, const training::Shape& input,
+                                      int max_depth) {
+  std::optional<NumericTensor> t = read_numeric_tensor(body, max_depth);
   if (!t) return std::nullopt;
   const std::span<const int64_t> sample(t->dims.data() + 1, t->dims.size() - 1);
   const std::span<const int64_t> shape = input.dims();
@@ -358,17 +379,25 @@ const char* to_string(PayloadForm form) {
 }
 
 ScoringInput parse_scoring_request(std::string_view content_type, std::string_view body,
-                                   const training::Shape& input, std::string_view input_name) {
+                                   const training::Shape& input, std::string_view input_name,
+                                   const JsonLimits& limits) {
   const std::string_view type = media_type(content_type);
-  if (iequals(type, "text/csv")) return parse_csv(body, input);
+  if (iequals(type, "text/csv")) return parse_csv(body, input, limits.max_values);
   if (!iequals(type, "application/json")) {
     throw ScoringError(415, "content type '" + std::string(content_type) +
                                 "' is not served: send application/json or text/csv");
   }
-  if (std::optional<ScoringInput> fast = read_fast(body, input)) return std::move(*fast);
-  if (json_nests_deeper_than(body, kMaxDepth)) bad("the JSON nests deeper than 64 levels");
-  Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) bad("the body is not JSON");
+  if (std::optional<ScoringInput> fast = read_fast(body, input, limits.max_depth)) {
+    return std::move(*fast);
+  }
+  Json doc;
+  try {
+    doc = read_bounded_json(body, limits);
+  } catch (const BoundedJsonError& e) {
+    const bool too_large = e.kind() == BoundedJsonError::Kind::kTooManyKeys ||
+                           e.kind() == BoundedJsonError::Kind::kTooManyValues;
+    throw ScoringError(too_large ? 413 : 400, e.what());
+  }
   const char* kForms = "exactly one of dataframe_split, dataframe_records, instances and inputs";
   if (!doc.is_object())
     bad(std::string("the body is ") + kind_of(doc) + ", expected an object with " + kForms);

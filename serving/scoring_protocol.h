@@ -24,12 +24,14 @@
 #include <string_view>
 #include <vector>
 
+#include "serving/bounded_json.h"
 #include "training/tensor.h"
 
 namespace tuner::serving {
 
-// A request the protocol refuses: the HTTP status (400 for a bad payload, 415 for an unknown
-// content type) and a message naming the field and the shape it expected.
+// A request the protocol refuses: the HTTP status (400 for a bad payload, 413 for one past a
+// limit, 415 for an unknown content type) and a message naming the field and the shape it
+// expected, or the limit.
 class ScoringError : public std::runtime_error {
  public:
   ScoringError(int status, const std::string& message)
@@ -51,9 +53,13 @@ struct ScoringInput {
 };
 
 // Parses a request body for a model whose sample is `input` (without the batch dimension; its
-// ONNX input is named `input_name`). Throws ScoringError.
+// ONNX input is named `input_name`), in time linear in the body's length. A JSON body is held to
+// `limits` (serving/bounded_json.h: nesting, keys per object, values), as a CSV body is to
+// limits.max_values numbers; a tensor payload of plain numbers, read straight into floats, is
+// bounded by its size alone. Throws ScoringError.
 ScoringInput parse_scoring_request(std::string_view content_type, std::string_view body,
-                                   const training::Shape& input, std::string_view input_name);
+                                   const training::Shape& input, std::string_view input_name,
+                                   const JsonLimits& limits = {});
 
 // The response body for `outputs`, [rows, output numel] row-major, of a request of `form`.
 std::string format_predictions(PayloadForm form, std::span<const float> outputs, int64_t rows,

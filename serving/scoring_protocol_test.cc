@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 namespace tuner::serving {
 namespace {
 
@@ -109,6 +111,72 @@ TEST(ScoringProtocolTest, BadPayloadsNameTheFieldAndTheExpectedShape) {
   EXPECT_THAT(refusal("[1, 2"), HasSubstr("not JSON"));
   EXPECT_THAT(refusal(R"({"inputs": [[1e39, 2, 3, 4]]})"), HasSubstr("out of float32's range"));
   EXPECT_THAT(refusal(std::string(100, '[') + std::string(100, ']')), HasSubstr("deeper than 64"));
+}
+
+TEST(ScoringProtocolTest, ARecordOfManyColumnsIsRefusedQuicklyAndPastTheKeyLimitAs413) {
+  std::string record = "{";
+  for (int i = 0; i < 100000; ++i) {
+    record += (i > 0 ? ",\"c" : "\"c") + std::to_string(i) + "\":1";
+  }
+  record += "}";
+  const std::string body = R"({"dataframe_records": [)" + record + "]}";
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(refusal(body, 400, "application/json", kVector),
+              HasSubstr("dataframe_records[0]: 100000 columns, expected a record of 3"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+  JsonLimits limits;
+  limits.max_object_keys = 1000;
+  try {
+    parse_scoring_request("application/json", body, kVector, "input", limits);
+    ADD_FAILURE() << "accepted";
+  } catch (const ScoringError& e) {
+    EXPECT_EQ(e.status(), 413);
+    EXPECT_THAT(e.what(), HasSubstr("more than 1000 keys"));
+  }
+}
+
+TEST(ScoringProtocolTest, RecordsOfManyColumnsInAnyOrderAreReadByColumnName) {
+  const training::Shape wide{3000};
+  std::string first = "{", second = "{";
+  for (int i = 0; i < 3000; ++i) {
+    first += (i > 0 ? ",\"c" : "\"c") + std::to_string(i) + "\":" + std::to_string(i % 7);
+    const int j = 2999 - i;  // the second record lists its columns backwards
+    second += (i > 0 ? ",\"c" : "\"c") + std::to_string(j) + "\":" + std::to_string(j % 5);
+  }
+  const ScoringInput in =
+      parse_json(R"({"dataframe_records": [)" + first + "}, " + second + "}]}", wide);
+  ASSERT_EQ(in.rows, 2);
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_EQ(in.values[static_cast<size_t>(i)], i % 7);
+    ASSERT_EQ(in.values[static_cast<size_t>(3000 + i)], i % 5);
+  }
+  EXPECT_THAT(refusal(R"({"dataframe_records": [{"a": 1, "a": 2, "b": 3}]})", 400,
+                      "application/json", kVector),
+              HasSubstr("dataframe_records[0]: column 'a' twice"));
+  EXPECT_THAT(
+      refusal(R"({"dataframe_records": [{"a": 1, "b": 2, "c": 3}, {"a": 1, "a": 2, "b": 3}]})", 400,
+              "application/json", kVector),
+      HasSubstr("dataframe_records[1]: no column 'c'"));
+}
+
+TEST(ScoringProtocolTest, ANumberPastADoublesRangeIsRefusedAsOutOfRangeNotAsNotJson) {
+  EXPECT_THAT(refusal(R"({"inputs": [[1, 1e400, 3, 4]]})"),
+              HasSubstr("inputs[0][1]: the number 1e400 is out of range"));
+  EXPECT_THAT(refusal(R"({"dataframe_split": {"data": [[1, 2, )" + std::string(401, '7') + "]]}}",
+                      400, "application/json", kVector),
+              HasSubstr("dataframe_split.data[0][2]: the number 777"));
+}
+
+TEST(ScoringProtocolTest, CsvPastTheValueLimitIs413) {
+  JsonLimits limits;
+  limits.max_values = 5;
+  try {
+    parse_scoring_request("text/csv", "1,2,3\n4,5,6\n", kVector, "input", limits);
+    ADD_FAILURE() << "accepted";
+  } catch (const ScoringError& e) {
+    EXPECT_EQ(e.status(), 413);
+    EXPECT_THAT(e.what(), HasSubstr("csv line 2: more than 5 values"));
+  }
 }
 
 TEST(ScoringProtocolTest, AnUnknownContentTypeIs415) {

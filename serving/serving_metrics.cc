@@ -121,9 +121,19 @@ void ServingMetrics::record_reload(bool succeeded) {
   ++(succeeded ? reloads_ : reload_failures_);
 }
 
-void ServingMetrics::record_logged(bool written) {
+void ServingMetrics::record_logged(LogOutcome outcome) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ++(written ? logged_ : log_dropped_);
+  switch (outcome) {
+    case LogOutcome::kWritten:
+      ++logged_;
+      break;
+    case LogOutcome::kDropped:
+      ++log_dropped_;
+      break;
+    case LogOutcome::kFailed:
+      ++log_failed_;
+      break;
+  }
 }
 
 std::string ServingMetrics::prometheus_text() const {
@@ -166,12 +176,14 @@ std::string ServingMetrics::prometheus_text() const {
   sample(out, "tuner_serving_model_reloads_total", "result=\"failed\"",
          static_cast<double>(reload_failures_));
   header(out, "tuner_serving_logged_requests_total", "counter",
-         "Requests sampled into the request log: written, or dropped because the writer fell "
-         "behind.");
+         "Requests sampled into the request log: written, dropped because the writer fell "
+         "behind, or failed because the log could not be written.");
   sample(out, "tuner_serving_logged_requests_total", "result=\"written\"",
          static_cast<double>(logged_));
   sample(out, "tuner_serving_logged_requests_total", "result=\"dropped\"",
          static_cast<double>(log_dropped_));
+  sample(out, "tuner_serving_logged_requests_total", "result=\"failed\"",
+         static_cast<double>(log_failed_));
   return out;
 }
 

@@ -1,8 +1,8 @@
 // What the model server counts, and GET /metrics's answer in Prometheus's text format (version
 // 0.0.4): requests by path and status, errors by MLflow error code, a latency histogram of
 // /invocations, the batch sizes the micro-batcher ran, the model served and its reloads, and the
-// request log's lines written and dropped. Names start with tuner_serving_ (docs/serving.md,
-// "Metrics").
+// request log's lines written, dropped and failed. Names start with tuner_serving_
+// (docs/serving.md, "Metrics").
 //
 // Thread safety: every member may be called from any thread.
 #ifndef TUNER_SERVING_SERVING_METRICS_H_
@@ -17,6 +17,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "serving/request_log.h"
 
 namespace tuner::serving {
 
@@ -49,8 +51,9 @@ class ServingMetrics {
   // The model now served.
   void set_model(std::string name, std::optional<int> version);
   void record_reload(bool succeeded);
-  // The request log: a request written, or dropped (the writer fell behind).
-  void record_logged(bool written);
+  // The request log: a request written, dropped (the writer fell behind), or failed (the log
+  // could not be written: a full disk).
+  void record_logged(LogOutcome outcome);
 
   // The text GET /metrics answers.
   std::string prometheus_text() const;
@@ -66,7 +69,7 @@ class ServingMetrics {
   std::string model_name_;
   std::optional<int> model_version_;
   uint64_t reloads_ = 0, reload_failures_ = 0;
-  uint64_t logged_ = 0, log_dropped_ = 0;
+  uint64_t logged_ = 0, log_dropped_ = 0, log_failed_ = 0;
 };
 
 }  // namespace tuner::serving

@@ -19,7 +19,7 @@ TEST(ServingMetricsTest, CountsInPrometheusTextFormat) {
   m.record_batch(5, 2);
   m.record_batch(64, 64);
   m.record_reload(true);
-  m.record_logged(false);
+  m.record_logged(LogOutcome::kDropped);
   const std::string text = m.prometheus_text();
   EXPECT_THAT(text, HasSubstr("# TYPE tuner_serving_requests_total counter\n"));
   EXPECT_THAT(text,
@@ -39,6 +39,17 @@ TEST(ServingMetricsTest, CountsInPrometheusTextFormat) {
   EXPECT_THAT(text, HasSubstr("tuner_serving_model_version{model=\"fm\\\"nist\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("tuner_serving_model_reloads_total{result=\"loaded\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("tuner_serving_logged_requests_total{result=\"dropped\"} 1\n"));
+}
+
+TEST(ServingMetricsTest, LogWritesThatFailCountAsFailedNotWritten) {
+  ServingMetrics m;
+  m.record_logged(LogOutcome::kWritten);
+  m.record_logged(LogOutcome::kFailed);
+  m.record_logged(LogOutcome::kFailed);
+  const std::string text = m.prometheus_text();
+  EXPECT_THAT(text, HasSubstr("tuner_serving_logged_requests_total{result=\"written\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("tuner_serving_logged_requests_total{result=\"failed\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("tuner_serving_logged_requests_total{result=\"dropped\"} 0\n"));
 }
 
 }  // namespace

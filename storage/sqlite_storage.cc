@@ -1,9 +1,13 @@
 #include "storage/sqlite_storage.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -13,6 +17,7 @@
 #include "storage/optuna_schema.h"
 #include "storage/sqlite/checkpointer.h"
 #include "storage/sqlite/connection.h"
+#include "storage/storage_fault.h"
 #include "storage/write_checks.h"
 #include "trials/error.h"
 #include "util/strings.h"
@@ -828,8 +833,61 @@ struct SqliteStorage::Impl {
   }
 };
 
+namespace {
+
+std::optional<std::pair<uint64_t, uint64_t>> file_id(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::pair<uint64_t, uint64_t>(st.st_dev, st.st_ino);
+}
+
+}  // namespace
+
 SqliteStorage::SqliteStorage(std::string path, SqliteStorageOptions options)
-    : path_(std::move(path)), impl_(std::make_unique<Impl>(path_, options)) {}
+    : path_(std::move(path)), impl_(std::make_unique<Impl>(path_, options)) {
+  file_id_ = file_id(path_);
+}
+
+std::optional<std::string> SqliteStorage::file_replaced() const {
+  if (!file_id_) return std::nullopt;
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    if (errno != ENOENT) return std::nullopt;  // cannot look (yet): not a verdict
+    return "the study database " + path_ + " was deleted while it was open";
+  }
+  if (std::pair<uint64_t, uint64_t>(st.st_dev, st.st_ino) != *file_id_) {
+    return "the study database " + path_ + " was replaced by another file while it was open";
+  }
+  return std::nullopt;
+}
+
+void SqliteStorage::backup_to(const std::string& destination) {
+  if (std::filesystem::exists(destination)) {
+    throw Error(ErrorCode::kAlreadyExists,
+                "cannot copy the study database to " + destination + ": the file exists");
+  }
+  sqlite3* raw = nullptr;
+  const int opened = sqlite3_open_v2(destination.c_str(), &raw,
+                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  sqlite::DbHandle target(raw);
+  auto failed = [&](const std::string& why) {
+    target.reset();
+    std::error_code ignored;
+    std::filesystem::remove(destination, ignored);
+    throw StorageFault(ErrorCode::kFailedPrecondition, "cannot copy the study database " + path_ +
+                                                           " to " + destination + ": " + why);
+  };
+  if (opened != SQLITE_OK) {
+    failed(raw ? sqlite3_errmsg(raw) : sqlite3_errstr(opened));
+  }
+  std::lock_guard lock(mutex_);
+  sqlite3_backup* backup = sqlite3_backup_init(target.get(), "main", impl_->conn.get(), "main");
+  if (!backup) failed(sqlite3_errmsg(target.get()));
+  const int stepped = sqlite3_backup_step(backup, -1);
+  const int finished = sqlite3_backup_finish(backup);
+  if (stepped != SQLITE_DONE) failed(sqlite3_errstr(stepped));
+  if (finished != SQLITE_OK) failed(sqlite3_errmsg(target.get()));
+}
 
 SqliteStorage::~SqliteStorage() = default;
 

@@ -46,10 +46,13 @@
 #define TUNER_STORAGE_SQLITE_STORAGE_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "storage/storage.h"
 #include "trials/clock.h"
@@ -90,6 +93,17 @@ class SqliteStorage final : public Storage {
   ~SqliteStorage() override;
 
   const std::string& path() const { return path_; }
+
+  // Whether the file at path() is still the one this storage opened (the same device and inode,
+  // as stat(2) saw them when it was opened): nullopt when it is; otherwise what became of it
+  // ("... was deleted", "... was replaced by another file"), naming the path. Writes meanwhile
+  // went to the file that was opened, which this storage still holds: backup_to() saves them.
+  // Costs one stat(2). Always nullopt for a storage whose file could not be stat'ed when opened.
+  std::optional<std::string> file_replaced() const;
+  // Writes a consistent copy of the open database (SQLite's online backup) to `destination`,
+  // which must not exist; works also when the file at path() was deleted or replaced. Throws
+  // Error naming `destination` when it exists or cannot be written.
+  void backup_to(const std::string& destination);
 
   StudyRecord create_study(const std::string& name,
                            const std::vector<StudyDirection>& directions) override;
@@ -149,6 +163,8 @@ class SqliteStorage final : public Storage {
 
   // Constant after construction.
   const std::string path_;
+  // The device and inode of the file opened (file_replaced()).
+  std::optional<std::pair<uint64_t, uint64_t>> file_id_;
 
   // State below is protected by mutex_ (recursive: a batch holds it while its calls take it).
   std::recursive_mutex mutex_;

@@ -548,5 +548,39 @@ TEST_F(SqliteStorageTest, UnknownIdsNameTheFile) {
   EXPECT_NE(std::string(e.what()).find(path()), std::string::npos);
 }
 
+TEST_F(SqliteStorageTest, ADeletedStudyFileIsNoticedAndItsOpenCopyIsSaved) {
+  SqliteStorage storage(path());
+  const StudyRecord study = storage.create_study("s", {StudyDirection::kMinimize});
+  const FrozenTrial first = storage.create_trial(study.study_id);
+  storage.finish_trial(first.trial_id, TrialState::kComplete, {1.5});
+  EXPECT_FALSE(storage.file_replaced());
+
+  fs::remove(path());
+  const std::optional<std::string> gone = storage.file_replaced();
+  ASSERT_TRUE(gone);
+  EXPECT_NE(gone->find(path()), std::string::npos) << *gone;
+  EXPECT_NE(gone->find("deleted"), std::string::npos) << *gone;
+  // Writes go on to the open (unlinked) file; its copy keeps them all.
+  storage.create_trial(study.study_id);
+  storage.backup_to(path("recovered.db"));
+  EXPECT_FALSE(fs::exists(path()));
+  SqliteStorage copy(path("recovered.db"));
+  const std::vector<FrozenTrial> trials = copy.get_trials(copy.find_study("s")->study_id);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0].state, TrialState::kComplete);
+  EXPECT_EQ(trials[1].state, TrialState::kRunning);
+  EXPECT_THROW(storage.backup_to(path("recovered.db")), Error);  // never overwritten
+}
+
+TEST_F(SqliteStorageTest, AStudyFileReplacedByAnotherIsNoticed) {
+  SqliteStorage storage(path());
+  storage.create_study("s", {StudyDirection::kMinimize});
+  { SqliteStorage other(path("other.db")); }
+  fs::rename(path("other.db"), path());
+  const std::optional<std::string> replaced = storage.file_replaced();
+  ASSERT_TRUE(replaced);
+  EXPECT_NE(replaced->find("replaced"), std::string::npos) << *replaced;
+}
+
 }  // namespace
 }  // namespace tuner

@@ -55,27 +55,10 @@ std::optional<SweepFile> sweep_of(const StudyRecord& study, const std::string& s
   return stored_sweep(study.name, storage);
 }
 
-// The engine job's input pipeline (the loader's scaling, the normalization with the statistics
-// of the trial's training split, recomputed from the dataset), which the exported model does
-// at its input.
+// The engine job's input pipeline of a trial (see engine_preprocessing in model_export.h).
 Preprocessing engine_preprocessing(const SweepFile& sweep, const FrozenTrial& trial) {
   const EngineJobSpec spec = parse_engine_job(sweep.job_json);
-  const EngineTrialConfig config = resolve_engine_job(spec, trial.params);
-  EngineInputPipeline pipeline;
-  try {
-    pipeline = engine_input_pipeline(spec, config);
-  } catch (const Error& e) {
-    throw Error(
-        ErrorCode::kNotFound,
-        std::string("the model's input normalization needs its training data: ") + e.what());
-  }
-  Preprocessing p;
-  p.dataset = pipeline.dataset;
-  p.input = pipeline.uint8 ? RawInput::kUint8 : RawInput::kFloat32;
-  p.divisor = pipeline.divisor;
-  p.mean = pipeline.mean;
-  p.stddev = pipeline.stddev;
-  return p;
+  return engine_preprocessing(spec, resolve_engine_job(spec, trial.params));
 }
 
 registry::MetricLimit registry_limit(const MetricConstraint& c) {
@@ -108,6 +91,41 @@ std::optional<bool> direction_from_name(const std::string& metric) {
 }
 
 }  // namespace
+
+Preprocessing engine_preprocessing(const EngineJobSpec& spec, const EngineTrialConfig& config) {
+  EngineInputPipeline pipeline;
+  try {
+    pipeline = engine_input_pipeline(spec, config);
+  } catch (const Error& e) {
+    throw Error(
+        ErrorCode::kNotFound,
+        std::string("the model's input normalization needs its training data: ") + e.what());
+  }
+  Preprocessing p;
+  p.dataset = pipeline.dataset;
+  p.input = pipeline.uint8 ? RawInput::kUint8 : RawInput::kFloat32;
+  p.divisor = pipeline.divisor;
+  p.class_labels = pipeline.class_labels;
+  if (pipeline.feature_mean.empty()) {
+    p.mean = pipeline.mean;
+    p.stddev = pipeline.stddev;
+    return p;
+  }
+  p.feature_mean = pipeline.feature_mean;
+  p.feature_stddev = pipeline.feature_stddev;
+  registry::TableEncoding& table = p.table.emplace();
+  table.features = pipeline.features;
+  table.label = pipeline.label;
+  table.missing_mean = pipeline.missing_mean;
+  for (const engine::FeatureColumn& c : pipeline.columns) {
+    table.columns.push_back(registry::TableColumn{.name = c.name,
+                                                  .categorical = c.categorical,
+                                                  .fill = c.fill,
+                                                  .categories = c.categories,
+                                                  .missing_slot = c.missing_slot});
+  }
+  return p;
+}
 
 ExportChoice choose_export_trial(const ExportRequest& request) {
   if (!fs::exists(request.storage)) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coordinator/metric_constraint.h"
+#include "executor/engine/job_spec.h"
 #include "registry/registry.h"
 #include "sweep/sweep_file.h"
 #include "trials/frozen_trial.h"
@@ -57,6 +58,14 @@ struct ExportRequest {
   // else the study's name.
   std::string mlflow_experiment;
 };
+
+// What an exported model of an engine trial (job `spec`, the trial's `config` as
+// resolve_engine_job makes it) does to its input, the trial's data pipeline: the loader's scaling
+// and the normalization with the statistics of the training split, recomputed from the data; for
+// a csv file's model also its columns' encoding and its class labels (Preprocessing::table).
+// Throws Error(kNotFound) naming the data when it cannot be read.
+registry::Preprocessing engine_preprocessing(const EngineJobSpec& spec,
+                                             const EngineTrialConfig& config);
 
 // The version as MLflow's model registry has it.
 struct MlflowRegistration {

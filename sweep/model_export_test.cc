@@ -3,14 +3,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "executor/engine/datasets.h"
+#include "executor/engine_job.h"
+#include "registry/table_input.h"
 #include "registry/test_util.h"
 #include "storage/sqlite_storage.h"
 #include "sweep/sweep_runner.h"
 #include "training/data/fashion_mnist.h"
+#include "training/rng.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -455,6 +461,147 @@ TEST_F(CommandExportTest, ATrialWithoutOneModelSaysWhatToDo) {
   EXPECT_THAT(error_of(r, ErrorCode::kInvalidArgument), HasSubstr("not both"));
   // Nothing was registered.
   EXPECT_FALSE(fs::exists(scratch_.path() / "reg" / "clf"));
+}
+
+// A model trained on a csv file, exported and run on a table's rows: the export round trip.
+// Three Gaussian clusters in numeric features of very different scales, a categorical column,
+// and missing values of both kinds (data.missing "mean").
+std::string clusters_csv(uint64_t seed, int per_class, bool reordered) {
+  training::Rng rng(seed);
+  std::string text = reordered ? "note,site,height,width,petal,sepal,species\n"
+                               : "sepal,petal,width,height,site,species\n";
+  const char* names[] = {"setosa", "versicolor", "virginica"};
+  const char* sites[] = {"north", "south", "east"};
+  for (int i = 0; i < 3 * per_class; ++i) {
+    const int k = i % 3;
+    const std::string sepal = i % 17 == 5 ? "NA" : std::to_string(5 + k + 0.4 * rng.normal());
+    const std::string petal = std::to_string(100 * (1 + k) + 30 * rng.normal());
+    const std::string width = std::to_string(0.01 * k + 0.004 * rng.normal());
+    const std::string height = std::to_string(2 * rng.normal());
+    const std::string site = i % 13 == 4 ? "" : sites[rng.next_u64() % (i < 30 ? 2 : 3)];
+    text += reordered ? "n" + std::to_string(i) + "," + site + "," + height + "," + width + "," +
+                            petal + "," + sepal + "," + names[k] + "\n"
+                      : sepal + "," + petal + "," + width + "," + height + "," + site + "," +
+                            names[k] + "\n";
+  }
+  return text;
+}
+
+TEST(TableExportTest, ACsvModelExportsAndPredictsAsTheTrialDid) {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path();
+  std::ofstream(dir / "train.csv") << clusters_csv(11, 60, false);
+  std::ofstream(dir / "test.csv") << clusters_csv(12, 20, false);
+  // The same test rows, columns in another order, and one more column.
+  std::ofstream(dir / "rows.csv") << clusters_csv(12, 20, true);
+  const nlohmann::json job = {
+      {"kind", "engine"},
+      {"model", nlohmann::json::parse(R"({"layers": [{"type": "linear", "out": 16},
+          {"type": "relu"}, {"type": "linear", "out": "classes"}]})")},
+      {"data",
+       {{"format", "csv"},
+        {"dir", dir.string()},
+        {"train", "train.csv"},
+        {"test", "test.csv"},
+        {"label", "species"},
+        {"missing", "mean"},
+        {"validation_fraction", 0.25},
+        {"split_seed", 3}}},
+      {"training", {{"epochs", 12}, {"batch_size", 16}, {"lr", 0.01}, {"seed", 1}}},
+      {"objective_metric", "val_accuracy"},
+      {"artifacts_dir", (dir / "runs").string()}};
+  const EngineJobSpec spec = parse_engine_job(job.dump());
+  const EngineOutcome trial = run_engine_trial(spec, {.number = 0});
+  const double test_accuracy = trial.final_metrics.at("test_accuracy");
+  ASSERT_GT(test_accuracy, 0.8);
+
+  // Export the trial's model with the preprocessing the export computes.
+  const registry::Preprocessing p = engine_preprocessing(spec, resolve_engine_job(spec, {}));
+  ASSERT_TRUE(p.table);
+  EXPECT_FALSE(p.mean);
+  EXPECT_EQ(p.class_labels, (std::vector<std::string>{"setosa", "versicolor", "virginica"}));
+  EXPECT_EQ(p.table->label, "species");
+  EXPECT_TRUE(p.table->missing_mean);
+  ASSERT_EQ(p.table->columns.size(), 5u);
+  EXPECT_EQ(p.table->columns[4].name, "site");
+  EXPECT_EQ(p.table->columns[4].categories, (std::vector<std::string>{"east", "north", "south"}));
+  EXPECT_TRUE(p.table->columns[4].missing_slot);
+  EXPECT_EQ(p.feature_mean.size(), 8u);  // 4 numeric, 3 sites, a missing slot
+  registry::Lineage lineage;
+  lineage.metrics.insert(trial.final_metrics.begin(), trial.final_metrics.end());
+  registry::write_mlflow_model(
+      training::load_checkpoint((dir / "runs/trial-0/model.ckpt").string()), lineage, p,
+      dir / "model");
+
+  // Predict on the test rows as `tuner predict` does: encode, normalize, forward.
+  registry::ServedModel model = registry::ServedModel::load(dir / "model");
+  registry::TableInput rows =
+      registry::read_table_input(dir / "rows.csv", *model.preprocessing().table);
+  ASSERT_EQ(rows.count, 60);
+  model.preprocess(rows.features);
+  // The inputs are the engine's own test split, bit for bit.
+  EngineTrialConfig config = resolve_engine_job(spec, {});
+  const engine::Splits engine_data = engine::load_data(spec, config, "job");
+  const std::span<const float> engine_test = engine_data.test.features();
+  ASSERT_EQ(rows.features.size(), engine_test.size());
+  for (size_t i = 0; i < rows.features.size(); ++i) {
+    ASSERT_EQ(rows.features[i], engine_test[i]) << "value " << i;
+  }
+  const std::vector<float> logits = model.forward(rows.features);
+  int64_t correct = 0;
+  for (int64_t i = 0; i < rows.count; ++i) {
+    const float* row = logits.data() + i * 3;
+    const int64_t predicted = std::max_element(row, row + 3) - row;
+    const int64_t label = registry::class_index(model.preprocessing().class_labels,
+                                                rows.labels[static_cast<size_t>(i)]);
+    ASSERT_EQ(label, engine_data.test.labels()[static_cast<size_t>(i)]);
+    correct += predicted == label ? 1 : 0;
+  }
+  EXPECT_EQ(correct, std::lround(test_accuracy * 60));
+}
+
+TEST(TableExportTest, AnNpyModelKeepsOneMeanAndStddev) {
+  ScratchDir scratch;
+  // x: float32 [6, 2], y: int64 [6], as numpy.save writes them.
+  auto npy = [](const std::string& descr, const std::string& shape, const std::string& data) {
+    std::string header =
+        "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::string out = "\x93NUMPY";
+    out += '\x01';
+    out += '\x00';
+    out += static_cast<char>(header.size() & 0xff);
+    out += static_cast<char>(header.size() >> 8);
+    return out + header + data;
+  };
+  const std::vector<float> x = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  const std::vector<int64_t> y = {0, 1, 0, 1, 0, 1};
+  std::ofstream(scratch.path() / "x.npy", std::ios::binary)
+      << npy("<f4", "(6, 2)",
+             std::string(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float)));
+  std::ofstream(scratch.path() / "y.npy", std::ios::binary)
+      << npy("<i8", "(6,)",
+             std::string(reinterpret_cast<const char*>(y.data()), y.size() * sizeof(int64_t)));
+  const nlohmann::json job = {
+      {"kind", "engine"},
+      {"model", nlohmann::json::parse(R"({"layers": [{"type": "linear", "out": "classes"}]})")},
+      {"data",
+       {{"format", "npy"},
+        {"dir", scratch.path().string()},
+        {"x", "x.npy"},
+        {"y", "y.npy"},
+        {"validation_fraction", 0.0}}},
+      {"training", {{"epochs", 1}, {"batch_size", 2}}},
+      {"objective_metric", "train_loss"}};
+  const EngineJobSpec spec = parse_engine_job(job.dump());
+  const registry::Preprocessing p = engine_preprocessing(spec, resolve_engine_job(spec, {}));
+  EXPECT_FALSE(p.table);
+  EXPECT_TRUE(p.feature_mean.empty());
+  EXPECT_TRUE(p.class_labels.empty());
+  ASSERT_TRUE(p.mean && p.stddev);
+  EXPECT_NEAR(*p.mean, 5.5f, 1e-5);
+  EXPECT_EQ(registry::format_version(p), 2);
 }
 
 }  // namespace

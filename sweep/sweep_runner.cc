@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -322,6 +323,21 @@ void tell_executors_leases_are_gone(Coordinator& coordinator, const CoordinatorO
   while (SteadyClock::now() < until) coordinator.poll_once(std::chrono::milliseconds(50));
 }
 
+// "<path>.recovered-<UTC time>" (with "-2", "-3", ... when that exists).
+std::string recovered_path(const std::string& path) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  const std::string base = path + ".recovered-" + stamp;
+  std::string candidate = base;
+  for (int n = 2; std::filesystem::exists(candidate); ++n) {
+    candidate = base + "-" + std::to_string(n);
+  }
+  return candidate;
+}
+
 }  // namespace
 
 SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
@@ -332,8 +348,8 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   if (options.warn) {
     for (const std::string& line : direction_warnings(file)) options.warn(line);
   }
-  OpenedSweep opened =
-      open_sweep(file, std::make_shared<SqliteStorage>(file.storage_path, storage_options));
+  const auto storage = std::make_shared<SqliteStorage>(file.storage_path, storage_options);
+  OpenedSweep opened = open_sweep(file, storage);
   const SweepFile& sweep = opened.sweep;
   Study& study = opened.study;
   if (options.notice && !study.space_change().empty()) {
@@ -413,8 +429,42 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     return local_executor ? local_executor->failure() : std::string();
   };
 
+  // Gives up the running trials (stored FAIL and enqueued where the storage takes it); returns
+  // how many were stored so; those it could not store are counted in result.not_stopped.
+  auto stop_running = [&](const std::string& why, bool tell_executors) {
+    const CoordinatorStats before = coordinator.stats();
+    coordinator.abandon(why);
+    const int not_stored =
+        static_cast<int>(coordinator.stats().not_abandoned - before.not_abandoned);
+    result.not_stopped += not_stored;
+    if (tell_executors && !options.endpoint.empty()) {
+      tell_executors_leases_are_gone(coordinator, co);
+    }
+    return before.active_leases - not_stored;
+  };
+
   SteadyClock::time_point next_progress = SteadyClock::now();
   while (!coordinator.done()) {
+    // The file at the study's path must be the one open: writes to a deleted file are lost
+    // when it is closed. The open file is copied after the loop.
+    if (std::optional<std::string> replaced = storage->file_replaced()) {
+      stop_running("the study database was deleted or replaced", true);
+      result.end = SweepEnd::kFileReplaced;
+      result.stop_reason = *replaced;
+      break;
+    }
+    // Writes that keep failing (a full disk, a read-only file) stop the sweep; so does a stop
+    // asked while they fail (nothing running could be stored anyway).
+    const bool stop_asked = options.drain.stop_requested() || options.abort.stop_requested();
+    if (std::optional<std::string> failed = coordinator.storage_failure();
+        failed || (coordinator.storage_failing() && stop_asked)) {
+      result.stop_reason =
+          failed ? *failed
+                 : "stopped while the study's writes fail: " + coordinator.last_storage_error();
+      stop_running("the sweep stopped: its storage refuses writes", true);
+      result.end = SweepEnd::kStorageFailed;
+      break;
+    }
     if (const std::string failed = local_executor_failed(); !failed.empty()) {
       coordinator.abandon("the local executor failed");
       throw Error(ErrorCode::kUnavailable, "the sweep's local executor failed: " + failed +
@@ -422,15 +472,14 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
                                                "'tuner resume'");
     }
     if (options.abort.stop_requested()) {
-      coordinator.abandon("the sweep was stopped");
+      stop_running("the sweep was stopped", false);
       result.end = SweepEnd::kAborted;
       break;
     }
     if (!result.stop_reason.empty()) {
       // Too many failures: what still runs would most likely fail the same way.
-      coordinator.abandon("the sweep stopped on its failures");
+      stop_running("the sweep stopped on its failures", true);
       result.end = SweepEnd::kFailures;
-      if (!options.endpoint.empty()) tell_executors_leases_are_gone(coordinator, co);
       break;
     }
     if (!coordinator.draining()) {
@@ -444,10 +493,8 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     }
     // The time budget is the sweep's wall time: what still runs a grace after it is stopped.
     if (deadline && SteadyClock::now() >= *deadline + time_up_grace(*sweep.budget.time)) {
-      result.stopped_at_time_up = coordinator.stats().active_leases;
-      coordinator.abandon("the sweep's time budget ran out");
+      result.stopped_at_time_up = stop_running("the sweep's time budget ran out", true);
       if (result.end == SweepEnd::kBudgetSpent) result.end = SweepEnd::kTimeUp;
-      if (!options.endpoint.empty()) tell_executors_leases_are_gone(coordinator, co);
       break;
     }
     coordinator.poll_once(std::chrono::milliseconds(100));
@@ -457,6 +504,23 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
     }
   }
   local_executor.reset();
+  // An end reached while writes fail (the time budget, a drain) is the storage's failure: what
+  // ran meanwhile is not stored.
+  if (coordinator.storage_failing() && result.end != SweepEnd::kStorageFailed &&
+      result.end != SweepEnd::kFileReplaced) {
+    result.end = SweepEnd::kStorageFailed;
+    result.stop_reason = "the study's writes fail: " + coordinator.last_storage_error();
+  }
+  if (result.end == SweepEnd::kFileReplaced) {
+    // This process still holds the file it opened: its copy keeps everything stored.
+    const std::string copy = recovered_path(sweep.storage_path);
+    try {
+      storage->backup_to(copy);
+      result.recovered_path = copy;
+    } catch (const Error& e) {
+      result.stop_reason += std::string("; copying the open database failed too: ") + e.what();
+    }
+  }
   // The budget's last trial may be the one that reached the limit.
   if (!result.stop_reason.empty() && result.end == SweepEnd::kBudgetSpent) {
     result.end = SweepEnd::kFailures;
@@ -464,7 +528,10 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   result.progress = progress_now(coordinator);
   if (options.on_progress) options.on_progress(result.progress);
   const std::optional<std::string> failure = coordinator.failure();
-  tracking.finish(failure || result.end == SweepEnd::kFailures ? tracking::RunStatus::kFailed
+  const bool failed_end = result.end == SweepEnd::kFailures ||
+                          result.end == SweepEnd::kStorageFailed ||
+                          result.end == SweepEnd::kFileReplaced;
+  tracking.finish(failure || failed_end ? tracking::RunStatus::kFailed
                   : result.end == SweepEnd::kAborted || result.end == SweepEnd::kDrained
                       ? tracking::RunStatus::kKilled
                       : tracking::RunStatus::kFinished);

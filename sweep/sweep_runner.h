@@ -102,6 +102,15 @@ enum class SweepEnd {
   // Failed trials reached budget.max_failures (sweep/failure_policy.h): the running trials were
   // stopped as by `abort`; SweepResult::stop_reason says why.
   kFailures,
+  // The study's writes kept failing for the storage's sake (a full disk, a read-only file;
+  // Coordinator::storage_failure()), or failed when a stop was asked: the sweep stopped at once.
+  // What was committed before stays; the trials that were running stay RUNNING in the file
+  // unless they could be stored as stopped. SweepResult::stop_reason says why.
+  kStorageFailed,
+  // The study's file was deleted or replaced while the sweep ran (SqliteStorage::file_replaced,
+  // looked at every turn of the loop): the running trials were stopped in the open file, which
+  // was copied to SweepResult::recovered_path. Nothing is created at the study's path.
+  kFileReplaced,
 };
 
 struct SweepResult {
@@ -116,6 +125,13 @@ struct SweepResult {
   std::string stop_reason;
   // Where the local executor wrote the trials' logs (SweepRunOptions::log_dir).
   std::string log_dir;
+  // Running trials that the sweep stopped (time up, failures, storage failure) but could not
+  // store as stopped: they stay RUNNING in storage (a resumed sweep takes them as an earlier
+  // run's, and runs them again).
+  int not_stopped = 0;
+  // kFileReplaced: where the open database was copied ("" when the copy failed too; then
+  // stop_reason says why).
+  std::string recovered_path;
 };
 
 // A sweep's study, created or loaded by name, with the sweep file stored on it (kSweepAttr).

@@ -126,7 +126,9 @@ class BeastTransport final : public HttpTransport {
   HttpResponse send(const HttpRequest& request) override {
     std::lock_guard lock(mutex_);
     // A reused connection may have been closed by the server while idle: the first write or
-    // read then fails before any answer, and one fresh connection is tried.
+    // read then fails before any answer, and one fresh connection is tried. A request that
+    // must not be sent twice takes a fresh connection from the start (its failure is final).
+    if (!request.repeatable) stream_.reset();
     const bool reused = stream_.has_value();
     try {
       return exchange(request);

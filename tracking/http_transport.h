@@ -25,6 +25,11 @@ struct HttpRequest {
   std::string target;
   std::string body;
   std::string content_type = "application/json";  // sent when body is not empty
+  // False for a call that must not reach the server twice (MLflow's creates): it is sent once,
+  // on a fresh connection, so that an answer lost with a closing connection is never followed
+  // by a second send; the caller looks the object up instead. True: a connection the server
+  // closed while idle is replaced and the request sent again.
+  bool repeatable = true;
 };
 
 struct HttpResponse {

@@ -22,13 +22,15 @@ using namespace std::chrono_literals;
 
 // Serves one connection at a time: echoes method, target and body as "METHOD TARGET BODY", with
 // the request's Authorization header in X-Auth. `close_after` answers per connection, then it
-// closes it (0: keep it open); `silent`: reads requests and never answers.
+// closes it (0: keep it open); `silent`: reads requests and never answers; `lose`: the request
+// of that number (1: the first it reads) is read and its connection closed without an answer.
 class LoopbackServer {
  public:
-  explicit LoopbackServer(int close_after = 0, bool silent = false)
+  explicit LoopbackServer(int close_after = 0, bool silent = false, int lose = 0)
       : acceptor_(ioc_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
         close_after_(close_after),
-        silent_(silent) {
+        silent_(silent),
+        lose_(lose) {
     thread_ = std::thread([this] { serve(); });
   }
   ~LoopbackServer() {
@@ -43,6 +45,7 @@ class LoopbackServer {
     return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
   }
   int connections() const { return connections_; }
+  int requests() const { return requests_; }
 
  private:
   void serve() {
@@ -57,6 +60,7 @@ class LoopbackServer {
         http::request<http::string_body> req;
         http::read(socket, buffer, req, ec);
         if (ec) break;
+        if (++requests_ == lose_) break;  // read, and the answer lost with the connection
         if (silent_) {
           while (!stop_) std::this_thread::sleep_for(10ms);
           return;
@@ -79,7 +83,9 @@ class LoopbackServer {
   tcp::acceptor acceptor_;
   const int close_after_;
   const bool silent_;
+  const int lose_;
   std::atomic<bool> stop_ = false;
+  std::atomic<int> requests_ = 0;
   std::atomic<int> connections_ = 0;
   std::thread thread_;
 };
@@ -105,6 +111,27 @@ TEST(HttpTransportTest, AConnectionTheServerDroppedIsReplaced) {
     std::this_thread::sleep_for(20ms);  // the server closes the idle connection meanwhile
   }
   EXPECT_EQ(server.connections(), 3);
+}
+
+// Regression: a create whose answer was lost with its kept-alive connection was sent again at
+// once on a new one, and the server made a second run.
+TEST(HttpTransportTest, ARequestThatMustNotRepeatIsSentOnceWhenItsAnswerIsLost) {
+  LoopbackServer server(/*close_after=*/0, /*silent=*/false, /*lose=*/2);
+  auto transport = make_http_transport(server.url());
+  EXPECT_EQ(transport->send({.method = "GET", .target = "/a"}).status, 200);
+  try {
+    transport->send({.method = "POST", .target = "/create", .body = "x", .repeatable = false});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+  }
+  EXPECT_EQ(server.requests(), 2);
+  // A repeatable request whose answer is lost on a reused connection is sent again.
+  LoopbackServer again(/*close_after=*/0, /*silent=*/false, /*lose=*/2);
+  auto other = make_http_transport(again.url());
+  EXPECT_EQ(other->send({.method = "GET", .target = "/a"}).status, 200);
+  EXPECT_EQ(other->send({.method = "GET", .target = "/b"}).body, "GET /b ");
+  EXPECT_EQ(again.requests(), 3);
 }
 
 TEST(HttpTransportTest, NoServerIsUnavailable) {

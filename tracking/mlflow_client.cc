@@ -187,7 +187,8 @@ std::string MlflowClient::call_once(const HttpRequest& request) {
 
 std::string MlflowClient::call(const std::string& method, const std::string& target,
                                const std::string& body, bool repeatable) {
-  const HttpRequest request{.method = method, .target = target, .body = body};
+  const HttpRequest request{
+      .method = method, .target = target, .body = body, .repeatable = repeatable};
   std::chrono::milliseconds wait = retry_.first_wait;
   for (int attempt = 1;; ++attempt) {
     try {

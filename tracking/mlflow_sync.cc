@@ -12,6 +12,7 @@
 #include "tracking/mlflow_registry.h"
 #include "trials/constraints.h"
 #include "trials/error.h"
+#include "util/strings.h"
 
 namespace tuner::tracking {
 
@@ -52,19 +53,6 @@ std::vector<StepMetrics> read_epochs(const fs::path& file, TimePoint untimed) {
     steps.push_back(std::move(s));
   }
   return steps;
-}
-
-// "12.5 MiB", "3.0 KiB", "12 bytes".
-std::string size_text(int64_t bytes) {
-  char text[32];
-  if (bytes >= (int64_t{1} << 20)) {
-    std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  } else if (bytes >= 1024) {
-    std::snprintf(text, sizeof(text), "%.1f KiB", static_cast<double>(bytes) / 1024);
-  } else {
-    std::snprintf(text, sizeof(text), "%lld bytes", static_cast<long long>(bytes));
-  }
-  return text;
 }
 
 // "a, b, c and 4 more": the first few of `names`.
@@ -234,8 +222,8 @@ void MlflowSync::sync_artifacts(const FrozenTrial& trial, SyncReport& report) {
     report.artifacts += upload.files;
     report.artifact_bytes += upload.bytes;
     if (!upload.skipped.empty()) {
-      warn("MLflow tracking: " + what + " total " + size_text(upload.total_bytes) +
-           ", past the limit of " + size_text(options_.max_trial_artifact_bytes) +
+      warn("MLflow tracking: " + what + " total " + byte_size_text(upload.total_bytes) +
+           ", past the limit of " + byte_size_text(options_.max_trial_artifact_bytes) +
            " per trial: " + std::to_string(upload.skipped.size()) + " of them left out (" +
            some_of(upload.skipped) + ")");
     }

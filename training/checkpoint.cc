@@ -47,6 +47,7 @@ class Reader {
       throw CheckpointError(path_ + ": corrupt: the " + std::string(what) +
                             " runs past the end of the body");
     }
+    if (n == 0) return;  // an empty array's data is null: memcpy may not be given it
     std::memcpy(p, body_.data() + at_, n);
     at_ += n;
   }

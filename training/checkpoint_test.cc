@@ -77,6 +77,22 @@ TEST_F(CheckpointFile, RoundTripsEveryField) {
   }
 }
 
+// Regression: reading an empty array (an MLP has no buffers) gave memcpy a null destination,
+// undefined behaviour that UndefinedBehaviorSanitizer reported on every MLP checkpoint.
+TEST_F(CheckpointFile, EmptyArraysRoundTrip) {
+  Checkpoint c = sample();
+  c.buffers.clear();
+  c.optimizer_state.clear();
+  c.dropout_seeds.clear();
+  c.dropout_calls.clear();
+  save_checkpoint(path_, c);
+  const Checkpoint loaded = load_checkpoint(path_);
+  EXPECT_TRUE(loaded.buffers.empty());
+  EXPECT_TRUE(loaded.optimizer_state.empty());
+  EXPECT_TRUE(loaded.dropout_seeds.empty());
+  EXPECT_EQ(loaded.parameters, c.parameters);
+}
+
 TEST_F(CheckpointFile, RefusesDamagedFilesWithAClearError) {
   save_checkpoint(path_, sample());
   const std::string good = bytes();

@@ -3,6 +3,9 @@
 #ifndef TUNER_UTIL_STRINGS_H_
 #define TUNER_UTIL_STRINGS_H_
 
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -26,6 +29,24 @@ inline std::string_view trim(std::string_view text, std::string_view chars = " \
   const size_t begin = text.find_first_not_of(chars);
   if (begin == std::string_view::npos) return {};
   return text.substr(begin, text.find_last_not_of(chars) - begin + 1);
+}
+
+// A size in bytes as people read it: "17 bytes", "3 KiB", "1.5 GiB" (one decimal, none when it
+// is 0).
+inline std::string byte_size_text(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", value);
+  std::string number = text;
+  if (number.ends_with(".0")) number.resize(number.size() - 2);
+  return number + " " + units[unit];
 }
 
 }  // namespace tuner

@@ -32,4 +32,12 @@ TEST(JsonString, QuotesAndEscapes) {
 }
 
 }  // namespace
+TEST(Strings, ByteSizesReadAsPeopleWriteThem) {
+  EXPECT_EQ(byte_size_text(17), "17 bytes");
+  EXPECT_EQ(byte_size_text(3 * 1024), "3 KiB");
+  EXPECT_EQ(byte_size_text(uint64_t{3} << 29), "1.5 GiB");
+  EXPECT_EQ(byte_size_text(uint64_t{1} << 30), "1 GiB");
+  EXPECT_EQ(byte_size_text(uint64_t{180} << 20), "180 MiB");
+}
+
 }  // namespace tuner

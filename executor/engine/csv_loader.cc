@@ -13,6 +13,7 @@
 
 #include "executor/engine/data_split.h"
 #include "executor/job_json.h"
+#include "training/data/csv_cells.h"
 #include "trials/error.h"
 #include "util/strings.h"
 
@@ -67,39 +68,9 @@ std::string_view trim(std::string_view s) {
 // "" for a quote.
 std::vector<std::string> split_line(std::string_view line, char delim, const std::string& where,
                                     const std::string& path) {
-  std::vector<std::string> fields;
-  size_t i = 0;
-  while (true) {
-    while (i < line.size() && line[i] == ' ' && delim != ' ') ++i;
-    std::string field;
-    if (i < line.size() && line[i] == '"') {
-      ++i;
-      bool closed = false;
-      while (i < line.size()) {
-        if (line[i] == '"') {
-          if (i + 1 < line.size() && line[i + 1] == '"') {
-            field += '"';
-            i += 2;
-            continue;
-          }
-          ++i;
-          closed = true;
-          break;
-        }
-        field += line[i++];
-      }
-      if (!closed) bad(path, where + ": a quoted field is not closed on its line");
-      while (i < line.size() && line[i] != delim) ++i;
-    } else {
-      const size_t end = std::min(line.find(delim, i), line.size());
-      field = std::string(trim(line.substr(i, end - i)));
-      i = end;
-    }
-    fields.push_back(std::move(field));
-    if (i >= line.size()) break;
-    ++i;  // the delimiter
-  }
-  return fields;
+  std::optional<std::vector<std::string>> fields = training::split_csv_line(line, delim);
+  if (!fields) bad(path, where + ": a quoted field is not closed on its line");
+  return std::move(*fields);
 }
 
 Table read_table(const EngineJobSpec& spec, const std::string& name, const std::string& path) {
@@ -137,28 +108,6 @@ Table read_table(const EngineJobSpec& spec, const std::string& name, const std::
   if (in.bad()) bad(path, t.file + ": read failed");
   if (t.rows.empty()) bad(path, t.file + ": no rows under the header");
   return t;
-}
-
-bool is_missing(std::string_view v) {
-  std::string lower;
-  for (char c : v) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.empty() || lower == "na" || lower == "n/a" || lower == "nan";
-}
-
-std::optional<double> number(std::string_view v) {
-  if (!v.empty() && v.front() == '+') v.remove_prefix(1);
-  double d = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
-  if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(d)) return std::nullopt;
-  return d;
-}
-
-std::optional<int64_t> integer(std::string_view v) {
-  if (!v.empty() && v.front() == '+') v.remove_prefix(1);
-  int64_t i = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), i);
-  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) return std::nullopt;
-  return i;
 }
 
 size_t column_index(const Table& t, const std::string& name, const std::string& member_path) {
@@ -235,20 +184,20 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   for (const Table* t : tables) {
     for (size_t r = 0; r < t->rows.size(); ++r) {
       const std::vector<std::string>& row = t->rows[r];
-      if (is_missing(row[label])) {
+      if (training::is_missing_cell(row[label])) {
         bad(path, at_line(*t, r) + ": column \"" + f.label + "\" (the label) has no value (\"" +
                       row[label] + "\")");
       }
-      if (!integer(row[label])) all_integer_labels = false;
+      if (!training::integer_cell(row[label])) all_integer_labels = false;
       for (Column& c : columns) {
         const std::string& v = row[c.index];
-        if (is_missing(v)) {
+        if (training::is_missing_cell(v)) {
           if (!f.missing_mean) {
             bad(path, at_line(*t, r) + ": column \"" + c.name + "\" has no value (\"" + v +
                           "\"): fill it, or set data.missing to \"mean\"");
           }
           c.missing_slot = true;
-        } else if (!c.categorical && !number(v)) {
+        } else if (!c.categorical && !training::number_cell(v)) {
           c.categorical = true;
         }
       }
@@ -276,7 +225,7 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
     for (const Table* t : tables) {
       for (const auto& row : t->rows) {
         if (all_integer_labels)
-          ints.insert(*integer(row[label]));
+          ints.insert(*training::integer_cell(row[label]));
         else
           names.insert(row[label]);
       }
@@ -290,7 +239,7 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   std::map<std::string, int32_t> class_of;
   for (size_t k = 0; k < classes.size(); ++k) class_of[classes[k]] = static_cast<int32_t>(k);
   auto label_of = [&](const std::string& v) {
-    return class_of.at(all_integer_labels ? std::to_string(*integer(v)) : v);
+    return class_of.at(all_integer_labels ? std::to_string(*training::integer_cell(v)) : v);
   };
 
   // The encoding, from the training split: numeric fills (means), categories.
@@ -300,7 +249,7 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
       std::set<std::string> values;
       for (const RowRef& r : train_rows) {
         const std::string& v = r.table->rows[r.row][c.index];
-        if (!is_missing(v)) values.insert(v);
+        if (!training::is_missing_cell(v)) values.insert(v);
       }
       c.values.assign(values.begin(), values.end());
       for (const std::string& v : c.values) features.push_back(c.name + "=" + v);
@@ -310,7 +259,7 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
       int64_t n = 0;
       for (const RowRef& r : train_rows) {
         const std::string& v = r.table->rows[r.row][c.index];
-        if (!is_missing(v)) sum += *number(v), ++n;
+        if (!training::is_missing_cell(v)) sum += *training::number_cell(v), ++n;
       }
       if (c.missing_slot && n == 0) {
         bad(path, train_file.file + ": column \"" + c.name +
@@ -332,11 +281,12 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
       for (const Column& c : columns) {
         const std::string& v = row[c.index];
         if (!c.categorical) {
-          *out++ = is_missing(v) ? c.fill : static_cast<float>(*number(v));
+          *out++ =
+              training::is_missing_cell(v) ? c.fill : static_cast<float>(*training::number_cell(v));
           continue;
         }
         const size_t slots = c.values.size() + (c.missing_slot ? 1 : 0);
-        if (is_missing(v)) {
+        if (training::is_missing_cell(v)) {
           out[c.values.size()] = 1.0f;
         } else if (auto it = std::lower_bound(c.values.begin(), c.values.end(), v);
                    it != c.values.end() && *it == v) {
@@ -357,6 +307,13 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   if (!test_rows.empty()) s.test = encode(test_rows);
   s.class_names = std::move(classes);
   s.features = std::move(features);
+  for (const Column& c : columns) {
+    s.columns.push_back(FeatureColumn{.name = c.name,
+                                      .categorical = c.categorical,
+                                      .fill = c.fill,
+                                      .categories = c.values,
+                                      .missing_slot = c.categorical && c.missing_slot});
+  }
   return s;
 }
 

@@ -28,6 +28,16 @@ struct SplitSizes {
   int64_t train = 0, validation = 0, test = 0;
 };
 
+// How one column of a csv file becomes input features, as the training split fixed it: a numeric
+// column is one feature, a categorical one a slot per category (one-hot), in this order.
+struct FeatureColumn {
+  std::string name;  // the header's name
+  bool categorical = false;
+  float fill = 0.0f;  // numeric: the value of a missing field, the training split's mean
+  std::vector<std::string> categories;  // categorical: the training split's, sorted (slot order)
+  bool missing_slot = false;            // categorical: one more slot, last, for a missing value
+};
+
 struct Splits {
   training::Dataset train, validation, test;  // test empty when there is no test split
   // For messages: the data set's name or its (training) file's name.
@@ -37,6 +47,8 @@ struct Splits {
   std::vector<std::string> class_names;
   // The name of each input feature (csv: "age", "color=red" for a one-hot slot); else empty.
   std::vector<std::string> features;
+  // csv: the feature columns in file order, whose encodings make `features`; else empty.
+  std::vector<FeatureColumn> columns;
 };
 
 // Reads the splits of one data set, its values scaled as DatasetInfo says: fashion-mnist's from

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "storage/storage_fault.h"
 #include "trials/error.h"
 
 namespace tuner::sqlite {
@@ -171,8 +172,18 @@ sqlite3_stmt* Connection::prepare(std::string_view sql) {
 
 void Connection::fail(int rc, std::string_view what) const {
   std::string detail = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
-  throw Error(code_for(rc), "SQLite database '" + path_ + "': " + std::string(what) +
-                                " failed: " + detail + advice_for(rc));
+  std::string message = "SQLite database '" + path_ + "': " + std::string(what) +
+                        " failed: " + detail + advice_for(rc);
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_IOERR:
+      throw StorageFault(code_for(rc), message);
+    default:
+      throw Error(code_for(rc), message);
+  }
 }
 
 Transaction::Transaction(Connection& connection, Kind kind)

@@ -13,6 +13,7 @@
 
 #include "training/data/batch_loader.h"
 #include "training/data/csv.h"
+#include "training/data/csv_cells.h"
 #include "training/data/dataset.h"
 #include "training/data/fashion_mnist.h"
 #include "training/data/idx.h"
@@ -238,4 +239,20 @@ TEST(BatchLoader, CoversEveryEpochInASeededOrderWithoutReallocating) {
 }
 
 }  // namespace
+TEST(CsvCells, SplitsQuotedFieldsAndReadsMissingNumbersAndIntegers) {
+  EXPECT_EQ(split_csv_line(R"(a, "b,c" ,"say ""hi""",)", ','),
+            (std::vector<std::string>{"a", "b,c", "say \"hi\"", ""}));
+  EXPECT_EQ(split_csv_line("x\ty\r", '\t'), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(split_csv_line(R"(a,"open)", ','), std::nullopt);
+  for (const char* missing : {"", "NA", "n/a", "NaN"}) EXPECT_TRUE(is_missing_cell(missing));
+  EXPECT_FALSE(is_missing_cell("0"));
+  EXPECT_EQ(number_cell("+1.5"), 1.5);
+  EXPECT_EQ(number_cell("2e3"), 2000.0);
+  EXPECT_EQ(number_cell("1e400"), std::nullopt);
+  EXPECT_EQ(number_cell("x"), std::nullopt);
+  EXPECT_EQ(integer_cell("-7"), -7);
+  EXPECT_EQ(integer_cell("7.0"), std::nullopt);
+  EXPECT_EQ(integer_cell(""), std::nullopt);
+}
+
 }  // namespace tuner::training

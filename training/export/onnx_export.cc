@@ -105,7 +105,15 @@ class GraphBuilder {
       node("Div", {at, scalar("input_divisor", t.divisor)}, "input_scaled", path);
       at = "input_scaled";
     }
-    if (t.mean != 0.0f || t.stddev != 1.0f) {
+    if (!t.feature_mean.empty()) {
+      // One value per feature, broadcast over the batch: [F] against [N, F].
+      std::vector<float> inv(t.feature_stddev.size());
+      for (size_t f = 0; f < inv.size(); ++f) inv[f] = 1.0f / t.feature_stddev[f];
+      node("Sub", {at, vector_constant("input_mean", t.feature_mean)}, "input_centered", path);
+      node("Mul", {"input_centered", vector_constant("input_inv_stddev", inv)}, "input_normalized",
+           path);
+      at = "input_normalized";
+    } else if (t.mean != 0.0f || t.stddev != 1.0f) {
       node("Sub", {at, scalar("input_mean", t.mean)}, "input_centered", path);
       // The reciprocal in float32, as training::Normalizer multiplies by it.
       node("Mul", {"input_centered", scalar("input_inv_stddev", 1.0f / t.stddev)},
@@ -300,6 +308,16 @@ class GraphBuilder {
     return name;
   }
 
+  // A float32 initializer [values.size()].
+  std::string vector_constant(const std::string& name, const std::vector<float>& values) {
+    onnx::TensorProto* tensor = g_.add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT);
+    tensor->add_dims(static_cast<int64_t>(values.size()));
+    for (float v : values) tensor->add_float_data(v);
+    return name;
+  }
+
   onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& inputs,
                         const std::string& output, const std::string& path) {
     onnx::NodeProto* n = g_.add_node();
@@ -454,6 +472,26 @@ std::string onnx_model_bytes(const ModelSpec& spec, const Sequential& model,
             !std::isfinite(t->mean) || !std::isfinite(t->stddev))) {
     throw OnnxExportError("options.input_transform",
                           "divisor and stddev must be finite and > 0, mean finite");
+  }
+  if (const auto& t = options.input_transform; t && !t->feature_mean.empty()) {
+    const auto features = static_cast<size_t>(spec.input.numel());
+    if (spec.input.rank() != 1 || t->feature_mean.size() != features ||
+        t->feature_stddev.size() != features) {
+      throw OnnxExportError("options.input_transform",
+                            "per-feature normalization needs a flat input and one mean and "
+                            "stddev per feature: the input is " +
+                                spec.input.to_string() + ", with " +
+                                std::to_string(t->feature_mean.size()) + " means and " +
+                                std::to_string(t->feature_stddev.size()) + " stddevs");
+    }
+    for (size_t f = 0; f < features; ++f) {
+      if (!std::isfinite(t->feature_mean[f]) || !(t->feature_stddev[f] > 0.0f) ||
+          !std::isfinite(t->feature_stddev[f])) {
+        throw OnnxExportError(
+            "options.input_transform",
+            "feature " + std::to_string(f) + ": mean must be finite, stddev finite and > 0");
+      }
+    }
   }
   set_tensor_type(*graph->add_input(), kOnnxInputName, spec.input,
                   options.input_transform && options.input_transform->uint8

@@ -57,6 +57,10 @@ struct OnnxInputTransform {
   float divisor = 1.0f;  // the loader's scaling, > 0: 255 for pixels
   float mean = 0.0f;     // the normalization, in the loader's units
   float stddev = 1.0f;   // > 0
+  // Per-feature normalization of a flat input [N, F] (a csv file's encoded features): when
+  // set, both hold F values (stddev > 0), x[:, f] = (x[:, f] - mean[f]) * (1 / stddev[f]), and
+  // `mean` and `stddev` above are unused. Default: empty, the scalar normalization.
+  std::vector<float> feature_mean, feature_stddev;
 };
 
 struct OnnxExportOptions {

@@ -408,6 +408,69 @@ TEST(OnnxExport, TheInputTransformMakesTheGraphTakeRawPixels) {
   EXPECT_THROW((void)onnx_model_bytes(b.spec, *b.model, options), OnnxExportError);
 }
 
+// The float32 values of a [n] initializer.
+std::vector<float> vector_initializer(const onnx::GraphProto& graph, const std::string& name) {
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    if (t.name() == name) {
+      EXPECT_EQ(t.dims_size(), 1) << name;
+      return {t.float_data().begin(), t.float_data().end()};
+    }
+  }
+  ADD_FAILURE() << "no initializer " << name;
+  return {};
+}
+
+TEST(OnnxExport, APerFeatureTransformNormalizesEachFeatureAsTheEngine) {
+  CpuBackend backend(1);
+  Built b = build(backend, R"({"input": [3], "layers": [{"type": "linear", "out": 2}]})");
+  // A table's encoded features, normalized per feature (NormalizeBy::kChannel).
+  const std::vector<float> raw = {1, 200, 0, 3, 100, 1, 8, 400, 0, -2, 300, 1};
+  Dataset data(Shape{3}, raw, {0, 1, 0, 1}, 2);
+  const Normalizer norm = Normalizer::fit(data, NormalizeBy::kChannel);
+  norm.apply(data);
+
+  OnnxExportOptions options;
+  OnnxInputTransform t;
+  t.feature_mean.assign(norm.mean().begin(), norm.mean().end());
+  t.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
+  options.input_transform = t;
+  onnx::ModelProto proto = parse(onnx_model_bytes(b.spec, *b.model, options));
+  EXPECT_NO_THROW(onnx::checker::check_model(proto));
+  const onnx::GraphProto& g = proto.graph();
+  EXPECT_EQ(g.input(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT);
+  const std::vector<std::string> ops = op_types(proto);
+  ASSERT_GE(ops.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(ops.begin(), ops.begin() + 3),
+            (std::vector<std::string>{"Sub", "Mul", "Gemm"}));
+  EXPECT_EQ(g.node(2).input(0), "input_normalized");
+  // Sub and Mul broadcast [3] over [N, 3]: the engine's normalized features, bit for bit.
+  const std::vector<float> mean = vector_initializer(g, "input_mean");
+  const std::vector<float> inv = vector_initializer(g, "input_inv_stddev");
+  ASSERT_EQ(mean.size(), 3u);
+  ASSERT_EQ(inv.size(), 3u);
+  const std::span<const float> engine = data.features();
+  for (size_t i = 0; i < raw.size(); ++i) {
+    EXPECT_EQ((raw[i] - mean[i % 3]) * inv[i % 3], engine[i]) << "value " << i;
+  }
+
+  // One mean and stddev per feature of a flat input, finite and stddev > 0.
+  t.feature_stddev.pop_back();
+  options.input_transform = t;
+  try {
+    (void)onnx_model_bytes(b.spec, *b.model, options);
+    ADD_FAILURE() << "no error";
+  } catch (const OnnxExportError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "options.input_transform: per-feature normalization needs a flat input and one "
+                  "mean and stddev per feature: the input is [3], with 3 means and 2 stddevs"),
+              std::string::npos)
+        << e.what();
+  }
+  t.feature_stddev = {1.0f, 0.0f, 1.0f};
+  options.input_transform = t;
+  EXPECT_THROW((void)onnx_model_bytes(b.spec, *b.model, options), OnnxExportError);
+}
+
 TEST(OnnxExport, RefusesDuplicateMetadataKeys) {
   CpuBackend backend(1);
   Built b = build(backend, R"({"input": [4], "layers": [{"type": "relu"}]})");
