@@ -3,12 +3,15 @@
 # (numeric and categorical columns, missing values filled with data.missing "mean", string
 # labels), the export of its best trial to a registry, and tuner predict on the test file's rows
 # by column name, which must print the labels and the accuracy the trial recorded. Also the
-# refusals: a missing feature column, idx-style --labels, a file that is not a table.
+# refusals: a missing feature column, idx-style --labels, a file that is not a table. Then the
+# same rows served by tuner serve-model as MLflow's data frames by column name, which must answer
+# the labels tuner predict printed, and refuse a record without a feature column.
 #   cli_table_model_test.sh TUNER
 set -euo pipefail
 tuner=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/tuner_cli_table.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+server=""
+trap '[ -n "$server" ] && kill -9 "$server" 2>/dev/null; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 expect() {  # expect PATTERN FILE
   grep -q -- "$1" "$2" || { cat "$2" >&2; fail "expected '$1' in the output above"; }
@@ -84,4 +87,45 @@ if "$tuner" predict --model "$reg/table@champion" --input "$work/images.gz" 2> "
   fail "a file that is not a table must be refused"
 fi
 expect "was trained on a table: give its rows as a CSV or TSV file" "$work/err3.out"
+# Served: the rows as dataframe_records (numbers as numbers, NA and "" as null), by column name.
+"$tuner" serve-model --model "$reg/table@champion" --port 0 > "$work/server.out" 2>&1 &
+server=$!
+for _ in $(seq 100); do
+  grep -q "^serving " "$work/server.out" && break
+  kill -0 "$server" 2>/dev/null || { cat "$work/server.out"; fail "tuner serve-model exited"; }
+  sleep 0.1
+done
+url=$(sed -n 's/^serving .* on \(http:[^ ,]*\).*/\1/p' "$work/server.out")
+[ -n "$url" ] || { cat "$work/server.out"; fail "no 'serving' line"; }
+python3 - "$work/rows.csv" > "$work/records.json" <<'PY'
+import csv, json, sys
+def value(v):
+    if v in ("", "NA"):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return v
+rows = list(csv.DictReader(open(sys.argv[1])))
+print(json.dumps({"dataframe_records": [{k: value(v) for k, v in r.items()} for r in rows]}))
+PY
+curl -s "$url/invocations" -H 'Content-Type: application/json' -d @"$work/records.json" \
+  > "$work/served.json" || fail "curl /invocations"
+python3 - "$work/served.json" "$work/pred.csv" <<'PY' || fail "served labels differ from tuner predict's"
+import csv, json, math, sys
+answer = json.load(open(sys.argv[1]))
+predicted = [r["predicted"] for r in csv.DictReader(open(sys.argv[2]))]
+served = answer["predictions"]
+assert len(served) == len(predicted) == 60, (len(served), len(predicted), answer)
+for i, (s, p) in enumerate(zip(served, predicted)):
+    assert s["label"] == p, (i, s, p)
+    assert abs(sum(s["probabilities"]) - 1) < 1e-4, s
+PY
+curl -s "$url/invocations" -H 'Content-Type: application/json' \
+  -d '{"dataframe_split": {"columns": ["x1", "color"], "data": [[1, "red"]]}}' \
+  -w '%{http_code}' > "$work/refused.json"
+expect 'no feature column \\"x2\\".*400$' "$work/refused.json"
+kill -TERM "$server"
+wait "$server" || fail "tuner serve-model exited $? after SIGTERM"
+server=""
 echo "ok"

@@ -55,10 +55,8 @@ TableInput read_table_input(const fs::path& file, const TableEncoding& encoding,
     const std::string ext = file.extension().string();
     delimiter = ext == ".tsv" || ext == ".tab" || ext == ".TSV" ? '\t' : ',';
   }
-  size_t width = 0;
-  for (const TableColumn& c : encoding.columns) {
-    width += c.categorical ? c.categories.size() + (c.missing_slot ? 1 : 0) : 1;
-  }
+  const size_t width = static_cast<size_t>(encoded_width(encoding));
+  std::vector<std::string_view> cells;  // a row's values of the encoding's columns
 
   TableInput out;
   std::vector<std::string> header;
@@ -102,34 +100,9 @@ TableInput read_table_input(const fs::path& file, const TableEncoding& encoding,
     }
     const size_t base = out.features.size();
     out.features.resize(base + width, 0.0f);
-    float* x = out.features.data() + base;
-    for (size_t k = 0; k < encoding.columns.size(); ++k) {
-      const TableColumn& c = encoding.columns[k];
-      const std::string& v = fields[at[k]];
-      const bool missing = training::is_missing_cell(v);
-      if (missing && !encoding.missing_mean) {
-        refuse(where + ": column \"" + c.name + "\" has no value (\"" + v +
-               "\"), and the model was trained without data.missing \"mean\"");
-      }
-      if (!c.categorical) {
-        if (missing) {
-          *x++ = c.fill;
-          continue;
-        }
-        const std::optional<double> d = training::number_cell(v);
-        if (!d)
-          refuse(where + ": column \"" + c.name + "\" is numeric, \"" + v + "\" is not a number");
-        *x++ = static_cast<float>(*d);
-        continue;
-      }
-      if (missing) {
-        if (c.missing_slot) x[c.categories.size()] = 1.0f;
-      } else if (auto it = std::lower_bound(c.categories.begin(), c.categories.end(), v);
-                 it != c.categories.end() && *it == v) {
-        x[it - c.categories.begin()] = 1.0f;
-      }  // a category the training split lacked: no slot set, as in training
-      x += c.categories.size() + (c.missing_slot ? 1 : 0);
-    }
+    cells.clear();
+    for (size_t k = 0; k < encoding.columns.size(); ++k) cells.push_back(fields[at[k]]);
+    encode_table_row(encoding, cells, std::span<float>(out.features).subspan(base, width), where);
     if (label_at) out.labels.push_back(fields[*label_at]);
     out.lines.push_back(line_no);
     ++out.count;
@@ -139,6 +112,49 @@ TableInput read_table_input(const fs::path& file, const TableEncoding& encoding,
     refuse(file.string() + ": no rows" + (header.empty() ? "" : " under the header"));
   }
   return out;
+}
+
+int64_t encoded_width(const TableEncoding& encoding) {
+  int64_t width = 0;
+  for (const TableColumn& c : encoding.columns) {
+    width +=
+        c.categorical ? static_cast<int64_t>(c.categories.size()) + (c.missing_slot ? 1 : 0) : 1;
+  }
+  return width;
+}
+
+void encode_table_row(const TableEncoding& encoding, std::span<const std::string_view> cells,
+                      std::span<float> out, const std::string& where) {
+  std::fill(out.begin(), out.end(), 0.0f);
+  float* x = out.data();
+  for (size_t k = 0; k < encoding.columns.size(); ++k) {
+    const TableColumn& c = encoding.columns[k];
+    const std::string_view v = cells[k];
+    const bool missing = training::is_missing_cell(v);
+    if (missing && !encoding.missing_mean) {
+      refuse(where + ": column \"" + c.name + "\" has no value (\"" + std::string(v) +
+             "\"), and the model was trained without data.missing \"mean\"");
+    }
+    if (!c.categorical) {
+      if (missing) {
+        *x++ = c.fill;
+        continue;
+      }
+      const std::optional<double> d = training::number_cell(v);
+      if (!d)
+        refuse(where + ": column \"" + c.name + "\" is numeric, \"" + std::string(v) +
+               "\" is not a number");
+      *x++ = static_cast<float>(*d);
+      continue;
+    }
+    if (missing) {
+      if (c.missing_slot) x[c.categories.size()] = 1.0f;
+    } else if (auto it = std::lower_bound(c.categories.begin(), c.categories.end(), v);
+               it != c.categories.end() && *it == v) {
+      x[it - c.categories.begin()] = 1.0f;
+    }  // a category the training split lacked: no slot set, as in training
+    x += c.categories.size() + (c.missing_slot ? 1 : 0);
+  }
 }
 
 int64_t class_index(const std::vector<std::string>& class_labels, std::string_view label) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,19 @@ struct TableInput {
 // column's value that is not a number, or a file without rows.
 TableInput read_table_input(const std::filesystem::path& file, const TableEncoding& encoding,
                             int64_t limit = -1, char delimiter = 0);
+
+// F: the number of features a row encodes to under `encoding` (a numeric column one, a
+// categorical column its categories and its missing slot).
+int64_t encoded_width(const TableEncoding& encoding);
+
+// Encodes one row into `out` [F], as read_table_input encodes a row of a file and the engine's
+// csv loader encoded its training data: `cells[k]` is the value of encoding.columns[k] as a
+// table writes it ("3.5", "red", "" or "NA" for a missing value). `where` prefixes a message
+// ("rows.csv:4", "dataframe_records[2]"). Throws Error(kInvalidArgument) naming `where` and the
+// column for a missing value that the encoding refuses or a numeric column's value that is not a
+// number. REQUIRES: cells.size() == encoding.columns.size(); out.size() == encoded_width().
+void encode_table_row(const TableEncoding& encoding, std::span<const std::string_view> cells,
+                      std::span<float> out, const std::string& where);
 
 // The index of `label` (as a table writes it) in `class_labels`: the same text, or the same
 // integer ("+3" is "3"); -1 when it is none of them.

@@ -162,8 +162,10 @@ void ModelServer::invocations(HttpRequestIn request, Respond respond) {
   };
   ScoringInput input;
   try {
-    input = parse_scoring_request(request.content_type, request.body, model->model.spec().input,
-                                  training::kOnnxInputName, options_.limits);
+    const std::optional<registry::TableEncoding>& table = model->model.preprocessing().table;
+    input =
+        parse_scoring_request(request.content_type, request.body, model->model.spec().input,
+                              training::kOnnxInputName, options_.limits, table ? &*table : nullptr);
   } catch (const ScoringError& e) {
     return fail(e.status(), e.what());
   }
@@ -195,8 +197,16 @@ void ModelServer::invocations(HttpRequestIn request, Respond respond) {
           reply = text_reply(500, format_error(error_code_of(500), message), "application/json");
           metrics_.record_error(error_code_of(500));
         } else {
+          // A table's model answers its rows' class labels too.
+          std::vector<std::string> labels;
+          const registry::ServedModel& served = prediction.model->model;
+          if (served.preprocessing().table && rows > 0) {
+            const int64_t k = static_cast<int64_t>(prediction.outputs.size()) / rows;
+            for (int64_t c = 0; c < k; ++c) labels.push_back(served.class_label(c));
+          }
           reply = text_reply(
-              200, format_predictions(form, prediction.outputs, rows, training::kOnnxOutputName),
+              200,
+              format_predictions(form, prediction.outputs, rows, training::kOnnxOutputName, labels),
               "application/json");
           if (!raw.empty()) {
             log_->log({std::chrono::system_clock::now(), prediction.model->name,

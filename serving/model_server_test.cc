@@ -79,6 +79,63 @@ TEST_F(ModelServerTest, AnswersEveryPayloadFormWithTheModelsOutputs) {
   }
 }
 
+// A model trained on a table takes a data frame's raw values by column name, encoded as
+// `tuner predict` encodes a table's rows, and answers its class labels and probabilities.
+TEST_F(ModelServerTest, ATableModelTakesColumnsByNameAndAnswersLabels) {
+  registry_.add_table_model();
+  serve("table/1");
+  // a=2 color=red; a=-1 color=blue; a missing (1.5) color missing; an unseen category.
+  const std::vector<float> encoded = {2, 0, 1, 0, -1, 1, 0, 0, 1.5f, 0, 0, 1, 3, 0, 0, 0};
+  const std::vector<float> want = registry_.expected(1, encoded, "table");
+  auto check = [&](const tracking::HttpResponse& r) {
+    ASSERT_EQ(r.status, 200) << r.body;
+    const Json answer = Json::parse(r.body);
+    ASSERT_EQ(answer["predictions"].size(), 4u) << r.body;
+    for (size_t row = 0; row < 4; ++row) {
+      const Json& record = answer["predictions"][row];
+      ASSERT_EQ(record["logits"].size(), 3u);
+      ASSERT_EQ(record["probabilities"].size(), 3u);
+      size_t best = 0;
+      double sum = 0;
+      for (size_t c = 0; c < 3; ++c) {
+        EXPECT_NEAR(record["logits"][c].get<float>(), want[row * 3 + c], 1e-5f);
+        if (want[row * 3 + c] > want[row * 3 + best]) best = c;
+        sum += record["probabilities"][c].get<double>();
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-5);
+      EXPECT_EQ(record["label"], testing::kTableLabels[best]) << r.body;
+    }
+  };
+  // Columns in another order, an extra column, numbers as strings, null and "NA" missing.
+  check(post(R"({"dataframe_split": {"columns": ["id", "color", "a"],
+      "data": [[1, "red", 2], [2, "blue", "-1"], [3, null, "NA"], [4, "green", 3.0]]}})"));
+  check(post(R"({"dataframe_records": [{"color": "red", "a": 2, "id": 1},
+      {"a": "-1", "color": "blue"}, {"a": null, "color": ""}, {"color": "green", "a": 3}]})"));
+  // The encoded features as a tensor, as before: logits only.
+  EXPECT_EQ(
+      logits(post(R"({"inputs": [[2, 0, 1, 0], [-1, 1, 0, 0], [1.5, 0, 0, 1], [3, 0, 0, 0]]})"))
+          .size(),
+      12u);
+
+  auto refused = [&](const std::string& body) {
+    const tracking::HttpResponse r = post(body);
+    EXPECT_EQ(r.status, 400) << r.body;
+    return Json::parse(r.body)["message"].get<std::string>();
+  };
+  EXPECT_THAT(refused(R"({"dataframe_split": {"columns": ["a"], "data": [[1]]}})"),
+              HasSubstr("no feature column \"color\""));
+  EXPECT_THAT(refused(R"({"dataframe_records": [{"a": 1, "color": "red"}, {"a": 2}]})"),
+              HasSubstr("dataframe_records[1]: no feature column \"color\""));
+  EXPECT_THAT(refused(R"({"dataframe_records": [{"a": 1, "color": ["red"]}]})"),
+              HasSubstr("dataframe_records[0].color: an array, expected a string, a number"));
+  EXPECT_THAT(
+      refused(R"({"dataframe_split": {"columns": ["color", "a"], "data": [["red", true]]}})"),
+      HasSubstr("dataframe_split.data[0].a: a boolean"));
+  EXPECT_THAT(
+      refused(R"({"dataframe_split": {"columns": ["color", "a"], "data": [["red", "x"]]}})"),
+      HasSubstr("dataframe_split.data[0]: column \"a\" is numeric, \"x\" is not a number"));
+}
+
 TEST_F(ModelServerTest, ABadPayloadIs400NamingTheFieldAndShape) {
   serve("tiny/1");
   const tracking::HttpResponse r = post(R"({"inputs": [[1, 2, 3]]})");

@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "registry/table_input.h"
 #include "serving/bounded_json.h"
 #include "serving/json_text.h"
 #include "serving/numeric_json.h"
+#include "trials/error.h"
 
 namespace tuner::serving {
 
@@ -140,8 +142,8 @@ ScoringInput parse_tensor(const Json& v, PayloadForm form, const training::Shape
   return in;
 }
 
-ScoringInput parse_split(const Json& v, const training::Shape& input) {
-  const int64_t numel = input.numel();
+// A dataframe_split body is an object of columns, data and (ignored) index.
+void check_split_fields(const Json& v) {
   if (!v.is_object())
     bad(std::string("dataframe_split: ") + kind_of(v) +
         ", expected {\"columns\": [...], \"data\": [[...], ...]}");
@@ -150,6 +152,11 @@ ScoringInput parse_split(const Json& v, const training::Shape& input) {
       bad("dataframe_split." + key + ": unknown field (the fields are columns, data and index)");
     }
   }
+}
+
+ScoringInput parse_split(const Json& v, const training::Shape& input) {
+  const int64_t numel = input.numel();
+  check_split_fields(v);
   if (v.contains("columns")) {
     const Json& columns = v["columns"];
     if (!columns.is_array() || static_cast<int64_t>(columns.size()) != numel) {
@@ -237,6 +244,146 @@ ScoringInput parse_records(const Json& v, const training::Shape& input) {
         bad(at + ": no column '" + std::string(columns[c]) + "', which the first record has");
       }
     }
+  }
+  in.rows = static_cast<int64_t>(v.size());
+  return in;
+}
+
+// A table's data frame: the encoding's columns by name.
+
+std::string table_columns(const registry::TableEncoding& table) {
+  std::string out;
+  for (const registry::TableColumn& c : table.columns) out += (out.empty() ? "" : ", ") + c.name;
+  return "the model takes the columns " + out + " by name; other columns are ignored";
+}
+
+// A value as a table's cell holds it: a string as it is, a number as its shortest text, null as
+// missing (""); `text` holds a number's text.
+std::string_view cell_of(const Json& v, std::string& text, const std::string& where,
+                         const std::string& column) {
+  switch (v.type()) {
+    case Json::value_t::string:
+      return v.get_ref<const std::string&>();
+    case Json::value_t::null:
+      return {};
+    case Json::value_t::number_integer:
+      text = std::to_string(v.get<int64_t>());
+      return text;
+    case Json::value_t::number_unsigned:
+      text = std::to_string(v.get<uint64_t>());
+      return text;
+    case Json::value_t::number_float: {
+      char buf[32];
+      const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.get<double>());
+      text.assign(buf, ec == std::errc() ? end : buf);
+      return text;
+    }
+    default:
+      bad(where + "." + column + ": " + kind_of(v) + ", expected a string, a number or null");
+  }
+}
+
+// Encodes the row whose feature columns' values are `values` (one per encoding column) into
+// in.values.
+void append_table_row(const registry::TableEncoding& table, int64_t width,
+                      std::span<const Json* const> values, const std::string& where,
+                      ScoringInput& in) {
+  std::vector<std::string> numbers(values.size());
+  std::vector<std::string_view> cells(values.size());
+  for (size_t k = 0; k < values.size(); ++k) {
+    cells[k] = cell_of(*values[k], numbers[k], where, table.columns[k].name);
+  }
+  const size_t base = in.values.size();
+  in.values.resize(base + static_cast<size_t>(width));
+  try {
+    registry::encode_table_row(
+        table, cells, std::span<float>(in.values).subspan(base, static_cast<size_t>(width)), where);
+  } catch (const Error& e) {
+    bad(e.what());
+  }
+}
+
+ScoringInput parse_table_split(const Json& v, const registry::TableEncoding& table) {
+  const int64_t width = registry::encoded_width(table);
+  check_split_fields(v);
+  if (!v.contains("columns") || !v["columns"].is_array()) {
+    bad("dataframe_split.columns: " +
+        std::string(v.contains("columns") ? kind_of(v["columns"]) : "missing") +
+        ", expected the columns' names (" + table_columns(table) + ")");
+  }
+  const Json& columns = v["columns"];
+  std::vector<size_t> at;  // each encoding column's place in a row
+  for (const registry::TableColumn& c : table.columns) {
+    std::optional<size_t> found;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (!columns[i].is_string() || columns[i].get_ref<const std::string&>() != c.name) continue;
+      if (found) bad("dataframe_split.columns: column \"" + c.name + "\" twice");
+      found = i;
+    }
+    if (!found) {
+      bad("dataframe_split.columns: no feature column \"" + c.name + "\" (" + table_columns(table) +
+          ")");
+    }
+    at.push_back(*found);
+  }
+  if (!v.contains("data") || !v["data"].is_array() || v["data"].empty()) {
+    bad("dataframe_split.data: " +
+        std::string(v.contains("data") ? (v["data"].is_array() ? "no rows" : kind_of(v["data"]))
+                                       : "missing") +
+        ", expected rows of " + std::to_string(columns.size()) + " values, one per column");
+  }
+  const Json& data = v["data"];
+  ScoringInput in;
+  in.form = PayloadForm::kDataframeSplit;
+  in.values.reserve(data.size() * static_cast<size_t>(width));
+  std::vector<const Json*> values(at.size());
+  for (size_t r = 0; r < data.size(); ++r) {
+    const std::string where = "dataframe_split.data[" + std::to_string(r) + "]";
+    const Json& row = data[r];
+    if (!row.is_array() || row.size() != columns.size()) {
+      bad(where + ": " +
+          (row.is_array() ? std::to_string(row.size()) + " values" : std::string(kind_of(row))) +
+          ", expected a row of " + std::to_string(columns.size()) + " values, one per column");
+    }
+    for (size_t k = 0; k < at.size(); ++k) values[k] = &row[at[k]];
+    append_table_row(table, width, values, where, in);
+  }
+  in.rows = static_cast<int64_t>(data.size());
+  return in;
+}
+
+ScoringInput parse_table_records(const Json& v, const registry::TableEncoding& table) {
+  const int64_t width = registry::encoded_width(table);
+  if (!v.is_array() || v.empty()) {
+    bad("dataframe_records: " + std::string(v.is_array() ? "no records" : kind_of(v)) +
+        ", expected a list of records {\"column\": value, ...} (" + table_columns(table) + ")");
+  }
+  std::unordered_map<std::string_view, size_t> column_of;  // feature column -> encoding index
+  for (size_t k = 0; k < table.columns.size(); ++k) column_of.emplace(table.columns[k].name, k);
+  ScoringInput in;
+  in.form = PayloadForm::kDataframeRecords;
+  in.values.reserve(v.size() * static_cast<size_t>(width));
+  std::vector<const Json*> values(table.columns.size());
+  for (size_t r = 0; r < v.size(); ++r) {
+    const std::string where = "dataframe_records[" + std::to_string(r) + "]";
+    const Json& record = v[r];
+    if (!record.is_object()) {
+      bad(where + ": " + kind_of(record) + ", expected a record {\"column\": value, ...}");
+    }
+    std::fill(values.begin(), values.end(), nullptr);
+    for (const auto& [key, value] : record.get_ref<const Json::object_t&>()) {
+      const auto it = column_of.find(key);
+      if (it == column_of.end()) continue;  // a column the model does not take
+      if (values[it->second] != nullptr) bad(where + ": column \"" + key + "\" twice");
+      values[it->second] = &value;
+    }
+    for (size_t k = 0; k < values.size(); ++k) {
+      if (values[k] == nullptr) {
+        bad(where + ": no feature column \"" + table.columns[k].name + "\" (" +
+            table_columns(table) + ")");
+      }
+    }
+    append_table_row(table, width, values, where, in);
   }
   in.rows = static_cast<int64_t>(v.size());
   return in;
@@ -380,7 +527,7 @@ const char* to_string(PayloadForm form) {
 
 ScoringInput parse_scoring_request(std::string_view content_type, std::string_view body,
                                    const training::Shape& input, std::string_view input_name,
-                                   const JsonLimits& limits) {
+                                   const JsonLimits& limits, const registry::TableEncoding* table) {
   const std::string_view type = media_type(content_type);
   if (iequals(type, "text/csv")) return parse_csv(body, input, limits.max_values);
   if (!iequals(type, "application/json")) {
@@ -429,26 +576,45 @@ ScoringInput parse_scoring_request(std::string_view content_type, std::string_vi
   if (payload == nullptr) bad(std::string("no input: the body holds ") + kForms);
   switch (form) {
     case PayloadForm::kDataframeSplit:
-      return parse_split(*payload, input);
+      return table ? parse_table_split(*payload, *table) : parse_split(*payload, input);
     case PayloadForm::kDataframeRecords:
-      return parse_records(*payload, input);
+      return table ? parse_table_records(*payload, *table) : parse_records(*payload, input);
     default:
       return parse_tensor(*payload, form, input, input_name);
   }
 }
 
 std::string format_predictions(PayloadForm form, std::span<const float> outputs, int64_t rows,
-                               std::string_view output_name) {
+                               std::string_view output_name,
+                               std::span<const std::string> class_labels) {
   const int64_t k = rows > 0 ? static_cast<int64_t>(outputs.size()) / rows : 0;
   const std::string name = json_string(output_name);
   std::string out;
   out.reserve(static_cast<size_t>(rows * (k * 12 + 16) + 32));
   const bool tensor = form == PayloadForm::kInputs || form == PayloadForm::kInstances;
+  const bool labelled =
+      !tensor && !class_labels.empty() && static_cast<int64_t>(class_labels.size()) == k && k > 0;
+  std::vector<float> p(labelled ? static_cast<size_t>(k) : 0);
   out += tensor ? "{\"predictions\": {" + name + ": [" : std::string("{\"predictions\": [");
   for (int64_t r = 0; r < rows; ++r) {
     if (r > 0) out += ", ";
     if (!tensor) out += "{" + name + ": ";
-    append_row(out, outputs.subspan(static_cast<size_t>(r * k), static_cast<size_t>(k)));
+    const std::span<const float> logits =
+        outputs.subspan(static_cast<size_t>(r * k), static_cast<size_t>(k));
+    append_row(out, logits);
+    if (labelled) {
+      // Softmax, shifted by the largest logit, which is also the predicted class.
+      const size_t best =
+          static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      double sum = 0;
+      for (size_t c = 0; c < p.size(); ++c) sum += std::exp(double{logits[c]} - logits[best]);
+      for (size_t c = 0; c < p.size(); ++c) {
+        p[c] = static_cast<float>(std::exp(double{logits[c]} - logits[best]) / sum);
+      }
+      out += ", \"probabilities\": ";
+      append_row(out, p);
+      out += ", \"label\": " + json_string(class_labels[best]);
+    }
     if (!tensor) out += '}';
   }
   out += tensor ? "]}}" : "]}";

@@ -12,6 +12,9 @@
 // The answer to tensor inputs is MLflow's for its ONNX flavor: {"predictions": {"logits":
 // [[...], ...]}}; to a data frame or CSV, a record per row: {"predictions": [{"logits": [...]},
 // ...]}.
+// A model trained on a table (registry::TableEncoding) takes a data frame's columns by name
+// instead, its raw values encoded as `tuner predict` encodes a table's rows
+// (registry/table_input.h), and answers each row's class label and probabilities as well.
 //
 // Thread safety: pure functions.
 #ifndef TUNER_SERVING_SCORING_PROTOCOL_H_
@@ -24,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "registry/mlflow_model.h"
 #include "serving/bounded_json.h"
 #include "training/tensor.h"
 
@@ -56,14 +60,23 @@ struct ScoringInput {
 // ONNX input is named `input_name`), in time linear in the body's length. A JSON body is held to
 // `limits` (serving/bounded_json.h: nesting, keys per object, values), as a CSV body is to
 // limits.max_values numbers; a tensor payload of plain numbers, read straight into floats, is
-// bounded by its size alone. Throws ScoringError.
+// bounded by its size alone. With `table` (a table's model, whose input is its F encoded
+// features), dataframe_split and dataframe_records name the table's columns: each row is encoded
+// by registry::encode_table_row, the feature columns found by name in any order, other columns
+// ignored, null a missing value; the tensor forms and CSV take the encoded features as before.
+// Throws ScoringError.
 ScoringInput parse_scoring_request(std::string_view content_type, std::string_view body,
                                    const training::Shape& input, std::string_view input_name,
-                                   const JsonLimits& limits = {});
+                                   const JsonLimits& limits = {},
+                                   const registry::TableEncoding* table = nullptr);
 
 // The response body for `outputs`, [rows, output numel] row-major, of a request of `form`.
+// With `class_labels` (one per output: a table's model's classes), a data frame's record also
+// holds the softmax of its logits and the label of the largest:
+// {"logits": [...], "probabilities": [...], "label": "setosa"}.
 std::string format_predictions(PayloadForm form, std::span<const float> outputs, int64_t rows,
-                               std::string_view output_name);
+                               std::string_view output_name,
+                               std::span<const std::string> class_labels = {});
 
 // MLflow's error body: {"error_code": "BAD_REQUEST", "message": ...}.
 std::string format_error(std::string_view error_code, std::string_view message);

@@ -184,12 +184,52 @@ TEST(ScoringProtocolTest, AnUnknownContentTypeIs415) {
               HasSubstr("send application/json or text/csv"));
 }
 
+// A table's data frame by column name: the same features as registry::encode_table_row makes.
+TEST(ScoringProtocolTest, ATablesDataFrameIsEncodedByColumnName) {
+  registry::TableEncoding table;
+  table.columns = {registry::TableColumn{.name = "a", .fill = 1.5f},
+                   registry::TableColumn{.name = "color",
+                                         .categorical = true,
+                                         .categories = {"blue", "red"},
+                                         .missing_slot = true}};
+  table.missing_mean = true;
+  const training::Shape input{4};
+  const ScoringInput split = parse_scoring_request(
+      "application/json",
+      R"({"dataframe_split": {"columns": ["color", "x", "a"], "data": [["red", 0, 2], [null, 0, "1e1"]]}})",
+      input, "input", {}, &table);
+  EXPECT_EQ(split.rows, 2);
+  EXPECT_THAT(split.values, ElementsAre(2, 0, 1, 0, 10, 0, 0, 1));
+  const ScoringInput records = parse_scoring_request(
+      "application/json", R"({"dataframe_records": [{"a": null, "color": "blue"}]})", input,
+      "input", {}, &table);
+  EXPECT_THAT(records.values, ElementsAre(1.5, 1, 0, 0));
+  table.missing_mean = false;
+  try {
+    parse_scoring_request(
+        "application/json",
+        R"({"dataframe_records": [{"a": 1, "color": "red"}, {"a": "NA", "color": "red"}]})", input,
+        "input", {}, &table);
+    ADD_FAILURE() << "a missing value accepted";
+  } catch (const ScoringError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_THAT(e.what(), HasSubstr("dataframe_records[1]: column \"a\" has no value"));
+  }
+}
+
 TEST(ScoringProtocolTest, AnswersInMlflowsShapes) {
   const std::vector<float> outputs = {1.5f, -2, 0.25f, 3};
   EXPECT_EQ(format_predictions(PayloadForm::kInputs, outputs, 2, "logits"),
             R"({"predictions": {"logits": [[1.5, -2], [0.25, 3]]}})");
   EXPECT_EQ(format_predictions(PayloadForm::kDataframeSplit, outputs, 2, "logits"),
             R"({"predictions": [{"logits": [1.5, -2]}, {"logits": [0.25, 3]}]})");
+  // A table's model: each record's probabilities and label too; tensor answers as before.
+  const std::vector<std::string> labels = {"no", "yes"};
+  EXPECT_EQ(format_predictions(PayloadForm::kDataframeRecords, std::vector<float>{0, 0}, 1,
+                               "logits", labels),
+            R"({"predictions": [{"logits": [0, 0], "probabilities": [0.5, 0.5], "label": "no"}]})");
+  EXPECT_EQ(format_predictions(PayloadForm::kInputs, outputs, 2, "logits", labels),
+            R"({"predictions": {"logits": [[1.5, -2], [0.25, 3]]}})");
   EXPECT_EQ(format_error("BAD_REQUEST", "inputs: \"x\""),
             R"({"error_code": "BAD_REQUEST", "message": "inputs: \"x\""})");
 }

@@ -27,10 +27,14 @@ void FaultInjectionStorage::inject(Fault fault, int after_writes) {
   armed_after_ = after_writes;
 }
 
+// Lock order, everywhere: the base storage's connection, then mutex_, as a write call inside the
+// base's batch takes them.
 void FaultInjectionStorage::heal() {
-  std::lock_guard lock(mutex_);
-  armed_.reset();
-  end_locked();
+  base_->with_connection([&](sqlite::Connection& conn) {
+    std::lock_guard lock(mutex_);
+    armed_.reset();
+    end_locked(conn);
+  });
 }
 
 int FaultInjectionStorage::writes() {
@@ -39,19 +43,17 @@ int FaultInjectionStorage::writes() {
 }
 
 void FaultInjectionStorage::before_write() {
-  std::lock_guard lock(mutex_);
-  ++writes_;
-  if (armed_ && armed_after_-- <= 0) {
-    Fault fault = *armed_;
-    armed_.reset();
-    end_locked();
-    start_locked(fault);
-  }
-}
-
-void FaultInjectionStorage::start_locked(Fault fault) {
-  base_->with_connection([&](sqlite::Connection& conn) { start_on(conn, fault); });
-  active_ = fault;
+  base_->with_connection([&](sqlite::Connection& conn) {
+    std::lock_guard lock(mutex_);
+    ++writes_;
+    if (armed_ && armed_after_-- <= 0) {
+      Fault fault = *armed_;
+      armed_.reset();
+      end_locked(conn);
+      start_on(conn, fault);
+      active_ = fault;
+    }
+  });
 }
 
 void FaultInjectionStorage::start_on(sqlite::Connection& conn, Fault fault) {
@@ -76,9 +78,9 @@ void FaultInjectionStorage::start_on(sqlite::Connection& conn, Fault fault) {
   }
 }
 
-void FaultInjectionStorage::end_locked() {
+void FaultInjectionStorage::end_locked(sqlite::Connection& conn) {
   if (!active_) return;
-  base_->with_connection([&](sqlite::Connection& conn) { end_on(conn, *active_); });
+  end_on(conn, *active_);
   active_.reset();
 }
 

@@ -87,8 +87,8 @@ class FaultInjectionStorage final : public Storage {
   struct Locker;
   // Counts a write call and starts an armed fault when it is due.
   void before_write();
-  void start_locked(Fault fault);
-  void end_locked();
+  // Ends the active fault. REQUIRES: the base's connection and mutex_ held.
+  void end_locked(sqlite::Connection& conn);
   void start_on(sqlite::Connection& conn, Fault fault);
   void end_on(sqlite::Connection& conn, Fault fault);
 

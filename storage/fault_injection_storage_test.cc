@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "storage/sqlite/connection.h"
 #include "trials/error.h"
@@ -142,6 +143,41 @@ TEST_P(FaultInjectionTest, AFailedBatchStoresNothingOfItself) {
   // Afterwards the storage works as before.
   storage_->finish_trial(trial_id_, TrialState::kComplete, {1.0});
   EXPECT_EQ(read_back().state, TrialState::kComplete);
+}
+
+// Regression: heal() took the fault's lock and then the base storage's, while a write inside the
+// base's batch on another thread takes them the other way round: a deadlock (ThreadSanitizer
+// reported the lock-order inversion).
+TEST_P(FaultInjectionTest, HealingWhileAnotherThreadWritesInABatchDoesNotDeadlock) {
+  std::atomic<bool> done = false;
+  std::thread healer([&] {
+    while (!done) {
+      storage_->inject(GetParam());
+      std::this_thread::yield();
+      storage_->heal();
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    try {
+      storage_->run_batch([&] {
+        for (int k = 0; k < 5; ++k) {
+          try {
+            storage_->set_trial_user_attr(trial_id_, "k", std::to_string(k));
+          } catch (const Error&) {
+            // the fault, when it started
+          }
+          // The batch holds the base storage while the healer ends the fault the write started.
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      });
+    } catch (const Error&) {
+      // kCommit and kDiskFull fail the batch
+    }
+  }
+  done = true;
+  healer.join();
+  storage_->set_trial_user_attr(trial_id_, "k", "\"after\"");
+  EXPECT_EQ(read_back().user_attrs.at("k"), "\"after\"");
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, FaultInjectionTest,
