@@ -15,6 +15,7 @@ namespace tuner::registry {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::code_of;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::ScratchDir;
@@ -36,17 +37,6 @@ RegisterOptions promote_on(const std::string& metric = "val_accuracy", bool maxi
   o.maximize = maximize;
   o.promote_if_better = true;
   return o;
-}
-
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "expected an Error";
-  return ErrorCode::kInternal;
 }
 
 TEST(RegistryTest, VersionsCountFromOneAndAreNeverReused) {

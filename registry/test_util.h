@@ -2,15 +2,32 @@
 #ifndef TUNER_REGISTRY_TEST_UTIL_H_
 #define TUNER_REGISTRY_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 
 #include "training/backends/cpu/cpu_backend.h"
 #include "training/checkpoint.h"
 #include "training/model_spec.h"
+#include "trials/error.h"
 
 namespace tuner::registry::testing {
+
+// The code of the Error `f` throws (and its message in `message`); a test failure when it
+// throws none.
+inline ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  ADD_FAILURE() << "expected an Error";
+  return ErrorCode::kInternal;
+}
 
 inline constexpr char kTinySpec[] =
     R"({"input": [4], "layers": [{"type": "linear", "out": 6}, {"type": "relu"},

@@ -14,6 +14,7 @@ namespace tuner::registry {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::code_of;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -90,17 +91,6 @@ Lineage lineage_with(double accuracy, int trial = 3) {
   l.metrics = {{"val_accuracy", accuracy}};
   l.objective_metric = "val_accuracy";
   return l;
-}
-
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "expected an Error";
-  return ErrorCode::kInternal;
 }
 
 TEST(UserModelTest, ReadsTheFlavorsAnMlmodelNames) {

@@ -94,12 +94,22 @@ ParamValue Trial::suggest(const std::string& name, const Distribution& distribut
   return value;
 }
 
+namespace {
+
+// Throws Error(kFailedPrecondition) once the trial is told: "trial 3: cannot WHAT after it
+// finished".
+void require_running(bool told, int number, const char* what) {
+  if (told) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                "trial " + std::to_string(number) + ": cannot " + what + " after it finished");
+  }
+}
+
+}  // namespace
+
 void Trial::report(int64_t step, double value) {
   State& s = *state_;
-  if (s.told) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "trial " + std::to_string(s.number) + ": cannot report after it finished");
-  }
+  require_running(s.told, s.number, "report");
   StudyCore& core = *s.core;
   std::lock_guard lock(core.mutex);
   core.own_write_locked([&] {
@@ -119,10 +129,7 @@ void Trial::report(int64_t step, double value) {
 
 void Trial::log_metrics(int64_t step, const StepValues& metrics) {
   State& s = *state_;
-  if (s.told) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "trial " + std::to_string(s.number) + ": cannot log metrics after it finished");
-  }
+  require_running(s.told, s.number, "log metrics");
   StudyCore& core = *s.core;
   std::lock_guard lock(core.mutex);
   // Step metrics are not part of the cached trials: nothing to update there.
@@ -164,10 +171,7 @@ void Trial::set_user_attr(const std::string& key, const std::string& json) {
 }
 
 void Trial::set_constraints(std::vector<double> values) {
-  if (state_->told) {
-    throw Error(ErrorCode::kFailedPrecondition, "trial " + std::to_string(state_->number) +
-                                                    ": cannot set constraints after it finished");
-  }
+  require_running(state_->told, state_->number, "set constraints");
   state_->constraints = std::move(values);
 }
 
