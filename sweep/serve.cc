@@ -156,6 +156,7 @@ class Server {
       }
       if (draining && coordinator_->done()) break;
       coordinator_->poll_once(std::chrono::milliseconds(100));
+      stop_failing_studies();
       if (SteadyClock::now() >= next_control) {
         control(draining);
         next_control = SteadyClock::now() + options_.control_interval;
@@ -171,6 +172,19 @@ class Server {
 
   void set_attr(int64_t study_id, const char* key, ServeState state) {
     storage_->set_study_system_attr(study_id, key, state_json(state));
+  }
+
+  // Drains each study whose failures stop it (FailurePolicy), right after the trial that said
+  // so: trials that fail at once would otherwise use the slots until the next control().
+  void stop_failing_studies() {
+    for (auto& [name, s] : served_) {
+      if (!s.stop_reason.empty()) continue;
+      if (std::optional<std::string> stop = s.failures->stop_reason()) {
+        s.stop_reason = *stop;
+        coordinator_->drain(s.id);
+        log("serve: study '" + name + "' stops on its failures: " + *stop + "; no new trials");
+      }
+    }
   }
 
   // Takes up what the studies' "tuner:serve" attributes ask, and ends the runs that are done.
@@ -201,14 +215,6 @@ class Server {
     }
     for (auto it = served_.begin(); it != served_.end();) {
       Served& s = it->second;
-      if (s.stop_reason.empty()) {
-        if (std::optional<std::string> stop = s.failures->stop_reason()) {
-          s.stop_reason = *stop;
-          coordinator_->drain(s.id);
-          log("serve: study '" + it->first + "' stops on its failures: " + *stop +
-              "; no new trials");
-        }
-      }
       if (s.deadline && SteadyClock::now() >= *s.deadline) {
         s.deadline.reset();
         coordinator_->drain(s.id);
