@@ -104,9 +104,11 @@ extern const Command kExecutorCommand = {
         "         [--key FILE --coordinator-key FILE] [--rank-host HOST]",
     .description =
         "serve a coordinator: run its trials on N slots until\n"
-        "SIGTERM or SIGINT; reconnects when the coordinator goes\n"
-        "away. --prefetch is for trials of a second or less: they\n"
-        "start the moment a slot frees. Each trial's log and\n"
+        "SIGTERM or SIGINT (its trials then run again elsewhere,\n"
+        "from their checkpoints, without costing a retry);\n"
+        "reconnects when the coordinator goes away. --prefetch\n"
+        "is for trials of a second or less: they start the\n"
+        "moment a slot frees. Each trial's log and\n"
         "artifacts folder go to the coordinator's host before its\n"
         "outcome (--keep-files: they stay, for a shared file\n"
         "system). --rank-host defaults to $TUNER_RANK_HOST, else\n"

@@ -4,7 +4,10 @@
 // Fashion-MNIST model, uint8 pixels 0..255: the idx files themselves, or a CSV of pixel values);
 // the model's preprocessing (registry/mlflow_model.h) normalizes them, as model.onnx does. A
 // model trained on a table (a csv file) takes a CSV or TSV with a header, its feature columns by
-// name, encoded as training encoded them (registry/table_input.h); it answers with the labels.
+// name, encoded as training encoded them (registry/table_input.h); it answers with the labels,
+// or a regression's model with the predicted values. A model trained on an image folder takes a
+// folder of the same layout (its sub-folders' names are the true labels) or one PNG or JPEG
+// file, decoded and resized as training did.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -15,11 +18,14 @@
 
 #include "cli/command.h"
 #include "cli/model_directory.h"
+#include "executor/engine/image_folder_loader.h"
 #include "registry/mlflow_model.h"
 #include "registry/registry.h"
 #include "registry/table_input.h"
 #include "training/data/dataset.h"
 #include "training/data/idx.h"
+#include "training/data/image_codec.h"
+#include "training/data/image_resize.h"
 #include "trials/error.h"
 
 namespace tuner::cli {
@@ -32,6 +38,8 @@ struct Inputs {
   std::vector<float> features;  // [N, sample...], the model's raw inputs (its signature's values)
   std::vector<int32_t> labels;  // empty when unknown; a table's label it has no class of: -1
   std::vector<std::string> label_text;  // a table's labels as written; else empty
+  // A regression's table: each row's label column as a number (NaN when it is not one).
+  std::vector<double> targets;
   int64_t count = 0;
 };
 
@@ -43,6 +51,13 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+std::string format(double v) {
+  std::ostringstream s;
+  s.precision(6);
+  s << v;
+  return s.str();
+}
+
 // The rows of a table for a model trained on one (its preprocessing's table).
 Inputs read_table(const std::string& path, const registry::ServedModel& model, int64_t limit) {
   const registry::Preprocessing& p = model.preprocessing();
@@ -52,11 +67,101 @@ Inputs read_table(const std::string& path, const registry::ServedModel& model, i
   out.count = table.count;
   if (!table.labels.empty()) {
     for (const std::string& label : table.labels) {
-      out.labels.push_back(static_cast<int32_t>(registry::class_index(p.class_labels, label)));
+      if (p.regression) {
+        char* end = nullptr;
+        const double v = std::strtod(label.c_str(), &end);
+        const bool number = !label.empty() && end == label.c_str() + label.size();
+        out.targets.push_back(number ? v : std::nan(""));
+      } else {
+        out.labels.push_back(static_cast<int32_t>(registry::class_index(p.class_labels, label)));
+      }
     }
     out.label_text = std::move(table.labels);
   }
   return out;
+}
+
+// The images of `path` for a model trained on an image folder (its preprocessing's image): a
+// folder of one sub-folder per class, listed as training lists one (the sub-folders' names are
+// the labels), or one PNG or JPEG file (told by its first bytes). Each is decoded, given the
+// model's channels and resized to its size as the image-folder loader does: [C, H, W] values in
+// [0, 1], the model's raw input.
+Inputs read_images(const std::string& path, const registry::ServedModel& model, int64_t limit) {
+  const registry::ImageEncoding& encoding = *model.preprocessing().image;
+  const training::ImageColor color =
+      encoding.grayscale ? training::ImageColor::kGrayscale : training::ImageColor::kRgb;
+  std::vector<std::string> files = {path};
+  std::vector<std::string> labels;  // each file's class folder; empty for one file
+  if (fs::is_directory(path)) {
+    const engine::ImageFolderListing listing = engine::list_image_folder(path, "--input");
+    files = listing.files;
+    for (int32_t label : listing.labels) labels.push_back(listing.classes[label]);
+  }
+  if (limit >= 0 && static_cast<int64_t>(files.size()) > limit) {
+    files.resize(static_cast<size_t>(limit));
+    if (!labels.empty()) labels.resize(files.size());
+  }
+  Inputs out;
+  const int64_t numel = model.spec().input.numel();
+  out.features.reserve(files.size() * static_cast<size_t>(numel));
+  for (const std::string& file : files) {
+    try {
+      const training::Image image = training::resize_bilinear(
+          training::read_image_file(file, color), encoding.height, encoding.width);
+      out.features.insert(out.features.end(), image.pixels.begin(), image.pixels.end());
+    } catch (const training::DataError& e) {
+      throw Error(ErrorCode::kInvalidArgument, e.what());
+    }
+    ++out.count;
+  }
+  for (const std::string& label : labels) {
+    out.labels.push_back(
+        static_cast<int32_t>(registry::class_index(model.preprocessing().class_labels, label)));
+  }
+  out.label_text = std::move(labels);
+  return out;
+}
+
+// A regression's predictions as CSV (index, predicted value(s), the table's label when it has
+// one), and its RMSE and MAE over the rows whose label is a number, beside the trial's recorded
+// test_rmse.
+void write_values(std::ostream& out, std::ostream& summary, const Inputs& in,
+                  const std::vector<float>& values, int64_t k, const registry::ServedModel& model) {
+  out << "index";
+  for (int64_t t = 0; t < k; ++t)
+    out << (k == 1 ? ",predicted" : ",predicted_" + std::to_string(t));
+  const bool labelled = k == 1 && !in.label_text.empty();
+  if (labelled) out << ",label";
+  out << "\n";
+  double squared = 0, absolute = 0;
+  int64_t scored = 0;
+  for (int64_t i = 0; i < in.count; ++i) {
+    out << i;
+    for (int64_t t = 0; t < k; ++t) out << "," << format(values[static_cast<size_t>(i * k + t)]);
+    if (labelled) {
+      out << "," << csv_field(in.label_text[static_cast<size_t>(i)]);
+      const double target = in.targets[static_cast<size_t>(i)];
+      if (!std::isnan(target)) {
+        const double e = values[static_cast<size_t>(i)] - target;
+        squared += e * e;
+        absolute += std::abs(e);
+        ++scored;
+      }
+    }
+    out << "\n";
+  }
+  out.flush();
+  if (!out) throw Error(ErrorCode::kUnavailable, "cannot write the predictions");
+  if (scored == 0) return;
+  const double rmse = std::sqrt(squared / static_cast<double>(scored));
+  summary << "rmse " << format(rmse) << ", mae " << format(absolute / static_cast<double>(scored))
+          << " (" << scored << " rows with a label)\n";
+  const nlohmann::json meta = nlohmann::json::parse(model.metadata_json(), nullptr, false);
+  if (meta.is_object() && meta.contains("metrics") && meta["metrics"].contains("test_rmse") &&
+      meta["metrics"]["test_rmse"].is_number()) {
+    summary << "recorded test_rmse of trial " << meta.value("trial", -1) << ": "
+            << format(meta["metrics"]["test_rmse"].get<double>()) << "\n";
+  }
 }
 
 // "t10k-images-idx3-ubyte.gz" -> "t10k-labels-idx1-ubyte.gz" beside it, when it exists.
@@ -133,17 +238,13 @@ Inputs read_features_csv(const std::string& path, int64_t numel, int64_t limit) 
   return out;
 }
 
-std::string format(double v) {
-  std::ostringstream s;
-  s.precision(6);
-  s << v;
-  return s.str();
-}
-
 constexpr Flag kFlags[] = {
     {"--model", "DIR/MODEL[@ALIAS|/VERSION]", "DIR/MODEL, DIR/MODEL@ALIAS or DIR/MODEL/VERSION",
      kRequired},
-    {"--input", "FILE", "Fashion-MNIST idx images (.gz), a CSV, or a table's CSV/TSV", kRequired},
+    {"--input", "FILE",
+     "Fashion-MNIST idx images (.gz), a CSV, a table's CSV/TSV, or an image folder's model's "
+     "folder or PNG/JPEG file",
+     kRequired},
     {"--labels", "FILE", "the labels (default: the idx labels beside the images)"},
     {"--limit", "N", "only the first N samples"},
     {"--output", "FILE", "write the probabilities there (default: stdout)"},
@@ -180,6 +281,13 @@ int run_predict(const std::vector<std::string>& args) {
           model.preprocessing().table->label + "\"");
     }
     in = read_table(input, model, limit);
+  } else if (model.preprocessing().image && !csv) {
+    if (flags.has("--labels")) {
+      throw UsageError(
+          "tuner predict: --labels is for idx images; an image folder's labels are its "
+          "sub-folders' names");
+    }
+    in = read_images(input, model, limit);
   } else if (csv) {
     in = read_features_csv(input, numel, limit);
   } else {
@@ -226,6 +334,11 @@ int run_predict(const std::vector<std::string>& args) {
   }
   std::ostream& out = to_file ? file : std::cout;
   std::ostream& summary = to_file ? std::cout : std::cerr;
+  if (model.preprocessing().regression) {
+    write_values(out, summary, in, logits, k, model);
+    summary << "predicted " << in.count << " samples with " << dir.string() << "\n";
+    return kExitOk;
+  }
   // A model with class labels writes them (a table's: the label column's values), and names its
   // probability columns after them: p_<label>.
   const bool named = !model.preprocessing().class_labels.empty();
@@ -284,8 +397,10 @@ extern const Command kPredictCommand = {
         "found beside them) or a CSV of the model's raw inputs\n"
         "(pixels 0..255 for a Fashion-MNIST model); for a model\n"
         "trained on a table, a CSV/TSV with its feature columns by\n"
-        "name; writes the predicted labels and class probabilities\n"
-        "as CSV and prints the accuracy",
+        "name; for a model trained on an image folder, a folder of\n"
+        "class sub-folders or one PNG/JPEG file; writes the\n"
+        "predicted labels and class probabilities as CSV and\n"
+        "prints the accuracy",
     .flags = kFlags,
     .run = &run_predict,
 };

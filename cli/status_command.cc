@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "launch/slurm_jobs_file.h"
 #include "search/pareto.h"
 #include "sweep/serve.h"
 #include "trials/constraints.h"
@@ -25,6 +26,23 @@ void print_front_summary(const std::vector<FrozenTrial>& trials,
   const size_t m = directions.size();
   const std::vector<double> reference = nadir_reference(feasible_losses(trials, directions), m);
   std::cout << ", hypervolume " << hypervolume(feasible_losses(front, directions), m, reference);
+}
+
+// The Slurm jobs of a running sweep's executors (executors.slurm), as its launcher last saw
+// them: "  slurm jobs (tuner-mlp-q3x9ab): 81234 RUNNING, 81235 PENDING (Priority)".
+void print_slurm_jobs(const std::string& work_dir) {
+  const std::optional<SlurmJobsRecord> record = read_slurm_jobs_file(work_dir);
+  if (!record) return;
+  std::cout << "  slurm jobs (" << record->job_name << "):";
+  if (record->jobs.empty()) std::cout << " none now";
+  for (size_t i = 0; i < record->jobs.size(); ++i) {
+    const SlurmJobStatus& job = record->jobs[i];
+    std::cout << (i == 0 ? " " : ", ") << job.id << " " << job.state;
+    if (job.state == "PENDING" && !job.reason.empty() && job.reason != "None") {
+      std::cout << " (" << job.reason << ")";
+    }
+  }
+  std::cout << "; executors connect to " << record->endpoint << "\n";
 }
 
 constexpr Flag kFlags[] = {
@@ -70,6 +88,7 @@ int run_status(const std::vector<std::string>& args) {
       std::cout << "; on tuner serve: " << to_string(*state);
     }
     std::cout << "\n";
+    print_slurm_jobs(slurm_work_dir(path, s.name));
   }
   if (const auto serve = running_serve(path)) {
     std::cout << "tuner serve runs on " << path << " (pid " << serve->pid

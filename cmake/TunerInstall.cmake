@@ -1,5 +1,7 @@
 # What `cmake --install` puts into a prefix, and the .deb that `cpack -G DEB` makes of it:
 #   bin/tuner                                   the command (the service, linked statically)
+#   share/tuner/ray_launcher.py                 its Ray launcher (executors.ray), found by the
+#                                               command as ../share/tuner/ from its own folder
 #   lib/libtuner.so.0.2.0, libtuner.so.0.2, libtuner.so, lib/libtuner.a   the tuning library
 #   include/tuner/{trials,search,storage,tuner}/...   its public headers (TUNER_PUBLIC_HEADERS)
 #   lib/cmake/tuner/tuner{Config,ConfigVersion,Targets}.cmake   find_package(tuner 0.2): the
@@ -19,6 +21,7 @@ install(TARGETS tuner_shared tuner_static EXPORT tunerTargets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         INCLUDES DESTINATION "${TUNER_INSTALL_INCLUDEDIR}")
 install(TARGETS tuner RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+install(PROGRAMS launch/ray_launcher.py DESTINATION "${CMAKE_INSTALL_DATADIR}/tuner")
 
 # The public headers of the tuning library, one by one: tuner/tuner.h and what it includes, the
 # space's JSON form and importers, and the registry of sampler and scheduler names. Internals

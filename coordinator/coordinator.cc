@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -347,11 +348,26 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     for (uint64_t id : heartbeat.lease_ids) leases.renew_if_held(id, executor.executor_id, now);
   }
 
-  void on_bye(const std::string& route) {
-    const std::string id = executors.find(route)->executor_id;
-    log("executor " + id + " said BYE");
+  // A BYE's preempted leases are re-run without counting the attempt (LeaseEnds::preempt); the
+  // executor's other leases, and its nodes of multi-node trials, are lost, as when it vanishes.
+  void on_bye(const std::string& route, const ByeMessage& bye) {
+    const ExecutorEntry& executor = *executors.find(route);
+    const std::string id = executor.executor_id;
+    const std::string stopped = "its executor " + id + " on " + executor.hostname + " was stopped";
+    std::map<uint64_t, bool> preempted;  // lease -> a checkpoint was saved
+    for (const PreemptedLease& l : bye.preempted) preempted[l.lease_id] = l.checkpoint;
+    log("executor " + id + " said BYE" +
+        (preempted.empty()
+             ? ""
+             : " (stopped; " + std::to_string(preempted.size()) + " trial(s) preempted)"));
     for (uint64_t lease_id : leases.held_by(id)) {
-      ends.expire(lease_id, "its executor " + id + " left (BYE)");
+      const Lease* lease = leases.find(lease_id);
+      if (auto p = preempted.find(lease_id); p != preempted.end() && lease && lease->group == 0) {
+        ends.preempt(lease_id,
+                     stopped + (p->second ? " (checkpoint saved)" : " (no checkpoint saved)"));
+      } else {
+        ends.expire(lease_id, "its executor " + id + " left (BYE)");
+      }
     }
     executors.erase(route);
   }
@@ -434,7 +450,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
           } else if constexpr (std::is_same_v<T, ErrorMessage>) {
             log("executor " + executor.executor_id + " reports an error: " + m.message);
           } else if constexpr (std::is_same_v<T, ByeMessage>) {
-            on_bye(peer);
+            on_bye(peer, m);
           } else if constexpr (std::is_same_v<T, StoreSetMessage>) {
             on_store_set(executor, m);
           } else if constexpr (std::is_same_v<T, FileChunkMessage>) {
@@ -534,6 +550,26 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       log(std::string("error in the loop (continuing): ") + e.what());
     }
     if (!dispatched) in_batch([&] { dispatch_safely(); });
+    note_idle(clock->steady_now());
+  }
+
+  // The leases each executor holds, by executor id (none: absent).
+  std::map<std::string_view, int> leases_by_executor() const {
+    std::map<std::string_view, int> held;
+    for (const auto& [id, lease] : leases.all()) ++held[lease.executor_id];
+    return held;
+  }
+
+  // Notes when each executor came to hold no lease (ExecutorEntry::idle_since).
+  void note_idle(SteadyTime now) {
+    const std::map<std::string_view, int> held = leases_by_executor();
+    for (auto& [route, executor] : executors.all()) {
+      if (held.contains(executor.executor_id)) {
+        executor.idle_since.reset();
+      } else if (!executor.idle_since) {
+        executor.idle_since = now;
+      }
+    }
   }
 
   // Receives what waits on the socket into the backlog (up to kMaxBacklog), crediting each
@@ -680,6 +716,27 @@ CoordinatorStats Coordinator::stats(StudyRunId id) const {
   s.executors = static_cast<int>(impl_->executors.size());
   s.active_leases = run.leases().leased;
   return s;
+}
+
+std::vector<ExecutorInfo> Coordinator::executors() const {
+  const std::map<std::string_view, int> held = impl_->leases_by_executor();
+  std::vector<ExecutorInfo> infos;
+  infos.reserve(impl_->executors.size());
+  for (const auto& [route, executor] : impl_->executors.all()) {
+    ExecutorInfo& info = infos.emplace_back(ExecutorInfo{.executor_id = executor.executor_id,
+                                                         .hostname = executor.hostname,
+                                                         .resources = executor.resources});
+    if (auto it = held.find(executor.executor_id); it != held.end()) {
+      info.leases = it->second;
+    } else {
+      // Its last lease may have ended since the loop's last turn (abandon()): idle from now.
+      info.idle_since = executor.idle_since.value_or(impl_->clock->steady_now());
+    }
+  }
+  std::sort(infos.begin(), infos.end(), [](const ExecutorInfo& a, const ExecutorInfo& b) {
+    return a.executor_id < b.executor_id;
+  });
+  return infos;
 }
 
 const Study& Coordinator::study(StudyRunId id) const { return impl_->run_of(id).study; }

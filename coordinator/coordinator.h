@@ -182,6 +182,17 @@ struct CoordinatorStats {
   int active_leases = 0;  // now
 };
 
+// An executor connected now (Coordinator::executors()).
+struct ExecutorInfo {
+  std::string executor_id;
+  std::string hostname;
+  Resources resources;  // its CPU slots and GPUs, as its HELLO gave them
+  int leases = 0;       // leases it holds now (each node of a multi-node trial counts)
+  // Since when it has held no lease, on the coordinator's clock (steady time); nullopt while it
+  // holds some.
+  std::optional<Clock::SteadyTime> idle_since;
+};
+
 // A study added to a coordinator.
 using StudyRunId = int;
 
@@ -241,6 +252,8 @@ class Coordinator {
   // Service-wide (every study's counts summed), or one study's.
   CoordinatorStats stats() const;
   CoordinatorStats stats(StudyRunId id) const;
+  // The executors connected now, by executor id (service-wide). O(executors + leases).
+  std::vector<ExecutorInfo> executors() const;
   const Study& study(StudyRunId id = 0) const;
   // Why the study's run stopped on its own before its budget was spent: "sampling failed 3 times
   // in a row: <the last error>" (its ask() kept failing; the study drained then). nullopt while

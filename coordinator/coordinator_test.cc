@@ -14,6 +14,7 @@
 #include "storage/fault_injection_storage.h"
 #include "storage/in_memory_storage.h"
 #include "trials/error.h"
+#include "trials/system_attrs.h"
 
 namespace tuner {
 namespace {
@@ -382,6 +383,99 @@ TEST_F(CoordinatorTest, HeartbeatsKeepALeaseAndBYEExpiresIt) {
   EXPECT_EQ(study_->storage().get_trial(trial.trial_id).state, TrialState::kFail);
 }
 
+TEST_F(CoordinatorTest, ExecutorsSaysWhichExecutorHoldsLeasesAndSinceWhenEachHoldsNone) {
+  start(/*n_trials=*/1);
+  EXPECT_TRUE(coordinator_->executors().empty());
+  auto busy = connect("busy#1");
+  const TrialMessage trial = hello_and_get_trial(*busy, "busy");
+  const Clock::SteadyTime idle_from = clock_->steady_now();
+  auto idle = connect("idle#1");
+  ASSERT_TRUE(idle->send(
+      HelloMessage{.executor_id = "idle",
+                   .hostname = "node2",
+                   .pid = 2,
+                   .resources = {.cpu_slots = 2, .gpus = {GpuInfo{.index = 0, .name = "G"}}}}));
+  ASSERT_TRUE(idle->send(ReadyMessage{.free_slots = 2}));  // the budget is spent: no trial
+  pump_until([&] { return coordinator_->executors().size() == 2; });
+  std::vector<ExecutorInfo> executors = coordinator_->executors();
+  ASSERT_EQ(executors.size(), 2u);
+  EXPECT_EQ(executors[0].executor_id, "busy");
+  EXPECT_EQ(executors[0].hostname, "test");
+  EXPECT_EQ(executors[0].resources.cpu_slots, 1);
+  EXPECT_EQ(executors[0].leases, 1);
+  EXPECT_FALSE(executors[0].idle_since);
+  EXPECT_EQ(executors[1].executor_id, "idle");
+  EXPECT_EQ(executors[1].hostname, "node2");
+  EXPECT_EQ(executors[1].resources.cpu_slots, 2);
+  ASSERT_EQ(executors[1].resources.gpus.size(), 1u);
+  EXPECT_EQ(executors[1].resources.gpus[0].name, "G");
+  EXPECT_EQ(executors[1].leases, 0);
+  EXPECT_EQ(executors[1].idle_since, idle_from);
+
+  // Time passes: the idle one's start stays; the busy one is idle from its RESULT's commit.
+  clock_->advance(kHeartbeat);
+  ASSERT_TRUE(idle->send(HeartbeatMessage{}));
+  ASSERT_TRUE(busy->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.5}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*busy)).accepted);
+  executors = coordinator_->executors();
+  ASSERT_EQ(executors.size(), 2u);
+  EXPECT_EQ(executors[0].leases, 0);
+  EXPECT_EQ(executors[0].idle_since, idle_from + kHeartbeat);
+  EXPECT_EQ(executors[1].idle_since, idle_from);
+
+  ASSERT_TRUE(idle->send(ByeMessage{}));
+  pump_until([&] { return coordinator_->executors().size() == 1; });
+  EXPECT_EQ(coordinator_->executors().at(0).executor_id, "busy");
+}
+
+TEST_F(CoordinatorTest, ABYEOfAStoppedExecutorRerunsItsPreemptedTrialAtOnceWithoutARetry) {
+  const std::string job = R"({"kind": "command", "argv": ["true", "{x}"],
+      "artifacts_dir": "/shared/artifacts", "objective_metric": "loss"})";
+  start(/*n_trials=*/1, /*max_retries=*/0, nullptr, job);
+  auto stopped = connect("e1#1");
+  TrialMessage first = hello_and_get_trial(*stopped, "e1");
+  const std::string path =
+      "/shared/artifacts/trial-" + std::to_string(first.number) + "/resume.ckpt";
+  EXPECT_EQ(first.checkpoint_path, path);
+  ASSERT_TRUE(
+      stopped->send(ByeMessage{.preempted = {{.lease_id = first.lease_id, .checkpoint = true}}}));
+  pump_until([&] { return coordinator_->stats().executors == 0; });
+  EXPECT_EQ(coordinator_->stats().leases_expired, 0);
+  const FrozenTrial preempted = study_->storage().get_trial(first.trial_id);
+  EXPECT_EQ(preempted.state, TrialState::kFail);
+  EXPECT_EQ(preempted.system_attrs.at(kFailReasonAttr),
+            "\"preempted: its executor e1 on test was stopped (checkpoint saved); re-run without "
+            "a retry counted\"");
+  EXPECT_TRUE(logged("preempted: its executor e1 on test was stopped"));
+
+  // Another executor (a requeued one) takes the re-run, from the attempt's checkpoint, though
+  // max_retries is 0; it is not a new trial of the budget.
+  auto requeued = connect("e2#1");
+  TrialMessage rerun = hello_and_get_trial(*requeued, "e2");
+  EXPECT_NE(rerun.number, first.number);
+  EXPECT_EQ(rerun.attempt, 1);
+  EXPECT_EQ(rerun.checkpoint_path, path);
+  ASSERT_TRUE(requeued->send(ResultMessage{.lease_id = rerun.lease_id, .metrics = {{"loss", 1}}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*requeued)).accepted);
+  pump();
+  EXPECT_TRUE(coordinator_->done());
+  EXPECT_EQ(coordinator_->stats().trials_started, 1);
+  EXPECT_EQ(study_->trials({.states = std::vector{TrialState::kComplete}}).size(), 1u);
+}
+
+TEST_F(CoordinatorTest, ABYEWithoutThePreemptedMarkStillCountsTheRetry) {
+  start(/*n_trials=*/1, /*max_retries=*/0);
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  // Another lease is listed: only the executor's own listed leases are preempted.
+  ASSERT_TRUE(peer->send(ByeMessage{.preempted = {{.lease_id = trial.lease_id + 100}}}));
+  pump_until([&] { return coordinator_->stats().leases_expired == 1; });
+  EXPECT_THAT(study_->storage().get_trial(trial.trial_id).system_attrs.at(kFailReasonAttr),
+              HasSubstr("expired: its executor e1 left (BYE)"));
+  EXPECT_TRUE(coordinator_->done());  // max_retries 0: not run again
+  EXPECT_EQ(study_->trials().size(), 1u);
+}
+
 TEST_F(CoordinatorTest, AReconnectedExecutorKeepsItsLeases) {
   start(/*n_trials=*/1);
   auto old_connection = connect("e1#1");
@@ -438,8 +532,7 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorTakesBackTrialsStillRunningAndRerun
       .leases = {
           {.lease_id = kept.lease_id, .study_name = "distributed", .trial_id = kept.trial_id},
           {.lease_id = 12345, .study_name = "another study", .trial_id = lost.trial_id}}}));
-  pump();
-  EXPECT_EQ(coordinator_->stats().reattached, 1);
+  pump_until([&] { return coordinator_->stats().reattached == 1; });
   clock_->advance(kHeartbeat);
   HeartbeatMessage heartbeat = std::get<HeartbeatMessage>(next(*peer, false));
   EXPECT_EQ(heartbeat.lease_ids, std::vector<uint64_t>{kept.lease_id});

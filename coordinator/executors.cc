@@ -28,9 +28,12 @@ ExecutorRegistry::Admission ExecutorRegistry::admit(const std::string& route,
                          ", pid " + std::to_string(hello.pid) + "): that id is in use"};
     }
   }
-  // A reconnect: the same executor on a new connection (its leases move along with it).
+  // A reconnect: the same executor on a new connection (its leases move along with it, and
+  // so does how long it has held none).
+  std::optional<Clock::SteadyTime> idle_since;
   for (auto it = executors_.begin(); it != executors_.end();) {
     if (it->first != route && it->second.executor_id == hello.executor_id) {
+      idle_since = it->second.idle_since;
       it = executors_.erase(it);
     } else {
       ++it;
@@ -45,6 +48,7 @@ ExecutorRegistry::Admission ExecutorRegistry::admit(const std::string& route,
   e.resources = hello.resources;
   e.credit = 0;
   e.last_heard = now;
+  if (!known) e.idle_since = idle_since;
   return Admission{.entry = &e, .joined = !known};
 }
 

@@ -37,6 +37,9 @@ struct ExecutorEntry {
   Resources resources;
   int credit = 0;  // slots offered by the last READY, less the TRIALs sent since
   Clock::SteadyTime last_heard{};
+  // Since when it has held no lease, as the coordinator's loop last noted (each turn); nullopt
+  // while it holds some. A reconnect keeps it.
+  std::optional<Clock::SteadyTime> idle_since;
 };
 
 class ExecutorRegistry {

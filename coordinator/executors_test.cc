@@ -35,6 +35,22 @@ TEST(ExecutorRegistryTest, HelloRegistersAnExecutorAndRenewsItsEntry) {
   EXPECT_EQ(registry.size(), 1u);
 }
 
+TEST(ExecutorRegistryTest, AReconnectKeepsSinceWhenTheExecutorHasHeldNoLease) {
+  ExecutorRegistry registry(kLeaseTimeout);
+  const Clock::SteadyTime idle{milliseconds(5)};
+  ExecutorRegistry::Admission first = registry.admit("a#1", hello("a"), Clock::SteadyTime{});
+  ASSERT_NE(first.entry, nullptr);
+  EXPECT_FALSE(first.entry->idle_since);  // the coordinator's loop notes it
+  first.entry->idle_since = idle;
+  ExecutorRegistry::Admission again = registry.admit("a#1", hello("a"), idle + kLeaseTimeout);
+  EXPECT_EQ(again.entry->idle_since, idle);
+  ExecutorRegistry::Admission moved = registry.admit("a#2", hello("a"), idle + kLeaseTimeout);
+  ASSERT_NE(moved.entry, nullptr);
+  EXPECT_EQ(moved.entry->idle_since, idle);
+  // Another executor starts with nothing noted.
+  EXPECT_FALSE(registry.admit("b#1", hello("b"), idle).entry->idle_since);
+}
+
 TEST(ExecutorRegistryTest, RefusesABadHelloAndASecondLiveExecutorWithTheSameId) {
   ExecutorRegistry registry(kLeaseTimeout);
   const Clock::SteadyTime now{};

@@ -36,6 +36,22 @@ void LeaseEnds::expire(uint64_t lease_id, const std::string& why) {
   leases_.remember_end(lease.id, false, detail);
 }
 
+void LeaseEnds::preempt(uint64_t lease_id, const std::string& why) {
+  const Lease* held = leases_.find(lease_id);
+  if (!held) return;
+  if (held->group != 0) {
+    groups_.expire_node(lease_id, why);
+    return;
+  }
+  Lease lease = leases_.take(lease_id);
+  const std::string reason = "preempted: " + why + "; re-run without a retry counted";
+  outbox_.log(leases_.describe(lease) + " " + reason);
+  std::string detail = "lease " + std::to_string(lease.id) + " of trial " +
+                       std::to_string(lease.work.trial->number()) + " was preempted (" + why + ")";
+  if (lease.run->preempt(lease.work, reason)) detail += "; the trial is run again as a new trial";
+  leases_.remember_end(lease.id, false, detail);
+}
+
 void LeaseEnds::expire_overdue(Clock::SteadyTime now) {
   for (const auto& [id, unrenewed] : leases_.overdue(now)) {
     expire(id, "no heartbeat for " + std::to_string(unrenewed.count()) + " ms (lease timeout " +

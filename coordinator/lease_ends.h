@@ -1,7 +1,9 @@
 // LeaseEnds: how a lease ends. Its outcome is told to the study and ACKed once durable
 // (commit(), acknowledge()); an outcome for a lease that is not held is answered from the
 // ended-lease memory (committed: ACK again; expired: refused); a lease whose deadline passed, or
-// whose executor left, is lost (expire()): its trial is FAIL and, up to max_retries, run again.
+// whose executor left, is lost (expire()): its trial is FAIL and, up to max_retries, run again;
+// one whose executor was stopped under it (preempt()) is FAIL and run again, the attempt not
+// counted.
 // A node of a multi-node trial is handed to NodeGroups.
 //
 // It has no state of its own: it borrows the lease table, node groups, batch and outbox, and
@@ -46,6 +48,12 @@ class LeaseEnds {
   // when the trial was finished elsewhere, the outcome is refused.
   void commit(const ExecutorEntry& executor, Lease& held,
               const std::function<FrozenTrial(Trial&)>& tell);
+  // The lease's executor was stopped under it and said so (its BYE listed the lease as
+  // preempted; `why` names the executor): its trial is FAIL ("preempted: <why>; re-run without a
+  // retry counted") and re-run at once, the attempt counted neither against max_retries nor the
+  // budget (StudyRun::preempt); one log line says so. A node of a multi-node trial is expired
+  // as a lost one (its group fails the attempt). Nothing when the lease is not in the table.
+  void preempt(uint64_t lease_id, const std::string& why);
   // Expires every lease whose deadline passed by `now` ("no heartbeat for ...").
   void expire_overdue(Clock::SteadyTime now);
   // Gives up every lease: each trial is FAIL ("abandoned: <reason>") with a re-run for the

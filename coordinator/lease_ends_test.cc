@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/parts_test_support.h"
+#include "coordinator/study_run.h"
 #include "trials/error.h"
 #include "trials/system_attrs.h"
 
@@ -72,6 +73,60 @@ TEST_F(LeaseEndsTest, AnOutcomeForALeaseHeldElsewhereExpiredOrUnknownIsRefused) 
   EXPECT_EQ(ends_.held_by(a_, 5), nullptr);
   EXPECT_EQ(acks("a")[1].reason, "unknown lease 5");
   EXPECT_EQ(service_stats_.stale_outcomes_refused, 3);
+}
+
+TEST_F(LeaseEndsTest, APreemptedTrialIsRerunWithoutCountingTheAttempt) {
+  run_ = make_run(make_study("p"), testing::kCommandJob, /*n_trials=*/1, /*max_retries=*/0);
+  run_->options.on_trial_finished = [this](const FrozenTrial& t) { finished_.push_back(t); };
+  const uint64_t id = lease_next(*run_, "a").id;
+  ends_.preempt(id, "its executor a on node7 was stopped (checkpoint saved)");
+  EXPECT_FALSE(leases_.contains(id));
+  EXPECT_EQ(run_->stats.leases_expired, 0);
+  EXPECT_EQ(run_->pending_retries, 1);  // max_retries 0, and still run again
+  ASSERT_EQ(finished_.size(), 1u);
+  EXPECT_EQ(finished_[0].system_attrs.at(kFailReasonAttr),
+            "\"preempted: its executor a on node7 was stopped (checkpoint saved); re-run without "
+            "a retry counted\"");
+  EXPECT_EQ(finished_[0].system_attrs.at(kPreemptedAttemptsAttr), "1");
+  EXPECT_TRUE(outbox_.logged("lease " + std::to_string(id) +
+                             " (trial 0, attempt 0, executor a) preempted: its executor a on "
+                             "node7 was stopped"));
+  ASSERT_NE(leases_.ended(id), nullptr);
+  EXPECT_FALSE(leases_.ended(id)->committed);
+  EXPECT_NE(leases_.ended(id)->detail.find("was preempted"), std::string::npos);
+
+  // The re-run is leased though the budget of one new trial is spent, and is no new trial.
+  EXPECT_TRUE(run_->wants_slots());
+  Lease& rerun = lease_next(*run_, "b");
+  EXPECT_EQ(rerun.work.attempt, 1);
+  EXPECT_EQ(rerun.work.history, std::vector<int>{0});
+  EXPECT_EQ(run_->stats.trials_started, 1);
+  EXPECT_EQ(run_->stats.retries_started, 1);
+  // Its own loss still counts: with max_retries 0 it is not run again.
+  ends_.expire(rerun.id, "no heartbeat");
+  EXPECT_EQ(run_->pending_retries, 0);
+  EXPECT_TRUE(run_->done());
+}
+
+TEST_F(LeaseEndsTest, APreemptedAttemptLeavesTheRetriesToTheLineage) {
+  run_ = make_run(make_study("r"), testing::kCommandJob, /*n_trials=*/1, /*max_retries=*/1);
+  ends_.preempt(lease_next(*run_, "a").id, "its executor a on node7 was stopped");
+  ends_.preempt(lease_next(*run_, "b").id, "its executor b on node8 was stopped");
+  // Two preempted attempts, then a lost one: max_retries 1 still re-runs it, once.
+  ends_.expire(lease_next(*run_, "c").id, "no heartbeat");
+  EXPECT_EQ(run_->pending_retries, 1);
+  Lease& last = lease_next(*run_, "d");
+  EXPECT_EQ(last.work.history, (std::vector<int>{0, 1, 2}));
+  ends_.expire(last.id, "no heartbeat");
+  EXPECT_EQ(run_->pending_retries, 0);
+  EXPECT_EQ(run_->stats.trials_started, 1);
+}
+
+TEST_F(LeaseEndsTest, ALostLeaseOfAnExecutorThatLeftCountsAgainstMaxRetries) {
+  run_ = make_run(make_study("l"), testing::kCommandJob, /*n_trials=*/1, /*max_retries=*/0);
+  ends_.expire(lease_next(*run_, "a").id, "its executor a left (BYE)");
+  EXPECT_EQ(run_->pending_retries, 0);
+  EXPECT_TRUE(run_->done());
 }
 
 TEST_F(LeaseEndsTest, ALeaseNotRenewedForItsTimeoutExpires) {

@@ -38,6 +38,17 @@ std::string metric_json(double value, bool integer) {
   return nlohmann::json(value).dump();
 }
 
+// The attempts of `trial`'s lineage that were preempted, from its stored kPreemptedAttemptsAttr;
+// 0 when it has none. Throws the storage's Error.
+int preempted_attempts(Study& study, const Trial& trial) {
+  const FrozenTrial record = study.storage().get_trial(trial.id());
+  auto it = record.system_attrs.find(kPreemptedAttemptsAttr);
+  if (it == record.system_attrs.end()) return 0;
+  const nlohmann::json count = nlohmann::json::parse(it->second, nullptr, false);
+  if (!count.is_number_integer()) return 0;
+  return static_cast<int>(std::clamp<int64_t>(count.get<int64_t>(), 0, 1'000'000));
+}
+
 }  // namespace
 
 // --- The job's needs ----------------------------------------------------------------------------
@@ -359,7 +370,8 @@ bool StudyRun::fail_and_rerun(Prepared& work, const std::string& reason) {
   Trial& trial = *work.trial;
   Study::Rerun rerun;
   try {
-    rerun = study.fail_and_retry(trial, reason, options.max_retries);
+    rerun =
+        study.fail_and_retry(trial, reason, options.max_retries + preempted_attempts(study, trial));
   } catch (const Error& e) {
     // Finished elsewhere (kFailedPrecondition) or the storage refuses: in the second case the
     // trial stays RUNNING and the study's stale-trial policy takes it when it is loaded again.
@@ -390,6 +402,26 @@ void StudyRun::abandon(Trial& trial, const std::string& reason) {
     ++stats.not_abandoned;
     log("trial " + std::to_string(trial.number()) + ": cannot abandon it: " + e.what());
   }
+}
+
+bool StudyRun::preempt(Prepared& work, const std::string& reason) {
+  Trial& trial = *work.trial;
+  Study::Rerun rerun;
+  try {
+    // Counted before the FAIL, so that the re-run copies the count with the lineage.
+    const int preempted = preempted_attempts(study, trial) + 1;
+    study.storage().set_trial_system_attr(trial.id(), kPreemptedAttemptsAttr,
+                                          std::to_string(preempted));
+    rerun = study.fail_and_retry(trial, reason, std::nullopt);
+  } catch (const Error& e) {
+    log("trial " + std::to_string(trial.number()) + ": cannot record its preemption: " + e.what());
+    return false;
+  }
+  ++stats.failed;
+  finished(rerun.failed);
+  if (!rerun.retry) return false;  // not expected: no limit was given
+  ++pending_retries;
+  return true;
 }
 
 // --- Trials of an earlier coordinator -----------------------------------------------------------

@@ -57,6 +57,12 @@ struct StudyJobNeeds {
   std::optional<std::string> checkpoint_path(int first_trial) const;
 };
 
+// tuner's own trial system attribute: how many attempts of the trial's lineage, up to it, were
+// preempted (StudyRun::preempt), a JSON integer. A re-run inherits it with the lineage
+// (Study::fail_and_retry copies the system attributes), and fail_and_rerun adds it to
+// max_retries: a preempted attempt is not a retry.
+inline constexpr char kPreemptedAttemptsAttr[] = "tuner:preempted_attempts";
+
 // Reads `job_json`'s needs. Throws parse_trial_job's Error(kInvalidArgument), its message
 // starting with `context`.
 StudyJobNeeds job_needs(const std::string& job_json, const std::string& context);
@@ -154,10 +160,17 @@ struct StudyRun {
   // Tells a lost trial FAIL and, up to max_retries attempts, makes its re-run in the same storage
   // step (Study::fail_and_retry: a WAITING trial with the same params and the lineage in
   // "failed_trial" and "retry_history", so that the attempt count goes on across restarts of the
-  // coordinator and the re-run is not a new trial of the budget). True when a re-run was made.
+  // coordinator and the re-run is not a new trial of the budget). The lineage's preempted
+  // attempts (kPreemptedAttemptsAttr) are not counted. True when a re-run was made.
   bool fail_and_rerun(Prepared& work, const std::string& reason);
   // FAIL "abandoned: <reason>" with a re-run whatever the lineage, for the study's next run.
   void abandon(Trial& trial, const std::string& reason);
+  // A trial whose executor was stopped under it (its BYE listed the lease as preempted): FAIL
+  // with `reason` and a re-run whatever the lineage, waiting to be leased at once (before new
+  // samples, and not a new trial of the budget). The attempt is counted in the lineage's
+  // kPreemptedAttemptsAttr, so that fail_and_rerun does not count it against max_retries. True
+  // when the re-run was made (false: logged; the storage refused, or the trial was finished).
+  bool preempt(Prepared& work, const std::string& reason);
 
   // An orphan an executor holds (HELLO lists it), as a live handle, counted as reattached:
   // nullopt when `trial_id` is none of its orphans, or when the study cannot adopt it (logged;

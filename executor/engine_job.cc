@@ -112,10 +112,12 @@ class TrialRun {
       model_ = training::build_model(model_spec_, c.batch_size, *backend_, c.seed);
       optimizer_ = engine::make_optimizer(
           c, *backend_, static_cast<int64_t>(model_->parameters().values().size()));
-      training::TrainerOptions options{.epochs = c.epochs,
+      training::TrainerOptions options{.task = spec_.task,
+                                       .epochs = c.epochs,
                                        .batch_size = c.batch_size,
                                        .seed = c.seed,
                                        .label_smoothing = static_cast<float>(c.label_smoothing),
+                                       .target_scaling = data_.target_scaling,
                                        .clip_grad_norm = c.clip_grad_norm};
       options.stop = stop_;
       options.communicator = comm_.get();
@@ -128,7 +130,10 @@ class TrialRun {
       fail(where_, std::string(e.what()) + " (model " + model_spec_.input.to_string() + " -> " +
                        model_spec_.output.to_string() + ", data " +
                        data_.train.sample_shape().to_string() + " with " +
-                       std::to_string(data_.train.num_classes()) + " classes)");
+                       (data_.train.is_regression()
+                            ? std::to_string(data_.train.num_targets()) + " targets"
+                            : std::to_string(data_.train.num_classes()) + " classes") +
+                       ")");
     }
     return true;
   }
@@ -169,7 +174,8 @@ class TrialRun {
                              .parameters = model_->parameters().values_to_host(),
                              .buffers = model_->parameters().buffer_values_to_host()});
     artifacts_ = engine::TrialArtifacts::open(spec_, trial_, model_spec_.json, history_, where_);
-    artifacts_.write_data_description(data_.name, data_.class_names, data_.features);
+    artifacts_.write_data_description(data_.name, data_.class_names, data_.target_names,
+                                      data_.features);
     if (!history_.empty()) best_weights_ = artifacts_.saved_best_model();
   }
 
@@ -195,7 +201,8 @@ class TrialRun {
       outcome_.end_reason = "interrupted";
       return false;
     }
-    history_.push_back({m.epoch, engine::epoch_metrics(m, config_.train), engine::wall_seconds()});
+    history_.push_back(
+        {m.epoch, engine::epoch_metrics(m, config_.train, spec_.task), engine::wall_seconds()});
     artifacts_.add_epoch(history_.back());
     const bool is_best = best_epoch() == history_.size() - 1;
     if (is_best && config_.test > 0) keep_best_weights();
@@ -251,7 +258,13 @@ class TrialRun {
       }
       const training::EvalResult test = trainer_->evaluate(data_.test);
       final["test_loss"] = test.loss;
-      final["test_accuracy"] = test.accuracy;
+      if (spec_.task == training::Task::kRegression) {
+        final["test_rmse"] = test.rmse;
+        final["test_mae"] = test.mae;
+      } else {
+        final["test_accuracy"] = test.accuracy;
+        if (spec_.task == training::Task::kBinary) final["test_auc"] = test.auc;
+      }
     }
     if (measure && trial_.rank == 0) {
       const engine::InferenceLatency latency = engine::measure_inference_latency(
@@ -352,6 +365,8 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
   const engine::DatasetInfo& info = engine::find_dataset(spec.dataset, "job.data.dataset");
   EngineInputPipeline p;
   p.dataset = spec.dataset;
+  p.task = spec.task;
+  if (s.train.is_regression()) p.target_scaling = training::TargetScaling::fit(s.train);
   p.uint8 = info.uint8;
   p.divisor = info.divisor;
   if (spec.format == "csv") {
@@ -369,15 +384,22 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
     }
     return p;
   }
-  if (norm.mean().size() != 1) {
-    throw Error(ErrorCode::kFailedPrecondition,
-                "job.data: a " + spec.format +
-                    " file's model normalizes each feature on its own, which the exported input "
-                    "pipeline of that format (one mean and standard deviation) cannot express");
-  }
-  p.mean = norm.mean()[0];
-  p.stddev = norm.stddev()[0];
   p.class_labels = s.class_names;
+  if (norm.mean().size() == 1) {
+    p.mean = norm.mean()[0];
+    p.stddev = norm.stddev()[0];
+    return p;
+  }
+  // Per channel (an RGB image's [3, H, W]): one mean and standard deviation per element of the
+  // sample's first dimension.
+  const training::Shape& sample = s.train.sample_shape();
+  if (sample.rank() < 1 || static_cast<int64_t>(norm.mean().size()) != sample.dims()[0]) {
+    throw Error(ErrorCode::kInternal, "job.data: " + std::to_string(norm.mean().size()) +
+                                          " normalization statistics for samples of " +
+                                          sample.to_string() + ", not one per channel");
+  }
+  p.feature_mean.assign(norm.mean().begin(), norm.mean().end());
+  p.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
   return p;
 }
 

@@ -52,22 +52,29 @@ std::optional<std::string> engine_trial_error(std::string_view log_tail);
 // split, (x - mean) * (1 / stddev). An exported model does the same at its input
 // (docs/registry.md, "Preprocessing"), so that it takes the dataset's own values.
 //
-// A csv file's model normalizes each encoded feature on its own: `feature_mean` and
-// `feature_stddev` then hold one value per feature (mean 0, stddev 1 unused), and `columns`
-// says how a row of the file becomes those features.
+// A csv file's model normalizes each encoded feature on its own, an RGB image folder's model each
+// channel: `feature_mean` and `feature_stddev` then hold one value per element of the sample's
+// first dimension (mean 0, stddev 1 unused), and for a csv file `columns` says how a row of the
+// file becomes those features.
 struct EngineInputPipeline {
   std::string dataset;  // "fashion-mnist", "csv", "npy"
   bool uint8 = false;   // the raw values are uint8 (fashion-mnist: pixels 0..255)
   float divisor = 1.0f;
   float mean = 0.0f;
   float stddev = 1.0f;  // > 0
-  // csv only (else empty): [F] statistics of the training split's encoded features, stddev > 0.
+  // csv: [F] statistics of the training split's encoded features; an RGB image folder: [C] of its
+  // channels (else empty). stddev > 0.
   std::vector<float> feature_mean, feature_stddev;
   std::vector<engine::FeatureColumn> columns;  // the feature columns, in file order
   std::vector<std::string> features;           // [F] names ("age", "color=red")
   std::string label;                           // the label column's name
   bool missing_mean = false;                   // data.missing "mean" (else a missing value fails)
   std::vector<std::string> class_labels;       // the label of each output, in output order
+  // data.task: a regression's outputs are the predicted values (class_labels empty), which the
+  // model learns standardized by target_scaling (the training split's mean and standard
+  // deviation of each target; empty otherwise).
+  training::Task task = training::Task::kClassification;
+  training::TargetScaling target_scaling;
 };
 
 // The pipeline of a trial of `spec` with `config` (resolve_engine_job's), its statistics
@@ -102,7 +109,8 @@ struct EngineTrial {
 };
 
 // What the report callback gets after each epoch: step = the epoch (1-based), and the metrics
-// train_loss, val_loss, val_accuracy, lr (the epoch's last), epoch_seconds, and the system's:
+// train_loss, val_loss, the task's (val_accuracy; binary: and val_auc; regression: val_rmse and
+// val_mae instead), lr (the epoch's last), epoch_seconds, and the system's:
 // samples_per_second (the training split's samples over epoch_seconds, evaluation included) and
 // peak_rss_mb (the peak resident memory of rank 0's process so far, MiB).
 struct EngineReport {
@@ -115,11 +123,15 @@ using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 
 // The final metrics an engine trial reports (EngineOutcome::final_metrics), those of the best
 // epoch first: what a sweep's objectives and constraints on an engine job may name. test_loss and
-// test_accuracy only with data.test > 0; the latencies only when the run was not interrupted.
+// the task's test_accuracy, test_auc or test_rmse and test_mae only with data.test > 0; the
+// latencies only when the run was not interrupted.
 inline const std::vector<std::string>& engine_final_metrics() {
   static const std::vector<std::string> kMetrics = {"train_loss",
                                                     "val_loss",
                                                     "val_accuracy",
+                                                    "val_auc",
+                                                    "val_rmse",
+                                                    "val_mae",
                                                     "lr",
                                                     "epoch_seconds",
                                                     "samples_per_second",
@@ -131,7 +143,10 @@ inline const std::vector<std::string>& engine_final_metrics() {
                                                     "latency_ms",
                                                     "latency_ms_per_sample",
                                                     "test_loss",
-                                                    "test_accuracy"};
+                                                    "test_accuracy",
+                                                    "test_auc",
+                                                    "test_rmse",
+                                                    "test_mae"};
   return kMetrics;
 }
 
@@ -149,10 +164,10 @@ struct EngineOutcome {
   // "train_flops_per_sample" (3 x the forward pass's, 2 per multiply-add:
   // training::Sequential::forward_flops), "checkpoint_bytes" (the model's checkpoint: spec,
   // weights and buffers, as the registry's export reads it). When the run was not interrupted:
-  // test_loss and test_accuracy when data.test > 0, and, measured on rank 0 in eval mode with the
-  // job's threads, "latency_ms" (one forward pass of one sample, the median of repeated calls)
-  // and "latency_ms_per_sample" (of a batch of latency_batch, divided by it). Empty when no epoch
-  // completed.
+  // test_loss and the task's test metrics when data.test > 0, and, measured on rank 0 in eval mode
+  // with the job's threads, "latency_ms" (one forward pass of one sample, the median of repeated
+  // calls) and "latency_ms_per_sample" (of a batch of latency_batch, divided by it). Empty when no
+  // epoch completed.
   Metrics final_metrics;
   int64_t epochs_completed = 0;  // restored ones included
   int64_t resumed_from = 0;      // the checkpoint's epoch; 0 for a fresh start

@@ -105,11 +105,14 @@ TEST(EngineJobSpec, ErrorsNameTheJsonPath) {
             "job.data.validation: must be > 0: the objective metric val_accuracy needs a "
             "validation split");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j.erase("objective_metric"); }),
-            "job.objective_metric: missing (one of \"train_loss\", \"val_loss\" or "
-            "\"val_accuracy\")");
+            "job.objective_metric: missing (one of \"train_loss\", \"val_loss\", "
+            "\"val_accuracy\", \"val_auc\", \"val_rmse\" or \"val_mae\")");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["objective_metric"] = "accuracy"; }),
-            "job.objective_metric: expected \"train_loss\", \"val_loss\" or \"val_accuracy\", "
-            "got \"accuracy\"");
+            "job.objective_metric: expected \"train_loss\", \"val_loss\", \"val_accuracy\", "
+            "\"val_auc\", \"val_rmse\" or \"val_mae\", got \"accuracy\"");
+  EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["objective_metric"] = "val_rmse"; }),
+            "job.objective_metric: val_rmse is not a metric of data.task \"classification\" (it "
+            "reports train_loss, val_loss and val_accuracy)");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["threads"] = "{threads}"; }),
             "job.threads: cannot be a placeholder (\"{threads}\")");
   EXPECT_EQ(error_of(job, [](nlohmann::json& j) { j["kind"] = "command"; }),

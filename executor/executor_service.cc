@@ -569,19 +569,36 @@ struct ExecutorService::Impl {
     if (entries[1].readable) events.drain();
   }
 
-  // Stops the jobs (their trials are left to the coordinator's lease expiry) and says BYE. The
-  // outcomes of trials still sending their files go first, without the rest of their files.
+  // Stops the jobs, each with its grace, and says BYE listing their leases and the queued ones as
+  // preempted (the coordinator re-runs them without counting the attempt). The outcomes of
+  // trials still sending their files go first, without the rest of their files.
   void shut_down() {
     shutting_down = true;
     for (auto& [id, s] : held.sending) send(s.outcome);
+    ByeMessage bye;
+    for (const auto& job : held.queued) bye.preempted.push_back({.lease_id = job->trial.lease_id});
     held.queued.clear();
     for (auto& [id, job] : held.running) job->stop("the executor is shutting down");
-    job_threads.reset();  // the stopped jobs end, then their threads
+    job_threads.reset();  // the stopped jobs end (checkpointing in their grace), then their threads
+    for (const auto& [id, job] : held.running) {
+      const bool checkpoint = has_checkpoint(job->trial);
+      bye.preempted.push_back({.lease_id = id, .checkpoint = checkpoint});
+      log("stopped trial " + std::to_string(job->trial.number) + " (lease " + std::to_string(id) +
+          "): preempted, " +
+          (checkpoint ? "its checkpoint " + *job->trial.checkpoint_path + " is kept"
+                      : std::string("no checkpoint saved")));
+    }
     held.running.clear();
     events.clear();
-    send(ByeMessage{});
+    send(bye);
     log("stopped");
     connection.reset();  // lingers to deliver BYE
+  }
+
+  // Whether a checkpoint is at the trial's checkpoint path.
+  static bool has_checkpoint(const TrialMessage& trial) {
+    std::error_code ec;
+    return trial.checkpoint_path && std::filesystem::is_regular_file(*trial.checkpoint_path, ec);
   }
 };
 

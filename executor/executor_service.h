@@ -175,8 +175,13 @@ class ExecutorService {
   ExecutorService(const ExecutorService&) = delete;
   ExecutorService& operator=(const ExecutorService&) = delete;
 
-  // Serves the coordinator until `stop` is requested; then stops the running jobs (their trials
-  // are left to the coordinator's lease expiry, which re-runs them), says BYE and returns.
+  // Serves the coordinator until `stop` is requested (SIGTERM to `tuner executor`: a Slurm
+  // preemption or time limit, a spot instance's notice); then stops the running jobs with their
+  // grace (an engine job keeps its last epoch's checkpoint, a command job's program may save one
+  // at TUNER_CHECKPOINT_PATH on SIGTERM), says BYE listing the leases of the stopped and queued
+  // trials as preempted, with whether a checkpoint is at each one's checkpoint path (the
+  // coordinator re-runs them at once, the attempt not counted; docs/protocol.md, "Preemption"),
+  // and returns.
   // Throws Error only for what makes serving impossible (no ZeroMQ context, a malformed
   // endpoint), and Error(kFailedPrecondition) after stopping when the coordinator has refused
   // this executor for over 2 x coordinator_timeout (its id is in use by another live executor).

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -406,6 +407,52 @@ TEST_F(ExecutorServiceTest, ACoordinatorHeartbeatWithoutTheLeaseStopsTheJob) {
   FailMessage fail = next<FailMessage>();
   EXPECT_EQ(fail.lease_id, 8u);
   EXPECT_NE(fail.reason.find("gave up lease 8"), std::string::npos) << fail.reason;
+}
+
+// A stopped executor (SIGTERM to `tuner executor`: a preemption) stops its jobs with their grace,
+// in which a program may save its checkpoint, and says BYE listing its running and queued trials
+// as preempted, with whether each has a checkpoint.
+TEST_F(ExecutorServiceTest, AStoppedExecutorSaysByeListingItsTrialsAsPreempted) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::string checkpointing = python_job(
+      "import json, os, signal, sys, time\n"
+      "def stop(*args):\n"
+      "    open(os.environ['TUNER_CHECKPOINT_PATH'], 'w').write('step 1')\n"
+      "    sys.exit(143)\n"
+      "signal.signal(signal.SIGTERM, stop)\n"
+      "print(json.dumps(dict(step=1, loss=1.0)), flush=True)\n"
+      "time.sleep(30)\n");
+  // The lineage's first trial's folder does not exist yet: the executor makes it.
+  const std::filesystem::path checkpoint = dir_ / "artifacts" / "trial-0" / "resume.ckpt";
+  ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 8,
+                                               .number = 2,
+                                               .job_json = checkpointing,
+                                               .checkpoint_path = checkpoint.string()}));
+  ASSERT_TRUE(
+      router_->send(peer, TrialMessage{.lease_id = 9, .number = 3, .job_json = checkpointing}));
+  ASSERT_TRUE(
+      router_->send(peer, TrialMessage{.lease_id = 10, .number = 4, .job_json = checkpointing}));
+  keepalive_ = {peer, {8, 9, 10}};
+  std::set<uint64_t> reported;
+  while (reported.size() < 2 && !::testing::Test::HasFailure()) {
+    reported.insert(next<ReportMessage>().lease_id);
+  }
+  EXPECT_EQ(reported, (std::set<uint64_t>{8, 9}));  // 10 waits for a slot
+  keepalive_.reset();
+
+  thread_.request_stop();
+  ByeMessage bye = next<ByeMessage>();
+  std::sort(
+      bye.preempted.begin(), bye.preempted.end(),
+      [](const PreemptedLease& a, const PreemptedLease& b) { return a.lease_id < b.lease_id; });
+  EXPECT_EQ(bye.preempted, (std::vector<PreemptedLease>{{.lease_id = 8, .checkpoint = true},
+                                                        {.lease_id = 9, .checkpoint = false},
+                                                        {.lease_id = 10, .checkpoint = false}}));
+  std::ifstream saved(checkpoint);
+  std::string text((std::istreambuf_iterator<char>(saved)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "step 1");
 }
 
 // The processes of group `pgid` that are not zombies (an orphan's zombie waits for init, which

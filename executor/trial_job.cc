@@ -163,7 +163,10 @@ ParsedCommandJob parse_command_job(const nlohmann::json& root, const std::string
 
 // --- Every kind ---------------------------------------------------------------------------------
 
-std::string TrialJob::checkpoint_path(int64_t) const { return {}; }
+std::string TrialJob::checkpoint_path(int64_t first_number) const {
+  if (artifacts_dir().empty()) return {};
+  return trial_dir(first_number) + "/resume.ckpt";
+}
 
 std::optional<std::string> TrialJob::failure_reason(std::string_view) const { return std::nullopt; }
 
@@ -242,11 +245,6 @@ std::string CommandTrialJob::to_json() const {
 TrialNeeds EngineTrialJob::needs() const {
   return TrialNeeds{.nodes = spec_.nodes,
                     .gpus_per_node = spec_.backend == "cuda" ? spec_.ranks / spec_.nodes : 0};
-}
-
-std::string EngineTrialJob::checkpoint_path(int64_t first_number) const {
-  if (spec_.artifacts_dir.empty()) return {};
-  return trial_dir(first_number) + "/resume.ckpt";
 }
 
 CommandSpec EngineTrialJob::command(const TrialPlacement& placement) const {

@@ -108,8 +108,10 @@ class TrialJob {
   virtual TrialNeeds needs() const { return {}; }
 
   // Where a trial whose first attempt was trial `first_number` keeps its checkpoint, so that its
-  // re-runs resume from it; empty when the job keeps none.
-  virtual std::string checkpoint_path(int64_t first_number) const;
+  // re-runs (after a lost lease, a preemption) resume from it: artifacts_dir/trial-<first
+  // number>/resume.ckpt, for either kind (a command trial's program gets it as
+  // TUNER_CHECKPOINT_PATH); empty without an artifacts_dir.
+  std::string checkpoint_path(int64_t first_number) const;
 
   // The process that runs one trial placed at `placement`. Throws Error(kInvalidArgument) naming
   // the trial when the job cannot run as placed (a CUDA job given another number of GPUs than
@@ -190,8 +192,6 @@ class EngineTrialJob final : public TrialJob {
   std::string_view kind() const override { return "engine"; }
   // "nodes" executors; with backend cuda, ranks / nodes GPUs on each.
   TrialNeeds needs() const override;
-  // artifacts_dir/trial-N/resume.ckpt; none without artifacts_dir.
-  std::string checkpoint_path(int64_t first_number) const override;
   CommandSpec command(const TrialPlacement& placement) const override;
   // The last "error: ..." line `tuner trial` wrote (engine_trial_error).
   std::optional<std::string> failure_reason(std::string_view log_tail) const override;

@@ -113,6 +113,9 @@ TEST(TrialJobTest, ACommandJobWithAnArtifactsDirHasAFolderOfScalarsPerTrial) {
       "objective_metric": "val_accuracy"})");
   EXPECT_EQ(engine->scalars_dir(3), "");
   EXPECT_EQ(engine->trial_dir(3), "/runs/a/trial-3");
+  // Either kind keeps a lineage's checkpoint in its first trial's folder (TUNER_CHECKPOINT_PATH).
+  EXPECT_EQ(job->checkpoint_path(3), "/runs/q/trial-3/resume.ckpt");
+  EXPECT_EQ(engine->checkpoint_path(3), "/runs/a/trial-3/resume.ckpt");
   EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
       "artifacts_dir": 3})")
                 .find("job.artifacts_dir: expected a string"),

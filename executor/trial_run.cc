@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -79,11 +80,30 @@ CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options, const C
   return command.run(trial, on_report, job.stop_source.get_token());
 }
 
+// The trial's checkpoint path, absolute (the program may run in another working directory), with
+// its folder made: a re-run's checkpoint is in its lineage's first trial's folder, which a host
+// that did not run that trial lacks. A folder that cannot be made is noted; the job then finds
+// no checkpoint and cannot save one.
+std::optional<std::string> checkpoint_path(const HeldJob& job, JobEvents& events) {
+  if (!job.trial.checkpoint_path) return std::nullopt;
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(*job.trial.checkpoint_path, ec);
+  if (ec) return job.trial.checkpoint_path;
+  path = path.lexically_normal();
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) {
+    events.post(JobEvent{.note = "trial " + std::to_string(job.trial.number) +
+                                 ": cannot create the folder of its checkpoint " + path.string() +
+                                 ": " + ec.message()});
+  }
+  return path.string();
+}
+
 Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& events) {
   const CommandTrial trial{.trial_id = job.trial.trial_id,
                            .number = job.trial.number,
                            .params = job.trial.params,
-                           .checkpoint_path = job.trial.checkpoint_path};
+                           .checkpoint_path = checkpoint_path(job, events)};
   ReportScalars scalars(job.trial_job->scalars_dir(job.trial.number));
   const ReportCallback on_report = report_callback(job, events, scalars);
   const CommandOutcome outcome =

@@ -82,7 +82,8 @@ bool normalizes(const Preprocessing& p) { return p.mean && p.stddev; }
 }  // namespace
 
 int format_version(const Preprocessing& p) {
-  return p.table || !p.feature_mean.empty() || !p.class_labels.empty() ? 3 : 2;
+  if (!p.feature_mean.empty() && !p.table) return 4;
+  return p.table || !p.feature_mean.empty() || !p.class_labels.empty() || p.regression ? 3 : 2;
 }
 
 namespace {
@@ -118,14 +119,24 @@ std::string input_description(const Preprocessing& p, const training::ModelSpec&
           "encoded values, not normalized ones";
     }
     if (!p.class_labels.empty()) text += "; output i is class preprocessing.labels[i]";
+    if (p.regression) text += "; output i is the predicted value of target i (the label's units)";
     return text;
   }
   std::string text = std::string(dtype_name(p.input)) + " " + shape + ": ";
-  text += p.input == RawInput::kUint8 ? of + "own pixel values 0..255, as its files hold them"
-                                      : of + "raw values";
+  if (p.image) {
+    text += std::string("images ") + (p.image->grayscale ? "in grayscale" : "in RGB") +
+            ", their pixel values in [0, 1], resized to " + std::to_string(p.image->height) +
+            " x " + std::to_string(p.image->width) + " (metadata preprocessing.image)";
+  } else {
+    text += p.input == RawInput::kUint8 ? of + "own pixel values 0..255, as its files hold them"
+                                        : of + "raw values";
+  }
   std::vector<std::string> steps;
   if (p.divisor != 1.0f) steps.push_back("divides them by " + Json(p.divisor).dump());
-  if (normalizes(p)) {
+  if (!p.feature_mean.empty()) {
+    steps.push_back("normalizes each channel (mean " + Json(p.feature_mean).dump() + ", stddev " +
+                    Json(p.feature_stddev).dump() + ")");
+  } else if (normalizes(p)) {
     steps.push_back("normalizes them (mean " + Json(*p.mean).dump() + ", stddev " +
                     Json(*p.stddev).dump() + ")");
   }
@@ -269,7 +280,15 @@ Json preprocessing_json(const Preprocessing& p) {
   }
   j["dataset"] = p.dataset;
   if (p.table) j["table"] = table_json(*p.table);
+  if (p.image) {
+    j["image"] = {{"size", {p.image->height, p.image->width}},
+                  {"color", p.image->grayscale ? "grayscale" : "rgb"}};
+  }
   if (!p.class_labels.empty()) j["labels"] = p.class_labels;
+  if (p.regression) j["task"] = "regression";
+  if (!p.target_mean.empty()) {
+    j["target"] = {{"mean", p.target_mean}, {"stddev", p.target_stddev}, {"in_model", true}};
+  }
   return j;
 }
 
@@ -431,7 +450,54 @@ std::unique_ptr<training::Sequential> model_from_checkpoint(const training::Chec
   return model;
 }
 
-void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& lineage,
+namespace {
+
+// `trained` with p's target scaling folded into its last layer: W[o] * stddev[o] and
+// b[o] * stddev[o] + mean[o]. Throws Error(kInvalidArgument) when the scaling does not fit.
+training::Checkpoint fold_target_scaling(const training::Checkpoint& trained,
+                                         const training::ModelSpec& spec, const Preprocessing& p) {
+  training::Checkpoint folded = trained;
+  if (p.target_mean.empty() && p.target_stddev.empty()) return folded;
+  const int64_t t = spec.output.numel();
+  auto refuse = [](const std::string& what) {
+    throw Error(ErrorCode::kInvalidArgument, "preprocessing: target scaling: " + what);
+  };
+  if (!p.regression) refuse("only a regression's model has one");
+  if (static_cast<int64_t>(p.target_mean.size()) != t ||
+      static_cast<int64_t>(p.target_stddev.size()) != t) {
+    refuse(std::to_string(p.target_mean.size()) + " means and " +
+           std::to_string(p.target_stddev.size()) + " standard deviations for the model's " +
+           std::to_string(t) + " outputs");
+  }
+  const training::LayerSpec* last = spec.layers.empty() ? nullptr : &spec.layers.back();
+  if (last == nullptr || last->type != "linear" || !last->bias ||
+      last->activation != training::Activation::kNone) {
+    refuse("the model must end with a linear layer with a bias and no activation to take it");
+  }
+  std::unique_ptr<training::Backend> backend = training::make_cpu_backend(1);
+  std::unique_ptr<training::Sequential> model = model_from_checkpoint(trained, spec, 1, *backend);
+  const training::ParameterArena& arena = model->parameters();
+  const size_t n = arena.param_specs().size();
+  if (n < 2 || arena.param_specs()[n - 2].shape.rank() != 2 ||
+      arena.param_specs()[n - 2].shape[0] != t ||
+      !(arena.param_specs()[n - 1].shape == training::Shape{t})) {
+    refuse("the last layer's weight and bias are not [" + std::to_string(t) + ", I] and [" +
+           std::to_string(t) + "]");
+  }
+  const int64_t in = arena.param_specs()[n - 2].shape[1];
+  float* w = folded.parameters.data() + arena.offset(n - 2);
+  float* b = folded.parameters.data() + arena.offset(n - 1);
+  for (int64_t o = 0; o < t; ++o) {
+    if (!(p.target_stddev[o] > 0.0f)) refuse("a standard deviation is not > 0");
+    for (int64_t i = 0; i < in; ++i) w[o * in + i] *= p.target_stddev[o];
+    b[o] = b[o] * p.target_stddev[o] + p.target_mean[o];
+  }
+  return folded;
+}
+
+}  // namespace
+
+void write_mlflow_model(const training::Checkpoint& trained, const Lineage& lineage,
                         const Preprocessing& preprocessing, const fs::path& out,
                         const MlflowModelOptions& options) {
   if (fs::exists(out)) {
@@ -444,13 +510,26 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
   if (!(preprocessing.divisor > 0.0f)) {
     throw Error(ErrorCode::kInvalidArgument, "preprocessing: divisor must be > 0");
   }
-  const training::ModelSpec spec = parse_spec_or_throw(checkpoint.model_spec, "checkpoint");
+  const training::ModelSpec spec = parse_spec_or_throw(trained.model_spec, "checkpoint");
+  const training::Checkpoint checkpoint = fold_target_scaling(trained, spec, preprocessing);
   if (preprocessing.table &&
       static_cast<int64_t>(preprocessing.table->features.size()) != spec.input.numel()) {
     throw Error(ErrorCode::kInvalidArgument,
                 "preprocessing: the table's columns encode " +
                     std::to_string(preprocessing.table->features.size()) +
                     " features, the model takes " + spec.input.to_string());
+  }
+  if (preprocessing.image) {
+    const ImageEncoding& image = *preprocessing.image;
+    const training::Shape expected{image.channels(), image.height, image.width};
+    if (!(image.height >= 1 && image.width >= 1) || spec.input != expected) {
+      throw Error(ErrorCode::kInvalidArgument, "preprocessing: images of " + expected.to_string() +
+                                                   ", the model takes " + spec.input.to_string());
+    }
+  }
+  if (preprocessing.regression && !preprocessing.class_labels.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "preprocessing: a regression's model has no class labels (its outputs are values)");
   }
   if (!preprocessing.class_labels.empty() &&
       static_cast<int64_t>(preprocessing.class_labels.size()) != spec.output.numel()) {
@@ -471,8 +550,9 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
     onnx_options.metadata.emplace_back("trial", std::to_string(lineage.trial));
   // The model takes the raw values: the scaling and normalization are the graph's first nodes.
   onnx_options.input_transform = onnx_input_transform(preprocessing);
-  // A table's model: how a row becomes its input, and its labels, for ONNX runtimes' users.
-  if (preprocessing.table) {
+  // A table's or an image's model: how a row or a file becomes its input, and its labels, for
+  // ONNX runtimes' users.
+  if (preprocessing.table || preprocessing.image) {
     onnx_options.metadata.emplace_back("tuner.preprocessing",
                                        preprocessing_json(preprocessing).dump());
   }
@@ -577,15 +657,18 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
       const Json& n = p["normalize"];
       const Json& mean = n["mean"];
       const Json stddev = n.value("stddev", Json());
-      const size_t features = static_cast<size_t>(m.spec_.input.numel());
+      // One per channel: per element of the input's first dimension (a table's features).
+      const size_t features =
+          static_cast<size_t>(m.spec_.input.rank() >= 1 ? m.spec_.input.dims()[0] : int64_t{0});
       if (!stddev.is_array() || mean.size() != features || stddev.size() != features) {
         throw Error(ErrorCode::kDataLoss,
                     path.string() + ": normalize needs " + std::to_string(features) +
-                        " means and stddevs, one per feature of " + m.spec_.input.to_string());
+                        " means and stddevs, one per channel (the first dimension) of " +
+                        m.spec_.input.to_string());
       }
       for (size_t f = 0; f < features; ++f) {
         if (!mean[f].is_number() || !stddev[f].is_number() || !(stddev[f].get<double>() > 0)) {
-          throw Error(ErrorCode::kDataLoss, path.string() + ": normalize, feature " +
+          throw Error(ErrorCode::kDataLoss, path.string() + ": normalize, channel " +
                                                 std::to_string(f) +
                                                 ": needs numbers mean and stddev > 0");
         }
@@ -612,6 +695,26 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
                         " features, the model takes " + m.spec_.input.to_string());
       }
     }
+    if (p.contains("image")) {
+      const Json& image = p["image"];
+      const Json size = image.is_object() ? image.value("size", Json()) : Json();
+      const Json color = image.is_object() ? image.value("color", Json()) : Json();
+      if (!size.is_array() || size.size() != 2 || !size[0].is_number_integer() ||
+          !size[1].is_number_integer() || (color != "rgb" && color != "grayscale")) {
+        throw Error(ErrorCode::kDataLoss, path.string() +
+                                              ": image needs a size [H, W] and a color \"rgb\" "
+                                              "or \"grayscale\"");
+      }
+      ImageEncoding e{.height = size[0].get<int64_t>(),
+                      .width = size[1].get<int64_t>(),
+                      .grayscale = color == "grayscale"};
+      if (m.spec_.input != training::Shape{e.channels(), e.height, e.width}) {
+        throw Error(ErrorCode::kDataLoss, path.string() + ": image of " + size.dump() + " in " +
+                                              color.get<std::string>() + ", the model takes " +
+                                              m.spec_.input.to_string());
+      }
+      m.preprocessing_.image = e;
+    }
     if (p.contains("labels")) {
       const Json& labels = p["labels"];
       if (!labels.is_array() || static_cast<int64_t>(labels.size()) != m.spec_.output.numel()) {
@@ -625,6 +728,13 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
         }
         m.preprocessing_.class_labels.push_back(l.get<std::string>());
       }
+    }
+    if (p.contains("task")) {
+      if (p["task"] != "regression" || !m.preprocessing_.class_labels.empty()) {
+        throw Error(ErrorCode::kDataLoss, path.string() + ": task must be \"regression\" (" +
+                                              p["task"].dump() + "), on a model without labels");
+      }
+      m.preprocessing_.regression = true;
     }
     if (p.contains("dataset") && p["dataset"].is_string()) {
       m.preprocessing_.dataset = p["dataset"].get<std::string>();
@@ -676,10 +786,13 @@ void ServedModel::preprocess(std::span<float> raw) const {
     for (float& v : raw) v = v / p.divisor;
   }
   if (!p.feature_mean.empty()) {
-    // As training::Normalizer per feature: (x - mean[f]) * (1 / stddev[f]).
-    const size_t features = p.feature_mean.size();
+    // As training::Normalizer per channel: (x - mean[c]) * (1 / stddev[c]), channel c the
+    // element of the sample's first dimension [K, ...] that value i is in.
+    const size_t channels = p.feature_mean.size();
+    const size_t numel = static_cast<size_t>(std::max<int64_t>(1, spec_.input.numel()));
+    const size_t stride = std::max<size_t>(1, numel / channels);
     for (size_t i = 0; i < raw.size(); ++i) {
-      const size_t f = i % features;
+      const size_t f = (i % numel) / stride % channels;
       raw[i] = (raw[i] - p.feature_mean[f]) * (1.0f / p.feature_stddev[f]);
     }
     return;

@@ -35,8 +35,11 @@ namespace tuner::registry {
 // "tuner_format_version"); readers refuse a newer one. Version 2: model.onnx and the signature
 // take the raw input (Preprocessing), version 1's model.onnx took normalized inputs. Version 3: a
 // model of a table (a csv file) with per-feature normalization, its columns' encoding and its
-// class labels; the other models are still written as version 2.
-inline constexpr int kMlflowModelFormatVersion = 3;
+// class labels; the other models are still written as version 2. Version 4: a model with
+// per-channel normalization of a multi-dimensional input (an RGB image's [3, H, W]: normalize holds
+// one mean and stddev per channel, which version 3 read as one per value); the other models are
+// written as before.
+inline constexpr int kMlflowModelFormatVersion = 4;
 
 // The element type of the values an exported model takes (its MLflow signature's dtype).
 enum class RawInput {
@@ -51,9 +54,11 @@ enum class RawInput {
 // take the raw values (Fashion-MNIST: uint8 pixels 0..255). Without normalization or scaling the
 // model takes its inputs as they are.
 //
-// A model of a table (an engine job's csv file) takes F encoded features [N, F] float32 instead:
-// `table` says how a row of the table becomes them, and `feature_mean` / `feature_stddev`
-// normalize each feature on its own (in model.onnx too).
+// `feature_mean` / `feature_stddev` normalize each channel on its own instead, a channel being an
+// element of the input's first dimension: a model of a table (an engine job's csv file) takes F
+// encoded features [N, F] float32, one channel each, and `table` says how a row of the table
+// becomes them; a model of an image folder takes images [N, C, H, W] float32 in [0, 1], and
+// `image` says how a file becomes one.
 struct TableColumn {
   std::string name;  // the column's header name
   bool categorical = false;
@@ -73,22 +78,42 @@ struct TableEncoding {
   bool missing_mean = false;
 };
 
+// How an image file becomes the input [C, H, W] of a model trained on an image folder
+// (docs/engine_jobs.md, "data of format image_folder"): decoded, given C channels, resized
+// bilinearly to height x width, its values in [0, 1].
+struct ImageEncoding {
+  int64_t height = 0, width = 0;  // data.size, >= 1
+  bool grayscale = false;         // data.color "grayscale": C = 1 (BT.601 luma), else 3 (RGB)
+  int64_t channels() const { return grayscale ? 1 : 3; }
+};
+
 struct Preprocessing {
   RawInput input = RawInput::kFloat32;
   float divisor = 1.0f;         // the loader's scaling, > 0: 255 for uint8 pixels
   std::optional<float> mean;    // one value over every input element; unset: no normalization
   std::optional<float> stddev;  // > 0 when set
   std::string dataset;          // e.g. "fashion-mnist"; empty when unknown
-  // Per-feature normalization of a flat input [F] (a table's model): F values each, stddev > 0;
-  // when set, mean and stddev are unset. Default: empty.
+  // Per-channel normalization: one value per element of the input's first dimension (a table's
+  // [F] features, an image's [C, H, W] channels), stddev > 0; when set, mean and stddev are
+  // unset. Default: empty.
   std::vector<float> feature_mean, feature_stddev;
   std::optional<TableEncoding> table;  // a table's model: how its rows become the input
+  std::optional<ImageEncoding> image;  // an image folder's model: how a file becomes the input
   // The label each output stands for, in output order ("setosa", "3"); empty: the indices.
   std::vector<std::string> class_labels;
+  // A regression's model (an engine job's data.task "regression"): its outputs are the predicted
+  // values, in the label's own units, not logits; class_labels is then empty. preprocessing.json
+  // says "task": "regression". Default false.
+  bool regression = false;
+  // A regression's target standardization ([T] each, stddev > 0; empty: none): the trained model
+  // predicts z = (y - mean) / stddev. write_mlflow_model folds y = z * stddev + mean into the
+  // model's last layer (a linear layer with a bias and no activation), so that model.onnx and
+  // the engine's weights predict y itself; preprocessing.json records it as "target".
+  std::vector<float> target_mean, target_stddev;
 };
 
-// The format version a model of `p` is written in: 3 for a table's model (or per-feature
-// normalization), else 2.
+// The format version a model of `p` is written in: 4 for per-channel normalization without a
+// table (an image's channels), 3 for a table's model (or class labels, a regression), else 2.
 int format_version(const Preprocessing& p);
 
 // Where a model came from. Params and metrics keep their JSON text ("0.001", "\"relu\"").
@@ -119,13 +144,16 @@ struct MlflowModelOptions {
   std::function<void(const std::filesystem::path&)> before_publish;
 };
 
-// Writes the MLflow model directory `out` for `checkpoint` (whose model_spec is the spec).
+// Writes the MLflow model directory `out` for `checkpoint` (whose model_spec is the spec), the
+// target scaling of `preprocessing` folded into its last layer.
 // Everything is written to a hidden temporary directory beside `out`, checked (the spec builds,
 // the checkpoint fits it, the ONNX checker accepts model.onnx), then renamed to `out`: a failure
 // leaves neither `out` nor the temporary. REQUIRES: out's parent exists; `out` does not exist.
 // Throws Error: kInvalidArgument for a checkpoint whose spec does not build or whose weights do
-// not fit it, or a layer that has no ONNX export (the message names the layer's JSON path);
-// kAlreadyExists when `out` exists; kUnavailable for I/O failures (naming the file).
+// not fit it, or a layer that has no ONNX export (the message names the layer's JSON path); an
+// image encoding or per-channel normalization that does not fit the model's input;
+// a target scaling that does not fit the model's outputs or last layer; kAlreadyExists when
+// `out` exists; kUnavailable for I/O failures (naming the file).
 void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& lineage,
                         const Preprocessing& preprocessing, const std::filesystem::path& out,
                         const MlflowModelOptions& options = {});

@@ -10,6 +10,7 @@
 
 #include "onnx/onnx_pb.h"
 #include "registry/test_util.h"
+#include "training/data/dataset.h"
 #include "trials/error.h"
 
 namespace tuner::registry {
@@ -250,6 +251,138 @@ TEST(MlflowModelTest, ATableModelCarriesItsEncodingLabelsAndPerFeatureNormalizat
   EXPECT_EQ(x, (std::vector<float>{(7 - 5.0f) * 0.5f, (1 - 0.5f) * 2.0f, (0 - 0.25f) * 4.0f,
                                    (0 - 0.125f) * 1.0f, 0, (0 - 0.5f) * 2.0f, (0 - 0.25f) * 4.0f,
                                    (1 - 0.125f) * 1.0f}));
+}
+
+// A checkpoint of a model of RGB images [3, 2, 2] of 3 classes, its parameters drawn from `seed`.
+training::Checkpoint rgb_checkpoint(uint64_t seed) {
+  const training::ModelSpec spec = training::parse_model_spec(
+      R"({"input": [3, 2, 2], "layers": [{"type": "conv2d", "out": 2, "kernel": 1},
+                                          {"type": "relu"}, {"type": "flatten"},
+                                          {"type": "linear", "out": 3}]})");
+  auto backend = training::make_cpu_backend(1);
+  auto model = training::build_model(spec, 2, *backend, seed);
+  training::Checkpoint c;
+  c.model_spec = spec.json;
+  c.parameters = model->parameters().values_to_host();
+  c.buffers = model->parameters().buffer_values_to_host();
+  return c;
+}
+
+TEST(MlflowModelTest, AnRgbModelCarriesItsPerChannelNormalizationAndImageEncoding) {
+  ScratchDir scratch;
+  const fs::path out = scratch.path() / "1";
+  // Three RGB images in [0, 1], normalized per channel as the image-folder loader does.
+  std::vector<float> raw(36);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<float>((i * 5) % 13) / 12.0f;
+  training::Dataset data(training::Shape{3, 2, 2}, raw, {0, 1, 2}, 3);
+  const training::Normalizer norm =
+      training::Normalizer::fit(data, training::NormalizeBy::kChannel);
+  ASSERT_EQ(norm.mean().size(), 3u);
+  norm.apply(data);
+  Preprocessing p;
+  p.feature_mean.assign(norm.mean().begin(), norm.mean().end());
+  p.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
+  p.image = ImageEncoding{.height = 2, .width = 2, .grayscale = false};
+  p.class_labels = {"red", "green", "blue"};
+  const training::Checkpoint c = rgb_checkpoint(5);
+  write_mlflow_model(c, lineage(), p, out, pinned());
+
+  // Version 4: normalize holds one mean and stddev per channel, which version 3 read per value.
+  const auto j = nlohmann::json::parse(slurp(out / "engine" / "preprocessing.json"));
+  EXPECT_EQ(j["version"], 4);
+  EXPECT_EQ(j["normalize"]["mean"].size(), 3u);
+  EXPECT_EQ(j["image"], nlohmann::json({{"size", {2, 2}}, {"color", "rgb"}}));
+  const std::string mlmodel = slurp(out / "MLmodel");
+  EXPECT_THAT(mlmodel, HasSubstr("tuner_format_version: 4\n"));
+  EXPECT_THAT(mlmodel, HasSubstr("float32 [N, 3, 2, 2]: images in RGB"));
+
+  // model.onnx: Sub and Mul by [3, 1, 1] constants, broadcast over [N, 3, 2, 2].
+  onnx::ModelProto proto;
+  {
+    std::ifstream in(out / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(proto.ParseFromIstream(&in));
+  }
+  ASSERT_GE(proto.graph().node_size(), 2);
+  EXPECT_EQ(proto.graph().node(0).op_type(), "Sub");
+  EXPECT_EQ(proto.graph().node(1).op_type(), "Mul");
+  for (const onnx::TensorProto& t : proto.graph().initializer()) {
+    if (t.name() == "input_mean" || t.name() == "input_inv_stddev") {
+      EXPECT_EQ(std::vector<int64_t>(t.dims().begin(), t.dims().end()),
+                (std::vector<int64_t>{3, 1, 1}))
+          << t.name();
+    }
+    if (t.name() == "input_mean") {
+      EXPECT_EQ(std::vector<float>(t.float_data().begin(), t.float_data().end()), p.feature_mean);
+    }
+  }
+
+  // Served from raw pixels, the model gives the engine's outputs on the normalized ones.
+  ServedModel served = ServedModel::load(out);
+  const Preprocessing& back = served.preprocessing();
+  EXPECT_EQ(back.feature_mean, p.feature_mean);
+  EXPECT_EQ(back.feature_stddev, p.feature_stddev);
+  ASSERT_TRUE(back.image);
+  EXPECT_EQ(back.image->height, 2);
+  EXPECT_EQ(back.image->width, 2);
+  EXPECT_FALSE(back.image->grayscale);
+  EXPECT_FALSE(back.table);
+  EXPECT_EQ(served.class_label(1), "green");
+  std::vector<float> x = raw;
+  served.preprocess(x);
+  const std::span<const float> engine_inputs = data.features();
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(x[i], engine_inputs[i]) << "value " << i;
+  auto backend = training::make_cpu_backend(1);
+  const training::ModelSpec spec = training::parse_model_spec(c.model_spec);
+  auto model = model_from_checkpoint(c, spec, 3, *backend);
+  training::Tensor t(spec.input.with_batch(3));
+  t.copy_from(engine_inputs);
+  const training::Tensor& want = model->forward(t, training::Mode::kEval);
+  const std::vector<float> got = served.forward(x);
+  ASSERT_EQ(got.size(), 9u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.span()[i], 1e-5);
+
+  // A preprocessing.json whose image or channels do not fit the model is corrupt.
+  auto rewrite = [&](const nlohmann::json& doc) {
+    std::ofstream(out / "engine" / "preprocessing.json") << doc.dump();
+  };
+  nlohmann::json tall = j;
+  tall["image"]["size"] = {4, 2};
+  rewrite(tall);
+  std::string message;
+  EXPECT_EQ(testing::code_of([&] { (void)ServedModel::load(out); }, &message),
+            ErrorCode::kDataLoss);
+  EXPECT_THAT(message, HasSubstr("image of [4,2] in rgb, the model takes [3, 2, 2]"));
+  nlohmann::json per_value = j;
+  per_value["normalize"]["mean"] = std::vector<float>(12, 0.5f);
+  per_value["normalize"]["stddev"] = std::vector<float>(12, 0.2f);
+  rewrite(per_value);
+  EXPECT_EQ(testing::code_of([&] { (void)ServedModel::load(out); }, &message),
+            ErrorCode::kDataLoss);
+  EXPECT_THAT(message, HasSubstr("normalize needs 3 means and stddevs, one per channel"));
+}
+
+TEST(MlflowModelTest, RefusesAnImageEncodingOrChannelsThatDoNotFitTheModel) {
+  ScratchDir scratch;
+  Preprocessing p;
+  p.feature_mean = {0.5f, 0.5f, 0.5f};
+  p.feature_stddev = {0.2f, 0.2f, 0.2f};
+  p.image = ImageEncoding{.height = 4, .width = 2, .grayscale = false};
+  std::string message;
+  EXPECT_EQ(testing::code_of(
+                [&] { write_mlflow_model(rgb_checkpoint(1), lineage(), p, scratch.path() / "1"); },
+                &message),
+            ErrorCode::kInvalidArgument);
+  EXPECT_THAT(message, HasSubstr("images of [3, 4, 2], the model takes [3, 2, 2]"));
+  p.image->height = 2;
+  p.feature_mean.push_back(0.5f);  // 4 means for 3 channels
+  p.feature_stddev.push_back(0.2f);
+  EXPECT_EQ(testing::code_of(
+                [&] { write_mlflow_model(rgb_checkpoint(1), lineage(), p, scratch.path() / "2"); },
+                &message),
+            ErrorCode::kInvalidArgument);
+  EXPECT_THAT(message, HasSubstr("per-channel normalization"));
+  EXPECT_FALSE(fs::exists(scratch.path() / "1"));
+  EXPECT_FALSE(fs::exists(scratch.path() / "2"));
 }
 
 TEST(MlflowModelTest, RefusesATableThatDoesNotFitTheModel) {

@@ -197,17 +197,19 @@ void ModelServer::invocations(HttpRequestIn request, Respond respond) {
           reply = text_reply(500, format_error(error_code_of(500), message), "application/json");
           metrics_.record_error(error_code_of(500));
         } else {
-          // A table's model answers its rows' class labels too.
+          // A table's classifier answers its rows' class labels too; a regression's model its
+          // values.
           std::vector<std::string> labels;
           const registry::ServedModel& served = prediction.model->model;
-          if (served.preprocessing().table && rows > 0) {
+          const bool regression = served.preprocessing().regression;
+          if (served.preprocessing().table && !regression && rows > 0) {
             const int64_t k = static_cast<int64_t>(prediction.outputs.size()) / rows;
             for (int64_t c = 0; c < k; ++c) labels.push_back(served.class_label(c));
           }
-          reply = text_reply(
-              200,
-              format_predictions(form, prediction.outputs, rows, training::kOnnxOutputName, labels),
-              "application/json");
+          reply = text_reply(200,
+                             format_predictions(form, prediction.outputs, rows,
+                                                training::kOnnxOutputName, labels, regression),
+                             "application/json");
           if (!raw.empty()) {
             log_->log({std::chrono::system_clock::now(), prediction.model->name,
                        prediction.model->version, rows, std::move(raw),

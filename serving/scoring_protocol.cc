@@ -221,7 +221,9 @@ ScoringInput parse_records(const Json& v, const training::Shape& input) {
     }
     if (r == 0) {
       column_of.reserve(record.size());
-      for (const auto& [key, value] : record.get_ref<const Json::object_t&>()) {
+      for (const auto& entry : record.get_ref<const Json::object_t&>()) {
+        const std::string& key = entry.first;  // not a structured binding: lambdas capture it
+        const Json& value = entry.second;
         if (!column_of.emplace(key, columns.size()).second) {
           bad(at + ": column '" + key + "' twice");
         }
@@ -233,7 +235,9 @@ ScoringInput parse_records(const Json& v, const training::Shape& input) {
     }
     const size_t base = in.values.size();
     in.values.resize(base + columns.size());
-    for (const auto& [key, value] : record.get_ref<const Json::object_t&>()) {
+    for (const auto& entry : record.get_ref<const Json::object_t&>()) {
+      const std::string& key = entry.first;
+      const Json& value = entry.second;
       const auto it = column_of.find(key);
       if (it == column_of.end() || seen[it->second] == r + 1) continue;  // a column missed below
       seen[it->second] = r + 1;
@@ -371,7 +375,9 @@ ScoringInput parse_table_records(const Json& v, const registry::TableEncoding& t
       bad(where + ": " + kind_of(record) + ", expected a record {\"column\": value, ...}");
     }
     std::fill(values.begin(), values.end(), nullptr);
-    for (const auto& [key, value] : record.get_ref<const Json::object_t&>()) {
+    for (const auto& entry : record.get_ref<const Json::object_t&>()) {
+      const std::string& key = entry.first;
+      const Json& value = entry.second;
       const auto it = column_of.find(key);
       if (it == column_of.end()) continue;  // a column the model does not take
       if (values[it->second] != nullptr) bad(where + ": column \"" + key + "\" twice");
@@ -586,12 +592,26 @@ ScoringInput parse_scoring_request(std::string_view content_type, std::string_vi
 
 std::string format_predictions(PayloadForm form, std::span<const float> outputs, int64_t rows,
                                std::string_view output_name,
-                               std::span<const std::string> class_labels) {
+                               std::span<const std::string> class_labels, bool values) {
   const int64_t k = rows > 0 ? static_cast<int64_t>(outputs.size()) / rows : 0;
   const std::string name = json_string(output_name);
   std::string out;
   out.reserve(static_cast<size_t>(rows * (k * 12 + 16) + 32));
   const bool tensor = form == PayloadForm::kInputs || form == PayloadForm::kInstances;
+  if (values && !tensor) {
+    out += "{\"predictions\": [";
+    for (int64_t r = 0; r < rows; ++r) {
+      if (r > 0) out += ", ";
+      const std::span<const float> row =
+          outputs.subspan(static_cast<size_t>(r * k), static_cast<size_t>(k));
+      if (k == 1) {
+        append_float(out, row[0]);
+      } else {
+        append_row(out, row);
+      }
+    }
+    return out + "]}";
+  }
   const bool labelled =
       !tensor && !class_labels.empty() && static_cast<int64_t>(class_labels.size()) == k && k > 0;
   std::vector<float> p(labelled ? static_cast<size_t>(k) : 0);

@@ -73,10 +73,13 @@ ScoringInput parse_scoring_request(std::string_view content_type, std::string_vi
 // The response body for `outputs`, [rows, output numel] row-major, of a request of `form`.
 // With `class_labels` (one per output: a table's model's classes), a data frame's record also
 // holds the softmax of its logits and the label of the largest:
-// {"logits": [...], "probabilities": [...], "label": "setosa"}.
+// {"logits": [...], "probabilities": [...], "label": "setosa"}. With `values` (a regression's
+// model, whose outputs are the predicted values), a data frame's prediction is the value itself,
+// or the list of a row's values when it has several: {"predictions": [436.6, 393.4]}, as
+// MLflow's pyfunc answers for a regressor.
 std::string format_predictions(PayloadForm form, std::span<const float> outputs, int64_t rows,
                                std::string_view output_name,
-                               std::span<const std::string> class_labels = {});
+                               std::span<const std::string> class_labels = {}, bool values = false);
 
 // MLflow's error body: {"error_code": "BAD_REQUEST", "message": ...}.
 std::string format_error(std::string_view error_code, std::string_view message);

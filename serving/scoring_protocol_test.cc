@@ -230,6 +230,13 @@ TEST(ScoringProtocolTest, AnswersInMlflowsShapes) {
             R"({"predictions": [{"logits": [0, 0], "probabilities": [0.5, 0.5], "label": "no"}]})");
   EXPECT_EQ(format_predictions(PayloadForm::kInputs, outputs, 2, "logits", labels),
             R"({"predictions": {"logits": [[1.5, -2], [0.25, 3]]}})");
+  // A regression's model: a data frame's predictions are the values (a list per row of several).
+  EXPECT_EQ(format_predictions(PayloadForm::kDataframeSplit, outputs, 4, "logits", {}, true),
+            R"({"predictions": [1.5, -2, 0.25, 3]})");
+  EXPECT_EQ(format_predictions(PayloadForm::kDataframeRecords, outputs, 2, "logits", {}, true),
+            R"({"predictions": [[1.5, -2], [0.25, 3]]})");
+  EXPECT_EQ(format_predictions(PayloadForm::kInputs, outputs, 4, "logits", {}, true),
+            R"({"predictions": {"logits": [[1.5], [-2], [0.25], [3]]}})");
   EXPECT_EQ(format_error("BAD_REQUEST", "inputs: \"x\""),
             R"({"error_code": "BAD_REQUEST", "message": "inputs: \"x\""})");
 }

@@ -42,7 +42,10 @@ std::optional<std::string> FailurePolicy::add(const FrozenTrial& trial) {
   if (stop_reason_) return std::nullopt;
   if (trial.state == TrialState::kComplete) metric_seen_ = true;
   const std::string reason = fail_reason(trial);
-  if (trial.state == TrialState::kFail && reason.starts_with("abandoned")) return std::nullopt;
+  if (trial.state == TrialState::kFail &&
+      (reason.starts_with("abandoned") || reason.starts_with("preempted"))) {
+    return std::nullopt;
+  }
   ++finished_;
   if (trial.state != TrialState::kFail) {
     all_same_ = false;

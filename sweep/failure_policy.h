@@ -9,7 +9,8 @@
 // Whatever the limit, a trial that ended well without the objective metric stops the sweep at
 // once while no trial of the study has had it (a misspelt objective.metric), with a
 // did-you-mean over the metrics the program printed. Trials the sweep itself stopped
-// ("abandoned: ...") are not counted.
+// ("abandoned: ...") and trials whose executor was stopped under them ("preempted: ...") are not
+// counted.
 //
 // Thread safety: thread-compatible; the sweep calls it from the coordinator's thread.
 #ifndef TUNER_SWEEP_FAILURE_POLICY_H_

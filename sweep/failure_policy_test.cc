@@ -67,6 +67,11 @@ TEST(FailurePolicyTest, MaxFailuresCountsEveryFailureOfTheRun) {
   // A trial the sweep itself stopped is not one of its failures.
   EXPECT_EQ(policy.add(finished(3, TrialState::kFail, "abandoned: the sweep was stopped")),
             std::nullopt);
+  // Nor is a trial whose executor was stopped under it: it runs again.
+  EXPECT_EQ(policy.add(finished(
+                3, TrialState::kFail,
+                "preempted: its executor a on n1 was stopped; re-run without a retry counted")),
+            std::nullopt);
   EXPECT_EQ(policy.add(finished(4, TrialState::kFail, "killed by signal 9 (SIGKILL)")),
             "2 trials failed (budget.max_failures 2); the last, trial 4: killed by signal 9 "
             "(SIGKILL)");

@@ -106,6 +106,14 @@ Preprocessing engine_preprocessing(const EngineJobSpec& spec, const EngineTrialC
   p.input = pipeline.uint8 ? RawInput::kUint8 : RawInput::kFloat32;
   p.divisor = pipeline.divisor;
   p.class_labels = pipeline.class_labels;
+  p.regression = pipeline.task == training::Task::kRegression;
+  p.target_mean = pipeline.target_scaling.mean;
+  p.target_stddev = pipeline.target_scaling.stddev;
+  if (spec.format == "image_folder") {
+    p.image = registry::ImageEncoding{.height = spec.files.image_height,
+                                      .width = spec.files.image_width,
+                                      .grayscale = spec.files.grayscale};
+  }
   if (pipeline.feature_mean.empty()) {
     p.mean = pipeline.mean;
     p.stddev = pipeline.stddev;
@@ -113,6 +121,7 @@ Preprocessing engine_preprocessing(const EngineJobSpec& spec, const EngineTrialC
   }
   p.feature_mean = pipeline.feature_mean;
   p.feature_stddev = pipeline.feature_stddev;
+  if (p.image) return p;  // per channel
   registry::TableEncoding& table = p.table.emplace();
   table.features = pipeline.features;
   table.label = pipeline.label;

@@ -13,6 +13,9 @@
 #include <thread>
 
 #include "coordinator/local_executor.h"
+#include "launch/endpoints.h"
+#include "launch/ray_launcher.h"
+#include "launch/slurm_launcher.h"
 #include "storage/sqlite_storage.h"
 #include "sweep/failure_policy.h"
 #include "sweep/sweep_runner.h"
@@ -93,7 +96,15 @@ struct Served {
   std::optional<SteadyClock::time_point> deadline;  // of the sweep's time budget
   // Counts the run's failures; shared with its trial callback.
   std::shared_ptr<FailurePolicy> failures;
-  std::string stop_reason;  // set once the failures stop it
+  std::string stop_reason;  // set once the failures stop it (or its Slurm executors failed)
+  bool time_up = false;     // drained: its time budget ran out
+  // Its executors on Slurm (its sweep file's executors.slurm); destroyed, it cancels their jobs.
+  std::shared_ptr<SlurmLauncher> slurm;
+  // Its executors on Ray (executors.ray); destroyed, it stops them.
+  std::shared_ptr<RayLauncher> ray;
+  std::optional<int> remaining_trials;  // at its start, as OpenedSweep has it
+  int max_concurrent = 0;
+  int slurm_slots = 1;  // executors.slurm.slots, or executors.ray.slots
 };
 
 SqliteStorageOptions storage_options(const ServeOptions& options) {
@@ -118,12 +129,20 @@ class Server {
       // The local executor connects with the coordinator's own key pair.
       service.security.executor_keys.push_back(service.security.curve_keys->public_key);
     }
+    if (service.security.curve_keys && curve_available()) {
+      // The executors that studies start on Slurm or Ray connect with a key pair made for this
+      // serve.
+      slurm_keys_ = generate_curve_key_pair();
+      service.security.executor_keys.push_back(slurm_keys_->public_key);
+      coordinator_public_key_ = service.security.curve_keys->public_key;
+    }
     service.log = [this](const std::string& line) {
       if (options_.verbose) log(line);
     };
     service.warn = [this](const std::string& line) { log("serve: " + line); };
     coordinator_.emplace(service);
     lock.describe(coordinator_->endpoint());
+    has_local_executor_ = options_.local_executors > 0;
     log("serve: listening on " + coordinator_->endpoint() + " for the studies of " +
         options_.storage_path + " (pid " + std::to_string(::getpid()) + ")");
     std::optional<LocalExecutor> local;
@@ -157,15 +176,58 @@ class Server {
       if (draining && coordinator_->done()) break;
       coordinator_->poll_once(std::chrono::milliseconds(100));
       stop_failing_studies();
+      tick_launchers();
       if (SteadyClock::now() >= next_control) {
         control(draining);
         next_control = SteadyClock::now() + options_.control_interval;
       }
     }
+    served_.clear();  // cancels the studies' Slurm jobs
     coordinator_.reset();
   }
 
  private:
+  // Lets each study's Slurm launcher submit and cancel; a study whose executors fail is drained
+  // with the reason, as one that stops on its failures.
+  void tick_launchers() {
+    const CoordinatorStats all = coordinator_->stats();
+    std::vector<ConnectedExecutor> executors;
+    for (const ExecutorInfo& e : coordinator_->executors()) {
+      executors.push_back({.id = e.executor_id, .idle_since = e.idle_since});
+    }
+    for (auto& [name, s] : served_) {
+      if (!s.slurm && !s.ray) continue;
+      const CoordinatorStats mine = coordinator_->stats(s.id);
+      LaunchQueueState state;
+      // Executors are shared: every executor but the local one has this study's launcher's
+      // slots, free for its trials.
+      const int remote = std::max(0, all.executors - (has_local_executor_ ? 1 : 0));
+      const int64_t slots = (has_local_executor_ ? options_.local_executors : 0) +
+                            static_cast<int64_t>(remote) * s.slurm_slots;
+      state.free_slots = static_cast<int>(std::max<int64_t>(0, slots - all.active_leases));
+      state.executors = executors;
+      if (s.applied == ServeState::kActive && s.stop_reason.empty() && !s.time_up) {
+        int64_t left = s.remaining_trials
+                           ? std::max<int64_t>(0, *s.remaining_trials - mine.trials_started)
+                           : int64_t{1} << 20;
+        if (s.max_concurrent > 0) {
+          left = std::min<int64_t>(left, std::max(0, s.max_concurrent - mine.active_leases));
+        }
+        state.startable_trials = static_cast<int>(left);
+      }
+      try {
+        if (s.slurm) s.slurm->tick(state);
+        if (s.ray) s.ray->tick(state);
+      } catch (const Error& e) {
+        s.stop_reason = e.what();
+        coordinator_->drain(s.id);
+        s.slurm.reset();
+        s.ray.reset();
+        log("serve: study '" + name + "' stops: " + e.what() + "; no new trials");
+      }
+    }
+  }
+
   void log(const std::string& line) {
     if (options_.log) options_.log(line);
   }
@@ -217,6 +279,7 @@ class Server {
       Served& s = it->second;
       if (s.deadline && SteadyClock::now() >= *s.deadline) {
         s.deadline.reset();
+        s.time_up = true;
         coordinator_->drain(s.id);
         log("serve: study '" + it->first + "': its time budget ran out; no new trials");
       }
@@ -257,6 +320,48 @@ class Server {
       log(line.str());
       failures->add(t);
     };
+    if (opened.sweep.slurm) {
+      if (!slurm_keys_) {
+        log("serve: study '" + name +
+            "': its executors.slurm is not used: the serve runs without CURVE keys (--key), "
+            "which executors on other hosts need");
+      } else {
+        // Made before the study is added: a launcher that cannot write its files refuses it.
+        served.slurm = std::make_shared<SlurmLauncher>(SlurmLauncherOptions{
+            .slurm = *opened.sweep.slurm,
+            .connect_endpoint = launcher_connect_endpoint(
+                opened.sweep.slurm->endpoint, coordinator_->endpoint(), "executors.slurm"),
+            .coordinator_public_key = coordinator_public_key_,
+            .executor_keys = *slurm_keys_,
+            .work_dir = slurm_work_dir(options_.storage_path, name),
+            .name = name,
+            .log = [this, name](const std::string& line) {
+              log("serve: study '" + name + "': " + line);
+            }});
+        served.slurm_slots = opened.sweep.slurm->slots;
+      }
+    }
+    if (opened.sweep.ray) {
+      if (!slurm_keys_) {
+        log("serve: study '" + name +
+            "': its executors.ray is not used: the serve runs without CURVE keys (--key), "
+            "which executors on other hosts need");
+      } else {
+        served.ray = std::make_shared<RayLauncher>(RayLauncherOptions{
+            .ray = *opened.sweep.ray,
+            .connect_endpoint = launcher_connect_endpoint(
+                opened.sweep.ray->endpoint, coordinator_->endpoint(), "executors.ray"),
+            .coordinator_public_key = coordinator_public_key_,
+            .executor_keys = *slurm_keys_,  // the cluster executors' key pair
+            .name = name,
+            .log = [this, name](const std::string& line) {
+              log("serve: study '" + name + "': " + line);
+            }});
+        served.slurm_slots = opened.sweep.ray->slots;
+      }
+    }
+    served.remaining_trials = opened.remaining_trials;
+    served.max_concurrent = opened.sweep.budget.max_concurrent;
     served.id = coordinator_->add_study(std::move(opened.study), std::move(run));
     if (opened.sweep.budget.time) served.deadline = SteadyClock::now() + *opened.sweep.budget.time;
     refused_.erase(name);
@@ -301,6 +406,9 @@ class Server {
   const ServeOptions& options_;
   std::shared_ptr<SqliteStorage> storage_;
   std::optional<Coordinator> coordinator_;
+  std::optional<CurveKeyPair> slurm_keys_;  // of the executors studies start on Slurm or Ray
+  std::string coordinator_public_key_;
+  bool has_local_executor_ = false;
   std::map<std::string, Served> served_;  // by study name
   std::set<std::string> refused_;         // studies whose error was logged
 };

@@ -14,6 +14,10 @@
 // endpoint), so one serve runs per file and the commands can tell whether one is running.
 // Restarted, a serve takes up its active and paused studies again, and their trials that were
 // running under the earlier serve are taken back from their executors or re-run.
+// A study whose sweep file has executors.slurm gets a SlurmLauncher (launch/slurm_launcher.h)
+// while it is on the serve, when the serve has CURVE keys: its executors connect with a key pair
+// the serve makes at its start; its jobs are cancelled when it leaves the serve. A study whose
+// jobs Slurm refuses is drained and leaves the serve with the reason (kServeStopReasonAttr).
 #ifndef TUNER_SWEEP_SERVE_H_
 #define TUNER_SWEEP_SERVE_H_
 

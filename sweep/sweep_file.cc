@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -517,6 +518,8 @@ class Parser : Reader {
   Budget parse_budget(const Json* value, SamplerType sampler);
   void parse_job(const Json& value, SweepFile& sweep);
   std::vector<int> parse_gpu_ids(const Json& value) const;
+  SlurmOptions parse_slurm(const Json& value) const;
+  RayOptions parse_ray(const Json& value) const;
   ExportConfig parse_export(const Json& value, const SweepFile& sweep);
   TrackingConfig parse_tracking(const Json& value);
   std::string tracking_uri(const Json& value, std::string_view path) const;
@@ -604,7 +607,16 @@ SweepFile Parser::parse(std::string_view text) {
   const Json* executors = find_field(root, "executors");
   if (executors) {
     object(*executors, "executors");
-    fields(*executors, "executors", {"local", "prefetch", "gpus"});
+    fields(*executors, "executors", {"local", "prefetch", "gpus", "slurm", "ray"});
+    if (const Json* slurm = find_field(*executors, "slurm")) sweep.slurm = parse_slurm(*slurm);
+    if (const Json* ray = find_field(*executors, "ray")) {
+      if (sweep.slurm) {
+        fail("executors.ray",
+             "a sweep starts its executors on one cluster: give \"slurm\" or "
+             "\"ray\", not both");
+      }
+      sweep.ray = parse_ray(*ray);
+    }
   }
   // Last, so that an error of parse_trial_job (an engine job before the executor knows them)
   // comes only after everything else was found valid.
@@ -612,6 +624,8 @@ SweepFile Parser::parse(std::string_view text) {
   check_engine_metrics(sweep, job);
   if (executors && find_field(*executors, "local")) {
     sweep.local_executors = int32((*executors)["local"], "executors.local", 0);
+  } else if (sweep.slurm || sweep.ray) {
+    sweep.local_executors = 0;  // the trials run on the cluster, not on the login node
   } else {
     int cores = static_cast<int>(std::thread::hardware_concurrency());
     sweep.local_executors = std::max(1, cores / sweep.threads_per_trial);
@@ -645,6 +659,190 @@ std::vector<int> Parser::parse_gpu_ids(const Json& value) const {
     gpus.push_back(id);
   }
   return gpus;
+}
+
+// Slurm's time limits: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS", "UNLIMITED".
+bool is_slurm_time(const std::string& text) {
+  static const std::regex kForm(R"((\d+|\d+:\d+|\d+:\d+:\d+|\d+-\d+(:\d+){0,2}))");
+  return text == "UNLIMITED" || text == "INFINITE" || std::regex_match(text, kForm);
+}
+
+SlurmOptions Parser::parse_slurm(const Json& value) const {
+  const std::string at = "executors.slurm";
+  object(value, at);
+  fields(value, at,
+         {"partition", "account", "time", "gpus", "cpus_per_executor", "mem", "slots",
+          "min_executors", "max_executors", "idle_grace", "sbatch_args", "tuner", "endpoint"});
+  SlurmOptions slurm;
+  auto text = [&](const char* name, std::string& into) {
+    if (const Json* v = find_field(value, name)) into = string(*v, at + "." + name);
+  };
+  text("partition", slurm.partition);
+  text("account", slurm.account);
+  text("time", slurm.time);
+  if (!slurm.time.empty() && !is_slurm_time(slurm.time)) {
+    fail(at + ".time",
+         "expected a Slurm time limit such as \"30\" (minutes), \"2:00:00\" or "
+         "\"1-12:00:00\" (days-hours:minutes:seconds), got " +
+             json_text(slurm.time));
+  }
+  if (const Json* v = find_field(value, "gpus")) {
+    if (v->is_string()) {
+      slurm.gres = string(*v, at + ".gpus");
+    } else if (v->is_number_integer() || v->is_number()) {
+      slurm.gpus = int32(*v, at + ".gpus", 1);
+    } else {
+      fail(at + ".gpus",
+           "expected a number of GPUs (sbatch --gpus) or a gres such as "
+           "\"gpu:a100:2\" (sbatch --gres), got " +
+               shown_value(*v));
+    }
+  }
+  if (const Json* v = find_field(value, "cpus_per_executor")) {
+    slurm.cpus_per_executor = int32(*v, at + ".cpus_per_executor", 1);
+  }
+  text("mem", slurm.mem);
+  static const std::regex kMem(R"(\d+[KMGT]?)");
+  if (!slurm.mem.empty() && !std::regex_match(slurm.mem, kMem)) {
+    fail(at + ".mem", "expected a memory size such as \"8G\" or \"512M\" (sbatch --mem), got " +
+                          json_text(slurm.mem));
+  }
+  if (const Json* v = find_field(value, "slots")) slurm.slots = int32(*v, at + ".slots", 1);
+  if (const Json* v = find_field(value, "min_executors")) {
+    slurm.min_executors = int32(*v, at + ".min_executors", 0);
+  }
+  if (const Json* v = find_field(value, "max_executors")) {
+    slurm.max_executors = int32(*v, at + ".max_executors", 1);
+  }
+  if (slurm.min_executors > slurm.max_executors) {
+    fail(at + ".min_executors", "must be at most max_executors (" +
+                                    std::to_string(slurm.max_executors) + "), got " +
+                                    std::to_string(slurm.min_executors));
+  }
+  if (const Json* v = find_field(value, "idle_grace")) {
+    if (v->is_string()) {
+      try {
+        slurm.idle_grace = parse_duration(v->get<std::string>());
+      } catch (const Error& e) {
+        fail(at + ".idle_grace", e.what());
+      }
+    } else {
+      slurm.idle_grace = std::chrono::seconds(integer(*v, at + ".idle_grace", 0));
+    }
+  }
+  if (const Json* v = find_field(value, "sbatch_args")) {
+    if (!v->is_array()) {
+      fail(at + ".sbatch_args",
+           "expected a list of sbatch arguments such as [\"--qos=long\"], got " + shown_value(*v));
+    }
+    for (size_t i = 0; i < v->size(); ++i) {
+      const std::string arg = string((*v)[i], at + ".sbatch_args[" + std::to_string(i) + "]");
+      if (arg.rfind("-", 0) != 0) {
+        fail(at + ".sbatch_args[" + std::to_string(i) + "]",
+             "expected an option such as \"--qos=long\" (one word, with its value after =), "
+             "got " +
+                 json_text(arg));
+      }
+      slurm.extra_args.push_back(arg);
+    }
+  }
+  if (const Json* v = find_field(value, "tuner")) {
+    slurm.tuner_path =
+        fs::absolute(fs::path(resolve(string(*v, at + ".tuner")))).lexically_normal().string();
+  }
+  text("endpoint", slurm.endpoint);
+  if (!slurm.endpoint.empty()) {
+    static const std::regex kTcp(R"(tcp://[^:/*]+:\d+)");
+    if (!std::regex_match(slurm.endpoint, kTcp)) {
+      fail(at + ".endpoint",
+           "expected the address the executors connect to, tcp://HOST:PORT (a host name or "
+           "address the cluster's nodes reach, and a port), got " +
+               json_text(slurm.endpoint));
+    }
+  }
+  return slurm;
+}
+
+RayOptions Parser::parse_ray(const Json& value) const {
+  const std::string at = "executors.ray";
+  object(value, at);
+  fields(value, at,
+         {"address", "cpus_per_executor", "gpus_per_executor", "memory", "slots", "min_executors",
+          "max_executors", "idle_grace", "python", "tuner", "endpoint", "runtime_env"});
+  RayOptions ray;
+  ray.address = string(required(value, at, "address",
+                                "the cluster as ray.init takes it: \"ray://HOST:10001\", "
+                                "\"HOST:6379\" or \"auto\""),
+                       at + ".address");
+  if (const Json* v = find_field(value, "cpus_per_executor")) {
+    ray.cpus_per_executor = number(*v, at + ".cpus_per_executor", 0, false);
+  }
+  if (const Json* v = find_field(value, "gpus_per_executor")) {
+    ray.gpus_per_executor = number(*v, at + ".gpus_per_executor", 0, false);
+  }
+  if (const Json* v = find_field(value, "memory")) ray.memory = string(*v, at + ".memory");
+  try {
+    (void)ray_memory_bytes(ray.memory);
+  } catch (const Error&) {
+    fail(at + ".memory",
+         "expected a memory size such as \"8G\" or \"512M\" (Ray's memory "
+         "resource), got " +
+             json_text(ray.memory));
+  }
+  if (const Json* v = find_field(value, "slots")) ray.slots = int32(*v, at + ".slots", 1);
+  if (const Json* v = find_field(value, "min_executors")) {
+    ray.min_executors = int32(*v, at + ".min_executors", 0);
+  }
+  if (const Json* v = find_field(value, "max_executors")) {
+    ray.max_executors = int32(*v, at + ".max_executors", 1);
+  }
+  if (ray.min_executors > ray.max_executors) {
+    fail(at + ".min_executors", "must be at most max_executors (" +
+                                    std::to_string(ray.max_executors) + "), got " +
+                                    std::to_string(ray.min_executors));
+  }
+  if (const Json* v = find_field(value, "idle_grace")) {
+    if (v->is_string()) {
+      try {
+        ray.idle_grace = parse_duration(v->get<std::string>());
+      } catch (const Error& e) {
+        fail(at + ".idle_grace", e.what());
+      }
+    } else {
+      ray.idle_grace = std::chrono::seconds(integer(*v, at + ".idle_grace", 0));
+    }
+  }
+  if (const Json* v = find_field(value, "python")) {
+    // A path is the sweep file's directory's; a bare name is looked up in PATH.
+    ray.python = string(*v, at + ".python");
+    if (ray.python.find('/') != std::string::npos) {
+      ray.python = fs::absolute(fs::path(resolve(ray.python))).lexically_normal().string();
+    }
+  }
+  if (const Json* v = find_field(value, "tuner")) {
+    ray.tuner_path =
+        fs::absolute(fs::path(resolve(string(*v, at + ".tuner")))).lexically_normal().string();
+  }
+  if (const Json* v = find_field(value, "endpoint")) ray.endpoint = string(*v, at + ".endpoint");
+  if (!ray.endpoint.empty()) {
+    static const std::regex kTcp(R"(tcp://[^:/*]+:\d+)");
+    if (!std::regex_match(ray.endpoint, kTcp)) {
+      fail(at + ".endpoint",
+           "expected the address the executors connect to, tcp://HOST:PORT (a host name or "
+           "address the cluster's nodes reach, and a port), got " +
+               json_text(ray.endpoint));
+    }
+  }
+  if (const Json* v = find_field(value, "runtime_env")) {
+    if (!v->is_object()) {
+      fail(at + ".runtime_env",
+           "expected an object as ray.init(runtime_env=...) takes it, such as {\"env_vars\": "
+           "{\"OMP_NUM_THREADS\": \"1\"}}, got " +
+               shown_value(*v));
+    }
+    ray.runtime_env = v->dump();
+  }
+  return ray;
 }
 
 SearchSpace Parser::parse_space(const Json& value) {
@@ -1265,6 +1463,48 @@ StudyOptions make_study_options(const SweepFile& sweep) {
   return options;
 }
 
+namespace {
+
+// Every member stated, the defaults too, but the unset ones.
+Json slurm_json(const SlurmOptions& slurm) {
+  Json out = Json::object();
+  if (!slurm.partition.empty()) out["partition"] = slurm.partition;
+  if (!slurm.account.empty()) out["account"] = slurm.account;
+  if (!slurm.time.empty()) out["time"] = slurm.time;
+  if (slurm.gpus) out["gpus"] = *slurm.gpus;
+  if (!slurm.gres.empty()) out["gpus"] = slurm.gres;
+  if (slurm.cpus_per_executor > 0) out["cpus_per_executor"] = slurm.cpus_per_executor;
+  if (!slurm.mem.empty()) out["mem"] = slurm.mem;
+  out["slots"] = slurm.slots;
+  out["min_executors"] = slurm.min_executors;
+  out["max_executors"] = slurm.max_executors;
+  out["idle_grace"] = format_duration(slurm.idle_grace);
+  if (!slurm.extra_args.empty()) out["sbatch_args"] = slurm.extra_args;
+  if (!slurm.tuner_path.empty()) out["tuner"] = slurm.tuner_path;
+  if (!slurm.endpoint.empty()) out["endpoint"] = slurm.endpoint;
+  return out;
+}
+
+// Every member stated, the defaults too, but the unset ones.
+Json ray_json(const RayOptions& ray) {
+  Json out = Json::object();
+  out["address"] = ray.address;
+  out["cpus_per_executor"] = ray.cpus_per_executor;
+  out["gpus_per_executor"] = ray.gpus_per_executor;
+  if (!ray.memory.empty()) out["memory"] = ray.memory;
+  out["slots"] = ray.slots;
+  out["min_executors"] = ray.min_executors;
+  out["max_executors"] = ray.max_executors;
+  out["idle_grace"] = format_duration(ray.idle_grace);
+  out["python"] = ray.python;
+  if (!ray.tuner_path.empty()) out["tuner"] = ray.tuner_path;
+  if (!ray.endpoint.empty()) out["endpoint"] = ray.endpoint;
+  if (!ray.runtime_env.empty()) out["runtime_env"] = Json::parse(ray.runtime_env);
+  return out;
+}
+
+}  // namespace
+
 std::string to_json(const SweepFile& sweep) {
   Json root = Json::object();
   root["version"] = kSweepFileVersion;
@@ -1300,6 +1540,8 @@ std::string to_json(const SweepFile& sweep) {
   root["job"] = Json::parse(sweep.job_json);
   root["executors"] = {{"local", sweep.local_executors}, {"prefetch", sweep.local_prefetch}};
   if (sweep.local_gpus) root["executors"]["gpus"] = *sweep.local_gpus;
+  if (sweep.slurm) root["executors"]["slurm"] = slurm_json(*sweep.slurm);
+  if (sweep.ray) root["executors"]["ray"] = ray_json(*sweep.ray);
   if (sweep.export_config) {
     const ExportConfig& e = *sweep.export_config;
     root["export"] = {{"registry", relative_to_sweep(e.registry_path, sweep.path)},

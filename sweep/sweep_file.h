@@ -35,6 +35,8 @@
 #include <vector>
 
 #include "coordinator/metric_constraint.h"
+#include "launch/ray_options.h"
+#include "launch/slurm_options.h"
 #include "search/registry.h"
 #include "search/space/search_space.h"
 #include "trials/trial_state.h"
@@ -168,7 +170,8 @@ struct SweepFile {
   // CPU threads one trial uses: the engine job's "threads" (default 1); 1 for command jobs.
   int threads_per_trial = 1;
   // Executor slots `tuner sweep` starts locally when it runs embedded; 0 starts none (executors
-  // connect from elsewhere). Default: max(1, hardware threads / threads_per_trial).
+  // connect from elsewhere). Default: max(1, hardware threads / threads_per_trial); 0 with `slurm`
+  // or `ray`.
   int local_executors = 1;
   // Trials the local executor takes ahead of its free slots (ExecutorOptions::prefetch), to start
   // the moment a slot frees: for trials of a second or less. Default 0. At most local_executors.
@@ -177,6 +180,12 @@ struct SweepFile {
   // be one the engine finds, unless it finds none, when they are offered as declared (for a
   // command job's "gpus_per_trial"). Default: unset, every GPU the engine finds.
   std::optional<std::vector<int>> local_gpus;
+  // Executors started as Slurm batch jobs ("executors.slurm"; launch/slurm_launcher.h). With
+  // them, local_executors defaults to 0. Default: none.
+  std::optional<SlurmOptions> slurm;
+  // Executors started as actors on a Ray cluster ("executors.ray"; launch/ray_launcher.h). With
+  // them, local_executors defaults to 0. At most one of slurm and ray. Default: none.
+  std::optional<RayOptions> ray;
   std::optional<ExportConfig> export_config;
   std::optional<TrackingConfig> tracking;
 

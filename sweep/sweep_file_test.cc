@@ -133,6 +133,159 @@ TEST(SweepFileTest, LocalExecutorsTakeTrialsAhead) {
   EXPECT_EQ(s.local_prefetch, 2);
 }
 
+TEST(SweepFileTest, SlurmExecutorsReadEveryMemberAndRoundTrip) {
+  SweepFile s = parse_sweep_file(patched(R"({"executors": {"slurm": {
+      "partition": "gpu", "account": "lab", "time": "1-02:00:00", "gpus": 2,
+      "cpus_per_executor": 8, "mem": "32G", "slots": 2, "min_executors": 1, "max_executors": 4,
+      "idle_grace": "5m", "sbatch_args": ["--qos=long"], "tuner": "/opt/tuner/bin/tuner",
+      "endpoint": "tcp://login1:5555"}}})"),
+                                 "runs/sweep.json");
+  ASSERT_TRUE(s.slurm.has_value());
+  const SlurmOptions& slurm = *s.slurm;
+  EXPECT_EQ(slurm.partition, "gpu");
+  EXPECT_EQ(slurm.account, "lab");
+  EXPECT_EQ(slurm.time, "1-02:00:00");
+  EXPECT_EQ(slurm.gpus, 2);
+  EXPECT_EQ(slurm.gres, "");
+  EXPECT_EQ(slurm.cpus_per_executor, 8);
+  EXPECT_EQ(slurm.mem, "32G");
+  EXPECT_EQ(slurm.slots, 2);
+  EXPECT_EQ(slurm.min_executors, 1);
+  EXPECT_EQ(slurm.max_executors, 4);
+  EXPECT_EQ(slurm.idle_grace, std::chrono::minutes(5));
+  EXPECT_EQ(slurm.extra_args, std::vector<std::string>{"--qos=long"});
+  EXPECT_EQ(slurm.tuner_path, "/opt/tuner/bin/tuner");
+  EXPECT_EQ(slurm.endpoint, "tcp://login1:5555");
+  // The trials run on the cluster: no local slots unless the file asks for some.
+  EXPECT_EQ(s.local_executors, 0);
+  EXPECT_EQ(parse_sweep_file(to_json(s), s.path), s);
+
+  SweepFile defaults = parse_sweep_file(
+      patched(R"({"executors": {"local": 2, "slurm": {"gpus": "gpu:a100:1"}}})"), "sweep.json");
+  EXPECT_EQ(defaults.local_executors, 2);
+  EXPECT_EQ(defaults.slurm->gres, "gpu:a100:1");
+  EXPECT_FALSE(defaults.slurm->gpus.has_value());
+  EXPECT_EQ(defaults.slurm->slots, 1);
+  EXPECT_EQ(defaults.slurm->min_executors, 0);
+  EXPECT_EQ(defaults.slurm->max_executors, 1);
+  EXPECT_EQ(parse_sweep_file(to_json(defaults), defaults.path), defaults);
+  EXPECT_FALSE(parse_sweep_file(kMinimal, "sweep.json").slurm.has_value());
+}
+
+TEST(SweepFileTest, SlurmErrorsNameTheMember) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"partition": "gpu", "partiton": "x"})",
+       "sweep.json: executors.slurm: unknown field \"partiton\" (did you mean \"partition\"?)"},
+      {R"({"time": "2h"})", "sweep.json: executors.slurm.time: expected a Slurm time limit"},
+      {R"({"gpus": 0})", "sweep.json: executors.slurm.gpus: expected an integer >= 1, got 0"},
+      {R"({"gpus": true})", "sweep.json: executors.slurm.gpus: expected a number of GPUs"},
+      {R"({"mem": "8 GB"})", "sweep.json: executors.slurm.mem: expected a memory size"},
+      {R"({"slots": 0})", "sweep.json: executors.slurm.slots: expected an integer >= 1, got 0"},
+      {R"({"min_executors": 3, "max_executors": 2})",
+       "sweep.json: executors.slurm.min_executors: must be at most max_executors (2), got 3"},
+      {R"({"max_executors": 0})",
+       "sweep.json: executors.slurm.max_executors: expected an integer >= 1, got 0"},
+      {R"({"idle_grace": "soon"})", "sweep.json: executors.slurm.idle_grace: expected a duration"},
+      {R"({"sbatch_args": "--qos=long"})",
+       "sweep.json: executors.slurm.sbatch_args: expected a list of sbatch arguments"},
+      {R"({"sbatch_args": ["qos"]})",
+       "sweep.json: executors.slurm.sbatch_args[0]: expected an option such as"},
+      {R"({"endpoint": "login1:5555"})",
+       "sweep.json: executors.slurm.endpoint: expected the address the executors connect to"},
+      {R"({"endpoint": "tcp://*:5555"})",
+       "sweep.json: executors.slurm.endpoint: expected the address the executors connect to"},
+      {R"({"partition": ""})", "sweep.json: executors.slurm.partition: "},
+      {R"([1])", "sweep.json: executors.slurm: expected an object"},
+  };
+  for (const auto& [slurm, error] : cases) {
+    EXPECT_THAT(error_of(patched(R"({"executors": {"slurm": )" + slurm + "}}")), HasSubstr(error))
+        << slurm;
+  }
+}
+
+TEST(SweepFileTest, RayExecutorsReadEveryMemberAndRoundTrip) {
+  SweepFile s = parse_sweep_file(patched(R"({"executors": {"ray": {
+      "address": "ray://head:10001", "cpus_per_executor": 4, "gpus_per_executor": 0.5,
+      "memory": "16G", "slots": 2, "min_executors": 1, "max_executors": 8, "idle_grace": "5m",
+      "python": "venv/bin/python", "tuner": "/opt/tuner/bin/tuner",
+      "endpoint": "tcp://login1:5555",
+      "runtime_env": {"env_vars": {"OMP_NUM_THREADS": "1"}}}}})"),
+                                 "runs/sweep.json");
+  ASSERT_TRUE(s.ray.has_value());
+  const RayOptions& ray = *s.ray;
+  EXPECT_EQ(ray.address, "ray://head:10001");
+  EXPECT_EQ(ray.cpus_per_executor, 4);
+  EXPECT_EQ(ray.gpus_per_executor, 0.5);
+  EXPECT_EQ(ray.memory, "16G");
+  EXPECT_EQ(ray_memory_bytes(ray.memory), int64_t{16} << 30);
+  EXPECT_EQ(ray.slots, 2);
+  EXPECT_EQ(ray.min_executors, 1);
+  EXPECT_EQ(ray.max_executors, 8);
+  EXPECT_EQ(ray.idle_grace, std::chrono::minutes(5));
+  // A path is the sweep file's directory's.
+  EXPECT_EQ(ray.python, absolute_dir("runs/venv/bin/python"));
+  EXPECT_EQ(ray.tuner_path, "/opt/tuner/bin/tuner");
+  EXPECT_EQ(ray.endpoint, "tcp://login1:5555");
+  EXPECT_EQ(Json::parse(ray.runtime_env), Json::parse(R"({"env_vars": {"OMP_NUM_THREADS": "1"}})"));
+  // The trials run on the cluster: no local slots unless the file asks for some.
+  EXPECT_EQ(s.local_executors, 0);
+  EXPECT_FALSE(s.slurm.has_value());
+  EXPECT_EQ(parse_sweep_file(to_json(s), s.path), s);
+
+  SweepFile defaults = parse_sweep_file(
+      patched(R"({"executors": {"local": 2, "ray": {"address": "auto"}}})"), "sweep.json");
+  EXPECT_EQ(defaults.local_executors, 2);
+  EXPECT_EQ(defaults.ray->cpus_per_executor, 1);
+  EXPECT_EQ(defaults.ray->gpus_per_executor, 0);
+  EXPECT_EQ(defaults.ray->memory, "");
+  EXPECT_EQ(defaults.ray->slots, 1);
+  EXPECT_EQ(defaults.ray->min_executors, 0);
+  EXPECT_EQ(defaults.ray->max_executors, 1);
+  EXPECT_EQ(defaults.ray->idle_grace, std::chrono::minutes(2));
+  EXPECT_EQ(defaults.ray->python, "python3");
+  EXPECT_EQ(defaults.ray->tuner_path, "");
+  EXPECT_EQ(defaults.ray->runtime_env, "");
+  EXPECT_EQ(parse_sweep_file(to_json(defaults), defaults.path), defaults);
+  EXPECT_FALSE(parse_sweep_file(kMinimal, "sweep.json").ray.has_value());
+}
+
+TEST(SweepFileTest, RayErrorsNameTheMember) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"address": "auto", "adress": "x"})",
+       "sweep.json: executors.ray: unknown field \"adress\" (did you mean \"address\"?)"},
+      {R"({})", "sweep.json: executors.ray: missing required field \"address\""},
+      {R"({"address": ""})", "sweep.json: executors.ray.address: "},
+      {R"({"address": "auto", "cpus_per_executor": -1})",
+       "sweep.json: executors.ray.cpus_per_executor: "},
+      {R"({"address": "auto", "gpus_per_executor": "1"})",
+       "sweep.json: executors.ray.gpus_per_executor: "},
+      {R"({"address": "auto", "memory": "8 GB"})",
+       "sweep.json: executors.ray.memory: expected a memory size"},
+      {R"({"address": "auto", "memory": "99999999999T"})",
+       "sweep.json: executors.ray.memory: expected a memory size"},
+      {R"({"address": "auto", "slots": 0})",
+       "sweep.json: executors.ray.slots: expected an integer >= 1, got 0"},
+      {R"({"address": "auto", "min_executors": 3, "max_executors": 2})",
+       "sweep.json: executors.ray.min_executors: must be at most max_executors (2), got 3"},
+      {R"({"address": "auto", "max_executors": 0})",
+       "sweep.json: executors.ray.max_executors: expected an integer >= 1, got 0"},
+      {R"({"address": "auto", "idle_grace": "soon"})",
+       "sweep.json: executors.ray.idle_grace: expected a duration"},
+      {R"({"address": "auto", "python": ""})", "sweep.json: executors.ray.python: "},
+      {R"({"address": "auto", "endpoint": "login1:5555"})",
+       "sweep.json: executors.ray.endpoint: expected the address the executors connect to"},
+      {R"({"address": "auto", "runtime_env": "pip"})",
+       "sweep.json: executors.ray.runtime_env: expected an object"},
+      {R"([1])", "sweep.json: executors.ray: expected an object"},
+  };
+  for (const auto& [ray, error] : cases) {
+    EXPECT_THAT(error_of(patched(R"({"executors": {"ray": )" + ray + "}}")), HasSubstr(error))
+        << ray;
+  }
+  EXPECT_THAT(error_of(patched(R"({"executors": {"slurm": {}, "ray": {"address": "auto"}}})")),
+              HasSubstr("sweep.json: executors.ray: a sweep starts its executors on one cluster"));
+}
+
 TEST(SweepFileTest, ACommandJobAsksForGpusAndTheLocalExecutorDeclaresThem) {
   SweepFile s = parse_sweep_file(
       patched(

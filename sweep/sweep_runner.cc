@@ -12,6 +12,9 @@
 #include "coordinator/local_executor.h"
 #include "executor/executor_service.h"
 #include "executor/trial_job.h"
+#include "launch/endpoints.h"
+#include "launch/ray_launcher.h"
+#include "launch/slurm_launcher.h"
 #include "storage/sqlite_storage.h"
 #include "sweep/failure_policy.h"
 #include "sweep/objective_direction.h"
@@ -338,10 +341,38 @@ std::string recovered_path(const std::string& path) {
   return candidate;
 }
 
+// The coordinator's queue as a Slurm or Ray launcher sees it (launch/slurm_launcher.h): every
+// executor but the local one has the cluster's executors' slots.
+LaunchQueueState launch_queue_state(const Coordinator& coordinator, const OpenedSweep& opened,
+                                    bool local_executor) {
+  const SweepFile& sweep = opened.sweep;
+  const CoordinatorStats stats = coordinator.stats();
+  LaunchQueueState state;
+  const int remote = std::max(0, stats.executors - (local_executor ? 1 : 0));
+  const int64_t slots =
+      (local_executor ? sweep.local_executors : 0) +
+      static_cast<int64_t>(remote) * (sweep.slurm ? sweep.slurm->slots : sweep.ray->slots);
+  state.free_slots = static_cast<int>(std::max<int64_t>(0, slots - stats.active_leases));
+  for (const ExecutorInfo& e : coordinator.executors()) {
+    state.executors.push_back({.id = e.executor_id, .idle_since = e.idle_since});
+  }
+  if (!coordinator.draining() && !coordinator.done()) {
+    int64_t left = opened.remaining_trials
+                       ? std::max<int64_t>(0, *opened.remaining_trials - stats.trials_started)
+                       : int64_t{1} << 20;
+    if (sweep.budget.max_concurrent > 0) {
+      left =
+          std::min<int64_t>(left, std::max(0, sweep.budget.max_concurrent - stats.active_leases));
+    }
+    state.startable_trials = static_cast<int>(left);
+  }
+  return state;
+}
+
 }  // namespace
 
 SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
-  if (options.endpoint.empty()) refuse_without_endpoint(file);
+  if (options.endpoint.empty() && !file.slurm && !file.ray) refuse_without_endpoint(file);
   const SteadyClock::time_point started = SteadyClock::now();
   SqliteStorageOptions storage_options;
   if (options.busy_timeout) storage_options.busy_timeout = *options.busy_timeout;
@@ -375,13 +406,33 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   SweepTracking tracking(sweep, options.warn ? options.warn : quiet);
   std::optional<SocketDir> socket_dir;
   CoordinatorOptions co;
-  if (options.endpoint.empty()) {
+  if (!options.endpoint.empty()) {
+    co.endpoint = options.endpoint;
+  } else if (sweep.slurm) {
+    // The nodes connect from elsewhere: every interface, on the port of executors.slurm.endpoint
+    // or a free one.
+    co.endpoint = launcher_bind_endpoint(sweep.slurm->endpoint);
+  } else if (sweep.ray) {
+    co.endpoint = launcher_bind_endpoint(sweep.ray->endpoint);
+  } else {
     socket_dir.emplace();
     co.endpoint = socket_dir->endpoint();
-  } else {
-    co.endpoint = options.endpoint;
   }
   co.security = options.security;
+  // The cluster's executors (Slurm's, Ray's) connect with a key pair made for this run; CURVE
+  // keys for the coordinator too, when it was given none.
+  std::optional<CurveKeyPair> cluster_keys;
+  if (sweep.slurm || sweep.ray) {
+    if (!curve_available()) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  std::string(sweep.slurm ? "executors.slurm" : "executors.ray") +
+                      ": this tuner's ZeroMQ has no CURVE (built without libsodium), which the "
+                      "executors on the cluster's nodes need to connect safely");
+    }
+    if (!co.security.curve_keys) co.security.curve_keys = generate_curve_key_pair();
+    cluster_keys = generate_curve_key_pair();
+    co.security.executor_keys.push_back(cluster_keys->public_key);
+  }
   co.log_dir = result.log_dir;  // where executors on other hosts send their trials' logs
   co.warn = options.warn;
   if (co.security.curve_keys) {
@@ -424,6 +475,31 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
                                                 .gpus = sweep.local_gpus,
                                                 .log_dir = result.log_dir,
                                                 .log = log});
+  }
+  // Declared after the coordinator: its jobs are cancelled before the coordinator goes.
+  std::optional<SlurmLauncher> slurm;
+  if (sweep.slurm) {
+    slurm.emplace(
+        SlurmLauncherOptions{.slurm = *sweep.slurm,
+                             .connect_endpoint = launcher_connect_endpoint(
+                                 sweep.slurm->endpoint, coordinator.endpoint(), "executors.slurm"),
+                             .coordinator_public_key = co.security.curve_keys->public_key,
+                             .executor_keys = *cluster_keys,
+                             .work_dir = slurm_work_dir(sweep.storage_path, study.name()),
+                             .name = study.name(),
+                             .log = options.notice ? options.notice : log});
+  }
+  // Likewise: its executors are stopped before the coordinator goes.
+  std::optional<RayLauncher> ray;
+  if (sweep.ray) {
+    ray.emplace(RayLauncherOptions{
+        .ray = *sweep.ray,
+        .connect_endpoint =
+            launcher_connect_endpoint(sweep.ray->endpoint, coordinator.endpoint(), "executors.ray"),
+        .coordinator_public_key = co.security.curve_keys->public_key,
+        .executor_keys = *cluster_keys,
+        .name = study.name(),
+        .log = options.notice ? options.notice : log});
   }
   auto local_executor_failed = [&] {
     return local_executor ? local_executor->failure() : std::string();
@@ -498,12 +574,30 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
       break;
     }
     coordinator.poll_once(std::chrono::milliseconds(100));
+    if (slurm) {
+      try {
+        slurm->tick(launch_queue_state(coordinator, opened, local_executor.has_value()));
+      } catch (const Error&) {
+        coordinator.abandon("the sweep's Slurm executors failed");
+        throw;
+      }
+    }
+    if (ray) {
+      try {
+        ray->tick(launch_queue_state(coordinator, opened, local_executor.has_value()));
+      } catch (const Error&) {
+        coordinator.abandon("the sweep's Ray executors failed");
+        throw;
+      }
+    }
     if (options.on_progress && SteadyClock::now() >= next_progress) {
       options.on_progress(progress_now(coordinator));
       next_progress += std::chrono::seconds(1);
     }
   }
   local_executor.reset();
+  slurm.reset();
+  ray.reset();
   // An end reached while writes fail (the time budget, a drain) is the storage's failure: what
   // ran meanwhile is not stored.
   if (coordinator.storage_failing() && result.end != SweepEnd::kStorageFailed &&

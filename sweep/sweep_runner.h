@@ -3,6 +3,12 @@
 // sweep's local slots too (its jobs are child processes, so a crashing trial cannot take the
 // sweep down). Executors on other hosts may connect to the same coordinator.
 //
+// Slurm: with "executors.slurm" the coordinator binds tcp on every interface (unless given an
+// endpoint), makes CURVE keys for the run (its own too, when given none) and a SlurmLauncher
+// (launch/slurm_launcher.h) submits and cancels executor jobs as the queue needs, its files in
+// "<storage path>.slurm/<study>/"; every job is cancelled when the sweep ends, however it ends.
+// A job Slurm refuses or that fails at once stops the sweep with Error(kFailedPrecondition).
+//
 // MLflow tracking: with a "tracking" section the study is logged to MLflow as it runs, on a thread
 // of its own (sweep/sweep_tracking.h), and once more at the end; tracking never slows or fails
 // the sweep.

@@ -9,23 +9,24 @@
 #include "training/distributed/gradient_buckets.h"
 #include "training/layers/dropout.h"
 #include "training/optim/clip.h"
+#include "training/roc_auc.h"
 
 namespace tuner::training {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Correct predictions in logits[B,K] (argmax, first maximum on ties); logits in the backend's
-// memory.
-int64_t count_correct(Backend& backend, const Tensor& logits, std::span<const int32_t> labels) {
-  const int64_t b = logits.dim(0), k = logits.dim(1);
-  std::vector<float> host;
-  const float* p = logits.data();
-  if (!backend.host_accessible()) {
-    host.resize(static_cast<size_t>(b * k));
-    backend.download(logits.span(), host);
-    p = host.data();
-  }
+// The values of `t` (backend memory) readable on the host: its own memory, or `scratch` holding
+// a copy.
+const float* on_host(Backend& backend, const Tensor& t, std::vector<float>& scratch) {
+  if (backend.host_accessible()) return t.data();
+  scratch.resize(static_cast<size_t>(t.numel()));
+  backend.download(t.span(), scratch);
+  return scratch.data();
+}
+
+// Correct predictions in logits[B,K] (host memory; argmax, first maximum on ties).
+int64_t count_correct(const float* p, int64_t b, int64_t k, std::span<const int32_t> labels) {
   int64_t correct = 0;
   for (int64_t i = 0; i < b; ++i) {
     int64_t best = 0;
@@ -35,12 +36,32 @@ int64_t count_correct(Backend& backend, const Tensor& logits, std::span<const in
   return correct;
 }
 
-void check_fits(const Sequential& model, const Dataset& data, const char* what) {
+void check_fits(const Sequential& model, const Dataset& data, Task task, const char* what) {
   if (data.empty()) return;
   if (!(data.sample_shape() == model.input_shape())) {
     throw std::invalid_argument(std::string("trainer: ") + what + " samples are " +
                                 data.sample_shape().to_string() + " but the model takes " +
                                 model.input_shape().to_string());
+  }
+  const std::string task_text = "the task is " + std::string(task_name(task)) + " but ";
+  if (data.is_regression() != (task == Task::kRegression)) {
+    throw std::invalid_argument(std::string("trainer: ") + task_text + what + " has " +
+                                (data.is_regression() ? "float targets" : "class labels"));
+  }
+  if (task == Task::kRegression) {
+    if (!(model.output_shape() == Shape{data.num_targets()})) {
+      throw std::invalid_argument(
+          std::string("trainer: ") + what + " has " + std::to_string(data.num_targets()) +
+          " target(s) but the model outputs " + model.output_shape().to_string() +
+          " (a regression needs [" + std::to_string(data.num_targets()) + "])");
+    }
+    return;
+  }
+  if (task == Task::kBinary && (data.num_classes() > 2 || !(model.output_shape() == Shape{2}))) {
+    throw std::invalid_argument(
+        std::string("trainer: ") + task_text + what + " has " + std::to_string(data.num_classes()) +
+        " classes and the model outputs " + model.output_shape().to_string() +
+        " (a binary classifier has 2 classes and outputs [2])");
   }
   if (model.output_shape().rank() != 1 || data.num_classes() > model.output_shape()[0]) {
     throw std::invalid_argument(
@@ -76,6 +97,7 @@ Trainer::Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& sche
       validation_(validation),
       options_(options),
       loss_(options.label_smoothing),
+      mse_(),
       train_loader_(train, {options.batch_size, true, options.drop_last, options.seed}) {
   if (options.batch_size > model.max_batch()) {
     throw std::invalid_argument("trainer: batch size " + std::to_string(options.batch_size) +
@@ -83,8 +105,22 @@ Trainer::Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& sche
                                 std::to_string(model.max_batch()));
   }
   if (options.epochs < 0) throw std::invalid_argument("trainer: epochs must be >= 0");
-  check_fits(model, train, "the training split");
-  check_fits(model, validation, "the validation split");
+  check_fits(model, train, options.task, "the training split");
+  check_fits(model, validation, options.task, "the validation split");
+  if (options.task == Task::kRegression && options.label_smoothing != 0.0f) {
+    throw std::invalid_argument("trainer: label smoothing is for classification, not regression");
+  }
+  const TargetScaling& scaling = options.target_scaling;
+  if (!scaling.mean.empty() || !scaling.stddev.empty()) {
+    const auto t = static_cast<size_t>(train.num_targets());
+    bool positive = true;
+    for (float s : scaling.stddev) positive = positive && s > 0.0f;
+    if (options.task != Task::kRegression || scaling.mean.size() != t ||
+        scaling.stddev.size() != t || !positive) {
+      throw std::invalid_argument("trainer: the target scaling needs a regression and " +
+                                  std::to_string(t) + " means and standard deviations > 0");
+    }
+  }
   if (options.early_stopping.patience > 0 && validation.empty()) {
     throw std::invalid_argument("trainer: early stopping needs a validation split");
   }
@@ -109,6 +145,14 @@ Trainer::Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& sche
         options.bucket_bytes);
     reduce_scratch_ = backend.allocate(Shape{4});
   }
+  if (options.task == Task::kRegression) {
+    targets_ = model.backend().allocate(Shape{model.max_batch(), train.num_targets()});
+    scaled_targets_.resize(static_cast<size_t>(targets_.numel()));
+  }
+  if (options.task == Task::kBinary) {
+    scores_.reserve(static_cast<size_t>(validation.size()));
+    score_labels_.reserve(static_cast<size_t>(validation.size()));
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -129,9 +173,24 @@ Trainer::ShardLoss Trainer::forward_backward(const Batch& batch) {
         Tensor::borrow_const(batch.x.data() + begin * row_floats, batch.x.shape().with_dim0(rows));
     const Tensor& logits = model_.forward(x, Mode::kTrain);
     Tensor& grad = model_.output_grad();
-    loss = loss_.compute(
-        backend, logits,
-        batch.labels.subspan(static_cast<size_t>(begin), static_cast<size_t>(rows)), &grad);
+    if (options_.task == Task::kRegression) {
+      const auto t = static_cast<size_t>(train_.num_targets());
+      const auto n = static_cast<size_t>(rows) * t;
+      std::span<const float> y = batch.targets.subspan(static_cast<size_t>(begin) * t, n);
+      const TargetScaling& scaling = options_.target_scaling;
+      if (!scaling.mean.empty()) {
+        for (size_t i = 0; i < n; ++i) {
+          scaled_targets_[i] = (y[i] - scaling.mean[i % t]) / scaling.stddev[i % t];
+        }
+        y = std::span<const float>(scaled_targets_).first(n);
+      }
+      backend.upload(y, targets_.span().first(n));
+      loss = mse_.compute(backend, logits, targets_.slice(0, rows), &grad);
+    } else {
+      loss = loss_.compute(
+          backend, logits,
+          batch.labels.subspan(static_cast<size_t>(begin), static_cast<size_t>(rows)), &grad);
+    }
     if (buckets_) {
       // The loss is the mean over this rank's rows: weighted so that the sum over the ranks is
       // the mean over the whole batch.
@@ -159,24 +218,63 @@ void Trainer::sum_over_ranks(std::span<float> host_values) {
 }
 
 EvalResult Trainer::evaluate_with(BatchLoader& loader) {
+  Backend& backend = model_.backend();
+  const bool regression = options_.task == Task::kRegression;
   double loss = 0.0;
+  // Regression: the squared error of the standardized targets (the loss), and the squared and
+  // absolute errors in the targets' own units.
+  double squared = 0.0, squared_in_units = 0.0, absolute_in_units = 0.0;
   int64_t correct = 0, seen = 0;
+  scores_.clear();
+  score_labels_.clear();
   loader.start_epoch();
   while (const Batch* b = loader.next()) {
-    const Tensor& logits = model_.forward(b->x, Mode::kEval);
+    const Tensor& out = model_.forward(b->x, Mode::kEval);
     const int64_t n = b->x.dim(0);
-    loss += static_cast<double>(loss_.compute(model_.backend(), logits, b->labels, nullptr)) *
-            static_cast<double>(n);
-    correct += count_correct(model_.backend(), logits, b->labels);
+    const float* p = on_host(backend, out, host_outputs_);
     seen += n;
+    if (regression) {
+      // Summed in double on the host, in sample order: the same bits on every backend's outputs.
+      const TargetScaling& scaling = options_.target_scaling;
+      const int64_t t = out.numel() / n;
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const double y = b->targets[i];
+        const double sd = scaling.mean.empty() ? 1.0 : scaling.stddev[i % t];
+        const double z = scaling.mean.empty() ? y : (y - scaling.mean[i % t]) / sd;
+        const double e = static_cast<double>(p[i]) - z;
+        squared += e * e;
+        squared_in_units += e * e * sd * sd;
+        absolute_in_units += std::abs(e) * sd;
+      }
+      continue;
+    }
+    const int64_t k = out.dim(1);
+    loss += static_cast<double>(loss_.compute(backend, out, b->labels, nullptr)) *
+            static_cast<double>(n);
+    correct += count_correct(p, n, k, b->labels);
+    if (options_.task == Task::kBinary) {
+      for (int64_t i = 0; i < n; ++i) scores_.push_back(p[i * k + 1] - p[i * k]);
+      score_labels_.insert(score_labels_.end(), b->labels.begin(), b->labels.end());
+    }
   }
-  return {loss / static_cast<double>(seen),
-          static_cast<double>(correct) / static_cast<double>(seen)};
+  EvalResult r{.loss = kNaN, .accuracy = kNaN, .auc = kNaN, .rmse = kNaN, .mae = kNaN};
+  if (regression) {
+    const double values =
+        static_cast<double>(seen) * static_cast<double>(loader.data().num_targets());
+    r.loss = squared / values;
+    r.rmse = std::sqrt(squared_in_units / values);
+    r.mae = absolute_in_units / values;
+    return r;
+  }
+  r.loss = loss / static_cast<double>(seen);
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(seen);
+  if (options_.task == Task::kBinary) r.auc = roc_auc(scores_, score_labels_);
+  return r;
 }
 
 EvalResult Trainer::evaluate(const Dataset& data) {
-  check_fits(model_, data, "the evaluated dataset");
-  if (data.empty()) return {kNaN, kNaN};
+  check_fits(model_, data, options_.task, "the evaluated dataset");
+  if (data.empty()) return {kNaN, kNaN, kNaN, kNaN, kNaN};
   BatchLoader loader(data, {model_.max_batch(), false, false, 0});
   return evaluate_with(loader);
 }
@@ -218,8 +316,11 @@ EpochMetrics Trainer::train_epoch() {
     const EvalResult v = evaluate_with(*val_loader_);
     m.val_loss = v.loss;
     m.val_accuracy = v.accuracy;
+    m.val_auc = v.auc;
+    m.val_rmse = v.rmse;
+    m.val_mae = v.mae;
   } else {
-    m.val_loss = m.val_accuracy = kNaN;
+    m.val_loss = m.val_accuracy = m.val_auc = m.val_rmse = m.val_mae = kNaN;
   }
   m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;

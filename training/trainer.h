@@ -15,9 +15,11 @@
 #include "training/data/batch_loader.h"
 #include "training/data/dataset.h"
 #include "training/losses/cross_entropy.h"
+#include "training/losses/mean_squared_error.h"
 #include "training/optim/lr_schedule.h"
 #include "training/optim/optimizer.h"
 #include "training/sequential.h"
+#include "training/task.h"
 
 namespace tuner::training {
 
@@ -33,11 +35,20 @@ struct EarlyStoppingOptions {
 };
 
 struct TrainerOptions {
-  int64_t epochs = 10;       // total epochs of the run (a restored run continues up to it)
-  int64_t batch_size = 128;  // REQUIRES: 1 <= batch_size <= model.max_batch()
-  uint64_t seed = 0;         // seeds the training order (the model's seed is its own)
-  bool drop_last = false;    // skip a last batch smaller than batch_size
-  float label_smoothing = 0.0f;
+  // The loss and the metrics: softmax cross-entropy with accuracy (kClassification; kBinary adds
+  // ROC AUC, REQUIRES 2 classes and a model output [2]), or mean squared error with RMSE and MAE
+  // (kRegression, REQUIRES a regression dataset of T targets and a model output [T]). Default
+  // kClassification.
+  Task task = Task::kClassification;
+  int64_t epochs = 10;           // total epochs of the run (a restored run continues up to it)
+  int64_t batch_size = 128;      // REQUIRES: 1 <= batch_size <= model.max_batch()
+  uint64_t seed = 0;             // seeds the training order (the model's seed is its own)
+  bool drop_last = false;        // skip a last batch smaller than batch_size
+  float label_smoothing = 0.0f;  // classification only: REQUIRES 0 for kRegression
+  // kRegression: the model learns the targets standardized by this ([T] each, stddev > 0; empty:
+  // as they are). The losses are then those of the standardized targets, val_rmse and val_mae
+  // in the targets' own units.
+  TargetScaling target_scaling;
   double clip_grad_norm = 0.0;  // clip the gradients' global L2 norm to this; 0 disables
   EarlyStoppingOptions early_stopping;
   // Data parallelism as PyTorch's DDP does it, when set: this process is one rank of the
@@ -57,16 +68,24 @@ struct TrainerOptions {
   std::stop_token stop;
 };
 
-// What one epoch reports. Validation values are NaN when there is no validation split.
+// What one epoch reports. Validation values are NaN when there is no validation split, and
+// those of another task (val_accuracy of a regression, val_rmse of a classification) are NaN.
+// The losses are cross-entropy, or for kRegression the squared error (mean over every target).
 struct EpochMetrics {
   int64_t epoch = 0;          // 1-based
   double train_loss = 0.0;    // mean over the epoch's training samples (train mode)
   double val_loss = 0.0;      // mean over the validation split (eval mode)
   double val_accuracy = 0.0;  // fraction in [0, 1]
-  double lr = 0.0;            // learning rate of the epoch's last step
-  int64_t steps = 0;          // optimizer steps so far
-  double seconds = 0.0;       // wall time of the epoch, evaluation included
-  bool interrupted = false;   // abandoned by TrainerOptions::stop; the other fields are unset
+  double val_auc = 0.0;       // kBinary: ROC AUC of the validation split, in [0, 1]
+  // kRegression, in the targets' units (val_loss is of the standardized targets when
+  // TrainerOptions::target_scaling is set): the root of the mean squared error, and the mean
+  // absolute error, over every target.
+  double val_rmse = 0.0;
+  double val_mae = 0.0;
+  double lr = 0.0;           // learning rate of the epoch's last step
+  int64_t steps = 0;         // optimizer steps so far
+  double seconds = 0.0;      // wall time of the epoch, evaluation included
+  bool interrupted = false;  // abandoned by TrainerOptions::stop; the other fields are unset
 };
 
 enum class EpochDecision { kContinue, kStop };
@@ -89,9 +108,13 @@ struct TrainResult {
   double best_value = 0.0;  // that metric's best value
 };
 
+// Of one evaluated dataset; as EpochMetrics, the metrics of another task are NaN.
 struct EvalResult {
-  double loss = 0.0;      // mean cross-entropy
+  double loss = 0.0;      // mean cross-entropy, or squared error for kRegression
   double accuracy = 0.0;  // fraction in [0, 1]
+  double auc = 0.0;       // kBinary: ROC AUC of logit 1 - logit 0
+  double rmse = 0.0;      // kRegression: as EpochMetrics::val_rmse
+  double mae = 0.0;       // kRegression: as EpochMetrics::val_mae
 };
 
 // A run is deterministic given the model's seed, TrainerOptions::seed and the backend's thread
@@ -101,8 +124,8 @@ struct EvalResult {
 class Trainer {
  public:
   // Throws std::invalid_argument when the batch size does not fit the model, the datasets'
-  // samples or classes do not fit the model's input and output, or early stopping is asked for
-  // without a validation split. `validation` may be empty.
+  // samples or classes (targets) do not fit the model's input and output or the task, or early
+  // stopping is asked for without a validation split. `validation` may be empty.
   Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& schedule, const Dataset& train,
           const Dataset& validation, TrainerOptions options);
   ~Trainer();
@@ -146,11 +169,18 @@ class Trainer {
   const Dataset& validation_;
   const TrainerOptions options_;
   const SoftmaxCrossEntropy loss_;
+  const MeanSquaredError mse_;
   // Run state (saved in checkpoints).
   BatchLoader train_loader_;
   std::unique_ptr<BatchLoader> val_loader_;   // null without a validation split
   std::unique_ptr<GradientBuckets> buckets_;  // with a communicator
   Tensor reduce_scratch_;                     // a few floats in backend memory, for metrics
+  Tensor targets_;                            // kRegression: [max_batch, T], backend memory
+  std::vector<float> scaled_targets_;         // kRegression: [max_batch, T], host staging
+  // Evaluation's host buffers: a batch's outputs (backends without host access), and kBinary's
+  // scores and labels of the evaluated dataset.
+  std::vector<float> host_outputs_, scores_;
+  std::vector<int32_t> score_labels_;
   int64_t epoch_ = 0;
   double best_value_ = 0.0;
   int64_t best_epoch_ = 0;

@@ -343,11 +343,11 @@ SpaceComparison compare_with_stored(const StudyRecord& record, Storage& storage,
   } else {
     // A study made before the space was stored, or by Optuna: its trials' distributions.
     for (const FrozenTrial& t : storage.get_trials(record.study_id)) {
-      for (const auto& [name, distribution] : t.distributions) {
+      for (const auto& [param, distribution] : t.distributions) {
         auto it = std::find_if(stored.begin(), stored.end(),
-                               [&](const auto& entry) { return entry.first == name; });
+                               [&p = param](const auto& entry) { return entry.first == p; });
         if (it == stored.end()) {
-          stored.emplace_back(name, distribution);
+          stored.emplace_back(param, distribution);
         } else {
           it->second = distribution;
         }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <type_traits>
 
 #include "trials/hex.h"
@@ -217,7 +218,16 @@ struct BodyWriter {
     if (m.say_hello) body["say_hello"] = true;
     return body;
   }
-  OrderedJson operator()(const ByeMessage&) const { return OrderedJson::object(); }
+  OrderedJson operator()(const ByeMessage& m) const {
+    OrderedJson body = OrderedJson::object();
+    if (m.preempted.empty()) return body;  // a plain BYE reads as it did before the list
+    OrderedJson preempted = OrderedJson::array();
+    for (const PreemptedLease& l : m.preempted) {
+      preempted.push_back({{"lease_id", l.lease_id}, {"checkpoint", l.checkpoint}});
+    }
+    body["preempted"] = std::move(preempted);
+    return body;
+  }
   OrderedJson operator()(const StoreSetMessage& m) const {
     check_store_entry("STORE_SET", m.key, m.value);
     return {{"lease_id", m.lease_id}, {"key", m.key}, {"value", to_hex(m.value)}};
@@ -512,6 +522,25 @@ class BodyReader {
             .refused = has("refused") && boolean("refused"),
             .say_hello = has("say_hello") && boolean("say_hello")};
   }
+  ByeMessage bye() const {
+    ByeMessage m;
+    if (!has("preempted")) return m;
+    const std::string lp = path("preempted");
+    const nlohmann::json& leases = array_of(at("preempted"), lp);
+    std::set<uint64_t> seen;
+    for (size_t i = 0; i < leases.size(); ++i) {
+      const std::string ep = lp + "[" + std::to_string(i) + "]";
+      const nlohmann::json& l = object_of(leases[i], ep);
+      PreemptedLease lease{
+          .lease_id = int_of<uint64_t>(member(l, "lease_id", ep), ep + ".lease_id"),
+          .checkpoint = bool_of(member(l, "checkpoint", ep), ep + ".checkpoint")};
+      if (!seen.insert(lease.lease_id).second) {
+        fail(ep + ".lease_id", "lease " + std::to_string(lease.lease_id) + " is listed twice");
+      }
+      m.preempted.push_back(lease);
+    }
+    return m;
+  }
   StoreSetMessage store_set() const {
     StoreSetMessage m{.lease_id = lease_id(),
                       .key = str("key"),
@@ -632,7 +661,7 @@ Message decode_body(MessageType type, const std::string& text) {
     case MessageType::kError:
       return r.error();
     case MessageType::kBye:
-      return ByeMessage{};
+      return r.bye();
     case MessageType::kStoreSet:
       return r.store_set();
     case MessageType::kStoreKeys:

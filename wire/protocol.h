@@ -216,8 +216,24 @@ struct ErrorMessage {
   bool operator==(const ErrorMessage&) const = default;
 };
 
+// A lease whose trial an executor stopped because the executor itself was stopped (SIGTERM from
+// Slurm's preemption or time limit, a spot instance's notice, a deliberate stop): the trial did
+// not fail by its own error.
+struct PreemptedLease {
+  uint64_t lease_id = 0;
+  // A checkpoint was at the TRIAL's checkpoint_path when the trial's job ended (the job saved
+  // one in its grace, or an earlier attempt of its lineage did).
+  bool checkpoint = false;
+  bool operator==(const PreemptedLease&) const = default;
+};
+
 // Both ways: the sender is leaving.
 struct ByeMessage {
+  // From an executor that was stopped: the leases whose trials it stopped to leave, each at most
+  // once. The coordinator runs those trials again at once without counting the stopped attempt
+  // (docs/protocol.md, "Preemption"). Optional on the wire: absent (as from older executors, and
+  // always from a coordinator) is empty, and the sender's leases are lost as when it vanishes.
+  std::vector<PreemptedLease> preempted;
   bool operator==(const ByeMessage&) const = default;
 };
 
@@ -331,7 +347,7 @@ std::vector<std::string> encode(const Message& message);
 // unknown type, a body that is not a JSON object, a missing or mistyped field, e.g.
 // "REPORT.metrics.loss: expected a number", a store key or value out of its bounds or a value
 // that is not hex, a file chunk's data that is not base64 or breaks its bounds, a file path that
-// could leave the trial's folder.
+// could leave the trial's folder, a BYE that lists a preempted lease twice.
 Message decode(std::span<const std::string> frames);
 
 }  // namespace tuner

@@ -81,7 +81,7 @@ std::vector<Message> samples() {
       AckMessage{.lease_id = 17, .accepted = false, .reason = "stale lease: trial re-issued"},
       HeartbeatMessage{.lease_ids = {17, 18, std::numeric_limits<uint64_t>::max()}},
       ErrorMessage{.message = "unknown message type 99"},
-      ByeMessage{},
+      ByeMessage{.preempted = {{.lease_id = 17, .checkpoint = true}, {.lease_id = 18}}},
       StoreSetMessage{.lease_id = 17, .key = "0", .value = std::string("\x00\xff\x7f a", 5)},
       StoreKeysMessage{.lease_id = 18, .entries = {{"0", "addr-0"}, {"nccl_id", ""}}},
       FileChunkMessage{.lease_id = 17,
@@ -284,7 +284,7 @@ TEST(Protocol, FieldErrorsNameTheField) {
 }
 
 // decode() on thousands of seeded random mutations of valid messages: it returns or throws
-// ProtocolError, never anything else (the fuzz target, wire/protocol_fuzz.cc, goes further).
+// ProtocolError, never anything else (the fuzz target, fuzz/protocol_fuzz.cc, goes further).
 TEST(Protocol, RandomMutationsOnlyReturnOrThrowProtocolError) {
   std::mt19937_64 rng(20240601);
   auto messages = samples();
@@ -370,6 +370,37 @@ TEST(Protocol, StoreMessagesRefuseBadKeysAndValues) {
               HasSubstr("STORE_SET: value of 65537 bytes exceeds the limit of 65536"));
   EXPECT_THROW(encode(StoreSetMessage{.lease_id = 1, .key = std::string(257, 'k')}), ProtocolError);
   EXPECT_THROW(encode(StoreKeysMessage{.entries = {{"", "v"}}}), ProtocolError);
+}
+
+TEST(Protocol, AByeListsThePreemptedLeasesAndAPlainOneStaysEmpty) {
+  const ByeMessage preempted{.preempted = {{.lease_id = 7, .checkpoint = true}, {.lease_id = 9}}};
+  EXPECT_EQ(
+      encode(preempted)[1],
+      R"({"preempted":[{"lease_id":7,"checkpoint":true},{"lease_id":9,"checkpoint":false}]})");
+  EXPECT_EQ(round_trip(preempted), Message(preempted));
+  // A plain BYE is the empty body older peers send and read: the sender left.
+  EXPECT_EQ(encode(ByeMessage{})[1], "{}");
+  EXPECT_EQ(decode(frames_of(MessageType::kBye, "{}")), Message(ByeMessage{}));
+  EXPECT_EQ(decode(frames_of(MessageType::kBye, R"({"preempted":[]})")), Message(ByeMessage{}));
+}
+
+TEST(Protocol, AByeWithAGarbledPreemptedListIsRefused) {
+  using T = MessageType;
+  EXPECT_EQ(body_error(T::kBye, R"({"preempted":7})"),
+            "BYE.preempted: expected an array, got number");
+  EXPECT_EQ(body_error(T::kBye, R"({"preempted":[7]})"),
+            "BYE.preempted[0]: expected an object, got number");
+  EXPECT_EQ(body_error(T::kBye, R"({"preempted":[{"checkpoint":true}]})"),
+            "BYE.preempted[0].lease_id: missing");
+  EXPECT_EQ(body_error(T::kBye, R"({"preempted":[{"lease_id":-1,"checkpoint":true}]})"),
+            "BYE.preempted[0].lease_id: integer out of range [0, 18446744073709551615]");
+  EXPECT_EQ(body_error(T::kBye, R"({"preempted":[{"lease_id":1}]})"),
+            "BYE.preempted[0].checkpoint: missing");
+  EXPECT_EQ(body_error(T::kBye, R"({"preempted":[{"lease_id":1,"checkpoint":"yes"}]})"),
+            "BYE.preempted[0].checkpoint: expected a boolean, got string");
+  EXPECT_EQ(body_error(T::kBye, R"({"preempted":[{"lease_id":1,"checkpoint":true},)"
+                                R"({"lease_id":1,"checkpoint":false}]})"),
+            "BYE.preempted[1].lease_id: lease 1 is listed twice");
 }
 
 TEST(Protocol, TrialNodesAreOptionalAndChecked) {

@@ -25,6 +25,10 @@ using job_json::fail;
 
 constexpr std::string_view kMissingSlot = "(missing)";
 
+// Numeric labels that are not all integers make classes only when they are this few or fewer;
+// more are refused as a likely regression target.
+constexpr size_t kMostFractionalClasses = 20;
+
 // One file's header and rows, every field as written (quotes removed).
 struct Table {
   std::string file;
@@ -180,7 +184,9 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
         std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end();
     columns.push_back(Column{.name = name, .index = i, .categorical = declared});
   }
-  bool all_integer_labels = true;
+  const bool regression = spec.task == training::Task::kRegression;
+  bool all_integer_labels = true, all_number_labels = true;
+  std::optional<RowRef> fractional_label;  // the first label that is a number but no integer
   for (const Table* t : tables) {
     for (size_t r = 0; r < t->rows.size(); ++r) {
       const std::vector<std::string>& row = t->rows[r];
@@ -188,7 +194,19 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
         bad(path, at_line(*t, r) + ": column \"" + f.label + "\" (the label) has no value (\"" +
                       row[label] + "\")");
       }
-      if (!training::integer_cell(row[label])) all_integer_labels = false;
+      if (!training::integer_cell(row[label])) {
+        all_integer_labels = false;
+        if (!training::number_cell(row[label])) {
+          all_number_labels = false;
+          if (regression) {
+            bad(path, at_line(*t, r) + ": column \"" + f.label +
+                          "\" (the label of data.task \"regression\") is not a number (\"" +
+                          row[label] + "\")");
+          }
+        } else if (!fractional_label) {
+          fractional_label = RowRef{t, r};
+        }
+      }
       for (Column& c : columns) {
         const std::string& v = row[c.index];
         if (training::is_missing_cell(v)) {
@@ -219,7 +237,7 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
 
   // The classes: every label of the files, sorted (numerically when all are integers).
   std::vector<std::string> classes;
-  {
+  if (!regression) {
     std::set<std::string> names;
     std::set<int64_t> ints;
     for (const Table* t : tables) {
@@ -235,6 +253,20 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
     } else {
       classes.assign(names.begin(), names.end());
     }
+  }
+  if (!regression && all_number_labels && fractional_label &&
+      classes.size() > kMostFractionalClasses) {
+    const RowRef& r = *fractional_label;
+    fail(path + ".label", "column \"" + f.label + "\" holds " + std::to_string(classes.size()) +
+                              " distinct numbers, not all integers (\"" +
+                              r.table->rows[r.row][label] + "\" at " + at_line(*r.table, r.row) +
+                              "): to predict the value, set data.task to \"regression\"; to "
+                              "classify, make the labels class names or integers");
+  }
+  if (spec.task == training::Task::kBinary && classes.size() != 2) {
+    fail(path + ".label", "data.task is \"binary\", but column \"" + f.label + "\" has " +
+                              std::to_string(classes.size()) + " distinct label" +
+                              (classes.size() == 1 ? "" : "s") + " (" + join(classes) + "), not 2");
   }
   std::map<std::string, int32_t> class_of;
   for (size_t k = 0; k < classes.size(); ++k) class_of[classes[k]] = static_cast<int32_t>(k);
@@ -274,6 +306,7 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   auto encode = [&](const std::vector<RowRef>& rows) {
     std::vector<float> x(rows.size() * static_cast<size_t>(width), 0.0f);
     std::vector<int32_t> y;
+    std::vector<float> targets;
     y.reserve(rows.size());
     for (size_t k = 0; k < rows.size(); ++k) {
       const std::vector<std::string>& row = rows[k].table->rows[rows[k].row];
@@ -294,7 +327,15 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
         }  // a category the training split lacks: all zeros
         out += slots;
       }
-      y.push_back(label_of(row[label]));
+      if (regression) {
+        targets.push_back(static_cast<float>(*training::number_cell(row[label])));
+      } else {
+        y.push_back(label_of(row[label]));
+      }
+    }
+    if (regression) {
+      return training::Dataset::regression(training::Shape{width}, std::move(x), std::move(targets),
+                                           1);
     }
     return training::Dataset(training::Shape{width}, std::move(x), std::move(y),
                              static_cast<int32_t>(classes.size()));
@@ -306,6 +347,7 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   if (!validation_rows.empty()) s.validation = encode(validation_rows);
   if (!test_rows.empty()) s.test = encode(test_rows);
   s.class_names = std::move(classes);
+  if (regression) s.target_names = {f.label};
   s.features = std::move(features);
   for (const Column& c : columns) {
     s.columns.push_back(FeatureColumn{.name = c.name,

@@ -5,6 +5,7 @@
 
 #include "executor/engine/csv_loader.h"
 #include "executor/engine/fashion_mnist_loader.h"
+#include "executor/engine/image_folder_loader.h"
 #include "executor/engine/member_reader.h"
 #include "executor/engine/npy_loader.h"
 #include "executor/job_json.h"
@@ -39,7 +40,16 @@ const DatasetInfo kDatasets[] = {{.name = "fashion-mnist",
                                   .classes = 0,
                                   .uint8 = false,
                                   .divisor = 1.0f,
-                                  .load = load_npy}};
+                                  .load = load_npy},
+                                 {.name = "image_folder",
+                                  .format = "image_folder",
+                                  .train_size = -1,
+                                  .test_size = -1,
+                                  .sample = training::Shape{},
+                                  .classes = 0,
+                                  .uint8 = false,  // decoded to [0, 1] (image_folder_loader.h)
+                                  .divisor = 1.0f,
+                                  .load = load_image_folder}};
 
 }  // namespace
 
@@ -82,8 +92,9 @@ Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
 }
 
 training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train) {
+  const bool per_channel = spec.format == "csv" || spec.format == "image_folder";
   return training::Normalizer::fit(
-      train, spec.format == "csv" ? training::NormalizeBy::kChannel : training::NormalizeBy::kAll);
+      train, per_channel ? training::NormalizeBy::kChannel : training::NormalizeBy::kAll);
 }
 
 Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std::string& where) {
@@ -94,10 +105,15 @@ Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std
   if (!s.test.empty()) norm.apply(s.test);
 
   const std::string model_path = where + ".model";
-  const DataShape data{
-      .name = s.name, .sample = s.train.sample_shape(), .classes = s.train.num_classes()};
-  const training::ModelSpec model =
-      parse_model(bind_model(nlohmann::json::parse(config.model_json), data), model_path);
+  if (s.train.is_regression()) s.target_scaling = training::TargetScaling::fit(s.train);
+  const DataShape data{.name = s.name,
+                       .sample = s.train.sample_shape(),
+                       .classes = s.train.num_classes(),
+                       .targets = s.train.num_targets(),
+                       .task = spec.task};
+  const nlohmann::json unbound = nlohmann::json::parse(config.model_json);
+  check_model_outs_fit_task(unbound, spec.task, model_path);
+  const training::ModelSpec model = parse_model(bind_model(unbound, data), model_path);
   check_model_fits_data(model, data, model_path);
   config.model_json = model.json;
   config.train = s.train.size();

@@ -1,8 +1,9 @@
 // The data-set catalogue of engine jobs (internal to executor/): the names a job's data.dataset
 // may take, what is known of each before loading (sizes, sample shape, classes, the scaling of
 // its values) and the loader that reads its splits. The entries: fashion-mnist (IDX files,
-// fashion_mnist_loader.h), and the user's files of data.format "csv" (csv_loader.h) and "npy"
-// (npy_loader.h), whose sizes, sample shape and classes only loading tells. A new kind of data
+// fashion_mnist_loader.h), and the user's files of data.format "csv" (csv_loader.h), "npy"
+// (npy_loader.h) and "image_folder" (image_folder_loader.h), whose sizes, sample shape and
+// classes only loading tells. A new kind of data
 // set is one more catalogue entry in datasets.cc and its loader in a file of its own.
 //
 // Thread safety: the catalogue is immutable; the loaders read files and share no state.
@@ -43,8 +44,14 @@ struct Splits {
   // For messages: the data set's name or its (training) file's name.
   std::string name;
   // The label each class index stands for, as the file writes it (csv: sorted, numerically when
-  // every label is an integer); empty when the labels are the indices (fashion-mnist, npy).
+  // every label is an integer; image_folder: the class folders' names, sorted); empty when the
+  // labels are the indices (fashion-mnist, npy).
   std::vector<std::string> class_names;
+  // A regression's targets, in output order (csv: the label column); else empty.
+  std::vector<std::string> target_names;
+  // A regression's target standardization, the training split's statistics (load_data; the
+  // targets themselves stay in their units); else empty.
+  training::TargetScaling target_scaling;
   // The name of each input feature (csv: "age", "color=red" for a one-hot slot); else empty.
   std::vector<std::string> features;
   // csv: the feature columns in file order, whose encodings make `features`; else empty.
@@ -99,7 +106,8 @@ Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
                      const std::string& where);
 
 // The normalization of every split, statistics of the training split: one mean and standard
-// deviation over every value, or per feature (NormalizeBy::kChannel) for a csv file's.
+// deviation over every value, or per feature (NormalizeBy::kChannel) for a csv file's and per
+// channel for an image folder's.
 training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train);
 
 // load_raw_data's splits, each normalized with the training split's statistics, and `config`

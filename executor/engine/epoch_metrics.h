@@ -12,10 +12,11 @@
 
 namespace tuner::engine {
 
-// train_loss, val_loss, val_accuracy, lr, epoch_seconds, samples_per_second and peak_rss_mb of
-// epoch `m`. `train` is the training split's size (all ranks'), for the throughput; NaN when the
-// epoch took no measurable time.
-Metrics epoch_metrics(const training::EpochMetrics& m, int64_t train);
+// train_loss, val_loss, the task's validation metrics (classification: val_accuracy; binary:
+// val_accuracy and val_auc; regression: val_rmse and val_mae), lr, epoch_seconds,
+// samples_per_second and peak_rss_mb of epoch `m`. `train` is the training split's size (all
+// ranks'), for the throughput; NaN when the epoch took no measurable time.
+Metrics epoch_metrics(const training::EpochMetrics& m, int64_t train, training::Task task);
 
 // The process's peak resident set so far, in MiB (getrusage's ru_maxrss); NaN when unknown.
 double peak_rss_mb();

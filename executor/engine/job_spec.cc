@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "executor/engine/datasets.h"
+#include "executor/engine/image_folder_loader.h"
 #include "executor/engine/member_reader.h"
 #include "executor/engine/model_fit.h"
 #include "executor/engine/placeholders.h"
@@ -40,15 +41,18 @@ const std::vector<std::string_view> kCsvMembers = {"format",
                                                    "missing",
                                                    "validation_fraction",
                                                    "test_fraction",
-                                                   "split_seed"};
+                                                   "split_seed",
+                                                   "task"};
 const std::vector<std::string_view> kNpyMembers = {
-    "format",        "dir",       "path", "x", "y", "test_x", "test_y", "validation_fraction",
-    "test_fraction", "split_seed"};
+    "format",        "dir",        "path", "x", "y", "test_x", "test_y", "validation_fraction",
+    "test_fraction", "split_seed", "task"};
 const std::vector<std::string_view> kTrainingMembers = {
     "epochs",   "batch_size",      "optimizer",      "lr",     "weight_decay",
     "momentum", "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
     "gamma",    "label_smoothing", "clip_grad_norm", "seed"};
-const std::vector<std::string> kObjectives = {"train_loss", "val_loss", "val_accuracy"};
+const std::vector<std::string> kObjectives = {"train_loss", "val_loss", "val_accuracy",
+                                              "val_auc",    "val_rmse", "val_mae"};
+const std::vector<std::string> kTasks = {"classification", "binary", "regression"};
 
 // The ranges of the training members.
 constexpr NumberRange kPositive{.low = 0, .low_open = true};
@@ -71,12 +75,14 @@ std::string read_model(const nlohmann::json& root, const DataShape& data, const 
                        bool templated) {
   const std::string model_path = where + ".model";
   const nlohmann::json& model = object_member(root, "model", model_path, true);
+  engine::check_model_outs_fit_task(model, data.task, model_path);
   if (!templated || !engine::has_placeholder(model)) {
     const nlohmann::json bound = engine::bind_model(model, data);
     if (engine::model_takes_data(bound)) {
       // The layers are checked on a concrete input, with a stand-in for the classes.
       if (bound.contains("input")) {
-        engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1}), model_path);
+        engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1, .targets = 1}),
+                            model_path);
       }
       return templated ? std::string() : bound.dump();
     }
@@ -177,7 +183,9 @@ EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& s
                               const std::string& where, bool templated) {
   EngineTrialConfig c;
   const DatasetInfo& info = engine::find_dataset(spec.dataset, where + ".data.dataset");
-  c.model_json = read_model(root, engine::catalogue_shape(info), where, templated);
+  DataShape shape = engine::catalogue_shape(info);
+  shape.task = spec.task;
+  c.model_json = read_model(root, shape, where, templated);
   read_split_sizes(root, spec, info, where, templated, c);
   const std::string training_path = where + ".training";
   read_training(root, training_path, templated, c);
@@ -242,7 +250,27 @@ void read_outputs(const MemberReader& top, const std::string& where, EngineJobSp
     fail(where + ".objective_metric", "missing (one of " + choice_list(kObjectives) + ")");
   }
   spec.objective_metric = *objective;
-  spec.maximize = spec.objective_metric.ends_with("_accuracy");
+  spec.maximize = spec.objective_metric == "val_accuracy" || spec.objective_metric == "val_auc";
+}
+
+// The objective metric must be one the task reports.
+void check_objective_fits_task(const EngineJobSpec& spec, const std::string& where) {
+  const std::string& m = spec.objective_metric;
+  const training::Task task = spec.task;
+  std::string fits;
+  if (task == training::Task::kRegression && (m == "val_accuracy" || m == "val_auc")) {
+    fits = "train_loss, val_loss, val_rmse and val_mae";
+  } else if (task != training::Task::kRegression && (m == "val_rmse" || m == "val_mae")) {
+    fits = task == training::Task::kBinary ? "train_loss, val_loss, val_accuracy and val_auc"
+                                           : "train_loss, val_loss and val_accuracy";
+  } else if (task == training::Task::kClassification && m == "val_auc") {
+    fits = "train_loss, val_loss and val_accuracy; val_auc is data.task \"binary\"'s";
+  }
+  if (!fits.empty()) {
+    fail(where + ".objective_metric", m + " is not a metric of data.task \"" +
+                                          std::string(training::task_name(task)) +
+                                          "\" (it reports " + fits + ")");
+  }
 }
 
 // A list of strings (column names) at `path`; never placeholders.
@@ -278,7 +306,10 @@ void read_data_files(const nlohmann::json& object, const MemberReader& data,
   if (object.contains("test_fraction") && engine::placeholder_name(object["test_fraction"])) {
     fail(data_path + ".test_fraction", "cannot be a placeholder");
   }
-  if (spec.format == "csv") {
+  if (auto v = data.choice("task", kTasks, false)) spec.task = *training::parse_task(*v);
+  if (spec.format == "image_folder") {
+    engine::read_image_folder_members(object, data, data_path, spec);
+  } else if (spec.format == "csv") {
     data.only(kCsvMembers, "data of format csv");
     if (auto v = data.string("train")) f.train = *v;
     if (auto v = data.string("test")) f.test = *v;
@@ -335,7 +366,7 @@ void read_data_source(const nlohmann::json& root, const std::string& where, Engi
   const std::string data_path = where + ".data";
   const nlohmann::json& object = object_member(root, "data", data_path, true);
   MemberReader data(object, data_path, true);
-  auto format = data.choice("format", {"idx", "csv", "npy"}, false);
+  auto format = data.choice("format", {"idx", "csv", "npy", "image_folder"}, false);
   if (format && *format != "idx") {
     spec.format = *format;
     if (object.contains("dataset")) {
@@ -351,7 +382,7 @@ void read_data_source(const nlohmann::json& root, const std::string& where, Engi
   auto dataset = data.string("dataset");
   if (!dataset) {
     fail(data_path + ".dataset", "missing (one of " + engine::known_datasets() +
-                                     "; or a \"format\": \"csv\" or \"npy\" file)");
+                                     "; or a \"format\": \"csv\", \"npy\" or \"image_folder\")");
   }
   spec.dataset = engine::find_dataset(*dataset, data_path + ".dataset").name;
   if (engine::find_file_format(spec.dataset)) {
@@ -376,6 +407,7 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
   read_parallelism(root, top, where, spec);
   read_outputs(top, where, spec);
   read_data_source(root, where, spec);
+  check_objective_fits_task(spec, where);
   read_config(root, spec, where, /*templated=*/true);
   spec.json = root.dump();
   return spec;
@@ -393,13 +425,16 @@ void check_engine_model(const EngineJobSpec& spec, const Params& params, const s
   const std::string model_path = where + ".model";
   const nlohmann::json model =
       engine::substitute(object_member(root, "model", model_path, true), model_path, params);
-  const DataShape data =
+  DataShape data =
       engine::catalogue_shape(engine::find_dataset(spec.dataset, where + ".data.dataset"));
+  data.task = spec.task;
+  engine::check_model_outs_fit_task(model, data.task, model_path);
   const nlohmann::json bound = engine::bind_model(model, data);
   if (engine::model_takes_data(bound)) {
     // Data not yet loaded (csv, npy): the layers are checked on a concrete input alone.
     if (bound.contains("input")) {
-      engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1}), model_path);
+      engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1, .targets = 1}),
+                          model_path);
     }
     return;
   }

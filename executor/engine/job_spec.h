@@ -7,7 +7,10 @@
 //    "data": {"dataset": "fashion-mnist", "dir": "...", "train": 50000, "validation": 10000,
 //             "test": 0}
 //         or {"format": "csv", "path": "iris.csv", "label": "species", "validation_fraction": 0.2}
-//         or {"format": "npy", "x": "x.npy", "y": "y.npy", "test_fraction": 0.1},
+//         or {"format": "npy", "x": "x.npy", "y": "y.npy", "test_fraction": 0.1}
+//         or {"format": "image_folder", "path": "pets", "size": [64, 64], "color": "rgb"},
+//         (csv and npy also take "task": "classification" (the default), "binary" or
+//         "regression")
 //    "training": {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 0.001, ...},
 //    "threads": 1, "backend": "cpu", "ranks": 1, "nodes": 1, "collective_timeout_s": 60,
 //    "artifacts_dir": "...", "objective_metric": "val_accuracy"}
@@ -29,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "training/task.h"
 #include "trials/param_value.h"
 
 namespace tuner {
@@ -54,6 +58,13 @@ struct EngineDataFiles {
   // (default 0.2) and the test split's (default 0; not with a test file), in [0, 1).
   double validation_fraction = 0.2, test_fraction = 0.0;
   uint64_t split_seed = 0;
+  // image_folder: `path` (or `train`) and `test` are folders of one sub-folder per class;
+  // `validation` a folder likewise (empty: cut from the training folder by validation_fraction).
+  // Every image is resized to image_height x image_width (data.size, required) and given 1
+  // channel (data.color "grayscale") or 3 ("rgb", the default).
+  std::string validation;
+  int64_t image_height = 0, image_width = 0;
+  bool grayscale = false;
 };
 
 // A validated engine job, placeholders unresolved. The members that cannot be placeholders are
@@ -85,9 +96,14 @@ struct EngineJobSpec {
   // The batch of the per-sample inference latency figure (latency_ms_per_sample, measured after
   // training beside the batch-1 one). Default 64; in [1, 65536].
   int latency_batch = 64;
-  std::string artifacts_dir;     // empty: no artifacts
-  std::string objective_metric;  // train_loss, val_loss or val_accuracy
-  bool maximize = false;         // true for *_accuracy
+  std::string artifacts_dir;  // empty: no artifacts
+  // train_loss, val_loss, val_accuracy (classification, binary), val_auc (binary), val_rmse or
+  // val_mae (regression).
+  std::string objective_metric;
+  bool maximize = false;  // true for val_accuracy and val_auc
+  // data.task (csv and npy; other data sets are classification): what the labels are, the loss
+  // and the metrics (training/task.h). Default classification.
+  training::Task task = training::Task::kClassification;
 };
 
 // One trial's job: every placeholder substituted, every value typed and checked (for formats

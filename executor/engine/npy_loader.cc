@@ -49,23 +49,35 @@ struct Pair {
   int64_t n = 0;
   training::Shape sample;
   int32_t classes = 0;  // 1 + the largest label
+  int64_t targets = 0;  // regression: the values of y per sample
 };
 
 Pair open_pair(const EngineJobSpec& spec, const std::string& x_name, const std::string& y_name,
                const std::string& path) {
   Pair p{.x = open_array(spec, x_name, path), .y = open_array(spec, y_name, path)};
+  const bool regression = spec.task == training::Task::kRegression;
   if (p.x.kind() == 'b') {
     bad(path, p.x.name() + ": element type " + p.x.dtype() +
                   " (features are float32, float64, uint8 or another integer type)");
   }
-  if (p.y.kind() != 'i' && p.y.kind() != 'u') {
+  if (regression && p.y.kind() != 'i' && p.y.kind() != 'u' && p.y.kind() != 'f') {
     bad(path, p.y.name() + ": element type " + p.y.dtype() +
-                  " (labels are an integer type: np.int64, np.int32, np.uint8, ...)");
+                  " (the targets of data.task \"regression\" are numbers: np.float32, "
+                  "np.float64 or an integer type)");
+  }
+  if (!regression && p.y.kind() != 'i' && p.y.kind() != 'u') {
+    bad(path,
+        p.y.name() + ": element type " + p.y.dtype() +
+            " (labels are an integer type: np.int64, np.int32, np.uint8, ...)" +
+            (p.y.kind() == 'f' ? "; to predict the values, set data.task to \"regression\"" : ""));
   }
   const std::vector<int64_t>& xs = p.x.shape();
   const std::vector<int64_t>& ys = p.y.shape();
   if (xs.empty()) bad(path, p.x.name() + ": a scalar (features are [N, sample...])");
-  if (ys.empty() || ys.size() > 2 || (ys.size() == 2 && ys[1] != 1)) {
+  if (regression && (ys.empty() || ys.size() > 2 || (ys.size() == 2 && ys[1] < 1))) {
+    bad(path, p.y.name() + ": shape " + shape_text(ys) + " (targets are [N] or [N, T])");
+  }
+  if (!regression && (ys.empty() || ys.size() > 2 || (ys.size() == 2 && ys[1] != 1))) {
     bad(path, p.y.name() + ": shape " + shape_text(ys) + " (labels are [N] or [N, 1])");
   }
   p.n = xs[0];
@@ -81,6 +93,10 @@ Pair open_pair(const EngineJobSpec& spec, const std::string& x_name, const std::
                   std::to_string(training::kMaxRank - 1) + " dimensions)");
   }
   p.sample = training::Shape::from(sample);
+  if (regression) {
+    p.targets = ys.size() == 2 ? ys[1] : 1;
+    return p;
+  }
   int64_t top = -1;
   for (int64_t i = 0; i < p.n; ++i) {
     const int64_t v = p.y.integer(i);
@@ -91,6 +107,11 @@ Pair open_pair(const EngineJobSpec& spec, const std::string& x_name, const std::
     top = std::max(top, v);
   }
   p.classes = static_cast<int32_t>(top + 1);
+  if (spec.task == training::Task::kBinary && top > 1) {
+    bad(path, p.y.name() + ": data.task is \"binary\", but the largest label is " +
+                  std::to_string(top) + " (a binary task's labels are 0 and 1)");
+  }
+  if (spec.task == training::Task::kBinary) p.classes = 2;
   return p;
 }
 
@@ -99,6 +120,16 @@ training::Dataset gather(const Pair& p, const std::vector<int64_t>* indices, int
   const int64_t numel = p.sample.numel();
   const int64_t count = indices ? static_cast<int64_t>(indices->size()) : p.n;
   std::vector<float> x(static_cast<size_t>(count * numel));
+  if (p.targets > 0) {
+    const int64_t t = p.targets;
+    std::vector<float> y(static_cast<size_t>(count * t));
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t i = indices ? (*indices)[static_cast<size_t>(k)] : k;
+      p.x.read_floats(i * numel, numel, x.data() + k * numel);
+      p.y.read_floats(i * t, t, y.data() + k * t);
+    }
+    return training::Dataset::regression(p.sample, std::move(x), std::move(y), t);
+  }
   std::vector<int32_t> y(static_cast<size_t>(count));
   for (int64_t k = 0; k < count; ++k) {
     const int64_t i = indices ? (*indices)[static_cast<size_t>(k)] : k;
@@ -122,6 +153,10 @@ Splits load_npy(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
     }
   }
   const int32_t classes = std::max(train.classes, test ? test->classes : 0);
+  if (test && test->targets != train.targets) {
+    bad(path, test->y.name() + ": " + std::to_string(test->targets) + " targets per sample, but " +
+                  train.y.name() + " has " + std::to_string(train.targets));
+  }
   const SplitIndices split = split_indices(train.n, f.validation_fraction,
                                            test ? 0.0 : f.test_fraction, f.split_seed, path);
   Splits s;

@@ -14,7 +14,9 @@ namespace tuner::engine {
 
 // A DatasetLoader for spec.files (format npy); `sizes` is unused. x is [N, sample...] of float32,
 // float64, uint8 or another integer type, taken as float32 values; y is [N] (or [N, 1]) of an
-// integer type, labels >= 0, classes 1 + the largest. Errors name `path` and the file:
+// integer type, labels >= 0, classes 1 + the largest (spec.task binary: 0 and 1); with spec.task
+// regression, y is [N] or [N, T] of a float or integer type, the targets. Errors name `path` and
+// the file:
 // Error(kNotFound) for a missing file; kDataLoss for one that is not an .npy / .npz, truncated,
 // of another element type or shape than expected, or with a negative label.
 Splits load_npy(const EngineJobSpec& spec, const SplitSizes& sizes, const std::string& path);

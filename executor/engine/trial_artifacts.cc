@@ -59,10 +59,17 @@ void TrialArtifacts::save_best_model(const training::Checkpoint& checkpoint) con
 
 void TrialArtifacts::write_data_description(const std::string& name,
                                             const std::vector<std::string>& classes,
+                                            const std::vector<std::string>& targets,
                                             const std::vector<std::string>& features) const {
-  if (!active() || (classes.empty() && features.empty())) return;
-  const nlohmann::json doc = {
-      {"version", 1}, {"data", name}, {"classes", classes}, {"features", features}};
+  if (!active() || (classes.empty() && targets.empty() && features.empty())) return;
+  nlohmann::json doc = {{"version", 1}, {"data", name}};
+  if (targets.empty()) {
+    doc["classes"] = classes;
+  } else {
+    doc["task"] = "regression";
+    doc["targets"] = targets;
+  }
+  doc["features"] = features;
   write_file_atomically((dir_ / "data.json").string(), doc.dump(2) + "\n");
 }
 

@@ -51,10 +51,12 @@ class TrialArtifacts {
 
   // Writes data.json beside model.ckpt, atomically: what the model's inputs and outputs mean,
   // {"version": 1, "data": NAME, "classes": [the label of each output, in order], "features":
-  // [the name of each input]}. Nothing when both lists are empty (the labels are the output
-  // indices: fashion-mnist, npy). Throws Error(kUnavailable) when it cannot be written.
+  // [the name of each input]}; a regression's has "task": "regression" and "targets": [the name
+  // of each output] instead of "classes". Nothing when the lists are empty (the labels are the
+  // output indices: fashion-mnist, npy). Throws Error(kUnavailable) when it cannot be written.
   // Inactive: nothing.
   void write_data_description(const std::string& name, const std::vector<std::string>& classes,
+                              const std::vector<std::string>& targets,
                               const std::vector<std::string>& features) const;
 
   // Writes metrics.json (version kHistoryVersion) with the trial's `final` metrics and the epochs

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -79,6 +80,59 @@ TEST_F(CudaModel, TrainsToTheCpuWeightsAndMetrics) {
   EXPECT_LT(max_abs_diff(on_gpu.model->parameters().buffer_values_to_host(),
                          on_cpu.model->parameters().buffer_values_to_host()),
             2e-3);
+}
+
+// A regression (mean squared error of standardized targets, RMSE and MAE) and a binary task (AUC)
+// on the GPU give the CPU's metrics.
+TEST_F(CudaModel, RegressionAndBinaryTasksTrainToTheCpuMetrics) {
+  // The quadrant images' class as a target in large units, and a binary label from it.
+  auto as_targets = [](const Dataset& d) {
+    std::vector<float> y;
+    for (int32_t label : d.labels()) y.push_back(100.0f * static_cast<float>(label) + 1000.0f);
+    return Dataset::regression(d.sample_shape(), {d.features().begin(), d.features().end()},
+                               std::move(y), 1);
+  };
+  auto as_binary = [](const Dataset& d) {
+    std::vector<int32_t> y;
+    for (int32_t label : d.labels()) y.push_back(label >= 2 ? 1 : 0);
+    return Dataset(d.sample_shape(), {d.features().begin(), d.features().end()}, std::move(y), 2);
+  };
+  const Dataset images = quadrants(96, 1), val_images = quadrants(48, 2);
+  constexpr const char* kHead = R"({"input": [1, 8, 8], "layers": [
+      {"type": "flatten"}, {"type": "linear", "out": 16}, {"type": "relu"},
+      {"type": "linear", "out": %d}]})";
+  for (const Task task : {Task::kRegression, Task::kBinary}) {
+    const bool regression = task == Task::kRegression;
+    const Dataset train = regression ? as_targets(images) : as_binary(images);
+    const Dataset val = regression ? as_targets(val_images) : as_binary(val_images);
+    char spec_json[512];
+    std::snprintf(spec_json, sizeof spec_json, kHead, regression ? 1 : 2);
+    const ModelSpec spec = parse_model_spec(spec_json);
+    TrainerOptions options{.task = task, .epochs = 3, .batch_size = 16, .seed = 4};
+    if (regression) options.target_scaling = TargetScaling::fit(train);
+    std::vector<EpochMetrics> metrics[2];
+    Backend* backends[2] = {&cpu_, gpu_.get()};
+    for (int b = 0; b < 2; ++b) {
+      auto model = build_model(spec, 16, *backends[b], 3);
+      Adam adam(*backends[b], static_cast<int64_t>(model->parameters().values().size()),
+                AdamOptions{});
+      ConstantLr lr(3e-3);
+      Trainer trainer(*model, adam, lr, train, val, options);
+      metrics[b] = trainer.run().history;
+    }
+    ASSERT_EQ(metrics[0].size(), metrics[1].size());
+    for (size_t e = 0; e < metrics[0].size(); ++e) {
+      const EpochMetrics &c = metrics[0][e], &g = metrics[1][e];
+      EXPECT_NEAR(g.train_loss, c.train_loss, 2e-3) << task_name(task) << " epoch " << e;
+      EXPECT_NEAR(g.val_loss, c.val_loss, 2e-3) << task_name(task) << " epoch " << e;
+      if (regression) {
+        EXPECT_NEAR(g.val_rmse, c.val_rmse, 1e-2 * c.val_rmse) << "epoch " << e;
+        EXPECT_NEAR(g.val_mae, c.val_mae, 1e-2 * c.val_mae) << "epoch " << e;
+      } else {
+        EXPECT_NEAR(g.val_auc, c.val_auc, 2e-2) << "epoch " << e;
+      }
+    }
+  }
 }
 
 TEST_F(CudaModel, ACheckpointMovesBetweenGpuAndCpu) {

@@ -13,7 +13,11 @@ BatchLoader::BatchLoader(const Dataset& data, BatchLoaderOptions options)
   order_.resize(data.size());
   position_ = data.size();  // no epoch started
   x_ = Tensor(data.sample_shape().with_batch(options.batch_size));
-  labels_.resize(options.batch_size);
+  if (data.is_regression()) {
+    targets_.resize(static_cast<size_t>(options.batch_size * data.num_targets()));
+  } else {
+    labels_.resize(options.batch_size);
+  }
 }
 
 void BatchLoader::start_epoch() {
@@ -30,16 +34,23 @@ const Batch* BatchLoader::next() {
   const int64_t b = std::min(options_.batch_size, n - position_);
   if (b <= 0 || (options_.drop_last && b < options_.batch_size)) return nullptr;
   const int64_t numel = data_.sample_numel();
+  const int64_t t = data_.num_targets();
   float* out = x_.data();
   for (int64_t k = 0; k < b; ++k) {
     const int64_t i = order_[position_ + k];
     const std::span<const float> s = data_.sample(i);
     std::copy(s.begin(), s.end(), out + k * numel);
-    labels_[k] = data_.labels()[i];
+    if (t > 0) {
+      const std::span<const float> y = data_.target(i);
+      std::copy(y.begin(), y.end(), targets_.begin() + k * t);
+    } else {
+      labels_[k] = data_.labels()[i];
+    }
   }
   position_ += b;
   batch_.x = x_.slice(0, b);
-  batch_.labels = std::span<const int32_t>(labels_).first(b);
+  batch_.labels = std::span<const int32_t>(labels_).first(t > 0 ? 0 : b);
+  batch_.targets = std::span<const float>(targets_).first(static_cast<size_t>(b * t));
   return &batch_;
 }
 

@@ -13,11 +13,12 @@
 
 namespace tuner::training {
 
-// One mini-batch: x[B, sample...] and labels[B], views into the loader's buffers, valid until
-// the loader's next call.
+// One mini-batch: x[B, sample...] and labels[B] (classification) or targets[B, T] (regression),
+// views into the loader's buffers, valid until the loader's next call.
 struct Batch {
   Tensor x;
-  std::span<const int32_t> labels;
+  std::span<const int32_t> labels;  // empty for a regression dataset
+  std::span<const float> targets;   // [B, T]; empty for a classification dataset
 };
 
 struct BatchLoaderOptions {
@@ -59,6 +60,7 @@ class BatchLoader {
   int64_t position_ = 0;         // next index into order_
   Tensor x_;                     // [batch_size, sample...]
   std::vector<int32_t> labels_;  // [batch_size]
+  std::vector<float> targets_;   // [batch_size, T]
   Batch batch_;
 };
 

@@ -2,6 +2,7 @@
 // normalization and mini-batches.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "training/data/dataset.h"
 #include "training/data/fashion_mnist.h"
 #include "training/data/idx.h"
+#include "training/data/npy.h"
 
 namespace tuner::training {
 namespace {
@@ -115,6 +117,18 @@ TEST(Idx, ReadsGeneratedFilesAndNamesTheFileOfEveryError) {
             std::string::npos);
   const std::string missing = dir.file("x", "") + ".missing";
   EXPECT_EQ(error_of([&] { read_idx(missing, labels); }), missing + ": cannot open");
+}
+
+// Regression: an image file whose header promised more pixels than it held was allocated at
+// the promised size before reading, so a small file could ask for terabytes.
+TEST(Idx, AHeaderPromisingMorePixelsThanTheFileHoldsIsRefusedAsTruncated) {
+  TempDir dir;
+  const std::string images = dir.file("huge", u32(0x803) + u32(1000) + u32(65536) + u32(65536));
+  const std::string labels = dir.file("lab1000", idx_labels(1000, 1000));
+  EXPECT_EQ(error_of([&] { read_idx(images, labels); }),
+            images +
+                ": truncated: expected 4294967296000 bytes of 1000 images of 65536x65536 (the "
+                "header promises 1000), the file ends after 0");
 }
 
 TEST(Idx, TruncatedGzipIsAnError) {
@@ -253,6 +267,105 @@ TEST(CsvCells, SplitsQuotedFieldsAndReadsMissingNumbersAndIntegers) {
   EXPECT_EQ(integer_cell("-7"), -7);
   EXPECT_EQ(integer_cell("7.0"), std::nullopt);
   EXPECT_EQ(integer_cell(""), std::nullopt);
+}
+
+// A .npy file (format 1.0) of `descr` and `shape` (a Python tuple's text) holding `data`.
+std::string npy_file(const std::string& descr, const std::string& shape, const std::string& data) {
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::string file = "\x93NUMPY\x01";
+  file += '\0';
+  file += static_cast<char>(header.size() & 0xff);
+  file += static_cast<char>(header.size() >> 8);
+  return file + header + data;
+}
+
+// Regression: a shape dimension of more digits than int64_t holds overflowed while parsed.
+TEST(Npy, ADimensionPastInt64IsRefused) {
+  TempDir dir;
+  const std::string file =
+      dir.file("big.npy", npy_file("<f4", "(99999999999999999999999, 2)", std::string(8, '\0')));
+  EXPECT_EQ(error_of([&] { NpyArray::open(file); }),
+            file + ": the header's shape has a dimension past 2^63: 99999999999999999999999");
+}
+
+// Regression: a shape whose element count overflowed 64 bits wrapped to a small byte count, so
+// a short file passed the size check and its reads went past the mapping.
+TEST(Npy, AShapeWhoseSizeOverflowsIsRefusedAsTruncated) {
+  TempDir dir;
+  const std::string file =
+      dir.file("wrap.npy", npy_file("<f4", "(4294967296, 4294967296, 16)", std::string(64, '\0')));
+  EXPECT_EQ(error_of([&] { NpyArray::open(file); }),
+            file +
+                ": truncated: the header's shape (4294967296, 4294967296, 16) of <f4 needs over "
+                "2^64 bytes of data, the file has 64");
+  // Empty, however large the other dimensions (their product was computed first, and overflowed).
+  const std::string empty =
+      dir.file("empty.npy", npy_file("<f4", "(4611686018427387904, 4, 0)", ""));
+  EXPECT_EQ(NpyArray::open(empty).size(), 0);
+}
+
+// A .npz archive of one member NAME.npy holding `npy`, deflated, whose headers claim `claimed`
+// uncompressed bytes (npy.size() when negative).
+std::string npz_deflated(const std::string& name, const std::string& npy, int64_t claimed = -1) {
+  std::string deflated(compressBound(static_cast<uLong>(npy.size())) + 64, '\0');
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(npy.data()));
+  zs.avail_in = static_cast<uInt>(npy.size());
+  zs.next_out = reinterpret_cast<Bytef*>(deflated.data());
+  zs.avail_out = static_cast<uInt>(deflated.size());
+  deflate(&zs, Z_FINISH);
+  deflated.resize(zs.total_out);
+  deflateEnd(&zs);
+  const uint32_t usize = static_cast<uint32_t>(claimed < 0 ? npy.size() : claimed);
+  const uint32_t csize = static_cast<uint32_t>(deflated.size());
+  const uint32_t crc = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(npy.data()), static_cast<uInt>(npy.size())));
+  auto le = [](uint64_t v, int bytes) {
+    std::string out;
+    for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+    return out;
+  };
+  const std::string member = name + ".npy";
+  const std::string local = le(0x04034b50, 4) + le(20, 2) + le(0, 2) + le(8, 2) + le(0, 4) +
+                            le(crc, 4) + le(csize, 4) + le(usize, 4) + le(member.size(), 2) +
+                            le(0, 2) + member;
+  const std::string central = le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(8, 2) +
+                              le(0, 4) + le(crc, 4) + le(csize, 4) + le(usize, 4) +
+                              le(member.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 2) +
+                              le(0, 4) + le(0, 4) + member;
+  const uint64_t cd_at = local.size() + deflated.size();
+  const std::string end = le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(1, 2) + le(1, 2) +
+                          le(central.size(), 4) + le(cd_at, 4) + le(0, 2);
+  return local + deflated + central + end;
+}
+
+TEST(Npy, ADeflatedNpzMemberIsInflated) {
+  TempDir dir;
+  std::string values;
+  for (int i = 0; i < 3000; ++i) values += std::string(3, '\0') + static_cast<char>(i % 7);
+  const std::string file = dir.file("d.npz", npz_deflated("x", npy_file("<i4", "(3000,)", values)));
+  const NpyArray x = NpyArray::open_npz(file, "x");
+  ASSERT_EQ(x.size(), 3000);
+  EXPECT_EQ(x.integer(0), 0);
+  EXPECT_EQ(x.integer(2999), (int64_t{2999 % 7} << 24));
+}
+
+// Regression: a deflated member was inflated into a buffer of the size its header claimed,
+// allocated first, so a few bytes claiming 4 GiB took 4 GiB; a member must hold what it claims.
+TEST(Npy, ADeflatedNpzMemberHoldingOtherThanItClaimsIsCorrupt) {
+  TempDir dir;
+  const std::string npy = npy_file("<f4", "(4,)", std::string(16, '\0'));
+  for (const int64_t claimed :
+       {int64_t{0xFFFFFFF0}, int64_t(npy.size() - 1), int64_t(npy.size() + 1)}) {
+    const std::string file = dir.file("c.npz", npz_deflated("x", npy, claimed));
+    EXPECT_EQ(error_of([&] { NpyArray::open_npz(file, "x"); }),
+              file + ": member x.npy: corrupt compressed data")
+        << "claimed " << claimed;
+  }
 }
 
 }  // namespace tuner::training

@@ -13,6 +13,7 @@ Dataset::Dataset(Shape sample, std::vector<float> features, std::vector<int32_t>
     : sample_(sample),
       features_(std::move(features)),
       labels_(std::move(labels)),
+      size_(static_cast<int64_t>(labels_.size())),
       num_classes_(num_classes) {
   if (static_cast<int64_t>(features_.size()) != size() * sample_.numel()) {
     throw DataError("dataset: " + std::to_string(features_.size()) + " feature values for " +
@@ -26,15 +27,46 @@ Dataset::Dataset(Shape sample, std::vector<float> features, std::vector<int32_t>
   }
 }
 
+Dataset Dataset::regression(Shape sample, std::vector<float> features, std::vector<float> targets,
+                            int64_t num_targets) {
+  if (num_targets < 1) {
+    throw DataError("dataset: " + std::to_string(num_targets) + " targets per sample (>= 1)");
+  }
+  if (static_cast<int64_t>(targets.size()) % num_targets != 0) {
+    throw DataError("dataset: " + std::to_string(targets.size()) + " target values are not " +
+                    std::to_string(num_targets) + " per sample");
+  }
+  Dataset d;
+  d.sample_ = sample;
+  d.size_ = static_cast<int64_t>(targets.size()) / num_targets;
+  d.num_targets_ = num_targets;
+  if (static_cast<int64_t>(features.size()) != d.size_ * sample.numel()) {
+    throw DataError("dataset: " + std::to_string(features.size()) + " feature values for " +
+                    std::to_string(d.size_) + " samples of " + sample.to_string());
+  }
+  d.features_ = std::move(features);
+  d.targets_ = std::move(targets);
+  return d;
+}
+
 Dataset Dataset::select(std::span<const int64_t> indices) const {
   const int64_t n = sample_numel();
   std::vector<float> features(indices.size() * n);
-  std::vector<int32_t> labels(indices.size());
+  std::vector<int32_t> labels(is_regression() ? 0 : indices.size());
+  std::vector<float> targets(indices.size() * static_cast<size_t>(num_targets_));
   for (size_t k = 0; k < indices.size(); ++k) {
     const int64_t i = indices[k];
     if (i < 0 || i >= size()) throw std::out_of_range("dataset.select: index out of range");
     std::copy_n(features_.begin() + i * n, n, features.begin() + static_cast<int64_t>(k) * n);
-    labels[k] = labels_[i];
+    if (is_regression()) {
+      std::copy_n(targets_.begin() + i * num_targets_, num_targets_,
+                  targets.begin() + static_cast<int64_t>(k) * num_targets_);
+    } else {
+      labels[k] = labels_[i];
+    }
+  }
+  if (is_regression()) {
+    return regression(sample_, std::move(features), std::move(targets), num_targets_);
   }
   return Dataset(sample_, std::move(features), std::move(labels), num_classes_);
 }
@@ -91,6 +123,30 @@ Normalizer Normalizer::fit(const Dataset& train, NormalizeBy by) {
     n.std_.push_back(sd > 1e-12 ? static_cast<float>(sd) : 1.0f);
   }
   return n;
+}
+
+TargetScaling TargetScaling::fit(const Dataset& train) {
+  if (!train.is_regression() || train.empty()) {
+    throw std::invalid_argument("target scaling: needs a regression's non-empty training split");
+  }
+  const int64_t t = train.num_targets();
+  std::vector<double> sum(static_cast<size_t>(t), 0.0), sum_sq(static_cast<size_t>(t), 0.0);
+  for (int64_t i = 0; i < train.size(); ++i) {
+    for (int64_t k = 0; k < t; ++k) {
+      const double v = train.target(i)[k];
+      sum[k] += v;
+      sum_sq[k] += v * v;
+    }
+  }
+  TargetScaling s;
+  const double n = static_cast<double>(train.size());
+  for (int64_t k = 0; k < t; ++k) {
+    const double mean = sum[k] / n;
+    const double sd = std::sqrt(std::max(0.0, sum_sq[k] / n - mean * mean));
+    s.mean.push_back(static_cast<float>(mean));
+    s.stddev.push_back(sd > 1e-12 ? static_cast<float>(sd) : 1.0f);
+  }
+  return s;
 }
 
 void Normalizer::apply(Dataset& data) const {

@@ -21,25 +21,38 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// N samples for classification: features [N, sample...] (row-major, one sample after the other)
-// and labels [N] in [0, num_classes). Copyable (explicitly large); thread-compatible.
+// N samples: features [N, sample...] (row-major, one sample after the other) and either, for
+// classification, labels [N] in [0, num_classes), or, for regression, targets [N, T] of
+// num_targets T floats each (labels() then empty, num_classes() 0).
+// Copyable (explicitly large); thread-compatible.
 class Dataset {
  public:
   Dataset() = default;
-  // REQUIRES: features.size() == labels.size() * sample.numel(), every label in
+  // Classification. REQUIRES: features.size() == labels.size() * sample.numel(), every label in
   // [0, num_classes) (else DataError).
   Dataset(Shape sample, std::vector<float> features, std::vector<int32_t> labels,
           int32_t num_classes);
+  // Regression. REQUIRES: num_targets >= 1, targets.size() == N * num_targets and
+  // features.size() == N * sample.numel() (else DataError).
+  static Dataset regression(Shape sample, std::vector<float> features, std::vector<float> targets,
+                            int64_t num_targets);
 
-  int64_t size() const { return static_cast<int64_t>(labels_.size()); }
-  bool empty() const { return labels_.empty(); }
+  int64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
   const Shape& sample_shape() const { return sample_; }
   int64_t sample_numel() const { return sample_.numel(); }
   int32_t num_classes() const { return num_classes_; }
+  bool is_regression() const { return num_targets_ > 0; }
+  int64_t num_targets() const { return num_targets_; }  // 0 for classification
 
   std::span<const float> features() const { return features_; }
   std::span<float> features() { return features_; }
   std::span<const int32_t> labels() const { return labels_; }
+  std::span<const float> targets() const { return targets_; }  // [N, T]; empty: classification
+  // The targets of sample i, [T]. REQUIRES: is_regression(), 0 <= i < size().
+  std::span<const float> target(int64_t i) const {
+    return std::span<const float>(targets_).subspan(i * num_targets_, num_targets_);
+  }
   // The features of sample i, [sample...]. REQUIRES: 0 <= i < size().
   std::span<const float> sample(int64_t i) const {
     return std::span<const float>(features_).subspan(i * sample_numel(), sample_numel());
@@ -54,7 +67,10 @@ class Dataset {
   Shape sample_;
   std::vector<float> features_;
   std::vector<int32_t> labels_;
+  std::vector<float> targets_;
+  int64_t size_ = 0;
   int32_t num_classes_ = 0;
+  int64_t num_targets_ = 0;
 };
 
 struct TrainValidationSplit {
@@ -90,6 +106,16 @@ class Normalizer {
   Shape sample_;
   int64_t group_ = 1;  // contiguous values per channel within a sample
   std::vector<float> mean_, std_;
+};
+
+// A regression's targets standardized per target, z = (y - mean) / stddev, with the statistics of
+// the training split: the model learns z, and its predictions are unscaled by y = z * stddev +
+// mean. A std of 0 is taken as 1. Empty vectors: no scaling.
+struct TargetScaling {
+  std::vector<float> mean, stddev;  // [T] each
+
+  // REQUIRES: train.is_regression() and !train.empty() (else std::invalid_argument).
+  static TargetScaling fit(const Dataset& train);
 };
 
 }  // namespace tuner::training

@@ -107,11 +107,23 @@ Dataset read_idx(const std::string& images_path, const std::string& labels_path,
   }
 
   const int64_t n = limit >= 0 ? std::min<int64_t>(limit, n_images) : n_images;
-  const int64_t pixels = static_cast<int64_t>(h) * w;
-  std::vector<uint8_t> raw(static_cast<size_t>(n * pixels));
-  images.read_exact(raw, std::to_string(n) + " images of " + std::to_string(h) + "x" +
-                             std::to_string(w) + " (the header promises " +
-                             std::to_string(n_images) + ")");
+  // The pixels are read into memory as they arrive, a chunk at a time, not allocated as the
+  // header promises: a short file with a large header is refused as truncated without taking
+  // the memory it claims.
+  const uint64_t total = static_cast<uint64_t>(n) * h * w;
+  constexpr uint64_t kChunk = uint64_t{64} << 20;
+  std::vector<uint8_t> raw;
+  while (raw.size() < total) {
+    const size_t before = raw.size();
+    raw.resize(static_cast<size_t>(std::min(total, before + kChunk)));
+    const size_t got = images.read(std::span<uint8_t>(raw).subspan(before));
+    if (got != raw.size() - before) {
+      throw DataError(images.path() + ": truncated: expected " + std::to_string(total) +
+                      " bytes of " + std::to_string(n) + " images of " + std::to_string(h) + "x" +
+                      std::to_string(w) + " (the header promises " + std::to_string(n_images) +
+                      "), the file ends after " + std::to_string(before + got));
+    }
+  }
   std::vector<float> features(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) features[i] = static_cast<float>(raw[i]) / 255.0f;
 

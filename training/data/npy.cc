@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -77,6 +78,8 @@ std::string strip_quotes(std::string_view v) {
 }  // namespace
 
 int64_t NpyArray::size() const {
+  // parse() checked that the product fits the file unless a dimension is 0.
+  if (std::find(shape_.begin(), shape_.end(), 0) != shape_.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape_) n *= d;
   return n;
@@ -126,10 +129,16 @@ NpyArray NpyArray::parse(std::shared_ptr<const Storage> storage, std::string_vie
       ++at;
     }
     if (at >= shape_text.size()) break;
-    int64_t dim = 0;
+    const size_t first = at;
     while (at < shape_text.size() && std::isdigit(static_cast<unsigned char>(shape_text[at]))) {
-      dim = dim * 10 + (shape_text[at] - '0');
       ++at;
+    }
+    int64_t dim = 0;
+    const auto [end, error] =
+        std::from_chars(shape_text.data() + first, shape_text.data() + at, dim);
+    if (error != std::errc()) {
+      bad(a.name_, "the header's shape has a dimension past 2^63: " +
+                       std::string(shape_text.substr(first, std::min<size_t>(at - first, 40))));
     }
     a.shape_.push_back(dim);
   }
@@ -137,16 +146,23 @@ NpyArray NpyArray::parse(std::shared_ptr<const Storage> storage, std::string_vie
   if (fortran.starts_with("True") && a.shape_.size() > 1) {
     bad(a.name_, "stored in Fortran order (save it C-ordered: np.ascontiguousarray(a))");
   }
-  const uint64_t need = static_cast<uint64_t>(a.size()) * static_cast<uint64_t>(a.itemsize_);
-  if (b.size() - data_at < need) {
+  // The bytes the shape needs, counted without overflow (a 0 dimension: none, whatever the
+  // others); a count past 64 bits is truncation too, however large the file.
+  const bool empty = std::find(a.shape_.begin(), a.shape_.end(), 0) != a.shape_.end();
+  uint64_t need = empty ? 0 : static_cast<uint64_t>(a.itemsize_);
+  bool fits = true;
+  for (size_t i = 0; i < a.shape_.size() && !empty && fits; ++i) {
+    fits = !__builtin_mul_overflow(need, static_cast<uint64_t>(a.shape_[i]), &need);
+  }
+  if (!fits || b.size() - data_at < need) {
     std::string shape = "(";
     for (size_t i = 0; i < a.shape_.size(); ++i) {
       shape += (i ? ", " : "") + std::to_string(a.shape_[i]);
     }
     shape += a.shape_.size() == 1 ? ",)" : ")";
     bad(a.name_, "truncated: the header's shape " + shape + " of " + d + " needs " +
-                     std::to_string(need) + " bytes of data, the file has " +
-                     std::to_string(b.size() - data_at));
+                     (fits ? std::to_string(need) : std::string("over 2^64")) +
+                     " bytes of data, the file has " + std::to_string(b.size() - data_at));
   }
   a.data_ = b.substr(data_at, need);
   a.storage_ = std::move(storage);
@@ -154,6 +170,40 @@ NpyArray NpyArray::parse(std::shared_ptr<const Storage> storage, std::string_vie
 }
 
 namespace {
+
+// Inflates a deflated zip member that says it holds `usize` bytes into `out`. The buffer grows
+// with what the stream gives (doubling, from 64 MiB), not with what the header claims: a small
+// member claiming gigabytes is refused as corrupt without taking them. Throws DataError naming
+// `where`.
+void inflate_member(std::string_view data, uint64_t usize, std::string& out,
+                    const std::string& where) {
+  constexpr uint64_t kFirst = uint64_t{64} << 20;
+  constexpr uint64_t kMaxStep = uint64_t{1} << 30;  // zlib counts in 32 bits
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw DataError(where + ": zlib failed");
+  uint64_t fed = 0, made = 0;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    // One byte past the claimed size is room to see a member that holds more than it says.
+    if (made == out.size() && out.size() <= usize) {
+      out.resize(static_cast<size_t>(std::min(usize + 1, std::max(kFirst, 2 * out.size()))));
+    }
+    if (zs.avail_in == 0 && fed < data.size()) {
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + fed));
+      zs.avail_in = static_cast<uInt>(std::min<uint64_t>(data.size() - fed, kMaxStep));
+      fed += zs.avail_in;
+    }
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + made);
+    zs.avail_out = static_cast<uInt>(std::min<uint64_t>(out.size() - made, kMaxStep));
+    const uInt before = zs.avail_out;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    made += before - zs.avail_out;
+    if (rc == Z_OK && made > usize) break;
+  }
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END || made != usize) throw DataError(where + ": corrupt compressed data");
+  out.resize(static_cast<size_t>(usize));
+}
 
 std::shared_ptr<NpyArray::Storage> map_file(const std::string& file) {
   if (!std::filesystem::exists(file)) throw DataError(file + ": does not exist");
@@ -252,19 +302,7 @@ NpyArray NpyArray::open_npz(const std::string& file, const std::string& name) {
                       " (stored and deflated members are read)");
     }
     auto inflated = std::make_shared<Storage>();
-    inflated->inflated.resize(usize);
-    z_stream zs{};
-    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw DataError(where + ": zlib failed");
-    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-    zs.avail_in = static_cast<uInt>(data.size());
-    zs.next_out = reinterpret_cast<Bytef*>(inflated->inflated.data());
-    zs.avail_out = static_cast<uInt>(usize);
-    const int rc = inflate(&zs, Z_FINISH);
-    const uint64_t out = zs.total_out;
-    inflateEnd(&zs);
-    if (rc != Z_STREAM_END || out != usize) {
-      throw DataError(where + ": corrupt compressed data");
-    }
+    inflate_member(data, usize, inflated->inflated, where);
     const std::string_view bytes = inflated->bytes();
     return parse(std::move(inflated), bytes, where);
   }

@@ -91,9 +91,10 @@ class GraphBuilder {
     }
   }
 
-  // Emits the nodes of `t` on the graph input `x`; returns the tensor that holds the model's
-  // input (x itself when no step changes anything).
-  std::string input_transform(const OnnxInputTransform& t, const std::string& x) {
+  // Emits the nodes of `t` on the graph input `x` [N, sample...], the sample of rank
+  // `sample_rank`; returns the tensor that holds the model's input (x itself when no step changes
+  // anything).
+  std::string input_transform(const OnnxInputTransform& t, const std::string& x, int sample_rank) {
     const std::string path = "input";
     std::string at = x;
     if (t.uint8) {
@@ -106,12 +107,14 @@ class GraphBuilder {
       at = "input_scaled";
     }
     if (!t.feature_mean.empty()) {
-      // One value per feature, broadcast over the batch: [F] against [N, F].
+      // One value per channel, [K, 1, ...] (the sample's rank) broadcast against [N, K, ...]:
+      // [F] against a table's [N, F], [C, 1, 1] against an image's [N, C, H, W].
       std::vector<float> inv(t.feature_stddev.size());
       for (size_t f = 0; f < inv.size(); ++f) inv[f] = 1.0f / t.feature_stddev[f];
-      node("Sub", {at, vector_constant("input_mean", t.feature_mean)}, "input_centered", path);
-      node("Mul", {"input_centered", vector_constant("input_inv_stddev", inv)}, "input_normalized",
-           path);
+      node("Sub", {at, channel_constant("input_mean", t.feature_mean, sample_rank)},
+           "input_centered", path);
+      node("Mul", {"input_centered", channel_constant("input_inv_stddev", inv, sample_rank)},
+           "input_normalized", path);
       at = "input_normalized";
     } else if (t.mean != 0.0f || t.stddev != 1.0f) {
       node("Sub", {at, scalar("input_mean", t.mean)}, "input_centered", path);
@@ -308,12 +311,14 @@ class GraphBuilder {
     return name;
   }
 
-  // A float32 initializer [values.size()].
-  std::string vector_constant(const std::string& name, const std::vector<float>& values) {
+  // A float32 initializer [values.size(), 1, ...] of rank `rank` >= 1.
+  std::string channel_constant(const std::string& name, const std::vector<float>& values,
+                               int rank) {
     onnx::TensorProto* tensor = g_.add_initializer();
     tensor->set_name(name);
     tensor->set_data_type(onnx::TensorProto::FLOAT);
     tensor->add_dims(static_cast<int64_t>(values.size()));
+    for (int d = 1; d < rank; ++d) tensor->add_dims(1);
     for (float v : values) tensor->add_float_data(v);
     return name;
   }
@@ -474,22 +479,23 @@ std::string onnx_model_bytes(const ModelSpec& spec, const Sequential& model,
                           "divisor and stddev must be finite and > 0, mean finite");
   }
   if (const auto& t = options.input_transform; t && !t->feature_mean.empty()) {
-    const auto features = static_cast<size_t>(spec.input.numel());
-    if (spec.input.rank() != 1 || t->feature_mean.size() != features ||
-        t->feature_stddev.size() != features) {
+    const auto channels =
+        static_cast<size_t>(spec.input.rank() >= 1 ? spec.input.dims()[0] : int64_t{0});
+    if (spec.input.rank() < 1 || t->feature_mean.size() != channels ||
+        t->feature_stddev.size() != channels) {
       throw OnnxExportError("options.input_transform",
-                            "per-feature normalization needs a flat input and one mean and "
-                            "stddev per feature: the input is " +
+                            "per-channel normalization needs one mean and stddev per element of "
+                            "the input's first dimension: the input is " +
                                 spec.input.to_string() + ", with " +
                                 std::to_string(t->feature_mean.size()) + " means and " +
                                 std::to_string(t->feature_stddev.size()) + " stddevs");
     }
-    for (size_t f = 0; f < features; ++f) {
+    for (size_t f = 0; f < channels; ++f) {
       if (!std::isfinite(t->feature_mean[f]) || !(t->feature_stddev[f] > 0.0f) ||
           !std::isfinite(t->feature_stddev[f])) {
         throw OnnxExportError(
             "options.input_transform",
-            "feature " + std::to_string(f) + ": mean must be finite, stddev finite and > 0");
+            "channel " + std::to_string(f) + ": mean must be finite, stddev finite and > 0");
       }
     }
   }
@@ -500,8 +506,9 @@ std::string onnx_model_bytes(const ModelSpec& spec, const Sequential& model,
   set_tensor_type(*graph->add_output(), kOnnxOutputName, spec.output);
   GraphBuilder builder(model.parameters(), *graph);
   const std::string model_input =
-      options.input_transform ? builder.input_transform(*options.input_transform, kOnnxInputName)
-                              : std::string(kOnnxInputName);
+      options.input_transform
+          ? builder.input_transform(*options.input_transform, kOnnxInputName, spec.input.rank())
+          : std::string(kOnnxInputName);
   builder.chain(spec.layers, "", model_input, kOnnxOutputName);
   builder.check_all_used();
 

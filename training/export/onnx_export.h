@@ -57,9 +57,11 @@ struct OnnxInputTransform {
   float divisor = 1.0f;  // the loader's scaling, > 0: 255 for pixels
   float mean = 0.0f;     // the normalization, in the loader's units
   float stddev = 1.0f;   // > 0
-  // Per-feature normalization of a flat input [N, F] (a csv file's encoded features): when
-  // set, both hold F values (stddev > 0), x[:, f] = (x[:, f] - mean[f]) * (1 / stddev[f]), and
-  // `mean` and `stddev` above are unused. Default: empty, the scalar normalization.
+  // Per-channel normalization along the input's first dimension [N, K, ...]: when set, both hold
+  // K values (stddev > 0), x[:, k, ...] = (x[:, k, ...] - mean[k]) * (1 / stddev[k]), written as
+  // constants [K, 1, ...] of the sample's rank; `mean` and `stddev` above are then unused. A
+  // table's input [N, F] has one per feature, an image's [N, C, H, W] one per channel.
+  // Default: empty, the scalar normalization.
   std::vector<float> feature_mean, feature_stddev;
 };
 

@@ -408,11 +408,11 @@ TEST(OnnxExport, TheInputTransformMakesTheGraphTakeRawPixels) {
   EXPECT_THROW((void)onnx_model_bytes(b.spec, *b.model, options), OnnxExportError);
 }
 
-// The float32 values of a [n] initializer.
+// The float32 values of an initializer [n] (or [n, 1, ...]).
 std::vector<float> vector_initializer(const onnx::GraphProto& graph, const std::string& name) {
   for (const onnx::TensorProto& t : graph.initializer()) {
     if (t.name() == name) {
-      EXPECT_EQ(t.dims_size(), 1) << name;
+      EXPECT_GE(t.dims_size(), 1) << name;
       return {t.float_data().begin(), t.float_data().end()};
     }
   }
@@ -461,12 +461,65 @@ TEST(OnnxExport, APerFeatureTransformNormalizesEachFeatureAsTheEngine) {
     ADD_FAILURE() << "no error";
   } catch (const OnnxExportError& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "options.input_transform: per-feature normalization needs a flat input and one "
-                  "mean and stddev per feature: the input is [3], with 3 means and 2 stddevs"),
+                  "options.input_transform: per-channel normalization needs one mean and stddev "
+                  "per element of the input's first dimension: the input is [3], with 3 means and "
+                  "2 stddevs"),
               std::string::npos)
         << e.what();
   }
   t.feature_stddev = {1.0f, 0.0f, 1.0f};
+  options.input_transform = t;
+  EXPECT_THROW((void)onnx_model_bytes(b.spec, *b.model, options), OnnxExportError);
+}
+
+std::vector<int64_t> initializer_dims(const onnx::GraphProto& graph, const std::string& name) {
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    if (t.name() == name) return {t.dims().begin(), t.dims().end()};
+  }
+  ADD_FAILURE() << "no initializer " << name;
+  return {};
+}
+
+TEST(OnnxExport, APerChannelTransformNormalizesEachChannelOfAnImage) {
+  CpuBackend backend(1);
+  Built b = build(backend, R"({"input": [3, 2, 2], "layers": [{"type": "flatten"},
+                               {"type": "linear", "out": 2}]})");
+  // Two RGB images [3, 2, 2] in [0, 1], normalized per channel (NormalizeBy::kChannel), as the
+  // image-folder loader's samples.
+  std::vector<float> raw(24);
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<float>((i * 7) % 11) / 10.0f;
+  Dataset data(Shape{3, 2, 2}, raw, {0, 1}, 2);
+  const Normalizer norm = Normalizer::fit(data, NormalizeBy::kChannel);
+  ASSERT_EQ(norm.mean().size(), 3u);
+  norm.apply(data);
+
+  OnnxExportOptions options;
+  OnnxInputTransform t;
+  t.feature_mean.assign(norm.mean().begin(), norm.mean().end());
+  t.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
+  options.input_transform = t;
+  onnx::ModelProto proto = parse(onnx_model_bytes(b.spec, *b.model, options));
+  EXPECT_NO_THROW(onnx::checker::check_model(proto));
+  const onnx::GraphProto& g = proto.graph();
+  const std::vector<std::string> ops = op_types(proto);
+  ASSERT_GE(ops.size(), 2u);
+  EXPECT_EQ(std::vector<std::string>(ops.begin(), ops.begin() + 2),
+            (std::vector<std::string>{"Sub", "Mul"}));
+  // [3, 1, 1] constants broadcast over [N, 3, 2, 2]: the engine's normalized pixels, bit for bit.
+  EXPECT_EQ(initializer_dims(g, "input_mean"), (std::vector<int64_t>{3, 1, 1}));
+  EXPECT_EQ(initializer_dims(g, "input_inv_stddev"), (std::vector<int64_t>{3, 1, 1}));
+  const std::vector<float> mean = vector_initializer(g, "input_mean");
+  const std::vector<float> inv = vector_initializer(g, "input_inv_stddev");
+  ASSERT_EQ(mean.size(), 3u);
+  const std::span<const float> engine = data.features();
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const size_t c = (i / 4) % 3;
+    EXPECT_EQ((raw[i] - mean[c]) * inv[c], engine[i]) << "value " << i;
+  }
+
+  // One mean and stddev per channel: 12 (one per value) is refused.
+  t.feature_mean.assign(12, 0.5f);
+  t.feature_stddev.assign(12, 1.0f);
   options.input_transform = t;
   EXPECT_THROW((void)onnx_model_bytes(b.spec, *b.model, options), OnnxExportError);
 }

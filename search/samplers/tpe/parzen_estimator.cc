@@ -11,6 +11,7 @@
 #include <string>
 
 #include "trials/error.h"
+#include "trials/overloaded.h"
 
 // The density loops are the sampler's hot path: on x86-64, also compile them for AVX2 and FMA and
 // pick the version at load time, so one binary runs everywhere and fast where it can.
@@ -31,11 +32,6 @@ constexpr double kLogSqrt2Pi = 0.91893853320467274178;  // log(sqrt(2 pi))
 constexpr double kEps = 1e-12;                          // the bandwidth floor without the clip
 // |z| beyond which Phi(z) is 0 or 1 to double precision (relative to 1).
 constexpr double kNegligibleTail = 8.5;
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 [[noreturn]] void fail(const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, "ParzenEstimator: " + message);

@@ -8,7 +8,9 @@
 // and manifest.json: [{"name", "input_dtype", "input_shape": [B, ...], "output_shape": [B, ...]},
 // ...]. The model with an input transform (training/export/onnx_export.h) is given raw uint8
 // pixels; its expected outputs are the engine's forward on the pixels scaled and normalized as
-// the engine's data pipeline does (training/data/idx.h, training::Normalizer).
+// the engine's data pipeline does (training/data/idx.h, training::Normalizer). The model with a
+// per-channel input transform is given RGB images in [0, 1]; its expected outputs are the
+// engine's forward on them normalized per channel, as the image-folder loader's samples are.
 // The models' parameters are perturbed and their batch norms trained for a few steps, so that
 // gammas, betas and running statistics are not their initial values.
 #include <cstdio>
@@ -34,7 +36,8 @@ constexpr int64_t kBatch = 7;
 struct TestModel {
   const char* name;
   const char* spec;
-  bool pixels = false;  // exported with a uint8 input transform, given raw pixels
+  bool pixels = false;    // exported with a uint8 input transform, given raw pixels
+  bool channels = false;  // exported with a per-channel input transform, given images in [0, 1]
 };
 
 // The MLP and the small CNN of docs/model_spec.md, and a model with every other layer kind.
@@ -88,6 +91,12 @@ const TestModel kModels[] = {
         {"type": "flatten"},
         {"type": "linear", "out": 10}]})",
      true},
+    // A CNN of RGB images in [0, 1], normalized per channel in the graph ([3, 1, 1] constants).
+    {"rgb_cnn_channels", R"({"input": [3, 10, 10], "layers": [
+        {"type": "conv2d", "out": 4, "kernel": 3, "padding": 1}, {"type": "relu"},
+        {"type": "flatten"},
+        {"type": "linear", "out": 3}]})",
+     false, true},
 };
 
 void fill_normal(Rng& rng, std::span<float> values, float scale) {
@@ -145,6 +154,26 @@ nlohmann::json export_one(const TestModel& m, const std::filesystem::path& dir, 
     options.input_transform = OnnxInputTransform{
         .uint8 = true, .divisor = 255.0f, .mean = norm.mean()[0], .stddev = norm.stddev()[0]};
   }
+  std::vector<float> images;
+  if (m.channels) {
+    // Images in [0, 1], each channel of its own level; the engine's inputs are them normalized
+    // per channel with their statistics.
+    images.resize(static_cast<size_t>(x.numel()));
+    const size_t plane = static_cast<size_t>(spec.input.numel() / spec.input.dims()[0]);
+    for (size_t i = 0; i < images.size(); ++i) {
+      const float level = 0.2f + 0.3f * static_cast<float>((i / plane) % 3);
+      images[i] = level + 0.1f * static_cast<float>(rng.next_u64() % 1000) / 1000.0f;
+    }
+    std::vector<int32_t> labels(static_cast<size_t>(kBatch), 0);
+    Dataset data(spec.input, images, labels, 3);
+    const Normalizer norm = Normalizer::fit(data, NormalizeBy::kChannel);
+    norm.apply(data);
+    x.copy_from(data.features());
+    OnnxInputTransform t;
+    t.feature_mean.assign(norm.mean().begin(), norm.mean().end());
+    t.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
+    options.input_transform = t;
+  }
   const Tensor& y = model->forward(x, Mode::kEval);
 
   export_onnx(spec, *model, dir / (std::string(m.name) + ".onnx"), options);
@@ -153,6 +182,10 @@ nlohmann::json export_one(const TestModel& m, const std::filesystem::path& dir, 
     out.write(reinterpret_cast<const char*>(pixels.data()),
               static_cast<std::streamsize>(pixels.size()));
     if (!out) throw std::runtime_error(std::string(m.name) + ".input.u8: cannot write");
+  } else if (m.channels) {
+    Tensor raw(x.shape());
+    raw.copy_from(images);
+    write_floats(dir / (std::string(m.name) + ".input.f32"), raw);
   } else {
     write_floats(dir / (std::string(m.name) + ".input.f32"), x);
   }

@@ -5,7 +5,7 @@
 //   1. decode() returns or throws ProtocolError, nothing else (ASan/UBSan catch memory errors);
 //   2. a decoded message re-encodes, and decoding that encoding gives the same frames again
 //      (encode(decode(x)) is a fixed point), so nothing decoded is unencodable or lossy.
-// Build: see wire/CMakeLists.txt (clang only). Run: protocol_fuzz -max_total_time=60 CORPUS
+// Build and run: scripts/fuzz (docs/testing.md).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,18 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_input.h"
 #include "wire/protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<std::string> frames(1);
-  for (size_t i = 0; i < size; ++i) {
-    if (i + 1 < size && data[i] == 0xff && data[i + 1] == 0xfe) {
-      frames.emplace_back();
-      ++i;
-    } else {
-      frames.back().push_back(static_cast<char>(data[i]));
-    }
-  }
+  std::vector<std::string> frames = tuner::fuzz::split_parts(data, size);
   tuner::Message message;
   try {
     message = tuner::decode(frames);

@@ -1,0 +1,80 @@
+#include "launch/slurm_jobs_file.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "trials/error.h"
+
+namespace tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path jobs_file(const std::string& work_dir) { return fs::path(work_dir) / "jobs.json"; }
+
+}  // namespace
+
+std::string slurm_work_dir(const std::string& storage_path, const std::string& study) {
+  return (fs::path(storage_path + ".slurm") / study).string();
+}
+
+void write_slurm_jobs_file(const std::string& work_dir, const SlurmJobsRecord& record) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const SlurmJobStatus& job : record.jobs) {
+    jobs.push_back({{"id", job.id}, {"state", job.state}, {"reason", job.reason}});
+  }
+  const nlohmann::json doc = {{"version", kSlurmJobsFileVersion},
+                              {"pid", record.pid},
+                              {"job_name", record.job_name},
+                              {"endpoint", record.endpoint},
+                              {"jobs", jobs}};
+  const fs::path path = jobs_file(work_dir);
+  const fs::path next = path.string() + ".next";
+  {
+    std::ofstream out(next, std::ios::trunc);
+    out << doc.dump() << "\n";
+    if (!out) throw Error(ErrorCode::kUnavailable, "cannot write " + next.string());
+  }
+  std::error_code error;
+  fs::rename(next, path, error);
+  if (error) {
+    throw Error(ErrorCode::kUnavailable, "cannot write " + path.string() + ": " + error.message());
+  }
+}
+
+void remove_slurm_jobs_file(const std::string& work_dir) {
+  std::error_code ignored;
+  fs::remove(jobs_file(work_dir), ignored);
+}
+
+std::optional<SlurmJobsRecord> read_slurm_jobs_file(const std::string& work_dir) {
+  std::ifstream in(jobs_file(work_dir));
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(text.str());
+    if (doc.at("version").get<int>() != kSlurmJobsFileVersion) return std::nullopt;
+    SlurmJobsRecord record;
+    record.pid = doc.at("pid").get<int64_t>();
+    record.job_name = doc.at("job_name").get<std::string>();
+    record.endpoint = doc.at("endpoint").get<std::string>();
+    for (const nlohmann::json& job : doc.at("jobs")) {
+      record.jobs.push_back({job.at("id").get<std::string>(), job.at("state").get<std::string>(),
+                             job.at("reason").get<std::string>()});
+    }
+    if (record.pid <= 0 || (::kill(static_cast<pid_t>(record.pid), 0) != 0 && errno == ESRCH)) {
+      return std::nullopt;
+    }
+    return record;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace tuner
