@@ -27,7 +27,8 @@ for f in bin/tuner "$libdir/libtuner.so" "$libdir/libtuner.so.0.2" "$libdir/libt
          "$libdir/cmake/tuner/tunerConfig.cmake" "$libdir/cmake/tuner/tunerConfigVersion.cmake" \
          "$libdir/cmake/tuner/tunerTargets.cmake" "$libdir/pkgconfig/tuner.pc" \
          include/tuner/tuner/tuner.h include/tuner/search/samplers/tpe/tpe_sampler.h \
-         include/tuner/storage/sqlite_storage.h include/tuner/trials/error.h; do
+         include/tuner/storage/sqlite_storage.h include/tuner/trials/error.h \
+         share/tuner/ray_launcher.py; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not install $f"
 done
 for internal in include/tuner/storage/sqlite include/tuner/tuner/study_core.h include/tuner/wire \
