@@ -553,18 +553,10 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     note_idle(clock->steady_now());
   }
 
-  // The leases each executor holds, by executor id (none: absent).
-  std::map<std::string_view, int> leases_by_executor() const {
-    std::map<std::string_view, int> held;
-    for (const auto& [id, lease] : leases.all()) ++held[lease.executor_id];
-    return held;
-  }
-
   // Notes when each executor came to hold no lease (ExecutorEntry::idle_since).
   void note_idle(SteadyTime now) {
-    const std::map<std::string_view, int> held = leases_by_executor();
     for (auto& [route, executor] : executors.all()) {
-      if (held.contains(executor.executor_id)) {
+      if (leases.held_count(executor.executor_id) > 0) {
         executor.idle_since.reset();
       } else if (!executor.idle_since) {
         executor.idle_since = now;
@@ -719,16 +711,14 @@ CoordinatorStats Coordinator::stats(StudyRunId id) const {
 }
 
 std::vector<ExecutorInfo> Coordinator::executors() const {
-  const std::map<std::string_view, int> held = impl_->leases_by_executor();
   std::vector<ExecutorInfo> infos;
   infos.reserve(impl_->executors.size());
   for (const auto& [route, executor] : impl_->executors.all()) {
     ExecutorInfo& info = infos.emplace_back(ExecutorInfo{.executor_id = executor.executor_id,
                                                          .hostname = executor.hostname,
                                                          .resources = executor.resources});
-    if (auto it = held.find(executor.executor_id); it != held.end()) {
-      info.leases = it->second;
-    } else {
+    info.leases = impl_->leases.held_count(executor.executor_id);
+    if (info.leases == 0) {
       // Its last lease may have ended since the loop's last turn (abandon()): idle from now.
       info.idle_since = executor.idle_since.value_or(impl_->clock->steady_now());
     }

@@ -34,6 +34,10 @@ Lease& LeaseTable::grant(LeaseRequest request, Clock::SteadyTime now) {
   lease.unsent = request.unsent;
   count(lease, 1, 0);
   const uint64_t id = lease.id;
+  if (auto replaced = leases_.find(id); replaced != leases_.end()) {
+    uncount_held(replaced->second.executor_id);
+  }
+  ++held_count_[lease.executor_id];
   return leases_.insert_or_assign(id, std::move(lease)).first->second;
 }
 
@@ -43,7 +47,18 @@ Lease LeaseTable::take(Map::iterator it) {
   Lease lease = std::move(it->second);
   leases_.erase(it);
   count(lease, -1, lease.outcome_pending ? -1 : 0);
+  uncount_held(lease.executor_id);
   return lease;
+}
+
+void LeaseTable::uncount_held(const std::string& executor_id) {
+  auto it = held_count_.find(executor_id);
+  if (it != held_count_.end() && --it->second == 0) held_count_.erase(it);
+}
+
+int LeaseTable::held_count(const std::string& executor_id) const {
+  auto it = held_count_.find(executor_id);
+  return it == held_count_.end() ? 0 : it->second;
 }
 
 Lease* LeaseTable::find(uint64_t id) {
@@ -54,6 +69,7 @@ Lease* LeaseTable::find(uint64_t id) {
 void LeaseTable::clear() {
   leases_.clear();
   counts_.clear();
+  held_count_.clear();
 }
 
 void LeaseTable::renew(Lease& lease, Clock::SteadyTime now) {

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -134,6 +135,8 @@ class LeaseTable {
   // use), and the ids of all leases `executor_id` holds.
   int held_on(const std::string& route) const;
   std::vector<uint64_t> held_by(const std::string& executor_id) const;
+  // How many leases `executor_id` holds, in constant time.
+  int held_count(const std::string& executor_id) const;
   // The GPUs of `gpus` (an executor's, in its order) that no lease on `route` holds; a lease
   // whose outcome is being committed frees its GPUs already.
   std::vector<int> free_gpus(const std::string& route, const std::vector<GpuInfo>& gpus) const;
@@ -155,6 +158,7 @@ class LeaseTable {
 
  private:
   void count(const Lease& lease, int leased, int finishing);
+  void uncount_held(const std::string& executor_id);
 
   // Constant after construction.
   const std::chrono::milliseconds timeout_;
@@ -164,6 +168,7 @@ class LeaseTable {
   uint64_t next_id_;
   bool name_studies_ = false;
   std::map<const StudyRun*, LeaseCounts> counts_;
+  std::map<std::string, int, std::less<>> held_count_;  // leases held, by executor id (> 0)
   std::map<uint64_t, EndedLease> ended_;
   std::deque<uint64_t> ended_order_;
 };

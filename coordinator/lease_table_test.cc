@@ -27,6 +27,25 @@ TEST_F(LeaseTableTest, LeaseIdsNeverRepeatNotEvenAfterOnesTakenBack) {
   EXPECT_EQ(leases_.size(), 5u);
 }
 
+TEST_F(LeaseTableTest, CountsTheLeasesEachExecutorHolds) {
+  auto run = make_run(make_study("s"));
+  const uint64_t first = lease_next(*run, "a").id;
+  lease_next(*run, "a");
+  lease_next(*run, "b");
+  EXPECT_EQ(leases_.held_count("a"), 2);
+  EXPECT_EQ(leases_.held_count("b"), 1);
+  EXPECT_EQ(leases_.held_count("c"), 0);
+  leases_.take(first);
+  EXPECT_EQ(leases_.held_count("a"), 1);
+  // A lease granted again under its id replaces the one it had.
+  leases_.grant(LeaseRequest{.run = run.get(), .executor_id = "b", .id = first + 1},
+                clock_->steady_now());
+  EXPECT_EQ(leases_.held_count("a"), 0);
+  EXPECT_EQ(leases_.held_count("b"), 2);
+  leases_.clear();
+  EXPECT_EQ(leases_.held_count("b"), 0);
+}
+
 TEST_F(LeaseTableTest, ALeaseLivesItsTimeoutPastItsLastRenewal) {
   auto run = make_run(make_study("s"));
   const Clock::SteadyTime start = clock_->steady_now();

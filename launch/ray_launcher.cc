@@ -94,12 +94,7 @@ RayLauncher::RayLauncher(RayLauncherOptions options) : options_(std::move(option
   if (options_.connect_endpoint.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "RayLauncher: no endpoint for the executors");
   }
-  if (r.max_executors < 1 || r.min_executors < 0 || r.min_executors > r.max_executors ||
-      r.slots < 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "RayLauncher: needs 0 <= min_executors <= max_executors, max_executors >= 1 "
-                "and slots >= 1");
-  }
+  check_scaling_bounds(r.min_executors, r.max_executors, r.slots, "RayLauncher");
   if (!options_.clock) options_.clock = system_clock();
   if (!options_.start_launcher) {
     const std::vector<std::string> argv = {r.python, "-u", ray_launcher_script()};

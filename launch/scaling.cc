@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trials/error.h"
+
 namespace tuner {
 
 ScalingDecision decide_scaling(const ScalingInput& in) {
@@ -50,6 +52,16 @@ ScalingDecision decide_scaling(const ScalingInput& in) {
     --keep;
   }
   return decision;
+}
+
+void check_scaling_bounds(int min_executors, int max_executors, int slots,
+                          const std::string& launcher) {
+  if (max_executors < 1 || min_executors < 0 || min_executors > max_executors || slots < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                launcher +
+                    ": needs 0 <= min_executors <= max_executors, max_executors >= 1 and "
+                    "slots >= 1");
+  }
 }
 
 }  // namespace tuner

@@ -79,6 +79,11 @@ struct LaunchQueueState {
 // least idle_grace (the longest idle first). Starting jobs and busy executors are kept.
 ScalingDecision decide_scaling(const ScalingInput& input);
 
+// Checks a launcher's bounds: 0 <= min_executors <= max_executors, max_executors >= 1, slots >= 1.
+// Throws Error(kInvalidArgument) naming `launcher` ("SlurmLauncher").
+void check_scaling_bounds(int min_executors, int max_executors, int slots,
+                          const std::string& launcher);
+
 }  // namespace tuner
 
 #endif  // TUNER_LAUNCH_SCALING_H_

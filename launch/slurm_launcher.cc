@@ -123,12 +123,7 @@ SlurmLauncher::SlurmLauncher(SlurmLauncherOptions options) : options_(std::move(
   if (options_.connect_endpoint.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "SlurmLauncher: no endpoint for the executors");
   }
-  if (s.max_executors < 1 || s.min_executors < 0 || s.min_executors > s.max_executors ||
-      s.slots < 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "SlurmLauncher: needs 0 <= min_executors <= max_executors, max_executors >= 1 "
-                "and slots >= 1");
-  }
+  check_scaling_bounds(s.min_executors, s.max_executors, s.slots, "SlurmLauncher");
   if (!options_.runner) options_.runner = system_command_runner();
   if (!options_.clock) options_.clock = system_clock();
   job_name_ = "tuner-" + options_.name + "-" + random_suffix();
