@@ -39,6 +39,7 @@ constexpr Flag kFlags[] = {
     {"--max-files-mb", "N", "send at most N MiB of one trial's files (default 1024)"},
     {"--heartbeat-ms", "N", "how often a heartbeat goes to the coordinator"},
     {"--timeout-ms", "N", "reconnect after this long without word from the coordinator"},
+    {"--give-up-after-s", "S", "exit after S s without word from it, reconnects and all"},
     {"--stop-grace-ms", "N", "a stopped job's time between SIGTERM and SIGKILL"},
     {"--key", "FILE", "this executor's .key file (CURVE; with --coordinator-key)"},
     {"--coordinator-key", "FILE", "the coordinator's .pub file (CURVE; with --key)"},
@@ -88,6 +89,15 @@ int run_executor(const std::vector<std::string>& args) {
       milliseconds(flags.get_int("--timeout-ms", int(options.coordinator_timeout.count())));
   options.stop_grace =
       milliseconds(flags.get_int("--stop-grace-ms", int(options.stop_grace.count())));
+  if (flags.has("--give-up-after-s")) {
+    const int seconds = flags.get_int("--give-up-after-s", 0);
+    if (seconds <= 0) {
+      throw UsageError("--give-up-after-s: " + std::to_string(seconds) +
+                       " is not a number of "
+                       "seconds > 0");
+    }
+    options.give_up_after = std::chrono::seconds(seconds);
+  }
 
   StopSignals signals;
   ExecutorService service(options);
@@ -100,7 +110,8 @@ extern const Command kExecutorCommand = {
     .synopsis =
         "executor --connect ENDPOINT [--slots N] [--prefetch P] [--gpus LIST] [--id ID]\n"
         "         [--log-dir DIR] [--keep-files] [--files-dir DIR] [--max-files-mb N]\n"
-        "         [--heartbeat-ms N] [--timeout-ms N] [--stop-grace-ms N]\n"
+        "         [--heartbeat-ms N] [--timeout-ms N] [--give-up-after-s S]\n"
+        "         [--stop-grace-ms N]\n"
         "         [--key FILE --coordinator-key FILE] [--rank-host HOST]",
     .description =
         "serve a coordinator: run its trials on N slots until\n"

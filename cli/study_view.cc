@@ -1,6 +1,7 @@
 #include "cli/study_view.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -17,7 +18,9 @@
 #include "trials/json.h"
 #include "trials/json_depth.h"
 #include "trials/param_value.h"
+#include "trials/system_attrs.h"
 #include "trials/trial_origin.h"
+#include "util/strings.h"
 
 namespace tuner::cli {
 std::string number_text(double v, int digits) {
@@ -54,6 +57,17 @@ std::string number_json(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   return nlohmann::json(v).dump();
+}
+
+// The trial's kGpuMemoryPeakAttr, or nullopt when it has none (or an unreadable one).
+std::optional<uint64_t> gpu_memory_peak(const FrozenTrial& t) {
+  auto it = t.system_attrs.find(kGpuMemoryPeakAttr);
+  if (it == t.system_attrs.end()) return std::nullopt;
+  uint64_t bytes = 0;
+  const std::string& text = it->second;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return bytes;
 }
 
 }  // namespace
@@ -101,6 +115,7 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials) {
   for (const FrozenTrial& t : trials) {
     columns.constraints |= has_constraints(t);
     columns.sampler |= !sampler_of(t).empty();
+    columns.gpu_memory |= t.system_attrs.contains(kGpuMemoryPeakAttr);
     columns.fail_reason |= t.state == TrialState::kFail && !fail_reason(t).empty();
   }
   return columns;
@@ -151,6 +166,9 @@ std::string trial_json(const FrozenTrial& t, const std::set<int>* front,
   if (const std::string sampler = sampler_of(t); !sampler.empty()) {
     field("sampler", Json(sampler).dump());
   }
+  if (const std::optional<uint64_t> peak = gpu_memory_peak(t)) {
+    field("gpu_memory_peak_bytes", std::to_string(*peak));
+  }
   if (has_constraints(t)) {
     const std::vector<ConstraintValue> constraints = constraints_of(t);
     std::string list;
@@ -191,6 +209,7 @@ std::vector<std::string> trial_header(const std::vector<std::string>& names, Tri
   if (columns.constraints) header.insert(header.end(), {"feasible", "constraints"});
   if (columns.front) header.push_back("front");
   header.push_back("seconds");
+  if (columns.gpu_memory) header.push_back("GPU memory");
   if (columns.sampler) header.push_back("sampler");
   header.insert(header.end(), names.begin(), names.end());
   if (columns.fail_reason) header.push_back("fail reason");
@@ -220,6 +239,12 @@ std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::
   }
   if (columns.front) row.push_back(columns.front->contains(t.number) ? "yes" : "");
   row.push_back(duration_seconds(t));
+  if (columns.gpu_memory) {
+    const std::optional<uint64_t> peak = gpu_memory_peak(t);
+    row.push_back(!peak                    ? std::string()
+                  : cells == Cells::kExact ? std::to_string(*peak)
+                                           : byte_size_text(*peak));
+  }
   if (columns.sampler) row.push_back(sampler_of(t));
   for (const std::string& name : names) {
     auto it = t.params.find(name);

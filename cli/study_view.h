@@ -34,6 +34,7 @@ int count_infeasible(const std::vector<FrozenTrial>& trials);
 struct TrialColumns {
   bool constraints = false;  // "feasible" and "constraints"
   bool sampler = false;      // "sampler"
+  bool gpu_memory = false;   // "GPU memory": the peak its processes held, where measured
   // A study of several objectives: "front", "yes" for the numbers of its Pareto front.
   std::optional<std::set<int>> front;
   bool fail_reason = false;  // "fail reason", last: why a FAIL trial failed
@@ -45,7 +46,8 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 // for a trial with constraint values, "constraints" (the list) and "feasible". NaN and the
 // infinities are written NaN, Infinity and -Infinity, as Python's json module writes and reads
 // them. With `front` (a study of several objectives: its Pareto front's numbers), "front": whether
-// the trial is on it. A FAIL trial has "fail_reason" and, when its run left one, "log_tail" (the
+// the trial is on it. "gpu_memory_peak_bytes" where its executor measured it. A FAIL trial has
+// "fail_reason" and, when its run left one, "log_tail" (the
 // last lines of its log). With `steps` (its step metrics, trials/step_metrics.h), "step_metrics":
 // {"STEP": {"NAME": value, ...}, ...} when there are any.
 std::string trial_json(const FrozenTrial& trial, const std::set<int>* front = nullptr,
@@ -59,7 +61,8 @@ enum class Cells { kForPeople, kExact };
 
 // Column headers and the cells of one trial: number, state, value(s), with columns.constraints
 // "feasible" ("yes" or "no" for a COMPLETE or PRUNED trial) and "constraints" (its values),
-// duration, with columns.sampler "sampler", then one column per parameter name (empty when the
+// duration, with columns.gpu_memory "GPU memory" (bytes for CSV), with columns.sampler
+// "sampler", then one column per parameter name (empty when the
 // trial has none of it), then with columns.fail_reason "fail reason" (a FAIL's reason and the
 // last line its program wrote, sweep/trial_logs.h failure_summary: cut to 80 characters for
 // people, whole for CSV). String values are unquoted.

@@ -91,7 +91,9 @@ std::string counts_text(const SweepProgress& p) {
           (p.reruns > 0 ? "; " + std::to_string(p.reruns) + " lost trial" +
                               (p.reruns == 1 ? "" : "s") + " re-run"
                         : "") +
-          "), " + std::to_string(p.running) + " running";
+          "), " + std::to_string(p.running) + " running" +
+          (p.awaiting_rerun > 0 ? ", " + std::to_string(p.awaiting_rerun) + " lost and to run again"
+                                : "");
   return text;
 }
 
@@ -330,8 +332,8 @@ int finish(const SweepFile& sweep, const SweepResult& result) {
                 << " trial(s) that were running or had just finished (they stay RUNNING in "
                    "the file and run again on resume)";
     }
-    std::cerr << "\nonce the cause is fixed (free disk space, make the file writable), go on "
-                 "with: "
+    std::cerr << "\nonce the cause is fixed (free disk space, make the file writable, end what "
+                 "holds its lock), go on with: "
               << resume << "\n";
     return kExitInvalidInput;
   }

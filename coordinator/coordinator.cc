@@ -82,6 +82,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
         ends(leases, groups, commit, outbox, stats),
         run_context{.clock = clock,
                     .outbox = &outbox,
+                    .warn = [this](const std::string& line) { warn_line(line); },
                     .leases = &leases,
                     .heartbeat_interval = options.heartbeat_interval,
                     .lease_timeout = options.lease_timeout},
@@ -207,11 +208,25 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       return;
     }
     // The executor's leases move to its new connection. A reconnect may have lost keys sent to
-    // the old connection: the whole store again.
+    // the old connection: the whole store again. The executor lists every lease whose TRIAL it
+    // got (running, queued, or with an outcome not yet ACKed): one it does not list was sent to
+    // a connection it had left, and goes again (it ignores a TRIAL it holds).
+    std::set<uint64_t> listed;
+    for (const HeldLease& h : hello.leases) listed.insert(h.lease_id);
+    std::vector<uint64_t> not_received;
     for (auto& [id, lease] : leases.all()) {
       if (lease.executor_id != hello.executor_id) continue;
       lease.route = route;
       groups.resend_store(lease);
+      if (!listed.contains(id) && !lease.unsent && !lease.outcome_pending) {
+        not_received.push_back(id);
+      }
+    }
+    for (uint64_t id : not_received) {
+      Lease* lease = leases.find(id);  // a failed send undoes leases: look each up again
+      if (!lease) continue;
+      log(leases.describe(*lease) + ": its executor did not get the TRIAL; sent again");
+      dispatcher.send_trial(*lease);
     }
     if (admission.joined) {
       int most_gpus = 0;
@@ -348,8 +363,9 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     for (uint64_t id : heartbeat.lease_ids) leases.renew_if_held(id, executor.executor_id, now);
   }
 
-  // A BYE's preempted leases are re-run without counting the attempt (LeaseEnds::preempt); the
-  // executor's other leases, and its nodes of multi-node trials, are lost, as when it vanishes.
+  // A BYE's preempted leases are re-run without counting the attempt (LeaseEnds::preempt; a
+  // preempted node fails its multi-node trial on every node, and the trial runs again likewise);
+  // the executor's other leases are lost, as when it vanishes.
   void on_bye(const std::string& route, const ByeMessage& bye) {
     const ExecutorEntry& executor = *executors.find(route);
     const std::string id = executor.executor_id;
@@ -362,7 +378,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
              : " (stopped; " + std::to_string(preempted.size()) + " trial(s) preempted)"));
     for (uint64_t lease_id : leases.held_by(id)) {
       const Lease* lease = leases.find(lease_id);
-      if (auto p = preempted.find(lease_id); p != preempted.end() && lease && lease->group == 0) {
+      if (auto p = preempted.find(lease_id); p != preempted.end() && lease) {
         ends.preempt(lease_id,
                      stopped + (p->second ? " (checkpoint saved)" : " (no checkpoint saved)"));
       } else {
@@ -516,7 +532,10 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     ZmqPollEntry entries[2] = {{.socket = &outbox.router().socket()}};
     const size_t n_entries = authenticator ? 2 : 1;
     if (authenticator) entries[1].socket = &authenticator->socket();
-    zmq_wait({entries, n_entries}, backlog.empty() ? wait_limit(timeout) : milliseconds(0));
+    const milliseconds wait = backlog.empty() ? wait_limit(timeout) : milliseconds(0);
+    const SteadyTime wait_start = clock->steady_now();
+    zmq_wait({entries, n_entries}, wait);
+    forgive_stall(clock->steady_now() - wait_start - wait);
     if (authenticator) authenticator->answer_requests();
     receive_waiting();
     std::vector<Inbound> inbox;
@@ -551,6 +570,18 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     }
     if (!dispatched) in_batch([&] { dispatch_safely(); });
     note_idle(clock->steady_now());
+  }
+
+  // A wait for messages that returned `overrun` later than it was asked to (the process was
+  // stopped, its host paused): what the executors sent meanwhile may still be on its way through
+  // ZeroMQ, so leases and executors get that long again before they are found silent.
+  void forgive_stall(SteadyTime::duration overrun) {
+    const auto stall = std::chrono::duration_cast<milliseconds>(overrun);
+    if (stall <= options.heartbeat_interval) return;
+    leases.postpone_all(stall);
+    executors.postpone_silence(stall);
+    log("this coordinator did not run for " + std::to_string(stall.count()) +
+        " ms (stopped, or its host paused): leases and executors are given that long again");
   }
 
   // Notes when each executor came to hold no lease (ExecutorEntry::idle_since).

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "coordinator/coordinator_test_support.h"
+#include "coordinator/study_run.h"
 
 namespace tuner {
 namespace {
@@ -273,6 +274,30 @@ TEST_F(CoordinatorNodesTest, ALostNodeFailsTheAttemptOnEveryNodeAndTheTrialRunsA
   EXPECT_EQ(rerun.attempt, 1);
   EXPECT_EQ(rerun.params, first.params);
   EXPECT_EQ(expect<TrialMessage>(*b_).trial_id, rerun.trial_id);
+}
+
+TEST_F(CoordinatorNodesTest, APreemptedNodeRerunsItsTrialWithoutCountingARetry) {
+  start(engine_job(2, 2), /*n_trials=*/1, /*max_retries=*/0);
+  const auto [first, second] = lease_both();
+  ASSERT_TRUE(b_->send(ByeMessage{.preempted = {{.lease_id = second.lease_id}}}));
+  for (int i = 0;
+       i < 20 && study_->storage().get_trial(first.trial_id).state == TrialState::kRunning; ++i) {
+    next(*a_, 1);
+  }
+  const FrozenTrial trial = study_->storage().get_trial(first.trial_id);
+  EXPECT_EQ(trial.state, TrialState::kFail);
+  EXPECT_NE(trial.system_attrs.at("fail_reason").find("node 1 of 2 (executor b): preempted"),
+            std::string::npos)
+      << trial.system_attrs.at("fail_reason");
+  EXPECT_EQ(coordinator_->stats().leases_expired, 0);
+  // max_retries is 0, yet the trial runs again: a preempted attempt is not a retry.
+  ASSERT_TRUE(a_->send(ReadyMessage{.free_slots = 1}));
+  b_ = join("b");
+  const TrialMessage rerun = expect<TrialMessage>(*a_);
+  EXPECT_EQ(rerun.params, first.params);
+  EXPECT_EQ(expect<TrialMessage>(*b_).trial_id, rerun.trial_id);
+  EXPECT_EQ(study_->storage().get_trial(rerun.trial_id).system_attrs.at(kPreemptedAttemptsAttr),
+            "1");
 }
 
 }  // namespace

@@ -483,11 +483,35 @@ TEST_F(CoordinatorTest, AReconnectedExecutorKeepsItsLeases) {
   old_connection.reset();
   auto peer = connect("e1#2");
   ASSERT_TRUE(peer->send(HelloMessage{
-      .executor_id = "e1", .hostname = "test", .pid = 1, .resources = {.cpu_slots = 1}}));
+      .executor_id = "e1",
+      .hostname = "test",
+      .pid = 1,
+      .resources = {.cpu_slots = 1},
+      .leases = {HeldLease{
+          .lease_id = trial.lease_id, .study_name = "distributed", .trial_id = trial.trial_id}}}));
   ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.125}}));
   EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
   EXPECT_EQ(study_->storage().get_trial(trial.trial_id).values, std::vector<double>{0.125});
   EXPECT_EQ(coordinator_->stats().executors, 1);
+}
+
+// Regression: a TRIAL sent to a connection its executor had already left (its HELLOs of several
+// reconnects handled in turn after a stall) never arrived, and the lease expired, costing a retry.
+TEST_F(CoordinatorTest, ALeaseAReconnectedExecutorDoesNotListGetsItsTrialAgain) {
+  start(/*n_trials=*/1);
+  auto left = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*left, "e1");  // as if it had never arrived
+  left.reset();
+  auto peer = connect("e1#2");
+  ASSERT_TRUE(peer->send(HelloMessage{
+      .executor_id = "e1", .hostname = "test", .pid = 1, .resources = {.cpu_slots = 1}}));
+  Message again = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<TrialMessage>(again)) << to_string(message_type(again));
+  EXPECT_EQ(std::get<TrialMessage>(again).lease_id, trial.lease_id);
+  EXPECT_EQ(std::get<TrialMessage>(again).params, trial.params);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {0.5}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  EXPECT_EQ(coordinator_->stats().leases_expired, 0);
 }
 
 // Regression: two executors started with the same --id took turns silently, each HELLO

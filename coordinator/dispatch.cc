@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "util/strings.h"
+
 namespace tuner {
 
 Dispatcher::Dispatcher(StudyRuns& runs, ExecutorRegistry& executors, LeaseTable& leases,
@@ -24,19 +26,25 @@ StudyDemand Dispatcher::demand(const StudyRun& run, bool passed_over) const {
                      .leased = run.leases().leased,
                      .gpus_per_trial = run.needs.gpus_per_trial,
                      .gpu_share = run.needs.gpu_share,
+                     .gpu_memory = run.needs.gpu_memory_bytes,
                      .nodes_per_trial = run.needs.nodes_per_trial};
 }
 
 PlacementInput Dispatcher::snapshot(const std::vector<bool>& passed_over) const {
   PlacementInput input;
   for (const ExecutorEntry* executor : executor_order_) {
-    input.executors.push_back(ExecutorSlots{
-        .credit = executor->credit,
-        .held = leases_.held_on(executor->route),
-        .cpu_slots = executor->resources.cpu_slots,
-        .gpus = static_cast<int>(executor->resources.gpus.size()),
-        .free_gpus = leases_.free_gpus(executor->route, executor->resources.gpus),
-        .shared_gpus = leases_.shared_gpus(executor->route, executor->resources.gpus)});
+    std::vector<GpuMemory> memory;
+    for (const GpuInfo& gpu : executor->resources.gpus) {
+      memory.push_back(GpuMemory{.index = gpu.index, .bytes = gpu.memory_bytes});
+    }
+    input.executors.push_back(
+        ExecutorSlots{.credit = executor->credit,
+                      .held = leases_.held_on(executor->route),
+                      .cpu_slots = executor->resources.cpu_slots,
+                      .gpus = static_cast<int>(executor->resources.gpus.size()),
+                      .free_gpus = leases_.free_gpus(executor->route, executor->resources.gpus),
+                      .shared_gpus = leases_.shared_gpus(executor->route, executor->resources.gpus),
+                      .gpu_memory = std::move(memory)});
   }
   for (size_t s = 0; s < study_order_.size(); ++s) {
     input.studies.push_back(demand(*study_order_[s], passed_over[s]));
@@ -63,12 +71,34 @@ void Dispatcher::log_groups_waiting_for_executors() {
 
 void Dispatcher::log_trials_waiting_for_gpus() {
   if (executors_.size() == 0) return;
-  int most_gpus = 0;
-  for (auto& [route, executor] : executors_.all()) {
-    most_gpus = std::max(most_gpus, static_cast<int>(executor.resources.gpus.size()));
-  }
+  // The most GPUs an executor has with `memory` bytes or more (or of unknown memory).
+  auto most_gpus_with = [this](uint64_t memory) {
+    int most = 0;
+    for (auto& [route, executor] : executors_.all()) {
+      const auto& gpus = executor.resources.gpus;
+      most = std::max(most, static_cast<int>(std::count_if(gpus.begin(), gpus.end(), [&](auto& g) {
+                        return g.memory_bytes == 0 || g.memory_bytes >= memory;
+                      })));
+    }
+    return most;
+  };
+  const int most_gpus = most_gpus_with(0);
   for (StudyRun* run : study_order_) {
     const int needed = run->needs.gpus_per_executor();
+    if (const uint64_t memory = run->needs.gpu_memory_bytes; memory > 0 && needed <= most_gpus) {
+      const int fit = most_gpus_with(memory);
+      if (fit >= needed) {
+        run->told_most_gpus = -1;
+      } else if (run->wants_slots() && run->told_most_gpus != fit) {
+        outbox_.log("study '" + run->study.name() + "': each trial needs " +
+                    byte_size_text(memory) +
+                    " on each of its GPUs (the job's \"gpu_memory_per_trial\"), and no executor "
+                    "joined has enough such GPUs: its trials wait for one, or lower "
+                    "gpu_memory_per_trial");
+        run->told_most_gpus = fit;
+      }
+      continue;
+    }
     if (needed <= most_gpus) {
       run->told_most_gpus = -1;
       continue;

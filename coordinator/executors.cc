@@ -66,6 +66,10 @@ ExecutorEntry* ExecutorRegistry::find(const std::string& route) {
   return it == executors_.end() ? nullptr : &it->second;
 }
 
+void ExecutorRegistry::postpone_silence(std::chrono::milliseconds by) {
+  for (auto& [route, executor] : executors_) executor.last_heard += by;
+}
+
 std::vector<std::string> ExecutorRegistry::forget_silent(Clock::SteadyTime now) {
   std::vector<std::string> forgotten;
   for (auto it = executors_.begin(); it != executors_.end();) {

@@ -80,6 +80,8 @@ class ExecutorRegistry {
 
   // Forgets the executors not heard from for lease_timeout; returns a log line for each.
   std::vector<std::string> forget_silent(Clock::SteadyTime now);
+  // Every executor's last_heard `by` later, as LeaseTable::postpone_all.
+  void postpone_silence(std::chrono::milliseconds by);
 
  private:
   // Constant after construction.

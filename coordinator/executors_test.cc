@@ -35,6 +35,15 @@ TEST(ExecutorRegistryTest, HelloRegistersAnExecutorAndRenewsItsEntry) {
   EXPECT_EQ(registry.size(), 1u);
 }
 
+TEST(ExecutorRegistryTest, ACoordinatorThatDidNotRunForgetsNoExecutorForItsSilence) {
+  ExecutorRegistry registry(kLeaseTimeout);
+  const Clock::SteadyTime heard{};
+  ASSERT_NE(registry.admit("a#1", hello("a"), heard).entry, nullptr);
+  registry.postpone_silence(milliseconds(8000));
+  EXPECT_TRUE(registry.forget_silent(heard + milliseconds(8000)).empty());
+  EXPECT_EQ(registry.forget_silent(heard + milliseconds(8000) + kLeaseTimeout).size(), 1u);
+}
+
 TEST(ExecutorRegistryTest, AReconnectKeepsSinceWhenTheExecutorHasHeldNoLease) {
   ExecutorRegistry registry(kLeaseTimeout);
   const Clock::SteadyTime idle{milliseconds(5)};

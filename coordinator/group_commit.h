@@ -14,7 +14,8 @@
 // Listener::warn with its cause, once per run of failures; writes are tried again as they come
 // (outcomes resent, asks a heartbeat interval later). Once they failed kGiveUpFailures times in a
 // row over at least kGiveUpAfter, storage_failure() says why, and whoever runs the coordinator
-// stops it (a sweep does). A batch that commits an outcome or a trial ends the run of failures.
+// stops it (a sweep or a serve does). A batch that commits an outcome or a trial ends the run of
+// failures, and so does such a write outside a batch (writes_succeeded()).
 // Invariants: outside run() nothing waits and open() is false.
 //
 // Thread safety: not thread-safe; the coordinator's loop thread uses it.
@@ -85,10 +86,11 @@ class GroupCommit {
   const std::string& last_storage_error() const { return last_error_; }
   // Set once writes failed kGiveUpFailures times in a row over kGiveUpAfter: why they failed.
   const std::optional<std::string>& storage_failure() const { return storage_failure_; }
+  // An outcome or a trial was stored outside a batch (several studies): ends a run of failures.
+  void writes_succeeded();
 
  private:
   void undo(StudyRun& run, const std::string& why);
-  void writes_succeeded();
 
   // Constant after construction.
   LeaseTable& leases_;

@@ -8,6 +8,7 @@
 #include "coordinator/coordinator_test_support.h"
 #include "coordinator/parts_test_support.h"
 #include "storage/fault_injection_storage.h"
+#include "storage/storage_fault.h"
 
 namespace tuner {
 namespace {
@@ -177,6 +178,46 @@ TEST_F(GroupCommitTest, AReadOnlyFileThatIsWritableAgainEndsTheRunOfFailures) {
   EXPECT_FALSE(commit_.storage_failure());
   ASSERT_EQ(listener_.warned.size(), 2u);
   EXPECT_NE(listener_.warned[1].find("stored again"), std::string::npos) << listener_.warned[1];
+}
+
+TEST_F(GroupCommitTest, AWriteLockHeldPastTheBusyTimeoutIsSaidAtOnceAndGivenUpAfterAFewTries) {
+  SqliteStorageOptions options;
+  options.busy_timeout = std::chrono::milliseconds(20);
+  storage_ = std::make_shared<FaultInjectionStorage>(
+      std::make_shared<SqliteStorage>((dir_ / "locked.db").string(), options));
+  run_ = make_run(make_study("s", storage_));
+  const int64_t first_trial = lease_next(*run_, "a").trial_id;
+  // Another connection takes the write lock (at the next write) and holds it: the batch cannot
+  // start, and each write in it waits out the busy timeout. That is the storage failing, not a
+  // transient ask to retry for ever.
+  storage_->inject(FaultInjectionStorage::Fault::kBusy);
+  EXPECT_THROW(storage_->set_study_user_attr(run_->study.id(), "k", "1"), StorageFault);
+  commit_.run(run_.get(), [&] { EXPECT_FALSE(run_->next_work(commit_)); });
+  EXPECT_TRUE(commit_.storage_failing());
+  ASSERT_EQ(listener_.warned.size(), 1u);
+  EXPECT_NE(listener_.warned[0].find("lock"), std::string::npos) << listener_.warned[0];
+  EXPECT_NE(listener_.warned[0].find("locked.db"), std::string::npos) << listener_.warned[0];
+  const auto step =
+      std::chrono::duration_cast<std::chrono::milliseconds>(GroupCommit::kGiveUpAfter) /
+          GroupCommit::kGiveUpFailures +
+      kHeartbeat;
+  for (int i = 0; i < GroupCommit::kGiveUpFailures; ++i) {
+    clock_->advance(step);
+    commit_.run(run_.get(), [&] { EXPECT_FALSE(run_->next_work(commit_)); });
+  }
+  ASSERT_TRUE(commit_.storage_failure());
+  EXPECT_NE(commit_.storage_failure()->find("busy timeout"), std::string::npos);
+  storage_->heal();
+  EXPECT_EQ(storage_->base().get_trial(first_trial).state, TrialState::kRunning);
+}
+
+TEST_F(GroupCommitTest, WithSeveralStudiesAWriteStoredOnItsOwnEndsTheRunOfFailures) {
+  run_ = make_run(make_study("s"));
+  commit_.write_failed("disk full (injected)");
+  EXPECT_TRUE(commit_.storage_failing());
+  commit_.run(nullptr, [&] { EXPECT_TRUE(run_->next_work(commit_)); });
+  EXPECT_FALSE(commit_.storage_failing());
+  EXPECT_FALSE(commit_.storage_failure());
 }
 
 TEST_F(GroupCommitTest, WithSeveralStudiesEveryWriteCommitsOnItsOwn) {

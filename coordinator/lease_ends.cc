@@ -40,7 +40,7 @@ void LeaseEnds::preempt(uint64_t lease_id, const std::string& why) {
   const Lease* held = leases_.find(lease_id);
   if (!held) return;
   if (held->group != 0) {
-    groups_.expire_node(lease_id, why);
+    groups_.expire_node(lease_id, why, /*preempted=*/true);
     return;
   }
   Lease lease = leases_.take(lease_id);
@@ -139,6 +139,7 @@ void LeaseEnds::commit(const ExecutorEntry& executor, Lease& held,
     commit_.told(held, std::move(finished));
     return;
   }
+  commit_.writes_succeeded();
   acknowledge(held.id, finished);
 }
 

@@ -51,8 +51,9 @@ class LeaseEnds {
   // The lease's executor was stopped under it and said so (its BYE listed the lease as
   // preempted; `why` names the executor): its trial is FAIL ("preempted: <why>; re-run without a
   // retry counted") and re-run at once, the attempt counted neither against max_retries nor the
-  // budget (StudyRun::preempt); one log line says so. A node of a multi-node trial is expired
-  // as a lost one (its group fails the attempt). Nothing when the lease is not in the table.
+  // budget (StudyRun::preempt); one log line says so. A node of a multi-node trial fails its
+  // group's attempt on every node, and the trial runs again likewise (NodeGroups::expire_node).
+  // Nothing when the lease is not in the table.
   void preempt(uint64_t lease_id, const std::string& why);
   // Expires every lease whose deadline passed by `now` ("no heartbeat for ...").
   void expire_overdue(Clock::SteadyTime now);

@@ -149,6 +149,14 @@ TEST_F(LeaseEndsTest, AnOutcomeTheStorageCannotTakeNowIsLeftToBeSentAgain) {
                      "database is locked"));
 }
 
+TEST_F(LeaseEndsTest, AnOutcomeStoredOutsideABatchEndsTheRunOfStorageFailures) {
+  Lease& lease = lease_next(*run_, "a");
+  commit_.write_failed("disk full (injected)");
+  ends_.commit(a_, lease, [&](Trial& trial) { return complete(trial); });
+  ASSERT_EQ(acks("a").size(), 1u);
+  EXPECT_FALSE(commit_.storage_failing());
+}
+
 TEST_F(LeaseEndsTest, ATrialFinishedElsewhereRefusesTheOutcome) {
   Lease& lease = lease_next(*run_, "a");
   const uint64_t id = lease.id;

@@ -76,6 +76,10 @@ void LeaseTable::renew(Lease& lease, Clock::SteadyTime now) {
   lease.deadline = std::max(lease.deadline, now + timeout_);
 }
 
+void LeaseTable::postpone_all(std::chrono::milliseconds by) {
+  for (auto& [id, lease] : leases_) lease.deadline += by;
+}
+
 void LeaseTable::renew_if_held(uint64_t id, const std::string& executor_id, Clock::SteadyTime now) {
   auto it = leases_.find(id);
   if (it != leases_.end() && it->second.executor_id == executor_id) renew(it->second, now);
@@ -153,6 +157,7 @@ std::vector<SharedGpu> LeaseTable::shared_gpus(const std::string& route,
   std::vector<SharedGpu> shared;
   for (const GpuInfo& g : gpus) {
     int used = 0;
+    uint64_t memory = 0;
     bool held_whole = false;
     for (const auto& [id, lease] : leases_) {
       if (lease.route != route || lease.outcome_pending ||
@@ -161,9 +166,11 @@ std::vector<SharedGpu> LeaseTable::shared_gpus(const std::string& route,
       }
       if (lease.gpu_share == 0) held_whole = true;
       used += lease.gpu_share;
+      if (lease.run) memory += lease.run->needs.gpu_memory_bytes;
     }
     if (used > 0 && !held_whole) {
-      shared.push_back(SharedGpu{.index = g.index, .used = std::min(used, kWholeGpu)});
+      shared.push_back(
+          SharedGpu{.index = g.index, .used = std::min(used, kWholeGpu), .memory = memory});
     }
   }
   return shared;

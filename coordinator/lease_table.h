@@ -124,6 +124,9 @@ class LeaseTable {
   std::vector<std::pair<uint64_t, std::chrono::milliseconds>> overdue(Clock::SteadyTime now) const;
   // The earliest deadline; nullopt with no lease.
   std::optional<Clock::SteadyTime> next_deadline() const;
+  // Every lease's deadline `by` later: the coordinator did not run for that long, so nothing it
+  // could have heard counts against them.
+  void postpone_all(std::chrono::milliseconds by);
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Group commit: the lease's outcome is (or is no more) told in the open batch.
@@ -141,8 +144,8 @@ class LeaseTable {
   // whose outcome is being committed frees its GPUs already.
   std::vector<int> free_gpus(const std::string& route, const std::vector<GpuInfo>& gpus) const;
   // The GPUs of `gpus` that leases on `route` hold only shares of (Lease::gpu_share), each with
-  // the sum of its shares (at most kWholeGpu); in `gpus`' order. A GPU a lease holds whole is in
-  // neither list.
+  // the sum of its shares (at most kWholeGpu) and of the GPU memory their studies state; in
+  // `gpus`' order. A GPU a lease holds whole is in neither list.
   // As for free_gpus, a lease whose outcome is being committed holds nothing.
   std::vector<SharedGpu> shared_gpus(const std::string& route,
                                      const std::vector<GpuInfo>& gpus) const;

@@ -69,6 +69,19 @@ TEST_F(LeaseTableTest, ALeaseLivesItsTimeoutPastItsLastRenewal) {
   EXPECT_EQ(overdue[0].second, milliseconds(450));
 }
 
+TEST_F(LeaseTableTest, ACoordinatorThatDidNotRunPostponesEveryDeadlineByThatLong) {
+  auto run = make_run(make_study("s"));
+  const Clock::SteadyTime start = clock_->steady_now();
+  Lease& a = lease_next(*run, "a");
+  clock_->advance(milliseconds(100));
+  Lease& b = lease_next(*run, "b");
+  leases_.postpone_all(milliseconds(8000));
+  EXPECT_EQ(a.deadline, start + kLeaseTimeout + milliseconds(8000));
+  EXPECT_EQ(b.deadline, start + milliseconds(100) + kLeaseTimeout + milliseconds(8000));
+  clock_->advance(milliseconds(8000));  // the stall: nothing overdue after it
+  EXPECT_TRUE(leases_.overdue(clock_->steady_now()).empty());
+}
+
 TEST_F(LeaseTableTest, CountsEachStudysTrialsLeasedAndFinishing) {
   auto a = make_run(make_study("a"));
   auto b = make_run(make_study("b"));

@@ -56,9 +56,9 @@ void NodeGroups::undo(uint64_t group_id, const std::string& why) {
   if (run && work && work->trial) run->requeue(std::move(*work));
 }
 
-void NodeGroups::expire_node(uint64_t lease_id, const std::string& why) {
+void NodeGroups::expire_node(uint64_t lease_id, const std::string& why, bool preempted) {
   Lease lost = leases_.take(lease_id);
-  ++lost.run->stats.leases_expired;
+  if (!preempted) ++lost.run->stats.leases_expired;
   auto g = groups_.find(lost.group);
   if (g == groups_.end() || g->second.settled) {  // the trial was told already: nothing is lost
     leases_.remember_end(lost.id, false,
@@ -67,10 +67,13 @@ void NodeGroups::expire_node(uint64_t lease_id, const std::string& why) {
     return;
   }
   NodeGroup& group = g->second;
-  group.failures.push_back(node_label(lost) + ": lease expired: " + why);
-  const std::string reason =
-      "trial " + std::to_string(lost.trial_number) + " lost a node: " + join_failures(group);
-  outbox_.log(leases_.describe(lost) + " expired: " + why + "; the trial fails on every node");
+  group.failures.push_back(node_label(lost) + (preempted ? ": preempted: " : ": lease expired: ") +
+                           why);
+  const std::string reason = "trial " + std::to_string(lost.trial_number) +
+                             " lost a node: " + join_failures(group) +
+                             (preempted ? "; re-run without a retry counted" : "");
+  outbox_.log(leases_.describe(lost) + (preempted ? " was preempted: " : " expired: ") + why +
+              "; the trial fails on every node");
   // Node 0's lease holds the trial: it is `lost`, or still in the table (not settled).
   std::optional<Lease> first;
   if (lost.node != 0) {
@@ -79,9 +82,11 @@ void NodeGroups::expire_node(uint64_t lease_id, const std::string& why) {
   }
   Lease* holder = lost.node == 0 ? &lost : first ? &*first : nullptr;
   std::string detail = "lease " + std::to_string(lost.id) + " of trial " +
-                       std::to_string(lost.trial_number) + " expired (" + why + ")";
-  const bool rerun =
-      holder && holder->work.trial && holder->run->fail_and_rerun(holder->work, reason);
+                       std::to_string(lost.trial_number) +
+                       (preempted ? " was preempted (" : " expired (") + why + ")";
+  const bool rerun = holder && holder->work.trial &&
+                     (preempted ? holder->run->preempt(holder->work, reason)
+                                : holder->run->fail_and_rerun(holder->work, reason));
   if (rerun) detail += "; the trial is run again as a new trial";
   leases_.remember_end(lost.id, false, detail);
   group.settled = true;

@@ -10,7 +10,7 @@
 //   that failed, once all nodes ended or kNodeFailureSettle later (settle_due); the nodes' FAILs
 //   are ACKed then;
 // - a lost node (its lease expired) fails the attempt at once on every node, and the trial runs
-//   again as after any lost lease;
+//   again as after any lost lease (a preempted node: as after a preemption, no retry counted);
 // - a node other than 0 that ends well is ACKed ("node 0 tells the trial").
 // Invariants: while a group is not settled, node 0's lease is in the lease table; a settled group
 // is forgotten once none of its leases is in the table.
@@ -71,8 +71,10 @@ class NodeGroups {
   // reached): the trial waits for other executors. Nodes that got their TRIAL stop when their
   // heartbeats no longer list their leases.
   void undo(uint64_t group_id, const std::string& why);
-  // A node's lease expired (REQUIRES: `lease` is a node of a group, in the table).
-  void expire_node(uint64_t lease_id, const std::string& why);
+  // A node's lease expired (REQUIRES: `lease` is a node of a group, in the table). `preempted`:
+  // its executor was stopped under it (BYE): the trial runs again without the attempt counted
+  // against max_retries (StudyRun::preempt).
+  void expire_node(uint64_t lease_id, const std::string& why, bool preempted = false);
   // A node's FAIL (or, from node 0, its end without a RESULT the trial can take).
   void node_failed(Lease& lease, const FailMessage& fail);
   // A node other than 0 ended well: its part is done (node 0's RESULT tells the trial).

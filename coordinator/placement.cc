@@ -9,49 +9,76 @@ namespace tuner {
 
 namespace {
 
-// The GPU with the most room left that fits `share`, or nullopt. Its room: kWholeGpu when free
-// (the first free one wins ties), else what the shares held on it leave.
-std::optional<int> gpu_with_room(const ExecutorSlots& executor, int share) {
+// Whether GPU `index` of `executor` has room for `need` more bytes of memory where `held` are
+// held: always where either the need or the GPU's memory is not known.
+bool memory_fits(const ExecutorSlots& executor, int index, uint64_t held, uint64_t need) {
+  if (need == 0) return true;
+  for (const GpuMemory& gpu : executor.gpu_memory) {
+    if (gpu.index == index) {
+      return gpu.bytes == 0 || (held <= gpu.bytes && need <= gpu.bytes - held);
+    }
+  }
+  return true;
+}
+
+// The GPU with the most room left that fits the study's share and memory, or nullopt. Its room:
+// kWholeGpu when free (the first free one wins ties), else what the shares held on it leave.
+std::optional<int> gpu_with_room(const ExecutorSlots& executor, const StudyDemand& study) {
   std::optional<int> best;
   int best_room = 0;
-  auto consider = [&](int index, int room) {
-    if (room >= share && (!best || room > best_room)) {
+  auto consider = [&](int index, int room, uint64_t memory_held) {
+    if (room >= study.gpu_share && (!best || room > best_room) &&
+        memory_fits(executor, index, memory_held, study.gpu_memory)) {
       best = index;
       best_room = room;
     }
   };
-  for (int index : executor.free_gpus) consider(index, kWholeGpu);
-  for (const SharedGpu& gpu : executor.shared_gpus) consider(gpu.index, kWholeGpu - gpu.used);
+  for (int index : executor.free_gpus) consider(index, kWholeGpu, 0);
+  for (const SharedGpu& gpu : executor.shared_gpus) {
+    consider(gpu.index, kWholeGpu - gpu.used, gpu.memory);
+  }
   return best;
 }
 
-bool has_gpus_free(const ExecutorSlots& executor, const StudyDemand& study) {
-  if (study.gpu_share > 0) return gpu_with_room(executor, study.gpu_share).has_value();
-  return study.gpus_per_trial <= 0 ||
-         static_cast<int>(executor.free_gpus.size()) >= study.gpus_per_trial;
+// The free GPUs of `executor` with the memory a whole-GPU trial of `study` takes, in its order.
+std::vector<int> free_gpus_that_fit(const ExecutorSlots& executor, const StudyDemand& study) {
+  std::vector<int> gpus;
+  for (int index : executor.free_gpus) {
+    if (memory_fits(executor, index, 0, study.gpu_memory)) gpus.push_back(index);
+  }
+  return gpus;
 }
 
-// The first gpus_per_trial free GPUs of `executor`, or the GPU its share goes to (none for a
-// study that needs none). REQUIRES: has_gpus_free(executor, study).
+bool has_gpus_free(const ExecutorSlots& executor, const StudyDemand& study) {
+  if (study.gpu_share > 0) return gpu_with_room(executor, study).has_value();
+  return study.gpus_per_trial <= 0 ||
+         static_cast<int>(free_gpus_that_fit(executor, study).size()) >= study.gpus_per_trial;
+}
+
+// The first gpus_per_trial free GPUs of `executor` that fit, or the GPU its share goes to (none
+// for a study that needs none). REQUIRES: has_gpus_free(executor, study).
 std::vector<int> gpus_for(const ExecutorSlots& executor, const StudyDemand& study) {
-  if (study.gpu_share > 0) return {*gpu_with_room(executor, study.gpu_share)};
+  if (study.gpu_share > 0) return {*gpu_with_room(executor, study)};
   if (study.gpus_per_trial <= 0) return {};
-  std::vector<int> gpus = executor.free_gpus;
+  std::vector<int> gpus = free_gpus_that_fit(executor, study);
   gpus.resize(static_cast<size_t>(study.gpus_per_trial));
   return gpus;
 }
 
-// `share` of GPU `index` taken on `executor`: a free GPU becomes a shared one.
-void take_share(ExecutorSlots& executor, int index, int share) {
+// A share of GPU `index` taken on `executor` by a trial of `study`: a free GPU becomes a shared
+// one.
+void take_share(ExecutorSlots& executor, int index, const StudyDemand& study) {
   for (SharedGpu& gpu : executor.shared_gpus) {
     if (gpu.index == index) {
-      gpu.used += share;
+      gpu.used += study.gpu_share;
+      gpu.memory += study.gpu_memory;
       return;
     }
   }
   executor.free_gpus.erase(std::remove(executor.free_gpus.begin(), executor.free_gpus.end(), index),
                            executor.free_gpus.end());
-  executor.shared_gpus.push_back(SharedGpu{.index = index, .used = share});
+  executor.shared_gpus.push_back(
+      SharedGpu{.index = index, .used = study.gpu_share, .memory = study.gpu_memory});
 }
 
 }  // namespace
@@ -129,8 +156,8 @@ void apply(PlacementInput& input, const Assignment& assignment) {
     ExecutorSlots& executor = input.executors[assignment.executors[n]];
     --executor.credit;
     ++executor.held;
-    if (const int share = input.studies[assignment.study].gpu_share; share > 0) {
-      for (int gpu : assignment.gpus.at(n)) take_share(executor, gpu, share);
+    if (const StudyDemand& study = input.studies[assignment.study]; study.gpu_share > 0) {
+      for (int gpu : assignment.gpus.at(n)) take_share(executor, gpu, study);
     } else if (n < assignment.gpus.size()) {
       for (int gpu : assignment.gpus[n]) {
         executor.free_gpus.erase(

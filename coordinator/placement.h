@@ -30,11 +30,17 @@
 // mix on one GPU while they sum to at most one GPU. An executor without GPUs gets no trial that
 // needs one.
 //
+// GPU memory: a study may also state the memory each trial takes on each of its GPUs
+// (`gpu_memory`, a job's "gpu_memory_per_trial"). A GPU whose memory is known (HELLO) then takes
+// a trial only when the memory of the shares held on it and the trial's fit in it; a GPU of
+// unknown memory (declared with `tuner executor --gpus`) is bounded by the shares alone.
+//
 // Thread safety: functions of their arguments only.
 #ifndef TUNER_COORDINATOR_PLACEMENT_H_
 #define TUNER_COORDINATOR_PLACEMENT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -51,7 +57,14 @@ int gpu_share(double fraction);
 struct SharedGpu {
   int index = 0;
   int used = 0;
+  uint64_t memory = 0;  // the bytes the studies of those shares state (StudyDemand::gpu_memory)
   bool operator==(const SharedGpu&) const = default;
+};
+
+// One GPU's memory in bytes, by index.
+struct GpuMemory {
+  int index = 0;
+  uint64_t bytes = 0;
 };
 
 // One executor, as placement sees it.
@@ -62,14 +75,16 @@ struct ExecutorSlots {
   int gpus = 0;                        // its GPUs (HELLO), free or not
   std::vector<int> free_gpus;          // the GPUs no lease holds, in its order
   std::vector<SharedGpu> shared_gpus;  // the GPUs only shares are held on, in its order
+  std::vector<GpuMemory> gpu_memory;   // its GPUs' memory (HELLO); absent or 0: not known
 };
 
 // One study, as placement sees it.
 struct StudyDemand {
-  bool wants = false;      // it has a trial to lease (and may lease one more) now
-  int leased = 0;          // its trials leased: the fair share counts these
-  int gpus_per_trial = 0;  // whole GPUs on each of a trial's executors
-  int gpu_share = 0;       // or: shares of one GPU, in (0, kWholeGpu), for single-node trials
+  bool wants = false;       // it has a trial to lease (and may lease one more) now
+  int leased = 0;           // its trials leased: the fair share counts these
+  int gpus_per_trial = 0;   // whole GPUs on each of a trial's executors
+  int gpu_share = 0;        // or: shares of one GPU, in (0, kWholeGpu), for single-node trials
+  uint64_t gpu_memory = 0;  // bytes a trial takes on each of its GPUs; 0: not stated
   int nodes_per_trial = 1;
 };
 

@@ -202,6 +202,51 @@ TEST(PlacementTest, MixedFractionsShareAGpuWhileTheySumToAtMostOne) {
   EXPECT_EQ(round[2].gpus[0], std::vector<int>{1});
 }
 
+TEST(PlacementTest, GpuMemoryBoundsHowManySharesAGpuTakes) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  // Quarters of two 80 GiB GPUs, 30 GiB each: 2 per GPU by memory, though the shares allow 4.
+  PlacementInput input{.executors = {executor(16, 16, 0, {0, 1})},
+                       .studies = {sharing_study(0.25)}};
+  input.executors[0].gpu_memory = {GpuMemory{0, 80 * kGiB}, GpuMemory{1, 80 * kGiB}};
+  input.studies[0].gpu_memory = 30 * kGiB;
+  EXPECT_EQ(trials_per_gpu(plan(input, {10})), (std::map<int, int>{{0, 2}, {1, 2}}));
+  // Without the memory stated, the shares alone bound it.
+  input.studies[0].gpu_memory = 0;
+  EXPECT_EQ(trials_per_gpu(plan(input, {10})), (std::map<int, int>{{0, 4}, {1, 4}}));
+  // A GPU of unknown memory (declared with --gpus) is bounded by the shares alone.
+  input.studies[0].gpu_memory = 30 * kGiB;
+  input.executors[0].gpu_memory = {GpuMemory{0, 80 * kGiB}};
+  EXPECT_EQ(trials_per_gpu(plan(input, {10})), (std::map<int, int>{{0, 2}, {1, 4}}));
+
+  // Memory already held on a shared GPU counts: 50 of 80 GiB held leaves room for one 30 GiB.
+  input = PlacementInput{.executors = {executor(8, 8, /*held=*/2, {})},
+                         .studies = {sharing_study(0.25)}};
+  input.executors[0].gpus = 1;
+  input.executors[0].shared_gpus = {
+      SharedGpu{.index = 0, .used = kWholeGpu / 2, .memory = 50 * kGiB}};
+  input.executors[0].gpu_memory = {GpuMemory{0, 80 * kGiB}};
+  input.studies[0].gpu_memory = 30 * kGiB;
+  EXPECT_EQ(plan(input, {5}).size(), 1u);
+  input.studies[0].gpu_memory = 31 * kGiB;
+  EXPECT_TRUE(plan(input, {5}).empty());
+}
+
+TEST(PlacementTest, AWholeGpuTrialGoesOnlyToGpusWithTheMemoryItStates) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  // GPUs 0 and 2 have 24 GiB, GPU 1 has 80: a trial of 40 GiB gets GPU 1 only.
+  PlacementInput input{.executors = {executor(8, 8, 0, {0, 1, 2})},
+                       .studies = {study(0, /*gpus_per_trial=*/1)}};
+  input.executors[0].gpu_memory = {GpuMemory{0, 24 * kGiB}, GpuMemory{1, 80 * kGiB},
+                                   GpuMemory{2, 24 * kGiB}};
+  input.studies[0].gpu_memory = 40 * kGiB;
+  const std::vector<Assignment> round = plan(input, {3});
+  ASSERT_EQ(round.size(), 1u);
+  EXPECT_EQ(round[0].gpus[0], std::vector<int>{1});
+  // Two GPUs each: no executor has two that fit.
+  input.studies[0].gpus_per_trial = 2;
+  EXPECT_TRUE(plan(input, {3}).empty());
+}
+
 TEST(PlacementTest, AnExecutorWithoutGpusGetsNoGpuTrial) {
   // Executor 0 is a CPU executor with plenty of slots; executor 1 has two GPUs.
   PlacementInput input{.executors = {executor(8, 8), executor(8, 8, 0, {0, 1})},

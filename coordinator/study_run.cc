@@ -14,6 +14,7 @@
 #include "trials/error.h"
 #include "trials/system_attrs.h"
 #include "util/json_string.h"
+#include "util/strings.h"
 
 namespace tuner {
 
@@ -59,6 +60,7 @@ StudyJobNeeds job_needs(const std::string& job_json, const std::string& context)
   return StudyJobNeeds{.objective_metric = job->objective_metric(),
                        .gpus_per_trial = needs.gpus_per_node,
                        .gpu_share = gpu_share(needs.gpu_fraction),
+                       .gpu_memory_bytes = needs.gpu_memory_bytes,
                        .nodes_per_trial = needs.nodes,
                        .job = std::move(job)};
 }
@@ -145,12 +147,11 @@ std::optional<Prepared> StudyRun::next_work(GroupCommit& commit) {
   try {
     trial.emplace(options.space ? study.ask(*options.space) : study.ask());
   } catch (const Error& e) {
-    // The file refuses writes (a full disk, a read-only file): not the end of the trials;
-    // asked again a heartbeat later. A failed ask whose trial could not even be stored as FAIL
-    // failed in the storage too.
+    // The file refuses writes (a full disk, a read-only file, a lock held past the busy
+    // timeout): not the end of the trials; asked again a heartbeat later. A failed ask whose
+    // trial could not even be stored as FAIL failed in the storage too.
     const auto* refused = dynamic_cast<const AskError*>(&e);
-    if (is_storage_fault(e) ||
-        (refused && !refused->failed_trial() && e.code() == ErrorCode::kFailedPrecondition)) {
+    if (is_storage_fault(e) || (refused && !refused->failed_trial())) {
       commit.write_failed("asking a trial: " + std::string(e.what()));
       ask_failed(e.what(), /*transient=*/true);
       return std::nullopt;
@@ -178,6 +179,7 @@ std::optional<Prepared> StudyRun::next_work(GroupCommit& commit) {
     return std::nullopt;
   }
   failed_asks_in_a_row = 0;
+  if (!commit.open()) commit.writes_succeeded();
   Prepared p;
   p.params = trial->params();
   p.history = trial->retry_history();
@@ -280,6 +282,16 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
   } catch (const Error& e) {
     log("trial " + std::to_string(trial.number()) + ": cannot record its artifacts: " + e.what());
   }
+  if (result.gpu_memory_peak_bytes) {
+    try {
+      study.storage().set_trial_system_attr(trial.id(), kGpuMemoryPeakAttr,
+                                            std::to_string(*result.gpu_memory_peak_bytes));
+    } catch (const Error& e) {
+      log("trial " + std::to_string(trial.number()) +
+          ": cannot record its peak GPU memory: " + e.what());
+    }
+    check_gpu_memory(trial, *result.gpu_memory_peak_bytes);
+  }
   // Every final metric stays with the trial as a user attribute (as a W&B run keeps its
   // summary): test accuracy, the best epoch, whatever the job printed. Stored with the outcome,
   // in one step.
@@ -345,7 +357,21 @@ FrozenTrial StudyRun::tell_fail(Trial& trial, const FailMessage& fail, const std
   Attributes left = artifact_records(needs, trial);  // what the run left, stored with the FAIL
   if (fail.exit_code) left["exit_code"] = std::to_string(*fail.exit_code);
   if (!fail.log_tail.empty()) left["log_tail"] = json_string(fail.log_tail);
+  if (fail.gpu_memory_peak_bytes) {
+    left[kGpuMemoryPeakAttr] = std::to_string(*fail.gpu_memory_peak_bytes);
+    check_gpu_memory(trial, *fail.gpu_memory_peak_bytes);
+  }
   return study.tell(trial, TrialState::kFail, reason, {}, left);
+}
+
+void StudyRun::check_gpu_memory(const Trial& trial, uint64_t peak_bytes) const {
+  if (needs.gpu_memory_bytes == 0 || peak_bytes <= needs.gpu_memory_bytes) return;
+  const std::string line = "trial " + std::to_string(trial.number()) +
+                           ": its processes held up to " + byte_size_text(peak_bytes) +
+                           " of GPU memory, more than the job's gpu_memory_per_trial (" +
+                           byte_size_text(needs.gpu_memory_bytes) +
+                           "): trials placed together by it may run out of GPU memory; raise it";
+  context.warn ? context.warn(line) : log(line);
 }
 
 void StudyRun::count(const FrozenTrial& finished_trial) {

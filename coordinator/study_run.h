@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,10 +47,11 @@ struct StudyJobNeeds {
   // "2 GPUs" or "0.5 of a GPU", as the job's "gpus_per_trial" states it.
   std::string gpus_text() const;
 
-  std::string objective_metric;  // what REPORTs are judged by and RESULTs are valued by
-  int gpus_per_trial = 0;        // whole GPUs on each executor of a trial (TrialJob::needs)
-  int gpu_share = 0;             // or: a share of one GPU (coordinator/placement.h, gpu_share())
-  int nodes_per_trial = 1;       // executors per trial (TrialJob::needs)
+  std::string objective_metric;   // what REPORTs are judged by and RESULTs are valued by
+  int gpus_per_trial = 0;         // whole GPUs on each executor of a trial (TrialJob::needs)
+  int gpu_share = 0;              // or: a share of one GPU (coordinator/placement.h, gpu_share())
+  uint64_t gpu_memory_bytes = 0;  // GPU memory a trial takes on each of its GPUs; 0: not stated
+  int nodes_per_trial = 1;        // executors per trial (TrialJob::needs)
   std::shared_ptr<const TrialJob> job;
 
   // Where the lineage whose first trial is number `first_trial` checkpoints (TRIAL's
@@ -73,7 +75,10 @@ void accumulate(CoordinatorStats& sum, const CoordinatorStats& add);
 // What a study's run borrows from its coordinator. Every pointer outlives the run.
 struct StudyRunContext {
   Clock* clock = nullptr;
-  Outbox* outbox = nullptr;            // log lines
+  Outbox* outbox = nullptr;  // log lines
+  // Lines for the user even when the log is not shown (CoordinatorServiceOptions::warn); unset:
+  // the log.
+  std::function<void(const std::string&)> warn;
   const LeaseTable* leases = nullptr;  // the study's lease counts
   std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
   std::chrono::milliseconds lease_timeout = kDefaultLeaseTimeout;
@@ -191,6 +196,8 @@ struct StudyRun {
   // metrics. Returns why they cannot be had (a metric missing, NaN or infinite), and then sets
   // none.
   std::string set_constraints(Trial& trial, const Metrics& metrics) const;
+  // Warns of a trial whose processes held more GPU memory than the job states.
+  void check_gpu_memory(const Trial& trial, uint64_t peak_bytes) const;
   // FAIL for a RESULT without the objective metric `metric`, naming what the job printed, with
   // the metric in kMissingMetricAttr and the RESULT's `metrics` as user attributes.
   FrozenTrial tell_missing(Trial& trial, const std::string& metric, const ResultMessage& result,

@@ -290,5 +290,30 @@ TEST_F(StudyRunTest, ReportsAreStoredAndAFailKeepsItsExitCodeAndLogTail) {
   EXPECT_EQ(run->stats.failed, 1);
 }
 
+TEST_F(StudyRunTest, ThePeakGpuMemoryIsStoredAndOneOverTheJobsStatementIsLogged) {
+  const std::string job =
+      R"({"kind": "command", "argv": ["t"], "objective_metric": "loss", "gpus_per_trial": 0.5,
+          "gpu_memory_per_trial": "1G"})";
+  EXPECT_EQ(job_needs(job, "job").gpu_memory_bytes, uint64_t{1} << 30);
+  auto run = make_run(make_study("s"), job);
+  std::optional<Prepared> a = run->next_work(commit_);
+  std::optional<Prepared> b = run->next_work(commit_);
+  ASSERT_TRUE(a && b);
+  const FrozenTrial done = run->tell_result(
+      *a->trial,
+      ResultMessage{.metrics = {{"loss", 0.5}}, .gpu_memory_peak_bytes = uint64_t{512} << 20});
+  EXPECT_EQ(done.state, TrialState::kComplete);
+  EXPECT_EQ(done.system_attrs.at(kGpuMemoryPeakAttr), std::to_string(uint64_t{512} << 20));
+  EXPECT_FALSE(outbox_.logged("more than the job's gpu_memory_per_trial"));
+  const FrozenTrial failed = run->tell_fail(
+      *b->trial,
+      FailMessage{.reason = "exited with code 1", .gpu_memory_peak_bytes = uint64_t{3} << 30},
+      "exited with code 1");
+  EXPECT_EQ(failed.system_attrs.at(kGpuMemoryPeakAttr), std::to_string(uint64_t{3} << 30));
+  EXPECT_TRUE(outbox_.logged("trial " + std::to_string(failed.number) +
+                             ": its processes held up to 3 GiB of GPU memory, more than the "
+                             "job's gpu_memory_per_trial (1 GiB)"));
+}
+
 }  // namespace
 }  // namespace tuner

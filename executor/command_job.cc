@@ -187,6 +187,8 @@ CommandOutcome CommandJob::run(const CommandTrial& trial, const ReportCallback& 
   if (options_.time_limit > milliseconds::zero()) time_deadline = start + options_.time_limit;
   std::optional<SteadyClock::time_point> drain_deadline;  // once exited
   std::optional<ExitStatus> status;
+  std::optional<SteadyClock::time_point> next_gpu_sample;
+  if (options_.gpu_memory) next_gpu_sample = start;
 
   auto terminate = [&](const std::string& why) {
     if (terminating) return;
@@ -277,6 +279,12 @@ CommandOutcome CommandJob::run(const CommandTrial& trial, const ReportCallback& 
         out.stopped_by = JobDecision::kStop;
         terminate("stop requested");
       }
+      if (next_gpu_sample && now >= *next_gpu_sample) {
+        if (std::optional<uint64_t> bytes = options_.gpu_memory->process_group_bytes(child.pid())) {
+          out.gpu_memory_peak_bytes = std::max(out.gpu_memory_peak_bytes.value_or(0), *bytes);
+        }
+        next_gpu_sample = now + options_.gpu_memory_interval;
+      }
       if (kill_at && now >= *kill_at) {
         log.add_line("[tuner] still running " + ms_text(options_.stop_grace) +
                      " after SIGTERM: SIGKILL to process group " + std::to_string(child.pid()));
@@ -295,6 +303,7 @@ CommandOutcome CommandJob::run(const CommandTrial& trial, const ReportCallback& 
     } else {
       if (!terminating) earliest(time_deadline);
       earliest(kill_at);
+      earliest(next_gpu_sample);
       if (!child.exit_fd().valid()) earliest(now + kExitPollInterval);
     }
     int timeout_ms = -1;

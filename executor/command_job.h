@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/gpu_memory.h"
 #include "trials/param_value.h"
 #include "wire/protocol.h"
 
@@ -61,6 +62,11 @@ struct CommandJobOptions {
   size_t log_tail_bytes = 16 * 1024;
   // A longer stdout/stderr line is cut here (and logged, not parsed). Default 1 MiB.
   size_t max_line_bytes = 1 << 20;
+  // When set, sampled every gpu_memory_interval while the program runs, for the peak GPU memory
+  // of its process group (CommandOutcome::gpu_memory_peak_bytes). Must outlive run().
+  // Default: none.
+  GpuMemoryProbe* gpu_memory = nullptr;
+  std::chrono::milliseconds gpu_memory_interval = kGpuMemorySampleInterval;
 };
 
 // The trial a run is for.
@@ -90,6 +96,9 @@ struct CommandOutcome {
   std::optional<CommandReport> last_report;  // the last report, if any
   // Of final_metrics and of last_report's metrics: those written as JSON integers.
   std::vector<std::string> final_integers, last_report_integers;
+  // The most GPU memory its processes held at a sample (CommandJobOptions::gpu_memory); unset
+  // without a probe, or when the probe could never tell.
+  std::optional<uint64_t> gpu_memory_peak_bytes;
   int64_t reports = 0;   // reports read
   std::string log_tail;  // the last lines of the log
   std::chrono::milliseconds elapsed{0};

@@ -176,6 +176,45 @@ TEST(CommandJob, LogTailKeepsTheLastLines) {
                                   std::to_string(outcome.elapsed.count()) + " ms\n");
 }
 
+// Answers `values` in turn, then nullopt; keeps the process groups it was asked about and
+// whether each was alive then.
+class ScriptedGpuMemory final : public GpuMemoryProbe {
+ public:
+  explicit ScriptedGpuMemory(std::vector<std::optional<uint64_t>> values)
+      : values_(std::move(values)) {}
+  std::optional<uint64_t> process_group_bytes(pid_t pgid) override {
+    groups.push_back(pgid);
+    alive.push_back(::getpgid(pgid) == pgid);
+    return calls_ < values_.size() ? values_[calls_++] : std::nullopt;
+  }
+  std::vector<pid_t> groups;
+  std::vector<bool> alive;
+
+ private:
+  std::vector<std::optional<uint64_t>> values_;
+  size_t calls_ = 0;
+};
+
+TEST(CommandJob, ThePeakGpuMemoryOfTheProgramsProcessGroupIsKept) {
+  ScriptedGpuMemory probe({100, std::nullopt, 300, 200});
+  CommandJobOptions options{.gpu_memory = &probe, .gpu_memory_interval = milliseconds(5)};
+  const CommandOutcome outcome = shell("sleep 0.3", options).run(trial());
+  EXPECT_EQ(outcome.gpu_memory_peak_bytes, 300u);
+  ASSERT_GE(probe.groups.size(), 4u);  // sampled while it ran, not only at its start
+  for (size_t i = 0; i < probe.groups.size(); ++i) {
+    EXPECT_EQ(probe.groups[i], probe.groups[0]);
+    EXPECT_TRUE(probe.alive[i]) << "sample " << i << " asked about a group that had ended";
+  }
+  // A probe that can never tell leaves no peak; no probe, none either.
+  ScriptedGpuMemory blind({});
+  EXPECT_EQ(shell("sleep 0.05", {.gpu_memory = &blind, .gpu_memory_interval = milliseconds(5)})
+                .run(trial())
+                .gpu_memory_peak_bytes,
+            std::nullopt);
+  EXPECT_FALSE(blind.groups.empty());
+  EXPECT_EQ(shell("true").run(trial()).gpu_memory_peak_bytes, std::nullopt);
+}
+
 TEST(CommandJob, KilledByASignal) {
   auto outcome = shell("kill -USR1 $$").run(trial());
   EXPECT_FALSE(outcome.exit_code);

@@ -34,7 +34,8 @@ CoordinatorConnection::CoordinatorConnection(const ExecutorOptions& options, Clo
     : options_(options),
       clock_(clock),
       log_(std::move(log)),
-      heartbeat_interval_(options.heartbeat_interval) {}
+      heartbeat_interval_(options.heartbeat_interval),
+      last_word_(clock.steady_now()) {}
 
 CoordinatorConnection::~CoordinatorConnection() { close(); }
 
@@ -89,7 +90,16 @@ std::optional<std::vector<std::string>> CoordinatorConnection::receive() {
   return dealer_->receive();
 }
 
-void CoordinatorConnection::heard() { last_heard_ = clock_.steady_now(); }
+void CoordinatorConnection::heard() { last_heard_ = last_word_ = clock_.steady_now(); }
+
+std::string CoordinatorConnection::gone() const {
+  if (options_.give_up_after <= std::chrono::milliseconds(0)) return {};
+  const auto silent =
+      std::chrono::duration_cast<std::chrono::seconds>(clock_.steady_now() - last_word_);
+  if (clock_.steady_now() - last_word_ < options_.give_up_after) return {};
+  return "nothing came from the coordinator at " + options_.coordinator + " for " +
+         std::to_string(silent.count()) + " s (give_up_after): giving up";
+}
 
 void CoordinatorConnection::on_message(const Message& message) {
   if (const auto* error = std::get_if<ErrorMessage>(&message)) {

@@ -81,6 +81,9 @@ class CoordinatorConnection {
   std::chrono::milliseconds wait_time(std::chrono::milliseconds most) const;
   // Non-empty once the coordinator has refused this executor for over 2 x coordinator_timeout.
   const std::string& refusal() const { return refusal_; }
+  // Non-empty once nothing came from the coordinator for ExecutorOptions::give_up_after since
+  // this connection was made or last heard, across reconnects: why the executor gives up.
+  std::string gone() const;
 
   // What to check when the coordinator does not answer.
   std::string hint() const;
@@ -98,6 +101,7 @@ class CoordinatorConnection {
   int64_t generation_ = 0;  // sockets opened
   std::chrono::milliseconds heartbeat_interval_;
   Clock::SteadyTime last_heard_{};
+  Clock::SteadyTime last_word_{};  // as last_heard_, but not reset by open()
   Clock::SteadyTime next_heartbeat_{};
   Clock::SteadyTime next_resend_{};
   bool hello_wanted_ = false;

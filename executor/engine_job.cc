@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -12,11 +13,13 @@
 #include "executor/engine/epoch_metrics.h"
 #include "executor/engine/factories.h"
 #include "executor/engine/history_file.h"
+#include "executor/engine/init_source.h"
 #include "executor/engine/latency.h"
 #include "executor/engine/trial_artifacts.h"
 #include "executor/job_json.h"
 #include "training/checkpoint.h"
 #include "training/distributed/communicator.h"
+#include "training/init_from.h"
 #include "training/model_spec.h"
 #include "training/trainer.h"
 #include "trials/error.h"
@@ -98,6 +101,9 @@ class TrialRun {
     }
     check_rank(spec_, trial_, where_);
     config_ = resolve_engine_job(spec_, trial_.params, where_);
+    if (!config_.init_from.empty()) {  // read before the data, so that a bad one fails at once
+      init_source_ = engine::read_init_source(config_.init_from, where_ + ".training.init_from");
+    }
     data_ = engine::load_data(spec_, config_, where_);  // binds config_.model_json to the data
     model_spec_ = training::parse_model_spec(config_.model_json);
     backend_ = engine::make_backend(spec_, trial_.gpu, where_);
@@ -110,8 +116,20 @@ class TrialRun {
     try {
       schedule_ = engine::make_schedule(c);
       model_ = training::build_model(model_spec_, c.batch_size, *backend_, c.seed);
+      if (init_source_) {
+        const training::InitFromResult loaded =
+            engine::load_init_source(*init_source_, model_spec_, model_->parameters(),
+                                     c.replace_head, where_ + ".training.init_from");
+        if (trial_.rank == 0) {
+          std::cerr << where_ << ".training.init_from: started from " << init_source_->name << ": "
+                    << loaded.layers_loaded << " layers with weights loaded"
+                    << (loaded.head_replaced ? ", the last one new (replace_head)" : "") << "\n";
+        }
+        init_source_.reset();  // its weights are the model's now
+      }
       optimizer_ = engine::make_optimizer(
-          c, *backend_, static_cast<int64_t>(model_->parameters().values().size()));
+          c, *backend_, static_cast<int64_t>(model_->parameters().values().size()),
+          training::layer_param_groups(model_spec_, c.layer_lr_factors()));
       training::TrainerOptions options{.task = spec_.task,
                                        .epochs = c.epochs,
                                        .batch_size = c.batch_size,
@@ -329,6 +347,7 @@ class TrialRun {
 
   // Set by prepare().
   EngineTrialConfig config_;
+  std::optional<engine::InitSource> init_source_;  // training.init_from's weights, when given
   training::ModelSpec model_spec_;
   engine::Splits data_;
   // The training objects, destroyed in the reverse order: the backend last.

@@ -193,7 +193,8 @@ struct EngineOutcome {
 // for data files, kDataLoss for a corrupt checkpoint, kFailedPrecondition for a checkpoint of
 // another model (other parameters), kUnavailable for a CUDA backend or communicator that cannot
 // be made or a file that cannot be written; kInvalidArgument for a rank, world, rendezvous
-// directory or NCCL id that does not fit the job.
+// directory or NCCL id that does not fit the job. training.init_from's (a source that is missing,
+// unreadable or does not fit the model) are engine/init_source.h's.
 EngineOutcome run_engine_trial(const EngineJobSpec& spec, const EngineTrial& trial,
                                const EngineReportCallback& on_report = {},
                                std::stop_token stop = {});

@@ -102,6 +102,7 @@ ExecutorOptions completed(ExecutorOptions o) {
     o.tuner_path = self.string();
   }
   if (!o.clock) o.clock = system_clock();
+  if (!o.gpu_memory && (!o.gpus || !o.gpus->empty())) o.gpu_memory = nvml_memory_probe();
   if (o.rank_host.empty()) {
     const char* host = std::getenv("TUNER_RANK_HOST");
     o.rank_host = host != nullptr && *host != '\0' ? host : "127.0.0.1";
@@ -541,13 +542,18 @@ struct ExecutorService::Impl {
           options.files_dir);
     }
     connect();
-    while (!stop.stop_requested() && connection->refusal().empty()) turn();
+    while (!stop.stop_requested() && connection->refusal().empty() && connection->gone().empty()) {
+      turn();
+    }
     const std::string refusal = connection->refusal();
+    const std::string gone = connection->gone();
+    if (!gone.empty()) log(gone);
     shut_down();
     if (!refusal.empty()) {
       throw Error(ErrorCode::kFailedPrecondition,
                   "the coordinator refused this executor: " + refusal);
     }
+    if (!gone.empty()) throw Error(ErrorCode::kUnavailable, gone);
   }
 
   // One wait for input and what follows it.

@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "executor/command_job.h"
+#include "executor/gpu_memory.h"
 #include "executor/trial_files.h"
 #include "trials/clock.h"
 #include "wire/curve_keys.h"
@@ -99,12 +100,19 @@ struct ExecutorOptions {
   // the list is offered as declared, for command jobs ("gpus_per_trial"), which only pass the
   // ids on to their programs as CUDA_VISIBLE_DEVICES.
   std::optional<std::vector<int>> gpus;
+  // Measures the peak GPU memory of each trial given GPUs (executor/gpu_memory.h), reported with
+  // its outcome. Default: NVML's, unless `gpus` offers none, when the driver has it; else none.
+  std::shared_ptr<GpuMemoryProbe> gpu_memory;
   // How often a HEARTBEAT goes to the coordinator. Default 1 s. A TRIAL that asks for a shorter
   // interval (heartbeat_interval_ms) shortens it.
   std::chrono::milliseconds heartbeat_interval = kDefaultHeartbeatInterval;
   // Nothing from the coordinator for this long: reconnect. Default 5 s.
   // REQUIRES: > the coordinator's heartbeat interval.
   std::chrono::milliseconds coordinator_timeout{5000};
+  // Nothing from the coordinator for this long, reconnects and all: stop the jobs and give up
+  // (run() throws Error(kUnavailable)), as an executor a cluster started for a sweep that is gone
+  // should. Zero (the default): reconnect for ever.
+  std::chrono::milliseconds give_up_after{0};
   // Per-trial logs go to LOG_DIR/trial-<number>-lease-<lease>.log. Default: empty, no log files
   // (the tail that FAIL carries is kept either way), unless send_files.
   std::string log_dir;
@@ -183,8 +191,9 @@ class ExecutorService {
   // coordinator re-runs them at once, the attempt not counted; docs/protocol.md, "Preemption"),
   // and returns.
   // Throws Error only for what makes serving impossible (no ZeroMQ context, a malformed
-  // endpoint), and Error(kFailedPrecondition) after stopping when the coordinator has refused
-  // this executor for over 2 x coordinator_timeout (its id is in use by another live executor).
+  // endpoint), Error(kFailedPrecondition) after stopping when the coordinator has refused
+  // this executor for over 2 x coordinator_timeout (its id is in use by another live executor),
+  // and Error(kUnavailable) after stopping when nothing came from it for give_up_after.
   void run(std::stop_token stop);
 
   const ExecutorOptions& options() const;

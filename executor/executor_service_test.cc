@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -575,16 +576,23 @@ TEST_F(ExecutorServiceTest, ASilentCoordinatorIsReportedWithWhatToCheck) {
                                           "with --key and --coordinator-key"));
 }
 
-// Regression: a second executor started with an id in use took turns with the first.
-// Refused for good (longer than twice its coordinator timeout), it stops with the reason.
-TEST_F(ExecutorServiceTest, ALastingRefusalStopsTheExecutorWithTheReason) {
+// Options of an executor on its own (no job runs) that talks to router_ with short timers.
+ExecutorOptions lone_executor_options(const std::string& endpoint, const std::string& id) {
   ExecutorOptions options;
-  options.coordinator = router_->endpoint();
-  options.executor_id = "twin";
+  options.coordinator = endpoint;
+  options.executor_id = id;
   options.gpus = std::vector<int>{};
   options.heartbeat_interval = milliseconds(20);
   options.coordinator_timeout = milliseconds(100);
   options.log = [](const std::string&) {};
+  return options;
+}
+
+// Runs an executor with `options` until it stops on its own (for up to 5 s), calling
+// `each_turn` meanwhile; returns the message of the Error it stopped with ("" for none), and
+// whether it stopped on its own in `ended`.
+std::string run_until_it_stops(const ExecutorOptions& options,
+                               const std::function<void()>& each_turn, bool* ended_out) {
   ExecutorService service(options);
   std::string error;  // written by the runner, read after it is joined
   std::atomic<bool> ended = false;
@@ -597,18 +605,44 @@ TEST_F(ExecutorServiceTest, ALastingRefusalStopsTheExecutorWithTheReason) {
     ended = true;
   });
   const auto end = std::chrono::steady_clock::now() + milliseconds(5000);
-  while (!ended && std::chrono::steady_clock::now() < end) {
-    ZmqPollEntry entry{.socket = &router_->socket()};
-    zmq_wait({&entry, 1}, milliseconds(10));
-    while (auto in = router_->receive()) {
-      router_->send(in->peer,
-                    ErrorMessage{.message = "executor id 'twin' is in use", .refused = true});
-    }
-  }
-  EXPECT_TRUE(ended) << "the executor went on after a lasting refusal";
+  while (!ended && std::chrono::steady_clock::now() < end) each_turn();
+  *ended_out = ended;
   runner.request_stop();
   runner.join();
+  return error;
+}
+
+// Regression: a second executor started with an id in use took turns with the first.
+// Refused for good (longer than twice its coordinator timeout), it stops with the reason.
+TEST_F(ExecutorServiceTest, ALastingRefusalStopsTheExecutorWithTheReason) {
+  bool ended = false;
+  const std::string error = run_until_it_stops(
+      lone_executor_options(router_->endpoint(), "twin"),
+      [this] {
+        ZmqPollEntry entry{.socket = &router_->socket()};
+        zmq_wait({&entry, 1}, milliseconds(10));
+        while (auto in = router_->receive()) {
+          router_->send(in->peer,
+                        ErrorMessage{.message = "executor id 'twin' is in use", .refused = true});
+        }
+      },
+      &ended);
+  EXPECT_TRUE(ended) << "the executor went on after a lasting refusal";
   EXPECT_EQ(error, "the coordinator refused this executor: executor id 'twin' is in use");
+}
+
+// Regression: executors a cluster started for a sweep that was killed before it could cancel
+// them (SIGKILL, a crashed host) reconnected for ever, holding the cluster's nodes.
+TEST_F(ExecutorServiceTest, AnExecutorThatHearsNothingForGiveUpAfterStopsWithTheReason) {
+  ExecutorOptions options = lone_executor_options(router_->endpoint(), "orphan");  // no answers
+  options.give_up_after = milliseconds(400);
+  bool ended = false;
+  const std::string error = run_until_it_stops(
+      options, [] { std::this_thread::sleep_for(milliseconds(10)); }, &ended);
+  EXPECT_TRUE(ended) << "the executor went on without a coordinator";
+  EXPECT_THAT(error, ::testing::StartsWith("nothing came from the coordinator at " +
+                                           router_->endpoint() + " for "));
+  EXPECT_THAT(error, ::testing::EndsWith("(give_up_after): giving up"));
 }
 
 // ExecutorOptions::job_runner (for benchmarks and embedding): trials run in-process through it,

@@ -12,7 +12,8 @@ FailMessage fail(const JobEnding& ending, const CommandOutcome& outcome, std::st
   return FailMessage{.lease_id = ending.lease_id,
                      .reason = std::move(reason),
                      .exit_code = outcome.exit_code,
-                     .log_tail = outcome.log_tail};
+                     .log_tail = outcome.log_tail,
+                     .gpu_memory_peak_bytes = outcome.gpu_memory_peak_bytes};
 }
 
 // The job's own limit, not a lost lease: FAIL, and not run again.
@@ -34,7 +35,8 @@ FailMessage failed(const TrialJob& job, const JobEnding& ending, const CommandOu
 ResultMessage result(const JobEnding& ending, const CommandOutcome& outcome) {
   return ResultMessage{.lease_id = ending.lease_id,
                        .metrics = outcome.result_metrics(),
-                       .integer_metrics = outcome.result_integer_metrics()};
+                       .integer_metrics = outcome.result_integer_metrics(),
+                       .gpu_memory_peak_bytes = outcome.gpu_memory_peak_bytes};
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 //                                                    printed one (TrialJob::failure_reason);
 //   - node > 0 of a multi-node trial, ended well:    RESULT without metrics (node 0 reports);
 //   - ended well:                                    RESULT with the metrics.
-// A FAIL carries the exit code and the log tail. RESULT.values stays empty: the coordinator
+// A FAIL carries the exit code and the log tail; either carries the peak GPU memory where it was
+// measured (node 0's, for a multi-node trial). RESULT.values stays empty: the coordinator
 // picks the study's objective values from RESULT.metrics, and fails a trial without them
 // (coordinator/study_run.cc, StudyRun::tell_result).
 //

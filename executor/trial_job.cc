@@ -10,6 +10,7 @@
 #include "executor/job_json.h"
 #include "trials/error.h"
 #include "trials/json_reader.h"
+#include "util/strings.h"
 
 namespace tuner {
 
@@ -67,6 +68,7 @@ struct ParsedCommandJob {
   std::string objective_metric;
   std::string artifacts_dir;
   double gpus_per_trial = 0;
+  uint64_t gpu_memory_bytes = 0;
 };
 
 // "gpus_per_trial": 0, a share of one GPU in (0, 1), or a whole number of GPUs.
@@ -104,7 +106,7 @@ ParsedCommandJob parse_command_job(const nlohmann::json& root, const std::string
         kCommandJobMembers.end()) {
       fail(where + "." + key,
            "unknown member (a command job has kind, argv, env, working_dir, objective_metric, "
-           "timeout_s, stop_grace_s, artifacts_dir, gpus_per_trial)");
+           "timeout_s, stop_grace_s, artifacts_dir, gpus_per_trial, gpu_memory_per_trial)");
     }
   }
   auto member = [&](const char* key) -> const nlohmann::json& {
@@ -156,7 +158,18 @@ ParsedCommandJob parse_command_job(const nlohmann::json& root, const std::string
   if (auto it = root.find("gpus_per_trial"); it != root.end()) {
     gpus = gpus_per_trial_member(*it, where + ".gpus_per_trial");
   }
-  return {std::move(spec), std::move(metric), std::move(artifacts_dir), gpus};
+  uint64_t gpu_memory = 0;
+  if (auto it = root.find("gpu_memory_per_trial"); it != root.end()) {
+    const std::string path = where + ".gpu_memory_per_trial";
+    std::optional<uint64_t> bytes;
+    if (it->is_string()) bytes = parse_memory_size(it->get<std::string>());
+    if (!bytes || *bytes == 0) {
+      fail(path, "expected a memory size such as \"20G\" or \"512M\", got " + it->dump());
+    }
+    if (gpus == 0) fail(path, "is the memory of a trial's GPUs: the job needs gpus_per_trial");
+    gpu_memory = *bytes;
+  }
+  return {std::move(spec), std::move(metric), std::move(artifacts_dir), gpus, gpu_memory};
 }
 
 }  // namespace
@@ -187,8 +200,11 @@ std::string TrialJob::trial_dir(int64_t number) const {
 // --- Command jobs -------------------------------------------------------------------------------
 
 TrialNeeds CommandTrialJob::needs() const {
-  if (gpus_per_trial_ >= 1) return TrialNeeds{.gpus_per_node = static_cast<int>(gpus_per_trial_)};
-  return TrialNeeds{.gpu_fraction = gpus_per_trial_};
+  if (gpus_per_trial_ >= 1) {
+    return TrialNeeds{.gpus_per_node = static_cast<int>(gpus_per_trial_),
+                      .gpu_memory_bytes = gpu_memory_bytes_};
+  }
+  return TrialNeeds{.gpu_fraction = gpus_per_trial_, .gpu_memory_bytes = gpu_memory_bytes_};
 }
 
 CommandSpec CommandTrialJob::command(const TrialPlacement& placement) const {
@@ -219,6 +235,7 @@ CommandSpec CommandTrialJob::command(const TrialPlacement& placement) const {
   const std::string gpus = gpu_list(placement.gpus);
   command.env["CUDA_VISIBLE_DEVICES"] = gpus;
   command.env["TUNER_GPUS"] = gpus;
+  if (gpu_memory_bytes_ > 0) command.env[kGpuMemoryVariable] = std::to_string(gpu_memory_bytes_);
   return command;
 }
 
@@ -237,6 +254,7 @@ std::string CommandTrialJob::to_json() const {
   } else if (gpus_per_trial_ > 0) {
     json["gpus_per_trial"] = gpus_per_trial_;
   }
+  if (gpu_memory_bytes_ > 0) json["gpu_memory_per_trial"] = std::to_string(gpu_memory_bytes_);
   return json.dump();
 }
 
@@ -297,8 +315,9 @@ std::unique_ptr<TrialJob> parse_trial_job(std::string_view json, const std::stri
     job = std::move(engine);
   } else {
     ParsedCommandJob command = parse_command_job(root, where);
-    job = std::make_unique<CommandTrialJob>(
-        std::move(command.spec), std::move(command.artifacts_dir), command.gpus_per_trial);
+    job =
+        std::make_unique<CommandTrialJob>(std::move(command.spec), std::move(command.artifacts_dir),
+                                          command.gpus_per_trial, command.gpu_memory_bytes);
     job->objective_metric_ = std::move(command.objective_metric);
   }
   // The members both kinds share: the time limit and the stop grace.

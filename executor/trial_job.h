@@ -15,7 +15,8 @@
 //    "timeout_s": 3600,                                 optional: seconds, in (0, 31536000]
 //    "stop_grace_s": 30,                                optional: seconds, in [0, 3600]
 //    "artifacts_dir": "/runs/study",                    optional: trial-N/ is the trial's folder
-//    "gpus_per_trial": 0.5}                             optional: GPUs per trial (below)
+//    "gpus_per_trial": 0.5,                             optional: GPUs per trial (below)
+//    "gpu_memory_per_trial": "20G"}                     optional: its memory on each (below)
 // Members not listed are refused (a misspelt "evn" would otherwise be silently ignored).
 //
 // An engine job: {"kind": "engine", "model": {...}, "data": {...}, "training": {...},
@@ -33,6 +34,10 @@
 // shares sum to at most 1); 0 or absent: none. The coordinator gives each trial its GPU ids
 // (coordinator/placement.h) and the executor sets CUDA_VISIBLE_DEVICES and TUNER_GPUS to them
 // (comma-separated); a job without GPUs leaves both as the executor's environment has them.
+// "gpu_memory_per_trial" ("20G", "512M": K, M, G, T as Slurm writes them) is the memory a trial
+// takes on each of its GPUs: placement puts no more trials on a GPU than its memory holds
+// (coordinator/placement.h), and the program gets it as TUNER_GPU_MEMORY_BYTES (to cap its
+// allocator, e.g. torch.cuda.set_per_process_memory_fraction). It needs "gpus_per_trial".
 //
 // Artifacts (either kind): a job with "artifacts_dir" gives each trial its own folder,
 // artifacts_dir/trial-<number> (trial_dir()): an engine trial keeps its checkpoints and history
@@ -64,8 +69,10 @@ inline constexpr double kMaxJobTimeoutSeconds = 31'536'000;
 inline constexpr double kMaxJobStopGraceSeconds = 3'600;
 // The members of a command job's JSON form.
 inline const std::vector<std::string_view> kCommandJobMembers = {
-    "kind",      "argv",         "env",           "working_dir",   "objective_metric",
-    "timeout_s", "stop_grace_s", "artifacts_dir", "gpus_per_trial"};
+    "kind",      "argv",         "env",           "working_dir",    "objective_metric",
+    "timeout_s", "stop_grace_s", "artifacts_dir", "gpus_per_trial", "gpu_memory_per_trial"};
+// The variable that gives a command trial's program its job's "gpu_memory_per_trial" in bytes.
+inline constexpr char kGpuMemoryVariable[] = "TUNER_GPU_MEMORY_BYTES";
 // The most GPUs a command job's trial may ask for ("gpus_per_trial").
 inline constexpr int kMaxGpusPerTrial = 1024;
 
@@ -75,6 +82,7 @@ struct TrialNeeds {
   int gpus_per_node = 0;  // whole GPUs each of them gives the trial
   // A share of one GPU, in (0, 1), that the trial takes when gpus_per_node is 0; 0: none.
   double gpu_fraction = 0;
+  uint64_t gpu_memory_bytes = 0;  // memory the trial takes on each of its GPUs; 0: not stated
 };
 
 // Where one trial runs on this executor.
@@ -154,21 +162,24 @@ class TrialJob {
 // Any program, its argv's {name} placeholders filled from the trial (executor/argv_template.h).
 class CommandTrialJob final : public TrialJob {
  public:
-  // REQUIRES: gpus_per_trial is 0, in (0, 1), or a whole number in [1, kMaxGpusPerTrial].
+  // REQUIRES: gpus_per_trial is 0, in (0, 1), or a whole number in [1, kMaxGpusPerTrial];
+  // gpu_memory_bytes is 0 when gpus_per_trial is.
   explicit CommandTrialJob(CommandSpec spec, std::string artifacts_dir = {},
-                           double gpus_per_trial = 0)
+                           double gpus_per_trial = 0, uint64_t gpu_memory_bytes = 0)
       : spec_(std::move(spec)),
         artifacts_dir_(std::move(artifacts_dir)),
-        gpus_per_trial_(gpus_per_trial) {}
+        gpus_per_trial_(gpus_per_trial),
+        gpu_memory_bytes_(gpu_memory_bytes) {}
   std::string_view kind() const override { return "command"; }
   // One executor; "gpus_per_trial" whole GPUs on it, or a share of one.
   TrialNeeds needs() const override;
   // The spec, with CUDA_VISIBLE_DEVICES and TUNER_GPUS set to the placement's GPUs when the job
-  // asks for GPUs, and, with artifacts_dir, TUNER_ARTIFACTS_DIR set to the trial's folder
-  // (trial_dir(), made absolute against the executor's working directory), which it creates
-  // when missing. Throws Error(kInvalidArgument) naming the trial when it asks for GPUs and was
-  // given none, or another number of whole GPUs than it asks for; Error(kUnavailable) naming the
-  // folder when it cannot be created.
+  // asks for GPUs (and TUNER_GPU_MEMORY_BYTES when it states their memory), and, with
+  // artifacts_dir, TUNER_ARTIFACTS_DIR set to the trial's folder (trial_dir(), made absolute
+  // against the executor's working directory), which it creates when missing. Throws
+  // Error(kInvalidArgument) naming the trial when it asks for GPUs and was given none, or another
+  // number of whole GPUs than it asks for; Error(kUnavailable) naming the folder when it cannot be
+  // created.
   CommandSpec command(const TrialPlacement& placement) const override;
   // artifacts_dir/trial-N; none without artifacts_dir.
   std::string scalars_dir(int64_t number) const override;
@@ -183,6 +194,7 @@ class CommandTrialJob final : public TrialJob {
   CommandSpec spec_;
   std::string artifacts_dir_;
   double gpus_per_trial_ = 0;
+  uint64_t gpu_memory_bytes_ = 0;
 };
 
 // The engine's own training: `tuner trial --engine-job JSON` for each trial.

@@ -86,6 +86,32 @@ TEST(TrialJobTest, ACommandJobAsksForWholeGpusOrAShareOfOne) {
   }
 }
 
+TEST(TrialJobTest, ACommandJobStatesTheGpuMemoryOfATrial) {
+  const std::string base = R"({"kind": "command", "argv": ["a"], "objective_metric": "m", )";
+  auto job = parse_trial_job(base + R"("gpus_per_trial": 0.25, "gpu_memory_per_trial": "20G"})");
+  EXPECT_EQ(job->needs().gpu_memory_bytes, uint64_t{20} << 30);
+  EXPECT_EQ(job->command(TrialPlacement{.gpus = {1}}).env.at("TUNER_GPU_MEMORY_BYTES"),
+            std::to_string(uint64_t{20} << 30));
+  EXPECT_EQ(parse_trial_job(job->to_json())->needs().gpu_memory_bytes, uint64_t{20} << 30);
+  EXPECT_EQ(parse_trial_job(base + R"("gpus_per_trial": 1})")
+                ->command(TrialPlacement{.gpus = {0}})
+                .env.count("TUNER_GPU_MEMORY_BYTES"),
+            0u);
+
+  const std::string expected =
+      "job.gpu_memory_per_trial: expected a memory size such as \"20G\" "
+      "or \"512M\", got ";
+  EXPECT_EQ(error_of(base + R"("gpus_per_trial": 1, "gpu_memory_per_trial": "20GB"})"),
+            expected + "\"20GB\"");
+  EXPECT_EQ(error_of(base + R"("gpus_per_trial": 1, "gpu_memory_per_trial": 20})"),
+            expected + "20");
+  EXPECT_EQ(error_of(base + R"("gpus_per_trial": 1, "gpu_memory_per_trial": "0"})"),
+            expected + "\"0\"");
+  EXPECT_EQ(error_of(base + R"("gpu_memory_per_trial": "8G"})"),
+            "job.gpu_memory_per_trial: is the memory of a trial's GPUs: the job needs "
+            "gpus_per_trial");
+}
+
 TEST(TrialJobTest, RefusesABadGpusPerTrialNamingTheJsonPath) {
   const std::string base = R"({"kind": "command", "argv": ["a"], "objective_metric": "m", )";
   const std::string expected =

@@ -69,6 +69,7 @@ CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options, const C
   job_options.stop_grace = job.trial_job->stop_grace().value_or(options.stop_grace);
   job_options.time_limit = job.trial_job->timeout().value_or(std::chrono::milliseconds(0));
   job_options.log_path = trial_log_path(options, job.trial);
+  if (!job.trial.gpus.empty()) job_options.gpu_memory = options.gpu_memory.get();
   CommandSpec spec = job.trial_job->command(TrialPlacement{
       .number = job.trial.number,
       .gpus = job.trial.gpus,

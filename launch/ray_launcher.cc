@@ -3,14 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "launch/scaling.h"
 #include "trials/error.h"
+#include "util/strings.h"
 
 namespace tuner {
 namespace {
@@ -51,32 +50,12 @@ std::string list_of(const std::vector<std::string>& ids) {
 
 int64_t ray_memory_bytes(const std::string& memory) {
   if (memory.empty()) return 0;
-  int shift = 0;
-  switch (memory.back()) {
-    case 'K':
-      shift = 10;
-      break;
-    case 'M':
-      shift = 20;
-      break;
-    case 'G':
-      shift = 30;
-      break;
-    case 'T':
-      shift = 40;
-      break;
-    default:
-      break;
-  }
-  const std::string digits = shift == 0 ? memory : memory.substr(0, memory.size() - 1);
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (error != std::errc() || end != digits.data() + digits.size() || value < 0 ||
-      value > (std::numeric_limits<int64_t>::max() >> shift)) {
+  const std::optional<uint64_t> bytes = parse_memory_size(memory);
+  if (!bytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 "expected a memory size such as \"8G\" or \"512M\", got \"" + memory + "\"");
   }
-  return value << shift;
+  return static_cast<int64_t>(*bytes);
 }
 
 std::string ray_launcher_script() {

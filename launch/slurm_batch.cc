@@ -12,9 +12,9 @@ std::string slurm_batch_script(const ExecutorJobSpec& spec) {
             ", started by Slurm (docs/clusters.md). It runs until the sweep cancels its job.\n";
   script += "exec " + shell_quote(spec.tuner_path) + " executor --connect " +
             shell_quote(spec.connect_endpoint) + " --slots " + std::to_string(spec.slots) +
-            " --id \"" + slurm_executor_id("${SLURM_JOB_ID}") + "\" --key " +
-            shell_quote(spec.key_file) + " --coordinator-key " +
-            shell_quote(spec.coordinator_key_file) + "\n";
+            " --id \"" + slurm_executor_id("${SLURM_JOB_ID}") + "\" --give-up-after-s " +
+            std::to_string(kSlurmExecutorGiveUpSeconds) + " --key " + shell_quote(spec.key_file) +
+            " --coordinator-key " + shell_quote(spec.coordinator_key_file) + "\n";
   return script;
 }
 

@@ -2,7 +2,9 @@
 //
 // The script execs `tuner executor`, which reads its CURVE keys from files (the executor's
 // secret key file is mode 0600, in a directory only its owner reads): no secret is on a command
-// line, where `ps` and Slurm's job records would show it.
+// line, where `ps` and Slurm's job records would show it. The executor gives up after
+// kSlurmExecutorGiveUpSeconds without word from its coordinator, so that a sweep killed before
+// it could cancel its jobs (SIGKILL, a crashed host) leaves none running for long.
 //
 // Thread safety: pure functions.
 #ifndef TUNER_LAUNCH_SLURM_BATCH_H_
@@ -14,6 +16,9 @@
 #include "launch/slurm_options.h"
 
 namespace tuner {
+
+// tuner executor --give-up-after-s of the executors Slurm runs for a sweep.
+inline constexpr int kSlurmExecutorGiveUpSeconds = 600;
 
 // What one executor job runs.
 struct ExecutorJobSpec {

@@ -20,7 +20,7 @@ TEST(SlurmBatchScript, ExecsTheExecutorWithKeyFilesNotKeys) {
   const std::string script = slurm_batch_script(spec());
   EXPECT_EQ(script.rfind("#!/bin/sh\n", 0), 0u);
   EXPECT_NE(script.find("exec '/opt/tuner bin/tuner' executor --connect 'tcp://login1:41234' "
-                        "--slots 2 --id \"slurm-${SLURM_JOB_ID}\" --key "
+                        "--slots 2 --id \"slurm-${SLURM_JOB_ID}\" --give-up-after-s 600 --key "
                         "'/home/a/s.db.slurm/executor.key' --coordinator-key "
                         "'/home/a/s.db.slurm/coordinator.pub'\n"),
             std::string::npos)

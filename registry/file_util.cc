@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
@@ -101,6 +103,23 @@ void make_directory(const fs::path& path) {
     throw Error(ErrorCode::kUnavailable,
                 path.string() + ": cannot create the directory: " + ec.message());
   }
+}
+
+int int_member(const nlohmann::json& object, const char* key, int fallback,
+               const std::string& where) {
+  if (!object.is_object() || !object.contains(key)) return fallback;
+  const nlohmann::json& v = object[key];
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  constexpr int64_t kMin = std::numeric_limits<int>::min();
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(kMax)) {
+    return static_cast<int>(v.get<uint64_t>());
+  }
+  if (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= kMin &&
+      v.get<int64_t>() <= kMax) {
+    return static_cast<int>(v.get<int64_t>());
+  }
+  throw Error(ErrorCode::kDataLoss, where + ": \"" + key + "\" must be a whole number of at most " +
+                                        std::to_string(kMax) + " (it is " + v.dump() + ")");
 }
 
 }  // namespace tuner::registry

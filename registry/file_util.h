@@ -3,6 +3,7 @@
 #define TUNER_REGISTRY_FILE_UTIL_H_
 
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,11 @@ void write_file(const std::filesystem::path& path, std::string_view content);
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 // Creates one directory (its parent must exist). Error(kUnavailable) naming it.
 void make_directory(const std::filesystem::path& path);
+
+// The integer member `key` of `object`, a JSON object read from `where`; `fallback` when it has
+// none. Error(kDataLoss) naming `where` and `key` when it is not an integer an int holds.
+int int_member(const nlohmann::json& object, const char* key, int fallback,
+               const std::string& where);
 
 }  // namespace tuner::registry
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -292,6 +293,20 @@ Json preprocessing_json(const Preprocessing& p) {
   return j;
 }
 
+// `v` as a float when it is a number a float holds (finite, within a float's range).
+std::optional<float> finite_float(const Json& v) {
+  if (!v.is_number()) return std::nullopt;
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max()) return std::nullopt;
+  return static_cast<float>(d);
+}
+
+// The same, > 0 as a float (a stddev, a divisor: 1e-50 is 0 as a float).
+std::optional<float> positive_float(const Json& v) {
+  const std::optional<float> f = finite_float(v);
+  return f && *f > 0 ? f : std::nullopt;
+}
+
 // The table encoding of preprocessing.json at `path` (its "table"); throws Error(kDataLoss).
 TableEncoding parse_table(const Json& t, const fs::path& path) {
   auto bad = [&](const std::string& what) -> Error {
@@ -328,8 +343,8 @@ TableEncoding parse_table(const Json& t, const fs::path& path) {
           strings(c.value("categories", Json()), "column " + col.name + "'s categories");
       col.missing_slot = c.value("missing_slot", false);
       width += col.categories.size() + (col.missing_slot ? 1 : 0);
-    } else if (type == "numeric" && c.value("fill", Json()).is_number()) {
-      col.fill = c["fill"].get<float>();
+    } else if (type == "numeric" && finite_float(c.value("fill", Json()))) {
+      col.fill = *finite_float(c["fill"]);
       ++width;
     } else {
       throw bad("column " + col.name + " is neither numeric (with a fill) nor categorical");
@@ -594,6 +609,134 @@ void write_mlflow_model(const training::Checkpoint& trained, const Lineage& line
   tmp.publish(out);
 }
 
+namespace {
+
+Preprocessing parse_preprocessing(const std::string& text, const std::string& where,
+                                  const training::Shape& input, const training::Shape& output) {
+  Preprocessing p_out;
+  Json p = json_nests_deeper_than(text, kMaxJsonDepth) ? Json() : Json::parse(text, nullptr, false);
+  if (p.is_discarded() || !p.is_object()) {
+    throw Error(ErrorCode::kDataLoss, where + ": not JSON");
+  }
+  if (const int version = int_member(p, "version", 0, where); version > kMlflowModelFormatVersion) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                where + ": format version " + std::to_string(version) +
+                    " is newer than this tuner's (" + std::to_string(kMlflowModelFormatVersion) +
+                    "); use a newer tuner");
+  }
+  if (p.contains("normalize") && p["normalize"].is_object() &&
+      p["normalize"].value("mean", Json()).is_array()) {
+    const Json& n = p["normalize"];
+    const Json& mean = n["mean"];
+    const Json stddev = n.value("stddev", Json());
+    // One per channel: per element of the input's first dimension (a table's features).
+    const size_t features = static_cast<size_t>(input.rank() >= 1 ? input.dims()[0] : int64_t{0});
+    if (!stddev.is_array() || mean.size() != features || stddev.size() != features) {
+      throw Error(ErrorCode::kDataLoss,
+                  where + ": normalize needs " + std::to_string(features) +
+                      " means and stddevs, one per channel (the first dimension) of " +
+                      input.to_string());
+    }
+    for (size_t f = 0; f < features; ++f) {
+      const std::optional<float> m = finite_float(mean[f]), d = positive_float(stddev[f]);
+      if (!m || !d) {
+        throw Error(ErrorCode::kDataLoss, where + ": normalize, channel " + std::to_string(f) +
+                                              ": needs numbers mean and stddev > 0");
+      }
+      p_out.feature_mean.push_back(*m);
+      p_out.feature_stddev.push_back(*d);
+    }
+  } else if (p.contains("normalize") && p["normalize"].is_object()) {
+    const Json& n = p["normalize"];
+    p_out.mean = finite_float(n.value("mean", Json()));
+    p_out.stddev = positive_float(n.value("stddev", Json()));
+    if (!p_out.mean || !p_out.stddev) {
+      throw Error(ErrorCode::kDataLoss, where +
+                                            ": normalize needs numbers mean and "
+                                            "stddev > 0");
+    }
+  }
+  if (p.contains("table")) {
+    p_out.table = parse_table(p["table"], where);
+    if (static_cast<int64_t>(p_out.table->features.size()) != input.numel()) {
+      throw Error(ErrorCode::kDataLoss, where + ": the table encodes " +
+                                            std::to_string(p_out.table->features.size()) +
+                                            " features, the model takes " + input.to_string());
+    }
+  }
+  if (p.contains("image")) {
+    const Json& image = p["image"];
+    const Json size = image.is_object() ? image.value("size", Json()) : Json();
+    const Json color = image.is_object() ? image.value("color", Json()) : Json();
+    if (!size.is_array() || size.size() != 2 || !size[0].is_number_integer() ||
+        !size[1].is_number_integer() || size[0].get<int64_t>() < 1 || size[1].get<int64_t>() < 1 ||
+        (color != "rgb" && color != "grayscale")) {
+      throw Error(ErrorCode::kDataLoss, where +
+                                            ": image needs a size [H, W] and a color \"rgb\" "
+                                            "or \"grayscale\"");
+    }
+    ImageEncoding e{.height = size[0].get<int64_t>(),
+                    .width = size[1].get<int64_t>(),
+                    .grayscale = color == "grayscale"};
+    if (input != training::Shape{e.channels(), e.height, e.width}) {
+      throw Error(ErrorCode::kDataLoss, where + ": image of " + size.dump() + " in " +
+                                            color.get<std::string>() + ", the model takes " +
+                                            input.to_string());
+    }
+    p_out.image = e;
+  }
+  if (p.contains("labels")) {
+    const Json& labels = p["labels"];
+    if (!labels.is_array() || static_cast<int64_t>(labels.size()) != output.numel()) {
+      throw Error(ErrorCode::kDataLoss, where + ": labels must be " +
+                                            std::to_string(output.numel()) +
+                                            " strings, one per output");
+    }
+    for (const Json& l : labels) {
+      if (!l.is_string()) {
+        throw Error(ErrorCode::kDataLoss, where + ": labels must be strings");
+      }
+      p_out.class_labels.push_back(l.get<std::string>());
+    }
+  }
+  if (p.contains("task")) {
+    if (p["task"] != "regression" || !p_out.class_labels.empty()) {
+      throw Error(ErrorCode::kDataLoss, where + ": task must be \"regression\" (" +
+                                            p["task"].dump() + "), on a model without labels");
+    }
+    p_out.regression = true;
+  }
+  if (p.contains("dataset") && p["dataset"].is_string()) {
+    p_out.dataset = p["dataset"].get<std::string>();
+  }
+  // Version 2 on: the raw input's type and scaling (version 1 took the loader's units).
+  if (p.contains("input") && p["input"].is_object()) {
+    const Json& in = p["input"];
+    const Json dtype = in.value("dtype", Json()), divisor = in.value("divisor", Json());
+    const std::optional<float> scale = positive_float(divisor);
+    if (!dtype.is_string() || (dtype != "uint8" && dtype != "float32") || !scale) {
+      throw Error(ErrorCode::kDataLoss, where +
+                                            ": input needs a dtype \"uint8\" or "
+                                            "\"float32\" and a divisor > 0");
+    }
+    p_out.input = dtype == "uint8" ? RawInput::kUint8 : RawInput::kFloat32;
+    p_out.divisor = *scale;
+  }
+  return p_out;
+}
+
+}  // namespace
+
+Preprocessing read_preprocessing(const std::string& text, const std::string& where,
+                                 const training::Shape& input, const training::Shape& output) {
+  try {
+    return parse_preprocessing(text, where, input, output);
+  } catch (const Json::exception& e) {
+    // A member of another type than the format's (a version that is an object, ...).
+    throw Error(ErrorCode::kDataLoss, where + ": " + e.what());
+  }
+}
+
 // ServedModel ----------------------------------------------------------------------------------
 
 ServedModel::ServedModel(ServedModel&&) noexcept = default;
@@ -640,118 +783,8 @@ ServedModel ServedModel::load(const fs::path& dir, int threads) {
   }
   if (fs::is_regular_file(engine / "preprocessing.json")) {
     const fs::path path = engine / "preprocessing.json";
-    const std::string text = read_file(path);
-    Json p =
-        json_nests_deeper_than(text, kMaxJsonDepth) ? Json() : Json::parse(text, nullptr, false);
-    if (p.is_discarded() || !p.is_object()) {
-      throw Error(ErrorCode::kDataLoss, path.string() + ": not JSON");
-    }
-    if (p.value("version", 0) > kMlflowModelFormatVersion) {
-      throw Error(ErrorCode::kFailedPrecondition,
-                  path.string() + ": format version " + std::to_string(p.value("version", 0)) +
-                      " is newer than this tuner's (" + std::to_string(kMlflowModelFormatVersion) +
-                      "); use a newer tuner");
-    }
-    if (p.contains("normalize") && p["normalize"].is_object() &&
-        p["normalize"].value("mean", Json()).is_array()) {
-      const Json& n = p["normalize"];
-      const Json& mean = n["mean"];
-      const Json stddev = n.value("stddev", Json());
-      // One per channel: per element of the input's first dimension (a table's features).
-      const size_t features =
-          static_cast<size_t>(m.spec_.input.rank() >= 1 ? m.spec_.input.dims()[0] : int64_t{0});
-      if (!stddev.is_array() || mean.size() != features || stddev.size() != features) {
-        throw Error(ErrorCode::kDataLoss,
-                    path.string() + ": normalize needs " + std::to_string(features) +
-                        " means and stddevs, one per channel (the first dimension) of " +
-                        m.spec_.input.to_string());
-      }
-      for (size_t f = 0; f < features; ++f) {
-        if (!mean[f].is_number() || !stddev[f].is_number() || !(stddev[f].get<double>() > 0)) {
-          throw Error(ErrorCode::kDataLoss, path.string() + ": normalize, channel " +
-                                                std::to_string(f) +
-                                                ": needs numbers mean and stddev > 0");
-        }
-        m.preprocessing_.feature_mean.push_back(mean[f].get<float>());
-        m.preprocessing_.feature_stddev.push_back(stddev[f].get<float>());
-      }
-    } else if (p.contains("normalize") && p["normalize"].is_object()) {
-      const Json& n = p["normalize"];
-      if (!n.value("mean", Json()).is_number() || !n.value("stddev", Json()).is_number() ||
-          !(n["stddev"].get<double>() > 0)) {
-        throw Error(ErrorCode::kDataLoss, path.string() +
-                                              ": normalize needs numbers mean and "
-                                              "stddev > 0");
-      }
-      m.preprocessing_.mean = n["mean"].get<float>();
-      m.preprocessing_.stddev = n["stddev"].get<float>();
-    }
-    if (p.contains("table")) {
-      m.preprocessing_.table = parse_table(p["table"], path);
-      if (static_cast<int64_t>(m.preprocessing_.table->features.size()) != m.spec_.input.numel()) {
-        throw Error(ErrorCode::kDataLoss,
-                    path.string() + ": the table encodes " +
-                        std::to_string(m.preprocessing_.table->features.size()) +
-                        " features, the model takes " + m.spec_.input.to_string());
-      }
-    }
-    if (p.contains("image")) {
-      const Json& image = p["image"];
-      const Json size = image.is_object() ? image.value("size", Json()) : Json();
-      const Json color = image.is_object() ? image.value("color", Json()) : Json();
-      if (!size.is_array() || size.size() != 2 || !size[0].is_number_integer() ||
-          !size[1].is_number_integer() || (color != "rgb" && color != "grayscale")) {
-        throw Error(ErrorCode::kDataLoss, path.string() +
-                                              ": image needs a size [H, W] and a color \"rgb\" "
-                                              "or \"grayscale\"");
-      }
-      ImageEncoding e{.height = size[0].get<int64_t>(),
-                      .width = size[1].get<int64_t>(),
-                      .grayscale = color == "grayscale"};
-      if (m.spec_.input != training::Shape{e.channels(), e.height, e.width}) {
-        throw Error(ErrorCode::kDataLoss, path.string() + ": image of " + size.dump() + " in " +
-                                              color.get<std::string>() + ", the model takes " +
-                                              m.spec_.input.to_string());
-      }
-      m.preprocessing_.image = e;
-    }
-    if (p.contains("labels")) {
-      const Json& labels = p["labels"];
-      if (!labels.is_array() || static_cast<int64_t>(labels.size()) != m.spec_.output.numel()) {
-        throw Error(ErrorCode::kDataLoss, path.string() + ": labels must be " +
-                                              std::to_string(m.spec_.output.numel()) +
-                                              " strings, one per output");
-      }
-      for (const Json& l : labels) {
-        if (!l.is_string()) {
-          throw Error(ErrorCode::kDataLoss, path.string() + ": labels must be strings");
-        }
-        m.preprocessing_.class_labels.push_back(l.get<std::string>());
-      }
-    }
-    if (p.contains("task")) {
-      if (p["task"] != "regression" || !m.preprocessing_.class_labels.empty()) {
-        throw Error(ErrorCode::kDataLoss, path.string() + ": task must be \"regression\" (" +
-                                              p["task"].dump() + "), on a model without labels");
-      }
-      m.preprocessing_.regression = true;
-    }
-    if (p.contains("dataset") && p["dataset"].is_string()) {
-      m.preprocessing_.dataset = p["dataset"].get<std::string>();
-    }
-    // Version 2 on: the raw input's type and scaling (version 1 took the loader's units).
-    if (p.contains("input") && p["input"].is_object()) {
-      const Json& in = p["input"];
-      const Json dtype = in.value("dtype", Json()), divisor = in.value("divisor", Json());
-      if (!dtype.is_string() || (dtype != "uint8" && dtype != "float32") || !divisor.is_number() ||
-          !(divisor.get<double>() > 0)) {
-        throw Error(ErrorCode::kDataLoss, path.string() +
-                                              ": input needs a dtype \"uint8\" or "
-                                              "\"float32\" and a divisor > 0");
-      }
-      m.preprocessing_.input = dtype == "uint8" ? RawInput::kUint8 : RawInput::kFloat32;
-      m.preprocessing_.divisor = divisor.get<float>();
-    }
+    m.preprocessing_ =
+        read_preprocessing(read_file(path), path.string(), m.spec_.input, m.spec_.output);
   }
   if (fs::is_regular_file(engine / "metadata.json")) {
     m.metadata_json_ = read_file(engine / "metadata.json");

@@ -158,6 +158,12 @@ void write_mlflow_model(const training::Checkpoint& checkpoint, const Lineage& l
                         const Preprocessing& preprocessing, const std::filesystem::path& out,
                         const MlflowModelOptions& options = {});
 
+// Reads the text of an engine/preprocessing.json (`where` names it in errors) for a model that
+// takes samples of shape `input` and gives `output`. Throws Error(kDataLoss) naming `where` and
+// what is wrong, Error(kFailedPrecondition) for a newer format version.
+Preprocessing read_preprocessing(const std::string& text, const std::string& where,
+                                 const training::Shape& input, const training::Shape& output);
+
 // An MLflow model directory written by write_mlflow_model, loaded for inference with the engine.
 // Thread safety: one thread at a time (the model's forward pass).
 class ServedModel {

@@ -361,6 +361,35 @@ TEST(MlflowModelTest, AnRgbModelCarriesItsPerChannelNormalizationAndImageEncodin
   EXPECT_THAT(message, HasSubstr("normalize needs 3 means and stddevs, one per channel"));
 }
 
+TEST(MlflowModelTest, APreprocessingJsonWithMembersOfAnotherTypeIsCorruptNotACrash) {
+  // Found by fuzzing: a member of another type escaped as nlohmann's type_error, a version past
+  // an int's range was converted to one (undefined behaviour), and a number no float holds (or 0
+  // as a float) was kept as an infinite mean or a zero stddev or divisor.
+  const training::Shape table{2}, one{1};
+  for (const char* text : {
+           R"({"version": {"dtype": "float32"}})",
+           R"({"version": 1e121})",
+           R"({"dataset": 3, "input": {"dtype": "float32", "divisor": "1"}})",
+           R"({"normalize": {"mean": 1e300, "stddev": 1}})",
+           R"({"normalize": {"mean": 0, "stddev": 1e-50}})",
+           R"({"normalize": {"mean": [0, 0], "stddev": [1, 1e-60]}})",
+           R"({"input": {"dtype": "float32", "divisor": 1e-60}})",
+           R"({"image": {"size": [-1, 2], "color": "rgb"}})",
+           R"({"table": {"label": "y", "missing": "mean", "features": ["a"],
+                         "columns": [{"name": "a", "type": "numeric", "fill": 1e40}]}})",
+       }) {
+    std::string message;
+    EXPECT_EQ(
+        testing::code_of([&] { (void)read_preprocessing(text, "p.json", table, one); }, &message),
+        ErrorCode::kDataLoss)
+        << text;
+    EXPECT_THAT(message, HasSubstr("p.json")) << text;
+  }
+  const Preprocessing ok = read_preprocessing(
+      R"({"normalize": {"mean": [0.5, 1], "stddev": [2, 0.25]}})", "p.json", table, one);
+  EXPECT_EQ(ok.feature_stddev, (std::vector<float>{2, 0.25f}));
+}
+
 TEST(MlflowModelTest, RefusesAnImageEncodingOrChannelsThatDoNotFitTheModel) {
   ScratchDir scratch;
   Preprocessing p;

@@ -196,7 +196,7 @@ ModelVersion version_from(const Json& j, const std::string& where) {
   v.version = j["version"].get<int>();
   v.created = j.value("created", "");
   v.lineage.study = j.value("study", "");
-  v.lineage.trial = j.value("trial", -1);
+  v.lineage.trial = int_member(j, "trial", -1, where);
   v.lineage.storage = j.value("storage", "");
   v.lineage.objective_metric = j.value("objective_metric", "");
   if (j.contains("params") && j["params"].is_object()) {
@@ -245,16 +245,17 @@ Json model_json(const RegisteredModel& m) {
           {"versions", versions}};
 }
 
-RegisteredModel read_model(const fs::path& file) {
+RegisteredModel parse_model(const fs::path& file) {
   const std::string where = file.string();
   const std::string text = read_file(file);
   Json j = json_nests_deeper_than(text, kMaxJsonDepth) ? Json() : Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != kRegistryFormat) {
     throw Error(ErrorCode::kDataLoss, where + ": not a registered model's registry.json");
   }
-  if (j.value("format_version", 0) > kRegistryFormatVersion) {
+  if (const int version = int_member(j, "format_version", 0, where);
+      version > kRegistryFormatVersion) {
     throw Error(ErrorCode::kFailedPrecondition,
-                where + ": format version " + std::to_string(j.value("format_version", 0)) +
+                where + ": format version " + std::to_string(version) +
                     " is newer than this tuner's (" + std::to_string(kRegistryFormatVersion) +
                     "); use a newer tuner");
   }
@@ -268,7 +269,7 @@ RegisteredModel read_model(const fs::path& file) {
       if (v.is_number_integer()) m.aliases[a] = v.get<int>();
     }
   }
-  m.last_version = j.value("last_version", 0);
+  m.last_version = int_member(j, "last_version", 0, where);
   if (j.contains("versions") && j["versions"].is_array()) {
     for (const Json& v : j["versions"]) m.versions.push_back(version_from(v, where));
   }
@@ -276,6 +277,17 @@ RegisteredModel read_model(const fs::path& file) {
             [](const ModelVersion& a, const ModelVersion& b) { return a.version < b.version; });
   for (const ModelVersion& v : m.versions) m.last_version = std::max(m.last_version, v.version);
   return m;
+}
+
+// A model's registry.json; throws Error(kDataLoss) naming the file when it is not one.
+RegisteredModel read_model(const fs::path& file) {
+  try {
+    return parse_model(file);
+  } catch (const Json::exception& e) {
+    // A member of another type than the format's (a name that is a number, ...).
+    throw Error(ErrorCode::kDataLoss,
+                file.string() + ": not a registered model's registry.json (" + e.what() + ")");
+  }
 }
 
 bool name_chars_ok(const std::string& s) {
@@ -437,16 +449,19 @@ Registry Registry::open(const fs::path& dir, bool create, RegistryOptions option
         Json{{"format", "tuner-registry"}, {"format_version", kMarkerFormatVersion}}.dump(2) +
             "\n");
   }
-  Json j = Json::parse(read_file(marker), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "tuner-registry") {
+  const std::string text = read_file(marker);
+  Json j = json_nests_deeper_than(text, kMaxJsonDepth) ? Json() : Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.value("format", Json()).is_string() ||
+      j["format"] != "tuner-registry" || !j.value("format_version", Json(0)).is_number_integer()) {
     throw Error(ErrorCode::kFailedPrecondition,
                 marker.string() + ": not a registry marker; the directory is not a model registry");
   }
-  if (j.value("format_version", 0) > kMarkerFormatVersion) {
+  if (const int version = int_member(j, "format_version", 0, marker.string());
+      version > kMarkerFormatVersion) {
     throw Error(ErrorCode::kFailedPrecondition,
-                marker.string() + ": registry format version " +
-                    std::to_string(j.value("format_version", 0)) + " is newer than this tuner's (" +
-                    std::to_string(kMarkerFormatVersion) + "); use a newer tuner");
+                marker.string() + ": registry format version " + std::to_string(version) +
+                    " is newer than this tuner's (" + std::to_string(kMarkerFormatVersion) +
+                    "); use a newer tuner");
   }
   return Registry(dir, std::move(options));
 }

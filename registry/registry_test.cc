@@ -120,6 +120,33 @@ TEST(RegistryTest, ADirectoryThatIsNotARegistryIsRefused) {
             ErrorCode::kFailedPrecondition);
 }
 
+TEST(RegistryTest, RegistryFilesWithMembersOfAnotherTypeAreRefusedNotACrash) {
+  // Found by fuzzing: a member of another type in registry.json or the marker escaped as
+  // nlohmann's type_error instead of an Error naming the file, and a number past an int's range
+  // was converted to one (undefined behaviour).
+  ScratchDir scratch;
+  Registry r = Registry::open(scratch.path(), true);
+  fs::create_directories(scratch.path() / "m");
+  std::string message;
+  for (const char* text : {R"({"format": "tuner-model-registry", "name": 7})",
+                           R"({"format": "tuner-model-registry", "format_version": "2"})",
+                           R"({"format": "tuner-model-registry", "last_version": 1e300})",
+                           R"({"format": "tuner-model-registry", "versions": [{"version": 1,
+                               "study": ["s"]}]})"}) {
+    std::ofstream(scratch.path() / "m" / "registry.json") << text;
+    EXPECT_EQ(code_of([&] { (void)r.model("m"); }, &message), ErrorCode::kDataLoss) << text;
+    EXPECT_THAT(message, HasSubstr("registry.json")) << text;
+  }
+  for (const char* text : {R"({"format": 1})", R"({"format": "tuner-registry", "format_version":
+                           "9"})"}) {
+    std::ofstream(scratch.path() / "tuner-registry.json") << text;
+    EXPECT_EQ(code_of([&] { (void)Registry::open(scratch.path(), false); }, &message),
+              ErrorCode::kFailedPrecondition)
+        << text;
+    EXPECT_THAT(message, HasSubstr("not a registry marker")) << text;
+  }
+}
+
 TEST(RegistryTest, AFailedExportLeavesNothing) {
   ScratchDir scratch;
   Registry r = Registry::open(scratch.path(), true);

@@ -19,6 +19,11 @@ struct History {
   std::span<const FrozenTrial> trials;
   // One per objective; never empty.
   std::span<const StudyDirection> directions;
+  // True when the objective is noisy: the same parameters may give another value, so a sampler
+  // may propose a point evaluated (or running) already. False (the default): the objective is
+  // deterministic, and the GP, TPE and the AutoSampler propose no point a trial (not FAIL) has
+  // already (the same values after rounding to steps and choices) while they find a new one.
+  bool noisy = false;
 
   StudyDirection direction() const { return directions.front(); }
 };

@@ -1,5 +1,6 @@
 #include "serving/bounded_json.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -15,7 +16,8 @@ using Kind = BoundedJsonError::Kind;
 // object: quadratic in its keys), and counting against the limits as it goes.
 class Builder {
  public:
-  explicit Builder(const JsonLimits& limits) : limits_(limits) {}
+  Builder(const JsonLimits& limits, std::span<const std::string_view> top_level_keys)
+      : limits_(limits), top_level_keys_(top_level_keys) {}
 
   bool null() { return put(nullptr); }
   bool boolean(bool v) { return put(v); }
@@ -32,9 +34,14 @@ class Builder {
   bool key(std::string& k) {
     Level& level = levels_.back();
     if (++level.keys > limits_.max_object_keys) {
-      return refuse(Kind::kTooManyKeys, where(levels_.size() - 1) + ": an object of more than " +
-                                            std::to_string(limits_.max_object_keys) +
-                                            " keys (the limit on keys in one object)");
+      return refuse(Kind::kTooManyKeys, where(levels_.size() - 1),
+                    "an object of more than " + std::to_string(limits_.max_object_keys) +
+                        " keys (the limit on keys in one object)");
+    }
+    if (levels_.size() == 1 && !top_level_keys_.empty() &&
+        std::find(top_level_keys_.begin(), top_level_keys_.end(), k) == top_level_keys_.end()) {
+      const std::string shown = k.size() > 40 ? k.substr(0, 37) + "..." : k;
+      return refuse(Kind::kUnknownKey, "unknown field '" + shown + "'");
     }
     pending_key_ = std::move(k);
     return true;
@@ -44,8 +51,8 @@ class Builder {
                    const nlohmann::detail::exception& e) {
     const std::string shown = token.size() > 40 ? token.substr(0, 37) + "..." : token;
     if (e.id == 406) {  // nlohmann's "number overflow"
-      return refuse(Kind::kNumberOutOfRange, where(levels_.size()) + ": the number " + shown +
-                                                 " is out of range (a double's, +-1.8e308)");
+      return refuse(Kind::kNumberOutOfRange, where(levels_.size()),
+                    "the number " + shown + " is out of range (a double's, +-1.8e308)");
     }
     return refuse(Kind::kNotJson, "the body is not JSON (at byte " + std::to_string(position) +
                                       ": " + (token.empty() ? "the end" : "'" + shown + "'") + ")");
@@ -83,8 +90,8 @@ class Builder {
 
   bool count() {
     if (++values_ > limits_.max_values) {
-      return refuse(Kind::kTooManyValues,
-                    where(levels_.size()) + ": more than " + std::to_string(limits_.max_values) +
+      return refuse(Kind::kTooManyValues, where(levels_.size()),
+                    "more than " + std::to_string(limits_.max_values) +
                         " values in the body (the limit on values in one request)");
     }
     return true;
@@ -117,8 +124,8 @@ class Builder {
   bool open(Json&& container) {
     if (!count()) return false;
     if (static_cast<int64_t>(levels_.size()) >= limits_.max_depth) {
-      return refuse(Kind::kTooDeep, where(levels_.size()) + ": the JSON nests deeper than " +
-                                        std::to_string(limits_.max_depth) + " levels");
+      return refuse(Kind::kTooDeep, where(levels_.size()),
+                    "the JSON nests deeper than " + std::to_string(limits_.max_depth) + " levels");
     }
     levels_.push_back({place(std::move(container))});
     return true;
@@ -133,8 +140,14 @@ class Builder {
     error_.emplace(kind, message);
     return false;
   }
+  // The refusal of the value at `place`: "PLACE: WHAT".
+  bool refuse(Kind kind, const std::string& place, const std::string& what) {
+    error_.emplace(kind, place + ": " + what, place);
+    return false;
+  }
 
   const JsonLimits& limits_;
+  std::span<const std::string_view> top_level_keys_;
   Json root_;
   std::vector<Level> levels_;  // the open arrays and objects, outermost first
   std::string pending_key_;    // the key of the value the innermost object reads next
@@ -144,8 +157,9 @@ class Builder {
 
 }  // namespace
 
-nlohmann::ordered_json read_bounded_json(std::string_view text, const JsonLimits& limits) {
-  Builder builder(limits);
+nlohmann::ordered_json read_bounded_json(std::string_view text, const JsonLimits& limits,
+                                         std::span<const std::string_view> top_level_keys) {
+  Builder builder(limits, top_level_keys);
   const bool ok = Json::sax_parse(text, &builder);
   if (!ok || builder.failed()) {
     if (builder.failed()) throw builder.error();

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -42,18 +43,26 @@ class BoundedJsonError : public std::runtime_error {
     kTooDeep,           // past max_depth
     kTooManyKeys,       // past max_object_keys
     kTooManyValues,     // past max_values
+    kUnknownKey,        // a top-level key not among those allowed
   };
-  BoundedJsonError(Kind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  BoundedJsonError(Kind kind, const std::string& message, std::string place = {})
+      : std::runtime_error(message), kind_(kind), place_(std::move(place)) {}
   Kind kind() const { return kind_; }
+  // Where in the document it was refused ("dataframe_records[0]", "the body"); empty for text
+  // that is not JSON and for an unknown key.
+  const std::string& place() const { return place_; }
 
  private:
   Kind kind_;
+  std::string place_;
 };
 
 // The document `text` holds. Throws BoundedJsonError whose message names the place
-// ("dataframe_records[0]", "inputs[2][5]") and the limit.
-nlohmann::ordered_json read_bounded_json(std::string_view text, const JsonLimits& limits);
+// ("dataframe_records[0]", "inputs[2][5]") and the limit. With `top_level_keys`, a key of the
+// top-level object that is not among them is refused as soon as it is read ("unknown field
+// 'k'"), before anything after it is parsed.
+nlohmann::ordered_json read_bounded_json(std::string_view text, const JsonLimits& limits,
+                                         std::span<const std::string_view> top_level_keys = {});
 
 }  // namespace tuner::serving
 

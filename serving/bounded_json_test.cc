@@ -63,6 +63,20 @@ TEST(BoundedJsonTest, AnObjectPastTheKeyLimitIsRefusedNamingItAndTheLimit) {
   EXPECT_THAT(e.what(), HasSubstr("dataframe_records[0]: an object of more than 1000 keys"));
 }
 
+TEST(BoundedJsonTest, ATopLevelKeyNotAllowedIsRefusedBeforeWhatFollowsIsRead) {
+  constexpr std::string_view kAllowed[] = {"inputs", "params"};
+  EXPECT_NO_THROW(read_bounded_json(R"({"inputs": [1], "params": {}})", {}, kAllowed));
+  // Refused at "data", though what follows is not even JSON; nested keys are not checked.
+  try {
+    read_bounded_json(R"({"inputs": {"x": 1}, "data": [1, 2, !!!)", {}, kAllowed);
+    ADD_FAILURE() << "accepted";
+  } catch (const BoundedJsonError& e) {
+    EXPECT_EQ(e.kind(), Kind::kUnknownKey);
+    EXPECT_STREQ(e.what(), "unknown field 'data'");
+  }
+  EXPECT_NO_THROW(read_bounded_json(R"({"data": 1})", {}));  // none given: any key
+}
+
 TEST(BoundedJsonTest, ADocumentPastTheValueLimitIsRefused) {
   JsonLimits limits;
   limits.max_values = 6;  // arrays and objects count: {}, [], [], 1, 2, [] and 3 are 7

@@ -543,36 +543,51 @@ ScoringInput parse_scoring_request(std::string_view content_type, std::string_vi
   if (std::optional<ScoringInput> fast = read_fast(body, input, limits.max_depth)) {
     return std::move(*fast);
   }
+  const char* kForms = "exactly one of dataframe_split, dataframe_records, instances and inputs";
+  static constexpr std::string_view kFields[] = {"inputs", "instances", "dataframe_split",
+                                                 "dataframe_records", "params"};
+  // A tensor model's record has exactly its input's values as columns, and no other object of a
+  // valid body has more than a few keys: a wider object is refused at its first extra key.
+  // (A table's records may hold columns the model does not take.)
+  JsonLimits bounded = limits;
+  const int64_t widest = input.numel() + 8;
+  const bool model_bound = table == nullptr && widest < limits.max_object_keys;
+  if (model_bound) bounded.max_object_keys = widest;
   Json doc;
   try {
-    doc = read_bounded_json(body, limits);
+    doc = read_bounded_json(body, bounded, kFields);
   } catch (const BoundedJsonError& e) {
-    const bool too_large = e.kind() == BoundedJsonError::Kind::kTooManyKeys ||
-                           e.kind() == BoundedJsonError::Kind::kTooManyValues;
+    using Kind = BoundedJsonError::Kind;
+    if (e.kind() == Kind::kUnknownKey) {
+      bad(std::string(e.what()) + ": the body holds " + kForms + " (and params)");
+    }
+    if (e.kind() == Kind::kTooManyKeys && model_bound) {
+      bad(e.place() + ": an object of more than " + std::to_string(widest) +
+          " keys, which no request to this model has (a record has the " +
+          std::to_string(input.numel()) + " values of its input " + input.to_string() + ")");
+    }
+    const bool too_large = e.kind() == Kind::kTooManyKeys || e.kind() == Kind::kTooManyValues;
     throw ScoringError(too_large ? 413 : 400, e.what());
   }
-  const char* kForms = "exactly one of dataframe_split, dataframe_records, instances and inputs";
   if (!doc.is_object())
     bad(std::string("the body is ") + kind_of(doc) + ", expected an object with " + kForms);
   const Json* payload = nullptr;
   PayloadForm form{};
-  for (const auto& [key, value] : doc.items()) {
+  for (const auto& [key, value] : doc.items()) {  // kFields only: read_bounded_json saw to it
     PayloadForm f;
-    if (key == "inputs")
+    if (key == "inputs") {
       f = PayloadForm::kInputs;
-    else if (key == "instances")
+    } else if (key == "instances") {
       f = PayloadForm::kInstances;
-    else if (key == "dataframe_split")
+    } else if (key == "dataframe_split") {
       f = PayloadForm::kDataframeSplit;
-    else if (key == "dataframe_records")
+    } else if (key == "dataframe_records") {
       f = PayloadForm::kDataframeRecords;
-    else if (key == "params") {
+    } else {  // params
       if (!value.is_null() && !(value.is_object() && value.empty())) {
         bad("params: this model takes no parameters");
       }
       continue;
-    } else {
-      bad("unknown field '" + key + "': the body holds " + kForms + " (and params)");
     }
     if (payload != nullptr)
       bad(std::string("both ") + to_string(form) + " and " + key + ": send " + kForms);

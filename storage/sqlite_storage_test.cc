@@ -15,6 +15,7 @@
 #include "storage/optuna_schema.h"
 #include "storage/sqlite/checkpointer.h"
 #include "storage/sqlite/connection.h"
+#include "storage/storage_fault.h"
 #include "storage/storage_test_suite.h"
 #include "trials/error.h"
 
@@ -356,6 +357,30 @@ TEST_F(SqliteStorageTest, LockedDatabaseIsUnavailableAndLosesNothing) {
   FrozenTrial got = storage.get_trial(t.trial_id);
   EXPECT_EQ(got.intermediate_values.size(), 2u);
   EXPECT_EQ(got.state, TrialState::kComplete);
+}
+
+TEST_F(SqliteStorageTest, ALockHeldPastTheBusyTimeoutInABatchIsAStorageFault) {
+  SqliteStorageOptions options;
+  options.busy_timeout = std::chrono::milliseconds(50);
+  SqliteStorage storage(path(), options);
+  StudyRecord s = storage.create_study("s", {StudyDirection::kMinimize});
+  FrozenTrial t = storage.create_trial(s.study_id);
+
+  sqlite::Connection other(path());
+  other.exec("BEGIN IMMEDIATE");
+  // The batch cannot take the lock, nor can its write: the file's fault, not the call's, so
+  // that the caller counts it with the other failures of the file and does not retry for ever.
+  try {
+    storage.run_batch([&] { storage.finish_trial(t.trial_id, TrialState::kComplete, {1}); });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(is_storage_fault(e)) << e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find("busy timeout"), std::string::npos) << e.what();
+  }
+  other.exec("ROLLBACK");
+  storage.run_batch([&] { storage.finish_trial(t.trial_id, TrialState::kComplete, {1}); });
+  EXPECT_EQ(storage.get_trial(t.trial_id).state, TrialState::kComplete);
 }
 
 TEST_F(SqliteStorageTest, ConcurrentCreationOfANewFile) {

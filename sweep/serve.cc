@@ -18,6 +18,7 @@
 #include "launch/slurm_launcher.h"
 #include "storage/sqlite_storage.h"
 #include "sweep/failure_policy.h"
+#include "sweep/storage_watch.h"
 #include "sweep/sweep_runner.h"
 #include "trials/error.h"
 #include "util/json_string.h"
@@ -157,6 +158,12 @@ class Server {
     bool draining = false;
     SteadyClock::time_point next_control = SteadyClock::now();
     while (true) {
+      // The file deleted or replaced, or its writes failing past the bound (or when a stop is
+      // asked): every study is in it, so the serve stops.
+      const bool stop_asked = options_.drain.stop_requested() || options_.abort.stop_requested();
+      if (std::optional<StorageStop> stop = storage_stop(*coordinator_, *storage_, stop_asked)) {
+        stop_on_storage(std::move(*stop), service.heartbeat_interval);
+      }
       if (options_.abort.stop_requested()) {
         coordinator_->abandon("the serve was stopped");
         log("serve: stopped at once; the running trials run again when their studies resume");
@@ -232,6 +239,57 @@ class Server {
     if (options_.log) options_.log(line);
   }
 
+  // "study 'NAME' done: 3 complete, 0 pruned, 1 failed in this run", with `failure` as
+  // "stopped (FAILURE)".
+  std::string summary(const std::string& name, const Served& s,
+                      const std::optional<std::string>& failure) const {
+    const CoordinatorStats stats = coordinator_->stats(s.id);
+    return "study '" + name + "' " +
+           (failure ? "stopped (" + *failure + ")" : std::string("done")) + ": " +
+           std::to_string(stats.completed) + " complete, " + std::to_string(stats.pruned) +
+           " pruned, " + std::to_string(stats.failed + stats.failed_asks) + " failed in this run";
+  }
+
+  // The database failed under the serve (`stop`): stops the running trials of every study,
+  // says what each study stored, and throws Error(kUnavailable) with the cause, what was kept
+  // and how to go on.
+  [[noreturn]] void stop_on_storage(StorageStop stop, std::chrono::milliseconds heartbeat) {
+    const bool replaced = stop.kind == StorageStop::Kind::kFileReplaced;
+    const StoppedTrials stopped =
+        stop_running(*coordinator_,
+                     replaced ? "the study database was deleted or replaced"
+                              : "the serve stopped: its storage refuses writes",
+                     heartbeat);
+    for (const auto& [name, s] : served_) {
+      log("serve: " + summary(name, s, "the storage failed"));
+    }
+    std::string message = "tuner serve stopped: ";
+    if (replaced) {
+      const std::string copy = save_open_copy(*storage_, stop.reason);
+      message += stop.reason;
+      if (!copy.empty()) {
+        message +=
+            "; its studies as this serve held them (the running trials stopped, to run "
+            "first when they go on) are saved in " +
+            copy + ": move it back to " + options_.storage_path + " and start tuner serve again";
+      }
+    } else {
+      message +=
+          "its storage refuses writes: " + stop.reason + "; everything committed before is kept";
+      if (stopped.not_stored > 0) {
+        message += "; " + std::to_string(stopped.not_stored) +
+                   " running trial(s) could not be stored as stopped (they stay RUNNING and run "
+                   "again when their studies go on)";
+      }
+      message +=
+          "; once the cause is fixed (free disk space, make the file writable, end what "
+          "holds its lock), start tuner serve again on " +
+          options_.storage_path + ": its studies go on";
+    }
+    served_.clear();  // cancels the studies' Slurm jobs
+    throw Error(ErrorCode::kUnavailable, message);
+  }
+
   void set_attr(int64_t study_id, const char* key, ServeState state) {
     storage_->set_study_system_attr(study_id, key, state_json(state));
   }
@@ -287,17 +345,20 @@ class Server {
         ++it;
         continue;
       }
-      const CoordinatorStats stats = coordinator_->stats(s.id);
       const int64_t study_id = coordinator_->study(s.id).id();
       std::optional<std::string> failure = coordinator_->failure(s.id);
       if (!failure && !s.stop_reason.empty()) failure = s.stop_reason;
+      log("serve: " + summary(it->first, s, failure));
       coordinator_->remove_study(s.id);
-      log("serve: study '" + it->first + "' " +
-          (failure ? "stopped (" + *failure + ")" : std::string("done")) + ": " +
-          std::to_string(stats.completed) + " complete, " + std::to_string(stats.pruned) +
-          " pruned, " + std::to_string(stats.failed + stats.failed_asks) + " failed in this run");
       // A serve that is stopping leaves its studies active: the next serve takes them up again.
-      if (!draining) finish(study_id, it->first, s.stop_reason);
+      if (!draining) {
+        try {
+          finish(study_id, it->first, s.stop_reason);
+        } catch (const Error& e) {
+          // Still active in the file: the next serve finds its budget spent, or goes on.
+          log("serve: study '" + it->first + "': cannot store that it is done: " + e.what());
+        }
+      }
       it = served_.erase(it);
     }
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "executor/argv_template.h"
+#include "executor/engine/init_source.h"
 #include "executor/trial_job.h"
 #include "search/samplers/grid_sampler.h"
 #include "search/space/import_nni.h"
@@ -1284,6 +1285,11 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
     if (job.contains("data") && job["data"].is_object() && job["data"].contains("dir")) {
       absolute_path(job["data"]["dir"], "job.data.dir");
     }
+    if (job.contains("training") && job["training"].is_object() &&
+        job["training"].contains("init_from") && job["training"]["init_from"].is_string() &&
+        !engine_placeholder(job["training"]["init_from"].get<std::string>())) {
+      absolute_path(job["training"]["init_from"], "job.training.init_from");
+    }
   } else {
     fields(job, "job", kCommandJobMembers);  // a misspelt member gets a did-you-mean
     if (const Json* argv = find_field(job, "argv")) check_placeholders(*argv, sweep.space, file_);
@@ -1294,7 +1300,11 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   if (find_field(job, "artifacts_dir")) absolute_path(job["artifacts_dir"], "job.artifacts_dir");
   sweep.job_json = job.dump();
   // The full check of the job is the executor's own.
-  probe_job(*parse_trial_job(sweep.job_json, file_ + ": job"), sweep.space, file_ + ": job");
+  const std::unique_ptr<TrialJob> trial_job = parse_trial_job(sweep.job_json, file_ + ": job");
+  probe_job(*trial_job, sweep.space, file_ + ": job");
+  if (const auto* engine = dynamic_cast<const EngineTrialJob*>(trial_job.get())) {
+    engine::check_engine_init_from(engine->spec(), file_ + ": job");  // the weights it starts from
+  }
 }
 
 std::string Parser::tracking_uri(const Json& value, std::string_view path) const {

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +17,7 @@
 #include "storage/sqlite_storage.h"
 #include "sweep/failure_policy.h"
 #include "sweep/objective_direction.h"
+#include "sweep/storage_watch.h"
 #include "sweep/sweep_tracking.h"
 #include "sweep/trial_logs.h"
 #include "trials/constraints.h"
@@ -25,6 +25,7 @@
 #include "trials/json_depth.h"
 #include "trials/system_attrs.h"
 #include "tuner/study.h"
+#include "util/strings.h"
 
 namespace tuner {
 namespace {
@@ -87,6 +88,12 @@ SweepFile with_artifacts_dir(SweepFile sweep) {
 }  // namespace
 
 void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection direction) {
+  const bool rerun = t.system_attrs.contains(kFailedTrialAttr);  // in a lost attempt's place
+  if (t.state == TrialState::kFail && t.system_attrs.contains(kRerunMadeAttr)) {
+    // Lost, and run again: its place waits for the re-run (a lost re-run passes its place on).
+    if (!rerun) ++progress.awaiting_rerun;
+    return;
+  }
   switch (t.state) {
     case TrialState::kComplete: {
       ++progress.complete;
@@ -111,9 +118,14 @@ void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection d
     default:
       return;
   }
-  if (t.system_attrs.contains(kFailedTrialAttr)) {
+  if (rerun) {
     ++progress.reruns;
-    --progress.failed;
+    // Its lost attempt waited (kRerunMadeAttr) or, stored without that mark, counted FAIL.
+    if (progress.awaiting_rerun > 0) {
+      --progress.awaiting_rerun;
+    } else {
+      --progress.failed;
+    }
   }
 }
 
@@ -310,6 +322,23 @@ void refuse_without_endpoint(const SweepFile& sweep) {
                       "--endpoint and start `tuner executor --connect ENDPOINT --gpus ...` on "
                       "a host with enough");
     }
+    if (const uint64_t need = needs.gpu_memory_bytes; need > 0) {
+      uint64_t largest = 0;
+      int fit = 0;
+      for (const GpuInfo& gpu : offered_resources(local).gpus) {
+        largest = std::max(largest, gpu.memory_bytes);
+        if (gpu.memory_bytes == 0 || gpu.memory_bytes >= need) ++fit;
+      }
+      if (fit < gpus_needed) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    where + ": each trial needs " + byte_size_text(need) +
+                        " on each of its GPUs (job.gpu_memory_per_trial), and the largest GPU of "
+                        "the local executor, the only one without an endpoint, has " +
+                        byte_size_text(largest) +
+                        ": lower job.gpu_memory_per_trial, or give --endpoint and start `tuner "
+                        "executor --connect ENDPOINT` on a host with larger GPUs");
+      }
+    }
   }
 }
 
@@ -317,28 +346,6 @@ void refuse_without_endpoint(const SweepFile& sweep) {
 // budget, at most 30 s.
 std::chrono::milliseconds time_up_grace(std::chrono::seconds time) {
   return std::min<std::chrono::milliseconds>(time / 20, std::chrono::seconds(30));
-}
-
-// After abandon(): turns the loop for a heartbeat interval, so that executors elsewhere hear
-// that their leases are gone (HEARTBEAT without them) and stop those jobs.
-void tell_executors_leases_are_gone(Coordinator& coordinator, const CoordinatorOptions& co) {
-  const auto until = SteadyClock::now() + co.heartbeat_interval + std::chrono::milliseconds(100);
-  while (SteadyClock::now() < until) coordinator.poll_once(std::chrono::milliseconds(50));
-}
-
-// "<path>.recovered-<UTC time>" (with "-2", "-3", ... when that exists).
-std::string recovered_path(const std::string& path) {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
-  const std::string base = path + ".recovered-" + stamp;
-  std::string candidate = base;
-  for (int n = 2; std::filesystem::exists(candidate); ++n) {
-    candidate = base + "-" + std::to_string(n);
-  }
-  return candidate;
 }
 
 // The coordinator's queue as a Slurm or Ray launcher sees it (launch/slurm_launcher.h): every
@@ -508,37 +515,26 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   // Gives up the running trials (stored FAIL and enqueued where the storage takes it); returns
   // how many were stored so; those it could not store are counted in result.not_stopped.
   auto stop_running = [&](const std::string& why, bool tell_executors) {
-    const CoordinatorStats before = coordinator.stats();
-    coordinator.abandon(why);
-    const int not_stored =
-        static_cast<int>(coordinator.stats().not_abandoned - before.not_abandoned);
-    result.not_stopped += not_stored;
-    if (tell_executors && !options.endpoint.empty()) {
-      tell_executors_leases_are_gone(coordinator, co);
-    }
-    return before.active_leases - not_stored;
+    const StoppedTrials stopped = tuner::stop_running(coordinator, why,
+                                                      tell_executors && !options.endpoint.empty()
+                                                          ? std::optional(co.heartbeat_interval)
+                                                          : std::nullopt);
+    result.not_stopped += stopped.not_stored;
+    return stopped.stored;
   };
 
   SteadyClock::time_point next_progress = SteadyClock::now();
   while (!coordinator.done()) {
-    // The file at the study's path must be the one open: writes to a deleted file are lost
-    // when it is closed. The open file is copied after the loop.
-    if (std::optional<std::string> replaced = storage->file_replaced()) {
-      stop_running("the study database was deleted or replaced", true);
-      result.end = SweepEnd::kFileReplaced;
-      result.stop_reason = *replaced;
-      break;
-    }
-    // Writes that keep failing (a full disk, a read-only file) stop the sweep; so does a stop
-    // asked while they fail (nothing running could be stored anyway).
+    // The file deleted or replaced, writes that keep failing, or a stop asked while they fail
+    // (sweep/storage_watch.h); a replaced file's open copy is saved after the loop.
     const bool stop_asked = options.drain.stop_requested() || options.abort.stop_requested();
-    if (std::optional<std::string> failed = coordinator.storage_failure();
-        failed || (coordinator.storage_failing() && stop_asked)) {
-      result.stop_reason =
-          failed ? *failed
-                 : "stopped while the study's writes fail: " + coordinator.last_storage_error();
-      stop_running("the sweep stopped: its storage refuses writes", true);
-      result.end = SweepEnd::kStorageFailed;
+    if (std::optional<StorageStop> stop = storage_stop(coordinator, *storage, stop_asked)) {
+      const bool replaced = stop->kind == StorageStop::Kind::kFileReplaced;
+      stop_running(replaced ? "the study database was deleted or replaced"
+                            : "the sweep stopped: its storage refuses writes",
+                   true);
+      result.end = replaced ? SweepEnd::kFileReplaced : SweepEnd::kStorageFailed;
+      result.stop_reason = stop->reason;
       break;
     }
     if (const std::string failed = local_executor_failed(); !failed.empty()) {
@@ -607,13 +603,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   }
   if (result.end == SweepEnd::kFileReplaced) {
     // This process still holds the file it opened: its copy keeps everything stored.
-    const std::string copy = recovered_path(sweep.storage_path);
-    try {
-      storage->backup_to(copy);
-      result.recovered_path = copy;
-    } catch (const Error& e) {
-      result.stop_reason += std::string("; copying the open database failed too: ") + e.what();
-    }
+    result.recovered_path = save_open_copy(*storage, result.stop_reason);
   }
   // The budget's last trial may be the one that reached the limit.
   if (!result.stop_reason.empty() && result.end == SweepEnd::kBudgetSpent) {

@@ -53,6 +53,8 @@ struct SweepProgress {
   // Finished re-runs of lost trials (Study::fail_and_retry): each takes its lost attempt's place
   // in the counts (that FAIL is not counted again), as it does in the trial budget.
   int64_t reruns = 0;
+  // Lost attempts whose re-run has not ended: not counted as finished meanwhile.
+  int64_t awaiting_rerun = 0;
   std::optional<int> trial_budget;  // the sweep's budget.trials
   // The best feasible COMPLETE trial (every COMPLETE one is feasible without constraints).
   std::optional<double> best_value;

@@ -126,5 +126,33 @@ TEST(SweepProgress, AReRunTakesItsLostAttemptsPlace) {
   EXPECT_EQ(q.failed, 1);
 }
 
+// Regression: a preempted or lost trial counted as done while its re-run was still to come.
+TEST(SweepProgress, ALostAttemptIsNotDoneUntilItsRerunEnds) {
+  SweepProgress p;
+  FrozenTrial lost;
+  lost.number = 4;
+  lost.state = TrialState::kFail;
+  lost.system_attrs[kRerunMadeAttr] = "true";
+  count_trial(p, lost, StudyDirection::kMinimize);
+  EXPECT_EQ(p.complete + p.pruned + p.failed, 0);
+  EXPECT_EQ(p.awaiting_rerun, 1);
+  // Its re-run is lost too and run again: still one place waiting.
+  FrozenTrial lost_rerun = lost;
+  lost_rerun.number = 9;
+  lost_rerun.system_attrs[kFailedTrialAttr] = "4";
+  count_trial(p, lost_rerun, StudyDirection::kMinimize);
+  EXPECT_EQ(p.awaiting_rerun, 1);
+  FrozenTrial last;
+  last.number = 12;
+  last.state = TrialState::kComplete;
+  last.values = {0.25};
+  last.system_attrs[kFailedTrialAttr] = "4";
+  count_trial(p, last, StudyDirection::kMinimize);
+  EXPECT_EQ(p.complete, 1);
+  EXPECT_EQ(p.failed, 0);
+  EXPECT_EQ(p.awaiting_rerun, 0);
+  EXPECT_EQ(p.reruns, 1);
+}
+
 }  // namespace
 }  // namespace tuner

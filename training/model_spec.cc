@@ -423,7 +423,7 @@ ModelSpec parse_model_spec(std::string_view json_text) {
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, a number past a double's
     throw SpecError("(json)", std::string("not valid JSON: ") + e.what());
   }
   if (!root.is_object()) {

@@ -180,6 +180,18 @@ TEST(ModelSpec, ErrorsNameThePathAndTheReason) {
   EXPECT_EQ(error_of("{\"input\": [4],").rfind("(json): not valid JSON", 0), 0u);
 }
 
+// Regression: a number past a double's range escaped as nlohmann's out_of_range exception, not a
+// SpecError (found by the model_spec fuzz target).
+TEST(ModelSpec, ANumberPastADoublesRangeIsASpecError) {
+  try {
+    parse_model_spec(R"({"input": [1e400], "layers": []})");
+    FAIL() << "accepted";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.path(), "(json)");
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelSpec, FileErrorsStartWithTheFileName) {
   const std::string path = "/tmp/tuner_model_spec_test_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << R"({"input": [3], "layers": [{"type": "lineer", "out": 2}]})";

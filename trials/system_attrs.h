@@ -15,9 +15,15 @@ inline constexpr char kFixedParamsAttr[] = "fixed_params";
 // failed attempt as a JSON list (Optuna's RetryFailedTrialCallback).
 inline constexpr char kFailedTrialAttr[] = "failed_trial";
 inline constexpr char kRetryHistoryAttr[] = "retry_history";
+// tuner's own: on such a failed attempt, JSON true: a re-run of it was made, which takes its
+// place among the finished trials once it ends.
+inline constexpr char kRerunMadeAttr[] = "tuner:rerun_made";
 // tuner's own: a FAIL trial whose job ended well without an objective metric, that metric's name
 // (a JSON string); the metrics the job did print are the trial's user attributes.
 inline constexpr char kMissingMetricAttr[] = "tuner:missing_metric";
+// tuner's own: the most GPU memory the trial's processes held, in bytes (a JSON integer), where
+// its executor measured it (RESULT/FAIL's gpu_memory_peak_bytes, executor/gpu_memory.h).
+inline constexpr char kGpuMemoryPeakAttr[] = "tuner:gpu_memory_peak_bytes";
 
 }  // namespace tuner
 

@@ -266,6 +266,7 @@ void StudyCore::handle_stale_trials_locked() {
         " s since the epoch");
     std::optional<FrozenTrial> retry;
     if (stale_trial_policy == StaleTrialPolicy::kRetry) retry = retry_of(t, max_retries);
+    if (retry) fail_attrs[kRerunMadeAttr] = "true";
     if (storage->fail_stale_trial(t.trial_id, stale_before, fail_attrs,
                                   retry ? &*retry : nullptr)) {
       changed = true;
@@ -792,6 +793,7 @@ Study::Rerun Study::fail_and_retry(Trial& trial, const std::string& reason,
     Attributes fail_attrs;
     fail_attrs[kFailReasonAttr] = json_string(reason);
     if (!s.origin.empty()) fail_attrs[kSamplerAttr] = json_string(s.origin);
+    if (retry) fail_attrs[kRerunMadeAttr] = "true";
     // A stale_before past every heartbeat: any RUNNING trial (see Storage::fail_stale_trial).
     std::optional<Storage::StaleTrialOutcome> outcome = core.storage->fail_stale_trial(
         s.trial_id, TimePoint::max(), fail_attrs, retry ? &*retry : nullptr);

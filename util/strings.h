@@ -3,9 +3,12 @@
 #ifndef TUNER_UTIL_STRINGS_H_
 #define TUNER_UTIL_STRINGS_H_
 
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,6 +50,37 @@ inline std::string byte_size_text(uint64_t bytes) {
   std::string number = text;
   if (number.ends_with(".0")) number.resize(number.size() - 2);
   return number + " " + units[unit];
+}
+
+// A memory size as Slurm and Ray write it: digits, then K, M, G or T for KiB, MiB, GiB or TiB
+// ("8G", "512M"), or none for bytes. nullopt for anything else, or a size past int64_t.
+inline std::optional<uint64_t> parse_memory_size(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  int shift = 0;
+  switch (text.back()) {
+    case 'K':
+      shift = 10;
+      break;
+    case 'M':
+      shift = 20;
+      break;
+    case 'G':
+      shift = 30;
+      break;
+    case 'T':
+      shift = 40;
+      break;
+    default:
+      break;
+  }
+  if (shift != 0) text.remove_suffix(1);
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
+      value > (uint64_t{std::numeric_limits<int64_t>::max()} >> shift)) {
+    return std::nullopt;
+  }
+  return value << shift;
 }
 
 }  // namespace tuner

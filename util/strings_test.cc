@@ -40,4 +40,15 @@ TEST(Strings, ByteSizesReadAsPeopleWriteThem) {
   EXPECT_EQ(byte_size_text(uint64_t{180} << 20), "180 MiB");
 }
 
+TEST(Strings, MemorySizesAsSlurmAndRayWriteThem) {
+  EXPECT_EQ(parse_memory_size("512"), 512u);
+  EXPECT_EQ(parse_memory_size("8K"), uint64_t{8} << 10);
+  EXPECT_EQ(parse_memory_size("512M"), uint64_t{512} << 20);
+  EXPECT_EQ(parse_memory_size("20G"), uint64_t{20} << 30);
+  EXPECT_EQ(parse_memory_size("2T"), uint64_t{2} << 40);
+  for (const char* bad : {"", "G", "-1G", "1.5G", "8GB", "8g", " 8G", "99999999999T"}) {
+    EXPECT_EQ(parse_memory_size(bad), std::nullopt) << bad;
+  }
+}
+
 }  // namespace tuner

@@ -200,13 +200,16 @@ struct BodyWriter {
     OrderedJson body = {
         {"lease_id", m.lease_id}, {"metrics", metrics_json(m.metrics)}, {"values", values}};
     if (!m.integer_metrics.empty()) body["integer_metrics"] = m.integer_metrics;
+    if (m.gpu_memory_peak_bytes) body["gpu_memory_peak_bytes"] = *m.gpu_memory_peak_bytes;
     return body;
   }
   OrderedJson operator()(const FailMessage& m) const {
-    return {{"lease_id", m.lease_id},
-            {"reason", m.reason},
-            {"exit_code", optional_json(m.exit_code)},
-            {"log_tail", m.log_tail}};
+    OrderedJson body = {{"lease_id", m.lease_id},
+                        {"reason", m.reason},
+                        {"exit_code", optional_json(m.exit_code)},
+                        {"log_tail", m.log_tail}};
+    if (m.gpu_memory_peak_bytes) body["gpu_memory_peak_bytes"] = *m.gpu_memory_peak_bytes;
+    return body;
   }
   OrderedJson operator()(const AckMessage& m) const {
     return {{"lease_id", m.lease_id}, {"accepted", m.accepted}, {"reason", m.reason}};
@@ -502,13 +505,20 @@ class BodyReader {
             string_of(names[i], path("integer_metrics") + "[" + std::to_string(i) + "]"));
       }
     }
+    m.gpu_memory_peak_bytes = gpu_memory_peak();
     return m;
+  }
+  // "gpu_memory_peak_bytes" of RESULT and FAIL: optional.
+  std::optional<uint64_t> gpu_memory_peak() const {
+    if (!has("gpu_memory_peak_bytes")) return std::nullopt;
+    return int_of<uint64_t>(at("gpu_memory_peak_bytes"), path("gpu_memory_peak_bytes"));
   }
   FailMessage fail_message() const {
     FailMessage m{.lease_id = lease_id(), .reason = str("reason")};
     auto it = body_.find("exit_code");
     if (it != body_.end() && !it->is_null()) m.exit_code = int_of<int>(*it, path("exit_code"));
     m.log_tail = str("log_tail");
+    m.gpu_memory_peak_bytes = gpu_memory_peak();
     return m;
   }
   AckMessage ack() const {

@@ -177,6 +177,9 @@ struct ResultMessage {
   std::vector<double> values;  // the objective values, one per study direction
   // The metrics the job wrote as JSON integers: stored as integers. Optional on the wire.
   std::vector<std::string> integer_metrics;
+  // The most GPU memory the run's processes held, where the executor measured it. Optional on
+  // the wire.
+  std::optional<uint64_t> gpu_memory_peak_bytes;
   bool operator==(const ResultMessage&) const = default;
 };
 
@@ -186,6 +189,7 @@ struct FailMessage {
   std::string reason;            // e.g. "exited with code 3", "killed by signal 9 (SIGKILL)"
   std::optional<int> exit_code;  // set when the job was a process that exited
   std::string log_tail;          // the last lines of the job's log
+  std::optional<uint64_t> gpu_memory_peak_bytes;  // as ResultMessage's
   bool operator==(const FailMessage&) const = default;
 };
 

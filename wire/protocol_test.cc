@@ -11,6 +11,7 @@ namespace tuner {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -130,6 +131,12 @@ TEST(Protocol, OptionalMembersRoundTripAndStayOutWhenUnset) {
   EXPECT_EQ(decode(encode(say_hello)), Message(say_hello));
   EXPECT_EQ(encode(ErrorMessage{.message = "m"})[1], R"({"message":"m"})");
   EXPECT_EQ(encode(ResultMessage{.lease_id = 1})[1], R"({"lease_id":1,"metrics":{},"values":[]})");
+  const ResultMessage measured{
+      .lease_id = 17, .metrics = {{"val_loss", 0.25}}, .gpu_memory_peak_bytes = uint64_t{17} << 30};
+  EXPECT_EQ(decode(encode(measured)), Message(measured));
+  const FailMessage none_held{.lease_id = 17, .reason = "killed", .gpu_memory_peak_bytes = 0};
+  EXPECT_EQ(decode(encode(none_held)), Message(none_held));
+  EXPECT_THAT(encode(FailMessage{.lease_id = 1})[1], Not(HasSubstr("gpu_memory_peak_bytes")));
 }
 
 TEST(Protocol, HeaderCarriesMagicVersionAndType) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, in one run that fits in 8 minutes on one GPU machine:
 #   1. the GPU tests (the CUDA backend's op suite against the CPU backend, NCCL, the inventory),
-#      in the whole training_tests binary;
+#      in the whole training_tests binary; then the sweeps on the GPU (tests/sweep/
+#      gpu_memory_test.sh: GPU memory per trial measured and bounding placement);
 #   2. training throughput and accuracy of the MLP and the CNN, engine (--backend cuda) against
 #      PyTorch eager on the same GPU in the same run; the CNN again with the engine's convolutions
 #      through cuDNN (--backend cuda-cudnn, CudaBackendOptions::convolution = kCudnn; its op tests
@@ -11,9 +12,10 @@
 #   3. the GEMM peak each side reaches, the bf16 GEMM rate of the engine against cuBLAS's own
 #      (gemm_bf16), and the NCCL all-reduce bandwidth.
 #
-#   bench/gpu/check.sh [--bin DIR] [--data DIR] [--quick]
+#   bench/gpu/check.sh [--bin DIR] [--data DIR] [--quick] [--tests-only]
 # --bin: binaries made by bench/gpu/pack.sh (a machine without this project's Debian packages);
 #        otherwise it configures and builds in $BUILD (default build-gpu) here.
+# --tests-only: step 1 alone.
 # Results: one JSON line per measurement on stdout, also saved to $RESULTS (default
 # <build or bin>/gpu-check-<time>.jsonl). Exit status: that of the tests, else 0.
 set -uo pipefail
@@ -21,12 +23,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bin=""
 data="/usr/share/datasets/fashion-mnist/"
 quick=()
+tests_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin="$(cd "$2" && pwd)"; shift ;;
     --data) data="$2"; shift ;;
     --quick) quick=(--quick) ;;
-    *) echo "usage: $0 [--bin DIR] [--data DIR] [--quick]" >&2; exit 2 ;;
+    --tests-only) tests_only=1 ;;
+    *) echo "usage: $0 [--bin DIR] [--data DIR] [--quick] [--tests-only]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -36,8 +40,9 @@ export TUNER_FASHION_MNIST_DIR="$data"  # for the tests that read Fashion-MNIST
 if [ -z "$bin" ]; then
   build="${BUILD:-$root/build-gpu}"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTUNER_CUDA=ON >/dev/null || exit 1
-  cmake --build "$build" -j "$(nproc)" --target training_tests engine_vs_pytorch nccl_allreduce gemm_bf16 || exit 1
+  cmake --build "$build" -j "$(nproc)" --target training_tests engine_vs_pytorch nccl_allreduce gemm_bf16 tuner || exit 1
   tests="$build/training/training_tests"
+  tuner="$build/cli/tuner"
   engine="$build/bench/engine/engine_vs_pytorch"
   nccl="$build/bench/gpu/nccl_allreduce"
   gemm="$build/bench/gpu/gemm_bf16"
@@ -47,6 +52,7 @@ else
   # Packed binaries load their libraries from ../lib, CUDA's from the machine.
   export LD_LIBRARY_PATH="$bin/../lib:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   tests="$bin/training_tests"
+  tuner="$bin/tuner"
   engine="$bin/engine_vs_pytorch"
   nccl="$bin/nccl_allreduce"
   gemm="$bin/gemm_bf16"
@@ -74,6 +80,15 @@ step "tests"
 "$tests" --gtest_brief=1 2>&1 | tail -40
 tests_rc=${PIPESTATUS[0]}
 echo "{\"bench\": \"gpu_tests\", \"exit_code\": $tests_rc}" | tee -a "$results"
+
+step "sweeps on the GPU"
+sweep_work="$(mktemp -d)"
+"$root/tests/sweep/gpu_memory_test.sh" "$tuner" "$sweep_work" 2>&1 | tail -20
+sweeps_rc=${PIPESTATUS[0]}
+rm -rf "$sweep_work"
+echo "{\"bench\": \"gpu_sweeps\", \"exit_code\": $sweeps_rc}" | tee -a "$results"
+[ "$tests_rc" -ne 0 ] || tests_rc=$sweeps_rc
+[ "$tests_only" -eq 0 ] || exit "$tests_rc"
 
 step "engine on the GPU"
 "$engine" --backend cuda --data "$data" "${quick[@]}" | tee -a "$results"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs what bench/gpu/check.sh needs into one folder, for a GPU machine that lacks this
-# project's Debian packages: the GPU-capable binaries (stripped), the shared libraries they load
+# project's Debian packages: the GPU-capable binaries (stripped; `tuner` for the sweeps on the
+# GPU), the shared libraries they load
 # that are neither glibc's nor CUDA's own (those come from the GPU machine: its driver, CUDA
 # runtime, cuBLAS, cuDNN and NCCL), the Fashion-MNIST files and the PyTorch peer script. cuDNN is
 # not linked but loaded at run time by the cuDNN convolutions only (check.sh falls back on
@@ -12,7 +13,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD:-$root/build}"
 dest="${1:-$root/.gpu}"
-targets=(training_tests engine_vs_pytorch nccl_allreduce gemm_bf16)
+targets=(training_tests engine_vs_pytorch nccl_allreduce gemm_bf16 tuner)
 
 cmake --build "$build" -j 2 --target "${targets[@]}" >/dev/null
 rm -rf "$dest/bin" "$dest/lib" "$dest/data"

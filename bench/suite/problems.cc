@@ -81,6 +81,49 @@ Problem int_ellipsoid() {
   return p;
 }
 
+// A rotated ellipsoid (condition 1e6) over 4 integers of 2, 4, 8 and 16 values and a float, as
+// bbob-mixint's ellipsoid in 5-D: integer j of n values sits at -5 + 10 (j + 0.5) / n in [-5, 5],
+// the float as it is; the optimum's integers are fixed values, its float a fixed number.
+Problem mixint_ellipsoid() {
+  constexpr int kDim = 5;
+  static constexpr int kValues[kDim - 1] = {2, 4, 8, 16};
+  InstanceRng rng(0x313E11150000000DULL);
+  auto at = [](int i, double x) { return i < kDim - 1 ? -5.0 + 10.0 * (x + 0.5) / kValues[i] : x; };
+  std::vector<double> minimizer(kDim);
+  for (int i = 0; i < kDim - 1; ++i) {
+    minimizer[static_cast<size_t>(i)] = std::floor(rng.uniform(0.0, kValues[i]));
+  }
+  minimizer[kDim - 1] = rng.uniform(-4.0, 4.0);
+  auto target = std::make_shared<std::vector<double>>(kDim);
+  for (int i = 0; i < kDim; ++i)
+    (*target)[static_cast<size_t>(i)] = at(i, minimizer[static_cast<size_t>(i)]);
+  auto rotation = std::make_shared<std::vector<double>>(random_rotation(kDim, rng));
+  Problem p{.name = "mixint_ellipsoid_d5",
+            .group = "mixed",
+            .summary =
+                "rotated ellipsoid (condition 1e6) over 4 integers of 2, 4, 8 and 16 values "
+                "(spread over [-5, 5]) and a float in [-5, 5]; min 0"};
+  for (int i = 0; i < kDim - 1; ++i) {
+    p.params.push_back(int_param("n" + std::to_string(i), 0, kValues[i] - 1));
+  }
+  p.params.push_back(float_param("x", -5, 5));
+  p.optimum = 0.0;
+  p.minimizer = minimizer;
+  p.objective = [target, rotation, at](const Point& x) {
+    double f = 0.0;
+    for (int i = 0; i < kDim; ++i) {
+      double z = 0.0;
+      for (int k = 0; k < kDim; ++k) {
+        z += (*rotation)[static_cast<size_t>(i * kDim + k)] *
+             (at(k, x[static_cast<size_t>(k)]) - (*target)[static_cast<size_t>(k)]);
+      }
+      f += std::pow(1e6, static_cast<double>(i) / (kDim - 1)) * z * z;
+    }
+    return f;
+  };
+  return p;
+}
+
 // Floats, a log float, integers, a log integer and two categoricals that move the optima of the
 // others (the best centre of x0, x1 depends on `kind`, the best lr on `act`).
 double mixed_cat_int(const Point& x) {
@@ -290,6 +333,7 @@ std::vector<Problem> build() {
   }
   // Integer and categorical dimensions.
   out.push_back(int_ellipsoid());
+  out.push_back(mixint_ellipsoid());
   out.push_back(plain("mixed_cat_int", "mixed",
                       "2 categoricals (4 and 3 choices) that move the optima of 2 floats, a log "
                       "float, a float, an int and a log int; min 0",

@@ -16,6 +16,10 @@ Optuna's samplers that ran (TPE variants and GP) on at least --min-seeds seeds (
 regrets are lower than the reference's (normal approximation with tie and continuity
 corrections); "better" when p < 0.05, "worse" when the opposite one-sided test gives p < 0.05,
 else "tie". Then the count per budget and the problems where tuner loses, and the ask times.
+Distribution table, per problem and budget: for each sampler, the median and the 75th percentile
+of the regret over the seeds and the fraction of seeds stuck (regret above the median of tuner's
+random search at that budget, "-" without random runs); then the duplicate proposals (trials whose
+parameters an earlier trial of the run had), summed over the runs of deterministic problems.
 --versus SAMPLER: instead, tuner's sampler under test against another of tuner's samplers
 (a before/after comparison: the same seeds, the same test), on the seeds both ran.
 Standard library only.
@@ -115,11 +119,14 @@ class Results:
             if key not in best or r["trials"] > best[key]["trials"]:
                 best[key] = r
         self.cells = {}  # (impl, sampler, problem) -> k -> [regret]
+        self.duplicates = {}  # (impl, sampler, problem) -> [duplicates of each run]
         self.seeds = {}  # (impl, sampler, problem) -> k -> seed -> regret
         self.problems = []
         for (impl, sampler, problem, seed), r in best.items():
             if problem not in self.problems:
                 self.problems.append(problem)
+            if r.get("duplicates") is not None:
+                self.duplicates.setdefault((impl, sampler, problem), []).append(r["duplicates"])
             for k, v in r["regret"].items():
                 if v is not None:
                     self.cells.setdefault((impl, sampler, problem), {}).setdefault(int(k),
@@ -137,6 +144,26 @@ class Results:
     def median(self, impl, sampler, problem, k):
         v = self.values(impl, sampler, problem, k)
         return statistics.median(v) if v and len(v) >= self.min_seeds else None
+
+    def quantile(self, impl, sampler, problem, k, q):
+        """The q-quantile of the regrets after k trials (linear interpolation), None with fewer
+        than min_seeds seeds."""
+        v = self.values(impl, sampler, problem, k)
+        if not v or len(v) < self.min_seeds:
+            return None
+        v = sorted(v)
+        at = q * (len(v) - 1)
+        i = int(math.floor(at))
+        return v[i] if i + 1 >= len(v) else v[i] + (at - i) * (v[i + 1] - v[i])
+
+    def stuck(self, impl, sampler, problem, k):
+        """The fraction of seeds whose regret after k trials is above random search's median
+        there (tuner's random sampler); None without enough of either."""
+        v = self.values(impl, sampler, problem, k)
+        threshold = self.median("tuner", "random", problem, k)
+        if not v or len(v) < self.min_seeds or threshold is None:
+            return None
+        return sum(1 for x in v if x > threshold) / len(v)
 
     def samplers(self, impl):
         return sorted({s for i, s, _ in self.cells if i == impl})
@@ -263,6 +290,48 @@ def wide_table(res, tuner_sampler, budgets, problems):
           "opposite test's p < 0.05, shown as 'worse'); else a tie.")
 
 
+def distribution_table(res, cols, budgets, problems):
+    """Per problem and budget, for each (impl, sampler) of `cols`: median, 75th percentile and
+    fraction of seeds stuck; then the duplicate proposals of each."""
+    cols = [c for c in cols if any(key[:2] == c for key in res.cells)]
+    header = ["problem", "trials", "random median"]
+    for impl, s in cols:
+        name = f"{'tuner' if impl == 'tuner' else 'Optuna'} {s}"
+        header += [f"{name} median", f"{name} p75", f"{name} stuck"]
+    rows = []
+    for problem in problems:
+        for k in budgets:
+            cells = []
+            for impl, s in cols:
+                stuck = res.stuck(impl, s, problem, k)
+                cells += [fmt(res.median(impl, s, problem, k)),
+                          fmt(res.quantile(impl, s, problem, k, 0.75)),
+                          "-" if stuck is None else f"{stuck:.0%}"]
+            if all(c == "-" for c in cells):
+                continue
+            rows.append([problem, k, fmt(res.median("tuner", "random", problem, k))] + cells)
+    print(table(header, rows))
+    print()
+    print("Regret over the seeds: median, 75th percentile (p75) and the fraction of seeds stuck, "
+          "whose regret is above the median of tuner's random search at that budget.")
+    rows = []
+    for impl, s in cols:
+        runs = {p: d for (i, x, p), d in res.duplicates.items() if (i, x) == (impl, s)}
+        if not runs:
+            continue
+        total = sum(sum(d) for d in runs.values())
+        worst = sorted(((sum(d), p) for p, d in runs.items() if sum(d)), reverse=True)[:5]
+        rows.append([f"{'tuner' if impl == 'tuner' else 'Optuna'} {s}",
+                     sum(len(d) for d in runs.values()), total,
+                     ", ".join(f"{p} {n}" for n, p in worst) or "-"])
+    if rows:
+        print()
+        print(table(["sampler", "runs", "duplicate proposals", "most on"], rows))
+        print()
+        print("Trials whose parameters an earlier trial of the same run had, over the runs of "
+              "deterministic problems.")
+
+
 def all_samplers_table(res, budgets, problems):
     cols = [("tuner", s) for s in res.samplers("tuner")] + \
            [("optuna", s) for s in res.samplers("optuna")]
@@ -343,6 +412,9 @@ def main():
         print(f"### Function suite: tuner {args.tuner} against tuner {args.versus}\n")
         versus_table(res, args.tuner, args.versus, budgets, problems)
         print()
+        print("### Distribution and seeds stuck\n")
+        distribution_table(res, [("tuner", args.versus), ("tuner", args.tuner)], budgets, problems)
+        print()
     elif res.cells and args.wide:
         print(f"### Function suite: tuner {args.tuner} against Optuna\n")
         wide_table(res, args.tuner, budgets, problems)
@@ -350,6 +422,10 @@ def main():
     elif res.cells:
         print(f"### Function suite: tuner {args.tuner} against Optuna\n")
         main_table(res, args, budgets, problems)
+        print()
+        print("### Distribution and seeds stuck\n")
+        distribution_table(res, [("tuner", args.tuner), ("tuner", "gp"), ("optuna", "tpe"),
+                                 ("optuna", "gp")], budgets, problems)
         print()
     if args.all_samplers and res.cells:
         print("### Every sampler's median regret\n")

@@ -131,10 +131,38 @@ def test_versus():
     check("| 50 | 2 | 1 | 1 | 0 | faster | - |" in text, "versus summary:\n" + text)
 
 
+def test_distribution():
+    recs = []
+    for seed in range(20):
+        # Regrets 0..19 for tuner's default: median 9.5, p75 14.25; random's median 10.5, so the
+        # 9 seeds with regret 11..19 are stuck.
+        r = record("tuner", "default", "p", seed, 50, float(seed))
+        r["duplicates"] = 1 if seed < 3 else 0
+        recs.append(r)
+        recs.append(record("tuner", "random", "p", seed, 50, float(seed + 1)))
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "a.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+        res = report.Results(report.read_records([tmp]))
+    check(res.quantile("tuner", "default", "p", 50, 0.75) == 14.25,
+          f"p75 {res.quantile('tuner', 'default', 'p', 50, 0.75)}")
+    check(res.stuck("tuner", "default", "p", 50) == 9 / 20,
+          f"stuck {res.stuck('tuner', 'default', 'p', 50)}")
+    check(res.stuck("tuner", "default", "p", 25) is None, "no regrets at 25: no stuck fraction")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        report.distribution_table(res, [("tuner", "default"), ("optuna", "gp")], [50], ["p"])
+    text = out.getvalue()
+    check("| p | 50 | 10.5 | 9.5 | 14.2 | 45% |" in text, "distribution row:\n" + text)
+    check("| tuner default | 20 | 3 | p 3 |" in text, "duplicates row:\n" + text)
+
+
 if __name__ == "__main__":
     test_p_values()
     test_verdicts()
     test_versus()
+    test_distribution()
     for f in failures:
         print("FAIL:", f)
     print(f"{len(failures)} failures" if failures else "ok")

@@ -5,9 +5,10 @@
 // .seed = s}) and optimize() for --trials trials, define-by-run (one suggest_* per active
 // parameter, in the problem's order). Each trial's observed value is the noiseless objective plus
 // the problem's noise for (s, trial number); the regret after k trials is the best noiseless value
-// among the first k minus the known optimum. One JSON line per run is appended to --out (or
-// printed); runs already in --out with at least --trials trials are skipped, so a run can be
-// resumed, and --shard K/N splits the seeds between processes.
+// among the first k minus the known optimum. On a problem without noise, "duplicates" counts the
+// trials whose parameters an earlier trial of the run had (a proposal wasted). One JSON line per
+// run is appended to --out (or printed); runs already in --out with at least --trials trials are
+// skipped, so a run can be resumed, and --shard K/N splits the seeds between processes.
 //
 // --timing: the time of one ask + suggestions + tell after N finished trials (a study pre-filled
 // with N random trials, then loaded with the sampler), for each N of --sizes: one ask timed apart
@@ -169,6 +170,12 @@ nlohmann::ordered_json run_one(const RunSpec& spec) {
                     (it != t.system_attrs.end() ? it->second : std::string("?"));
     }
   }
+  // Trials that repeat an earlier trial's parameters (in every state: a FAIL one was tried too).
+  int duplicates = 0;
+  {
+    std::set<tuner::Params> seen;
+    for (const auto& t : study.trials()) duplicates += !seen.insert(t.params).second;
+  }
   double best = std::numeric_limits<double>::infinity();
   size_t next = 0;
   for (int k = 1; k <= spec.trials; ++k) {
@@ -185,6 +192,7 @@ nlohmann::ordered_json run_one(const RunSpec& spec) {
       {"bench", "suite"},        {"impl", "tuner"},    {"sampler", spec.sampler},
       {"problem", problem.name}, {"seed", spec.seed},  {"trials", spec.trials},
       {"regret", regret},        {"seconds", seconds}, {"failed", failed}};
+  if (problem.noise_sd == 0.0) record["duplicates"] = duplicates;
   if (failed > 0) record["fail_reason"] = ask_error.empty() ? fail_reason : ask_error;
   if (static_cast<int>(study.trials().size()) < spec.trials) record["aborted"] = true;
   return record;

@@ -73,16 +73,22 @@ std::unique_ptr<training::Communicator> make_communicator(const EngineJobSpec& s
 }
 
 std::unique_ptr<training::Optimizer> make_optimizer(const EngineTrialConfig& c,
-                                                    training::Backend& backend, int64_t size) {
+                                                    training::Backend& backend, int64_t size,
+                                                    std::vector<training::ParamGroup> groups) {
   if (c.optimizer == "sgd") {
-    return std::make_unique<training::Sgd>(
-        backend, size,
-        training::SgdOptions{.momentum = static_cast<float>(c.momentum),
-                             .weight_decay = static_cast<float>(c.weight_decay)});
+    const training::SgdOptions sgd{.momentum = static_cast<float>(c.momentum),
+                                   .weight_decay = static_cast<float>(c.weight_decay)};
+    if (!groups.empty()) {
+      return std::make_unique<training::ParamGroupOptimizer>(backend, size, sgd, std::move(groups));
+    }
+    return std::make_unique<training::Sgd>(backend, size, sgd);
   }
   training::AdamOptions adam;
   adam.weight_decay = static_cast<float>(c.weight_decay);
   adam.decoupled = c.optimizer == "adamw";
+  if (!groups.empty()) {
+    return std::make_unique<training::ParamGroupOptimizer>(backend, size, adam, std::move(groups));
+  }
   return std::make_unique<training::Adam>(backend, size, adam);
 }
 

@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "executor/engine_job.h"
 #include "training/backend.h"
 #include "training/distributed/communicator.h"
 #include "training/optim/lr_schedule.h"
 #include "training/optim/optimizer.h"
+#include "training/optim/param_groups.h"
 
 namespace tuner::engine {
 
@@ -35,9 +37,12 @@ std::unique_ptr<training::Communicator> make_communicator(const EngineJobSpec& s
                                                           training::Backend& backend,
                                                           const std::string& rank_where);
 
-// The config's optimizer ("adam", "adamw" or "sgd") over `size` parameter floats on `backend`.
+// The config's optimizer ("adam", "adamw" or "sgd") over `size` parameter floats on `backend`;
+// with `groups` (per-layer learning-rate factors, training/init_from.h) the same rule as a
+// training::ParamGroupOptimizer.
 std::unique_ptr<training::Optimizer> make_optimizer(const EngineTrialConfig& c,
-                                                    training::Backend& backend, int64_t size);
+                                                    training::Backend& backend, int64_t size,
+                                                    std::vector<training::ParamGroup> groups = {});
 
 // The config's schedule ("constant", "cosine" or "step"), in optimizer steps: an epoch is
 // ceil(train / batch_size) steps.

@@ -1,5 +1,6 @@
 #include "executor/engine/job_spec.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -47,9 +48,10 @@ const std::vector<std::string_view> kNpyMembers = {
     "format",        "dir",        "path", "x", "y", "test_x", "test_y", "validation_fraction",
     "test_fraction", "split_seed", "task"};
 const std::vector<std::string_view> kTrainingMembers = {
-    "epochs",   "batch_size",      "optimizer",      "lr",     "weight_decay",
-    "momentum", "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
-    "gamma",    "label_smoothing", "clip_grad_norm", "seed"};
+    "epochs",       "batch_size",      "optimizer",      "lr",     "weight_decay",
+    "momentum",     "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
+    "gamma",        "label_smoothing", "clip_grad_norm", "seed",   "init_from",
+    "replace_head", "freeze",          "lr_factors"};
 const std::vector<std::string> kObjectives = {"train_loss", "val_loss", "val_accuracy",
                                               "val_auc",    "val_rmse", "val_mae"};
 const std::vector<std::string> kTasks = {"classification", "binary", "regression"};
@@ -142,10 +144,53 @@ void read_split_sizes(const nlohmann::json& root, const EngineJobSpec& spec,
   }
 }
 
+// The list of learning-rate factors at `path`: numbers >= 0, each may be a placeholder (read as
+// 1 while the job is a template).
+std::vector<double> read_lr_factors(const nlohmann::json& list, const std::string& path,
+                                    bool templated) {
+  if (!list.is_array()) {
+    fail(path,
+         "expected a list of numbers >= 0, one per entry of model.layers, got " + list.dump());
+  }
+  std::vector<double> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string item = path + "[" + std::to_string(i) + "]";
+    if (templated && engine::placeholder_name(list[i])) {
+      out.push_back(1.0);
+      continue;
+    }
+    out.push_back(read_number(Json(list[i]), item, kNonNegative));
+  }
+  return out;
+}
+
+// training.init_from, replace_head, freeze and lr_factors into `c`.
+void read_init_members(const nlohmann::json& training, const MemberReader& t,
+                       const std::string& training_path, bool templated, EngineTrialConfig& c) {
+  if (auto it = training.find("init_from"); it != training.end()) {
+    if (!(templated && engine::placeholder_name(*it))) {
+      c.init_from = read_nonempty_string(Json(*it), training_path + ".init_from");
+    }
+  }
+  if (auto it = training.find("replace_head"); it != training.end()) {
+    if (!(templated && engine::placeholder_name(*it))) {
+      c.replace_head = read_bool(Json(*it), training_path + ".replace_head");
+    }
+  }
+  if (auto v = t.integer("freeze", 0)) c.freeze = *v;
+  if (auto it = training.find("lr_factors"); it != training.end()) {
+    c.lr_factors = read_lr_factors(*it, training_path + ".lr_factors", templated);
+  }
+  if (c.replace_head && !training.contains("init_from")) {
+    fail(training_path + ".replace_head", "needs init_from (the weights whose head it replaces)");
+  }
+}
+
 // The members under "training" into `c`, each checked on its own.
 void read_training(const nlohmann::json& root, const std::string& training_path, bool templated,
                    EngineTrialConfig& c) {
-  MemberReader t(object_member(root, "training", training_path, false), training_path, templated);
+  const nlohmann::json& training = object_member(root, "training", training_path, false);
+  MemberReader t(training, training_path, templated);
   t.only(kTrainingMembers, "training");
   if (auto v = t.integer("epochs", 1)) c.epochs = *v;
   if (auto v = t.integer("batch_size", 1)) c.batch_size = *v;
@@ -161,6 +206,7 @@ void read_training(const nlohmann::json& root, const std::string& training_path,
   if (auto v = t.number("label_smoothing", kFraction)) c.label_smoothing = *v;
   if (auto v = t.number("clip_grad_norm", kNonNegative)) c.clip_grad_norm = *v;
   if (auto v = t.integer("seed", 0)) c.seed = static_cast<uint64_t>(*v);
+  read_init_members(training, t, training_path, templated, c);
 }
 
 // The checks across training members (and data.train), once every value is known.
@@ -178,6 +224,26 @@ void check_training(const EngineTrialConfig& c, const std::string& training_path
   }
 }
 
+// freeze and lr_factors against the number of entries of the model's layers list (when the
+// model is concrete).
+void check_layer_factors(const nlohmann::json& root, const EngineTrialConfig& c,
+                         const std::string& training_path) {
+  const auto model = root.find("model");
+  if (model == root.end() || !model->is_object()) return;
+  const auto layers = model->find("layers");
+  if (layers == model->end() || !layers->is_array()) return;
+  const auto n = static_cast<int64_t>(layers->size());
+  if (c.freeze > n) {
+    fail(training_path + ".freeze", std::to_string(c.freeze) + " is more than the " +
+                                        std::to_string(n) + " entries of model.layers");
+  }
+  if (static_cast<int64_t>(c.lr_factors.size()) > n) {
+    fail(training_path + ".lr_factors",
+         std::to_string(c.lr_factors.size()) + " factors for the " + std::to_string(n) +
+             " entries of model.layers (one per entry, from layers[0])");
+  }
+}
+
 // The members under data and training, and the model; `templated`: placeholders stay unchecked.
 EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& spec,
                               const std::string& where, bool templated) {
@@ -189,6 +255,7 @@ EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& s
   read_split_sizes(root, spec, info, where, templated, c);
   const std::string training_path = where + ".training";
   read_training(root, training_path, templated, c);
+  check_layer_factors(root, c, training_path);
   if (!templated) check_training(c, training_path);
   return c;
 }
@@ -395,6 +462,13 @@ void read_data_source(const nlohmann::json& root, const std::string& where, Engi
 
 }  // namespace
 
+std::vector<float> EngineTrialConfig::layer_lr_factors() const {
+  std::vector<float> factors(std::max<size_t>(lr_factors.size(), static_cast<size_t>(freeze)), 1);
+  for (size_t i = 0; i < lr_factors.size(); ++i) factors[i] = static_cast<float>(lr_factors[i]);
+  for (int64_t i = 0; i < freeze; ++i) factors[static_cast<size_t>(i)] = 0.0f;
+  return factors;
+}
+
 EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) {
   nlohmann::json root = job_json::parse_object(json, where);
   MemberReader top(root, where, true);
@@ -408,7 +482,7 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
   read_outputs(top, where, spec);
   read_data_source(root, where, spec);
   check_objective_fits_task(spec, where);
-  read_config(root, spec, where, /*templated=*/true);
+  spec.model_json = read_config(root, spec, where, /*templated=*/true).model_json;
   spec.json = root.dump();
   return spec;
 }

@@ -104,6 +104,9 @@ struct EngineJobSpec {
   // data.task (csv and npy; other data sets are classification): what the labels are, the loss
   // and the metrics (training/task.h). Default classification.
   training::Task task = training::Task::kClassification;
+  // The model spec bound to the data set (canonical), when the job's model has no placeholders and
+  // leaves no shape to the data's files (csv, npy, image_folder); else empty.
+  std::string model_json;
 };
 
 // One trial's job: every placeholder substituted, every value typed and checked (for formats
@@ -129,6 +132,18 @@ struct EngineTrialConfig {
   double label_smoothing = 0.0;
   double clip_grad_norm = 0.0;  // 0: no clipping
   uint64_t seed = 0;            // the model's initialization, dropout and the data order
+  // Starting from weights (docs/engine_jobs.md, "Starting from weights"): training.init_from, a
+  // registered model ("REGISTRY/NAME@ALIAS", "REGISTRY/NAME/VERSION", "REGISTRY/NAME"), a
+  // checkpoint file or an ONNX file (engine/init_source.h reads them); empty: the model starts
+  // from its seed's initialization.
+  std::string init_from;
+  bool replace_head = false;  // the last layer with weights keeps its initialization
+  // Per entry i of model.layers: trained at lr * factor; 0 freezes. `freeze` N sets the first N
+  // to 0; lr_factors lists the others' (missing ones 1). Both >= 0.
+  int64_t freeze = 0;
+  std::vector<double> lr_factors;
+  // The factor of each entry of model.layers, as freeze and lr_factors give them (1 past both).
+  std::vector<float> layer_lr_factors() const;
 };
 
 // Parses and validates an engine job. Errors are Error(kInvalidArgument) whose message starts

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,35 @@ TEST(AutoSampler, ProposesExactlyWhatItsDelegateProposes) {
   const std::vector<FrozenTrial> a = run(automatic, space, 14);
   const std::vector<FrozenTrial> b = run(gp, space, 14);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].params, b[i].params) << "trial " << i;
+}
+
+// A deterministic objective over a few integers (16 points): the default sampler proposes each
+// point once before any twice, its random startup trials included, and the RUNNING trials' points
+// count as taken.
+TEST(AutoSampler, ProposesEveryPointOfASmallIntegerSpaceOnce) {
+  SearchSpace space;
+  space.add_int("a", 0, 3);
+  space.add_int("b", -6, 6, /*log=*/false, /*step=*/4);
+  AutoSampler sampler;
+  std::vector<FrozenTrial> trials;
+  std::set<Params> seen;
+  for (int i = 0; i < 16; ++i) {
+    Rng rng = Rng::for_trial(4, i);
+    const Params p = sampler.sample(space, History{trials, kMinimize}, TrialContext{i}, rng);
+    EXPECT_TRUE(seen.insert(p).second) << "trial " << i << " repeats a point";
+    FrozenTrial t;
+    t.trial_id = t.number = i;
+    t.params = p;
+    for (const auto& [name, value] : p) t.distributions[name] = space.find(name)->distribution;
+    // Every third trial still RUNNING.
+    t.state = i % 3 == 2 ? TrialState::kRunning : TrialState::kComplete;
+    if (t.state == TrialState::kComplete) {
+      const double a = static_cast<double>(std::get<int64_t>(p.at("a")));
+      const double b = static_cast<double>(std::get<int64_t>(p.at("b")));
+      t.values = {(a - 1) * (a - 1) + (b - 2) * (b - 2)};
+    }
+    trials.push_back(std::move(t));
+  }
 }
 
 TEST(AutoSampler, TakesTpeForAConditionalSpace) {

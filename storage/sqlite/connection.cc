@@ -175,6 +175,8 @@ void Connection::fail(int rc, std::string_view what) const {
   std::string message = "SQLite database '" + path_ + "': " + std::string(what) +
                         " failed: " + detail + advice_for(rc);
   switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
     case SQLITE_FULL:
     case SQLITE_READONLY:
     case SQLITE_CANTOPEN:

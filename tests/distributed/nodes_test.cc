@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "coordinator/coordinator.h"
+#include "coordinator/study_run.h"
 #include "executor/executor_service.h"
 #include "tests/distributed/tiny_engine_job.h"
 #include "training/checkpoint.h"
@@ -28,16 +29,18 @@ namespace {
 using std::chrono::milliseconds;
 namespace fs = std::filesystem;
 
-// Called on every turn of the coordinator's loop with the study and the executors' threads.
-using OnTurn = std::function<void(const Study&, std::vector<std::jthread>&)>;
+// Called on every turn of the coordinator's loop with the study and the executors' threads;
+// true ends the run there.
+using OnTurn = std::function<bool(const Study&, std::vector<std::jthread>&)>;
 
 struct TrialRun {
-  FrozenTrial trial;
-  std::vector<float> weights;  // node 0's last checkpoint's parameters
+  FrozenTrial trial;                // the first
+  std::vector<FrozenTrial> trials;  // all of them (one, unless the run was ended by on_turn)
+  std::vector<float> weights;       // node 0's last checkpoint's parameters
 };
 
 // Runs one trial of `job` (its checkpoints in a folder of the run's) through a coordinator and
-// `executors` executors.
+// `executors` executors, until the study is done or `on_turn` ends it.
 TrialRun run_one_trial(nlohmann::json job, int executors, const std::string& tag,
                        const OnTurn& on_turn = {},
                        std::chrono::seconds limit = std::chrono::seconds(60)) {
@@ -69,16 +72,19 @@ TrialRun run_one_trial(nlohmann::json job, int executors, const std::string& tag
   }
 
   const auto end = std::chrono::steady_clock::now() + limit;
-  while (!coordinator.done() && std::chrono::steady_clock::now() < end) {
+  bool ended = false;
+  while (!ended && !coordinator.done() && std::chrono::steady_clock::now() < end) {
     coordinator.poll_once(milliseconds(20));
-    if (on_turn) on_turn(study, threads);
+    if (on_turn) ended = on_turn(study, threads);
   }
-  EXPECT_TRUE(coordinator.done()) << "the trial did not finish within " << limit.count() << " s";
+  EXPECT_TRUE(ended || coordinator.done())
+      << "the trial did not finish within " << limit.count() << " s";
   for (std::jthread& t : threads) t.request_stop();
   threads.clear();  // joins
   const std::vector<FrozenTrial> trials = study.trials();
   TrialRun run;
-  if (trials.size() == 1) {
+  run.trials = trials;
+  if (trials.size() == 1 || (ended && !trials.empty())) {
     run.trial = trials.front();
     const fs::path checkpoint = dir / "artifacts" / "trial-0" / "resume.ckpt";
     if (fs::exists(checkpoint)) run.weights = training::load_checkpoint(checkpoint).parameters;
@@ -139,32 +145,43 @@ TEST(EngineNodesEndToEnd, ANodeThatDiesFailsTheTrialOnEveryNodeNamingIt) {
   EXPECT_LT(seconds, 20.0);
 }
 
-TEST(EngineNodesEndToEnd, AnExecutorThatLeavesMidTrialFailsTheAttemptOnEveryNode) {
+// An executor stopped mid-trial (SIGTERM: a Slurm preemption) says BYE with its node's lease as
+// preempted: the attempt fails on every node, and the trial runs again without a retry counted
+// (max_retries is 0 here).
+TEST(EngineNodesEndToEnd, AnExecutorStoppedMidTrialFailsTheAttemptOnEveryNodeAndItRunsAgain) {
   if (!have_fashion_mnist())
     GTEST_SKIP() << "no Fashion-MNIST in " << training::fashion_mnist_dir();
   const auto start = std::chrono::steady_clock::now();
   bool stopped = false;
-  // Node 1's executor stops (BYE, its job stopped) once node 0 has reported an epoch.
-  const FrozenTrial trial =
+  // Node 1's executor stops (BYE, its job stopped) once node 0 has reported an epoch; the run
+  // ends once the attempt is told and its re-run is made.
+  const TrialRun run =
       run_one_trial(tiny_engine_job(2, 30, 2), 2, "leaving-executor",
                     [&](const Study& study, std::vector<std::jthread>& threads) {
-                      if (stopped) return;
                       const std::vector<FrozenTrial> trials = study.trials();
-                      if (trials.empty() || trials.front().intermediate_values.empty()) return;
-                      threads[1].request_stop();
-                      stopped = true;
-                    })
-          .trial;
+                      if (!stopped) {
+                        if (trials.empty() || trials.front().intermediate_values.empty())
+                          return false;
+                        threads[1].request_stop();
+                        stopped = true;
+                      }
+                      return trials.size() == 2 && trials.front().state == TrialState::kFail;
+                    });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(stopped);
-  ASSERT_EQ(trial.state, TrialState::kFail);
-  const std::string reason = trial.system_attrs.at("fail_reason");
-  EXPECT_NE(reason.find("lost a node"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("node 1 of 2 (executor node-b): lease expired: its executor node-b left "
-                        "(BYE)"),
+  ASSERT_EQ(run.trials.size(), 2u);
+  ASSERT_EQ(run.trial.state, TrialState::kFail);
+  const std::string reason = run.trial.system_attrs.at("fail_reason");
+  EXPECT_NE(reason.find("lost a node: "), std::string::npos) << reason;
+  // Beside node 0's own failure, when its collective failed first.
+  EXPECT_NE(reason.find("node 1 of 2 (executor node-b): preempted: its executor node-b"),
             std::string::npos)
       << reason;
+  EXPECT_NE(reason.find("re-run without a retry counted"), std::string::npos) << reason;
+  const FrozenTrial& rerun = run.trials[1];
+  EXPECT_EQ(rerun.params, run.trial.params);
+  EXPECT_EQ(rerun.system_attrs.at(kPreemptedAttemptsAttr), "1");
   EXPECT_LT(seconds, 20.0);
 }
 

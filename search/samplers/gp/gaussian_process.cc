@@ -242,6 +242,7 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
   impl->y_mean = ys.mean();
   const double sd = std::sqrt((ys.array() - impl->y_mean).square().mean());
   impl->y_scale = sd > 0 ? sd : 1.0;
+  impl->y_mean += options.prior_mean * impl->y_scale;  // the prior mean: 0 once standardized
   ys = (ys.array() - impl->y_mean) / impl->y_scale;
 
   const Eigen::Index n = impl->x.rows();

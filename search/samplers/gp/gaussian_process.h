@@ -5,11 +5,12 @@
 //   k(x, x') = s2 * (1 + sqrt(5) r + 5 r^2 / 3) * exp(-sqrt(5) r),  r^2 = sum_i (x_i - x'_i)^2 /
 //   l_i^2
 // The outputs are standardized (mean 0, variance 1) before fitting, and predictions are given
-// back in the outputs' units. The kernel parameters maximize the log marginal likelihood plus
-// weak log-normal priors (lengthscales around 0.5 of the cube, signal variance around 1, noise
-// small), by L-BFGS on their logarithms from several starts, or from one given start (a warm
-// start: the parameters fitted to nearly the same points); the noise has a floor, so that
-// repeated or noiseless points keep the kernel matrix positive definite.
+// back in the outputs' units; the prior mean is the outputs' mean, or a given number of their
+// standard deviations from it (GpFitOptions::prior_mean). The kernel parameters maximize the log
+// marginal likelihood plus weak log-normal priors (lengthscales around 0.5 of the cube, signal
+// variance around 1, noise small), by L-BFGS on their logarithms from several starts, or from one
+// given start (a warm start: the parameters fitted to nearly the same points); the noise has a
+// floor, so that repeated or noiseless points keep the kernel matrix positive definite.
 //
 // Thread safety: an immutable value once fitted; predict() may be called from any thread.
 #ifndef TUNER_SEARCH_SAMPLERS_GP_GAUSSIAN_PROCESS_H_
@@ -41,6 +42,9 @@ struct GpFitOptions {
   // than fits from scratch (as they did on the function suite's Rastrigin, bench/suite).
   double warm_relative_decrease = 1e-9;
   double min_noise = 1e-6;  // the noise variance's floor (standardized units)
+  // The prior mean, in standard deviations of the outputs from their mean: what the model expects
+  // far from every point. Default 0 (the outputs' mean).
+  double prior_mean = 0.0;
   // When set, the fit runs L-BFGS from these parameters alone (no restarts, no Rng draws); it
   // falls back to the default starts only where they give no finite objective. Their dimension
   // must be the points'. Default: none.

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <numbers>
 #include <optional>
+#include <set>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -35,6 +36,12 @@ struct Coordinate {
   size_t width = 1;          // choices for a categorical, else 1
   double low = 0, high = 1;  // the continuous range mapped to [0, 1] (log space when log)
   bool log = false;
+  // An integer or a stepped float: its values are `values` points of the grid low, low + step,
+  // ... (internal units); its coordinate only takes theirs.
+  bool discrete = false;
+  double step = 0;
+  double first = 0;  // the lowest value
+  int64_t values = 0;
 };
 
 // The parameters the GP models: numeric and categorical ones without conditions.
@@ -51,6 +58,12 @@ std::optional<Coordinate> coordinate_of(const ParamSpec& spec) {
     c.log = f->log;
     c.low = f->log ? std::log(f->low) : f->low - half;
     c.high = f->log ? std::log(f->high) : f->high + half;
+    if (f->step) {
+      c.discrete = true;
+      c.step = *f->step;
+      c.first = f->low;
+      c.values = static_cast<int64_t>(std::llround((f->high - f->low) / *f->step)) + 1;
+    }
   } else if (const auto* i = std::get_if<IntDistribution>(&spec.distribution)) {
     const double half = static_cast<double>(i->step) / 2;
     c.log = i->log;
@@ -58,6 +71,10 @@ std::optional<Coordinate> coordinate_of(const ParamSpec& spec) {
         i->log ? std::log(static_cast<double>(i->low) - 0.5) : static_cast<double>(i->low) - half;
     c.high =
         i->log ? std::log(static_cast<double>(i->high) + 0.5) : static_cast<double>(i->high) + half;
+    c.discrete = true;
+    c.step = static_cast<double>(i->step);
+    c.first = static_cast<double>(i->low);
+    c.values = (i->high - i->low) / i->step + 1;
   } else if (const auto* k = std::get_if<CategoricalDistribution>(&spec.distribution)) {
     c.width = k->choices.size();
   } else {
@@ -76,6 +93,12 @@ Encoding encoding_of(const SearchSpace& space) {
     }
   }
   return e;
+}
+
+// The cube coordinate of a numeric parameter's internal value.
+double coordinate_value(const Coordinate& c, double internal) {
+  const double v = c.log ? std::log(internal) : internal;
+  return c.high > c.low ? std::clamp((v - c.low) / (c.high - c.low), 0.0, 1.0) : 0.5;
 }
 
 // A trial's point in the cube; nullopt when it lacks a modelled parameter or has a value outside
@@ -97,8 +120,7 @@ std::optional<std::vector<double>> encode(const Encoding& e, const FrozenTrial& 
       x[c.offset + static_cast<size_t>(internal)] = 1.0;
       continue;
     }
-    const double v = c.log ? std::log(internal) : internal;
-    x[c.offset] = c.high > c.low ? std::clamp((v - c.low) / (c.high - c.low), 0.0, 1.0) : 0.5;
+    x[c.offset] = coordinate_value(c, internal);
   }
   return x;
 }
@@ -113,12 +135,34 @@ ParamValue decode(const Coordinate& c, const std::vector<double>& x) {
   return from_internal(c.spec->distribution, c.log ? std::exp(v) : v);
 }
 
-// A point moved back onto the space's grid: categoricals one-hot, so that candidates are points
-// the GP saw the like of.
+// z folded into [0, 1] by reflection at the bounds (a triangle wave of period 2): an
+// unconstrained ascent through it stays in the cube, reaches its faces and keeps the full
+// gradient everywhere (a logistic map's vanishes at the faces, and its ascent left coordinates
+// pinned within 1e-7 of them).
+double reflect(double z) {
+  const double m = z - 2.0 * std::floor(z / 2.0);  // [0, 2)
+  return m <= 1.0 ? m : 2.0 - m;
+}
+// d reflect / dz: +1 or -1.
+double reflect_slope(double z) { return z - 2.0 * std::floor(z / 2.0) <= 1.0 ? 1.0 : -1.0; }
+
+// The coordinate of a discrete parameter's value nearest to the coordinate u.
+double snap_discrete(const Coordinate& c, double u) {
+  const double v = c.low + u * (c.high - c.low);
+  return coordinate_value(
+      c, to_internal(c.spec->distribution,
+                     from_internal(c.spec->distribution, c.log ? std::exp(v) : v)));
+}
+
+// A point moved onto the space: numeric coordinates clamped to the cube (a step past a face stops
+// on it, where a linear objective's optimum is), integers and steps to the coordinate of their
+// nearest value, categoricals one-hot; so that candidates are points the study can run, scored
+// as what they are.
 void snap(const Encoding& e, std::vector<double>& x) {
   for (const Coordinate& c : e.coordinates) {
     if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
       x[c.offset] = std::clamp(x[c.offset], 0.0, 1.0);
+      if (c.discrete) x[c.offset] = snap_discrete(c, x[c.offset]);
       continue;
     }
     const auto begin = x.begin() + static_cast<std::ptrdiff_t>(c.offset);
@@ -357,13 +401,123 @@ struct Acquisition {
   std::function<double(const std::vector<double>&, std::vector<double>&)> score_with_gradient;
 };
 
-// The point of the cube that maximizes the acquisition (search/samplers/gp/gp_sampler.h): random
-// candidates and candidates near `starts` (the best trials, best first, at most 5) scored in one
-// batch, the best few refined by L-BFGS and by a shrinking local search.
+// A key of a point of the cube: its coordinates to 1e-9 (discrete ones are snapped, so equal
+// values give equal keys). Two proposals with the same key are the same trial.
+std::vector<int64_t> point_key(const std::vector<double>& x) {
+  std::vector<int64_t> key(x.size());
+  for (size_t i = 0; i < x.size(); ++i) key[i] = std::llround(x[i] * 1e9);
+  return key;
+}
+
+// The points a proposal must not repeat: those of the trials evaluated or running (every state
+// but FAIL) other than `number` whose parameters are all modelled (a trial with others, drawn at
+// random, differs from the proposal in them); none when the study's objective is noisy
+// (History::noisy).
+class Proposed {
+ public:
+  Proposed(const Encoding& e, const History& history, int number) {
+    if (history.noisy) return;
+    for (const FrozenTrial& t : history.trials) {
+      if (t.state == TrialState::kFail || t.number == number ||
+          t.params.size() != e.coordinates.size()) {
+        continue;
+      }
+      if (std::optional<std::vector<double>> p = encode(e, t)) keys_.insert(point_key(*p));
+    }
+  }
+  bool contains(const std::vector<double>& x) const {
+    return !keys_.empty() && keys_.contains(point_key(x));
+  }
+
+ private:
+  std::set<std::vector<int64_t>> keys_;
+};
+
+// The values a discrete coordinate search tries for `c` at coordinate u (snapped): every value
+// when it has at most kExhaustiveValues, else the values 1, 2, 4, ... steps away on each side.
+constexpr int64_t kExhaustiveValues = 16;
+std::vector<double> discrete_moves(const Coordinate& c, double u) {
+  std::vector<double> moves;
+  if (c.values <= kExhaustiveValues) {
+    for (int64_t i = 0; i < c.values; ++i) {
+      moves.push_back(coordinate_value(c, c.first + static_cast<double>(i) * c.step));
+    }
+    return moves;
+  }
+  const double v = c.low + u * (c.high - c.low);
+  const double internal = to_internal(c.spec->distribution,
+                                      from_internal(c.spec->distribution, c.log ? std::exp(v) : v));
+  const int64_t index = std::llround((internal - c.first) / c.step);
+  for (int64_t k = 1; k < c.values; k *= 2) {
+    for (int64_t i : {index - k, index + k}) {
+      if (i >= 0 && i < c.values) {
+        moves.push_back(coordinate_value(c, c.first + static_cast<double>(i) * c.step));
+      }
+    }
+  }
+  return moves;
+}
+
+// Moves each discrete parameter of `point` (an integer, a stepped float, a categorical) to the
+// value of best score, the others fixed, in turn, until a pass moves none (at most 3 passes); each
+// parameter's tries scored in one batch. Every point scored goes to `scored`.
+void discrete_search(const Encoding& e, const Acquisition& acquisition,
+                     std::pair<double, std::vector<double>>& point,
+                     std::vector<std::pair<double, std::vector<double>>>& scored) {
+  for (int pass = 0; pass < 3; ++pass) {
+    bool moved = false;
+    for (const Coordinate& c : e.coordinates) {
+      const bool categorical =
+          std::holds_alternative<CategoricalDistribution>(c.spec->distribution);
+      if (!categorical && !c.discrete) continue;
+      std::vector<std::vector<double>> tries;
+      if (categorical) {
+        for (size_t k = 0; k < c.width; ++k) {
+          if (point.second[c.offset + k] == 1.0) continue;
+          std::vector<double> p = point.second;
+          for (size_t i = 0; i < c.width; ++i) p[c.offset + i] = i == k ? 1.0 : 0.0;
+          tries.push_back(std::move(p));
+        }
+      } else {
+        for (double u : discrete_moves(c, point.second[c.offset])) {
+          if (u == point.second[c.offset]) continue;
+          std::vector<double> p = point.second;
+          p[c.offset] = u;
+          tries.push_back(std::move(p));
+        }
+      }
+      if (tries.empty()) continue;
+      std::vector<double> flat, values(tries.size(), 0.0);
+      flat.reserve(tries.size() * e.dims);
+      for (const std::vector<double>& p : tries) flat.insert(flat.end(), p.begin(), p.end());
+      acquisition.batch(flat, values);
+      const size_t best =
+          static_cast<size_t>(std::max_element(values.begin(), values.end()) - values.begin());
+      const bool improves = values[best] > point.first;
+      for (size_t i = 0; i < tries.size(); ++i) {
+        if (i == best && improves) continue;
+        scored.emplace_back(values[i], std::move(tries[i]));
+      }
+      if (improves) {
+        scored.push_back(point);
+        point = {values[best], std::move(tries[best])};
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+}
+
+// The point of the cube that maximizes the acquisition (search/samplers/gp/gp_sampler.h) among
+// those `proposed` does not hold: random candidates and candidates near `starts` (the best
+// trials, best first, at most 5) scored in one batch, the best few refined by L-BFGS over the
+// continuous coordinates and by a search over the discrete ones, then by a shrinking local
+// search; the best point scored that is not a duplicate wins (a duplicate, the best, only when
+// no point scored and no random point is new).
 std::vector<double> maximize_acquisition(const Encoding& e, const GpSamplerOptions& options,
                                          const Acquisition& acquisition,
                                          const std::vector<const std::vector<double>*>& starts,
-                                         Rng& rng) {
+                                         const Proposed& proposed, Rng& rng) {
   // Candidates: random points of the cube, and points near the best trials, scored together.
   std::vector<std::vector<double>> candidates;
   candidates.reserve(static_cast<size_t>(options.n_candidates + options.n_local_candidates + 5));
@@ -396,50 +550,59 @@ std::vector<double> maximize_acquisition(const Encoding& e, const GpSamplerOptio
   for (size_t i = 0; i < candidates.size(); ++i) {
     scored.emplace_back(values[i], std::move(candidates[i]));
   }
-  // Refine the best few by quasi-Newton ascent over the continuous coordinates (categoricals stay
-  // as they are), each through a logistic map so that the cube's bounds hold; the gradient
-  // analytic (search/samplers/gp/gaussian_process.h, predict_with_gradient).
+  // Refine the best few new ones by quasi-Newton ascent over the continuous coordinates (the
+  // others stay as they are), each through reflect() so that the cube's bounds hold; the
+  // gradient analytic (search/samplers/gp/gaussian_process.h, predict_with_gradient). Then the
+  // discrete coordinates, by discrete_search().
   std::stable_sort(scored.begin(), scored.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> refine;
+  for (size_t i = 0; i < scored.size() && refine.size() < 3; ++i) {
+    if (!proposed.contains(scored[i].second)) refine.push_back(i);
+  }
+  if (refine.empty()) refine.push_back(0);
   std::vector<size_t> free;
   for (const Coordinate& c : e.coordinates) {
-    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
+    if (!std::holds_alternative<CategoricalDistribution>(c.spec->distribution) && !c.discrete) {
       free.push_back(c.offset);
     }
   }
-  std::pair<double, std::vector<double>> chosen = scored.front();
+  std::vector<std::pair<double, std::vector<double>>> found;
   std::vector<double> point_gradient;
-  for (size_t start = 0; start < std::min<size_t>(3, scored.size()) && !free.empty(); ++start) {
-    const std::vector<double>& from = scored[start].second;
-    auto point = [&](const Eigen::VectorXd& z) {
-      std::vector<double> p = from;
-      for (size_t i = 0; i < free.size(); ++i) {
-        p[free[i]] = 1.0 / (1.0 + std::exp(-z(static_cast<Eigen::Index>(i))));
-      }
-      return p;
-    };
-    auto negative_score = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
-      const std::vector<double> p = point(z);
-      const double s = acquisition.score_with_gradient(p, point_gradient);
-      gradient.resize(z.size());
-      for (size_t i = 0; i < free.size(); ++i) {
-        const double u = p[free[i]];
-        gradient(static_cast<Eigen::Index>(i)) = -point_gradient[free[i]] * u * (1.0 - u);
-      }
-      return -s;
-    };
-    Eigen::VectorXd z(static_cast<Eigen::Index>(free.size()));
-    for (size_t i = 0; i < free.size(); ++i) {
-      const double u = std::clamp(from[free[i]], 1e-6, 1.0 - 1e-6);
-      z(static_cast<Eigen::Index>(i)) = std::log(u / (1.0 - u));
+  for (size_t start : refine) {
+    std::pair<double, std::vector<double>> at = scored[start];
+    if (!free.empty()) {
+      const std::vector<double>& from = scored[start].second;
+      auto point = [&](const Eigen::VectorXd& z) {
+        std::vector<double> p = from;
+        for (size_t i = 0; i < free.size(); ++i) {
+          p[free[i]] = reflect(z(static_cast<Eigen::Index>(i)));
+        }
+        return p;
+      };
+      auto negative_score = [&](const Eigen::VectorXd& z, Eigen::VectorXd& gradient) {
+        const std::vector<double> p = point(z);
+        const double s = acquisition.score_with_gradient(p, point_gradient);
+        gradient.resize(z.size());
+        for (size_t i = 0; i < free.size(); ++i) {
+          gradient(static_cast<Eigen::Index>(i)) =
+              -point_gradient[free[i]] * reflect_slope(z(static_cast<Eigen::Index>(i)));
+        }
+        return -s;
+      };
+      Eigen::VectorXd z(static_cast<Eigen::Index>(free.size()));
+      for (size_t i = 0; i < free.size(); ++i) z(static_cast<Eigen::Index>(i)) = from[free[i]];
+      std::vector<double> refined = point(minimize_lbfgs(negative_score, z, 50));
+      const double value = acquisition.score(refined);
+      if (value > at.first) at = {value, std::move(refined)};
     }
-    std::vector<double> refined = point(minimize_lbfgs(negative_score, z, 50));
-    const double value = acquisition.score(refined);
-    if (value > chosen.first) chosen = {value, std::move(refined)};
+    discrete_search(e, acquisition, at, found);
+    found.push_back(std::move(at));
   }
   // And a derivative-free local search from the same starts, with steps that shrink when no move
-  // improves: it also moves the categoricals, and escapes flat stretches of the acquisition.
-  for (size_t start = 0; start < std::min<size_t>(3, scored.size()); ++start) {
+  // improves: it also moves several discrete coordinates at once, and escapes flat stretches of
+  // the acquisition.
+  for (size_t start : refine) {
     auto [value, point] = scored[start];
     double step = 0.05;
     for (int it = 0; it < 40 && step > 1e-4; ++it) {
@@ -447,16 +610,46 @@ std::vector<double> maximize_acquisition(const Encoding& e, const GpSamplerOptio
       for (double& v : next) v += step * rng.normal();
       snap(e, next);
       const double s = acquisition.score(next);
-      if (s > value) {
+      if (s > value && !proposed.contains(next)) {
         value = s;
         point = std::move(next);
       } else {
         step *= 0.7;
       }
     }
-    if (value > chosen.first) chosen = {value, std::move(point)};
+    found.emplace_back(value, std::move(point));
   }
-  return chosen.second;
+  found.insert(found.end(), std::make_move_iterator(scored.begin()),
+               std::make_move_iterator(scored.end()));
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [value, point] : found) {
+    if (!proposed.contains(point)) return point;
+  }
+  // Every point scored was tried already (a small discrete space, nearly exhausted): a random
+  // new one, if a few draws find one.
+  for (int i = 0; i < 256; ++i) {
+    std::vector<double> p(e.dims);
+    for (double& v : p) v = rng.uniform();
+    snap(e, p);
+    if (!proposed.contains(p)) return p;
+  }
+  return found.front().second;
+}
+
+// A startup trial: `draw()`, drawn again (at most 64 times) while its point repeats one that
+// `proposed` holds.
+Params draw_new(const Encoding& e, const Proposed& proposed, const std::function<Params()>& draw) {
+  Params params = draw();
+  for (int i = 0; i < 64; ++i) {
+    FrozenTrial t;
+    t.params = params;
+    for (const Coordinate& c : e.coordinates) t.distributions[c.spec->name] = c.spec->distribution;
+    const std::optional<std::vector<double>> p = encode(e, t);
+    if (!p || !proposed.contains(*p)) break;
+    params = draw();
+  }
+  return params;
 }
 
 // The parameters of the cube's point `chosen`, and what the GP does not model drawn at random.
@@ -812,6 +1005,23 @@ std::vector<const std::vector<double>*> ehvi_starts(const Front& front,
   return starts;
 }
 
+// The prior mean of a single objective's GP over `e` (GpFitOptions::prior_mean): one standard
+// deviation of its (warped, maximized) values below their mean, times the share of numeric
+// parameters among the modelled ones. Far from every trial the model then expects a value worse
+// than the average trial's. At the values' mean, the expected improvement far from the trials was
+// largest at the far corners and faces of the cube (where the variance is), and proposals camped
+// there for dozens of trials (Hartmann6, bench/suite). A categorical's one-hot coordinates have
+// no such far corners, and over categoricals alone the values' mean did better (categorical6).
+double objective_prior_mean(const Encoding& e) {
+  size_t numeric = 0;
+  for (const Coordinate& c : e.coordinates) {
+    numeric += !std::holds_alternative<CategoricalDistribution>(c.spec->distribution);
+  }
+  return e.coordinates.empty()
+             ? 0.0
+             : -static_cast<double>(numeric) / static_cast<double>(e.coordinates.size());
+}
+
 }  // namespace
 
 // The kernel parameters fitted from scratch at recent anchors, kept by their points and values
@@ -820,23 +1030,23 @@ std::vector<const std::vector<double>*> ehvi_starts(const Front& front,
 class GpSampler::FitCache {
  public:
   // The kernel of (x, y) of this kind (0: the objective, 1: a constraint, 2 + k: objective k of
-  // several), fitted from scratch
-  // when missing, with an Rng seeded by the points and values.
+  // several) under this prior mean (GpFitOptions::prior_mean), fitted from scratch when missing,
+  // with an Rng seeded by the points and values.
   GpKernelParams get(int kind, const std::vector<std::vector<double>>& x,
-                     const std::vector<double>& y) {
+                     const std::vector<double>& y, double prior_mean = 0.0) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->kind == kind && it->y == y && it->x == x) {
+        if (it->kind == kind && it->prior_mean == prior_mean && it->y == y && it->x == x) {
           entries_.splice(entries_.begin(), entries_, it);  // most recently used first
           return entries_.front().kernel;
         }
       }
     }
     Rng rng(fingerprint(x, y));
-    GpKernelParams kernel = GaussianProcess::fit(x, y, rng).kernel();
+    GpKernelParams kernel = GaussianProcess::fit(x, y, rng, {.prior_mean = prior_mean}).kernel();
     std::lock_guard<std::mutex> lock(mutex_);
-    entries_.push_front({kind, x, y, kernel});
+    entries_.push_front({kind, prior_mean, x, y, kernel});
     if (entries_.size() > kCapacity) entries_.pop_back();
     return kernel;
   }
@@ -859,6 +1069,7 @@ class GpSampler::FitCache {
   static constexpr size_t kCapacity = 16;
   struct Entry {
     int kind;
+    double prior_mean;
     std::vector<std::vector<double>> x;
     std::vector<double> y;
     GpKernelParams kernel;
@@ -926,7 +1137,8 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   const Encoding e = encoding_of(space);
   const Observations all = observe(e, history);
   if (starting_up(e, all.x.size(), options_.n_startup_trials)) {
-    return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
+    return draw_new(e, Proposed(e, history, trial.number),
+                    [&] { return Sampler::sample(space, history, trial, rng); });
   }
   // The anchor: the first anchor_of(m) of the m observed trials, whose kernel parameters are
   // fitted from scratch (several starts) and start this proposal's fit
@@ -958,8 +1170,10 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
     }
   }
   Rng unused(0);  // a warm fit draws nothing from its Rng
-  const GaussianProcess gp =
-      GaussianProcess::fit(x, y, unused, {.warm_start = fits_->get(0, anchor.x, anchor.y)});
+  const double prior_mean = objective_prior_mean(e);
+  const GaussianProcess gp = GaussianProcess::fit(
+      x, y, unused,
+      {.prior_mean = prior_mean, .warm_start = fits_->get(0, anchor.x, anchor.y, prior_mean)});
   // The constraints' GPs, each warm-started from its fit from scratch at the anchor (none when
   // the anchor has no value of it yet).
   const WarmFit fit = fits_->constraint_fit();
@@ -1037,8 +1251,9 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
           },
       .score = score,
       .score_with_gradient = score_with_gradient};
-  return decode_proposal(space, e, maximize_acquisition(e, options_, acquisition, starts, rng),
-                         rng);
+  const Proposed proposed(e, history, trial.number);
+  return decode_proposal(
+      space, e, maximize_acquisition(e, options_, acquisition, starts, proposed, rng), rng);
 }
 
 Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
@@ -1047,7 +1262,8 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
   const size_t m = history.directions.size();
   const MultiObservations all = observe_multi(e, history);
   if (starting_up(e, all.x.size(), options_.n_startup_trials)) {
-    return Sampler::sample(space, history, trial, rng);  // the startup trials: at random
+    return draw_new(e, Proposed(e, history, trial.number),
+                    [&] { return Sampler::sample(space, history, trial, rng); });
   }
   // The anchor, as for one objective (gp_sampler.h, "the kernel fit"), one per objective.
   const MultiObservations anchor =
@@ -1070,8 +1286,9 @@ Params GpSampler::sample_multi(const SearchSpace& space, const History& history,
                                       : NonDominatedBoxes{};
   const std::vector<double> z = normal_samples(kEhviSamples, m, rng);
   EhviScore ehvi(gps, feasibility, front, boxes, z, e.dims);
+  const Proposed proposed(e, history, trial.number);
   const std::vector<double> chosen = maximize_acquisition(
-      e, options_, ehvi.acquisition(), ehvi_starts(front, fitted, n_observed), rng);
+      e, options_, ehvi.acquisition(), ehvi_starts(front, fitted, n_observed), proposed, rng);
   return decode_proposal(space, e, chosen, rng);
 }
 

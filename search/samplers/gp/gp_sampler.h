@@ -2,16 +2,21 @@
 //
 // After n_startup_trials random trials, each proposal fits a GaussianProcess (Matern 5/2, a
 // lengthscale per dimension, noise; search/samplers/gp/gaussian_process.h) to the COMPLETE trials
-// (their values through a power transform, search/samplers/gp/output_warping.h) and takes the point
-// of the space that maximizes the log expected improvement over the best posterior mean at a trial
-// so far (a noisy objective's luckiest observation is not the target). Parameters go to the unit
-// cube: floats linearly or, with log, in log space; integers and stepped floats as a continuous
-// range widened by half a step on each side, rounded back (as Optuna's GPSampler); a categorical as
-// one coordinate per choice (one-hot), the largest giving the choice. Running trials count as
-// observed at the worst value so far (a constant liar), so parallel workers spread out. The
-// acquisition is maximized over random candidates and candidates near the best trials (scored in
-// one batch), then refined from the best few by L-BFGS over the continuous coordinates (with the
-// acquisition's analytic gradient) and by a shrinking local search.
+// (their values through a power transform, search/samplers/gp/output_warping.h; the prior mean up
+// to one standard deviation below their mean, so that far from the trials it expects worse than
+// average)
+// and takes the point of the space that maximizes the log expected improvement over the best
+// posterior mean at a trial so far (a noisy objective's luckiest observation is not the target).
+// Parameters go to the unit cube: floats linearly or, with log, in log space; integers and stepped
+// floats as a range widened by half a step on each side (as Optuna's GPSampler), each value a
+// point of it; a categorical as one coordinate per choice (one-hot), the largest giving the
+// choice. Running trials count as observed at the worst value so far (a constant liar), so
+// parallel workers spread out. The acquisition is maximized over random candidates and candidates
+// near the best trials (scored in one batch, integers and steps at their values), then refined from
+// the best few by L-BFGS over the continuous coordinates (with the acquisition's analytic
+// gradient), by a search over the values of each discrete parameter and by a shrinking local
+// search. A point a trial evaluated or running has is not proposed again (startup trials
+// included) unless the study's objective is noisy (History::noisy): the best new point is.
 //
 // The kernel fit. Fitting the kernel parameters from scratch (several L-BFGS starts) costs most
 // of a proposal, and they change little from one trial to the next. So they are fitted from

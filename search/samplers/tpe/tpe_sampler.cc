@@ -996,25 +996,48 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
       }
     }
   }
-  Params joint;
-  for (const auto& set : joint_sets) {
-    if (set.empty()) continue;
-    std::vector<std::string> names;
-    std::vector<Distribution> dims;
-    for (const auto& [name, dist] : set) {
-      names.push_back(name);
-      dims.push_back(dist);
+  // A deterministic objective's point is not proposed twice: a proposal that repeats the
+  // parameters of a trial evaluated or running (not FAIL) is drawn again, at most 7 times more,
+  // then at random (at most 64 times; a space nearly exhausted).
+  auto taken = [&](const Params& params) {
+    if (history.noisy) return false;
+    for (const FrozenTrial& t : history.trials) {
+      if (t.state != TrialState::kFail && t.number != trial.number && t.params == params) {
+        return true;
+      }
     }
-    std::vector<double> x = sample_group(call, names, dims, /*univariate=*/false, rng);
-    for (size_t d = 0; d < names.size(); ++d) joint.emplace(names[d], from_internal(dims[d], x[d]));
-  }
+    return false;
+  };
   Params params;
-  for (const auto& spec : space.params()) {
-    if (!space.is_active(spec, params)) continue;
-    auto it = joint.find(spec.name);
-    params.emplace(spec.name, it != joint.end()
-                                  ? it->second
-                                  : sample_one(call, spec.name, spec.distribution, rng));
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Params joint;
+    for (const auto& set : joint_sets) {
+      if (set.empty()) continue;
+      std::vector<std::string> names;
+      std::vector<Distribution> dims;
+      for (const auto& [name, dist] : set) {
+        names.push_back(name);
+        dims.push_back(dist);
+      }
+      std::vector<double> x = sample_group(call, names, dims, /*univariate=*/false, rng);
+      for (size_t d = 0; d < names.size(); ++d) {
+        joint.emplace(names[d], from_internal(dims[d], x[d]));
+      }
+    }
+    params.clear();
+    for (const auto& spec : space.params()) {
+      if (!space.is_active(spec, params)) continue;
+      auto it = joint.find(spec.name);
+      params.emplace(spec.name, it != joint.end()
+                                    ? it->second
+                                    : sample_one(call, spec.name, spec.distribution, rng));
+    }
+    if (!taken(params)) return params;
+  }
+  RandomSampler random;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    Params drawn = random.sample(space, history, trial, rng);
+    if (!taken(drawn)) return drawn;
   }
   return params;
 }

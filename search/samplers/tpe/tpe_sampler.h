@@ -27,6 +27,9 @@
 // - Constant liar: RUNNING trials (other than the one being sampled) join the "above" group, so
 //   parallel workers spread out instead of proposing the same point.
 // - Before n_startup_trials COMPLETE or PRUNED trials: RandomSampler::draw.
+// - No point twice: sample() draws again (up to 7 times, then up to 64 times at random) while its
+//   proposal has exactly the parameters of a trial evaluated or running (not FAIL), unless the
+//   objective is noisy (History::noisy).
 //
 // Thread-safe: several threads may call it at once. The sampler caches what it extracts from
 // finished trials, keyed by trial number and checked against trial_id; it assumes that the

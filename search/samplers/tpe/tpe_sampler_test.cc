@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,37 @@ double every_kind_objective(const Params& p) {
     }
   }
   return v;
+}
+
+// A deterministic objective over two integers (16 points): no point is proposed twice before
+// every point has been; a noisy one may repeat its best points.
+TEST(TpeSampler, ProposesNoPointTwiceUnlessTheObjectiveIsNoisy) {
+  SearchSpace space;
+  space.add_int("a", 0, 3);
+  space.add_int("b", -6, 6, /*log=*/false, /*step=*/4);
+  auto f = [](const Params& p) {
+    const double a = static_cast<double>(std::get<int64_t>(p.at("a")));
+    const double b = static_cast<double>(std::get<int64_t>(p.at("b")));
+    return (a - 1) * (a - 1) + (b - 2) * (b - 2);
+  };
+  for (uint64_t seed : {1, 2, 3}) {
+    TpeSampler sampler({.n_startup_trials = 4});
+    std::set<Params> seen;
+    for (const FrozenTrial& t : optimize(sampler, space, seed, 16, f)) {
+      EXPECT_TRUE(seen.insert(t.params).second) << "seed " << seed << " trial " << t.number;
+    }
+  }
+  TpeSampler sampler({.n_startup_trials = 4});
+  std::vector<FrozenTrial> trials;
+  std::set<Params> seen;
+  for (int i = 0; i < 16; ++i) {
+    Rng rng = Rng::for_trial(1, i);
+    const Params params =
+        sampler.sample(space, History{trials, kMinimize, /*noisy=*/true}, TrialContext{i}, rng);
+    seen.insert(params);
+    trials.push_back(make_trial(i, space, params, TrialState::kComplete, {f(params)}));
+  }
+  EXPECT_LT(seen.size(), 16u);  // TPE draws near its best points, and may draw them again
 }
 
 TEST(TpeSampler, SameRngSameValues) {
