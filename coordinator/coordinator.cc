@@ -216,7 +216,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     std::vector<uint64_t> not_received;
     for (auto& [id, lease] : leases.all()) {
       if (lease.executor_id != hello.executor_id) continue;
-      lease.route = route;
+      leases.move_to(lease, route);
       groups.resend_store(lease);
       if (!listed.contains(id) && !lease.unsent && !lease.outcome_pending) {
         not_received.push_back(id);

@@ -34,10 +34,9 @@ Lease& LeaseTable::grant(LeaseRequest request, Clock::SteadyTime now) {
   lease.unsent = request.unsent;
   count(lease, 1, 0);
   const uint64_t id = lease.id;
-  if (auto replaced = leases_.find(id); replaced != leases_.end()) {
-    uncount_held(replaced->second.executor_id);
-  }
-  ++held_count_[lease.executor_id];
+  if (auto replaced = leases_.find(id); replaced != leases_.end()) unindex(replaced->second);
+  by_executor_[lease.executor_id].insert(id);
+  by_route_[lease.route].insert(id);
   return leases_.insert_or_assign(id, std::move(lease)).first->second;
 }
 
@@ -47,18 +46,38 @@ Lease LeaseTable::take(Map::iterator it) {
   Lease lease = std::move(it->second);
   leases_.erase(it);
   count(lease, -1, lease.outcome_pending ? -1 : 0);
-  uncount_held(lease.executor_id);
+  unindex(lease);
   return lease;
 }
 
-void LeaseTable::uncount_held(const std::string& executor_id) {
-  auto it = held_count_.find(executor_id);
-  if (it != held_count_.end() && --it->second == 0) held_count_.erase(it);
+namespace {
+
+// Removes `id` from the set `index` holds under `key`, and the set once empty.
+void remove_from(std::map<std::string, std::set<uint64_t>, std::less<>>& index,
+                 const std::string& key, uint64_t id) {
+  auto it = index.find(key);
+  if (it == index.end()) return;
+  it->second.erase(id);
+  if (it->second.empty()) index.erase(it);
+}
+
+}  // namespace
+
+void LeaseTable::unindex(const Lease& lease) {
+  remove_from(by_executor_, lease.executor_id, lease.id);
+  remove_from(by_route_, lease.route, lease.id);
+}
+
+void LeaseTable::move_to(Lease& lease, const std::string& route) {
+  if (lease.route == route) return;
+  remove_from(by_route_, lease.route, lease.id);
+  lease.route = route;
+  by_route_[route].insert(lease.id);
 }
 
 int LeaseTable::held_count(const std::string& executor_id) const {
-  auto it = held_count_.find(executor_id);
-  return it == held_count_.end() ? 0 : it->second;
+  auto it = by_executor_.find(executor_id);
+  return it == by_executor_.end() ? 0 : static_cast<int>(it->second.size());
 }
 
 Lease* LeaseTable::find(uint64_t id) {
@@ -69,7 +88,8 @@ Lease* LeaseTable::find(uint64_t id) {
 void LeaseTable::clear() {
   leases_.clear();
   counts_.clear();
-  held_count_.clear();
+  by_executor_.clear();
+  by_route_.clear();
 }
 
 void LeaseTable::renew(Lease& lease, Clock::SteadyTime now) {
@@ -125,27 +145,34 @@ LeaseCounts LeaseTable::counts(const StudyRun* run) const {
   return it == counts_.end() ? LeaseCounts{} : it->second;
 }
 
+std::vector<const Lease*> LeaseTable::on_route(const std::string& route) const {
+  std::vector<const Lease*> found;
+  if (auto it = by_route_.find(route); it != by_route_.end()) {
+    for (uint64_t id : it->second) found.push_back(&leases_.at(id));
+  }
+  return found;
+}
+
 int LeaseTable::held_on(const std::string& route) const {
-  return static_cast<int>(std::count_if(leases_.begin(), leases_.end(), [&](const auto& l) {
-    return l.second.route == route && !l.second.outcome_pending;
-  }));
+  int held = 0;
+  for (const Lease* lease : on_route(route)) held += lease->outcome_pending ? 0 : 1;
+  return held;
 }
 
 std::vector<uint64_t> LeaseTable::held_by(const std::string& executor_id) const {
-  std::vector<uint64_t> ids;
-  for (const auto& [id, lease] : leases_) {
-    if (lease.executor_id == executor_id) ids.push_back(id);
-  }
-  return ids;
+  auto it = by_executor_.find(executor_id);
+  if (it == by_executor_.end()) return {};
+  return {it->second.begin(), it->second.end()};
 }
 
 std::vector<int> LeaseTable::free_gpus(const std::string& route,
                                        const std::vector<GpuInfo>& gpus) const {
+  const std::vector<const Lease*> on = on_route(route);
   std::vector<int> free;
   for (const GpuInfo& g : gpus) {
-    const bool held = std::any_of(leases_.begin(), leases_.end(), [&](const auto& l) {
-      return l.second.route == route && !l.second.outcome_pending &&
-             std::find(l.second.gpus.begin(), l.second.gpus.end(), g.index) != l.second.gpus.end();
+    const bool held = std::any_of(on.begin(), on.end(), [&](const Lease* l) {
+      return !l->outcome_pending &&
+             std::find(l->gpus.begin(), l->gpus.end(), g.index) != l->gpus.end();
     });
     if (!held) free.push_back(g.index);
   }
@@ -154,19 +181,20 @@ std::vector<int> LeaseTable::free_gpus(const std::string& route,
 
 std::vector<SharedGpu> LeaseTable::shared_gpus(const std::string& route,
                                                const std::vector<GpuInfo>& gpus) const {
+  const std::vector<const Lease*> on = on_route(route);
   std::vector<SharedGpu> shared;
   for (const GpuInfo& g : gpus) {
     int used = 0;
     uint64_t memory = 0;
     bool held_whole = false;
-    for (const auto& [id, lease] : leases_) {
-      if (lease.route != route || lease.outcome_pending ||
-          std::find(lease.gpus.begin(), lease.gpus.end(), g.index) == lease.gpus.end()) {
+    for (const Lease* lease : on) {
+      if (lease->outcome_pending ||
+          std::find(lease->gpus.begin(), lease->gpus.end(), g.index) == lease->gpus.end()) {
         continue;
       }
-      if (lease.gpu_share == 0) held_whole = true;
-      used += lease.gpu_share;
-      if (lease.run) memory += lease.run->needs.gpu_memory_bytes;
+      if (lease->gpu_share == 0) held_whole = true;
+      used += lease->gpu_share;
+      if (lease->run) memory += lease->run->needs.gpu_memory_bytes;
     }
     if (used > 0 && !held_whole) {
       shared.push_back(

@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,11 +136,14 @@ class LeaseTable {
   // `run`'s counts (zero for a study with no lease).
   LeaseCounts counts(const StudyRun* run) const;
   // The leases held on the connection `route` whose outcome is not being committed (slots in
-  // use), and the ids of all leases `executor_id` holds.
+  // use), and the ids of all leases `executor_id` holds (in id order). Each costs the leases of
+  // that connection or executor, not of the table.
   int held_on(const std::string& route) const;
   std::vector<uint64_t> held_by(const std::string& executor_id) const;
   // How many leases `executor_id` holds, in constant time.
   int held_count(const std::string& executor_id) const;
+  // The lease goes on over the connection `route` (its executor reconnected).
+  void move_to(Lease& lease, const std::string& route);
   // The GPUs of `gpus` (an executor's, in its order) that no lease on `route` holds; a lease
   // whose outcome is being committed frees its GPUs already.
   std::vector<int> free_gpus(const std::string& route, const std::vector<GpuInfo>& gpus) const;
@@ -161,7 +165,10 @@ class LeaseTable {
 
  private:
   void count(const Lease& lease, int leased, int finishing);
-  void uncount_held(const std::string& executor_id);
+  // Removes the lease from by_executor_ and by_route_.
+  void unindex(const Lease& lease);
+  // The leases on the connection `route`, in id order.
+  std::vector<const Lease*> on_route(const std::string& route) const;
 
   // Constant after construction.
   const std::chrono::milliseconds timeout_;
@@ -171,7 +178,9 @@ class LeaseTable {
   uint64_t next_id_;
   bool name_studies_ = false;
   std::map<const StudyRun*, LeaseCounts> counts_;
-  std::map<std::string, int, std::less<>> held_count_;  // leases held, by executor id (> 0)
+  // The ids of the leases in the table, by executor id and by connection (no empty sets).
+  std::map<std::string, std::set<uint64_t>, std::less<>> by_executor_;
+  std::map<std::string, std::set<uint64_t>, std::less<>> by_route_;
   std::map<uint64_t, EndedLease> ended_;
   std::deque<uint64_t> ended_order_;
 };

@@ -126,6 +126,16 @@ TEST_F(LeaseTableTest, SlotsAndGpusHeldOnAConnection) {
   EXPECT_EQ(leases_.held_on("a#1"), 1);
   EXPECT_EQ(leases_.free_gpus("a#1", gpus), (std::vector<int>{1, 2}));
   EXPECT_EQ(leases_.held_by("a").size(), 2u);  // it is still held
+  // A reconnect moves the executor's leases to its new connection.
+  leases_.move_to(first, "a#2");
+  EXPECT_EQ(first.route, "a#2");
+  EXPECT_EQ(leases_.held_on("a#1"), 0);
+  EXPECT_EQ(leases_.held_on("a#2"), 1);
+  EXPECT_EQ(leases_.free_gpus("a#2", gpus), (std::vector<int>{1, 2}));
+  EXPECT_EQ(leases_.held_by("a"), (std::vector<uint64_t>{first.id, second.id}));
+  leases_.take(first.id);
+  EXPECT_EQ(leases_.held_on("a#2"), 0);
+  EXPECT_EQ(leases_.held_by("a"), std::vector<uint64_t>{second.id});
 }
 
 TEST_F(LeaseTableTest, SharesOfAGpuAddUpAndAGpuHeldWholeIsNotShared) {
