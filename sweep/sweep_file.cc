@@ -901,13 +901,16 @@ SearchSpace Parser::import_space(const Json& value) {
 
 SweepObjective Parser::read_objective(const Json& value, const std::string& path) {
   object(value, path);
-  fields(value, path, {"metric", "direction"});
+  fields(value, path, {"metric", "direction", "noisy"});
   SweepObjective objective;
   objective.metric = string(required(value, path, "metric"), child_path(path, "metric"));
   const Json& direction = required(value, path, "direction", " (minimize or maximize)");
   objective.direction = one_of(direction, child_path(path, "direction"), kDirections) == 0
                             ? StudyDirection::kMinimize
                             : StudyDirection::kMaximize;
+  if (const Json* noisy = find_field(value, "noisy")) {
+    objective.noisy = boolean(*noisy, child_path(path, "noisy"));
+  }
   return objective;
 }
 
@@ -1462,8 +1465,10 @@ StudyOptions make_study_options(const SweepFile& sweep) {
   StudyOptions options;
   options.name = sweep.name;
   options.directions.clear();
+  options.noisy_objective = false;
   for (const SweepObjective& objective : sweep.objectives) {
     options.directions.push_back(objective.direction);
+    if (objective.noisy) options.noisy_objective = true;
   }
   options.sampler = make_sampler(sweep);
   options.scheduler = make_scheduler(sweep);
@@ -1523,7 +1528,9 @@ std::string to_json(const SweepFile& sweep) {
   root["storage"] = relative_to_sweep(sweep.storage_path, sweep.path);
   root["space"] = search_space_to_json_value(sweep.space);
   auto objective_json = [](const SweepObjective& o) {
-    return Json{{"metric", o.metric}, {"direction", std::string(to_string(o.direction))}};
+    Json json{{"metric", o.metric}, {"direction", std::string(to_string(o.direction))}};
+    if (o.noisy) json["noisy"] = true;
+    return json;
   };
   if (sweep.objectives.size() == 1) {
     root["objective"] = objective_json(sweep.objectives.front());

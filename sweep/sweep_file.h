@@ -135,6 +135,9 @@ struct ExportConfig {
 struct SweepObjective {
   std::string metric;
   StudyDirection direction = StudyDirection::kMinimize;
+  // "noisy": the same parameters may give another value (StudyOptions::noisy_objective; a study
+  // is noisy when one of its objectives is). Default false.
+  bool noisy = false;
   bool operator==(const SweepObjective&) const = default;
 };
 

@@ -489,6 +489,14 @@ TEST(SweepFileTest, SeveralObjectives) {
             (std::vector{StudyDirection::kMaximize, StudyDirection::kMinimize}));
   EXPECT_EQ(parse_sweep_file(to_json(s), "s.json"), s);
   EXPECT_FALSE(Json::parse(to_json(s)).contains("objective"));
+  EXPECT_EQ(make_study_options(s).noisy_objective, false);
+  // "noisy": the study's objective may give another value for the same parameters.
+  const SweepFile noisy = parse_sweep_file(
+      patched(R"({"objective": {"metric": "loss", "direction": "minimize", "noisy": true}})"),
+      "s.json");
+  EXPECT_TRUE(noisy.objectives[0].noisy);
+  EXPECT_EQ(make_study_options(noisy).noisy_objective, true);
+  EXPECT_EQ(parse_sweep_file(to_json(noisy), "s.json"), noisy);
 
   // One objective in the list is the same sweep as "objective".
   const SweepFile one = parse_sweep_file(

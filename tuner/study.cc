@@ -31,6 +31,15 @@ namespace tuner {
 namespace {
 
 constexpr char kSeedAttr[] = "tuner:seed";
+// The study's objective is noisy (StudyOptions::noisy_objective): JSON true, or false.
+constexpr char kNoisyObjectiveAttr[] = "tuner:noisy_objective";
+
+// Stores `noisy` as the study's kNoisyObjectiveAttr.
+void store_noisy(Storage& storage, StudyRecord& record, bool noisy) {
+  const std::string json = noisy ? "true" : "false";
+  storage.set_study_system_attr(record.study_id, kNoisyObjectiveAttr, json);
+  record.system_attrs[kNoisyObjectiveAttr] = json;
+}
 
 constexpr char kStudySamplerAttr[] = "tuner:sampler";  // the name of the sampler it was made with
 
@@ -100,6 +109,8 @@ std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, 
                     "keep one objective and state the others as constraints");
   }
   auto core = std::make_shared<StudyCore>();
+  auto noisy = record.system_attrs.find(kNoisyObjectiveAttr);
+  core->noisy = noisy != record.system_attrs.end() && noisy->second == "true";
   core->storage = options.storage;
   core->sampler = options.sampler;
   core->scheduler = options.scheduler;
@@ -450,6 +461,7 @@ Study Study::create(StudyOptions options) {
   std::string seed_json = json_string(std::to_string(seed));
   options.storage->set_study_system_attr(record.study_id, kSeedAttr, seed_json);
   record.system_attrs[kSeedAttr] = seed_json;
+  if (options.noisy_objective.value_or(false)) store_noisy(*options.storage, record, true);
   std::string sampler_json = json_string(options.sampler->name());
   options.storage->set_study_system_attr(record.study_id, kStudySamplerAttr, sampler_json);
   record.system_attrs[kStudySamplerAttr] = std::move(sampler_json);
@@ -482,6 +494,7 @@ Study Study::load(StudyOptions options) {
   if (!options.sampler) {
     options.sampler = sampler_named(stored_sampler_name(*record), *record, options.space);
   }
+  if (options.noisy_objective) store_noisy(*options.storage, *record, *options.noisy_objective);
   std::string space_change;
   if (options.space)
     space_change = check_and_record_space(*record, *options.storage, *options.space);
@@ -503,7 +516,7 @@ const std::string& Study::space_change() const { return core_->space_change; }
 History StudyCore::history_locked() {
   if (!space || std::none_of(space->params().begin(), space->params().end(),
                              [](const ParamSpec& p) { return p.default_value.has_value(); })) {
-    return History{trials, record.directions};
+    return History{trials, record.directions, noisy};
   }
   // Trials made before a parameter with a default was added get it (docs/search_space.md,
   // "Changing the space of a study"); what is stored stays as it is.
@@ -526,7 +539,7 @@ History StudyCore::history_locked() {
   while (filled_finished < filled.size() && is_finished(filled[filled_finished].state)) {
     ++filled_finished;
   }
-  return History{filled, record.directions};
+  return History{filled, record.directions, noisy};
 }
 
 StudyDirection Study::direction() const {

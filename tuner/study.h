@@ -68,6 +68,10 @@ struct StudyOptions {
   // the same trials. Default: drawn once at creation. Stored with the study; load() reuses it
   // (the stored seed wins over this one).
   std::optional<uint64_t> seed;
+  // The objective is noisy: the same parameters may give another value, so a sampler may propose
+  // a point a trial already has (search/history.h). Unset: a new study's objective is
+  // deterministic, and a stored study keeps what it was last given. Stored with the study.
+  std::optional<bool> noisy_objective;
   // Define-and-run: every ask() samples this whole space up front. Default: define-by-run.
   // A stored study continued with a space is checked against the space it was run with
   // (compare_with_stored()): an incompatible change is refused, a compatible one recorded

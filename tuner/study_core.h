@@ -58,6 +58,7 @@ struct StudyCore {
   std::shared_ptr<Scheduler> scheduler;  // may be null
   StudyRecord record;
   uint64_t seed = 0;
+  bool noisy = false;  // StudyOptions::noisy_objective, as stored
   std::optional<SearchSpace> space;
   std::string space_change;  // Study::space_change()
   std::shared_ptr<Clock> clock;

@@ -435,6 +435,37 @@ TEST(Study, EachTrialRecordsTheSamplerItCameFrom) {
   EXPECT_EQ(sampler_of(with_gp.trials().at(2)), "gp");
 }
 
+// Samplers repeat no point in a deterministic study: a noisy objective is stated, stored with the
+// study and handed to them.
+TEST(Study, ANoisyObjectiveIsStoredAndTheSamplersAreTold) {
+  struct Recording final : Sampler {
+    ParamValue sample_independent(const std::string&, const Distribution& d, const History& history,
+                                  const TrialContext&, Rng& rng) override {
+      noisy.push_back(history.noisy);
+      return RandomSampler::draw(d, rng);
+    }
+    std::vector<bool> noisy;
+  };
+  auto storage = std::make_shared<InMemoryStorage>();
+  auto sampler = std::make_shared<Recording>();
+  auto options = [&](std::optional<bool> noisy) {
+    StudyOptions o;
+    o.name = "noisy";
+    o.storage = storage;
+    o.sampler = sampler;
+    o.noisy_objective = noisy;
+    return o;
+  };
+  Study::create(options(true)).optimize(quadratic, trials(1));
+  Study::load(options(std::nullopt)).optimize(quadratic, trials(1));  // kept as stored
+  Study::load(options(false)).optimize(quadratic, trials(1));         // stated again
+  Study::load(options(std::nullopt)).optimize(quadratic, trials(1));
+  // Each trial samples its two parameters.
+  EXPECT_EQ(sampler->noisy,
+            (std::vector<bool>{true, true, true, true, false, false, false, false}));
+  EXPECT_EQ(storage->find_study("noisy")->system_attrs.at("tuner:noisy_objective"), "false");
+}
+
 TEST(Study, ANewStudyTakesTheAutoSamplerAndALoadedOneKeepsItsOwn) {
   auto storage = std::make_shared<InMemoryStorage>();
   auto options = [&](std::string name, std::shared_ptr<Sampler> sampler) {

@@ -160,7 +160,7 @@ bool Trial::should_stop() {
   }
   // Schedulers judge intermediate values: the trials as stored (no space defaults filled in).
   Decision d = core.scheduler->on_report_memoized(
-      *record, *s.last_step, History{core.trials, core.record.directions}, s.memo);
+      *record, *s.last_step, History{core.trials, core.record.directions, core.noisy}, s.memo);
   // In-process trials cannot be paused and resumed later; a pause means go on.
   s.stop_requested = d == Decision::kStop;
   return s.stop_requested;
