@@ -51,8 +51,10 @@ std::vector<int> free_gpus_that_fit(const ExecutorSlots& executor, const StudyDe
 
 bool has_gpus_free(const ExecutorSlots& executor, const StudyDemand& study) {
   if (study.gpu_share > 0) return gpu_with_room(executor, study).has_value();
-  return study.gpus_per_trial <= 0 ||
-         static_cast<int>(free_gpus_that_fit(executor, study).size()) >= study.gpus_per_trial;
+  if (study.gpus_per_trial <= 0) return true;
+  const auto fits = [&](int index) { return memory_fits(executor, index, 0, study.gpu_memory); };
+  return std::count_if(executor.free_gpus.begin(), executor.free_gpus.end(), fits) >=
+         study.gpus_per_trial;
 }
 
 // The first gpus_per_trial free GPUs of `executor` that fit, or the GPU its share goes to (none
