@@ -90,6 +90,11 @@ int run_best(const std::vector<std::string>& args) {
   for (const auto& [param, value] : best->params) {
     std::cout << "  " << param << " = " << to_string(value) << "\n";
   }
+  // A PBT segment: the params of each segment of its schedule.
+  const std::vector<std::string> schedule =
+      pbt_schedule(storage->get_trials(study.study_id), best->number);
+  if (!schedule.empty()) std::cout << "  schedule:\n";
+  for (const std::string& line : schedule) std::cout << "    " << line << "\n";
   // The job's final metrics (user attributes) and, for a sweep's engine job, its model.
   for (const auto& [key, json] : best->user_attrs) std::cout << "  " << key << ": " << json << "\n";
   if (study.system_attrs.contains(kSweepAttr)) {

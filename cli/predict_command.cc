@@ -7,7 +7,8 @@
 // name, encoded as training encoded them (registry/table_input.h); it answers with the labels,
 // or a regression's model with the predicted values. A model trained on an image folder takes a
 // folder of the same layout (its sub-folders' names are the true labels) or one PNG or JPEG
-// file, decoded and resized as training did.
+// file, decoded and resized as training did. Any model takes an .npy array [N, input...] of its
+// raw inputs, float or integer (labels, for the accuracy: --labels, an .npy [N] of integers).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "training/data/idx.h"
 #include "training/data/image_codec.h"
 #include "training/data/image_resize.h"
+#include "training/data/npy.h"
 #include "trials/error.h"
 
 namespace tuner::cli {
@@ -238,14 +240,61 @@ Inputs read_features_csv(const std::string& path, int64_t numel, int64_t limit) 
   return out;
 }
 
+// An .npy array [N, input...] of the model's raw inputs (float or integer), and when `labels` is
+// given, an .npy [N] (or [N, 1]) of integer labels. Errors name the file: Error(kNotFound) for a
+// missing one, kInvalidArgument for an unreadable one, another element type or another shape.
+Inputs read_npy(const std::string& path, const std::string& labels, const training::Shape& input,
+                int64_t limit) {
+  const auto open = [](const std::string& file) {
+    if (!fs::exists(file)) throw Error(ErrorCode::kNotFound, file + ": no such file");
+    try {
+      return training::NpyArray::open(file);
+    } catch (const training::DataError& e) {
+      throw Error(ErrorCode::kInvalidArgument, e.what());
+    }
+  };
+  const training::NpyArray x = open(path);
+  const std::vector<int64_t>& shape = x.shape();
+  const std::vector<int64_t> want(input.dims().begin(), input.dims().end());
+  if (shape.size() != want.size() + 1 || !std::equal(want.begin(), want.end(), shape.begin() + 1)) {
+    std::string got = "[";
+    for (size_t i = 0; i < shape.size(); ++i) got += (i ? ", " : "") + std::to_string(shape[i]);
+    throw Error(ErrorCode::kInvalidArgument,
+                path + ": an array of shape " + got + "], the model takes samples of " +
+                    input.to_string() + ": give an array [N, " + input.to_string().substr(1));
+  }
+  if (x.kind() != 'f' && x.kind() != 'i' && x.kind() != 'u') {
+    throw Error(ErrorCode::kInvalidArgument, path + ": elements of type " + x.dtype() +
+                                                 ", the model takes numbers (float or integer)");
+  }
+  Inputs out;
+  out.count = limit >= 0 ? std::min<int64_t>(shape[0], limit) : shape[0];
+  out.features.resize(static_cast<size_t>(out.count * input.numel()));
+  x.read_floats(0, static_cast<int64_t>(out.features.size()), out.features.data());
+  if (labels.empty()) return out;
+  const training::NpyArray y = open(labels);
+  const bool column = y.shape().size() == 2 && y.shape()[1] == 1;
+  if ((y.shape().size() != 1 && !column) || y.shape()[0] != shape[0] ||
+      (y.kind() != 'i' && y.kind() != 'u')) {
+    throw Error(ErrorCode::kInvalidArgument, labels + ": expected the labels of " + path +
+                                                 ", an integer array [" + std::to_string(shape[0]) +
+                                                 "], got type " + y.dtype() + " of " +
+                                                 std::to_string(y.shape().size()) + " dimensions");
+  }
+  for (int64_t i = 0; i < out.count; ++i) out.labels.push_back(static_cast<int32_t>(y.integer(i)));
+  return out;
+}
+
 constexpr Flag kFlags[] = {
     {"--model", "DIR/MODEL[@ALIAS|/VERSION]", "DIR/MODEL, DIR/MODEL@ALIAS or DIR/MODEL/VERSION",
      kRequired},
     {"--input", "FILE",
-     "Fashion-MNIST idx images (.gz), a CSV, a table's CSV/TSV, or an image folder's model's "
-     "folder or PNG/JPEG file",
+     "Fashion-MNIST idx images (.gz), a CSV, an .npy of inputs [N, input...], a table's CSV/TSV, "
+     "or an image folder's model's folder or PNG/JPEG file",
      kRequired},
-    {"--labels", "FILE", "the labels (default: the idx labels beside the images)"},
+    {"--labels", "FILE",
+     "the labels: idx (default: the idx labels beside the images) or, for an .npy input, an .npy "
+     "[N] of integers"},
     {"--limit", "N", "only the first N samples"},
     {"--output", "FILE", "write the probabilities there (default: stdout)"},
     {"--threads", "N", "the engine's threads (default 1)"},
@@ -268,7 +317,10 @@ int run_predict(const std::vector<std::string>& args) {
   Inputs in;
   const bool csv = input.ends_with(".csv") || input.ends_with(".CSV");
   const bool tsv = input.ends_with(".tsv") || input.ends_with(".tab") || input.ends_with(".TSV");
-  if (model.preprocessing().table) {
+  const bool npy = input.ends_with(".npy") || input.ends_with(".NPY");
+  if (npy && !model.preprocessing().table) {
+    in = read_npy(input, flags.get("--labels", ""), model.spec().input, limit);
+  } else if (model.preprocessing().table) {
     if (!csv && !tsv) {
       throw UsageError("tuner predict: " + dir.string() +
                        " was trained on a table: give its rows as a CSV or TSV file with a "
@@ -395,7 +447,8 @@ extern const Command kPredictCommand = {
     .description =
         "batch inference with the engine: idx images (.gz, labels\n"
         "found beside them) or a CSV of the model's raw inputs\n"
-        "(pixels 0..255 for a Fashion-MNIST model); for a model\n"
+        "(pixels 0..255 for a Fashion-MNIST model) or an .npy\n"
+        "array of them [N, input...]; for a model\n"
         "trained on a table, a CSV/TSV with its feature columns by\n"
         "name; for a model trained on an image folder, a folder of\n"
         "class sub-folders or one PNG/JPEG file; writes the\n"

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "search/pareto.h"
+#include "search/schedulers/pbt.h"
 #include "storage/optuna_schema.h"
 #include "storage/sqlite_storage.h"
 #include "sweep/trial_logs.h"
@@ -116,6 +117,7 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials) {
     columns.constraints |= has_constraints(t);
     columns.sampler |= !sampler_of(t).empty();
     columns.gpu_memory |= t.system_attrs.contains(kGpuMemoryPeakAttr);
+    columns.pbt |= pbt_lineage(t).has_value();
     columns.fail_reason |= t.state == TrialState::kFail && !fail_reason(t).empty();
   }
   return columns;
@@ -179,6 +181,12 @@ std::string trial_json(const FrozenTrial& t, const std::set<int>* front,
     field("feasible", constraint_violation(constraints) == 0 ? "true" : "false");
   }
   if (front) field("front", front->contains(t.number) ? "true" : "false");
+  if (const std::optional<PbtLineage> lineage = pbt_lineage(t)) {
+    field("pbt", Json{{"member", lineage->member},
+                      {"segment", lineage->segment},
+                      {"parent", lineage->parent ? Json(*lineage->parent) : Json(nullptr)}}
+                     .dump());
+  }
   if (t.state == TrialState::kFail) {
     if (const std::string reason = fail_reason(t); !reason.empty()) {
       field("fail_reason", Json(reason).dump());
@@ -211,6 +219,7 @@ std::vector<std::string> trial_header(const std::vector<std::string>& names, Tri
   header.push_back("seconds");
   if (columns.gpu_memory) header.push_back("GPU memory");
   if (columns.sampler) header.push_back("sampler");
+  if (columns.pbt) header.insert(header.end(), {"member", "segment", "parent"});
   header.insert(header.end(), names.begin(), names.end());
   if (columns.fail_reason) header.push_back("fail reason");
   return header;
@@ -246,6 +255,12 @@ std::vector<std::string> trial_row(const FrozenTrial& t, const std::vector<std::
                                            : byte_size_text(*peak));
   }
   if (columns.sampler) row.push_back(sampler_of(t));
+  if (columns.pbt) {
+    const std::optional<PbtLineage> lineage = pbt_lineage(t);
+    row.push_back(lineage ? std::to_string(lineage->member) : "");
+    row.push_back(lineage ? std::to_string(lineage->segment) : "");
+    row.push_back(lineage && lineage->parent ? std::to_string(*lineage->parent) : "");
+  }
   for (const std::string& name : names) {
     auto it = t.params.find(name);
     // Strings as they are: a quoted "adam" would keep its quotes in a spreadsheet or pandas.
@@ -266,6 +281,32 @@ std::vector<std::string> param_names(const std::vector<FrozenTrial>& trials) {
     for (const auto& [name, value] : t.params) names.insert(name);
   }
   return {names.begin(), names.end()};
+}
+
+std::vector<std::string> pbt_schedule(const std::vector<FrozenTrial>& trials, int number) {
+  auto find = [&](int n) -> const FrozenTrial* {
+    auto it = std::lower_bound(trials.begin(), trials.end(), n,
+                               [](const FrozenTrial& t, int v) { return t.number < v; });
+    return it != trials.end() && it->number == n ? &*it : nullptr;
+  };
+  std::vector<std::string> lines;
+  const FrozenTrial* t = find(number);
+  std::set<int> seen;  // a malformed parent chain ends instead of looping
+  while (t && seen.insert(t->number).second) {
+    const std::optional<PbtLineage> lineage = pbt_lineage(*t);
+    if (!lineage) break;
+    std::string line = "segment " + std::to_string(lineage->segment) + "  trial " +
+                       std::to_string(t->number) + "  member " + std::to_string(lineage->member) +
+                       " ";
+    for (const auto& [name, value] : t->params) {
+      const std::string* text = std::get_if<std::string>(&value);
+      line += " " + name + "=" + (text ? *text : to_string(value));
+    }
+    lines.push_back(std::move(line));
+    t = lineage->parent ? find(*lineage->parent) : nullptr;
+  }
+  std::reverse(lines.begin(), lines.end());
+  return lines;
 }
 
 }  // namespace tuner::cli

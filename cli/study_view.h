@@ -35,6 +35,8 @@ struct TrialColumns {
   bool constraints = false;  // "feasible" and "constraints"
   bool sampler = false;      // "sampler"
   bool gpu_memory = false;   // "GPU memory": the peak its processes held, where measured
+  // "member", "segment", "parent": a PBT segment's lineage (search/schedulers/pbt.h).
+  bool pbt = false;
   // A study of several objectives: "front", "yes" for the numbers of its Pareto front.
   std::optional<std::set<int>> front;
   bool fail_reason = false;  // "fail reason", last: why a FAIL trial failed
@@ -49,7 +51,8 @@ TrialColumns trial_columns(const std::vector<FrozenTrial>& trials);
 // the trial is on it. "gpu_memory_peak_bytes" where its executor measured it. A FAIL trial has
 // "fail_reason" and, when its run left one, "log_tail" (the
 // last lines of its log). With `steps` (its step metrics, trials/step_metrics.h), "step_metrics":
-// {"STEP": {"NAME": value, ...}, ...} when there are any.
+// {"STEP": {"NAME": value, ...}, ...} when there are any. A PBT segment has "pbt": {"member",
+// "segment", "parent"} (parent: null for segment 0).
 std::string trial_json(const FrozenTrial& trial, const std::set<int>* front = nullptr,
                        const std::vector<StepMetrics>* steps = nullptr);
 
@@ -74,6 +77,12 @@ std::vector<std::string> trial_row(const FrozenTrial& trial,
 
 // Every parameter name that occurs, sorted.
 std::vector<std::string> param_names(const std::vector<FrozenTrial>& trials);
+
+// The schedule of the PBT segment numbered `number` among `trials` (a study's trials by number):
+// the chain of segments whose checkpoints it continues, segment 0 first, each line its segment,
+// trial, member and params ("segment 2  trial 9  member 1  lr=0.01 width=32"). Empty when the
+// trial is not a PBT segment.
+std::vector<std::string> pbt_schedule(const std::vector<FrozenTrial>& trials, int number);
 
 }  // namespace tuner::cli
 

@@ -1,6 +1,6 @@
-// tuner trials --study NAME --storage PATH [--state S,...] [--json | --csv]: the trials of a
-// study as an aligned table, JSON lines or CSV; a JSON line also lists the files the trial left
-// in its folder (cli/artifacts_view.h).
+// tuner trials --study NAME --storage PATH [--state S,...] [--json | --csv | --lineage N]: the
+// trials of a study as an aligned table, JSON lines or CSV; a JSON line also lists the files the
+// trial left in its folder (cli/artifacts_view.h). --lineage prints a PBT segment's schedule.
 #include <algorithm>
 #include <iostream>
 #include <sstream>
@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/study_view.h"
 #include "sweep/trial_folder.h"
+#include "trials/error.h"
 
 namespace tuner::cli {
 namespace {
@@ -42,6 +43,7 @@ constexpr Flag kFlags[] = {
     {"--state", "S,...", "only trials in these states (RUNNING, COMPLETE, ...)"},
     {"--json", "", "one JSON object a line, with the trial's files"},
     {"--csv", "", "CSV with exact values (not with --json)"},
+    {"--lineage", "N", "the PBT schedule of trial N: the segments it continues, first first"},
 };
 
 }  // namespace
@@ -58,6 +60,17 @@ int run_trials(const std::vector<std::string>& args) {
   TrialFilter filter;
   if (flags.has("--state")) filter.states = parse_states(flags.get("--state"));
   const std::vector<FrozenTrial> trials = storage->get_trials(study.study_id, filter);
+  if (flags.has("--lineage")) {
+    const int number = flags.get_int("--lineage", 0);
+    const std::vector<std::string> schedule =
+        pbt_schedule(storage->get_trials(study.study_id), number);
+    if (schedule.empty()) {
+      throw Error(ErrorCode::kNotFound,
+                  "study '" + name + "' has no PBT segment numbered " + std::to_string(number));
+    }
+    for (const std::string& line : schedule) std::cout << line << "\n";
+    return kExitOk;
+  }
   // Several objectives: which trials are on the Pareto front (of all the study's trials).
   std::optional<std::set<int>> front;
   if (study.directions.size() > 1) front = front_numbers(*storage, study);
@@ -103,7 +116,7 @@ int run_trials(const std::vector<std::string>& args) {
 
 extern const Command kTrialsCommand = {
     .name = "trials",
-    .synopsis = "trials --storage PATH --study NAME [--state S,...] [--json | --csv]",
+    .synopsis = "trials --storage PATH --study NAME [--state S,...] [--json | --csv | --lineage N]",
     .description = "the trials of a study as a table, JSON lines or CSV",
     .flags = kFlags,
     .run = &run_trials,

@@ -258,10 +258,21 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       send(executor.route, DecisionMessage{.lease_id = lease.id});
       return;
     }
+    if (lease.work.paused_at) {  // a PBT segment's job goes on past its end: not stored
+      send(executor.route, DecisionMessage{.lease_id = lease.id, .decision = JobDecision::kPause});
+      return;
+    }
+    if (lease.run->before_segment(lease.work, report.step)) {  // its parent's steps again
+      send(executor.route, DecisionMessage{.lease_id = lease.id});
+      return;
+    }
     const bool stop = lease.run->report(*lease.work.trial, report, leases.describe(lease));
-    send(executor.route,
-         DecisionMessage{.lease_id = lease.id,
-                         .decision = stop ? JobDecision::kStop : JobDecision::kContinue});
+    JobDecision decision = stop ? JobDecision::kStop : JobDecision::kContinue;
+    if (!stop && lease.run->pauses(lease.work, report.step)) {
+      lease.work.paused_at = report.step;
+      decision = JobDecision::kPause;
+    }
+    send(executor.route, DecisionMessage{.lease_id = lease.id, .decision = decision});
   }
 
   void on_result(ExecutorEntry& executor, const ResultMessage& result) {
@@ -272,7 +283,9 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       return;
     }
     StudyRun& run = *lease->run;
-    ends.commit(executor, *lease, [&](Trial& trial) { return run.tell_result(trial, result); });
+    const std::optional<int64_t> paused_at = lease->work.paused_at;
+    ends.commit(executor, *lease,
+                [&](Trial& trial) { return run.tell_result(trial, result, paused_at); });
   }
 
   void on_fail(ExecutorEntry& executor, const FailMessage& fail) {

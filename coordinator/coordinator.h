@@ -80,6 +80,7 @@
 #include <vector>
 
 #include "coordinator/metric_constraint.h"
+#include "search/schedulers/pbt.h"
 #include "search/space/search_space.h"
 #include "trials/clock.h"
 #include "tuner/study.h"
@@ -124,13 +125,22 @@ struct StudyRunOptions {
   std::vector<MetricConstraint> constraints;
   // A study of several objectives (its directions): the final metric of each, in order, which
   // become a RESULT's values (a COMPLETE trial whose RESULT lacks one, or has it NaN, is FAIL
-  // naming it). REPORTs are then kept as metrics only: early stopping judges one value, and a
-  // study of several has none (Optuna's Trial.report refuses them too). Default: empty, one
-  // objective, the job's objective_metric.
+  // naming it). A REPORT's values of them (NaN for a missing one) are stored as by
+  // Trial::report of several values, the first as the intermediate value, and judged by the
+  // study's scheduler (one made for several objectives: MoAshaScheduler, ScalarizedStopping).
+  // Default: empty, one objective, the job's objective_metric.
   std::vector<std::string> objective_metrics;
   // Called on the loop's thread after each trial's outcome is committed (COMPLETE, PRUNED, or
   // FAIL, an expired lease included). Default: none.
   std::function<void(const FrozenTrial&)> on_trial_finished;
+  // Population-based training (docs/schedulers.md, "PBT"): the study's trials are the segments
+  // of pbt->options().population_size members. The first population_size trials are asked from
+  // the sampler (segment 0; n_trials, when set, caps them too); each segment is paused at its end
+  // (DECISION pause), stored COMPLETE with its value there, and the member's next segment is made
+  // as pbt->next_segments() decides, a trial with fixed params that starts from its parent's
+  // checkpoint (TRIAL's start_checkpoint_path). The same scheduler may be the study's
+  // (StudyOptions::scheduler), where it only ever pauses. REQUIRES: one objective. Default: none.
+  std::shared_ptr<const PbtScheduler> pbt;
 };
 
 // The service: where it listens, its timing, who may connect.

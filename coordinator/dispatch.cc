@@ -253,6 +253,13 @@ bool Dispatcher::send_trial(Lease& lease) {
   // continues where the lost attempt last saved.
   message.checkpoint_path = lease.run->needs.checkpoint_path(
       work.history.empty() ? lease.trial_number : work.history.front());
+  // A PBT segment starts from its parent's checkpoint (the executor copies it to its own).
+  if (work.start_from) {
+    message.start_checkpoint_path = lease.run->needs.checkpoint_path(*work.start_from);
+  }
+  if (work.segment && lease.run->options.pbt) {
+    message.pause_at_step = lease.run->options.pbt->segment_end(work.segment->segment);
+  }
   lease.unsent = false;
   if (outbox_.send(lease.route, message)) return true;
   outbox_.log("executor " + lease.executor_id + " is unreachable; trial " +

@@ -81,6 +81,7 @@ void GroupCommit::undo(StudyRun& run, const std::string& why) {
   }
   leased_.clear();
   run.ask_blocked_until = clock_.steady_now() + heartbeat_interval_;
+  run.pbt_check = true;  // segments made in the batch are gone too
   write_failed(why);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "executor/trial_job.h"
 #include "storage/storage_fault.h"
 #include "trials/error.h"
+#include "trials/params_json.h"
 #include "trials/system_attrs.h"
 #include "util/json_string.h"
 #include "util/strings.h"
@@ -110,6 +112,13 @@ StudyRun::StudyRun(StudyRunId run_id, Study s, StudyRunOptions o, const StudyRun
                 "coordinator: study '" + study.name() + "': max_retries and n_trials must be >= 0");
   }
   needs = job_needs(options.job_json, "coordinator: study '" + study.name() + "': job");
+  if (options.pbt && objectives > 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "coordinator: study '" + study.name() +
+                    "': population-based training ranks members by one objective, but the study "
+                    "has " +
+                    std::to_string(objectives));
+  }
   find_orphans();
 }
 
@@ -121,18 +130,23 @@ bool StudyRun::may_lease_more() const {
 }
 
 bool StudyRun::may_start_new() const {
+  if (options.pbt && pbt_members >= options.pbt->options().population_size) return false;
   return !exhausted && (!options.n_trials || stats.trials_started < *options.n_trials);
 }
 
 bool StudyRun::wants_slots() const {
   return !draining && !paused && may_lease_more() &&
-         (!prepared.empty() || pending_retries > 0 || may_start_new());
+         (!prepared.empty() || pending_retries > 0 || pending_segments > 0 ||
+          (options.pbt && pbt_check) || may_start_new());
 }
 
 bool StudyRun::done() const {
+  const bool population_done = options.pbt && pending_segments == 0 && !pbt_check &&
+                               pbt_members >= options.pbt->options().population_size;
   return leases().leased == 0 && (draining || pending_retries == 0) && prepared.empty() &&
-         orphans.empty() &&
-         (draining || exhausted || (options.n_trials && stats.trials_started >= *options.n_trials));
+         orphans.empty() && (draining || !options.pbt || population_done) &&
+         (draining || exhausted || population_done ||
+          (options.n_trials && stats.trials_started >= *options.n_trials));
 }
 
 std::optional<Prepared> StudyRun::next_work(GroupCommit& commit) {
@@ -141,8 +155,14 @@ std::optional<Prepared> StudyRun::next_work(GroupCommit& commit) {
     prepared.pop_front();
     return p;
   }
-  if (draining || (pending_retries == 0 && !may_start_new())) return std::nullopt;
   if (context.clock->steady_now() < ask_blocked_until) return std::nullopt;
+  if (options.pbt && pbt_check && !draining && !pbt_refresh(commit.open())) {
+    ask_blocked_until = context.clock->steady_now() + context.heartbeat_interval;
+    return std::nullopt;
+  }
+  if (draining || (pending_retries == 0 && pending_segments == 0 && !may_start_new())) {
+    return std::nullopt;
+  }
   std::optional<Trial> trial;
   try {
     trial.emplace(options.space ? study.ask(*options.space) : study.ask());
@@ -184,15 +204,25 @@ std::optional<Prepared> StudyRun::next_work(GroupCommit& commit) {
   p.params = trial->params();
   p.history = trial->retry_history();
   p.attempt = static_cast<int>(p.history.size());
+  p.trial = std::move(trial);
+  if (options.pbt) {
+    try {
+      pbt_take(p);
+    } catch (const Error& e) {
+      log("trial " + std::to_string(p.trial->number()) +
+          ": cannot record its place in the population: " + e.what());
+    }
+  }
   if (p.attempt > 0) {
     // A re-run (made by fail_and_retry here or by an earlier coordinator, or by the study's
     // stale-trial policy): not a new trial of the budget.
     ++stats.retries_started;
     if (pending_retries > 0) --pending_retries;
+  } else if (p.segment && p.segment->segment > 0) {
+    if (pending_segments > 0) --pending_segments;  // a member's next segment
   } else {
     ++stats.trials_started;
   }
-  p.trial = std::move(trial);
   p.asked_in_batch = commit.open();
   return p;
 }
@@ -230,9 +260,12 @@ void StudyRun::undo_lease(Prepared work) {
     return;
   }
   // Not stored: the trial does not exist. A re-run's WAITING trial waits again.
+  if (options.pbt) pbt_check = true;  // the population as stored, counted again
   if (work.attempt > 0) {
     --stats.retries_started;
     ++pending_retries;
+  } else if (work.segment && work.segment->segment > 0) {
+    // A member's next segment: waits again (pbt_refresh counts it).
   } else {
     --stats.trials_started;
   }
@@ -244,7 +277,21 @@ bool StudyRun::report(Trial& trial, const ReportMessage& report, const std::stri
   ++stats.reports;
   try {
     trial.log_metrics(report.step, report.metrics);
-    if (options.objective_metrics.size() > 1) return false;  // nothing to judge
+    if (options.objective_metrics.size() > 1) {
+      // Several objectives: the first as the intermediate value, and all of them judged by the
+      // schedulers made for several (the others are refused at Study::create).
+      std::vector<double> values;
+      bool any = false;
+      for (const std::string& name : options.objective_metrics) {
+        auto metric = report.metrics.find(name);
+        any = any || metric != report.metrics.end();
+        values.push_back(metric != report.metrics.end() ? metric->second
+                                                        : std::numeric_limits<double>::quiet_NaN());
+      }
+      if (!any) return false;
+      trial.report(report.step, values);
+      return trial.should_stop();
+    }
     auto metric = report.metrics.find(needs.objective_metric);
     if (metric == report.metrics.end()) return false;
     if (!std::isnan(metric->second)) trial.report(report.step, metric->second);
@@ -272,7 +319,8 @@ Attributes artifact_records(const StudyJobNeeds& needs, const Trial& trial) {
 
 }  // namespace
 
-FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
+FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result,
+                                  std::optional<int64_t> paused_at) {
   // The files its run left, recorded while the trial takes attributes (before it is told);
   // one that cannot be recorded costs the record, not the outcome.
   try {
@@ -304,6 +352,24 @@ FrozenTrial StudyRun::tell_result(Trial& trial, const ResultMessage& result) {
   const std::string unfit = set_constraints(trial, result.metrics);
   if (trial.stop_requested()) return study.tell(trial, TrialState::kPruned, "", metrics);
   if (!unfit.empty()) return study.tell(trial, TrialState::kFail, unfit, metrics);
+  if (!paused_at && options.pbt) paused_at = result.paused_at_step;
+  if (paused_at) {
+    // A PBT segment's value is its value at its end, whatever the job did after. Reports sent
+    // while no coordinator was there are lost: the RESULT's (its last report's) then stands for
+    // the step it was paused at.
+    const FrozenTrial record = study.storage().get_trial(trial.id());
+    auto after = record.intermediate_values.upper_bound(*paused_at);
+    if (after == record.intermediate_values.begin() || std::prev(after)->first < *paused_at) {
+      auto metric = result.metrics.find(needs.objective_metric);
+      if (metric != result.metrics.end() && std::isfinite(metric->second)) {
+        trial.report(*paused_at, metric->second);
+        return study.tell(trial, {metric->second}, metrics);
+      }
+    }
+    if (after != record.intermediate_values.begin()) {
+      return study.tell(trial, {std::prev(after)->second}, metrics);
+    }
+  }
   if (options.objective_metrics.size() > 1) {
     std::vector<double> values;
     for (const std::string& name : options.objective_metrics) {
@@ -375,6 +441,7 @@ void StudyRun::check_gpu_memory(const Trial& trial, uint64_t peak_bytes) const {
 }
 
 void StudyRun::count(const FrozenTrial& finished_trial) {
+  if (options.pbt) pbt_check = true;  // a segment ended: its member may be due
   switch (finished_trial.state) {
     case TrialState::kComplete:
       ++stats.completed;
@@ -394,6 +461,7 @@ void StudyRun::finished(const FrozenTrial& trial) const {
 
 bool StudyRun::fail_and_rerun(Prepared& work, const std::string& reason) {
   Trial& trial = *work.trial;
+  if (options.pbt) pbt_check = true;
   Study::Rerun rerun;
   try {
     rerun =
@@ -432,6 +500,7 @@ void StudyRun::abandon(Trial& trial, const std::string& reason) {
 
 bool StudyRun::preempt(Prepared& work, const std::string& reason) {
   Trial& trial = *work.trial;
+  if (options.pbt) pbt_check = true;
   Study::Rerun rerun;
   try {
     // Counted before the FAIL, so that the re-run copies the count with the lineage.
@@ -479,6 +548,7 @@ Prepared StudyRun::adopt(int64_t trial_id) {
   work.params = work.trial->params();
   work.history = work.trial->retry_history();
   work.attempt = static_cast<int>(work.history.size());
+  if (options.pbt) work.segment = pbt_lineage(study.storage().get_trial(trial_id));
   return work;
 }
 
@@ -526,6 +596,88 @@ std::optional<Clock::SteadyTime> StudyRun::next_orphan_deadline() const {
     if (!next || orphan.deadline < *next) next = orphan.deadline;
   }
   return next;
+}
+
+// --- Population-based training ------------------------------------------------------------------
+
+namespace {
+
+// The first trial of `trial`'s lineage of re-runs, which names its checkpoint.
+int lineage_first(const FrozenTrial& trial) {
+  auto it = trial.system_attrs.find(kFailedTrialAttr);
+  if (it == trial.system_attrs.end()) return trial.number;
+  const nlohmann::json first = nlohmann::json::parse(it->second, nullptr, false);
+  return first.is_number_integer() ? first.get<int>() : trial.number;
+}
+
+}  // namespace
+
+bool StudyRun::pauses(const Prepared& work, int64_t step) const {
+  return options.pbt && work.segment && step >= options.pbt->segment_end(work.segment->segment);
+}
+
+bool StudyRun::before_segment(const Prepared& work, int64_t step) const {
+  return options.pbt && work.segment && work.segment->segment > 0 &&
+         step <= options.pbt->segment_end(work.segment->segment - 1);
+}
+
+bool StudyRun::pbt_refresh(bool in_batch) {
+  try {
+    const std::vector<FrozenTrial> trials = study.trials();
+    const History history{trials, study.directions()};
+    int waiting = 0;
+    for (const FrozenTrial& t : trials) {
+      if (t.state == TrialState::kWaiting && !t.system_attrs.contains(kFailedTrialAttr) &&
+          pbt_lineage(t)) {
+        ++waiting;
+      }
+    }
+    const std::vector<PbtNextSegment> next = options.pbt->next_segments(history);
+    auto make = [&] {
+      for (const PbtNextSegment& s : next) {
+        // One write: the params it runs with (as Study::enqueue_trial stores them) and its
+        // lineage come with the WAITING trial.
+        FrozenTrial from;
+        from.system_attrs = pbt_attrs(s.lineage);
+        from.system_attrs[kFixedParamsAttr] = params_to_json(s.params);
+        const FrozenTrial made =
+            study.storage().create_trial(study.id(), TrialState::kWaiting, &from);
+        log("study '" + study.name() + "': member " + std::to_string(s.lineage.member) +
+            ", segment " + std::to_string(s.lineage.segment) + " is trial " +
+            std::to_string(made.number) + ": " +
+            (s.exploited ? "exploits trial " : "continues from trial ") +
+            std::to_string(*s.lineage.parent) + " with " + params_to_json(s.params));
+      }
+    };
+    in_batch ? make() : study.run_batch(make);
+    pbt_members = PbtScheduler::members(history);
+    pending_segments = waiting + static_cast<int>(next.size());
+    pbt_check = false;
+    return true;
+  } catch (const Error& e) {
+    log("study '" + study.name() + "': cannot make the population's next segments: " + e.what());
+    return false;
+  }
+}
+
+void StudyRun::pbt_take(Prepared& p) {
+  const FrozenTrial record = study.storage().get_trial(p.trial->id());
+  std::optional<PbtLineage> lineage = pbt_lineage(record);
+  if (!lineage && p.attempt == 0) {
+    // A new member, sampled by the study's sampler: segment 0.
+    lineage = PbtLineage{.member = pbt_members, .segment = 0};
+    for (const auto& [key, json] : pbt_attrs(*lineage)) {
+      study.storage().set_trial_system_attr(p.trial->id(), key, json);
+    }
+    ++pbt_members;
+  }
+  p.segment = lineage;
+  if (lineage && lineage->parent) {
+    const std::vector<FrozenTrial> from = study.trials({.min_number = *lineage->parent});
+    if (!from.empty() && from.front().number == *lineage->parent) {
+      p.start_from = lineage_first(from.front());
+    }
+  }
 }
 
 // --- Stopping -----------------------------------------------------------------------------------

@@ -122,6 +122,12 @@ struct StudyRun {
   // Why the study's run stopped early (sampling kept failing); it drains then.
   std::optional<std::string> failure;
   CoordinatorStats stats;
+  // PBT (options.pbt): the members started, the next segments WAITING in storage (which ask()
+  // serves), and whether the population is to be looked at again before the next ask (at the
+  // start, after an outcome, after an undone batch): pbt_refresh() makes the segments due.
+  int pbt_members = 0;
+  int pending_segments = 0;
+  bool pbt_check = true;
 
   LeaseCounts leases() const { return context.leases->counts(this); }
   // An earlier coordinator's trials that no executor took back yet count against
@@ -146,14 +152,23 @@ struct StudyRun {
   void undo_lease(Prepared work);
 
   // A REPORT of the trial's progress: every metric stored as the step's metrics, its objective
-  // metric also as an intermediate value (a NaN is not stored), and the scheduler asked. True when
+  // metric also as an intermediate value (a NaN is not stored; with several objectives, their
+  // values by Trial::report of several), and the scheduler asked. True when
   // the trial should stop. A report that cannot be stored is logged, naming `lease`, and the trial
   // goes on.
   bool report(Trial& trial, const ReportMessage& report, const std::string& lease);
   // The outcome of a RESULT (COMPLETE, PRUNED when the scheduler stopped it, FAIL when a metric
-  // it needs is missing or unfit), with every final metric as a user attribute. Throws as
-  // Study::tell does.
-  FrozenTrial tell_result(Trial& trial, const ResultMessage& result);
+  // it needs is missing or unfit), with every final metric as a user attribute. A PBT segment
+  // told to pause at step `paused_at` is COMPLETE with its last intermediate value up to there
+  // (the job may have gone on a little before it stopped). Throws as Study::tell does.
+  FrozenTrial tell_result(Trial& trial, const ResultMessage& result,
+                          std::optional<int64_t> paused_at = std::nullopt);
+  // PBT: a report at `step` ends `work`'s segment (PbtScheduler::segment_end), so the job is
+  // told to pause.
+  bool pauses(const Prepared& work, int64_t step) const;
+  // PBT: `step` lies before `work`'s segment (a job resumed from a checkpoint that reports its
+  // earlier steps again, as the engine does): the report is not the segment's.
+  bool before_segment(const Prepared& work, int64_t step) const;
   // FAIL with `reason`, keeping `fail`'s exit code and log tail as the trial's system attributes
   // "exit_code" and "log_tail". Throws as Study::tell does.
   FrozenTrial tell_fail(Trial& trial, const FailMessage& fail, const std::string& reason);
@@ -190,6 +205,14 @@ struct StudyRun {
 
  private:
   void ask_failed(const std::string& what, bool transient);
+  // PBT: counts the members and WAITING segments in storage, and makes (WAITING, with fixed
+  // params and their lineage) the next segments PbtScheduler::next_segments() finds due, in one
+  // storage batch (the open one when `in_batch`). False (logged) when the storage refused.
+  bool pbt_refresh(bool in_batch);
+  // PBT: what a trial just asked is (a new member, a next segment, a re-run), its lineage and
+  // the checkpoint it starts from, in `p`; a new member's lineage is stored. Throws the
+  // storage's Error.
+  void pbt_take(Prepared& p);
   void find_orphans();
   Prepared adopt(int64_t trial_id);
   // Gives `trial` the constraint values of its study's metric constraints from a RESULT's

@@ -243,15 +243,16 @@ TEST_F(StudyRunTest, SeveralObjectivesTakeTheirValuesFromTheirMetrics) {
   std::optional<Prepared> a = run.next_work(commit_);
   std::optional<Prepared> b = run.next_work(commit_);
   ASSERT_TRUE(a && b);
-  // A report has nothing to judge: it is not stored as an intermediate value, only as the step's
-  // metrics.
+  // A report is stored as the step's metrics, and its objectives as Trial::report of several
+  // values stores them: the first as the intermediate value. Without a scheduler, nothing stops.
   EXPECT_FALSE(run.report(*a->trial, ReportMessage{.step = 1, .metrics = {{"loss", 0.3}}}, "l"));
   EXPECT_EQ(run.study.storage().get_step_metrics(run.study.id()).size(), 1u);
+  EXPECT_EQ(run.study.storage().get_trial(a->trial->id()).intermediate_values,
+            (std::map<int64_t, double>{{1, 0.3}}));
   const FrozenTrial ok = run.tell_result(
       *a->trial, ResultMessage{.metrics = {{"loss", 0.25}, {"latency", 4}}, .values = {0.25}});
   EXPECT_EQ(ok.state, TrialState::kComplete);
   EXPECT_EQ(ok.values, (std::vector<double>{0.25, 4}));
-  EXPECT_TRUE(ok.intermediate_values.empty());
   const FrozenTrial missing = run.tell_result(*b->trial, ResultMessage{.metrics = {{"loss", 1}}});
   EXPECT_EQ(missing.state, TrialState::kFail);
   EXPECT_NE(missing.system_attrs.at(kFailReasonAttr)

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "search/schedulers/pbt.h"
 #include "tuner/study.h"
 
 namespace tuner {
@@ -20,6 +21,12 @@ struct Prepared {
   int attempt = 0;
   std::vector<int> history;     // numbers of the earlier, failed attempts
   bool asked_in_batch = false;  // asked in the open batch: gone if the batch fails
+  // A PBT segment (StudyRunOptions::pbt): its lineage; the first trial of its parent's lineage,
+  // whose checkpoint (TrialJob::checkpoint_path) it starts from; and the step of the report it was
+  // told to pause at (later reports are not stored). Unset otherwise.
+  std::optional<PbtLineage> segment;
+  std::optional<int> start_from;
+  std::optional<int64_t> paused_at;
 };
 
 }  // namespace tuner

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,12 +63,18 @@ Samples read_csv_samples(const std::filesystem::path& path, int64_t limit) {
       if (!numbers) {
         header = fields;
         for (size_t c = 0; c < header.size(); ++c) {
-          if (header[c] == "label")
-            label_column = static_cast<int>(c);
-          else if (header[c] == "predicted")
-            predicted_column = static_cast<int>(c);
-          else
+          const bool label = header[c] == "label";
+          if (!label && header[c] != "predicted") {
             out.input_names.push_back(header[c]);
+            continue;
+          }
+          int& column = label ? label_column : predicted_column;
+          if (column >= 0) {
+            throw Error(ErrorCode::kInvalidArgument,
+                        where + ": columns " + std::to_string(column + 1) + " and " +
+                            std::to_string(c + 1) + " are both named '" + header[c] + "'");
+          }
+          column = static_cast<int>(c);
         }
         continue;
       }
@@ -85,6 +92,10 @@ Samples read_csv_samples(const std::filesystem::path& path, int64_t limit) {
       if (!v) {
         throw Error(ErrorCode::kInvalidArgument,
                     where + ": " + column + ": '" + fields[c] + "' is not a finite number");
+      }
+      if (std::abs(*v) > std::numeric_limits<float>::max()) {  // features are held as float32
+        throw Error(ErrorCode::kInvalidArgument, where + ": " + column + ": '" + fields[c] +
+                                                     "' is not a finite number of float32's range");
       }
       if (static_cast<int>(c) == label_column || static_cast<int>(c) == predicted_column) {
         if (*v < 0 || *v != std::floor(*v) || *v > 2147483647.0) {

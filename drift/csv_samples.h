@@ -15,7 +15,8 @@ namespace tuner::drift {
 // Reads every non-empty row (LF or CRLF), the first `limit` when limit >= 0. Throws
 // Error(kNotFound) for an unreadable file, Error(kInvalidArgument) naming the file, line and
 // column of a row with another number of columns than the first, a field that is not a finite
-// number, a class that is not an integer >= 0, or a file without rows.
+// number (a feature: of float32's range), a class that is not an integer >= 0, a header with two
+// "label" or two "predicted" columns, or a file without rows.
 Samples read_csv_samples(const std::filesystem::path& path, int64_t limit = -1);
 
 }  // namespace tuner::drift

@@ -72,5 +72,26 @@ TEST_F(CsvSamplesTest, ErrorsNameTheLineAndColumn) {
   EXPECT_THROW(read_csv_samples(path_.string() + ".missing"), Error);
 }
 
+// A second "label" or "predicted" column was read as a feature without a name; a value past
+// float32's range would be held as an infinity.
+TEST_F(CsvSamplesTest, ARepeatedClassColumnOrAFeaturePastFloat32IsRefused) {
+  const struct {
+    std::string text, message;
+  } kCases[] = {
+      {"predicted,a,predicted\n1,2,3\n", ":1: columns 1 and 3 are both named 'predicted'"},
+      {"a,b\n1,-1e39\n", ":2: column 2 ('b'): '-1e39' is not a finite number of float32's range"},
+  };
+  for (const auto& c : kCases) {
+    write(c.text);
+    try {
+      read_csv_samples(path_);
+      ADD_FAILURE() << "accepted " << c.text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_THAT(e.what(), HasSubstr(path_.string() + c.message)) << c.text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tuner::drift

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -57,9 +58,11 @@ void read_rows(const Json& rows, const char* field, size_t count, int64_t& width
     }
     for (size_t k = 0; k < row.size(); ++k) {
       const Json& v = row[k];
-      if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      // Held as float32: a number past its range is not finite there.
+      if (!v.is_number() || !(std::abs(v.get<double>()) <= std::numeric_limits<float>::max())) {
         throw BadLine{where + "[" + std::to_string(k) + "] is " +
-                      (v.is_number() ? v.dump() : type_name(v)) + ", not a finite number"};
+                      (v.is_number() ? v.dump() : type_name(v)) +
+                      ", not a finite number (of float32's range)"};
       }
       out.push_back(v.get<float>());
     }
@@ -194,7 +197,8 @@ Samples read_request_log(const fs::path& path, const RequestLogOptions& options)
         Json record;
         try {
           record = Json::parse(line);
-        } catch (const Json::parse_error& e) {
+        } catch (
+            const Json::exception& e) {  // parse_error, or out_of_range: a number past double's
           if (!terminated) {
             out.notes.push_back(where +
                                 ": the last line has no newline and is not JSON: left out "

@@ -107,6 +107,28 @@ TEST_F(RequestLogTest, AMalformedLineNamesTheFileAndLine) {
   EXPECT_THAT(s.notes[0], HasSubstr(":2: skipped: not JSON"));
 }
 
+// Numbers a double or a float32 cannot hold: the JSON library throws its out_of_range (not a
+// parse_error) for the first, and the second would be stored as an infinity.
+TEST_F(RequestLogTest, NumbersPastTheirTypesRangeAreMalformedLines) {
+  const struct {
+    std::string line, message;
+  } kCases[] = {
+      {R"({"inputs": [[1, 1e999, 3]], "outputs": [[0, 1]], "predicted": [1]})",
+       ":2: not JSON: number overflow parsing '1e999'"},
+      {R"({"inputs": [[1, -1e39, 3]], "outputs": [[0, 1]], "predicted": [1]})",
+       ":2: inputs[0][1] is -1e+39, not a finite number (of float32's range)"},
+  };
+  for (const auto& c : kCases) {
+    const fs::path f = write("requests-20261202T110000-1.jsonl", request("t0", 0) + c.line + "\n");
+    try {
+      read_request_log(f);
+      ADD_FAILURE() << "accepted " << c.line;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(f.string() + c.message)) << c.line;
+    }
+  }
+}
+
 TEST_F(RequestLogTest, RequestsMustAgreeWithTheFirst) {
   const struct {
     std::string line, message;

@@ -99,6 +99,7 @@ std::vector<std::string> build_env(const CommandSpec& spec, const CommandTrial& 
   env["TUNER_TRIAL_ID"] = std::to_string(trial.trial_id);
   env["TUNER_TRIAL_NUMBER"] = std::to_string(trial.number);
   if (trial.checkpoint_path) env["TUNER_CHECKPOINT_PATH"] = *trial.checkpoint_path;
+  if (trial.pause_at_step) env["TUNER_PAUSE_AT_STEP"] = std::to_string(*trial.pause_at_step);
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [name, value] : env) out.push_back(name + "=" + value);

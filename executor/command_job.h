@@ -5,7 +5,8 @@
 //   argv  the spec's template expanded for the trial (executor/argv_template.h);
 //   env   the executor's environment, then the spec's `env`, then
 //         TUNER_PARAMS (the parameters as a JSON object, trials/params_json.h), TUNER_TRIAL_ID,
-//         TUNER_TRIAL_NUMBER, and TUNER_CHECKPOINT_PATH when the trial has a checkpoint path;
+//         TUNER_TRIAL_NUMBER, and TUNER_CHECKPOINT_PATH when the trial has a checkpoint path
+//         (TUNER_PAUSE_AT_STEP for a PBT segment);
 //   cwd   the spec's working directory (empty: the executor's);
 //   stdin /dev/null;
 // and runs in its own process group. Its stdout is read line by line (executor/metrics_line.h):
@@ -75,6 +76,8 @@ struct CommandTrial {
   int number = -1;
   Params params;
   std::optional<std::string> checkpoint_path;  // passed as TUNER_CHECKPOINT_PATH when set
+  // A PBT segment's last step (TRIAL's pause_at_step), passed as TUNER_PAUSE_AT_STEP when set.
+  std::optional<int64_t> pause_at_step;
 };
 
 struct CommandReport {

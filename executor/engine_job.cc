@@ -137,6 +137,8 @@ class TrialRun {
                                        .label_smoothing = static_cast<float>(c.label_smoothing),
                                        .target_scaling = data_.target_scaling,
                                        .clip_grad_norm = c.clip_grad_norm};
+      options.augment = data_.augmentation;
+      options.prefetch = spec_.prefetch;
       options.stop = stop_;
       options.communicator = comm_.get();
       trainer_ = std::make_unique<training::Trainer>(*model_, *optimizer_, *schedule_, data_.train,

@@ -353,11 +353,13 @@ struct ExecutorService::Impl {
       last_job_json = trial.job_json;
       last_job_study = study;
     }
-    if (local_artifacts && trial.checkpoint_path && !last_job_artifacts_dir.empty()) {
+    if (local_artifacts && !last_job_artifacts_dir.empty()) {
       const std::string from = last_job_artifacts_dir + "/";
-      if (trial.checkpoint_path->starts_with(from)) {
-        *trial.checkpoint_path =
-            last_trial_job->artifacts_dir() + "/" + trial.checkpoint_path->substr(from.size());
+      for (std::optional<std::string>* path :
+           {&trial.checkpoint_path, &trial.start_checkpoint_path}) {
+        if (*path && (*path)->starts_with(from)) {
+          **path = last_trial_job->artifacts_dir() + "/" + (*path)->substr(from.size());
+        }
       }
     }
     auto job = std::make_unique<HeldJob>();

@@ -3,8 +3,11 @@
 namespace tuner {
 
 void HeldJob::decide(JobDecision d) {
+  // A continue answers an earlier report: it does not take back a stop or pause decided since
+  // (a later DECISION, or a pause at TRIAL's pause_at_step).
+  if (d == JobDecision::kContinue) return;
   decision.store(d);
-  if (d != JobDecision::kContinue) stop_source.request_stop();
+  stop_source.request_stop();
 }
 
 void HeldJob::stop(const std::string& reason) {

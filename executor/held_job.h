@@ -37,8 +37,12 @@ class HeldJob {
   std::atomic<JobDecision> decision{JobDecision::kContinue};
   // Requested when the job must end (a DECISION to stop or pause, or stop()).
   std::stop_source stop_source;
+  // The step of the report the job was answered pause at (TRIAL's pause_at_step, or a DECISION
+  // pause it saw); -1 while none. Written by the job thread's report callback.
+  std::atomic<int64_t> paused_at_step{-1};
 
-  // A DECISION from the coordinator: remembered, and anything but kContinue stops the job.
+  // A DECISION from the coordinator: anything but kContinue is remembered and stops the job (a
+  // kContinue, answering an earlier report, changes nothing).
   void decide(JobDecision d);
   // The executor stops the job itself (lease given up, shutdown), for `reason`: the first
   // reason given is kept.

@@ -79,5 +79,14 @@ TEST(HeldJobTest, TheFirstStopReasonIsKeptAndADecisionToStopStopsTheJob) {
   EXPECT_TRUE(paused.stop_reason().empty());
 }
 
+// The continue that answers an earlier report, arriving after the job was paused at its last
+// step, left it looking neither paused nor stopped: a pause the job had taken ended as a FAIL.
+TEST(HeldJobTest, ALateContinueDoesNotTakeBackAPause) {
+  HeldJob j;
+  j.decide(JobDecision::kPause);
+  j.decide(JobDecision::kContinue);
+  EXPECT_EQ(j.decision.load(), JobDecision::kPause);
+}
+
 }  // namespace
 }  // namespace tuner

@@ -36,7 +36,10 @@ ResultMessage result(const JobEnding& ending, const CommandOutcome& outcome) {
   return ResultMessage{.lease_id = ending.lease_id,
                        .metrics = outcome.result_metrics(),
                        .integer_metrics = outcome.result_integer_metrics(),
-                       .gpu_memory_peak_bytes = outcome.gpu_memory_peak_bytes};
+                       .gpu_memory_peak_bytes = outcome.gpu_memory_peak_bytes,
+                       .paused_at_step = ending.decision == JobDecision::kPause
+                                             ? ending.paused_at_step
+                                             : std::nullopt};
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #define TUNER_EXECUTOR_OUTCOME_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,8 @@ struct JobEnding {
   JobDecision decision = JobDecision::kContinue;
   // Why the executor itself stopped the job; empty when it did not.
   std::string executor_stop_reason;
+  // Paused: the step of the report it was paused at, when known (RESULT's paused_at_step).
+  std::optional<int64_t> paused_at_step;
 };
 
 // RESULT or FAIL for a job `job` whose run ended as `ending` with `outcome`.

@@ -48,7 +48,9 @@ class ReportScalars {
   bool failed_ = false;
 };
 
-// Each report to the loop as REPORT; the answer is the coordinator's last DECISION.
+// Each report to the loop as REPORT; the answer is the coordinator's last DECISION, or pause at a
+// PBT segment's last step (TRIAL's pause_at_step), decided here so that it holds while the
+// coordinator is out of reach.
 ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& scalars) {
   return [&job, &events, &scalars](const CommandReport& r) {
     const uint64_t lease = job.trial.lease_id;
@@ -58,7 +60,17 @@ ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& s
     if (std::string problem = scalars.add(r); !problem.empty()) {
       events.post(JobEvent{.note = "trial " + std::to_string(job.trial.number) + ": " + problem});
     }
-    return job.decision.load();
+    JobDecision decision = job.decision.load();
+    if (decision == JobDecision::kContinue && job.trial.pause_at_step &&
+        r.step >= *job.trial.pause_at_step) {
+      job.decision.compare_exchange_strong(decision, JobDecision::kPause);
+      decision = job.decision.load();
+    }
+    if (decision == JobDecision::kPause) {
+      int64_t none = -1;
+      job.paused_at_step.compare_exchange_strong(none, r.step);
+    }
+    return decision;
   };
 }
 
@@ -81,10 +93,44 @@ CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options, const C
   return command.run(trial, on_report, job.stop_source.get_token());
 }
 
+// A PBT segment's start: its parent's checkpoint copied to `path` (and the engine's history file
+// beside it, when there is one), unless `path` holds a checkpoint already (a re-run's). A copy
+// that fails is noted; the job then starts without the parent's state. The copy is made under a
+// temporary name and renamed, so that a job never sees half a checkpoint.
+void copy_start_checkpoint(const HeldJob& job, const std::filesystem::path& path,
+                           JobEvents& events) {
+  if (!job.trial.start_checkpoint_path) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(path, ec)) return;
+  const fs::path from = fs::absolute(*job.trial.start_checkpoint_path, ec).lexically_normal();
+  const std::string trial = "trial " + std::to_string(job.trial.number) + ": ";
+  for (const std::string suffix : {".history.json", ""}) {  // the checkpoint itself last
+    const fs::path source = from.string() + suffix;
+    const fs::path target = path.string() + suffix;
+    const fs::path partial = target.string() + ".partial";
+    if (!fs::exists(source, ec)) {
+      if (suffix.empty()) {
+        events.post(JobEvent{.note = trial + "its parent's checkpoint " + source.string() +
+                                     " is not on this host; it starts without it"});
+      }
+      continue;
+    }
+    fs::copy_file(source, partial, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(partial, target, ec);
+    if (ec) {
+      events.post(JobEvent{.note = trial + "cannot copy its parent's checkpoint " +
+                                   source.string() + " to " + target.string() + ": " +
+                                   ec.message()});
+      return;
+    }
+  }
+}
+
 // The trial's checkpoint path, absolute (the program may run in another working directory), with
 // its folder made: a re-run's checkpoint is in its lineage's first trial's folder, which a host
 // that did not run that trial lacks. A folder that cannot be made is noted; the job then finds
-// no checkpoint and cannot save one.
+// no checkpoint and cannot save one. A PBT segment's parent checkpoint is copied there first.
 std::optional<std::string> checkpoint_path(const HeldJob& job, JobEvents& events) {
   if (!job.trial.checkpoint_path) return std::nullopt;
   std::error_code ec;
@@ -97,6 +143,7 @@ std::optional<std::string> checkpoint_path(const HeldJob& job, JobEvents& events
                                  ": cannot create the folder of its checkpoint " + path.string() +
                                  ": " + ec.message()});
   }
+  copy_start_checkpoint(job, path, events);
   return path.string();
 }
 
@@ -104,7 +151,8 @@ Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& 
   const CommandTrial trial{.trial_id = job.trial.trial_id,
                            .number = job.trial.number,
                            .params = job.trial.params,
-                           .checkpoint_path = checkpoint_path(job, events)};
+                           .checkpoint_path = checkpoint_path(job, events),
+                           .pause_at_step = job.trial.pause_at_step};
   ReportScalars scalars(job.trial_job->scalars_dir(job.trial.number));
   const ReportCallback on_report = report_callback(job, events, scalars);
   const CommandOutcome outcome =
@@ -114,7 +162,10 @@ Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& 
                          JobEnding{.lease_id = job.trial.lease_id,
                                    .node = job.trial.node,
                                    .decision = job.decision.load(),
-                                   .executor_stop_reason = job.stop_reason()},
+                                   .executor_stop_reason = job.stop_reason(),
+                                   .paused_at_step = job.paused_at_step.load() >= 0
+                                                         ? std::optional(job.paused_at_step.load())
+                                                         : std::nullopt},
                          outcome);
 }
 

@@ -149,6 +149,15 @@ constexpr char kScript[] = R"js(
 })();
 )js";
 
+// After a PRUNED trial's state: " at step N" when its scheduler stopped it there (the step of
+// the rung, for the ASHA family); empty otherwise.
+std::string stopped_text(const FrozenTrial& t) {
+  const std::optional<int64_t> step = stopped_at_step(t);
+  if (!step) return "";
+  return " <span class=\"stopped\" title=\"stopped by the scheduler at step " +
+         std::to_string(*step) + "\">at step " + std::to_string(*step) + "</span>";
+}
+
 std::string format_time(TimePoint t) {
   std::time_t seconds = std::chrono::system_clock::to_time_t(t);
   std::tm utc{};
@@ -588,7 +597,7 @@ class Page {
       out_ += std::string(feasible == "no" ? "<tr class=\"infeasible\">" : "<tr>") +
               "<td class=\"num\" data-v=\"" + std::to_string(t.number) + "\">" +
               std::to_string(t.number) + "</td><td><span class=\"state " + state + "\">" + state +
-              "</span></td>";
+              "</span>" + stopped_text(t) + "</td>";
       for (size_t k = 0; k < view_.n_objectives; ++k) {
         // A PRUNED trial holds its last intermediate value; only COMPLETE values are results.
         bool has = t.state == TrialState::kComplete && k < t.values.size();

@@ -83,6 +83,8 @@ std::string ended_title(const FrozenTrial& t) {
     const std::string last = last_program_line(t);
     if (!reason.empty()) title += ": " + reason;
     if (!last.empty()) title += ": " + last;
+  } else if (const std::optional<int64_t> stopped = stopped_at_step(t)) {
+    title += " by its scheduler at step " + std::to_string(*stopped);
   } else if (!t.intermediate_values.empty()) {
     const auto& [step, value] = *t.intermediate_values.rbegin();
     title += " at step " + std::to_string(step) + " (last value " + format_number(value) + ")";

@@ -8,6 +8,7 @@
 #include "search/pareto.h"
 #include "trials/constraints.h"
 #include "trials/json_depth.h"
+#include "trials/system_attrs.h"
 #include "trials/trial_origin.h"
 
 namespace tuner::report {
@@ -200,6 +201,17 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
     }
   }
   return view;
+}
+
+std::optional<int64_t> stopped_at_step(const FrozenTrial& trial) {
+  if (trial.state != TrialState::kPruned) return std::nullopt;
+  auto it = trial.system_attrs.find(kStoppedAtStepAttr);
+  if (it == trial.system_attrs.end() || json_nests_deeper_than(it->second, kMaxJsonDepth)) {
+    return std::nullopt;
+  }
+  const nlohmann::json step = nlohmann::json::parse(it->second, nullptr, false);
+  if (!step.is_number_integer()) return std::nullopt;
+  return step.get<int64_t>();
 }
 
 }  // namespace tuner::report

@@ -74,6 +74,11 @@ StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTria
 StudyView make_study_view(const StudyRecord& study, const std::vector<FrozenTrial>& trials,
                           const std::map<int64_t, std::vector<StepMetrics>>& step_metrics);
 
+// The step a PRUNED trial's scheduler stopped it at (trials/system_attrs.h,
+// kStoppedAtStepAttr); nullopt for a trial without it (not pruned by a scheduler, or stored by
+// Optuna).
+std::optional<int64_t> stopped_at_step(const FrozenTrial& trial);
+
 }  // namespace tuner::report
 
 #endif  // TUNER_REPORT_STUDY_VIEW_H_

@@ -9,6 +9,7 @@
 #include "search/samplers/auto_sampler.h"
 #include "search/samplers/grid_sampler.h"
 #include "search/samplers/random_sampler.h"
+#include "search/schedulers/scalarized_stopping.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -24,13 +25,15 @@ constexpr std::array<std::pair<SamplerType, std::string_view>, 6> kSamplerNames 
     {SamplerType::kNsga2, "nsga2"},
 }};
 
-constexpr std::array<std::pair<SchedulerType, std::string_view>, 6> kSchedulerNames = {{
+constexpr std::array<std::pair<SchedulerType, std::string_view>, 8> kSchedulerNames = {{
     {SchedulerType::kNone, "none"},
     {SchedulerType::kMedian, "median"},
     {SchedulerType::kPercentile, "percentile"},
     {SchedulerType::kAsha, "asha"},
     {SchedulerType::kHyperband, "hyperband"},
     {SchedulerType::kPatience, "patience"},
+    {SchedulerType::kMoAsha, "mo_asha"},
+    {SchedulerType::kPbt, "pbt"},
 }};
 
 template <typename Type, size_t N>
@@ -117,19 +120,29 @@ std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec) {
   switch (spec.type) {
     case SchedulerType::kNone:
       return nullptr;
-    case SchedulerType::kMedian: {
-      MedianStoppingOptions median = spec.percentile;
-      median.percentile = 50.0;
-      return std::make_shared<MedianStopping>(median);
+    case SchedulerType::kMedian:
+    case SchedulerType::kPercentile: {
+      std::shared_ptr<PercentileStopping> rule;
+      if (spec.type == SchedulerType::kMedian) {
+        MedianStoppingOptions median = spec.percentile;
+        median.percentile = 50.0;
+        rule = std::make_shared<MedianStopping>(median);
+      } else {
+        rule = std::make_shared<PercentileStopping>(spec.percentile);
+      }
+      if (spec.scalarization_weights.empty()) return rule;
+      return std::make_shared<ScalarizedStopping>(std::move(rule), spec.scalarization_weights);
     }
-    case SchedulerType::kPercentile:
-      return std::make_shared<PercentileStopping>(spec.percentile);
     case SchedulerType::kAsha:
       return std::make_shared<AshaScheduler>(spec.asha);
     case SchedulerType::kHyperband:
       return std::make_shared<HyperbandScheduler>(spec.hyperband);
     case SchedulerType::kPatience:
       return std::make_shared<PatienceStopping>(spec.patience);
+    case SchedulerType::kMoAsha:
+      return std::make_shared<MoAshaScheduler>(spec.mo_asha);
+    case SchedulerType::kPbt:
+      return std::make_shared<PbtScheduler>(spec.pbt);
   }
   throw Error(ErrorCode::kInvalidArgument, "no such scheduler type");
 }

@@ -21,7 +21,9 @@
 #include "search/schedulers/asha.h"
 #include "search/schedulers/hyperband.h"
 #include "search/schedulers/median_stopping.h"
+#include "search/schedulers/mo_asha.h"
 #include "search/schedulers/patience.h"
+#include "search/schedulers/pbt.h"
 #include "search/schedulers/scheduler.h"
 #include "search/space/search_space.h"
 
@@ -83,6 +85,8 @@ enum class SchedulerType {
   kAsha,        // AshaScheduler, "asha"
   kHyperband,   // HyperbandScheduler, "hyperband"
   kPatience,    // PatienceStopping, "patience"
+  kMoAsha,      // MoAshaScheduler, "mo_asha"
+  kPbt,         // PbtScheduler (population-based training, run by a coordinator), "pbt"
 };
 
 struct SchedulerSpec {
@@ -92,6 +96,12 @@ struct SchedulerSpec {
   AshaOptions asha;
   HyperbandOptions hyperband;
   PatienceOptions patience;
+  MoAshaOptions mo_asha;
+  PbtOptions pbt;
+  // kMedian and kPercentile in a study of several objectives: the rule runs on the weighted sum
+  // of the objectives (ScalarizedStopping), one weight per objective. Empty: the intermediate
+  // value, as in a study of one objective.
+  std::vector<double> scalarization_weights;
 };
 
 // Every type, in the order of the enum.

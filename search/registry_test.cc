@@ -73,10 +73,11 @@ TEST(Registry, EverySchedulerTypeHasADistinctName) {
     SchedulerSpec spec{.type = type};
     spec.hyperband.max_resource = 9;
     spec.patience.patience = 3;
+    spec.pbt.perturbation_interval = 2;
     EXPECT_EQ(make_scheduler(spec) == nullptr, type == SchedulerType::kNone) << name;
   }
-  EXPECT_EQ(names.size(), 6u);
-  EXPECT_EQ(scheduler_type_named("pbt"), std::nullopt);
+  EXPECT_EQ(names.size(), 8u);
+  EXPECT_EQ(scheduler_type_named("pb2"), std::nullopt);
 }
 
 TEST(Registry, MedianIsThePercentileRuleAtFifty) {

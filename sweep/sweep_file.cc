@@ -374,6 +374,39 @@ const std::vector<SamplerOption>& sampler_options(SamplerType type) {
   return kSeedOnly;
 }
 
+// Median and percentile stopping in a sweep of several objectives: {"weights": [w, ...]}, one
+// weight >= 0 per objective, not all 0 (ScalarizedStopping). Whether the sweep's objectives ask
+// for it is checked once they are known (Parser::parse).
+SchedulerOption scalarization_option() {
+  using S = SchedulerConfig;
+  return {"scalarization", "",
+          [](const Reader& r, const Json& v, const std::string& path, S& c) {
+            r.object(v, path);
+            r.fields(v, path, {"weights"});
+            const std::string weights_path = child_path(path, "weights");
+            const Json& weights =
+                r.required(v, path, "weights", " (one weight >= 0 per objective)");
+            if (!weights.is_array() || weights.empty()) {
+              r.fail(weights_path, "expected a list of numbers >= 0, one per objective, got " +
+                                       shown_value(weights));
+            }
+            c.scalarization_weights.clear();
+            for (size_t i = 0; i < weights.size(); ++i) {
+              c.scalarization_weights.push_back(
+                  r.number(weights[i], weights_path + "[" + std::to_string(i) + "]", 0, false));
+            }
+            if (std::all_of(c.scalarization_weights.begin(), c.scalarization_weights.end(),
+                            [](double w) { return w == 0; })) {
+              r.fail(weights_path, "every weight is 0: give at least one > 0");
+            }
+          },
+          [](const S& a, const S& b) { return a.scalarization_weights == b.scalarization_weights; },
+          [](const S& c) -> std::optional<Json> {
+            if (c.scalarization_weights.empty()) return std::nullopt;
+            return Json{{"weights", c.scalarization_weights}};
+          }};
+}
+
 // Median and percentile stopping: PercentileStoppingOptions but the percentile.
 std::vector<SchedulerOption> stopping_options() {
   using S = SchedulerConfig;
@@ -381,14 +414,78 @@ std::vector<SchedulerOption> stopping_options() {
   return {int_option<&S::percentile, &P::n_startup_trials>("n_startup_trials", 0),
           int_option<&S::percentile, &P::n_warmup_steps>("n_warmup_steps", 0),
           int_option<&S::percentile, &P::interval_steps>("interval_steps", 1),
-          int_option<&S::percentile, &P::n_min_trials>("n_min_trials", 1)};
+          int_option<&S::percentile, &P::n_min_trials>("n_min_trials", 1), scalarization_option()};
+}
+
+// ASHA's options, read into the AshaOptions that `Member` names (asha, mo_asha).
+template <AshaOptions SchedulerSpec::*Member>
+std::vector<SchedulerOption> asha_options() {
+  using S = SchedulerConfig;
+  using A = AshaOptions;
+  return {
+      int_option<Member, &A::min_resource>("min_resource", 1),
+      int_option<Member, &A::reduction_factor>("reduction_factor", 2),
+      {"max_resource", "",
+       [](const Reader& r, const Json& v, const std::string& path, S& c) {
+         (c.*Member).max_resource = r.integer(v, path, (c.*Member).min_resource + 1);
+       },
+       [](const S& a, const S& b) { return (a.*Member).max_resource == (b.*Member).max_resource; },
+       [](const S& c) -> std::optional<Json> {
+         if (!(c.*Member).max_resource) return std::nullopt;
+         return Json(*(c.*Member).max_resource);
+       }},
+      int_option<Member, &A::min_early_stopping_rate>("min_early_stopping_rate", 0),
+      int_option<Member, &A::bootstrap_count>("bootstrap_count", 0)};
+}
+
+// Population-based training's options (PbtOptions).
+std::vector<SchedulerOption> pbt_options() {
+  using S = SchedulerConfig;
+  using P = PbtOptions;
+  return {int_option<&S::pbt, &P::population_size>("population_size", 2),
+          int_option<&S::pbt, &P::perturbation_interval>("perturbation_interval", 1,
+                                                         " (steps per segment, e.g. epochs)"),
+          number_option<&S::pbt, &P::quantile>("quantile", 0, true, 0.5),
+          number_option<&S::pbt, &P::resample_probability>("resample_probability", 0, false, 1),
+          {"perturbation_factors", "",
+           [](const Reader& r, const Json& v, const std::string& path, S& c) {
+             if (!v.is_array() || v.empty()) {
+               r.fail(path, "expected a non-empty list of numbers > 0, got " + shown_value(v));
+             }
+             c.pbt.perturbation_factors.clear();
+             for (size_t i = 0; i < v.size(); ++i) {
+               c.pbt.perturbation_factors.push_back(
+                   r.number(v[i], path + "[" + std::to_string(i) + "]", 0, true));
+             }
+           },
+           [](const S& a, const S& b) {
+             return a.pbt.perturbation_factors == b.pbt.perturbation_factors;
+           },
+           [](const S& c) -> std::optional<Json> { return Json(c.pbt.perturbation_factors); }},
+          bool_option<&S::pbt, &P::synchronous>("synchronous"),
+          {"seed", "",
+           [](const Reader& r, const Json& v, const std::string& path, S& c) {
+             if (!v.is_number_unsigned())
+               r.fail(path, "expected an integer >= 0, got " + shown_value(v));
+             c.pbt.seed = v.get<uint64_t>();
+           },
+           [](const S& a, const S& b) { return a.pbt.seed == b.pbt.seed; },
+           [](const S& c) -> std::optional<Json> { return Json(c.pbt.seed); }},
+          {"max_steps", "",
+           [](const Reader& r, const Json& v, const std::string& path, S& c) {
+             c.pbt.max_steps = r.integer(v, path, 1);
+           },
+           [](const S& a, const S& b) { return a.pbt.max_steps == b.pbt.max_steps; },
+           [](const S& c) -> std::optional<Json> {
+             if (!c.pbt.max_steps) return std::nullopt;
+             return Json(*c.pbt.max_steps);
+           }}};
 }
 
 // The options a scheduler section of `type` takes besides "type", in the order they are read and
 // written.
 const std::vector<SchedulerOption>& scheduler_options(SchedulerType type) {
   using S = SchedulerConfig;
-  using A = AshaOptions;
   using H = HyperbandOptions;
   using P = PatienceOptions;
   static const std::vector<SchedulerOption> kNone;
@@ -400,20 +497,8 @@ const std::vector<SchedulerOption>& scheduler_options(SchedulerType type) {
     for (SchedulerOption& o : stopping_options()) options.push_back(std::move(o));
     return options;
   }();
-  static const std::vector<SchedulerOption> kAsha = {
-      int_option<&S::asha, &A::min_resource>("min_resource", 1),
-      int_option<&S::asha, &A::reduction_factor>("reduction_factor", 2),
-      {"max_resource", "",
-       [](const Reader& r, const Json& v, const std::string& path, S& c) {
-         c.asha.max_resource = r.integer(v, path, c.asha.min_resource + 1);
-       },
-       [](const S& a, const S& b) { return a.asha.max_resource == b.asha.max_resource; },
-       [](const S& c) -> std::optional<Json> {
-         if (!c.asha.max_resource) return std::nullopt;
-         return Json(*c.asha.max_resource);
-       }},
-      int_option<&S::asha, &A::min_early_stopping_rate>("min_early_stopping_rate", 0),
-      int_option<&S::asha, &A::bootstrap_count>("bootstrap_count", 0)};
+  static const std::vector<SchedulerOption> kAsha = asha_options<&SchedulerSpec::asha>();
+  static const std::vector<SchedulerOption> kMoAsha = asha_options<&SchedulerSpec::mo_asha>();
   static const std::vector<SchedulerOption> kHyperband = {
       int_option<&S::hyperband, &H::min_resource>("min_resource", 1),
       field_option<&S::hyperband, &H::max_resource>(
@@ -429,6 +514,7 @@ const std::vector<SchedulerOption>& scheduler_options(SchedulerType type) {
                                              " (reports without improvement that stop a trial)"),
       number_option<&S::patience, &P::min_delta>("min_delta", 0, false),
       int_option<&S::patience, &P::n_warmup_steps>("n_warmup_steps", 0)};
+  static const std::vector<SchedulerOption> kPbt = pbt_options();
   switch (type) {
     case SchedulerType::kNone:
       return kNone;
@@ -442,6 +528,10 @@ const std::vector<SchedulerOption>& scheduler_options(SchedulerType type) {
       return kHyperband;
     case SchedulerType::kPatience:
       return kPatience;
+    case SchedulerType::kMoAsha:
+      return kMoAsha;
+    case SchedulerType::kPbt:
+      return kPbt;
   }
   return kNone;
 }
@@ -516,13 +606,21 @@ class Parser : Reader {
   void check_engine_metrics(const SweepFile& sweep, const Json& job) const;
   SamplerConfig parse_sampler(const Json& value, const SearchSpace& space);
   SchedulerConfig parse_scheduler(const Json& value);
-  Budget parse_budget(const Json* value, SamplerType sampler);
+  // Refuses a scheduler that cannot judge the sweep's objectives (docs/sweep_file.md, "Several
+  // objectives"), and the options of several objectives in a sweep of one.
+  void check_scheduler_objectives(const SweepFile& sweep) const;
+  // With several objectives and a scheduler, an engine job's objectives must be metrics its
+  // epochs report (EngineReport, executor/engine_job.h), or the scheduler sees none of them.
+  void check_engine_step_objectives(const SweepFile& sweep) const;
+  // `population`: a PBT sweep, whose budget is its population (no "trials").
+  Budget parse_budget(const Json* value, SamplerType sampler, bool population);
   void parse_job(const Json& value, SweepFile& sweep);
   std::vector<int> parse_gpu_ids(const Json& value) const;
   SlurmOptions parse_slurm(const Json& value) const;
   RayOptions parse_ray(const Json& value) const;
   ExportConfig parse_export(const Json& value, const SweepFile& sweep);
   TrackingConfig parse_tracking(const Json& value);
+  WarmStartOptions parse_warm_start(const Json& value, const SweepFile& sweep) const;
   std::string tracking_uri(const Json& value, std::string_view path) const;
 
   fs::path dir_;
@@ -550,7 +648,7 @@ SweepFile Parser::parse(std::string_view text) {
     check_fields(root, "",
                  {"version", "name", "description", "storage", "space", "objective", "objectives",
                   "constraints", "sampler", "scheduler", "budget", "job", "executors", "tracking",
-                  "export"});
+                  "export", "warm_start"});
   });
 
   SweepFile sweep;
@@ -590,18 +688,14 @@ SweepFile Parser::parse(std::string_view text) {
   sweep.sampler = sampler ? parse_sampler(*sampler, sweep.space) : SamplerConfig{};
   if (const Json* v = find_field(root, "scheduler")) {
     sweep.scheduler = parse_scheduler(*v);
-    // Early stopping compares trials by one intermediate value; several objectives give none to
-    // compare (Optuna's pruners refuse them too). docs/sweep_file.md, "Several objectives".
-    if (sweep.objectives.size() > 1 && sweep.scheduler.type != SchedulerType::kNone) {
-      fail("scheduler", "early stopping judges trials by one metric, but this sweep has " +
-                            std::to_string(sweep.objectives.size()) +
-                            " objectives: remove \"scheduler\" (or keep one objective and state "
-                            "the others as constraints)");
-    }
+    check_scheduler_objectives(sweep);
   }
-  sweep.budget = parse_budget(find_field(root, "budget"), sweep.sampler.type);
+  sweep.budget = parse_budget(find_field(root, "budget"), sweep.sampler.type,
+                              sweep.scheduler.type == SchedulerType::kPbt);
   if (const Json* v = find_field(root, "tracking")) sweep.tracking = parse_tracking(*v);
   if (const Json* v = find_field(root, "export")) sweep.export_config = parse_export(*v, sweep);
+  if (const Json* v = find_field(root, "warm_start"))
+    sweep.warm_start = parse_warm_start(*v, sweep);
 
   // The job reads threads_per_trial, which the executors' default needs.
   const Json& job = required(root, "", "job");
@@ -622,7 +716,18 @@ SweepFile Parser::parse(std::string_view text) {
   // Last, so that an error of parse_trial_job (an engine job before the executor knows them)
   // comes only after everything else was found valid.
   parse_job(job, sweep);
+  // A pbt sweep of an engine job: a member's steps are the job's epochs, unless stated.
+  if (sweep.scheduler.type == SchedulerType::kPbt && !sweep.scheduler.pbt.max_steps &&
+      sweep.job_kind == "engine") {
+    const Json* training = find_field(job, "training");
+    const Json* epochs =
+        training && training->is_object() ? find_field(*training, "epochs") : nullptr;
+    if (epochs && epochs->is_number_integer() && epochs->get<int64_t>() >= 1) {
+      sweep.scheduler.pbt.max_steps = epochs->get<int64_t>();
+    }
+  }
   check_engine_metrics(sweep, job);
+  check_engine_step_objectives(sweep);
   if (executors && find_field(*executors, "local")) {
     sweep.local_executors = int32((*executors)["local"], "executors.local", 0);
   } else if (sweep.slurm || sweep.ray) {
@@ -1047,6 +1152,67 @@ SamplerConfig Parser::parse_sampler(const Json& value, const SearchSpace& space)
   return config;
 }
 
+void Parser::check_scheduler_objectives(const SweepFile& sweep) const {
+  const size_t n = sweep.objectives.size();
+  const SchedulerConfig& scheduler = sweep.scheduler;
+  const bool stopping =
+      scheduler.type == SchedulerType::kMedian || scheduler.type == SchedulerType::kPercentile;
+  const size_t weights = scheduler.scalarization_weights.size();
+  if (n > 1) {
+    const std::string many = "early stopping judges trials by one metric, but this sweep has " +
+                             std::to_string(n) + " objectives: ";
+    if (stopping && weights == 0) {
+      fail("scheduler", many +
+                            "give \"scalarization\": {\"weights\": [...]} (one weight per "
+                            "objective) to judge their weighted sum, or use \"mo_asha\"");
+    }
+    if (!stopping && scheduler.type != SchedulerType::kNone &&
+        scheduler.type != SchedulerType::kMoAsha) {
+      fail("scheduler", many + "\"" + std::string(to_string(scheduler.type)) +
+                            "\" judges one; use \"mo_asha\", or \"median\" or \"percentile\" "
+                            "with \"scalarization\", or remove \"scheduler\"");
+    }
+    if (weights != 0 && weights != n) {
+      fail("scheduler.scalarization.weights",
+           "has " + std::to_string(weights) + " weight(s), but this sweep has " +
+               std::to_string(n) + " objectives: give one per objective, in their order");
+    }
+    return;
+  }
+  if (weights != 0) {
+    fail("scheduler.scalarization", "weighs several objectives, but this sweep has one: remove it");
+  }
+  if (scheduler.type == SchedulerType::kMoAsha) {
+    fail("scheduler.type",
+         "\"mo_asha\" ranks several objectives, but this sweep has one: use \"asha\"");
+  }
+}
+
+void Parser::check_engine_step_objectives(const SweepFile& sweep) const {
+  if (sweep.job_kind != "engine" || sweep.objectives.size() < 2 ||
+      sweep.scheduler.type == SchedulerType::kNone) {
+    return;
+  }
+  // What an engine job measures once, after its epochs (EngineOutcome::final_metrics): the rest
+  // of engine_final_metrics() is reported at every epoch too.
+  static const std::vector<std::string> kOnlyAtTheEnd = {
+      "best_epoch",       "num_params",    "train_flops_per_sample",
+      "checkpoint_bytes", "latency_ms",    "latency_ms_per_sample",
+      "test_loss",        "test_accuracy", "test_auc",
+      "test_rmse",        "test_mae"};
+  for (size_t i = 0; i < sweep.objectives.size(); ++i) {
+    const std::string& metric = sweep.objectives[i].metric;
+    if (std::find(kOnlyAtTheEnd.begin(), kOnlyAtTheEnd.end(), metric) != kOnlyAtTheEnd.end()) {
+      fail(child_path(index_path("objectives", i), "metric"),
+           json_text(metric) +
+               " is measured once, after the last epoch, so the scheduler cannot judge it at each "
+               "epoch: with \"scheduler\", give objectives an engine job reports every epoch "
+               "(val_accuracy, val_loss, epoch_seconds, samples_per_second, ...), or remove "
+               "\"scheduler\"");
+    }
+  }
+}
+
 SchedulerConfig Parser::parse_scheduler(const Json& value) {
   object(value, "scheduler");
   SchedulerConfig config;
@@ -1065,11 +1231,12 @@ SchedulerConfig Parser::parse_scheduler(const Json& value) {
   return config;
 }
 
-Budget Parser::parse_budget(const Json* value, SamplerType sampler) {
+Budget Parser::parse_budget(const Json* value, SamplerType sampler, bool population) {
   Budget budget;
   if (!value) {
-    // A grid ends when every point has been tried; anything else would run forever.
-    if (sampler == SamplerType::kGrid) return budget;
+    // A grid ends when every point has been tried, a population when its members have; anything
+    // else would run forever.
+    if (sampler == SamplerType::kGrid || population) return budget;
     throw Error(ErrorCode::kInvalidArgument,
                 file_ +
                     ": missing required field \"budget\" (e.g. {\"trials\": 50} or "
@@ -1106,7 +1273,12 @@ Budget Parser::parse_budget(const Json* value, SamplerType sampler) {
   if (const Json* v = find_field(*value, "max_failures")) {
     budget.max_failures = v->is_null() ? 0 : int32(*v, "budget.max_failures", 0);
   }
-  if (!budget.trials && !budget.time && sampler != SamplerType::kGrid) {
+  if (population && budget.trials) {
+    fail("budget.trials",
+         "a pbt sweep's trials are its members' segments: its budget is scheduler.population_size "
+         "(and scheduler.max_steps); remove \"trials\"");
+  }
+  if (!budget.trials && !budget.time && sampler != SamplerType::kGrid && !population) {
     fail("budget", "needs \"trials\", \"time\" or both (only a grid sampler ends by itself)");
   }
   return budget;
@@ -1320,6 +1492,25 @@ std::string Parser::tracking_uri(const Json& value, std::string_view path) const
   return uri;
 }
 
+WarmStartOptions Parser::parse_warm_start(const Json& value, const SweepFile& sweep) const {
+  object(value, "warm_start");
+  fields(value, "warm_start", {"study", "storage", "allow_other_objective"});
+  WarmStartOptions options;
+  options.study = string(required(value, "warm_start", "study", " (the earlier study's name)"),
+                         "warm_start.study");
+  if (const Json* v = find_field(value, "storage")) {
+    options.storage_path = resolve(string(*v, "warm_start.storage"));
+  }
+  if (const Json* v = find_field(value, "allow_other_objective")) {
+    options.allow_other_objective = boolean(*v, "warm_start.allow_other_objective");
+  }
+  if (options.study == sweep.name &&
+      (options.storage_path.empty() || options.storage_path == sweep.storage_path)) {
+    fail("warm_start.study", "is this sweep's own study; name an earlier one");
+  }
+  return options;
+}
+
 TrackingConfig Parser::parse_tracking(const Json& value) {
   object(value, "tracking");
   fields(value, "tracking", {"mlflow"});
@@ -1475,6 +1666,12 @@ StudyOptions make_study_options(const SweepFile& sweep) {
   options.seed = sweep.sampler.seed;
   options.space = sweep.space;
   options.load_if_exists = true;
+  if (sweep.warm_start) {
+    options.warm_start = *sweep.warm_start;
+    for (const SweepObjective& objective : sweep.objectives) {
+      options.warm_start->metric_names.push_back(objective.metric);
+    }
+  }
   return options;
 }
 
@@ -1578,6 +1775,14 @@ std::string to_json(const SweepFile& sweep) {
                    {"log_model", t.log_model}};
     if (!t.experiment.empty()) mlflow["experiment"] = t.experiment;
     root["tracking"] = {{"mlflow", mlflow}};
+  }
+  if (sweep.warm_start) {
+    const WarmStartOptions& w = *sweep.warm_start;
+    root["warm_start"] = {{"study", w.study}};
+    if (!w.storage_path.empty()) {
+      root["warm_start"]["storage"] = relative_to_sweep(w.storage_path, sweep.path);
+    }
+    root["warm_start"]["allow_other_objective"] = w.allow_other_objective;
   }
   return root.dump(2) + "\n";
 }

@@ -191,6 +191,11 @@ struct SweepFile {
   std::optional<RayOptions> ray;
   std::optional<ExportConfig> export_config;
   std::optional<TrackingConfig> tracking;
+  // "warm_start": an earlier study whose finished trials seed the sampler (StudyOptions::
+  // warm_start; docs/samplers.md, "Warm start"): its `study`, `storage_path` (resolved; empty:
+  // this sweep's own storage) and `allow_other_objective`. Its metric_names are not in the file:
+  // make_study_options() gives the objectives'. Default: none.
+  std::optional<WarmStartOptions> warm_start;
 
   // The MLflow server the export registers in: export.mlflow.uri, else tracking's; empty when
   // the export has no "mlflow".

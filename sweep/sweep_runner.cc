@@ -276,11 +276,13 @@ std::vector<std::string> objective_metrics(const SweepFile& sweep) {
 }  // namespace
 
 StudyRunOptions study_run_options(const OpenedSweep& opened) {
-  return StudyRunOptions{.job_json = opened.sweep.job_json,
-                         .n_trials = opened.remaining_trials,
-                         .max_concurrency = opened.sweep.budget.max_concurrent,
-                         .constraints = opened.sweep.constraints,
-                         .objective_metrics = objective_metrics(opened.sweep)};
+  return StudyRunOptions{
+      .job_json = opened.sweep.job_json,
+      .n_trials = opened.remaining_trials,
+      .max_concurrency = opened.sweep.budget.max_concurrent,
+      .constraints = opened.sweep.constraints,
+      .objective_metrics = objective_metrics(opened.sweep),
+      .pbt = std::dynamic_pointer_cast<const PbtScheduler>(make_scheduler(opened.sweep))};
 }
 
 namespace {
@@ -392,6 +394,9 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
   Study& study = opened.study;
   if (options.notice && !study.space_change().empty()) {
     options.notice("space changed: " + study.space_change());
+  }
+  if (options.notice && !study.warm_start().empty()) {
+    options.notice("warm start: " + study.warm_start());
   }
   Tally tally(opened.existing, sweep.direction());
   tally.progress().trial_budget = sweep.budget.trials;

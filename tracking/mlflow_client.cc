@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "trials/error.h"
@@ -38,7 +39,10 @@ ErrorCode code_for(int status, const std::string& mlflow_code) {
 // MLflow's JSON writes int64 as numbers or (proto3's JSON) strings.
 int64_t int64_of(const Json& j) {
   if (j.is_number_integer()) return j.get<int64_t>();
-  if (j.is_number()) return static_cast<int64_t>(j.get<double>());
+  if (j.is_number()) {  // a double: 0 when it is not a number in the int64 range
+    const double d = j.get<double>();
+    return d >= -0x1p63 && d < 0x1p63 ? static_cast<int64_t>(d) : 0;
+  }
   if (j.is_string()) return std::strtoll(j.get<std::string>().c_str(), nullptr, 10);
   return 0;
 }
@@ -53,6 +57,13 @@ double double_of(const Json& j) {
     return std::strtod(s.c_str(), nullptr);
   }
   return std::nan("");
+}
+
+// The member `key` of `j`, or `fallback` when `j` is not an object or has no such member.
+Json member(const Json& j, const char* key, Json fallback = Json::object()) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it == j.end() ? fallback : *it;
 }
 
 std::string string_of(const Json& j, const char* key) {
@@ -85,7 +96,7 @@ std::map<std::string, std::string> map_of(const Json& j, const char* key) {
 
 MlflowRun run_of(const Json& j) {
   MlflowRun run;
-  const Json info = j.value("info", Json::object());
+  const Json info = member(j, "info");
   run.run_id = string_of(info, "run_id");
   if (run.run_id.empty()) run.run_id = string_of(info, "run_uuid");
   run.experiment_id = string_of(info, "experiment_id");
@@ -97,12 +108,12 @@ MlflowRun run_of(const Json& j) {
   if (info.contains("end_time") && !info["end_time"].is_null()) {
     run.end_time_ms = int64_of(info["end_time"]);
   }
-  const Json data = j.value("data", Json::object());
+  const Json data = member(j, "data");
   run.tags = map_of(data, "tags");
   run.params = map_of(data, "params");
   if (auto it = data.find("metrics"); it != data.end() && it->is_array()) {
     for (const Json& m : *it)
-      run.metrics[string_of(m, "key")] = double_of(m.value("value", Json()));
+      run.metrics[string_of(m, "key")] = double_of(member(m, "value", Json()));
   }
   return run;
 }
@@ -130,12 +141,23 @@ std::string text_of(const Json& j) {
 Json parse_answer(const std::string& body, const std::string& where) {
   if (body.empty()) return Json::object();
   Json j = Json::parse(body, nullptr, false);
-  if (j.is_discarded()) {
+  if (j.is_discarded() || !j.is_object()) {
     throw Error(ErrorCode::kUnavailable,
-                where + ": the answer is not JSON (is the URL an MLflow tracking server?): " +
+                where +
+                    ": the answer is not a JSON object (is the URL an MLflow tracking server?): " +
                     body.substr(0, 200));
   }
   return j;
+}
+
+// Refuses a next_page_token given before in the same search: its pages would never end.
+void check_new_token(std::set<std::string>& seen, const std::string& token,
+                     const std::string& where) {
+  if (!token.empty() && !seen.insert(token).second) {
+    throw Error(ErrorCode::kUnavailable, where + ": the server gave the page token '" +
+                                             token.substr(0, 100) +
+                                             "' a second time: its pages do not end");
+  }
 }
 
 }  // namespace
@@ -211,7 +233,7 @@ std::optional<MlflowExperiment> MlflowClient::find_experiment(const std::string&
     if (e.code() == ErrorCode::kNotFound) return std::nullopt;
     throw;
   }
-  const Json e = parse_answer(body, url()).value("experiment", Json::object());
+  const Json e = member(parse_answer(body, url()), "experiment");
   return MlflowExperiment{.experiment_id = string_of(e, "experiment_id"),
                           .name = string_of(e, "name"),
                           .artifact_location = string_of(e, "artifact_location"),
@@ -258,13 +280,13 @@ MlflowRun MlflowClient::create_run(const std::string& experiment_id, const std::
                         {"start_time", start_time_ms},
                         {"tags", key_values(tags)}};
   const std::string body = call("POST", std::string(kApi) + "runs/create", text_of(request), false);
-  return run_of(parse_answer(body, url()).value("run", Json::object()));
+  return run_of(member(parse_answer(body, url()), "run"));
 }
 
 MlflowRun MlflowClient::get_run(const std::string& run_id) {
   const std::string body =
       call("GET", std::string(kApi) + "runs/get?run_id=" + url_escape(run_id), "", true);
-  return run_of(parse_answer(body, url()).value("run", Json::object()));
+  return run_of(member(parse_answer(body, url()), "run"));
 }
 
 void MlflowClient::update_run(const std::string& run_id, RunStatus status,
@@ -303,6 +325,7 @@ std::vector<MlflowRun> MlflowClient::search_runs(const std::vector<std::string>&
                                                  const std::string& filter) {
   std::vector<MlflowRun> runs;
   std::string token;
+  std::set<std::string> tokens;
   do {
     Json request = {{"experiment_ids", experiment_ids},
                     {"filter", filter},
@@ -315,6 +338,7 @@ std::vector<MlflowRun> MlflowClient::search_runs(const std::vector<std::string>&
       for (const Json& r : *it) runs.push_back(run_of(r));
     }
     token = string_of(answer, "next_page_token");
+    check_new_token(tokens, token, url() + ": POST " + kApi + "runs/search");
   } while (!token.empty());
   return runs;
 }
@@ -375,7 +399,7 @@ std::optional<MlflowRegisteredModel> MlflowClient::find_registered_model(const s
     if (e.code() == ErrorCode::kNotFound) return std::nullopt;
     throw;
   }
-  const Json m = parse_answer(body, url()).value("registered_model", Json::object());
+  const Json m = member(parse_answer(body, url()), "registered_model");
   MlflowRegisteredModel out{.name = string_of(m, "name"),
                             .description = string_of(m, "description"),
                             .tags = map_of(m, "tags")};
@@ -406,12 +430,13 @@ MlflowModelVersion MlflowClient::create_model_version(const std::string& name,
   if (!run_id.empty()) request["run_id"] = run_id;
   const std::string body =
       call("POST", std::string(kApi) + "model-versions/create", text_of(request), false);
-  return version_of(parse_answer(body, url()).value("model_version", Json::object()));
+  return version_of(member(parse_answer(body, url()), "model_version"));
 }
 
 std::vector<MlflowModelVersion> MlflowClient::search_model_versions(const std::string& filter) {
   std::vector<MlflowModelVersion> out;
   std::string token;
+  std::set<std::string> tokens;
   do {
     std::string target = std::string(kApi) + "model-versions/search?filter=" + url_escape(filter) +
                          "&max_results=10000";
@@ -421,6 +446,7 @@ std::vector<MlflowModelVersion> MlflowClient::search_model_versions(const std::s
       for (const Json& v : *it) out.push_back(version_of(v));
     }
     token = string_of(answer, "next_page_token");
+    check_new_token(tokens, token, url() + ": GET " + kApi + "model-versions/search");
   } while (!token.empty());
   return out;
 }

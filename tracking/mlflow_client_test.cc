@@ -179,6 +179,51 @@ TEST_F(MlflowClientTest, SearchRunsFollowsPages) {
   EXPECT_EQ(body(1)["page_token"], "t2");
 }
 
+// A server that hands back a page token it gave before would be asked for pages forever.
+TEST_F(MlflowClientTest, ARepeatedPageTokenEndsTheSearchWithAnError) {
+  for (int i = 0; i < 3; ++i) {
+    shared_->answers.push_back({200, R"({"runs": [], "next_page_token": "same"})"});
+  }
+  try {
+    client_.search_runs({"1"}, "");
+    FAIL() << "the search ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find("page token 'same' a second time"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(shared_->sent.size(), 2u);
+  shared_->answers.clear();
+  shared_->answers.push_back({200, R"({"next_page_token": "a"})"});
+  shared_->answers.push_back({200, R"({"next_page_token": "b"})"});
+  shared_->answers.push_back({200, R"({"next_page_token": "a"})"});
+  EXPECT_THROW(client_.search_model_versions("name = 'm'"), Error);
+}
+
+// JSON of another shape than MLflow's (an array, a number where an object belongs) is an Error,
+// or fields left empty, never a JSON library exception.
+TEST_F(MlflowClientTest, AnswersOfTheWrongJsonShapeAreNotMlflows) {
+  shared_->answers.push_back({200, "[1, 2]"});
+  try {
+    client_.find_experiment("e");
+    FAIL() << "an array was read as an experiment";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find("the answer is not a JSON object"), std::string::npos)
+        << e.what();
+  }
+  shared_->answers.push_back({200, "404"});
+  EXPECT_THROW(client_.get_run("r"), Error);
+  shared_->answers.push_back({200, R"({"run": {"info": 5, "data": {"metrics": [1, {"key": "m",
+      "value": 0.5}]}}})"});
+  const MlflowRun run = client_.get_run("r");
+  EXPECT_EQ(run.run_id, "");
+  EXPECT_EQ(run.metrics.at("m"), 0.5);
+  // A start time past the int64 range is no time rather than undefined behaviour.
+  shared_->answers.push_back({200, R"({"run": {"info": {"run_id": "r", "start_time": 1e300}}})"});
+  EXPECT_EQ(client_.get_run("r").start_time_ms, 0);
+}
+
 TEST_F(MlflowClientTest, UploadPutsTheFileUnderTheRunsArtifacts) {
   client_.upload_artifact("mlflow-artifacts:/1/abc/artifacts", "model/engine/model spec.json",
                           "{}");

@@ -98,7 +98,12 @@ Trainer::Trainer(Sequential& model, Optimizer& optimizer, const LrSchedule& sche
       options_(options),
       loss_(options.label_smoothing),
       mse_(),
-      train_loader_(train, {options.batch_size, true, options.drop_last, options.seed}) {
+      train_loader_(train, {.batch_size = options.batch_size,
+                            .shuffle = true,
+                            .drop_last = options.drop_last,
+                            .seed = options.seed,
+                            .transform = options.augment,
+                            .prefetch = options.prefetch}) {
   if (options.batch_size > model.max_batch()) {
     throw std::invalid_argument("trainer: batch size " + std::to_string(options.batch_size) +
                                 " exceeds the model's max batch " +

@@ -50,6 +50,12 @@ struct TrainerOptions {
   // in the targets' own units.
   TargetScaling target_scaling;
   double clip_grad_norm = 0.0;  // clip the gradients' global L2 norm to this; 0 disables
+  // Applied to the training batches as they are gathered, never to validation or evaluation
+  // (BatchLoaderOptions::transform); null: none.
+  std::shared_ptr<const SampleTransform> augment;
+  // Training batches gathered ahead on a background thread (BatchLoaderOptions::prefetch): the
+  // same results, bit for bit.
+  int prefetch = 0;
   EarlyStoppingOptions early_stopping;
   // Data parallelism as PyTorch's DDP does it, when set: this process is one rank of the
   // communicator. Every rank runs the same trainer on the same data and options; each global

@@ -24,6 +24,10 @@ inline constexpr char kMissingMetricAttr[] = "tuner:missing_metric";
 // tuner's own: the most GPU memory the trial's processes held, in bytes (a JSON integer), where
 // its executor measured it (RESULT/FAIL's gpu_memory_peak_bytes, executor/gpu_memory.h).
 inline constexpr char kGpuMemoryPeakAttr[] = "tuner:gpu_memory_peak_bytes";
+// tuner's own: a PRUNED trial that its scheduler stopped, the step of the report it was stopped
+// at (a JSON integer): for the ASHA family, its first step at or past the rung that ended it.
+// Steps the job reported after the decision reached it may follow.
+inline constexpr char kStoppedAtStepAttr[] = "tuner:stopped_at_step";
 
 }  // namespace tuner
 

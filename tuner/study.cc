@@ -24,6 +24,7 @@
 #include "trials/trial_origin.h"
 #include "tuner/study_core.h"
 #include "tuner/trial_state_internal.h"
+#include "tuner/warm_start.h"
 #include "util/json_string.h"
 
 namespace tuner {
@@ -40,6 +41,9 @@ void store_noisy(Storage& storage, StudyRecord& record, bool noisy) {
   storage.set_study_system_attr(record.study_id, kNoisyObjectiveAttr, json);
   record.system_attrs[kNoisyObjectiveAttr] = json;
 }
+
+// Optuna's study.set_metric_names() keeps the objectives' names here (a JSON list of strings).
+constexpr char kMetricNamesAttr[] = "study:metric_names";
 
 constexpr char kStudySamplerAttr[] = "tuner:sampler";  // the name of the sampler it was made with
 
@@ -100,13 +104,24 @@ std::shared_ptr<StudyCore> make_core(StudyOptions& options, StudyRecord record, 
     throw Error(ErrorCode::kInvalidArgument,
                 "study '" + record.name + "': max_retries must be >= 0");
   }
-  if (options.scheduler && record.directions.size() > 1) {
-    // Early stopping compares trials by one intermediate value; several objectives give none to
-    // compare (Optuna's pruners refuse them too). docs/schedulers.md, "Several objectives".
+  if (options.scheduler && record.directions.size() > 1 &&
+      !options.scheduler->judges_objectives(record.directions.size())) {
+    // Most schedulers compare trials by one intermediate value; several objectives need one that
+    // judges them all. docs/schedulers.md, "Several objectives".
     throw Error(ErrorCode::kInvalidArgument,
                 "study '" + record.name + "' has " + std::to_string(record.directions.size()) +
-                    " objectives, and a scheduler judges trials by one: give no scheduler, or "
-                    "keep one objective and state the others as constraints");
+                    " objectives, and a scheduler judges trials by one: give MoAshaScheduler, "
+                    "a ScalarizedStopping (the median or percentile rule over weighted "
+                    "objectives, one weight per objective), or no scheduler; or keep one "
+                    "objective and state the others as constraints");
+  }
+  if (options.scheduler && record.directions.size() == 1 &&
+      !options.scheduler->judges_objectives(1)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "study '" + record.name +
+                    "' has one objective, and its scheduler judges several (a "
+                    "ScalarizedStopping): give its rule (MedianStopping, PercentileStopping) "
+                    "alone");
   }
   auto core = std::make_shared<StudyCore>();
   auto noisy = record.system_attrs.find(kNoisyObjectiveAttr);
@@ -322,6 +337,66 @@ void StudyCore::refresh_locked() {
   }
 }
 
+std::vector<std::string> objective_metric_names(const StudyRecord& record) {
+  const size_t n = record.directions.size();
+  std::vector<std::string> names;
+  if (auto it = record.system_attrs.find(kMetricNamesAttr); it != record.system_attrs.end()) {
+    const nlohmann::json json = json_nests_deeper_than(it->second, kMaxJsonDepth)
+                                    ? nlohmann::json()
+                                    : nlohmann::json::parse(it->second, nullptr, false);
+    if (json.is_array() && json.size() == n &&
+        std::all_of(json.begin(), json.end(), [](const auto& v) { return v.is_string(); })) {
+      for (const auto& v : json) names.push_back(v.template get<std::string>());
+      return names;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) names.push_back("values_" + std::to_string(i));
+  return names;
+}
+
+const std::vector<std::string>& StudyCore::objective_names_locked() {
+  if (!objective_names.empty()) return objective_names;
+  // A sweep names the objectives after it creates the study: read them as stored now.
+  std::optional<StudyRecord> stored;
+  if (!record.system_attrs.contains(kMetricNamesAttr)) stored = storage->find_study(record.name);
+  objective_names = objective_metric_names(stored ? *stored : record);
+  return objective_names;
+}
+
+const ObjectiveSteps& StudyCore::objective_steps_locked() {
+  const std::vector<std::string>& names = objective_names_locked();
+  std::vector<int64_t> ids;
+  for (const FrozenTrial& t : trials) {
+    if (t.trial_id >= 0 && !objective_steps_final.contains(t.trial_id)) ids.push_back(t.trial_id);
+  }
+  if (ids.empty()) return objective_steps;
+  std::map<int64_t, std::vector<StepMetrics>> read =
+      storage->get_step_metrics(record.study_id, ids);
+  for (const FrozenTrial& t : trials) {
+    if (t.trial_id < 0 || objective_steps_final.contains(t.trial_id)) continue;
+    if (is_finished(t.state)) objective_steps_final.insert(t.trial_id);
+    auto it = read.find(t.trial_id);
+    if (it == read.end()) {
+      objective_steps.by_trial.erase(t.number);
+      continue;
+    }
+    auto& steps = objective_steps.by_trial[t.number];
+    steps.clear();
+    for (const StepMetrics& step : it->second) {
+      std::vector<double> values(names.size(), std::numeric_limits<double>::quiet_NaN());
+      bool any = false;
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (auto m = step.metrics.find(names[i]); m != step.metrics.end()) {
+          values[i] = m->second;
+          any = true;
+        }
+      }
+      if (any) steps.emplace(step.step, std::move(values));
+    }
+  }
+  return objective_steps;
+}
+
 Study::Study(std::shared_ptr<StudyCore> core) : core_(std::move(core)) {}
 
 std::optional<uint64_t> stored_seed(const StudyRecord& record) {
@@ -451,7 +526,18 @@ Study Study::create(StudyOptions options) {
     }
   }
   if (!options.sampler) options.sampler = std::make_shared<AutoSampler>();
+  // Read before the study is made: a warm start that fails leaves nothing behind.
+  std::optional<Prior> prior;
+  if (options.warm_start) {
+    prior = read_prior(*options.warm_start, *options.storage, options.name, options.directions,
+                       options.space ? &*options.space : nullptr);
+  }
   StudyRecord record = options.storage->create_study(options.name, options.directions);
+  if (prior) {
+    std::string json = warm_start_to_json(*options.warm_start, prior->trials.size());
+    options.storage->set_study_system_attr(record.study_id, kWarmStartAttr, json);
+    record.system_attrs[kWarmStartAttr] = std::move(json);
+  }
   if (options.space) {
     std::string space_json = json_string(to_json(*options.space));
     options.storage->set_study_system_attr(record.study_id, kStudySpaceAttr, space_json);
@@ -465,7 +551,12 @@ Study Study::create(StudyOptions options) {
   std::string sampler_json = json_string(options.sampler->name());
   options.storage->set_study_system_attr(record.study_id, kStudySamplerAttr, sampler_json);
   record.system_attrs[kStudySamplerAttr] = std::move(sampler_json);
-  return Study(make_core(options, std::move(record), seed));
+  auto core = make_core(options, std::move(record), seed);
+  if (prior) {
+    core->prior = std::move(prior->trials);
+    core->warm_start = std::move(prior->summary);
+  }
+  return Study(core);
 }
 
 Study Study::load(StudyOptions options) {
@@ -481,6 +572,23 @@ Study Study::load(StudyOptions options) {
     throw Error(ErrorCode::kNotFound,
                 "no study named '" + options.name +
                     "' in the storage (it has: " + (names.empty() ? "no studies" : names) + ")");
+  }
+  // The warm start given, else the one stored with the study, read again (before any write: a
+  // warm start that fails changes nothing).
+  std::optional<WarmStartOptions> warm_start = options.warm_start;
+  if (auto it = record->system_attrs.find(kWarmStartAttr);
+      !warm_start && it != record->system_attrs.end()) {
+    warm_start = warm_start_from_json(it->second, record->name);
+  }
+  std::optional<Prior> prior;
+  if (warm_start) {
+    prior = read_prior(*warm_start, *options.storage, record->name, record->directions,
+                       options.space ? &*options.space : nullptr);
+    std::string json = warm_start_to_json(*warm_start, prior->trials.size());
+    if (record->system_attrs[kWarmStartAttr] != json) {
+      options.storage->set_study_system_attr(record->study_id, kWarmStartAttr, json);
+      record->system_attrs[kWarmStartAttr] = std::move(json);
+    }
   }
   std::optional<uint64_t> seed = stored_seed(*record);
   if (!seed) {
@@ -500,6 +608,10 @@ Study Study::load(StudyOptions options) {
     space_change = check_and_record_space(*record, *options.storage, *options.space);
   auto core = make_core(options, std::move(*record), *seed);
   core->space_change = std::move(space_change);
+  if (prior) {
+    core->prior = std::move(prior->trials);
+    core->warm_start = std::move(prior->summary);
+  }
   std::lock_guard lock(core->mutex);
   core->refresh_locked();
   core->handle_stale_trials_locked();
@@ -512,11 +624,13 @@ int64_t Study::id() const { return core_->record.study_id; }
 uint64_t Study::seed() const { return core_->seed; }
 Storage& Study::storage() const { return *core_->storage; }
 const std::string& Study::space_change() const { return core_->space_change; }
+const std::string& Study::warm_start() const { return core_->warm_start; }
 
 History StudyCore::history_locked() {
   if (!space || std::none_of(space->params().begin(), space->params().end(),
                              [](const ParamSpec& p) { return p.default_value.has_value(); })) {
-    return History{trials, record.directions, noisy};
+    return History{
+        .trials = trials, .directions = record.directions, .noisy = noisy, .prior = prior};
   }
   // Trials made before a parameter with a default was added get it (docs/search_space.md,
   // "Changing the space of a study"); what is stored stays as it is.
@@ -539,7 +653,7 @@ History StudyCore::history_locked() {
   while (filled_finished < filled.size() && is_finished(filled[filled_finished].state)) {
     ++filled_finished;
   }
-  return History{filled, record.directions, noisy};
+  return History{.trials = filled, .directions = record.directions, .noisy = noisy, .prior = prior};
 }
 
 StudyDirection Study::direction() const {
@@ -743,6 +857,7 @@ FrozenTrial Study::tell(Trial& trial, TrialState state, const std::string& reaso
       return tell(trial, TrialState::kFail, constraint_failure(*s.constraints), user_attrs,
                   system_attrs);
     }
+    if (s.stopped_at_step) attrs[kStoppedAtStepAttr] = std::to_string(*s.stopped_at_step);
     FrozenTrial record = core_->storage->get_trial(s.trial_id);
     if (!record.intermediate_values.empty() && directions().size() == 1) {
       double last = record.intermediate_values.rbegin()->second;

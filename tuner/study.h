@@ -52,6 +52,26 @@ enum class StaleTrialPolicy {
 // under a coordinator (CoordinatorOptions::max_retries).
 inline constexpr int kDefaultMaxRetries = 3;
 
+// Where a study's samplers get prior observations from: the finished trials of an earlier study
+// (tuner's or Optuna's), read once when the study is created or loaded and given to its sampler
+// as History::prior; never copied into the study (docs/samplers.md, "Warm start").
+struct WarmStartOptions {
+  // The earlier study's name. Required.
+  std::string study;
+  // The SQLite file holding it (tuner's or Optuna's; it must exist). Default (empty): the new
+  // study's own storage.
+  std::string storage_path;
+  // The new study's objectives' metric names, compared with the earlier study's (its system
+  // attribute "study:metric_names", where Optuna's set_metric_names() and tuner's sweeps keep
+  // them) when both have them. Default: none, not compared.
+  std::vector<std::string> metric_names;
+  // Accept an earlier study of other directions or metric names (it must have as many
+  // objectives): where a direction differs its values are negated, so that better stays better.
+  // Default: false, such a study is refused.
+  bool allow_other_objective = false;
+  bool operator==(const WarmStartOptions&) const = default;
+};
+
 struct StudyOptions {
   // Unique within the storage. Default: "study-" followed by a random suffix.
   std::string name;
@@ -80,6 +100,11 @@ struct StudyOptions {
   std::optional<SearchSpace> space;
   // create(): open the study of that name when it exists instead of failing.
   bool load_if_exists = false;
+  // Seed the sampler with an earlier study's finished trials. Default: none for a new study; a
+  // stored study keeps the warm start it was last given (kWarmStartAttr) and reads it again.
+  // Throws, at create() and load(), Error(kNotFound) naming a missing file or study (listing the
+  // studies the file has), Error(kFailedPrecondition) for objectives that do not match.
+  std::optional<WarmStartOptions> warm_start;
 
   // Time of heartbeats and of stale-trial detection. Default: the system clock. (Storages stamp
   // trial datetimes with their own clock: tests give both the same FakeClock.)
@@ -130,6 +155,10 @@ std::string stored_sampler_name(const StudyRecord& record);
 // string), and the compatible changes of that space: a JSON list of {"trial": the first trial
 // number under the new space, "change": SpaceChange::summary()}. Optuna ignores both.
 inline constexpr char kStudySpaceAttr[] = "tuner:space";
+// Where a study keeps its warm start (StudyOptions::warm_start): a JSON object {"study": name,
+// "storage": absolute path or null (the study's own), "metric_names": [...],
+// "allow_other_objective": bool, "observations": how many it read last}.
+inline constexpr char kWarmStartAttr[] = "tuner:warm_start";
 inline constexpr char kSpaceChangesAttr[] = "tuner:space_changes";
 
 // How `space` differs from the space of the stored study `record`: its kStudySpaceAttr when
@@ -179,6 +208,10 @@ class Study {
   // study, as SpaceChange::summary() writes it ("+ activation; hidden [16, 256] -> [16, 512]");
   // empty when nothing changed, for a new study, and without StudyOptions::space.
   const std::string& space_change() const;
+  // What the warm start gave the sampler, one line ("24 observations from study 'a' in a.db;
+  // left out: 2 with values outside this space; ignored: momentum (not in this space)"); empty
+  // without a warm start.
+  const std::string& warm_start() const;
 
   // Starts a trial (RUNNING in storage). Throws Error(kFailedPrecondition) when the sampler is
   // exhausted (a grid whose every point has been tried), before any trial is stored, and

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -51,6 +52,12 @@ class Heartbeater {
   std::jthread thread_;  // last: joined before the members above go
 };
 
+// The names of the step metrics that hold the objectives of study `record` (as sweeps and
+// Trial::report of several values store them): its "study:metric_names" (Optuna's
+// set_metric_names) when that lists one name per objective, else "values_0", "values_1", ...
+// (Optuna's names for unnamed objectives).
+std::vector<std::string> objective_metric_names(const StudyRecord& record);
+
 struct StudyCore {
   // Constant after construction.
   std::shared_ptr<Storage> storage;
@@ -61,6 +68,9 @@ struct StudyCore {
   bool noisy = false;  // StudyOptions::noisy_objective, as stored
   std::optional<SearchSpace> space;
   std::string space_change;  // Study::space_change()
+  // The warm start's observations (History::prior) and Study::warm_start().
+  std::vector<FrozenTrial> prior;
+  std::string warm_start;
   std::shared_ptr<Clock> clock;
   std::optional<std::chrono::milliseconds> heartbeat_interval;  // nullopt: heartbeats off
   std::chrono::milliseconds grace_period{0};
@@ -125,6 +135,19 @@ struct StudyCore {
   // trials after them.
   std::vector<FrozenTrial> filled;
   size_t filled_finished = 0;
+
+  // A study of several objectives: the names of the step metrics that hold its objectives
+  // (objective_metric_names(); empty until first needed, then fixed), and each trial's objective
+  // values per step, read from them (History::objective_steps). A finished trial's steps never
+  // change: `objective_steps_final` (trial ids) are read once.
+  std::vector<std::string> objective_names;
+  ObjectiveSteps objective_steps;
+  std::set<int64_t> objective_steps_final;
+  // REQUIRES: mutex held.
+  const std::vector<std::string>& objective_names_locked();
+  // `objective_steps` brought up to date with storage for the trials in `trials`.
+  // REQUIRES: mutex held, and refresh_locked() called.
+  const ObjectiveSteps& objective_steps_locked();
 
   // Null when heartbeats are off. Last: destroyed (its thread joined) before what it uses.
   std::unique_ptr<Heartbeater> heartbeater;

@@ -1,7 +1,9 @@
 #include "tuner/trial.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
+#include <string>
 
 #include "trials/error.h"
 #include "tuner/trial_state_internal.h"
@@ -127,6 +129,37 @@ void Trial::report(int64_t step, double value) {
   s.last_step = step;
 }
 
+void Trial::report(int64_t step, const std::vector<double>& values) {
+  State& s = *state_;
+  require_running(s.told, s.number, "report");
+  StudyCore& core = *s.core;
+  const size_t n = core.record.directions.size();
+  if (values.size() != n) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "trial " + std::to_string(s.number) + ": report at step " + std::to_string(step) +
+                    " has " + std::to_string(values.size()) + " value(s) for a study of " +
+                    std::to_string(n) + " objective(s); give one per objective");
+  }
+  if (n == 1) {
+    report(step, values.front());
+    return;
+  }
+  StepValues metrics;
+  {
+    std::lock_guard lock(core.mutex);
+    const std::vector<std::string>& names = core.objective_names_locked();
+    for (size_t i = 0; i < n; ++i) metrics[names[i]] = values[i];
+  }
+  log_metrics(step, metrics);
+  if (!std::isnan(values.front())) {
+    report(step, values.front());
+    return;
+  }
+  if (s.max_step && step <= *s.max_step) s.memo.reset();
+  s.max_step = s.max_step ? std::max(*s.max_step, step) : step;
+  s.last_step = step;
+}
+
 void Trial::log_metrics(int64_t step, const StepValues& metrics) {
   State& s = *state_;
   require_running(s.told, s.number, "log metrics");
@@ -158,11 +191,14 @@ bool Trial::should_stop() {
     read = core.storage->get_trial(s.trial_id);
     record = &*read;
   }
-  // Schedulers judge intermediate values: the trials as stored (no space defaults filled in).
-  Decision d = core.scheduler->on_report_memoized(
-      *record, *s.last_step, History{core.trials, core.record.directions, core.noisy}, s.memo);
+  // Schedulers judge intermediate values (and, with several objectives, the objective values
+  // per step): the trials as stored (no space defaults filled in).
+  History history{core.trials, core.record.directions, core.noisy};
+  if (core.record.directions.size() > 1) history.objective_steps = &core.objective_steps_locked();
+  Decision d = core.scheduler->on_report_memoized(*record, *s.last_step, history, s.memo);
   // In-process trials cannot be paused and resumed later; a pause means go on.
   s.stop_requested = d == Decision::kStop;
+  if (s.stop_requested) s.stopped_at_step = s.last_step;
   return s.stop_requested;
 }
 

@@ -55,6 +55,14 @@ class Trial {
 
   // Stores `value` at `step`. Throws Error(kInvalidArgument) for NaN.
   void report(int64_t step, double value);
+  // A study of several objectives: stores `values`, one per objective in the study's order, at
+  // `step` as the step metrics named after the objectives (objective_metric_names(): the study's
+  // "study:metric_names", as sweeps set them, else "values_0", "values_1", ...), and the first
+  // one as the intermediate value (unless it is NaN), so that should_stop() judges them all
+  // (MoAshaScheduler, ScalarizedStopping). NaN and infinities are kept; they rank last. With one
+  // objective, the same as report(step, values[0]). Throws Error(kInvalidArgument) when there is
+  // not one value per objective, Error(kFailedPrecondition) once told.
+  void report(int64_t step, const std::vector<double>& values);
   // Stores every metric of `metrics` at `step` (a loss, an accuracy, a learning rate: whatever
   // the step measured, NaN included), beside the intermediate value report() stores; the report
   // and MLflow show them, Storage::get_step_metrics reads them. Throws Error(kFailedPrecondition)

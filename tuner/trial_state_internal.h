@@ -42,6 +42,8 @@ struct Trial::State {
   // A re-run's earlier attempts (its "retry_history" system attribute); empty for a first run.
   std::vector<int> retry_history;
   bool stop_requested = false;
+  // The step the scheduler stopped the trial at (should_stop() true for it); stored by tell().
+  std::optional<int64_t> stopped_at_step;
   bool told = false;
   // Study::optimize's trial_timeout: when the trial's time is up, and whether should_stop() said
   // so.

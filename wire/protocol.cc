@@ -181,6 +181,9 @@ struct BodyWriter {
         {"attempt", m.attempt},   {"params", OrderedJson::parse(params)},
         {"job_json", m.job_json}, {"heartbeat_interval_ms", m.heartbeat_interval_ms},
         {"gpus", m.gpus},         {"checkpoint_path", optional_json(m.checkpoint_path)}};
+    // Absent when unset, so that a TRIAL without it reads as it did before PBT.
+    if (m.start_checkpoint_path) body["start_checkpoint_path"] = *m.start_checkpoint_path;
+    if (m.pause_at_step) body["pause_at_step"] = *m.pause_at_step;
     // Absent for one node, so that a one-node TRIAL reads as it did before multi-node trials.
     if (m.nodes != 1 || m.node != 0) {
       body["node"] = m.node;
@@ -201,6 +204,7 @@ struct BodyWriter {
         {"lease_id", m.lease_id}, {"metrics", metrics_json(m.metrics)}, {"values", values}};
     if (!m.integer_metrics.empty()) body["integer_metrics"] = m.integer_metrics;
     if (m.gpu_memory_peak_bytes) body["gpu_memory_peak_bytes"] = *m.gpu_memory_peak_bytes;
+    if (m.paused_at_step) body["paused_at_step"] = *m.paused_at_step;
     return body;
   }
   OrderedJson operator()(const FailMessage& m) const {
@@ -470,6 +474,8 @@ class BodyReader {
     m.heartbeat_interval_ms = integer<int64_t>("heartbeat_interval_ms");
     m.gpus = ints_of<int>(at("gpus"), path("gpus"));
     m.checkpoint_path = optional_string_of(body_, "checkpoint_path", p_);
+    m.start_checkpoint_path = optional_string_of(body_, "start_checkpoint_path", p_);
+    if (has("pause_at_step")) m.pause_at_step = integer<int64_t>("pause_at_step");
     if (auto it = body_.find("nodes"); it != body_.end()) m.nodes = int_of<int>(*it, path("nodes"));
     if (auto it = body_.find("node"); it != body_.end()) m.node = int_of<int>(*it, path("node"));
     if (m.nodes < 1 || m.node < 0 || m.node >= m.nodes) {
@@ -506,6 +512,7 @@ class BodyReader {
       }
     }
     m.gpu_memory_peak_bytes = gpu_memory_peak();
+    if (has("paused_at_step")) m.paused_at_step = integer<int64_t>("paused_at_step");
     return m;
   }
   // "gpu_memory_peak_bytes" of RESULT and FAIL: optional.

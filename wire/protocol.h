@@ -145,6 +145,14 @@ struct TrialMessage {
   int64_t heartbeat_interval_ms = 0;
   std::vector<int> gpus;                       // GPU indices given to this trial
   std::optional<std::string> checkpoint_path;  // resume from here when set
+  // A PBT segment's parent checkpoint: the executor copies it (and its engine history beside it)
+  // to checkpoint_path before the job starts, unless a file is there already (a re-run's).
+  // Optional on the wire: absent is unset.
+  std::optional<std::string> start_checkpoint_path;
+  // A PBT segment's last step: the executor pauses the job (as a DECISION pause would) at its
+  // first report at or past it, also while the coordinator is out of reach. Optional on the
+  // wire: absent is unset.
+  std::optional<int64_t> pause_at_step;
   // A trial whose ranks span `nodes` executors (an engine job's "nodes"; docs/engine_jobs.md):
   // this executor runs the ranks of node `node`, [node * ranks / nodes, (node + 1) * ranks /
   // nodes). Node 0 holds rank 0 and alone reports and sends the trial's RESULT; the others send
@@ -180,6 +188,9 @@ struct ResultMessage {
   // The most GPU memory the run's processes held, where the executor measured it. Optional on
   // the wire.
   std::optional<uint64_t> gpu_memory_peak_bytes;
+  // The job was paused (a DECISION pause, or TRIAL's pause_at_step) at its report of this step;
+  // `metrics` are then its last report's. Optional on the wire: absent is unset.
+  std::optional<int64_t> paused_at_step;
   bool operator==(const ResultMessage&) const = default;
 };
 

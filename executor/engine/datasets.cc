@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "executor/engine/csv_loader.h"
+#include "executor/engine/data_cache.h"
 #include "executor/engine/fashion_mnist_loader.h"
 #include "executor/engine/image_folder_loader.h"
 #include "executor/engine/member_reader.h"
@@ -49,7 +50,7 @@ const DatasetInfo kDatasets[] = {{.name = "fashion-mnist",
                                   .classes = 0,
                                   .uint8 = false,  // decoded to [0, 1] (image_folder_loader.h)
                                   .divisor = 1.0f,
-                                  .load = load_image_folder}};
+                                  .load = load_image_folder_cached}};
 
 }  // namespace
 
@@ -92,7 +93,9 @@ Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
 }
 
 training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train) {
-  const bool per_channel = spec.format == "csv" || spec.format == "image_folder";
+  const bool per_channel = spec.normalize.empty()
+                               ? spec.format == "csv" || spec.format == "image_folder"
+                               : spec.normalize == "channel";
   return training::Normalizer::fit(
       train, per_channel ? training::NormalizeBy::kChannel : training::NormalizeBy::kAll);
 }
@@ -104,6 +107,21 @@ Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std
   if (!s.validation.empty()) norm.apply(s.validation);
   if (!s.test.empty()) norm.apply(s.test);
 
+  if (config.augments()) {
+    const training::Shape& sample = s.train.sample_shape();
+    if (sample.rank() != 3) {
+      job_json::fail(where + ".data.augment", "needs image samples [C, H, W], but " + s.name +
+                                                  "'s are " + sample.to_string());
+    }
+    // Padding is black in the images' own values: each channel's 0, normalized.
+    std::vector<float> fill;
+    for (size_t c = 0; c < norm.mean().size(); ++c) {
+      fill.push_back((0.0f - norm.mean()[c]) * (1.0f / norm.stddev()[c]));
+    }
+    s.augmentation = std::make_shared<training::Augmentation>(
+        sample, training::AugmentOptions{
+                    .crop_padding = config.crop_padding, .fill = fill, .flip = config.flip});
+  }
   const std::string model_path = where + ".model";
   if (s.train.is_regression()) s.target_scaling = training::TargetScaling::fit(s.train);
   const DataShape data{.name = s.name,

@@ -11,6 +11,7 @@
 #define TUNER_EXECUTOR_ENGINE_DATASETS_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 
 #include "executor/engine/job_spec.h"
 #include "executor/engine/model_fit.h"
+#include "training/data/augment.h"
 #include "training/data/dataset.h"
 #include "training/tensor.h"
 
@@ -56,6 +58,9 @@ struct Splits {
   std::vector<std::string> features;
   // csv: the feature columns in file order, whose encodings make `features`; else empty.
   std::vector<FeatureColumn> columns;
+  // The trial's data.augment for the training batches (load_data), padding with each channel's
+  // normalized 0; null without augmentation.
+  std::shared_ptr<const training::SampleTransform> augmentation;
 };
 
 // Reads the splits of one data set, its values scaled as DatasetInfo says: fashion-mnist's from
@@ -105,12 +110,14 @@ DataShape catalogue_shape(const DatasetInfo& info);
 Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
                      const std::string& where);
 
-// The normalization of every split, statistics of the training split: one mean and standard
-// deviation over every value, or per feature (NormalizeBy::kChannel) for a csv file's and per
-// channel for an image folder's.
+// The normalization of every split, statistics of the training split: data.normalize's, by default
+// one mean and standard deviation over every value, or per feature (NormalizeBy::kChannel) for a
+// csv file's and per channel for an image folder's.
 training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train);
 
-// load_raw_data's splits, each normalized with the training split's statistics, and `config`
+// load_raw_data's splits, each normalized with the training split's statistics, the augmentation of
+// `config` (Splits::augmentation; Error(kInvalidArgument) at data.augment when the samples are not
+// images [C, H, W]), and `config`
 // fitted to them: config.model_json bound to the data (model_fit.h: "input" and "out":
 // "classes" filled in) and checked against it, config.train / validation / test set to the
 // splits' sizes. Errors as load_raw_data's, and Error(kInvalidArgument) naming the model and the

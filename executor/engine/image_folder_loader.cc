@@ -31,7 +31,8 @@ const std::vector<std::string_view> kImageFolderMembers = {
     "format",        "dir",        "path",
     "train",         "validation", "test",
     "size",          "color",      "validation_fraction",
-    "test_fraction", "split_seed"};
+    "test_fraction", "split_seed", "augment",
+    "normalize",     "prefetch"};
 
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
   throw Error(ErrorCode::kDataLoss, path + ": " + what);
@@ -178,6 +179,22 @@ ImageFolderListing list_image_folder(const std::string& root, const std::string&
   return out;
 }
 
+void note_skipped_files(std::initializer_list<const ImageFolderListing*> listings,
+                        const std::string& path) {
+  int64_t skipped = 0;
+  std::string example;
+  for (const ImageFolderListing* l : listings) {
+    if (!l || l->skipped == 0) continue;
+    skipped += l->skipped;
+    if (example.empty()) example = l->skipped_example;
+  }
+  if (skipped > 0) {
+    std::cerr << path << ": skipped " << skipped << " file" << (skipped == 1 ? "" : "s") << " that "
+              << (skipped == 1 ? "is" : "are") << " not .png, .jpg or .jpeg (e.g. " << example
+              << ")" << std::endl;
+  }
+}
+
 Splits load_image_folder(const EngineJobSpec& spec, const SplitSizes& /*sizes*/,
                          const std::string& path) {
   const EngineDataFiles& f = spec.files;
@@ -192,20 +209,7 @@ Splits load_image_folder(const EngineJobSpec& spec, const SplitSizes& /*sizes*/,
     test = list_image_folder(resolve(spec, f.test), path);
     check_same_classes(train, *test, path);
   }
-  int64_t skipped = 0;
-  std::string example;
-  const ImageFolderListing* listings[] = {&train, validation ? &*validation : nullptr,
-                                          test ? &*test : nullptr};
-  for (const ImageFolderListing* l : listings) {
-    if (!l || l->skipped == 0) continue;
-    skipped += l->skipped;
-    if (example.empty()) example = l->skipped_example;
-  }
-  if (skipped > 0) {
-    std::cerr << path << ": skipped " << skipped << " file" << (skipped == 1 ? "" : "s") << " that "
-              << (skipped == 1 ? "is" : "are") << " not .png, .jpg or .jpeg (e.g. " << example
-              << ")" << std::endl;
-  }
+  note_skipped_files({&train, validation ? &*validation : nullptr, test ? &*test : nullptr}, path);
 
   const auto n = static_cast<int64_t>(train.files.size());
   const SplitIndices split = split_indices(n, validation ? 0.0 : f.validation_fraction,

@@ -10,6 +10,7 @@
 #define TUNER_EXECUTOR_ENGINE_IMAGE_FOLDER_LOADER_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ struct ImageFolderListing {
 // (the job's data) and the folder: Error(kNotFound) when `root` does not exist, kDataLoss when
 // it is not a folder, has no class sub-folders, or a class folder has no images.
 ImageFolderListing list_image_folder(const std::string& root, const std::string& path);
+
+// Says once, as one line on standard error (a trial's log), how many files the listings skipped
+// (not .png / .jpg / .jpeg), with the first as an example; nothing when none. Null listings are
+// left out.
+void note_skipped_files(std::initializer_list<const ImageFolderListing*> listings,
+                        const std::string& path);
 
 // A DatasetLoader for spec.files (format image_folder); `sizes` is unused. Samples are
 // [C, H, W] floats in [0, 1] (C 1 for data.color "grayscale", 3 for "rgb"; H x W data.size),

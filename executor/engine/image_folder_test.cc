@@ -3,6 +3,7 @@
 // splits, each bad folder or file refused naming it, and trials trained end to end on images the
 // test draws.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,8 +38,12 @@ class ImageFolderTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    ::setenv("TUNER_DATA_CACHE_BYTES", "0", 1);  // every load decodes (data_cache.h)
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    ::unsetenv("TUNER_DATA_CACHE_BYTES");
+  }
 
   // Writes `bytes` at `rel` under the temp folder (its folders made); its path.
   std::string put(const std::string& rel, const std::vector<uint8_t>& bytes) {
@@ -291,7 +296,7 @@ TEST_F(ImageFolderTest, JobRefusesBadMembers) {
   EXPECT_EQ(parse_error(job({{"path", "p"}, {"size", {8, 8}}, {"label", "y"}})),
             "job.data.label: unknown member (data of format image_folder has format, dir, path, "
             "train, validation, test, size, color, validation_fraction, test_fraction, "
-            "split_seed)");
+            "split_seed, augment, normalize, prefetch)");
   EXPECT_EQ(
       parse_error(job(
           {{"train", "p"}, {"validation", "v"}, {"validation_fraction", 0.1}, {"size", {8, 8}}})),

@@ -28,8 +28,8 @@ const std::vector<std::string_view> kRootMembers = {
     "nodes", "collective_timeout_s", "latency_batch", "artifacts_dir", "objective_metric",
     // Read by parse_trial_job (executor/trial_job.h): the executor's time limit and stop grace.
     "timeout_s", "stop_grace_s"};
-const std::vector<std::string_view> kDataMembers = {"dataset", "format",     "dir",
-                                                    "train",   "validation", "test"};
+const std::vector<std::string_view> kDataMembers = {
+    "dataset", "format", "dir", "train", "validation", "test", "augment", "normalize", "prefetch"};
 const std::vector<std::string_view> kCsvMembers = {"format",
                                                    "dir",
                                                    "path",
@@ -43,10 +43,23 @@ const std::vector<std::string_view> kCsvMembers = {"format",
                                                    "validation_fraction",
                                                    "test_fraction",
                                                    "split_seed",
-                                                   "task"};
-const std::vector<std::string_view> kNpyMembers = {
-    "format",        "dir",        "path", "x", "y", "test_x", "test_y", "validation_fraction",
-    "test_fraction", "split_seed", "task"};
+                                                   "task",
+                                                   "normalize",
+                                                   "prefetch"};
+const std::vector<std::string_view> kNpyMembers = {"format",
+                                                   "dir",
+                                                   "path",
+                                                   "x",
+                                                   "y",
+                                                   "test_x",
+                                                   "test_y",
+                                                   "validation_fraction",
+                                                   "test_fraction",
+                                                   "split_seed",
+                                                   "task",
+                                                   "augment",
+                                                   "normalize",
+                                                   "prefetch"};
 const std::vector<std::string_view> kTrainingMembers = {
     "epochs",       "batch_size",      "optimizer",      "lr",     "weight_decay",
     "momentum",     "schedule",        "warmup_epochs",  "min_lr", "step_epochs",
@@ -141,6 +154,37 @@ void read_split_sizes(const nlohmann::json& root, const EngineJobSpec& spec,
       c.validation == 0) {
     fail(data_path + ".validation", "must be > 0: the objective metric " + spec.objective_metric +
                                         " needs a validation split");
+  }
+}
+
+// data.augment into `c`: {"random_crop": {"padding": P}, "flip": F}, P and F possibly
+// placeholders. Image data only: csv refuses it (read_data_files), a sample of another shape fails
+// at loading.
+void read_augment(const nlohmann::json& root, const std::string& where, bool templated,
+                  EngineTrialConfig& c) {
+  const std::string data_path = where + ".data";
+  const nlohmann::json& data = object_member(root, "data", data_path, true);
+  if (!data.contains("augment")) return;
+  const std::string path = data_path + ".augment";
+  const nlohmann::json& augment = object_member(data, "augment", path, true);
+  MemberReader a(augment, path, templated);
+  a.only({"random_crop", "flip"}, "data.augment");
+  if (auto v = a.number("flip", NumberRange{.low = 0, .high = 1})) c.flip = *v;
+  if (augment.contains("random_crop")) {
+    const std::string crop_path = path + ".random_crop";
+    const nlohmann::json& crop = object_member(augment, "random_crop", crop_path, true);
+    MemberReader r(crop, crop_path, templated);
+    r.only({"padding"}, "data.augment.random_crop");
+    if (!crop.contains("padding")) fail(crop_path + ".padding", "missing (pixels, >= 0)");
+    if (auto v = r.integer("padding", 0)) {
+      if (*v > 16384) {
+        fail(crop_path + ".padding",
+             "expected an integer in [0, 16384], got " + std::to_string(*v));
+      }
+      c.crop_padding = *v;
+    } else {
+      c.crop_padding = 0;  // a placeholder of a template: a crop, its padding not yet known
+    }
   }
 }
 
@@ -253,6 +297,7 @@ EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& s
   shape.task = spec.task;
   c.model_json = read_model(root, shape, where, templated);
   read_split_sizes(root, spec, info, where, templated, c);
+  read_augment(root, where, templated, c);
   const std::string training_path = where + ".training";
   read_training(root, training_path, templated, c);
   check_layer_factors(root, c, training_path);
@@ -377,6 +422,10 @@ void read_data_files(const nlohmann::json& object, const MemberReader& data,
   if (spec.format == "image_folder") {
     engine::read_image_folder_members(object, data, data_path, spec);
   } else if (spec.format == "csv") {
+    if (object.contains("augment")) {
+      fail(data_path + ".augment",
+           "not for data of format csv: augmentation transforms images [C, H, W]");
+    }
     data.only(kCsvMembers, "data of format csv");
     if (auto v = data.string("train")) f.train = *v;
     if (auto v = data.string("test")) f.test = *v;
@@ -433,6 +482,12 @@ void read_data_source(const nlohmann::json& root, const std::string& where, Engi
   const std::string data_path = where + ".data";
   const nlohmann::json& object = object_member(root, "data", data_path, true);
   MemberReader data(object, data_path, true);
+  if (auto v = data.choice("normalize", {"all", "channel"}, false)) spec.normalize = *v;
+  if (auto v = data.integer("prefetch", 0, false)) {
+    if (*v > 16)
+      fail(data_path + ".prefetch", "expected an integer in [0, 16], got " + std::to_string(*v));
+    spec.prefetch = static_cast<int>(*v);
+  }
   auto format = data.choice("format", {"idx", "csv", "npy", "image_folder"}, false);
   if (format && *format != "idx") {
     spec.format = *format;

@@ -11,10 +11,13 @@
 //         or {"format": "image_folder", "path": "pets", "size": [64, 64], "color": "rgb"},
 //         (csv and npy also take "task": "classification" (the default), "binary" or
 //         "regression")
+//    (every data object also takes "augment": {"random_crop": {"padding": 4}, "flip": 0.5} (not
+//    csv), "normalize": "all" or "channel", and "prefetch": 2)
 //    "training": {"epochs": 10, "batch_size": 128, "optimizer": "adam", "lr": 0.001, ...},
 //    "threads": 1, "backend": "cpu", "ranks": 1, "nodes": 1, "collective_timeout_s": 60,
 //    "artifacts_dir": "...", "objective_metric": "val_accuracy"}
-// Any string value under "model" and "training" (and data.train / validation / test) that is
+// Any string value under "model", "training" and data.augment (and data.train / validation / test)
+// that is
 // exactly "{NAME}" is a placeholder: it becomes the trial's value of parameter NAME with its JSON
 // type ("{width}" -> 256, "{act}" -> "relu").
 //
@@ -104,6 +107,14 @@ struct EngineJobSpec {
   // data.task (csv and npy; other data sets are classification): what the labels are, the loss
   // and the metrics (training/task.h). Default classification.
   training::Task task = training::Task::kClassification;
+  // data.normalize: the statistics every split is normalized with, "all" (one mean and standard
+  // deviation over every value) or "channel" (per channel of an image [C, H, W], per feature of a
+  // flat sample); empty: the format's default ("channel" for csv and image_folder, else "all").
+  std::string normalize;
+  // data.prefetch: training batches gathered and augmented ahead of the training step on a
+  // background thread (training::BatchLoaderOptions::prefetch); 0: on the training thread.
+  // Default 2; in [0, 16].
+  int prefetch = 2;
   // The model spec bound to the data set (canonical), when the job's model has no placeholders and
   // leaves no shape to the data's files (csv, npy, image_folder); else empty.
   std::string model_json;
@@ -118,6 +129,11 @@ struct EngineTrialConfig {
   // images (0: none). Formats csv and npy: 0 until the data is loaded, then the splits' sizes
   // (engine::load_data).
   int64_t train = 50000, validation = 10000, test = 0;
+  // data.augment (training batches only; training/data/augment.h): random_crop.padding (-1: no
+  // random crop) and flip, the probability of a horizontal flip.
+  int64_t crop_padding = -1;
+  double flip = 0.0;
+  bool augments() const { return crop_padding >= 0 || flip > 0.0; }
   // Training.
   int64_t epochs = 10, batch_size = 128;
   std::string optimizer = "adam";  // adam, adamw, sgd

@@ -24,7 +24,7 @@ std::string substitute_engine_params(std::string_view json, const Params& params
     *it = engine::substitute(*it, where + ".training", params);
   }
   if (auto it = root.find("data"); it != root.end() && it->is_object()) {
-    for (const char* key : {"train", "validation", "test"}) {
+    for (const char* key : {"train", "validation", "test", "augment"}) {
       if (auto v = it->find(key); v != it->end()) {
         *v = engine::substitute(*v, where + ".data." + key, params);
       }

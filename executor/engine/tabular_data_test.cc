@@ -352,7 +352,7 @@ TEST_F(TabularDataTest, JobRefusesBadDataMembersAndModelsThatDoNotFit) {
   EXPECT_EQ(parse_error(job({{"format", "csv"}, {"path", "d.csv"}, {"label", "y"}, {"x", "a"}})),
             "job.data.x: unknown member (data of format csv has format, dir, path, train, test, "
             "delimiter, label, columns, categorical, missing, validation_fraction, "
-            "test_fraction, split_seed, task)");
+            "test_fraction, split_seed, task, normalize, prefetch)");
   nlohmann::json no_validation =
       job({{"format", "csv"}, {"path", "d.csv"}, {"label", "y"}, {"validation_fraction", 0}});
   no_validation["objective_metric"] = "val_accuracy";

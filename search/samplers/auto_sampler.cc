@@ -1,5 +1,6 @@
 #include "search/samplers/auto_sampler.h"
 
+#include <span>
 #include <string>
 
 #include "trials/error.h"
@@ -44,11 +45,16 @@ Sampler& AutoSampler::choose(const SearchSpace* space, const History& history) c
       (space->has_conditions() || static_cast<int>(space->size()) > options_.max_gp_params)) {
     return *tpe_;
   }
+  // A warm start's observations (History::prior) count as finished trials: both delegates
+  // learn from them. Whether trials branch is the study's own trials' matter: the GP imputes
+  // what an observation of the warm start lacks.
   int complete = 0, pruned = 0, finished = 0;
-  for (const FrozenTrial& t : history.trials) {
-    complete += t.state == TrialState::kComplete;
-    pruned += t.state == TrialState::kPruned;
-    finished += is_finished(t.state);
+  for (std::span<const FrozenTrial> trials : {history.prior, history.trials}) {
+    for (const FrozenTrial& t : trials) {
+      complete += t.state == TrialState::kComplete;
+      pruned += t.state == TrialState::kPruned;
+      finished += is_finished(t.state);
+    }
   }
   // The GP learns from COMPLETE trials only; TPE also ranks PRUNED ones by how far they got.
   if (finished >= options_.max_gp_trials || pruned > complete) return *tpe_;

@@ -13,7 +13,8 @@
 // - TPE once max_gp_trials trials are finished (past the GP's fit window it would forget trials
 //   that TPE still uses);
 // - the GP otherwise.
-// Both delegates see the whole history, so a switch from one to the other loses nothing. Each
+// Both delegates see the whole history, so a switch from one to the other loses nothing; a warm
+// start's observations (History::prior) count among the finished trials. Each
 // trial records the delegate that proposed it ("gp" or "tpe", "random" for the delegate's
 // startup trials) as its origin. Deterministic and
 // thread-safe as its delegates are.

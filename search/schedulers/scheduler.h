@@ -7,6 +7,7 @@
 #ifndef TUNER_SEARCH_SCHEDULERS_SCHEDULER_H_
 #define TUNER_SEARCH_SCHEDULERS_SCHEDULER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -82,6 +83,11 @@ class Scheduler {
     (void)memo;
     return on_report(trial, step, history);
   }
+
+  // True when this scheduler can judge a study of `n_objectives` objectives. Most judge one (the
+  // intermediate value); MoAshaScheduler and ScalarizedStopping judge several, reading
+  // History::objective_steps.
+  virtual bool judges_objectives(size_t n_objectives) const { return n_objectives == 1; }
 };
 
 }  // namespace tuner

@@ -46,10 +46,29 @@ uint32_t big_endian32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
+// The most bytes deflate's data inflates to, per byte of it (its longest match, 258 bytes, in
+// two bits).
+constexpr double kMaxInflateRatio = 1032;
+
+// The bits of one pixel of a PNG of `color_type` and `bit_depth` (IHDR's), 0 when they are not
+// a PNG's.
+int png_pixel_bits(uint8_t color_type, uint8_t bit_depth) {
+  const int samples = color_type == 0   ? 1
+                      : color_type == 2 ? 3
+                      : color_type == 3 ? 1
+                      : color_type == 4 ? 2
+                      : color_type == 6 ? 4
+                                        : 0;
+  return bit_depth > 16 ? 0 : samples * bit_depth;
+}
+
 // Walks the chunks after the signature up to IEND: a file that ends inside a chunk, or before
-// IEND, is truncated (libpng's own message for it would not say so).
+// IEND, is truncated (libpng's own message for it would not say so). Image data (IDAT) too short
+// to inflate to the pixels IHDR gives is corrupt: refused before the image is allocated.
 void check_png_chunks(std::span<const uint8_t> bytes, const std::string& name) {
   size_t at = sizeof(kPngSignature);
+  double width = 0, height = 0, image_data = 0;
+  int pixel_bits = 0;
   while (true) {
     if (at + 8 > bytes.size()) {
       fail(name, "truncated PNG (the file ends at byte " + std::to_string(bytes.size()) +
@@ -63,7 +82,24 @@ void check_png_chunks(std::span<const uint8_t> bytes, const std::string& name) {
                      std::to_string(needs) + " bytes, the file ends at byte " +
                      std::to_string(bytes.size()) + ")");
     }
-    if (type == "IEND") return;
+    const uint8_t* data = bytes.data() + at + 8;
+    if (type == "IHDR" && length == 13) {
+      width = big_endian32(data);
+      height = big_endian32(data + 4);
+      pixel_bits = png_pixel_bits(data[9], data[8]);
+    } else if (type == "IDAT") {
+      image_data += length;
+    } else if (type == "IEND") {
+      // An image past kMaxPixels is refused as too large once libpng has read its header.
+      const double needs_bytes = width * height * pixel_bits / 8;
+      if (width * height <= kMaxPixels && needs_bytes > image_data * kMaxInflateRatio + 1024) {
+        fail(name, "corrupt PNG (its image data, " +
+                       std::to_string(static_cast<int64_t>(image_data)) + " bytes, cannot hold " +
+                       std::to_string(static_cast<int64_t>(width)) + " x " +
+                       std::to_string(static_cast<int64_t>(height)) + " pixels)");
+      }
+      return;
+    }
     at += needs;
   }
 }
@@ -128,6 +164,27 @@ struct TjHandle {
   fail(name, std::string(premature || !has_eoi ? "truncated" : "corrupt") + " JPEG (" + why + ")");
 }
 
+// Whether the frame of the JPEG `bytes` is Huffman-coded: its first SOF marker (walking the
+// marker segments from SOI) is not one of arithmetic coding's (SOF9 to SOF15). False when no SOF
+// comes before the first SOS or the segments end early (the decoder then says what is wrong).
+bool huffman_coded(std::span<const uint8_t> bytes) {
+  size_t at = 2;
+  while (at + 4 <= bytes.size()) {
+    if (bytes[at] != 0xFF) return false;
+    const uint8_t marker = bytes[at + 1];
+    if (marker == 0xFF) {  // a fill byte
+      ++at;
+      continue;
+    }
+    if (marker == 0xDA || marker == 0xD9) return false;  // SOS, EOI
+    const bool sof =
+        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
+    if (sof) return marker < 0xC8;
+    at += 2 + ((size_t{bytes[at + 2]} << 8) | bytes[at + 3]);
+  }
+  return false;
+}
+
 Pixels decode_jpeg(std::span<const uint8_t> bytes, const std::string& name) {
   TjHandle tj;
   if (!tj.handle)
@@ -142,6 +199,13 @@ Pixels decode_jpeg(std::span<const uint8_t> bytes, const std::string& name) {
     fail(name, "unsupported JPEG (CMYK color; save it as RGB or grayscale)");
   }
   check_pixels(height, width, "JPEG", name);
+  // Huffman coding spends a bit at least on each 8 x 8 block of the image (its DC coefficient):
+  // a file too short for its blocks is cut short, refused before the decoder makes up the rest.
+  if (huffman_coded(bytes) &&
+      int64_t{height} * width > static_cast<int64_t>(bytes.size()) * 8 * 64) {
+    fail(name, "truncated JPEG (" + std::to_string(bytes.size()) + " bytes cannot hold " +
+                   std::to_string(width) + " x " + std::to_string(height) + " pixels)");
+  }
   const bool gray = colorspace == TJCS_GRAY;
   Pixels p{.height = height, .width = width, .components = gray ? 1 : 3};
   p.values.resize(static_cast<size_t>(p.height * p.width * p.components));

@@ -33,7 +33,10 @@ ImageFileFormat image_file_format(std::span<const uint8_t> bytes);
 //   "a.jpg: truncated JPEG (Premature end of JPEG file)",
 //   "a.png: corrupt PNG (IDAT: CRC error)", "a.jpg: corrupt JPEG (...)",
 //   "a.png: neither a PNG nor a JPEG file (it starts with 47 49 46 38)",
-//   "a.png: PNG of 100000 x 100000 pixels: too large to decode (at most 268435456 pixels)".
+//   "a.png: PNG of 100000 x 100000 pixels: too large to decode (at most 268435456 pixels)",
+//   "a.png: corrupt PNG (its image data, 57 bytes, cannot hold 16384 x 16384 pixels)",
+//   "a.jpg: truncated JPEG (633 bytes cannot hold 16384 x 16384 pixels)": a file too short for
+//   the image its header gives is refused before the image is decoded.
 Image decode_image(std::span<const uint8_t> bytes, ImageColor color, const std::string& name);
 
 // The file at `path` read and decoded as decode_image does; DataError also when it cannot be

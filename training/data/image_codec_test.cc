@@ -134,6 +134,41 @@ TEST(ImageCodecTest, RefusesAnImageTooLargeToDecode) {
             "pixels)");
 }
 
+// A 1 x 1 PNG whose IHDR (its CRC made to match) says width x height.
+std::vector<uint8_t> png_claiming(uint32_t width, uint32_t height) {
+  std::vector<uint8_t> png = encode_png(TestPixels::solid(1, 1, 3, 0));
+  for (int i = 0; i < 4; ++i) {  // IHDR's width and height, big-endian
+    png[16 + i] = static_cast<uint8_t>(width >> (24 - 8 * i));
+    png[20 + i] = static_cast<uint8_t>(height >> (24 - 8 * i));
+  }
+  const uLong crc = crc32(0, png.data() + 12, 17);  // the chunk's type and data
+  for (int i = 0; i < 4; ++i) png[29 + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  return png;
+}
+
+// A small file whose header claims a large image (within the pixel limit) would have the decoder
+// allocate and fill the whole image before it finds the data missing: refused from the sizes.
+TEST(ImageCodecTest, ASmallFileClaimingAHugeImageIsRefusedBeforeDecoding) {
+  const std::string png = decode_error(png_claiming(16384, 16384), "huge.png");
+  EXPECT_EQ(png.rfind("huge.png: corrupt PNG (its image data, ", 0), 0u) << png;
+  EXPECT_NE(png.find("cannot hold 16384 x 16384 pixels)"), std::string::npos) << png;
+
+  std::vector<uint8_t> jpeg = encode_jpeg(TestPixels::solid(16, 16, 3, 9, 99, 199));
+  size_t sof = 2;
+  while (!(jpeg[sof] == 0xFF && jpeg[sof + 1] == 0xC0)) ++sof;  // SOF0: FF C0, length, P, Y, X
+  for (size_t at : {sof + 5, sof + 7}) {
+    jpeg[at] = 0x40;  // 16384
+    jpeg[at + 1] = 0;
+  }
+  const std::string j = decode_error(jpeg, "huge.jpg");
+  EXPECT_EQ(j, "huge.jpg: truncated JPEG (" + std::to_string(jpeg.size()) +
+                   " bytes cannot hold 16384 x 16384 pixels)");
+
+  // Large images of one color, the most compressed there are, still decode.
+  EXPECT_EQ(decode_error(encode_png(TestPixels::solid(1024, 1024, 1, 7)), "big.png"), "no error");
+  EXPECT_EQ(decode_error(encode_jpeg(TestPixels::solid(1024, 1024, 1, 7)), "big.jpg"), "no error");
+}
+
 TEST(ImageCodecTest, RefusesAFileThatIsNeither) {
   EXPECT_EQ(decode_error({'G', 'I', 'F', '8', '9', 'a'}, "x.png"),
             "x.png: neither a PNG nor a JPEG file (it starts with 47 49 46 38)");

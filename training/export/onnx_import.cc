@@ -46,6 +46,9 @@ std::string label(const onnx::NodeProto& n) {
   throw OnnxImportError(label(n) + ": " + what);
 }
 
+// The most elements a constant may have (a protobuf message holds at most 2 GiB).
+constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
+
 Constant read_tensor(const onnx::TensorProto& t) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     throw OnnxImportError("initializer '" + t.name() +
@@ -54,7 +57,16 @@ Constant read_tensor(const onnx::TensorProto& t) {
   Constant c;
   c.dims.assign(t.dims().begin(), t.dims().end());
   int64_t n = 1;
-  for (int64_t d : c.dims) n *= d;
+  for (int64_t d : c.dims) {
+    if (d < 0) {
+      throw OnnxImportError("initializer '" + t.name() + "': a negative dimension (" +
+                            std::to_string(d) + ")");
+    }
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements) {
+      throw OnnxImportError("initializer '" + t.name() + "': its shape has more than " +
+                            std::to_string(kMaxTensorElements) + " elements");
+    }
+  }
   const auto count = static_cast<size_t>(n);
   const std::string& raw = t.raw_data();
   switch (t.data_type()) {
@@ -148,11 +160,23 @@ std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t
   return out;
 }
 
+// Refuses a node without the output, or a binary operator without the two inputs, that the
+// import reads.
+void check_arity(const onnx::NodeProto& n) {
+  if (n.output_size() < 1) fail(n, "it has no output");
+  const std::string& op = n.op_type();
+  const bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
+  if (binary && n.input_size() != 2) {
+    fail(n, "it has " + std::to_string(n.input_size()) + " inputs, not 2");
+  }
+}
+
 class Importer {
  public:
   explicit Importer(const onnx::GraphProto& graph) : graph_(graph) {
     for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = read_tensor(t);
     for (const onnx::NodeProto& n : graph.node()) {
+      check_arity(n);
       if (n.op_type() == "Constant") {
         const onnx::AttributeProto* value = attribute(n, "value");
         if (!value || !value->has_t()) fail(n, "only a tensor \"value\" is supported");

@@ -191,5 +191,62 @@ TEST(OnnxImport, AnOperatorWithoutALayerIsRefusedNamingTheNode) {
   EXPECT_THROW(import_onnx_bytes("not a model"), OnnxImportError);
 }
 
+// A graph of one input "x" [N, 4] and the nodes and initializers `build` adds.
+template <typename Build>
+std::string graph_of(Build build) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *m.mutable_graph();
+  onnx::ValueInfoProto* in = g.add_input();
+  in->set_name("x");
+  auto* shape = in->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("N");
+  shape->add_dim()->set_dim_value(4);
+  build(g);
+  return m.SerializeAsString();
+}
+
+void expect_refused(const std::string& bytes, const std::string& message) {
+  try {
+    import_onnx_bytes(bytes);
+    FAIL() << "imported; expected: " << message;
+  } catch (const OnnxImportError& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+// The import reads a node's first output and a binary operator's two inputs: a node without
+// them is refused rather than read past its lists.
+TEST(OnnxImport, ANodeWithoutItsOutputOrInputsIsRefused) {
+  expect_refused(graph_of([](onnx::GraphProto& g) {
+                   onnx::NodeProto* n = g.add_node();
+                   n->set_name("c");
+                   n->set_op_type("Constant");
+                 }),
+                 "node 'c' (Constant): it has no output");
+  expect_refused(graph_of([](onnx::GraphProto& g) {
+                   add_initializer(g, "w", {4, 2}, std::vector<float>(8, 0.5f));
+                   add_node(g, "MatMul", {"x", "w"}, "mm");
+                   add_node(g, "Add", {"mm"}, "y");
+                 }),
+                 "node '/y/Add' (Add): it has 1 inputs, not 2");
+}
+
+// An initializer's dimensions multiply to its element count: a negative one, or a product past
+// int64 (which could wrap to the size of the data given), is refused.
+TEST(OnnxImport, AnInitializerWithANegativeOrOverflowingShapeIsRefused) {
+  expect_refused(graph_of([](onnx::GraphProto& g) {
+                   add_initializer(g, "w", {-4, -2}, std::vector<float>(8, 0.5f));
+                   add_node(g, "MatMul", {"x", "w"}, "y");
+                 }),
+                 "initializer 'w': a negative dimension (-4)");
+  expect_refused(graph_of([](onnx::GraphProto& g) {
+                   add_initializer(g, "w", {int64_t{1} << 62, 4, 1}, std::vector<float>(1, 0.5f));
+                   add_node(g, "MatMul", {"x", "w"}, "y");
+                 }),
+                 "initializer 'w': its shape has more than 2147483648 elements");
+}
+
 }  // namespace
 }  // namespace tuner::training

@@ -101,20 +101,28 @@ double coordinate_value(const Coordinate& c, double internal) {
   return c.high > c.low ? std::clamp((v - c.low) / (c.high - c.low), 0.0, 1.0) : 0.5;
 }
 
-// A trial's point in the cube; nullopt when it lacks a modelled parameter or has a value outside
-// the parameter's distribution.
-std::optional<std::vector<double>> encode(const Encoding& e, const FrozenTrial& t) {
+// A trial's point in the cube; nullopt when it has a value outside the parameter's distribution,
+// or lacks a modelled parameter. With `impute` (an observation of a warm start, History::prior),
+// a missing parameter sits at the centre of its coordinates instead (0.5; 1/k on each of a
+// categorical's k), so long as the trial has one of them at least.
+std::optional<std::vector<double>> encode(const Encoding& e, const FrozenTrial& t,
+                                          bool impute = false) {
   std::vector<double> x(e.dims, 0.0);
+  bool any = false;
   for (const Coordinate& c : e.coordinates) {
     // A value drawn from another distribution (a study whose space changed) counts when this
     // one holds it.
     auto value = t.params.find(c.spec->name);
     auto dist = t.distributions.find(c.spec->name);
-    if (value == t.params.end() || dist == t.distributions.end() ||
-        (!(dist->second == c.spec->distribution) &&
-         !contains(c.spec->distribution, value->second))) {
+    if (value == t.params.end() || dist == t.distributions.end()) {
+      if (!impute) return std::nullopt;
+      for (size_t k = 0; k < c.width; ++k) x[c.offset + k] = c.width > 1 ? 1.0 / c.width : 0.5;
+      continue;
+    }
+    if (!(dist->second == c.spec->distribution) && !contains(c.spec->distribution, value->second)) {
       return std::nullopt;
     }
+    any = true;
     const double internal = to_internal(c.spec->distribution, value->second);
     if (std::holds_alternative<CategoricalDistribution>(c.spec->distribution)) {
       x[c.offset + static_cast<size_t>(internal)] = 1.0;
@@ -122,6 +130,7 @@ std::optional<std::vector<double>> encode(const Encoding& e, const FrozenTrial& 
     }
     x[c.offset] = coordinate_value(c, internal);
   }
+  if (!any && !e.coordinates.empty()) return std::nullopt;
   return x;
 }
 
@@ -687,15 +696,19 @@ bool starting_up(const Encoding& e, size_t observed, int n_startup_trials) {
   return e.dims == 0 || static_cast<int>(observed) < std::max(1, n_startup_trials);
 }
 
-// The COMPLETE trials with a finite value and an encodable point, in the history's order.
+// The COMPLETE trials with a finite value and an encodable point: the warm start's
+// (History::prior, missing parameters imputed) first, then the study's, in the history's order.
 Observations observe(const Encoding& e, const History& history) {
   Observations all;
   const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
-  for (const FrozenTrial& t : history.trials) {
+  const size_t n_prior = history.prior.size();
+  for (size_t i = 0; i < n_prior + history.trials.size(); ++i) {
+    const bool prior = i < n_prior;
+    const FrozenTrial& t = prior ? history.prior[i] : history.trials[i - n_prior];
     if (t.state != TrialState::kComplete || t.values.empty() || !std::isfinite(t.values[0])) {
       continue;
     }
-    if (std::optional<std::vector<double>> p = encode(e, t)) {
+    if (std::optional<std::vector<double>> p = encode(e, t, prior)) {
       all.x.push_back(std::move(*p));
       all.y.push_back(sign * t.values[0]);
       all.constraints.push_back(has_constraints(t) ? constraints_of(t)
@@ -706,17 +719,20 @@ Observations observe(const Encoding& e, const History& history) {
   return all;
 }
 
-// The COMPLETE trials with a finite value of each objective and an encodable point, in the
-// history's order.
+// The COMPLETE trials with a finite value of each objective and an encodable point, the warm
+// start's first, as observe() takes them.
 MultiObservations observe_multi(const Encoding& e, const History& history) {
   const size_t m = history.directions.size();
   MultiObservations all{.y = std::vector<std::vector<double>>(m)};
-  for (const FrozenTrial& t : history.trials) {
+  const size_t n_prior = history.prior.size();
+  for (size_t i = 0; i < n_prior + history.trials.size(); ++i) {
+    const bool prior = i < n_prior;
+    const FrozenTrial& t = prior ? history.prior[i] : history.trials[i - n_prior];
     if (t.state != TrialState::kComplete || t.values.size() != m ||
         !std::all_of(t.values.begin(), t.values.end(), [](double v) { return std::isfinite(v); })) {
       continue;
     }
-    if (std::optional<std::vector<double>> p = encode(e, t)) {
+    if (std::optional<std::vector<double>> p = encode(e, t, prior)) {
       all.x.push_back(std::move(*p));
       for (size_t k = 0; k < m; ++k) {
         const double sign = history.directions[k] == StudyDirection::kMaximize ? 1.0 : -1.0;
@@ -1101,10 +1117,14 @@ ParamValue GpSampler::sample_independent(const std::string& name, const Distribu
 }
 
 SearchSpace GpSampler::relative_space(const History& history) {
-  // The parameters every COMPLETE trial has, with the same distribution, in the first one's order.
+  // The parameters every COMPLETE trial has, with the same distribution, in the first one's order;
+  // those of the warm start's (History::prior) while the study has none.
+  const bool own =
+      std::any_of(history.trials.begin(), history.trials.end(),
+                  [](const FrozenTrial& t) { return t.state == TrialState::kComplete; });
   const FrozenTrial* first = nullptr;
   std::vector<std::pair<std::string, Distribution>> shared;
-  for (const FrozenTrial& t : history.trials) {
+  for (const FrozenTrial& t : own ? history.trials : history.prior) {
     if (t.state != TrialState::kComplete) continue;
     if (first == nullptr) {
       first = &t;

@@ -49,8 +49,15 @@
 // the front's best in every objective. Constraints and running trials as for one objective (times
 // the probability of feasibility; the constant liar at each objective's worst value).
 //
+// Warm start (History::prior): the prior's COMPLETE observations are observed trials that came
+// first (they count toward n_startup_trials and are fitted as the study's own); a parameter one
+// of them lacks sits at the centre of its coordinates (0.5, or 1/k on each of a categorical's k
+// one-hot ones), and one that has none of the modelled parameters is left out. A proposal may
+// repeat a prior point.
+//
 // Define-by-run studies sample jointly the parameters every COMPLETE trial has with the same
-// distribution (relative_space); the others, conditional parameters and normal priors are
+// distribution (relative_space; every COMPLETE observation of the warm start's while the study
+// has none); the others, conditional parameters and normal priors are
 // sampled at random. Deterministic: the same history, trial and Rng give the same values,
 // whatever the sampler has seen before. Thread-safe: its one state, the anchors' fits kept for
 // reuse, is guarded by a mutex.
@@ -64,7 +71,8 @@
 namespace tuner {
 
 struct GpSamplerOptions {
-  // Random trials before the GP takes over. Default 10 (as Optuna's GPSampler).
+  // Random trials before the GP takes over, counting a warm start's observations
+  // (History::prior). Default 10 (as Optuna's GPSampler).
   int n_startup_trials = 10;
   // Random candidates per proposal, and candidates around each of the best trials. Defaults 1024
   // and 128.

@@ -15,7 +15,7 @@
 
 // The density loops are the sampler's hot path: on x86-64, also compile them for AVX2 and FMA and
 // pick the version at load time, so one binary runs everywhere and fast where it can.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define TUNER_VECTORIZED __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define TUNER_VECTORIZED
@@ -873,7 +873,7 @@ void ParzenEstimator::sort_kernels_1d(size_t n_observations) {
 // Not inlined into log_pdf()'s clone for x86-64-v3: contracting its arithmetic into FMAs there
 // would change the results' bits with the machine. Its own clone has AVX2 but not FMA, so both
 // versions round every operation alike.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((noinline, target_clones("avx2", "default")))
 #elif defined(__GNUC__)
 __attribute__((noinline))

@@ -1,6 +1,7 @@
 #include "search/samplers/tpe/tpe_sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -192,6 +193,49 @@ bool is_observed(const FrozenTrial& t, size_t n_objectives) {
 
 }  // namespace
 
+// The trials the estimators see, by position: with a warm start (History::prior), its
+// observations first, then the study's trials, as one sequence (the study's trial n at position
+// offset + n); otherwise the history's trials. The observations get ids of their own (positive,
+// from a hash of the whole prior: their ids in another storage may be another prior's), so that
+// the cache, which checks ids by position, resets when the sampler is given another prior.
+struct TpeSampler::View {
+  explicit View(const History& h) : history(h), offset(h.prior.size()) {
+    if (offset == 0) return;
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    auto mix = [&hash](uint64_t bits) {
+      hash = (hash ^ bits) * 0x100000001b3ULL;
+      hash ^= hash >> 29;
+    };
+    for (const FrozenTrial& t : h.prior) {
+      mix(static_cast<uint64_t>(t.trial_id));
+      mix(t.params.size());
+      for (double v : t.values) mix(std::bit_cast<uint64_t>(v));
+    }
+    prior_ids.reserve(offset);
+    for (size_t i = 0; i < offset; ++i) {
+      mix(i);
+      prior_ids.push_back(static_cast<int64_t>(hash >> 2) | (int64_t{1} << 61));
+    }
+  }
+
+  size_t size() const { return offset + history.trials.size(); }
+  const FrozenTrial& operator[](size_t i) const {
+    return i < offset ? history.prior[i] : history.trials[i - offset];
+  }
+  int64_t id(size_t i) const { return i < offset ? prior_ids[i] : (*this)[i].trial_id; }
+  // The trial's number in the sequence (its position, when the history keeps its contract).
+  int number(size_t i) const {
+    return i < offset ? history.prior[i].number
+                      : history.trials[i - offset].number + static_cast<int>(offset);
+  }
+  // The position of the study's trial `study_number`.
+  int position(int study_number) const { return study_number + static_cast<int>(offset); }
+
+  const History& history;
+  const size_t offset;  // prior.size()
+  std::vector<int64_t> prior_ids;
+};
+
 struct TpeSampler::Cache {
   struct Entry {
     int64_t trial_id = -1;
@@ -237,8 +281,7 @@ struct TpeSampler::Cache {
     c.sorted.insert(std::lower_bound(c.sorted.begin(), c.sorted.end(), number, less), number);
   }
 
-  Column& column(const std::string& name, const Distribution& distribution,
-                 const History& history) {
+  Column& column(const std::string& name, const Distribution& distribution, const View& view) {
     for (auto& c : columns) {
       if (c->name == name && c->distribution == distribution) return *c;
     }
@@ -248,9 +291,9 @@ struct TpeSampler::Cache {
     c->value.assign(trials.size(), kNaN);
     for (size_t i = 0; i < trials.size(); ++i) {
       if (!trials[i].cached) continue;
-      TrialState s = history.trials[i].state;
+      TrialState s = view[i].state;
       if (s != TrialState::kComplete && s != TrialState::kPruned) continue;
-      c->value[i] = extract(history.trials[i], name, distribution);
+      c->value[i] = extract(view[i], name, distribution);
       if (!std::isnan(c->value[i])) c->sorted.push_back(static_cast<int>(i));
     }
     std::stable_sort(c->sorted.begin(), c->sorted.end(), [&](int a, int b) {
@@ -260,9 +303,10 @@ struct TpeSampler::Cache {
     return *columns.back();
   }
 
-  void ingest(const FrozenTrial& t) {
-    const size_t i = static_cast<size_t>(t.number);
-    trials[i].trial_id = t.trial_id;
+  // Trial `t` at position `number`, with id `id` (View).
+  void ingest(const FrozenTrial& t, int number, int64_t id) {
+    const size_t i = static_cast<size_t>(number);
+    trials[i].trial_id = id;
     trials[i].cached = true;
     if (!is_observed(t, n_objectives)) return;
     const double violated = has_constraints(t) ? constraint_violation(constraints_of(t)) : 0.0;
@@ -272,8 +316,8 @@ struct TpeSampler::Cache {
         return violation[static_cast<size_t>(a)] < violation[static_cast<size_t>(b)] ||
                (violation[static_cast<size_t>(a)] == violation[static_cast<size_t>(b)] && a < b);
       };
-      infeasible.insert(std::lower_bound(infeasible.begin(), infeasible.end(), t.number, less),
-                        t.number);
+      infeasible.insert(std::lower_bound(infeasible.begin(), infeasible.end(), number, less),
+                        number);
     } else if (t.state == TrialState::kComplete) {
       if (n_objectives > 1) {
         for (size_t k = 0; k < n_objectives; ++k) {
@@ -285,7 +329,7 @@ struct TpeSampler::Cache {
         return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)] ||
                (score[static_cast<size_t>(a)] == score[static_cast<size_t>(b)] && a < b);
       };
-      complete.insert(std::lower_bound(complete.begin(), complete.end(), t.number, less), t.number);
+      complete.insert(std::lower_bound(complete.begin(), complete.end(), number, less), number);
     } else if (t.state == TrialState::kPruned) {
       // Optuna's order: more steps first, then the better last value; NaN last.
       if (t.intermediate_values.empty()) {
@@ -302,11 +346,11 @@ struct TpeSampler::Cache {
         if (score[x] != score[y]) return score[x] < score[y];
         return a < b;
       };
-      pruned.insert(std::lower_bound(pruned.begin(), pruned.end(), t.number, less), t.number);
+      pruned.insert(std::lower_bound(pruned.begin(), pruned.end(), number, less), number);
     }
     for (auto& c : columns) {
       c->value[i] = extract(t, c->name, c->distribution);
-      if (!std::isnan(c->value[i])) insert_sorted(*c, t.number);
+      if (!std::isnan(c->value[i])) insert_sorted(*c, number);
     }
     update_spaces(t);
   }
@@ -376,7 +420,7 @@ struct TpeSampler::Cache {
 
 // What one call sees: the split of the history's trials, computed for one cache generation.
 struct TpeSampler::Call {
-  const History* history = nullptr;
+  const View* view = nullptr;
   int number = 0;
   uint64_t generation = 0;
   int n_finished = 0;            // COMPLETE + PRUNED
@@ -422,15 +466,16 @@ bool TpeSampler::joint(const History& history) const {
   return options_.multivariate;
 }
 
-void TpeSampler::sync(const History& history) {
-  const size_t n = history.trials.size();
+void TpeSampler::sync(const View& view) {
+  const History& history = view.history;
+  const size_t n = view.size();
   bool reset = !cache_ || cache_->rebuild_next ||
                !std::equal(cache_->directions.begin(), cache_->directions.end(),
                            history.directions.begin(), history.directions.end()) ||
                n < cache_->trials.size();
   if (!reset) {
     for (size_t i = 0; i < cache_->trials.size(); ++i) {
-      if (cache_->trials[i].cached && cache_->trials[i].trial_id != history.trials[i].trial_id) {
+      if (cache_->trials[i].cached && cache_->trials[i].trial_id != view.id(i)) {
         reset = true;
         break;
       }
@@ -448,39 +493,42 @@ void TpeSampler::sync(const History& history) {
   cache_->resize(n);
   for (size_t i = 0; i < n; ++i) {
     if (cache_->trials[i].cached) continue;
-    const FrozenTrial& t = history.trials[i];
+    const FrozenTrial& t = view[i];
     if (!is_finished(t.state)) continue;
-    if (t.number != static_cast<int>(i)) {
-      throw Error(ErrorCode::kInvalidArgument, "TpeSampler: history.trials[" + std::to_string(i) +
-                                                   "] has number " + std::to_string(t.number) +
-                                                   "; trials must be ordered by number");
+    if (view.number(i) != static_cast<int>(i)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "TpeSampler: " +
+                      (i < view.offset ? "history.prior[" + std::to_string(i)
+                                       : "history.trials[" + std::to_string(i - view.offset)) +
+                      "] has number " + std::to_string(t.number) +
+                      "; trials must be ordered by number");
     }
-    if (t.trial_id < 0) cache_->rebuild_next = true;
+    if (view.id(i) < 0) cache_->rebuild_next = true;
     ++cache_version_;
-    cache_->ingest(t);
+    cache_->ingest(t, static_cast<int>(i), view.id(i));
   }
 }
 
 std::string TpeSampler::origin(const SearchSpace&, const History& history) const {
   const size_t n_objectives = history.directions.size();
-  const auto observed =
-      std::count_if(history.trials.begin(), history.trials.end(),
-                    [&](const FrozenTrial& t) { return is_observed(t, n_objectives); });
+  auto is = [&](const FrozenTrial& t) { return is_observed(t, n_objectives); };
+  const auto observed = std::count_if(history.prior.begin(), history.prior.end(), is) +
+                        std::count_if(history.trials.begin(), history.trials.end(), is);
   return observed < options_.n_startup_trials ? "random" : name();
 }
 
-TpeSampler::Call TpeSampler::begin_call(const History& history, const TrialContext& trial) {
-  sync(history);
+TpeSampler::Call TpeSampler::begin_call(const View& view, const TrialContext& trial) {
+  sync(view);
   Call call;
-  call.history = &history;
+  call.view = &view;
   call.number = trial.number;
   call.generation = cache_->generation;
-  const size_t n = history.trials.size();
+  const size_t n = view.size();
   std::vector<int> all_running;
   for (size_t i = 0; i < n; ++i) {
     if (cache_->trials[i].cached) continue;
-    const FrozenTrial& t = history.trials[i];
-    if (t.state == TrialState::kRunning && t.number != trial.number) {
+    const FrozenTrial& t = view[i];
+    if (t.state == TrialState::kRunning && view.number(i) != trial.number) {
       all_running.push_back(static_cast<int>(i));
     }
   }
@@ -596,14 +644,15 @@ struct RunningValues {
   }
 };
 
-RunningValues running_values(const History& history, const std::vector<int>& running,
+// `running`: the lied-about trials, in order.
+RunningValues running_values(const std::vector<const FrozenTrial*>& running,
                              const std::vector<std::string>& names,
                              const std::vector<Distribution>& dims) {
   const size_t n_dims = dims.size();
   RunningValues out{std::vector<double>(running.size() * n_dims),
                     std::vector<bool>(running.size(), true)};
   for (size_t r = 0; r < running.size(); ++r) {
-    const FrozenTrial& t = history.trials[static_cast<size_t>(running[r])];
+    const FrozenTrial& t = *running[r];
     for (size_t d = 0; d < n_dims; ++d) {
       double v = extract(t, names[d], dims[d]);
       out.values[r * n_dims + d] = v;
@@ -823,7 +872,7 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
     }
     if (!cache_ || cache_->generation != call.generation) {
       // Another study's history reset the cache meanwhile: start over from ours.
-      call = begin_call(*call.history, TrialContext{call.number});
+      call = begin_call(*call.view, TrialContext{call.number});
     }
     observe(call, names, dims, kernels);
   }
@@ -847,10 +896,12 @@ std::vector<double> TpeSampler::sample_group(Call& call, const std::vector<std::
 void TpeSampler::observe(const Call& call, const std::vector<std::string>& names,
                          const std::vector<Distribution>& dims, Kernels& kernels) {
   const size_t n_dims = dims.size();
-  const History& history = *call.history;
+  const View& view = *call.view;
   std::vector<Column*> cols(n_dims);
-  for (size_t d = 0; d < n_dims; ++d) cols[d] = &cache_->column(names[d], dims[d], history);
-  const RunningValues running = running_values(history, call.running, names, dims);
+  for (size_t d = 0; d < n_dims; ++d) cols[d] = &cache_->column(names[d], dims[d], view);
+  std::vector<const FrozenTrial*> running_trials;
+  for (int i : call.running) running_trials.push_back(&view[static_cast<size_t>(i)]);
+  const RunningValues running = running_values(running_trials, names, dims);
   const size_t n = call.role.size();
   auto& groups = kernels.group;  // below, above
   // Fast path: no parameter leaves a trial with a role out (the usual case), so the kernels,
@@ -964,21 +1015,23 @@ ParamValue TpeSampler::sample_one(Call& call, const std::string& name,
 ParamValue TpeSampler::sample_independent(const std::string& name, const Distribution& distribution,
                                           const History& history, const TrialContext& trial,
                                           Rng& rng) {
+  const View view(history);
   Call call;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    call = begin_call(history, trial);
+    call = begin_call(view, TrialContext{view.position(trial.number)});
   }
   return sample_one(call, name, distribution, rng);
 }
 
 Params TpeSampler::sample(const SearchSpace& space, const History& history,
                           const TrialContext& trial, Rng& rng) {
+  const View view(history);
   Call call;
   std::vector<NamedDistributions> joint_sets;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    call = begin_call(history, trial);
+    call = begin_call(view, TrialContext{view.position(trial.number)});
     if (joint(history) && call.n_finished >= options_.n_startup_trials) {
       // The joint sets, restricted to the parameters of `space` with the same distribution.
       auto restrict = [&](const NamedDistributions& set) {
@@ -998,7 +1051,8 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
   }
   // A deterministic objective's point is not proposed twice: a proposal that repeats the
   // parameters of a trial evaluated or running (not FAIL) is drawn again, at most 7 times more,
-  // then at random (at most 64 times; a space nearly exhausted).
+  // then at random (at most 64 times; a space nearly exhausted). The warm start's points are not
+  // this study's: they may be proposed.
   auto taken = [&](const Params& params) {
     if (history.noisy) return false;
     for (const FrozenTrial& t : history.trials) {
@@ -1045,8 +1099,9 @@ Params TpeSampler::sample(const SearchSpace& space, const History& history,
 SearchSpace TpeSampler::relative_space(const History& history) {
   SearchSpace space;
   if (!joint(history)) return space;
+  const View view(history);
   std::lock_guard<std::mutex> lock(mutex_);
-  sync(history);
+  sync(view);
   auto add = [&](const NamedDistributions& set) {
     for (const auto& [name, dist] : set) {
       if (!is_single(dist)) space.add(ParamSpec{name, dist, std::nullopt, false});

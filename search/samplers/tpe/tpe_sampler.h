@@ -27,6 +27,11 @@
 // - Constant liar: RUNNING trials (other than the one being sampled) join the "above" group, so
 //   parallel workers spread out instead of proposing the same point.
 // - Before n_startup_trials COMPLETE or PRUNED trials: RandomSampler::draw.
+// - Warm start (History::prior): the prior observations come first, as if they were the study's
+//   oldest finished trials: they rank, weigh (the default weights fade the oldest as the study
+//   grows) and count toward n_startup_trials as those would. A parameter one of them lacks is
+//   missing for that observation (its estimators leave it out; the multivariate intersection
+//   then leaves the parameter to univariate estimators). A proposal may repeat a prior point.
 // - No point twice: sample() draws again (up to 7 times, then up to 64 times at random) while its
 //   proposal has exactly the parameters of a trial evaluated or running (not FAIL), unless the
 //   objective is noisy (History::noisy).
@@ -60,7 +65,7 @@ enum class ConstantLiar {
 
 struct TpeOptions {
   // Trials sampled at random (RandomSampler::draw) until this many trials are COMPLETE or
-  // PRUNED. Default: 10.
+  // PRUNED, a warm start's observations (History::prior) included. Default: 10.
   int n_startup_trials = 10;
   // Candidates drawn from the "below" estimator per proposal. REQUIRES >= 1. Default: 24.
   int n_ei_candidates = 24;
@@ -167,13 +172,15 @@ class TpeSampler final : public Sampler {
   struct Call;
   struct Split;
   struct Kernels;  // the "below" and "above" kernels of one sample_group() call
+  struct View;     // the trials the estimators see: a warm start's, then the study's
 
   // Whether the history's study samples jointly: multivariate, or for several objectives
   // multi_objective_multivariate or group.
   bool joint(const History& history) const;
   // REQUIRES: mutex_ held.
-  void sync(const History& history);
-  Call begin_call(const History& history, const TrialContext& trial);
+  void sync(const View& view);
+  // `trial.number`: the trial's position in `view`.
+  Call begin_call(const View& view, const TrialContext& trial);
   // `univariate`: the estimators are sample_independent()'s (one parameter on its own).
   std::vector<double> sample_group(Call& call, const std::vector<std::string>& names,
                                    const std::vector<Distribution>& dims, bool univariate,

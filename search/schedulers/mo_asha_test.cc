@@ -1,0 +1,274 @@
+#include "search/schedulers/mo_asha.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "search/schedulers/scheduler_test_util.h"
+
+namespace tuner {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr auto kMin = StudyDirection::kMinimize;
+constexpr auto kMax = StudyDirection::kMaximize;
+
+using Steps = std::map<int64_t, std::vector<double>>;
+
+// A study of several objectives: trials with their objective vectors per step.
+class MoStudy {
+ public:
+  explicit MoStudy(std::vector<StudyDirection> directions) : directions_(std::move(directions)) {}
+
+  int add(TrialState state, Steps steps) {
+    const int number = static_cast<int>(trials_.size());
+    FrozenTrial t;
+    t.trial_id = number;
+    t.number = number;
+    t.state = state;
+    for (const auto& [step, values] : steps) t.intermediate_values[step] = values.front();
+    trials_.push_back(t);
+    if (!steps.empty()) objective_steps_.by_trial[number] = std::move(steps);
+    return number;
+  }
+
+  // Trial `number` (added) reporting at `step`.
+  Decision decide(const Scheduler& scheduler, int number, int64_t step) const {
+    History history{trials_, directions_};
+    history.objective_steps = &objective_steps_;
+    return scheduler.on_report(trials_[static_cast<size_t>(number)], step, history);
+  }
+
+ private:
+  std::vector<FrozenTrial> trials_;
+  std::vector<StudyDirection> directions_;
+  ObjectiveSteps objective_steps_;
+};
+
+TEST(MoAshaTest, RungsAndOptionsAreAshas) {
+  EXPECT_THAT(MoAshaScheduler({.max_resource = 100}).rungs(), ElementsAre(1, 3, 9, 27, 81));
+  EXPECT_THAT(
+      scheduler_test::construction_error<MoAshaScheduler>(MoAshaOptions{.reduction_factor = 1}),
+      HasSubstr("mo_asha.reduction_factor: must be >= 2"));
+  EXPECT_THAT(scheduler_test::construction_error<MoAshaScheduler>(
+                  MoAshaOptions{.min_resource = 4, .max_resource = 4}),
+              HasSubstr("mo_asha.max_resource: must be > min_resource"));
+  EXPECT_TRUE(MoAshaScheduler().judges_objectives(3));
+}
+
+// Accuracy (maximized) against latency (minimized), at rung 0 (step 1), reduction factor 2.
+TEST(MoAshaTest, JudgesEachObjectiveInItsDirection) {
+  const MoAshaScheduler mo_asha({.reduction_factor = 2});
+  MoStudy study({kMax, kMin});
+  study.add(TrialState::kComplete, {{1, {0.9, 10}}});
+  study.add(TrialState::kRunning, {{1, {0.8, 5}}});
+  study.add(TrialState::kPruned, {{1, {0.5, 50}}});
+  // 4 competitors, 2 continue: the front {0.9@10, 0.8@5} holds them; a dominating newcomer
+  // joins the front (3 points, broken by crowding: the extremes 0.95@4 and ... stay).
+  const int best = study.add(TrialState::kRunning, {{1, {0.95, 4}}});
+  EXPECT_EQ(study.decide(mo_asha, best, 1), Decision::kContinue);
+  MoStudy worse({kMax, kMin});
+  worse.add(TrialState::kComplete, {{1, {0.9, 10}}});
+  worse.add(TrialState::kRunning, {{1, {0.8, 5}}});
+  const int dominated = worse.add(TrialState::kRunning, {{1, {0.85, 20}}});
+  EXPECT_EQ(worse.decide(mo_asha, dominated, 1), Decision::kStop);
+
+  // The same numbers with the directions reversed: the dominated one now dominates.
+  MoStudy flipped({kMin, kMax});
+  flipped.add(TrialState::kComplete, {{1, {0.9, 10}}});
+  flipped.add(TrialState::kRunning, {{1, {0.8, 5}}});
+  const int now_best = flipped.add(TrialState::kRunning, {{1, {0.7, 20}}});
+  EXPECT_EQ(flipped.decide(mo_asha, now_best, 1), Decision::kContinue);
+  // A mix the other way: minimize both. (0.85, 20) is dominated by (0.8, 5).
+  MoStudy both_min({kMin, kMin});
+  both_min.add(TrialState::kComplete, {{1, {0.9, 10}}});
+  both_min.add(TrialState::kRunning, {{1, {0.8, 5}}});
+  const int dominated_min = both_min.add(TrialState::kRunning, {{1, {0.85, 20}}});
+  EXPECT_EQ(both_min.decide(mo_asha, dominated_min, 1), Decision::kStop);
+}
+
+TEST(MoAshaTest, NonFiniteValuesRankLast) {
+  const MoAshaScheduler mo_asha({.reduction_factor = 2});
+  MoStudy study({kMin, kMin});
+  study.add(TrialState::kComplete, {{1, {kNaN, 1}}});
+  study.add(TrialState::kRunning, {{1, {0, kInf}}});
+  study.add(TrialState::kPruned, {{1, {-kInf, 0}}});
+  // 4 competitors, 2 continue; the three others are non-finite: a poor finite trial is kept.
+  const int finite = study.add(TrialState::kRunning, {{1, {100, 100}}});
+  EXPECT_EQ(study.decide(mo_asha, finite, 1), Decision::kContinue);
+  // The reporting trial with a non-finite value is stopped at any rung it reaches.
+  MoStudy alone({kMax, kMin});
+  const int nan = alone.add(TrialState::kRunning, {{1, {kNaN, 1}}});
+  EXPECT_EQ(alone.decide(mo_asha, nan, 1), Decision::kStop);
+  const int inf = alone.add(TrialState::kRunning, {{1, {kInf, 1}}});
+  EXPECT_EQ(alone.decide(mo_asha, inf, 1), Decision::kStop);
+  // A missing objective (NaN in the view) is non-finite too.
+  const int between = alone.add(TrialState::kRunning, {{1, {0.5, 1}}, {2, {0.5, 1}}});
+  EXPECT_EQ(alone.decide(mo_asha, between, 2), Decision::kContinue);  // no rung at 2
+}
+
+TEST(MoAshaTest, JudgesARungOnceAndBootstraps) {
+  const MoAshaScheduler mo_asha({.reduction_factor = 3, .bootstrap_count = 1});
+  MoStudy study({kMin, kMin});
+  // The first to reach rung 0 ends there (bootstrap_count 1).
+  const int first = study.add(TrialState::kRunning, {{1, {1, 1}}});
+  EXPECT_EQ(study.decide(mo_asha, first, 1), Decision::kStop);
+  // The second is in the top third of 2 (k = 1) at rung 0; at step 2 (no rung: rungs 1, 3, ...)
+  // it continues whatever its values; at step 3 it is judged again, and {9, 9} is dominated.
+  const int second = study.add(TrialState::kRunning, {{1, {0, 0}}, {2, {9, 9}}, {3, {9, 9}}});
+  EXPECT_EQ(study.decide(mo_asha, second, 1), Decision::kContinue);
+  EXPECT_EQ(study.decide(mo_asha, second, 2), Decision::kContinue);
+  const int third = study.add(TrialState::kComplete, {{1, {5, 5}}, {3, {1, 1}}});
+  (void)third;
+  EXPECT_EQ(study.decide(mo_asha, second, 3), Decision::kStop);
+}
+
+// The selection the scheduler must make, computed the slow way: fronts peeled by pairwise
+// domination, the last front broken by crowding distance computed per objective, ties to the
+// lower trial number; non-finite vectors after every finite one, by number.
+bool brute_force_keeps(const std::vector<std::pair<int, std::vector<double>>>& competitors,
+                       int reporting, size_t k) {
+  const size_t n = competitors.size();
+  std::vector<size_t> finite, infinite;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& v = competitors[i].second;
+    (std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }) ? finite : infinite)
+        .push_back(i);
+  }
+  auto dominates = [&](size_t a, size_t b) {
+    const auto& x = competitors[a].second;
+    const auto& y = competitors[b].second;
+    bool better = false;
+    for (size_t j = 0; j < x.size(); ++j) {
+      if (x[j] > y[j]) return false;
+      better = better || x[j] < y[j];
+    }
+    return better;
+  };
+  std::vector<size_t> kept;
+  std::vector<size_t> left = finite;
+  while (!left.empty() && kept.size() < k) {
+    std::vector<size_t> front, rest;
+    for (size_t a : left) {
+      bool dominated = false;
+      for (size_t b : left) dominated = dominated || dominates(b, a);
+      (dominated ? rest : front).push_back(a);
+    }
+    if (kept.size() + front.size() <= k) {
+      kept.insert(kept.end(), front.begin(), front.end());
+    } else {
+      std::map<size_t, double> distance;
+      const size_t m = competitors[front[0]].second.size();
+      for (size_t j = 0; j < m; ++j) {
+        std::vector<size_t> by = front;
+        std::sort(by.begin(), by.end(), [&](size_t a, size_t b) {
+          const double x = competitors[a].second[j], y = competitors[b].second[j];
+          return x != y ? x < y : competitors[a].first < competitors[b].first;
+        });
+        const double lo = competitors[by.front()].second[j];
+        const double hi = competitors[by.back()].second[j];
+        if (lo == hi) continue;  // an objective of one value sets no distance
+        distance[by.front()] = kInf;
+        distance[by.back()] = kInf;
+        for (size_t i = 1; i + 1 < by.size(); ++i) {
+          distance[by[i]] +=
+              (competitors[by[i + 1]].second[j] - competitors[by[i - 1]].second[j]) / (hi - lo);
+        }
+      }
+      std::vector<size_t> order = front;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (distance[a] != distance[b]) return distance[a] > distance[b];
+        return competitors[a].first < competitors[b].first;
+      });
+      for (size_t i = 0; kept.size() < k; ++i) kept.push_back(order[i]);
+    }
+    left = rest;
+  }
+  for (size_t i : infinite) {
+    if (kept.size() < k) kept.push_back(i);
+  }
+  return std::any_of(kept.begin(), kept.end(),
+                     [&](size_t i) { return competitors[i].first == reporting; });
+}
+
+// Random small populations at a rung, 2 or 3 objectives of random directions, values on a coarse
+// grid (ties and duplicates are common), a few non-finite ones, trials that have not reached the
+// rung yet, and a random bootstrap count: the scheduler keeps a trial exactly when the brute-force
+// selection does.
+TEST(MoAshaTest, RungDecisionsMatchABruteForceNonDominatedSort) {
+  int stops = 0, continues = 0;
+  for (uint32_t seed = 0; seed < 600; ++seed) {
+    std::mt19937 random(seed);
+    const size_t m = 2 + random() % 2;
+    std::vector<StudyDirection> directions;
+    for (size_t j = 0; j < m; ++j) directions.push_back(random() % 2 ? kMax : kMin);
+    const int reduction_factor = 2 + static_cast<int>(random() % 3);
+    const int bootstrap = random() % 4 == 0 ? static_cast<int>(random() % 3) : 0;
+    const MoAshaScheduler mo_asha(
+        {.reduction_factor = reduction_factor, .bootstrap_count = bootstrap});
+    const int64_t rung = reduction_factor;  // rung 1: min_resource 1 times the factor
+    auto random_vector = [&] {
+      std::vector<double> v;
+      for (size_t j = 0; j < m; ++j) {
+        const uint32_t r = random() % 40;
+        v.push_back(r == 0 ? kNaN : r == 1 ? (random() % 2 ? kInf : -kInf) : (r % 6) * 0.5);
+      }
+      return v;
+    };
+    MoStudy study(directions);
+    const int n = 1 + static_cast<int>(random() % 14);
+    std::vector<std::pair<int, std::vector<double>>> competitors;  // as losses
+    auto as_losses = [&](const std::vector<double>& v) {
+      std::vector<double> loss;
+      bool finite = true;
+      for (double x : v) finite = finite && std::isfinite(x);
+      for (size_t j = 0; j < m; ++j) {
+        loss.push_back(finite ? (directions[j] == kMax ? -v[j] : v[j]) : kInf);
+      }
+      return loss;
+    };
+    for (int i = 0; i < n; ++i) {
+      const auto states = {TrialState::kComplete, TrialState::kRunning, TrialState::kPruned,
+                           TrialState::kFail};
+      const TrialState state = *(states.begin() + random() % 4);
+      Steps steps{{1, random_vector()}};
+      if (random() % 4 != 0) {
+        // Reached the rung, at the rung or a bit past it (its first step >= the rung counts).
+        const int64_t at = rung + static_cast<int64_t>(random() % 2);
+        steps[at] = random_vector();
+        steps[at + 5] = random_vector();
+        competitors.emplace_back(i, as_losses(steps[at]));
+      }
+      study.add(state, steps);
+    }
+    std::vector<double> own;
+    for (size_t j = 0; j < m; ++j) own.push_back(static_cast<double>(random() % 6) * 0.5);
+    const int reporting = study.add(TrialState::kRunning, {{1, random_vector()}, {rung, own}});
+    competitors.emplace_back(reporting, as_losses(own));
+
+    const size_t k = std::max<size_t>(competitors.size() / reduction_factor, 1);
+    const bool keep = competitors.size() > static_cast<size_t>(bootstrap) &&
+                      brute_force_keeps(competitors, reporting, k);
+    const Decision d = study.decide(mo_asha, reporting, rung);
+    ASSERT_EQ(d, keep ? Decision::kContinue : Decision::kStop)
+        << "seed " << seed << ", " << competitors.size() << " competitors, k " << k;
+    (keep ? continues : stops) += 1;
+  }
+  // Both decisions were taken many times.
+  EXPECT_GT(stops, 100);
+  EXPECT_GT(continues, 100);
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Population-based training end to end with a command job: a population of 4 trains in segments
+# of 3 steps up to 12; each segment is a trial that starts from its parent's checkpoint (the
+# state continues: the script records the chain of trials its state went through), lineage
+# attributes are stored, a bottom member exploits a top one, and a coordinator killed with
+# SIGKILL mid-population is resumed with `tuner resume` and finishes every member. MODE is
+# "asynchronous" (the default) or "synchronous".
+#   pbt_cli_test.sh TUNER_BINARY WORK_DIR [MODE]
+set -uo pipefail
+tuner="$1"; work="$2/pbt-$$"
+synchronous=$([ "${3:-asynchronous}" = synchronous ] && echo true || echo false)
+source "$(dirname "$0")/process_test_lib.sh"
+
+# The toy objective: x <- (1 - lr) x + lr^2 from x = 10, whose fixed point is lr: a large lr
+# gets down fast, a small one gets lower, so the best schedule is large early and small late.
+# The state (step, x, and the trials it went through) lives in TUNER_CHECKPOINT_PATH, saved
+# before each report; what a segment started from is kept in its folder as start.json.
+cat >"$work/toy.py" <<'PY'
+import json, os, sys, time
+lr = float(sys.argv[1])
+path = os.environ["TUNER_CHECKPOINT_PATH"]
+state = {"step": 0, "x": 10.0, "trail": []}
+if os.path.exists(path):
+    with open(path) as f:
+        state = json.load(f)
+with open(os.path.join(os.environ["TUNER_ARTIFACTS_DIR"], "start.json"), "w") as f:
+    json.dump(dict(state, pause_at=int(os.environ["TUNER_PAUSE_AT_STEP"])), f)
+state["trail"].append(int(os.environ["TUNER_TRIAL_NUMBER"]))
+while state["step"] < 12:
+    time.sleep(0.05)
+    state["x"] = (1 - lr) * state["x"] + lr * lr
+    state["step"] += 1
+    with open(path + ".tmp", "w") as f:
+        json.dump(state, f)
+    os.replace(path + ".tmp", path)
+    print(json.dumps({"step": state["step"], "loss": state["x"]}), flush=True)
+PY
+cat >"$work/pbt.json" <<JSON
+{
+  "version": 1,
+  "name": "pbt",
+  "space": {"params": {"lr": {"type": "float", "low": 0.01, "high": 0.9, "log": true}}},
+  "objective": {"metric": "loss", "direction": "minimize"},
+  "sampler": {"type": "random", "seed": 4},
+  "scheduler": {"type": "pbt", "population_size": 4, "perturbation_interval": 3,
+                "max_steps": 12, "seed": 2, "synchronous": $synchronous},
+  "job": {"kind": "command", "argv": ["python3", "$work/toy.py", "{lr}"]},
+  "executors": {"local": 0}
+}
+JSON
+db="$work/pbt.db"
+endpoint="ipc://$work/coordinator.sock"
+count() {  # trials in state $1
+  "$tuner" trials --storage "$db" --study pbt --state "$1" --csv 2>/dev/null | tail -n +2 | wc -l
+}
+
+# A sweep file that states a trial budget is refused: the population is the budget.
+sed 's/"executors"/"budget": {"trials": 8}, "executors"/' "$work/pbt.json" >"$work/bad.json"
+out=$("$tuner" sweep "$work/bad.json" --storage "$work/bad.db" 2>&1) && fail "budget.trials taken"
+grep -q "budget.trials" <<<"$out" || fail "the refusal names no option: $out"
+
+"$tuner" sweep "$work/pbt.json" --storage "$db" --endpoint "$endpoint" --verbose \
+  >"$work/sweep.out" 2>&1 &
+sweep_pid=$!; pids+=($sweep_pid)
+for name in a b; do
+  "$tuner" executor --connect "$endpoint" --id "$name" --slots 2 --keep-files --heartbeat-ms 200 \
+    --timeout-ms 1000 >"$work/executor-$name.out" 2>&1 &
+  pids+=($!)
+done
+
+# Kill the coordinator once the population is past its first segments.
+for _ in $(seq 1 400); do
+  [ "$(count complete)" -ge 6 ] && break
+  sleep 0.05
+done
+[ "$(count complete)" -ge 6 ] || fail "no segments finished: $(cat "$work/sweep.out")"
+kill -9 $sweep_pid; wait $sweep_pid 2>/dev/null
+killed_at=$(count complete)
+[ "$killed_at" -lt 16 ] || fail "the population had finished before the coordinator was killed"
+
+out=$(timeout 90 "$tuner" resume --study pbt --storage "$db" --endpoint "$endpoint" \
+      --executors 0 --verbose 2>&1); rc=$?
+[ $rc = 0 ] || fail "resume exited $rc: $out"
+[ "$(count running)" = 0 ] || fail "trials left RUNNING: $out"
+[ "$(count waiting)" = 0 ] || fail "segments left WAITING: $out"
+
+"$tuner" trials --storage "$db" --study pbt --json >"$work/trials.jsonl" || fail "trials --json"
+python3 - "$work/trials.jsonl" "$db.artifacts/pbt" <<'PY' || fail "the population: $out"
+import json, os, sys
+trials = [json.loads(line) for line in open(sys.argv[1])]
+folder = sys.argv[2]
+by_number = {t["number"]: t for t in trials}
+complete = {}
+exploits = 0
+for t in trials:
+    lineage = t.get("pbt")
+    assert lineage, "trial %d has no lineage" % t["number"]
+    if t["state"] != "COMPLETE":
+        continue
+    key = (lineage["member"], lineage["segment"])
+    assert key not in complete, "member %d segment %d ran twice" % key
+    complete[key] = t
+    steps = sorted(int(s) for s in t["intermediate_values"])
+    seg = lineage["segment"]
+    # Its values are at global steps, and it ended at its segment's end with the value there.
+    assert steps[-1] == 3 * (seg + 1), (t["number"], steps)
+    assert t["values"][0] == t["intermediate_values"][str(steps[-1])], t["number"]
+    with open(os.path.join(folder, "trial-%d" % t["number"], "start.json")) as f:
+        start = json.load(f)
+    # The program is told where its segment ends (it runs on here, to be paused by tuner).
+    assert start.pop("pause_at") == 3 * (seg + 1), (t["number"], start)
+    if seg == 0:
+        assert lineage["parent"] is None and start["trail"] == [], (t["number"], start)
+        continue
+    parent = by_number[lineage["parent"]]
+    # The state it started from is its parent's checkpoint: the last trial it went through is
+    # the parent, from the parent's segment end on.
+    assert start["trail"][-1] == parent["number"], (t["number"], parent["number"], start)
+    assert start["step"] >= 3 * seg, (t["number"], start)
+    # Its values go on from there (those reported while no coordinator was up are lost).
+    assert steps[0] > start["step"], (t["number"], steps, start)
+    if parent["pbt"]["member"] != lineage["member"]:
+        exploits += 1
+        # Exploited: the parent's params, explored (lr perturbed or resampled, in bounds).
+        assert 0.01 <= t["params"]["lr"] <= 0.9, t["number"]
+    else:
+        assert t["params"]["lr"] == parent["params"]["lr"], t["number"]
+assert sorted(complete) == [(m, s) for m in range(4) for s in range(4)], sorted(complete)
+assert exploits >= 1, "no member exploited another"
+print("exploits", exploits)
+PY
+
+{ grep -q "exploits trial" "$work/sweep.out" || grep -q "exploits trial" <<<"$out"; } ||
+  fail "no exploit was logged"
+best=$("$tuner" best --storage "$db" --study pbt) || fail "best: $best"
+grep -q "schedule:" <<<"$best" || fail "best shows no schedule: $best"
+[ "$(grep -c "    segment " <<<"$best")" = 4 ] || fail "the best member's schedule: $best"
+last=$("$tuner" trials --storage "$db" --study pbt --csv | awk -F, 'NR > 1 { n = $1 } END { print n }')
+lineage=$("$tuner" trials --storage "$db" --study pbt --lineage "$last") || fail "lineage: $lineage"
+head -1 <<<"$lineage" | grep -q "^segment 0  trial " || fail "lineage: $lineage"
+"$tuner" trials --storage "$db" --study pbt | head -1 | grep -q "member  segment  parent" ||
+  fail "no lineage columns: $("$tuner" trials --storage "$db" --study pbt | head -3)"
+echo "PASS (killed with $killed_at of 16 segments complete; resumed to 16)"
