@@ -3,8 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
-
 namespace tuner::serving {
 namespace {
 
@@ -37,15 +35,12 @@ TEST(BoundedJsonTest, ReadsDocumentsKeepingKeyOrder) {
   EXPECT_EQ(read_bounded_json("3", {}).get<int>(), 3);
 }
 
-TEST(BoundedJsonTest, AnObjectOfManyKeysIsReadInLinearTime) {
-  // 200,000 keys: searching the object for each key took tens of seconds.
-  const std::string text = object_of_keys(200000);
-  const auto start = std::chrono::steady_clock::now();
-  const nlohmann::ordered_json doc = read_bounded_json(text, {});
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(doc.size(), 200000u);
-  EXPECT_LT(seconds, 3.0);
+TEST(BoundedJsonTest, AnObjectOfManyKeysIsReadWhole) {
+  // 200,000 keys, which a search of the object for each key made take tens of seconds; what such
+  // a body costs the server is measured by bench/serving/run_abuse_bench.
+  const nlohmann::ordered_json doc = read_bounded_json(object_of_keys(200000), {});
+  ASSERT_EQ(doc.size(), 200000u);
+  EXPECT_EQ(doc["k199999"], 9);
 }
 
 TEST(BoundedJsonTest, AKeyWrittenTwiceIsKeptTwice) {

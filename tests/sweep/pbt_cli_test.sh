@@ -2,9 +2,9 @@
 # Population-based training end to end with a command job: a population of 4 trains in segments
 # of 3 steps up to 12; each segment is a trial that starts from its parent's checkpoint (the
 # state continues: the script records the chain of trials its state went through), lineage
-# attributes are stored, a bottom member exploits a top one, and a coordinator killed with
-# SIGKILL mid-population is resumed with `tuner resume` and finishes every member. MODE is
-# "asynchronous" (the default) or "synchronous".
+# attributes are stored, a bottom member exploits a top one (always when synchronous), and a
+# coordinator killed with SIGKILL mid-population is resumed with `tuner resume` and finishes every
+# member. MODE is "asynchronous" (the default) or "synchronous".
 #   pbt_cli_test.sh TUNER_BINARY WORK_DIR [MODE]
 set -uo pipefail
 tuner="$1"; work="$2/pbt-$$"
@@ -85,7 +85,7 @@ out=$(timeout 90 "$tuner" resume --study pbt --storage "$db" --endpoint "$endpoi
 [ "$(count waiting)" = 0 ] || fail "segments left WAITING: $out"
 
 "$tuner" trials --storage "$db" --study pbt --json >"$work/trials.jsonl" || fail "trials --json"
-python3 - "$work/trials.jsonl" "$db.artifacts/pbt" <<'PY' || fail "the population: $out"
+python3 - "$work/trials.jsonl" "$db.artifacts/pbt" "$synchronous" <<'PY' || fail "the population: $out"
 import json, os, sys
 trials = [json.loads(line) for line in open(sys.argv[1])]
 folder = sys.argv[2]
@@ -126,12 +126,16 @@ for t in trials:
     else:
         assert t["params"]["lr"] == parent["params"]["lr"], t["number"]
 assert sorted(complete) == [(m, s) for m in range(4) for s in range(4)], sorted(complete)
-assert exploits >= 1, "no member exploited another"
+# Synchronously the bottom member of every boundary exploits; asynchronously a member is ranked
+# among those that reached its boundary before it, so whether one exploits depends on the order
+# in which they arrive.
+if sys.argv[3] == "true":
+    assert exploits >= 1, "no member exploited another"
 print("exploits", exploits)
 PY
 
-{ grep -q "exploits trial" "$work/sweep.out" || grep -q "exploits trial" <<<"$out"; } ||
-  fail "no exploit was logged"
+[ "$synchronous" = false ] || { grep -q "exploits trial" "$work/sweep.out" ||
+  grep -q "exploits trial" <<<"$out"; } || fail "no exploit was logged"
 best=$("$tuner" best --storage "$db" --study pbt) || fail "best: $best"
 grep -q "schedule:" <<<"$best" || fail "best shows no schedule: $best"
 [ "$(grep -c "    segment " <<<"$best")" = 4 ] || fail "the best member's schedule: $best"

@@ -45,8 +45,15 @@ double log1mexp(double x) {
   return x > -std::numbers::ln2 ? std::log(-std::expm1(x)) : std::log1p(-std::exp(x));
 }
 
-// Vector arguments below are inlined into their callers, so the ABI note -Wpsabi gives for
-// them does not apply.
+// Functions with vector arguments are always inlined into their callers, so that each of a
+// caller's target_clones versions compiles them for its own instruction set: called out of line
+// (at -O0 or -O1, in sanitizer builds), a vector would be passed in an AVX register by one side
+// and in memory by the other. So the ABI note -Wpsabi gives for them does not apply.
+#if defined(__GNUC__)
+#define TUNER_LANES_INLINE [[gnu::always_inline]] inline
+#else
+#define TUNER_LANES_INLINE inline
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -54,7 +61,7 @@ double log1mexp(double x) {
 // e^r - Taylor's polynomial to r^12 in Horner's form - for |r| <= ln 2 / 2; for a double or,
 // lane by lane, for a vector of them (the same operations in the same order: the same bits).
 template <typename T>
-T exp_polynomial(const T& r) {
+TUNER_LANES_INLINE T exp_polynomial(const T& r) {
   T p = T{} + 1.0 / 479001600.0;
   for (const double c :
        {1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
@@ -88,17 +95,17 @@ constexpr size_t kLanes = 4;
 typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
 typedef uint64_t LaneBits __attribute__((vector_size(kLanes * sizeof(double))));
 
-inline Lanes broadcast(double v) { return Lanes{v, v, v, v}; }
+TUNER_LANES_INLINE Lanes broadcast(double v) { return Lanes{v, v, v, v}; }
 // Lanes from and to memory that need not be aligned to the vector's size.
-inline Lanes load_lanes(const double* p) {
+TUNER_LANES_INLINE Lanes load_lanes(const double* p) {
   Lanes v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store_lanes(double* p, const Lanes& v) { std::memcpy(p, &v, sizeof v); }
+TUNER_LANES_INLINE void store_lanes(double* p, const Lanes& v) { std::memcpy(p, &v, sizeof v); }
 
 // exp_nonpositive() in each lane: the same operations, so the same bits.
-inline Lanes exp_nonpositive(const Lanes& in) {
+TUNER_LANES_INLINE Lanes exp_nonpositive(const Lanes& in) {
   Lanes x = in;
   constexpr double kLog2e = std::numbers::log2e;
   constexpr double kLn2Hi = 6.93147180369123816490e-01;
