@@ -42,7 +42,10 @@ std::vector<StepMetrics> read_epochs(const fs::path& file, TimePoint untimed) {
     for (const auto& [key, value] : e.items()) {
       if (key == "epoch") continue;
       if (key == "time") {
-        if (value.is_number() && value.get<double>() > 0) {
+        // Seconds since the epoch; one a TimePoint cannot hold (past 2262 in nanoseconds) is
+        // taken as no time.
+        constexpr double kLatestTime = 9e9;
+        if (value.is_number() && value.get<double>() > 0 && value.get<double>() < kLatestTime) {
           s.time = TimePoint(std::chrono::round<std::chrono::microseconds>(
               std::chrono::duration<double>(value.get<double>())));
         }

@@ -323,6 +323,24 @@ TEST_F(MlflowSyncTest, MetricsJsonOfAnEngineTrialIsTheFallbackForStoredStepMetri
   EXPECT_EQ(history(run_of_trial(2), "value").size(), 1u);
 }
 
+TEST_F(MlflowSyncTest, AnEpochTimePastWhatATimePointHoldsIsNoTime) {
+  const fs::path dir = temp_dir();
+  InMemoryStorage memory(clock_);
+  Storage& storage = memory;
+  const int64_t study = storage.create_study("s", {StudyDirection::kMaximize}).study_id;
+  add_trial(storage, study, TrialState::kComplete, 2, 0.8);
+  // Neither 1e300 s nor 1e10 s (the year 2286) fits a 64-bit count of nanoseconds.
+  write(dir / "trial-0" / "metrics.json",
+        R"({"epochs": [{"epoch": 1, "time": 1e300, "lr": 0.1},
+                       {"epoch": 2, "time": 1e10, "lr": 0.05}]})");
+  MlflowSyncOptions o = options();
+  o.artifacts_dir = dir.string();
+  MlflowSync(storage, "s", o).sync();
+  using Points = std::vector<std::tuple<int64_t, int64_t, double>>;
+  const int64_t done = to_ms(*storage.get_trials(study).at(0).datetime_complete);
+  EXPECT_EQ(history(run_of_trial(0), "lr"), (Points{{1, done, 0.1}, {2, done, 0.05}}));
+}
+
 TEST_F(MlflowSyncTest, AFinishedTrialsFilesAreLoggedOnce) {
   const fs::path dir = temp_dir();
   const std::string db = (dir / "study.db").string();
