@@ -24,37 +24,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr auto kMin = StudyDirection::kMinimize;
 constexpr auto kMax = StudyDirection::kMaximize;
 
-using Steps = std::map<int64_t, std::vector<double>>;
-
-// A study of several objectives: trials with their objective vectors per step.
-class MoStudy {
- public:
-  explicit MoStudy(std::vector<StudyDirection> directions) : directions_(std::move(directions)) {}
-
-  int add(TrialState state, Steps steps) {
-    const int number = static_cast<int>(trials_.size());
-    FrozenTrial t;
-    t.trial_id = number;
-    t.number = number;
-    t.state = state;
-    for (const auto& [step, values] : steps) t.intermediate_values[step] = values.front();
-    trials_.push_back(t);
-    if (!steps.empty()) objective_steps_.by_trial[number] = std::move(steps);
-    return number;
-  }
-
-  // Trial `number` (added) reporting at `step`.
-  Decision decide(const Scheduler& scheduler, int number, int64_t step) const {
-    History history{trials_, directions_};
-    history.objective_steps = &objective_steps_;
-    return scheduler.on_report(trials_[static_cast<size_t>(number)], step, history);
-  }
-
- private:
-  std::vector<FrozenTrial> trials_;
-  std::vector<StudyDirection> directions_;
-  ObjectiveSteps objective_steps_;
-};
+using scheduler_test::MoStudy;
+using Steps = scheduler_test::ObjectiveCurves;
 
 TEST(MoAshaTest, RungsAndOptionsAreAshas) {
   EXPECT_THAT(MoAshaScheduler({.max_resource = 100}).rungs(), ElementsAre(1, 3, 9, 27, 81));

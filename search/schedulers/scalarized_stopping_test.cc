@@ -23,41 +23,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr auto kMin = StudyDirection::kMinimize;
 constexpr auto kMax = StudyDirection::kMaximize;
 
-using Steps = std::map<int64_t, std::vector<double>>;
+using scheduler_test::MoStudy;
+using Steps = scheduler_test::ObjectiveCurves;
 
 std::shared_ptr<const PercentileStopping> median(int n_startup_trials = 2) {
   return std::make_shared<MedianStopping>(
       MedianStoppingOptions{.n_startup_trials = n_startup_trials});
 }
-
-// A study of several objectives, with each trial's objective vectors per step.
-class MoStudy {
- public:
-  explicit MoStudy(std::vector<StudyDirection> directions) : directions_(std::move(directions)) {}
-
-  int add(TrialState state, Steps steps) {
-    const int number = static_cast<int>(trials_.size());
-    FrozenTrial t;
-    t.trial_id = number;
-    t.number = number;
-    t.state = state;
-    for (const auto& [step, values] : steps) t.intermediate_values[step] = values.front();
-    trials_.push_back(t);
-    objective_steps_.by_trial[number] = std::move(steps);
-    return number;
-  }
-
-  Decision decide(const Scheduler& scheduler, int number, int64_t step) const {
-    History history{trials_, directions_};
-    history.objective_steps = &objective_steps_;
-    return scheduler.on_report(trials_[static_cast<size_t>(number)], step, history);
-  }
-
- private:
-  std::vector<FrozenTrial> trials_;
-  std::vector<StudyDirection> directions_;
-  ObjectiveSteps objective_steps_;
-};
 
 TEST(ScalarizedStoppingTest, WeighsTheObjectivesMadeLargerIsBetter) {
   const ScalarizedStopping rule(median(), {1.0, 0.01});

@@ -125,6 +125,41 @@ std::string construction_error(const Options& options) {
   return "no error";
 }
 
+// step -> the objective values at it, one per objective.
+using ObjectiveCurves = std::map<int64_t, std::vector<double>>;
+
+// A study of several objectives: trials with their objective vectors per step (the first
+// objective also as the intermediate value), judged as History::objective_steps gives them.
+class MoStudy {
+ public:
+  explicit MoStudy(std::vector<StudyDirection> directions) : directions_(std::move(directions)) {}
+
+  // Adds a trial in `state` with `steps`; returns its number.
+  int add(TrialState state, ObjectiveCurves steps) {
+    const int number = static_cast<int>(trials_.size());
+    FrozenTrial t;
+    t.trial_id = number;
+    t.number = number;
+    t.state = state;
+    for (const auto& [step, values] : steps) t.intermediate_values[step] = values.front();
+    trials_.push_back(t);
+    if (!steps.empty()) objective_steps_.by_trial[number] = std::move(steps);
+    return number;
+  }
+
+  // Trial `number` (added) reporting at `step`.
+  Decision decide(const Scheduler& scheduler, int number, int64_t step) const {
+    History history{trials_, directions_};
+    history.objective_steps = &objective_steps_;
+    return scheduler.on_report(trials_[static_cast<size_t>(number)], step, history);
+  }
+
+ private:
+  std::vector<FrozenTrial> trials_;
+  std::vector<StudyDirection> directions_;
+  ObjectiveSteps objective_steps_;
+};
+
 }  // namespace tuner::scheduler_test
 
 #endif  // TUNER_SEARCH_SCHEDULERS_SCHEDULER_TEST_UTIL_H_
