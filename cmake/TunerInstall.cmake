@@ -40,6 +40,7 @@ set(TUNER_PUBLIC_HEADERS
     search/schedulers/scheduler.h search/schedulers/asha.h search/schedulers/hyperband.h
     search/schedulers/median_stopping.h search/schedulers/patience.h
     search/schedulers/mo_asha.h search/schedulers/scalarized_stopping.h search/schedulers/pbt.h
+    search/schedulers/pb2.h
     storage/storage.h storage/in_memory_storage.h storage/sqlite_storage.h
     tuner/study.h tuner/trial.h tuner/tuner.h)
 foreach(header IN LISTS TUNER_PUBLIC_HEADERS)

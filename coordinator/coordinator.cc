@@ -220,13 +220,15 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       groups.resend_store(lease);
       if (!listed.contains(id) && !lease.unsent && !lease.outcome_pending) {
         not_received.push_back(id);
+      } else if (lease.unsent) {
+        ++admission.entry->resent_at_hello;  // goes out with this turn's commit
       }
     }
     for (uint64_t id : not_received) {
       Lease* lease = leases.find(id);  // a failed send undoes leases: look each up again
       if (!lease) continue;
       log(leases.describe(*lease) + ": its executor did not get the TRIAL; sent again");
-      dispatcher.send_trial(*lease);
+      if (dispatcher.send_trial(*lease)) ++admission.entry->resent_at_hello;
     }
     if (admission.joined) {
       int most_gpus = 0;
@@ -242,6 +244,25 @@ struct Coordinator::Impl final : GroupCommit::Listener {
                : ""));
     }
     dispatcher.take_back(*admission.entry, hello.leases);
+  }
+
+  // A READY's free slots become the executor's credit; its capacity is learnt from them. Placement
+  // takes no more than its capacity leaves of the leases it holds (Dispatcher::snapshot): a READY
+  // may have been counted before TRIALs in flight to it arrived, or sent before the outcome of the
+  // trial whose slot it offers (an executor sends a trial's files, then its RESULT).
+  void on_ready(ExecutorEntry& executor, const ReadyMessage& ready) {
+    const int offered = std::clamp(ready.free_slots, 0, lease_limit(executor.resources.cpu_slots));
+    const int held = leases.held_on(executor.route);
+    executor.capacity = std::max(executor.capacity, offered);
+    if (executor.resent_at_hello >= 0) {
+      // Its first READY on this connection: what it holds now, less the TRIALs sent again at its
+      // HELLO (in flight), it held when it counted its free slots.
+      executor.capacity =
+          std::max(executor.capacity, std::min(lease_limit(executor.resources.cpu_slots),
+                                               offered + held - executor.resent_at_hello));
+      executor.resent_at_hello = -1;
+    }
+    executor.credit = offered;
   }
 
   void on_report(ExecutorEntry& executor, const ReportMessage& report) {
@@ -272,7 +293,12 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       lease.work.paused_at = report.step;
       decision = JobDecision::kPause;
     }
-    send(executor.route, DecisionMessage{.lease_id = lease.id, .decision = decision});
+    const DecisionMessage message{.lease_id = lease.id, .decision = decision};
+    if (commit.open()) {
+      commit.decided(executor.route, message);  // once the report is durable
+    } else {
+      send(executor.route, message);
+    }
   }
 
   void on_result(ExecutorEntry& executor, const ResultMessage& result) {
@@ -411,14 +437,15 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     return inbound;
   }
 
-  // What a batch may hold: messages whose storage writes (outcomes) wait for the batch's commit
-  // before anything is sent about them. Others (HELLO, BYE, REPORT, ...) are handled between
-  // batches.
+  // What a batch may hold: messages whose storage writes (outcomes, REPORTs' values) wait for
+  // the batch's commit before anything is sent about them. Others (HELLO, BYE, FILE, ...) are
+  // handled between batches.
   bool batchable(const Inbound& in) const {
     if (!in.message) return false;
     const MessageType type = message_type(*in.message);
     return (type == MessageType::kReady || type == MessageType::kResult ||
-            type == MessageType::kFail || type == MessageType::kHeartbeat) &&
+            type == MessageType::kFail || type == MessageType::kHeartbeat ||
+            type == MessageType::kReport) &&
            executors.contains(in.peer);
   }
 
@@ -466,8 +493,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, ReadyMessage>) {
-            executor.credit =
-                std::clamp(m.free_slots, 0, lease_limit(executor.resources.cpu_slots));
+            on_ready(executor, m);
           } else if constexpr (std::is_same_v<T, ReportMessage>) {
             on_report(executor, m);
           } else if constexpr (std::is_same_v<T, ResultMessage>) {
@@ -538,8 +564,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
 
   // One round: every message that arrived is handled, and the outcomes they carry and the trials
   // asked for the slots they free are committed in one storage batch (group commit) before the
-  // ACKs and TRIALs go out. Messages that are not outcomes or READY (HELLO, BYE, REPORT, ...)
-  // and expired leases are handled between batches, each write committing on its own.
+  // ACKs, DECISIONs and TRIALs go out. Other messages (HELLO, BYE, FILE, ...) and expired leases
+  // are handled between batches, each write committing on its own.
   void poll_once(milliseconds timeout) {
     CurveAuthenticator* authenticator = outbox.authenticator();
     ZmqPollEntry entries[2] = {{.socket = &outbox.router().socket()}};
@@ -556,8 +582,11 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       inbox.push_back(std::move(backlog.front()));
       backlog.pop_front();
     }
+    // Back-pressure: while more than a turn's messages wait, the loop catches up before it starts
+    // more trials (each brings more messages); the executors' credit waits meanwhile.
+    const bool behind = !backlog.empty();
     size_t next = 0;
-    bool dispatched = false;
+    bool dispatched = behind;
     while (next < inbox.size()) {
       if (!batchable(inbox[next])) {
         handle(inbox[next++]);
@@ -567,7 +596,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
         while (next < inbox.size() && batchable(inbox[next])) handle(inbox[next++]);
         // The slots just freed are filled in the same commit, unless leases are due to expire
         // first (their writes commit on their own, below).
-        if (next == inbox.size() && !expiry_due(clock->steady_now())) {
+        if (!behind && next == inbox.size() && !expiry_due(clock->steady_now())) {
           dispatch_safely();
           dispatched = true;
         }
@@ -609,13 +638,20 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   }
 
   // Receives what waits on the socket into the backlog (up to kMaxBacklog), crediting each
-  // sender at once (note_alive); the messages are handled in later turns, in order.
+  // sender at once (note_alive); the messages are handled in later turns, in order. A known
+  // executor's HEARTBEAT is wholly handled by that credit and takes no place in the backlog, so
+  // that a backlog of REPORTs cannot keep heartbeats from being read.
   void receive_waiting() {
     while (backlog.size() < kMaxBacklog) {
       std::optional<RoutedFrames> in = outbox.router().receive();
       if (!in) break;
-      backlog.push_back(decode_frames(*in));
-      note_alive(backlog.back());
+      Inbound inbound = decode_frames(*in);
+      note_alive(inbound);
+      if (inbound.message && std::holds_alternative<HeartbeatMessage>(*inbound.message) &&
+          executors.contains(inbound.peer)) {
+        continue;
+      }
+      backlog.push_back(std::move(inbound));
     }
   }
 

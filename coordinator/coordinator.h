@@ -14,12 +14,14 @@
 // is tried again a heartbeat interval later; after 3 failures in a row (transient kUnavailable
 // ones not counted) the study drains and failure() says why.
 // - REPORT: the objective metric is stored as an intermediate value (Trial::report) and the
-//   study's scheduler is asked (Trial::should_stop); DECISION answers continue or stop.
+//   study's scheduler is asked (Trial::should_stop); DECISION answers continue or stop once the
+//   value is stored (with one study, in the turn's group commit, below).
 // - RESULT / FAIL: the outcome is told to the study (committed to storage) before ACK is sent.
-//   Group commit: with one study, each turn of the loop tells the outcomes that arrived and asks
-//   the trials for the slots they free in one storage batch (Study::run_batch), and sends the
-//   ACKs and TRIALs once it is committed; when the commit fails, nothing is ACKed or leased (the
-//   executors send their outcomes again). docs/protocol.md, "Group commit".
+//   Group commit: with one study, each turn of the loop stores the REPORTs, tells the outcomes
+//   that arrived and asks the trials for the slots they free in one storage batch
+//   (Study::run_batch), and sends the DECISIONs, ACKs and TRIALs once it is committed; when the
+//   commit fails, nothing is ACKed or leased (the executors send their outcomes again) and the
+//   REPORTs' values are lost (no DECISION). docs/protocol.md, "Group commit".
 //   A FAIL keeps the job's exit code and log tail as the trial's system attributes "exit_code" and
 //   "log_tail" (its reason in Optuna's "fail_reason").
 // - A lease whose deadline passes (no heartbeat naming it for lease_timeout), or whose executor

@@ -243,6 +243,47 @@ TEST_F(CoordinatorTest, HonoursTheExecutorsSlotsAndTheTrialBudget) {
   EXPECT_FALSE(coordinator_->done());                  // four still run
 }
 
+// Regression: a READY counted before the TRIALs sent to its executor arrived offered their slots
+// again, so that trials waited on a busy executor (41% of them at 200 executors x 8 slots) while
+// others had free slots. The credit is what the executor's capacity leaves of the leases it
+// holds, TRIALs in flight included.
+TEST_F(CoordinatorTest, AReadyCountedBeforeItsTrialsArrivedGetsNoTrialBeyondTheFreeSlots) {
+  start(/*n_trials=*/6);
+  auto peer = connect("e1#1");
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 2}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 2}));
+  std::vector<TrialMessage> trials;
+  for (int i = 0; i < 2; ++i) trials.push_back(std::get<TrialMessage>(next(*peer)));
+  // Sent before those TRIALs arrived: both slots look free still.
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 2}));
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 2);
+  EXPECT_EQ(coordinator_->stats().trials_started, 2);
+  // A trial ends: its slot, and only it, gets the next trial.
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trials[0].lease_id, .values = {1.0}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  EXPECT_EQ(std::get<TrialMessage>(next(*peer)).number, 2);
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 2);
+  EXPECT_EQ(coordinator_->stats().trials_started, 3);
+}
+
+// An executor sends a trial's files before its RESULT, so the READY offering that trial's slot
+// can be read first: its credit was lost and the executor (asked for nothing more) never got
+// another trial.
+TEST_F(CoordinatorTest, AReadyReadBeforeTheResultOfTheTrialItFreedGetsATrialOnceTheResultIsRead) {
+  start(/*n_trials=*/3);
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  pump();
+  EXPECT_EQ(coordinator_->stats().trials_started, 1);  // its slot is still held
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .values = {1.0}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  EXPECT_EQ(std::get<TrialMessage>(next(*peer)).number, 1);
+}
+
 TEST_F(CoordinatorTest, ReportsAskTheSchedulerAndStoppedTrialsArePruned) {
   start(/*n_trials=*/1, 3, std::make_shared<StopAboveTen>());
   auto peer = connect("e1#1");
@@ -987,6 +1028,39 @@ TEST_F(CoordinatorTest, AChattyTrialsLongTurnDoesNotExpireALeaseWhoseHeartbeatsW
   ASSERT_TRUE(healthy->send(ResultMessage{.lease_id = healthy_trial.lease_id, .values = {0.5}}));
   EXPECT_TRUE(std::get<AckMessage>(next(*healthy)).accepted);
   EXPECT_EQ(study_->storage().get_trial(healthy_trial.trial_id).state, TrialState::kComplete);
+}
+
+// Regression: however far behind the loop was, it started trials for every READY (each one
+// bringing more REPORTs), and an overload ended in expired leases instead of slower dispatch.
+// While more than a turn's messages wait, the loop now catches up before it starts more.
+TEST_F(CoordinatorTest, WhileMoreThanATurnsMessagesWaitNoTrialIsStarted) {
+  start(/*n_trials=*/10);
+  auto chatty = connect("chatty#1");
+  const TrialMessage chatty_trial = hello_and_get_trial(*chatty, "chatty");
+  auto idle = connect("idle#1");
+  ASSERT_TRUE(idle->send(HelloMessage{
+      .executor_id = "idle", .hostname = "test", .pid = 2, .resources = {.cpu_slots = 1}}));
+  pump();
+  constexpr int kReports = 1200;  // more than the 1,000 messages of a turn
+  for (int step = 0; step < kReports; ++step) {
+    ASSERT_TRUE(chatty->send(ReportMessage{
+        .lease_id = chatty_trial.lease_id, .step = step, .metrics = {{"loss", 0.5}}}));
+  }
+  ASSERT_TRUE(idle->send(ReadyMessage{.free_slots = 1}));
+  std::this_thread::sleep_for(milliseconds(200));  // all of them wait on the socket
+  coordinator_->poll_once(milliseconds(0));
+  EXPECT_GT(coordinator_->stats().reports, 0);
+  EXPECT_LT(coordinator_->stats().reports, kReports);
+  std::this_thread::sleep_for(milliseconds(20));
+  while (auto frames = idle->receive()) {
+    const Message m = decode(*frames);
+    EXPECT_FALSE(std::holds_alternative<TrialMessage>(m)) << "a TRIAL while the loop is behind";
+  }
+  EXPECT_EQ(coordinator_->stats().trials_started, 1);
+  // Caught up, it starts the idle executor's trial.
+  EXPECT_TRUE(std::holds_alternative<TrialMessage>(next(*idle)));
+  EXPECT_EQ(coordinator_->stats().reports, kReports);
+  EXPECT_EQ(coordinator_->stats().leases_expired, 0);
 }
 
 // Regression: the re-run a restarted coordinator made had no lineage ("failed_trial",

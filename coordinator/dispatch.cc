@@ -37,9 +37,10 @@ PlacementInput Dispatcher::snapshot(const std::vector<bool>& passed_over) const 
     for (const GpuInfo& gpu : executor->resources.gpus) {
       memory.push_back(GpuMemory{.index = gpu.index, .bytes = gpu.memory_bytes});
     }
+    const int held = leases_.held_on(executor->route);
     input.executors.push_back(
-        ExecutorSlots{.credit = executor->credit,
-                      .held = leases_.held_on(executor->route),
+        ExecutorSlots{.credit = std::clamp(executor->capacity - held, 0, executor->credit),
+                      .held = held,
                       .cpu_slots = executor->resources.cpu_slots,
                       .gpus = static_cast<int>(executor->resources.gpus.size()),
                       .free_gpus = leases_.free_gpus(executor->route, executor->resources.gpus),

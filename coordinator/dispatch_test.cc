@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "coordinator/parts_test_support.h"
+#include "coordinator/placement.h"
 
 namespace tuner {
 namespace {
@@ -31,7 +34,8 @@ class DispatchTest : public testing::CoordinatorPartsTest {
                 HelloMessage{.executor_id = id, .hostname = "h", .resources = {.cpu_slots = slots}},
                 clock_->steady_now())
             .entry;
-    e->credit = credit;
+    e->credit = credit;  // as a READY offering `credit` slots leaves it, capacity included
+    e->capacity = std::max(e->capacity, std::min(credit, lease_limit(slots)));
     return *e;
   }
   std::vector<TrialMessage> trials_to(const std::string& id) {

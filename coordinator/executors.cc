@@ -1,5 +1,7 @@
 #include "coordinator/executors.h"
 
+#include <algorithm>
+
 namespace tuner {
 
 ExecutorRegistry::Admission ExecutorRegistry::admit(const std::string& route,
@@ -31,9 +33,11 @@ ExecutorRegistry::Admission ExecutorRegistry::admit(const std::string& route,
   // A reconnect: the same executor on a new connection (its leases move along with it, and
   // so does how long it has held none).
   std::optional<Clock::SteadyTime> idle_since;
+  int capacity = 0;
   for (auto it = executors_.begin(); it != executors_.end();) {
     if (it->first != route && it->second.executor_id == hello.executor_id) {
       idle_since = it->second.idle_since;
+      capacity = it->second.capacity;
       it = executors_.erase(it);
     } else {
       ++it;
@@ -47,6 +51,8 @@ ExecutorRegistry::Admission ExecutorRegistry::admit(const std::string& route,
   e.pid = hello.pid;
   e.resources = hello.resources;
   e.credit = 0;
+  e.capacity = std::max({e.capacity, capacity, hello.resources.cpu_slots});
+  e.resent_at_hello = 0;
   e.last_heard = now;
   if (!known) e.idle_since = idle_since;
   return Admission{.entry = &e, .joined = !known};

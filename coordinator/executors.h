@@ -35,7 +35,16 @@ struct ExecutorEntry {
   std::string hostname;
   int64_t pid = 0;
   Resources resources;
-  int credit = 0;  // slots offered by the last READY, less the TRIALs sent since
+  // Slots offered by the last READY, less the TRIALs sent since. Placement takes at most
+  // `capacity` less the leases it holds of it (a READY may be counted before TRIALs in flight
+  // arrived, or read before the outcome of the trial whose slot it offers).
+  int credit = 0;
+  // The most trials it takes at once (its slots and what it takes ahead, ExecutorOptions::
+  // prefetch), as its READYs showed: at least its slots. A reconnect keeps it.
+  int capacity = 0;
+  // TRIALs sent again when it said HELLO (on_hello): in flight when its first READY after HELLO
+  // is read; -1 once that READY was read.
+  int resent_at_hello = -1;
   Clock::SteadyTime last_heard{};
   // Since when it has held no lease, as the coordinator's loop last noted (each turn); nullopt
   // while it holds some. A reconnect keeps it.

@@ -33,7 +33,13 @@ void GroupCommit::run(StudyRun* only, const std::function<void()>& body) {
   leased.swap(leased_);
   std::vector<std::pair<StudyRun*, FrozenTrial>> ask_failures;
   ask_failures.swap(ask_failures_);
-  if (!told.empty() || !leased.empty() || !ask_failures.empty()) writes_succeeded();
+  std::vector<std::pair<std::string, DecisionMessage>> decisions;
+  decisions.swap(decisions_);
+  if (!told.empty() || !leased.empty() || !ask_failures.empty() || !decisions.empty()) {
+    writes_succeeded();
+  }
+  // In the order the REPORTs came, before the outcomes that came after them.
+  for (const auto& [route, decision] : decisions) outbox_.send(route, decision);
   for (auto& [lease_id, finished] : told) {
     if (leases_.contains(lease_id)) listener_.acknowledge(lease_id, finished);
   }
@@ -54,6 +60,10 @@ void GroupCommit::lease_made(Lease& lease) {
   leased_.push_back(lease.id);
 }
 
+void GroupCommit::decided(const std::string& route, DecisionMessage decision) {
+  decisions_.emplace_back(route, std::move(decision));
+}
+
 void GroupCommit::ask_failed(StudyRun& run, FrozenTrial failed) {
   ask_failures_.emplace_back(&run, std::move(failed));
 }
@@ -68,6 +78,11 @@ void GroupCommit::undo(StudyRun& run, const std::string& why) {
     if (lease && lease->outcome_pending) leases_.set_outcome_pending(*lease, false);
   }
   told_.clear();
+  if (!decisions_.empty()) {
+    outbox_.log("the intermediate values of " + std::to_string(decisions_.size()) +
+                " REPORT(s) of this round are lost (not stored; no DECISION sent)");
+  }
+  decisions_.clear();
   for (const auto& [failed_run, failed] : ask_failures_) --failed_run->stats.failed_asks;
   ask_failures_.clear();  // their FAIL trials were not stored either
   for (uint64_t lease_id : leased_) {

@@ -1,11 +1,13 @@
 // GroupCommit: one storage batch per turn of the coordinator's loop, and what waits for it.
 //
 // With one study, each turn tells the outcomes that arrived and asks the trials for the slots
-// they free inside one Study::run_batch (docs/protocol.md, "Group commit"). What may go out only
-// once that is durable waits here: the ACKs of the outcomes told (told()), the TRIALs of the
-// leases made (lease_made()), and on_trial_finished for asks that failed (ask_failed()). When
+// they free inside one Study::run_batch (docs/protocol.md, "Group commit"), and the REPORTs'
+// intermediate values too. What may go out only once that is durable waits here: the ACKs of the
+// outcomes told (told()), the DECISIONs that answer the REPORTs stored (decided()), the TRIALs of
+// the leases made (lease_made()), and on_trial_finished for asks that failed (ask_failed()). When
 // the batch commits, the Listener is told to send them; when it fails, nothing of it happened:
-// the outcomes are not ACKed (their executors send them again), the leases made are undone
+// the outcomes are not ACKed (their executors send them again), the REPORTs stored in it get no
+// DECISION (their values are lost, as a report that cannot be stored), the leases made are undone
 // (their executors get their credit back, trials asked in the batch do not exist, trials asked
 // before wait to be leased again) and the study asks nothing for a heartbeat interval. With
 // several studies there is no batch: every write commits on its own and nothing waits.
@@ -34,6 +36,7 @@
 #include "coordinator/node_groups.h"
 #include "coordinator/outbox.h"
 #include "trials/clock.h"
+#include "wire/protocol.h"
 
 namespace tuner {
 
@@ -74,6 +77,9 @@ class GroupCommit {
   void told(Lease& lease, FrozenTrial finished);
   // Inside an open batch: the lease was made; TRIAL once committed.
   void lease_made(Lease& lease);
+  // Inside an open batch: a REPORT was stored and judged; `decision` goes to `route` once
+  // committed, and not at all when the batch fails.
+  void decided(const std::string& route, DecisionMessage decision);
   // Inside an open batch: `run`'s ask failed and stored `failed`; on_trial_finished once
   // committed.
   void ask_failed(StudyRun& run, FrozenTrial failed);
@@ -101,8 +107,9 @@ class GroupCommit {
   Listener& listener_;
 
   bool open_ = false;
-  std::vector<std::pair<uint64_t, FrozenTrial>> told_;  // lease, outcome: ACK after
-  std::vector<uint64_t> leased_;                        // TRIAL after
+  std::vector<std::pair<uint64_t, FrozenTrial>> told_;              // lease, outcome: ACK after
+  std::vector<uint64_t> leased_;                                    // TRIAL after
+  std::vector<std::pair<std::string, DecisionMessage>> decisions_;  // route, DECISION after
   std::vector<std::pair<StudyRun*, FrozenTrial>> ask_failures_;
   int failures_in_a_row_ = 0;
   Clock::SteadyTime first_failure_{};

@@ -107,6 +107,37 @@ TEST_F(GroupCommitTest, WhenTheBatchFailsNothingOfItHappened) {
   EXPECT_TRUE(run_->next_work(commit_));
 }
 
+// REPORTs are stored in the turn's batch (one commit for all of them, not one or two each), and
+// each DECISION goes out only once its value is durable; a batch that fails stores none of them
+// and answers none.
+TEST_F(GroupCommitTest, ReportsOfABatchAreDecidedOnceDurableAndNotAtAllWhenItFails) {
+  run_ = make_run(make_study("s", storage_));
+  Lease& lease = lease_next(*run_, "a");
+  Trial& trial = *lease.work.trial;
+  auto report_in_batch = [&](int64_t step) {
+    const size_t decided_before = outbox_.sent_to<DecisionMessage>("a#1").size();
+    commit_.run(run_.get(), [&] {
+      const bool stop = run_->report(
+          trial, ReportMessage{.lease_id = lease.id, .step = step, .metrics = {{"loss", 0.5}}},
+          "lease");
+      commit_.decided(
+          "a#1", DecisionMessage{.lease_id = lease.id,
+                                 .decision = stop ? JobDecision::kStop : JobDecision::kContinue});
+      // Not durable yet: not decided.
+      EXPECT_EQ(outbox_.sent_to<DecisionMessage>("a#1").size(), decided_before);
+    });
+  };
+  report_in_batch(1);
+  ASSERT_EQ(outbox_.sent_to<DecisionMessage>("a#1").size(), 1u);
+  EXPECT_EQ(storage_->base().get_trial(trial.id()).intermediate_values.size(), 1u);
+
+  storage_->inject(FaultInjectionStorage::Fault::kCommit);
+  report_in_batch(2);
+  EXPECT_EQ(outbox_.sent_to<DecisionMessage>("a#1").size(), 1u);  // none for the lost report
+  EXPECT_EQ(storage_->base().get_trial(trial.id()).intermediate_values.count(2), 0u);
+  EXPECT_TRUE(outbox_.logged("REPORT(s) of this round are lost"));
+}
+
 TEST_F(GroupCommitTest, AFailedAskInABatchIsReportedOnceCommittedOrNotAtAll) {
   auto sampler = std::make_shared<testing::ScriptedSampler>(std::vector<bool>{false, false});
   run_ = make_run(make_study("s", storage_, sampler));

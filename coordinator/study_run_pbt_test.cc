@@ -1,7 +1,7 @@
-// A study run under population-based training: members asked from the sampler with their
-// lineage, segments paused at their end and stored COMPLETE with their value there, and the next
-// segments made from storage, also by a run that starts over on the same storage (a restarted
-// coordinator).
+// A study run under population-based training (PBT's explore and PB2's): members asked from the
+// sampler with their lineage, segments paused at their end and stored COMPLETE with their value
+// there, and the next segments made from storage, also by a run that starts over on the same
+// storage (a restarted coordinator).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -17,7 +17,7 @@ namespace {
 
 class StudyRunPbtTest : public testing::CoordinatorPartsTest {
  protected:
-  std::unique_ptr<StudyRun> make_pbt_run() {
+  std::unique_ptr<StudyRun> make_pbt_run(PbtExplore explore = PbtExplore::kPerturb) {
     StudyOptions so;
     so.name = "pbt";
     so.sampler = std::make_shared<RandomSampler>();
@@ -31,8 +31,11 @@ class StudyRunPbtTest : public testing::CoordinatorPartsTest {
     so.space = space;
     StudyRunOptions o;
     o.job_json = testing::kCommandJob;
-    o.pbt = std::make_shared<PbtScheduler>(
-        PbtOptions{.population_size = 2, .perturbation_interval = 2, .seed = 1, .max_steps = 4});
+    o.pbt = std::make_shared<PbtScheduler>(PbtOptions{.population_size = 2,
+                                                      .perturbation_interval = 2,
+                                                      .seed = 1,
+                                                      .max_steps = 4,
+                                                      .explore = explore});
     return std::make_unique<StudyRun>(next_run_id_++, Study::create(so), std::move(o), context());
   }
 
@@ -55,8 +58,11 @@ class StudyRunPbtTest : public testing::CoordinatorPartsTest {
   std::shared_ptr<Storage> storage_ = std::make_shared<InMemoryStorage>();
 };
 
-TEST_F(StudyRunPbtTest, SegmentsGoOnAcrossARestart) {
-  std::unique_ptr<StudyRun> run = make_pbt_run();
+class StudyRunPbtExploreTest : public StudyRunPbtTest,
+                               public ::testing::WithParamInterface<PbtExplore> {};
+
+TEST_P(StudyRunPbtExploreTest, SegmentsGoOnAcrossARestart) {
+  std::unique_ptr<StudyRun> run = make_pbt_run(GetParam());
   std::optional<Prepared> a = run->next_work(commit_);
   std::optional<Prepared> b = run->next_work(commit_);
   ASSERT_TRUE(a && b);
@@ -74,7 +80,7 @@ TEST_F(StudyRunPbtTest, SegmentsGoOnAcrossARestart) {
 
   // The coordinator dies before it makes the next segments; another starts on the storage.
   run.reset();
-  std::unique_ptr<StudyRun> again = make_pbt_run();
+  std::unique_ptr<StudyRun> again = make_pbt_run(GetParam());
   EXPECT_TRUE(again->wants_slots());
   std::optional<Prepared> a1 = again->next_work(commit_);
   std::optional<Prepared> b1 = again->next_work(commit_);
@@ -103,6 +109,12 @@ TEST_F(StudyRunPbtTest, SegmentsGoOnAcrossARestart) {
   EXPECT_FALSE(again->next_work(commit_));
   EXPECT_TRUE(again->done());
 }
+
+INSTANTIATE_TEST_SUITE_P(Explore, StudyRunPbtExploreTest,
+                         ::testing::Values(PbtExplore::kPerturb, PbtExplore::kBandit),
+                         [](const ::testing::TestParamInfo<PbtExplore>& p) {
+                           return p.param == PbtExplore::kBandit ? "Pb2" : "Pbt";
+                         });
 
 TEST_F(StudyRunPbtTest, SeveralObjectivesAreRefused) {
   StudyOptions so;

@@ -86,6 +86,7 @@ class TrialRun {
     }
     comm_ = engine::make_communicator(spec_, trial_, *backend_, rank_where_);
     if (!build_trainer()) return interrupted_outcome();
+    size_model();
     resume();
     open_artifacts();
     train();
@@ -176,6 +177,18 @@ class TrialRun {
     }
     outcome_.resumed_from = trainer_->epoch();
     history_ = engine::read_checkpoint_history(path, trainer_->epoch());
+    // The trial's latency, when an earlier run measured it; the epochs get the model's figures
+    // (a history written without them has none).
+    for (const EpochRecord& e : history_) {
+      auto batch1 = e.metrics.find("latency_ms");
+      auto per_sample = e.metrics.find("latency_ms_per_sample");
+      if (batch1 != e.metrics.end() && per_sample != e.metrics.end() &&
+          std::isfinite(batch1->second) && std::isfinite(per_sample->second)) {
+        latency_ = engine::InferenceLatency{batch1->second, per_sample->second};
+        break;
+      }
+    }
+    for (EpochRecord& e : history_) add_model_figures(e.metrics);
     // The epochs it continues from are this run's too (a re-run is a new trial): its
     // scheduler sees them, and a stop it answers arrives before more training is done.
     if (on_report_) {
@@ -185,14 +198,42 @@ class TrialRun {
     }
   }
 
-  // The model's size as a checkpoint, the artifacts folder, and the best model a resumed trial
-  // saved there (so that the test split measures the model a registry exports).
-  void open_artifacts() {
-    // The model's checkpoint as the export reads it (spec, weights, buffers): its size stays.
+  // The model's size as a checkpoint as the export reads it (spec, weights, buffers): it does not
+  // depend on the weights' values.
+  void size_model() {
     checkpoint_bytes_ = training::checkpoint_file_size(
         training::Checkpoint{.model_spec = model_spec_.json,
                              .parameters = model_->parameters().values_to_host(),
                              .buffers = model_->parameters().buffer_values_to_host()});
+  }
+
+  // The model's figures, which every epoch reports so that a scheduler can judge them as
+  // objectives (docs/engine_jobs.md, "Metrics"): its size, and on rank 0 its inference latency,
+  // measured once per trial (the forward pass's time depends on the model's shape, not on its
+  // weights: each later epoch, and the final metrics, report the same figure). A measurement cut
+  // short by a stop request is NaN, and is made again at the next epoch.
+  void add_model_figures(Metrics& m) {
+    m["num_params"] = static_cast<double>(model_->parameters().num_parameters());
+    m["train_flops_per_sample"] = static_cast<double>(3 * model_->forward_flops());
+    m["checkpoint_bytes"] = static_cast<double>(checkpoint_bytes_);
+    if (trial_.rank != 0) return;
+    engine::InferenceLatency latency;
+    if (latency_) {
+      latency = *latency_;
+    } else {
+      latency = engine::measure_inference_latency(model_spec_, *model_, spec_.latency_batch,
+                                                  *backend_, stop_);
+      if (std::isfinite(latency.batch1_ms) && std::isfinite(latency.per_sample_ms)) {
+        latency_ = latency;
+      }
+    }
+    m["latency_ms"] = latency.batch1_ms;
+    m["latency_ms_per_sample"] = latency.per_sample_ms;
+  }
+
+  // The artifacts folder, and the best model a resumed trial saved there (so that the test split
+  // measures the model a registry exports).
+  void open_artifacts() {
     artifacts_ = engine::TrialArtifacts::open(spec_, trial_, model_spec_.json, history_, where_);
     artifacts_.write_data_description(data_.name, data_.class_names, data_.target_names,
                                       data_.features);
@@ -223,6 +264,7 @@ class TrialRun {
     }
     history_.push_back(
         {m.epoch, engine::epoch_metrics(m, config_.train, spec_.task), engine::wall_seconds()});
+    add_model_figures(history_.back().metrics);
     artifacts_.add_epoch(history_.back());
     const bool is_best = best_epoch() == history_.size() - 1;
     if (is_best && config_.test > 0) keep_best_weights();
@@ -264,8 +306,7 @@ class TrialRun {
     }
   }
 
-  // The final metrics, then the test split and the latencies when the run was not interrupted,
-  // and metrics.json.
+  // The final metrics, then the test split when the run was not interrupted, and metrics.json.
   void finish() {
     outcome_.epochs_completed = trainer_->epoch();
     outcome_.final_metrics = final_metrics();
@@ -286,26 +327,21 @@ class TrialRun {
         if (spec_.task == training::Task::kBinary) final["test_auc"] = test.auc;
       }
     }
-    if (measure && trial_.rank == 0) {
-      const engine::InferenceLatency latency = engine::measure_inference_latency(
-          model_spec_, *model_, spec_.latency_batch, *backend_, stop_);
-      final["latency_ms"] = latency.batch1_ms;
-      final["latency_ms_per_sample"] = latency.per_sample_ms;
-    }
     if (!final.empty()) artifacts_.write_metrics(final, history_);
   }
 
-  // The best epoch's metrics and the model's figures; empty when no epoch completed.
+  // The best epoch's metrics, with the model's figures as every epoch has them (add_model_figures;
+  // for objectives and constraints on them, docs/sweep_file.md); empty when no epoch completed.
   Metrics final_metrics() const {
     Metrics out;
     if (history_.empty()) return out;
     const size_t best = best_epoch();
     out = history_[best].metrics;
     out["best_epoch"] = static_cast<double>(history_[best].epoch);
-    // The model's figures, for objectives and constraints on them (docs/sweep_file.md).
-    out["num_params"] = static_cast<double>(model_->parameters().num_parameters());
-    out["train_flops_per_sample"] = static_cast<double>(3 * model_->forward_flops());
-    out["checkpoint_bytes"] = static_cast<double>(checkpoint_bytes_);
+    if (latency_) {  // the trial's one measurement, also when the best epoch's was cut short
+      out["latency_ms"] = latency_->batch1_ms;
+      out["latency_ms_per_sample"] = latency_->per_sample_ms;
+    }
     out["peak_rss_mb"] = engine::peak_rss_mb();  // the peak of the whole run, not the best epoch's
     return out;
   }
@@ -364,6 +400,7 @@ class TrialRun {
   EngineOutcome outcome_;
   std::vector<EpochRecord> history_;
   int64_t checkpoint_bytes_ = 0;
+  std::optional<engine::InferenceLatency> latency_;  // rank 0: the trial's, once measured
   engine::TrialArtifacts artifacts_;
   std::optional<training::Checkpoint> best_weights_;  // the best epoch's parameters and buffers
   training::Tensor decision_scratch_;                 // [1], for agree(); backend memory

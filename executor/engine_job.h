@@ -110,9 +110,12 @@ struct EngineTrial {
 
 // What the report callback gets after each epoch: step = the epoch (1-based), and the metrics
 // train_loss, val_loss, the task's (val_accuracy; binary: and val_auc; regression: val_rmse and
-// val_mae instead), lr (the epoch's last), epoch_seconds, and the system's:
-// samples_per_second (the training split's samples over epoch_seconds, evaluation included) and
-// peak_rss_mb (the peak resident memory of rank 0's process so far, MiB).
+// val_mae instead), lr (the epoch's last), epoch_seconds, the system's: samples_per_second (the
+// training split's samples over epoch_seconds, evaluation included) and peak_rss_mb (the peak
+// resident memory of rank 0's process so far, MiB), and the model's figures (EngineOutcome), so
+// that a scheduler can judge them as objectives: num_params, train_flops_per_sample,
+// checkpoint_bytes, and on rank 0 latency_ms and latency_ms_per_sample, measured once per trial
+// (after its first epoch, or kept from a resumed checkpoint's history) and the same every epoch.
 struct EngineReport {
   int64_t step = 0;
   Metrics metrics;
@@ -123,8 +126,8 @@ using EngineReportCallback = std::function<JobDecision(const EngineReport&)>;
 
 // The final metrics an engine trial reports (EngineOutcome::final_metrics), those of the best
 // epoch first: what a sweep's objectives and constraints on an engine job may name. test_loss and
-// the task's test_accuracy, test_auc or test_rmse and test_mae only with data.test > 0; the
-// latencies only when the run was not interrupted.
+// the task's test_accuracy, test_auc or test_rmse and test_mae only with data.test > 0 and when the
+// run was not interrupted; the latencies from rank 0.
 inline const std::vector<std::string>& engine_final_metrics() {
   static const std::vector<std::string> kMetrics = {"train_loss",
                                                     "val_loss",
@@ -163,11 +166,11 @@ struct EngineOutcome {
   // accuracy against (objectives or constraints): "num_params" (its parameter count),
   // "train_flops_per_sample" (3 x the forward pass's, 2 per multiply-add:
   // training::Sequential::forward_flops), "checkpoint_bytes" (the model's checkpoint: spec,
-  // weights and buffers, as the registry's export reads it). When the run was not interrupted:
-  // test_loss and the task's test metrics when data.test > 0, and, measured on rank 0 in eval mode
-  // with the job's threads, "latency_ms" (one forward pass of one sample, the median of repeated
-  // calls) and "latency_ms_per_sample" (of a batch of latency_batch, divided by it). Empty when no
-  // epoch completed.
+  // weights and buffers, as the registry's export reads it), and, measured once per trial on rank
+  // 0 in eval mode with the job's threads (EngineReport), "latency_ms" (one forward pass of one
+  // sample, the median of repeated calls) and "latency_ms_per_sample" (of a batch of
+  // latency_batch, divided by it). When the run was not interrupted: test_loss and the task's
+  // test metrics when data.test > 0. Empty when no epoch completed.
   Metrics final_metrics;
   int64_t epochs_completed = 0;  // restored ones included
   int64_t resumed_from = 0;      // the checkpoint's epoch; 0 for a fresh start

@@ -491,6 +491,56 @@ TEST_F(EngineRun, ReportsEveryEpochAndTheBestOneAsFinalMetrics) {
   EXPECT_EQ(without_time(again.final_metrics), without_time(final));
 }
 
+// A sweep of accuracy against the model's size or latency stops trials early only if every
+// epoch reports them: the size figures are the model's, the latency one measurement per trial
+// (the same at every epoch and in the final metrics), kept by a trial resumed from its
+// checkpoint, and there also when the run was stopped after its first epoch.
+TEST_F(EngineRun, EveryEpochReportsTheModelsSizeAndLatency) {
+  const std::string checkpoint = (dir_ / "trial.ckpt").string();
+  std::vector<EngineReport> first;
+  std::stop_source stop;
+  const EngineOutcome paused = run_engine_trial(
+      spec(), {.number = 0, .params = kParams, .checkpoint_path = checkpoint},
+      [&](const EngineReport& r) {
+        first.push_back(r);
+        stop.request_stop();  // as SIGTERM would after the epoch's report
+        return JobDecision::kContinue;
+      },
+      stop.get_token());
+  ASSERT_EQ(paused.end_reason, "interrupted");
+  ASSERT_EQ(first.size(), 1u);
+  const Metrics& epoch1 = first[0].metrics;
+  EXPECT_EQ(epoch1.at("num_params"), 784 * 32 + 32 + 32 * 10 + 10);
+  EXPECT_EQ(epoch1.at("train_flops_per_sample"), 3 * (32 * (2 * 784 + 1) + 32 + 10 * (2 * 32 + 1)));
+  EXPECT_GT(epoch1.at("checkpoint_bytes"), 4 * epoch1.at("num_params"));
+  const double latency = epoch1.at("latency_ms");
+  const double per_sample = epoch1.at("latency_ms_per_sample");
+  EXPECT_TRUE(std::isfinite(latency) && latency > 0) << latency;
+  EXPECT_TRUE(std::isfinite(per_sample) && per_sample > 0) << per_sample;
+  EXPECT_EQ(paused.final_metrics.at("latency_ms"), latency);
+  EXPECT_EQ(paused.final_metrics.at("num_params"), epoch1.at("num_params"));
+
+  // Resumed: the epoch it continues from and the new one carry the first run's measurement.
+  std::vector<EngineReport> second;
+  const EngineOutcome resumed =
+      run_engine_trial(spec(), {.number = 0, .params = kParams, .checkpoint_path = checkpoint},
+                       [&](const EngineReport& r) {
+                         second.push_back(r);
+                         return JobDecision::kContinue;
+                       });
+  ASSERT_EQ(resumed.resumed_from, 1);
+  ASSERT_EQ(second.size(), 2u);
+  for (const EngineReport& r : second) {
+    EXPECT_EQ(r.metrics.at("latency_ms"), latency) << "epoch " << r.step;
+    EXPECT_EQ(r.metrics.at("latency_ms_per_sample"), per_sample) << "epoch " << r.step;
+    for (const char* figure : {"num_params", "train_flops_per_sample", "checkpoint_bytes"}) {
+      EXPECT_EQ(r.metrics.at(figure), epoch1.at(figure)) << figure << ", epoch " << r.step;
+    }
+  }
+  EXPECT_EQ(resumed.final_metrics.at("latency_ms"), latency);
+  EXPECT_EQ(resumed.final_metrics.at("latency_ms_per_sample"), per_sample);
+}
+
 // "precision": "bf16" trains on the CPU backend where the CPU has AMX or AVX512-BF16,
 // to fp32's accuracy, reproducibly; elsewhere the trial fails saying why.
 TEST_F(EngineRun, Bf16OnTheCpuTrainsAsFp32DoesOrSaysWhyNot) {

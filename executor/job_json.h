@@ -18,8 +18,8 @@ namespace tuner::job_json {
   throw Error(ErrorCode::kInvalidArgument, path + ": " + what);
 }
 
-// The text parsed as a JSON object; an error naming `where` when it is not valid JSON or not an
-// object.
+// The text parsed as a JSON object; an error naming `where` when it is not valid JSON, holds a
+// number past a double's range, or is not an object.
 inline nlohmann::json parse_object(std::string_view text, const std::string& where) {
   check_json_depth(text, where);
   nlohmann::json root;
@@ -27,6 +27,8 @@ inline nlohmann::json parse_object(std::string_view text, const std::string& whe
     root = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     fail(where, std::string("not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::out_of_range& e) {
+    fail(where, std::string("a number past a double's range: ") + e.what());
   }
   if (!root.is_object()) fail(where, std::string("expected an object, got ") + root.type_name());
   return root;

@@ -268,6 +268,18 @@ TEST(TrialJobTest, ErrorsNameTheJsonPath) {
   EXPECT_NE(error_of("{oops").find("job: not valid JSON"), std::string::npos);
 }
 
+// A number past a double's range escaped the job's parser as nlohmann's out_of_range instead of
+// the job's error.
+TEST(TrialJobTest, ANumberPastADoublesRangeIsAJobError) {
+  EXPECT_NE(error_of(R"({"kind": "command", "argv": ["a"], "objective_metric": "m",
+                         "timeout_s": 1e400})")
+                .find("job: a number past a double's range"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"kind": "engine", "model": {"input": [1e999], "layers": []}})")
+                .find("job: a number past a double's range"),
+            std::string::npos);
+}
+
 // Regression: there was no per-trial time limit. Both kinds take "timeout_s" and
 // "stop_grace_s" (seconds), and they survive the round trip.
 TEST(TrialJobTest, ParsesAPerTrialTimeoutAndStopGraceForBothKinds) {

@@ -25,7 +25,7 @@ constexpr std::array<std::pair<SamplerType, std::string_view>, 6> kSamplerNames 
     {SamplerType::kNsga2, "nsga2"},
 }};
 
-constexpr std::array<std::pair<SchedulerType, std::string_view>, 8> kSchedulerNames = {{
+constexpr std::array<std::pair<SchedulerType, std::string_view>, 9> kSchedulerNames = {{
     {SchedulerType::kNone, "none"},
     {SchedulerType::kMedian, "median"},
     {SchedulerType::kPercentile, "percentile"},
@@ -34,6 +34,7 @@ constexpr std::array<std::pair<SchedulerType, std::string_view>, 8> kSchedulerNa
     {SchedulerType::kPatience, "patience"},
     {SchedulerType::kMoAsha, "mo_asha"},
     {SchedulerType::kPbt, "pbt"},
+    {SchedulerType::kPb2, "pb2"},
 }};
 
 template <typename Type, size_t N>
@@ -142,7 +143,12 @@ std::shared_ptr<Scheduler> make_scheduler(const SchedulerSpec& spec) {
     case SchedulerType::kMoAsha:
       return std::make_shared<MoAshaScheduler>(spec.mo_asha);
     case SchedulerType::kPbt:
-      return std::make_shared<PbtScheduler>(spec.pbt);
+    case SchedulerType::kPb2: {
+      PbtOptions options = spec.pbt;
+      options.explore =
+          spec.type == SchedulerType::kPb2 ? PbtExplore::kBandit : PbtExplore::kPerturb;
+      return std::make_shared<PbtScheduler>(std::move(options));
+    }
   }
   throw Error(ErrorCode::kInvalidArgument, "no such scheduler type");
 }

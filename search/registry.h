@@ -87,6 +87,7 @@ enum class SchedulerType {
   kPatience,    // PatienceStopping, "patience"
   kMoAsha,      // MoAshaScheduler, "mo_asha"
   kPbt,         // PbtScheduler (population-based training, run by a coordinator), "pbt"
+  kPb2,         // PbtScheduler exploring by PB2's GP bandit (PbtExplore::kBandit), "pb2"
 };
 
 struct SchedulerSpec {
@@ -97,6 +98,7 @@ struct SchedulerSpec {
   HyperbandOptions hyperband;
   PatienceOptions patience;
   MoAshaOptions mo_asha;
+  // kPbt and kPb2; their type sets `explore` (kPerturb, kBandit), whatever it says here.
   PbtOptions pbt;
   // kMedian and kPercentile in a study of several objectives: the rule runs on the weighted sum
   // of the objectives (ScalarizedStopping), one weight per objective. Empty: the intermediate

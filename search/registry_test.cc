@@ -76,8 +76,8 @@ TEST(Registry, EverySchedulerTypeHasADistinctName) {
     spec.pbt.perturbation_interval = 2;
     EXPECT_EQ(make_scheduler(spec) == nullptr, type == SchedulerType::kNone) << name;
   }
-  EXPECT_EQ(names.size(), 8u);
-  EXPECT_EQ(scheduler_type_named("pb2"), std::nullopt);
+  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(scheduler_type_named("pbt2"), std::nullopt);
 }
 
 TEST(Registry, MedianIsThePercentileRuleAtFifty) {

@@ -515,6 +515,11 @@ const std::vector<SchedulerOption>& scheduler_options(SchedulerType type) {
       number_option<&S::patience, &P::min_delta>("min_delta", 0, false),
       int_option<&S::patience, &P::n_warmup_steps>("n_warmup_steps", 0)};
   static const std::vector<SchedulerOption> kPbt = pbt_options();
+  static const std::vector<SchedulerOption> kPb2 = [] {
+    std::vector<SchedulerOption> options = pbt_options();
+    options.push_back(number_option<&S::pbt, &PbtOptions::kappa>("kappa", 0, false));
+    return options;
+  }();
   switch (type) {
     case SchedulerType::kNone:
       return kNone;
@@ -532,6 +537,8 @@ const std::vector<SchedulerOption>& scheduler_options(SchedulerType type) {
       return kMoAsha;
     case SchedulerType::kPbt:
       return kPbt;
+    case SchedulerType::kPb2:
+      return kPb2;
   }
   return kNone;
 }
@@ -612,7 +619,7 @@ class Parser : Reader {
   // With several objectives and a scheduler, an engine job's objectives must be metrics its
   // epochs report (EngineReport, executor/engine_job.h), or the scheduler sees none of them.
   void check_engine_step_objectives(const SweepFile& sweep) const;
-  // `population`: a PBT sweep, whose budget is its population (no "trials").
+  // `population`: a PBT or PB2 sweep, whose budget is its population (no "trials").
   Budget parse_budget(const Json* value, SamplerType sampler, bool population);
   void parse_job(const Json& value, SweepFile& sweep);
   std::vector<int> parse_gpu_ids(const Json& value) const;
@@ -690,8 +697,9 @@ SweepFile Parser::parse(std::string_view text) {
     sweep.scheduler = parse_scheduler(*v);
     check_scheduler_objectives(sweep);
   }
-  sweep.budget = parse_budget(find_field(root, "budget"), sweep.sampler.type,
-                              sweep.scheduler.type == SchedulerType::kPbt);
+  sweep.budget = parse_budget(
+      find_field(root, "budget"), sweep.sampler.type,
+      sweep.scheduler.type == SchedulerType::kPbt || sweep.scheduler.type == SchedulerType::kPb2);
   if (const Json* v = find_field(root, "tracking")) sweep.tracking = parse_tracking(*v);
   if (const Json* v = find_field(root, "export")) sweep.export_config = parse_export(*v, sweep);
   if (const Json* v = find_field(root, "warm_start"))
@@ -716,9 +724,10 @@ SweepFile Parser::parse(std::string_view text) {
   // Last, so that an error of parse_trial_job (an engine job before the executor knows them)
   // comes only after everything else was found valid.
   parse_job(job, sweep);
-  // A pbt sweep of an engine job: a member's steps are the job's epochs, unless stated.
-  if (sweep.scheduler.type == SchedulerType::kPbt && !sweep.scheduler.pbt.max_steps &&
-      sweep.job_kind == "engine") {
+  // A pbt or pb2 sweep of an engine job: a member's steps are the job's epochs, unless stated.
+  if ((sweep.scheduler.type == SchedulerType::kPbt ||
+       sweep.scheduler.type == SchedulerType::kPb2) &&
+      !sweep.scheduler.pbt.max_steps && sweep.job_kind == "engine") {
     const Json* training = find_field(job, "training");
     const Json* epochs =
         training && training->is_object() ? find_field(*training, "epochs") : nullptr;
@@ -1193,22 +1202,18 @@ void Parser::check_engine_step_objectives(const SweepFile& sweep) const {
       sweep.scheduler.type == SchedulerType::kNone) {
     return;
   }
-  // What an engine job measures once, after its epochs (EngineOutcome::final_metrics): the rest
-  // of engine_final_metrics() is reported at every epoch too.
-  static const std::vector<std::string> kOnlyAtTheEnd = {
-      "best_epoch",       "num_params",    "train_flops_per_sample",
-      "checkpoint_bytes", "latency_ms",    "latency_ms_per_sample",
-      "test_loss",        "test_accuracy", "test_auc",
-      "test_rmse",        "test_mae"};
+  // What an engine job knows only after its epochs (EngineOutcome::final_metrics): the rest of
+  // engine_final_metrics(), the model's figures included, is reported at every epoch too.
+  static const std::vector<std::string> kOnlyAtTheEnd = {"best_epoch", "test_loss", "test_accuracy",
+                                                         "test_auc",   "test_rmse", "test_mae"};
   for (size_t i = 0; i < sweep.objectives.size(); ++i) {
     const std::string& metric = sweep.objectives[i].metric;
     if (std::find(kOnlyAtTheEnd.begin(), kOnlyAtTheEnd.end(), metric) != kOnlyAtTheEnd.end()) {
       fail(child_path(index_path("objectives", i), "metric"),
            json_text(metric) +
-               " is measured once, after the last epoch, so the scheduler cannot judge it at each "
+               " is known only after the last epoch, so the scheduler cannot judge it at each "
                "epoch: with \"scheduler\", give objectives an engine job reports every epoch "
-               "(val_accuracy, val_loss, epoch_seconds, samples_per_second, ...), or remove "
-               "\"scheduler\"");
+               "(val_accuracy, val_loss, num_params, latency_ms, ...), or remove \"scheduler\"");
     }
   }
 }
@@ -1275,7 +1280,8 @@ Budget Parser::parse_budget(const Json* value, SamplerType sampler, bool populat
   }
   if (population && budget.trials) {
     fail("budget.trials",
-         "a pbt sweep's trials are its members' segments: its budget is scheduler.population_size "
+         "a pbt or pb2 sweep's trials are its members' segments: its budget is "
+         "scheduler.population_size "
          "(and scheduler.max_steps); remove \"trials\"");
   }
   if (!budget.trials && !budget.time && sampler != SamplerType::kGrid && !population) {

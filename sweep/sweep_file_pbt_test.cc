@@ -1,5 +1,6 @@
-// The "pbt" scheduler section of a sweep file: its options read, written back and refused with
-// errors naming the option, its budget (the population, no "trials"), one objective only.
+// The "pbt" and "pb2" scheduler sections of a sweep file: their options read, written back and
+// refused with errors naming the option, their budget (the population, no "trials"), one
+// objective only.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -119,9 +120,51 @@ TEST(SweepFilePbtTest, AnEngineJobsEpochsAreTheStepsOfAMember) {
 
 TEST(SweepFilePbtTest, ATrialBudgetIsRefused) {
   EXPECT_THAT(error_of(patched(R"({"budget": {"trials": 20}})")),
-              HasSubstr("budget.trials: a pbt sweep's trials are its members' segments"));
+              HasSubstr("budget.trials: a pbt or pb2 sweep's trials are its members' segments"));
   const SweepFile s = parse_sweep_file(patched(R"({"budget": {"time": "1h"}})"), "s.json");
   EXPECT_EQ(s.budget.time, std::chrono::hours(1));
+}
+
+TEST(SweepFilePbtTest, Pb2ReadsPbtsOptionsAndKappa) {
+  const SweepFile s = parse_sweep_file(
+      patched(R"({"scheduler": {"type": "pb2", "population_size": 6, "kappa": 2.5, "seed": 3}})"),
+      "s.json");
+  ASSERT_EQ(s.scheduler.type, SchedulerType::kPb2);
+  EXPECT_EQ(s.scheduler.pbt.population_size, 6);
+  EXPECT_EQ(s.scheduler.pbt.perturbation_interval, 2);
+  EXPECT_EQ(s.scheduler.pbt.kappa, 2.5);
+  EXPECT_EQ(s.scheduler.pbt.seed, 3u);
+  EXPECT_FALSE(s.budget.trials);  // the population is the budget
+  EXPECT_EQ(parse_sweep_file(to_json(s), s.path), s);
+  auto pb2 = std::dynamic_pointer_cast<PbtScheduler>(make_scheduler(s));
+  ASSERT_NE(pb2, nullptr);
+  EXPECT_EQ(pb2->options().explore, PbtExplore::kBandit);
+  EXPECT_EQ(pb2->options().kappa, 2.5);
+  auto study = std::dynamic_pointer_cast<PbtScheduler>(make_study_options(s).scheduler);
+  ASSERT_NE(study, nullptr);
+  EXPECT_EQ(study->options().explore, PbtExplore::kBandit);
+  // "pbt" perturbs, and its kappa stays the default.
+  auto pbt =
+      std::dynamic_pointer_cast<PbtScheduler>(make_scheduler(parse_sweep_file(kSweep, "s.json")));
+  ASSERT_NE(pbt, nullptr);
+  EXPECT_EQ(pbt->options().explore, PbtExplore::kPerturb);
+  EXPECT_EQ(pbt->options().kappa, PbtOptions{}.kappa);
+}
+
+TEST(SweepFilePbtTest, Pb2BadOptionsAreRefusedNamingThem) {
+  EXPECT_THAT(error_of(patched(R"({"scheduler": {"type": "pb2", "kappa": -1}})")),
+              HasSubstr("scheduler.kappa"));
+  EXPECT_THAT(
+      error_of(patched(R"({"scheduler": {"type": "pb2", "kapa": 1}})")),
+      HasSubstr("unknown field \"kapa\" for scheduler type \"pb2\" (did you mean \"kappa\"?)"));
+  EXPECT_THAT(error_of(patched(R"({"scheduler": {"type": "pb2", "quantile": 0.75}})")),
+              HasSubstr("scheduler.quantile"));
+  EXPECT_THAT(error_of(patched(R"({"scheduler": {"type": "pb2", "perturbation_interval": null}})")),
+              HasSubstr("scheduler: missing required field \"perturbation_interval\""));
+  // kappa is PB2's: a pbt section refuses it.
+  EXPECT_THAT(error_of(patched(R"({"scheduler": {"kappa": 1}})")), HasSubstr("kappa"));
+  EXPECT_THAT(error_of(patched(R"({"scheduler": {"type": "pb2"}, "budget": {"trials": 4}})")),
+              HasSubstr("budget.trials"));
 }
 
 TEST(SweepFilePbtTest, SeveralObjectivesAreRefused) {
@@ -130,6 +173,8 @@ TEST(SweepFilePbtTest, SeveralObjectivesAreRefused) {
   doc["objectives"] = {{{"metric", "loss"}, {"direction", "minimize"}},
                        {{"metric", "ms"}, {"direction", "minimize"}}};
   EXPECT_THAT(error_of(doc.dump()), HasSubstr("scheduler"));
+  doc["scheduler"]["type"] = "pb2";
+  EXPECT_THAT(error_of(doc.dump()), HasSubstr("\"pb2\" judges one"));
 }
 
 }  // namespace

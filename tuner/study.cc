@@ -269,7 +269,7 @@ void Heartbeater::run(Clock::SteadyTime next, std::stop_token stop) {
 }
 
 void StudyCore::handle_stale_trials_locked() {
-  if (!heartbeater) return;
+  if (!heartbeater || !may_hold_foreign) return;
   // Only a RUNNING trial that no thread of this study object runs can be stale (and every
   // trial before first_unfinished is finished).
   const auto unfinished =
@@ -277,6 +277,7 @@ void StudyCore::handle_stale_trials_locked() {
   const bool foreign = std::any_of(unfinished.begin(), unfinished.end(), [&](const FrozenTrial& t) {
     return t.state == TrialState::kRunning && !heartbeater->is_live(t.trial_id);
   });
+  may_hold_foreign = foreign;
   if (!foreign) return;
   const TimePoint now = clock->system_now();
   const TimePoint stale_before = now - grace_period;
@@ -320,6 +321,8 @@ void StudyCore::refresh_locked() {
       trials[n] = std::move(t);
     }
     seen_changes = changes;  // read before the trials: a change meanwhile is seen next time
+    may_hold_foreign = true;
+    objective_steps_current = false;  // others wrote: their steps too, perhaps
   }
   while (first_unfinished < static_cast<int>(trials.size()) &&
          is_finished(trials[first_unfinished].state)) {
@@ -363,8 +366,38 @@ const std::vector<std::string>& StudyCore::objective_names_locked() {
   return objective_names;
 }
 
+void StudyCore::note_step_metrics_locked(int number, int64_t step, const StepValues& metrics) {
+  if (!objective_steps_current) return;
+  if (!seen_changes || objective_names.empty()) {
+    objective_steps_current = false;
+    return;
+  }
+  std::vector<double> values(objective_names.size(), std::numeric_limits<double>::quiet_NaN());
+  bool any = false;
+  for (size_t i = 0; i < objective_names.size(); ++i) {
+    if (auto m = metrics.find(objective_names[i]); m != metrics.end()) {
+      values[i] = m->second;
+      any = true;
+    }
+  }
+  if (!any) return;
+  auto& steps = objective_steps.by_trial[number];
+  auto it = steps.find(step);
+  if (it == steps.end()) {
+    steps.emplace(step, std::move(values));
+    return;
+  }
+  // Stored by name: a later write of the step keeps the objectives it does not name.
+  for (size_t i = 0; i < objective_names.size(); ++i) {
+    if (metrics.contains(objective_names[i])) it->second[i] = values[i];
+  }
+}
+
 const ObjectiveSteps& StudyCore::objective_steps_locked() {
   const std::vector<std::string>& names = objective_names_locked();
+  // Nothing changed but this object's own writes, whose steps are in already.
+  if (objective_steps_current && seen_changes) return objective_steps;
+  objective_steps_current = seen_changes.has_value();
   std::vector<int64_t> ids;
   for (const FrozenTrial& t : trials) {
     if (t.trial_id >= 0 && !objective_steps_final.contains(t.trial_id)) ids.push_back(t.trial_id);
@@ -680,7 +713,8 @@ Trial Study::start_trial(const SearchSpace* space) {
   // Enqueued trials (and retries of stale ones) run first, in the order they were enqueued.
   for (size_t i = static_cast<size_t>(core.first_unfinished); i < core.trials.size(); ++i) {
     const FrozenTrial& t = core.trials[i];
-    if (t.state == TrialState::kWaiting && core.storage->claim_waiting_trial(t.trial_id)) {
+    if (t.state == TrialState::kWaiting &&
+        core.own_write_locked([&] { return core.storage->claim_waiting_trial(t.trial_id); })) {
       state->trial_id = t.trial_id;
       state->number = t.number;
       if (auto it = t.system_attrs.find(kFixedParamsAttr); it != t.system_attrs.end()) {
@@ -690,6 +724,8 @@ Trial Study::start_trial(const SearchSpace* space) {
       state->origin = !state->retry_history.empty() || t.system_attrs.contains(kFailedTrialAttr)
                           ? "retry"
                           : "enqueued";
+      // The cache shows the claimed trial as stored (its state and start), read alone.
+      if (core.seen_changes) core.trials[i] = core.storage->get_trial(state->trial_id);
       break;
     }
   }
@@ -903,6 +939,27 @@ void Study::mark_told(Trial::State& s) {
   core_->live.erase(s.trial_id);
 }
 
+namespace {
+
+// Puts what one fail_stale_trial() stored into the cache, or marks the cache for a re-read when
+// it does not follow on from it. REQUIRES: core.mutex held, core.seen_changes set.
+void cache_rerun_locked(StudyCore& core, const Storage::StaleTrialOutcome& outcome) {
+  const auto n = static_cast<size_t>(outcome.failed.number);
+  if (n >= core.trials.size() || core.trials[n].trial_id != outcome.failed.trial_id) {
+    core.seen_changes.reset();
+    return;
+  }
+  core.trials[n] = outcome.failed;
+  if (!outcome.retry) return;
+  if (outcome.retry->number == static_cast<int>(core.trials.size())) {
+    core.trials.push_back(*outcome.retry);
+  } else {
+    core.seen_changes.reset();
+  }
+}
+
+}  // namespace
+
 Study::Rerun Study::fail_and_retry(Trial& trial, const std::string& reason,
                                    std::optional<int> max_retries) {
   Trial::State& s = *trial.state_;
@@ -923,9 +980,14 @@ Study::Rerun Study::fail_and_retry(Trial& trial, const std::string& reason,
     if (!s.origin.empty()) fail_attrs[kSamplerAttr] = json_string(s.origin);
     if (retry) fail_attrs[kRerunMadeAttr] = "true";
     // A stale_before past every heartbeat: any RUNNING trial (see Storage::fail_stale_trial).
-    std::optional<Storage::StaleTrialOutcome> outcome = core.storage->fail_stale_trial(
-        s.trial_id, TimePoint::max(), fail_attrs, retry ? &*retry : nullptr);
-    core.seen_changes.reset();
+    std::optional<Storage::StaleTrialOutcome> outcome = core.own_write_locked([&] {
+      return core.storage->fail_stale_trial(s.trial_id, TimePoint::max(), fail_attrs,
+                                            retry ? &*retry : nullptr);
+    });
+    // The cache shows the failed trial and its re-run as stored (one write), so that the next
+    // ask reads nothing again.
+    if (outcome && core.seen_changes) cache_rerun_locked(core, *outcome);
+    if (!outcome) core.seen_changes.reset();
     if (!outcome) {
       throw Error(ErrorCode::kFailedPrecondition, "trial " + std::to_string(s.number) +
                                                       " of study '" + name() +

@@ -100,6 +100,10 @@ struct StudyCore {
   // `trials` too: a refresh keeps the cached ones instead of reading them again, so that a
   // trial's report costs the same however many steps it reported before.
   std::map<int64_t, int> live;
+  // The cache may hold a RUNNING trial that no live handle of this object runs (read from
+  // storage, or a handle dropped without tell): handle_stale_trials_locked() looks for them.
+  // False once a look found none, until a refresh reads trials or a handle is dropped.
+  bool may_hold_foreign = true;
 
   // Brings `trials` up to date with storage. REQUIRES: mutex held.
   void refresh_locked();
@@ -124,7 +128,8 @@ struct StudyCore {
     return result;
   }
   // Fails (and, by policy, enqueues retries of) the study's stale trials, then refreshes.
-  // No-op when heartbeats are off. REQUIRES: mutex held.
+  // No-op when heartbeats are off, or when the cache holds no RUNNING trial that this object
+  // does not run (`may_hold_foreign`). REQUIRES: mutex held.
   void handle_stale_trials_locked();
   // A view of the cached trials as the samplers see them: with `space`'s defaults
   // (ParamSpec::default_value) in the trials that lack those parameters. REQUIRES: mutex held for
@@ -143,8 +148,14 @@ struct StudyCore {
   std::vector<std::string> objective_names;
   ObjectiveSteps objective_steps;
   std::set<int64_t> objective_steps_final;
+  // `objective_steps` matches storage: read since the last change by others, this object's own
+  // step metrics put in by note_step_metrics_locked(). False: the next use reads them again.
+  bool objective_steps_current = false;
   // REQUIRES: mutex held.
   const std::vector<std::string>& objective_names_locked();
+  // Trial `number` (live here) stored `metrics` at `step` through own_write_locked(): the
+  // objectives among them go into `objective_steps`. REQUIRES: mutex held.
+  void note_step_metrics_locked(int number, int64_t step, const StepValues& metrics);
   // `objective_steps` brought up to date with storage for the trials in `trials`.
   // REQUIRES: mutex held, and refresh_locked() called.
   const ObjectiveSteps& objective_steps_locked();

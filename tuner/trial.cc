@@ -30,6 +30,7 @@ void Trial::release() noexcept {
   std::lock_guard lock(core.mutex);
   core.proposals.erase(state_->number);
   core.live.erase(state_->trial_id);
+  core.may_hold_foreign = true;  // its trial is RUNNING with nobody here running it
 }
 
 int Trial::number() const { return state_->number; }
@@ -165,11 +166,12 @@ void Trial::log_metrics(int64_t step, const StepValues& metrics) {
   require_running(s.told, s.number, "log metrics");
   StudyCore& core = *s.core;
   std::lock_guard lock(core.mutex);
-  // Step metrics are not part of the cached trials: nothing to update there.
+  // Step metrics are not part of the cached trials; its objectives' are cached apart.
   core.own_write_locked([&] {
     core.storage->set_trial_step_metrics(s.trial_id, step, metrics);
     return true;
   });
+  core.note_step_metrics_locked(s.number, step, metrics);
 }
 
 bool Trial::should_stop() {

@@ -33,6 +33,7 @@ import warnings
 
 import optuna
 
+import external_problems
 import suite_problems
 
 SAMPLERS = ("tpe", "tpe-uni", "tpe-group", "gp", "random")
@@ -168,9 +169,10 @@ def main():
     args = parser.parse_args()
     quiet()
     try:
-        suite = suite_problems.Suite(args.lib)
-        problems = suite.select(args.problems)
-    except suite_problems.SuiteError as e:
+        suite = suite_problems.Suite(args.lib) if any(
+            not external_problems.expand(x) for x in args.problems.split(",") if x) else None
+        problems = external_problems.select(args.problems, suite)
+    except (suite_problems.SuiteError, ValueError, ImportError) as e:
         raise SystemExit(f"sampler_suite.py: {e}")
     samplers = [s for s in args.samplers.split(",") if s]
     for s in samplers:

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 
 #include "bench/suite/instance_rng.h"
 
@@ -158,6 +159,20 @@ BbobFunction::BbobFunction(int id, int dim, uint64_t instance) : id_(id), dim_(d
     }
     default:
       break;
+  }
+}
+
+BbobFunction::BbobFunction(int id, std::vector<double> x_opt)
+    : id_(id), dim_(static_cast<int>(x_opt.size())), x_opt_(std::move(x_opt)) {
+  bbob_name(id);  // validates the id
+  if (id == 6 || id == 10 || id == 15 || id == 21) {
+    throw std::invalid_argument("BBOB f" + std::to_string(id) +
+                                " needs its rotations (and peaks), not only an optimum");
+  }
+  if (dim_ < 2) throw std::invalid_argument("BBOB functions need dim >= 2");
+  if (id == 20) {
+    signs_.resize(x_opt_.size());
+    for (size_t i = 0; i < x_opt_.size(); ++i) signs_[i] = x_opt_[i] > 0 ? 1.0 : -1.0;
   }
 }
 

@@ -11,9 +11,10 @@ record with the most trials counts.
 
 Main table, per problem and budget k: the median regret over the seeds after k trials of
 tuner's sampler under test (--tuner, default "default": what a new study uses), tuner's GP,
-Optuna's default TPESampler, Optuna's GPSampler, and the reference: the best median among
-Optuna's samplers that ran (TPE variants and GP) on at least --min-seeds seeds (5). p: one-sided Mann-Whitney U test that tuner's
-regrets are lower than the reference's (normal approximation with tie and continuity
+Optuna's default TPESampler, Optuna's GPSampler, each anchor that ran (bench/optuna/
+anchor_suite.py: SMAC3, HEBO), and the reference: the best median among Optuna's samplers
+(TPE variants and GP) and the anchors that ran on at least --min-seeds seeds (5). p: one-sided
+Mann-Whitney U test that tuner's regrets are lower than the reference's (normal approximation with tie and continuity
 corrections); "better" when p < 0.05, "worse" when the opposite one-sided test gives p < 0.05,
 else "tie". Then the count per budget and the problems where tuner loses, and the ask times.
 Distribution table, per problem and budget: for each sampler, the median and the 75th percentile
@@ -33,6 +34,20 @@ import statistics
 import sys
 
 OPTUNA_SAMPLERS = ("tpe", "tpe-uni", "tpe-group", "gp")
+ANCHOR_NAMES = {"smac": "SMAC3", "hebo": "HEBO"}  # impl "anchor"
+
+
+def label(impl, sampler):
+    """A sampler's name in the tables: "tuner default", "Optuna gp", "SMAC3"."""
+    if impl == "anchor":
+        return ANCHOR_NAMES.get(sampler, sampler)
+    return f"{'tuner' if impl == 'tuner' else 'Optuna'} {sampler}"
+
+
+def ref_name(impl, sampler):
+    """The reference's name in the comparison: Optuna's sampler bare ("tpe"), an anchor's
+    label."""
+    return label(impl, sampler) if impl == "anchor" else sampler
 
 
 def read_records(paths):
@@ -113,8 +128,8 @@ class Results:
                 continue
             if r.get("bench") != "suite":
                 continue
-            if r.get("version"):
-                self.versions.add(r["version"])
+            if r.get("version") and r.get("impl") in ("optuna", "anchor"):
+                self.versions.add(f"{label(r['impl'], r['sampler']).split()[0]} {r['version']}")
             key = (r["impl"], r["sampler"], r["problem"], r["seed"])
             if key not in best or r["trials"] > best[key]["trials"]:
                 best[key] = r
@@ -174,8 +189,10 @@ def compare(res, tuner_sampler, problem, k):
     ours = res.values("tuner", tuner_sampler, problem, k)
     if ours and len(ours) < res.min_seeds:
         ours = None
-    refs = [(statistics.median(v), s, v) for s in OPTUNA_SAMPLERS
-            if (v := res.values("optuna", s, problem, k)) and len(v) >= res.min_seeds]
+    candidates = [("optuna", s) for s in OPTUNA_SAMPLERS] + \
+                 [("anchor", s) for s in res.samplers("anchor")]
+    refs = [(statistics.median(v), ref_name(i, s), v) for i, s in candidates
+            if (v := res.values(i, s, problem, k)) and len(v) >= res.min_seeds]
     if not ours or not refs:
         return None
     _, ref_sampler, ref = min(refs, key=lambda t: t[0])
@@ -187,8 +204,10 @@ def compare(res, tuner_sampler, problem, k):
 
 def main_table(res, args, budgets, problems):
     t = args.tuner
-    header = ["problem", "trials", "seeds", f"tuner {t}", "tuner gp", "Optuna tpe", "Optuna gp",
-              "best Optuna", "p (tuner lower)", "verdict"]
+    anchors = res.samplers("anchor")
+    header = ["problem", "trials", "seeds", f"tuner {t}", "tuner gp", "Optuna tpe", "Optuna gp"]
+    header += [label("anchor", a) for a in anchors]
+    header += ["best reference", "p (tuner lower)", "verdict"]
     rows = []
     counts = {k: {"better": 0, "tie": 0, "worse": 0} for k in budgets}
     losses = {k: [] for k in budgets}
@@ -205,18 +224,20 @@ def main_table(res, args, budgets, problems):
             rows.append([problem, k, f"{len(ours)}/{len(ref)}", fmt(statistics.median(ours)),
                          fmt(res.median("tuner", "gp", problem, k)),
                          fmt(res.median("optuna", "tpe", problem, k)),
-                         fmt(res.median("optuna", "gp", problem, k)),
-                         f"{ref_sampler} {fmt(statistics.median(ref))}", fmt_p(p_less),
+                         fmt(res.median("optuna", "gp", problem, k))] +
+                        [fmt(res.median("anchor", a, problem, k)) for a in anchors] +
+                        [f"{ref_sampler} {fmt(statistics.median(ref))}", fmt_p(p_less),
                          f"**{verdict}**" if verdict != "tie" else verdict])
     print(table(header, rows))
     print()
-    version = "/".join(sorted(res.versions)) or "?"
-    print(f"Median regret over the seeds (seeds: tuner/reference). Optuna {version}. "
-          "best Optuna: the Optuna sampler with the lowest median at that budget. p: one-sided "
+    version = ", ".join(sorted(res.versions)) or "Optuna ?"
+    print(f"Median regret over the seeds (seeds: tuner/reference). {version}. "
+          "best reference: the sampler with the lowest median at that budget among Optuna's and "
+          "the anchors. p: one-sided "
           "Mann-Whitney U, tuner's regrets lower than the reference's; better: p < 0.05; worse: "
           "the opposite test p < 0.05; else tie.")
     print()
-    print(f"Summary, tuner {t} against the best Optuna sampler:")
+    print(f"Summary, tuner {t} against the best reference:")
     print()
     rows = []
     for k in budgets:
@@ -267,7 +288,7 @@ def wide_table(res, tuner_sampler, budgets, problems):
     """One row a problem: for each budget, tuner's median, the best Optuna sampler's and p."""
     header = ["problem"]
     for k in budgets:
-        header += [f"{k}: tuner {tuner_sampler}", f"{k}: best Optuna", f"{k}: p"]
+        header += [f"{k}: tuner {tuner_sampler}", f"{k}: best reference", f"{k}: p"]
     rows = []
     for problem in problems:
         row, any_cell = [problem], False
@@ -296,7 +317,7 @@ def distribution_table(res, cols, budgets, problems):
     cols = [c for c in cols if any(key[:2] == c for key in res.cells)]
     header = ["problem", "trials", "random median"]
     for impl, s in cols:
-        name = f"{'tuner' if impl == 'tuner' else 'Optuna'} {s}"
+        name = label(impl, s)
         header += [f"{name} median", f"{name} p75", f"{name} stuck"]
     rows = []
     for problem in problems:
@@ -321,8 +342,7 @@ def distribution_table(res, cols, budgets, problems):
             continue
         total = sum(sum(d) for d in runs.values())
         worst = sorted(((sum(d), p) for p, d in runs.items() if sum(d)), reverse=True)[:5]
-        rows.append([f"{'tuner' if impl == 'tuner' else 'Optuna'} {s}",
-                     sum(len(d) for d in runs.values()), total,
+        rows.append([label(impl, s), sum(len(d) for d in runs.values()), total,
                      ", ".join(f"{p} {n}" for n, p in worst) or "-"])
     if rows:
         print()
@@ -334,9 +354,9 @@ def distribution_table(res, cols, budgets, problems):
 
 def all_samplers_table(res, budgets, problems):
     cols = [("tuner", s) for s in res.samplers("tuner")] + \
-           [("optuna", s) for s in res.samplers("optuna")]
-    header = ["problem", "trials"] + [f"{'tuner' if i == 'tuner' else 'Optuna'} {s}"
-                                      for i, s in cols]
+           [("optuna", s) for s in res.samplers("optuna")] + \
+           [("anchor", s) for s in res.samplers("anchor")]
+    header = ["problem", "trials"] + [label(i, s) for i, s in cols]
     rows = []
     for problem in problems:
         for k in budgets:
@@ -416,16 +436,17 @@ def main():
         distribution_table(res, [("tuner", args.versus), ("tuner", args.tuner)], budgets, problems)
         print()
     elif res.cells and args.wide:
-        print(f"### Function suite: tuner {args.tuner} against Optuna\n")
+        print(f"### Function suite: tuner {args.tuner} against Optuna and the anchors\n")
         wide_table(res, args.tuner, budgets, problems)
         print()
     elif res.cells:
-        print(f"### Function suite: tuner {args.tuner} against Optuna\n")
+        print(f"### Function suite: tuner {args.tuner} against Optuna and the anchors\n")
         main_table(res, args, budgets, problems)
         print()
         print("### Distribution and seeds stuck\n")
         distribution_table(res, [("tuner", args.tuner), ("tuner", "gp"), ("optuna", "tpe"),
-                                 ("optuna", "gp")], budgets, problems)
+                                 ("optuna", "gp")] +
+                           [("anchor", a) for a in res.samplers("anchor")], budgets, problems)
         print()
     if args.all_samplers and res.cells:
         print("### Every sampler's median regret\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of bench/suite/report.py: the Mann-Whitney p-values and the verdicts.
+"""Tests of bench/suite/report.py: the Mann-Whitney p-values, the verdicts, the anchors' columns.
 
 The p-values are checked against scipy.stats.mannwhitneyu(alternative="less",
 method="asymptotic") when scipy is importable, and always against the values it gave for the
@@ -158,7 +158,42 @@ def test_distribution():
     check("| tuner default | 20 | 3 | p 3 |" in text, "duplicates row:\n" + text)
 
 
+def test_anchors():
+    """An anchor (impl "anchor") is a column of every table and can be the reference."""
+    recs = []
+    for seed in range(10):
+        recs.append(record("tuner", "default", "q", seed, 50, 1.0 + seed))
+        recs.append(record("tuner", "random", "q", seed, 50, 5.0 + seed))
+        recs.append(record("optuna", "tpe", "q", seed, 50, 3.0 + seed))
+        smac = record("anchor", "smac", "q", seed, 50, 0.1 * (seed + 1))
+        smac["version"], smac["duplicates"] = "2.4.1", 2
+        recs.append(smac)
+        recs.append(record("anchor", "hebo", "q", seed, 50, 2.0 + seed))
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "a.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+        res = report.Results(report.read_records([tmp]))
+    c = report.compare(res, "default", "q", 50)
+    check(c[0] == "SMAC3" and c[4] == "worse", f"reference {c[0::4]}, expected SMAC3, worse")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        report.main_table(res, type("Args", (), {"tuner": "default"}), [50], ["q"])
+        report.distribution_table(res, [("tuner", "default"), ("anchor", "smac"),
+                                        ("anchor", "hebo")], [50], ["q"])
+    text = out.getvalue()
+    check("| HEBO | SMAC3 | best reference |" in text, "main header:\n" + text)
+    check("| q | 50 | 10/10 | 5.5 | - | 7.5 | - | 6.5 | 0.55 | SMAC3 0.55 |" in text,
+          "main row:\n" + text)
+    check("SMAC3 2.4.1" in text, "the anchor's version is not named:\n" + text)
+    # random's median 9.5: of tuner's 1..10 one seed is stuck, of HEBO's 2..11 two.
+    check("| q | 50 | 9.5 | 5.5 | 7.75 | 10% | 0.55 | 0.775 | 0% | 6.5 | 8.75 | 20% |" in text,
+          "distribution row:\n" + text)
+    check("| SMAC3 | 10 | 20 | q 20 |" in text, "duplicates row:\n" + text)
+
+
 if __name__ == "__main__":
+    test_anchors()
     test_p_values()
     test_verdicts()
     test_versus()

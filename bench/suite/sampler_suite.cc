@@ -18,6 +18,15 @@
 // --eval: reads JSON lines {"problem": NAME, "seed": S, "number": K, "params": {NAME: VALUE}} and
 // prints {"noiseless", "observed"} for each, through the same mapping of params to a point that
 // the runs use (bench/suite/values_test.py compares it with the Optuna side's).
+//
+// --external: one regret run on a problem defined and evaluated by another process, the one that
+// started this runner (bench/optuna/anchor_suite.py: COCO's suites, model fits), through stdin and
+// stdout, one JSON line each way. It reads {"problem": {"name", "optimum", "noise_sd", "params":
+// [as --describe writes them]}, "sampler", "seed", "trials", "checkpoints": [..]}; then, for each
+// trial, writes {"number": K, "point": [..]} (problems.h's encoding, null for an inactive
+// parameter) and reads {"value": V} (V the noiseless objective; observed = V + the noise that
+// noise() draws for this name, seed and trial) or {"error": TEXT} (the trial fails); last it
+// writes the run's record, as a regret run does.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,6 +38,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -53,7 +63,7 @@ constexpr char kUsage[] =
     "                     [--shard K/N] [--out FILE.jsonl]\n"
     "       sampler_suite --timing [--sizes 100,300] [--asks 10] [--max-seconds 30]\n"
     "                     [--samplers gp] [--problems ..]\n"
-    "       sampler_suite --list [--problems all] | --describe | --eval FILE\n"
+    "       sampler_suite --list [--problems all] | --describe | --eval FILE | --external\n"
     "  --problems: names, groups (bbob classic mixed conditional noisy) or sets (all core quick)\n"
     "  --out: append JSON lines there, skipping runs it already holds (else print them)\n"
     "  --shard K/N: only the seeds s with (s - first seed) % N == K\n"
@@ -109,6 +119,47 @@ std::vector<double> point_of(const Problem& problem, const nlohmann::json& param
   }
   tuner::bench::suite::check_point(problem, point);
   return point;
+}
+
+// The problem an --external header describes; its objective asks `in`/`out`.
+Problem external_problem(const nlohmann::json& spec, std::istream& in, std::ostream& out) {
+  Problem p{.name = spec.at("name").get<std::string>(), .group = "external"};
+  p.optimum = spec.at("optimum").get<double>();
+  p.noise_sd = spec.value("noise_sd", 0.0);
+  for (const auto& q : spec.at("params")) {
+    ParamSpec s{.name = q.at("name").get<std::string>()};
+    const std::string type = q.at("type").get<std::string>();
+    if (type == "float") {
+      s.type = ParamType::kFloat;
+    } else if (type == "int") {
+      s.type = ParamType::kInt;
+    } else if (type == "categorical") {
+      s.type = ParamType::kCategorical;
+    } else {
+      throw std::invalid_argument("--external: parameter " + s.name + " has unknown type " + type);
+    }
+    s.low = q.value("low", 0.0);
+    s.high = q.value("high", 1.0);
+    s.log = q.value("log", false);
+    s.choices = q.value("choices", std::vector<std::string>{});
+    s.parent = q.value("parent", std::string());
+    s.parent_choices = q.value("parent_choices", std::vector<int>{});
+    if (s.type == ParamType::kCategorical) s.high = static_cast<double>(s.choices.size()) - 1.0;
+    p.params.push_back(std::move(s));
+  }
+  p.objective = [&in, &out, number = 0](const std::vector<double>& x) mutable -> double {
+    nlohmann::json point = nlohmann::json::array();
+    for (double v : x) point.push_back(std::isnan(v) ? nlohmann::json() : nlohmann::json(v));
+    out << nlohmann::json{{"number", number++}, {"point", point}}.dump() << "\n" << std::flush;
+    std::string line;
+    if (!std::getline(in, line)) throw std::runtime_error("--external: the evaluator closed stdin");
+    const auto answer = nlohmann::json::parse(line);
+    if (answer.contains("error")) {
+      throw std::runtime_error("--external: " + answer.at("error").get<std::string>());
+    }
+    return answer.at("value").get<double>();
+  };
+  return p;
 }
 
 // --- Regret runs ------------------------------------------------------------------------------
@@ -312,6 +363,23 @@ void emit(const nlohmann::ordered_json& record, std::ofstream* out) {
   }
 }
 
+// One regret run of an external problem (the header above external_problem()).
+int external_mode() {
+  std::string line;
+  if (!std::getline(std::cin, line)) Flags::fail("--external: no header line on stdin");
+  const auto header = nlohmann::json::parse(line);
+  const Problem problem = external_problem(header.at("problem"), std::cin, std::cout);
+  const std::string sampler = header.at("sampler").get<std::string>();
+  const int trials = header.at("trials").get<int>();
+  std::vector<int> checkpoints = header.value("checkpoints", std::vector<int>{});
+  std::erase_if(checkpoints, [&](int k) { return k < 1 || k > trials; });
+  checkpoints.push_back(trials);
+  std::sort(checkpoints.begin(), checkpoints.end());
+  checkpoints.erase(std::unique(checkpoints.begin(), checkpoints.end()), checkpoints.end());
+  emit(run_one({sampler, &problem, header.at("seed").get<int>(), trials, checkpoints}), nullptr);
+  return 0;
+}
+
 int eval_mode(const std::string& path) {
   std::ifstream file;
   std::istream* in = &std::cin;
@@ -348,10 +416,10 @@ void list_mode(const std::vector<const Problem*>& problems) {
 }
 
 int run(int argc, char** argv) {
-  Flags flags(
-      argc, argv,
-      {"problems", "samplers", "seeds", "first-seed", "trials", "gp-trials", "checkpoints", "shard",
-       "out", "timing", "sizes", "asks", "max-seconds", "list", "describe", "eval", "help"});
+  Flags flags(argc, argv,
+              {"problems", "samplers", "seeds", "first-seed", "trials", "gp-trials", "checkpoints",
+               "shard", "out", "timing", "sizes", "asks", "max-seconds", "list", "describe", "eval",
+               "external", "help"});
   if (flags.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -361,6 +429,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (flags.has("eval")) return eval_mode(flags.get("eval", "-"));
+  if (flags.has("external")) return external_mode();
 
   std::vector<const Problem*> problems;
   try {

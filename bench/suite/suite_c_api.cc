@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/suite/bbob.h"
 #include "bench/suite/describe.h"
 #include "bench/suite/problems.h"
 
@@ -61,6 +62,20 @@ int bench_suite_evaluate(const char* name, const double* point, int n, uint64_t 
     tuner::bench::suite::check_point(*problem, x);
     *noiseless = problem->objective(x);
     *observed = *noiseless + tuner::bench::suite::noise(*problem, seed, trial_number);
+    return 0;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return -1;
+  }
+}
+
+// BBOB function `id` (bench/suite/bbob.h: 1, 2, 3, 5, 8 or 20) in `dim` dimensions with its
+// optimum at `x_opt` (dim values), at `x`: *value gets f(x) - f_opt. Returns 0, or -1 with
+// bench_suite_error() set (an id that needs more than its optimum, dim < 2).
+int bench_suite_bbob_at(int id, int dim, const double* x_opt, const double* x, double* value) {
+  try {
+    const tuner::bench::suite::BbobFunction f(id, std::vector<double>(x_opt, x_opt + dim));
+    *value = f(std::vector<double>(x, x + dim));
     return 0;
   } catch (const std::exception& e) {
     last_error = e.what();

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The image-folder example, run as a user runs it: make_data.py draws the images, sweep.json
 # tunes a small CNN on them with augmentation (random crop and flip searched per trial) and
-# exports the best trial; every trial but the first reads the decoded images from the folder's
-# cache instead of decoding them; `tuner predict` answers on an .npy of new images (with their
+# exports the best trial; every trial but the first reads the decoded images from the cache
+# (here in the test's own folder) instead of decoding them; `tuner predict` answers on an .npy of new images (with their
 # labels: the accuracy) and names the file of a wrong shape or type. Then the refusals at load:
 # a negative padding, and augmentation of a table.
 #   run_example_test.sh TUNER EXAMPLE_DIR
@@ -11,6 +11,7 @@ tuner=$1
 example=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/tuner_image_folder_augment.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+export TUNER_DATA_CACHE_DIR="$work/cache"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 expect() {  # expect PATTERN FILE
   grep -q -- "$1" "$2" || { cat "$2" >&2; fail "expected '$1' in the output above"; }
@@ -25,10 +26,12 @@ cat "$work/sweep.out"
 expect "3/3 done (3 complete" "$work/sweep.out"
 expect "exported trial [0-9]* as stripes/1 @champion" "$work/sweep.out"
 
-# One trial decoded the images; the others read them from stripes/.tuner-cache.
-cached=$(grep -l "job.data: decoded images read from $work/stripes/.tuner-cache/" \
+# One trial decoded the images; the others read them from the cache, which wrote nothing into
+# the data's folder.
+cached=$(grep -l "job.data: decoded images read from $work/cache/" \
   "$work"/stripes.db.logs/trial-*.log | wc -l)
 [ "$cached" -eq 2 ] || { tail -n 5 "$work"/stripes.db.logs/trial-*.log; fail "$cached trials read the cache, not 2"; }
+[ -z "$(find "$work/stripes" -name '.*')" ] || fail "the cache wrote into $work/stripes"
 
 # New images as an .npy array [N, 3, 16, 16] of values in [0, 1], labels beside it.
 "$tuner" predict --model "$work/registry/stripes@champion" --input "$work/check.npy" \

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -38,10 +40,12 @@ class AugmentJobTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     ::unsetenv("TUNER_DATA_CACHE_BYTES");
+    ::setenv("TUNER_DATA_CACHE_DIR", (dir_ / "cache").c_str(), 1);
   }
   void TearDown() override {
     fs::remove_all(dir_);
     ::unsetenv("TUNER_DATA_CACHE_BYTES");
+    ::unsetenv("TUNER_DATA_CACHE_DIR");
   }
 
   // Three classes told apart by their dominant color, `per_class` noisy 8x8 PNGs each, under
@@ -255,6 +259,32 @@ TEST_F(AugmentJobTest, ASecondTrialReadsTheDecodedImagesFromTheCache) {
   }
 }
 
+// The cache was a hidden folder inside the training folder, which torchvision's ImageFolder (and
+// other tools reading the same data) took for a class.
+TEST_F(AugmentJobTest, TheCacheWritesNothingIntoTheDataFolder) {
+  draw("colors", 4);
+  load(folder_job());
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(dir_ / "colors")) {
+    entries.push_back(e.path().filename().string());
+  }
+  std::ranges::sort(entries);
+  EXPECT_EQ(entries, (std::vector<std::string>{"blue", "green", "red"}));
+  EXPECT_FALSE(fs::is_empty(dir_ / "cache"));
+  // Where the cache goes when TUNER_DATA_CACHE_DIR is not set.
+  ::unsetenv("TUNER_DATA_CACHE_DIR");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string kept_xdg = xdg ? xdg : "";
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(data_cache_dir(), "/xdg/tuner/images");
+  ::unsetenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') {
+    EXPECT_EQ(data_cache_dir(), (fs::path(home) / ".cache" / "tuner" / "images").string());
+  }
+  if (!kept_xdg.empty()) ::setenv("XDG_CACHE_HOME", kept_xdg.c_str(), 1);
+}
+
 TEST_F(AugmentJobTest, TwoTrialsAskingAtOnceDecodeOnce) {
   draw("colors", 6);
   const nlohmann::json j = folder_job();
@@ -276,7 +306,7 @@ TEST_F(AugmentJobTest, TwoTrialsAskingAtOnceDecodeOnce) {
 
 TEST_F(AugmentJobTest, TheCacheKeepsItsBudgetAndCanBeTurnedOff) {
   draw("colors", 4);
-  const fs::path cache = dir_ / "colors" / ".tuner-cache";
+  const fs::path cache = dir_ / "cache";
   const auto entries = [&] {
     int n = 0;
     for (const auto& e : fs::directory_iterator(cache)) n += e.path().extension() == ".data";

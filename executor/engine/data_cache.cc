@@ -266,14 +266,25 @@ int64_t data_cache_budget() {
   return end != v && *end == '\0' && n >= 0 ? n : kDefaultBudget;
 }
 
+std::string data_cache_dir() {
+  const auto set = [](const char* name) -> const char* {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  };
+  if (const char* dir = set("TUNER_DATA_CACHE_DIR")) return dir;
+  if (const char* xdg = set("XDG_CACHE_HOME")) return (fs::path(xdg) / "tuner" / "images").string();
+  if (const char* home = set("HOME"))
+    return (fs::path(home) / ".cache" / "tuner" / "images").string();
+  return "";
+}
+
 Splits load_image_folder_cached(const EngineJobSpec& spec, const SplitSizes& sizes,
                                 const std::string& path) {
   const int64_t budget = data_cache_budget();
-  if (budget == 0) return load_image_folder(spec, sizes, path);
-  const EngineDataFiles& f = spec.files;
+  const fs::path dir = data_cache_dir();
+  if (budget == 0 || dir.empty()) return load_image_folder(spec, sizes, path);
   const Keyed keyed = cache_key(spec, path);  // lists the folders: their errors first
   const std::string& key = keyed.key;
-  const fs::path dir = fs::path(resolve(spec, f.path.empty() ? f.train : f.path)) / ".tuner-cache";
   std::error_code ec;
   fs::create_directories(dir, ec);
   const std::string name = key_hash(key);

@@ -15,10 +15,6 @@ namespace tuner {
 
 namespace {
 
-Error invalid(std::string_view option, const std::string& message) {
-  return Error(ErrorCode::kInvalidArgument, "pbt." + std::string(option) + ": " + message);
-}
-
 // A system attribute holding a JSON integer in [0, INT_MAX]; nullopt when absent or not one.
 std::optional<int> int_attr(const FrozenTrial& trial, std::string_view key) {
   auto it = trial.system_attrs.find(key);
@@ -110,6 +106,10 @@ std::map<std::string, std::string, std::less<>> pbt_attrs(const PbtLineage& line
 }
 
 PbtScheduler::PbtScheduler(PbtOptions options) : options_(std::move(options)) {
+  const std::string prefix = options_.explore == PbtExplore::kBandit ? "pb2." : "pbt.";
+  auto invalid = [&](std::string_view option, const std::string& message) {
+    return Error(ErrorCode::kInvalidArgument, prefix + std::string(option) + ": " + message);
+  };
   if (options_.population_size < 2) {
     throw invalid("population_size",
                   "must be >= 2, got " + std::to_string(options_.population_size));
@@ -137,6 +137,9 @@ PbtScheduler::PbtScheduler(PbtOptions options) : options_(std::move(options)) {
   }
   if (options_.max_steps && *options_.max_steps < 1) {
     throw invalid("max_steps", "must be >= 1, got " + std::to_string(*options_.max_steps));
+  }
+  if (!(std::isfinite(options_.kappa) && options_.kappa >= 0)) {
+    throw invalid("kappa", "must be finite and >= 0, got " + std::to_string(options_.kappa));
   }
 }
 
@@ -230,6 +233,72 @@ std::vector<PbtNextSegment> PbtScheduler::next_segments(const History& history) 
 
   const StudyDirection direction = history.direction();
   std::vector<PbtNextSegment> next;
+
+  // PB2: a segment that finished at its end, as an observation of the improvement its params
+  // made from the value it started at (its parent's at its end; segment 0's, its first report).
+  auto observation = [&](const FrozenTrial& t, int segment) -> std::optional<Pb2Observation> {
+    const std::optional<PbtLineage> lineage = pbt_lineage(t);
+    int64_t start_step = 0;
+    double start_loss = 0;
+    if (segment > 0 && lineage->parent &&
+        static_cast<size_t>(*lineage->parent) < history.trials.size()) {
+      const FrozenTrial& parent = history.trials[static_cast<size_t>(*lineage->parent)];
+      if (parent.values.empty()) return std::nullopt;
+      start_step = segment_end(segment - 1);
+      start_loss = loss(direction, parent.values.front());
+    } else {
+      if (t.intermediate_values.empty()) return std::nullopt;
+      start_step = t.intermediate_values.begin()->first;
+      start_loss = loss(direction, t.intermediate_values.begin()->second);
+    }
+    const int64_t end = segment_end(segment);
+    const double end_loss = loss(direction, t.values.front());
+    if (end <= start_step || !std::isfinite(start_loss) || !std::isfinite(end_loss)) {
+      return std::nullopt;
+    }
+    return Pb2Observation{
+        .start_step = start_step,
+        .gain_per_step = (start_loss - end_loss) / static_cast<double>(end - start_step),
+        .params = &t.params};
+  };
+  std::optional<std::vector<Pb2Observation>> observations;  // made when first needed
+  auto observed = [&]() -> const std::vector<Pb2Observation>& {
+    if (!observations) {
+      observations.emplace();
+      for (const auto& [index, m] : by_member) {
+        for (const auto& [segment, t] : m.at_end) {
+          if (std::optional<Pb2Observation> o = observation(*t, segment)) {
+            observations->push_back(*o);
+          }
+        }
+      }
+    }
+    return *observations;
+  };
+  // PB2: `target`'s params explored for a segment `segment`: the bandit's by pb2_select(), with
+  // the segments that start at the same step and are not finished pending; the others by explore().
+  auto bandit = [&](const FrozenTrial& target, int segment, Rng& rng) {
+    std::vector<const Params*> pending;
+    for (const FrozenTrial& t : history.trials) {
+      const std::optional<PbtLineage> lineage = pbt_lineage(t);
+      if (lineage && lineage->segment == segment &&
+          (t.state == TrialState::kRunning || t.state == TrialState::kWaiting)) {
+        pending.push_back(&t.params);
+      }
+    }
+    for (const PbtNextSegment& decided : next) {
+      if (decided.lineage.segment == segment) pending.push_back(&decided.params);
+    }
+    std::optional<Params> chosen =
+        pb2_select(observed(), pending, segment_end(segment - 1), target.params,
+                   target.distributions, options_.kappa, rng);
+    if (!chosen) return explore(target.params, target.distributions, rng);
+    std::map<std::string, Distribution, std::less<>> others;
+    for (const auto& [name, d] : target.distributions) {
+      if (!pb2_models(d)) others.emplace(name, d);
+    }
+    return explore(*chosen, others, rng);
+  };
   for (const Member* m : ready) {
     // The ranking at the end of m's segment: the trials of that segment that finished at its
     // end, best first, ties by member.
@@ -256,7 +325,9 @@ std::vector<PbtNextSegment> PbtScheduler::next_segments(const History& history) 
           ranked[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(q) - 1))];
       s.exploited = true;
       s.lineage.parent = target->number;
-      s.params = explore(target->params, target->distributions, rng);
+      s.params = options_.explore == PbtExplore::kBandit
+                     ? bandit(*target, segment, rng)
+                     : explore(target->params, target->distributions, rng);
     } else {
       s.lineage.parent = m->latest->number;
       s.params = m->latest->params;

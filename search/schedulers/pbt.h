@@ -25,6 +25,10 @@
 //     factor's direction, within bounds); a categorical moves to a neighbouring choice in its
 //     declared order (either one, at random, or the only one at an end); a normal prior is
 //     multiplied and rounded to its q. A param with a single choice keeps it.
+//     With explore kBandit (PB2, search/schedulers/pb2.h), the bounded numeric params are
+//     chosen by pb2_select() instead, from the improvement every finished segment made; the
+//     other params are explored as above. With fewer than kPb2MinObservations finished segments
+//     to learn from, all are explored as above.
 //   - Continue. Any other member continues from its own checkpoint with its own params.
 // Asynchronous (the default): each member is decided when it reaches a segment's end, ranked
 // against the others that reached that end. Synchronous: nothing is decided until every live
@@ -52,6 +56,7 @@
 
 #include "search/history.h"
 #include "search/rng.h"
+#include "search/schedulers/pb2.h"
 #include "search/schedulers/scheduler.h"
 #include "trials/distribution.h"
 #include "trials/frozen_trial.h"
@@ -65,6 +70,12 @@ namespace tuner {
 inline constexpr char kPbtMemberAttr[] = "tuner:pbt_member";
 inline constexpr char kPbtSegmentAttr[] = "tuner:pbt_segment";
 inline constexpr char kPbtParentAttr[] = "tuner:pbt_parent";
+
+// How an exploiting member explores the params it copied.
+enum class PbtExplore {
+  kPerturb,  // PBT: each param perturbed or drawn again, at random
+  kBandit,   // PB2: the bounded numeric params chosen by a GP bandit (search/schedulers/pb2.h)
+};
 
 struct PbtOptions {
   // Members that train together. Must be >= 2. Default: 4.
@@ -88,6 +99,11 @@ struct PbtOptions {
   // The steps of a whole member: its last segment ends there and no next one is made. Must be
   // >= 1. Default: unset (a member ends when its job ends by itself).
   std::optional<int64_t> max_steps;
+  // How an exploiting member explores. Default: kPerturb.
+  PbtExplore explore = PbtExplore::kPerturb;
+  // kBandit: the weight of the GP's standard deviation in the upper confidence bound that chooses
+  // the params (mean + kappa * sd). Finite and >= 0. Default: 1.
+  double kappa = 1.0;
 };
 
 // A segment trial's place in the population, as its system attributes say.
@@ -113,7 +129,8 @@ struct PbtNextSegment {
 
 class PbtScheduler final : public Scheduler {
  public:
-  // Throws Error(kInvalidArgument) naming the option ("pbt.quantile: ...").
+  // Throws Error(kInvalidArgument) naming the option ("pbt.quantile: ...", or "pb2.quantile: ..."
+  // with explore kBandit).
   explicit PbtScheduler(PbtOptions options);
 
   // kPause when `trial` is a PBT segment and step >= segment_end(its segment); kContinue

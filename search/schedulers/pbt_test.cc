@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -343,6 +344,94 @@ TEST(Pbt, ResampleDrawsFromTheWholeDistribution) {
             .at("n")));
   }
   EXPECT_EQ(seen.size(), 8u);
+}
+
+// PB2. Eight members ran segment 0 at lrs spread over [1e-4, 1]; a segment improves most at lr
+// 0.03 (gain(lr)). Member 0 (lr 0.5) is the best at the segment's end only because it started
+// lower. The worst member exploits it: PBT perturbs lr 0.5 (or draws it again), PB2 moves it
+// toward 0.03, where the segments improved most.
+double gain(double lr) {
+  const double d = std::log10(lr) - std::log10(0.03);
+  return std::exp(-d * d);
+}
+
+Population lr_population() {
+  Population p;
+  p.add(0, 0, TrialState::kComplete, {0.5, 0.45}, std::nullopt, 0.5);
+  for (double lr : {1e-4, 4e-4, 2e-3, 0.01, 0.03, 0.1, 0.3}) {
+    p.add(PbtScheduler::members(p.history()), 0, TrialState::kComplete, {1.0, 1.0 - 0.5 * gain(lr)},
+          std::nullopt, lr);
+  }
+  return p;
+}
+
+TEST(Pbt, Pb2MovesTowardWhereSegmentsImprovedMoreThanPerturbing) {
+  const Population p = lr_population();
+  auto distance = [&](PbtExplore explore, uint64_t seed) {
+    PbtOptions o = options(8);
+    o.quantile = 0.125;
+    o.explore = explore;
+    o.seed = seed;
+    const std::vector<PbtNextSegment> next = PbtScheduler(o).next_segments(p.history());
+    const PbtNextSegment* worst = of_member(next, 1);  // lr 1e-4
+    EXPECT_TRUE(worst && worst->exploited && worst->lineage.parent == 0);
+    if (!worst) return 0.0;
+    return std::abs(std::log10(std::get<double>(worst->params.at("lr"))) - std::log10(0.03));
+  };
+  double pbt = 0, pb2 = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    const double bandit = distance(PbtExplore::kBandit, seed);
+    EXPECT_LT(bandit, 0.5) << "seed " << seed;  // within a factor of 3 of lr 0.03
+    pb2 += bandit;
+    pbt += distance(PbtExplore::kPerturb, seed);
+  }
+  EXPECT_LT(pb2, pbt / 2);
+}
+
+TEST(Pbt, Pb2TheSameTrialsAndSeedDecideTheSame) {
+  const Population p = lr_population();
+  PbtOptions o = options(8);
+  o.explore = PbtExplore::kBandit;
+  o.synchronous = true;
+  const std::vector<PbtNextSegment> a = PbtScheduler(o).next_segments(p.history());
+  const std::vector<PbtNextSegment> b = PbtScheduler(o).next_segments(p.history());
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(a, b);
+  // Two members exploit in the round (q = 2); the second sees the first pending.
+  std::vector<const PbtNextSegment*> exploited;
+  for (const PbtNextSegment& s : a) {
+    if (s.exploited) exploited.push_back(&s);
+  }
+  ASSERT_EQ(exploited.size(), 2u);
+  EXPECT_NE(exploited[0]->params.at("lr"), exploited[1]->params.at("lr"));
+}
+
+TEST(Pbt, Pb2WithoutObservationsExploresAsPbt) {
+  // Segments of one report each: no improvement to learn from, so PB2 perturbs as PBT does.
+  PbtOptions o = options();
+  o.perturbation_interval = 1;
+  o.explore = PbtExplore::kBandit;
+  PbtOptions perturb = o;
+  perturb.explore = PbtExplore::kPerturb;
+  Population p;
+  p.add(0, 0, TrialState::kComplete, {0.1});
+  p.add(1, 0, TrialState::kComplete, {0.2});
+  p.add(2, 0, TrialState::kComplete, {0.3});
+  p.add(3, 0, TrialState::kComplete, {0.4});
+  EXPECT_EQ(PbtScheduler(o).next_segments(p.history()),
+            PbtScheduler(perturb).next_segments(p.history()));
+}
+
+TEST(Pbt, Pb2KappaOutOfRangeNamesPb2) {
+  PbtOptions o = options();
+  o.explore = PbtExplore::kBandit;
+  o.kappa = -1;
+  try {
+    PbtScheduler scheduler(o);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pb2.kappa"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Pbt, MembersCountsTheHighestMemberIndex) {

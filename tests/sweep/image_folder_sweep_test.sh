@@ -9,6 +9,7 @@ set -uo pipefail
 tuner="$1"; work="$2/image-folder-sweep-$$"
 rm -rf "$work"; mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
+export TUNER_DATA_CACHE_DIR="$work/cache"  # the decoded-image cache, kept out of $HOME
 fail() { echo "FAIL: $*"; exit 1; }
 
 python3 - "$work" <<'PY' || fail "cannot write the images"

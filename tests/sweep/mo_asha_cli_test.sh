@@ -25,8 +25,10 @@ db="$work/mo.db"
 out=$("$tuner" sweep "$work/mo.json" --storage "$db" 2>&1) || fail "sweep exited $?: $out"
 grep -q "14/14 done" <<<"$out" || fail "no summary in: $out"
 
-python3 - "$db" <<'PY' || fail "decisions"
+python3 - "$db" "$(dirname "$0")" <<'PY' || fail "decisions"
 import json, math, sqlite3, sys
+sys.path.insert(0, sys.argv[-1])
+import mo_asha_check
 db = sqlite3.connect(sys.argv[1])
 trials = {n: (tid, state) for tid, n, state in db.execute(
     "SELECT trial_id, number, state FROM trials")}
@@ -42,53 +44,8 @@ states = [s for _, s in trials.values()]
 assert "PRUNED" in states and "COMPLETE" in states, states
 rungs = [1, 3, 9, 27]  # min_resource 1, reduction_factor 3, no max_resource
 
-def at_rung(tid, r):
-    later = sorted(s for s in steps.get(tid, {}) if s >= r)
-    return steps[tid][later[0]] if later else None
-
-def kept(points, k):  # NSGA-II selection: whole fronts, then crowding; ties to the lower index
-    n, m = len(points), 2
-    finite = [i for i in range(n) if all(math.isfinite(v) for v in points[i])]
-    left, chosen = finite, []
-    while left and len(chosen) < k:
-        front = [a for a in left if not any(
-            all(x <= y for x, y in zip(points[b], points[a])) and points[b] != points[a]
-            for b in left)]
-        if len(chosen) + len(front) <= k:
-            chosen += front
-        else:
-            d = {i: 0.0 for i in front}
-            for j in range(m):
-                order = sorted(front, key=lambda i: (points[i][j], i))
-                lo, hi = points[order[0]][j], points[order[-1]][j]
-                if lo == hi:
-                    continue
-                for p, i in enumerate(order):
-                    before = points[order[p - 1]][j] if p > 0 else -math.inf
-                    after = points[order[p + 1]][j] if p + 1 < len(order) else math.inf
-                    d[i] += 0.0 if before == after else (after - before) / (hi - lo)
-            chosen += sorted(front, key=lambda i: (-d[i], i))[:k - len(chosen)]
-        left = [i for i in left if i not in front]
-    chosen += [i for i in range(n) if i not in finite][:max(0, k - len(chosen))]
-    return set(chosen)
-
-decided = 0
-for n in sorted(trials):
-    tid, state = trials[n]
-    last = stopped.get(tid) if state == "PRUNED" else max(steps[tid])
-    assert last is not None, (n, state)
-    for r in rungs:
-        if r > last:
-            break
-        own = at_rung(tid, r)
-        competitors = [at_rung(trials[o][0], r) for o in sorted(trials) if o < n]
-        points = [c for c in competitors if c is not None] + [own]
-        stays = len(points) - 1 in kept(points, max(len(points) // 3, 1))
-        should_stop = state == "PRUNED" and r == last
-        assert stays != should_stop, (n, state, r, points)
-        decided += 1
-    if state == "PRUNED":
-        assert last in rungs, (n, last)  # a report at every step: stopped at the rung itself
+decided = mo_asha_check.check_rung_decisions(trials, steps, stopped, rungs, 3,
+                                              lambda v: v)
 print("decisions checked:", decided)
 PY
 

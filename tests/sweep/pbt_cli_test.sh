@@ -4,11 +4,13 @@
 # state continues: the script records the chain of trials its state went through), lineage
 # attributes are stored, a bottom member exploits a top one (always when synchronous), and a
 # coordinator killed with SIGKILL mid-population is resumed with `tuner resume` and finishes every
-# member. MODE is "asynchronous" (the default) or "synchronous".
+# member. MODE is "asynchronous" (the default), "synchronous", or "pb2" (asynchronous, exploring
+# by PB2's GP bandit).
 #   pbt_cli_test.sh TUNER_BINARY WORK_DIR [MODE]
 set -uo pipefail
 tuner="$1"; work="$2/pbt-$$"
 synchronous=$([ "${3:-asynchronous}" = synchronous ] && echo true || echo false)
+type=$([ "${3:-asynchronous}" = pb2 ] && echo pb2 || echo pbt)
 source "$(dirname "$0")/process_test_lib.sh"
 
 # The toy objective: x <- (1 - lr) x + lr^2 from x = 10, whose fixed point is lr: a large lr
@@ -42,7 +44,7 @@ cat >"$work/pbt.json" <<JSON
   "space": {"params": {"lr": {"type": "float", "low": 0.01, "high": 0.9, "log": true}}},
   "objective": {"metric": "loss", "direction": "minimize"},
   "sampler": {"type": "random", "seed": 4},
-  "scheduler": {"type": "pbt", "population_size": 4, "perturbation_interval": 3,
+  "scheduler": {"type": "$type", "population_size": 4, "perturbation_interval": 3,
                 "max_steps": 12, "seed": 2, "synchronous": $synchronous},
   "job": {"kind": "command", "argv": ["python3", "$work/toy.py", "{lr}"]},
   "executors": {"local": 0}
@@ -121,7 +123,8 @@ for t in trials:
     assert steps[0] > start["step"], (t["number"], steps, start)
     if parent["pbt"]["member"] != lineage["member"]:
         exploits += 1
-        # Exploited: the parent's params, explored (lr perturbed or resampled, in bounds).
+        # Exploited: the parent's params, explored (lr perturbed, resampled or chosen by PB2's
+        # bandit, in bounds).
         assert 0.01 <= t["params"]["lr"] <= 0.9, t["number"]
     else:
         assert t["params"]["lr"] == parent["params"]["lr"], t["number"]

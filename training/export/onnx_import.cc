@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -49,11 +50,59 @@ std::string label(const onnx::NodeProto& n) {
 // The most elements a constant may have (a protobuf message holds at most 2 GiB).
 constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 
-Constant read_tensor(const onnx::TensorProto& t) {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    throw OnnxImportError("initializer '" + t.name() +
-                          "': external data is not supported (save the model in one file)");
+// The bytes of a tensor saved as external data: its "location" (a file in `dir`, the model
+// file's directory), from "offset" for "length" bytes (to the file's end when absent).
+// REQUIRES: t.data_location() == EXTERNAL.
+std::string read_external(const onnx::TensorProto& t, const std::filesystem::path* dir) {
+  const std::string where = "initializer '" + t.name() + "'";
+  if (!dir) {
+    throw OnnxImportError(where +
+                          ": its data is in another file (external data), which only a model "
+                          "read from a file can name: import the file, not its bytes");
   }
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto& e : t.external_data()) {
+    try {
+      if (e.key() == "location") location = e.value();
+      if (e.key() == "offset") offset = std::stoll(e.value());
+      if (e.key() == "length") length = std::stoll(e.value());
+    } catch (const std::exception&) {
+      throw OnnxImportError(where + ": external data " + e.key() + " \"" + e.value() +
+                            "\" is not a number");
+    }
+  }
+  const std::filesystem::path relative(location);
+  const bool escapes = std::any_of(relative.begin(), relative.end(),
+                                   [](const std::filesystem::path& p) { return p == ".."; });
+  if (location.empty() || relative.is_absolute() || escapes) {
+    throw OnnxImportError(where + ": external data location \"" + location +
+                          "\" must be a file name relative to the model's directory, inside it");
+  }
+  const std::filesystem::path file = *dir / relative;
+  std::ifstream in(file, std::ios::binary);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(file, ec);
+  if (!in || ec)
+    throw OnnxImportError(where + ": external data " + file.string() + " cannot be read");
+  if (length < 0) length = static_cast<int64_t>(size) - offset;
+  if (offset < 0 || length < 0 ||
+      static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) > size) {
+    throw OnnxImportError(
+        where + ": external data bytes [" + std::to_string(offset) + ", " +
+        std::to_string(static_cast<uint64_t>(offset) + static_cast<uint64_t>(length)) +
+        ") are past the end of " + file.string() + " (" + std::to_string(size) + " bytes)");
+  }
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) throw OnnxImportError(where + ": external data " + file.string() + " cannot be read");
+  return bytes;
+}
+
+// A constant tensor; `dir` is the model file's directory (null for a model given as bytes), where
+// external data is read from.
+Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path* dir) {
   Constant c;
   c.dims.assign(t.dims().begin(), t.dims().end());
   int64_t n = 1;
@@ -68,7 +117,10 @@ Constant read_tensor(const onnx::TensorProto& t) {
     }
   }
   const auto count = static_cast<size_t>(n);
-  const std::string& raw = t.raw_data();
+  std::string external;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) external = read_external(t, dir);
+  const std::string& raw =
+      t.data_location() == onnx::TensorProto::EXTERNAL ? external : t.raw_data();
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
       if (!raw.empty()) {
@@ -173,14 +225,17 @@ void check_arity(const onnx::NodeProto& n) {
 
 class Importer {
  public:
-  explicit Importer(const onnx::GraphProto& graph) : graph_(graph) {
-    for (const onnx::TensorProto& t : graph.initializer()) constants_[t.name()] = read_tensor(t);
+  // `dir`: the model file's directory, where external data is read from (null: none).
+  Importer(const onnx::GraphProto& graph, const std::filesystem::path* dir) : graph_(graph) {
+    for (const onnx::TensorProto& t : graph.initializer()) {
+      constants_[t.name()] = read_tensor(t, dir);
+    }
     for (const onnx::NodeProto& n : graph.node()) {
       check_arity(n);
       if (n.op_type() == "Constant") {
         const onnx::AttributeProto* value = attribute(n, "value");
         if (!value || !value->has_t()) fail(n, "only a tensor \"value\" is supported");
-        constants_[n.output(0)] = read_tensor(value->t());
+        constants_[n.output(0)] = read_tensor(value->t(), dir);
         continue;
       }
       for (const std::string& input : n.input()) {
@@ -567,9 +622,7 @@ class Importer {
   std::set<const onnx::NodeProto*> used_;
 };
 
-}  // namespace
-
-Checkpoint import_onnx_bytes(const std::string& bytes) {
+Checkpoint import_model(const std::string& bytes, const std::filesystem::path* dir) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) throw OnnxImportError("not an ONNX model (it does not parse)");
   for (const onnx::OperatorSetIdProto& set : model.opset_import()) {
@@ -577,16 +630,21 @@ Checkpoint import_onnx_bytes(const std::string& bytes) {
       throw OnnxImportError("operator set '" + set.domain() + "' is not supported");
     }
   }
-  return Importer(model.graph()).run();
+  return Importer(model.graph(), dir).run();
 }
+
+}  // namespace
+
+Checkpoint import_onnx_bytes(const std::string& bytes) { return import_model(bytes, nullptr); }
 
 Checkpoint import_onnx_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw OnnxImportError(path + ": cannot be read");
   std::stringstream bytes;
   bytes << in.rdbuf();
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   try {
-    return import_onnx_bytes(bytes.str());
+    return import_model(bytes.str(), &dir);
   } catch (const OnnxImportError& e) {
     throw OnnxImportError(path + ": " + e.what());
   }

@@ -39,9 +39,11 @@ class OnnxImportError : public std::runtime_error {
 
 // The model of an ONNX model's bytes (a serialized ModelProto): its spec (input from the graph's
 // first input, [N, sample...] with a static sample) and weights in the arena layout of that spec.
-// Throws OnnxImportError.
+// Weights saved as external data are refused (they are in another file). Throws OnnxImportError.
 Checkpoint import_onnx_bytes(const std::string& bytes);
-// The same from a file; OnnxImportError names it when it cannot be read.
+// The same from a file; OnnxImportError names it when it cannot be read. Weights saved as
+// external data (torch.onnx.export's default for larger tensors: MODEL.onnx.data beside it) are
+// read from the file their "location" names, relative to the model's directory and inside it.
 Checkpoint import_onnx_file(const std::string& path);
 
 }  // namespace tuner::training

@@ -3,8 +3,11 @@
 #include "training/export/onnx_import.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -214,6 +217,75 @@ void expect_refused(const std::string& bytes, const std::string& message) {
   } catch (const OnnxImportError& e) {
     EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
   }
+}
+
+// torch.onnx.export (its default, dynamo exporter) saves larger weights as external data: the
+// initializer names a file beside the model ("location", "offset", "length"), which
+// import_onnx_file reads; the bytes alone cannot name it, and a location outside the model's
+// directory or a range past the file's end is refused.
+TEST(OnnxImport, WeightsSavedAsExternalDataBesideTheFileAreRead) {
+  std::vector<float> w1(20), b1(5), w2(15), b2(3);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.1f * std::cos(static_cast<float>(i));
+  for (size_t i = 0; i < b1.size(); ++i) b1[i] = 0.05f * static_cast<float>(i) - 0.1f;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.2f * std::sin(static_cast<float>(i) + 1);
+  for (size_t i = 0; i < b2.size(); ++i) b2[i] = 0.01f * static_cast<float>(i);
+  const std::string inline_bytes = torch_style_graph(w1, b1, w2, b2);
+  const Checkpoint want = import_onnx_bytes(inline_bytes);
+
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("tuner_onnx_import_external_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // The two weight matrices moved to model.onnx.data, after 8 bytes of padding, as PyTorch does
+  // with the tensors above its size threshold; the biases stay in the file.
+  // `location` is what the initializers name.
+  const auto with_external = [&](const std::string& location) {
+    onnx::ModelProto m;
+    m.ParseFromString(inline_bytes);
+    std::string data(8, '\0');
+    for (onnx::TensorProto& t : *m.mutable_graph()->mutable_initializer()) {
+      if (t.dims_size() != 2) continue;
+      const size_t offset = data.size();
+      data += t.raw_data();
+      t.clear_raw_data();
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+      for (const auto& [key, value] : {std::pair<std::string, std::string>{"location", location},
+                                       {"offset", std::to_string(offset)},
+                                       {"length", std::to_string(data.size() - offset)}}) {
+        onnx::StringStringEntryProto* e = t.add_external_data();
+        e->set_key(key);
+        e->set_value(value);
+      }
+    }
+    std::ofstream(dir / "model.onnx.data", std::ios::binary) << data;
+    std::ofstream(dir / "model.onnx", std::ios::binary) << m.SerializeAsString();
+    return m.SerializeAsString();
+  };
+
+  const std::string bytes = with_external("model.onnx.data");
+  const Checkpoint got = import_onnx_file((dir / "model.onnx").string());
+  EXPECT_EQ(got.model_spec, want.model_spec);
+  EXPECT_EQ(got.parameters, want.parameters);
+
+  expect_refused(bytes, "initializer 'onnx::MatMul_10': its data is in another file");
+  const auto file_refused = [&](const std::string& message) {
+    try {
+      import_onnx_file((dir / "model.onnx").string());
+      ADD_FAILURE() << "imported; expected: " << message;
+    } catch (const OnnxImportError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  with_external("../model.onnx.data");
+  file_refused("external data location \"../model.onnx.data\" must be a file name relative to");
+  with_external((dir / "model.onnx.data").string());
+  file_refused("must be a file name relative to the model's directory");
+  with_external("model.onnx.data");
+  std::filesystem::resize_file(dir / "model.onnx.data", 40);
+  file_refused("initializer 'onnx::MatMul_10': external data bytes [8, 88) are past the end of");
+  std::filesystem::remove(dir / "model.onnx.data");
+  file_refused("external data " + (dir / "model.onnx.data").string() + " cannot be read");
+  std::filesystem::remove_all(dir);
 }
 
 // The import reads a node's first output and a binary operator's two inputs: a node without
