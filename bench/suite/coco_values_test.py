@@ -21,8 +21,9 @@ What is compared, and what cannot be:
    the functions themselves.
 2. Each COCO problem of external_problems.py: f(x_opt) is its optimum, no random point of its
    space is below it, the integer variables of bbob-mixint are integers of COCO's bounds.
-Without cocoex (this interpreter's, else the one of .venv-bench, which bench/suite/run_suite
-makes): exit status 77, "skipped" and why (ctest counts it skipped).
+cocoex is this interpreter's, else .venv-bench's (bench/suite/run_suite makes it), else that of
+--venv, made with coco-experiment from PyPI when missing; when none can be had: exit status 77,
+"skipped" and why (ctest counts it skipped).
 """
 
 import argparse
@@ -54,19 +55,29 @@ def check(ok, message):
         failures.append(message)
 
 
-def cocoex_or_skip():
+def cocoex_or_skip(venv):
+    """Goes on with an interpreter that has cocoex: this one, .venv-bench's, or `venv`'s (made
+    with coco-experiment from PyPI when missing); exits 77 when none can be had."""
     try:
         import cocoex  # noqa: F401
         return
     except ImportError:
         pass
-    venv_python = os.path.join(ROOT, ".venv-bench", "bin", "python")
-    if os.path.exists(venv_python) and os.path.realpath(sys.prefix) != os.path.realpath(
-            os.path.join(ROOT, ".venv-bench")) and subprocess.run([venv_python, "-c", "import cocoex"],
-                                             capture_output=True).returncode == 0:
-        os.execv(venv_python, [venv_python] + sys.argv)
-    print("skipped: cocoex (PyPI coco-experiment) is not installed here nor in .venv-bench "
-          "(bench/suite/run_suite --external coco installs it there)")
+    for prefix in (os.path.join(ROOT, ".venv-bench"), venv):
+        python = os.path.join(prefix, "bin", "python")
+        if os.path.realpath(sys.prefix) == os.path.realpath(prefix):
+            continue  # this interpreter, which has no cocoex
+        if not os.path.exists(python) and prefix == venv:
+            print(f"coco values: creating {venv} with coco-experiment from PyPI", flush=True)
+            made = subprocess.run([sys.executable, "-m", "venv", venv]).returncode == 0 and \
+                subprocess.run([python, "-m", "pip", "install", "-q", "coco-experiment"]).returncode == 0
+            if not made:
+                break
+        if os.path.exists(python) and subprocess.run(
+                [python, "-c", "import cocoex"], capture_output=True).returncode == 0:
+            os.execv(python, [python] + sys.argv)
+    print(f"skipped: cocoex (PyPI coco-experiment) could not be installed into {venv}, and "
+          "neither this interpreter nor .venv-bench has it")
     sys.exit(SKIP)
 
 
@@ -156,8 +167,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lib", default=os.path.join(ROOT, "build", "bench", "suite",
                                                       "libbench_suite.so"))
+    parser.add_argument("--venv", default=os.path.join(ROOT, "build", "coco-venv"),
+                        help="where coco-experiment is installed when no interpreter has it")
     args = parser.parse_args()
-    cocoex_or_skip()
+    cocoex_or_skip(args.venv)
     lib = load_lib(args.lib)
     compared = test_bbob_values(lib)
     problems = test_external_coco()
