@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/study_view.h"
+#include "launch/ray_executors_file.h"
 #include "launch/slurm_jobs_file.h"
 #include "search/pareto.h"
 #include "sweep/serve.h"
@@ -41,6 +42,24 @@ void print_slurm_jobs(const std::string& work_dir) {
     if (job.state == "PENDING" && !job.reason.empty() && job.reason != "None") {
       std::cout << " (" << job.reason << ")";
     }
+  }
+  std::cout << "; executors connect to " << record->endpoint << "\n";
+}
+
+// The Ray actors of a running sweep's executors (executors.ray), as its launcher last heard of
+// them: "  ray executors (ray-q3x9ab on ray://head:10001): ray-q3x9ab-1 alive on 10.0.3.17
+// (actor 3f1c...), ray-q3x9ab-2 pending (infeasible: ...)". Each id is also its actor's name.
+void print_ray_executors(const std::string& dir) {
+  const std::optional<RayExecutorsRecord> record = read_ray_executors_file(dir);
+  if (!record) return;
+  std::cout << "  ray executors (" << record->launcher << " on " << record->address << "):";
+  if (record->executors.empty()) std::cout << " none now";
+  for (size_t i = 0; i < record->executors.size(); ++i) {
+    const RayExecutorStatus& e = record->executors[i];
+    std::cout << (i == 0 ? " " : ", ") << e.id << " " << e.state;
+    if (!e.node.empty()) std::cout << " on " << e.node;
+    if (!e.actor_id.empty()) std::cout << " (actor " << e.actor_id << ")";
+    if (!e.reason.empty()) std::cout << " (" << e.reason << ")";
   }
   std::cout << "; executors connect to " << record->endpoint << "\n";
 }
@@ -89,6 +108,7 @@ int run_status(const std::vector<std::string>& args) {
     }
     std::cout << "\n";
     print_slurm_jobs(slurm_work_dir(path, s.name));
+    print_ray_executors(ray_status_dir(path, s.name));
   }
   if (const auto serve = running_serve(path)) {
     std::cout << "tuner serve runs on " << path << " (pid " << serve->pid

@@ -222,12 +222,16 @@ int run_trial_job(const std::vector<std::string>& args) {
   launch.rank_host = env_or("TUNER_RANK_HOST", "");
   const bool reports = launch.node == 0;
   const int own_rank = launch.node * (spec.ranks / spec.nodes);
-  auto on_report = [reports, own_rank](const EngineReport& report) {
+  // A PBT segment stops by itself after its last epoch, as a paused run (its checkpoint saved, its
+  // final and test metrics measured), before SIGTERM could cut the next epoch short.
+  const int pause_at = env_int("TUNER_PAUSE_AT_STEP", -1);
+  auto on_report = [reports, own_rank, pause_at](const EngineReport& report) {
     if (reports) {
       std::cout << metrics_line(report.metrics, report.step) << std::endl;  // flushed
     } else {
       maybe_fail_for_test(own_rank, report.step);
     }
+    if (pause_at >= 0 && report.step >= pause_at) return JobDecision::kPause;
     return JobDecision::kContinue;  // the executor stops the process (SIGTERM) to prune it
   };
   EngineOutcome outcome;

@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "coordinator/checkpoint_source.h"
 #include "coordinator/dispatch.h"
 #include "coordinator/executors.h"
 #include "coordinator/file_receiver.h"
@@ -388,6 +389,32 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     send(executor.route, files.receive(chunk, destination(*lease), leases.describe(*lease)));
   }
 
+  // A chunk of a checkpoint of the executor's current lease, read from this host; none (found =
+  // false, with the reason) for a lease it does not hold.
+  void on_checkpoint_get(ExecutorEntry& executor, const CheckpointGetMessage& get) {
+    Lease* lease = leases.find(get.lease_id);
+    std::optional<std::string> path;
+    if (lease && lease->executor_id == executor.executor_id) {
+      path = lease_checkpoint_path(*lease, get.of);
+    }
+    if (!path) {
+      send(executor.route,
+           CheckpointDataMessage{
+               .lease_id = get.lease_id,
+               .of = get.of,
+               .file = get.file,
+               .offset = get.offset,
+               .found = false,
+               .reason = "lease " + std::to_string(get.lease_id) +
+                         (!lease ? " is not current"
+                          : lease->executor_id != executor.executor_id
+                              ? " is held by executor " + lease->executor_id
+                              : " has no " + std::string(to_string(get.of)) + " checkpoint")});
+      return;
+    }
+    send(executor.route, read_checkpoint_chunk(get, *path));
+  }
+
   void on_files_left(ExecutorEntry& executor, const FilesLeftMessage& left) {
     const Lease* lease = leases.find(left.lease_id);
     const std::string who =
@@ -512,6 +539,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
             on_file(executor, m);
           } else if constexpr (std::is_same_v<T, FilesLeftMessage>) {
             on_files_left(executor, m);
+          } else if constexpr (std::is_same_v<T, CheckpointGetMessage>) {
+            on_checkpoint_get(executor, m);
           } else {
             send_error(peer, std::string("unexpected ") + std::string(to_string(type)) +
                                  " from an executor");
@@ -676,7 +705,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
           } else if constexpr (std::is_same_v<T, ReportMessage> ||
                                std::is_same_v<T, ResultMessage> || std::is_same_v<T, FailMessage> ||
                                std::is_same_v<T, StoreSetMessage> ||
-                               std::is_same_v<T, FileChunkMessage>) {
+                               std::is_same_v<T, FileChunkMessage> ||
+                               std::is_same_v<T, CheckpointGetMessage>) {
             renew(m.lease_id);
           }
         },

@@ -1102,6 +1102,43 @@ TEST_F(CoordinatorTest, AReRunKeepsItsLineageAndTheRetryLimitAcrossACoordinatorR
 
 // Regression: after a restart, max_concurrent 2 was exceeded (3 trials at once): the new
 // coordinator leased trials before the ones still running on their executors were taken back.
+// Regression: a restarted coordinator credited a busy prefetching executor only its slots, so
+// a slot freed by one of the trials it took back (its prefetched ones queued behind) got nothing
+// while more waited. Its first READY after HELLO, read with the leases that HELLO listed, shows
+// how many it takes at once.
+TEST_F(CoordinatorTest, ARestartedCoordinatorCreditsABusyPrefetchingExecutorItsWholeCapacity) {
+  start(/*n_trials=*/6);
+  auto peer = connect("e1#1");
+  // Two slots and two taken ahead (ExecutorOptions::prefetch = 2): four held.
+  ASSERT_TRUE(peer->send(HelloMessage{.executor_id = "e1", .resources = {.cpu_slots = 2}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 4}));
+  std::vector<TrialMessage> held;
+  for (int i = 0; i < 4; ++i) held.push_back(std::get<TrialMessage>(next(*peer)));
+  peer.reset();
+
+  restart();
+  peer = connect("e1#2");
+  HelloMessage hello{.executor_id = "e1", .resources = {.cpu_slots = 2}};
+  for (const TrialMessage& t : held) {
+    hello.leases.push_back(
+        {.lease_id = t.lease_id, .study_name = "distributed", .trial_id = t.trial_id});
+  }
+  ASSERT_TRUE(peer->send(hello));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 0}));  // all four held
+  pump_until([&] { return coordinator_->stats().reattached == 4; });
+  EXPECT_EQ(coordinator_->stats().active_leases, 4);
+  // One ends: its place goes to the next trial, though the executor still holds more than its
+  // slots.
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = held[0].lease_id, .values = {1.0}}));
+  ASSERT_TRUE(peer->send(ReadyMessage{.free_slots = 1}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  const Message m = next(*peer);
+  ASSERT_TRUE(std::holds_alternative<TrialMessage>(m)) << to_string(message_type(m));
+  EXPECT_EQ(std::get<TrialMessage>(m).number, 4);
+  pump();
+  EXPECT_EQ(coordinator_->stats().active_leases, 4);
+}
+
 TEST_F(CoordinatorTest, ARestartedCoordinatorCountsTheEarlierOnesTrialsAgainstMaxConcurrency) {
   start(/*n_trials=*/10);
   options_.max_concurrency = 2;
@@ -1152,6 +1189,55 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorCountsTheEarlierOnesTrialsAgainstMa
   EXPECT_EQ(leased[0].params, b.params);
   EXPECT_EQ(leased[0].attempt, 1);
   EXPECT_EQ(coordinator_->stats().active_leases, 2);
+}
+
+TEST_F(CoordinatorTest, AnExecutorFetchesItsLeasesCheckpointFromTheCoordinatorsHostInChunks) {
+  const std::string artifacts = (dir_ / "artifacts").string();
+  const std::string job = R"({"kind": "command", "argv": ["true", "{x}"], "artifacts_dir": ")" +
+                          artifacts + R"(", "objective_metric": "loss"})";
+  start(/*n_trials=*/1, /*max_retries=*/0, nullptr, job);
+  auto holder = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*holder, "e1");
+  ASSERT_TRUE(trial.checkpoint_path);
+  // The checkpoint an earlier attempt's files brought here: more than one chunk.
+  std::string bytes(kMaxFileChunkBytes + 1000, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 % 251);
+  std::filesystem::create_directories(std::filesystem::path(*trial.checkpoint_path).parent_path());
+  std::ofstream(*trial.checkpoint_path, std::ios::binary) << bytes;
+
+  const CheckpointGetMessage get{
+      .lease_id = trial.lease_id, .of = CheckpointOf::kOwn, .file = "resume.ckpt"};
+  ASSERT_TRUE(holder->send(get));
+  auto first = std::get<CheckpointDataMessage>(next(*holder));
+  EXPECT_TRUE(first.found) << first.reason;
+  EXPECT_EQ(first.size, bytes.size());
+  EXPECT_EQ(first.data, bytes.substr(0, kMaxFileChunkBytes));
+  ASSERT_TRUE(holder->send(CheckpointGetMessage{.lease_id = trial.lease_id,
+                                                .of = CheckpointOf::kOwn,
+                                                .file = "resume.ckpt",
+                                                .offset = kMaxFileChunkBytes}));
+  auto rest = std::get<CheckpointDataMessage>(next(*holder));
+  EXPECT_EQ(rest.offset, kMaxFileChunkBytes);
+  EXPECT_EQ(first.data + rest.data, bytes);
+
+  // Nothing for a file that is not there, a checkpoint the lease does not have (it is no PBT
+  // segment), or a lease another executor holds.
+  ASSERT_TRUE(holder->send(CheckpointGetMessage{
+      .lease_id = trial.lease_id, .of = CheckpointOf::kOwn, .file = "model.ckpt"}));
+  auto absent = std::get<CheckpointDataMessage>(next(*holder));
+  EXPECT_FALSE(absent.found);
+  EXPECT_THAT(absent.reason, HasSubstr("model.ckpt: not on the coordinator's host"));
+  ASSERT_TRUE(holder->send(CheckpointGetMessage{
+      .lease_id = trial.lease_id, .of = CheckpointOf::kStart, .file = "resume.ckpt"}));
+  EXPECT_THAT(std::get<CheckpointDataMessage>(next(*holder)).reason,
+              HasSubstr("has no start checkpoint"));
+  auto other = connect("e2#1");
+  ASSERT_TRUE(other->send(HelloMessage{.executor_id = "e2", .hostname = "test", .pid = 2}));
+  ASSERT_TRUE(other->send(get));
+  auto refused = std::get<CheckpointDataMessage>(next(*other));
+  EXPECT_FALSE(refused.found);
+  EXPECT_TRUE(refused.data.empty());
+  EXPECT_THAT(refused.reason, HasSubstr("is held by executor e1"));
 }
 
 }  // namespace

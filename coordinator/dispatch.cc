@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "coordinator/checkpoint_source.h"
 #include "util/strings.h"
 
 namespace tuner {
@@ -251,13 +252,10 @@ bool Dispatcher::send_trial(Lease& lease) {
                        .node = lease.node,
                        .nodes = lease.nodes};
   // The lineage's first trial names the checkpoint, so that a re-run after a lost lease
-  // continues where the lost attempt last saved.
-  message.checkpoint_path = lease.run->needs.checkpoint_path(
-      work.history.empty() ? lease.trial_number : work.history.front());
-  // A PBT segment starts from its parent's checkpoint (the executor copies it to its own).
-  if (work.start_from) {
-    message.start_checkpoint_path = lease.run->needs.checkpoint_path(*work.start_from);
-  }
+  // continues where the lost attempt last saved. A PBT segment starts from its parent's
+  // checkpoint (the executor copies it to its own).
+  message.checkpoint_path = lease_checkpoint_path(lease, CheckpointOf::kOwn);
+  message.start_checkpoint_path = lease_checkpoint_path(lease, CheckpointOf::kStart);
   if (work.segment && lease.run->options.pbt) {
     message.pause_at_step = lease.run->options.pbt->segment_end(work.segment->segment);
   }

@@ -418,8 +418,11 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
   EngineTrialConfig train_only = config;
   train_only.validation = 0;
   train_only.test = 0;
-  const engine::Splits s = engine::load_raw_data(spec, train_only, "job");
-  const training::Normalizer norm = engine::fit_normalizer(spec, s.train);
+  // The training split's statistics as the trials had them (the data cache's when it holds them).
+  const engine::NormalizedSplits normalized = engine::load_normalized_data(spec, train_only, "job");
+  const engine::Splits& s = normalized.splits;
+  const std::vector<float>& mean = normalized.mean;
+  const std::vector<float>& stddev = normalized.stddev;
   const engine::DatasetInfo& info = engine::find_dataset(spec.dataset, "job.data.dataset");
   EngineInputPipeline p;
   p.dataset = spec.dataset;
@@ -428,8 +431,8 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
   p.uint8 = info.uint8;
   p.divisor = info.divisor;
   if (spec.format == "csv") {
-    p.feature_mean.assign(norm.mean().begin(), norm.mean().end());
-    p.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
+    p.feature_mean.assign(mean.begin(), mean.end());
+    p.feature_stddev.assign(stddev.begin(), stddev.end());
     p.columns = s.columns;
     p.features = s.features;
     p.label = spec.files.label;
@@ -443,21 +446,21 @@ EngineInputPipeline engine_input_pipeline(const EngineJobSpec& spec,
     return p;
   }
   p.class_labels = s.class_names;
-  if (norm.mean().size() == 1) {
-    p.mean = norm.mean()[0];
-    p.stddev = norm.stddev()[0];
+  if (mean.size() == 1) {
+    p.mean = mean[0];
+    p.stddev = stddev[0];
     return p;
   }
   // Per channel (an RGB image's [3, H, W]): one mean and standard deviation per element of the
   // sample's first dimension.
   const training::Shape& sample = s.train.sample_shape();
-  if (sample.rank() < 1 || static_cast<int64_t>(norm.mean().size()) != sample.dims()[0]) {
-    throw Error(ErrorCode::kInternal, "job.data: " + std::to_string(norm.mean().size()) +
+  if (sample.rank() < 1 || static_cast<int64_t>(mean.size()) != sample.dims()[0]) {
+    throw Error(ErrorCode::kInternal, "job.data: " + std::to_string(mean.size()) +
                                           " normalization statistics for samples of " +
                                           sample.to_string() + ", not one per channel");
   }
-  p.feature_mean.assign(norm.mean().begin(), norm.mean().end());
-  p.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
+  p.feature_mean.assign(mean.begin(), mean.end());
+  p.feature_stddev.assign(stddev.begin(), stddev.end());
   return p;
 }
 

@@ -413,6 +413,10 @@ struct ExecutorService::Impl {
       send(*e.report);
       return false;
     }
+    if (e.checkpoint_get) {
+      send(*e.checkpoint_get);
+      return false;
+    }
     auto it = held.running.find(e.lease_id);
     if (it == held.running.end()) return false;
     std::unique_ptr<HeldJob> job = std::move(it->second);
@@ -495,6 +499,9 @@ struct ExecutorService::Impl {
       on_store_keys(*keys);
     } else if (auto* file_ack = std::get_if<FileAckMessage>(&message)) {
       on_file_ack(*file_ack);
+    } else if (auto* data = std::get_if<CheckpointDataMessage>(&message)) {
+      auto it = held.running.find(data->lease_id);
+      if (it != held.running.end()) it->second->deliver(std::move(*data));  // else: ended
     } else if (std::holds_alternative<ByeMessage>(message)) {
       log("the coordinator said BYE; reconnecting");
       connect();

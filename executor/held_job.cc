@@ -23,4 +23,23 @@ std::string HeldJob::stop_reason() const {
   return stop_reason_;
 }
 
+void HeldJob::deliver(CheckpointDataMessage data) {
+  {
+    std::lock_guard lock(mutex_);
+    delivered_.push_back(std::move(data));
+  }
+  delivered_cv_.notify_all();
+}
+
+std::optional<CheckpointDataMessage> HeldJob::take_checkpoint_data(
+    std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  delivered_cv_.wait_for(lock, stop_source.get_token(), timeout,
+                         [this] { return !delivered_.empty(); });
+  if (delivered_.empty() || stop_source.stop_requested()) return std::nullopt;
+  CheckpointDataMessage data = std::move(delivered_.front());
+  delivered_.pop_front();
+  return data;
+}
+
 }  // namespace tuner

@@ -9,8 +9,12 @@
 #define TUNER_EXECUTOR_HELD_JOB_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -50,9 +54,18 @@ class HeldJob {
   // The reason given to stop(); empty when the executor did not stop the job.
   std::string stop_reason() const;
 
+  // The coordinator's answers to the job's CHECKPOINT_GETs: the loop delivers each, the job's
+  // thread takes them in order. take_checkpoint_data waits at most `timeout` for one; nullopt
+  // when none came or the job is stopped.
+  void deliver(CheckpointDataMessage data);
+  std::optional<CheckpointDataMessage> take_checkpoint_data(std::chrono::milliseconds timeout);
+
  private:
   mutable std::mutex mutex_;
-  std::string stop_reason_;  // protected by mutex_
+  std::condition_variable_any delivered_cv_;
+  // State below is protected by mutex_.
+  std::string stop_reason_;
+  std::deque<CheckpointDataMessage> delivered_;
 };
 
 }  // namespace tuner

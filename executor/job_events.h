@@ -17,11 +17,13 @@
 
 namespace tuner {
 
-// One thing a job thread hands to the loop: a report, the job's outcome (its last event), or
-// else a note for the executor's log and nothing more.
+// One thing a job thread hands to the loop: a report, a request for a chunk of a checkpoint (the
+// answer goes to HeldJob::deliver), the job's outcome (its last event), or else a note for the
+// executor's log and nothing more.
 struct JobEvent {
   uint64_t lease_id = 0;
   std::optional<ReportMessage> report;
+  std::optional<CheckpointGetMessage> checkpoint_get;
   std::optional<Message> outcome;  // RESULT or FAIL; the job's last event
   std::string note;
 };

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "executor/checkpoint_fetch.h"
 #include "executor/command_job.h"
 #include "executor/connection.h"
 #include "executor/job_log.h"
@@ -93,26 +94,32 @@ CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options, const C
   return command.run(trial, on_report, job.stop_source.get_token());
 }
 
-// A PBT segment's start: its parent's checkpoint copied to `path` (and the engine's history file
-// beside it, when there is one), unless `path` holds a checkpoint already (a re-run's). A copy
-// that fails is noted; the job then starts without the parent's state. The copy is made under a
-// temporary name and renamed, so that a job never sees half a checkpoint.
-void copy_start_checkpoint(const HeldJob& job, const std::filesystem::path& path,
-                           JobEvents& events) {
+// A PBT segment's start: its parent's checkpoint copied to `path` (and, when there are, the
+// engine's history file beside it and the best epoch's model.ckpt beside that, so that the
+// segment's best epoch over its lineage keeps its model), unless `path` holds a checkpoint
+// already (a re-run's). A copy that fails is noted; the job then starts without the parent's
+// state. The copy is made under a temporary name and renamed, so that a job never sees half a
+// checkpoint.
+void copy_start_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEvents& events) {
   if (!job.trial.start_checkpoint_path) return;
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(path, ec)) return;
   const fs::path from = fs::absolute(*job.trial.start_checkpoint_path, ec).lexically_normal();
   const std::string trial = "trial " + std::to_string(job.trial.number) + ": ";
-  for (const std::string suffix : {".history.json", ""}) {  // the checkpoint itself last
-    const fs::path source = from.string() + suffix;
-    const fs::path target = path.string() + suffix;
+  const std::pair<fs::path, fs::path> files[] = {
+      {from.parent_path() / "model.ckpt", path.parent_path() / "model.ckpt"},
+      {from.string() + ".history.json", path.string() + ".history.json"},
+      {from, path}};  // the checkpoint itself last
+  for (const auto& [source, target] : files) {
     const fs::path partial = target.string() + ".partial";
-    if (!fs::exists(source, ec)) {
-      if (suffix.empty()) {
+    if (!fs::exists(source, ec)) {  // not on this host: the coordinator's copy
+      const std::string why = fetch_checkpoint_file(job, events, CheckpointOf::kStart,
+                                                    source.filename().string(), target);
+      if (!why.empty() && source == from) {
         events.post(JobEvent{.note = trial + "its parent's checkpoint " + source.string() +
-                                     " is not on this host; it starts without it"});
+                                     " is not on this host, nor to be had from the coordinator (" +
+                                     why + "); it starts without it"});
       }
       continue;
     }
@@ -127,11 +134,50 @@ void copy_start_checkpoint(const HeldJob& job, const std::filesystem::path& path
   }
 }
 
+// A re-run's own checkpoint (`path`), with the history and best epoch's model beside it, fetched
+// from the coordinator when this host lacks it (an earlier attempt ran elsewhere and sent its
+// files). The checkpoint is fetched first, under another name, and renamed last, so that a
+// checkpoint here always has its companions. Nothing to fetch is no error: the re-run then starts
+// over.
+void fetch_own_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEvents& events) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(path, ec)) return;
+  const fs::path fetched = path.string() + ".fetched";
+  if (!fetch_checkpoint_file(job, events, CheckpointOf::kOwn, path.filename().string(), fetched)
+           .empty()) {
+    return;
+  }
+  for (const fs::path& file :
+       {path.parent_path() / "model.ckpt", fs::path(path.string() + ".history.json")}) {
+    if (!fs::exists(file, ec)) {
+      fetch_checkpoint_file(job, events, CheckpointOf::kOwn, file.filename().string(), file);
+    }
+  }
+  fs::rename(fetched, path, ec);
+  events.post(JobEvent{
+      .note = "trial " + std::to_string(job.trial.number) +
+              (ec ? ": cannot rename the coordinator's copy of its checkpoint: " + ec.message()
+                  : ": resumes from the coordinator's copy of its checkpoint")});
+}
+
+// Whether the trial is a re-run, which resumes from its checkpoint: a re-issue after a lost lease
+// or a preemption (attempt > 0), or a retry, whose checkpoint is its lineage's first trial's,
+// outside its own folder.
+bool is_rerun(const HeldJob& job, const std::filesystem::path& checkpoint) {
+  if (job.trial.attempt > 0) return true;
+  const std::string own = job.trial_job->trial_dir(job.trial.number);
+  std::error_code ec;
+  return !own.empty() &&
+         std::filesystem::absolute(own, ec).lexically_normal() != checkpoint.parent_path();
+}
+
 // The trial's checkpoint path, absolute (the program may run in another working directory), with
 // its folder made: a re-run's checkpoint is in its lineage's first trial's folder, which a host
-// that did not run that trial lacks. A folder that cannot be made is noted; the job then finds
-// no checkpoint and cannot save one. A PBT segment's parent checkpoint is copied there first.
-std::optional<std::string> checkpoint_path(const HeldJob& job, JobEvents& events) {
+// that did not run that trial lacks (it is fetched from the coordinator then). A folder that
+// cannot be made is noted; the job then finds no checkpoint and cannot save one. A PBT segment's
+// parent checkpoint is copied there first.
+std::optional<std::string> checkpoint_path(HeldJob& job, JobEvents& events) {
   if (!job.trial.checkpoint_path) return std::nullopt;
   std::error_code ec;
   std::filesystem::path path = std::filesystem::absolute(*job.trial.checkpoint_path, ec);
@@ -143,7 +189,11 @@ std::optional<std::string> checkpoint_path(const HeldJob& job, JobEvents& events
                                  ": cannot create the folder of its checkpoint " + path.string() +
                                  ": " + ec.message()});
   }
-  copy_start_checkpoint(job, path, events);
+  if (job.trial.start_checkpoint_path) {
+    copy_start_checkpoint(job, path, events);
+  } else if (is_rerun(job, path)) {
+    fetch_own_checkpoint(job, path, events);
+  }
   return path.string();
 }
 

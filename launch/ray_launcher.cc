@@ -26,6 +26,8 @@ constexpr std::chrono::seconds kConnectWarning{60};
 // retries an address where no cluster answers for minutes).
 constexpr std::chrono::seconds kInitNotice{20};
 constexpr std::chrono::seconds kInitTimeout{120};
+// How many executors that ended on their own executors.json keeps.
+constexpr size_t kDeadKept = 4;
 
 std::string random_suffix() {
   std::random_device device;
@@ -149,6 +151,7 @@ void RayLauncher::tick(const LaunchQueueState& state) {
     }
     if (ready_) {
       scale(state);
+      record();
     } else {
       const auto waited = options_.clock->steady_now() - started_;
       if (waited >= kInitTimeout) {
@@ -193,9 +196,13 @@ void RayLauncher::handle(const std::string& line) {
     auto it = std::find_if(executors_.begin(), executors_.end(),
                            [&](const Executor& e) { return e.id == id; });
     if (it == executors_.end()) return;  // one stop_all() already forgot
-    if (state == "running" && !it->running_since) {
+    if (state == "pending") {
+      it->reason = message.value("reason", "");
+    } else if (state == "running" && !it->running_since) {
       it->running_since = options_.clock->steady_now();
       it->node = message.value("node", "");
+      it->actor_id = message.value("actor_id", "");
+      it->reason.clear();
       say("executor " + id + " started" + (it->node.empty() ? "" : " on " + it->node));
     } else if (state == "exited") {
       executor_ended(id, message.value("reason", "ended"));
@@ -209,6 +216,12 @@ void RayLauncher::executor_ended(const std::string& id, const std::string& reaso
   const Executor ended = *it;
   executors_.erase(it);
   if (ended.stopping) return;
+  dead_.push_back({.id = ended.id,
+                   .state = "dead",
+                   .node = ended.node,
+                   .actor_id = ended.actor_id,
+                   .reason = reason});
+  if (dead_.size() > kDeadKept) dead_.erase(dead_.begin());
   const Clock::SteadyTime now = options_.clock->steady_now();
   const std::chrono::seconds ran =
       ended.running_since
@@ -316,12 +329,35 @@ void RayLauncher::stop(const std::string& why) {
         ")");
   }
   executors_.clear();
+  if (!options_.status_dir.empty()) remove_ray_executors_file(options_.status_dir);
+}
+
+void RayLauncher::record() {
+  if (options_.status_dir.empty()) return;
+  RayExecutorsRecord now{.pid = ::getpid(),
+                         .launcher = id_prefix_.substr(0, id_prefix_.size() - 1),
+                         .address = options_.ray.address,
+                         .endpoint = options_.connect_endpoint,
+                         .executors = dead_};
+  for (const RayExecutorStatus& e : executors()) now.executors.push_back(e);
+  if (recorded_ && now == *recorded_) return;
+  try {
+    write_ray_executors_file(options_.status_dir, now);
+    recorded_ = std::move(now);
+  } catch (const Error& e) {
+    if (!said_record_error_) say(e.what());  // only tuner status reads it: said once
+    said_record_error_ = true;
+  }
 }
 
 std::vector<RayExecutorStatus> RayLauncher::executors() const {
   std::vector<RayExecutorStatus> out;
   for (const Executor& e : executors_) {
-    out.push_back({.id = e.id, .state = e.running_since ? "running" : "pending", .node = e.node});
+    out.push_back({.id = e.id,
+                   .state = e.running_since ? "alive" : "pending",
+                   .node = e.node,
+                   .actor_id = e.actor_id,
+                   .reason = e.reason});
   }
   return out;
 }

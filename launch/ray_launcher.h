@@ -24,6 +24,9 @@
 // end shown), the Python launcher ending. An executor that ends later is said through `log` and
 // replaced as needed.
 //
+// With a status_dir, what it last heard of its executors is in status_dir/executors.json
+// (launch/ray_executors_file.h) while it runs, for `tuner status`.
+//
 // Thread safety: one thread (the coordinator loop's) calls its methods.
 #ifndef TUNER_LAUNCH_RAY_LAUNCHER_H_
 #define TUNER_LAUNCH_RAY_LAUNCHER_H_
@@ -35,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/ray_executors_file.h"
 #include "launch/ray_launcher_channel.h"
 #include "launch/ray_options.h"
 #include "launch/scaling.h"
@@ -60,6 +64,9 @@ struct RayLauncherOptions {
   CurveKeyPair executor_keys;
   // Whom the executors serve, in messages: the study's name.
   std::string name;
+  // Where it keeps executors.json while it runs: ray_status_dir(storage, study). Default
+  // (empty): no file.
+  std::string status_dir;
   // Default: the system clock.
   std::shared_ptr<Clock> clock;
   // What the launcher does (executors started, stopped, ended), one line each ("ray: ..."),
@@ -73,14 +80,6 @@ struct RayLauncherOptions {
   std::chrono::seconds infeasible_timeout{20};
   // How long stop_all() waits for the Python launcher to stop the actors and end. Default 15 s.
   std::chrono::milliseconds stop_grace{15000};
-};
-
-// An executor of the launcher's as it last heard of it.
-struct RayExecutorStatus {
-  std::string id;     // its executor id, "ray-<launcher>-<n>"
-  std::string state;  // "pending" (waiting for resources) or "running"
-  std::string node;   // where it runs: the node's address; empty while pending
-  bool operator==(const RayExecutorStatus&) const = default;
 };
 
 class RayLauncher {
@@ -103,13 +102,15 @@ class RayLauncher {
   // nothing. Never throws: a failure is said through `log`.
   void stop_all();
 
-  // The executors not yet ended, oldest first.
+  // The executors not yet ended ("pending" or "alive"), oldest first.
   std::vector<RayExecutorStatus> executors() const;
 
  private:
   struct Executor {
     std::string id;
     std::string node;
+    std::string actor_id;
+    std::string reason;  // why it is pending, as the Python launcher said
     std::optional<Clock::SteadyTime> running_since;
     bool stopping = false;  // a stop was sent
   };
@@ -124,6 +125,8 @@ class RayLauncher {
   void scale(const LaunchQueueState& state);
   void send(const std::string& line);
   void say(const std::string& line);
+  // Writes status_dir/executors.json when what it holds changed.
+  void record();
 
   // Constant after construction.
   RayLauncherOptions options_;
@@ -131,6 +134,10 @@ class RayLauncher {
 
   std::unique_ptr<LineChannel> python_;
   std::vector<Executor> executors_;  // oldest first
+  // The last executors that ended on their own (not stopped by this launcher), oldest first.
+  std::vector<RayExecutorStatus> dead_;
+  std::optional<RayExecutorsRecord> recorded_;  // what executors.json holds
+  bool said_record_error_ = false;
   int next_number_ = 1;
   Clock::SteadyTime started_;  // when the Python launcher was started
   bool ready_ = false;         // ray.init succeeded

@@ -4,8 +4,9 @@
 `tuner sweep` (launch/ray_launcher.h, RayLauncher) runs this program with the Python that has
 `ray` (executors.ray.python) and talks to it in JSON lines, one object a line, over its stdin and
 stdout. It uses Ray's public API only: ray.init, one actor per executor created with
-.options(num_cpus=, num_gpus=, memory=), ray.wait, ray.kill, ray.nodes and
-ray.cluster_resources.
+.options(name=, namespace=, num_cpus=, num_gpus=, memory=), ray.wait, ray.kill, ray.nodes,
+ray.cluster_resources, ray.available_resources and ray.get_runtime_context. ADDRESS may be a
+Ray Client address (ray://HOST:PORT): everything here works through Ray Client too.
 
 Protocol, version 1. tuner to this program:
   {"op": "init", "version": 1, "name": STUDY, "address": ADDRESS, "num_cpus": C, "num_gpus": G,
@@ -16,10 +17,20 @@ Protocol, version 1. tuner to this program:
   {"op": "stop_all"}                              kills every actor; then stdin closes
 This program to tuner:
   {"event": "ready", "version": 1, "message": "CPU 2, GPU 0, ..."}   ray.init succeeded
-  {"event": "state", "id": ID, "state": "pending"|"running"|"exited", "node": ADDR, "reason": TEXT}
+  {"event": "state", "id": ID, "state": "pending"|"running"|"exited", "node": ADDR,
+   "actor_id": HEX, "reason": TEXT}
+      "pending" when asked for, and again whenever why it waits changes ("reason": empty while
+      Ray places it, else that no live node has what it asks for, or that the cluster does not
+      have it free now); "running" once placed ("node" and Ray's "actor_id"); "exited" with
+      why ("reason": the executor's exit status and last lines, or what Ray says of its
+      actor's death).
   {"event": "log", "message": TEXT}
   {"event": "error", "message": TEXT}   it cannot go on; it kills its actors and exits 1
 When its stdin closes (tuner ended, however) it kills every actor and exits.
+
+Each executor's actor is named after its id, in the namespace "tuner" (ACTOR_NAMESPACE), so
+that Ray's tools find it (`ray list actors --filter name=ID` where the cluster has Ray's
+dashboard; ray.get_actor(ID, namespace="tuner")).
 
 The keys ("key": the executors' .key file, "coordinator_key": the coordinator's .pub file) travel
 inside Ray's own channel as the actor's arguments, never on a command line; on the node the actor
@@ -41,6 +52,13 @@ PROTOCOL_VERSION = 1
 OUTPUT_LINES = 10
 # A pending executor whose resources some node has, but not free, is said after this long.
 BUSY_NOTICE_SECONDS = 60
+# How often why pending executors wait is looked at again (ray.nodes(), a call to the cluster).
+PENDING_LOOK_SECONDS = 2
+# A pending executor is said to wait for free resources only after this long: before, the
+# resources missing may be the ones Ray took for it while its worker starts.
+NOT_PLACED_SECONDS = 10
+# The Ray namespace of the executors' named actors.
+ACTOR_NAMESPACE = "tuner"
 
 # Runs in the executor's process before it becomes `tuner executor`: SIGTERM when the actor's
 # process (its parent) dies, then exec. argv: PARENT_PID PROGRAM ARGS...
@@ -99,13 +117,23 @@ def describe(resources, also=()):
     return ", ".join(parts) if parts else "nothing"
 
 
+def ray_error_reason(error):
+    """What Ray says of an actor's death (ActorDiedError and the like) in one line: its message
+    without the lines that only name the actor ("\tactor_id: ...")."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    names = ("class_name", "actor_id", "pid", "name", "namespace", "ip")
+    said = [line for line in lines[1:] if line.split(":", 1)[0] not in names]
+    return " ".join(lines[:1] + said) if lines else type(error).__name__
+
+
 def make_executor_class(ray):
     @ray.remote(max_restarts=0)
     class TunerExecutor:
         """One `tuner executor` on the actor's node, for the actor's life."""
 
         def node(self):
-            return ray.util.get_node_ip_address()
+            context = ray.get_runtime_context()
+            return {"node_id": context.get_node_id(), "actor_id": context.get_actor_id() or ""}
 
         def run(self, argv, key_text, coordinator_key_text):
             import subprocess
@@ -146,15 +174,17 @@ class Launcher:
             self.resources["GPU"] = float(init["num_gpus"])
         if init.get("memory"):
             self.resources["memory"] = float(init["memory"])
-        # id -> {"actor", "node_ref", "run_ref", "since", "running", "said_busy"}
+        # id -> {"actor", "node_ref", "run_ref", "since", "running", "said_busy", "reason"}
         self.executors = {}
+        self.next_pending_look = 0.0
 
     def argv(self, executor_id):
         return [self.init["tuner"], "executor", "--connect", self.init["connect"],
                 "--slots", str(self.init.get("slots", 1)), "--id", executor_id]
 
     def start(self, executor_id):
-        options = {"num_cpus": self.resources["CPU"], "num_gpus": self.resources.get("GPU", 0)}
+        options = {"name": executor_id, "namespace": ACTOR_NAMESPACE,
+                   "num_cpus": self.resources["CPU"], "num_gpus": self.resources.get("GPU", 0)}
         if "memory" in self.resources:
             options["memory"] = self.resources["memory"]
         actor = self.executor_class.options(**options).remote()
@@ -166,6 +196,7 @@ class Launcher:
             "since": time.monotonic(),
             "running": False,
             "said_busy": False,
+            "reason": "",
         }
         self.out.send(event="state", id=executor_id, state="pending")
 
@@ -209,11 +240,13 @@ class Launcher:
             if ref in node_refs and node_refs[ref] in self.executors:
                 executor_id = node_refs[ref]
                 try:
-                    node = self.ray.get(ref)
+                    placed = self.ray.get(ref)
                 except Exception:
                     continue  # its run ends too, and says why
                 self.executors[executor_id]["running"] = True
-                self.out.send(event="state", id=executor_id, state="running", node=node)
+                self.out.send(event="state", id=executor_id, state="running",
+                              node=self.node_address(placed["node_id"]),
+                              actor_id=placed["actor_id"])
         for ref in done:
             if ref in run_refs and run_refs[ref] in self.executors:
                 executor_id = run_refs[ref]
@@ -225,7 +258,7 @@ class Launcher:
                     if result["output"]:
                         reason += "; its output:\n    | " + "\n    | ".join(result["output"])
                 except Exception as e:
-                    reason = "its actor failed: %s" % str(e).strip().splitlines()[0]
+                    reason = "its actor failed: %s" % ray_error_reason(e)
                 executor = self.executors.pop(executor_id)
                 try:
                     self.ray.kill(executor["actor"], no_restart=True)  # its resources freed
@@ -233,11 +266,19 @@ class Launcher:
                     pass  # the actor that failed is gone already
                 self.out.send(event="state", id=executor_id, state="exited", reason=reason)
         now = time.monotonic()
-        for executor_id, executor in self.executors.items():
-            if executor["running"]:
-                continue
+        pending = [i for i, e in self.executors.items() if not e["running"]]
+        if not pending or now < self.next_pending_look:
+            return
+        self.next_pending_look = now + PENDING_LOOK_SECONDS
+        fits = self.fits()
+        for executor_id in pending:
+            executor = self.executors[executor_id]
             waited = now - executor["since"]
-            if waited >= float(self.init.get("infeasible_timeout", 20)) and not self.fits():
+            reason = self.pending_reason(fits, waited) if waited >= PENDING_LOOK_SECONDS else ""
+            if reason != executor["reason"]:
+                executor["reason"] = reason
+                self.out.send(event="state", id=executor_id, state="pending", reason=reason)
+            if waited >= float(self.init.get("infeasible_timeout", 20)) and not fits:
                 raise RuntimeError(
                     "Ray cannot place the executor %s of sweep '%s': it asks for %s, and no node "
                     "of the cluster has that much (waited %d s); the cluster has %s "
@@ -251,6 +292,32 @@ class Launcher:
                     "executor %s waits for resources (%s); free now: %s"
                     % (executor_id, describe(self.resources),
                        describe(self.ray.available_resources()))))
+
+    def node_address(self, node_id):
+        """The address by which Ray knows the node `node_id` (its NodeManagerAddress)."""
+        for node in self.ray.nodes():
+            if node.get("NodeID") == node_id:
+                return node.get("NodeManagerAddress", node_id)
+        return node_id
+
+    def pending_reason(self, fits, waited):
+        """Why an executor that Ray has not placed yet waits, as Ray's resources show it; empty
+        while the cluster has what it asks for free, or it may be starting (NOT_PLACED_SECONDS)."""
+        if not fits:
+            return ("infeasible: it asks for %s, and no live node of the cluster has that much "
+                    "(the cluster has %s)" % (describe(self.resources),
+                                              describe(self.ray.cluster_resources(),
+                                                       self.resources)))
+        if waited < NOT_PLACED_SECONDS:
+            return ""
+        free = self.ray.available_resources()
+        if all(free.get(name, 0) >= amount for name, amount in self.resources.items()):
+            return ""
+        # Ray's public API does not tell an actor that waits for resources from one whose
+        # worker starts on resources it took: one whose worker takes longer than
+        # NOT_PLACED_SECONDS to start is "not placed yet" too.
+        return "not placed yet: it asks for %s, free now %s" % (
+            describe(self.resources), describe(free, self.resources))
 
     def fits(self):
         """Whether some live node of the cluster has the resources one executor asks for."""

@@ -2,8 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "trials/error.h"
@@ -122,12 +125,20 @@ TEST_F(RayLauncherTest, StopsAnExecutorIdleForItsGraceWhenNoTrialWaits) {
   launcher.tick(waiting(1));
   ASSERT_EQ(started_ids().size(), 1u);
   const std::string id = started_ids()[0];
-  say({{"event", "state"}, {"id", id}, {"state", "running"}, {"node", "10.0.0.7"}});
+  say({{"event", "state"},
+       {"id", id},
+       {"state", "running"},
+       {"node", "10.0.0.7"},
+       {"actor_id", "3f1c"}});
   LaunchQueueState state{.free_slots = 1,
                          .executors = {{.id = id, .idle_since = clock_->steady_now()}}};
   launcher.tick(state);
-  EXPECT_EQ(launcher.executors()[0],
-            (RayExecutorStatus{.id = id, .state = "running", .node = "10.0.0.7"}));
+  EXPECT_EQ(launcher.executors()[0], (RayExecutorStatus{
+                                         .id = id,
+                                         .state = "alive",
+                                         .node = "10.0.0.7",
+                                         .actor_id = "3f1c",
+                                     }));
   EXPECT_EQ(side_->ops().back(), "start");  // idle, within its grace: kept
   clock_->advance(std::chrono::seconds(31));
   launcher.tick(state);
@@ -137,6 +148,59 @@ TEST_F(RayLauncherTest, StopsAnExecutorIdleForItsGraceWhenNoTrialWaits) {
   say({{"event", "state"}, {"id", id}, {"state", "exited"}, {"reason", "stopped"}});
   EXPECT_NO_THROW(launcher.tick(waiting(0)));
   EXPECT_TRUE(launcher.executors().empty());
+}
+
+TEST_F(RayLauncherTest, KeepsItsExecutorsInTheStatusFileWhileItRuns) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("ray_launcher_test_" + std::to_string(::getpid())) / "mlp";
+  RayLauncherOptions o = options();
+  o.status_dir = dir.string();
+  std::optional<RayLauncher> launcher(std::move(o));
+  say({{"event", "ready"}, {"version", kRayLauncherProtocolVersion}});
+  launcher->tick(waiting(2));
+  ASSERT_EQ(started_ids().size(), 2u);
+  const std::string first = started_ids()[0];
+  const std::string second = started_ids()[1];
+  say({{"event", "state"},
+       {"id", first},
+       {"state", "running"},
+       {"node", "10.0.0.7"},
+       {"actor_id", "3f1c"}});
+  say({{"event", "state"},
+       {"id", second},
+       {"state", "pending"},
+       {"reason", "infeasible: no live node has GPU 1"}});
+  launcher->tick(waiting(2));
+  std::optional<RayExecutorsRecord> record = read_ray_executors_file(dir.string());
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->pid, ::getpid());
+  EXPECT_EQ(record->launcher + "-1", first);
+  EXPECT_EQ(record->address, "ray://head:10001");
+  EXPECT_EQ(record->endpoint, "tcp://login1:5555");
+  EXPECT_EQ(
+      record->executors,
+      (std::vector<RayExecutorStatus>{
+          {.id = first, .state = "alive", .node = "10.0.0.7", .actor_id = "3f1c"},
+          {.id = second, .state = "pending", .reason = "infeasible: no live node has GPU 1"}}));
+  // One that dies on its own, long after its start, is kept with Ray's reason.
+  clock_->advance(std::chrono::minutes(10));
+  say({{"event", "state"},
+       {"id", first},
+       {"state", "exited"},
+       {"reason", "its actor failed: the actor's node died"}});
+  launcher->tick(waiting(0));
+  record = read_ray_executors_file(dir.string());
+  ASSERT_TRUE(record.has_value());
+  ASSERT_EQ(record->executors.size(), 2u);
+  EXPECT_EQ(record->executors[0],
+            (RayExecutorStatus{.id = first,
+                               .state = "dead",
+                               .node = "10.0.0.7",
+                               .actor_id = "3f1c",
+                               .reason = "its actor failed: the actor's node died"}));
+  launcher.reset();  // stops: the file goes
+  EXPECT_EQ(read_ray_executors_file(dir.string()), std::nullopt);
+  std::filesystem::remove_all(dir.parent_path());
 }
 
 TEST_F(RayLauncherTest, AnErrorOfTheLauncherStopsItWithItsWords) {

@@ -1,14 +1,9 @@
 #include "launch/slurm_jobs_file.h"
 
-#include <signal.h>
-
-#include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "trials/error.h"
+#include "launch/status_file.h"
 
 namespace tuner {
 namespace {
@@ -33,18 +28,7 @@ void write_slurm_jobs_file(const std::string& work_dir, const SlurmJobsRecord& r
                               {"job_name", record.job_name},
                               {"endpoint", record.endpoint},
                               {"jobs", jobs}};
-  const fs::path path = jobs_file(work_dir);
-  const fs::path next = path.string() + ".next";
-  {
-    std::ofstream out(next, std::ios::trunc);
-    out << doc.dump() << "\n";
-    if (!out) throw Error(ErrorCode::kUnavailable, "cannot write " + next.string());
-  }
-  std::error_code error;
-  fs::rename(next, path, error);
-  if (error) {
-    throw Error(ErrorCode::kUnavailable, "cannot write " + path.string() + ": " + error.message());
-  }
+  write_status_file(jobs_file(work_dir), doc);
 }
 
 void remove_slurm_jobs_file(const std::string& work_dir) {
@@ -53,23 +37,16 @@ void remove_slurm_jobs_file(const std::string& work_dir) {
 }
 
 std::optional<SlurmJobsRecord> read_slurm_jobs_file(const std::string& work_dir) {
-  std::ifstream in(jobs_file(work_dir));
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
+  std::optional<nlohmann::json> doc = read_status_file(jobs_file(work_dir), kSlurmJobsFileVersion);
+  if (!doc) return std::nullopt;
   try {
-    const nlohmann::json doc = nlohmann::json::parse(text.str());
-    if (doc.at("version").get<int>() != kSlurmJobsFileVersion) return std::nullopt;
     SlurmJobsRecord record;
-    record.pid = doc.at("pid").get<int64_t>();
-    record.job_name = doc.at("job_name").get<std::string>();
-    record.endpoint = doc.at("endpoint").get<std::string>();
-    for (const nlohmann::json& job : doc.at("jobs")) {
+    record.pid = doc->at("pid").get<int64_t>();
+    record.job_name = doc->at("job_name").get<std::string>();
+    record.endpoint = doc->at("endpoint").get<std::string>();
+    for (const nlohmann::json& job : doc->at("jobs")) {
       record.jobs.push_back({job.at("id").get<std::string>(), job.at("state").get<std::string>(),
                              job.at("reason").get<std::string>()});
-    }
-    if (record.pid <= 0 || (::kill(static_cast<pid_t>(record.pid), 0) != 0 && errno == ESRCH)) {
-      return std::nullopt;
     }
     return record;
   } catch (const nlohmann::json::exception&) {

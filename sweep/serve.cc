@@ -415,6 +415,7 @@ class Server {
             .coordinator_public_key = coordinator_public_key_,
             .executor_keys = *slurm_keys_,  // the cluster executors' key pair
             .name = name,
+            .status_dir = ray_status_dir(options_.storage_path, name),
             .log = [this, name](const std::string& line) {
               log("serve: study '" + name + "': " + line);
             }});

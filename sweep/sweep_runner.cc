@@ -511,6 +511,7 @@ SweepResult run_sweep(const SweepFile& file, const SweepRunOptions& options) {
         .coordinator_public_key = co.security.curve_keys->public_key,
         .executor_keys = *cluster_keys,
         .name = study.name(),
+        .status_dir = ray_status_dir(sweep.storage_path, study.name()),
         .log = options.notice ? options.notice : log});
   }
   auto local_executor_failed = [&] {

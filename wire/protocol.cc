@@ -144,6 +144,30 @@ std::string file_chunk_problem(const FileChunkMessage& m) {
   return "";
 }
 
+std::optional<CheckpointOf> parse_checkpoint_of(std::string_view name) {
+  if (name == "start") return CheckpointOf::kStart;
+  if (name == "own") return CheckpointOf::kOwn;
+  return std::nullopt;
+}
+
+// A CHECKPOINT_DATA within its bounds (both sides check). Empty when fine.
+std::string checkpoint_data_problem(const CheckpointDataMessage& m) {
+  if (std::string problem = checkpoint_file_problem(m.file); !problem.empty()) {
+    return ".file: " + problem;
+  }
+  if (m.data.size() > kMaxFileChunkBytes) {
+    return ".data: " + std::to_string(m.data.size()) + " bytes exceed the limit of " +
+           std::to_string(kMaxFileChunkBytes);
+  }
+  if (!m.found && !m.data.empty()) return ".data: a file not found has no data";
+  if (m.offset > m.size || m.data.size() > m.size - m.offset) {
+    return ": bytes " + std::to_string(m.offset) + " to " +
+           std::to_string(m.offset + m.data.size()) + " are beyond the file's size " +
+           std::to_string(m.size);
+  }
+  return "";
+}
+
 struct BodyWriter {
   OrderedJson operator()(const HelloMessage& m) const {
     OrderedJson gpus = OrderedJson::array();
@@ -264,6 +288,24 @@ struct BodyWriter {
                         {"accepted", m.accepted}, {"reason", m.reason}};
     if (m.lease_ended) body["lease_ended"] = true;
     return body;
+  }
+  OrderedJson operator()(const CheckpointGetMessage& m) const {
+    if (std::string problem = checkpoint_file_problem(m.file); !problem.empty()) {
+      throw ProtocolError("CHECKPOINT_GET.file: " + problem);
+    }
+    return {{"lease_id", m.lease_id},
+            {"of", std::string(to_string(m.of))},
+            {"file", m.file},
+            {"offset", m.offset}};
+  }
+  OrderedJson operator()(const CheckpointDataMessage& m) const {
+    if (std::string problem = checkpoint_data_problem(m); !problem.empty()) {
+      throw ProtocolError("CHECKPOINT_DATA" + problem);
+    }
+    return {{"lease_id", m.lease_id}, {"of", std::string(to_string(m.of))},
+            {"file", m.file},         {"offset", m.offset},
+            {"size", m.size},         {"data", to_base64(m.data)},
+            {"found", m.found},       {"reason", m.reason}};
   }
   OrderedJson operator()(const FilesLeftMessage& m) const {
     OrderedJson files = OrderedJson::array();
@@ -572,12 +614,8 @@ class BodyReader {
       fail(path("kind"), "expected \"log\" or \"artifact\", got \"" + shorten(name) + "\"");
     return *kind;
   }
-  FileChunkMessage file_chunk() const {
-    FileChunkMessage m{.lease_id = lease_id(),
-                       .kind = file_kind(),
-                       .path = str("path"),
-                       .size = integer<uint64_t>("size"),
-                       .offset = integer<uint64_t>("offset")};
+  // "data": at most kMaxFileChunkBytes bytes in base64.
+  std::string base64_data() const {
     const std::string text = str("data");
     if (text.size() > (kMaxFileChunkBytes + 2) / 3 * 4) {
       fail(path("data"), std::to_string(text.size()) + " base64 digits exceed the limit of " +
@@ -585,7 +623,15 @@ class BodyReader {
     }
     std::optional<std::string> data = from_base64(text);
     if (!data) fail(path("data"), "expected base64 (RFC 4648, padded)");
-    m.data = *std::move(data);
+    return *std::move(data);
+  }
+  FileChunkMessage file_chunk() const {
+    FileChunkMessage m{.lease_id = lease_id(),
+                       .kind = file_kind(),
+                       .path = str("path"),
+                       .size = integer<uint64_t>("size"),
+                       .offset = integer<uint64_t>("offset")};
+    m.data = base64_data();
     if (std::string problem = file_chunk_problem(m); !problem.empty()) {
       throw ProtocolError(p_ + problem);
     }
@@ -617,6 +663,36 @@ class BodyReader {
     }
     return m;
   }
+  CheckpointOf checkpoint_of() const {
+    const std::string name = str("of");
+    std::optional<CheckpointOf> of = parse_checkpoint_of(name);
+    if (!of) fail(path("of"), "expected \"start\" or \"own\", got \"" + shorten(name) + "\"");
+    return *of;
+  }
+  CheckpointGetMessage checkpoint_get() const {
+    CheckpointGetMessage m{.lease_id = lease_id(),
+                           .of = checkpoint_of(),
+                           .file = str("file"),
+                           .offset = integer<uint64_t>("offset")};
+    if (std::string problem = checkpoint_file_problem(m.file); !problem.empty()) {
+      fail(path("file"), problem);
+    }
+    return m;
+  }
+  CheckpointDataMessage checkpoint_data() const {
+    CheckpointDataMessage m{.lease_id = lease_id(),
+                            .of = checkpoint_of(),
+                            .file = str("file"),
+                            .offset = integer<uint64_t>("offset"),
+                            .size = integer<uint64_t>("size"),
+                            .found = boolean("found"),
+                            .reason = str("reason")};
+    m.data = base64_data();
+    if (std::string problem = checkpoint_data_problem(m); !problem.empty()) {
+      throw ProtocolError(p_ + problem);
+    }
+    return m;
+  }
   StoreKeysMessage store_keys() const {
     StoreKeysMessage m{.lease_id = lease_id()};
     for (const auto& [key, value] : object_of(at("entries"), path("entries")).items()) {
@@ -634,7 +710,7 @@ class BodyReader {
 
 std::optional<MessageType> type_from_wire(uint16_t value) {
   if (value < static_cast<uint16_t>(MessageType::kHello) ||
-      value > static_cast<uint16_t>(MessageType::kFilesLeft)) {
+      value > static_cast<uint16_t>(MessageType::kCheckpointData)) {
     return std::nullopt;
   }
   return static_cast<MessageType>(value);
@@ -689,6 +765,10 @@ Message decode_body(MessageType type, const std::string& text) {
       return r.file_ack();
     case MessageType::kFilesLeft:
       return r.files_left();
+    case MessageType::kCheckpointGet:
+      return r.checkpoint_get();
+    case MessageType::kCheckpointData:
+      return r.checkpoint_data();
   }
   throw ProtocolError("unknown message type " + std::to_string(static_cast<int>(type)));
 }
@@ -748,8 +828,26 @@ std::string_view to_string(MessageType type) {
       return "FILE_ACK";
     case MessageType::kFilesLeft:
       return "FILES_LEFT";
+    case MessageType::kCheckpointGet:
+      return "CHECKPOINT_GET";
+    case MessageType::kCheckpointData:
+      return "CHECKPOINT_DATA";
   }
   return "UNKNOWN";
+}
+
+std::string_view to_string(CheckpointOf of) { return of == CheckpointOf::kStart ? "start" : "own"; }
+
+std::string checkpoint_file_problem(std::string_view file) {
+  constexpr size_t kMaxName = 255;
+  if (file.empty() || file.size() > kMaxName) {
+    return "expected a file name of 1 to " + std::to_string(kMaxName) + " bytes, got " +
+           std::to_string(file.size());
+  }
+  if (file == "." || file == ".." || file.find_first_of(std::string_view("/\0", 2)) != file.npos) {
+    return "'" + shorten(file) + "' is not a file name (\".\", \"..\", a '/' or a NUL byte)";
+  }
+  return "";
 }
 
 std::string_view to_string(TrialFileKind kind) {

@@ -88,6 +88,8 @@ enum class MessageType : uint16_t {
   kFile = 14,
   kFileAck = 15,
   kFilesLeft = 16,
+  kCheckpointGet = 17,
+  kCheckpointData = 18,
 };
 
 std::string_view to_string(MessageType type);  // "HELLO", "READY", ...
@@ -343,10 +345,51 @@ struct FilesLeftMessage {
   bool operator==(const FilesLeftMessage&) const = default;
 };
 
-using Message = std::variant<HelloMessage, ReadyMessage, TrialMessage, ReportMessage,
-                             DecisionMessage, ResultMessage, FailMessage, AckMessage,
-                             HeartbeatMessage, ErrorMessage, ByeMessage, StoreSetMessage,
-                             StoreKeysMessage, FileChunkMessage, FileAckMessage, FilesLeftMessage>;
+// Checkpoints that travel (docs/protocol.md, "Checkpoints that travel"): an executor that does not
+// see a checkpoint its trial starts from on its own host fetches the coordinator's copy (the one
+// the trial's files brought there), one chunk of at most kMaxFileChunkBytes per request.
+enum class CheckpointOf {
+  kStart,  // TRIAL's start_checkpoint_path: a PBT segment's parent's checkpoint
+  kOwn,    // TRIAL's checkpoint_path: where a re-run resumes from
+};
+
+std::string_view to_string(CheckpointOf of);  // "start", "own"
+
+// Why `file` cannot name a file in a checkpoint's folder; empty when it can: a file name of 1 to
+// 255 bytes, neither "." nor "..", without '/' or a NUL byte (the checkpoint's own name, an
+// engine checkpoint's "resume.ckpt.history.json" beside it, its best epoch's "model.ckpt").
+std::string checkpoint_file_problem(std::string_view file);
+
+// executor -> coordinator: bytes from `offset` of `file` in the folder of a checkpoint of the
+// lease. Answered by CHECKPOINT_DATA.
+struct CheckpointGetMessage {
+  uint64_t lease_id = 0;
+  CheckpointOf of = CheckpointOf::kStart;
+  std::string file;  // checkpoint_file_problem
+  uint64_t offset = 0;
+  bool operator==(const CheckpointGetMessage&) const = default;
+};
+
+// coordinator -> executor: bytes [offset, offset + data.size()) of the file asked for, of `size`
+// bytes in all (at most kMaxFileChunkBytes at once; fewer only at the file's end). found = false:
+// the coordinator has no such file for the lease, `reason` says why (no data then).
+struct CheckpointDataMessage {
+  uint64_t lease_id = 0;
+  CheckpointOf of = CheckpointOf::kStart;
+  std::string file;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  std::string data;
+  bool found = true;
+  std::string reason;
+  bool operator==(const CheckpointDataMessage&) const = default;
+};
+
+using Message =
+    std::variant<HelloMessage, ReadyMessage, TrialMessage, ReportMessage, DecisionMessage,
+                 ResultMessage, FailMessage, AckMessage, HeartbeatMessage, ErrorMessage, ByeMessage,
+                 StoreSetMessage, StoreKeysMessage, FileChunkMessage, FileAckMessage,
+                 FilesLeftMessage, CheckpointGetMessage, CheckpointDataMessage>;
 
 MessageType message_type(const Message& message);
 

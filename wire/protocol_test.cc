@@ -107,12 +107,22 @@ std::vector<Message> samples() {
           .hostname = "node7",
           .limit_bytes = uint64_t{1} << 30,
           .files = {{.path = "/tmp/f/s/trial-9/model.ckpt", .size = uint64_t{3} << 30}}},
+      CheckpointGetMessage{.lease_id = 17,
+                           .of = CheckpointOf::kOwn,
+                           .file = "resume.ckpt.history.json",
+                           .offset = 8},
+      CheckpointDataMessage{.lease_id = 17,
+                            .of = CheckpointOf::kStart,
+                            .file = "resume.ckpt",
+                            .offset = 4,
+                            .size = 10,
+                            .data = std::string("\x00\xff\x7f ab", 6)},
   };
 }
 
 TEST(Protocol, EveryTypeRoundTrips) {
   auto messages = samples();
-  ASSERT_EQ(messages.size(), 16u);
+  ASSERT_EQ(messages.size(), 18u);
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
     EXPECT_EQ(static_cast<size_t>(message_type(m)), i + 1);
@@ -463,6 +473,33 @@ TEST(Protocol, FileChunksTravelAsBase64) {
   const FileAckMessage ended{.lease_id = 3, .lease_ended = true, .reason = "lease 3 expired"};
   EXPECT_EQ(round_trip(ended), Message(ended));
   EXPECT_EQ(encode(FileAckMessage{.lease_id = 3})[1].find("lease_ended"), std::string::npos);
+}
+
+TEST(Protocol, ACheckpointFileIsANameInTheCheckpointsFolder) {
+  EXPECT_EQ(checkpoint_file_problem("resume.ckpt.history.json"), "");
+  for (const std::string& bad :
+       std::vector<std::string>{"", ".", "..", "../x", "a/b", "/etc/passwd", std::string("a\0b", 3),
+                                std::string(256, 'a')}) {
+    EXPECT_NE(checkpoint_file_problem(bad), "") << bad;
+    EXPECT_THROW(encode(CheckpointGetMessage{.file = bad}), ProtocolError) << bad;
+  }
+  EXPECT_EQ(body_error(MessageType::kCheckpointGet,
+                       R"({"lease_id":1,"of":"start","file":"../trial-3/model.ckpt","offset":0})"),
+            "CHECKPOINT_GET.file: '../trial-3/model.ckpt' is not a file name (\".\", \"..\", a "
+            "'/' or a NUL byte)");
+  EXPECT_EQ(body_error(MessageType::kCheckpointGet,
+                       R"({"lease_id":1,"of":"other","file":"a","offset":0})"),
+            "CHECKPOINT_GET.of: expected \"start\" or \"own\", got \"other\"");
+  // A file not found carries no bytes; a chunk stays within the file's size.
+  EXPECT_THROW(encode(CheckpointDataMessage{.file = "a", .size = 2, .data = "ab", .found = false}),
+               ProtocolError);
+  EXPECT_THROW(encode(CheckpointDataMessage{.file = "a", .offset = 1, .size = 2, .data = "ab"}),
+               ProtocolError);
+  const CheckpointDataMessage missing{.lease_id = 3,
+                                      .file = "resume.ckpt",
+                                      .found = false,
+                                      .reason = "no checkpoint at /a/trial-2/resume.ckpt"};
+  EXPECT_EQ(round_trip(missing), Message(missing));
 }
 
 TEST(Protocol, TrialFilePathsStayInsideTheTrialsFolder) {

@@ -21,6 +21,8 @@ Distribution table, per problem and budget: for each sampler, the median and the
 of the regret over the seeds and the fraction of seeds stuck (regret above the median of tuner's
 random search at that budget, "-" without random runs); then the duplicate proposals (trials whose
 parameters an earlier trial of the run had), summed over the runs of deterministic problems.
+Time per ask in the regret runs: each sampler's wall time over the first k trials of a run divided
+by k, median over the seeds (runs that share a machine: compare within one run only).
 --versus SAMPLER: instead, tuner's sampler under test against another of tuner's samplers
 (a before/after comparison: the same seeds, the same test), on the seeds both ran.
 Standard library only.
@@ -136,12 +138,17 @@ class Results:
         self.cells = {}  # (impl, sampler, problem) -> k -> [regret]
         self.duplicates = {}  # (impl, sampler, problem) -> [duplicates of each run]
         self.seeds = {}  # (impl, sampler, problem) -> k -> seed -> regret
+        self.ask_ms = {}  # (impl, sampler, problem) -> k -> [ms per ask over the first k trials]
         self.problems = []
         for (impl, sampler, problem, seed), r in best.items():
             if problem not in self.problems:
                 self.problems.append(problem)
             if r.get("duplicates") is not None:
                 self.duplicates.setdefault((impl, sampler, problem), []).append(r["duplicates"])
+            for k, v in (r.get("seconds") or {}).items():
+                if v is not None and int(k) > 0:
+                    self.ask_ms.setdefault((impl, sampler, problem), {}).setdefault(
+                        int(k), []).append(1000.0 * v / int(k))
             for k, v in r["regret"].items():
                 if v is not None:
                     self.cells.setdefault((impl, sampler, problem), {}).setdefault(int(k),
@@ -352,6 +359,33 @@ def distribution_table(res, cols, budgets, problems):
               "deterministic problems.")
 
 
+def ask_time_table(res, budgets, problems):
+    """Per problem and budget k, each sampler's median (over the seeds) of its run's wall time
+    over the first k trials divided by k."""
+    cols = [("tuner", s) for s in res.samplers("tuner")] + \
+           [("optuna", s) for s in res.samplers("optuna")] + \
+           [("anchor", s) for s in res.samplers("anchor")]
+    cols = [c for c in cols if any(key[:2] == c for key in res.ask_ms)]
+    if not cols:
+        return
+    rows = []
+    for problem in problems:
+        for k in budgets:
+            cells = []
+            for impl, s in cols:
+                v = res.ask_ms.get((impl, s, problem), {}).get(k)
+                cells.append(fmt(statistics.median(v)) if v and len(v) >= res.min_seeds else "-")
+            if all(c == "-" for c in cells):
+                continue
+            rows.append([problem, k] + cells)
+    print(table(["problem", "trials"] + [f"{label(i, s)} ms" for i, s in cols], rows))
+    print()
+    print("Time per ask in the regret runs: the run's wall time over its first k trials divided "
+          "by k (milliseconds; the sampler's proposals, the objective and, for problems evaluated "
+          "by another process, the exchange with it), median over the seeds. The runs share the "
+          "machine with each other, so compare columns of the same run only.")
+
+
 def all_samplers_table(res, budgets, problems):
     cols = [("tuner", s) for s in res.samplers("tuner")] + \
            [("optuna", s) for s in res.samplers("optuna")] + \
@@ -451,6 +485,10 @@ def main():
     if args.all_samplers and res.cells:
         print("### Every sampler's median regret\n")
         all_samplers_table(res, budgets, problems)
+        print()
+    if res.ask_ms:
+        print("### Time per ask in the regret runs\n")
+        ask_time_table(res, budgets, problems)
         print()
     if res.timing:
         print("### Time per ask\n")

@@ -192,7 +192,33 @@ def test_anchors():
     check("| SMAC3 | 10 | 20 | q 20 |" in text, "duplicates row:\n" + text)
 
 
+def test_ask_times():
+    """Time per ask: a run's seconds after k trials over k, median over the seeds, per sampler."""
+    recs = []
+    for seed in range(5):
+        ours = record("tuner", "default", "t", seed, 50, 1.0)
+        ours["seconds"] = {"50": 0.05 * (seed + 1)}  # 1, 2, 3, 4, 5 ms an ask: median 3
+        recs.append(ours)
+        smac = record("anchor", "smac", "t", seed, 50, 1.0)
+        smac["seconds"] = {"50": 20.0}  # 400 ms an ask
+        recs.append(smac)
+    recs.append(record("optuna", "tpe", "t", 0, 50, 1.0))  # no seconds: no column
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "a.jsonl"), "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+        res = report.Results(report.read_records([tmp]))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        report.ask_time_table(res, [25, 50], ["t"])
+    text = out.getvalue()
+    check("| problem | trials | tuner default ms | SMAC3 ms |" in text, "header:\n" + text)
+    check("| t | 50 | 3 | 400 |" in text, "row:\n" + text)
+    check("| t | 25 |" not in text, "a budget without times has no row:\n" + text)
+
+
 if __name__ == "__main__":
+    test_ask_times()
     test_anchors()
     test_p_values()
     test_verdicts()

@@ -276,11 +276,11 @@ TEST_F(AugmentJobTest, TheCacheWritesNothingIntoTheDataFolder) {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const std::string kept_xdg = xdg ? xdg : "";
   ::setenv("XDG_CACHE_HOME", "/xdg", 1);
-  EXPECT_EQ(data_cache_dir(), "/xdg/tuner/images");
+  EXPECT_EQ(data_cache_dir(), "/xdg/tuner/data");
   ::unsetenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   if (home != nullptr && *home != '\0') {
-    EXPECT_EQ(data_cache_dir(), (fs::path(home) / ".cache" / "tuner" / "images").string());
+    EXPECT_EQ(data_cache_dir(), (fs::path(home) / ".cache" / "tuner" / "data").string());
   }
   if (!kept_xdg.empty()) ::setenv("XDG_CACHE_HOME", kept_xdg.c_str(), 1);
 }

@@ -1,6 +1,7 @@
 #include "executor/engine/datasets.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "executor/engine/csv_loader.h"
@@ -100,12 +101,25 @@ training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::D
       train, per_channel ? training::NormalizeBy::kChannel : training::NormalizeBy::kAll);
 }
 
+NormalizedSplits load_normalized_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
+                                      const std::string& where) {
+  if (std::optional<NormalizedSplits> cached = load_normalized_cached(spec, config, where)) {
+    return std::move(*cached);
+  }
+  NormalizedSplits out;
+  out.splits = load_raw_data(spec, config, where);
+  const training::Normalizer norm = fit_normalizer(spec, out.splits.train);
+  norm.apply(out.splits.train);
+  if (!out.splits.validation.empty()) norm.apply(out.splits.validation);
+  if (!out.splits.test.empty()) norm.apply(out.splits.test);
+  out.mean.assign(norm.mean().begin(), norm.mean().end());
+  out.stddev.assign(norm.stddev().begin(), norm.stddev().end());
+  return out;
+}
+
 Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std::string& where) {
-  Splits s = load_raw_data(spec, config, where);
-  const training::Normalizer norm = fit_normalizer(spec, s.train);
-  norm.apply(s.train);
-  if (!s.validation.empty()) norm.apply(s.validation);
-  if (!s.test.empty()) norm.apply(s.test);
+  NormalizedSplits normalized = load_normalized_data(spec, config, where);
+  Splits s = std::move(normalized.splits);
 
   if (config.augments()) {
     const training::Shape& sample = s.train.sample_shape();
@@ -115,8 +129,8 @@ Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std
     }
     // Padding is black in the images' own values: each channel's 0, normalized.
     std::vector<float> fill;
-    for (size_t c = 0; c < norm.mean().size(); ++c) {
-      fill.push_back((0.0f - norm.mean()[c]) * (1.0f / norm.stddev()[c]));
+    for (size_t c = 0; c < normalized.mean.size(); ++c) {
+      fill.push_back((0.0f - normalized.mean[c]) * (1.0f / normalized.stddev[c]));
     }
     s.augmentation = std::make_shared<training::Augmentation>(
         sample, training::AugmentOptions{

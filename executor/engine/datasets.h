@@ -115,7 +115,19 @@ Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
 // csv file's and per channel for an image folder's.
 training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train);
 
-// load_raw_data's splits, each normalized with the training split's statistics, the augmentation of
+// Splits normalized with the training split's statistics, and those statistics.
+struct NormalizedSplits {
+  Splits splits;
+  std::vector<float> mean, stddev;  // [channels] (one value for normalize "all")
+};
+
+// load_raw_data's splits, each normalized with fit_normalizer's statistics of the training split:
+// for image_folder, csv and npy mapped from the data cache, shared by the trials of the machine
+// (data_cache.h), else loaded and normalized here. Errors as load_raw_data's.
+NormalizedSplits load_normalized_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
+                                      const std::string& where);
+
+// load_normalized_data's splits, the augmentation of
 // `config` (Splits::augmentation; Error(kInvalidArgument) at data.augment when the samples are not
 // images [C, H, W]), and `config`
 // fitted to them: config.model_json bound to the data (model_fit.h: "input" and "out":

@@ -12,6 +12,9 @@
 // - TPE when the space has more than max_gp_params parameters;
 // - TPE once max_gp_trials trials are finished (past the GP's fit window it would forget trials
 //   that TPE still uses);
+// - TPE when more trials are PRUNED than COMPLETE, unless multi_fidelity gives the GP their
+//   values (an early-stopping scheduler's rungs, carried to the largest budget:
+//   search/samplers/multi_fidelity/budget_targets.h);
 // - the GP otherwise.
 // Both delegates see the whole history, so a switch from one to the other loses nothing; a warm
 // start's observations (History::prior) count among the finished trials. Each
@@ -34,9 +37,16 @@ struct AutoSamplerOptions {
   // TPE.
   int max_gp_params = 40;
   int max_gp_trials = 200;
+  // Under early stopping (a PRUNED trial with intermediate values; one objective), give the GP
+  // every finished trial: a PRUNED one at the value expected at the study's largest budget
+  // (search/samplers/multi_fidelity/budget_targets.h), instead of handing a study whose trials
+  // are mostly PRUNED to TPE. Default: true.
+  bool multi_fidelity = true;
   GpSamplerOptions gp;
   TpeOptions tpe;
 };
+
+class BudgetTargetHistory;
 
 class AutoSampler final : public Sampler {
  public:
@@ -59,6 +69,20 @@ class AutoSampler final : public Sampler {
   // The delegate for a proposal over `space` (null: a parameter sampled on its own, whose space
   // is not known) from `history`.
   Sampler& choose(const SearchSpace* space, const History& history) const;
+
+  // A delegate and the history it sees: the caller's, or with multi_fidelity, when the GP is
+  // chosen under early stopping, `targets`' (owned here; `history` points into it or to the
+  // caller's history).
+  struct Choice {
+    Choice(Sampler& sampler, const History& history);
+    Choice(Sampler& sampler, std::unique_ptr<BudgetTargetHistory> targets);
+    ~Choice();
+    Sampler& sampler;
+    std::unique_ptr<BudgetTargetHistory> targets;
+    const History& history;
+  };
+  // choose() with multi_fidelity.
+  Choice choose_with_targets(const SearchSpace* space, const History& history) const;
 
   AutoSamplerOptions options_;
   std::unique_ptr<GpSampler> gp_;

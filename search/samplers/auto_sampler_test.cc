@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -180,6 +181,108 @@ TEST(AutoSampler, TakesTpeWhenDefineByRunTrialsBranch) {
   EXPECT_EQ(sampler.delegate(relative, history), "tpe");
   trials.resize(1);
   EXPECT_EQ(sampler.delegate(floats(2), History{trials, kMinimize}), "gp");
+}
+
+// Successive halving on a synthetic objective observed at budgets 1, 3 and 9 (a loss that falls
+// with the budget and ranks points at every budget as at the largest one): a trial goes on
+// from a budget while it is among the best third there (the first one always does). Returns
+// the trials, and stops once a COMPLETE trial is within `tolerance` of the optimum.
+struct HalvingRun {
+  std::vector<FrozenTrial> trials;
+  int trials_to_optimum = -1;  // trials run until one near the optimum completed; -1: none
+};
+
+HalvingRun run_halving(Sampler& sampler, int n, double tolerance) {
+  const SearchSpace space = floats(2);
+  const auto loss = [](const Params& p, int64_t budget) {
+    const double a = std::get<double>(p.at("x0")) - 1.5, b = std::get<double>(p.at("x1")) + 2;
+    return a * a + b * b + 4.0 / static_cast<double>(budget);
+  };
+  HalvingRun run;
+  for (int i = 0; i < n; ++i) {
+    Rng rng = Rng::for_trial(5, i);
+    FrozenTrial t;
+    t.trial_id = t.number = i;
+    run.trials.push_back(t);  // RUNNING while it is sampled
+    const Params p = sampler.sample(space, History{run.trials, kMinimize}, TrialContext{i}, rng);
+    t.state = TrialState::kComplete;
+    for (int64_t budget : {1, 3, 9}) {
+      const double v = loss(p, budget);
+      t.intermediate_values[budget] = v;
+      if (budget == 9) break;
+      int better = 0, there = 1;
+      for (const FrozenTrial& other : run.trials) {
+        auto it = other.intermediate_values.find(budget);
+        if (other.number == i || it == other.intermediate_values.end()) continue;
+        ++there;
+        better += it->second < v;
+      }
+      if (better >= std::max(1, there / 3)) {
+        t.state = TrialState::kPruned;
+        break;
+      }
+    }
+    for (const auto& [name, value] : p) t.distributions[name] = space.find(name)->distribution;
+    t.params = p;
+    t.values = {t.intermediate_values.rbegin()->second};
+    run.trials.back() = t;
+    const double a = std::get<double>(p.at("x0")) - 1.5, b = std::get<double>(p.at("x1")) + 2;
+    if (t.state == TrialState::kComplete && run.trials_to_optimum < 0 &&
+        a * a + b * b < tolerance * tolerance) {
+      run.trials_to_optimum = i + 1;
+    }
+  }
+  return run;
+}
+
+// Under early stopping most trials are PRUNED after the lowest budget. Carried to the largest
+// budget, their values tell the GP where the optimum is: a trial near it completes sooner than
+// when the study goes to TPE (which ranks PRUNED trials after COMPLETE ones) or to a GP of the
+// COMPLETE trials alone.
+TEST(AutoSampler, ModelsPrunedTrialsAtTheirBudgetUnderEarlyStopping) {
+  AutoSampler with_rungs;
+  AutoSampler without_rungs({.multi_fidelity = false});
+  GpSampler complete_only;
+  const HalvingRun with = run_halving(with_rungs, 40, 0.5);
+  const HalvingRun tpe = run_halving(without_rungs, 40, 0.5);
+  const HalvingRun gp = run_halving(complete_only, 40, 0.5);
+  EXPECT_EQ(with_rungs.delegate(floats(2), History{with.trials, kMinimize}), "gp");
+  EXPECT_EQ(without_rungs.delegate(floats(2), History{tpe.trials, kMinimize}), "tpe");
+  ASSERT_GT(with.trials_to_optimum, 0);
+  EXPECT_LT(with.trials_to_optimum, tpe.trials_to_optimum < 0 ? 41 : tpe.trials_to_optimum);
+  EXPECT_LT(with.trials_to_optimum, gp.trials_to_optimum < 0 ? 41 : gp.trials_to_optimum);
+}
+
+// The carried values are a function of the stored trials: a fresh sampler (a resumed study)
+// proposes what the one that ran the study proposes.
+TEST(AutoSampler, ProposesFromRungValuesAsAFreshSamplerWould) {
+  AutoSampler ran;
+  const HalvingRun run = run_halving(ran, 25, 0.0);
+  std::vector<FrozenTrial> trials(run.trials.begin(), run.trials.begin() + 20);
+  FrozenTrial next;
+  next.trial_id = next.number = 20;
+  trials.push_back(next);
+  const History history{trials, kMinimize};
+  AutoSampler fresh;
+  Rng a = Rng::for_trial(5, 20), b = Rng::for_trial(5, 20);
+  EXPECT_EQ(ran.delegate(floats(2), history), "gp");
+  EXPECT_EQ(ran.sample(floats(2), history, TrialContext{20}, a),
+            fresh.sample(floats(2), history, TrialContext{20}, b));
+}
+
+// The rung values change what the GP sees, not what a study of several objectives or one whose
+// PRUNED trials reported nothing gets.
+TEST(AutoSampler, KeepsTpeWhenPrunedTrialsHaveNoRungValues) {
+  AutoSampler sampler;
+  const SearchSpace space = floats(2);
+  std::vector<FrozenTrial> trials = run(sampler, space, 12, [](int i) { return i % 3 != 0; });
+  EXPECT_EQ(delegate(sampler, space, trials), "tpe");
+  for (FrozenTrial& t : trials) {
+    if (t.state == TrialState::kPruned) t.intermediate_values[1] = 1.0 + t.number;
+  }
+  EXPECT_EQ(delegate(sampler, space, trials), "gp");
+  EXPECT_EQ(AutoSampler({.multi_fidelity = false}).delegate(space, History{trials, kMinimize}),
+            "tpe");
 }
 
 TEST(AutoSampler, RefusesOptionsOutOfRange) {

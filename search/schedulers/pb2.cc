@@ -27,14 +27,14 @@ constexpr double kRefineRadius = 0.1;
 // equal share of [0, 1].
 struct Axis {
   std::string name;
-  const Distribution* distribution = nullptr;
+  Distribution distribution;
   double lo = 0;
   double hi = 1;
   bool log = false;
 };
 
 Axis axis_of(const std::string& name, const Distribution& distribution) {
-  Axis a{.name = name, .distribution = &distribution};
+  Axis a{.name = name, .distribution = distribution};
   double low = 0, high = 0, half = 0;
   if (const auto* f = std::get_if<FloatDistribution>(&distribution)) {
     low = f->low;
@@ -73,14 +73,46 @@ std::optional<double> encode(const Axis& a, const ParamValue& value) {
 ParamValue decode(const Axis& a, double u) {
   double x = a.lo + std::clamp(u, 0.0, 1.0) * (a.hi - a.lo);
   if (a.log) x = std::exp(x);
-  if (const auto* f = std::get_if<FloatDistribution>(a.distribution)) {
+  if (const auto* f = std::get_if<FloatDistribution>(&a.distribution)) {
     if (f->step) x = f->low + std::round((x - f->low) / *f->step) * *f->step;
     return std::clamp(x, f->low, f->high);
   }
-  const auto& d = std::get<IntDistribution>(*a.distribution);
+  const auto& d = std::get<IntDistribution>(a.distribution);
   const double k = std::round((x - static_cast<double>(d.low)) / static_cast<double>(d.step));
   const double most = std::floor(static_cast<double>(d.high - d.low) / static_cast<double>(d.step));
   return d.low + static_cast<int64_t>(std::clamp(k, 0.0, most)) * d.step;
+}
+
+// The bandit's axes among `params`, by `distributions`.
+std::vector<Axis> axes_of(const Params& params,
+                          const std::map<std::string, Distribution, std::less<>>& distributions) {
+  std::vector<Axis> axes;
+  for (const auto& [name, value] : params) {
+    auto d = distributions.find(name);
+    if (d != distributions.end() && pb2_models(d->second)) axes.push_back(axis_of(name, d->second));
+  }
+  return axes;
+}
+
+// The places of `p`'s values on `axes`; nullopt when one lacks a bandit param or has one of
+// another type.
+std::optional<std::vector<double>> places(const std::vector<Axis>& axes, const Params& p) {
+  std::vector<double> u;
+  for (const Axis& a : axes) {
+    auto it = p.find(a.name);
+    if (it == p.end()) return std::nullopt;
+    std::optional<double> place = encode(a, it->second);
+    if (!place) return std::nullopt;
+    u.push_back(*place);
+  }
+  return u;
+}
+
+// A GP input at the new segment's time (1) and places `u`.
+std::vector<double> point(std::span<const double> u) {
+  std::vector<double> p = {1.0};
+  p.insert(p.end(), u.begin(), u.end());
+  return p;
 }
 
 }  // namespace
@@ -91,30 +123,25 @@ bool pb2_models(const Distribution& distribution) {
          !is_single(distribution);
 }
 
-std::optional<Params> pb2_select(
-    std::span<const Pb2Observation> observations, std::span<const Params* const> pending,
-    int64_t start_step, const Params& params,
-    const std::map<std::string, Distribution, std::less<>>& distributions, double kappa, Rng& rng) {
+struct Pb2Model::Impl {
   std::vector<Axis> axes;
-  for (const auto& [name, value] : params) {
-    auto d = distributions.find(name);
-    if (d != distributions.end() && pb2_models(d->second)) axes.push_back(axis_of(name, d->second));
-  }
-  if (axes.empty()) return std::nullopt;
-  const size_t dims = axes.size();
+  int64_t start_step = 0;
+  std::vector<std::vector<double>> x;            // the observations' inputs (time, places)
+  std::vector<double> y;                         // their gains, clipped
+  std::vector<std::vector<double>> used_places;  // their places
+  GaussianProcess gp;
+};
 
-  // The params' places; nullopt when one lacks a bandit param or has one of another type.
-  auto places = [&](const Params& p) -> std::optional<std::vector<double>> {
-    std::vector<double> u;
-    for (const Axis& a : axes) {
-      auto it = p.find(a.name);
-      if (it == p.end()) return std::nullopt;
-      std::optional<double> place = encode(a, it->second);
-      if (!place) return std::nullopt;
-      u.push_back(*place);
-    }
-    return u;
-  };
+Pb2Model::Pb2Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Pb2Model::Pb2Model(Pb2Model&&) noexcept = default;
+Pb2Model& Pb2Model::operator=(Pb2Model&&) noexcept = default;
+Pb2Model::~Pb2Model() = default;
+
+std::optional<Pb2Model> Pb2Model::fit(
+    std::span<const Pb2Observation> observations, int64_t start_step, const Params& params,
+    const std::map<std::string, Distribution, std::less<>>& distributions, Rng& rng) {
+  std::vector<Axis> axes = axes_of(params, distributions);
+  if (axes.empty()) return std::nullopt;
 
   // The latest observations that have every bandit param, by start step (ties in given order).
   std::vector<size_t> order(observations.size());
@@ -127,7 +154,7 @@ std::optional<Params> pb2_select(
   for (auto it = order.rbegin(); it != order.rend() && used.size() < kPb2MaxObservations; ++it) {
     const Pb2Observation& o = observations[*it];
     if (!std::isfinite(o.gain_per_step)) continue;
-    if (std::optional<std::vector<double>> u = places(*o.params)) {
+    if (std::optional<std::vector<double>> u = places(axes, *o.params)) {
       used.push_back(&o);
       used_places.push_back(std::move(*u));
     }
@@ -140,7 +167,6 @@ std::optional<Params> pb2_select(
                ? std::clamp(static_cast<double>(step) / static_cast<double>(start_step), 0.0, 1.0)
                : 1.0;
   };
-  const double t_new = 1.0;
   std::vector<std::vector<double>> x;
   std::vector<double> y;
   for (size_t i = 0; i < used.size(); ++i) {
@@ -157,34 +183,56 @@ std::optional<Params> pb2_select(
   const double sd = std::sqrt(var / static_cast<double>(y.size()));
   for (double& v : y) v = std::clamp(v, mean - 2 * sd, mean + 2 * sd);
 
-  auto point = [&](std::span<const double> u) {
-    std::vector<double> p = {t_new};
-    p.insert(p.end(), u.begin(), u.end());
-    return p;
-  };
-  std::optional<GaussianProcess> gp;
   try {
-    gp.emplace(GaussianProcess::fit(x, y, rng));
-    // The pending points, observed at the mean the GP predicts there: the mean stays, the
-    // variance near them shrinks.
-    std::vector<std::vector<double>> x_pending = x;
-    std::vector<double> y_pending = y;
-    for (const Params* p : pending) {
-      if (std::optional<std::vector<double>> u = places(*p)) {
-        std::vector<double> at = point(*u);
-        y_pending.push_back(gp->predict(at).mean);
-        x_pending.push_back(std::move(at));
-      }
-    }
-    if (x_pending.size() > x.size()) {
-      GpFitOptions fixed;
-      fixed.warm_start = gp->kernel();
-      fixed.max_iterations = 0;
-      gp.emplace(GaussianProcess::fit(x_pending, y_pending, rng, fixed));
-    }
+    GaussianProcess gp = GaussianProcess::fit(x, y, rng);
+    return Pb2Model(std::make_unique<Impl>(Impl{.axes = std::move(axes),
+                                                .start_step = start_step,
+                                                .x = std::move(x),
+                                                .y = std::move(y),
+                                                .used_places = std::move(used_places),
+                                                .gp = std::move(gp)}));
   } catch (const Error&) {
     return std::nullopt;  // no kernel fits: the caller explores as PBT does
   }
+}
+
+bool Pb2Model::fits(int64_t start_step, const Params& params,
+                    const std::map<std::string, Distribution, std::less<>>& distributions) const {
+  if (start_step != impl_->start_step) return false;
+  const std::vector<Axis> axes = axes_of(params, distributions);
+  return std::equal(axes.begin(), axes.end(), impl_->axes.begin(), impl_->axes.end(),
+                    [](const Axis& a, const Axis& b) {
+                      return a.name == b.name && a.distribution == b.distribution;
+                    });
+}
+
+std::optional<Params> Pb2Model::select(std::span<const Params* const> pending, const Params& params,
+                                       double kappa, Rng& rng) const {
+  const std::vector<Axis>& axes = impl_->axes;
+  const size_t dims = axes.size();
+  // The pending points, observed at the mean the GP predicts there: the mean stays, the variance
+  // near them shrinks.
+  std::optional<GaussianProcess> refit;
+  try {
+    std::vector<std::vector<double>> x_pending = impl_->x;
+    std::vector<double> y_pending = impl_->y;
+    for (const Params* p : pending) {
+      if (std::optional<std::vector<double>> u = places(axes, *p)) {
+        std::vector<double> at = point(*u);
+        y_pending.push_back(impl_->gp.predict(at).mean);
+        x_pending.push_back(std::move(at));
+      }
+    }
+    if (x_pending.size() > impl_->x.size()) {
+      GpFitOptions fixed;
+      fixed.warm_start = impl_->gp.kernel();
+      fixed.max_iterations = 0;
+      refit.emplace(GaussianProcess::fit(x_pending, y_pending, rng, fixed));
+    }
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  const GaussianProcess& gp = refit ? *refit : impl_->gp;
 
   // UCB at `count` places stored one after another.
   const size_t width = dims + 1;
@@ -196,7 +244,7 @@ std::optional<Params> pb2_select(
       flat.insert(flat.end(), p.begin(), p.end());
     }
     std::vector<GaussianProcess::Prediction> out(us.size());
-    gp->predict(flat, us.size(), out);
+    gp.predict(flat, us.size(), out);
     std::vector<double> scores(us.size());
     for (size_t i = 0; i < us.size(); ++i) {
       scores[i] = out[i].mean + kappa * std::sqrt(std::max(out[i].variance, 0.0));
@@ -211,8 +259,10 @@ std::optional<Params> pb2_select(
     for (double& v : u) v = rng.uniform();
     candidates.push_back(std::move(u));
   }
-  if (std::optional<std::vector<double>> u = places(params)) candidates.push_back(std::move(*u));
-  for (const std::vector<double>& u : used_places) candidates.push_back(u);
+  if (std::optional<std::vector<double>> u = places(axes, params)) {
+    candidates.push_back(std::move(*u));
+  }
+  for (const std::vector<double>& u : impl_->used_places) candidates.push_back(u);
   const std::vector<double> scores = ucb(candidates);
   std::vector<size_t> best(candidates.size());
   std::iota(best.begin(), best.end(), size_t{0});
@@ -250,6 +300,16 @@ std::optional<Params> pb2_select(
   Params out = params;
   for (size_t i = 0; i < dims; ++i) out[axes[i].name] = decode(axes[i], winner[i]);
   return out;
+}
+
+std::optional<Params> pb2_select(
+    std::span<const Pb2Observation> observations, std::span<const Params* const> pending,
+    int64_t start_step, const Params& params,
+    const std::map<std::string, Distribution, std::less<>>& distributions, double kappa, Rng& rng) {
+  std::optional<Pb2Model> model =
+      Pb2Model::fit(observations, start_step, params, distributions, rng);
+  if (!model) return std::nullopt;
+  return model->select(pending, params, kappa, rng);
 }
 
 }  // namespace tuner

@@ -20,13 +20,20 @@
 // Only bounded numeric params (a FloatDistribution or IntDistribution of more than one value) are
 // the bandit's; pb2_select() leaves the others to the caller (PBT's explore).
 //
-// Deterministic in its inputs and `rng`. Thread-compatible: no state.
+// The fit (the GP's kernel by maximum likelihood, the expensive part) depends on the observations,
+// the start step and the bandit's params, not on the member that explores: Pb2Model::fit() makes
+// it once, and Pb2Model::select() chooses for each member of a round from it. pb2_select() is the
+// two in one.
+//
+// Deterministic in its inputs and `rng`. pb2_select() is thread-compatible (no state); a Pb2Model
+// is an immutable value once fitted.
 #ifndef TUNER_SEARCH_SCHEDULERS_PB2_H_
 #define TUNER_SEARCH_SCHEDULERS_PB2_H_
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -63,6 +70,42 @@ std::optional<Params> pb2_select(
     std::span<const Pb2Observation> observations, std::span<const Params* const> pending,
     int64_t start_step, const Params& params,
     const std::map<std::string, Distribution, std::less<>>& distributions, double kappa, Rng& rng);
+
+// The GP of pb2_select() fitted once, for the members of a round that explore from the same start
+// step over the same bandit params.
+class Pb2Model {
+ public:
+  // The GP fitted to `observations` for segments that start at `start_step`, over the bandit's
+  // params among `params` (their distributions in `distributions`). nullopt where pb2_select()
+  // gives nullopt before choosing: no param is the bandit's, fewer than kPb2MinObservations
+  // observations have all of them, or no kernel fits. Draws from `rng` (the fit's restarts).
+  // The model keeps what it needs of the observations: it does not borrow them.
+  static std::optional<Pb2Model> fit(
+      std::span<const Pb2Observation> observations, int64_t start_step, const Params& params,
+      const std::map<std::string, Distribution, std::less<>>& distributions, Rng& rng);
+
+  Pb2Model(Pb2Model&&) noexcept;
+  Pb2Model& operator=(Pb2Model&&) noexcept;
+  ~Pb2Model();
+
+  // Whether fit() with these `start_step`, `params` and `distributions` would have fitted on the
+  // same inputs (the same start step, the same bandit params with the same distributions).
+  bool fits(int64_t start_step, const Params& params,
+            const std::map<std::string, Distribution, std::less<>>& distributions) const;
+
+  // pb2_select()'s choice from this fit: `params` with the bandit's params chosen by the UCB,
+  // given `pending`; nullopt when the GP given the pending points cannot be made (the caller
+  // explores as PBT does). Draws from `rng` (the acquisition's candidates).
+  // REQUIRES: fits(start_step, params, distributions) for the fit's start step and the
+  // distributions of `params`; kappa >= 0 and finite.
+  std::optional<Params> select(std::span<const Params* const> pending, const Params& params,
+                               double kappa, Rng& rng) const;
+
+ private:
+  struct Impl;
+  explicit Pb2Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace tuner
 

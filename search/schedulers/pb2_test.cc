@@ -115,6 +115,55 @@ TEST(Pb2, NothingToChooseOrTooFewObservations) {
   EXPECT_FALSE(pb2_select(without, {}, 4, {{"lr", 0.5}}, kLr, 1.0, rng));
 }
 
+TEST(Pb2, AModelChoosesForEachMemberAsPb2SelectDoes) {
+  std::deque<Params> kept;
+  const std::vector<Pb2Observation> observations = observe(kept);
+  Rng fit_rng(5);
+  std::optional<Pb2Model> model = Pb2Model::fit(observations, 4, {{"lr", 0.5}}, kLr, fit_rng);
+  kept.clear();  // the model keeps what it needs of the observations
+  ASSERT_TRUE(model);
+  // pb2_select() is fit() then select() on one Rng: the same fit and draws, the same choice.
+  std::deque<Params> again;
+  const std::vector<Pb2Observation> same = observe(again);
+  Rng a(5);
+  const Params first = *pb2_select(same, {}, 4, {{"lr", 0.5}}, kLr, 2.0, a);
+  Rng b(5);
+  std::optional<Pb2Model> refit = Pb2Model::fit(same, 4, {{"lr", 0.5}}, kLr, b);
+  ASSERT_TRUE(refit);
+  EXPECT_EQ(refit->select({}, {{"lr", 0.5}}, 2.0, b), first);
+  // One fit serves several members, each with its own draws and the earlier ones pending.
+  Rng m1(1), m2(2);
+  const Params one = *model->select({}, {{"lr", 0.5}}, 2.0, m1);
+  const std::vector<const Params*> pending = {&one};
+  const Params two = *model->select(pending, {{"lr", 0.2}}, 2.0, m2);
+  EXPECT_NE(std::get<double>(two.at("lr")), std::get<double>(one.at("lr")));
+  Rng m1_again(1);
+  EXPECT_EQ(model->select({}, {{"lr", 0.5}}, 2.0, m1_again), one);  // the fit is not changed
+}
+
+TEST(Pb2, AModelFitsItsStartStepAndBanditParamsOnly) {
+  std::deque<Params> kept;
+  const std::vector<Pb2Observation> observations = observe(kept, "opt");
+  const Distributions with_opt = {
+      {"lr", FloatDistribution{.low = 1e-4, .high = 1.0, .log = true}},
+      {"opt", CategoricalDistribution{.choices = {std::string("a"), std::string("b")}}}};
+  Rng rng(1);
+  const Params params = {{"lr", 0.5}, {"opt", std::string("a")}};
+  std::optional<Pb2Model> model = Pb2Model::fit(observations, 4, params, with_opt, rng);
+  ASSERT_TRUE(model);
+  EXPECT_TRUE(model->fits(4, params, with_opt));
+  EXPECT_TRUE(model->fits(4, {{"lr", 0.1}, {"opt", std::string("b")}}, with_opt));  // values
+  EXPECT_TRUE(model->fits(4, {{"lr", 0.1}}, kLr));  // the categorical is not the bandit's
+  EXPECT_FALSE(model->fits(6, params, with_opt));   // another start step
+  EXPECT_FALSE(model->fits(4, {{"lr", 0.1}},
+                           {{"lr", FloatDistribution{.low = 1e-3, .high = 1.0, .log = true}}}));
+  EXPECT_FALSE(model->fits(4, {{"lr", 0.1}, {"w", int64_t{2}}},
+                           {{"lr", FloatDistribution{.low = 1e-4, .high = 1.0, .log = true}},
+                            {"w", IntDistribution{.low = 1, .high = 4}}}));
+  // Nothing to fit: as pb2_select().
+  EXPECT_FALSE(Pb2Model::fit(std::span(observations).first(1), 4, params, with_opt, rng));
+}
+
 TEST(Pb2, ModelsBoundedNumbersOnly) {
   EXPECT_TRUE(pb2_models(FloatDistribution{.low = 0, .high = 1}));
   EXPECT_TRUE(pb2_models(IntDistribution{.low = 1, .high = 4}));

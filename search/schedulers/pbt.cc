@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <string>
 #include <utility>
@@ -275,8 +276,25 @@ std::vector<PbtNextSegment> PbtScheduler::next_segments(const History& history) 
     }
     return *observations;
   };
-  // PB2: `target`'s params explored for a segment `segment`: the bandit's by pb2_select(), with
-  // the segments that start at the same step and are not finished pending; the others by explore().
+  // PB2: the round's GP fits, one per start step and bandit params (Pb2Model::fits), shared by
+  // the members that explore from them. A fit draws from a generator of its own, seeded by the
+  // seed and the segment, so that it is the same whichever member asks first.
+  std::deque<Pb2Model> fits;  // a deque: the pointers model() gives stay valid
+  auto model = [&](const FrozenTrial& target, int segment) -> const Pb2Model* {
+    const int64_t start = segment_end(segment - 1);
+    for (const Pb2Model& m : fits) {
+      if (m.fits(start, target.params, target.distributions)) return &m;
+    }
+    Rng rng = Rng::for_trial(options_.seed ^ 0xC2B2AE3D27D4EB4FULL, segment);
+    std::optional<Pb2Model> fitted =
+        Pb2Model::fit(observed(), start, target.params, target.distributions, rng);
+    if (!fitted) return nullptr;
+    fits.push_back(std::move(*fitted));
+    return &fits.back();
+  };
+  // PB2: `target`'s params explored for a segment `segment`: the bandit's by the round's model
+  // (Pb2Model::select), with the segments that start at the same step and are not finished
+  // pending; the others by explore().
   auto bandit = [&](const FrozenTrial& target, int segment, Rng& rng) {
     std::vector<const Params*> pending;
     for (const FrozenTrial& t : history.trials) {
@@ -289,9 +307,9 @@ std::vector<PbtNextSegment> PbtScheduler::next_segments(const History& history) 
     for (const PbtNextSegment& decided : next) {
       if (decided.lineage.segment == segment) pending.push_back(&decided.params);
     }
+    const Pb2Model* fitted = model(target, segment);
     std::optional<Params> chosen =
-        pb2_select(observed(), pending, segment_end(segment - 1), target.params,
-                   target.distributions, options_.kappa, rng);
+        fitted ? fitted->select(pending, target.params, options_.kappa, rng) : std::nullopt;
     if (!chosen) return explore(target.params, target.distributions, rng);
     std::map<std::string, Distribution, std::less<>> others;
     for (const auto& [name, d] : target.distributions) {

@@ -26,7 +26,8 @@
 //     declared order (either one, at random, or the only one at an end); a normal prior is
 //     multiplied and rounded to its q. A param with a single choice keeps it.
 //     With explore kBandit (PB2, search/schedulers/pb2.h), the bounded numeric params are
-//     chosen by pb2_select() instead, from the improvement every finished segment made; the
+//     chosen by PB2's GP bandit instead (Pb2Model: fitted once per call and start step, the
+//     members decided together share it), from the improvement every finished segment made; the
 //     other params are explored as above. With fewer than kPb2MinObservations finished segments
 //     to learn from, all are explored as above.
 //   - Continue. Any other member continues from its own checkpoint with its own params.
@@ -41,7 +42,8 @@
 //
 // Everything is a function of the stored trials and the seed: the member, segment and parent
 // attributes below, the trials' states, values and params. Member m's segment s draws from
-// Rng::for_trial(seed ^ f(m), s), so a coordinator that restarts decides as it would have.
+// Rng::for_trial(seed ^ f(m), s), and PB2's fit for segment s from Rng::for_trial(seed ^ c, s), so
+// a coordinator that restarts decides as it would have.
 //
 // Thread-safe: constant after construction.
 #ifndef TUNER_SEARCH_SCHEDULERS_PBT_H_

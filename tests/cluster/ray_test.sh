@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # A sweep whose executors Ray starts ("executors": {"ray": ...}), on a one-node Ray cluster brought
-# up here on loopback (ray start --head, its own ports and temp dir), with Ray from PyPI in a
-# virtual environment in the build tree (made once, reused while it imports ray). Checks that
-# every trial completes on executors that Ray's actors run, that no executor is left afterwards
-# (also after Ctrl-C), and that an executor asking for GPUs that the cluster lacks stops the sweep
-# quickly with what it asked for and what the cluster has.
+# up here on loopback (ray start --head, its own ports and temp dir, a Ray Client server), with
+# Ray from PyPI (ray[client]) in a virtual environment in the build tree (made once, reused while
+# it imports ray and grpc). Checks that every trial completes on executors that Ray's actors run,
+# through a Ray Client address (ray://) and the head's own, that `tuner status` lists the
+# executors' actors while they run, that no executor is left afterwards (also after Ctrl-C), and
+# that an executor asking for GPUs that the cluster lacks is listed pending as infeasible and
+# stops the sweep quickly with what it asked for and what the cluster has.
 #   ray_test.sh TUNER_BINARY WORK_DIR VENV_DIR    (KEEP_RAY_TEST=1: print the outputs, keep the folder)
 set -uo pipefail
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 0; }
 mkdir -p "$2"
 tuner=$(realpath "$1"); work="$(realpath "$2")/ray-$$"; venv=$(realpath -m "$3")
-# Ray in the virtual environment: installed once, then reused.
-if ! "$venv/bin/python" -c "import ray" 2>/dev/null; then
+# Ray, with what Ray Client needs (grpc), in the virtual environment: installed once, then reused.
+has_ray() { "$venv/bin/python" -c "import ray, grpc" 2>/dev/null; }
+if ! has_ray; then
   exec 9>"$venv.lock"; flock 9
-  if ! "$venv/bin/python" -c "import ray" 2>/dev/null; then
-    rm -rf "$venv"
-    python3 -m venv "$venv" >"$2/ray-venv.log" 2>&1 ||
-      { echo "SKIP: python3 -m venv failed (Debian: apt-get install python3-venv):"; tail -n 5 "$2/ray-venv.log"; exit 0; }
-    if ! "$venv/bin/pip" install --disable-pip-version-check -q ray >"$2/ray-pip.log" 2>&1; then
-      echo "SKIP: pip install ray failed (no PyPI from this host?):"; tail -n 15 "$2/ray-pip.log"
+  if ! has_ray; then
+    if [ ! -x "$venv/bin/pip" ]; then
+      rm -rf "$venv"
+      python3 -m venv "$venv" >"$2/ray-venv.log" 2>&1 ||
+        { echo "SKIP: python3 -m venv failed (Debian: apt-get install python3-venv):"; tail -n 5 "$2/ray-venv.log"; exit 0; }
+    fi
+    if ! "$venv/bin/pip" install --disable-pip-version-check -q "ray[client]" >"$2/ray-pip.log" 2>&1; then
+      echo "SKIP: pip install ray[client] failed (no PyPI from this host?):"; tail -n 15 "$2/ray-pip.log"
       rm -rf "$venv"
       exit 0
     fi
@@ -29,9 +34,8 @@ python="$venv/bin/python"
 
 rm -rf "$work"; mkdir -p "$work"
 # Ray's sockets live in its temp dir, whose path must stay short (a socket path has at most 107
-# bytes): under the test's folder when it is short enough, else in /tmp.
-ray_tmp="$work/r"
-[ ${#ray_tmp} -le 44 ] || ray_tmp=$(mktemp -d /tmp/tuner-ray.XXXXXX)
+# bytes, and Ray Client's server for each driver makes longer names than the head's): in /tmp.
+ray_tmp=$(mktemp -d /tmp/tuner-ray.XXXXXX)
 ray_pid=
 pids=()
 cleanup() {
@@ -51,6 +55,7 @@ fail() {
   echo "FAIL: $*"
   echo "--- ray start"; tail -n 20 "$work/ray.out" 2>/dev/null
   echo "--- raylet"; tail -n 20 "$ray_tmp"/session_latest/logs/raylet.out 2>/dev/null
+  echo "--- Ray Client server"; tail -n 10 "$ray_tmp"/session_latest/logs/ray_client_server*.err 2>/dev/null
   exit 1
 }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -59,9 +64,10 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
 export RAY_USAGE_STATS_ENABLED=0
 port=$(free_port)
+client_port=$(free_port)
 "$venv/bin/ray" start --head --block --port="$port" --node-ip-address=127.0.0.1 --num-cpus=2 \
   --num-gpus=0 --include-dashboard=false --disable-usage-stats --temp-dir="$ray_tmp" \
-  --dashboard-agent-listen-port="$(free_port)" \
+  --dashboard-agent-listen-port="$(free_port)" --ray-client-server-port="$client_port" \
   >"$work/ray.out" 2>&1 &
 ray_pid=$!
 ready=
@@ -81,7 +87,7 @@ x = float(sys.argv[1])
 time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.5)
 print(json.dumps({"loss": (x - 1) ** 2}), flush=True)
 PY
-make_sweep() {  # NAME ENDPOINT_PORT EXTRA_RAY_MEMBERS [TRIAL_SECONDS]
+make_sweep() {  # NAME ENDPOINT_PORT EXTRA_RAY_MEMBERS [TRIAL_SECONDS]   (address: $address or the head's)
   cat >"$work/$1.json" <<JSON
 {
   "name": "$1",
@@ -90,7 +96,7 @@ make_sweep() {  # NAME ENDPOINT_PORT EXTRA_RAY_MEMBERS [TRIAL_SECONDS]
   "sampler": {"type": "random", "seed": 1},
   "budget": {"trials": 4},
   "job": {"kind": "command", "argv": ["python3", "$work/trial.py", "{x}", "${4:-0.5}"]},
-  "executors": {"ray": {"address": "127.0.0.1:$port", "python": "$python", "tuner": "${node_tuner:-$tuner}",
+  "executors": {"ray": {"address": "${address:-127.0.0.1:$port}", "python": "$python", "tuner": "${node_tuner:-$tuner}",
                         "endpoint": "tcp://127.0.0.1:$2", "max_executors": 2,
                         "cpus_per_executor": 1 $3}}
 }
@@ -103,9 +109,20 @@ no_executor_left() {  # ENDPOINT_PORT WHEN
   fail "tuner executor still runs 10 s after $2: $(pgrep -af -- "executor --connect tcp://127.0.0.1:$1 ")"
 }
 
-# Four trials on at most two executors that Ray starts.
+# `tuner status` of STUDY in DB until it has a line matching REGEX (up to SECONDS); that line.
+status_line() {  # DB STUDY REGEX SECONDS
+  local line
+  for _ in $(seq 1 $(($4 * 5))); do
+    line=$("$tuner" status --storage "$1" --study "$2" 2>/dev/null | grep -E -- "$3") &&
+      { echo "$line"; return 0; }
+    sleep 0.2
+  done
+  return 1
+}
+
+# Four trials on at most two executors that Ray starts, through Ray Client (a ray:// address).
 ok_port=$(free_port)
-make_sweep ok "$ok_port" ""
+address="ray://127.0.0.1:$client_port" make_sweep ok "$ok_port" ""
 out=$(timeout 120 "$tuner" sweep "$work/ok.json" 2>&1); rc=$?
 [ -n "${KEEP_RAY_TEST:-}" ] && echo "$out"
 [ $rc = 0 ] || fail "the sweep exited $rc: $out"
@@ -113,8 +130,9 @@ grep -q "sweep 'ok': 4/4 done (4 complete" <<<"$out" || fail "not all trials com
 trials=$("$tuner" trials --storage "$work/ok.db" --study ok --state complete --csv 2>&1) ||
   fail "tuner trials: $trials"
 [ "$(tail -n +2 <<<"$trials" | wc -l)" = 4 ] || fail "not 4 COMPLETE trials: $trials"
-grep -q "ray: connected to the cluster at 127.0.0.1:$port" <<<"$out" || fail "no ray.init: $out"
-started=$(grep -c "ray: executor ray-[a-z0-9]*-[0-9]* started on 127.0.0.1" <<<"$out")
+grep -q "ray: connected to the cluster at ray://127.0.0.1:$client_port" <<<"$out" ||
+  fail "no ray.init through Ray Client: $out"
+started=$(grep -c "ray: executor ray-[a-z0-9]*-[0-9]* started on [0-9.]*" <<<"$out")
 [ "$started" -ge 1 ] && [ "$started" -le 2 ] || fail "$started executors started for at most 2: $out"
 grep -q "ray: stopped executor" <<<"$out" || fail "the sweep did not stop its executors: $out"
 no_executor_left "$ok_port" "the sweep ended"
@@ -131,6 +149,12 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 [ -n "$(executors_of "$stopped_port")" ] || fail "no executor runs a trial: $(cat "$work/stopped.out")"
+# tuner status lists the executors' actors: named by their ids, alive, on a node, Ray's actor id.
+alive='ray-[a-z0-9]{6}-[0-9]+ alive on [0-9.]+ \(actor [0-9a-f]{16,}\)'
+line=$(status_line "$work/stopped.db" stopped "^  ray executors \(ray-[a-z0-9]{6} on 127\.0\.0\.1:$port\): .*$alive" 30) ||
+  fail "tuner status does not list the alive executors: $("$tuner" status --storage "$work/stopped.db" 2>&1)"
+grep -q "executors connect to tcp://127.0.0.1:$stopped_port" <<<"$line" || fail "tuner status: $line"
+[ -n "${KEEP_RAY_TEST:-}" ] && echo "status: $line"
 kill -INT $sweep_pid; sleep 0.5; kill -INT $sweep_pid
 for _ in $(seq 1 300); do kill -0 $sweep_pid 2>/dev/null || break; sleep 0.1; done
 kill -0 $sweep_pid 2>/dev/null && fail "the sweep still runs 30 s after Ctrl-C twice"
@@ -140,6 +164,8 @@ out=$(cat "$work/stopped.out")
 [ $rc = 130 ] || fail "the stopped sweep exited $rc, not 130: $out"
 grep -q "ray: stopped executor" <<<"$out" || fail "the stopped sweep did not stop its executors: $out"
 no_executor_left "$stopped_port" "Ctrl-C"
+"$tuner" status --storage "$work/stopped.db" | grep -q "ray executors" &&
+  fail "tuner status lists Ray executors of a sweep that ended"
 
 # tuner serve starts a submitted study's executors on Ray and stops them when it is done.
 "$tuner" keygen --out "$work/coordinator" >/dev/null || fail "keygen"
@@ -160,10 +186,17 @@ no_executor_left "$serve_port" "the served study ended"
 kill -INT $serve_pid; wait $serve_pid
 [ -n "${KEEP_RAY_TEST:-}" ] && cat "$work/serve.out"
 
-# More GPUs than the cluster has: the sweep stops soon, saying what was asked and what there is.
+# More GPUs than the cluster has: tuner status lists the executor pending as infeasible, with
+# what it asks for and what the cluster has, and the sweep stops soon, saying the same.
 gpu_port=$(free_port)
 make_sweep gpu "$gpu_port" ', "gpus_per_executor": 2'
-out=$(timeout 90 "$tuner" sweep "$work/gpu.json" 2>&1); rc=$?
+timeout 90 "$tuner" sweep "$work/gpu.json" >"$work/gpu.out" 2>&1 &
+sweep_pid=$!; pids+=($sweep_pid)
+line=$(status_line "$work/gpu.db" gpu "ray-[a-z0-9]{6}-[0-9]+ pending \(infeasible: it asks for CPU 1, GPU 2, and no live node of the cluster has that much \(the cluster has CPU 2, GPU 0" 30) ||
+  fail "tuner status does not list the unplaceable executor as infeasible: $("$tuner" status --storage "$work/gpu.db" 2>&1); the sweep: $(cat "$work/gpu.out")"
+[ -n "${KEEP_RAY_TEST:-}" ] && echo "status: $line"
+wait $sweep_pid; rc=$?
+out=$(cat "$work/gpu.out")
 [ -n "${KEEP_RAY_TEST:-}" ] && echo "$out"
 [ $rc != 0 ] && [ $rc != 124 ] || fail "a sweep asking for GPUs the cluster lacks exited $rc: $out"
 grep -q "executors.ray: Ray cannot place the executor ray-[a-z0-9]*-[0-9]* of sweep 'gpu'" <<<"$out" &&

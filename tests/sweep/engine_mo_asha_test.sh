@@ -47,25 +47,17 @@ out=$(timeout 300 "$tuner" sweep "$work/mo.json" --storage "$db" 2>&1) || fail "
 grep -q "10/10 done" <<<"$out" || fail "no summary in: $out"
 
 python3 - "$db" "$(dirname "$0")" <<'PY' || fail "decisions"
-import json, math, sqlite3, sys
+import json, math, sys
 sys.path.insert(0, sys.argv[-1])
 import mo_asha_check
-db = sqlite3.connect(sys.argv[1])
-trials = {n: (tid, state) for tid, n, state in db.execute(
-    "SELECT trial_id, number, state FROM trials")}
-stopped = {tid: json.loads(v) for tid, v in db.execute(
-    "SELECT trial_id, value_json FROM trial_system_attributes WHERE key = 'tuner:stopped_at_step'")}
+names = ["val_accuracy", "latency_ms"]  # trial_id -> step -> [accuracy, latency]
+trials, steps, stopped, db = mo_asha_check.read_study(sys.argv[1], names)
 final_latency = {tid: json.loads(v) for tid, v in db.execute(
     "SELECT trial_id, value_json FROM trial_user_attributes WHERE key = 'latency_ms'")}
-names = ["val_accuracy", "latency_ms"]
-steps, sizes = {}, {}  # trial_id -> step -> [accuracy, latency]; trial_id -> {num_params}
-for tid, step, name, value in db.execute(
-        "SELECT trial_id, step, name, value FROM tuner_trial_step_metrics"):
-    v = steps.setdefault(tid, {}).setdefault(step, [math.nan, math.nan])
-    if name in names:
-        v[names.index(name)] = value
-    if name == "num_params":
-        sizes.setdefault(tid, set()).add(value)
+sizes = {}  # trial_id -> {num_params}
+for tid, value in db.execute(
+        "SELECT trial_id, value FROM tuner_trial_step_metrics WHERE name = 'num_params'"):
+    sizes.setdefault(tid, set()).add(value)
 states = [s for _, s in trials.values()]
 assert "PRUNED" in states and "COMPLETE" in states, states
 rungs = [1, 2]  # min_resource 1, reduction_factor 2, below max_resource 4

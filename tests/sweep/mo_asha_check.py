@@ -6,8 +6,29 @@ and the top len // reduction_factor (at least 1) by NSGA-II's selection stay. A 
 be stopped at its last rung and nowhere before; a COMPLETE one never. Returns the decisions made.
   trials: number -> (trial_id, state); steps: trial_id -> step -> objective values;
   stopped: trial_id -> the step it was stopped at; losses: objective values -> values to minimize.
+read_study(db_path, names) reads those three from a study's SQLite file.
 """
+import json
 import math
+import sqlite3
+
+
+def read_study(db_path, names):
+    """(trials, steps, stopped) of the study in db_path, the step values of the metrics `names`
+    in that order (NaN where a step lacks one), and the connection for further reads."""
+    db = sqlite3.connect(db_path)
+    trials = {n: (tid, state) for tid, n, state in db.execute(
+        "SELECT trial_id, number, state FROM trials")}
+    stopped = {tid: json.loads(v) for tid, v in db.execute(
+        "SELECT trial_id, value_json FROM trial_system_attributes"
+        " WHERE key = 'tuner:stopped_at_step'")}
+    steps = {}
+    for tid, step, name, value in db.execute(
+            "SELECT trial_id, step, name, value FROM tuner_trial_step_metrics"):
+        v = steps.setdefault(tid, {}).setdefault(step, [math.nan] * len(names))
+        if name in names:
+            v[names.index(name)] = value
+    return trials, steps, stopped, db
 
 
 def kept(points, k):

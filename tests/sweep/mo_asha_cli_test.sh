@@ -26,20 +26,10 @@ out=$("$tuner" sweep "$work/mo.json" --storage "$db" 2>&1) || fail "sweep exited
 grep -q "14/14 done" <<<"$out" || fail "no summary in: $out"
 
 python3 - "$db" "$(dirname "$0")" <<'PY' || fail "decisions"
-import json, math, sqlite3, sys
+import sys
 sys.path.insert(0, sys.argv[-1])
 import mo_asha_check
-db = sqlite3.connect(sys.argv[1])
-trials = {n: (tid, state) for tid, n, state in db.execute(
-    "SELECT trial_id, number, state FROM trials")}
-stopped = {tid: json.loads(v) for tid, v in db.execute(
-    "SELECT trial_id, value_json FROM trial_system_attributes WHERE key = 'tuner:stopped_at_step'")}
-steps = {}  # trial_id -> step -> [loss, x]
-for tid, step, name, value in db.execute(
-        "SELECT trial_id, step, name, value FROM tuner_trial_step_metrics"):
-    v = steps.setdefault(tid, {}).setdefault(step, [math.nan, math.nan])
-    if name in ("loss", "x"):
-        v[["loss", "x"].index(name)] = value
+trials, steps, stopped, _ = mo_asha_check.read_study(sys.argv[1], ["loss", "x"])
 states = [s for _, s in trials.values()]
 assert "PRUNED" in states and "COMPLETE" in states, states
 rungs = [1, 3, 9, 27]  # min_resource 1, reduction_factor 3, no max_resource

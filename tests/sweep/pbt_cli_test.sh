@@ -5,12 +5,15 @@
 # attributes are stored, a bottom member exploits a top one (always when synchronous), and a
 # coordinator killed with SIGKILL mid-population is resumed with `tuner resume` and finishes every
 # member. MODE is "asynchronous" (the default), "synchronous", or "pb2" (asynchronous, exploring
-# by PB2's GP bandit).
+# by PB2's GP bandit), or "apart" (synchronous, each executor with files of its own as on hosts
+# that share no file system: a segment that continues on the other executor starts from the
+# checkpoint its parent's executor sent to the coordinator).
 #   pbt_cli_test.sh TUNER_BINARY WORK_DIR [MODE]
 set -uo pipefail
 tuner="$1"; work="$2/pbt-$$"
-synchronous=$([ "${3:-asynchronous}" = synchronous ] && echo true || echo false)
-type=$([ "${3:-asynchronous}" = pb2 ] && echo pb2 || echo pbt)
+mode="${3:-asynchronous}"
+synchronous=$([ "$mode" = synchronous ] || [ "$mode" = apart ] && echo true || echo false)
+type=$([ "$mode" = pb2 ] && echo pb2 || echo pbt)
 source "$(dirname "$0")/process_test_lib.sh"
 
 # The toy objective: x <- (1 - lr) x + lr^2 from x = 10, whose fixed point is lr: a large lr
@@ -26,7 +29,7 @@ if os.path.exists(path):
     with open(path) as f:
         state = json.load(f)
 with open(os.path.join(os.environ["TUNER_ARTIFACTS_DIR"], "start.json"), "w") as f:
-    json.dump(dict(state, pause_at=int(os.environ["TUNER_PAUSE_AT_STEP"])), f)
+    json.dump(dict(state, pause_at=int(os.environ["TUNER_PAUSE_AT_STEP"]), checkpoint=path), f)
 state["trail"].append(int(os.environ["TUNER_TRIAL_NUMBER"]))
 while state["step"] < 12:
     time.sleep(0.05)
@@ -64,11 +67,16 @@ grep -q "budget.trials" <<<"$out" || fail "the refusal names no option: $out"
 "$tuner" sweep "$work/pbt.json" --storage "$db" --endpoint "$endpoint" --verbose \
   >"$work/sweep.out" 2>&1 &
 sweep_pid=$!; pids+=($sweep_pid)
-for name in a b; do
-  "$tuner" executor --connect "$endpoint" --id "$name" --slots 2 --keep-files --heartbeat-ms 200 \
-    --timeout-ms 1000 >"$work/executor-$name.out" 2>&1 &
+start_executor() {
+  local files=(--keep-files)
+  [ "$mode" = apart ] && files=(--files-dir "$work/files-$1")
+  "$tuner" executor --connect "$endpoint" --id "$1" --slots 2 "${files[@]}" --heartbeat-ms 200 \
+    --timeout-ms 1000 >"$work/executor-$1.out" 2>&1 &
   pids+=($!)
-done
+}
+start_executor a
+# Apart, executor b joins only after a's host is gone (below).
+[ "$mode" = apart ] || start_executor b
 
 # Kill the coordinator once the population is past its first segments.
 for _ in $(seq 1 400); do
@@ -77,6 +85,12 @@ for _ in $(seq 1 400); do
 done
 [ "$(count complete)" -ge 6 ] || fail "no segments finished: $(cat "$work/sweep.out")"
 kill -9 $sweep_pid; wait $sweep_pid 2>/dev/null
+# Apart, executor a's host is gone too: the population goes on on b, from the checkpoints a
+# sent to the coordinator.
+if [ "$mode" = apart ]; then
+  kill -9 "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null
+  start_executor b
+fi
 killed_at=$(count complete)
 [ "$killed_at" -lt 16 ] || fail "the population had finished before the coordinator was killed"
 
@@ -87,13 +101,16 @@ out=$(timeout 90 "$tuner" resume --study pbt --storage "$db" --endpoint "$endpoi
 [ "$(count waiting)" = 0 ] || fail "segments left WAITING: $out"
 
 "$tuner" trials --storage "$db" --study pbt --json >"$work/trials.jsonl" || fail "trials --json"
-python3 - "$work/trials.jsonl" "$db.artifacts/pbt" "$synchronous" <<'PY' || fail "the population: $out"
+python3 - "$work/trials.jsonl" "$db.artifacts/pbt" "$synchronous" "$mode" "$work" <<'PY' || fail "the population: $out"
 import json, os, sys
 trials = [json.loads(line) for line in open(sys.argv[1])]
 folder = sys.argv[2]
 by_number = {t["number"]: t for t in trials}
 complete = {}
-exploits = 0
+exploits = crossings = 0
+def start_of(t):
+    with open(os.path.join(folder, "trial-%d" % t["number"], "start.json")) as f:
+        return json.load(f)
 for t in trials:
     lineage = t.get("pbt")
     assert lineage, "trial %d has no lineage" % t["number"]
@@ -107,14 +124,20 @@ for t in trials:
     # Its values are at global steps, and it ended at its segment's end with the value there.
     assert steps[-1] == 3 * (seg + 1), (t["number"], steps)
     assert t["values"][0] == t["intermediate_values"][str(steps[-1])], t["number"]
-    with open(os.path.join(folder, "trial-%d" % t["number"], "start.json")) as f:
-        start = json.load(f)
+    start = start_of(t)
+    checkpoint = start.pop("checkpoint")
     # The program is told where its segment ends (it runs on here, to be paused by tuner).
     assert start.pop("pause_at") == 3 * (seg + 1), (t["number"], start)
     if seg == 0:
         assert lineage["parent"] is None and start["trail"] == [], (t["number"], start)
         continue
     parent = by_number[lineage["parent"]]
+    if sys.argv[4] == "apart":
+        # Each executor keeps its files in its own folder: a segment whose parent ran on the
+        # other one found the parent's checkpoint only through the coordinator.
+        own, theirs = (c.startswith(os.path.join(sys.argv[5], "files-a"))
+                       for c in (checkpoint, start_of(parent)["checkpoint"]))
+        crossings += own != theirs
     # The state it started from is its parent's checkpoint: the last trial it went through is
     # the parent, from the parent's segment end on.
     assert start["trail"][-1] == parent["number"], (t["number"], parent["number"], start)
@@ -134,7 +157,9 @@ assert sorted(complete) == [(m, s) for m in range(4) for s in range(4)], sorted(
 # in which they arrive.
 if sys.argv[3] == "true":
     assert exploits >= 1, "no member exploited another"
-print("exploits", exploits)
+if sys.argv[4] == "apart":
+    assert crossings >= 1, "no segment continued on the other executor"
+print("exploits", exploits, "crossings", crossings)
 PY
 
 [ "$synchronous" = false ] || { grep -q "exploits trial" "$work/sweep.out" ||

@@ -49,20 +49,75 @@ Dataset Dataset::regression(Shape sample, std::vector<float> features, std::vect
   return d;
 }
 
+Dataset Dataset::view(Shape sample, std::span<const float> features,
+                      std::span<const int32_t> labels, int32_t num_classes,
+                      std::span<const float> targets, int64_t num_targets,
+                      std::shared_ptr<const void> owner) {
+  if (num_targets < 0 || (num_targets == 0) != targets.empty() ||
+      (num_targets > 0 && (!labels.empty() || num_classes != 0))) {
+    throw DataError("dataset view: " + std::to_string(num_targets) + " targets per sample with " +
+                    std::to_string(targets.size()) + " target values and " +
+                    std::to_string(labels.size()) + " labels");
+  }
+  Dataset d;
+  d.sample_ = sample;
+  d.num_classes_ = num_classes;
+  d.num_targets_ = num_targets;
+  if (num_targets > 0) {
+    if (targets.size() % static_cast<size_t>(num_targets) != 0) {
+      throw DataError("dataset view: " + std::to_string(targets.size()) +
+                      " target values are not " + std::to_string(num_targets) + " per sample");
+    }
+    d.size_ = static_cast<int64_t>(targets.size()) / num_targets;
+  } else {
+    d.size_ = static_cast<int64_t>(labels.size());
+  }
+  if (static_cast<int64_t>(features.size()) != d.size_ * sample.numel()) {
+    throw DataError("dataset view: " + std::to_string(features.size()) + " feature values for " +
+                    std::to_string(d.size_) + " samples of " + sample.to_string());
+  }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < 0 || labels[i] >= num_classes) {
+      throw DataError("dataset view: label " + std::to_string(labels[i]) + " of sample " +
+                      std::to_string(i) + " is outside [0, " + std::to_string(num_classes) + ")");
+    }
+  }
+  d.owner_ = owner ? std::move(owner) : std::make_shared<int>(0);
+  d.view_features_ = features;
+  d.view_labels_ = labels;
+  d.view_targets_ = targets;
+  return d;
+}
+
+std::span<float> Dataset::features() {
+  if (owner_) {  // copy on write
+    features_.assign(view_features_.begin(), view_features_.end());
+    labels_.assign(view_labels_.begin(), view_labels_.end());
+    targets_.assign(view_targets_.begin(), view_targets_.end());
+    owner_.reset();
+    view_features_ = {};
+    view_labels_ = {};
+    view_targets_ = {};
+  }
+  return features_;
+}
+
 Dataset Dataset::select(std::span<const int64_t> indices) const {
   const int64_t n = sample_numel();
+  const std::span<const float> x = features(), t = targets();
+  const std::span<const int32_t> y = labels();
   std::vector<float> features(indices.size() * n);
   std::vector<int32_t> labels(is_regression() ? 0 : indices.size());
   std::vector<float> targets(indices.size() * static_cast<size_t>(num_targets_));
   for (size_t k = 0; k < indices.size(); ++k) {
     const int64_t i = indices[k];
     if (i < 0 || i >= size()) throw std::out_of_range("dataset.select: index out of range");
-    std::copy_n(features_.begin() + i * n, n, features.begin() + static_cast<int64_t>(k) * n);
+    std::copy_n(x.begin() + i * n, n, features.begin() + static_cast<int64_t>(k) * n);
     if (is_regression()) {
-      std::copy_n(targets_.begin() + i * num_targets_, num_targets_,
+      std::copy_n(t.begin() + i * num_targets_, num_targets_,
                   targets.begin() + static_cast<int64_t>(k) * num_targets_);
     } else {
-      labels[k] = labels_[i];
+      labels[k] = y[i];
     }
   }
   if (is_regression()) {

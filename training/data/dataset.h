@@ -5,6 +5,7 @@
 #define TUNER_TRAINING_DATA_DATASET_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -24,7 +25,11 @@ class DataError : public std::runtime_error {
 // N samples: features [N, sample...] (row-major, one sample after the other) and either, for
 // classification, labels [N] in [0, num_classes), or, for regression, targets [N, T] of
 // num_targets T floats each (labels() then empty, num_classes() 0).
-// Copyable (explicitly large); thread-compatible.
+// The values are held in vectors of its own, or, for a view, in memory another object owns (a
+// read-only file mapping that the processes of a machine share, dataset_file.h): a view's copies
+// share that memory, and the first write access (the mutable features()) copies the values into
+// vectors of its own first.
+// Copyable (explicitly large, but for views); thread-compatible.
 class Dataset {
  public:
   Dataset() = default;
@@ -36,6 +41,13 @@ class Dataset {
   // features.size() == N * sample.numel() (else DataError).
   static Dataset regression(Shape sample, std::vector<float> features, std::vector<float> targets,
                             int64_t num_targets);
+  // A view of values that `owner` keeps alive (and never changes while it lives): classification
+  // when num_targets is 0 (`targets` empty), else regression (`labels` empty, num_classes 0).
+  // REQUIRES: as the constructors above (else DataError).
+  static Dataset view(Shape sample, std::span<const float> features,
+                      std::span<const int32_t> labels, int32_t num_classes,
+                      std::span<const float> targets, int64_t num_targets,
+                      std::shared_ptr<const void> owner);
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -45,17 +57,21 @@ class Dataset {
   bool is_regression() const { return num_targets_ > 0; }
   int64_t num_targets() const { return num_targets_; }  // 0 for classification
 
-  std::span<const float> features() const { return features_; }
-  std::span<float> features() { return features_; }
-  std::span<const int32_t> labels() const { return labels_; }
-  std::span<const float> targets() const { return targets_; }  // [N, T]; empty: classification
+  std::span<const float> features() const { return owner_ ? view_features_ : features_; }
+  // Writable values: a view's are copied into vectors of its own first.
+  std::span<float> features();
+  std::span<const int32_t> labels() const { return owner_ ? view_labels_ : labels_; }
+  // [N, T]; empty: classification.
+  std::span<const float> targets() const { return owner_ ? view_targets_ : targets_; }
+  // True while the values are another object's memory (view()).
+  bool is_view() const { return owner_ != nullptr; }
   // The targets of sample i, [T]. REQUIRES: is_regression(), 0 <= i < size().
   std::span<const float> target(int64_t i) const {
-    return std::span<const float>(targets_).subspan(i * num_targets_, num_targets_);
+    return targets().subspan(i * num_targets_, num_targets_);
   }
   // The features of sample i, [sample...]. REQUIRES: 0 <= i < size().
   std::span<const float> sample(int64_t i) const {
-    return std::span<const float>(features_).subspan(i * sample_numel(), sample_numel());
+    return features().subspan(i * sample_numel(), sample_numel());
   }
 
   // The samples at `indices`, in that order (copies). REQUIRES: every index in [0, size()).
@@ -68,6 +84,11 @@ class Dataset {
   std::vector<float> features_;
   std::vector<int32_t> labels_;
   std::vector<float> targets_;
+  // A view's values, in memory that owner_ keeps alive; unused (empty) when owner_ is null.
+  std::shared_ptr<const void> owner_;
+  std::span<const float> view_features_;
+  std::span<const int32_t> view_labels_;
+  std::span<const float> view_targets_;
   int64_t size_ = 0;
   int32_t num_classes_ = 0;
   int64_t num_targets_ = 0;

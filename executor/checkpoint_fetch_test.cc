@@ -1,0 +1,129 @@
+#include "executor/checkpoint_fetch.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class CheckpointFetchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tuner-checkpoint-fetch-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    job_.trial.lease_id = 9;
+  }
+  void TearDown() override {
+    stop_ = true;
+    events_.wake();
+    if (coordinator_.joinable()) coordinator_.join();
+    fs::remove_all(dir_);
+  }
+
+  // Plays the loop and the coordinator: answers each CHECKPOINT_GET from `files` (name -> bytes),
+  // as read_checkpoint_chunk would, and counts the asks.
+  void answer_from(std::map<std::string, std::string> files) {
+    coordinator_ = std::thread([this, files = std::move(files)] {
+      while (!stop_) {
+        pollfd p{.fd = events_.fd(), .events = POLLIN};
+        ::poll(&p, 1, 20);
+        events_.drain();
+        for (JobEvent& e : events_.take()) {
+          if (!e.checkpoint_get) continue;
+          ++asks_;
+          const CheckpointGetMessage& get = *e.checkpoint_get;
+          CheckpointDataMessage data{
+              .lease_id = get.lease_id, .of = get.of, .file = get.file, .offset = get.offset};
+          auto it = files.find(get.file);
+          if (it == files.end()) {
+            data.found = false;
+            data.reason = get.file + ": not on the coordinator's host";
+          } else {
+            data.size = it->second.size();
+            data.data = it->second.substr(get.offset, kMaxFileChunkBytes);
+          }
+          job_.deliver(std::move(data));
+        }
+      }
+    });
+  }
+
+  fs::path dir_;
+  HeldJob job_;
+  JobEvents events_;
+  std::thread coordinator_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> asks_{0};
+};
+
+TEST_F(CheckpointFetchTest, AFileOfSeveralChunksArrivesWholeUnderItsNameOnly) {
+  std::string bytes(2 * kMaxFileChunkBytes + 123, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i % 253);
+  answer_from({{"resume.ckpt", bytes}, {"empty", ""}});
+  const fs::path target = dir_ / "resume.ckpt";
+  EXPECT_EQ(fetch_checkpoint_file(job_, events_, CheckpointOf::kStart, "resume.ckpt", target), "");
+  EXPECT_EQ(read_file(target), bytes);
+  EXPECT_EQ(asks_.load(), 3);
+  EXPECT_FALSE(fs::exists(dir_ / "resume.ckpt.partial"));
+  EXPECT_EQ(fetch_checkpoint_file(job_, events_, CheckpointOf::kOwn, "empty", dir_ / "empty"), "");
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "empty"));
+  EXPECT_EQ(fs::file_size(dir_ / "empty"), 0u);
+}
+
+TEST_F(CheckpointFetchTest, AFileTheCoordinatorLacksLeavesNothingAndSaysWhy) {
+  answer_from({});
+  const fs::path target = dir_ / "resume.ckpt";
+  EXPECT_EQ(fetch_checkpoint_file(job_, events_, CheckpointOf::kStart, "resume.ckpt", target),
+            "resume.ckpt: not on the coordinator's host");
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_FALSE(fs::exists(dir_ / "resume.ckpt.partial"));
+}
+
+TEST_F(CheckpointFetchTest, ACoordinatorThatDoesNotAnswerIsAskedAgainThenGivenUp) {
+  const std::string why = fetch_checkpoint_file(job_, events_, CheckpointOf::kStart, "resume.ckpt",
+                                                dir_ / "resume.ckpt", 5ms, /*asks=*/2);
+  EXPECT_THAT(why, HasSubstr("did not answer 2 asks"));
+  int gets = 0;
+  for (const JobEvent& e : events_.take()) gets += e.checkpoint_get ? 1 : 0;
+  EXPECT_EQ(gets, 2);
+  EXPECT_FALSE(fs::exists(dir_ / "resume.ckpt"));
+}
+
+TEST_F(CheckpointFetchTest, AnAnswerToAnotherAskIsDroppedAndAStoppedJobGivesUp) {
+  // A late answer to an earlier ask (another file) waits in the job's mailbox first.
+  job_.deliver(CheckpointDataMessage{.lease_id = 9, .file = "other", .size = 1, .data = "x"});
+  answer_from({{"resume.ckpt", "state"}});
+  EXPECT_EQ(fetch_checkpoint_file(job_, events_, CheckpointOf::kStart, "resume.ckpt",
+                                  dir_ / "resume.ckpt"),
+            "");
+  EXPECT_EQ(read_file(dir_ / "resume.ckpt"), "state");
+
+  HeldJob stopped;
+  stopped.stop("pruned");
+  EXPECT_EQ(fetch_checkpoint_file(stopped, events_, CheckpointOf::kStart, "resume.ckpt",
+                                  dir_ / "again.ckpt", 5ms, 1),
+            "the job was stopped");
+}
+
+}  // namespace
+}  // namespace tuner
