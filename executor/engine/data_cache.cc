@@ -174,6 +174,12 @@ void note_rebuilt(const training::CachedDatasets& c, const std::string& path) {
             << "was not used (" << c.rebuilt_because << "): built again" << std::endl;
 }
 
+// The trial's log says why it has not started yet.
+void note_waiting(const std::string& file) {
+  std::cerr << file << ": waiting for another trial of this machine, which is building it"
+            << std::endl;
+}
+
 }  // namespace
 
 int64_t data_cache_budget() {
@@ -202,9 +208,10 @@ Splits load_image_folder_cached(const EngineJobSpec& spec, const SplitSizes& siz
   const std::string dir = data_cache_dir();
   if (budget == 0 || dir.empty()) return load_image_folder(spec, sizes, path);
   const Keyed keyed = cache_key(spec, path);  // lists the folders: their errors first
-  training::CachedDatasets c = training::DatasetCache(dir, budget).get(keyed.key, [&] {
-    return built(load_image_folder(spec, sizes, path), {}, {});
-  });
+  training::CachedDatasets c =
+      training::DatasetCache(dir, budget, note_waiting).get(keyed.key, [&] {
+        return built(load_image_folder(spec, sizes, path), {}, {});
+      });
   note_rebuilt(c, path);
   const bool read = !c.built;
   const std::string file = c.file;
@@ -257,7 +264,8 @@ std::optional<NormalizedSplits> load_normalized_cached(const EngineJobSpec& spec
       key << files_key(spec);
     }
   }
-  training::CachedDatasets c = training::DatasetCache(dir, budget).get(key.str(), build);
+  training::CachedDatasets c =
+      training::DatasetCache(dir, budget, note_waiting).get(key.str(), build);
   note_rebuilt(c, path);
   const bool read = !c.built;
   const std::string file = c.file;

@@ -31,11 +31,12 @@ std::string key_hash(std::string_view key) {
 // Holds an exclusive flock on a lock file while alive (the kernel drops it if the process dies).
 class FileLock {
  public:
-  explicit FileLock(const fs::path& file)
+  // `on_wait` is called before waiting for another holder.
+  FileLock(const fs::path& file, const std::function<void()>& on_wait)
       : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-    if (fd_ >= 0) {
-      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    if (errno == EWOULDBLOCK) on_wait();
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
     }
   }
   ~FileLock() {
@@ -99,8 +100,9 @@ CachedDatasets from_file(MappedDatasetFile mapped, const fs::path& file, bool bu
 
 }  // namespace
 
-DatasetCache::DatasetCache(std::string dir, int64_t budget_bytes)
-    : dir_(std::move(dir)), budget_(budget_bytes) {}
+DatasetCache::DatasetCache(std::string dir, int64_t budget_bytes,
+                           std::function<void(const std::string&)> on_wait)
+    : dir_(std::move(dir)), budget_(budget_bytes), on_wait_(std::move(on_wait)) {}
 
 std::string DatasetCache::file_of(std::string_view key) const {
   return (fs::path(dir_) / (key_hash(key) + ".data")).string();
@@ -124,7 +126,9 @@ CachedDatasets DatasetCache::get(std::string_view key,
   }
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  const FileLock lock(fs::path(file).replace_extension(".lock"));
+  const FileLock lock(fs::path(file).replace_extension(".lock"), [&] {
+    if (on_wait_) on_wait_(file.string());
+  });
   if (ec || !lock.held()) return uncached();  // a folder that cannot be written
   if (auto mapped = map_dataset_file(file.string(), key, &why)) {  // built while we waited
     return from_file(std::move(*mapped), file, false);

@@ -51,8 +51,10 @@ struct CachedDatasets {
 class DatasetCache {
  public:
   // `dir`: the cache folder, created when missing (empty: no cache). `budget_bytes`: the most its
-  // files may hold together (0: no cache).
-  DatasetCache(std::string dir, int64_t budget_bytes);
+  // files may hold together (0: no cache). `on_wait`, when set, is called with the cache file's
+  // path before get() waits for another process's build of it.
+  DatasetCache(std::string dir, int64_t budget_bytes,
+               std::function<void(const std::string& file)> on_wait = {});
 
   // The datasets of `key`: mapped from its file when the folder holds a usable one; else built by
   // `build` (at most once per machine for callers asking at once), written, and mapped. Without a
@@ -68,6 +70,7 @@ class DatasetCache {
  private:
   const std::string dir_;
   const int64_t budget_;
+  const std::function<void(const std::string&)> on_wait_;
 };
 
 }  // namespace tuner::training

@@ -241,10 +241,14 @@ TEST_F(DatasetCacheTest, ABuilderThatDiesWhileBuildingBlocksNoOne) {
   char c = 0;
   ASSERT_EQ(::read(ready[0], &c, 1), 1);  // the child holds the lock now
   ::close(ready[0]);
-  const CachedDatasets got = cache.get("k", [&] { return counted_build(counter); });
+  std::string waited_for;  // the waiter is told before it waits
+  const DatasetCache waiter(dir_.string(), int64_t{1} << 30,
+                            [&](const std::string& file) { waited_for = file; });
+  const CachedDatasets got = waiter.get("k", [&] { return counted_build(counter); });
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_EQ(WEXITSTATUS(status), 9);
+  EXPECT_EQ(waited_for, cache.file_of("k"));
   EXPECT_TRUE(got.built);  // it waited for the dead builder's lock, then built
   EXPECT_EQ(builds(counter), 1);
   EXPECT_TRUE(same(got.datasets[0], images(20, 3)));
