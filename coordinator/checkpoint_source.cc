@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "coordinator/study_run.h"
+#include "executor/checkpoint_writer.h"
 #include "executor/unique_fd.h"
 
 namespace tuner {
@@ -45,6 +46,8 @@ CheckpointDataMessage read_checkpoint_chunk(const CheckpointGetMessage& get,
   if (::fstat(fd.get(), &st) != 0) return missing(std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return missing("not a regular file");
   answer.size = static_cast<uint64_t>(st.st_size);
+  answer.written_by_lease = read_checkpoint_writer(path);
+  if (get.stat) return answer;
   if (get.offset > answer.size) {
     return missing("byte " + std::to_string(get.offset) + " is past its end (" +
                    std::to_string(answer.size) + " bytes)");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -357,6 +358,15 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       where.artifacts_refusal = "the study's job has no artifacts_dir";
     } else {
       where.artifacts_folder = job->trial_dir(lease.trial_number);
+    }
+    // A preempted trial's checkpoint goes where its re-run fetches it (checkpoint_source.h).
+    const std::optional<std::string> checkpoint = lease_checkpoint_path(lease, CheckpointOf::kOwn);
+    if (lease.node != 0) {
+      where.checkpoint_refusal = "node 0 of a multi-node trial keeps the trial's checkpoint";
+    } else if (!checkpoint) {
+      where.checkpoint_refusal = "the trial has no checkpoint path";
+    } else {
+      where.checkpoint_folder = std::filesystem::path(*checkpoint).parent_path().string();
     }
     return where;
   }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 
 #include "coordinator/coordinator_test_support.h"
@@ -1238,6 +1239,54 @@ TEST_F(CoordinatorTest, AnExecutorFetchesItsLeasesCheckpointFromTheCoordinatorsH
   EXPECT_FALSE(refused.found);
   EXPECT_TRUE(refused.data.empty());
   EXPECT_THAT(refused.reason, HasSubstr("is held by executor e1"));
+}
+
+// A stopped executor sends its preempted trial's checkpoint (FILE marked `checkpoint`) before its
+// BYE; the coordinator keeps it in the lineage's checkpoint folder, where the re-run on another
+// executor fetches it, and a re-run's own preemption replaces it there.
+TEST_F(CoordinatorTest, APreemptedTrialsCheckpointSentBeforeByeIsWhatItsRerunFetches) {
+  const std::string artifacts = (dir_ / "artifacts").string();
+  const std::string job = R"({"kind": "command", "argv": ["true", "{x}"], "artifacts_dir": ")" +
+                          artifacts + R"(", "objective_metric": "loss"})";
+  start(/*n_trials=*/1, /*max_retries=*/0, nullptr, job);
+  auto checkpoint_of = [](const TrialMessage& trial, const std::string& data) {
+    return FileChunkMessage{.lease_id = trial.lease_id,
+                            .kind = TrialFileKind::kArtifact,
+                            .path = "resume.ckpt",
+                            .size = data.size(),
+                            .data = data,
+                            .checkpoint = true};
+  };
+  auto fetch = [&](DealerEndpoint& peer, const TrialMessage& trial) {
+    EXPECT_TRUE(peer.send(CheckpointGetMessage{
+        .lease_id = trial.lease_id, .of = CheckpointOf::kOwn, .file = "resume.ckpt"}));
+    return std::get<CheckpointDataMessage>(next(peer));
+  };
+  auto first_host = connect("e1#1");
+  const TrialMessage first = hello_and_get_trial(*first_host, "e1");
+  ASSERT_TRUE(first_host->send(checkpoint_of(first, "step 4")));
+  EXPECT_TRUE(std::get<FileAckMessage>(next(*first_host)).accepted);
+  ASSERT_TRUE(first_host->send(
+      ByeMessage{.preempted = {{.lease_id = first.lease_id, .checkpoint = true}}}));
+  pump_until([&] { return coordinator_->stats().executors == 0; });
+
+  auto second_host = connect("e2#1");
+  const TrialMessage rerun = hello_and_get_trial(*second_host, "e2");
+  EXPECT_EQ(rerun.attempt, 1);
+  EXPECT_EQ(rerun.checkpoint_path, first.checkpoint_path);
+  const CheckpointDataMessage fetched = fetch(*second_host, rerun);
+  EXPECT_TRUE(fetched.found) << fetched.reason;
+  EXPECT_EQ(fetched.data, "step 4");
+  EXPECT_FALSE(std::filesystem::exists(artifacts + "/trial-" + std::to_string(rerun.number) +
+                                       "/resume.ckpt"))
+      << "the lineage's checkpoint is in its first trial's folder only";
+
+  // The re-run is preempted in turn: its checkpoint replaces the earlier one.
+  ASSERT_TRUE(second_host->send(checkpoint_of(rerun, "step 9")));
+  EXPECT_TRUE(std::get<FileAckMessage>(next(*second_host)).accepted);
+  std::ifstream saved(*first.checkpoint_path);
+  std::string text((std::istreambuf_iterator<char>(saved)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "step 9");
 }
 
 }  // namespace

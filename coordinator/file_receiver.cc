@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "executor/checkpoint_writer.h"
+
 namespace tuner {
 
 namespace fs = std::filesystem;
@@ -48,6 +50,7 @@ std::string write_all(int fd, std::string_view data) {
 }
 
 std::string what(const FileChunkMessage& chunk) {
+  if (chunk.checkpoint) return "its checkpoint's '" + chunk.path + "'";
   return chunk.kind == TrialFileKind::kLog ? "its log" : "'" + chunk.path + "'";
 }
 
@@ -79,9 +82,27 @@ void FileReceiver::drop_ended(const std::function<bool(uint64_t)>& current) {
 std::string FileReceiver::start(const FileChunkMessage& chunk, const FileDestination& where,
                                 Partial& file) {
   file.kind = chunk.kind;
+  file.checkpoint = chunk.checkpoint;
   file.path = chunk.path;
   file.size = chunk.size;
-  if (chunk.kind == TrialFileKind::kLog) {
+  if (chunk.checkpoint) {
+    if (where.checkpoint_folder.empty()) return where.checkpoint_refusal;
+    if (std::string problem = checkpoint_file_problem(chunk.path); !problem.empty()) {
+      return "path " + problem;
+    }
+    file.target = fs::path(where.checkpoint_folder) / chunk.path;
+    auto known = checkpoint_writers_.find(file.target);
+    // A copy received before a restart of the coordinator is known by its sidecar.
+    const uint64_t writer =
+        known != checkpoint_writers_.end() ? known->second : read_checkpoint_writer(file.target);
+    if (writer > chunk.lease_id) {
+      return "the copy of " + file.target.string() + " here is newer (lease " +
+             std::to_string(writer) + " sent it)";
+    }
+    if (std::string problem = make_folders(where.checkpoint_folder, {}); !problem.empty()) {
+      return problem;
+    }
+  } else if (chunk.kind == TrialFileKind::kLog) {
     if (where.log_path.empty()) return where.log_refusal;
     file.target = where.log_path;
     if (std::string problem = make_folders(file.target.parent_path(), {}); !problem.empty()) {
@@ -124,6 +145,7 @@ FileAckMessage FileReceiver::receive(const FileChunkMessage& chunk, const FileDe
   };
   auto it = partial_.find(chunk.lease_id);
   const bool same_file = it != partial_.end() && it->second.kind == chunk.kind &&
+                         it->second.checkpoint == chunk.checkpoint &&
                          it->second.path == chunk.path && it->second.size == chunk.size;
   if (chunk.offset == 0 || !same_file) {
     if (chunk.offset != 0) {
@@ -135,9 +157,9 @@ FileAckMessage FileReceiver::receive(const FileChunkMessage& chunk, const FileDe
     Partial file;
     if (std::string problem = start(chunk, where, file); !problem.empty()) {
       // A coordinator without a place for the kind refuses quietly: the executor keeps the file.
-      const bool nowhere =
-          (chunk.kind == TrialFileKind::kLog && where.log_path.empty()) ||
-          (chunk.kind == TrialFileKind::kArtifact && where.artifacts_folder.empty());
+      const bool nowhere = chunk.checkpoint                    ? where.checkpoint_folder.empty()
+                           : chunk.kind == TrialFileKind::kLog ? where.log_path.empty()
+                                                               : where.artifacts_folder.empty();
       if (file.fd.valid()) {
         file.fd.reset();
         std::error_code ignored;
@@ -163,6 +185,14 @@ FileAckMessage FileReceiver::receive(const FileChunkMessage& chunk, const FileDe
   std::error_code ec;
   fs::rename(file.temp, file.target, ec);
   if (ec) return refuse("cannot write " + file.target.string() + ": " + ec.message(), true);
+  if (file.checkpoint) {
+    checkpoint_writers_[file.target] = chunk.lease_id;
+    // Written after the file: a sidecar never names a lease newer than the copy beside it.
+    if (std::string problem = write_checkpoint_writer(file.target, chunk.lease_id);
+        !problem.empty()) {
+      log_(lease + ": " + what(chunk) + " is kept, but which lease sent it is not: " + problem);
+    }
+  }
   partial_.erase(it);
   return ack;
 }

@@ -12,6 +12,12 @@
 // A file that cannot be written (a full disk, a folder that cannot be made) is refused
 // (FILE_ACK accepted = false) and logged with its path; nothing else changes.
 //
+// A file of a lease's checkpoint (FILE marked `checkpoint`, from a preempted trial) goes to the
+// folder of the lease's own checkpoint. A later lease's copy of a file there is never replaced by
+// an earlier lease's (lease ids grow with time): such a file is refused. Which lease sent each
+// such file is recorded beside it (executor/checkpoint_writer.h), where a restarted coordinator
+// finds it and CHECKPOINT_DATA reports it (`written_by_lease`).
+//
 // Thread safety: not thread-safe; the coordinator's loop thread uses it.
 #ifndef TUNER_COORDINATOR_FILE_RECEIVER_H_
 #define TUNER_COORDINATOR_FILE_RECEIVER_H_
@@ -34,6 +40,11 @@ struct FileDestination {
   std::string artifacts_folder;
   std::string log_refusal;        // why logs are refused, when log_path is empty
   std::string artifacts_refusal;  // why artifacts are refused, when artifacts_folder is empty
+  // The folder of the lease's own checkpoint (its lineage's first trial's folder; made when
+  // missing), where the files of a FILE marked `checkpoint` go; empty: they are refused, for
+  // checkpoint_refusal.
+  std::string checkpoint_folder;
+  std::string checkpoint_refusal;
 };
 
 class FileReceiver {
@@ -59,6 +70,7 @@ class FileReceiver {
  private:
   struct Partial {
     TrialFileKind kind = TrialFileKind::kLog;
+    bool checkpoint = false;
     std::string path;
     uint64_t size = 0;
     uint64_t next_offset = 0;
@@ -75,6 +87,8 @@ class FileReceiver {
   const Log log_;
 
   std::map<uint64_t, Partial> partial_;  // by lease
+  // The lease whose copy is in place, by the path of each checkpoint file received.
+  std::map<std::filesystem::path, uint64_t> checkpoint_writers_;
   uint64_t temp_names_ = 0;
 };
 

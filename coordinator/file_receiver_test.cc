@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/checkpoint_source.h"
+
 namespace tuner {
 namespace {
 
@@ -143,6 +145,68 @@ TEST_F(FileReceiverTest, NowhereToPutAKindIsRefusedQuietly) {
   EXPECT_EQ(log.reason, "this coordinator keeps no trial logs");
   EXPECT_EQ(receive(artifact("a", 1, 0, "a")).reason, "the study's job has no artifacts_dir");
   EXPECT_TRUE(log_.empty());
+}
+
+// A preempted trial's checkpoint files go to its lineage's checkpoint folder, in place only when
+// whole; an earlier lease's copy never replaces a later lease's.
+TEST_F(FileReceiverTest, ACheckpointFileGoesToTheLineagesFolderAndAnOlderLeaseNeverReplacesIt) {
+  where_.checkpoint_folder = (dir_ / "study" / "trial-0").string();
+  auto checkpoint = [](uint64_t lease, uint64_t size, uint64_t offset, std::string data) {
+    FileChunkMessage chunk = artifact("resume.ckpt", size, offset, std::move(data), lease);
+    chunk.checkpoint = true;
+    return chunk;
+  };
+  const fs::path target = dir_ / "study" / "trial-0" / "resume.ckpt";
+  EXPECT_TRUE(receive(checkpoint(7, 6, 0, "step")).accepted);
+  EXPECT_FALSE(fs::exists(target)) << "half a checkpoint is never served";
+  EXPECT_TRUE(receive(checkpoint(7, 6, 4, " 4")).accepted);
+  EXPECT_EQ(read(target), "step 4");
+  EXPECT_FALSE(fs::exists(fs::path(where_.artifacts_folder) / "resume.ckpt"));
+
+  EXPECT_TRUE(receive(checkpoint(9, 6, 0, "step 9")).accepted);
+  EXPECT_EQ(read(target), "step 9");
+  const FileAckMessage older = receive(checkpoint(8, 6, 0, "step 8"));
+  EXPECT_FALSE(older.accepted);
+  EXPECT_THAT(older.reason, HasSubstr("is newer (lease 9 sent it)"));
+  EXPECT_EQ(read(target), "step 9");
+  EXPECT_EQ(names(target.parent_path()),
+            (std::vector<std::string>{"resume.ckpt", "resume.ckpt.lease"}));
+
+  where_.checkpoint_folder.clear();
+  where_.checkpoint_refusal = "the trial has no checkpoint path";
+  const FileAckMessage nowhere = receive(checkpoint(10, 6, 0, "step 9"));
+  EXPECT_FALSE(nowhere.accepted);
+  EXPECT_EQ(nowhere.reason, "the trial has no checkpoint path");
+}
+
+// Which lease sent a checkpoint file outlives the coordinator: a restarted one still refuses an
+// earlier lease's copy, and tells a re-run which lease sent the copy it serves.
+TEST_F(FileReceiverTest, ACheckpointsSenderIsKnownAfterACoordinatorRestart) {
+  where_.checkpoint_folder = (dir_ / "study" / "trial-0").string();
+  auto checkpoint = [](uint64_t lease, std::string data) {
+    FileChunkMessage chunk = artifact("resume.ckpt", data.size(), 0, std::move(data), lease);
+    chunk.checkpoint = true;
+    return chunk;
+  };
+  EXPECT_TRUE(receive(checkpoint(9, "step 9")).accepted);
+  receiver_.emplace([this](const std::string& line) { log_.push_back(line); });
+  const FileAckMessage older = receive(checkpoint(8, "step 8"));
+  EXPECT_FALSE(older.accepted);
+  EXPECT_THAT(older.reason, HasSubstr("is newer (lease 9 sent it)"));
+
+  const std::string path = where_.checkpoint_folder + "/resume.ckpt";
+  const CheckpointDataMessage stat = read_checkpoint_chunk(
+      CheckpointGetMessage{
+          .lease_id = 10, .of = CheckpointOf::kOwn, .file = "resume.ckpt", .stat = true},
+      path);
+  EXPECT_TRUE(stat.found) << stat.reason;
+  EXPECT_EQ(stat.size, 6u);
+  EXPECT_EQ(stat.written_by_lease, 9u);
+  EXPECT_TRUE(stat.data.empty());
+  const CheckpointDataMessage chunk = read_checkpoint_chunk(
+      CheckpointGetMessage{.lease_id = 10, .of = CheckpointOf::kOwn, .file = "resume.ckpt"}, path);
+  EXPECT_EQ(chunk.data, "step 9");
+  EXPECT_EQ(chunk.written_by_lease, 9u);
 }
 
 TEST_F(FileReceiverTest, TheFilesOfEndedLeasesAreDropped) {

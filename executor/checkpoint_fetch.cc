@@ -6,6 +6,38 @@
 
 namespace tuner {
 
+namespace {
+
+// The answer to `get`, asked `asks` times at most, `wait` each; nullopt when none came or the job
+// was stopped. An answer to an earlier ask of another chunk or file is dropped.
+std::optional<CheckpointDataMessage> ask(HeldJob& job, JobEvents& events,
+                                         const CheckpointGetMessage& get,
+                                         std::chrono::milliseconds wait, int asks) {
+  std::optional<CheckpointDataMessage> data;
+  for (int i = 0; i < asks && !data; ++i) {
+    events.post(JobEvent{.lease_id = get.lease_id, .checkpoint_get = get});
+    while ((data = job.take_checkpoint_data(wait)) &&
+           (data->of != get.of || data->file != get.file || data->offset != get.offset)) {
+    }
+    if (job.stop_source.stop_requested()) return std::nullopt;
+  }
+  return data;
+}
+
+}  // namespace
+
+std::optional<CheckpointDataMessage> stat_checkpoint_file(HeldJob& job, JobEvents& events,
+                                                          CheckpointOf of, const std::string& file,
+                                                          std::chrono::milliseconds wait,
+                                                          int asks) {
+  std::optional<CheckpointDataMessage> data = ask(
+      job, events,
+      CheckpointGetMessage{.lease_id = job.trial.lease_id, .of = of, .file = file, .stat = true},
+      wait, asks);
+  if (data) data->data.clear();  // a coordinator that does not know `stat` sends bytes
+  return data;
+}
+
 std::string fetch_checkpoint_file(HeldJob& job, JobEvents& events, CheckpointOf of,
                                   const std::string& file, const std::filesystem::path& target,
                                   std::chrono::milliseconds wait, int asks) {
@@ -21,17 +53,11 @@ std::string fetch_checkpoint_file(HeldJob& job, JobEvents& events, CheckpointOf 
   const uint64_t lease = job.trial.lease_id;
   uint64_t offset = 0;
   for (;;) {
-    std::optional<CheckpointDataMessage> data;
-    for (int ask = 0; ask < asks && !data; ++ask) {
-      events.post(JobEvent{.lease_id = lease,
-                           .checkpoint_get = CheckpointGetMessage{
-                               .lease_id = lease, .of = of, .file = file, .offset = offset}});
-      // An answer to an earlier ask of another chunk or file is dropped.
-      while ((data = job.take_checkpoint_data(wait)) &&
-             (data->of != of || data->file != file || data->offset != offset)) {
-      }
-      if (job.stop_source.stop_requested()) return give_up("the job was stopped");
-    }
+    std::optional<CheckpointDataMessage> data =
+        ask(job, events,
+            CheckpointGetMessage{.lease_id = lease, .of = of, .file = file, .offset = offset}, wait,
+            asks);
+    if (job.stop_source.stop_requested()) return give_up("the job was stopped");
     if (!data) {
       return give_up("the coordinator did not answer " + std::to_string(asks) + " asks in " +
                      std::to_string(wait.count()) + " ms each");

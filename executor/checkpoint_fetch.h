@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "executor/held_job.h"
@@ -20,6 +21,14 @@ namespace tuner {
 // How long the job waits for each answer before it asks again, and how often it asks.
 inline constexpr std::chrono::milliseconds kCheckpointAnswerWait{10'000};
 inline constexpr int kCheckpointAsks = 3;
+
+// The size of the coordinator's copy of `file` in the folder of the lease's checkpoint `of`, and
+// the lease that sent it (written_by_lease; 0 when the coordinator does not know), without its
+// bytes (a CHECKPOINT_GET "stat"); found = false when the coordinator lacks it. Nullopt when it
+// did not answer `asks` times `wait`, or the job was stopped.
+std::optional<CheckpointDataMessage> stat_checkpoint_file(
+    HeldJob& job, JobEvents& events, CheckpointOf of, const std::string& file,
+    std::chrono::milliseconds wait = kCheckpointAnswerWait, int asks = kCheckpointAsks);
 
 // Writes the coordinator's copy of `file` in the folder of the lease's checkpoint `of` to
 // `target`, under a temporary name (target + ".partial") renamed when whole, so that no job sees

@@ -12,6 +12,9 @@
 #include <sstream>
 #include <thread>
 
+#include "executor/checkpoint_writer.h"
+#include "executor/trial_run.h"
+
 namespace tuner {
 namespace {
 
@@ -41,9 +44,11 @@ class CheckpointFetchTest : public ::testing::Test {
   }
 
   // Plays the loop and the coordinator: answers each CHECKPOINT_GET from `files` (name -> bytes),
-  // as read_checkpoint_chunk would, and counts the asks.
-  void answer_from(std::map<std::string, std::string> files) {
-    coordinator_ = std::thread([this, files = std::move(files)] {
+  // with the lease that sent each (`writers`, name -> lease), as read_checkpoint_chunk would, and
+  // counts the asks.
+  void answer_from(std::map<std::string, std::string> files,
+                   std::map<std::string, uint64_t> writers = {}) {
+    coordinator_ = std::thread([this, files = std::move(files), writers = std::move(writers)] {
       while (!stop_) {
         pollfd p{.fd = events_.fd(), .events = POLLIN};
         ::poll(&p, 1, 20);
@@ -60,7 +65,10 @@ class CheckpointFetchTest : public ::testing::Test {
             data.reason = get.file + ": not on the coordinator's host";
           } else {
             data.size = it->second.size();
-            data.data = it->second.substr(get.offset, kMaxFileChunkBytes);
+            if (!get.stat) data.data = it->second.substr(get.offset, kMaxFileChunkBytes);
+            if (auto w = writers.find(get.file); w != writers.end()) {
+              data.written_by_lease = w->second;
+            }
           }
           job_.deliver(std::move(data));
         }
@@ -123,6 +131,56 @@ TEST_F(CheckpointFetchTest, AnAnswerToAnotherAskIsDroppedAndAStoppedJobGivesUp) 
   EXPECT_EQ(fetch_checkpoint_file(stopped, events_, CheckpointOf::kStart, "resume.ckpt",
                                   dir_ / "again.ckpt", 5ms, 1),
             "the job was stopped");
+}
+
+// A re-run's own checkpoint on a host that ran an earlier attempt, in `dir`: resume.ckpt, its
+// history and model.ckpt holding `tag`, written by `lease` (0: no record).
+fs::path write_local_checkpoint(const fs::path& dir, const std::string& tag, uint64_t lease) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "resume.ckpt") << tag;
+  std::ofstream(dir / "resume.ckpt.history.json") << tag + "-history";
+  std::ofstream(dir / "model.ckpt") << tag + "-model";
+  if (lease != 0) EXPECT_EQ(write_checkpoint_writer(dir / "resume.ckpt", lease), "");
+  return dir / "resume.ckpt";
+}
+
+TEST_F(CheckpointFetchTest, ARerunOnAHostWithAStaleCopyResumesFromTheCoordinatorsNewerCopy) {
+  // Lease 5 ran here; lease 8 ran elsewhere, went further and sent its checkpoint when preempted.
+  const fs::path path = write_local_checkpoint(dir_ / "trial-1", "old", 5);
+  answer_from({{"resume.ckpt", "new"},
+               {"resume.ckpt.history.json", "new-history"},
+               {"model.ckpt", "new-model"}},
+              {{"resume.ckpt", 8}, {"resume.ckpt.history.json", 8}, {"model.ckpt", 8}});
+  job_.trial.attempt = 2;
+  job_.trial.checkpoint_path = path.string();
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(read_file(path), "new");
+  EXPECT_EQ(read_file(dir_ / "trial-1" / "resume.ckpt.history.json"), "new-history");
+  EXPECT_EQ(read_file(dir_ / "trial-1" / "model.ckpt"), "new-model");
+  EXPECT_EQ(read_checkpoint_writer(path), 9u);  // this lease writes it from now on
+  EXPECT_FALSE(fs::exists(path.string() + ".fetched"));
+}
+
+TEST_F(CheckpointFetchTest, ACopyHereAsNewAsTheCoordinatorsIsKeptWithoutFetching) {
+  const fs::path path = write_local_checkpoint(dir_ / "trial-1", "here", 8);
+  answer_from({{"resume.ckpt", "coordinator's"}}, {{"resume.ckpt", 8}});
+  job_.trial.attempt = 1;
+  job_.trial.checkpoint_path = path.string();
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(read_file(path), "here");
+  EXPECT_EQ(asks_.load(), 1);  // the stat only
+  EXPECT_EQ(read_checkpoint_writer(path), 9u);
+}
+
+TEST_F(CheckpointFetchTest, ACoordinatorThatDoesNotKnowWhoSentItsCopyLeavesTheCopyHere) {
+  // A copy from its own host or an older coordinator: written_by_lease 0.
+  const fs::path path = write_local_checkpoint(dir_ / "trial-1", "here", 0);
+  answer_from({{"resume.ckpt", "coordinator's"}});
+  job_.trial.attempt = 1;
+  job_.trial.checkpoint_path = path.string();
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(read_file(path), "here");
+  EXPECT_EQ(read_file(dir_ / "trial-1" / "model.ckpt"), "here-model");
 }
 
 }  // namespace

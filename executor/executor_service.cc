@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -595,6 +596,7 @@ struct ExecutorService::Impl {
     held.queued.clear();
     for (auto& [id, job] : held.running) job->stop("the executor is shutting down");
     job_threads.reset();  // the stopped jobs end (checkpointing in their grace), then their threads
+    if (options.send_files) send_checkpoints(bye);
     for (const auto& [id, job] : held.running) {
       const bool checkpoint = has_checkpoint(job->trial);
       bye.preempted.push_back({.lease_id = id, .checkpoint = checkpoint});
@@ -608,6 +610,93 @@ struct ExecutorService::Impl {
     send(bye);
     log("stopped");
     connection.reset();  // lingers to deliver BYE
+  }
+
+  // The checkpoint files that the stopped jobs wrote go to the coordinator before BYE, as FILEs
+  // marked `checkpoint` (docs/protocol.md, "Preemption"), for at most stop_grace: their re-runs
+  // fetch them on another host. No trial starts meanwhile: a TRIAL that arrives is listed in
+  // `bye` as preempted. Heartbeats keep the leases.
+  void send_checkpoints(ByeMessage& bye) {
+    std::map<uint64_t, std::unique_ptr<FileSender>> senders;
+    for (const auto& [id, job] : held.running) {
+      if (job->checkpoint.empty() || job->trial.nodes > 1) continue;
+      std::vector<std::string> problems;
+      TrialFilesPlan plan = plan_checkpoint_files(job->checkpoint, job->checkpoint_before,
+                                                  options.max_trial_files_bytes, &problems);
+      const std::string trial = "trial " + std::to_string(job->trial.number) + ": ";
+      for (const std::string& problem : problems) log(trial + problem);
+      if (!plan.left.empty()) {
+        log(trial + files_left_text(plan.left, plan.limit_bytes, host_name()));
+      }
+      if (!plan.send.empty()) {
+        senders[id] = std::make_unique<FileSender>(id, std::move(plan.send));
+      }
+    }
+    if (senders.empty()) return;
+    std::set<uint64_t> listed;
+    for (const PreemptedLease& l : bye.preempted) listed.insert(l.lease_id);
+    using Steady = std::chrono::steady_clock;
+    const Steady::time_point deadline = Steady::now() + options.stop_grace;
+    Steady::time_point next_heartbeat = Steady::now();
+    auto all_done = [&] {
+      return std::all_of(senders.begin(), senders.end(),
+                         [](const auto& s) { return s.second->done(); });
+    };
+    while (!all_done() && Steady::now() < deadline) {
+      for (auto& [id, files] : senders) {
+        std::vector<std::string> problems;
+        while (std::optional<FileChunkMessage> chunk = files->next_chunk(problems)) {
+          if (!send(*chunk)) {
+            files->unsend(*chunk);
+            break;
+          }
+        }
+        for (const std::string& problem : problems) log(problem);
+      }
+      if (Steady::now() >= next_heartbeat) {
+        std::vector<uint64_t> ids = held.lease_ids();  // the queued ones are in `listed`
+        for (uint64_t id : listed) {
+          if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+        }
+        send(HeartbeatMessage{.lease_ids = std::move(ids)});
+        next_heartbeat = Steady::now() + options.heartbeat_interval;
+      }
+      ZmqPollEntry entry{.socket = &connection->socket()};
+      const Steady::time_point until = std::min(deadline, next_heartbeat);
+      zmq_wait({&entry, 1}, std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(
+                                                          until - Steady::now())));
+      while (std::optional<std::vector<std::string>> frames = connection->receive()) {
+        Message message;
+        try {
+          message = decode(*frames);
+        } catch (const ProtocolError& e) {
+          log(std::string("undecodable message from the coordinator: ") + e.what());
+          continue;
+        }
+        if (auto* ack = std::get_if<FileAckMessage>(&message)) {
+          if (auto it = senders.find(ack->lease_id); it != senders.end()) {
+            log_file_problem(it->second->on_ack(*ack));
+          }
+        } else if (auto* trial = std::get_if<TrialMessage>(&message)) {
+          if (!held.contains(trial->lease_id) && listed.insert(trial->lease_id).second) {
+            bye.preempted.push_back({.lease_id = trial->lease_id});
+          }
+        } else if (auto* error = std::get_if<ErrorMessage>(&message)) {
+          log("the coordinator sent ERROR: " + error->message);
+        }
+      }
+    }
+    for (const auto& [id, files] : senders) {
+      const HeldJob& job = *held.running.at(id);
+      log("trial " + std::to_string(job.trial.number) + " (lease " + std::to_string(id) + "): " +
+          (files->done() ? "sent " + std::to_string(files->files_delivered()) +
+                               " file(s) of its checkpoint to the coordinator"
+                         : "its checkpoint was not all sent within the stop grace (" +
+                               std::to_string(options.stop_grace.count()) + " ms)"));
+      std::lock_guard lock(stats_mutex);
+      stats_.files_sent += files->files_delivered();
+      stats_.file_bytes_sent += static_cast<int64_t>(files->bytes_delivered());
+    }
   }
 
   // Whether a checkpoint is at the trial's checkpoint path.

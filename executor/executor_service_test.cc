@@ -456,6 +456,92 @@ TEST_F(ExecutorServiceTest, AStoppedExecutorSaysByeListingItsTrialsAsPreempted) 
   EXPECT_EQ(text, "step 1");
 }
 
+// A stopped executor that sends its files sends the checkpoint files its stopped job wrote, as
+// FILEs marked `checkpoint` named in the lineage's checkpoint folder, before BYE; a file of the
+// checkpoint that the job did not write (the coordinator has it, or a newer copy) stays.
+TEST_F(ExecutorServiceTest, AStoppedExecutorSendsTheCheckpointItsJobWroteBeforeBye) {
+  const std::filesystem::path files = dir_ / "files";
+  configure_ = [&](ExecutorOptions& o) {
+    o.send_files = true;
+    o.files_dir = files.string();
+  };
+  // An earlier attempt of the lineage left its checkpoint and best model on this host.
+  const std::filesystem::path here = files / "s" / "trial-0";
+  std::filesystem::create_directories(here);
+  std::ofstream(here / "resume.ckpt") << "step 0";
+  std::ofstream(here / "model.ckpt") << "best model";
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::string job = nlohmann::json{{"kind", "command"},
+                                         {"argv",
+                                          {"python3", "-c",
+                                           "import json, os, signal, sys, time\n"
+                                           "def stop(*args):\n"
+                                           "    p = os.environ['TUNER_CHECKPOINT_PATH']\n"
+                                           "    open(p + '.history.json', 'w').write('[1]')\n"
+                                           "    open(p, 'w').write('step 12')\n"
+                                           "    sys.exit(143)\n"
+                                           "signal.signal(signal.SIGTERM, stop)\n"
+                                           "print(json.dumps(dict(step=1, loss=1.0)), flush=True)\n"
+                                           "time.sleep(30)\n"}},
+                                         {"objective_metric", "loss"},
+                                         {"artifacts_dir", "/coordinator/only/artifacts"}}
+                              .dump();
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 8,
+                         .study_name = "s",
+                         .number = 2,
+                         .attempt = 1,
+                         .job_json = job,
+                         .checkpoint_path = "/coordinator/only/artifacts/trial-0/resume.ckpt"}));
+  keepalive_ = {peer, {8}};
+  // The re-run asks whether the coordinator has a newer copy than this host's; it has none.
+  const CheckpointGetMessage stat = next<CheckpointGetMessage>();
+  EXPECT_TRUE(stat.stat);
+  ASSERT_TRUE(
+      router_->send(peer, CheckpointDataMessage{.lease_id = 8,
+                                                .of = stat.of,
+                                                .file = stat.file,
+                                                .found = false,
+                                                .reason = "not on the coordinator's host"}));
+  EXPECT_EQ(next<ReportMessage>().lease_id, 8u);
+  keepalive_.reset();
+
+  thread_.request_stop();
+  std::vector<std::string> order;
+  std::map<std::string, std::string> received;
+  std::optional<ByeMessage> bye;
+  for (auto end = std::chrono::steady_clock::now() + milliseconds(10000);
+       !bye && std::chrono::steady_clock::now() < end;) {
+    ZmqPollEntry entry{.socket = &router_->socket()};
+    zmq_wait({&entry, 1}, milliseconds(20));
+    while (auto in = router_->receive()) {
+      Message m = decode(in->frames);
+      if (auto* chunk = std::get_if<FileChunkMessage>(&m)) {
+        EXPECT_TRUE(chunk->checkpoint) << chunk->path;
+        EXPECT_EQ(chunk->lease_id, 8u);
+        if (chunk->offset == 0) order.push_back(chunk->path);
+        received[chunk->path] += chunk->data;
+        router_->send(
+            peer,
+            FileAckMessage{
+                .lease_id = 8, .kind = chunk->kind, .path = chunk->path, .offset = chunk->offset});
+      } else if (auto* b = std::get_if<ByeMessage>(&m)) {
+        bye = *b;
+      }
+    }
+  }
+  ASSERT_TRUE(bye) << "no BYE within 10 s";
+  EXPECT_EQ(bye->preempted, (std::vector<PreemptedLease>{{.lease_id = 8, .checkpoint = true}}));
+  EXPECT_EQ(order, (std::vector<std::string>{"resume.ckpt.history.json", "resume.ckpt"}))
+      << "the checkpoint last, after its companions; the model it did not write stays";
+  EXPECT_EQ(received["resume.ckpt"], "step 12");
+  EXPECT_EQ(received["resume.ckpt.history.json"], "[1]");
+  thread_.join();
+  EXPECT_EQ(service_->stats().files_sent, 2);
+}
+
 // The processes of group `pgid` that are not zombies (an orphan's zombie waits for init, which
 // in some containers reaps late).
 std::vector<pid_t> live_members(pid_t pgid) {

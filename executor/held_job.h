@@ -3,8 +3,8 @@
 //
 // Thread safety: the loop thread owns a HeldJob and may stop it from any point; the job's own
 // thread reads `trial`, `trial_job` and `node_store` (set before it starts, constant after),
-// `decision` (atomic) and stop_reason() (locked), and writes `files` before its last event, after
-// which the loop reads it.
+// `decision` (atomic) and stop_reason() (locked), and writes `files` (and `checkpoint`) before its
+// last event, after which the loop reads it.
 #ifndef TUNER_EXECUTOR_HELD_JOB_H_
 #define TUNER_EXECUTOR_HELD_JOB_H_
 
@@ -36,6 +36,12 @@ class HeldJob {
   // An executor that sends its trials' files (ExecutorOptions::send_files): what to send once
   // the job has ended, written by the job's thread before its last event.
   TrialFilesPlan files;
+  // The job's checkpoint path on this host (absolute; empty: none) and its files' stamps before
+  // the job ran (after any fetch or copy), written by the job's thread before the job starts;
+  // the loop reads them once the job's thread is done with it (a stopped executor sends the
+  // files the job wrote).
+  std::string checkpoint;
+  CheckpointStamps checkpoint_before;
 
   // The coordinator's last DECISION: set by the loop, read by the job thread's report callback.
   std::atomic<JobDecision> decision{JobDecision::kContinue};

@@ -61,6 +61,7 @@ std::string absolute_text(const std::string& path) {
 }
 
 std::string describe(const TrialFile& file) {
+  if (file.checkpoint) return "its checkpoint's '" + file.path + "'";
   return file.kind == TrialFileKind::kLog ? "the log " + file.source : "'" + file.path + "'";
 }
 
@@ -115,6 +116,55 @@ TrialFilesPlan plan_trial_files(const std::string& log_path, const std::string& 
             [](const TrialFile& a, const TrialFile& b) { return a.path < b.path; });
   for (TrialFile& file : artifacts) consider(std::move(file));
   if (plan.left.size() > kMaxLeftFilesSent) plan.left.resize(kMaxLeftFilesSent);
+  return plan;
+}
+
+std::vector<std::string> checkpoint_file_names(const fs::path& checkpoint) {
+  const std::string name = checkpoint.filename().string();
+  return {"model.ckpt", name + ".history.json", name};
+}
+
+CheckpointStamps stamp_checkpoint(const fs::path& checkpoint) {
+  CheckpointStamps stamps;
+  for (const std::string& name : checkpoint_file_names(checkpoint)) {
+    std::error_code ec;
+    const fs::path file = checkpoint.parent_path() / name;
+    if (!fs::is_regular_file(fs::symlink_status(file, ec))) continue;
+    const uint64_t size = fs::file_size(file, ec);
+    if (ec) continue;
+    const fs::file_time_type time = fs::last_write_time(file, ec);
+    if (ec) continue;
+    stamps[name] = {size, static_cast<int64_t>(time.time_since_epoch().count())};
+  }
+  return stamps;
+}
+
+TrialFilesPlan plan_checkpoint_files(const fs::path& checkpoint, const CheckpointStamps& before,
+                                     uint64_t limit_bytes, std::vector<std::string>* problems) {
+  TrialFilesPlan plan{.limit_bytes = limit_bytes};
+  if (std::string bad = checkpoint_file_problem(checkpoint.filename().string()); !bad.empty()) {
+    if (problems) problems->push_back("not sent: " + checkpoint.string() + ": " + bad);
+    return plan;
+  }
+  uint64_t chosen = 0;
+  const CheckpointStamps now = stamp_checkpoint(checkpoint);
+  for (const std::string& name : checkpoint_file_names(checkpoint)) {
+    auto at = now.find(name);
+    if (at == now.end()) continue;
+    if (auto was = before.find(name); was != before.end() && was->second == at->second) continue;
+    const fs::path source = checkpoint.parent_path() / name;
+    const uint64_t size = at->second.first;
+    if (size > limit_bytes - chosen) {
+      plan.left.push_back(LeftFile{.path = absolute_text(source.string()), .size = size});
+      continue;
+    }
+    chosen += size;
+    plan.send.push_back(TrialFile{.kind = TrialFileKind::kArtifact,
+                                  .path = name,
+                                  .source = source.string(),
+                                  .size = size,
+                                  .checkpoint = true});
+  }
   return plan;
 }
 
@@ -195,7 +245,8 @@ std::optional<FileChunkMessage> FileSender::next_chunk(std::vector<std::string>&
                            .path = file.path,
                            .size = file.size,
                            .offset = next_offset_,
-                           .data = std::move(data)};
+                           .data = std::move(data),
+                           .checkpoint = file.checkpoint};
     next_offset_ += n;
     read_all_ = next_offset_ == file.size;
     in_flight_.push_back(

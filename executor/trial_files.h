@@ -16,8 +16,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executor/unique_fd.h"
@@ -39,6 +42,8 @@ struct TrialFile {
   std::string path;    // as FILE names it: empty for the log, else its path in the trial's folder
   std::string source;  // where it is on this host
   uint64_t size = 0;   // its bytes when planned; what is sent
+  // A file of the lease's own checkpoint (FILE `checkpoint`): `path` is its name there.
+  bool checkpoint = false;
 };
 
 // What plan_trial_files() chose.
@@ -56,6 +61,26 @@ struct TrialFilesPlan {
 // left too. Never throws: what cannot be read is left out, and named in `problems` (if given).
 TrialFilesPlan plan_trial_files(const std::string& log_path, const std::string& folder,
                                 uint64_t limit_bytes, std::vector<std::string>* problems = nullptr);
+
+// The size and modification time of each file of a checkpoint (checkpoint_file_names) that
+// exists, by name: what they were before a job ran, to tell which ones it wrote.
+using CheckpointStamps = std::map<std::string, std::pair<uint64_t, int64_t>>;
+
+// The files that travel with the checkpoint at `checkpoint` (as fetch_own_checkpoint fetches
+// them), in sending order: the best epoch's "model.ckpt" and the engine's history (NAME +
+// ".history.json") in its folder, then the checkpoint itself, last, so that a copy of a
+// checkpoint has its companions.
+std::vector<std::string> checkpoint_file_names(const std::filesystem::path& checkpoint);
+CheckpointStamps stamp_checkpoint(const std::filesystem::path& checkpoint);
+
+// The files of the checkpoint at `checkpoint` that a stopped job wrote (absent from `before`, or
+// of another size or modification time), to send to the coordinator as FILEs marked
+// `checkpoint`, in checkpoint_file_names' order, within `limit_bytes`; the others past it are
+// left. A file the job did not write is not sent: the coordinator has it already, or a newer
+// copy. Never throws; what cannot be read is left out and named in `problems` (if given).
+TrialFilesPlan plan_checkpoint_files(const std::filesystem::path& checkpoint,
+                                     const CheckpointStamps& before, uint64_t limit_bytes,
+                                     std::vector<std::string>* problems = nullptr);
 
 // "2 file(s) of 1.5 GiB in all stay on host H, past the limit of 1 GiB per trial (...): PATH
 // (SIZE), ...": what FILES_LEFT says, for the trial's log, the executor's and the coordinator's.

@@ -104,6 +104,41 @@ TEST_F(TrialFilesTest, ANameThatCannotTravelStaysOnTheHost) {
   EXPECT_THAT(problems[0], HasSubstr("its name cannot travel (not UTF-8)"));
 }
 
+// A stopped job's checkpoint: the files it wrote (new, or changed since the stamps taken before
+// it ran) go, companions first and the checkpoint last, marked `checkpoint`; one it left alone
+// stays.
+TEST_F(TrialFilesTest, ACheckpointPlanHoldsTheFilesTheJobWroteWithTheCheckpointLast) {
+  const fs::path checkpoint = dir_ / "trial-0" / "resume.ckpt";
+  write("trial-0/resume.ckpt", "step 3");
+  write("trial-0/model.ckpt", "model of step 2");
+  const CheckpointStamps before = stamp_checkpoint(checkpoint);
+  EXPECT_EQ(before.size(), 2u);
+  write("trial-0/resume.ckpt", "step 10");
+  write("trial-0/resume.ckpt.history.json", "[]");
+  const TrialFilesPlan plan = plan_checkpoint_files(checkpoint, before, 1 << 20);
+  ASSERT_EQ(plan.send.size(), 2u);
+  EXPECT_EQ(plan.send[0].path, "resume.ckpt.history.json");
+  EXPECT_EQ(plan.send[1].path, "resume.ckpt");
+  EXPECT_EQ(plan.send[1].size, 7u);
+  EXPECT_TRUE(plan.send[0].checkpoint && plan.send[1].checkpoint);
+  EXPECT_TRUE(plan.left.empty());
+  FileSender sender(7, plan.send);
+  std::vector<std::string> problems;
+  const std::optional<FileChunkMessage> chunk = sender.next_chunk(problems);
+  ASSERT_TRUE(chunk);
+  EXPECT_TRUE(chunk->checkpoint);
+  EXPECT_EQ(chunk->kind, TrialFileKind::kArtifact);
+
+  // Past the limit: left, named.
+  const TrialFilesPlan small = plan_checkpoint_files(checkpoint, before, 4);
+  ASSERT_EQ(small.send.size(), 1u);
+  EXPECT_EQ(small.send[0].path, "resume.ckpt.history.json");
+  ASSERT_EQ(small.left.size(), 1u);
+  EXPECT_EQ(small.left[0].path, checkpoint.string());
+  // Nothing written: nothing to send.
+  EXPECT_TRUE(plan_checkpoint_files(checkpoint, stamp_checkpoint(checkpoint), 1 << 20).empty());
+}
+
 TEST_F(TrialFilesTest, SendsEveryFileInChunksAndCountsThemDelivered) {
   const std::string log = write("trial-3-lease-7.log", "line\n");
   std::string big(kMaxFileChunkBytes * 2 + 5, '\0');

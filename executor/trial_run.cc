@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "executor/checkpoint_fetch.h"
+#include "executor/checkpoint_writer.h"
 #include "executor/command_job.h"
 #include "executor/connection.h"
 #include "executor/job_log.h"
@@ -136,29 +137,62 @@ void copy_start_checkpoint(HeldJob& job, const std::filesystem::path& path, JobE
 
 // A re-run's own checkpoint (`path`), with the history and best epoch's model beside it, fetched
 // from the coordinator when this host lacks it (an earlier attempt ran elsewhere and sent its
-// files). The checkpoint is fetched first, under another name, and renamed last, so that a
-// checkpoint here always has its companions. Nothing to fetch is no error: the re-run then starts
-// over.
-void fetch_own_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEvents& events) {
+// files), or when the coordinator's copy was sent by a later lease than the one that wrote this
+// host's (recorded beside it, executor/checkpoint_writer.h): an attempt elsewhere went further.
+// The files are fetched under other names and renamed when all are here, the checkpoint last, so
+// that a checkpoint here always has its companions. Nothing to fetch is no error: the re-run then
+// starts over, or from this host's copy. Returns false when this host's copy may be older than
+// the coordinator's and stays (the coordinator did not answer, or the fetch failed).
+bool fetch_own_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEvents& events) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(path, ec)) return;
+  const std::string trial = "trial " + std::to_string(job.trial.number);
+  const bool here = fs::exists(path, ec);
+  if (here) {
+    const uint64_t local = read_checkpoint_writer(path);
+    const std::optional<CheckpointDataMessage> stat =
+        stat_checkpoint_file(job, events, CheckpointOf::kOwn, path.filename().string());
+    // Unanswered (or the job was stopped): not known to be the newest.
+    if (!stat) return false;
+    if (!stat->found || stat->written_by_lease <= local) return true;
+  }
   const fs::path fetched = path.string() + ".fetched";
-  if (!fetch_checkpoint_file(job, events, CheckpointOf::kOwn, path.filename().string(), fetched)
-           .empty()) {
-    return;
+  if (std::string why =
+          fetch_checkpoint_file(job, events, CheckpointOf::kOwn, path.filename().string(), fetched);
+      !why.empty()) {
+    if (here) {
+      events.post(JobEvent{.note = trial + ": resumes from this host's older copy of its " +
+                                   "checkpoint; the coordinator's newer one cannot be fetched (" +
+                                   why + ")"});
+    }
+    return !here;
   }
   for (const fs::path& file :
        {path.parent_path() / "model.ckpt", fs::path(path.string() + ".history.json")}) {
-    if (!fs::exists(file, ec)) {
-      fetch_checkpoint_file(job, events, CheckpointOf::kOwn, file.filename().string(), file);
+    if (!here) {
+      if (!fs::exists(file, ec)) {
+        fetch_checkpoint_file(job, events, CheckpointOf::kOwn, file.filename().string(), file);
+      }
+      continue;
+    }
+    // This host's companions are as old as its checkpoint: replaced by the coordinator's, or
+    // removed when the coordinator has none.
+    const fs::path fresh = file.string() + ".fetched";
+    if (fetch_checkpoint_file(job, events, CheckpointOf::kOwn, file.filename().string(), fresh)
+            .empty()) {
+      fs::rename(fresh, file, ec);
+    } else {
+      fs::remove(file, ec);
     }
   }
   fs::rename(fetched, path, ec);
   events.post(JobEvent{
-      .note = "trial " + std::to_string(job.trial.number) +
-              (ec ? ": cannot rename the coordinator's copy of its checkpoint: " + ec.message()
-                  : ": resumes from the coordinator's copy of its checkpoint")});
+      .note =
+          trial + (ec ? ": cannot rename the coordinator's copy of its checkpoint: " + ec.message()
+                   : here ? ": resumes from the coordinator's copy of its checkpoint, "
+                            "newer than this host's"
+                          : ": resumes from the coordinator's copy of its checkpoint")});
+  return !ec || !here;
 }
 
 // Whether the trial is a re-run, which resumes from its checkpoint: a re-issue after a lost lease
@@ -172,12 +206,21 @@ bool is_rerun(const HeldJob& job, const std::filesystem::path& checkpoint) {
          std::filesystem::absolute(own, ec).lexically_normal() != checkpoint.parent_path();
 }
 
+// Records beside the checkpoint at `path` that the job's lease wrote it
+// (executor/checkpoint_writer.h).
+void record_checkpoint_writer(const HeldJob& job, const std::filesystem::path& path,
+                              JobEvents& events) {
+  if (std::string problem = write_checkpoint_writer(path, job.trial.lease_id); !problem.empty()) {
+    events.post(JobEvent{.note = "trial " + std::to_string(job.trial.number) + ": " + problem});
+  }
+}
+
 // The trial's checkpoint path, absolute (the program may run in another working directory), with
 // its folder made: a re-run's checkpoint is in its lineage's first trial's folder, which a host
 // that did not run that trial lacks (it is fetched from the coordinator then). A folder that
 // cannot be made is noted; the job then finds no checkpoint and cannot save one. A PBT segment's
 // parent checkpoint is copied there first.
-std::optional<std::string> checkpoint_path(HeldJob& job, JobEvents& events) {
+std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
   if (!job.trial.checkpoint_path) return std::nullopt;
   std::error_code ec;
   std::filesystem::path path = std::filesystem::absolute(*job.trial.checkpoint_path, ec);
@@ -189,11 +232,19 @@ std::optional<std::string> checkpoint_path(HeldJob& job, JobEvents& events) {
                                  ": cannot create the folder of its checkpoint " + path.string() +
                                  ": " + ec.message()});
   }
+  bool newest = !ec;
   if (job.trial.start_checkpoint_path) {
     copy_start_checkpoint(job, path, events);
   } else if (is_rerun(job, path)) {
-    fetch_own_checkpoint(job, path, events);
+    newest = fetch_own_checkpoint(job, path, events) && newest;
   }
+  // From now on this lease writes the checkpoint here: a copy of an earlier lease is not newer.
+  // A copy known to be older than the coordinator's keeps its record, so that the next re-run
+  // here fetches again. Where there is no checkpoint yet, the record waits for the job to write
+  // one (record_checkpoint_writer): a trial that never checkpoints gets no record in its folder.
+  if (newest && std::filesystem::exists(path, ec)) record_checkpoint_writer(job, path, events);
+  job.checkpoint = path.string();
+  job.checkpoint_before = stamp_checkpoint(path);
   return path.string();
 }
 
@@ -201,7 +252,7 @@ Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& 
   const CommandTrial trial{.trial_id = job.trial.trial_id,
                            .number = job.trial.number,
                            .params = job.trial.params,
-                           .checkpoint_path = checkpoint_path(job, events),
+                           .checkpoint_path = prepare_checkpoint(job, events),
                            .pause_at_step = job.trial.pause_at_step};
   ReportScalars scalars(job.trial_job->scalars_dir(job.trial.number));
   const ReportCallback on_report = report_callback(job, events, scalars);
@@ -244,6 +295,10 @@ void plan_files(HeldJob& job, const ExecutorOptions& options, JobEvents& events)
 
 }  // namespace
 
+std::optional<std::string> prepare_checkpoint(HeldJob& job, JobEvents& events) {
+  return checkpoint_path_of(job, events);
+}
+
 std::string trial_log_path(const ExecutorOptions& options, const TrialMessage& trial) {
   const std::string& dir =
       options.log_dir.empty() && options.send_files ? options.files_dir + "/logs" : options.log_dir;
@@ -257,6 +312,12 @@ void run_trial(HeldJob& job, const ExecutorOptions& options, JobEvents& events) 
     done.outcome = run_to_outcome(job, options, events);
   } catch (const std::exception& e) {
     done.outcome = start_failure(job.trial.lease_id, e.what());
+  }
+  // A checkpoint the job wrote is this lease's, also where there was none when it started.
+  std::error_code ec;
+  if (!job.checkpoint.empty() && std::filesystem::exists(job.checkpoint, ec) &&
+      stamp_checkpoint(job.checkpoint) != job.checkpoint_before) {
+    record_checkpoint_writer(job, job.checkpoint, events);
   }
   if (options.send_files) plan_files(job, options, events);
   events.post(std::move(done));

@@ -12,6 +12,9 @@
 #ifndef TUNER_EXECUTOR_TRIAL_RUN_H_
 #define TUNER_EXECUTOR_TRIAL_RUN_H_
 
+#include <optional>
+#include <string>
+
 #include "executor/executor_service.h"
 #include "executor/held_job.h"
 #include "executor/job_events.h"
@@ -21,6 +24,13 @@ namespace tuner {
 // Where the attempt of `trial` logs: ExecutorOptions::log_dir, else (send_files) files_dir/logs,
 // as trial-<number>-lease-<lease>.log; empty when it keeps no log file.
 std::string trial_log_path(const ExecutorOptions& options, const TrialMessage& trial);
+
+// The trial's checkpoint path, absolute, ready before its job starts: its folder made; a PBT
+// segment's parent checkpoint copied there; a re-run's fetched from the coordinator when this host
+// lacks it or has an older copy (docs/protocol.md, "Checkpoints that travel"); the lease recorded
+// as the writer of the copy here (executor/checkpoint_writer.h). Nullopt when the trial has none.
+// Problems are posted as notes; the job then starts over or from what is here.
+std::optional<std::string> prepare_checkpoint(HeldJob& job, JobEvents& events);
 
 // Runs `job` and posts its reports, notes and outcome to `events`. Never throws: a job that
 // cannot start is a FAIL.

@@ -57,6 +57,9 @@ PENDING_LOOK_SECONDS = 2
 # A pending executor is said to wait for free resources only after this long: before, the
 # resources missing may be the ones Ray took for it while its worker starts.
 NOT_PLACED_SECONDS = 10
+# How many times ray.init is tried in all when Ray Client's server fails to start a connection
+# (its process for the connection can die as it starts on a loaded head; a new one usually lives).
+CLIENT_INIT_TRIES = 3
 # The Ray namespace of the executors' named actors.
 ACTOR_NAMESPACE = "tuner"
 
@@ -330,6 +333,28 @@ class Launcher:
         return False
 
 
+def connect(ray, kwargs, out):
+    """ray.init(**kwargs). Through Ray Client, a failure the server reports (it reached the
+    cluster, but the server process it starts for this connection died) is tried again, up to
+    CLIENT_INIT_TRIES in all, each retry said as a log event; any other failure is raised."""
+    for attempt in range(1, CLIENT_INIT_TRIES + 1):
+        try:
+            ray.init(**kwargs)
+            return
+        except ConnectionAbortedError as e:
+            if not kwargs["address"].startswith("ray://") or attempt == CLIENT_INIT_TRIES:
+                raise
+            out.send(event="log", message=(
+                "ray.init(address=%r): Ray Client's server failed to start the connection "
+                "(%s); trying again (%d of %d)" % (kwargs["address"], " ".join(str(e).split()),
+                                                   attempt + 1, CLIENT_INIT_TRIES)))
+            try:
+                ray.shutdown()
+            except Exception:
+                pass
+            time.sleep(attempt)
+
+
 def main():
     out = Output()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends as when stdin closes
@@ -356,7 +381,7 @@ def main():
         kwargs = {"address": address, "log_to_driver": False, "logging_level": "WARNING"}
         if init.get("runtime_env"):
             kwargs["runtime_env"] = init["runtime_env"]
-        ray.init(**kwargs)
+        connect(ray, kwargs, out)
     except Exception as e:
         text = " ".join(str(e).split())
         out.send(event="error", message=(

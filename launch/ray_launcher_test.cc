@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -380,6 +382,60 @@ TEST(RayLauncherScriptTest, SaysWhenItsPythonHasNoRay) {
   EXPECT_THAT(error, HasSubstr("executors.ray: "));
   EXPECT_THAT(error, HasSubstr("cannot import ray"));
   EXPECT_THAT(error, HasSubstr("executors.ray.python"));
+}
+
+// The real ray_launcher.py with a stand-in `ray` module whose first ray.init through Ray Client
+// fails on the server's side (its process for the connection died as it started): the launcher
+// says so, tries again, and connects.
+TEST(RayLauncherScriptTest, TriesRayClientAgainWhenItsServerFailsToStartTheConnection) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tuner-fake-ray-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "ray");
+  {
+    std::ofstream module(dir / "ray" / "__init__.py");
+    module << "calls = 0\n"
+              "def init(**kwargs):\n"
+              "    global calls\n"
+              "    calls += 1\n"
+              "    if calls == 1:\n"
+              "        raise ConnectionAbortedError('Initialization failure from server: "
+              "Starting Ray client server failed')\n"
+              "def shutdown():\n"
+              "    pass\n"
+              "def cluster_resources():\n"
+              "    return {'CPU': 2.0}\n"
+              "def remote(**options):\n"
+              "    return lambda actor_class: actor_class\n";
+  }
+  RayLauncherOptions o;
+  o.ray.address = "ray://127.0.0.1:1";
+  o.ray.tuner_path = "/opt/tuner/bin/tuner";
+  o.connect_endpoint = "tcp://127.0.0.1:5555";
+  o.name = "mlp";
+  std::vector<std::string> logged;
+  o.log = [&logged](const std::string& line) { logged.push_back(line); };
+  o.start_launcher = [&dir] {
+    return spawn_line_channel(
+        {"env", "PYTHONPATH=" + dir.string(), "python3", "-u", ray_launcher_script()});
+  };
+  {
+    RayLauncher launcher(std::move(o));
+    const auto connected = [&logged] {
+      return std::any_of(logged.begin(), logged.end(), [](const std::string& line) {
+        return line.find("connected to the cluster") != std::string::npos;
+      });
+    };
+    for (int i = 0; i < 1000 && !connected(); ++i) {
+      launcher.tick({.startable_trials = 0});
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(connected()) << ::testing::PrintToString(logged);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_THAT(logged, ::testing::Contains(HasSubstr(
+                          "Ray Client's server failed to start the connection (Initialization "
+                          "failure from server: Starting Ray client server failed); trying again "
+                          "(2 of 3)")));
 }
 
 }  // namespace

@@ -132,6 +132,12 @@ std::string file_chunk_problem(const FileChunkMessage& m) {
   if (std::string problem = file_path_problem(m.kind, m.path); !problem.empty()) {
     return ".path: " + problem;
   }
+  if (m.checkpoint) {
+    if (m.kind != TrialFileKind::kArtifact) return ".checkpoint: a log is no checkpoint's file";
+    if (std::string problem = checkpoint_file_problem(m.path); !problem.empty()) {
+      return ".path: " + problem;
+    }
+  }
   if (m.data.size() > kMaxFileChunkBytes) {
     return ".data: " + std::to_string(m.data.size()) + " bytes exceed the limit of " +
            std::to_string(kMaxFileChunkBytes);
@@ -275,9 +281,11 @@ struct BodyWriter {
     if (std::string problem = file_chunk_problem(m); !problem.empty()) {
       throw ProtocolError("FILE" + problem);
     }
-    return {{"lease_id", m.lease_id}, {"kind", std::string(to_string(m.kind))},
-            {"path", m.path},         {"size", m.size},
-            {"offset", m.offset},     {"data", to_base64(m.data)}};
+    OrderedJson body = {{"lease_id", m.lease_id}, {"kind", std::string(to_string(m.kind))},
+                        {"path", m.path},         {"size", m.size},
+                        {"offset", m.offset},     {"data", to_base64(m.data)}};
+    if (m.checkpoint) body["checkpoint"] = true;
+    return body;
   }
   OrderedJson operator()(const FileAckMessage& m) const {
     if (std::string problem = file_path_problem(m.kind, m.path); !problem.empty()) {
@@ -293,19 +301,23 @@ struct BodyWriter {
     if (std::string problem = checkpoint_file_problem(m.file); !problem.empty()) {
       throw ProtocolError("CHECKPOINT_GET.file: " + problem);
     }
-    return {{"lease_id", m.lease_id},
-            {"of", std::string(to_string(m.of))},
-            {"file", m.file},
-            {"offset", m.offset}};
+    OrderedJson body = {{"lease_id", m.lease_id},
+                        {"of", std::string(to_string(m.of))},
+                        {"file", m.file},
+                        {"offset", m.offset}};
+    if (m.stat) body["stat"] = true;
+    return body;
   }
   OrderedJson operator()(const CheckpointDataMessage& m) const {
     if (std::string problem = checkpoint_data_problem(m); !problem.empty()) {
       throw ProtocolError("CHECKPOINT_DATA" + problem);
     }
-    return {{"lease_id", m.lease_id}, {"of", std::string(to_string(m.of))},
-            {"file", m.file},         {"offset", m.offset},
-            {"size", m.size},         {"data", to_base64(m.data)},
-            {"found", m.found},       {"reason", m.reason}};
+    OrderedJson body = {{"lease_id", m.lease_id}, {"of", std::string(to_string(m.of))},
+                        {"file", m.file},         {"offset", m.offset},
+                        {"size", m.size},         {"data", to_base64(m.data)},
+                        {"found", m.found},       {"reason", m.reason}};
+    if (m.written_by_lease != 0) body["written_by_lease"] = m.written_by_lease;
+    return body;
   }
   OrderedJson operator()(const FilesLeftMessage& m) const {
     OrderedJson files = OrderedJson::array();
@@ -630,7 +642,8 @@ class BodyReader {
                        .kind = file_kind(),
                        .path = str("path"),
                        .size = integer<uint64_t>("size"),
-                       .offset = integer<uint64_t>("offset")};
+                       .offset = integer<uint64_t>("offset"),
+                       .checkpoint = has("checkpoint") && boolean("checkpoint")};
     m.data = base64_data();
     if (std::string problem = file_chunk_problem(m); !problem.empty()) {
       throw ProtocolError(p_ + problem);
@@ -673,20 +686,23 @@ class BodyReader {
     CheckpointGetMessage m{.lease_id = lease_id(),
                            .of = checkpoint_of(),
                            .file = str("file"),
-                           .offset = integer<uint64_t>("offset")};
+                           .offset = integer<uint64_t>("offset"),
+                           .stat = has("stat") && boolean("stat")};
     if (std::string problem = checkpoint_file_problem(m.file); !problem.empty()) {
       fail(path("file"), problem);
     }
     return m;
   }
   CheckpointDataMessage checkpoint_data() const {
-    CheckpointDataMessage m{.lease_id = lease_id(),
-                            .of = checkpoint_of(),
-                            .file = str("file"),
-                            .offset = integer<uint64_t>("offset"),
-                            .size = integer<uint64_t>("size"),
-                            .found = boolean("found"),
-                            .reason = str("reason")};
+    CheckpointDataMessage m{
+        .lease_id = lease_id(),
+        .of = checkpoint_of(),
+        .file = str("file"),
+        .offset = integer<uint64_t>("offset"),
+        .size = integer<uint64_t>("size"),
+        .found = boolean("found"),
+        .reason = str("reason"),
+        .written_by_lease = has("written_by_lease") ? integer<uint64_t>("written_by_lease") : 0};
     m.data = base64_data();
     if (std::string problem = checkpoint_data_problem(m); !problem.empty()) {
       throw ProtocolError(p_ + problem);

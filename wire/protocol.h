@@ -309,6 +309,12 @@ struct FileChunkMessage {
   uint64_t size = 0;  // the whole file's bytes
   uint64_t offset = 0;
   std::string data;  // at most kMaxFileChunkBytes bytes, any bytes; offset + data.size() <= size
+  // A kArtifact of the folder of the lease's own checkpoint (TRIAL's checkpoint_path, its
+  // lineage's first trial's folder) instead of the trial's folder: `path` is a file name there
+  // (checkpoint_file_problem). Sent by a stopped executor for its preempted trials. Optional on
+  // the wire (absent: false; a coordinator that does not know it keeps the file in the trial's
+  // folder).
+  bool checkpoint = false;
   bool operator==(const FileChunkMessage&) const = default;
 };
 
@@ -367,6 +373,9 @@ struct CheckpointGetMessage {
   CheckpointOf of = CheckpointOf::kStart;
   std::string file;  // checkpoint_file_problem
   uint64_t offset = 0;
+  // Only the file's size and written_by_lease, no bytes (optional on the wire, "stat"; a peer that
+  // does not know it answers with bytes).
+  bool stat = false;
   bool operator==(const CheckpointGetMessage&) const = default;
 };
 
@@ -382,6 +391,10 @@ struct CheckpointDataMessage {
   std::string data;
   bool found = true;
   std::string reason;
+  // The lease whose executor sent the coordinator's copy of the file (a preempted trial's
+  // checkpoint); 0: not known (a file its own host wrote, or sent by an older peer). Optional on
+  // the wire, omitted when 0.
+  uint64_t written_by_lease = 0;
   bool operator==(const CheckpointDataMessage&) const = default;
 };
 

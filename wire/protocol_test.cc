@@ -475,6 +475,33 @@ TEST(Protocol, FileChunksTravelAsBase64) {
   EXPECT_EQ(encode(FileAckMessage{.lease_id = 3})[1].find("lease_ended"), std::string::npos);
 }
 
+// A preempted trial's checkpoint file travels as an artifact marked `checkpoint`; absent (an older
+// executor's FILE), the mark is false.
+TEST(Protocol, AFileOfALineagesCheckpointIsMarkedAndNamedByItsFileName) {
+  const FileChunkMessage chunk{.lease_id = 4,
+                               .kind = TrialFileKind::kArtifact,
+                               .path = "resume.ckpt",
+                               .size = 3,
+                               .data = "abc",
+                               .checkpoint = true};
+  EXPECT_EQ(round_trip(chunk), Message(chunk));
+  EXPECT_NE(encode(chunk)[1].find(R"("checkpoint":true)"), std::string::npos);
+  FileChunkMessage plain = chunk;
+  plain.checkpoint = false;
+  EXPECT_EQ(encode(plain)[1].find("checkpoint"), std::string::npos);
+  EXPECT_EQ(round_trip(plain), Message(plain));
+  using T = MessageType;
+  EXPECT_EQ(body_error(T::kFile, R"({"lease_id":1,"kind":"artifact","path":"a/resume.ckpt",)"
+                                 R"("size":0,"offset":0,"data":"","checkpoint":true})"),
+            R"(FILE.path: 'a/resume.ckpt' is not a file name (".", "..", a '/' or a NUL byte))");
+  EXPECT_EQ(body_error(T::kFile, R"({"lease_id":1,"kind":"log","path":"","size":0,)"
+                                 R"("offset":0,"data":"","checkpoint":true})"),
+            "FILE.checkpoint: a log is no checkpoint's file");
+  FileChunkMessage bad = chunk;
+  bad.path = "../resume.ckpt";
+  EXPECT_THROW(encode(bad), ProtocolError);
+}
+
 TEST(Protocol, ACheckpointFileIsANameInTheCheckpointsFolder) {
   EXPECT_EQ(checkpoint_file_problem("resume.ckpt.history.json"), "");
   for (const std::string& bad :
@@ -500,6 +527,24 @@ TEST(Protocol, ACheckpointFileIsANameInTheCheckpointsFolder) {
                                       .found = false,
                                       .reason = "no checkpoint at /a/trial-2/resume.ckpt"};
   EXPECT_EQ(round_trip(missing), Message(missing));
+}
+
+// A CHECKPOINT_GET "stat" and the lease that wrote the coordinator's copy: optional, absent when
+// unset, so that an older peer reads the same bodies and answers a stat with bytes.
+TEST(Protocol, CheckpointStatAndWriterLeaseRoundTripAndStayOutWhenUnset) {
+  const CheckpointGetMessage stat{
+      .lease_id = 5, .of = CheckpointOf::kOwn, .file = "resume.ckpt", .stat = true};
+  EXPECT_EQ(round_trip(stat), Message(stat));
+  const CheckpointDataMessage sized{.lease_id = 5,
+                                    .of = CheckpointOf::kOwn,
+                                    .file = "resume.ckpt",
+                                    .size = 9,
+                                    .written_by_lease = 4};
+  EXPECT_EQ(round_trip(sized), Message(sized));
+  EXPECT_THAT(encode(CheckpointGetMessage{.file = "a"})[1], Not(HasSubstr("stat")));
+  EXPECT_THAT(encode(CheckpointDataMessage{.file = "a"})[1], Not(HasSubstr("written_by_lease")));
+  EXPECT_EQ(round_trip(CheckpointGetMessage{.lease_id = 1, .file = "a"}),
+            Message(CheckpointGetMessage{.lease_id = 1, .file = "a"}));
 }
 
 TEST(Protocol, TrialFilePathsStayInsideTheTrialsFolder) {

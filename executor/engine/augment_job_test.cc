@@ -17,6 +17,7 @@
 
 #include "executor/engine/data_cache.h"
 #include "executor/engine/datasets.h"
+#include "executor/engine/engine_data_test_fixture.h"
 #include "executor/engine_job.h"
 #include "training/checkpoint.h"
 #include "training/data/image_test_files.h"
@@ -31,23 +32,8 @@ using training::testing::encode_png;
 using training::testing::TestPixels;
 using training::testing::write_bytes;
 
-class AugmentJobTest : public ::testing::Test {
+class AugmentJobTest : public testing::EngineDataTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("augment_job_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    ::unsetenv("TUNER_DATA_CACHE_BYTES");
-    ::setenv("TUNER_DATA_CACHE_DIR", (dir_ / "cache").c_str(), 1);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    ::unsetenv("TUNER_DATA_CACHE_BYTES");
-    ::unsetenv("TUNER_DATA_CACHE_DIR");
-  }
-
   // Three classes told apart by their dominant color, `per_class` noisy 8x8 PNGs each, under
   // dir_/`name`.
   void draw(const std::string& name, int per_class) {
@@ -103,8 +89,6 @@ class AugmentJobTest : public ::testing::Test {
     const EngineJobSpec spec = parse_engine_job(j.dump());
     return load_raw_data(spec, resolve_engine_job(spec, {}), "job");
   }
-
-  fs::path dir_;
 };
 
 TEST_F(AugmentJobTest, RefusesBadAugmentationNamingTheMember) {

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -13,6 +15,7 @@
 #include "executor/engine/image_folder_loader.h"
 #include "training/data/dataset_cache.h"
 #include "training/data/dataset_file.h"
+#include "training/data/fashion_mnist.h"
 
 namespace tuner::engine {
 
@@ -21,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kDefaultBudget = int64_t{4} << 30;
+constexpr double kDefaultWaitSeconds = 600;
 
 std::string resolve(const EngineJobSpec& spec, const std::string& folder) {
   if (spec.data_dir.empty() || fs::path(folder).is_absolute()) return folder;
@@ -104,6 +108,23 @@ std::string files_key(const EngineJobSpec& spec) {
   return k.str();
 }
 
+// The key of fashion-mnist's IDX files (those the sizes read: the test files only with a test
+// split) and the sample counts taken from them.
+std::string idx_key(const EngineJobSpec& spec, const EngineTrialConfig& config) {
+  std::string dir = spec.data_dir.empty() ? training::fashion_mnist_dir() : spec.data_dir;
+  if (dir.back() != '/') dir += '/';
+  std::ostringstream k;
+  k << "idx v1\ndataset " << spec.dataset << "\ntrain " << config.train << "\nvalidation "
+    << config.validation << "\ntest " << config.test << "\n";
+  key_file(k, "train_images", dir + "train-images-idx3-ubyte.gz");
+  key_file(k, "train_labels", dir + "train-labels-idx1-ubyte.gz");
+  if (config.test > 0) {
+    key_file(k, "test_images", dir + "t10k-images-idx3-ubyte.gz");
+    key_file(k, "test_labels", dir + "t10k-labels-idx1-ubyte.gz");
+  }
+  return k.str();
+}
+
 // --- The metadata stored beside the splits: the Splits' names and the normalization ----------
 
 std::string metadata_of(const Splits& s, const std::vector<float>& mean,
@@ -176,8 +197,22 @@ void note_rebuilt(const training::CachedDatasets& c, const std::string& path) {
 
 // The trial's log says why it has not started yet.
 void note_waiting(const std::string& file) {
-  std::cerr << file << ": waiting for another trial of this machine, which is building it"
+  std::cerr << file << ": waiting for another trial of this machine, which is building it (at most "
+            << data_cache_wait().count() / 1000.0 << " s, TUNER_DATA_CACHE_WAIT_SECONDS)"
             << std::endl;
+}
+
+// The trial's log says why it loaded its own copy.
+void note_waited_out(const training::CachedDatasets& c, const std::string& file,
+                     const std::string& path) {
+  if (!c.waited_out) return;
+  std::cerr << path << ": another trial of this machine has been building " << file
+            << " for more than " << data_cache_wait().count() / 1000.0
+            << " s (TUNER_DATA_CACHE_WAIT_SECONDS): loaded without the cache" << std::endl;
+}
+
+training::DatasetCache cache_of(const std::string& dir, int64_t budget) {
+  return training::DatasetCache(dir, budget, note_waiting, data_cache_wait());
 }
 
 }  // namespace
@@ -188,6 +223,17 @@ int64_t data_cache_budget() {
   char* end = nullptr;
   const long long n = std::strtoll(v, &end, 10);
   return end != v && *end == '\0' && n >= 0 ? n : kDefaultBudget;
+}
+
+std::chrono::milliseconds data_cache_wait() {
+  const char* v = std::getenv("TUNER_DATA_CACHE_WAIT_SECONDS");
+  double seconds = kDefaultWaitSeconds;
+  if (v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const double n = std::strtod(v, &end);
+    if (end != v && *end == '\0' && std::isfinite(n) && n >= 0 && n <= 1e9) seconds = n;
+  }
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
 
 std::string data_cache_dir() {
@@ -208,11 +254,11 @@ Splits load_image_folder_cached(const EngineJobSpec& spec, const SplitSizes& siz
   const std::string dir = data_cache_dir();
   if (budget == 0 || dir.empty()) return load_image_folder(spec, sizes, path);
   const Keyed keyed = cache_key(spec, path);  // lists the folders: their errors first
+  const training::DatasetCache cache = cache_of(dir, budget);
   training::CachedDatasets c =
-      training::DatasetCache(dir, budget, note_waiting).get(keyed.key, [&] {
-        return built(load_image_folder(spec, sizes, path), {}, {});
-      });
+      cache.get(keyed.key, [&] { return built(load_image_folder(spec, sizes, path), {}, {}); });
   note_rebuilt(c, path);
+  note_waited_out(c, cache.file_of(keyed.key), path);
   const bool read = !c.built;
   const std::string file = c.file;
   std::optional<NormalizedSplits> s = splits_of(std::move(c));
@@ -229,7 +275,8 @@ Splits load_image_folder_cached(const EngineJobSpec& spec, const SplitSizes& siz
 std::optional<NormalizedSplits> load_normalized_cached(const EngineJobSpec& spec,
                                                        const EngineTrialConfig& config,
                                                        const std::string& where) {
-  if (spec.format != "image_folder" && spec.format != "csv" && spec.format != "npy") {
+  if (spec.format != "image_folder" && spec.format != "csv" && spec.format != "npy" &&
+      spec.format != "idx") {
     return std::nullopt;
   }
   const std::string path = where + ".data";
@@ -260,13 +307,16 @@ std::optional<NormalizedSplits> load_normalized_cached(const EngineJobSpec& spec
     if (spec.format == "image_folder") {
       keyed = cache_key(spec, path);  // lists the folders: their errors first
       key << keyed->key;
+    } else if (spec.format == "idx") {
+      key << idx_key(spec, config);
     } else {
       key << files_key(spec);
     }
   }
-  training::CachedDatasets c =
-      training::DatasetCache(dir, budget, note_waiting).get(key.str(), build);
+  const training::DatasetCache cache = cache_of(dir, budget);
+  training::CachedDatasets c = cache.get(key.str(), build);
   note_rebuilt(c, path);
+  note_waited_out(c, cache.file_of(key.str()), path);
   const bool read = !c.built;
   const std::string file = c.file;
   std::optional<NormalizedSplits> s = splits_of(std::move(c));
@@ -282,8 +332,10 @@ std::optional<NormalizedSplits> load_normalized_cached(const EngineJobSpec& spec
           {l[0] ? &*l[0] : nullptr, l[1] ? &*l[1] : nullptr, l[2] ? &*l[2] : nullptr}, path);
       std::cerr << path << ": decoded images read from " << file << std::endl;
     } else {
-      std::cerr << path << ": " << (spec.format == "csv" ? "parsed table" : "arrays")
-                << " read from " << file << std::endl;
+      const char* what = spec.format == "csv"   ? "parsed table"
+                         : spec.format == "idx" ? "decompressed images"
+                                                : "arrays";
+      std::cerr << path << ": " << what << " read from " << file << std::endl;
     }
   }
   return s;

@@ -1,10 +1,14 @@
 // The data cache of engine jobs (data_cache.h): a trial's normalized splits mapped from the cache
-// are, bit for bit, the ones a load without the cache gives (image_folder, csv, npy); a changed
-// file is read again.
+// are, bit for bit, the ones a load without the cache gives (image_folder, csv, npy, and
+// fashion-mnist's IDX files); a changed file is read again; a trial waiting on a build that hangs
+// loads its own copy once it has waited TUNER_DATA_CACHE_WAIT_SECONDS.
 #include "executor/engine/data_cache.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "executor/engine/datasets.h"
+#include "executor/engine/engine_data_test_fixture.h"
 #include "executor/engine_job.h"
 #include "training/data/image_test_files.h"
 #include "training/rng.h"
@@ -23,23 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class DataCacheTest : public ::testing::Test {
+class DataCacheTest : public testing::EngineDataTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("data_cache_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    ::unsetenv("TUNER_DATA_CACHE_BYTES");
-    ::setenv("TUNER_DATA_CACHE_DIR", (dir_ / "cache").c_str(), 1);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    ::unsetenv("TUNER_DATA_CACHE_BYTES");
-    ::unsetenv("TUNER_DATA_CACHE_DIR");
-  }
-
   void write(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc) << bytes;
   }
@@ -101,6 +91,64 @@ class DataCacheTest : public ::testing::Test {
     if (log) *log = err;
     return s;
   }
+  // Loads `data` without the cache, then twice with it (a build, then a read, whose log says
+  // `read` and the file): the three give the same splits, bit for bit.
+  void expect_cached_as_uncached(const nlohmann::json& data, const std::string& read) {
+    ::setenv("TUNER_DATA_CACHE_BYTES", "0", 1);
+    const Splits direct = load(job(data));
+    EXPECT_FALSE(direct.train.is_view());
+    ::unsetenv("TUNER_DATA_CACHE_BYTES");
+    std::string log;
+    const Splits first = load(job(data), &log);  // builds and writes the file
+    EXPECT_EQ(log.find(read), std::string::npos) << log;
+    const Splits mapped = load(job(data), &log);
+    EXPECT_NE(log.find(read + (dir_ / "cache").string()), std::string::npos) << log;
+    EXPECT_TRUE(first.train.is_view());  // the builder maps the file it wrote
+    EXPECT_TRUE(mapped.train.is_view());
+    for (const Splits* s : {&first, &mapped}) {
+      expect_same(s->train, direct.train);
+      expect_same(s->validation, direct.validation);
+      expect_same(s->test, direct.test);
+      EXPECT_EQ(s->name, direct.name);
+      EXPECT_EQ(s->class_names, direct.class_names);
+      EXPECT_EQ(s->features, direct.features);
+      ASSERT_EQ(s->columns.size(), direct.columns.size());
+      for (size_t k = 0; k < s->columns.size(); ++k) {
+        EXPECT_EQ(s->columns[k].name, direct.columns[k].name);
+        EXPECT_EQ(s->columns[k].fill, direct.columns[k].fill);
+        EXPECT_EQ(s->columns[k].categories, direct.columns[k].categories);
+        EXPECT_EQ(s->columns[k].missing_slot, direct.columns[k].missing_slot);
+      }
+    }
+  }
+  // An IDX file, gzip-compressed as Fashion-MNIST's: big-endian magic and dims, then `bytes`.
+  void write_idx(const std::string& name, uint32_t magic, const std::vector<uint32_t>& dims,
+                 const std::vector<uint8_t>& bytes) {
+    std::string raw;
+    const auto u32 = [&](uint32_t v) {
+      for (int shift = 24; shift >= 0; shift -= 8) raw += static_cast<char>((v >> shift) & 0xff);
+    };
+    u32(magic);
+    for (const uint32_t d : dims) u32(d);
+    raw.append(bytes.begin(), bytes.end());
+    const gzFile f = gzopen((dir_ / name).c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(gzwrite(f, raw.data(), static_cast<unsigned>(raw.size())),
+              static_cast<int>(raw.size()));
+    EXPECT_EQ(gzclose(f), Z_OK);
+  }
+  // Fashion-MNIST's four files, `train` and `test` images of 28 x 28 seeded pixels.
+  void write_fashion_mnist(uint32_t train, uint32_t test) {
+    training::Rng rng(7);
+    for (const auto& [prefix, n] :
+         {std::pair<std::string, uint32_t>{"train", train}, {"t10k", test}}) {
+      std::vector<uint8_t> pixels(static_cast<size_t>(n) * 28 * 28), labels(n);
+      for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng.next_u64());
+      for (uint32_t i = 0; i < n; ++i) labels[i] = static_cast<uint8_t>(i % 10);
+      write_idx(prefix + "-images-idx3-ubyte.gz", 0x803, {n, 28, 28}, pixels);
+      write_idx(prefix + "-labels-idx1-ubyte.gz", 0x801, {n}, labels);
+    }
+  }
   static void expect_same(const training::Dataset& a, const training::Dataset& b) {
     EXPECT_EQ(a.size(), b.size());
     EXPECT_TRUE(a.sample_shape() == b.sample_shape());
@@ -109,8 +157,6 @@ class DataCacheTest : public ::testing::Test {
     EXPECT_TRUE(std::ranges::equal(a.labels(), b.labels()));
     EXPECT_TRUE(std::ranges::equal(a.targets(), b.targets()));
   }
-
-  fs::path dir_;
 };
 
 TEST_F(DataCacheTest, MappedSplitsAreTheValuesOfALoadWithoutTheCache) {
@@ -133,31 +179,7 @@ TEST_F(DataCacheTest, MappedSplitsAreTheValuesOfALoadWithoutTheCache) {
                 "job.data: decoded images read from "}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.data.dump());
-    ::setenv("TUNER_DATA_CACHE_BYTES", "0", 1);
-    const Splits direct = load(job(c.data));
-    EXPECT_FALSE(direct.train.is_view());
-    ::unsetenv("TUNER_DATA_CACHE_BYTES");
-    std::string log;
-    const Splits first = load(job(c.data), &log);  // builds and writes the file
-    EXPECT_EQ(log.find(c.read), std::string::npos) << log;
-    const Splits mapped = load(job(c.data), &log);
-    EXPECT_NE(log.find(c.read + (dir_ / "cache").string()), std::string::npos) << log;
-    EXPECT_TRUE(mapped.train.is_view());
-    for (const Splits* s : {&first, &mapped}) {
-      expect_same(s->train, direct.train);
-      expect_same(s->validation, direct.validation);
-      expect_same(s->test, direct.test);
-      EXPECT_EQ(s->name, direct.name);
-      EXPECT_EQ(s->class_names, direct.class_names);
-      EXPECT_EQ(s->features, direct.features);
-      ASSERT_EQ(s->columns.size(), direct.columns.size());
-      for (size_t k = 0; k < s->columns.size(); ++k) {
-        EXPECT_EQ(s->columns[k].name, direct.columns[k].name);
-        EXPECT_EQ(s->columns[k].fill, direct.columns[k].fill);
-        EXPECT_EQ(s->columns[k].categories, direct.columns[k].categories);
-        EXPECT_EQ(s->columns[k].missing_slot, direct.columns[k].missing_slot);
-      }
-    }
+    expect_cached_as_uncached(c.data, c.read);
   }
   // The normalization is part of the key: "all" is another file, another result.
   nlohmann::json all = cases[0].data;
@@ -167,6 +189,63 @@ TEST_F(DataCacheTest, MappedSplitsAreTheValuesOfALoadWithoutTheCache) {
   EXPECT_EQ(log.find("read from"), std::string::npos) << log;
   ::setenv("TUNER_DATA_CACHE_BYTES", "0", 1);
   expect_same(other.train, load(job(all)).train);
+}
+
+// Fashion-MNIST's IDX files were decompressed and normalized by every trial: now once a machine,
+// the values the same as the uncached load's.
+TEST_F(DataCacheTest, FashionMnistIdxSplitsMappedAreTheValuesOfALoadWithoutTheCache) {
+  write_fashion_mnist(40, 12);
+  expect_cached_as_uncached(
+      {{"dataset", "fashion-mnist"}, {"train", 24}, {"validation", 16}, {"test", 12}},
+      "job.data: decompressed images read from ");
+  // Other counts are another key: built, not read.
+  std::string log;
+  const Splits fewer =
+      load(job({{"dataset", "fashion-mnist"}, {"train", 20}, {"validation", 10}}), &log);
+  EXPECT_EQ(log.find("read from"), std::string::npos) << log;
+  EXPECT_EQ(fewer.train.size(), 20);
+  EXPECT_TRUE(fewer.test.empty());
+}
+
+// A trial that builds the splits and hangs holds the key's lock until its timeout: the others
+// waited as long. Now a waiter loads its own copy after TUNER_DATA_CACHE_WAIT_SECONDS.
+TEST_F(DataCacheTest, ATrialWaitingOnAHungBuildLoadsItsOwnCopyAfterTheBound) {
+  write("t.csv", csv(30, 4));
+  const nlohmann::json j = job({{"format", "csv"}, {"path", "t.csv"}, {"label", "label"}});
+  const Splits cached = load(j);  // makes the key's lock file
+  std::vector<fs::path> locks;
+  for (const auto& e : fs::directory_iterator(dir_ / "cache")) {
+    if (e.path().extension() == ".data") fs::remove(e.path());
+    if (e.path().extension() == ".lock") locks.push_back(e.path());
+  }
+  ASSERT_EQ(locks.size(), 1u);
+  // The hung builder: holds the lock, never writes the file.
+  const int held = ::open(locks[0].c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  ::setenv("TUNER_DATA_CACHE_WAIT_SECONDS", "0.05", 1);
+  std::string log;
+  const Splits own = load(j, &log);
+  ::close(held);
+  EXPECT_NE(log.find("waiting for another trial of this machine, which is building it (at most "
+                     "0.05 s, TUNER_DATA_CACHE_WAIT_SECONDS)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("job.data: another trial of this machine has been building " +
+                     (dir_ / "cache").string()),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("for more than 0.05 s (TUNER_DATA_CACHE_WAIT_SECONDS): loaded without the "
+                     "cache"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(own.train.is_view());
+  expect_same(own.train, cached.train);
+  expect_same(own.validation, cached.validation);
+  int files = 0;  // nothing written while another held the lock
+  for (const auto& e : fs::directory_iterator(dir_ / "cache"))
+    files += e.path().extension() == ".data";
+  EXPECT_EQ(files, 0);
 }
 
 // Keyed by the contents: a file rewritten with other values of the same size, its modification

@@ -122,8 +122,8 @@ struct NormalizedSplits {
 };
 
 // load_raw_data's splits, each normalized with fit_normalizer's statistics of the training split:
-// for image_folder, csv and npy mapped from the data cache, shared by the trials of the machine
-// (data_cache.h), else loaded and normalized here. Errors as load_raw_data's.
+// mapped from the data cache, shared by the trials of the machine (data_cache.h), else (no cache)
+// loaded and normalized here. Errors as load_raw_data's.
 NormalizedSplits load_normalized_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
                                       const std::string& where);
 

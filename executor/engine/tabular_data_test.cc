@@ -15,6 +15,7 @@
 
 #include "executor/engine/data_split.h"
 #include "executor/engine/datasets.h"
+#include "executor/engine/engine_data_test_fixture.h"
 #include "executor/engine_job.h"
 #include "training/rng.h"
 #include "trials/error.h"
@@ -24,17 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TabularDataTest : public ::testing::Test {
+class TabularDataTest : public testing::EngineDataTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tabular_data_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string write(const std::string& name, const std::string& text) {
     const std::string file = (dir_ / name).string();
     std::ofstream(file, std::ios::binary) << text;
@@ -76,8 +68,6 @@ class TabularDataTest : public ::testing::Test {
     }
     return "no error";
   }
-
-  fs::path dir_;
 };
 
 TEST_F(TabularDataTest, CsvNumericAndCategoricalColumns) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "executor/engine/datasets.h"
+#include "executor/engine/engine_data_test_fixture.h"
 #include "executor/engine_job.h"
 #include "training/rng.h"
 #include "trials/error.h"
@@ -22,17 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TabularTasksTest : public ::testing::Test {
+class TabularTasksTest : public testing::EngineDataTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tabular_tasks_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   void write(const std::string& name, const std::string& text) {
     std::ofstream((dir_ / name).string(), std::ios::binary) << text;
   }
@@ -69,8 +61,6 @@ class TabularTasksTest : public ::testing::Test {
     }
     return "no error";
   }
-
-  fs::path dir_;
 };
 
 // n rows of x1, x2 ~ N(0, 1), a categorical column, and y = 3 x1 - 2 x2 + 0.5 + N(0, 0.1^2).

@@ -1,5 +1,7 @@
 #include "search/samplers/auto_sampler.h"
 
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -46,6 +48,14 @@ bool has_pruned_steps(const History& history) {
   return false;
 }
 
+// True when `a` and `b` agree in everything but their state and values.
+bool same_but_outcome(const FrozenTrial& a, const FrozenTrial& b) {
+  return a.trial_id == b.trial_id && a.number == b.number && a.params == b.params &&
+         a.distributions == b.distributions && a.intermediate_values == b.intermediate_values &&
+         a.user_attrs == b.user_attrs && a.system_attrs == b.system_attrs &&
+         a.datetime_start == b.datetime_start && a.datetime_complete == b.datetime_complete;
+}
+
 }  // namespace
 
 AutoSampler::AutoSampler(AutoSamplerOptions options)
@@ -80,21 +90,50 @@ Sampler& AutoSampler::choose(const SearchSpace* space, const History& history) c
   return *gp_;
 }
 
-AutoSampler::Choice::Choice(Sampler& sampler, const History& history)
-    : sampler(sampler), history(history) {}
+AutoSampler::Choice::Choice(Sampler& delegate, const History& seen)
+    : sampler(delegate), history(seen) {}
 
-AutoSampler::Choice::Choice(Sampler& sampler, std::unique_ptr<BudgetTargetHistory> targets)
-    : sampler(sampler), targets(std::move(targets)), history(this->targets->history()) {}
+AutoSampler::Choice::Choice(Sampler& delegate, const History& seen,
+                            std::shared_ptr<const BudgetTargetHistory> budget_targets)
+    : sampler(delegate), targets(std::move(budget_targets)), history(seen) {
+  history.trials = targets->trials();
+}
 
 AutoSampler::Choice::~Choice() = default;
+
+std::shared_ptr<const BudgetTargetHistory> AutoSampler::targets_of(const History& history) const {
+  {
+    std::lock_guard lock(cache_mutex_);
+    const std::span<const FrozenTrial> cached =
+        cache_.targets ? cache_.targets->trials() : std::span<const FrozenTrial>();
+    bool same = cache_.targets && cache_.direction == history.direction() &&
+                cached.size() == history.trials.size();
+    for (size_t i = 0; same && i < cached.size(); ++i) {
+      const FrozenTrial& t = history.trials[i];
+      same = cache_.outcomes[i].first == t.state && cache_.outcomes[i].second == t.values &&
+             same_but_outcome(cached[i], t);
+    }
+    if (same) return cache_.targets;
+  }
+  // Built outside the lock: concurrent asks of other histories do not wait on each other.
+  auto targets = std::make_shared<const BudgetTargetHistory>(history);
+  TargetCache fresh{targets, history.direction(), {}};
+  fresh.outcomes.reserve(history.trials.size());
+  for (const FrozenTrial& t : history.trials) fresh.outcomes.emplace_back(t.state, t.values);
+  std::lock_guard lock(cache_mutex_);
+  cache_ = std::move(fresh);
+  return targets;
+}
 
 AutoSampler::Choice AutoSampler::choose_with_targets(const SearchSpace* space,
                                                      const History& history) const {
   // Past max_gp_trials the GP is not chosen with or without targets: no copy of the history.
   if (options_.multi_fidelity && history.directions.size() == 1 &&
       finished_trials(history) < options_.max_gp_trials && has_pruned_steps(history)) {
-    auto targets = std::make_unique<BudgetTargetHistory>(history);
-    if (&choose(space, targets->history()) == gp_.get()) return Choice(*gp_, std::move(targets));
+    std::shared_ptr<const BudgetTargetHistory> targets = targets_of(history);
+    History view = history;
+    view.trials = targets->trials();
+    if (&choose(space, view) == gp_.get()) return Choice(*gp_, history, std::move(targets));
   }
   return Choice(choose(space, history), history);
 }

@@ -25,6 +25,9 @@
 #define TUNER_SEARCH_SAMPLERS_AUTO_SAMPLER_H_
 
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "search/samplers/gp/gp_sampler.h"
 #include "search/samplers/sampler.h"
@@ -71,22 +74,36 @@ class AutoSampler final : public Sampler {
   Sampler& choose(const SearchSpace* space, const History& history) const;
 
   // A delegate and the history it sees: the caller's, or with multi_fidelity, when the GP is
-  // chosen under early stopping, `targets`' (owned here; `history` points into it or to the
-  // caller's history).
+  // chosen under early stopping, the caller's with `targets`' trials (held here).
   struct Choice {
     Choice(Sampler& sampler, const History& history);
-    Choice(Sampler& sampler, std::unique_ptr<BudgetTargetHistory> targets);
+    Choice(Sampler& sampler, const History& history,
+           std::shared_ptr<const BudgetTargetHistory> targets);
     ~Choice();
     Sampler& sampler;
-    std::unique_ptr<BudgetTargetHistory> targets;
-    const History& history;
+    std::shared_ptr<const BudgetTargetHistory> targets;
+    History history;
   };
   // choose() with multi_fidelity.
   Choice choose_with_targets(const SearchSpace* space, const History& history) const;
+  // The budget targets of `history`'s trials: the last ones built when the trials are the same
+  // (the calls of one ask see one history), else new ones.
+  std::shared_ptr<const BudgetTargetHistory> targets_of(const History& history) const;
 
   AutoSamplerOptions options_;
   std::unique_ptr<GpSampler> gp_;
   std::unique_ptr<TpeSampler> tpe_;
+
+  // The last budget targets built (only their trials() are read: their history() borrowed the
+  // caller's), and the states and values of the trials they were built from (the targets'
+  // trials differ from those in nothing else).
+  struct TargetCache {
+    std::shared_ptr<const BudgetTargetHistory> targets;
+    StudyDirection direction = StudyDirection::kMinimize;
+    std::vector<std::pair<TrialState, std::vector<double>>> outcomes;
+  };
+  mutable std::mutex cache_mutex_;
+  mutable TargetCache cache_;
 };
 
 }  // namespace tuner

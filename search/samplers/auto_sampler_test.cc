@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "search/samplers/multi_fidelity/budget_targets.h"
 #include "trials/error.h"
 
 namespace tuner {
@@ -268,6 +269,59 @@ TEST(AutoSampler, ProposesFromRungValuesAsAFreshSamplerWould) {
   EXPECT_EQ(ran.delegate(floats(2), history), "gp");
   EXPECT_EQ(ran.sample(floats(2), history, TrialContext{20}, a),
             fresh.sample(floats(2), history, TrialContext{20}, b));
+}
+
+// The calls of one ask share the budget targets they build; a history of as many trials that
+// differs in a PRUNED trial's rung value gets its own, as a fresh sampler would.
+TEST(AutoSampler, ProposesFromRungValuesOfTheHistoryGivenNotOfAnEarlierOneOfTheSameSize) {
+  AutoSampler ran;
+  const HalvingRun halving = run_halving(ran, 25, 0.0);
+  std::vector<FrozenTrial> first(halving.trials.begin(), halving.trials.begin() + 20);
+  FrozenTrial next;
+  next.trial_id = next.number = 20;
+  first.push_back(next);
+  std::vector<FrozenTrial> second = first;
+  auto pruned = std::find_if(second.begin(), second.end(), [](const FrozenTrial& t) {
+    return t.state == TrialState::kPruned && t.number >= 10;
+  });
+  ASSERT_NE(pruned, second.end());
+  pruned->intermediate_values.rbegin()->second -= 100;  // now far better at its rung
+  pruned->values = {pruned->intermediate_values.rbegin()->second};
+  AutoSampler sampler;
+  for (const std::vector<FrozenTrial>* trials : {&first, &second, &first}) {
+    const History history{*trials, kMinimize};
+    ASSERT_EQ(sampler.delegate(floats(2), history), "gp");
+    EXPECT_EQ(sampler.origin(floats(2), history), "gp");
+    Rng a = Rng::for_trial(5, 20), b = Rng::for_trial(5, 20);
+    EXPECT_EQ(sampler.sample(floats(2), history, TrialContext{20}, a),
+              AutoSampler().sample(floats(2), history, TrialContext{20}, b));
+  }
+  Rng a = Rng::for_trial(5, 20), b = Rng::for_trial(5, 20);
+  EXPECT_NE(sampler.sample(floats(2), History{first, kMinimize}, TrialContext{20}, a),
+            sampler.sample(floats(2), History{second, kMinimize}, TrialContext{20}, b));
+}
+
+// The calls of one ask (origin, relative_space, sample) share one build of the budget targets:
+// each proposal is the GP's from targets built afresh from the history it is given.
+TEST(AutoSampler, ProposesFromBudgetTargetsOfTheHistoryAtEveryCallOfAnAsk) {
+  AutoSampler ran;
+  const HalvingRun halving = run_halving(ran, 24, 0.0);
+  AutoSampler sampler;
+  GpSampler gp;
+  for (int n : {12, 20, 13, 23, 23, 12}) {
+    std::vector<FrozenTrial> trials(halving.trials.begin(), halving.trials.begin() + n);
+    FrozenTrial next;
+    next.trial_id = next.number = n;
+    trials.push_back(next);
+    const History history{trials, kMinimize};
+    ASSERT_EQ(sampler.origin(floats(2), history), "gp") << n;
+    EXPECT_EQ(sampler.relative_space(history).size(), 2u) << n;
+    const BudgetTargetHistory targets(history);
+    Rng a = Rng::for_trial(5, n), b = Rng::for_trial(5, n);
+    EXPECT_EQ(sampler.sample(floats(2), history, TrialContext{n}, a),
+              gp.sample(floats(2), targets.history(), TrialContext{n}, b))
+        << n;
+  }
 }
 
 // The rung values change what the GP sees, not what a study of several objectives or one whose

@@ -4,11 +4,15 @@
 # processes, each stopped mid-trial in turn (4 times, past the default max_retries of 3) and
 # followed by a new one (as after `sbatch --requeue`), which takes the re-runs; they resume from
 # the checkpoints the program saved at $TUNER_CHECKPOINT_PATH, and the sweep ends with as many
-# COMPLETE trials as its budget. The executors keep their files in one --files-dir, as executors
-# on a shared file system would.
-#   preemption_test.sh TUNER_BINARY WORK_DIR
+# COMPLETE trials as its budget. MODE "shared" (the default): the executors keep their files in
+# one --files-dir, as executors on a shared file system would; "apart": each executor has a
+# --files-dir of its own, as on hosts that share nothing, so each stopped executor sends the
+# checkpoints its trials saved to the coordinator before its BYE, and the next one fetches them;
+# the third one is requeued on the first one's host (its --files-dir, with round 1's older
+# checkpoints in it), and its re-runs fetch the coordinator's newer copies.
+#   preemption_test.sh TUNER_BINARY WORK_DIR [MODE]
 set -uo pipefail
-tuner="$1"; work="$2/preemption-$$"
+tuner="$1"; mode="${3:-shared}"; work="$2/preemption-$mode-$$"
 source "$(dirname "$0")/process_test_lib.sh"
 endpoint="ipc://$work/coordinator.sock"
 db="$work/p.db"
@@ -48,8 +52,11 @@ cat >"$work/p.json" <<JSON
   "executors": {"local": 0}
 }
 JSON
+files_of() {  # executor-3 is requeued on executor-1's host
+  [ "$mode" = apart ] && echo "$work/files-${1/#executor-3/executor-1}" || echo "$work/files"
+}
 start_executor() {  # NAME [ID]: an executor of 2 slots
-  "$tuner" executor --connect "$endpoint" --slots 2 --files-dir "$work/files" ${2:+--id "$2"} \
+  "$tuner" executor --connect "$endpoint" --slots 2 --files-dir "$(files_of "$1")" ${2:+--id "$2"} \
     --log-dir "$work/$1-logs" --heartbeat-ms 200 --timeout-ms 1000 --stop-grace-ms 5000 \
     >"$work/$1.out" 2>&1 &
   pids+=($!)
@@ -64,10 +71,11 @@ sweep_pid=$!; pids+=($sweep_pid)
 # default ids (host and pid), the later ones all with one id, as a requeued job's
 # --id $SLURM_JOB_ID would be. Four preemptions exceed the default max_retries (3): counted as
 # retries, they would leave the trials failed.
-ckpts="$work/files/preempted"
 a0=0; b0=0
 for round in 1 2 3 4; do
+  resumed_before=$(cat "$work/resumed.txt" 2>/dev/null | wc -l)
   start_executor "executor-$round" $([ $round -ge 3 ] && echo slurm-job-7); executor_pid=$!
+  ckpts="$(files_of "executor-$round")/preempted"
   for _ in $(seq 1 300); do
     a=$(step_of "$ckpts/trial-0/resume.ckpt"); b=$(step_of "$ckpts/trial-1/resume.ckpt")
     [ "$a" -ge $((a0 + 2)) ] && [ "$b" -ge $((b0 + 2)) ] && break
@@ -82,6 +90,21 @@ for round in 1 2 3 4; do
   wait $executor_pid || fail "round $round: the stopped executor exited $?: $(cat "$work/executor-$round.out")"
   grep -q "stopped trial .* (lease .*): preempted, its checkpoint .*/trial-0/resume.ckpt is kept" \
     "$work/executor-$round.out" || fail "round $round: the executor did not say it preempted trial 0's lineage: $(cat "$work/executor-$round.out")"
+  if [ "$mode" = apart ]; then
+    [ "$(grep -c "sent [0-9]* file(s) of its checkpoint to the coordinator" "$work/executor-$round.out")" = 2 ] ||
+      fail "round $round: the stopped executor did not send both trials' checkpoints: $(cat "$work/executor-$round.out")"
+    [ $round = 1 ] || [ "$(grep -c "resumes from the coordinator's copy of its checkpoint" "$work/executor-$round.out")" = 2 ] ||
+      fail "round $round: the re-runs did not fetch their checkpoints: $(cat "$work/executor-$round.out")"
+    if [ $round = 3 ]; then
+      [ "$(grep -c "resumes from the coordinator's copy of its checkpoint, newer than this host's" "$work/executor-3.out")" = 2 ] ||
+        fail "round 3: the re-runs did not fetch the checkpoints newer than their host's: $(cat "$work/executor-3.out")"
+      # Each re-run resumed from at least the step its lineage reached in round 2, not round 1's.
+      tail -n +$((resumed_before + 1)) "$work/resumed.txt" | head -2 | while read -r _ step; do
+        [ "$step" -ge "$(( round2_a < round2_b ? round2_a : round2_b ))" ] || echo "$step"
+      done | grep -q . && fail "round 3: a re-run resumed from its host's older checkpoint: $(cat "$work/resumed.txt")"
+    fi
+  fi
+  [ $round = 2 ] && { round2_a=$a; round2_b=$b; }
 done
 start_executor last slurm-job-7
 for _ in $(seq 1 600); do kill -0 $sweep_pid 2>/dev/null || break; sleep 0.1; done
@@ -109,6 +132,14 @@ reruns = [step for number, step in starts if number > 1]
 assert firsts == [0, 0] and all(step > 0 for step in reruns), starts
 assert max(reruns) >= 8, starts  # the last re-runs went on from 4 rounds of at least 2 steps
 PY
+if [ "$mode" = apart ]; then
+  # The coordinator holds each lineage's checkpoint where its re-runs fetch it, whole.
+  for n in 0 1; do
+    [ "$(step_of "$db.artifacts/preempted/trial-$n/resume.ckpt")" -ge 8 ] ||
+      fail "the coordinator's copy of trial $n's checkpoint: $(ls -la "$db.artifacts/preempted/trial-$n" 2>&1)"
+  done
+  ls "$db.artifacts/preempted/trial-0" | grep -q incoming && fail "a half-received file was left: $(ls -la "$db.artifacts/preempted/trial-0")"
+fi
 # Stored: each preempted attempt's reason; the COMPLETE re-runs' lineages of 5 attempts, 4 of
 # them preempted and not counted against max_retries.
 python3 - "$db" <<'PY' || fail "the stored trials do not say what happened"

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <thread>
 
 #include "training/data/dataset_file.h"
 
@@ -31,23 +32,41 @@ std::string key_hash(std::string_view key) {
 // Holds an exclusive flock on a lock file while alive (the kernel drops it if the process dies).
 class FileLock {
  public:
-  // `on_wait` is called before waiting for another holder.
-  FileLock(const fs::path& file, const std::function<void()>& on_wait)
+  // Waits at most `max_wait` for another holder; `on_wait` is called before waiting.
+  FileLock(const fs::path& file, const std::function<void()>& on_wait,
+           std::chrono::milliseconds max_wait)
       : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
     if (fd_ < 0 || ::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-    if (errno == EWOULDBLOCK) on_wait();
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    // A file system without flock (ENOLCK): built without the lock, each write atomic.
+    if (errno != EWOULDBLOCK && errno != EINTR) return;
+    on_wait();
+    // Polled (flock has no timed wait): every 10 ms at first, every 200 ms after a while.
+    const auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::milliseconds(10);
+    while (true) {
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+      if (errno != EWOULDBLOCK && errno != EINTR) return;
+      // In milliseconds: max_wait may be milliseconds::max(), beyond nanoseconds' range.
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      if (waited >= max_wait) break;
+      std::this_thread::sleep_for(std::min(pause, max_wait - waited));
+      pause = std::min(pause * 2, std::chrono::milliseconds(200));
     }
+    waited_out_ = true;
   }
   ~FileLock() {
     if (fd_ >= 0) ::close(fd_);  // releases the lock
   }
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
-  bool held() const { return fd_ >= 0; }
+  bool held() const { return fd_ >= 0 && !waited_out_; }
+  // Not held: another holder kept it for longer than max_wait.
+  bool waited_out() const { return waited_out_; }
 
  private:
   const int fd_;
+  bool waited_out_ = false;
 };
 
 // Removes the folder's cache files, least recently used first, while they hold more than
@@ -101,8 +120,12 @@ CachedDatasets from_file(MappedDatasetFile mapped, const fs::path& file, bool bu
 }  // namespace
 
 DatasetCache::DatasetCache(std::string dir, int64_t budget_bytes,
-                           std::function<void(const std::string&)> on_wait)
-    : dir_(std::move(dir)), budget_(budget_bytes), on_wait_(std::move(on_wait)) {}
+                           std::function<void(const std::string&)> on_wait,
+                           std::chrono::milliseconds max_wait)
+    : dir_(std::move(dir)),
+      budget_(budget_bytes),
+      on_wait_(std::move(on_wait)),
+      max_wait_(max_wait) {}
 
 std::string DatasetCache::file_of(std::string_view key) const {
   return (fs::path(dir_) / (key_hash(key) + ".data")).string();
@@ -126,9 +149,17 @@ CachedDatasets DatasetCache::get(std::string_view key,
   }
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  const FileLock lock(fs::path(file).replace_extension(".lock"), [&] {
-    if (on_wait_) on_wait_(file.string());
-  });
+  const FileLock lock(
+      fs::path(file).replace_extension(".lock"),
+      [&] {
+        if (on_wait_) on_wait_(file.string());
+      },
+      max_wait_);
+  if (lock.waited_out()) {  // a hung or very slow builder: not waited for any longer
+    CachedDatasets out = uncached();
+    out.waited_out = true;
+    return out;
+  }
   if (ec || !lock.held()) return uncached();  // a folder that cannot be written
   if (auto mapped = map_dataset_file(file.string(), key, &why)) {  // built while we waited
     return from_file(std::move(*mapped), file, false);
@@ -136,31 +167,25 @@ CachedDatasets DatasetCache::get(std::string_view key,
   BuiltDatasets b = build();
   std::vector<const Dataset*> parts;
   for (const Dataset& d : b.datasets) parts.push_back(&d);
-  const std::string rebuilt_because = why == "missing" ? "" : why;
-  bool freed = false;
+  CachedDatasets out;
   if (dataset_file_bytes(key, b.metadata, parts) <= budget_) {
     try {
-      write_dataset_file(file.string(), key, b.metadata, parts);
+      // Mapped from this call's own descriptor: what it wrote, not read back to check it.
+      MappedDatasetFile mapped = write_and_map_dataset_file(file.string(), key, b.metadata, parts);
       evict(dir_, file, budget_);
-      // The build's own copy freed first: the process holds the data once, as the file's pages.
-      b.datasets.clear();
-      b.datasets.shrink_to_fit();
-      freed = true;
-      if (auto mapped = map_dataset_file(file.string(), key, &why)) {
-        CachedDatasets out = from_file(std::move(*mapped), file, true);
-        out.rebuilt_because = rebuilt_because;
-        return out;
-      }
+      out = from_file(std::move(mapped), file, true);
     } catch (const DataError&) {
       // Not written (a full disk, a folder turned read-only): the build's own datasets below.
     }
   }
-  if (freed) b = build();  // the file went at once (another process's eviction): built again
-  CachedDatasets out;
-  out.datasets = std::move(b.datasets);
-  out.metadata = std::move(b.metadata);
-  out.built = true;
-  out.rebuilt_because = rebuilt_because;
+  if (out.file.empty()) {
+    out.datasets = std::move(b.datasets);
+    out.metadata = std::move(b.metadata);
+    out.built = true;
+  }
+  // Else the build's own copy is freed on return: the process holds the data once, as the
+  // file's pages.
+  out.rebuilt_because = why == "missing" ? "" : why;
   return out;
 }
 

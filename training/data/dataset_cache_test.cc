@@ -1,6 +1,7 @@
 // Dataset files (dataset_file.h) and the cache folder of them (dataset_cache.h): values read
 // through the mapping are the written ones; a truncated, damaged or other key's file is never
-// mapped; processes asking at once build once; a builder that dies blocks no one.
+// mapped; processes asking at once build once; a builder that dies blocks no one, one that hangs
+// blocks no one for longer than the cache's max_wait; the builder maps what it wrote.
 #include "training/data/dataset_cache.h"
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -252,6 +254,81 @@ TEST_F(DatasetCacheTest, ABuilderThatDiesWhileBuildingBlocksNoOne) {
   EXPECT_TRUE(got.built);  // it waited for the dead builder's lock, then built
   EXPECT_EQ(builds(counter), 1);
   EXPECT_TRUE(same(got.datasets[0], images(20, 3)));
+}
+
+// A builder that is alive but makes no progress keeps its lock: a waiter stops waiting after
+// max_wait and builds its own copy, in memory, without writing the file.
+TEST_F(DatasetCacheTest, AWaiterOnAHungBuilderBuildsItsOwnCopyAfterMaxWait) {
+  const DatasetCache cache(dir_.string(), int64_t{1} << 30);
+  const fs::path counter = dir_ / "builds";
+  std::promise<void> building, release;
+  std::future<void> released = release.get_future();
+  CachedDatasets hung_result;
+  std::thread hung([&] {
+    hung_result = cache.get("k", [&] {
+      building.set_value();
+      // Hangs until the waiter is done; bounded, so that a waiter that never returns fails the
+      // test below (it would map this build's file) instead of hanging it.
+      released.wait_for(std::chrono::seconds(30));
+      return counted_build(counter);
+    });
+  });
+  building.get_future().wait();  // the hung builder holds the lock now
+  std::string waited_for;
+  const DatasetCache waiter(
+      dir_.string(), int64_t{1} << 30, [&](const std::string& file) { waited_for = file; },
+      std::chrono::milliseconds(50));
+  const CachedDatasets got = waiter.get("k", [&] { return counted_build(counter); });
+  release.set_value();
+  hung.join();
+  EXPECT_EQ(waited_for, cache.file_of("k"));
+  EXPECT_TRUE(got.waited_out);
+  EXPECT_TRUE(got.built);
+  EXPECT_TRUE(got.file.empty());  // not cached: the builder still held the lock
+  ASSERT_EQ(got.datasets.size(), 2u);
+  EXPECT_FALSE(got.datasets[0].is_view());
+  EXPECT_TRUE(same(got.datasets[0], images(20, 3)));
+  EXPECT_EQ(builds(counter), 2);
+  // The hung builder, once it went on, wrote the file; later askers map it.
+  EXPECT_FALSE(hung_result.waited_out);
+  EXPECT_EQ(hung_result.file, cache.file_of("k"));
+  const CachedDatasets later = waiter.get("k", [&] { return counted_build(counter); });
+  EXPECT_FALSE(later.built);
+  EXPECT_FALSE(later.waited_out);
+  EXPECT_EQ(builds(counter), 2);
+}
+
+// The builder's datasets are views of the file it wrote, through its own descriptor: not of
+// whatever the path holds by the time it maps (another process may have replaced or removed it).
+TEST_F(DatasetCacheTest, TheBuilderMapsTheFileItWroteNotWhatThePathHoldsLater) {
+  const Dataset a = images(37, 1), b, c = table(11, 2);
+  const Dataset* parts[] = {&a, &b, &c};
+  const std::string file = (dir_ / "a.data").string();
+  const MappedDatasetFile mine = write_and_map_dataset_file(file, "k", "meta", parts);
+  EXPECT_EQ(mine.metadata, "meta");
+  EXPECT_EQ(mine.file_bytes, static_cast<int64_t>(fs::file_size(file)));
+  ASSERT_EQ(mine.datasets.size(), 3u);
+  EXPECT_TRUE(mine.datasets[0].is_view());
+  // What it wrote is a complete file for every other reader, which checks it.
+  std::string why;
+  const std::optional<MappedDatasetFile> theirs = map_dataset_file(file, "k", &why);
+  ASSERT_TRUE(theirs) << why;
+  EXPECT_TRUE(same(theirs->datasets[0], a));
+  // The path replaced by another file (an eviction and another build): the builder's views keep
+  // the values it wrote.
+  const Dataset other = images(37, 9);
+  const Dataset* others[] = {&other, &b, &c};
+  write_dataset_file((dir_ / "other.data").string(), "k", "meta", others);
+  fs::rename(dir_ / "other.data", file);
+  ASSERT_TRUE(map_dataset_file(file, "k"));
+  EXPECT_FALSE(same(map_dataset_file(file, "k")->datasets[0], a));
+  EXPECT_TRUE(same(mine.datasets[0], a));
+  EXPECT_TRUE(mine.datasets[1].empty());
+  EXPECT_TRUE(same(mine.datasets[2], c));
+  // A damaged file at the path is still refused to readers.
+  damage(file, static_cast<int64_t>(fs::file_size(file)) - 3);
+  EXPECT_FALSE(map_dataset_file(file, "k", &why));
+  EXPECT_TRUE(why.starts_with("damaged")) << why;
 }
 
 TEST_F(DatasetCacheTest, ABuildErrorReleasesTheLockAndIsTheCallersError) {

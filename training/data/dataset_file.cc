@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 namespace tuner::training {
 
@@ -198,67 +199,68 @@ void write_all(int fd, const void* data, size_t bytes, const std::string& path) 
   }
 }
 
-}  // namespace
-
-int64_t dataset_file_bytes(std::string_view key, std::string_view metadata,
-                           std::span<const Dataset* const> datasets) {
-  return static_cast<int64_t>(layout(key, metadata, datasets).file_bytes);
+// Writes the file of `l` into `fd` (a new, empty file named `tmp` for messages): the body at its
+// offsets (padding written as zeros), then the header over the first bytes. The body's checksum
+// is taken from the bytes as they are written.
+void write_into(int fd, const std::string& tmp, const Layout& l, std::string_view key,
+                std::string_view metadata, std::span<const Dataset* const> datasets) {
+  uint64_t written = 0;
+  const std::vector<char> zeros(kAlign, 0);
+  Checksum sum;
+  const auto put = [&](uint64_t offset, const void* data, size_t bytes) {
+    while (written < offset) {
+      const size_t pad = static_cast<size_t>(std::min<uint64_t>(offset - written, kAlign));
+      write_all(fd, zeros.data(), pad, tmp);
+      sum.update(reinterpret_cast<const unsigned char*>(zeros.data()), pad);
+      written += pad;
+    }
+    write_all(fd, data, bytes, tmp);
+    if (written >= kHeaderBytes && bytes > 0) {
+      sum.update(static_cast<const unsigned char*>(data), bytes);
+    }
+    written += bytes;
+  };
+  const Header blank{};
+  put(0, &blank, sizeof blank);
+  put(kHeaderBytes, key.data(), key.size());
+  put(kHeaderBytes + key.size(), metadata.data(), metadata.size());
+  put(l.table_offset, l.entries.data(), l.entries.size() * sizeof(Entry));
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    const Dataset& d = *datasets[i];
+    const Entry& e = l.entries[i];
+    if (e.features_offset) put(e.features_offset, d.features().data(), d.features().size_bytes());
+    if (e.labels_offset) put(e.labels_offset, d.labels().data(), d.labels().size_bytes());
+    if (e.targets_offset) put(e.targets_offset, d.targets().data(), d.targets().size_bytes());
+  }
+  put(l.file_bytes, nullptr, 0);
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.byte_order = kByteOrder;
+  h.file_bytes = l.file_bytes;
+  h.key_bytes = key.size();
+  h.metadata_bytes = metadata.size();
+  h.count = datasets.size();
+  h.body_checksum = sum.finish();
+  h.header_checksum = header_checksum(h);
+  if (::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) {
+    fail(tmp, std::strerror(errno));
+  }
 }
 
-int64_t write_dataset_file(const std::string& path, std::string_view key, std::string_view metadata,
-                           std::span<const Dataset* const> datasets) {
+// Writes the file into a temporary one beside `path`, calls `written` with its descriptor while
+// it is still open, then renames it over `path`. The temporary file is removed on any error.
+void write_file(const std::string& path, std::string_view key, std::string_view metadata,
+                std::span<const Dataset* const> datasets, const Layout& l,
+                const std::function<void(int fd)>& written) {
   static std::atomic<uint64_t> serial{0};
   const std::string tmp =
       path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  const Layout l = layout(key, metadata, datasets);
   try {
     const Fd fd(::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) fail(tmp, std::strerror(errno));
-    // The body at its offsets (padding written as zeros), then the header over the first bytes.
-    uint64_t written = 0;
-    const std::vector<char> zeros(kAlign, 0);
-    // The checksum of the body (all but the header) as a reader will map it, taken as it is
-    // written.
-    Checksum sum;
-    const auto put = [&](uint64_t offset, const void* data, size_t bytes) {
-      while (written < offset) {
-        const size_t pad = static_cast<size_t>(std::min<uint64_t>(offset - written, kAlign));
-        write_all(fd.get(), zeros.data(), pad, tmp);
-        sum.update(reinterpret_cast<const unsigned char*>(zeros.data()), pad);
-        written += pad;
-      }
-      write_all(fd.get(), data, bytes, tmp);
-      if (written >= kHeaderBytes && bytes > 0) {
-        sum.update(static_cast<const unsigned char*>(data), bytes);
-      }
-      written += bytes;
-    };
-    const Header blank{};
-    put(0, &blank, sizeof blank);
-    put(kHeaderBytes, key.data(), key.size());
-    put(kHeaderBytes + key.size(), metadata.data(), metadata.size());
-    put(l.table_offset, l.entries.data(), l.entries.size() * sizeof(Entry));
-    for (size_t i = 0; i < datasets.size(); ++i) {
-      const Dataset& d = *datasets[i];
-      const Entry& e = l.entries[i];
-      if (e.features_offset) put(e.features_offset, d.features().data(), d.features().size_bytes());
-      if (e.labels_offset) put(e.labels_offset, d.labels().data(), d.labels().size_bytes());
-      if (e.targets_offset) put(e.targets_offset, d.targets().data(), d.targets().size_bytes());
-    }
-    put(l.file_bytes, nullptr, 0);
-    Header h{};
-    std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.version = kVersion;
-    h.byte_order = kByteOrder;
-    h.file_bytes = l.file_bytes;
-    h.key_bytes = key.size();
-    h.metadata_bytes = metadata.size();
-    h.count = datasets.size();
-    h.body_checksum = sum.finish();
-    h.header_checksum = header_checksum(h);
-    if (::pwrite(fd.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) {
-      fail(tmp, std::strerror(errno));
-    }
+    write_into(fd.get(), tmp, l, key, metadata, datasets);
+    if (written) written(fd.get());
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;
@@ -268,35 +270,21 @@ int64_t write_dataset_file(const std::string& path, std::string_view key, std::s
     ::unlink(tmp.c_str());
     fail(path, "rename: " + why);
   }
-  return static_cast<int64_t>(l.file_bytes);
 }
 
-std::optional<uint64_t> file_checksum(const std::string& path) {
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return std::nullopt;
-  if (st.st_size == 0) return checksum(nullptr, 0);
-  const std::shared_ptr<Mapping> m = map_fd(fd.get(), static_cast<size_t>(st.st_size));
-  if (!m) return std::nullopt;
-  return checksum(m->bytes(), m->size());
-}
-
-std::optional<MappedDatasetFile> map_dataset_file(const std::string& path, std::string_view key,
-                                                  std::string* why) {
+// The datasets of the whole-file mapping `m` when it is a complete dataset file of `key`; nullopt
+// otherwise, the reason in *why. The body's checksum is checked when `check_body`.
+std::optional<MappedDatasetFile> read_mapping(const std::shared_ptr<Mapping>& m,
+                                              std::string_view key, bool check_body,
+                                              std::string* why) {
   const auto no = [&](const std::string& reason) -> std::optional<MappedDatasetFile> {
     if (why != nullptr) *why = reason;
     return std::nullopt;
   };
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return no(errno == ENOENT ? "missing" : std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return no(std::strerror(errno));
-  const auto size = static_cast<uint64_t>(st.st_size);
+  const auto size = static_cast<uint64_t>(m->size());
   if (size < kHeaderBytes) {
     return no("truncated: " + std::to_string(size) + " bytes, not even the header");
   }
-  const std::shared_ptr<Mapping> m = map_fd(fd.get(), static_cast<size_t>(size));
-  if (!m) return no(std::string("mmap: ") + std::strerror(errno));
   Header h;
   std::memcpy(&h, m->bytes(), sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion ||
@@ -316,7 +304,7 @@ std::optional<MappedDatasetFile> map_dataset_file(const std::string& path, std::
   const std::string_view text(reinterpret_cast<const char*>(m->bytes()) + kHeaderBytes,
                               h.key_bytes + h.metadata_bytes);
   if (text.substr(0, h.key_bytes) != key) return no("another key");
-  if (h.body_checksum != checksum(m->bytes() + kHeaderBytes, size - kHeaderBytes)) {
+  if (check_body && h.body_checksum != checksum(m->bytes() + kHeaderBytes, size - kHeaderBytes)) {
     return no("damaged: the checksum of its contents");
   }
 
@@ -373,6 +361,64 @@ std::optional<MappedDatasetFile> map_dataset_file(const std::string& path, std::
     }
   }
   return out;
+}
+
+}  // namespace
+
+int64_t dataset_file_bytes(std::string_view key, std::string_view metadata,
+                           std::span<const Dataset* const> datasets) {
+  return static_cast<int64_t>(layout(key, metadata, datasets).file_bytes);
+}
+
+int64_t write_dataset_file(const std::string& path, std::string_view key, std::string_view metadata,
+                           std::span<const Dataset* const> datasets) {
+  const Layout l = layout(key, metadata, datasets);
+  write_file(path, key, metadata, datasets, l, {});
+  return static_cast<int64_t>(l.file_bytes);
+}
+
+MappedDatasetFile write_and_map_dataset_file(const std::string& path, std::string_view key,
+                                             std::string_view metadata,
+                                             std::span<const Dataset* const> datasets) {
+  const Layout l = layout(key, metadata, datasets);
+  std::shared_ptr<Mapping> m;
+  write_file(path, key, metadata, datasets, l, [&](int fd) {
+    m = map_fd(fd, static_cast<size_t>(l.file_bytes));
+    if (!m) fail(path, std::string("mmap: ") + std::strerror(errno));
+  });
+  std::string why;
+  std::optional<MappedDatasetFile> out = read_mapping(m, key, /*check_body=*/false, &why);
+  if (!out) fail(path, "the file written does not read back: " + why);
+  return std::move(*out);
+}
+
+std::optional<uint64_t> file_checksum(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return std::nullopt;
+  if (st.st_size == 0) return checksum(nullptr, 0);
+  const std::shared_ptr<Mapping> m = map_fd(fd.get(), static_cast<size_t>(st.st_size));
+  if (!m) return std::nullopt;
+  return checksum(m->bytes(), m->size());
+}
+
+std::optional<MappedDatasetFile> map_dataset_file(const std::string& path, std::string_view key,
+                                                  std::string* why) {
+  const auto no = [&](const std::string& reason) -> std::optional<MappedDatasetFile> {
+    if (why != nullptr) *why = reason;
+    return std::nullopt;
+  };
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return no(errno == ENOENT ? "missing" : std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return no(std::strerror(errno));
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < kHeaderBytes) {
+    return no("truncated: " + std::to_string(size) + " bytes, not even the header");
+  }
+  const std::shared_ptr<Mapping> m = map_fd(fd.get(), static_cast<size_t>(size));
+  if (!m) return no(std::string("mmap: ") + std::strerror(errno));
+  return read_mapping(m, key, /*check_body=*/true, why);
 }
 
 }  // namespace tuner::training

@@ -40,6 +40,15 @@ struct MappedDatasetFile {
 int64_t write_dataset_file(const std::string& path, std::string_view key, std::string_view metadata,
                            std::span<const Dataset* const> datasets);
 
+// Writes the file as write_dataset_file does and maps the file this call wrote (its own
+// descriptor, not the path, which another process may have replaced or removed since). The
+// body's checksum is not read back: it was taken from the bytes as they were written, and no one
+// else writes a file before it is renamed into place; map_dataset_file checks it for every other
+// reader. Throws DataError naming `path` when it cannot be written or mapped.
+MappedDatasetFile write_and_map_dataset_file(const std::string& path, std::string_view key,
+                                             std::string_view metadata,
+                                             std::span<const Dataset* const> datasets);
+
 // The bytes write_dataset_file writes for `datasets` under `key` with `metadata`.
 int64_t dataset_file_bytes(std::string_view key, std::string_view metadata,
                            std::span<const Dataset* const> datasets);

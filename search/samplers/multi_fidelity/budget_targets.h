@@ -48,6 +48,8 @@ class BudgetTargetHistory {
   BudgetTargetHistory& operator=(const BudgetTargetHistory&) = delete;
 
   const History& history() const { return history_; }
+  // The trials of history(); valid while this object lives, which `history` need not outlive.
+  std::span<const FrozenTrial> trials() const { return trials_; }
   // How many PRUNED trials now count as COMPLETE.
   int pruned_with_targets() const { return pruned_with_targets_; }
 
