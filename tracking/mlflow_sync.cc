@@ -242,9 +242,22 @@ void MlflowSync::sync_artifacts(const FrozenTrial& trial, SyncReport& report) {
 bool MlflowSync::send(const std::string& run_id, const std::string& what, const TrialUpdate& update,
                       SyncReport& report) {
   try {
-    for (const LogBatch& batch : split_batches(update.metrics, update.params, update.tags)) {
-      client_->log_batch(run_id, batch.metrics, batch.params, batch.tags);
-      ++report.calls;
+    try {
+      for (const LogBatch& batch : split_batches(update.metrics, update.params, update.tags)) {
+        client_->log_batch(run_id, batch.metrics, batch.params, batch.tags);
+        ++report.calls;
+      }
+    } catch (const Error& e) {
+      // MLflow keeps a run's params as first logged and refuses a batch that changes one: the
+      // run has them already (sent by a pass whose record was lost, other values after a
+      // resume). The params go again as tags ("param.KEY"), which may change, with the rest.
+      if (e.code() != ErrorCode::kInvalidArgument || update.params.empty()) throw;
+      std::vector<MlflowTag> tags = update.tags;
+      for (const MlflowTag& p : update.params) tags.push_back({"param." + p.key, p.value});
+      for (const LogBatch& batch : split_batches(update.metrics, {}, tags)) {
+        client_->log_batch(run_id, batch.metrics, batch.params, batch.tags);
+        ++report.calls;
+      }
     }
     if (update.status) client_->update_run(run_id, *update.status, update.end_time_ms);
   } catch (const Error& e) {

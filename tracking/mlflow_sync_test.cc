@@ -204,6 +204,32 @@ TEST_F(MlflowSyncTest, WithoutTheRecordRunsAreFoundByTheirTags) {
   EXPECT_EQ(run_of_trial(0).metrics, metrics_before);
 }
 
+// A resumed study whose params changed (a larger budget) while its run has the old ones and the
+// record of sending them was lost: MLflow refuses to change a param, so the new values go as
+// tags and the rest of the pass goes on, without a warning.
+TEST_F(MlflowSyncTest, ChangedStudyParamsOfARunThatHasThemGoAsTags) {
+  InMemoryStorage storage(clock_);
+  const int64_t study = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
+  add_trial(storage, study, TrialState::kComplete, 1, 0.5);
+  MlflowSync(storage, "s", options(std::make_shared<MemorySyncState>())).sync();
+  MlflowSyncOptions resumed = options(std::make_shared<MemorySyncState>());
+  resumed.study_params = {{"sampler", "gp"}};
+  add_trial(storage, study, TrialState::kComplete, 1, 0.2);
+  warnings_.clear();
+  MlflowSync(storage, "s", std::move(resumed)).sync();
+  EXPECT_TRUE(warnings_.empty()) << warnings_.front();
+  EXPECT_EQ(server_->runs.size(), 3u);
+  bool found = false;
+  for (const auto& [id, run] : server_->runs) {
+    if (run.params.count("sampler")) {
+      EXPECT_EQ(run.params.at("sampler"), "tpe");
+      EXPECT_EQ(run.tags.at("param.sampler"), "gp");
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(MlflowSyncTest, AServerThatIsDownFailsThePassAndTheNextCatchesUp) {
   InMemoryStorage storage(clock_);
   const int64_t study = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
