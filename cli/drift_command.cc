@@ -3,6 +3,7 @@
 // (drift/) reads and compares; this command adds the model's outputs where a side has none, and
 // the exit status a CD job gates on (kExitDrift).
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "drift/read_samples.h"
 #include "drift/report_format.h"
 #include "registry/mlflow_model.h"
+#include "registry/table_input.h"
 #include "trials/error.h"
 
 namespace tuner::cli {
@@ -90,6 +92,48 @@ void add_model_outputs(registry::ServedModel& model, drift::Samples& s, const st
   s.notes.push_back(side + ": outputs and predicted classes computed with the model");
 }
 
+// A CSV or TSV side (*.csv, *.tsv, *.tab) of a model trained on a table: its rows' feature
+// columns by name, encoded as training encoded them (registry/table_input.h), which are the
+// values the model's server logs; the label column, when the file has it, gives the labels (all
+// of them, or none when a label is not one of the model's classes). Throws what
+// read_table_input throws, prefixed with the side.
+std::optional<drift::Samples> read_table_side(const registry::ServedModel& model,
+                                              const std::string& path, int64_t limit,
+                                              const std::string& side) {
+  const registry::Preprocessing& p = model.preprocessing();
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (!p.table || (ext != ".csv" && ext != ".tsv" && ext != ".tab")) return std::nullopt;
+  registry::TableInput table;
+  try {
+    table = registry::read_table_input(path, *p.table, limit);
+  } catch (const Error& e) {
+    throw Error(e.code(), side + " " + path + ": " + e.what());
+  }
+  drift::Samples s;
+  s.count = table.count;
+  s.input_width = registry::encoded_width(*p.table);
+  s.inputs = std::move(table.features);
+  s.input_names = p.table->features;
+  s.source.kind = "csv";
+  s.source.path = path;
+  s.notes.push_back(side + ": the rows' columns encoded as the model's training encoded them");
+  if (!p.regression && !table.labels.empty()) {
+    for (const std::string& label : table.labels) {
+      const int64_t k = registry::class_index(p.class_labels, label);
+      if (k < 0) {
+        s.labels.clear();
+        s.notes.push_back(side + ": labels left out (\"" + label +
+                          "\" is not one of the model's classes)");
+        break;
+      }
+      s.labels.push_back(static_cast<int32_t>(k));
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 int run_drift(const std::vector<std::string>& args) {
@@ -133,8 +177,16 @@ int run_drift(const std::vector<std::string>& args) {
   drift::ReadOptions cur_options = ref_options;
   cur_options.labels.clear();
   cur_options.limit = flags.get_int("--current-limit", -1);
-  drift::Samples reference = drift::read_samples(reference_path, ref_options);
-  drift::Samples current = drift::read_samples(current_path, cur_options);
+  // A table model's CSVs are read by its columns' names and encoded as its server logs them.
+  std::optional<drift::Samples> ref_table, cur_table;
+  if (model) {
+    ref_table = read_table_side(*model, reference_path, ref_options.limit, "reference");
+    cur_table = read_table_side(*model, current_path, cur_options.limit, "current");
+  }
+  drift::Samples reference =
+      ref_table ? std::move(*ref_table) : drift::read_samples(reference_path, ref_options);
+  drift::Samples current =
+      cur_table ? std::move(*cur_table) : drift::read_samples(current_path, cur_options);
 
   if (model) {
     add_model_outputs(*model, reference, "reference");

@@ -151,6 +151,43 @@ assert r["classes"] is None
 assert any("the predicted class distribution is not compared: the current has no classes" in n for n in r["notes"]), r["notes"]
 PY
 
+# A model trained on a table: the CSVs are read by its columns' names and encoded as its server
+# logs them (a categorical column one input per category). Rows 600.. repeat rows 0.. (every
+# column's period divides 600): nothing flagged; a current where most rows are of plan "team" is
+# flagged naming that input.
+awk 'BEGIN { print "segment,age,income,plan"; split("free pro team", p, " ");
+  for (i = 0; i < 1200; i++) printf "%s,%d,%.1f,%s\n", ((i % 50) + (i % 3) * 10 > 30 ? "gold" : "basic"),
+    20 + (i * 7) % 50, 1000 + (i * 13) % 300, p[i % 3 + 1] }' > "$work/table_all.csv"
+head -601 "$work/table_all.csv" > "$work/rows.csv"
+{ head -1 "$work/table_all.csv"; tail -600 "$work/table_all.csv"; } > "$work/rows_later.csv"
+awk -F, 'NR == 1 { print "plan,income,age"; next } { print (NR % 5 ? "team" : $4) "," $3 "," $2 }' \
+  "$work/rows_later.csv" > "$work/rows_team.csv"
+cp "$here/testdata/drift_table_sweep.json" "$work/"
+"$tuner" sweep "$work/drift_table_sweep.json" --executors 1 > "$work/table_sweep.out" 2>&1 ||
+  { cat "$work/table_sweep.out"; fail "tuner sweep (table)"; }
+"$tuner" export --study drift_table_model --storage "$work/drift_table_model.db" --trial 0 \
+  --registry "$work/registry" --name table > "$work/table_export.out" ||
+  { cat "$work/table_export.out"; fail "tuner export (table)"; }
+drift table_same 0 --reference "$work/rows.csv" --current "$work/rows_later.csv" \
+  --model "$work/registry/table/1" --json
+python3 - "$work/table_same.out" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+names = [f["name"] for f in r["features"]]
+assert names[:6] == ["age", "income", "plan=free", "plan=pro", "plan=team", "logit_0"], names
+assert r["flagged"] == [], r["flagged"]
+PY
+drift table_shifted 3 --reference "$work/rows.csv" --current "$work/rows_team.csv" \
+  --model "$work/registry/table/1" --json
+python3 - "$work/table_shifted.out" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert "plan=team" in r["flagged"] and "age" not in r["flagged"], r["flagged"]
+PY
+drift table_bad 1 --reference "$work/rows.csv" --current "$work/cur.csv" \
+  --model "$work/registry/table/1"
+expect "current $work/cur.csv: " "$work/table_bad.err"
+
 # Usage and input errors.
 drift usage 2 --reference "$images"
 expect "tuner drift: --current is required" "$work/usage.err"

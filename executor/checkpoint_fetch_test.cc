@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -35,6 +36,10 @@ class CheckpointFetchTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("tuner-checkpoint-fetch-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     job_.trial.lease_id = 9;
+    // The trials' folders are dir_/trial-<number>.
+    job_.trial_job = parse_trial_job(
+        R"({"kind": "command", "argv": ["true"], "objective_metric": "loss", "artifacts_dir": ")" +
+        dir_.string() + R"("})");
   }
   void TearDown() override {
     stop_ = true;
@@ -45,35 +50,46 @@ class CheckpointFetchTest : public ::testing::Test {
 
   // Plays the loop and the coordinator: answers each CHECKPOINT_GET from `files` (name -> bytes),
   // with the lease that sent each (`writers`, name -> lease), as read_checkpoint_chunk would, and
-  // counts the asks.
+  // counts the asks. With `only`, a CHECKPOINT_GET of the other checkpoint finds nothing.
   void answer_from(std::map<std::string, std::string> files,
-                   std::map<std::string, uint64_t> writers = {}) {
-    coordinator_ = std::thread([this, files = std::move(files), writers = std::move(writers)] {
-      while (!stop_) {
-        pollfd p{.fd = events_.fd(), .events = POLLIN};
-        ::poll(&p, 1, 20);
-        events_.drain();
-        for (JobEvent& e : events_.take()) {
-          if (!e.checkpoint_get) continue;
-          ++asks_;
-          const CheckpointGetMessage& get = *e.checkpoint_get;
-          CheckpointDataMessage data{
-              .lease_id = get.lease_id, .of = get.of, .file = get.file, .offset = get.offset};
-          auto it = files.find(get.file);
-          if (it == files.end()) {
-            data.found = false;
-            data.reason = get.file + ": not on the coordinator's host";
-          } else {
-            data.size = it->second.size();
-            if (!get.stat) data.data = it->second.substr(get.offset, kMaxFileChunkBytes);
-            if (auto w = writers.find(get.file); w != writers.end()) {
-              data.written_by_lease = w->second;
+                   std::map<std::string, uint64_t> writers = {},
+                   std::optional<CheckpointOf> only = std::nullopt) {
+    coordinator_ =
+        std::thread([this, files = std::move(files), writers = std::move(writers), only] {
+          while (!stop_) {
+            pollfd p{.fd = events_.fd(), .events = POLLIN};
+            ::poll(&p, 1, 20);
+            events_.drain();
+            for (JobEvent& e : events_.take()) {
+              if (!e.checkpoint_get) continue;
+              ++asks_;
+              const CheckpointGetMessage& get = *e.checkpoint_get;
+              CheckpointDataMessage data{
+                  .lease_id = get.lease_id, .of = get.of, .file = get.file, .offset = get.offset};
+              auto it = only && get.of != *only ? files.end() : files.find(get.file);
+              if (it == files.end()) {
+                data.found = false;
+                data.reason = get.file + ": not on the coordinator's host";
+              } else {
+                data.size = it->second.size();
+                if (!get.stat) data.data = it->second.substr(get.offset, kMaxFileChunkBytes);
+                if (auto w = writers.find(get.file); w != writers.end()) {
+                  data.written_by_lease = w->second;
+                }
+              }
+              job_.deliver(std::move(data));
             }
           }
-          job_.deliver(std::move(data));
-        }
-      }
-    });
+        });
+  }
+
+  // The job as PBT segment `number`, attempt `attempt`, starting from the checkpoint `parent`,
+  // its lineage's own at `path`.
+  void make_segment(int number, int attempt, const fs::path& parent, const fs::path& path) {
+    job_.trial.number = number;
+    job_.trial.attempt = attempt;
+    job_.trial.start_checkpoint_path = parent.string();
+    job_.trial.checkpoint_path = path.string();
   }
 
   fs::path dir_;
@@ -181,6 +197,66 @@ TEST_F(CheckpointFetchTest, ACoordinatorThatDoesNotKnowWhoSentItsCopyLeavesTheCo
   EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
   EXPECT_EQ(read_file(path), "here");
   EXPECT_EQ(read_file(dir_ / "trial-1" / "model.ckpt"), "here-model");
+}
+
+// A PBT segment (number 6, lease 9) whose parent's lineage (trial 3) ran on this host under
+// lease 5 and then elsewhere under lease 8, which went further and sent its checkpoint: the
+// segment starts from the coordinator's copy, not this host's stale one.
+TEST_F(CheckpointFetchTest, APbtSegmentOnAHostWithAStaleCopyOfItsParentsCheckpointFetchesTheNewer) {
+  const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "old", 5);
+  answer_from({{"resume.ckpt", "new"},
+               {"resume.ckpt.history.json", "new-history"},
+               {"model.ckpt", "new-model"}},
+              {{"resume.ckpt", 8}, {"resume.ckpt.history.json", 8}, {"model.ckpt", 8}});
+  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
+  make_segment(6, 0, parent, path);
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(read_file(path), "new");
+  EXPECT_EQ(read_file(dir_ / "trial-6" / "resume.ckpt.history.json"), "new-history");
+  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "new-model");
+  EXPECT_EQ(read_file(parent), "old");  // the parent's folder here is not the segment's to change
+  EXPECT_EQ(read_checkpoint_writer(path), 9u);
+  EXPECT_FALSE(fs::exists(path.string() + ".fetched"));
+}
+
+TEST_F(CheckpointFetchTest,
+       APbtParentsCheckpointHereAsNewAsTheCoordinatorsIsCopiedWithoutFetching) {
+  const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "here", 8);
+  answer_from({{"resume.ckpt", "coordinator's"}}, {{"resume.ckpt", 8}});
+  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
+  make_segment(6, 0, parent, path);
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(read_file(path), "here");
+  EXPECT_EQ(read_file(dir_ / "trial-6" / "resume.ckpt.history.json"), "here-history");
+  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "here-model");
+  EXPECT_EQ(asks_.load(), 1);  // the stat only
+}
+
+// A PBT segment (first run as trial 6) preempted elsewhere, whose executor sent its checkpoint:
+// its re-run (trial 7) on a host that holds the parent's checkpoint resumes from the segment's
+// own, not from the parent's.
+TEST_F(CheckpointFetchTest, APbtSegmentsRerunResumesFromItsOwnCheckpointNotItsParents) {
+  const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "parent", 5);
+  answer_from({{"resume.ckpt", "own"},
+               {"resume.ckpt.history.json", "own-history"},
+               {"model.ckpt", "own-model"}},
+              {{"resume.ckpt", 8}}, CheckpointOf::kOwn);
+  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
+  make_segment(7, 1, parent, path);
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(read_file(path), "own");
+  EXPECT_EQ(read_file(dir_ / "trial-6" / "resume.ckpt.history.json"), "own-history");
+  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "own-model");
+}
+
+TEST_F(CheckpointFetchTest, APbtSegmentsRerunWithoutACheckpointOfItsOwnStartsFromItsParents) {
+  const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "parent", 5);
+  answer_from({{"resume.ckpt", "parent"}}, {{"resume.ckpt", 5}}, CheckpointOf::kStart);
+  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
+  make_segment(7, 1, parent, path);
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(read_file(path), "parent");
+  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "parent-model");
 }
 
 }  // namespace

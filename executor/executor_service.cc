@@ -587,16 +587,20 @@ struct ExecutorService::Impl {
 
   // Stops the jobs, each with its grace, and says BYE listing their leases and the queued ones as
   // preempted (the coordinator re-runs them without counting the attempt). The outcomes of
-  // trials still sending their files go first, without the rest of their files.
+  // trials still sending their files go first, without the rest of their files. The whole stop
+  // takes at most the longest grace of the running jobs and the executor's (stop_grace_bound()):
+  // their checkpoints are sent in what the jobs leave of it.
   void shut_down() {
     shutting_down = true;
+    const std::chrono::steady_clock::time_point deadline =
+        std::chrono::steady_clock::now() + stop_grace_bound();
     for (auto& [id, s] : held.sending) send(s.outcome);
     ByeMessage bye;
     for (const auto& job : held.queued) bye.preempted.push_back({.lease_id = job->trial.lease_id});
     held.queued.clear();
     for (auto& [id, job] : held.running) job->stop("the executor is shutting down");
     job_threads.reset();  // the stopped jobs end (checkpointing in their grace), then their threads
-    if (options.send_files) send_checkpoints(bye);
+    if (options.send_files) send_checkpoints(bye, deadline);
     for (const auto& [id, job] : held.running) {
       const bool checkpoint = has_checkpoint(job->trial);
       bye.preempted.push_back({.lease_id = id, .checkpoint = checkpoint});
@@ -612,11 +616,23 @@ struct ExecutorService::Impl {
     connection.reset();  // lingers to deliver BYE
   }
 
+  // The bound of a stop: the longest grace of the running jobs (their "stop_grace_s", else
+  // stop_grace), and never less than stop_grace.
+  milliseconds stop_grace_bound() const {
+    milliseconds bound = options.stop_grace;
+    for (const auto& [id, job] : held.running) {
+      if (job->trial_job) {
+        bound = std::max(bound, job->trial_job->stop_grace().value_or(options.stop_grace));
+      }
+    }
+    return bound;
+  }
+
   // The checkpoint files that the stopped jobs wrote go to the coordinator before BYE, as FILEs
-  // marked `checkpoint` (docs/protocol.md, "Preemption"), for at most stop_grace: their re-runs
-  // fetch them on another host. No trial starts meanwhile: a TRIAL that arrives is listed in
-  // `bye` as preempted. Heartbeats keep the leases.
-  void send_checkpoints(ByeMessage& bye) {
+  // marked `checkpoint` (docs/protocol.md, "Preemption"), until `deadline` (the stop's bound):
+  // their re-runs fetch them on another host. No trial starts meanwhile: a TRIAL that arrives is
+  // listed in `bye` as preempted. Heartbeats keep the leases.
+  void send_checkpoints(ByeMessage& bye, std::chrono::steady_clock::time_point deadline) {
     std::map<uint64_t, std::unique_ptr<FileSender>> senders;
     for (const auto& [id, job] : held.running) {
       if (job->checkpoint.empty() || job->trial.nodes > 1) continue;
@@ -636,7 +652,6 @@ struct ExecutorService::Impl {
     std::set<uint64_t> listed;
     for (const PreemptedLease& l : bye.preempted) listed.insert(l.lease_id);
     using Steady = std::chrono::steady_clock;
-    const Steady::time_point deadline = Steady::now() + options.stop_grace;
     Steady::time_point next_heartbeat = Steady::now();
     auto all_done = [&] {
       return std::all_of(senders.begin(), senders.end(),
@@ -692,7 +707,7 @@ struct ExecutorService::Impl {
           (files->done() ? "sent " + std::to_string(files->files_delivered()) +
                                " file(s) of its checkpoint to the coordinator"
                          : "its checkpoint was not all sent within the stop grace (" +
-                               std::to_string(options.stop_grace.count()) + " ms)"));
+                               std::to_string(stop_grace_bound().count()) + " ms)"));
       std::lock_guard lock(stats_mutex);
       stats_.files_sent += files->files_delivered();
       stats_.file_bytes_sent += static_cast<int64_t>(files->bytes_delivered());

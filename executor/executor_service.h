@@ -133,7 +133,9 @@ struct ExecutorOptions {
   // past it stay in files_dir, named in the trial's log and in the coordinator's. Default 1 GiB.
   uint64_t max_trial_files_bytes = kDefaultMaxTrialFilesBytes;
   // A stopped job's grace between SIGTERM and SIGKILL, unless the job states its own
-  // ("stop_grace_s"). Default 10 s.
+  // ("stop_grace_s"). A stopped executor (run() ending) takes at most the longest grace of this
+  // and its running jobs' from the stop to its BYE, the sending of their checkpoints included
+  // (with send_files). Default 10 s.
   std::chrono::milliseconds stop_grace{10'000};
   // The address the ranks of this executor's multi-node trials listen on for the other nodes'
   // ranks (Gloo over TCP): a name or IP address of this host that the other executors' hosts can

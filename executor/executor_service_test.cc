@@ -91,6 +91,30 @@ class ExecutorServiceTest : public ::testing::Test {
     return T{};
   }
 
+  // The stopping executor's messages for 10 s or until its BYE (returned): each FILE chunk is
+  // given to `on_chunk` and acknowledged, as the coordinator does.
+  std::optional<ByeMessage> ack_files_until_bye(
+      const std::string& peer, const std::function<void(const FileChunkMessage&)>& on_chunk) {
+    for (auto end = std::chrono::steady_clock::now() + milliseconds(10000);
+         std::chrono::steady_clock::now() < end;) {
+      ZmqPollEntry entry{.socket = &router_->socket()};
+      zmq_wait({&entry, 1}, milliseconds(20));
+      while (auto in = router_->receive()) {
+        Message m = decode(in->frames);
+        if (auto* chunk = std::get_if<FileChunkMessage>(&m)) {
+          on_chunk(*chunk);
+          router_->send(peer, FileAckMessage{.lease_id = chunk->lease_id,
+                                             .kind = chunk->kind,
+                                             .path = chunk->path,
+                                             .offset = chunk->offset});
+        } else if (auto* b = std::get_if<ByeMessage>(&m)) {
+          return *b;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
   // REQUIRES: `code` has no braces (argv templates read them as placeholders).
   static std::string python_job(const std::string& code) {
     return nlohmann::json{
@@ -464,6 +488,7 @@ TEST_F(ExecutorServiceTest, AStoppedExecutorSendsTheCheckpointItsJobWroteBeforeB
   configure_ = [&](ExecutorOptions& o) {
     o.send_files = true;
     o.files_dir = files.string();
+    o.stop_grace = milliseconds(5000);  // the job ends at SIGTERM: the rest is the send's
   };
   // An earlier attempt of the lineage left its checkpoint and best model on this host.
   const std::filesystem::path here = files / "s" / "trial-0";
@@ -511,27 +536,12 @@ TEST_F(ExecutorServiceTest, AStoppedExecutorSendsTheCheckpointItsJobWroteBeforeB
   thread_.request_stop();
   std::vector<std::string> order;
   std::map<std::string, std::string> received;
-  std::optional<ByeMessage> bye;
-  for (auto end = std::chrono::steady_clock::now() + milliseconds(10000);
-       !bye && std::chrono::steady_clock::now() < end;) {
-    ZmqPollEntry entry{.socket = &router_->socket()};
-    zmq_wait({&entry, 1}, milliseconds(20));
-    while (auto in = router_->receive()) {
-      Message m = decode(in->frames);
-      if (auto* chunk = std::get_if<FileChunkMessage>(&m)) {
-        EXPECT_TRUE(chunk->checkpoint) << chunk->path;
-        EXPECT_EQ(chunk->lease_id, 8u);
-        if (chunk->offset == 0) order.push_back(chunk->path);
-        received[chunk->path] += chunk->data;
-        router_->send(
-            peer,
-            FileAckMessage{
-                .lease_id = 8, .kind = chunk->kind, .path = chunk->path, .offset = chunk->offset});
-      } else if (auto* b = std::get_if<ByeMessage>(&m)) {
-        bye = *b;
-      }
-    }
-  }
+  const std::optional<ByeMessage> bye = ack_files_until_bye(peer, [&](const FileChunkMessage& c) {
+    EXPECT_TRUE(c.checkpoint) << c.path;
+    EXPECT_EQ(c.lease_id, 8u);
+    if (c.offset == 0) order.push_back(c.path);
+    received[c.path] += c.data;
+  });
   ASSERT_TRUE(bye) << "no BYE within 10 s";
   EXPECT_EQ(bye->preempted, (std::vector<PreemptedLease>{{.lease_id = 8, .checkpoint = true}}));
   EXPECT_EQ(order, (std::vector<std::string>{"resume.ckpt.history.json", "resume.ckpt"}))
@@ -540,6 +550,63 @@ TEST_F(ExecutorServiceTest, AStoppedExecutorSendsTheCheckpointItsJobWroteBeforeB
   EXPECT_EQ(received["resume.ckpt.history.json"], "[1]");
   thread_.join();
   EXPECT_EQ(service_->stats().files_sent, 2);
+}
+
+// A stopped executor's whole stop is bounded by the longest grace, the job's (0.6 s) here, not
+// the job's grace and the executor's (0.3 s) one after the other: a job that saves its checkpoint
+// on SIGTERM and then runs on until it is killed at its grace leaves no time to send it, and the
+// BYE goes at once.
+TEST_F(ExecutorServiceTest, AStoppedExecutorSendsCheckpointsOnlyWithinTheLongestGrace) {
+  const std::filesystem::path files = dir_ / "files";
+  std::mutex log_mutex;
+  std::vector<std::string> lines;
+  log_ = [&](const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    lines.push_back(line);
+  };
+  configure_ = [&](ExecutorOptions& o) {
+    o.send_files = true;
+    o.files_dir = files.string();
+    o.stop_grace = milliseconds(300);
+  };
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::string job = nlohmann::json{{"kind", "command"},
+                                         {"argv",
+                                          {"python3", "-c",
+                                           "import json, os, signal, time\n"
+                                           "def stop(*args):\n"
+                                           "    p = os.environ['TUNER_CHECKPOINT_PATH']\n"
+                                           "    open(p, 'w').write('step 3')\n"
+                                           "signal.signal(signal.SIGTERM, stop)\n"
+                                           "print(json.dumps(dict(step=1, loss=1.0)), flush=True)\n"
+                                           "while True: time.sleep(1)\n"}},
+                                         {"objective_metric", "loss"},
+                                         {"stop_grace_s", 0.6},
+                                         {"artifacts_dir", "/coordinator/only/artifacts"}}
+                              .dump();
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 8,
+                         .study_name = "s",
+                         .number = 2,
+                         .job_json = job,
+                         .checkpoint_path = "/coordinator/only/artifacts/trial-2/resume.ckpt"}));
+  keepalive_ = {peer, {8}};
+  EXPECT_EQ(next<ReportMessage>().lease_id, 8u);
+  keepalive_.reset();
+
+  thread_.request_stop();
+  int chunks = 0;
+  const std::optional<ByeMessage> bye =
+      ack_files_until_bye(peer, [&](const FileChunkMessage&) { ++chunks; });
+  ASSERT_TRUE(bye) << "no BYE within 10 s";
+  EXPECT_EQ(bye->preempted, (std::vector<PreemptedLease>{{.lease_id = 8, .checkpoint = true}}));
+  EXPECT_EQ(chunks, 0) << "sent after the job's grace, past the stop's bound";
+  thread_.join();
+  std::lock_guard lock(log_mutex);
+  EXPECT_THAT(lines, ::testing::Contains(::testing::HasSubstr(
+                         "its checkpoint was not all sent within the stop grace (600 ms)")));
 }
 
 // The processes of group `pgid` that are not zombies (an orphan's zombie waits for init, which

@@ -95,12 +95,59 @@ CommandOutcome run_command(HeldJob& job, const ExecutorOptions& options, const C
   return command.run(trial, on_report, job.stop_source.get_token());
 }
 
+// Whether the coordinator's copy of the checkpoint `of`, at `path` on this host, was sent by a
+// later lease than the one recorded beside `path` (none recorded: 0), asked with a CHECKPOINT_GET
+// `stat`: false when the coordinator's is not newer, it does not know which lease sent it or has
+// none; nullopt when it did not answer (or the job was stopped).
+std::optional<bool> coordinators_copy_is_newer(HeldJob& job, JobEvents& events, CheckpointOf of,
+                                               const std::filesystem::path& path) {
+  const uint64_t local = read_checkpoint_writer(path);
+  const std::optional<CheckpointDataMessage> stat =
+      stat_checkpoint_file(job, events, of, path.filename().string());
+  if (!stat) return std::nullopt;
+  return stat->found && stat->written_by_lease > local;
+}
+
+// The coordinator's copy of the PBT parent's checkpoint (`from`, its name on this host) put at
+// `path`, with its history and model: the checkpoint fetched first under another name, then its
+// companions (one the coordinator lacks is left out: this host's is as old as its checkpoint),
+// then the checkpoint renamed into place. Returns "" when done, else why not; `path` is then
+// untouched.
+std::string fetch_start_checkpoint(HeldJob& job, const std::filesystem::path& from,
+                                   const std::filesystem::path& path, JobEvents& events) {
+  namespace fs = std::filesystem;
+  const fs::path fetched = path.string() + ".fetched";
+  if (std::string why = fetch_checkpoint_file(job, events, CheckpointOf::kStart,
+                                              from.filename().string(), fetched);
+      !why.empty()) {
+    return why;
+  }
+  std::error_code ec;
+  for (const auto& [name, target] :
+       {std::pair{std::string("model.ckpt"), path.parent_path() / "model.ckpt"},
+        std::pair{from.filename().string() + ".history.json",
+                  fs::path(path.string() + ".history.json")}}) {
+    if (!fetch_checkpoint_file(job, events, CheckpointOf::kStart, name, target).empty()) {
+      fs::remove(target, ec);
+    }
+  }
+  fs::rename(fetched, path, ec);
+  if (ec) {
+    fs::remove(fetched, ec);
+    return "cannot rename " + fetched.string() + ": " + ec.message();
+  }
+  return "";
+}
+
 // A PBT segment's start: its parent's checkpoint copied to `path` (and, when there are, the
 // engine's history file beside it and the best epoch's model.ckpt beside that, so that the
 // segment's best epoch over its lineage keeps its model), unless `path` holds a checkpoint
-// already (a re-run's). A copy that fails is noted; the job then starts without the parent's
-// state. The copy is made under a temporary name and renamed, so that a job never sees half a
-// checkpoint.
+// already (a re-run's). The newest copy is taken, as a re-run's own (fetch_own_checkpoint): the
+// coordinator's when this host lacks the parent's checkpoint, or holds one written by an earlier
+// lease of the parent than the coordinator's; this host's when the coordinator's is not newer or
+// the coordinator does not answer. A copy that fails is noted; the job then starts without the
+// parent's state. The copy is made under a temporary name and renamed, so that a job never sees
+// half a checkpoint.
 void copy_start_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEvents& events) {
   if (!job.trial.start_checkpoint_path) return;
   namespace fs = std::filesystem;
@@ -108,6 +155,18 @@ void copy_start_checkpoint(HeldJob& job, const std::filesystem::path& path, JobE
   if (fs::exists(path, ec)) return;
   const fs::path from = fs::absolute(*job.trial.start_checkpoint_path, ec).lexically_normal();
   const std::string trial = "trial " + std::to_string(job.trial.number) + ": ";
+  if (fs::exists(from, ec) &&
+      coordinators_copy_is_newer(job, events, CheckpointOf::kStart, from).value_or(false)) {
+    const std::string why = fetch_start_checkpoint(job, from, path, events);
+    if (why.empty()) {
+      events.post(JobEvent{.note = trial + "starts from the coordinator's copy of its parent's " +
+                                   "checkpoint, newer than this host's"});
+      return;
+    }
+    events.post(JobEvent{.note = trial + "starts from this host's older copy of its parent's " +
+                                 "checkpoint; the coordinator's newer one cannot be fetched (" +
+                                 why + ")"});
+  }
   const std::pair<fs::path, fs::path> files[] = {
       {from.parent_path() / "model.ckpt", path.parent_path() / "model.ckpt"},
       {from.string() + ".history.json", path.string() + ".history.json"},
@@ -149,12 +208,11 @@ bool fetch_own_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEv
   const std::string trial = "trial " + std::to_string(job.trial.number);
   const bool here = fs::exists(path, ec);
   if (here) {
-    const uint64_t local = read_checkpoint_writer(path);
-    const std::optional<CheckpointDataMessage> stat =
-        stat_checkpoint_file(job, events, CheckpointOf::kOwn, path.filename().string());
+    const std::optional<bool> newer =
+        coordinators_copy_is_newer(job, events, CheckpointOf::kOwn, path);
     // Unanswered (or the job was stopped): not known to be the newest.
-    if (!stat) return false;
-    if (!stat->found || stat->written_by_lease <= local) return true;
+    if (!newer) return false;
+    if (!*newer) return true;
   }
   const fs::path fetched = path.string() + ".fetched";
   if (std::string why =
@@ -219,7 +277,8 @@ void record_checkpoint_writer(const HeldJob& job, const std::filesystem::path& p
 // its folder made: a re-run's checkpoint is in its lineage's first trial's folder, which a host
 // that did not run that trial lacks (it is fetched from the coordinator then). A folder that
 // cannot be made is noted; the job then finds no checkpoint and cannot save one. A PBT segment's
-// parent checkpoint is copied there first.
+// parent checkpoint is copied there first, unless the segment is a re-run with a checkpoint of
+// its own.
 std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
   if (!job.trial.checkpoint_path) return std::nullopt;
   std::error_code ec;
@@ -233,11 +292,10 @@ std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
                                  ": " + ec.message()});
   }
   bool newest = !ec;
-  if (job.trial.start_checkpoint_path) {
-    copy_start_checkpoint(job, path, events);
-  } else if (is_rerun(job, path)) {
-    newest = fetch_own_checkpoint(job, path, events) && newest;
-  }
+  // A re-run of a PBT segment resumes from its own checkpoint where there is one, here or at the
+  // coordinator's; from its parent's only where there is none.
+  if (is_rerun(job, path)) newest = fetch_own_checkpoint(job, path, events) && newest;
+  copy_start_checkpoint(job, path, events);
   // From now on this lease writes the checkpoint here: a copy of an earlier lease is not newer.
   // A copy known to be older than the coordinator's keeps its record, so that the next re-run
   // here fetches again. Where there is no checkpoint yet, the record waits for the job to write

@@ -26,9 +26,10 @@ namespace tuner {
 std::string trial_log_path(const ExecutorOptions& options, const TrialMessage& trial);
 
 // The trial's checkpoint path, absolute, ready before its job starts: its folder made; a PBT
-// segment's parent checkpoint copied there; a re-run's fetched from the coordinator when this host
-// lacks it or has an older copy (docs/protocol.md, "Checkpoints that travel"); the lease recorded
-// as the writer of the copy here (executor/checkpoint_writer.h). Nullopt when the trial has none.
+// segment's parent checkpoint copied there, and a re-run's own checkpoint, each fetched from the
+// coordinator when this host lacks it or has an older copy (docs/protocol.md, "Checkpoints that
+// travel"); the lease recorded as the writer of the copy here (executor/checkpoint_writer.h).
+// Nullopt when the trial has none.
 // Problems are posted as notes; the job then starts over or from what is here.
 std::optional<std::string> prepare_checkpoint(HeldJob& job, JobEvents& events);
 

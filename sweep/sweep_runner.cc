@@ -102,8 +102,10 @@ void count_trial(SweepProgress& progress, const FrozenTrial& t, StudyDirection d
         break;
       }
       if (t.values.empty()) break;
+      // Ties go to the lower trial number, as the storage's best trial (what is exported).
       const double v = t.values[0];
-      if (!progress.best_value || is_better(direction, v, *progress.best_value)) {
+      if (!progress.best_value || is_better(direction, v, *progress.best_value) ||
+          (v == *progress.best_value && t.number < *progress.best_number)) {
         progress.best_value = v;
         progress.best_number = t.number;
       }

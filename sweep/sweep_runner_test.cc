@@ -98,6 +98,21 @@ TEST(OpenSweep, AStudyKeepsTheSamplerItWasCreatedWith) {
   EXPECT_EQ(type_of_opened("old", R"("sampler": {"type": "auto"},)"), SamplerType::kAuto);
 }
 
+// Regression: with two trials of the same best value, the sweep's last line named the one that
+// finished first, and the export the lower number (the storage's best trial).
+TEST(SweepProgress, ATieForTheBestValueGoesToTheLowerTrialNumber) {
+  SweepProgress p;
+  for (const int64_t number : {3, 1, 2}) {
+    FrozenTrial t;
+    t.number = number;
+    t.state = TrialState::kComplete;
+    t.values = {number == 2 ? 0.9 : 0.5};
+    count_trial(p, t, StudyDirection::kMinimize);
+  }
+  EXPECT_EQ(p.best_number, 1);
+  EXPECT_EQ(p.best_value, 0.5);
+}
+
 // Regression: after a resume re-ran a lost trial, the counter said "31/30 done": the lost
 // attempt's FAIL and its re-run were both counted, though the budget counts them as one.
 TEST(SweepProgress, AReRunTakesItsLostAttemptsPlace) {

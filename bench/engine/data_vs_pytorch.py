@@ -1,22 +1,34 @@
 #!/usr/bin/env python3
 """The engine on the user's own files beside PyTorch (bench/engine/run_data_vs_pytorch runs it).
 
-Two benchmarks, each the same model, batch, optimizer (Adam, lr 1e-3), epochs and thread count on
-both sides, measured from the files on disk to the final accuracy:
+Two benchmarks, two models each, each model the same layers, batch, optimizer (Adam, lr 1e-3),
+epochs and thread count on both sides, measured from the files on disk to the final accuracy,
+over several training seeds per side (the model's initialization and the data order; the splits
+are fixed files):
 
 - images: an image folder of PNG and JPEG files (Fashion-MNIST's first training images, tinted
   with a random color each and resized to 32x32 RGB by PIL, written once by `make-data`;
-  train/ and val/, one sub-folder per class). The engine: `tuner trial --engine-job` with
-  "format": "image_folder" (decoded once, the decoded-image cache and prefetch as a user gets
-  them: the cache cleared before a "cold" run, kept from it for a "warm" one). PyTorch:
-  torchvision's ImageFolder (PIL decode, ToTensor, Normalize with the training images'
-  per-channel statistics, computed when the files were written) and a DataLoader (shuffle,
-  num_workers given, its default non-persistent workers), validation each epoch.
-- table: a CSV of numeric and categorical columns (made by `make-data`, 4 classes). The
-  engine: "format": "csv" (all of train.csv trained on, test.csv evaluated at the end with the
-  best epoch's model by training loss). PyTorch: pandas.read_csv, one-hot categories of the
-  training file, standardization with its statistics, a TensorDataset in a DataLoader (shuffle,
-  num_workers 0), the test file evaluated at the end.
+  train/ and val/, one sub-folder per class). Models: "cnn" (conv 32, max pool, conv 64, max
+  pool, linear 128, linear 10, ReLU after each but the last) and "cnn-bn" (three conv + batch
+  norm + ReLU + max pool stages of 32, 64 and 128 channels, linear 10). The engine: `tuner trial
+  --engine-job` with "format": "image_folder" (decoded once, the decoded-image cache and
+  prefetch as a user gets them: the cache cleared before a "cold" run; `--warm` adds a run kept
+  from it). PyTorch: torchvision's ImageFolder (PIL decode, ToTensor, Normalize with the
+  training images' per-channel statistics, computed when the files were written) and a
+  DataLoader (shuffle, num_workers given, its default non-persistent workers), validation each
+  epoch.
+- table: a CSV of numeric and categorical columns (made by `make-data`, 4 classes). Models:
+  "mlp" (128, 64, 4 with ReLU) and "mlp-bn-dropout" (256 and 256 with batch norm, ReLU and
+  dropout 0.2, then 128 with ReLU, then 4). The engine: "format": "csv" (the cache cleared before
+  each run, so it parses the file as PyTorch's side does; all of train.csv trained on, test.csv
+  evaluated at the end with the best epoch's model by training loss). PyTorch: pandas.read_csv,
+  one-hot categories of the training file, standardization with its statistics, a TensorDataset
+  in a DataLoader (shuffle, num_workers 0), the test file evaluated at the end with the last
+  epoch's model.
+
+Each side initializes the weights its own way (the engine: He uniform, U(+-sqrt(6 / fan_in)),
+biases 0; PyTorch: its defaults, U(+-1 / sqrt(fan_in)) for weights and biases), so the same seed
+is not the same start: accuracies are compared over the seeds, not seed by seed.
 
 PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless the environment sets it: on a machine whose
 cores are busy with other work, OpenMP's default spinning at its barriers made PyTorch's 2-thread
@@ -25,13 +37,14 @@ steps many times slower (the table's first epoch: 103 s instead of 9 s).
 An epoch's time is wall time: the first one from the start of data loading (for the engine, the
 start of the `tuner trial` process; for PyTorch, after `import torch`) to the end of the epoch, so
 it holds the decoding or parsing; the later ones from epoch end to epoch end (the validation
-pass included). Runs of the sides alternate (interleaved, the order swapped each round); the
-table gives each side's median over the rounds and PyTorch's time over the engine's
-(> 1: the engine is faster).
+pass included). For each seed the runs of the sides alternate (the order swapped from one seed to
+the next); the tables give each side's median time over the seeds with PyTorch's time over the
+engine's (> 1: the engine is faster), and every seed's accuracy with their median and range.
 
   data_vs_pytorch.py make-data DIR [--images N] [--rows N]
-  data_vs_pytorch.py run DIR TUNER [--rounds R] [--threads T] [--workers W,...] [--epochs-images E]
-                         [--epochs-table E] [--only images|table]
+  data_vs_pytorch.py run DIR TUNER [--seeds S] [--first-seed F] [--threads T] [--workers W,...]
+                         [--warm] [--models M,...] [--epochs-images E] [--epochs-table E]
+                         [--only images|table]
   data_vs_pytorch.py torch-images DIR ... / torch-table DIR ...   (one PyTorch run; internal)
 """
 import argparse
@@ -134,13 +147,74 @@ def make_table(dir_, rows):
     print(f"table: {rows} training and {n - rows} test rows under {root}")
 
 
+# --- the models ---------------------------------------------------------------------------
+
+MODELS = {"images": ["cnn", "cnn-bn"], "table": ["mlp", "mlp-bn-dropout"]}
+
+
+def engine_layers(model, classes_out="classes"):
+    """The engine's layers of a model of MODELS (torch_model builds the same)."""
+    relu = {"type": "relu"}
+    if model == "cnn":
+        return [{"type": "conv2d", "out": 32, "kernel": 3, "padding": 1}, relu,
+                {"type": "max_pool2d", "kernel": 2},
+                {"type": "conv2d", "out": 64, "kernel": 3, "padding": 1}, relu,
+                {"type": "max_pool2d", "kernel": 2},
+                {"type": "flatten"},
+                {"type": "linear", "out": 128}, relu,
+                {"type": "linear", "out": classes_out}]
+    if model == "cnn-bn":
+        layers = []
+        for c in (32, 64, 128):
+            layers += [{"type": "conv2d", "out": c, "kernel": 3, "padding": 1, "bias": False},
+                       {"type": "batch_norm"}, relu, {"type": "max_pool2d", "kernel": 2}]
+        return layers + [{"type": "flatten"}, {"type": "linear", "out": classes_out}]
+    if model == "mlp":
+        return [{"type": "linear", "out": 128}, relu, {"type": "linear", "out": 64}, relu,
+                {"type": "linear", "out": classes_out}]
+    if model == "mlp-bn-dropout":
+        layers = []
+        for w in (256, 256):
+            layers += [{"type": "linear", "out": w}, {"type": "batch_norm"}, relu,
+                       {"type": "dropout", "p": 0.2}]
+        return layers + [{"type": "linear", "out": 128}, relu,
+                         {"type": "linear", "out": classes_out}]
+    raise ValueError(f"unknown model {model}")
+
+
+def torch_model(model, inputs, classes):
+    from torch import nn
+
+    if model == "cnn":
+        return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(),
+                             nn.Linear(128, classes))
+    if model == "cnn-bn":
+        layers, c_in = [], 3
+        for c in (32, 64, 128):
+            layers += [nn.Conv2d(c_in, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(),
+                       nn.MaxPool2d(2)]
+            c_in = c
+        return nn.Sequential(*layers, nn.Flatten(), nn.Linear(128 * 4 * 4, classes))
+    if model == "mlp":
+        return nn.Sequential(nn.Linear(inputs, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
+                             nn.Linear(64, classes))
+    if model == "mlp-bn-dropout":
+        return nn.Sequential(nn.Linear(inputs, 256), nn.BatchNorm1d(256), nn.ReLU(),
+                             nn.Dropout(0.2), nn.Linear(256, 256), nn.BatchNorm1d(256), nn.ReLU(),
+                             nn.Dropout(0.2), nn.Linear(256, 128), nn.ReLU(),
+                             nn.Linear(128, classes))
+    raise ValueError(f"unknown model {model}")
+
+
 # --- PyTorch --------------------------------------------------------------------------------
 
-def torch_setup(threads):
+def torch_setup(threads, seed):
     import torch
 
     torch.set_num_threads(threads)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     return torch
 
 
@@ -149,8 +223,7 @@ def emit(**kv):
 
 
 def torch_images(a):
-    t0 = time.perf_counter()
-    torch = torch_setup(a.threads)
+    torch = torch_setup(a.threads, a.seed)
     t0 = time.perf_counter()  # data loading starts here
     from torch import nn
     from torchvision import datasets, transforms
@@ -163,9 +236,7 @@ def torch_images(a):
     loader = torch.utils.data.DataLoader(train, batch_size=BATCH_IMAGES, shuffle=True,
                                          num_workers=a.workers)
     val_loader = torch.utils.data.DataLoader(val, batch_size=256, num_workers=a.workers)
-    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10))
+    model = torch_model(a.model, 3 * 32 * 32, len(train.classes))
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     ends = []
     acc = None
@@ -187,7 +258,7 @@ def torch_images(a):
 
 
 def torch_table(a):
-    torch = torch_setup(a.threads)
+    torch = torch_setup(a.threads, a.seed)
     t0 = time.perf_counter()
     import numpy as np
     import pandas as pd
@@ -219,8 +290,7 @@ def torch_table(a):
     yte = torch.tensor(pd.Categorical(test[label], categories=classes).codes, dtype=torch.long)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(xtr, ytr),
                                          batch_size=BATCH_TABLE, shuffle=True, num_workers=0)
-    model = nn.Sequential(nn.Linear(xtr.shape[1], 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
-                          nn.Linear(64, len(classes)))
+    model = torch_model(a.model, xtr.shape[1], len(classes))
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     ends = []
     for _ in range(a.epochs):
@@ -239,32 +309,23 @@ def torch_table(a):
 
 # --- the engine -----------------------------------------------------------------------------
 
-def engine_job(kind, dir_, epochs, threads):
+def engine_job(kind, model, dir_, epochs, threads, seed):
     if kind == "images":
-        model = {"input": [3, 32, 32], "layers": [
-            {"type": "conv2d", "out": 32, "kernel": 3, "padding": 1}, {"type": "relu"},
-            {"type": "max_pool2d", "kernel": 2},
-            {"type": "conv2d", "out": 64, "kernel": 3, "padding": 1}, {"type": "relu"},
-            {"type": "max_pool2d", "kernel": 2},
-            {"type": "flatten"},
-            {"type": "linear", "out": 128}, {"type": "relu"},
-            {"type": "linear", "out": "classes"}]}
+        spec = {"input": [3, 32, 32], "layers": engine_layers(model)}
         root = os.path.join(dir_, "images")
         data = {"format": "image_folder", "train": os.path.join(root, "train"),
                 "validation": os.path.join(root, "val"), "size": [32, 32], "color": "rgb"}
         batch, objective = BATCH_IMAGES, "val_accuracy"
     else:
-        model = {"layers": [{"type": "linear", "out": 128}, {"type": "relu"},
-                            {"type": "linear", "out": 64}, {"type": "relu"},
-                            {"type": "linear", "out": "classes"}]}
+        spec = {"layers": engine_layers(model)}
         root = os.path.join(dir_, "table")
         data = {"format": "csv", "train": os.path.join(root, "train.csv"),
                 "test": os.path.join(root, "test.csv"), "label": "segment",
                 "validation_fraction": 0}
         batch, objective = BATCH_TABLE, "train_loss"
-    return {"kind": "engine", "model": model, "data": data,
+    return {"kind": "engine", "model": spec, "data": data,
             "training": {"epochs": epochs, "batch_size": batch, "optimizer": "adam", "lr": LR,
-                         "seed": 0},
+                         "seed": seed},
             "threads": threads, "objective_metric": objective}
 
 
@@ -288,13 +349,14 @@ def run_engine(tuner, job_path, kind, cache):
         sys.exit(f"tuner trial failed: {err}")
     acc = last.get("val_accuracy") if kind == "images" else last.get("test_accuracy")
     return {"ends": ends, "accuracy": acc, "total": time.perf_counter() - t0,
-            "cache": "decoded images read from" in err}
+            "cache": " read from " in err}
 
 
-def run_torch(script, kind, dir_, threads, epochs, workers):
+def run_torch(script, kind, model, dir_, threads, epochs, workers, seed):
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, script, f"torch-{kind}", dir_, "--threads", str(threads),
-                          "--epochs", str(epochs), "--workers", str(workers)],
+                          "--epochs", str(epochs), "--workers", str(workers), "--model", model,
+                          "--seed", str(seed)],
                          capture_output=True, text=True,
                          env=dict(os.environ, OMP_NUM_THREADS=str(threads),
                                   OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE")))
@@ -306,14 +368,24 @@ def run_torch(script, kind, dir_, threads, epochs, workers):
 
 
 def machine():
-    model, flags = "unknown", set()
+    model, flags, family, number = "unknown", set(), "?", "?"
     for line in open("/proc/cpuinfo"):
-        if line.startswith("model name") and model == "unknown":
+        key = line.split(":", 1)[0].strip()
+        if key == "model name" and model == "unknown":
             model = line.split(":", 1)[1].strip()
-        if line.startswith("flags") and not flags:
+        elif key == "cpu family" and family == "?":
+            family = line.split(":", 1)[1].strip()
+        elif key == "model" and number == "?":
+            number = line.split(":", 1)[1].strip()
+        elif key == "flags" and not flags:
             flags = set(line.split(":", 1)[1].split())
     isa = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
-    return model, isa, os.cpu_count()
+    return f"{model} (family {family} model {number})", isa, os.cpu_count()
+
+
+def spread(values):
+    """'median (min to max)' of accuracies."""
+    return (f"{statistics.median(values):.4f} ({min(values):.4f} to {max(values):.4f})")
 
 
 def run(a):
@@ -321,73 +393,85 @@ def run(a):
     import torchvision
 
     script = os.path.abspath(__file__)
-    jobs = {}
-    for kind, epochs in (("images", a.epochs_images), ("table", a.epochs_table)):
-        path = os.path.join(a.dir, f"engine-{kind}.json")
-        json.dump(engine_job(kind, a.dir, epochs, a.threads), open(path, "w"), indent=1)
-        jobs[kind] = (path, epochs)
     kinds = [a.only] if a.only else ["images", "table"]
+    chosen = a.models.split(",") if a.models else None
+    epochs_of = {"images": a.epochs_images, "table": a.epochs_table}
     workers = [int(w) for w in a.workers.split(",")]
-    results = []  # (kind, impl, result)
-    cache = os.path.join(a.dir, "engine-cache")  # the engine's decoded-image cache
-    for r in range(a.rounds):
-        for kind in kinds:
-            path, epochs = jobs[kind]
-            sides = []
-            if kind == "images":
-                sides.append(("engine, cold cache", lambda: (shutil.rmtree(cache, ignore_errors=True),
-                                                             run_engine(a.tuner, path, kind, cache))[1]))
+    seeds = list(range(a.first_seed, a.first_seed + a.seeds))
+    cache = os.path.join(a.dir, "engine-cache")  # the engine's data cache
+    loads = [os.getloadavg()[0]]
+    print(f"load average at the start: {loads[0]:.2f}", flush=True)
+    results = []  # (kind, model, impl, result)
+    plan = [(k, m) for k in kinds for m in MODELS[k] if not chosen or m in chosen]
+    for s in seeds:
+        for kind, model in plan:
+            epochs = epochs_of[kind]
+            path = os.path.join(a.dir, f"engine-{kind}-{model}-seed{s}.json")
+            json.dump(engine_job(kind, model, a.dir, epochs, a.threads, s), open(path, "w"),
+                      indent=1)
+            # A cold run parses or decodes the files as PyTorch's side does; a warm one maps the
+            # cache the cold one wrote.
+            sides = [("engine, cold cache", lambda: (shutil.rmtree(cache, ignore_errors=True),
+                                                     run_engine(a.tuner, path, kind, cache))[1])]
+            if a.warm:
                 sides.append(("engine, warm cache", lambda: run_engine(a.tuner, path, kind, cache)))
+            if kind == "images":
                 for w in workers:
                     sides.append((f"PyTorch, num_workers={w}",
-                                  lambda w=w: run_torch(script, kind, a.dir, a.threads, epochs, w)))
+                                  lambda w=w: run_torch(script, kind, model, a.dir, a.threads,
+                                                        epochs, w, s)))
             else:
-                sides.append(("engine", lambda: run_engine(a.tuner, path, kind, cache)))
                 sides.append(("PyTorch + pandas",
-                              lambda: run_torch(script, kind, a.dir, a.threads, epochs, 0)))
-            # The warm run follows the cold one; the order of engine and PyTorch swaps each round.
-            if r % 2 == 1:
-                engine = [s for s in sides if s[0].startswith("engine")]
-                sides = [s for s in sides if not s[0].startswith("engine")] + engine
+                              lambda: run_torch(script, kind, model, a.dir, a.threads, epochs, 0,
+                                                s)))
+            if s % 2 == 1:  # the engine's runs (warm after cold) move behind PyTorch's
+                engine = [x for x in sides if x[0].startswith("engine")]
+                sides = [x for x in sides if not x[0].startswith("engine")] + engine
             for name, fn in sides:
                 res = fn()
-                res["round"] = r
-                print(json.dumps({"bench": kind, "impl": name, **res}), flush=True)
-                results.append((kind, name, res))
+                res["seed"] = s
+                res["load"] = os.getloadavg()[0]
+                loads.append(res["load"])
+                print(json.dumps({"bench": kind, "model": model, "impl": name, **res}),
+                      flush=True)
+                results.append((kind, model, name, res))
     cpu, isa, cores = machine()
-    print(f"\nmachine: {cpu}; vector ISA: {', '.join(isa)}; {cores} cores; load average "
-          f"{os.getloadavg()[0]:.2f} at the end; torch {torch.__version__}, torchvision "
-          f"{torchvision.__version__}; {a.threads} threads each side, {a.rounds} rounds "
-          f"(medians)")
-    for kind in kinds:
-        epochs = jobs[kind][1]
-        names = list(dict.fromkeys(n for k, n, _ in results if k == kind))
+    print(f"\nmachine: {cpu}; vector ISA: {', '.join(isa)}; {cores} cores; 1-minute load "
+          f"average over the run: median {statistics.median(loads):.2f}, range "
+          f"{min(loads):.2f} to {max(loads):.2f}; torch {torch.__version__}, torchvision "
+          f"{torchvision.__version__}; {a.threads} threads each side; seeds "
+          f"{', '.join(map(str, seeds))} (times: medians over the seeds)")
+    for kind, model in plan:
+        epochs = epochs_of[kind]
+        names = list(dict.fromkeys(n for k, m, n, _ in results if k == kind and m == model))
         rows = {}
         for n in names:
-            rs = [res for k, m, res in results if k == kind and m == n]
+            rs = [res for k, m, x, res in results if k == kind and m == model and x == n]
             first = statistics.median(res["ends"][0] for res in rs)
             later = statistics.median((res["ends"][-1] - res["ends"][0]) / (epochs - 1)
                                       for res in rs) if epochs > 1 else float("nan")
             last = statistics.median(res["ends"][-1] for res in rs)
-            acc = statistics.median(res["accuracy"] for res in rs)
-            rows[n] = (first, later, last, acc)
+            accs = [res["accuracy"] for res in sorted(rs, key=lambda r: r["seed"])]
+            rows[n] = (first, later, last, accs)
         eng = [n for n in names if n.startswith("engine")]
         torch_names = [n for n in names if not n.startswith("engine")]
         best = min(torch_names, key=lambda n: rows[n][2])
         what = ("val accuracy" if kind == "images" else "test accuracy")
-        print(f"\n{kind}: {epochs} epochs; PyTorch time / engine time against the fastest "
-              f"PyTorch ({best})")
+        print(f"\n{kind}, model {model}: {epochs} epochs; PyTorch time / engine time against the "
+              f"fastest PyTorch ({best})")
         print(f"| side | epoch 1 incl. loading (s) | later epochs (s each) | {epochs} epochs (s) "
-              f"| {what} | epoch 1 ratio | later ratio | total ratio |")
-        print("|---|---|---|---|---|---|---|---|")
+              f"| epoch 1 ratio | later ratio | total ratio | {what} per seed "
+              f"| median (min to max) |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for n in names:
-            f, l, t, acc = rows[n]
+            f, l, t, accs = rows[n]
             if n in eng:
                 ratios = (f"{rows[best][0] / f:.2f}x | {rows[best][1] / l:.2f}x | "
                           f"{rows[best][2] / t:.2f}x")
             else:
                 ratios = "- | - | -"
-            print(f"| {n} | {f:.2f} | {l:.2f} | {t:.2f} | {acc:.4f} | {ratios} |")
+            print(f"| {n} | {f:.2f} | {l:.2f} | {t:.2f} | {ratios} | "
+                  f"{', '.join(f'{x:.4f}' for x in accs)} | {spread(accs)} |")
 
 
 def main():
@@ -402,11 +486,17 @@ def main():
     r = sub.add_parser("run")
     r.add_argument("dir")
     r.add_argument("tuner")
-    r.add_argument("--rounds", type=int, default=2)
+    r.add_argument("--seeds", "--rounds", type=int, default=3,
+                   help="training seeds per side and model: F .. F+S-1")
+    r.add_argument("--first-seed", type=int, default=0, help="F, the first seed (default 0)")
     r.add_argument("--threads", type=int, default=2)
-    r.add_argument("--workers", default="2,0")
+    r.add_argument("--workers", default="2")
+    r.add_argument("--warm", action="store_true",
+                   help="add an engine run that maps the cache the cold run wrote")
+    r.add_argument("--models", help="a comma-separated subset of " +
+                   ", ".join(m for ms in MODELS.values() for m in ms))
     r.add_argument("--epochs-images", type=int, default=3)
-    r.add_argument("--epochs-table", type=int, default=5)
+    r.add_argument("--epochs-table", type=int, default=3)
     r.add_argument("--only", choices=["images", "table"])
     for name in ("torch-images", "torch-table"):
         t = sub.add_parser(name)
@@ -414,6 +504,8 @@ def main():
         t.add_argument("--threads", type=int, default=2)
         t.add_argument("--epochs", type=int, default=3)
         t.add_argument("--workers", type=int, default=0)
+        t.add_argument("--model", default=MODELS[name.split("-")[1]][0])
+        t.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     if a.cmd == "make-data":
         os.makedirs(a.dir, exist_ok=True)

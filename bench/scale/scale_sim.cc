@@ -311,6 +311,17 @@ std::string utc_now() {
   return text;
 }
 
+// Every process's CPU time on this machine so far, and the machine's time in all (both in clock
+// ticks summed over its cores), from /proc/stat.
+std::pair<double, double> machine_cpu_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  const double busy = user + nice + system + irq + softirq + steal;
+  return {busy, busy + idle + iowait};
+}
+
 double load_average() {
   std::ifstream in("/proc/loadavg");
   double one = NAN;
@@ -485,6 +496,7 @@ int coordinator_main(const Flags& f, const std::string& self) {
   const Usage thread_before = usage_of(RUSAGE_THREAD);
   const auto [on_cpu_before, waiting_before] = thread_schedstat();
   const int64_t written_before = written_bytes();
+  const auto [machine_busy_before, machine_total_before] = machine_cpu_ticks();
   const bench::StorageCounts storage_before = timed->counts();
   const auto start = SteadyClock::now();
   const std::string go_bytes(static_cast<size_t>(f.processes), '1');
@@ -528,6 +540,8 @@ int coordinator_main(const Flags& f, const std::string& self) {
   const Usage thread_after = usage_of(RUSAGE_THREAD);
   const auto [on_cpu_after, waiting_after] = thread_schedstat();
   const int64_t written = written_bytes() - written_before;
+  const auto [machine_busy_after, machine_total_after] = machine_cpu_ticks();
+  const double load_at_end = load_average();
   const bench::StorageCounts storage = timed->counts();
   const CoordinatorStats stats = coordinator->stats();
 
@@ -613,20 +627,29 @@ int coordinator_main(const Flags& f, const std::string& self) {
       sim_busy.empty() ? NAN : *std::max_element(sim_busy.begin(), sim_busy.end());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const double machine_busy = (process_cpu + sims.cpu_s) / (makespan * cores);
+  // The machine's cores busy with anything (other jobs on a shared machine included).
+  const double machine_busy_all = machine_total_after > machine_total_before
+                                      ? (machine_busy_after - machine_busy_before) /
+                                            (machine_total_after - machine_total_before)
+                                      : NAN;
 
   // Which limit saturates first: the one closest to full. The coordinator's loop is one thread
   // (full at 1.0, its waits for a core counted), a simulator's loop likewise (its timers then
-  // fire late), and the machine's cores are shared by all of them.
+  // fire late), and the machine's cores are shared by all of them and by whatever else runs on
+  // the machine (a shared machine's other jobs count). A tie goes to the machine: on full cores,
+  // a loop's waits and late timers follow from it.
   struct Limit {
     std::string name;
     double use;
   };
-  std::vector<Limit> limits = {
-      {"coordinator loop", loop_busy_with_waiting},
-      {"simulator",
-       std::max(sim_busy_max,
-                std::isfinite(sim_lateness_p99) ? std::min(1.0, sim_lateness_p99 / 100.0) : 0.0)},
-      {"machine cores", machine_busy}};
+  const double machine_use =
+      std::isfinite(machine_busy_all) ? std::max(machine_busy, machine_busy_all) : machine_busy;
+  const double simulator_use =
+      std::max(sim_busy_max,
+               std::isfinite(sim_lateness_p99) ? std::min(1.0, sim_lateness_p99 / 100.0) : 0.0);
+  std::vector<Limit> limits = {{"machine cores", machine_use},
+                               {"coordinator loop", loop_busy_with_waiting},
+                               {"simulator", simulator_use}};
   const Limit& top = *std::max_element(
       limits.begin(), limits.end(), [](const Limit& a, const Limit& b) { return a.use < b.use; });
   const std::string saturated = top.use >= 0.9 ? top.name : "none";
@@ -652,6 +675,7 @@ int coordinator_main(const Flags& f, const std::string& self) {
       {"cpu", cpu_model()},
       {"cores", cores},
       {"load_at_start", num(load_at_start, 2)},
+      {"load_at_end", num(load_at_end, 2)},
       {"complete", complete},
       {"failed", stats.failed},
       {"aborted", abort_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(abort_reason)},
@@ -708,6 +732,11 @@ int coordinator_main(const Flags& f, const std::string& self) {
       {"sim_resent", sims.resent},
       {"sim_dropped", sims.dropped},
       {"machine_busy", num(machine_busy)},
+      {"machine_busy_all", num(machine_busy_all)},
+      {"limits",
+       {{"coordinator_loop", num(loop_busy_with_waiting)},
+        {"simulator", num(simulator_use)},
+        {"machine_cores", num(machine_use)}}},
       {"saturated", saturated},
       {"coordinator_log_lines", log_lines}};
   std::cout << out.dump() << std::endl;
@@ -760,8 +789,8 @@ int coordinator_main(const Flags& f, const std::string& self) {
                  static_cast<long long>(stats.stale_outcomes_refused));
     std::fprintf(stderr,
                  "  simulators: %.2f CPU s, loop busy max %.2f, timers late p99 %.2f ms; "
-                 "machine %.2f of %u cores busy; saturated: %s\n",
-                 sims.cpu_s, sim_busy_max, sim_lateness_p99, machine_busy, cores,
+                 "machine %.2f of %u cores busy (%.2f with other processes); saturated: %s\n",
+                 sims.cpu_s, sim_busy_max, sim_lateness_p99, machine_busy, cores, machine_busy_all,
                  saturated.c_str());
     for (const std::string& e : sims.error_samples) std::fprintf(stderr, "  ERROR %s\n", e.c_str());
   }

@@ -307,6 +307,34 @@ TEST_F(ImageFolderTest, JobRefusesBadMembers) {
       "job.data.test_fraction: not with a test file (the test split is the file)");
 }
 
+// The samples' shape follows from data.size and data.color alone, so a model whose input is
+// another shape is refused when the job is read, before any file is decoded (the folder need
+// not exist), naming the folder and both shapes, also when the model has placeholders elsewhere.
+TEST_F(ImageFolderTest, AModelInputThatIsNotTheFoldersImagesIsRefusedBeforeLoading) {
+  const auto model = [](const char* input, const char* width) {
+    return nlohmann::json::parse(std::string(R"({"input": )") + input +
+                                 R"(, "layers": [{"type": "flatten"},
+        {"type": "linear", "out": )" +
+                                 width + R"(}, {"type": "linear", "out": "classes"}]})");
+  };
+  EXPECT_EQ(
+      parse_error(job({{"train", "pets/train"}, {"size", {32, 32}}}, model("[1, 28, 28]", "8"))),
+      "job.model.input: [1, 28, 28] is not the shape of train's samples, [3, 32, 32]: make "
+      "the model's input [3, 32, 32]");
+  EXPECT_EQ(parse_error(job({{"path", "pets/"}, {"size", {16, 8}}, {"color", "grayscale"}},
+                            model("[3, 16, 8]", "8"))),
+            "job.model.input: [3, 16, 8] is not the shape of pets's samples, [1, 16, 8]: make "
+            "the model's input [1, 16, 8]");
+  EXPECT_EQ(parse_error(job({{"path", "pets"}, {"size", {16, 8}}, {"color", "grayscale"}},
+                            model("[1, 16, 8]", "8"))),
+            "no error");
+
+  EXPECT_EQ(
+      parse_error(job({{"path", "pets"}, {"size", {32, 32}}}, model("[1, 32, 32]", "\"{width}\""))),
+      "job.model.input: [1, 32, 32] is not the shape of pets's samples, [3, 32, 32]: make "
+      "the model's input [3, 32, 32]");
+}
+
 // Three classes told apart by their dominant color, in noisy 16x16 images, PNG and JPEG.
 void draw_colors(const fs::path& root, int per_class) {
   training::Rng rng(7);

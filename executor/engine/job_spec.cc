@@ -1,6 +1,7 @@
 #include "executor/engine/job_spec.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -94,10 +95,13 @@ std::string read_model(const nlohmann::json& root, const DataShape& data, const 
   if (!templated || !engine::has_placeholder(model)) {
     const nlohmann::json bound = engine::bind_model(model, data);
     if (engine::model_takes_data(bound)) {
-      // The layers are checked on a concrete input, with a stand-in for the classes.
+      // The layers are checked on a concrete input, with a stand-in for the classes, and the
+      // input against the data's samples when they are known.
       if (bound.contains("input")) {
-        engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1, .targets = 1}),
-                            model_path);
+        const training::ModelSpec parsed = engine::parse_model(
+            engine::bind_model(bound, DataShape{.classes = 1, .targets = 1}), model_path);
+        engine::check_model_fits_data(parsed, DataShape{.name = data.name, .sample = data.sample},
+                                      model_path);
       }
       return templated ? std::string() : bound.dump();
     }
@@ -288,14 +292,27 @@ void check_layer_factors(const nlohmann::json& root, const EngineTrialConfig& c,
   }
 }
 
+// What the model must fit, as far as it is known before any file is read: the catalogue's data
+// set; an image folder's samples, [C, H, W] of data.color and data.size, whatever its files.
+DataShape data_shape_before_loading(const EngineJobSpec& spec, const DatasetInfo& info) {
+  DataShape shape = engine::catalogue_shape(info);
+  shape.task = spec.task;
+  const EngineDataFiles& f = spec.files;
+  if (spec.format == "image_folder" && f.image_height > 0 && f.image_width > 0) {
+    std::filesystem::path folder(f.train.empty() ? f.path : f.train);
+    if (folder.filename().empty()) folder = folder.parent_path();
+    shape.name = folder.filename().string();
+    shape.sample = training::Shape{f.grayscale ? 1 : 3, f.image_height, f.image_width};
+  }
+  return shape;
+}
+
 // The members under data and training, and the model; `templated`: placeholders stay unchecked.
 EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& spec,
                               const std::string& where, bool templated) {
   EngineTrialConfig c;
   const DatasetInfo& info = engine::find_dataset(spec.dataset, where + ".data.dataset");
-  DataShape shape = engine::catalogue_shape(info);
-  shape.task = spec.task;
-  c.model_json = read_model(root, shape, where, templated);
+  c.model_json = read_model(root, data_shape_before_loading(spec, info), where, templated);
   read_split_sizes(root, spec, info, where, templated, c);
   read_augment(root, where, templated, c);
   const std::string training_path = where + ".training";
@@ -554,16 +571,18 @@ void check_engine_model(const EngineJobSpec& spec, const Params& params, const s
   const std::string model_path = where + ".model";
   const nlohmann::json model =
       engine::substitute(object_member(root, "model", model_path, true), model_path, params);
-  DataShape data =
-      engine::catalogue_shape(engine::find_dataset(spec.dataset, where + ".data.dataset"));
-  data.task = spec.task;
+  const DataShape data =
+      data_shape_before_loading(spec, engine::find_dataset(spec.dataset, where + ".data.dataset"));
   engine::check_model_outs_fit_task(model, data.task, model_path);
   const nlohmann::json bound = engine::bind_model(model, data);
   if (engine::model_takes_data(bound)) {
-    // Data not yet loaded (csv, npy): the layers are checked on a concrete input alone.
+    // Data not yet loaded (csv, npy, image_folder): the layers are checked on a concrete input,
+    // and the input against the data's samples when they are known.
     if (bound.contains("input")) {
-      engine::parse_model(engine::bind_model(bound, DataShape{.classes = 1, .targets = 1}),
-                          model_path);
+      const training::ModelSpec parsed = engine::parse_model(
+          engine::bind_model(bound, DataShape{.classes = 1, .targets = 1}), model_path);
+      engine::check_model_fits_data(parsed, DataShape{.name = data.name, .sample = data.sample},
+                                    model_path);
     }
     return;
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "search/pareto.h"
 #include "search/samplers/nsga2_sampler.h"
 #include "trials/error.h"
 
@@ -80,8 +81,8 @@ Decision MoAshaScheduler::on_report(const FrozenTrial& trial, int64_t step,
     // `step` is the trial's first step >= resource: judge it at this rung.
     if (!all_finite(at->second, m)) return Decision::kStop;
 
-    // Row 0 is the reporting trial; the others follow in trial-number order, so that ties in
-    // the selection go to the lower number (the reporting trial's own place restored below).
+    // The competitors in trial-number order (the reporting trial at its own place), so that ties
+    // in the selection go to the lower number.
     std::vector<int> numbers;
     std::vector<double> losses;
     bool placed = false;
@@ -106,7 +107,11 @@ Decision MoAshaScheduler::on_report(const FrozenTrial& trial, int64_t step,
     }
     const size_t n = numbers.size();
     if (n <= static_cast<size_t>(options_.bootstrap_count)) return Decision::kStop;
-    const size_t k = std::max<size_t>(n / static_cast<size_t>(options_.reduction_factor), 1);
+    // The quota, raised to the rung's first front but leaving floor(n / eta) to stop (mo_asha.h).
+    const size_t eta = static_cast<size_t>(options_.reduction_factor);
+    const size_t quota = std::max<size_t>(n / eta, 1);
+    const size_t front = pareto_front(losses, m).size();
+    const size_t k = std::max(quota, std::min(front, n - n / eta));
     const std::vector<double> feasible(n, 0.0);
     const std::vector<size_t> kept = nsga2_elite(losses, m, feasible, k);
     const bool in =

@@ -12,13 +12,24 @@
 //
 // Decision. The competitors at a rung are every trial of the study that has reached it (any
 // state), the reporting trial included, n of them. The trial is stopped when n <=
-// bootstrap_count, or when it is not among the k = max(floor(n / reduction_factor), 1) that
-// NSGA-II's survival selection (nsga2_elite(), search/samplers/nsga2_sampler.h) keeps of their
-// loss vectors (maximized objectives negated): whole non-dominated fronts (search/pareto.h)
-// while they fit, then the front that does not fit by crowding distance, largest first, ties to
-// the lower trial number. Otherwise it continues. A vector with a non-finite value ranks after
-// every finite one (it counts as +infinity in every objective); the reporting trial is stopped
-// at any rung it reaches with one.
+// bootstrap_count, or when it is not among the k that NSGA-II's survival selection
+// (nsga2_elite(), search/samplers/nsga2_sampler.h) keeps of their loss vectors (maximized
+// objectives negated): whole non-dominated fronts (search/pareto.h) while they fit, then the
+// front that does not fit by crowding distance, largest first, ties to the lower trial number.
+// Otherwise it continues. k is the quota max(floor(n / reduction_factor), 1), raised to the size
+// of the first front (the competitors no other dominates) but not above n - floor(n /
+// reduction_factor):
+//   k = max(quota, min(|first front|, n - floor(n / reduction_factor))).
+// So every trial on the rung's first front continues while that front leaves floor(n /
+// reduction_factor) of the rung to stop; a larger front (many objectives make most trials
+// non-dominated) is cut by crowding distance to that size. A vector with a non-finite value
+// ranks after every finite one (it counts as +infinity in every objective); the reporting trial
+// is stopped at any rung it reaches with one.
+//
+// Why the first front continues: a study of several objectives returns its Pareto front of
+// COMPLETE trials, and a trial no other dominates at the rung is a candidate for it; with the
+// quota alone a front larger than n / reduction_factor loses members at every rung and the final
+// front is left with few points (bench/sweep/run_mo_asha).
 //
 // Why crowding distance breaks the last front: it needs no reference point (a hypervolume
 // contribution depends on one, and so on the objectives' scales and on the worst trials seen so

@@ -105,6 +105,49 @@ TEST(MoAshaTest, JudgesARungOnceAndBootstraps) {
   EXPECT_EQ(study.decide(mo_asha, second, 3), Decision::kStop);
 }
 
+// Accuracy (maximized) against size (minimized), reduction factor 3: three trials on the rung's
+// first front and three dominated ones. The quota is 2 of 6, and the front's middle trial has the
+// smallest crowding distance, so the quota alone would stop it; the first front continues whole.
+TEST(MoAshaTest, FirstFrontTrialBeyondTheQuotaContinues) {
+  const MoAshaScheduler mo_asha({.reduction_factor = 3});
+  MoStudy study({kMax, kMin});
+  study.add(TrialState::kComplete, {{1, {0.90, 1000}}});
+  study.add(TrialState::kPruned, {{1, {0.70, 900}}});
+  study.add(TrialState::kComplete, {{1, {0.60, 10}}});
+  study.add(TrialState::kPruned, {{1, {0.50, 500}}});
+  study.add(TrialState::kPruned, {{1, {0.40, 800}}});
+  const int middle = study.add(TrialState::kRunning, {{1, {0.80, 100}}});
+  EXPECT_EQ(study.decide(mo_asha, middle, 1), Decision::kContinue);
+  // A dominated trial in the same place is still held to the quota.
+  MoStudy dominated_study({kMax, kMin});
+  dominated_study.add(TrialState::kComplete, {{1, {0.90, 1000}}});
+  dominated_study.add(TrialState::kPruned, {{1, {0.70, 900}}});
+  dominated_study.add(TrialState::kComplete, {{1, {0.60, 10}}});
+  dominated_study.add(TrialState::kPruned, {{1, {0.50, 500}}});
+  dominated_study.add(TrialState::kRunning, {{1, {0.80, 100}}});
+  const int dominated = dominated_study.add(TrialState::kRunning, {{1, {0.75, 150}}});
+  EXPECT_EQ(dominated_study.decide(mo_asha, dominated, 1), Decision::kStop);
+}
+
+// Six trials all on the first front, reduction factor 3: at most 6 - floor(6 / 3) = 4 continue,
+// the front cut by crowding distance: the trial closest to its neighbours stops.
+TEST(MoAshaTest, FirstFrontLargerThanTheCapIsCutByCrowding) {
+  const MoAshaScheduler mo_asha({.reduction_factor = 3});
+  MoStudy study({kMin, kMin});
+  study.add(TrialState::kComplete, {{1, {0, 10}}});
+  study.add(TrialState::kComplete, {{1, {2, 6}}});
+  study.add(TrialState::kComplete, {{1, {4, 4}}});
+  study.add(TrialState::kComplete, {{1, {6, 2}}});
+  study.add(TrialState::kComplete, {{1, {10, 0}}});
+  // Crowding distances: 1.0 for (2, 6), 0.5 for (4, 4), 0.9 for (6, 2), 0.4 for (4.5, 3.5), the
+  // extremes infinite: (4, 4) and (4.5, 3.5) stop.
+  const int crowded = study.add(TrialState::kRunning, {{1, {4.5, 3.5}}});
+  EXPECT_EQ(study.decide(mo_asha, crowded, 1), Decision::kStop);
+  const int spread = study.add(TrialState::kRunning, {{1, {1, 8}}});
+  // Now 7 on the front, at most 5 continue; (1, 8) at 0.6 is among them, (4, 4) at 0.5 is not.
+  EXPECT_EQ(study.decide(mo_asha, spread, 1), Decision::kContinue);
+}
+
 // The selection the scheduler must make, computed the slow way: fronts peeled by pairwise
 // domination, the last front broken by crowding distance computed per objective, ties to the
 // lower trial number; non-finite vectors after every finite one, by number.
@@ -228,7 +271,25 @@ TEST(MoAshaTest, RungDecisionsMatchABruteForceNonDominatedSort) {
     const int reporting = study.add(TrialState::kRunning, {{1, random_vector()}, {rung, own}});
     competitors.emplace_back(reporting, as_losses(own));
 
-    const size_t k = std::max<size_t>(competitors.size() / reduction_factor, 1);
+    // The quota, raised to the first front's size (pairwise domination of the loss vectors),
+    // capped at all but floor(n / reduction_factor) of the rung.
+    const size_t n_at_rung = competitors.size();
+    size_t first_front = 0;
+    for (const auto& [number, a] : competitors) {
+      bool dominated = false;
+      for (const auto& [other, b] : competitors) {
+        bool no_worse = true, better = false;
+        for (size_t j = 0; j < m; ++j) {
+          no_worse = no_worse && b[j] <= a[j];
+          better = better || b[j] < a[j];
+        }
+        dominated = dominated || (no_worse && better);
+      }
+      first_front += dominated ? 0 : 1;
+    }
+    const size_t quota = std::max<size_t>(n_at_rung / reduction_factor, 1);
+    const size_t k =
+        std::max(quota, std::min(first_front, n_at_rung - n_at_rung / reduction_factor));
     const bool keep = competitors.size() > static_cast<size_t>(bootstrap) &&
                       brute_force_keeps(competitors, reporting, k);
     const Decision d = study.decide(mo_asha, reporting, rung);

@@ -16,7 +16,7 @@
       over all values, so that the engine's normalization leaves them as they are), with its
       cross-entropy on them in eval mode in manifest.json's "mlp_loss".
   pytorch_models.py compare OUT_DIR NAME ENGINE_OUTPUT.f32
-      Checks the engine's outputs against PyTorch's: |engine - torch| <= 1e-4 * max(|torch|, 1)
+      Checks the engine's outputs against PyTorch's: |engine - torch| <= 1e-5 * max(|torch|, 1)
       for every logit, and the same predicted class for every input.
 """
 import json
@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-TOLERANCE = 1e-4
+TOLERANCE = 1e-5
 
 
 def models():

@@ -7,7 +7,7 @@
 #   dynamo exporter's with its larger weights in external data beside it), whose layers must be
 #   the PyTorch model's (a batch norm that the exporter folded into the convolution or linear
 #   layer before it is absent: the test says how many each exporter folds), and whose eval-mode
-#   outputs on 9 inputs must be PyTorch's: |engine - torch| <= 1e-4 * max(|torch|, 1), the same
+#   outputs on 9 inputs must be PyTorch's: |engine - torch| <= 1e-5 * max(|torch|, 1), the same
 #   class for each;
 # - `tuner trial --engine-job` starts from the MLP's file (training.init_from) with every layer
 #   frozen, on the MLP's own training data (npy, standardized so the engine's normalization keeps

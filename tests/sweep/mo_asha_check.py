@@ -2,7 +2,9 @@
 
 check_rung_decisions(trials, steps, stopped, rungs, reduction_factor, losses) walks the trials in
 number order; at each rung a trial reached, the trials before it that reached the rung compete,
-and the top len // reduction_factor (at least 1) by NSGA-II's selection stay. A PRUNED trial must
+n of them with it, and the top k by NSGA-II's selection stay: k is n // reduction_factor (at
+least 1), raised to the size of the first front (the finite points no other dominates) up to
+n - n // reduction_factor. A PRUNED trial must
 be stopped at its last rung and nowhere before; a COMPLETE one never. Returns the decisions made.
   trials: number -> (trial_id, state); steps: trial_id -> step -> objective values;
   stopped: trial_id -> the step it was stopped at; losses: objective values -> values to minimize.
@@ -29,6 +31,13 @@ def read_study(db_path, names):
         if name in names:
             v[names.index(name)] = value
     return trials, steps, stopped, db
+
+
+def first_front_size(points):
+    """The number of finite loss vectors that no other finite one dominates."""
+    finite = [p for p in points if all(math.isfinite(v) for v in p)]
+    return sum(1 for a in finite if not any(
+        all(x <= y for x, y in zip(b, a)) and b != a for b in finite))
 
 
 def kept(points, k):
@@ -77,7 +86,10 @@ def check_rung_decisions(trials, steps, stopped, rungs, reduction_factor, losses
             own = at_rung(tid, r)
             competitors = [at_rung(trials[o][0], r) for o in sorted(trials) if o < n]
             points = [c for c in competitors if c is not None] + [own]
-            stays = len(points) - 1 in kept(points, max(len(points) // reduction_factor, 1))
+            size = len(points)
+            k = max(size // reduction_factor, 1,
+                    min(first_front_size(points), size - size // reduction_factor))
+            stays = size - 1 in kept(points, k)
             should_stop = state == "PRUNED" and r == last
             assert stays != should_stop, (n, state, r, points)
             decided += 1

@@ -17,11 +17,12 @@ source "$(dirname "$0")/process_test_lib.sh"
 endpoint="ipc://$work/coordinator.sock"
 db="$work/p.db"
 
-# 40 steps of 0.1 s; the step reached is saved at $TUNER_CHECKPOINT_PATH after each step (and
-# on SIGTERM), and read at the start; the step resumed from goes to RESUMED_FILE.
+# 40 steps of 0.1 s, none beyond the step in LIMIT_FILE (so that under load neither trial runs
+# ahead of the rounds of preemption); the step reached is saved at $TUNER_CHECKPOINT_PATH after
+# each step (and on SIGTERM), and read at the start; the step resumed from goes to RESUMED_FILE.
 cat >"$work/trial.py" <<'PY'
 import json, os, signal, sys
-x, resumed_file = float(sys.argv[1]), sys.argv[2]
+x, resumed_file, limit_file = float(sys.argv[1]), sys.argv[2], sys.argv[3]
 path = os.environ["TUNER_CHECKPOINT_PATH"]
 state = json.load(open(path)) if os.path.exists(path) else {"step": 0}
 print(f"resumed from step {state['step']}", file=sys.stderr, flush=True)
@@ -35,6 +36,8 @@ signal.signal(signal.SIGTERM, lambda *_: (save(), sys.exit(143)))
 import time
 for step in range(state["step"], 40):
     time.sleep(0.1)
+    while step >= int(open(limit_file).read()):
+        time.sleep(0.05)
     print(json.dumps({"step": step, "loss": (x - 1) ** 2 + 1 / (step + 1)}), flush=True)
     state["step"] = step + 1
     save()
@@ -48,7 +51,7 @@ cat >"$work/p.json" <<JSON
   "objective": {"metric": "loss", "direction": "minimize"},
   "sampler": {"type": "random", "seed": 1},
   "budget": {"trials": 2},
-  "job": {"kind": "command", "argv": ["python3", "$work/trial.py", "{x}", "$work/resumed.txt"]},
+  "job": {"kind": "command", "argv": ["python3", "$work/trial.py", "{x}", "$work/resumed.txt", "$work/limit"]},
   "executors": {"local": 0}
 }
 JSON
@@ -73,6 +76,7 @@ sweep_pid=$!; pids+=($sweep_pid)
 # retries, they would leave the trials failed.
 a0=0; b0=0
 for round in 1 2 3 4; do
+  echo $((2 * round)) >"$work/limit.tmp" && mv "$work/limit.tmp" "$work/limit"
   resumed_before=$(cat "$work/resumed.txt" 2>/dev/null | wc -l)
   start_executor "executor-$round" $([ $round -ge 3 ] && echo slurm-job-7); executor_pid=$!
   ckpts="$(files_of "executor-$round")/preempted"
@@ -106,6 +110,7 @@ for round in 1 2 3 4; do
   fi
   [ $round = 2 ] && { round2_a=$a; round2_b=$b; }
 done
+echo 40 >"$work/limit.tmp" && mv "$work/limit.tmp" "$work/limit"
 start_executor last slurm-job-7
 for _ in $(seq 1 600); do kill -0 $sweep_pid 2>/dev/null || break; sleep 0.1; done
 kill -0 $sweep_pid 2>/dev/null && fail "the sweep did not finish in 60 s: $(cat "$work/sweep.out")"
