@@ -816,7 +816,10 @@ void Coordinator::unpause(StudyRunId id) { impl_->run_of(id).paused = false; }
 
 CoordinatorStats Coordinator::stats() const {
   CoordinatorStats s = impl_->stats;
-  for (const auto& [id, run] : impl_->runs) accumulate(s, run->stats);
+  for (const auto& [id, run] : impl_->runs) {
+    accumulate(s, run->stats);
+    s.waiting += run->waiting();
+  }
   s.executors = static_cast<int>(impl_->executors.size());
   s.active_leases = static_cast<int>(impl_->leases.size());
   return s;
@@ -827,6 +830,7 @@ CoordinatorStats Coordinator::stats(StudyRunId id) const {
   CoordinatorStats s = run.stats;
   s.executors = static_cast<int>(impl_->executors.size());
   s.active_leases = run.leases().leased;
+  s.waiting = run.waiting();
   return s;
 }
 

@@ -192,6 +192,10 @@ struct CoordinatorStats {
   int64_t not_abandoned = 0;
   int executors = 0;      // registered now (service-wide)
   int active_leases = 0;  // now
+  // Now: trials that wait for a slot beyond the budget's new trials (trials_started counts
+  // those): re-runs of lost or preempted trials, PBT's next segments, trials asked and not yet
+  // leased.
+  int waiting = 0;
 };
 
 // An executor connected now (Coordinator::executors()).

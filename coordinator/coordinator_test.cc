@@ -489,11 +489,16 @@ TEST_F(CoordinatorTest, ABYEOfAStoppedExecutorRerunsItsPreemptedTrialAtOnceWitho
             "\"preempted: its executor e1 on test was stopped (checkpoint saved); re-run without "
             "a retry counted\"");
   EXPECT_TRUE(logged("preempted: its executor e1 on test was stopped"));
+  // The budget's one new trial has started; the re-run waits for a slot, and a launcher sees it
+  // (a sweep whose executors Slurm had preempted waited for ever with no job to run it).
+  EXPECT_EQ(coordinator_->stats().trials_started, 1);
+  EXPECT_EQ(coordinator_->stats().waiting, 1);
 
   // Another executor (a requeued one) takes the re-run, from the attempt's checkpoint, though
   // max_retries is 0; it is not a new trial of the budget.
   auto requeued = connect("e2#1");
   TrialMessage rerun = hello_and_get_trial(*requeued, "e2");
+  EXPECT_EQ(coordinator_->stats().waiting, 0);
   EXPECT_NE(rerun.number, first.number);
   EXPECT_EQ(rerun.attempt, 1);
   EXPECT_EQ(rerun.checkpoint_path, path);

@@ -136,6 +136,10 @@ struct StudyRun {
   bool may_start_new() const;
   // Something to lease now or later (draining or paused studies wait).
   bool wants_slots() const;
+  // CoordinatorStats::waiting of this study, now.
+  int waiting() const {
+    return pending_retries + pending_segments + static_cast<int>(prepared.size());
+  }
   // Nothing of it is leased, asked or waiting, and its budget is spent or it drains (draining,
   // its re-runs wait in storage for the study's next run).
   bool done() const;

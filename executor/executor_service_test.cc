@@ -480,6 +480,59 @@ TEST_F(ExecutorServiceTest, AStoppedExecutorSaysByeListingItsTrialsAsPreempted) 
   EXPECT_EQ(text, "step 1");
 }
 
+// Slurm and Kubernetes signal every process of a job at once: a job's SIGTERM from outside, with
+// the executor's own stop coming a moment later, is a preemption, not a failure (the trial runs
+// again without a retry counted). Without the executor's stop it stays a failure.
+TEST_F(ExecutorServiceTest, AJobEndedByASigtermFromOutsideJustBeforeTheExecutorsStopIsPreempted) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  const std::filesystem::path marker = dir_ / "signalled";
+  const std::string job = python_job(
+      "import os, signal\n"
+      "open('" +
+      marker.string() +
+      "', 'w').close()\n"
+      "os.kill(os.getpid(), signal.SIGTERM)\n");
+  ASSERT_TRUE(router_->send(peer, TrialMessage{.lease_id = 8, .number = 2, .job_json = job}));
+  keepalive_ = {peer, {8}};
+  for (int i = 0; i < 1000 && !std::filesystem::exists(marker); ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_TRUE(std::filesystem::exists(marker)) << "the job did not start";
+  std::this_thread::sleep_for(milliseconds(300));  // the job has ended; the executor's stop comes
+  keepalive_.reset();
+  thread_.request_stop();
+  std::optional<ByeMessage> bye;
+  for (auto end = std::chrono::steady_clock::now() + milliseconds(10000);
+       !bye && std::chrono::steady_clock::now() < end;) {
+    ZmqPollEntry entry{.socket = &router_->socket()};
+    zmq_wait({&entry, 1}, milliseconds(20));
+    while (auto in = router_->receive()) {
+      Message m = decode(in->frames);
+      EXPECT_FALSE(std::holds_alternative<FailMessage>(m)) << "the trial was failed";
+      if (auto* b = std::get_if<ByeMessage>(&m)) bye = *b;
+    }
+  }
+  ASSERT_TRUE(bye) << "no BYE within 10 s";
+  EXPECT_EQ(bye->preempted, (std::vector<PreemptedLease>{{.lease_id = 8}}));
+}
+
+TEST_F(ExecutorServiceTest, AJobEndedByASigtermFromOutsideWithoutTheExecutorsStopFails) {
+  start();
+  std::string peer;
+  next<HelloMessage>(&peer);
+  ASSERT_TRUE(router_->send(
+      peer, TrialMessage{.lease_id = 8,
+                         .number = 2,
+                         .job_json = python_job("import os, signal\n"
+                                                "os.kill(os.getpid(), signal.SIGTERM)\n")}));
+  keepalive_ = {peer, {8}};
+  const FailMessage fail = next<FailMessage>();
+  EXPECT_EQ(fail.lease_id, 8u);
+  EXPECT_EQ(fail.reason, "killed by signal 15 (SIGTERM)");
+}
+
 // A stopped executor that sends its files sends the checkpoint files its stopped job wrote, as
 // FILEs marked `checkpoint` named in the lineage's checkpoint folder, before BYE; a file of the
 // checkpoint that the job did not write (the coordinator has it, or a newer copy) stays.

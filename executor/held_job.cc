@@ -23,6 +23,12 @@ std::string HeldJob::stop_reason() const {
   return stop_reason_;
 }
 
+bool HeldJob::wait_for_stop(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return delivered_cv_.wait_for(lock, stop_source.get_token(), timeout, [] { return false; }) ||
+         stop_source.stop_requested();
+}
+
 void HeldJob::deliver(CheckpointDataMessage data) {
   {
     std::lock_guard lock(mutex_);

@@ -60,6 +60,8 @@ class HeldJob {
   // The reason given to stop(); empty when the executor did not stop the job.
   std::string stop_reason() const;
 
+  // Waits at most `timeout` for the job to be stopped (stop(), or a DECISION); true when it is.
+  bool wait_for_stop(std::chrono::milliseconds timeout);
   // The coordinator's answers to the job's CHECKPOINT_GETs: the loop delivers each, the job's
   // thread takes them in order. take_checkpoint_data waits at most `timeout` for one; nullopt
   // when none came or the job is stopped.

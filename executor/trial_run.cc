@@ -1,6 +1,7 @@
 #include "executor/trial_run.h"
 
 #include <chrono>
+#include <csignal>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,10 @@
 namespace tuner {
 
 namespace {
+
+// How long a job whose process ended by a SIGTERM from elsewhere waits for the executor's own
+// stop (run_to_outcome).
+constexpr std::chrono::milliseconds kOutsideSigtermWait{1000};
 
 // A trial's reports as TensorBoard scalars in its folder (TrialJob::scalars_dir), the file made
 // at the first report. A folder that cannot be written costs the scalars, never the trial: the
@@ -317,6 +322,11 @@ Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& 
   const CommandOutcome outcome =
       options.job_runner ? options.job_runner(trial, on_report, job.stop_source.get_token())
                          : run_command(job, options, trial, on_report);
+  // A SIGTERM this executor did not send may be the one that stops the executor too: Slurm
+  // (preemption, requeue, the time limit) signals every process of the job at once. The job
+  // waits a moment for that stop, so that it ends as preempted, not failed.
+  const bool sigterm = outcome.term_signal == SIGTERM || outcome.exit_code == 128 + SIGTERM;
+  if (sigterm && !job.stop_source.stop_requested()) job.wait_for_stop(kOutsideSigtermWait);
   return outcome_message(*job.trial_job,
                          JobEnding{.lease_id = job.trial.lease_id,
                                    .node = job.trial.node,

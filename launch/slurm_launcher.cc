@@ -259,7 +259,7 @@ void SlurmLauncher::step(const LaunchQueueState& state) {
                      .startable_trials = state.startable_trials,
                      .free_slots = state.free_slots};
   int starting = 0;
-  for (const Job& job : jobs_) {
+  for (Job& job : jobs_) {
     LaunchedJob& launched = input.jobs.emplace_back(LaunchedJob{.id = job.id});
     if (!job.running_since) continue;
     const std::string executor_id = slurm_executor_id(job.id);
@@ -271,6 +271,7 @@ void SlurmLauncher::step(const LaunchQueueState& state) {
       continue;
     }
     launched.state = LaunchedJob::State::kRunning;
+    job.connected = true;
     if (executor->idle_since) {
       launched.idle_for = std::chrono::duration_cast<std::chrono::seconds>(
           std::max(now - *executor->idle_since, Clock::SteadyTime::duration::zero()));
@@ -373,6 +374,13 @@ void SlurmLauncher::look_at_queue() {
     if (running && !job.running_since) {
       job.running_since = now;
       say("job " + job.id + " started");
+    } else if (job.state == "PENDING" && job.running_since) {
+      // Requeued (preemption, `scontrol requeue`, a node failure): it keeps its id, and its
+      // executor rejoins under the same one when the job runs again.
+      job.running_since.reset();
+      say("job " + job.id + " requeued by Slurm" +
+          (job.reason.empty() || job.reason == "None" ? "" : " (" + job.reason + ")") +
+          "; it rejoins when it runs");
     }
     kept.push_back(job);
   }
@@ -405,7 +413,9 @@ void SlurmLauncher::job_ended(const Job& job) {
   std::string how = state;
   if (!exit_code.empty() && exit_code != "0:0") how += " (exit code " + exit_code + ")";
   if (!reason.empty() && reason != "None") how += ", reason " + reason;
-  if (!ran || *ran < kFailFast) {
+  // Ending soon after its start is a failure to start only for a job whose executor never
+  // connected: a connected one may have been preempted, or stopped, at any time.
+  if (!job.connected && (!ran || *ran < kFailFast)) {
     const std::string tail = output_tail(job.id);
     throw Error(ErrorCode::kFailedPrecondition,
                 "executors.slurm: the executor job " + job.id + " of sweep '" + options_.name +

@@ -20,9 +20,11 @@
 //
 // Errors: a job that Slurm refuses (sbatch's error: a bad partition, an unknown account), that
 // waits for a reason that never passes (BadConstraints, InvalidAccount, ...), or that ends within
-// a minute of its start (its program failed: a tuner binary missing on the node, a bad key) is
-// thrown from tick() as Error(kFailedPrecondition) with Slurm's words and the end of the job's
-// output; a job that ends later (its time limit) is said through `log` and replaced as needed.
+// a minute of its start before its executor connected (its program failed: a tuner binary
+// missing on the node, a bad key) is thrown from tick() as Error(kFailedPrecondition) with
+// Slurm's words and the end of the job's output; a job that ends otherwise (its time limit,
+// preemption) is said through `log` and replaced as needed, and one that Slurm requeues is said
+// and kept (its executor rejoins under the same id).
 // squeue failing (slurmctld busy) is said through `log` and tried again.
 //
 // Thread safety: one thread (the coordinator loop's) calls its methods; its own thread is
@@ -108,7 +110,8 @@ class SlurmLauncher {
     std::string state = "PENDING";
     std::string reason;
     Clock::SteadyTime submitted;
-    std::optional<Clock::SteadyTime> running_since;
+    std::optional<Clock::SteadyTime> running_since;  // reset when Slurm requeues it
+    bool connected = false;  // its executor has been seen connected to the coordinator
   };
 
   // Looks at the queue when poll_interval has passed since the last look, then submits and

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -271,6 +272,50 @@ TEST_F(SlurmLauncherTest, AJobThatEndsLaterIsReplaced) {
   launcher.tick({.startable_trials = 1});
   EXPECT_EQ(slurm_->count("sbatch"), 2);
   EXPECT_THAT(lines, ::testing::Contains(HasSubstr("job 100 ended TIMEOUT, reason TimeLimit")));
+}
+
+// Regression: a job preempted within a minute of its start stopped the sweep as if its executor
+// had failed to start, though its executor had run trials.
+TEST_F(SlurmLauncherTest, AJobWhoseExecutorConnectedIsReplacedHoweverSoonItEnds) {
+  std::vector<std::string> lines;
+  SlurmLauncherOptions o = options({});
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  SlurmLauncher launcher(o);
+  launcher.tick({.startable_trials = 1});
+  slurm_->queue["100"] = "RUNNING|None";
+  next_look();
+  launcher.tick({.executors = {{.id = "slurm-100"}}});
+  slurm_->queue.clear();
+  slurm_->ended["100"] = "JobId=100 JobState=PREEMPTED Reason=None RunTime=00:00:05\n";
+  next_look();
+  launcher.tick({.startable_trials = 1});
+  EXPECT_EQ(slurm_->count("sbatch"), 2);
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("job 100 ended PREEMPTED")));
+}
+
+TEST_F(SlurmLauncherTest, ARequeuedJobIsKeptAndSaidAndStartsAgain) {
+  std::vector<std::string> lines;
+  SlurmLauncherOptions o = options({.max_executors = 1});
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  SlurmLauncher launcher(o);
+  launcher.tick({.startable_trials = 1});
+  slurm_->queue["100"] = "RUNNING|None";
+  next_look();
+  launcher.tick({.executors = {{.id = "slurm-100"}}});
+  slurm_->queue["100"] = "PENDING|BeginTime";
+  next_look();
+  launcher.tick({.startable_trials = 1});
+  slurm_->queue["100"] = "RUNNING|None";
+  next_look();
+  launcher.tick({.startable_trials = 1});
+  EXPECT_EQ(slurm_->count("sbatch"), 1);
+  EXPECT_EQ(slurm_->count("scancel"), 0);
+  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("job 100 requeued by Slurm (BeginTime)")));
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) {
+                            return l.find("job 100 started") != std::string::npos;
+                          }),
+            2);
 }
 
 TEST_F(SlurmLauncherTest, AJobPendingForAReasonThatNeverPassesIsCancelledAndAnError) {

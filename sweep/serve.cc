@@ -214,9 +214,10 @@ class Server {
       state.free_slots = static_cast<int>(std::max<int64_t>(0, slots - all.active_leases));
       state.executors = executors;
       if (s.applied == ServeState::kActive && s.stop_reason.empty() && !s.time_up) {
-        int64_t left = s.remaining_trials
-                           ? std::max<int64_t>(0, *s.remaining_trials - mine.trials_started)
-                           : int64_t{1} << 20;
+        int64_t left =
+            (s.remaining_trials ? std::max<int64_t>(0, *s.remaining_trials - mine.trials_started)
+                                : int64_t{1} << 20) +
+            mine.waiting;
         if (s.max_concurrent > 0) {
           left = std::min<int64_t>(left, std::max(0, s.max_concurrent - mine.active_leases));
         }

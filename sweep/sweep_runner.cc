@@ -368,9 +368,12 @@ LaunchQueueState launch_queue_state(const Coordinator& coordinator, const Opened
     state.executors.push_back({.id = e.executor_id, .idle_since = e.idle_since});
   }
   if (!coordinator.draining() && !coordinator.done()) {
-    int64_t left = opened.remaining_trials
-                       ? std::max<int64_t>(0, *opened.remaining_trials - stats.trials_started)
-                       : int64_t{1} << 20;
+    // The budget's new trials not yet started, and the trials already made that wait (the
+    // re-runs of a preempted executor's trials, after the budget's last new trial).
+    int64_t left = (opened.remaining_trials
+                        ? std::max<int64_t>(0, *opened.remaining_trials - stats.trials_started)
+                        : int64_t{1} << 20) +
+                   stats.waiting;
     if (sweep.budget.max_concurrent > 0) {
       left =
           std::min<int64_t>(left, std::max(0, sweep.budget.max_concurrent - stats.active_leases));

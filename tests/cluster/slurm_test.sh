@@ -3,7 +3,8 @@
 # up here: munged, slurmctld and slurmd with their own sockets, ports and state in a fresh
 # directory. Checks that every trial completes on the Slurm executors (tuner status showing
 # their jobs meanwhile), that an executor idle beside a busy one is cancelled after idle_grace,
-# that nothing is left in the queue afterwards, also after Ctrl-C and under tuner serve, and that
+# that nothing is left in the queue afterwards, also after Ctrl-C and under tuner serve, that a
+# job requeued mid-trial (as on preemption) resumes its trials from their checkpoints, and that
 # a job Slurm refuses (a partition that does not exist) or whose program fails at once stops the
 # sweep quickly with Slurm's reason.
 #   slurm_test.sh TUNER_BINARY WORK_DIR     (KEEP_SLURM_TEST=1: print the outputs, keep the folder)
@@ -211,6 +212,86 @@ out=$(cat "$work/stopped.out")
 grep -q "slurm: cancelled job" <<<"$out" || fail "the stopped sweep did not cancel its jobs: $out"
 for _ in $(seq 1 100); do [ -z "$(squeue --noheader)" ] && break; sleep 0.1; done
 [ -z "$(squeue --noheader)" ] || fail "jobs left after Ctrl-C: $(squeue)"
+
+# A job preempted mid-trial and requeued (`scontrol requeue`, what PreemptMode=REQUEUE does):
+# Slurm sends its executor SIGTERM; the executor stops both trials, which save their step, sends
+# their checkpoints and says BYE. The job runs again under its id, and its executor resumes the
+# trials from their checkpoints, without a retry counted and without a new job submitted.
+cat >"$work/ckpt_trial.py" <<'PY'
+import json, os, signal, sys, time
+x, out = float(sys.argv[1]), sys.argv[2]
+path = os.environ["TUNER_CHECKPOINT_PATH"]
+number = os.environ["TUNER_TRIAL_NUMBER"]
+state = json.load(open(path)) if os.path.exists(path) else {"step": 0}
+with open(f"{out}/resumed.txt", "a") as f:
+    f.write(f"{number} {state['step']}\n")
+def save():
+    with open(path + ".tmp", "w") as f:
+        json.dump(state, f)
+    os.replace(path + ".tmp", path)
+signal.signal(signal.SIGTERM, lambda *_: (save(), sys.exit(143)))
+for step in range(state["step"], 50):
+    time.sleep(0.1)
+    print(json.dumps({"step": step, "loss": x * x + 1 / (step + 1)}), flush=True)
+    state["step"] = step + 1
+    save()
+    with open(f"{out}/step-{number}", "w") as f:
+        f.write(str(step + 1))
+print(json.dumps({"loss": x * x}), flush=True)
+PY
+mkdir -p "$work/requeue"
+cat >"$work/requeued.json" <<JSON
+{
+  "name": "requeued",
+  "space": {"params": {"x": {"type": "float", "low": -2.0, "high": 2.0}}},
+  "objective": {"metric": "loss", "direction": "minimize"},
+  "sampler": {"type": "random", "seed": 1},
+  "budget": {"trials": 2},
+  "job": {"kind": "command", "argv": ["python3", "$work/ckpt_trial.py", "{x}", "$work/requeue"]},
+  "executors": {"slurm": {"max_executors": 1, "slots": 2, "tuner": "$tuner"}}
+}
+JSON
+"$tuner" sweep "$work/requeued.json" >"$work/requeued.out" 2>&1 &
+sweep_pid=$!; pids+=($sweep_pid)
+# Requeued once both trials have saved step 3 and the sweep has seen the job run.
+for _ in $(seq 1 600); do
+  job=$(sed -n 's/.*slurm: job \([0-9]*\) started.*/\1/p' "$work/requeued.out" | head -1)
+  [ -n "$job" ] && [ "$(cat "$work/requeue/step-0" 2>/dev/null || echo 0)" -ge 3 ] &&
+    [ "$(cat "$work/requeue/step-1" 2>/dev/null || echo 0)" -ge 3 ] && break
+  sleep 0.1
+done
+[ -n "$job" ] && [ "$(cat "$work/requeue/step-1" 2>/dev/null || echo 0)" -ge 3 ] ||
+  fail "the trials did not reach step 3 on a Slurm executor: $(cat "$work/requeued.out")"
+scontrol requeue "$job" || fail "scontrol requeue $job failed"
+# Slurm holds a requeued job back for a while (reason BeginTime): once the sweep has seen it
+# pending again, it may start at once.
+for _ in $(seq 1 300); do
+  grep -q "slurm: job $job requeued by Slurm" "$work/requeued.out" && break
+  sleep 0.1
+done
+grep -q "slurm: job $job requeued by Slurm" "$work/requeued.out" ||
+  fail "the requeue of job $job was not said: $(cat "$work/requeued.out")"
+scontrol update JobId="$job" StartTime=now || fail "scontrol update JobId=$job StartTime=now failed"
+for _ in $(seq 1 1200); do kill -0 $sweep_pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $sweep_pid 2>/dev/null && fail "the requeued sweep still runs after 120 s: $(cat "$work/requeued.out")"
+wait $sweep_pid; rc=$?
+out=$(cat "$work/requeued.out")
+[ -n "${KEEP_SLURM_TEST:-}" ] && echo "$out" && cat "$work/requeue/resumed.txt"
+[ $rc = 0 ] || fail "the requeued sweep exited $rc: $out"
+grep -q "sweep 'requeued': 2/2 done (2 complete" <<<"$out" || fail "not both trials complete: $out"
+[ "$(grep -c "slurm: submitted job" <<<"$out")" = 1 ] || fail "a job was submitted besides the requeued one: $out"
+[ "$(grep -c "FAIL: preempted: its executor slurm-$job on .* was stopped (checkpoint saved); re-run without a retry counted" <<<"$out")" = 2 ] ||
+  fail "the coordinator did not take both trials' attempts as preempted: $out"
+# Each re-run started from the step its attempt had saved, at least 3.
+python3 - "$work/requeue/resumed.txt" <<'PY' || fail "the re-runs did not resume from their checkpoints: $(cat "$work/requeue/resumed.txt")"
+import sys
+starts = [tuple(map(int, line.split())) for line in open(sys.argv[1])]
+assert len(starts) == 4, starts
+assert [s for n, s in starts if n in (0, 1)] == [0, 0], starts
+assert all(s >= 3 for n, s in starts if n > 1), starts
+PY
+for _ in $(seq 1 100); do [ -z "$(squeue --noheader)" ] && break; sleep 0.1; done
+[ -z "$(squeue --noheader)" ] || fail "jobs left after the requeued sweep: $(squeue)"
 
 # tuner serve starts a submitted study's Slurm executors and cancels them when it is done.
 "$tuner" keygen --out "$work/coordinator" >/dev/null || fail "keygen"
