@@ -92,9 +92,11 @@ class ExecutorServiceTest : public ::testing::Test {
   }
 
   // The stopping executor's messages for 10 s or until its BYE (returned): each FILE chunk is
-  // given to `on_chunk` and acknowledged, as the coordinator does.
+  // given to `on_chunk` and acknowledged, as the coordinator does; any other message to
+  // `on_other`.
   std::optional<ByeMessage> ack_files_until_bye(
-      const std::string& peer, const std::function<void(const FileChunkMessage&)>& on_chunk) {
+      const std::string& peer, const std::function<void(const FileChunkMessage&)>& on_chunk,
+      const std::function<void(const Message&)>& on_other = [](const Message&) {}) {
     for (auto end = std::chrono::steady_clock::now() + milliseconds(10000);
          std::chrono::steady_clock::now() < end;) {
       ZmqPollEntry entry{.socket = &router_->socket()};
@@ -109,6 +111,8 @@ class ExecutorServiceTest : public ::testing::Test {
                                              .offset = chunk->offset});
         } else if (auto* b = std::get_if<ByeMessage>(&m)) {
           return *b;
+        } else {
+          on_other(m);
         }
       }
     }
@@ -503,17 +507,11 @@ TEST_F(ExecutorServiceTest, AJobEndedByASigtermFromOutsideJustBeforeTheExecutors
   std::this_thread::sleep_for(milliseconds(300));  // the job has ended; the executor's stop comes
   keepalive_.reset();
   thread_.request_stop();
-  std::optional<ByeMessage> bye;
-  for (auto end = std::chrono::steady_clock::now() + milliseconds(10000);
-       !bye && std::chrono::steady_clock::now() < end;) {
-    ZmqPollEntry entry{.socket = &router_->socket()};
-    zmq_wait({&entry, 1}, milliseconds(20));
-    while (auto in = router_->receive()) {
-      Message m = decode(in->frames);
-      EXPECT_FALSE(std::holds_alternative<FailMessage>(m)) << "the trial was failed";
-      if (auto* b = std::get_if<ByeMessage>(&m)) bye = *b;
-    }
-  }
+  const std::optional<ByeMessage> bye = ack_files_until_bye(
+      peer, [](const FileChunkMessage&) {},
+      [](const Message& m) {
+        EXPECT_FALSE(std::holds_alternative<FailMessage>(m)) << "the trial was failed";
+      });
   ASSERT_TRUE(bye) << "no BYE within 10 s";
   EXPECT_EQ(bye->preempted, (std::vector<PreemptedLease>{{.lease_id = 8}}));
 }
