@@ -232,23 +232,6 @@ TEST_F(CheckpointFetchTest,
   EXPECT_EQ(asks_.load(), 1);  // the stat only
 }
 
-// A PBT segment (first run as trial 6) preempted elsewhere, whose executor sent its checkpoint:
-// its re-run (trial 7) on a host that holds the parent's checkpoint resumes from the segment's
-// own, not from the parent's.
-TEST_F(CheckpointFetchTest, APbtSegmentsRerunResumesFromItsOwnCheckpointNotItsParents) {
-  const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "parent", 5);
-  answer_from({{"resume.ckpt", "own"},
-               {"resume.ckpt.history.json", "own-history"},
-               {"model.ckpt", "own-model"}},
-              {{"resume.ckpt", 8}}, CheckpointOf::kOwn);
-  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
-  make_segment(7, 1, parent, path);
-  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
-  EXPECT_EQ(read_file(path), "own");
-  EXPECT_EQ(read_file(dir_ / "trial-6" / "resume.ckpt.history.json"), "own-history");
-  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "own-model");
-}
-
 TEST_F(CheckpointFetchTest, APbtSegmentsRerunWithoutACheckpointOfItsOwnStartsFromItsParents) {
   const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "parent", 5);
   answer_from({{"resume.ckpt", "parent"}}, {{"resume.ckpt", 5}}, CheckpointOf::kStart);

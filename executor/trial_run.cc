@@ -282,8 +282,7 @@ void record_checkpoint_writer(const HeldJob& job, const std::filesystem::path& p
 // its folder made: a re-run's checkpoint is in its lineage's first trial's folder, which a host
 // that did not run that trial lacks (it is fetched from the coordinator then). A folder that
 // cannot be made is noted; the job then finds no checkpoint and cannot save one. A PBT segment's
-// parent checkpoint is copied there first, unless the segment is a re-run with a checkpoint of
-// its own.
+// parent checkpoint is copied there first.
 std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
   if (!job.trial.checkpoint_path) return std::nullopt;
   std::error_code ec;
@@ -297,10 +296,11 @@ std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
                                  ": " + ec.message()});
   }
   bool newest = !ec;
-  // A re-run of a PBT segment resumes from its own checkpoint where there is one, here or at the
-  // coordinator's; from its parent's only where there is none.
-  if (is_rerun(job, path)) newest = fetch_own_checkpoint(job, path, events) && newest;
-  copy_start_checkpoint(job, path, events);
+  if (job.trial.start_checkpoint_path) {
+    copy_start_checkpoint(job, path, events);
+  } else if (is_rerun(job, path)) {
+    newest = fetch_own_checkpoint(job, path, events) && newest;
+  }
   // From now on this lease writes the checkpoint here: a copy of an earlier lease is not newer.
   // A copy known to be older than the coordinator's keeps its record, so that the next re-run
   // here fetches again. Where there is no checkpoint yet, the record waits for the job to write
