@@ -114,6 +114,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
   std::set<uint64_t> files_refused;
   StudyRunId next_run_id = 0;
   SteadyTime next_heartbeat{};
+  // When on_timers() last ran (the loop's last look at its deadlines); none before the first turn.
+  std::optional<SteadyTime> last_timers;
   // Messages received and not yet handled, in arrival order. Their senders were credited on
   // receipt (note_alive): a lease or executor is never given up for silent while what it sent
   // waits here.
@@ -561,8 +563,8 @@ struct Coordinator::Impl final : GroupCommit::Listener {
 
   // --- Timers -----------------------------------------------------------------------------------
 
-  void on_timers() {
-    const SteadyTime now = clock->steady_now();
+  void on_timers(SteadyTime now) {
+    last_timers = now;
     ends.expire_overdue(now);
     groups.settle_due(now);
     for (auto& [id, run] : runs) run->expire_orphans(now);
@@ -613,7 +615,7 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     const milliseconds wait = backlog.empty() ? wait_limit(timeout) : milliseconds(0);
     const SteadyTime wait_start = clock->steady_now();
     zmq_wait({entries, n_entries}, wait);
-    forgive_stall(clock->steady_now() - wait_start - wait);
+    const SteadyTime::duration wait_overrun = clock->steady_now() - wait_start - wait;
     if (authenticator) authenticator->answer_requests();
     receive_waiting();
     std::vector<Inbound> inbox;
@@ -644,8 +646,10 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     // However long this turn took, what arrived meanwhile (heartbeats, reports) counts before
     // a lease expires or an executor is forgotten: a busy turn cannot starve anyone.
     receive_waiting();
+    const SteadyTime now = clock->steady_now();
+    forgive_stall(std::max(wait_overrun, unlooked(now)));
     try {
-      on_timers();
+      on_timers(now);
     } catch (const std::exception& e) {
       log(std::string("error in the loop (continuing): ") + e.what());
     }
@@ -653,16 +657,26 @@ struct Coordinator::Impl final : GroupCommit::Listener {
     note_idle(clock->steady_now());
   }
 
-  // A wait for messages that returned `overrun` later than it was asked to (the process was
-  // stopped, its host paused): what the executors sent meanwhile may still be on its way through
-  // ZeroMQ, so leases and executors get that long again before they are found silent.
-  void forgive_stall(SteadyTime::duration overrun) {
-    const auto stall = std::chrono::duration_cast<milliseconds>(overrun);
+  // The time since the loop last looked at its deadlines, when that is longer than a lease
+  // timeout (zero otherwise): a loop that turns looks at least every heartbeat interval, so the
+  // process was stopped or its host paused, wherever in the turn (or between turns) that came.
+  SteadyTime::duration unlooked(SteadyTime now) const {
+    return last_timers && now - *last_timers > options.lease_timeout ? now - *last_timers
+                                                                     : SteadyTime::duration::zero();
+  }
+
+  // A `stall` in which this coordinator did not run (a wait for messages that returned that much
+  // later than asked, or no look at the deadlines for longer than a lease timeout): what the
+  // executors sent meanwhile may still be on its way through ZeroMQ, so leases and executors get
+  // that long again before they are found silent.
+  void forgive_stall(SteadyTime::duration stalled) {
+    const auto stall = std::chrono::duration_cast<milliseconds>(stalled);
     if (stall <= options.heartbeat_interval) return;
     leases.postpone_all(stall);
     executors.postpone_silence(stall);
     log("this coordinator did not run for " + std::to_string(stall.count()) +
-        " ms (stopped, or its host paused): leases and executors are given that long again");
+        " ms (stopped, its host paused, or its loop blocked): leases and executors are given that "
+        "long again");
   }
 
   // Notes when each executor came to hold no lease (ExecutorEntry::idle_since).

@@ -561,6 +561,25 @@ TEST_F(CoordinatorTest, ALeaseAReconnectedExecutorDoesNotListGetsItsTrialAgain) 
   EXPECT_EQ(coordinator_->stats().leases_expired, 0);
 }
 
+// Regression: a coordinator stopped (SIGSTOP) while it handled messages, not while it waited for
+// them, expired every lease when it went on: the time it did not run was blamed on the executors.
+TEST_F(CoordinatorTest, ALoopThatDidNotTurnForLongerThanALeaseTimeoutExpiresNoLease) {
+  start(/*n_trials=*/1);
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  pump();
+  clock_->advance(kLeaseTimeout * 3);  // between two turns of the loop
+  pump();
+  EXPECT_TRUE(logged("this coordinator did not run for 1200 ms"));
+  ASSERT_TRUE(peer->send(HeartbeatMessage{.lease_ids = {trial.lease_id}}));
+  pump();
+  EXPECT_EQ(coordinator_->stats().leases_expired, 0);
+
+  // A lease that then goes unrenewed for a lease timeout, the loop turning, still expires.
+  expire_leases(*peer);
+  EXPECT_EQ(coordinator_->stats().leases_expired, 1);
+}
+
 // Regression: two executors started with the same --id took turns silently, each HELLO
 // dropping the other's registration.
 TEST_F(CoordinatorTest, ASecondLiveExecutorWithTheSameIdIsRefused) {
