@@ -40,7 +40,9 @@ constexpr Flag kFlags[] = {
     {"--heartbeat-ms", "N", "how often a heartbeat goes to the coordinator"},
     {"--timeout-ms", "N", "reconnect after this long without word from the coordinator"},
     {"--give-up-after-s", "S", "exit after S s without word from it, reconnects and all"},
-    {"--stop-grace-ms", "N", "a stopped job's time between SIGTERM and SIGKILL"},
+    {"--stop-grace-ms", "N",
+     "a stopped job's time between SIGTERM and SIGKILL unless its job sets stop_grace_s; a "
+     "stopped executor says BYE within the longest of this and its jobs' graces"},
     {"--key", "FILE", "this executor's .key file (CURVE; with --coordinator-key)"},
     {"--coordinator-key", "FILE", "the coordinator's .pub file (CURVE; with --key)"},
     {"--rank-host", "HOST", "the address of this host multi-node trials' ranks listen on"},

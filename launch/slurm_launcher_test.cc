@@ -86,10 +86,26 @@ class SlurmLauncherTest : public ::testing::Test {
         .background = false};
   }
 
+  // options() whose log lines go to lines_.
+  SlurmLauncherOptions logged_options(SlurmOptions slurm) {
+    SlurmLauncherOptions o = options(slurm);
+    o.log = [this](const std::string& line) { lines_.push_back(line); };
+    return o;
+  }
+
   // The next tick looks at the queue.
   void next_look() { clock_->advance(std::chrono::seconds(1)); }
 
+  // Submits job 100, which starts, and whose executor connects.
+  void run_job_100_with_its_executor(SlurmLauncher& launcher) {
+    launcher.tick({.startable_trials = 1});
+    slurm_->queue["100"] = "RUNNING|None";
+    next_look();
+    launcher.tick({.executors = {{.id = "slurm-100"}}});
+  }
+
   fs::path dir_;
+  std::vector<std::string> lines_;  // the launcher's log, with logged_options()
   std::shared_ptr<FakeSlurm> slurm_ = std::make_shared<FakeSlurm>();
   std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
 };
@@ -191,10 +207,8 @@ TEST_F(SlurmLauncherTest, AnIdleExecutorBesideABusyOneIsCancelledAfterTheGrace) 
 }
 
 TEST_F(SlurmLauncherTest, ARunningJobWhoseExecutorHasNotConnectedIsNotIdle) {
-  std::vector<std::string> lines;
-  SlurmLauncherOptions o = options({.max_executors = 1, .idle_grace = std::chrono::seconds(10)});
-  o.log = [&](const std::string& line) { lines.push_back(line); };
-  SlurmLauncher launcher(o);
+  SlurmLauncher launcher(
+      logged_options({.max_executors = 1, .idle_grace = std::chrono::seconds(10)}));
   launcher.tick({.startable_trials = 1});
   slurm_->queue["100"] = "RUNNING|None";
   for (int i = 0; i < 70; ++i) {
@@ -203,7 +217,7 @@ TEST_F(SlurmLauncherTest, ARunningJobWhoseExecutorHasNotConnectedIsNotIdle) {
   }
   EXPECT_EQ(slurm_->count("scancel"), 0);
   EXPECT_EQ(slurm_->count("sbatch"), 1);
-  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("1 running job(s) have not connected")));
+  EXPECT_THAT(lines_, ::testing::Contains(HasSubstr("1 running job(s) have not connected")));
 }
 
 TEST_F(SlurmLauncherTest, ARefusedSubmissionIsAnErrorWithSlurmsWords) {
@@ -261,47 +275,32 @@ TEST_F(SlurmLauncherTest, AJobThatEndsAtOnceIsAnErrorWithItsOutput) {
 }
 
 TEST_F(SlurmLauncherTest, AJobThatEndsLaterIsReplaced) {
-  std::vector<std::string> lines;
-  SlurmLauncherOptions o = options({});
-  o.log = [&](const std::string& line) { lines.push_back(line); };
-  SlurmLauncher launcher(o);
+  SlurmLauncher launcher(logged_options({}));
   launcher.tick({.startable_trials = 1});
   slurm_->queue.clear();
   slurm_->ended["100"] = "JobId=100 JobState=TIMEOUT Reason=TimeLimit RunTime=02:00:00\n";
   next_look();
   launcher.tick({.startable_trials = 1});
   EXPECT_EQ(slurm_->count("sbatch"), 2);
-  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("job 100 ended TIMEOUT, reason TimeLimit")));
+  EXPECT_THAT(lines_, ::testing::Contains(HasSubstr("job 100 ended TIMEOUT, reason TimeLimit")));
 }
 
 // Regression: a job preempted within a minute of its start stopped the sweep as if its executor
 // had failed to start, though its executor had run trials.
 TEST_F(SlurmLauncherTest, AJobWhoseExecutorConnectedIsReplacedHoweverSoonItEnds) {
-  std::vector<std::string> lines;
-  SlurmLauncherOptions o = options({});
-  o.log = [&](const std::string& line) { lines.push_back(line); };
-  SlurmLauncher launcher(o);
-  launcher.tick({.startable_trials = 1});
-  slurm_->queue["100"] = "RUNNING|None";
-  next_look();
-  launcher.tick({.executors = {{.id = "slurm-100"}}});
+  SlurmLauncher launcher(logged_options({}));
+  run_job_100_with_its_executor(launcher);
   slurm_->queue.clear();
   slurm_->ended["100"] = "JobId=100 JobState=PREEMPTED Reason=None RunTime=00:00:05\n";
   next_look();
   launcher.tick({.startable_trials = 1});
   EXPECT_EQ(slurm_->count("sbatch"), 2);
-  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("job 100 ended PREEMPTED")));
+  EXPECT_THAT(lines_, ::testing::Contains(HasSubstr("job 100 ended PREEMPTED")));
 }
 
 TEST_F(SlurmLauncherTest, ARequeuedJobIsKeptAndSaidAndStartsAgain) {
-  std::vector<std::string> lines;
-  SlurmLauncherOptions o = options({.max_executors = 1});
-  o.log = [&](const std::string& line) { lines.push_back(line); };
-  SlurmLauncher launcher(o);
-  launcher.tick({.startable_trials = 1});
-  slurm_->queue["100"] = "RUNNING|None";
-  next_look();
-  launcher.tick({.executors = {{.id = "slurm-100"}}});
+  SlurmLauncher launcher(logged_options({.max_executors = 1}));
+  run_job_100_with_its_executor(launcher);
   slurm_->queue["100"] = "PENDING|BeginTime";
   next_look();
   launcher.tick({.startable_trials = 1});
@@ -310,8 +309,8 @@ TEST_F(SlurmLauncherTest, ARequeuedJobIsKeptAndSaidAndStartsAgain) {
   launcher.tick({.startable_trials = 1});
   EXPECT_EQ(slurm_->count("sbatch"), 1);
   EXPECT_EQ(slurm_->count("scancel"), 0);
-  EXPECT_THAT(lines, ::testing::Contains(HasSubstr("job 100 requeued by Slurm (BeginTime)")));
-  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+  EXPECT_THAT(lines_, ::testing::Contains(HasSubstr("job 100 requeued by Slurm (BeginTime)")));
+  EXPECT_EQ(std::count_if(lines_.begin(), lines_.end(),
                           [](const std::string& l) {
                             return l.find("job 100 started") != std::string::npos;
                           }),
