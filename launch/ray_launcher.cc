@@ -227,7 +227,9 @@ void RayLauncher::executor_ended(const std::string& id, const std::string& reaso
       ended.running_since
           ? std::chrono::duration_cast<std::chrono::seconds>(now - *ended.running_since)
           : std::chrono::seconds(0);
-  if (!ended.running_since || ran < kFailFast) {
+  // Only an executor that never connected failed to start: a connected one may have lost its
+  // node, or its actor may have been killed, at any time.
+  if (!ended.connected && (!ended.running_since || ran < kFailFast)) {
     throw Error(ErrorCode::kFailedPrecondition,
                 "executors.ray: the executor " + id + " of sweep '" + options_.name + "' ended " +
                     (ended.running_since ? "after " + std::to_string(ran.count()) + " s"
@@ -246,7 +248,7 @@ void RayLauncher::scale(const LaunchQueueState& state) {
                      .startable_trials = state.startable_trials,
                      .free_slots = state.free_slots};
   int unconnected = 0;
-  for (const Executor& e : executors_) {
+  for (Executor& e : executors_) {
     if (e.stopping) continue;
     LaunchedJob job{.id = e.id, .state = LaunchedJob::State::kPending};
     if (e.running_since) {
@@ -257,6 +259,7 @@ void RayLauncher::scale(const LaunchQueueState& state) {
         ++unconnected;
       } else {
         job.state = LaunchedJob::State::kRunning;
+        e.connected = true;
         if (connected->idle_since) {
           job.idle_for =
               std::chrono::duration_cast<std::chrono::seconds>(now - *connected->idle_since);

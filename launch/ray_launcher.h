@@ -20,9 +20,10 @@
 // or not done in 2 min (no cluster at the address, ray not installed for executors.ray.python),
 // an executor whose
 // resources no node of the cluster has (after infeasible_timeout; the message names what it asks
-// for and what the cluster has), an executor that ends within a minute of its start (its output's
-// end shown), the Python launcher ending. An executor that ends later is said through `log` and
-// replaced as needed.
+// for and what the cluster has), an executor that ends within a minute of its start before it
+// connected to the coordinator (its output's end shown), the Python launcher ending. An executor
+// that ends later, or after it connected (its node lost, its actor killed), is said through `log`
+// and replaced as needed.
 //
 // With a status_dir, what it last heard of its executors is in status_dir/executors.json
 // (launch/ray_executors_file.h) while it runs, for `tuner status`.
@@ -112,7 +113,8 @@ class RayLauncher {
     std::string actor_id;
     std::string reason;  // why it is pending, as the Python launcher said
     std::optional<Clock::SteadyTime> running_since;
-    bool stopping = false;  // a stop was sent
+    bool connected = false;  // it has been seen connected to the coordinator
+    bool stopping = false;   // a stop was sent
   };
 
   void start_python();

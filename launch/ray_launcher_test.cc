@@ -259,6 +259,25 @@ TEST_F(RayLauncherTest, AnExecutorThatEndsLaterIsReplaced) {
   EXPECT_NE(started_ids()[1], id);
 }
 
+// Regression: an executor whose node was lost within a minute of its start stopped the sweep as
+// if the executor had failed to start, though it had connected and run trials.
+TEST_F(RayLauncherTest, AnExecutorThatConnectedIsReplacedHoweverSoonItEnds) {
+  RayLauncher launcher(options());
+  say({{"event", "ready"}, {"version", kRayLauncherProtocolVersion}});
+  launcher.tick(waiting(1));
+  const std::string id = started_ids().at(0);
+  say({{"event", "state"}, {"id", id}, {"state", "running"}});
+  launcher.tick({.executors = {{.id = id}}});
+  clock_->advance(std::chrono::seconds(5));
+  say({{"event", "state"},
+       {"id", id},
+       {"state", "exited"},
+       {"reason", "its actor failed: the actor's node died"}});
+  launcher.tick(waiting(1));
+  EXPECT_THAT(logged_, ::testing::Contains(HasSubstr("executor " + id + " ended: its actor")));
+  ASSERT_EQ(started_ids().size(), 2u);
+}
+
 TEST_F(RayLauncherTest, TheLauncherEndingIsAnErrorWithItsOutput) {
   RayLauncher launcher(options());
   side_->end = "exited with code 1\n    | Traceback (most recent call last):";

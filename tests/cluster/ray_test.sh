@@ -4,9 +4,10 @@
 # Ray from PyPI (ray[client]) in a virtual environment in the build tree (made once, reused while
 # it imports ray and grpc). Checks that every trial completes on executors that Ray's actors run,
 # through a Ray Client address (ray://) and the head's own, that `tuner status` lists the
-# executors' actors while they run, that no executor is left afterwards (also after Ctrl-C), and
-# that an executor asking for GPUs that the cluster lacks is listed pending as infeasible and
-# stops the sweep quickly with what it asked for and what the cluster has.
+# executors' actors while they run, that no executor is left afterwards (also after Ctrl-C), that
+# an executor killed mid-trial is replaced and its trial run again, and that an executor asking
+# for GPUs that the cluster lacks is listed pending as infeasible and stops the sweep quickly with
+# what it asked for and what the cluster has.
 #   ray_test.sh TUNER_BINARY WORK_DIR VENV_DIR    (KEEP_RAY_TEST=1: print the outputs, keep the folder)
 set -uo pipefail
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 0; }
@@ -166,6 +167,34 @@ grep -q "ray: stopped executor" <<<"$out" || fail "the stopped sweep did not sto
 no_executor_left "$stopped_port" "Ctrl-C"
 "$tuner" status --storage "$work/stopped.db" | grep -q "ray executors" &&
   fail "tuner status lists Ray executors of a sweep that ended"
+
+# An executor killed mid-trial (as when its node is lost), after it connected: the sweep goes on,
+# the trial's lease expires and it runs again, and the launcher starts another executor.
+killed_port=$(free_port)
+make_sweep killed "$killed_port" "" 3
+"$tuner" sweep "$work/killed.json" >"$work/killed.out" 2>&1 &
+sweep_pid=$!; pids+=($sweep_pid)
+for _ in $(seq 1 600); do
+  [ "$("$tuner" trials --storage "$work/killed.db" --study killed --state running --csv 2>/dev/null |
+       tail -n +2 | wc -l)" -ge 1 ] && [ -n "$(executors_of "$killed_port")" ] && break
+  sleep 0.1
+done
+victim=$(executors_of "$killed_port" | head -n 1)
+[ -n "$victim" ] || fail "no executor runs a trial: $(cat "$work/killed.out")"
+kill -9 "$victim"
+for _ in $(seq 1 1200); do kill -0 $sweep_pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $sweep_pid 2>/dev/null && fail "the sweep still runs 120 s after its executor was killed"
+wait $sweep_pid; rc=$?
+out=$(cat "$work/killed.out")
+[ -n "${KEEP_RAY_TEST:-}" ] && echo "$out"
+[ $rc = 0 ] || fail "the sweep whose executor was killed exited $rc: $out"
+grep -q "sweep 'killed': 4/4 done (4 complete" <<<"$out" || fail "not all trials complete: $out"
+grep -q "ray: executor ray-[a-z0-9]*-[0-9]* ended: tuner executor was killed by signal 9" <<<"$out" &&
+  grep -q "a new one is started when trials wait" <<<"$out" ||
+  fail "the killed executor's end is not said: $out"
+grep -q "lease [0-9]* (trial [0-9]*, attempt 0, executor ray-[a-z0-9]*-[0-9]*) expired" <<<"$out" ||
+  fail "the killed executor's lease did not expire: $out"
+no_executor_left "$killed_port" "the sweep ended"
 
 # tuner serve starts a submitted study's executors on Ray and stops them when it is done.
 "$tuner" keygen --out "$work/coordinator" >/dev/null || fail "keygen"
