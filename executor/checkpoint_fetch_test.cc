@@ -2,17 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <optional>
-#include <sstream>
-#include <thread>
 
+#include "executor/checkpoint_test_support.h"
 #include "executor/checkpoint_writer.h"
 #include "executor/trial_run.h"
 
@@ -23,82 +17,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class CheckpointFetchTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("tuner-checkpoint-fetch-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    job_.trial.lease_id = 9;
-    // The trials' folders are dir_/trial-<number>.
-    job_.trial_job = parse_trial_job(
-        R"({"kind": "command", "argv": ["true"], "objective_metric": "loss", "artifacts_dir": ")" +
-        dir_.string() + R"("})");
-  }
-  void TearDown() override {
-    stop_ = true;
-    events_.wake();
-    if (coordinator_.joinable()) coordinator_.join();
-    fs::remove_all(dir_);
-  }
-
-  // Plays the loop and the coordinator: answers each CHECKPOINT_GET from `files` (name -> bytes),
-  // with the lease that sent each (`writers`, name -> lease), as read_checkpoint_chunk would, and
-  // counts the asks. With `only`, a CHECKPOINT_GET of the other checkpoint finds nothing.
-  void answer_from(std::map<std::string, std::string> files,
-                   std::map<std::string, uint64_t> writers = {},
-                   std::optional<CheckpointOf> only = std::nullopt) {
-    coordinator_ =
-        std::thread([this, files = std::move(files), writers = std::move(writers), only] {
-          while (!stop_) {
-            pollfd p{.fd = events_.fd(), .events = POLLIN};
-            ::poll(&p, 1, 20);
-            events_.drain();
-            for (JobEvent& e : events_.take()) {
-              if (!e.checkpoint_get) continue;
-              ++asks_;
-              const CheckpointGetMessage& get = *e.checkpoint_get;
-              CheckpointDataMessage data{
-                  .lease_id = get.lease_id, .of = get.of, .file = get.file, .offset = get.offset};
-              auto it = only && get.of != *only ? files.end() : files.find(get.file);
-              if (it == files.end()) {
-                data.found = false;
-                data.reason = get.file + ": not on the coordinator's host";
-              } else {
-                data.size = it->second.size();
-                if (!get.stat) data.data = it->second.substr(get.offset, kMaxFileChunkBytes);
-                if (auto w = writers.find(get.file); w != writers.end()) {
-                  data.written_by_lease = w->second;
-                }
-              }
-              job_.deliver(std::move(data));
-            }
-          }
-        });
-  }
-
-  // The job as PBT segment `number`, attempt `attempt`, starting from the checkpoint `parent`,
-  // its lineage's own at `path`.
-  void make_segment(int number, int attempt, const fs::path& parent, const fs::path& path) {
-    job_.trial.number = number;
-    job_.trial.attempt = attempt;
-    job_.trial.start_checkpoint_path = parent.string();
-    job_.trial.checkpoint_path = path.string();
-  }
-
-  fs::path dir_;
-  HeldJob job_;
-  JobEvents events_;
-  std::thread coordinator_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> asks_{0};
-};
+class CheckpointFetchTest : public CheckpointJobTest {};
 
 TEST_F(CheckpointFetchTest, AFileOfSeveralChunksArrivesWholeUnderItsNameOnly) {
   std::string bytes(2 * kMaxFileChunkBytes + 123, '\0');
@@ -106,7 +25,7 @@ TEST_F(CheckpointFetchTest, AFileOfSeveralChunksArrivesWholeUnderItsNameOnly) {
   answer_from({{"resume.ckpt", bytes}, {"empty", ""}});
   const fs::path target = dir_ / "resume.ckpt";
   EXPECT_EQ(fetch_checkpoint_file(job_, events_, CheckpointOf::kStart, "resume.ckpt", target), "");
-  EXPECT_EQ(read_file(target), bytes);
+  EXPECT_EQ(contents_of(target), bytes);
   EXPECT_EQ(asks_.load(), 3);
   EXPECT_FALSE(fs::exists(dir_ / "resume.ckpt.partial"));
   EXPECT_EQ(fetch_checkpoint_file(job_, events_, CheckpointOf::kOwn, "empty", dir_ / "empty"), "");
@@ -140,24 +59,13 @@ TEST_F(CheckpointFetchTest, AnAnswerToAnotherAskIsDroppedAndAStoppedJobGivesUp) 
   EXPECT_EQ(fetch_checkpoint_file(job_, events_, CheckpointOf::kStart, "resume.ckpt",
                                   dir_ / "resume.ckpt"),
             "");
-  EXPECT_EQ(read_file(dir_ / "resume.ckpt"), "state");
+  EXPECT_EQ(contents_of(dir_ / "resume.ckpt"), "state");
 
   HeldJob stopped;
   stopped.stop("pruned");
   EXPECT_EQ(fetch_checkpoint_file(stopped, events_, CheckpointOf::kStart, "resume.ckpt",
                                   dir_ / "again.ckpt", 5ms, 1),
             "the job was stopped");
-}
-
-// A re-run's own checkpoint on a host that ran an earlier attempt, in `dir`: resume.ckpt, its
-// history and model.ckpt holding `tag`, written by `lease` (0: no record).
-fs::path write_local_checkpoint(const fs::path& dir, const std::string& tag, uint64_t lease) {
-  fs::create_directories(dir);
-  std::ofstream(dir / "resume.ckpt") << tag;
-  std::ofstream(dir / "resume.ckpt.history.json") << tag + "-history";
-  std::ofstream(dir / "model.ckpt") << tag + "-model";
-  if (lease != 0) EXPECT_EQ(write_checkpoint_writer(dir / "resume.ckpt", lease), "");
-  return dir / "resume.ckpt";
 }
 
 TEST_F(CheckpointFetchTest, ARerunOnAHostWithAStaleCopyResumesFromTheCoordinatorsNewerCopy) {
@@ -170,9 +78,9 @@ TEST_F(CheckpointFetchTest, ARerunOnAHostWithAStaleCopyResumesFromTheCoordinator
   job_.trial.attempt = 2;
   job_.trial.checkpoint_path = path.string();
   EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
-  EXPECT_EQ(read_file(path), "new");
-  EXPECT_EQ(read_file(dir_ / "trial-1" / "resume.ckpt.history.json"), "new-history");
-  EXPECT_EQ(read_file(dir_ / "trial-1" / "model.ckpt"), "new-model");
+  EXPECT_EQ(contents_of(path), "new");
+  EXPECT_EQ(contents_of(dir_ / "trial-1" / "resume.ckpt.history.json"), "new-history");
+  EXPECT_EQ(contents_of(dir_ / "trial-1" / "model.ckpt"), "new-model");
   EXPECT_EQ(read_checkpoint_writer(path), 9u);  // this lease writes it from now on
   EXPECT_FALSE(fs::exists(path.string() + ".fetched"));
 }
@@ -183,7 +91,7 @@ TEST_F(CheckpointFetchTest, ACopyHereAsNewAsTheCoordinatorsIsKeptWithoutFetching
   job_.trial.attempt = 1;
   job_.trial.checkpoint_path = path.string();
   EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
-  EXPECT_EQ(read_file(path), "here");
+  EXPECT_EQ(contents_of(path), "here");
   EXPECT_EQ(asks_.load(), 1);  // the stat only
   EXPECT_EQ(read_checkpoint_writer(path), 9u);
 }
@@ -195,8 +103,8 @@ TEST_F(CheckpointFetchTest, ACoordinatorThatDoesNotKnowWhoSentItsCopyLeavesTheCo
   job_.trial.attempt = 1;
   job_.trial.checkpoint_path = path.string();
   EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
-  EXPECT_EQ(read_file(path), "here");
-  EXPECT_EQ(read_file(dir_ / "trial-1" / "model.ckpt"), "here-model");
+  EXPECT_EQ(contents_of(path), "here");
+  EXPECT_EQ(contents_of(dir_ / "trial-1" / "model.ckpt"), "here-model");
 }
 
 // A PBT segment (number 6, lease 9) whose parent's lineage (trial 3) ran on this host under
@@ -211,10 +119,10 @@ TEST_F(CheckpointFetchTest, APbtSegmentOnAHostWithAStaleCopyOfItsParentsCheckpoi
   const fs::path path = dir_ / "trial-6" / "resume.ckpt";
   make_segment(6, 0, parent, path);
   EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
-  EXPECT_EQ(read_file(path), "new");
-  EXPECT_EQ(read_file(dir_ / "trial-6" / "resume.ckpt.history.json"), "new-history");
-  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "new-model");
-  EXPECT_EQ(read_file(parent), "old");  // the parent's folder here is not the segment's to change
+  EXPECT_EQ(contents_of(path), "new");
+  EXPECT_EQ(contents_of(dir_ / "trial-6" / "resume.ckpt.history.json"), "new-history");
+  EXPECT_EQ(contents_of(dir_ / "trial-6" / "model.ckpt"), "new-model");
+  EXPECT_EQ(contents_of(parent), "old");  // the parent's folder here is not the segment's to change
   EXPECT_EQ(read_checkpoint_writer(path), 9u);
   EXPECT_FALSE(fs::exists(path.string() + ".fetched"));
 }
@@ -226,10 +134,76 @@ TEST_F(CheckpointFetchTest,
   const fs::path path = dir_ / "trial-6" / "resume.ckpt";
   make_segment(6, 0, parent, path);
   EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
-  EXPECT_EQ(read_file(path), "here");
-  EXPECT_EQ(read_file(dir_ / "trial-6" / "resume.ckpt.history.json"), "here-history");
-  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "here-model");
+  EXPECT_EQ(contents_of(path), "here");
+  EXPECT_EQ(contents_of(dir_ / "trial-6" / "resume.ckpt.history.json"), "here-history");
+  EXPECT_EQ(contents_of(dir_ / "trial-6" / "model.ckpt"), "here-model");
   EXPECT_EQ(asks_.load(), 1);  // the stat only
+}
+
+// A PBT segment (first run as trial 6) preempted elsewhere mid-segment, whose executor sent its
+// checkpoint: its re-run (trial 7) on a host that holds the parent's checkpoint resumes from the
+// segment's own, not from the parent's.
+TEST_F(CheckpointFetchTest, APbtSegmentsRerunResumesFromItsOwnCheckpointNotItsParents) {
+  const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "parent", 5);
+  answer_from({{"resume.ckpt", "own"},
+               {"resume.ckpt.history.json", "own-history"},
+               {"model.ckpt", "own-model"}},
+              {{"resume.ckpt", 8}}, CheckpointOf::kOwn);
+  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
+  make_segment(7, 1, parent, path);
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(contents_of(path), "own");
+  EXPECT_EQ(contents_of(dir_ / "trial-6" / "resume.ckpt.history.json"), "own-history");
+  EXPECT_EQ(contents_of(dir_ / "trial-6" / "model.ckpt"), "own-model");
+  EXPECT_FALSE(fs::exists(checkpoint_pause_path(path)));
+}
+
+// The segment's first run was paused at its end and its files sent: the re-run elsewhere gets
+// the record of that pause with the checkpoint (executor/trial_run.h: it then does not train).
+TEST_F(CheckpointFetchTest, APbtSegmentsRerunFetchesThePauseRecordOfItsCheckpointWithIt) {
+  const fs::path parent = write_local_checkpoint(dir_ / "trial-3", "parent", 5);
+  answer_from({{"resume.ckpt", "own"},
+               {"resume.ckpt.paused.json", R"({"lease": 8, "step": 6, "metrics": {"loss": 0.5}})"}},
+              {{"resume.ckpt", 8}}, CheckpointOf::kOwn);
+  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
+  make_segment(7, 1, parent, path);
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(contents_of(path), "own");
+  const std::optional<CheckpointPause> pause = read_checkpoint_pause(path);
+  ASSERT_TRUE(pause);
+  EXPECT_EQ(pause->step, 6);
+  EXPECT_EQ(pause->lease, 8u);
+  EXPECT_EQ(pause->metrics, (Metrics{{"loss", 0.5}}));
+}
+
+// A re-run whose host holds an older copy of its checkpoint, recorded as paused, and whose
+// coordinator holds a newer one without a pause record (a later run sent it when preempted):
+// the record here goes with the copy it was of.
+TEST_F(CheckpointFetchTest, ANewerCheckpointWithoutAPauseRecordReplacesThisHostsRecordToo) {
+  const fs::path path = write_local_checkpoint(dir_ / "trial-1", "old", 5);
+  ASSERT_EQ(write_checkpoint_pause(path, CheckpointPause{.lease = 5, .step = 6}), "");
+  answer_from({{"resume.ckpt", "new"}}, {{"resume.ckpt", 8}});
+  job_.trial.attempt = 2;
+  job_.trial.checkpoint_path = path.string();
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(contents_of(path), "new");
+  EXPECT_FALSE(fs::exists(checkpoint_pause_path(path)));
+  EXPECT_FALSE(fs::exists(dir_ / "trial-1" / "model.ckpt"));  // the old copy's
+}
+
+// A segment starts from its parent's checkpoint, not at the parent segment's end: the parent's
+// pause record stays behind, and a stray one in the segment's folder is removed.
+TEST_F(CheckpointFetchTest, APbtSegmentStartsWithoutItsParentsPauseRecord) {
+  answer_from(
+      {{"resume.ckpt", "parent"}, {"resume.ckpt.paused.json", R"({"lease": 5, "step": 9})"}},
+      {{"resume.ckpt", 5}}, CheckpointOf::kStart);
+  const fs::path path = dir_ / "trial-6" / "resume.ckpt";
+  fs::create_directories(path.parent_path());
+  ASSERT_EQ(write_checkpoint_pause(path, CheckpointPause{.lease = 2, .step = 9}), "");
+  make_segment(6, 0, dir_ / "elsewhere" / "trial-3" / "resume.ckpt", path);
+  EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
+  EXPECT_EQ(contents_of(path), "parent");
+  EXPECT_FALSE(fs::exists(checkpoint_pause_path(path)));
 }
 
 TEST_F(CheckpointFetchTest, APbtSegmentsRerunWithoutACheckpointOfItsOwnStartsFromItsParents) {
@@ -238,8 +212,8 @@ TEST_F(CheckpointFetchTest, APbtSegmentsRerunWithoutACheckpointOfItsOwnStartsFro
   const fs::path path = dir_ / "trial-6" / "resume.ckpt";
   make_segment(7, 1, parent, path);
   EXPECT_EQ(prepare_checkpoint(job_, events_), path.string());
-  EXPECT_EQ(read_file(path), "parent");
-  EXPECT_EQ(read_file(dir_ / "trial-6" / "model.ckpt"), "parent-model");
+  EXPECT_EQ(contents_of(path), "parent");
+  EXPECT_EQ(contents_of(dir_ / "trial-6" / "model.ckpt"), "parent-model");
 }
 
 }  // namespace

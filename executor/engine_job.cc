@@ -104,6 +104,10 @@ class TrialRun {
     config_ = resolve_engine_job(spec_, trial_.params, where_);
     if (!config_.init_from.empty()) {  // read before the data, so that a bad one fails at once
       init_source_ = engine::read_init_source(config_.init_from, where_ + ".training.init_from");
+      if (spec_.model_from_init) {  // "model": {"from": "init_from"}
+        config_.model_json =
+            engine::source_model(*init_source_, config_, spec_.task, where_).dump();
+      }
     }
     data_ = engine::load_data(spec_, config_, where_);  // binds config_.model_json to the data
     model_spec_ = training::parse_model_spec(config_.model_json);

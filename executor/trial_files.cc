@@ -121,7 +121,7 @@ TrialFilesPlan plan_trial_files(const std::string& log_path, const std::string& 
 
 std::vector<std::string> checkpoint_file_names(const fs::path& checkpoint) {
   const std::string name = checkpoint.filename().string();
-  return {"model.ckpt", name + ".history.json", name};
+  return {"model.ckpt", name + ".history.json", name + ".paused.json", name};
 }
 
 CheckpointStamps stamp_checkpoint(const fs::path& checkpoint) {

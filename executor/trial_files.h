@@ -67,9 +67,10 @@ TrialFilesPlan plan_trial_files(const std::string& log_path, const std::string& 
 using CheckpointStamps = std::map<std::string, std::pair<uint64_t, int64_t>>;
 
 // The files that travel with the checkpoint at `checkpoint` (as fetch_own_checkpoint fetches
-// them), in sending order: the best epoch's "model.ckpt" and the engine's history (NAME +
-// ".history.json") in its folder, then the checkpoint itself, last, so that a copy of a
-// checkpoint has its companions.
+// them), in sending order: the best epoch's "model.ckpt", the engine's history (NAME +
+// ".history.json") and a PBT segment's pause record (NAME + ".paused.json",
+// executor/checkpoint_writer.h) in its folder, then the checkpoint itself, last, so that a copy
+// of a checkpoint has its companions.
 std::vector<std::string> checkpoint_file_names(const std::filesystem::path& checkpoint);
 CheckpointStamps stamp_checkpoint(const std::filesystem::path& checkpoint);
 

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "executor/checkpoint_fetch.h"
 #include "executor/checkpoint_writer.h"
@@ -55,11 +57,14 @@ class ReportScalars {
   bool failed_ = false;
 };
 
-// Each report to the loop as REPORT; the answer is the coordinator's last DECISION, or pause at a
-// PBT segment's last step (TRIAL's pause_at_step), decided here so that it holds while the
-// coordinator is out of reach.
-ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& scalars) {
-  return [&job, &events, &scalars](const CommandReport& r) {
+// Each report to the loop as REPORT; the answer is the coordinator's last DECISION, or pause at
+// the first report at or past a PBT segment's last step (TRIAL's pause_at_step; a job that
+// reports every few steps, or resumed past it, may never report that step itself), decided here
+// so that it holds while the coordinator is out of reach. The metrics of the report the job is
+// paused at go to `paused_metrics`.
+ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& scalars,
+                               Metrics& paused_metrics) {
+  return [&job, &events, &scalars, &paused_metrics](const CommandReport& r) {
     const uint64_t lease = job.trial.lease_id;
     events.post(
         JobEvent{.lease_id = lease,
@@ -75,7 +80,7 @@ ReportCallback report_callback(HeldJob& job, JobEvents& events, ReportScalars& s
     }
     if (decision == JobDecision::kPause) {
       int64_t none = -1;
-      job.paused_at_step.compare_exchange_strong(none, r.step);
+      if (job.paused_at_step.compare_exchange_strong(none, r.step)) paused_metrics = r.metrics;
     }
     return decision;
   };
@@ -113,28 +118,29 @@ std::optional<bool> coordinators_copy_is_newer(HeldJob& job, JobEvents& events, 
   return stat->found && stat->written_by_lease > local;
 }
 
-// The coordinator's copy of the PBT parent's checkpoint (`from`, its name on this host) put at
-// `path`, with its history and model: the checkpoint fetched first under another name, then its
-// companions (one the coordinator lacks is left out: this host's is as old as its checkpoint),
-// then the checkpoint renamed into place. Returns "" when done, else why not; `path` is then
-// untouched.
-std::string fetch_start_checkpoint(HeldJob& job, const std::filesystem::path& from,
-                                   const std::filesystem::path& path, JobEvents& events) {
+// The coordinator's copy of the checkpoint `of` (`name` in its folder there) put at `path`, with
+// its companions (checkpoint_file_names; not a PBT parent's pause record, which is of the
+// parent's segment): the checkpoint fetched first under another name, then each companion over
+// this host's (one the coordinator lacks is removed here: it would be another copy's), then the
+// checkpoint renamed into place, so that a checkpoint here always has its own companions.
+// Returns "" when done, else why not; `path` is then untouched.
+std::string fetch_checkpoint(HeldJob& job, JobEvents& events, CheckpointOf of,
+                             const std::string& name, const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   const fs::path fetched = path.string() + ".fetched";
-  if (std::string why = fetch_checkpoint_file(job, events, CheckpointOf::kStart,
-                                              from.filename().string(), fetched);
-      !why.empty()) {
+  if (std::string why = fetch_checkpoint_file(job, events, of, name, fetched); !why.empty()) {
     return why;
   }
   std::error_code ec;
-  for (const auto& [name, target] :
-       {std::pair{std::string("model.ckpt"), path.parent_path() / "model.ckpt"},
-        std::pair{from.filename().string() + ".history.json",
-                  fs::path(path.string() + ".history.json")}}) {
-    if (!fetch_checkpoint_file(job, events, CheckpointOf::kStart, name, target).empty()) {
+  const std::vector<std::string> theirs = checkpoint_file_names(name);
+  const std::vector<std::string> ours = checkpoint_file_names(path);
+  for (size_t i = 0; i + 1 < ours.size(); ++i) {
+    const fs::path target = path.parent_path() / ours[i];
+    if (of == CheckpointOf::kStart && target == checkpoint_pause_path(path)) {
       fs::remove(target, ec);
+      continue;
     }
+    if (!fetch_checkpoint_file(job, events, of, theirs[i], target).empty()) fs::remove(target, ec);
   }
   fs::rename(fetched, path, ec);
   if (ec) {
@@ -160,9 +166,21 @@ void copy_start_checkpoint(HeldJob& job, const std::filesystem::path& path, JobE
   if (fs::exists(path, ec)) return;
   const fs::path from = fs::absolute(*job.trial.start_checkpoint_path, ec).lexically_normal();
   const std::string trial = "trial " + std::to_string(job.trial.number) + ": ";
-  if (fs::exists(from, ec) &&
-      coordinators_copy_is_newer(job, events, CheckpointOf::kStart, from).value_or(false)) {
-    const std::string why = fetch_start_checkpoint(job, from, path, events);
+  // A pause record here is of no checkpoint (one of the segment's own fetched only in part).
+  fs::remove(checkpoint_pause_path(path), ec);
+  if (!fs::exists(from, ec)) {  // not on this host: the coordinator's copy
+    const std::string why =
+        fetch_checkpoint(job, events, CheckpointOf::kStart, from.filename().string(), path);
+    if (!why.empty()) {
+      events.post(JobEvent{.note = trial + "its parent's checkpoint " + from.string() +
+                                   " is not on this host, nor to be had from the coordinator (" +
+                                   why + "); it starts without it"});
+    }
+    return;
+  }
+  if (coordinators_copy_is_newer(job, events, CheckpointOf::kStart, from).value_or(false)) {
+    const std::string why =
+        fetch_checkpoint(job, events, CheckpointOf::kStart, from.filename().string(), path);
     if (why.empty()) {
       events.post(JobEvent{.note = trial + "starts from the coordinator's copy of its parent's " +
                                    "checkpoint, newer than this host's"});
@@ -178,16 +196,7 @@ void copy_start_checkpoint(HeldJob& job, const std::filesystem::path& path, JobE
       {from, path}};  // the checkpoint itself last
   for (const auto& [source, target] : files) {
     const fs::path partial = target.string() + ".partial";
-    if (!fs::exists(source, ec)) {  // not on this host: the coordinator's copy
-      const std::string why = fetch_checkpoint_file(job, events, CheckpointOf::kStart,
-                                                    source.filename().string(), target);
-      if (!why.empty() && source == from) {
-        events.post(JobEvent{.note = trial + "its parent's checkpoint " + source.string() +
-                                     " is not on this host, nor to be had from the coordinator (" +
-                                     why + "); it starts without it"});
-      }
-      continue;
-    }
+    if (source != from && !fs::exists(source, ec)) continue;  // the parent has none
     fs::copy_file(source, partial, fs::copy_options::overwrite_existing, ec);
     if (!ec) fs::rename(partial, target, ec);
     if (ec) {
@@ -203,10 +212,10 @@ void copy_start_checkpoint(HeldJob& job, const std::filesystem::path& path, JobE
 // from the coordinator when this host lacks it (an earlier attempt ran elsewhere and sent its
 // files), or when the coordinator's copy was sent by a later lease than the one that wrote this
 // host's (recorded beside it, executor/checkpoint_writer.h): an attempt elsewhere went further.
-// The files are fetched under other names and renamed when all are here, the checkpoint last, so
-// that a checkpoint here always has its companions. Nothing to fetch is no error: the re-run then
-// starts over, or from this host's copy. Returns false when this host's copy may be older than
-// the coordinator's and stays (the coordinator did not answer, or the fetch failed).
+// The files come together (fetch_checkpoint), with its pause record where it has one. Nothing to
+// fetch is no error: the re-run then starts over, or from this host's copy. Returns false when this
+// host's copy may be older than the coordinator's and stays (the coordinator did not answer, or the
+// fetch failed).
 bool fetch_own_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEvents& events) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -219,10 +228,9 @@ bool fetch_own_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEv
     if (!newer) return false;
     if (!*newer) return true;
   }
-  const fs::path fetched = path.string() + ".fetched";
-  if (std::string why =
-          fetch_checkpoint_file(job, events, CheckpointOf::kOwn, path.filename().string(), fetched);
-      !why.empty()) {
+  const std::string why =
+      fetch_checkpoint(job, events, CheckpointOf::kOwn, path.filename().string(), path);
+  if (!why.empty()) {
     if (here) {
       events.post(JobEvent{.note = trial + ": resumes from this host's older copy of its " +
                                    "checkpoint; the coordinator's newer one cannot be fetched (" +
@@ -230,32 +238,11 @@ bool fetch_own_checkpoint(HeldJob& job, const std::filesystem::path& path, JobEv
     }
     return !here;
   }
-  for (const fs::path& file :
-       {path.parent_path() / "model.ckpt", fs::path(path.string() + ".history.json")}) {
-    if (!here) {
-      if (!fs::exists(file, ec)) {
-        fetch_checkpoint_file(job, events, CheckpointOf::kOwn, file.filename().string(), file);
-      }
-      continue;
-    }
-    // This host's companions are as old as its checkpoint: replaced by the coordinator's, or
-    // removed when the coordinator has none.
-    const fs::path fresh = file.string() + ".fetched";
-    if (fetch_checkpoint_file(job, events, CheckpointOf::kOwn, file.filename().string(), fresh)
-            .empty()) {
-      fs::rename(fresh, file, ec);
-    } else {
-      fs::remove(file, ec);
-    }
-  }
-  fs::rename(fetched, path, ec);
-  events.post(JobEvent{
-      .note =
-          trial + (ec ? ": cannot rename the coordinator's copy of its checkpoint: " + ec.message()
-                   : here ? ": resumes from the coordinator's copy of its checkpoint, "
-                            "newer than this host's"
-                          : ": resumes from the coordinator's copy of its checkpoint")});
-  return !ec || !here;
+  events.post(JobEvent{.note = trial + (here ? ": resumes from the coordinator's copy of its "
+                                               "checkpoint, newer than this host's"
+                                             : ": resumes from the coordinator's copy of its "
+                                               "checkpoint")});
+  return true;
 }
 
 // Whether the trial is a re-run, which resumes from its checkpoint: a re-issue after a lost lease
@@ -281,8 +268,9 @@ void record_checkpoint_writer(const HeldJob& job, const std::filesystem::path& p
 // The trial's checkpoint path, absolute (the program may run in another working directory), with
 // its folder made: a re-run's checkpoint is in its lineage's first trial's folder, which a host
 // that did not run that trial lacks (it is fetched from the coordinator then). A folder that
-// cannot be made is noted; the job then finds no checkpoint and cannot save one. A PBT segment's
-// parent checkpoint is copied there first.
+// cannot be made is noted; the job then finds no checkpoint and cannot save one. A re-run resumes
+// from the newest copy of its own checkpoint; a PBT segment's parent checkpoint is copied there
+// first where there is none (a segment's first run, or a re-run whose earlier runs left none).
 std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
   if (!job.trial.checkpoint_path) return std::nullopt;
   std::error_code ec;
@@ -296,11 +284,8 @@ std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
                                  ": " + ec.message()});
   }
   bool newest = !ec;
-  if (job.trial.start_checkpoint_path) {
-    copy_start_checkpoint(job, path, events);
-  } else if (is_rerun(job, path)) {
-    newest = fetch_own_checkpoint(job, path, events) && newest;
-  }
+  if (is_rerun(job, path)) newest = fetch_own_checkpoint(job, path, events) && newest;
+  copy_start_checkpoint(job, path, events);
   // From now on this lease writes the checkpoint here: a copy of an earlier lease is not newer.
   // A copy known to be older than the coordinator's keeps its record, so that the next re-run
   // here fetches again. Where there is no checkpoint yet, the record waits for the job to write
@@ -311,14 +296,89 @@ std::optional<std::string> checkpoint_path_of(HeldJob& job, JobEvents& events) {
   return path.string();
 }
 
+// A PBT segment whose checkpoint is at its end already: an earlier run of it was paused at step
+// S >= pause_at_step having written that checkpoint (its pause record, read from beside the
+// checkpoint on this host, or fetched with it). It trains no more: its report at S, with that
+// report's metrics, is made again, and it ends paused there with the earlier RESULT's metrics,
+// without its job (which, resumed past its end, would report no step of its segment). Nullopt
+// otherwise; a pause record that does not apply is removed, since the job writes the checkpoint
+// anew.
+std::optional<Message> finished_segment(HeldJob& job, JobEvents& events) {
+  if (!job.trial.pause_at_step || job.checkpoint.empty()) return std::nullopt;
+  std::error_code ec;
+  const std::optional<CheckpointPause> pause = std::filesystem::exists(job.checkpoint, ec)
+                                                   ? read_checkpoint_pause(job.checkpoint)
+                                                   : std::nullopt;
+  if (!pause || pause->step < *job.trial.pause_at_step) {
+    std::filesystem::remove(checkpoint_pause_path(job.checkpoint), ec);
+    return std::nullopt;
+  }
+  const uint64_t lease = job.trial.lease_id;
+  events.post(JobEvent{.note = "trial " + std::to_string(job.trial.number) +
+                               ": its checkpoint is at its segment's end already (paused at step " +
+                               std::to_string(pause->step) + " by lease " +
+                               std::to_string(pause->lease) + "): paused there without training"});
+  events.post(JobEvent{
+      .lease_id = lease,
+      .report = ReportMessage{.lease_id = lease, .step = pause->step, .metrics = pause->metrics}});
+  job.decision.store(JobDecision::kPause);
+  job.paused_at_step.store(pause->step);
+  CommandOutcome outcome{
+      .exit_code = 0,
+      .stopped_by = JobDecision::kPause,
+      .last_report = CommandReport{.step = pause->step, .metrics = pause->metrics},
+      .reports = 1};
+  if (!pause->result.empty()) {
+    outcome.final_metrics = pause->result;
+    outcome.final_integers = pause->result_integers;
+  }
+  return outcome_message(*job.trial_job,
+                         JobEnding{.lease_id = lease,
+                                   .node = job.trial.node,
+                                   .decision = JobDecision::kPause,
+                                   .paused_at_step = pause->step},
+                         outcome);
+}
+
+// Records beside the checkpoint that the job, which wrote it, was paused at the end of its PBT
+// segment (`result`, paused at the report whose metrics are `report_metrics`), so that a re-run
+// of the segment does not train past its end (finished_segment).
+void record_pause(const HeldJob& job, const Message& result, const Metrics& report_metrics,
+                  JobEvents& events) {
+  const auto* paused = std::get_if<ResultMessage>(&result);
+  if (!paused || !paused->paused_at_step || !job.trial.pause_at_step ||
+      *paused->paused_at_step < *job.trial.pause_at_step || job.checkpoint.empty()) {
+    return;
+  }
+  const std::string name = std::filesystem::path(job.checkpoint).filename().string();
+  const CheckpointStamps now = stamp_checkpoint(job.checkpoint);
+  auto written = now.find(name);
+  auto before = job.checkpoint_before.find(name);
+  if (written == now.end() ||
+      (before != job.checkpoint_before.end() && before->second == written->second)) {
+    return;  // not written by this job: it may be older than the step it was paused at
+  }
+  const std::string problem = write_checkpoint_pause(
+      job.checkpoint, CheckpointPause{.lease = job.trial.lease_id,
+                                      .step = *paused->paused_at_step,
+                                      .metrics = report_metrics,
+                                      .result = paused->metrics,
+                                      .result_integers = paused->integer_metrics});
+  if (!problem.empty()) {
+    events.post(JobEvent{.note = "trial " + std::to_string(job.trial.number) + ": " + problem});
+  }
+}
+
 Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& events) {
   const CommandTrial trial{.trial_id = job.trial.trial_id,
                            .number = job.trial.number,
                            .params = job.trial.params,
                            .checkpoint_path = prepare_checkpoint(job, events),
                            .pause_at_step = job.trial.pause_at_step};
+  if (std::optional<Message> done = finished_segment(job, events)) return std::move(*done);
   ReportScalars scalars(job.trial_job->scalars_dir(job.trial.number));
-  const ReportCallback on_report = report_callback(job, events, scalars);
+  Metrics paused_metrics;
+  const ReportCallback on_report = report_callback(job, events, scalars, paused_metrics);
   const CommandOutcome outcome =
       options.job_runner ? options.job_runner(trial, on_report, job.stop_source.get_token())
                          : run_command(job, options, trial, on_report);
@@ -327,15 +387,18 @@ Message run_to_outcome(HeldJob& job, const ExecutorOptions& options, JobEvents& 
   // waits a moment for that stop, so that it ends as preempted, not failed.
   const bool sigterm = outcome.term_signal == SIGTERM || outcome.exit_code == 128 + SIGTERM;
   if (sigterm && !job.stop_source.stop_requested()) job.wait_for_stop(kOutsideSigtermWait);
-  return outcome_message(*job.trial_job,
-                         JobEnding{.lease_id = job.trial.lease_id,
-                                   .node = job.trial.node,
-                                   .decision = job.decision.load(),
-                                   .executor_stop_reason = job.stop_reason(),
-                                   .paused_at_step = job.paused_at_step.load() >= 0
-                                                         ? std::optional(job.paused_at_step.load())
-                                                         : std::nullopt},
-                         outcome);
+  Message message =
+      outcome_message(*job.trial_job,
+                      JobEnding{.lease_id = job.trial.lease_id,
+                                .node = job.trial.node,
+                                .decision = job.decision.load(),
+                                .executor_stop_reason = job.stop_reason(),
+                                .paused_at_step = job.paused_at_step.load() >= 0
+                                                      ? std::optional(job.paused_at_step.load())
+                                                      : std::nullopt},
+                      outcome);
+  record_pause(job, message, paused_metrics, events);
+  return message;
 }
 
 // Chooses the ended attempt's files to send (HeldJob::files); those past the limit are named at

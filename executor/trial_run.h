@@ -25,16 +25,22 @@ namespace tuner {
 // as trial-<number>-lease-<lease>.log; empty when it keeps no log file.
 std::string trial_log_path(const ExecutorOptions& options, const TrialMessage& trial);
 
-// The trial's checkpoint path, absolute, ready before its job starts: its folder made; a PBT
-// segment's parent checkpoint copied there, and a re-run's own checkpoint, each fetched from the
-// coordinator when this host lacks it or has an older copy (docs/protocol.md, "Checkpoints that
-// travel"); the lease recorded as the writer of the copy here (executor/checkpoint_writer.h).
+// The trial's checkpoint path, absolute, ready before its job starts: its folder made; a re-run's
+// own checkpoint (with its companions and pause record), or else a PBT segment's parent
+// checkpoint, copied there, each fetched from the coordinator when this host lacks it or has an
+// older copy (docs/protocol.md, "Checkpoints that travel"); the lease recorded as the writer of
+// the copy here (executor/checkpoint_writer.h).
 // Nullopt when the trial has none.
 // Problems are posted as notes; the job then starts over or from what is here.
 std::optional<std::string> prepare_checkpoint(HeldJob& job, JobEvents& events);
 
 // Runs `job` and posts its reports, notes and outcome to `events`. Never throws: a job that
-// cannot start is a FAIL.
+// cannot start is a FAIL. A PBT segment's job is paused at its first report at or past
+// pause_at_step; one that wrote its checkpoint and was paused so has the pause recorded beside it
+// (CheckpointPause). A segment whose checkpoint has such a record at or past its pause_at_step
+// (a re-run of a segment whose RESULT was lost) is not run: the recorded report is posted again
+// and the outcome is a RESULT paused at its step, with the recorded RESULT's metrics
+// (docs/schedulers.md, "PBT").
 void run_trial(HeldJob& job, const ExecutorOptions& options, JobEvents& events);
 
 }  // namespace tuner

@@ -254,10 +254,12 @@ Json table_json(const TableEncoding& t) {
   Json columns = Json::array();
   for (const TableColumn& c : t.columns) {
     if (c.categorical) {
-      columns.push_back({{"name", c.name},
-                         {"type", "categorical"},
-                         {"categories", c.categories},
-                         {"missing_slot", c.missing_slot}});
+      Json column = {{"name", c.name},
+                     {"type", "categorical"},
+                     {"categories", c.categories},
+                     {"missing_slot", c.missing_slot}};
+      if (c.embedding > 0) column["embedding"] = c.embedding;
+      columns.push_back(std::move(column));
     } else {
       columns.push_back({{"name", c.name}, {"type", "numeric"}, {"fill", c.fill}});
     }
@@ -342,7 +344,12 @@ TableEncoding parse_table(const Json& t, const fs::path& path) {
       col.categories =
           strings(c.value("categories", Json()), "column " + col.name + "'s categories");
       col.missing_slot = c.value("missing_slot", false);
-      width += col.categories.size() + (col.missing_slot ? 1 : 0);
+      const Json embedding = c.value("embedding", Json(0));
+      if (!embedding.is_number_integer() || embedding.get<int64_t>() < 0) {
+        throw bad("column " + col.name + "'s embedding is not an integer >= 0");
+      }
+      col.embedding = embedding.get<int64_t>();
+      width += col.embedding > 0 ? 1 : col.categories.size() + (col.missing_slot ? 1 : 0);
     } else if (type == "numeric" && finite_float(c.value("fill", Json()))) {
       col.fill = *finite_float(c["fill"]);
       ++width;

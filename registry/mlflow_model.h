@@ -65,11 +65,16 @@ struct TableColumn {
   float fill = 0.0f;  // numeric: the value of a missing field (the training split's mean)
   std::vector<std::string> categories;  // categorical: one feature each, in this order (one-hot)
   bool missing_slot = false;  // categorical: one more feature, last, set by a missing value
+  // categorical: > 0, the dimension of the model's learned embedding of the column; the column is
+  // then one feature, its category's index in `categories` (a missing value's is the last, after
+  // them; -1 for a category the training split lacked, whose embedding is zeros). 0: one-hot.
+  int64_t embedding = 0;
 };
 
 // How a row of a table becomes the model's F features: each column of `columns` in order, a
 // numeric one as its value, a categorical one as its one-hot slots (a category the training
-// split lacked sets none). A missing value ("", NA, N/A, NaN) fails unless `missing_mean`: then
+// split lacked sets none) or, embedded, as its category's index (-1 for one the training split
+// lacked). A missing value ("", NA, N/A, NaN) fails unless `missing_mean`: then
 // a numeric column takes its fill, a categorical one its missing slot (none: no slot set).
 struct TableEncoding {
   std::vector<TableColumn> columns;

@@ -117,8 +117,9 @@ TableInput read_table_input(const fs::path& file, const TableEncoding& encoding,
 int64_t encoded_width(const TableEncoding& encoding) {
   int64_t width = 0;
   for (const TableColumn& c : encoding.columns) {
-    width +=
-        c.categorical ? static_cast<int64_t>(c.categories.size()) + (c.missing_slot ? 1 : 0) : 1;
+    width += c.categorical && c.embedding == 0
+                 ? static_cast<int64_t>(c.categories.size()) + (c.missing_slot ? 1 : 0)
+                 : 1;
   }
   return width;
 }
@@ -145,6 +146,14 @@ void encode_table_row(const TableEncoding& encoding, std::span<const std::string
         refuse(where + ": column \"" + c.name + "\" is numeric, \"" + std::string(v) +
                "\" is not a number");
       *x++ = static_cast<float>(*d);
+      continue;
+    }
+    if (c.embedding > 0) {
+      // The category's index, as the engine's csv loader writes it for an embedding.
+      auto it = std::lower_bound(c.categories.begin(), c.categories.end(), v);
+      *x++ = missing ? (c.missing_slot ? static_cast<float>(c.categories.size()) : -1.0f)
+             : it != c.categories.end() && *it == v ? static_cast<float>(it - c.categories.begin())
+                                                    : -1.0f;
       continue;
     }
     if (missing) {

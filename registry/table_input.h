@@ -38,7 +38,7 @@ TableInput read_table_input(const std::filesystem::path& file, const TableEncodi
                             int64_t limit = -1, char delimiter = 0);
 
 // F: the number of features a row encodes to under `encoding` (a numeric column one, a
-// categorical column its categories and its missing slot).
+// categorical column its categories and its missing slot, an embedded one one).
 int64_t encoded_width(const TableEncoding& encoding);
 
 // Encodes one row into `out` [F], as read_table_input encodes a row of a file and the engine's

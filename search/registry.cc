@@ -101,8 +101,11 @@ std::shared_ptr<Sampler> make_sampler(const SamplerSpec& spec, const SearchSpace
       return std::make_shared<GridSampler>(*space, spec.grid_max_points);
     case SamplerType::kGp:
       return std::make_shared<GpSampler>(spec.gp);
-    case SamplerType::kAuto:
-      return std::make_shared<AutoSampler>();
+    case SamplerType::kAuto: {
+      AutoSamplerOptions options;
+      options.gp.budget_input = spec.gp.budget_input;
+      return std::make_shared<AutoSampler>(options);
+    }
     case SamplerType::kNsga2:
       return std::make_shared<Nsga2Sampler>(spec.nsga2);
   }

@@ -131,7 +131,8 @@ Preprocessing engine_preprocessing(const EngineJobSpec& spec, const EngineTrialC
                                                   .categorical = c.categorical,
                                                   .fill = c.fill,
                                                   .categories = c.categories,
-                                                  .missing_slot = c.missing_slot});
+                                                  .missing_slot = c.missing_slot,
+                                                  .embedding = c.embedding});
   }
   return p;
 }

@@ -358,6 +358,19 @@ const std::vector<SamplerOption>& sampler_options(SamplerType type) {
       seed_option(),
       int_option<&S::gp, &GpSamplerOptions::n_startup_trials>("n_startup_trials", 0)};
   static const std::vector<SamplerOption> kNsga2 = nsga2_options();
+  // The GP's budget as an input under early stopping (GpSamplerOptions::budget_input); written
+  // only when true.
+  static const std::vector<SamplerOption> kAuto = {
+      seed_option(),
+      {"budget_input", "",
+       [](const Reader& r, const Json& v, const std::string& path, S& c) {
+         c.gp.budget_input = r.boolean(v, path);
+       },
+       [](const S& a, const S& b) { return a.gp.budget_input == b.gp.budget_input; },
+       [](const S& c) -> std::optional<Json> {
+         if (!c.gp.budget_input) return std::nullopt;
+         return Json(true);
+       }}};
   switch (type) {
     case SamplerType::kTpe:
       return kTpe;
@@ -367,8 +380,9 @@ const std::vector<SamplerOption>& sampler_options(SamplerType type) {
       return kGp;
     case SamplerType::kNsga2:
       return kNsga2;
-    case SamplerType::kRandom:
     case SamplerType::kAuto:
+      return kAuto;
+    case SamplerType::kRandom:
       break;
   }
   return kSeedOnly;
@@ -1481,7 +1495,14 @@ void Parser::parse_job(const Json& value, SweepFile& sweep) {
   if (find_field(job, "artifacts_dir")) absolute_path(job["artifacts_dir"], "job.artifacts_dir");
   sweep.job_json = job.dump();
   // The full check of the job is the executor's own.
-  const std::unique_ptr<TrialJob> trial_job = parse_trial_job(sweep.job_json, file_ + ": job");
+  std::unique_ptr<TrialJob> trial_job = parse_trial_job(sweep.job_json, file_ + ": job");
+  if (const auto* engine = dynamic_cast<const EngineTrialJob*>(trial_job.get())) {
+    // The data's files, where this host can read them: the model must fit their shape.
+    EngineJobSpec spec = engine->spec();
+    if (read_engine_data_shape(spec, file_ + ": job")) {
+      trial_job = std::make_unique<EngineTrialJob>(std::move(spec));
+    }
+  }
   probe_job(*trial_job, sweep.space, file_ + ": job");
   if (const auto* engine = dynamic_cast<const EngineTrialJob*>(trial_job.get())) {
     engine::check_engine_init_from(engine->spec(), file_ + ": job");  // the weights it starts from

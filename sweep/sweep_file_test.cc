@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -766,6 +767,18 @@ TEST(SweepFileTest, AutoSampler) {
       HasSubstr("unknown field \"n_startup_trials\" for sampler type \"auto\""));
 }
 
+TEST(SweepFileTest, AutoSamplerBudgetInput) {
+  SweepFile s = parse_sweep_file(
+      patched(R"({"sampler": {"type": "auto", "seed": 4, "budget_input": true}})"), "s.json");
+  EXPECT_TRUE(s.sampler.gp.budget_input);
+  EXPECT_EQ(parse_sweep_file(to_json(s), "s.json").sampler, s.sampler);
+  SweepFile plain =
+      parse_sweep_file(patched(R"({"sampler": {"type": "auto", "seed": 4}})"), "s.json");
+  EXPECT_FALSE(plain.sampler.gp.budget_input);
+  EXPECT_FALSE(plain.sampler == s.sampler);
+  EXPECT_EQ(to_json(plain).find("budget_input"), std::string::npos);
+}
+
 // Files written while TPE was the default give its options without a type: they stay TPE.
 TEST(SweepFileTest, TpeOptionsWithoutATypeAreTpe) {
   SweepFile s = parse_sweep_file(patched(R"({"sampler": {"n_ei_candidates": 48}})"), "s.json");
@@ -1101,6 +1114,42 @@ TEST(SweepFileTest, RefusesAnEngineModelWhoseInputIsNotTheDatasetsSamples) {
                                   "[784]")),
             "sweep.json: job.model.input: [784] is not the shape of fashion-mnist's samples, "
             "[1, 28, 28]: make the model's input [1, 28, 28]");
+}
+
+// Regression: a csv data set's misfit (input width, classes) was found only when the trials
+// loaded the data; the files this host reads are checked at load, models with placeholders on
+// their probes.
+TEST(SweepFileTest, RefusesAnEngineModelThatDoesNotFitItsCsvFilesAtLoad) {
+  const fs::path dir = fs::temp_directory_path() / ("sweep_csv_fit_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "iris.csv") << "a,b,c,d,kind\n1,2,3,4,x\n2,3,4,5,y\n3,4,5,6,z\n"
+                                     "4,5,6,7,x\n5,6,7,8,y\n6,7,8,9,z\n";
+  const auto sweep = [&](const std::string& params, const std::string& model) {
+    Json doc = Json::parse(kMinimal);
+    doc["space"]["params"] = Json::parse(params);
+    doc["objective"] = {{"metric", "val_accuracy"}, {"direction", "maximize"}};
+    doc["job"] = {
+        {"kind", "engine"},
+        {"model", Json::parse(model)},
+        {"data",
+         {{"format", "csv"}, {"dir", dir.string()}, {"path", "iris.csv"}, {"label", "kind"}}},
+        {"training", {{"epochs", 1}, {"batch_size", 2}}}};
+    return doc.dump();
+  };
+  const std::string lr = R"({"lr": {"type": "float", "low": 0.001, "high": 0.1}})";
+  EXPECT_EQ(
+      error_of(sweep(lr, R"({"input": [3], "layers": [{"type": "linear", "out": "classes"}]})")),
+      "sweep.json: job.model.input: [3] is not the shape of iris.csv's samples, [4]: make "
+      "the model's input [4]");
+  EXPECT_EQ(error_of(sweep(lr, R"({"layers": [{"type": "linear", "out": 2}]})")),
+            "sweep.json: job.model.layers[0]: the model's output is [2], but iris.csv has 3 "
+            "classes: the last layer must give [3] (one logit per class)");
+  EXPECT_THAT(error_of(sweep(R"({"k": {"type": "categorical", "choices": [3, 4]}})",
+                             R"({"layers": [{"type": "linear", "out": "{k}"}]})")),
+              HasSubstr("sweep.json: job.model.layers[0]: the model's output is [4], but "
+                        "iris.csv has 3 classes"));
+  EXPECT_EQ(error_of(sweep(lr, R"({"layers": [{"type": "linear", "out": "classes"}]})")), "");
+  fs::remove_all(dir);
 }
 
 // The probes: each categorical choice of the model's placeholders, the others at their lowest

@@ -123,4 +123,34 @@ void Backend::batch_norm_relu_backward(const Tensor& x, const Tensor& y, const T
   batch_norm_backward(x, gamma, mean, rstd, dz, dx, dgamma, dbeta);
 }
 
+// The triple's workspace: the pair's output [B,C,H,W], the pooling's gradient to it, then
+// batch_norm_relu_backward's own workspace.
+int64_t Backend::batch_norm_relu_pool_workspace(const Shape& x) const {
+  return 2 * x.numel() + batch_norm_relu_workspace(x);
+}
+
+void Backend::batch_norm_relu_pool_forward_train(const Tensor& x, const Tensor& gamma,
+                                                 const Tensor& beta, float eps, float momentum,
+                                                 Tensor& running_mean, Tensor& running_var,
+                                                 Tensor& mean, Tensor& rstd, Tensor& y,
+                                                 std::span<int32_t> argmax, std::span<float> work) {
+  Tensor z = Tensor::borrow(work.data(), x.shape());
+  batch_norm_relu_forward_train(x, gamma, beta, eps, momentum, running_mean, running_var, mean,
+                                rstd, z);
+  max_pool2d_forward(kPool2x2, z, y, argmax);
+}
+
+void Backend::batch_norm_relu_pool_backward(const Tensor& x, const Tensor& /*y*/,
+                                            std::span<const int32_t> argmax, const Tensor& gamma,
+                                            const Tensor& mean, const Tensor& rstd,
+                                            const Tensor& dy, Tensor* dx, Tensor& dgamma,
+                                            Tensor& dbeta, std::span<float> work) {
+  const int64_t n = x.numel();
+  const Tensor z = Tensor::borrow(work.data(), x.shape());
+  Tensor dz = Tensor::borrow(work.data() + n, x.shape());
+  max_pool2d_backward(kPool2x2, argmax, dy, dz);
+  batch_norm_relu_backward(x, z, gamma, mean, rstd, dz, dx, dgamma, dbeta,
+                           work.subspan(static_cast<size_t>(2 * n)));
+}
+
 }  // namespace tuner::training

@@ -207,6 +207,26 @@ class Backend {
                                         const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                                         Tensor* dx, Tensor& dgamma, Tensor& dbeta,
                                         std::span<float> work);
+  // Batch norm, the ReLU after it and a 2x2, stride 2, unpadded max pooling after that, for
+  // LayerChain's fusion of the three in training: y[B,C,H/2,W/2] and argmax[B*C*(H/2)*(W/2)] (the
+  // flat index in the H*W plane of each maximum, the first in window order) are those of
+  // max_pool2d_forward over batch_norm_relu_forward_train's output, which need not be kept. The
+  // backward takes the forward's y and argmax and gives batch_norm_relu_backward's gradients for
+  // the pooling's gradient: a backend may rebuild the ReLU's gradient from them. By default the
+  // ops in turn, the pair's output and its gradient kept in the workspace.
+  // Floats of workspace for input x[B,C,H,W]; the forward and backward of one batch take the
+  // same workspace (the forward may leave there what the backward reads). REQUIRES: H, W >= 2.
+  virtual int64_t batch_norm_relu_pool_workspace(const Shape& x) const;
+  virtual void batch_norm_relu_pool_forward_train(const Tensor& x, const Tensor& gamma,
+                                                  const Tensor& beta, float eps, float momentum,
+                                                  Tensor& running_mean, Tensor& running_var,
+                                                  Tensor& mean, Tensor& rstd, Tensor& y,
+                                                  std::span<int32_t> argmax, std::span<float> work);
+  virtual void batch_norm_relu_pool_backward(const Tensor& x, const Tensor& y,
+                                             std::span<const int32_t> argmax, const Tensor& gamma,
+                                             const Tensor& mean, const Tensor& rstd,
+                                             const Tensor& dy, Tensor* dx, Tensor& dgamma,
+                                             Tensor& dbeta, std::span<float> work);
   // Layer norm over the last dim of x[N,D]; mean[N] and rstd[N] saved.
   virtual void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                   float eps, Tensor& mean, Tensor& rstd, Tensor& y) = 0;

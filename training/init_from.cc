@@ -193,7 +193,8 @@ std::vector<ParamGroup> layer_param_groups(const ModelSpec& spec,
                                            std::span<const float> layer_factors) {
   std::vector<ParamGroup> groups;
   for (const WeightedLayer& l : weighted_layers(spec)) {
-    const int64_t i = top_level_layer_index(l.path);
+    // The embeddings of the input take the factor of the first layer after them.
+    const int64_t i = l.kind == "embedding" ? 0 : top_level_layer_index(l.path);
     const float factor =
         i >= 0 && i < static_cast<int64_t>(layer_factors.size()) ? layer_factors[i] : 1.0f;
     if (factor == 1.0f || l.end == l.begin) continue;

@@ -90,7 +90,8 @@ InitFromResult load_weights(const Checkpoint& source, const ModelSpec& spec, Par
 
 // The parameter groups of per-layer learning-rate factors: layer_factors[i] is the factor of the
 // top-level layer i of the spec's JSON "layers" list (the i in "layers[i]"; 1 past the list's
-// end). One group per layer with parameters whose factor is not 1. REQUIRES: factors >= 0.
+// end; a spec's "embeddings" take the factor of layers[0]). One group per layer with parameters
+// whose factor is not 1. REQUIRES: factors >= 0.
 std::vector<ParamGroup> layer_param_groups(const ModelSpec& spec,
                                            std::span<const float> layer_factors);
 

@@ -80,33 +80,48 @@ void LayerChain::setup(const Shape& sample_in, int64_t max_batch, Backend& backe
   const size_t n = layers_.size();
   shapes_.assign(1, sample_in);
   for (auto& l : layers_) shapes_.push_back(l->output_shape(shapes_.back()));
-  fused_.assign(n, false);
+  fused_.assign(n, 0);
   for (size_t i = 0; i + 1 < n; ++i) {
     auto* conv = dynamic_cast<Conv2d*>(layers_[i].get());
     const auto* pool = dynamic_cast<const MaxPool2d*>(layers_[i + 1].get());
     if (conv != nullptr && pool != nullptr && Conv2d::can_fuse(*pool)) {
       conv->fuse_max_pool();
-      fused_[i] = true;
+      fused_[i] = 1;
     }
     auto* bn = dynamic_cast<BatchNorm*>(layers_[i].get());
     const auto* act = dynamic_cast<const ActivationLayer*>(layers_[i + 1].get());
     if (bn != nullptr && act != nullptr && act->activation() == Activation::kRelu) {
       bn->fuse_relu();
-      fused_[i] = true;
+      fused_[i] = 1;
+      const auto* after =
+          i + 2 < n ? dynamic_cast<const MaxPool2d*>(layers_[i + 2].get()) : nullptr;
+      if (after != nullptr && BatchNorm::can_fuse(*after, shapes_[i])) {
+        bn->fuse_max_pool();
+        fused_[i] = 2;
+      }
     }
-    if (fused_[i]) ++i;  // a layer is in one pair at most
+    i += static_cast<size_t>(fused_[i]);  // a layer is in one group at most
+  }
+  // first_[i]: the first layer of the group that runs layer i.
+  first_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    first_[i] = i;
+    for (int k = 1; k <= fused_[i] && i + static_cast<size_t>(k) < n; ++k) first_[i + k] = i;
+    i += static_cast<size_t>(fused_[i]);
   }
   acts_.clear();
   int64_t largest = 0;
   for (size_t i = 0; i < n; ++i) {
-    const bool pooled_by_previous = i > 0 && fused_[i - 1];
-    if (!pooled_by_previous) layers_[i]->setup(shapes_[i], max_batch, backend);
-    // Layer i - 1 writes the fused pair's output; no gradient flows through the pair's middle.
-    if (!pooled_by_previous) largest = std::max(largest, shapes_[i].numel() * max_batch);
+    const bool run_by_previous = first_[i] != i;
+    if (!run_by_previous) layers_[i]->setup(shapes_[i], max_batch, backend);
+    // The group's first layer writes its last layer's output; no gradient flows through the
+    // group's middle.
+    if (!run_by_previous) largest = std::max(largest, shapes_[i].numel() * max_batch);
     // The last layer writes into the caller's y; its activation is not stored here.
     if (i + 1 < n) {
-      acts_.push_back(fused_[i] ? Tensor()
-                                : backend.allocate(shapes_[i + 1].with_batch(max_batch)));
+      const bool inside_group = first_[i + 1] != i + 1;
+      acts_.push_back(inside_group ? Tensor()
+                                   : backend.allocate(shapes_[i + 1].with_batch(max_batch)));
     }
   }
   grad_a_ = backend.allocate(Shape{std::max<int64_t>(largest, 1)});
@@ -118,14 +133,17 @@ void LayerChain::forward(Pass& pass, const Tensor& x, Tensor& y) {
   const size_t n = layers_.size();
   if (n == 0) throw_shape_error("chain.forward", "no layers");
   for (size_t i = 0; i < n; ++i) {
-    // A fused pair (conv2d, max_pool2d; batch_norm, relu) writes its second layer's output.
-    const size_t last = fused_[i] ? i + 1 : i;
+    // A fused group (conv2d, max_pool2d; batch_norm, relu[, max_pool2d]) writes its last layer's
+    // output.
+    const size_t last = i + static_cast<size_t>(fused_[i]);
     Tensor in_view = i == 0 ? Tensor() : acts_[i - 1].slice(0, batch);
     const Tensor& in = i == 0 ? x : in_view;
     Tensor out_view = last + 1 == n ? Tensor() : acts_[last].slice(0, batch);
     Tensor& out = last + 1 == n ? y : out_view;
-    if (fused_[i] && layers_[i]->kind() == "conv2d") {
+    if (fused_[i] > 0 && layers_[i]->kind() == "conv2d") {
       static_cast<Conv2d&>(*layers_[i]).forward_pooled(pass, in, out);
+    } else if (fused_[i] == 2) {  // a batch norm with its ReLU and max pooling
+      static_cast<BatchNorm&>(*layers_[i]).forward_pooled(pass, in, out);
     } else {  // a layer alone, or a batch norm with its ReLU
       layers_[i]->forward(pass, in, out);
     }
@@ -144,9 +162,9 @@ void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Te
   Tensor g_out;  // the gradient of the current layer's output (a view)
   for (size_t k = 0; k < n; ++k) {
     const size_t last = n - 1 - k;
-    // A fused pair (conv2d i, max_pool2d i + 1; batch_norm i, relu i + 1) runs as one backward.
-    const bool pair = last > 0 && fused_[last - 1];
-    const size_t i = pair ? last - 1 : last;
+    // A fused group (conv2d i, max_pool2d i + 1; batch_norm i, relu i + 1[, max_pool2d i + 2])
+    // runs as one backward.
+    const size_t i = first_[last];
     Tensor in_view = i == 0 ? Tensor() : acts_[i - 1].slice(0, batch);
     const Tensor& layer_in = i == 0 ? x : in_view;
     Tensor out_view = last + 1 == n ? Tensor() : acts_[last].slice(0, batch);
@@ -158,15 +176,18 @@ void LayerChain::backward(Pass& pass, const Tensor& x, const Tensor& y, const Te
       next_buf ^= 1;
     }
     Tensor* layer_dx = i == 0 ? dx : &g_in;
-    if (pair && layers_[i]->kind() == "conv2d") {
+    if (i != last && layers_[i]->kind() == "conv2d") {
       static_cast<Conv2d&>(*layers_[i])
+          .backward_pooled(pass, layer_in, layer_out, layer_dy, layer_dx);
+    } else if (fused_[i] == 2) {
+      static_cast<BatchNorm&>(*layers_[i])
           .backward_pooled(pass, layer_in, layer_out, layer_dy, layer_dx);
     } else {
       layers_[i]->backward(pass, layer_in, layer_out, layer_dy, layer_dx);
     }
     g_out = std::move(g_in);
     if (after_layer) {
-      if (pair) after_layer(last);
+      for (size_t j = last; j > i; --j) after_layer(j);
       after_layer(i);
     }
     k += last - i;

@@ -35,7 +35,8 @@ class LayerChain {
   // two ping-pong gradient buffers as large as the largest of them. A conv2d followed by a 2x2,
   // stride 2 max pooling runs as one op (Conv2d::fuse_max_pool): the convolution's full output
   // is then neither stored nor passed back, and the pooling layer's own kernels do not run.
-  // Likewise a batch norm followed by a ReLU runs as one op (BatchNorm::fuse_relu).
+  // Likewise a batch norm followed by a ReLU runs as one op (BatchNorm::fuse_relu), and with a
+  // 2x2, stride 2 max pooling after the ReLU, the three as one op (BatchNorm::fuse_max_pool).
   void setup(const Shape& sample_in, int64_t max_batch, Backend& backend);
 
   // x[B, in...] -> y[B, out...]; the intermediate activations are kept for backward.
@@ -53,9 +54,12 @@ class LayerChain {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> shapes_;  // sample shape before layer i; shapes_[size()] is the output
   std::vector<Tensor> acts_;   // acts_[i]: output of layer i, [max_batch, shapes_[i + 1]...]
-                               // (empty for the first layer of a fused pair)
-  std::vector<bool> fused_;    // fused_[i]: layer i runs layer i + 1 (a max pooling after a
-                               // conv2d, a ReLU after a batch norm) too
+                               // (empty inside a fused group)
+  std::vector<int> fused_;     // fused_[i]: how many of the layers after layer i it runs too
+                               // (a max pooling after a conv2d; a ReLU, and maybe a max pooling
+                               // after it, after a batch norm)
+  std::vector<size_t> first_;  // first_[i]: the layer that runs layer i (i itself, or the first
+                               // of its fused group)
   Tensor grad_a_, grad_b_;     // flat scratch for the gradients between layers
 };
 

@@ -13,6 +13,7 @@
 #include "training/layers/batch_norm.h"
 #include "training/layers/conv2d.h"
 #include "training/layers/dropout.h"
+#include "training/layers/embedding.h"
 #include "training/layers/flatten.h"
 #include "training/layers/global_avg_pool.h"
 #include "training/layers/layer_norm.h"
@@ -185,6 +186,7 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& s, uint64_t seed) {
   }
   if (is_activation_type(t)) return std::make_unique<ActivationLayer>(activation_of_type(t));
   if (t == "flatten") return std::make_unique<Flatten>();
+  if (t == "embedding") return std::make_unique<ColumnEmbedding>(s.input[0], s.embedded);
   if (t == "residual") {
     return std::make_unique<Residual>(make_layers(s.body, seed), make_layers(s.shortcut, seed));
   }
@@ -412,6 +414,55 @@ Shape parse_input(const nlohmann::json& root) {
   return Shape::from(dims);
 }
 
+// The layer of the top-level "embeddings": [{"at": feature, "categories": K, "dim": D}, ...] over
+// the flat input `in`, positions strictly increasing.
+LayerSpec parse_embeddings(const nlohmann::json& list, const Shape& in) {
+  const std::string path = "embeddings";
+  if (!list.is_array() || list.empty()) {
+    throw SpecError(path,
+                    "expected a list of {\"at\", \"categories\", \"dim\"}, got " + list.dump());
+  }
+  if (in.rank() != 1) {
+    throw SpecError(path, "embeddings need a flat input [I], got " + in.to_string());
+  }
+  LayerSpec s;
+  s.type = "embedding";
+  s.path = path;
+  s.input = in;
+  int64_t width = in[0];
+  static const std::vector<std::string_view> kFields = {"at", "categories", "dim"};
+  for (size_t k = 0; k < list.size(); ++k) {
+    const std::string p = path + "[" + std::to_string(k) + "]";
+    const nlohmann::json& j = list[k];
+    if (!j.is_object()) {
+      throw SpecError(p, "expected {\"at\", \"categories\", \"dim\"}, got " + j.dump());
+    }
+    for (const auto& [key, value] : j.items()) {
+      if (std::find(kFields.begin(), kFields.end(), key) == kFields.end()) {
+        throw SpecError(p + "." + key, "unknown field" + did_you_mean(key, kFields) +
+                                           "; it takes " + join(kFields));
+      }
+    }
+    EmbeddedColumn c;
+    c.at = get_int(j, p, "at", std::nullopt, 0);
+    c.categories = get_int(j, p, "categories", std::nullopt, 1);
+    c.dim = get_int(j, p, "dim", std::nullopt, 1);
+    if (c.at >= in[0]) {
+      throw SpecError(p + ".at",
+                      std::to_string(c.at) + " is not a feature of the input " + in.to_string());
+    }
+    if (!s.embedded.empty() && c.at <= s.embedded.back().at) {
+      throw SpecError(p + ".at", std::to_string(c.at) + " does not come after " +
+                                     std::to_string(s.embedded.back().at) +
+                                     " (the features in increasing order)");
+    }
+    width += c.dim - 1;
+    s.embedded.push_back(c);
+  }
+  s.output = Shape{width};
+  return s;
+}
+
 }  // namespace
 
 SpecError::SpecError(std::string path, std::string reason)
@@ -430,7 +481,7 @@ ModelSpec parse_model_spec(std::string_view json_text) {
     throw SpecError("(root)",
                     "expected an object with \"input\" and \"layers\", got " + root.dump());
   }
-  static const std::vector<std::string_view> kTopFields = {"input", "layers", "name"};
+  static const std::vector<std::string_view> kTopFields = {"input", "embeddings", "layers", "name"};
   for (const auto& [key, value] : root.items()) {
     if (std::find(kTopFields.begin(), kTopFields.end(), key) == kTopFields.end()) {
       throw SpecError(key, "unknown field" + did_you_mean(key, kTopFields) + "; a spec has " +
@@ -444,7 +495,15 @@ ModelSpec parse_model_spec(std::string_view json_text) {
   spec.input = parse_input(root);
   if (!root.contains("layers")) throw SpecError("layers", "missing (a list of layers)");
   Parser parser;
-  spec.layers = parser.parse_list(root["layers"], "layers", spec.input, spec.output);
+  Shape layers_in = spec.input;
+  std::vector<LayerSpec> embeddings;
+  if (root.contains("embeddings")) {
+    embeddings.push_back(parse_embeddings(root["embeddings"], spec.input));
+    layers_in = embeddings.back().output;
+  }
+  spec.layers = parser.parse_list(root["layers"], "layers", layers_in, spec.output);
+  spec.layers.insert(spec.layers.begin(), std::make_move_iterator(embeddings.begin()),
+                     std::make_move_iterator(embeddings.end()));
   spec.json = root.dump();
 
   // Build once: the layers' own checks back up the parser's, and count the parameters.

@@ -17,6 +17,7 @@
 
 #include "training/backend.h"
 #include "training/layer.h"
+#include "training/layers/embedding.h"
 #include "training/sequential.h"
 #include "training/tensor.h"
 
@@ -50,16 +51,19 @@ struct LayerSpec {
   float p = 0.0f;                         // dropout probability
   float eps = 1e-5f, momentum = 0.1f;     // batch_norm (eps, momentum), layer_norm (eps)
   std::vector<LayerSpec> body, shortcut;  // residual; an empty shortcut is the identity
+  std::vector<EmbeddedColumn> embedded;   // embedding: the input features it looks up
   Shape input, output;                    // sample shapes before and after the layer
 };
 
 // A validated spec. Immutable once parsed; build_model() may be called any number of times.
 struct ModelSpec {
-  std::string json;               // canonical compact JSON (keys sorted), e.g. for checkpoints
-  Shape input;                    // sample input shape, e.g. [1, 28, 28]
-  Shape output;                   // sample output shape, e.g. [10]
-  std::vector<LayerSpec> layers;  // after fusion: the layers build_model() creates, in order
-  int64_t num_parameters = 0;     // trainable scalars
+  std::string json;  // canonical compact JSON (keys sorted), e.g. for checkpoints
+  Shape input;       // sample input shape, e.g. [1, 28, 28]
+  Shape output;      // sample output shape, e.g. [10]
+  // After fusion: the layers build_model() creates, in order. A spec with "embeddings" starts
+  // with their layer (type "embedding", path "embeddings"), then those of "layers".
+  std::vector<LayerSpec> layers;
+  int64_t num_parameters = 0;  // trainable scalars
 };
 
 // Parses and validates a spec. Throws SpecError naming the JSON path and the reason.

@@ -168,8 +168,10 @@ TEST(ModelSpec, ErrorsNameThePathAndTheReason) {
   EXPECT_EQ(error_of(R"({"input": [4, 8, 8], "layers": [{"type": "residual", "body": [
       {"type": "relu"}, {"type": "max_pool2d", "kernel": 9}]}]})"),
             "layers[0].body[1].kernel: 9 does not fit the input [4, 8, 8]");
-  EXPECT_EQ(error_of(R"({"input": [4], "layers": [], "lyers": 1})"),
-            "lyers: unknown field (did you mean \"layers\"?); a spec has input, layers, name");
+  EXPECT_EQ(
+      error_of(R"({"input": [4], "layers": [], "lyers": 1})"),
+      "lyers: unknown field (did you mean \"layers\"?); a spec has input, embeddings, layers, "
+      "name");
   EXPECT_EQ(error_of(R"({"input": [4], "layers": []})"), "layers: expected at least one layer");
   EXPECT_EQ(error_of(R"({"layers": []})"),
             "input: missing (the sample shape, e.g. [1, 28, 28] or [784])");

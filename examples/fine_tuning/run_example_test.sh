@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The fine-tuning example, run as a user runs it: pretrain.json registers a Fashion-MNIST model,
-# make_data.py writes the new task (footwear, 3 classes), and sweep.json fine-tunes the registered
-# champion on it: every trial must start from its weights with a new head, its frozen layer must
-# keep the champion's weights, and the best trial is exported; starting from the version's
-# model.onnx instead gives the same trials. Then the refusals at load: an alias the registry
-# lacks, and a model whose layers differ from the champion's.
+# The fine-tuning example, run as a user runs it: pretrain.json's tiny sweep searches an MLP's
+# widths on Fashion-MNIST and registers its best trial as the champion, make_data.py writes the
+# new task (footwear, 3 classes), and sweep.json fine-tunes that champion on it with the model the
+# champion holds ("model": {"from": "init_from"}): every trial must start from its weights with a
+# new head, its frozen layer must keep the champion's weights, and the best trial is exported;
+# starting from the version's model.onnx instead gives the same trials. Then the refusals at
+# load: an alias the registry lacks, the champion's 10 outputs without replace_head, a model
+# declared beside "from", and a model whose outputs are not the npy labels' classes.
 #   run_example_test.sh TUNER EXAMPLE_DIR
 set -euo pipefail
 tuner=$1
@@ -37,25 +39,33 @@ for log in "$work"/shoes.db.logs/trial-*.log; do
   expect "job.training.init_from: started from $work/registry/fashion-mnist-backbone@champion (version 1, .*): 2 layers with weights loaded, the last one new (replace_head)" "$log"
 done
 
-# The frozen layer (layers[1]) of every fine-tuned trial holds the champion's weights; the
-# layers after it do not. Checkpoints: "TUNERCKP", u32 version, u64 length, then the model spec
-# and the parameters (training/checkpoint.h).
+# Every fine-tuned trial has the champion's searched widths and a head of 3 classes; its frozen
+# layer (layers[1]) holds the champion's weights, the layers after it do not. Checkpoints:
+# "TUNERCKP", u32 version, u64 length, then the model spec and the parameters
+# (training/checkpoint.h).
 python3 - "$work/registry/fashion-mnist-backbone/1/engine/model.ckpt" \
   "$work"/shoes.db.artifacts/shoes_fine_tuning/trial-*/model.ckpt <<'PY' || fail "frozen layer"
-import struct, sys
-def params(path):
+import json, struct, sys
+def read(path):
     b = open(path, "rb").read()
     at = 20
-    n, = struct.unpack_from("<Q", b, at); at += 8 + n          # the model spec
     n, = struct.unpack_from("<Q", b, at); at += 8
-    return struct.unpack_from(f"<{n}f", b, at)
-first = 128 * 784 + 128                                        # layers[1]: weight and bias
-champion = params(sys.argv[1])
+    spec = json.loads(b[at:at + n]); at += n
+    n, = struct.unpack_from("<Q", b, at); at += 8
+    return spec, struct.unpack_from(f"<{n}f", b, at)
+spec, champion = read(sys.argv[1])
+widths = [spec["layers"][1]["out"], spec["layers"][3]["out"]]
+assert widths[0] in (64, 128) and widths[1] in (32, 64), f"the champion's widths {widths}"
+first = widths[0] * 784 + widths[0]                            # layers[1]: weight and bias
+second = widths[1] * widths[0]                                 # layers[3]'s weight
 for path in sys.argv[2:]:
-    p = params(path)
+    tuned, p = read(path)
+    outs = [tuned["layers"][i]["out"] for i in (1, 3, 5)]
+    assert outs == widths + [3], f"{path}: widths {outs}, not the champion's {widths} and 3"
     assert p[:first] == champion[:first], f"{path}: the frozen layer moved"
-    assert p[first:first + 64 * 128] != champion[first:first + 64 * 128], f"{path}: layers[3] did not train"
-print(f"{len(sys.argv) - 2} trials kept the frozen layer's {first} values")
+    assert p[first:first + second] != champion[first:first + second], f"{path}: layers[3] did not train"
+print(f"{len(sys.argv) - 2} trials of the champion's widths {widths} kept the frozen layer's "
+      f"{first} values")
 PY
 
 # The registered version's model.onnx holds the same weights: a sweep starting from it trains
@@ -75,11 +85,22 @@ if "$tuner" sweep "$work/alias.json" --storage "$work/alias.db" > "$work/alias.o
   fail "an unknown alias must be refused"
 fi
 expect "alias.json: job.training.init_from: .*fashion-mnist-backbone@best: model 'fashion-mnist-backbone' has no alias 'best' (its aliases: champion)" "$work/alias.out"
-sed 's/"out": 128/"out": 96/' "$work/sweep.json" > "$work/wider.json"
-if "$tuner" sweep "$work/wider.json" --storage "$work/wider.db" > "$work/wider.out" 2>&1; then
-  fail "a model of other layers must be refused"
-fi
-expect "wider.json: job.training.init_from: .*: layer with weights 0 does not match: the model's layers\[1\] (linear) has weight \[96, 784\], the source's layers\[1\] has weight \[128, 784\]" "$work/wider.out"
-[ ! -e "$work/wider.db.logs" ] || ! ls "$work/wider.db.logs"/trial-* > /dev/null 2>&1 ||
-  fail "a trial ran for a refused sweep file"
+refused() {  # refused NAME PATTERN: sweep NAME.json is refused at load, no trial run
+  if "$tuner" sweep "$work/$1.json" --storage "$work/$1.db" > "$work/$1.out" 2>&1; then
+    fail "$1.json must be refused"
+  fi
+  expect "$2" "$work/$1.out"
+  [ ! -e "$work/$1.db.logs" ] || ! ls "$work/$1.db.logs"/trial-* > /dev/null 2>&1 ||
+    fail "a trial ran for the refused $1.json"
+}
+edit() {  # edit NAME PYTHON: NAME.json is sweep.json as `d` after PYTHON
+  python3 -c "import json, sys; d = json.load(open(sys.argv[1])); $2; json.dump(d, open(sys.argv[2], 'w'))" \
+    "$work/sweep.json" "$work/$1.json"
+}
+edit headless 'd["job"]["training"]["replace_head"] = False'
+refused headless "headless.json: job.model.layers\[5\]: the model's output is \[10\], but x.npy has 3 classes: the last layer must give \[3\] (one logit per class) (the model is training.init_from's, .*; to train a new last layer for the data's classes, set training.replace_head to true)"
+edit both 'd["job"]["model"]["layers"] = [{"type": "flatten"}, {"type": "linear", "out": "classes"}]'
+refused both "both.json: job.model.layers: \"from\": \"init_from\" takes the whole model from training.init_from's weights: leave out \"layers\""
+edit classes 'd["job"]["model"] = {"input": [1, 28, 28], "layers": [{"type": "flatten"}, {"type": "linear", "out": 16}, {"type": "relu"}, {"type": "linear", "out": 4}]}; t = d["job"]["training"]; [t.pop(k) for k in ("init_from", "replace_head", "freeze", "lr_factors")]; d["space"]["params"].pop("body_factor")'
+refused classes "classes.json: job.model.layers\[3\]: the model's output is \[4\], but x.npy has 3 classes: the last layer must give \[3\]"
 echo PASS

@@ -51,6 +51,27 @@ std::string at_line(const Table& t, size_t row) {
   return t.file + ":" + std::to_string(t.lines[row]);
 }
 
+// Refuses class labels that do not fit the job's task (at `path`.label): numbers not all integers
+// (`fractional`: one such value and where it stands) making more than kMostFractionalClasses
+// classes, or a binary task without exactly 2 classes.
+void check_classes(const EngineJobSpec& spec, const std::string& path,
+                   const std::vector<std::string>& classes,
+                   const std::optional<std::pair<std::string, std::string>>& fractional) {
+  const std::string& label = spec.files.label;
+  if (fractional && classes.size() > kMostFractionalClasses) {
+    fail(path + ".label", "column \"" + label + "\" holds " + std::to_string(classes.size()) +
+                              " distinct numbers, not all integers (\"" + fractional->first +
+                              "\" at " + fractional->second +
+                              "): to predict the value, set data.task to \"regression\"; to "
+                              "classify, make the labels class names or integers");
+  }
+  if (spec.task == training::Task::kBinary && classes.size() != 2) {
+    fail(path + ".label", "data.task is \"binary\", but column \"" + label + "\" has " +
+                              std::to_string(classes.size()) + " distinct label" +
+                              (classes.size() == 1 ? "" : "s") + " (" + join(classes) + "), not 2");
+  }
+}
+
 std::string resolve(const EngineJobSpec& spec, const std::string& file) {
   if (spec.data_dir.empty() || std::filesystem::path(file).is_absolute()) return file;
   return (std::filesystem::path(spec.data_dir) / file).string();
@@ -131,6 +152,7 @@ struct Column {
   float fill = 0;                   // numeric: the training split's mean, for a missing value
   std::vector<std::string> values;  // categorical: the training split's categories, sorted
   bool missing_slot = false;        // categorical: a slot for a missing value
+  int64_t embedding = 0;            // categorical: > 0, one index slot for an embedding of this dim
 };
 
 }  // namespace
@@ -175,13 +197,28 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
     }
   }
 
+  for (const auto& [name, dim] : f.embedding) {
+    const std::string member = path + ".embedding." + name;
+    const size_t i = column_index(train_file, name, member);
+    if (std::find(feature_indices.begin(), feature_indices.end(), i) == feature_indices.end()) {
+      fail(member, "\"" + name + "\" is not a feature column");
+    }
+  }
+  auto embedding_of = [&](const std::string& name) -> int64_t {
+    for (const auto& [n, dim] : f.embedding) {
+      if (n == name) return dim;
+    }
+    return 0;
+  };
+
   // Every value is checked in file order: a missing label always, a missing feature without
   // data.missing "mean"; the columns whose values are not all numbers are categorical.
   std::vector<Column> columns;
   for (size_t i : feature_indices) {
     const std::string& name = train_file.header[i];
     const bool declared =
-        std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end();
+        std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end() ||
+        embedding_of(name) > 0;
     columns.push_back(Column{.name = name, .index = i, .categorical = declared});
   }
   const bool regression = spec.task == training::Task::kRegression;
@@ -254,19 +291,13 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
       classes.assign(names.begin(), names.end());
     }
   }
-  if (!regression && all_number_labels && fractional_label &&
-      classes.size() > kMostFractionalClasses) {
-    const RowRef& r = *fractional_label;
-    fail(path + ".label", "column \"" + f.label + "\" holds " + std::to_string(classes.size()) +
-                              " distinct numbers, not all integers (\"" +
-                              r.table->rows[r.row][label] + "\" at " + at_line(*r.table, r.row) +
-                              "): to predict the value, set data.task to \"regression\"; to "
-                              "classify, make the labels class names or integers");
-  }
-  if (spec.task == training::Task::kBinary && classes.size() != 2) {
-    fail(path + ".label", "data.task is \"binary\", but column \"" + f.label + "\" has " +
-                              std::to_string(classes.size()) + " distinct label" +
-                              (classes.size() == 1 ? "" : "s") + " (" + join(classes) + "), not 2");
+  if (!regression) {
+    std::optional<std::pair<std::string, std::string>> fractional;
+    if (all_number_labels && fractional_label) {
+      const RowRef& r = *fractional_label;
+      fractional.emplace(r.table->rows[r.row][label], at_line(*r.table, r.row));
+    }
+    check_classes(spec, path, classes, fractional);
   }
   std::map<std::string, int32_t> class_of;
   for (size_t k = 0; k < classes.size(); ++k) class_of[classes[k]] = static_cast<int32_t>(k);
@@ -278,12 +309,18 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   std::vector<std::string> features;
   for (Column& c : columns) {
     if (c.categorical) {
+      c.embedding = embedding_of(c.name);
+      if (c.embedding == 0) c.embedding = f.embedding_all;
       std::set<std::string> values;
       for (const RowRef& r : train_rows) {
         const std::string& v = r.table->rows[r.row][c.index];
         if (!training::is_missing_cell(v)) values.insert(v);
       }
       c.values.assign(values.begin(), values.end());
+      if (c.embedding > 0) {
+        features.push_back(c.name);  // the category's index
+        continue;
+      }
       for (const std::string& v : c.values) features.push_back(c.name + "=" + v);
       if (c.missing_slot) features.push_back(c.name + "=" + std::string(kMissingSlot));
     } else {
@@ -318,11 +355,20 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
               training::is_missing_cell(v) ? c.fill : static_cast<float>(*training::number_cell(v));
           continue;
         }
+        auto it = std::lower_bound(c.values.begin(), c.values.end(), v);
+        const bool known = it != c.values.end() && *it == v;
+        if (c.embedding > 0) {
+          // The category's index; a missing value's is the last; -1 for one the training split
+          // lacks (its embedding is zeros, as its one-hot slots would be).
+          *out++ = training::is_missing_cell(v) ? static_cast<float>(c.values.size())
+                   : known                      ? static_cast<float>(it - c.values.begin())
+                                                : -1.0f;
+          continue;
+        }
         const size_t slots = c.values.size() + (c.missing_slot ? 1 : 0);
         if (training::is_missing_cell(v)) {
           out[c.values.size()] = 1.0f;
-        } else if (auto it = std::lower_bound(c.values.begin(), c.values.end(), v);
-                   it != c.values.end() && *it == v) {
+        } else if (known) {
           out[it - c.values.begin()] = 1.0f;
         }  // a category the training split lacks: all zeros
         out += slots;
@@ -354,9 +400,208 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
                                       .categorical = c.categorical,
                                       .fill = c.fill,
                                       .categories = c.values,
-                                      .missing_slot = c.categorical && c.missing_slot});
+                                      .missing_slot = c.categorical && c.missing_slot,
+                                      .embedding = c.categorical ? c.embedding : 0});
   }
   return s;
+}
+
+namespace {
+
+// A file's path when it is absolute (data.dir applied) and opens on this host; else nullopt.
+std::optional<std::string> readable_here(const EngineJobSpec& spec, const std::string& name) {
+  const std::string file = resolve(spec, name);
+  if (!std::filesystem::path(file).is_absolute()) return std::nullopt;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return std::nullopt;
+  if (!std::ifstream(file, std::ios::binary)) return std::nullopt;
+  return file;
+}
+
+// What one pass over the cells of the files tells (read_csv_shape).
+struct CellScan {
+  std::string first_file;           // the training file
+  std::vector<std::string> header;  // its header
+  size_t label = 0;
+  std::vector<size_t> features;
+  std::vector<bool> categorical;  // per entry of `features`
+  bool all_integer_labels = true, all_number_labels = true;
+  std::optional<std::string> fractional_label, fractional_at;  // the first, and its line
+  std::set<int64_t> ints;
+  std::set<std::string> names;
+};
+
+// The header's label and feature columns into `scan`, checked as load_csv checks them.
+void scan_columns(const EngineJobSpec& spec, const Table& header_only, const std::string& path,
+                  CellScan& scan) {
+  const EngineDataFiles& f = spec.files;
+  scan.label = column_index(header_only, f.label, path + ".label");
+  if (f.columns.empty()) {
+    for (size_t i = 0; i < header_only.header.size(); ++i) {
+      if (i != scan.label) scan.features.push_back(i);
+    }
+  } else {
+    for (size_t k = 0; k < f.columns.size(); ++k) {
+      const std::string member = path + ".columns[" + std::to_string(k) + "]";
+      const size_t i = column_index(header_only, f.columns[k], member);
+      if (i == scan.label) fail(member, "\"" + f.columns[k] + "\" is the label column");
+      scan.features.push_back(i);
+    }
+  }
+  if (scan.features.empty()) {
+    fail(path, header_only.file + " has no feature column besides the label");
+  }
+  for (size_t i : scan.features) {
+    const std::string& name = header_only.header[i];
+    // A column named by data.embedding is categorical too.
+    scan.categorical.push_back(
+        std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end() ||
+        std::find_if(f.embedding.begin(), f.embedding.end(),
+                     [&](const auto& e) { return e.first == name; }) != f.embedding.end());
+  }
+  for (size_t k = 0; k < f.categorical.size(); ++k) {
+    const std::string member = path + ".categorical[" + std::to_string(k) + "]";
+    const size_t i = column_index(header_only, f.categorical[k], member);
+    if (std::find(scan.features.begin(), scan.features.end(), i) == scan.features.end()) {
+      fail(member, "\"" + f.categorical[k] + "\" is not a feature column");
+    }
+  }
+}
+
+// One file's rows into `scan`; the first file read sets the columns.
+void scan_file(const EngineJobSpec& spec, const std::string& file, const std::string& path,
+               CellScan& scan) {
+  std::ifstream in(file, std::ios::binary);
+  const char delim = delimiter_of(spec, file);
+  const bool regression = spec.task == training::Task::kRegression;
+  const std::string& label_name = spec.files.label;
+  std::string line;
+  int64_t line_no = 0, rows = 0;
+  bool header = true;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const std::string where = file + ":" + std::to_string(line_no);
+    std::vector<std::string> fields = split_line(line, delim, where, path);
+    if (header) {
+      header = false;
+      if (scan.header.empty()) {
+        std::set<std::string> seen;
+        for (const std::string& h : fields) {
+          if (!seen.insert(h).second) {
+            bad(path, where + ": the header names column \"" + h + "\" twice");
+          }
+        }
+        scan.first_file = file;
+        scan.header = fields;
+        scan_columns(spec, Table{.file = file, .header = fields}, path, scan);
+      } else if (fields != scan.header) {
+        bad(path, file + ": its header is not the header of " + scan.first_file + " (" +
+                      join(scan.header) + ")");
+      }
+      continue;
+    }
+    if (fields.size() != scan.header.size()) {
+      bad(path, where + ": " + std::to_string(fields.size()) + " fields, but the header has " +
+                    std::to_string(scan.header.size()));
+    }
+    ++rows;
+    const std::string& label = fields[scan.label];
+    if (training::is_missing_cell(label)) {
+      bad(path,
+          where + ": column \"" + label_name + "\" (the label) has no value (\"" + label + "\")");
+    }
+    if (auto i = training::integer_cell(label)) {
+      if (!regression && scan.all_integer_labels) scan.ints.insert(*i);
+    } else {
+      scan.all_integer_labels = false;
+      if (!training::number_cell(label)) {
+        scan.all_number_labels = false;
+        if (regression) {
+          bad(path, where + ": column \"" + label_name +
+                        "\" (the label of data.task \"regression\") is not a number (\"" + label +
+                        "\")");
+        }
+      } else if (!scan.fractional_label) {
+        scan.fractional_label = label;
+        scan.fractional_at = where;
+      }
+    }
+    if (!regression) scan.names.insert(label);
+    for (size_t k = 0; k < scan.features.size(); ++k) {
+      const std::string& v = fields[scan.features[k]];
+      if (!scan.categorical[k] && !training::is_missing_cell(v) && !training::number_cell(v)) {
+        scan.categorical[k] = true;
+      }
+    }
+  }
+  if (in.bad()) bad(path, file + ": read failed");
+  if (rows == 0) bad(path, file + ": no rows under the header");
+}
+
+}  // namespace
+
+std::optional<DataShape> read_csv_shape(const EngineJobSpec& spec, const std::string& path) {
+  const EngineDataFiles& f = spec.files;
+  std::vector<std::string> files;
+  for (const std::string* name : {f.path.empty() ? &f.train : &f.path, &f.test}) {
+    if (name->empty()) continue;
+    std::optional<std::string> file = readable_here(spec, *name);
+    if (!file) return std::nullopt;
+    files.push_back(std::move(*file));
+  }
+  CellScan scan;
+  for (const std::string& file : files) scan_file(spec, file, path, scan);
+
+  DataShape shape{.name = std::filesystem::path(files.front()).filename().string(),
+                  .task = spec.task};
+  if (std::find(scan.categorical.begin(), scan.categorical.end(), true) == scan.categorical.end()) {
+    shape.sample = training::Shape{static_cast<int64_t>(scan.features.size())};
+  }
+  if (spec.task == training::Task::kRegression) {
+    shape.targets = 1;
+    return shape;
+  }
+  std::vector<std::string> classes;
+  if (scan.all_integer_labels) {
+    for (int64_t i : scan.ints) classes.push_back(std::to_string(i));
+  } else {
+    classes.assign(scan.names.begin(), scan.names.end());
+  }
+  std::optional<std::pair<std::string, std::string>> fractional;
+  if (scan.all_number_labels && scan.fractional_label) {
+    fractional.emplace(*scan.fractional_label, *scan.fractional_at);
+  }
+  check_classes(spec, path, classes, fractional);
+  shape.classes = static_cast<int32_t>(classes.size());
+  return shape;
+}
+
+void read_csv_embedding(const nlohmann::json& value, const std::string& path, EngineDataFiles& f) {
+  auto dim = [](const nlohmann::json& v, const std::string& member) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+      fail(member,
+           "expected an integer >= 1 (the dimension of the column's embedding), got " + v.dump());
+    }
+    return v.get<int64_t>();
+  };
+  if (value.is_number()) {
+    f.embedding_all = dim(value, path);
+    return;
+  }
+  if (!value.is_object()) {
+    fail(path,
+         "expected an integer (the dimension of every categorical column's embedding) or "
+         "an object of column names to dimensions, got " +
+             value.dump());
+  }
+  for (const auto& [name, v] : value.items()) {
+    if (name == "*") {
+      f.embedding_all = dim(v, path + ".*");
+    } else {
+      f.embedding.emplace_back(name, dim(v, path + "." + name));
+    }
+  }
 }
 
 }  // namespace tuner::engine

@@ -86,6 +86,10 @@ std::string files_key(const EngineJobSpec& spec) {
       << f.label << "\nmissing_mean " << f.missing_mean << "\n";
     for (const std::string& c : f.columns) k << "column " << c.size() << " " << c << "\n";
     for (const std::string& c : f.categorical) k << "categorical " << c.size() << " " << c << "\n";
+    for (const auto& [c, dim] : f.embedding) {
+      k << "embedding " << c.size() << " " << c << " " << dim << "\n";
+    }
+    if (f.embedding_all > 0) k << "embedding_all " << f.embedding_all << "\n";
     if (!f.path.empty()) key_file(k, "path", resolve(spec, f.path));
     if (!f.train.empty()) key_file(k, "train", resolve(spec, f.train));
     if (!f.test.empty()) key_file(k, "test", resolve(spec, f.test));
@@ -141,7 +145,8 @@ std::string metadata_of(const Splits& s, const std::vector<float>& mean,
                        {"categorical", c.categorical},
                        {"fill", c.fill},
                        {"categories", c.categories},
-                       {"missing_slot", c.missing_slot}});
+                       {"missing_slot", c.missing_slot},
+                       {"embedding", c.embedding}});
   }
   j["columns"] = std::move(columns);
   return j.dump();
@@ -167,7 +172,8 @@ std::optional<NormalizedSplits> splits_of(training::CachedDatasets c) {
                         .categorical = col.at("categorical").get<bool>(),
                         .fill = col.at("fill").get<float>(),
                         .categories = col.at("categories").get<std::vector<std::string>>(),
-                        .missing_slot = col.at("missing_slot").get<bool>()});
+                        .missing_slot = col.at("missing_slot").get<bool>(),
+                        .embedding = col.value("embedding", int64_t{0})});
     }
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
@@ -290,7 +296,7 @@ std::optional<NormalizedSplits> load_normalized_cached(const EngineJobSpec& spec
                                                   .test = config.test},
                                        path)
                    : load_raw_data(spec, config, where);
-    const training::Normalizer norm = fit_normalizer(spec, s.train);
+    const training::Normalizer norm = fit_normalizer(spec, s.train, s.columns);
     norm.apply(s.train);
     if (!s.validation.empty()) norm.apply(s.validation);
     if (!s.test.empty()) norm.apply(s.test);

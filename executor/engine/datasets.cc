@@ -93,12 +93,30 @@ Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
       path);
 }
 
-training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train) {
+training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train,
+                                    std::span<const FeatureColumn> columns) {
   const bool per_channel = spec.normalize.empty()
                                ? spec.format == "csv" || spec.format == "image_folder"
                                : spec.normalize == "channel";
-  return training::Normalizer::fit(
+  training::Normalizer norm = training::Normalizer::fit(
       train, per_channel ? training::NormalizeBy::kChannel : training::NormalizeBy::kAll);
+  std::vector<int64_t> indices;  // the features of embedded columns
+  int64_t at = 0;
+  for (const FeatureColumn& c : columns) {
+    if (c.embedding > 0) indices.push_back(at);
+    at += !c.categorical || c.embedding > 0
+              ? 1
+              : static_cast<int64_t>(c.categories.size()) + (c.missing_slot ? 1 : 0);
+  }
+  if (!indices.empty()) {
+    if (!per_channel) {
+      job_json::fail("job.data.normalize",
+                     "\"all\" would scale the category indices of the embedded columns; leave it "
+                     "out (per feature) for data.embedding");
+    }
+    norm.keep_channels(indices);
+  }
+  return norm;
 }
 
 NormalizedSplits load_normalized_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
@@ -108,7 +126,7 @@ NormalizedSplits load_normalized_data(const EngineJobSpec& spec, const EngineTri
   }
   NormalizedSplits out;
   out.splits = load_raw_data(spec, config, where);
-  const training::Normalizer norm = fit_normalizer(spec, out.splits.train);
+  const training::Normalizer norm = fit_normalizer(spec, out.splits.train, out.splits.columns);
   norm.apply(out.splits.train);
   if (!out.splits.validation.empty()) norm.apply(out.splits.validation);
   if (!out.splits.test.empty()) norm.apply(out.splits.test);
@@ -138,15 +156,42 @@ Splits load_data(const EngineJobSpec& spec, EngineTrialConfig& config, const std
   }
   const std::string model_path = where + ".model";
   if (s.train.is_regression()) s.target_scaling = training::TargetScaling::fit(s.train);
-  const DataShape data{.name = s.name,
-                       .sample = s.train.sample_shape(),
-                       .classes = s.train.num_classes(),
-                       .targets = s.train.num_targets(),
-                       .task = spec.task};
+  // Embedded columns: the layers take the features with each index replaced by its vector.
+  nlohmann::json embeddings = nlohmann::json::array();
+  int64_t encoded = s.train.sample_shape().rank() == 1 ? s.train.sample_shape()[0] : 0;
+  for (size_t k = 0, at = 0; k < s.columns.size(); ++k) {
+    const FeatureColumn& c = s.columns[k];
+    if (c.embedding > 0) {
+      embeddings.push_back(
+          {{"at", at},
+           {"categories", static_cast<int64_t>(c.categories.size()) + (c.missing_slot ? 1 : 0)},
+           {"dim", c.embedding}});
+      encoded += c.embedding - 1;
+    }
+    at += !c.categorical || c.embedding > 0 ? 1 : c.categories.size() + (c.missing_slot ? 1 : 0);
+  }
+  const DataShape data{
+      .name = s.name,
+      .sample = embeddings.empty() ? s.train.sample_shape() : training::Shape{encoded},
+      .classes = s.train.num_classes(),
+      .targets = s.train.num_targets(),
+      .task = spec.task};
   const nlohmann::json unbound = nlohmann::json::parse(config.model_json);
   check_model_outs_fit_task(unbound, spec.task, model_path);
-  const training::ModelSpec model = parse_model(bind_model(unbound, data), model_path);
+  if (unbound.is_object() && unbound.contains("embeddings")) {
+    job_json::fail(model_path + ".embeddings",
+                   "made from data.embedding; the model does not give it itself");
+  }
+  nlohmann::json bound = bind_model(unbound, data);
+  training::ModelSpec model = parse_model(bound, model_path);
   check_model_fits_data(model, data, model_path);
+  if (!embeddings.empty()) {
+    // The model takes the features as the loader encodes them, index features included.
+    bound["embeddings"] = std::move(embeddings);
+    const std::span<const int64_t> raw = s.train.sample_shape().dims();
+    bound["input"] = std::vector<int64_t>(raw.begin(), raw.end());
+    model = parse_model(bound, model_path);
+  }
   config.model_json = model.json;
   config.train = s.train.size();
   config.validation = s.validation.size();

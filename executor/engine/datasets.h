@@ -32,13 +32,17 @@ struct SplitSizes {
 };
 
 // How one column of a csv file becomes input features, as the training split fixed it: a numeric
-// column is one feature, a categorical one a slot per category (one-hot), in this order.
+// column is one feature, a categorical one a slot per category (one-hot), in this order, or with
+// an embedding one feature holding its category's index (the model's "embeddings" look it up).
 struct FeatureColumn {
   std::string name;  // the header's name
   bool categorical = false;
   float fill = 0.0f;  // numeric: the value of a missing field, the training split's mean
   std::vector<std::string> categories;  // categorical: the training split's, sorted (slot order)
   bool missing_slot = false;            // categorical: one more slot, last, for a missing value
+  // categorical: > 0, the dimension of its learned embedding; its one feature is the index of its
+  // category (the missing value's last, -1 for a category the training split lacked). 0: one-hot.
+  int64_t embedding = 0;
 };
 
 struct Splits {
@@ -113,7 +117,10 @@ Splits load_raw_data(const EngineJobSpec& spec, const EngineTrialConfig& config,
 // The normalization of every split, statistics of the training split: data.normalize's, by default
 // one mean and standard deviation over every value, or per feature (NormalizeBy::kChannel) for a
 // csv file's and per channel for an image folder's.
-training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train);
+// A csv file's `columns` (Splits::columns) keep the features of embedded columns as they are
+// (their category indices).
+training::Normalizer fit_normalizer(const EngineJobSpec& spec, const training::Dataset& train,
+                                    std::span<const FeatureColumn> columns = {});
 
 // Splits normalized with the training split's statistics, and those statistics.
 struct NormalizedSplits {

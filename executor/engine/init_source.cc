@@ -6,6 +6,7 @@
 
 #include "executor/engine/model_fit.h"
 #include "executor/engine/placeholders.h"
+#include "executor/job_json.h"
 #include "registry/model_reference.h"
 #include "registry/registry.h"
 #include "training/export/onnx_import.h"
@@ -15,6 +16,7 @@
 namespace tuner::engine {
 
 namespace fs = std::filesystem;
+using job_json::fail;
 
 namespace {
 
@@ -171,6 +173,47 @@ training::InitFromResult load_init_source(const InitSource& source, const traini
   }
 }
 
+nlohmann::json source_model(const InitSource& source, const EngineTrialConfig& config,
+                            training::Task task, const std::string& where) {
+  const std::string training_path = where + ".training";
+  nlohmann::json model = nlohmann::json::parse(source.weights.model_spec, nullptr, false);
+  if (!model.is_object() || !model.contains("layers") || !model["layers"].is_array()) {
+    throw Error(ErrorCode::kDataLoss, training_path + ".init_from: " + source.name +
+                                          ": its model spec is not a model spec's JSON");
+  }
+  nlohmann::json& layers = model["layers"];
+  const auto n = static_cast<int64_t>(layers.size());
+  const std::string whose = " entries of the model.layers of " + source.name;
+  if (config.freeze > n) {
+    fail(training_path + ".freeze",
+         std::to_string(config.freeze) + " is more than the " + std::to_string(n) + whose);
+  }
+  if (static_cast<int64_t>(config.lr_factors.size()) > n) {
+    fail(training_path + ".lr_factors", std::to_string(config.lr_factors.size()) +
+                                            " factors for the " + std::to_string(n) + whose +
+                                            " (one per entry, from layers[0])");
+  }
+  if (!config.replace_head) return model;
+  const training::ModelSpec spec = parse_model(model, training_path + ".init_from: " + source.name);
+  const std::vector<training::WeightedLayer> weighted = training::weighted_layers(spec);
+  const int64_t head =
+      weighted.empty() ? -1 : training::top_level_layer_index(weighted.back().path);
+  if (head < 0 || !layers[static_cast<size_t>(head)].contains("out")) {
+    fail(
+        training_path + ".replace_head",
+        source.name + ": " +
+            (weighted.empty() ? std::string("the model has no layer with weights")
+                              : "its last layer with weights, the " + weighted.back().describe() +
+                                    ", has no \"out\" to give the data's " +
+                                    (task == training::Task::kRegression ? "targets" : "classes")) +
+            ": replace_head with \"model\": {\"from\": \"init_from\"} needs a model that "
+            "ends with a linear or conv2d layer; give the model in full instead");
+  }
+  layers[static_cast<size_t>(head)]["out"] =
+      task == training::Task::kRegression ? "targets" : "classes";
+  return model;
+}
+
 void check_engine_init_from(const EngineJobSpec& spec, const std::string& where) {
   const nlohmann::json root = nlohmann::json::parse(spec.json);
   const auto training = root.find("training");
@@ -185,6 +228,30 @@ void check_engine_init_from(const EngineJobSpec& spec, const std::string& where)
   if (const auto r = training->find("replace_head"); r != training->end()) {
     if (!r->is_boolean()) return;  // a placeholder: checked when a trial starts
     replace_head = r->get<bool>();
+  }
+  if (spec.model_from_init) {
+    // The source's own model: its weights fit it; it must fit the data.
+    EngineTrialConfig c;
+    c.replace_head = replace_head;
+    if (const auto f = training->find("freeze"); f != training->end() && f->is_number_integer()) {
+      c.freeze = f->get<int64_t>();
+    }
+    if (const auto l = training->find("lr_factors"); l != training->end() && l->is_array()) {
+      c.lr_factors.assign(l->size(), 1.0);
+    }
+    const nlohmann::json model = source_model(source, c, spec.task, where);
+    try {
+      check_engine_model_json(spec, model, where + ".model");
+    } catch (const Error& e) {
+      // A new head is the remedy for outputs of another number, not for another input.
+      const std::string what = e.what();
+      const bool head = !replace_head && what.find(".model.input:") == std::string::npos;
+      throw Error(e.code(), what + " (the model is training.init_from's, " + source.name +
+                                (head ? "; to train a new last layer for the data's classes, set "
+                                        "training.replace_head to true)"
+                                      : ")"));
+    }
+    return;
   }
   training::ModelSpec model;
   if (!spec.model_json.empty()) {

@@ -7,6 +7,7 @@
 #ifndef TUNER_EXECUTOR_ENGINE_INIT_SOURCE_H_
 #define TUNER_EXECUTOR_ENGINE_INIT_SOURCE_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "executor/engine/job_spec.h"
@@ -49,10 +50,22 @@ training::InitFromResult load_init_source(const InitSource& source, const traini
                                           training::ParameterArena& arena, bool replace_head,
                                           const std::string& path);
 
+// The model of a job whose "model" is {"from": "init_from"} (docs/engine_jobs.md, "The model of
+// the weights"): the source's own model spec, as its checkpoint or ONNX graph holds it; with
+// config.replace_head its last layer with weights gets "out": "classes" ("targets" for `task`
+// regression), which the data then sets. Its JSON, not bound to the data. Errors are
+// Error(kInvalidArgument) naming the source: at `where`.training.replace_head, a last layer with
+// weights that has no "out" (a normalization, a residual block); at `where`.training.freeze or
+// .lr_factors, more entries than the source's model.layers.
+nlohmann::json source_model(const InitSource& source, const EngineTrialConfig& config,
+                            training::Task task, const std::string& where);
+
 // The check of a job's init_from before any trial runs (a sweep file's load): when
 // training.init_from is not a placeholder, reads it, and when the job's model has no placeholders
 // and replace_head is not one, checks that its weights fit (a model that leaves its input or its
-// number of outputs to the data's files takes the source's for the check). Errors as
+// number of outputs to the data's files takes the source's for the check). A job whose model is
+// {"from": "init_from"} gets source_model's, checked against the data as far as it is known
+// (spec.files_shape included), a misfit's message saying whose model it is. Errors as
 // read_init_source and check_init_source, `where` + ".training.init_from" the path. Nothing is
 // checked for a job without init_from.
 void check_engine_init_from(const EngineJobSpec& spec, const std::string& where = "job");

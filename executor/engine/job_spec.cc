@@ -5,10 +5,12 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "executor/engine/csv_loader.h"
 #include "executor/engine/datasets.h"
 #include "executor/engine/image_folder_loader.h"
 #include "executor/engine/member_reader.h"
 #include "executor/engine/model_fit.h"
+#include "executor/engine/npy_loader.h"
 #include "executor/engine/placeholders.h"
 #include "executor/job_json.h"
 #include "training/model_spec.h"
@@ -31,22 +33,10 @@ const std::vector<std::string_view> kRootMembers = {
     "timeout_s", "stop_grace_s"};
 const std::vector<std::string_view> kDataMembers = {
     "dataset", "format", "dir", "train", "validation", "test", "augment", "normalize", "prefetch"};
-const std::vector<std::string_view> kCsvMembers = {"format",
-                                                   "dir",
-                                                   "path",
-                                                   "train",
-                                                   "test",
-                                                   "delimiter",
-                                                   "label",
-                                                   "columns",
-                                                   "categorical",
-                                                   "missing",
-                                                   "validation_fraction",
-                                                   "test_fraction",
-                                                   "split_seed",
-                                                   "task",
-                                                   "normalize",
-                                                   "prefetch"};
+const std::vector<std::string_view> kCsvMembers = {
+    "format",        "dir",        "path",        "train",     "test",    "delimiter",
+    "label",         "columns",    "categorical", "embedding", "missing", "validation_fraction",
+    "test_fraction", "split_seed", "task",        "normalize", "prefetch"};
 const std::vector<std::string_view> kNpyMembers = {"format",
                                                    "dir",
                                                    "path",
@@ -81,6 +71,34 @@ constexpr NumberRange kFraction{.low = 0, .high = 1, .high_open = true};
 bool data_has(const nlohmann::json& root, const char* key) {
   auto it = root.find("data");
   return it != root.end() && it->is_object() && it->contains(key);
+}
+
+// Whether the job's model is {"from": "init_from"} (the model of training.init_from's weights),
+// checked: "from" says "init_from", nothing else is beside it, and training.init_from is given.
+bool read_model_from(const nlohmann::json& root, const std::string& where) {
+  const auto model = root.find("model");
+  if (model == root.end() || !model->is_object() || !model->contains("from")) return false;
+  const std::string path = where + ".model";
+  const nlohmann::json& from = (*model)["from"];
+  if (!from.is_string() || from.get<std::string>() != "init_from") {
+    fail(path + ".from",
+         "expected \"init_from\" (the model of training.init_from's weights), got " + from.dump());
+  }
+  for (const auto& [key, value] : model->items()) {
+    if (key != "from") {
+      fail(path + "." + key,
+           "\"from\": \"init_from\" takes the whole model from "
+           "training.init_from's weights: leave out \"" +
+               key + "\", or \"from\" to give the model here");
+    }
+  }
+  const auto training = root.find("training");
+  if (training == root.end() || !training->is_object() || !training->contains("init_from")) {
+    fail(path + ".from",
+         "needs training.init_from (the registered model, checkpoint or ONNX file whose model it "
+         "takes)");
+  }
+  return true;
 }
 
 // The job's model bound to the data set's shape (model_fit.h) and checked against it; its
@@ -292,9 +310,15 @@ void check_layer_factors(const nlohmann::json& root, const EngineTrialConfig& c,
   }
 }
 
-// What the model must fit, as far as it is known before any file is read: the catalogue's data
-// set; an image folder's samples, [C, H, W] of data.color and data.size, whatever its files.
+// What the model must fit, as far as it is known before loading: the catalogue's data set; an
+// image folder's samples, [C, H, W] of data.color and data.size, whatever its files; what csv or
+// npy files told read_engine_data_shape.
 DataShape data_shape_before_loading(const EngineJobSpec& spec, const DatasetInfo& info) {
+  if (spec.files_shape) {
+    DataShape shape = *spec.files_shape;
+    shape.task = spec.task;
+    return shape;
+  }
   DataShape shape = engine::catalogue_shape(info);
   shape.task = spec.task;
   const EngineDataFiles& f = spec.files;
@@ -312,7 +336,9 @@ EngineTrialConfig read_config(const nlohmann::json& root, const EngineJobSpec& s
                               const std::string& where, bool templated) {
   EngineTrialConfig c;
   const DatasetInfo& info = engine::find_dataset(spec.dataset, where + ".data.dataset");
-  c.model_json = read_model(root, data_shape_before_loading(spec, info), where, templated);
+  if (!spec.model_from_init) {
+    c.model_json = read_model(root, data_shape_before_loading(spec, info), where, templated);
+  }
   read_split_sizes(root, spec, info, where, templated, c);
   read_augment(root, where, templated, c);
   const std::string training_path = where + ".training";
@@ -467,6 +493,9 @@ void read_data_files(const nlohmann::json& object, const MemberReader& data,
     f.label = *label;
     f.columns = string_list(object, "columns", data_path + ".columns");
     f.categorical = string_list(object, "categorical", data_path + ".categorical");
+    if (object.contains("embedding")) {
+      engine::read_csv_embedding(object["embedding"], data_path + ".embedding", f);
+    }
     if (auto v = data.choice("missing", {"refuse", "mean"}, false)) f.missing_mean = *v == "mean";
   } else {
     data.only(kNpyMembers, "data of format npy");
@@ -554,6 +583,7 @@ EngineJobSpec parse_engine_job(std::string_view json, const std::string& where) 
   read_outputs(top, where, spec);
   read_data_source(root, where, spec);
   check_objective_fits_task(spec, where);
+  spec.model_from_init = read_model_from(root, where);
   spec.model_json = read_config(root, spec, where, /*templated=*/true).model_json;
   spec.json = root.dump();
   return spec;
@@ -567,12 +597,18 @@ EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& pa
 }
 
 void check_engine_model(const EngineJobSpec& spec, const Params& params, const std::string& where) {
+  if (spec.model_from_init) return;  // the source's model: check_engine_init_from
   const nlohmann::json root = job_json::parse_object(spec.json, where);
   const std::string model_path = where + ".model";
-  const nlohmann::json model =
-      engine::substitute(object_member(root, "model", model_path, true), model_path, params);
+  check_engine_model_json(
+      spec, engine::substitute(object_member(root, "model", model_path, true), model_path, params),
+      model_path);
+}
+
+void check_engine_model_json(const EngineJobSpec& spec, const nlohmann::json& model,
+                             const std::string& model_path) {
   const DataShape data =
-      data_shape_before_loading(spec, engine::find_dataset(spec.dataset, where + ".data.dataset"));
+      data_shape_before_loading(spec, engine::find_dataset(spec.dataset, model_path));
   engine::check_model_outs_fit_task(model, data.task, model_path);
   const nlohmann::json bound = engine::bind_model(model, data);
   if (engine::model_takes_data(bound)) {
@@ -587,6 +623,23 @@ void check_engine_model(const EngineJobSpec& spec, const Params& params, const s
     return;
   }
   engine::check_model_fits_data(engine::parse_model(bound, model_path), data, model_path);
+}
+
+bool read_engine_data_shape(EngineJobSpec& spec, const std::string& where) {
+  const std::string data_path = where + ".data";
+  if (spec.format == "csv") {
+    spec.files_shape = engine::read_csv_shape(spec, data_path);
+  } else if (spec.format == "npy") {
+    spec.files_shape = engine::read_npy_shape(spec, data_path);
+  }
+  if (!spec.files_shape) return false;
+  if (!spec.model_from_init) {
+    // As parse_engine_job, now with the files' shape: a model without placeholders in full, a
+    // concrete input of one with placeholders (the probes check the rest).
+    const nlohmann::json root = job_json::parse_object(spec.json, where);
+    spec.model_json = read_config(root, spec, where, /*templated=*/true).model_json;
+  }
+  return true;
 }
 
 }  // namespace tuner

@@ -30,11 +30,14 @@
 #define TUNER_EXECUTOR_ENGINE_JOB_SPEC_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "executor/engine/model_fit.h"
 #include "training/task.h"
 #include "trials/param_value.h"
 
@@ -53,7 +56,12 @@ struct EngineDataFiles {
   std::string label;                     // csv: the label column's header name (required)
   std::vector<std::string> columns;      // csv: the feature columns; empty: all but the label
   std::vector<std::string> categorical;  // csv: feature columns one-hot encoded in any case
-  bool missing_mean = false;             // csv: data.missing is "mean" (default: refuse)
+  // csv: categorical columns encoded as a learned embedding instead of one-hot (data.embedding):
+  // each named column with its dimension (>= 1), in the order given; embedding_all > 0: every
+  // other categorical column too, with that dimension.
+  std::vector<std::pair<std::string, int64_t>> embedding;
+  int64_t embedding_all = 0;
+  bool missing_mean = false;  // csv: data.missing is "mean" (default: refuse)
   // npy: the features and labels, .npy files, or array names in the .npz `path` (default "x"
   // and "y"); test_x and test_y: the test split's, likewise (both or neither).
   std::string x, y, test_x, test_y;
@@ -118,6 +126,12 @@ struct EngineJobSpec {
   // The model spec bound to the data set (canonical), when the job's model has no placeholders and
   // leaves no shape to the data's files (csv, npy, image_folder); else empty.
   std::string model_json;
+  // The job's "model" is {"from": "init_from"}: the model spec of training.init_from's weights
+  // (engine/init_source.h, source_model_json; docs/engine_jobs.md, "The model of the weights").
+  bool model_from_init = false;
+  // What the csv or npy files tell of the data's shape, read on this host before any trial
+  // (read_engine_data_shape); unset: known when a trial loads the data.
+  std::optional<engine::DataShape> files_shape;
 };
 
 // One trial's job: every placeholder substituted, every value typed and checked (for formats
@@ -189,6 +203,24 @@ EngineTrialConfig resolve_engine_job(const EngineJobSpec& spec, const Params& pa
 // `job.model.layers[3]: the model's output is [3], but fashion-mnist has 10 classes: ...`.
 void check_engine_model(const EngineJobSpec& spec, const Params& params,
                         const std::string& where = "job");
+
+// Reads what the files of a csv or npy data set tell of its shape without loading them (the
+// loaders' read_csv_shape and read_npy_shape: an npy file's header and labels, a csv file's cells,
+// no sample built) into spec.files_shape, and checks the model against it as parse_engine_job
+// checks a catalogued data set's; a model with placeholders is checked on check_engine_model's
+// probes, which use it. A sweep file's load calls it. Returns false, nothing read or checked, for
+// another format or when a file is not named by an absolute path (nor under data.dir) or does not
+// open on this host (the executors' files are elsewhere): a trial checks when it loads the data.
+// Errors are the loaders' for what is read (under `where`.data), and those of parse_engine_job
+// naming the model and the data: "job.model.input: [3] is not the shape of iris.csv's samples,
+// [4]: make the model's input [4]".
+bool read_engine_data_shape(EngineJobSpec& spec, const std::string& where = "job");
+
+// Checks `model` (a model spec's JSON, placeholders substituted) against the job's data as far as
+// it is known before loading, as check_engine_model checks the job's own model. `model_path`
+// names it in errors ("job.model").
+void check_engine_model_json(const EngineJobSpec& spec, const nlohmann::json& model,
+                             const std::string& model_path);
 
 // `json` (a job's JSON text) with every "{NAME}" string under model, training and data replaced by
 // the parameter's value, keeping its JSON type. Errors as resolve_engine_job.

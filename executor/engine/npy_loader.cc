@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "executor/engine/data_split.h"
@@ -169,6 +170,44 @@ Splits load_npy(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
     s.test = gather(train, &split.test, classes);
   }
   return s;
+}
+
+std::optional<DataShape> read_npy_shape(const EngineJobSpec& spec, const std::string& path) {
+  const EngineDataFiles& f = spec.files;
+  std::vector<std::string> names;
+  if (!f.path.empty()) {
+    names.push_back(f.path);
+  } else {
+    names = {f.x, f.y};
+    if (!f.test_x.empty()) names.insert(names.end(), {f.test_x, f.test_y});
+  }
+  for (const std::string& name : names) {
+    const std::string file = resolve(spec, name);
+    std::error_code ec;
+    if (!std::filesystem::path(file).is_absolute() || !std::filesystem::is_regular_file(file, ec) ||
+        !std::ifstream(file, std::ios::binary)) {
+      return std::nullopt;
+    }
+  }
+  const Pair train = open_pair(spec, f.x, f.y, path);
+  DataShape shape{.name = std::filesystem::path(f.path.empty() ? f.x : f.path).filename().string(),
+                  .sample = train.sample,
+                  .classes = train.classes,
+                  .targets = train.targets,
+                  .task = spec.task};
+  if (!f.test_x.empty()) {
+    const Pair test = open_pair(spec, f.test_x, f.test_y, path);
+    if (!(test.sample == train.sample)) {
+      bad(path, test.x.name() + ": samples of shape " + test.sample.to_string() + ", but " +
+                    train.x.name() + "'s are " + train.sample.to_string());
+    }
+    if (test.targets != train.targets) {
+      bad(path, test.y.name() + ": " + std::to_string(test.targets) + " targets per sample, but " +
+                    train.y.name() + " has " + std::to_string(train.targets));
+    }
+    shape.classes = std::max(shape.classes, test.classes);
+  }
+  return shape;
 }
 
 }  // namespace tuner::engine

@@ -6,6 +6,7 @@
 #ifndef TUNER_EXECUTOR_ENGINE_NPY_LOADER_H_
 #define TUNER_EXECUTOR_ENGINE_NPY_LOADER_H_
 
+#include <optional>
 #include <string>
 
 #include "executor/engine/datasets.h"
@@ -20,6 +21,13 @@ namespace tuner::engine {
 // Error(kNotFound) for a missing file; kDataLoss for one that is not an .npy / .npz, truncated,
 // of another element type or shape than expected, or with a negative label.
 Splits load_npy(const EngineJobSpec& spec, const SplitSizes& sizes, const std::string& path);
+
+// What load_npy's splits would be shaped like, from the arrays' headers (dtype and shape) and the
+// labels y (x's values are not read; a compressed .npz member is inflated to be read): name, the
+// sample shape, classes (1 + the largest label; binary: 2) or targets. nullopt, nothing read, when
+// a file is not named by an absolute path (nor under data.dir) or cannot be opened on this host.
+// Errors as load_npy's.
+std::optional<DataShape> read_npy_shape(const EngineJobSpec& spec, const std::string& path);
 
 }  // namespace tuner::engine
 

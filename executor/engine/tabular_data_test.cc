@@ -341,7 +341,7 @@ TEST_F(TabularDataTest, JobRefusesBadDataMembersAndModelsThatDoNotFit) {
             "job.data.label: missing (the header name of the label column)");
   EXPECT_EQ(parse_error(job({{"format", "csv"}, {"path", "d.csv"}, {"label", "y"}, {"x", "a"}})),
             "job.data.x: unknown member (data of format csv has format, dir, path, train, test, "
-            "delimiter, label, columns, categorical, missing, validation_fraction, "
+            "delimiter, label, columns, categorical, embedding, missing, validation_fraction, "
             "test_fraction, split_seed, task, normalize, prefetch)");
   nlohmann::json no_validation =
       job({{"format", "csv"}, {"path", "d.csv"}, {"label", "y"}, {"validation_fraction", 0}});

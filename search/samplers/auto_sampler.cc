@@ -133,7 +133,11 @@ AutoSampler::Choice AutoSampler::choose_with_targets(const SearchSpace* space,
     std::shared_ptr<const BudgetTargetHistory> targets = targets_of(history);
     History view = history;
     view.trials = targets->trials();
-    if (&choose(space, view) == gp_.get()) return Choice(*gp_, history, std::move(targets));
+    if (&choose(space, view) == gp_.get()) {
+      // With the budget as the GP's input it learns from the rungs' values themselves.
+      if (options_.gp.budget_input) return Choice(*gp_, history);
+      return Choice(*gp_, history, std::move(targets));
+    }
   }
   return Choice(choose(space, history), history);
 }

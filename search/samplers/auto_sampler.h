@@ -43,7 +43,9 @@ struct AutoSamplerOptions {
   // Under early stopping (a PRUNED trial with intermediate values; one objective), give the GP
   // every finished trial: a PRUNED one at the value expected at the study's largest budget
   // (search/samplers/multi_fidelity/budget_targets.h), instead of handing a study whose trials
-  // are mostly PRUNED to TPE. Default: true.
+  // are mostly PRUNED to TPE. Default: true. With gp.budget_input, the GP chosen so is given
+  // the trials as they are and models the budget as an input instead
+  // (GpSamplerOptions::budget_input); the targets only decide whether it is chosen.
   bool multi_fidelity = true;
   GpSamplerOptions gp;
   TpeOptions tpe;

@@ -7,7 +7,9 @@
 # member. MODE is "asynchronous" (the default), "synchronous", or "pb2" (asynchronous, exploring
 # by PB2's GP bandit), or "apart" (synchronous, each executor with files of its own as on hosts
 # that share no file system: a segment that continues on the other executor starts from the
-# checkpoint its parent's executor sent to the coordinator).
+# checkpoint its parent's executor sent to the coordinator). A segment re-run after the kill
+# resumes from its own checkpoint, or, where that is at the segment's end already, is paused there
+# without running its program.
 #   pbt_cli_test.sh TUNER_BINARY WORK_DIR [MODE]
 set -uo pipefail
 tuner="$1"; work="$2/pbt-$$"
@@ -107,10 +109,16 @@ trials = [json.loads(line) for line in open(sys.argv[1])]
 folder = sys.argv[2]
 by_number = {t["number"]: t for t in trials}
 complete = {}
-exploits = crossings = 0
-def start_of(t):
-    with open(os.path.join(folder, "trial-%d" % t["number"], "start.json")) as f:
+exploits = crossings = resumed_own = paused_done = 0
+def start_of(t):  # what its program started from; None when its program did not run
+    path = os.path.join(folder, "trial-%d" % t["number"], "start.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
         return json.load(f)
+def runs_of(t):  # the trials that ran its member's segment: t and its re-runs
+    key = (t["pbt"]["member"], t["pbt"]["segment"])
+    return {u["number"] for u in trials if (u["pbt"]["member"], u["pbt"]["segment"]) == key}
 for t in trials:
     lineage = t.get("pbt")
     assert lineage, "trial %d has no lineage" % t["number"]
@@ -125,22 +133,32 @@ for t in trials:
     assert steps[-1] == 3 * (seg + 1), (t["number"], steps)
     assert t["values"][0] == t["intermediate_values"][str(steps[-1])], t["number"]
     start = start_of(t)
+    ran_before = runs_of(t) - {t["number"]}
+    if start is None:
+        # A re-run whose own checkpoint was at its segment's end already (an earlier run was
+        # paused there and its RESULT lost) trains no more: paused there, nothing past it.
+        assert ran_before and steps == [3 * (seg + 1)], (t["number"], steps, ran_before)
+        paused_done += 1
+        continue
     checkpoint = start.pop("checkpoint")
     # The program is told where its segment ends (it runs on here, to be paused by tuner).
     assert start.pop("pause_at") == 3 * (seg + 1), (t["number"], start)
+    # A re-run resumes from its own checkpoint where an earlier run of its segment left one.
+    resumed = bool(start["trail"]) and start["trail"][-1] in ran_before
+    resumed_own += resumed
     if seg == 0:
-        assert lineage["parent"] is None and start["trail"] == [], (t["number"], start)
+        assert lineage["parent"] is None and (start["trail"] == [] or resumed), (t["number"], start)
         continue
     parent = by_number[lineage["parent"]]
-    if sys.argv[4] == "apart":
+    if sys.argv[4] == "apart" and start_of(parent) is not None:
         # Each executor keeps its files in its own folder: a segment whose parent ran on the
         # other one found the parent's checkpoint only through the coordinator.
         own, theirs = (c.startswith(os.path.join(sys.argv[5], "files-a"))
                        for c in (checkpoint, start_of(parent)["checkpoint"]))
         crossings += own != theirs
-    # The state it started from is its parent's checkpoint: the last trial it went through is
-    # the parent, from the parent's segment end on.
-    assert start["trail"][-1] == parent["number"], (t["number"], parent["number"], start)
+    # The state it started from is its parent's checkpoint (the last trial it went through ran
+    # the parent's segment, from the parent's segment end on), or its own segment's.
+    assert resumed or start["trail"][-1] in runs_of(parent), (t["number"], parent["number"], start)
     assert start["step"] >= 3 * seg, (t["number"], start)
     # Its values go on from there (those reported while no coordinator was up are lost).
     assert steps[0] > start["step"], (t["number"], steps, start)
@@ -159,7 +177,8 @@ if sys.argv[3] == "true":
     assert exploits >= 1, "no member exploited another"
 if sys.argv[4] == "apart":
     assert crossings >= 1, "no segment continued on the other executor"
-print("exploits", exploits, "crossings", crossings)
+print("exploits", exploits, "crossings", crossings, "re-runs from their own checkpoint",
+      resumed_own, "re-runs paused at their end without training", paused_done)
 PY
 
 [ "$synchronous" = false ] || { grep -q "exploits trial" "$work/sweep.out" ||

@@ -180,6 +180,17 @@ Normalizer Normalizer::fit(const Dataset& train, NormalizeBy by) {
   return n;
 }
 
+void Normalizer::keep_channels(std::span<const int64_t> channels) {
+  for (int64_t c : channels) {
+    if (c < 0 || c >= static_cast<int64_t>(mean_.size())) {
+      throw std::invalid_argument("normalizer: channel " + std::to_string(c) + " of " +
+                                  std::to_string(mean_.size()));
+    }
+    mean_[static_cast<size_t>(c)] = 0.0f;
+    std_[static_cast<size_t>(c)] = 1.0f;
+  }
+}
+
 TargetScaling TargetScaling::fit(const Dataset& train) {
   if (!train.is_regression() || train.empty()) {
     throw std::invalid_argument("target scaling: needs a regression's non-empty training split");

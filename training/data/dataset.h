@@ -118,6 +118,10 @@ class Normalizer {
   static Normalizer fit(const Dataset& train, NormalizeBy by);
   // REQUIRES: data.sample_shape() is the shape fit() saw (else std::invalid_argument).
   void apply(Dataset& data) const;
+  // Leaves the values of `channels` as they are (mean 0, stddev 1): features that hold indices,
+  // such as a categorical column's for an embedding. REQUIRES: each in [0, mean().size()) (else
+  // std::invalid_argument).
+  void keep_channels(std::span<const int64_t> channels);
 
   // [channels]: one value for kAll.
   std::span<const float> mean() const { return mean_; }

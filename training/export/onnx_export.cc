@@ -217,6 +217,8 @@ class GraphBuilder {
       activation(s, kActivations.at(t), x, y);
     } else if (t == "flatten") {
       attr_int(node("Flatten", {x}, y, s.path), "axis", 1);
+    } else if (t == "embedding") {
+      embedding(s, prefix, x, y);
     } else if (t == "residual") {
       // y = body(x) + shortcut(x); the shortcut is x itself when it has no layers.
       chain(s.body, prefix + "body.", x, base + "_body");
@@ -229,6 +231,91 @@ class GraphBuilder {
     } else {
       throw OnnxExportError(s.path, "the layer type \"" + t + "\" has no ONNX export");
     }
+  }
+
+  // y[N,O] = Concat(segments of x[N,I], axis 1): the features between embedded ones as Slices,
+  // each embedded feature c as Gather(table, Cast<int64>(Gather(x, c, axis 1))). The table is
+  // exported [K + 1, D], its last row zeros, so that the index -1 of a category the training data
+  // lacked (Gather counts negative indices from the end) gives zeros, as in the engine.
+  void embedding(const LayerSpec& s, const std::string& prefix, const std::string& x,
+                 const std::string& y) {
+    const std::string base = tensor_name(s.path);
+    std::vector<std::string> parts;
+    int64_t j = 0;
+    auto slice = [&](int64_t from, int64_t to) {
+      if (from == to) return;
+      const std::string name = base + "_features_" + std::to_string(from);
+      node("Slice",
+           {x, int64_constant(name + "_starts", {from}), int64_constant(name + "_ends", {to}),
+            int64_constant(name + "_axes", {1})},
+           name, s.path);
+      parts.push_back(name);
+    };
+    for (size_t k = 0; k < s.embedded.size(); ++k) {
+      const EmbeddedColumn& c = s.embedded[k];
+      slice(j, c.at);
+      const std::string name = base + "_" + std::to_string(k);
+      attr_int(node("Gather", {x, int64_constant(name + "_at", {}, c.at)}, name + "_value", s.path),
+               "axis", 1);
+      attr_int(node("Cast", {name + "_value"}, name + "_index", s.path), "to",
+               onnx::TensorProto::INT64);
+      attr_int(
+          node("Gather", {padded_table(s, prefix, k), name + "_index"}, name + "_vector", s.path),
+          "axis", 0);
+      parts.push_back(name + "_vector");
+      j = c.at + 1;
+    }
+    slice(j, s.input[0]);
+    attr_int(node("Concat", parts, y, s.path), "axis", 1);
+  }
+
+  // The arena's table<k> [K, D] of an embedding layer as an initializer [K + 1, D], its last row
+  // zeros; returns its name.
+  std::string padded_table(const LayerSpec& s, const std::string& prefix, size_t k) {
+    const EmbeddedColumn& c = s.embedded[k];
+    const std::string name = "table" + std::to_string(k);
+    const std::string key = prefix + name;
+    auto it = arrays_.find(key);
+    const Shape shape{c.categories, c.dim};
+    if (it == arrays_.end() || !(*it->second.shape == shape)) {
+      throw OnnxExportError(s.path, "the model has no parameter \"" + key + "\" " +
+                                        shape.to_string() +
+                                        " for this layer; was it built from "
+                                        "this spec?");
+    }
+    used_.insert(key);
+    const std::string init_name = tensor_name(s.path) + "_" + name;
+    onnx::TensorProto* tensor = g_.add_initializer();
+    tensor->set_name(init_name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT);
+    tensor->add_dims(c.categories + 1);
+    tensor->add_dims(c.dim);
+    std::vector<float> values(it->second.data, it->second.data + shape.numel());
+    values.resize(static_cast<size_t>((c.categories + 1) * c.dim), 0.0f);
+    tensor->set_raw_data(reinterpret_cast<const char*>(values.data()),
+                         values.size() * sizeof(float));
+    weight_bytes_ += static_cast<int64_t>(values.size() * sizeof(float));
+    if (weight_bytes_ > kMaxModelBytes) {
+      throw OnnxExportError(s.path,
+                            "the weights exceed 2 GiB, the limit of a single ONNX file "
+                            "(external data is not supported)");
+    }
+    return init_name;
+  }
+
+  // An int64 initializer: a vector of `values`, or with `values` empty the scalar `scalar`.
+  std::string int64_constant(const std::string& name, std::vector<int64_t> values,
+                             int64_t scalar = 0) {
+    onnx::TensorProto* tensor = g_.add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::INT64);
+    if (values.empty()) {
+      tensor->add_int64_data(scalar);
+    } else {
+      tensor->add_dims(static_cast<int64_t>(values.size()));
+      for (int64_t v : values) tensor->add_int64_data(v);
+    }
+    return name;
   }
 
   // y = act(x); the identity is a plain rename (x == y) for a layer without activation.

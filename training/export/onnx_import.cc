@@ -266,13 +266,15 @@ class Importer {
       sample.push_back(dims[i].dim_value());
     }
     if (sample.empty()) throw OnnxImportError("input '" + input + "': expected [N, sample...]");
+    if (sample.size() == 1) input_width_ = sample[0].get<int64_t>();
     Weights weights;
     std::string end;
     const onnx::NodeProto* join = nullptr;
     json layers = chain(input, weights, end, join, /*top=*/true);
     if (join) fail(*join, "an Add of two computed tensors that is not a residual block's");
     if (layers.empty()) throw OnnxImportError("the graph has no layer the engine knows");
-    const json spec_json = {{"input", sample}, {"layers", layers}};
+    json spec_json = {{"input", sample}, {"layers", layers}};
+    if (!embeddings_.empty()) spec_json["embeddings"] = embeddings_;
     ModelSpec spec;
     try {
       spec = parse_model_spec(spec_json.dump());
@@ -364,6 +366,11 @@ class Importer {
     while (true) {
       const std::vector<const onnx::NodeProto*> r = readers(t);
       if (r.empty()) break;
+      if (top && layers.empty() && weights.params.empty() && embeddings_.empty() &&
+          starts_embedding(r)) {
+        t = embedding(t, r, weights);
+        continue;
+      }
       if (r.size() == 1 && is_join(*r[0], constants_)) {
         join = r[0];
         break;
@@ -391,6 +398,119 @@ class Importer {
     }
     end = t;
     return layers;
+  }
+
+  // Whether the readers `r` of the model's input are an embedding layer's segments: Slices along
+  // axis 1 and Gathers along axis 1 of a constant index, the first of them a Gather.
+  bool starts_embedding(const std::vector<const onnx::NodeProto*>& r) const {
+    bool gather = false;
+    for (const onnx::NodeProto* n : r) {
+      if (n->op_type() == "Gather" && attr_int(*n, "axis", 0) == 1) {
+        gather = true;
+      } else if (n->op_type() != "Slice") {
+        return false;
+      }
+    }
+    return gather;
+  }
+
+  // The embedding layer of the exporter's pattern on input `x` [N, I] (onnx_export.h): Slices of
+  // the other features and, per embedded feature c, Gather(x, c, axis 1) -> Cast to int64 ->
+  // Gather(table, index, axis 0), all joined by one Concat along axis 1 in feature order. A
+  // table's last row of zeros is the row of unknown categories, not one of them. Records the
+  // layer in embeddings_ and its tables in `weights`; returns the Concat's output.
+  std::string embedding(const std::string& x, const std::vector<const onnx::NodeProto*>& r,
+                        Weights& weights) {
+    struct Part {
+      std::string tensor;
+      int64_t from = 0, to = 0;  // the input features it covers
+      json column;               // an embedded feature: {"at", "categories", "dim"}
+      std::vector<float> table;
+    };
+    std::map<std::string, Part> parts;
+    const onnx::NodeProto* concat = nullptr;
+    auto joined_by = [&](const std::string& tensor, const onnx::NodeProto& from) {
+      const onnx::NodeProto* c = only_reader(tensor, "Concat");
+      if (!c || attr_int(*c, "axis", 0) != 1 || (concat && c != concat)) {
+        fail(from, "an embedding's segment must be read by one Concat along axis 1 alone");
+      }
+      concat = c;
+    };
+    for (const onnx::NodeProto* n : r) {
+      used_.insert(n);
+      Part p;
+      if (n->op_type() == "Slice") {
+        if (n->input_size() < 4) fail(*n, "an embedding's Slice needs starts, ends and axes");
+        const Constant& starts = constant(*n, 1);
+        const Constant& ends = constant(*n, 2);
+        const Constant& axes = constant(*n, 3);
+        if (starts.values.size() != 1 || ends.values.size() != 1 || axes.values.size() != 1 ||
+            axes.values[0] != 1.0f) {
+          fail(*n, "an embedding's Slice takes one range along axis 1");
+        }
+        p.from = static_cast<int64_t>(starts.values[0]);
+        p.to = static_cast<int64_t>(ends.values[0]);
+        p.tensor = n->output(0);
+      } else {
+        const Constant& at = constant(*n, 1);
+        if (!at.dims.empty() || at.values.size() != 1) {
+          fail(*n, "an embedding's Gather of its feature takes a scalar index");
+        }
+        const onnx::NodeProto* cast = only_reader(n->output(0), "Cast");
+        if (!cast || attr_int(*cast, "to", 0) != onnx::TensorProto::INT64) {
+          fail(*n, "an embedded feature must be cast to int64 before its lookup");
+        }
+        used_.insert(cast);
+        const std::vector<const onnx::NodeProto*> lookups = readers(cast->output(0));
+        if (lookups.size() != 1 || lookups[0]->op_type() != "Gather" ||
+            attr_int(*lookups[0], "axis", 0) != 0 || lookups[0]->input(1) != cast->output(0)) {
+          fail(*cast, "an embedded feature's index must be read by one Gather of a table");
+        }
+        const onnx::NodeProto& lookup = *lookups[0];
+        used_.insert(&lookup);
+        const Constant& table = constant(lookup, 0);
+        if (table.dims.size() != 2 || table.dims[0] < 1 || table.dims[1] < 1) {
+          fail(lookup, "an embedding table must be [categories, dim]");
+        }
+        int64_t rows = table.dims[0];
+        const int64_t dim = table.dims[1];
+        if (rows > 1 && std::all_of(table.values.end() - dim, table.values.end(),
+                                    [](float v) { return v == 0.0f; })) {
+          --rows;  // the row of unknown categories
+        }
+        p.from = static_cast<int64_t>(at.values[0]);
+        p.to = p.from + 1;
+        p.column = {{"at", p.from}, {"categories", rows}, {"dim", dim}};
+        p.table.assign(table.values.begin(), table.values.begin() + rows * dim);
+        p.tensor = lookup.output(0);
+        n = &lookup;
+      }
+      joined_by(p.tensor, *n);
+      parts[p.tensor] = std::move(p);
+    }
+    used_.insert(concat);
+    if (static_cast<size_t>(concat->input_size()) != parts.size()) {
+      fail(*concat, "an embedding's Concat must join its segments alone");
+    }
+    int64_t next = 0;
+    for (const std::string& in : concat->input()) {
+      auto it = parts.find(in);
+      if (it == parts.end()) fail(*concat, "an embedding's Concat must join its segments alone");
+      Part& p = it->second;
+      if (p.from != next || p.to <= p.from) {
+        fail(*concat, "an embedding's segments must cover the input's features in order");
+      }
+      next = p.to;
+      if (!p.column.is_null()) {
+        embeddings_.push_back(p.column);
+        weights.params.push_back(std::move(p.table));
+      }
+    }
+    if (next != input_width_) {
+      fail(*concat, "an embedding's segments cover " + std::to_string(next) +
+                        " features of the input's " + std::to_string(input_width_));
+    }
+    return concat->output(0);
   }
 
   // A residual block from tensor `t` whose readers `r` start its two branches; appends it.
@@ -620,6 +740,8 @@ class Importer {
   std::map<std::string, Constant> constants_;
   std::map<std::string, std::vector<const onnx::NodeProto*>> consumers_;
   std::set<const onnx::NodeProto*> used_;
+  json embeddings_ = json::array();  // the spec's "embeddings", when the graph has them
+  int64_t input_width_ = 0;          // the input's features, for a flat input
 };
 
 Checkpoint import_model(const std::string& bytes, const std::filesystem::path* dir) {

@@ -3,6 +3,7 @@
 #define TUNER_TRAINING_LAYERS_BATCH_NORM_H_
 
 #include "training/layer.h"
+#include "training/layers/max_pool2d.h"
 
 namespace tuner::training {
 
@@ -35,6 +36,19 @@ class BatchNorm final : public Layer {
   void fuse_relu() { relu_fused_ = true; }
   bool relu_fused() const { return relu_fused_; }
 
+  // ---- A 2x2 max pooling after that ReLU fused in too (LayerChain's choice) ----
+  // True when `pool` (the layer after the ReLU) can run in this layer for input sample_in: a
+  // 2x2, stride 2, unpadded pooling of [C, H, W] with H, W >= 2.
+  static bool can_fuse(const MaxPool2d& pool, const Shape& sample_in);
+  // From now on forward and backward throw; forward_pooled writes the pooling's output
+  // [C, H/2, W/2] (Backend::batch_norm_relu_pool_*, in eval mode the ops in turn) and
+  // backward_pooled takes it as y and the pooling's dy.
+  // REQUIRES: relu_fused(), can_fuse(pool, the input sample), called before setup().
+  void fuse_max_pool() { max_pool_fused_ = true; }
+  bool max_pool_fused() const { return max_pool_fused_; }
+  void forward_pooled(Pass& pass, const Tensor& x, Tensor& y);
+  void backward_pooled(Pass& pass, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx);
+
  private:
   const int64_t channels_;
   const float eps_, momentum_;
@@ -44,8 +58,12 @@ class BatchNorm final : public Layer {
   int64_t max_batch_ = 0;
   Mode last_mode_ = Mode::kEval;
   bool relu_fused_ = false;
+  bool max_pool_fused_ = false;
+  Shape pooled_;        // [C, H/2, W/2] when max_pool_fused_
   Tensor mean_, rstd_;  // [C], saved by a train-mode forward
-  Tensor work_;         // the backend's workspace for the fused ReLU's backward, flat
+  Tensor work_;         // the backend's workspace for the fused ReLU's (and pooling's) ops, flat
+  Tensor argmax_;       // the pooling's argmax (int32 in float slots) when max_pool_fused_
+  Tensor eval_out_;     // the eval forward's output before its pooling when max_pool_fused_
 };
 
 }  // namespace tuner::training

@@ -244,6 +244,92 @@ TEST(BatchNorm, ChainFusesAFollowingReluAndMatchesTheTwoLayers) {
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], a[3].data()[i]) << "eval y " << i;
 }
 
+// A LayerChain runs a batch norm, the ReLU after it and a 2x2 max pooling after that as one op
+// (BatchNorm::fuse_max_pool; here over an odd width), and a batch norm and ReLU before another
+// pooling as the pair: the same outputs (train and eval), input gradient, parameter gradients and
+// running stats as the layers one by one, and the layers reported done in the same order.
+TEST(BatchNorm, ChainFusesAFollowingReluAndMaxPoolAndMatchesTheThreeLayers) {
+  const Shape sample{3, 6, 9};
+  const int64_t batch = 4;
+  const auto layers = [] {
+    std::vector<std::unique_ptr<Layer>> l;
+    l.push_back(std::make_unique<BatchNorm>(3));
+    l.push_back(std::make_unique<ActivationLayer>(Activation::kRelu));
+    l.push_back(std::make_unique<MaxPool2d>(2));
+    l.push_back(std::make_unique<BatchNorm>(3));
+    l.push_back(std::make_unique<ActivationLayer>(Activation::kRelu));
+    l.push_back(std::make_unique<MaxPool2d>(3));
+    return l;
+  };
+  LayerChain chain(layers());
+  CpuBackend backend(2);
+  ParameterArena arena(chain.parameter_specs(), chain.buffer_specs(), backend);
+  chain.bind(arena.params(), arena.buffers());
+  chain.setup(sample, batch, backend);
+  ASSERT_TRUE(static_cast<BatchNorm&>(chain.layer(0)).max_pool_fused());
+  ASSERT_TRUE(static_cast<BatchNorm&>(chain.layer(3)).relu_fused());
+  ASSERT_FALSE(static_cast<BatchNorm&>(chain.layer(3)).max_pool_fused());
+  Rng rng(9);
+  for (float& v : arena.values()) v = rng.uniform(0.5f, 1.5f);
+
+  // The same layers one by one, each bound alone, with the chain's parameter values.
+  std::vector<Shape> shapes{sample};
+  for (auto& l : layers()) shapes.push_back(l->output_shape(shapes.back()));
+  std::vector<std::unique_ptr<Bound>> one;
+  {
+    auto ls = layers();
+    for (size_t i = 0; i < ls.size(); ++i) {
+      one.push_back(std::make_unique<Bound>(std::move(ls[i]), shapes[i], batch));
+    }
+  }
+  ParamView* layer_params[] = {&one[0]->arena.params()[0], &one[0]->arena.params()[1],
+                               &one[3]->arena.params()[0], &one[3]->arena.params()[1]};
+  ASSERT_EQ(arena.params().size(), 4u);
+  for (size_t p = 0; p < 4; ++p) {
+    const auto from = arena.params()[p].value.span();
+    std::copy(from.begin(), from.end(), layer_params[p]->value.span().begin());
+  }
+
+  Tensor x(sample.with_batch(batch)), dy(shapes.back().with_batch(batch));
+  for (float& v : x.span()) v = rng.uniform(-1.0f, 2.0f);
+  for (float& v : dy.span()) v = rng.uniform(-1.0f, 1.0f);
+  Pass pass{backend, Mode::kTrain};
+  Tensor y(dy.shape()), dx(x.shape());
+  chain.forward(pass, x, y);
+  std::vector<size_t> done;
+  chain.backward(pass, x, y, dy, &dx, [&](size_t i) { done.push_back(i); });
+  EXPECT_EQ(done, (std::vector<size_t>{5, 4, 3, 2, 1, 0}));
+
+  std::vector<Tensor> a;  // the layers' outputs
+  for (size_t i = 0; i < 6; ++i) a.emplace_back(shapes[i + 1].with_batch(batch));
+  std::vector<Tensor> g;  // the gradients of their inputs
+  for (size_t i = 0; i < 6; ++i) g.emplace_back(shapes[i].with_batch(batch));
+  for (int i = 0; i < 6; ++i) one[i]->layer->forward(pass, i == 0 ? x : a[i - 1], a[i]);
+  for (int i = 5; i >= 0; --i) {
+    one[i]->layer->backward(pass, i == 0 ? x : a[i - 1], a[i], i == 5 ? dy : g[i + 1], &g[i]);
+  }
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], a[5].data()[i]) << "y " << i;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_NEAR(dx.data()[i], g[0].data()[i], 1e-6) << "dx " << i;
+  }
+  for (size_t p = 0; p < 4; ++p) {
+    const Tensor& got = arena.params()[p].grad;
+    const Tensor& want = layer_params[p]->grad;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      ASSERT_NEAR(got.data()[i], want.data()[i], 1e-6) << "parameter " << p << " grad " << i;
+    }
+  }
+  for (size_t b = 0; b < 2; ++b) {
+    const auto got = arena.buffers()[b].span(), want = one[0]->arena.buffers()[b].span();
+    ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "buffer " << b;
+  }
+
+  Pass eval{backend, Mode::kEval};
+  chain.forward(eval, x, y);
+  for (int i = 0; i < 6; ++i) one[i]->layer->forward(eval, i == 0 ? x : a[i - 1], a[i]);
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data()[i], a[5].data()[i]) << "eval y " << i;
+}
+
 TEST(BatchNorm, TrainNormalizesAndUpdatesRunningStatsEvalUsesThem) {
   Bound b(std::make_unique<BatchNorm>(1, 1e-5f, 0.5f), Shape{1}, 4);
   b.arena.initialize(0);

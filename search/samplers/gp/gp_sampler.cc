@@ -1038,6 +1038,138 @@ double objective_prior_mean(const Encoding& e) {
              : -static_cast<double>(numeric) / static_cast<double>(e.coordinates.size());
 }
 
+// Budget as an input (GpSamplerOptions::budget_input).
+
+// COMPLETE or PRUNED: a trial whose values the budget mode learns from.
+bool ran(TrialState s) { return s == TrialState::kComplete || s == TrialState::kPruned; }
+
+// True when the budget mode applies: one objective, no trial with constraints, and early
+// stopping (a PRUNED trial with an intermediate value).
+bool uses_budget_input(const GpSamplerOptions& options, const History& history) {
+  if (!options.budget_input || history.directions.size() != 1) return false;
+  bool stopped = false;
+  for (const FrozenTrial& t : history.trials) {
+    if (has_constraints(t)) return false;
+    stopped = stopped || (t.state == TrialState::kPruned && !t.intermediate_values.empty());
+  }
+  return stopped;
+}
+
+// The observations of the budget mode: every finished trial's values at its budgets, each point
+// the trial's parameters and the budget's coordinate (the last one), values maximized.
+struct BudgetObservations {
+  std::vector<std::vector<double>> x;  // [point]: dims + 1 coordinates
+  std::vector<double> y;
+  std::vector<size_t> trial;  // [point]: the observed trial it belongs to
+  // [observed trial]: its parameters' coordinates (dims), in the history's order.
+  std::vector<std::vector<double>> trials;
+};
+
+// A finished trial's (step, value) pairs: its finite intermediate values; a COMPLETE trial's
+// final value at `top` (in place of a value at a step at or past it). With `thin`, of the steps
+// below the last only those whose distance from `first` plus 1 is a power of two (1, 2, 4, ...
+// steps), so that a long curve does not outweigh the trials.
+std::vector<std::pair<int64_t, double>> budget_values(const FrozenTrial& t, int64_t first,
+                                                      int64_t top, bool thin) {
+  std::vector<std::pair<int64_t, double>> out;
+  const bool complete =
+      t.state == TrialState::kComplete && t.values.size() == 1 && std::isfinite(t.values.front());
+  const int64_t last = t.intermediate_values.empty() ? top : t.intermediate_values.rbegin()->first;
+  for (const auto& [step, value] : t.intermediate_values) {
+    if (!std::isfinite(value) || (complete && step >= top)) continue;
+    const uint64_t distance = static_cast<uint64_t>(step - first) + 1;
+    if (thin && step != last && (distance & (distance - 1)) != 0) continue;
+    out.emplace_back(step, value);
+  }
+  if (complete) out.emplace_back(std::max(top, last), t.values.front());
+  return out;
+}
+
+// The budget mode's observations of `history` (the study's trials; a warm start's COMPLETE
+// observations, History::prior, at the largest budget): the largest budget is the last step of
+// the COMPLETE trials (of the finished ones while none is COMPLETE), and a step s sits at
+// log(1 + s - first) / log(1 + top - first) of the budget's coordinate, `first` the least step
+// observed (1 when every value is at the largest budget).
+BudgetObservations observe_budgets(const Encoding& e, const History& history) {
+  std::optional<int64_t> top_complete, top_finished, first;
+  for (const FrozenTrial& t : history.trials) {
+    if (!ran(t.state)) continue;
+    for (const auto& [step, value] : t.intermediate_values) {
+      first = std::min(first.value_or(step), step);
+    }
+    if (t.intermediate_values.empty()) continue;
+    const int64_t last = t.intermediate_values.rbegin()->first;
+    top_finished = std::max(top_finished.value_or(last), last);
+    if (t.state == TrialState::kComplete)
+      top_complete = std::max(top_complete.value_or(last), last);
+  }
+  const int64_t top = top_complete.value_or(top_finished.value_or(1));
+  const int64_t low = std::min(first.value_or(top), top);
+  const double span = std::log1p(static_cast<double>(top - low));
+  auto coordinate = [&](int64_t step) {
+    if (span <= 0 || step >= top) return 1.0;
+    return std::clamp(std::log1p(static_cast<double>(step - low)) / span, 0.0, 1.0);
+  };
+  const double sign = history.direction() == StudyDirection::kMaximize ? 1.0 : -1.0;
+  BudgetObservations all;
+  const size_t n_prior = history.prior.size();
+  for (size_t i = 0; i < n_prior + history.trials.size(); ++i) {
+    const bool prior = i < n_prior;
+    const FrozenTrial& t = prior ? history.prior[i] : history.trials[i - n_prior];
+    if (prior && t.state != TrialState::kComplete) continue;
+    if (!ran(t.state)) continue;
+    const std::vector<std::pair<int64_t, double>> values =
+        prior ? (t.values.size() == 1 && std::isfinite(t.values.front())
+                     ? std::vector<std::pair<int64_t, double>>{{top, t.values.front()}}
+                     : std::vector<std::pair<int64_t, double>>{})
+              : budget_values(t, low, top, /*thin=*/true);
+    if (values.empty()) continue;
+    std::optional<std::vector<double>> p = encode(e, t, prior);
+    if (!p) continue;
+    for (const auto& [step, value] : values) {
+      std::vector<double> point = *p;
+      point.push_back(coordinate(step));
+      all.x.push_back(std::move(point));
+      all.y.push_back(sign * value);
+      all.trial.push_back(all.trials.size());
+    }
+    all.trials.push_back(std::move(*p));
+  }
+  return all;
+}
+
+// The running trials of `history` other than trial `asking`, added to the observations at the
+// worst value observed (a constant liar), so that workers asking at the same time do not all get
+// the same point; with `budget`, that budget coordinate appended to each point.
+// REQUIRES: y non-empty.
+void add_running_trials(const Encoding& e, const History& history, int asking,
+                        std::optional<double> budget, std::vector<std::vector<double>>& x,
+                        std::vector<double>& y) {
+  const double worst = *std::min_element(y.begin(), y.end());
+  for (const FrozenTrial& t : history.trials) {
+    if (t.state != TrialState::kRunning || t.number == asking) continue;
+    if (std::optional<std::vector<double>> p = encode(e, t)) {
+      if (budget) p->push_back(*budget);
+      x.push_back(std::move(*p));
+      y.push_back(worst);
+    }
+  }
+}
+
+// The first `n_trials` observed trials' points of `all`, then at most `limit` points: the best
+// half by value, then the most recent (keep_fit_window).
+void budget_window(const BudgetObservations& all, size_t n_trials, int limit,
+                   std::vector<std::vector<double>>& x, std::vector<double>& y) {
+  x.clear(), y.clear();
+  for (size_t i = 0; i < all.x.size() && all.trial[i] < n_trials; ++i) {
+    x.push_back(all.x[i]);
+    y.push_back(all.y[i]);
+  }
+  std::vector<std::vector<ConstraintValue>> constraints(x.size());
+  std::vector<bool> feasible(x.size(), true);
+  keep_fit_window(limit, x, y, constraints, feasible);
+}
+
 }  // namespace
 
 // The kernel parameters fitted from scratch at recent anchors, kept by their points and values
@@ -1119,13 +1251,18 @@ ParamValue GpSampler::sample_independent(const std::string& name, const Distribu
 SearchSpace GpSampler::relative_space(const History& history) {
   // The parameters every COMPLETE trial has, with the same distribution, in the first one's order;
   // those of the warm start's (History::prior) while the study has none.
-  const bool own =
-      std::any_of(history.trials.begin(), history.trials.end(),
-                  [](const FrozenTrial& t) { return t.state == TrialState::kComplete; });
+  // In the budget mode (GpSamplerOptions::budget_input), a PRUNED trial with intermediate values
+  // counts as COMPLETE.
+  const bool budget = uses_budget_input(options_, history);
+  auto counts = [budget](const FrozenTrial& t) {
+    return t.state == TrialState::kComplete ||
+           (budget && t.state == TrialState::kPruned && !t.intermediate_values.empty());
+  };
+  const bool own = std::any_of(history.trials.begin(), history.trials.end(), counts);
   const FrozenTrial* first = nullptr;
   std::vector<std::pair<std::string, Distribution>> shared;
   for (const FrozenTrial& t : own ? history.trials : history.prior) {
-    if (t.state != TrialState::kComplete) continue;
+    if (!counts(t)) continue;
     if (first == nullptr) {
       first = &t;
       for (const auto& [name, d] : t.distributions) shared.emplace_back(name, d);
@@ -1146,6 +1283,11 @@ SearchSpace GpSampler::relative_space(const History& history) {
 
 std::string GpSampler::origin(const SearchSpace& space, const History& history) const {
   const Encoding e = encoding_of(space);
+  if (uses_budget_input(options_, history)) {
+    return starting_up(e, observe_budgets(e, history).trials.size(), options_.n_startup_trials)
+               ? "random"
+               : name();
+  }
   const size_t observed = history.directions.size() > 1 ? observe_multi(e, history).x.size()
                                                         : observe(e, history).x.size();
   return starting_up(e, observed, options_.n_startup_trials) ? "random" : name();
@@ -1154,6 +1296,7 @@ std::string GpSampler::origin(const SearchSpace& space, const History& history) 
 Params GpSampler::sample(const SearchSpace& space, const History& history,
                          const TrialContext& trial, Rng& rng) {
   if (history.directions.size() > 1) return sample_multi(space, history, trial, rng);
+  if (uses_budget_input(options_, history)) return sample_budget(space, history, trial, rng);
   const Encoding e = encoding_of(space);
   const Observations all = observe(e, history);
   if (starting_up(e, all.x.size(), options_.n_startup_trials)) {
@@ -1179,16 +1322,7 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   const std::vector<std::vector<ConstraintValue>>& constraints = fitted.constraints;
   const std::vector<bool>& feasible = fitted.feasible;
   const size_t n_observed = x.size();
-  // Running trials (a constant liar): observed at the worst value, so that workers asking at the
-  // same time do not all get the same point.
-  const double worst = *std::min_element(y.begin(), y.end());
-  for (const FrozenTrial& t : history.trials) {
-    if (t.state != TrialState::kRunning || t.number == trial.number) continue;
-    if (std::optional<std::vector<double>> p = encode(e, t)) {
-      x.push_back(std::move(*p));
-      y.push_back(worst);
-    }
-  }
+  add_running_trials(e, history, trial.number, std::nullopt, x, y);
   Rng unused(0);  // a warm fit draws nothing from its Rng
   const double prior_mean = objective_prior_mean(e);
   const GaussianProcess gp = GaussianProcess::fit(
@@ -1271,6 +1405,140 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
           },
       .score = score,
       .score_with_gradient = score_with_gradient};
+  const Proposed proposed(e, history, trial.number);
+  return decode_proposal(
+      space, e, maximize_acquisition(e, options_, acquisition, starts, proposed, rng), rng);
+}
+
+Params GpSampler::sample_budget(const SearchSpace& space, const History& history,
+                                const TrialContext& trial, Rng& rng) {
+  const Encoding e = encoding_of(space);
+  const BudgetObservations all = observe_budgets(e, history);
+  if (starting_up(e, all.trials.size(), options_.n_startup_trials)) {
+    return draw_new(e, Proposed(e, history, trial.number),
+                    [&] { return Sampler::sample(space, history, trial, rng); });
+  }
+  // The anchor's points: those of the first anchor_of(m) of the m observed trials (gp_sampler.h,
+  // "the kernel fit").
+  const size_t m = all.trials.size();
+  std::vector<std::vector<double>> anchor_x, x;
+  std::vector<double> anchor_y, y;
+  budget_window(all, anchor_of(m, static_cast<size_t>(options_.refit_every)),
+                options_.max_fit_trials, anchor_x, anchor_y);
+  budget_window(all, m, options_.max_fit_trials, x, y);
+  if (options_.warp_outputs) {
+    for (std::vector<double>* values : {&anchor_y, &y}) {
+      const OutputWarping warp = OutputWarping::fit(*values);
+      for (double& v : *values) v = warp(v);
+    }
+  }
+  add_running_trials(e, history, trial.number, /*budget=*/1.0, x, y);
+  Rng unused(0);  // a warm fit draws nothing from its Rng
+  const double prior_mean = objective_prior_mean(e);
+  const GaussianProcess gp = GaussianProcess::fit(
+      x, y, unused,
+      {.prior_mean = prior_mean, .warm_start = fits_->get(3, anchor_x, anchor_y, prior_mean)});
+  const size_t dims = e.dims;
+  // Every score is at the largest budget (the budget's coordinate 1).
+  auto flat_at_top = [dims](const std::vector<double>& flat, size_t count) {
+    std::vector<double> out;
+    out.reserve(count * (dims + 1));
+    for (size_t i = 0; i < count; ++i) {
+      const auto from = flat.begin() + static_cast<std::ptrdiff_t>(i * dims);
+      out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(dims));
+      out.push_back(1.0);
+    }
+    return out;
+  };
+  // The improvement is over the best posterior mean at the largest budget of an observed trial.
+  std::vector<double> top_mean(m);
+  {
+    std::vector<double> flat;
+    flat.reserve(m * dims);
+    for (const std::vector<double>& p : all.trials) flat.insert(flat.end(), p.begin(), p.end());
+    std::vector<GaussianProcess::Prediction> at(m);
+    gp.predict(flat_at_top(flat, m), m, at);
+    for (size_t i = 0; i < m; ++i) top_mean[i] = at[i].mean;
+  }
+  const double best = *std::max_element(top_mean.begin(), top_mean.end());
+  // The first rung: the log probability that the value at the least budget (coordinate 0) is at
+  // least the median of the values observed there, so that a point an early-stopping scheduler
+  // would stop after its first step is discounted. Left out below 3 such values.
+  std::vector<double> first_values;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i][dims] == 0.0) first_values.push_back(y[i]);
+  }
+  const bool first_rung = first_values.size() >= 3;
+  double threshold = 0;
+  if (first_rung) {
+    std::sort(first_values.begin(), first_values.end());
+    threshold = first_values[first_values.size() / 2];
+  }
+  std::vector<double> scratch(dims + 1), scratch_first(dims + 1);
+  std::vector<double> first_mean_gradient(dims + 1), first_variance_gradient(dims + 1);
+  // With `gradient`, the term's gradient added there.
+  auto log_pass_first_rung = [&](const std::vector<double>& p, std::vector<double>* gradient) {
+    std::copy(p.begin(), p.end(), scratch_first.begin());
+    scratch_first[dims] = 0.0;
+    if (gradient == nullptr) {
+      const GaussianProcess::Prediction at = gp.predict(scratch_first);
+      return log_feasible_slope(threshold - at.mean, at.variance).value;
+    }
+    const GaussianProcess::Prediction at =
+        gp.predict_with_gradient(scratch_first, first_mean_gradient, first_variance_gradient);
+    const Slope slope = log_feasible_slope(threshold - at.mean, at.variance);
+    for (size_t j = 0; j < dims; ++j) {
+      (*gradient)[j] +=
+          -slope.d_mean * first_mean_gradient[j] + slope.d_variance * first_variance_gradient[j];
+    }
+    return slope.value;
+  };
+  auto score = [&](const std::vector<double>& p) {
+    std::copy(p.begin(), p.end(), scratch.begin());
+    scratch[dims] = 1.0;
+    const GaussianProcess::Prediction at = gp.predict(scratch);
+    return log_expected_improvement(at.mean, at.variance, best) +
+           (first_rung ? log_pass_first_rung(p, nullptr) : 0.0);
+  };
+  std::vector<double> mean_gradient(dims + 1), variance_gradient(dims + 1);
+  auto score_with_gradient = [&](const std::vector<double>& p, std::vector<double>& gradient) {
+    std::copy(p.begin(), p.end(), scratch.begin());
+    scratch[dims] = 1.0;
+    const GaussianProcess::Prediction at =
+        gp.predict_with_gradient(scratch, mean_gradient, variance_gradient);
+    const Slope ei = log_expected_improvement_slope(at.mean, at.variance, best);
+    gradient.assign(dims, 0.0);
+    for (size_t j = 0; j < dims; ++j) {
+      gradient[j] = ei.d_mean * mean_gradient[j] + ei.d_variance * variance_gradient[j];
+    }
+    return ei.value + (first_rung ? log_pass_first_rung(p, &gradient) : 0.0);
+  };
+  const Acquisition acquisition{
+      .batch =
+          [&](const std::vector<double>& flat, std::vector<double>& values) {
+            std::vector<GaussianProcess::Prediction> at(values.size());
+            gp.predict(flat_at_top(flat, values.size()), values.size(), at);
+            for (size_t i = 0; i < at.size(); ++i) {
+              values[i] = log_expected_improvement(at[i].mean, at[i].variance, best);
+            }
+            if (first_rung) {
+              std::vector<double> first = flat_at_top(flat, values.size());
+              for (size_t i = 0; i < values.size(); ++i) first[i * (dims + 1) + dims] = 0.0;
+              gp.predict(first, values.size(), at);
+              for (size_t i = 0; i < at.size(); ++i) {
+                values[i] += log_feasible_slope(threshold - at[i].mean, at[i].variance).value;
+              }
+            }
+          },
+      .score = score,
+      .score_with_gradient = score_with_gradient};
+  // The local candidates start from the trials of best posterior mean at the largest budget.
+  std::vector<size_t> order(m);
+  for (size_t i = 0; i < m; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return top_mean[a] > top_mean[b]; });
+  std::vector<const std::vector<double>*> starts;
+  for (size_t b = 0; b < std::min<size_t>(5, m); ++b) starts.push_back(&all.trials[order[b]]);
   const Proposed proposed(e, history, trial.number);
   return decode_proposal(
       space, e, maximize_acquisition(e, options_, acquisition, starts, proposed, rng), rng);

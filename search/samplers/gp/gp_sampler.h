@@ -89,6 +89,15 @@ struct GpSamplerOptions {
   // trial up to 200 (past it, every 5% of the trials, in multiples of it); the fits in between
   // start from the last such fit's parameters. 0: from scratch at every proposal. Default 10.
   int refit_every = 10;
+  // Under early stopping (one objective, no constraints, a PRUNED trial with intermediate
+  // values): fit the GP over the parameters and the budget (a coordinate more, the log of the
+  // step) to every finished trial's values at its steps (a COMPLETE one's final value at the
+  // largest budget; of a long curve the steps 1, 2, 4, ... from the first and its last), and
+  // maximize the log expected improvement at the largest budget over the best posterior mean
+  // there at a trial, plus (given 3 values at the least step) the log probability that the value
+  // at the least step reaches the median of those observed there: a point a rung would stop at
+  // once is discounted. PRUNED trials with intermediate values count as observed. Default: false.
+  bool budget_input = false;
 };
 
 class GpSampler final : public Sampler {
@@ -111,6 +120,9 @@ class GpSampler final : public Sampler {
   // sample() for a study of several objectives: expected hypervolume improvement.
   Params sample_multi(const SearchSpace& space, const History& history, const TrialContext& trial,
                       Rng& rng);
+  // sample() with budget_input under early stopping.
+  Params sample_budget(const SearchSpace& space, const History& history, const TrialContext& trial,
+                       Rng& rng);
 
   GpSamplerOptions options_;
   std::unique_ptr<FitCache> fits_;  // never null

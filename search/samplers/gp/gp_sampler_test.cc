@@ -65,6 +65,68 @@ ConstrainedRun optimize_constrained(GpSampler& sampler, uint64_t seed, int n, bo
   return run;
 }
 
+// A study under early stopping on a learning curve value(x, s) = (1 - (x - 0.7)^2) (1 - e^(-s/2))
+// (maximized), s = 1..8: a trial goes on past step 1 only when its value there is among the
+// best third so far, else it is PRUNED at step 1. Returns the trials.
+std::vector<FrozenTrial> run_under_early_stopping(GpSampler& sampler, uint64_t seed, int n) {
+  SearchSpace space;
+  space.add_float("x", 0, 1);
+  const std::vector<StudyDirection> maximize{StudyDirection::kMaximize};
+  std::vector<FrozenTrial> trials;
+  std::vector<double> first_values;
+  for (int i = 0; i < n; ++i) {
+    History history{trials, maximize};
+    Rng rng = Rng::for_trial(seed, i);
+    FrozenTrial t;
+    t.trial_id = t.number = i;
+    t.params = sampler.sample(space, history, TrialContext{i}, rng);
+    t.distributions = {{"x", space.find("x")->distribution}};
+    const double x = std::get<double>(t.params.at("x"));
+    auto value = [x](int s) { return (1 - (x - 0.7) * (x - 0.7)) * (1 - std::exp(-s / 2.0)); };
+    first_values.push_back(value(1));
+    std::vector<double> sorted = first_values;
+    std::sort(sorted.rbegin(), sorted.rend());
+    const bool goes_on = value(1) >= sorted[(sorted.size() - 1) / 3];
+    for (int s = 1; s <= (goes_on ? 8 : 1); ++s) t.intermediate_values[s] = value(s);
+    t.state = goes_on ? TrialState::kComplete : TrialState::kPruned;
+    t.values = {t.intermediate_values.rbegin()->second};
+    trials.push_back(std::move(t));
+  }
+  return trials;
+}
+
+TEST(GpSampler, WithTheBudgetAsAnInputPrunedTrialsAreObserved) {
+  GpSampler budget({.n_candidates = 256, .budget_input = true});
+  GpSampler plain({.n_candidates = 256});
+  std::vector<FrozenTrial> trials = run_under_early_stopping(budget, 3, 12);
+  // Mostly PRUNED: the budget mode counts them toward its startup trials, the plain GP does not.
+  SearchSpace space;
+  space.add_float("x", 0, 1);
+  const std::vector<StudyDirection> maximize{StudyDirection::kMaximize};
+  const History history{trials, maximize};
+  const int complete =
+      static_cast<int>(std::count_if(trials.begin(), trials.end(), [](const FrozenTrial& t) {
+        return t.state == TrialState::kComplete;
+      }));
+  ASSERT_LT(complete, 10);
+  EXPECT_EQ(budget.origin(space, history), "gp");
+  EXPECT_EQ(plain.origin(space, history), "random");
+  EXPECT_EQ(budget.relative_space(history).size(), 1u);
+}
+
+TEST(GpSampler, WithTheBudgetAsAnInputItFindsTheBestAtTheLargestBudget) {
+  for (uint64_t seed : {1, 2, 3}) {
+    GpSampler budget({.n_candidates = 256, .budget_input = true});
+    std::vector<FrozenTrial> trials = run_under_early_stopping(budget, seed, 20);
+    // Past the startup trials, every proposal is near the optimum x = 0.7.
+    double worst_late = 0;
+    for (size_t i = 12; i < trials.size(); ++i) {
+      worst_late = std::max(worst_late, std::abs(std::get<double>(trials[i].params.at("x")) - 0.7));
+    }
+    EXPECT_LT(worst_late, 0.1) << "seed " << seed;
+  }
+}
+
 // A study whose range widened keeps modelling its earlier trials (their values lie in the new
 // range); those outside a narrowed range are left out.
 TEST(GpSampler, KeepsTheTrialsOfAnEarlierRangeThatTheSpaceHolds) {

@@ -97,6 +97,21 @@ class CpuBackend final : public Backend {
                                 const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                                 Tensor* dx, Tensor& dgamma, Tensor& dbeta,
                                 std::span<float> work) override;
+  // The triple in one pass over each channel's planes: each normalized plane is pooled while it
+  // is in cache, and the backward rebuilds a channel's gradient at the ReLU's output from the
+  // pooled y, argmax and dy into the thread's scratch instead of a full-size one. The results
+  // are the ops' in turn to the bit. Workspace per thread: a channel's planes and a pooled plane.
+  int64_t batch_norm_relu_pool_workspace(const Shape& x) const override;
+  void batch_norm_relu_pool_forward_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          float eps, float momentum, Tensor& running_mean,
+                                          Tensor& running_var, Tensor& mean, Tensor& rstd,
+                                          Tensor& y, std::span<int32_t> argmax,
+                                          std::span<float> work) override;
+  void batch_norm_relu_pool_backward(const Tensor& x, const Tensor& y,
+                                     std::span<const int32_t> argmax, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                                     Tensor* dx, Tensor& dgamma, Tensor& dbeta,
+                                     std::span<float> work) override;
   void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                           Tensor& mean, Tensor& rstd, Tensor& y) override;
   void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,

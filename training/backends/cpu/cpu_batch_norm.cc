@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "training/backends/cpu/cpu_backend.h"
+#include "training/backends/cpu/max_pool_2x2.h"
 #include "training/backends/cpu/planes.h"
 
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -209,6 +210,95 @@ inline void normalize_plane(const float* in, float* out, int64_t s, float m, flo
   }
 }
 
+// A channel's statistics over its B planes at xp + (b * channels + c) * s: saves mean[c], rstd[c]
+// and the running statistics, and returns the affine map y = (x - m) * g + b of the channel.
+struct ChannelAffine {
+  float m, g, b;
+};
+ChannelAffine channel_statistics(const float* xp, int64_t batch, int64_t channels, int64_t s,
+                                 int64_t c, const Tensor& gamma, const Tensor& beta, float eps,
+                                 float momentum, Tensor& running_mean, Tensor& running_var,
+                                 Tensor& mean, Tensor& rstd) {
+  const int64_t n = batch * s;
+  // Sums of d = x - pivot and of d^2, in double (see the top of this file).
+  const float pivot = xp[c * s];
+  const F vp = Simd::set1(pivot);
+  Simd::Acc sum[2], sum_sq[2];
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* in = xp + (b * channels + c) * s;
+    for_each_vector_alternating(s, [&](int64_t i, int k, auto half) {
+      F d = Simd::sub(load(in + i, k), vp);
+      if (k != kLanes) d = Simd::keep_n(d, k);
+      Simd::add(sum[half], d);
+      Simd::add_product(sum_sq[half], d, d);
+    });
+  }
+  const double total_sum = total(sum), total_sq = total(sum_sq);
+  const double shift = total_sum / static_cast<double>(n);  // mean - pivot
+  const double sq = std::max(total_sq - total_sum * shift, 0.0);
+  const double var = sq / static_cast<double>(n);
+  const float r = static_cast<float>(1.0 / std::sqrt(var + eps));
+  const float m = static_cast<float>(double{pivot} + shift);
+  mean.data()[c] = m;
+  rstd.data()[c] = r;
+  const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
+  running_mean.data()[c] = (1.0f - momentum) * running_mean.data()[c] + momentum * m;
+  running_var.data()[c] =
+      (1.0f - momentum) * running_var.data()[c] + momentum * static_cast<float>(unbiased);
+  return {m, gamma.data()[c] * r, beta.data()[c]};
+}
+
+// The backward's pass 1 over one plane: the sums of dy and of dy * (x - mean), in double; with
+// kMask, dy counts where y > 0 only (the fused ReLU). dy is 0 past the plane's end.
+template <bool kMask>
+inline void grad_sums_plane(const float* dy, const float* y, const float* x, int64_t s, F vm,
+                            Simd::Acc (&sum_dy)[2], Simd::Acc (&sum_dy_xm)[2]) {
+  for_each_vector_alternating(s, [&](int64_t i, int k, auto half) {
+    F gv = load(dy + i, k);
+    if constexpr (kMask) gv = Simd::where_positive(load(y + i, k), gv);
+    Simd::add(sum_dy[half], gv);
+    Simd::add_product(sum_dy_xm[half], gv, Simd::sub(load(x + i, k), vm));
+  });
+}
+
+// The backward's pass 2 over one plane: dx = k dy + (x - mean) slope + offset (see
+// batch_norm_grad), dy masked as in grad_sums_plane.
+template <bool kMask>
+inline void grad_dx_plane(const float* dy, const float* y, const float* x, float* dx, int64_t s,
+                          F vm, F vk, F vslope, F voff) {
+  for_each_vector(s, [&](int64_t i, int n) {
+    F gv = load(dy + i, n);
+    if constexpr (kMask) gv = Simd::where_positive(load(y + i, n), gv);
+    const F xm = Simd::sub(load(x + i, n), vm);
+    store(dx + i, Simd::fmadd(gv, vk, Simd::fmadd(xm, vslope, voff)), n);
+  });
+}
+
+// The gradient dz[H,W] of one plane at the ReLU's output, from the pooled y, argmax and dy
+// ([OH,OW] each): dy at the argmax where y > 0, 0 elsewhere, the values max_pool2d_backward and
+// the ReLU's mask give (masked: OH*OW floats of scratch).
+void unpool_relu_grad(const float* y, const int32_t* arg, const float* dy, int64_t h, int64_t w,
+                      int64_t oh, int64_t ow, float* masked, float* dz) {
+  const int64_t ohw = oh * ow;
+  if (h % 2 == 0 && w % 2 == 0) {
+    // The windows tile the plane: the pooling's backward writes every element (max_pool2d's).
+    for_each_vector(ohw, [&](int64_t i, int n) {
+      store(masked + i, Simd::where_positive(load(y + i, n), load(dy + i, n)), n);
+    });
+    cpu::max_pool_2x2_backward_plane(arg, masked, oh, ow, dz);
+    return;
+  }
+  // As max_pool2d_backward's general loop: a zeroed plane, each gradient added to it.
+  std::fill(dz, dz + h * w, 0.0f);
+  for (int64_t j = 0; j < ohw; ++j) {
+    if (y[j] > 0.0f) dz[arg[j]] = 0.0f + dy[j];
+  }
+}
+
+// batch_norm_relu_pool_*'s scratch per thread for x[B,C,H,W]: a channel's B planes of the
+// ReLU's gradient and a pooled plane (the forward uses the first plane).
+int64_t per_thread_floats(const Shape& x) { return x[0] * x[2] * x[3] + (x[2] / 2) * (x[3] / 2); }
+
 }  // namespace
 
 void CpuBackend::batch_norm_train(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -216,40 +306,15 @@ void CpuBackend::batch_norm_train(const Tensor& x, const Tensor& gamma, const Te
                                   Tensor& running_var, Tensor& mean, Tensor& rstd, Tensor& y,
                                   bool relu) {
   const int64_t batch = x.dim(0), channels = x.dim(1), s = spatial(x);
-  const int64_t n = batch * s;
   const float* xp = x.data();
   float* yp = y.data();
   pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      // Sums of d = x - pivot and of d^2, in double (see the top of this file).
-      const float pivot = xp[c * s];
-      const F vp = Simd::set1(pivot);
-      Simd::Acc sum[2], sum_sq[2];
-      for (int64_t b = 0; b < batch; ++b) {
-        const float* in = xp + (b * channels + c) * s;
-        for_each_vector_alternating(s, [&](int64_t i, int k, auto half) {
-          F d = Simd::sub(load(in + i, k), vp);
-          if (k != kLanes) d = Simd::keep_n(d, k);
-          Simd::add(sum[half], d);
-          Simd::add_product(sum_sq[half], d, d);
-        });
-      }
-      const double total_sum = total(sum), total_sq = total(sum_sq);
-      const double shift = total_sum / static_cast<double>(n);  // mean - pivot
-      const double sq = std::max(total_sq - total_sum * shift, 0.0);
-      const double var = sq / static_cast<double>(n);
-      const float r = static_cast<float>(1.0 / std::sqrt(var + eps));
-      const float m = static_cast<float>(double{pivot} + shift);
-      mean.data()[c] = m;
-      rstd.data()[c] = r;
-      const double unbiased = n > 1 ? sq / static_cast<double>(n - 1) : var;
-      running_mean.data()[c] = (1.0f - momentum) * running_mean.data()[c] + momentum * m;
-      running_var.data()[c] =
-          (1.0f - momentum) * running_var.data()[c] + momentum * static_cast<float>(unbiased);
-      const float g = gamma.data()[c] * r, bb = beta.data()[c];
+      const ChannelAffine a = channel_statistics(xp, batch, channels, s, c, gamma, beta, eps,
+                                                 momentum, running_mean, running_var, mean, rstd);
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t off = (b * channels + c) * s;
-        normalize_plane(xp + off, yp + off, s, m, g, bb, relu);
+        normalize_plane(xp + off, yp + off, s, a.m, a.g, a.b, relu);
       }
     }
   });
@@ -277,26 +342,22 @@ void CpuBackend::batch_norm_grad(const Tensor& x, const Tensor* relu_y, const Te
   const float inv_n = 1.0f / static_cast<float>(batch * s);
   const float* xp = x.data();
   const float* g = dy.data();
+  // dy, or with the ReLU fused dy where y > 0 and 0 elsewhere.
   const float* yp = relu_y ? relu_y->data() : nullptr;
   float* dxp = dx ? dx->data() : nullptr;
-  // dy, or with the ReLU fused dy where y > 0 and 0 elsewhere.
-  const auto load_dy = [g, yp](int64_t at, int n) {
-    const F gv = load(g + at, n);
-    return yp == nullptr ? gv : Simd::where_positive(load(yp + at, n), gv);
-  };
   pool_.parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const float m = mean.data()[c], r = rstd.data()[c];
       const F vm = Simd::set1(m);
-      // Pass 1: the sums of dy and of dy * (x - mean), in double; dy is 0 past a plane's end.
+      // Pass 1: the sums of dy and of dy * (x - mean), in double.
       Simd::Acc sum_dy[2], sum_dy_xm[2];
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t off = (b * channels + c) * s;
-        for_each_vector_alternating(s, [&](int64_t i, int k, auto half) {
-          const F gv = load_dy(off + i, k);
-          Simd::add(sum_dy[half], gv);
-          Simd::add_product(sum_dy_xm[half], gv, Simd::sub(load(xp + off + i, k), vm));
-        });
+        if (yp != nullptr) {
+          grad_sums_plane<true>(g + off, yp + off, xp + off, s, vm, sum_dy, sum_dy_xm);
+        } else {
+          grad_sums_plane<false>(g + off, nullptr, xp + off, s, vm, sum_dy, sum_dy_xm);
+        }
       }
       const double total_dy = total(sum_dy);
       const double total_dy_xhat = total(sum_dy_xm) * r;
@@ -311,11 +372,94 @@ void CpuBackend::batch_norm_grad(const Tensor& x, const Tensor* relu_y, const Te
       const F vk = Simd::set1(k), vslope = Simd::set1(-k * r * bq), voff = Simd::set1(-k * a);
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t off = (b * channels + c) * s;
-        for_each_vector(s, [&](int64_t i, int n) {
-          const F xm = Simd::sub(load(xp + off + i, n), vm);
-          store(dxp + off + i, Simd::fmadd(load_dy(off + i, n), vk, Simd::fmadd(xm, vslope, voff)),
-                n);
-        });
+        if (yp != nullptr) {
+          grad_dx_plane<true>(g + off, yp + off, xp + off, dxp + off, s, vm, vk, vslope, voff);
+        } else {
+          grad_dx_plane<false>(g + off, nullptr, xp + off, dxp + off, s, vm, vk, vslope, voff);
+        }
+      }
+    }
+  });
+}
+
+int64_t CpuBackend::batch_norm_relu_pool_workspace(const Shape& x) const {
+  return static_cast<int64_t>(num_threads()) * per_thread_floats(x);
+}
+
+void CpuBackend::batch_norm_relu_pool_forward_train(const Tensor& x, const Tensor& gamma,
+                                                    const Tensor& beta, float eps, float momentum,
+                                                    Tensor& running_mean, Tensor& running_var,
+                                                    Tensor& mean, Tensor& rstd, Tensor& y,
+                                                    std::span<int32_t> argmax,
+                                                    std::span<float> work) {
+  const int64_t batch = x.dim(0), channels = x.dim(1), h = x.dim(2), w = x.dim(3), s = h * w;
+  const int64_t oh = y.dim(2), ow = y.dim(3), ohw = oh * ow;
+  const float* xp = x.data();
+  float* yp = y.data();
+  int32_t* ap = argmax.data();
+  // Thread t takes the t-th of `parts` contiguous ranges of channels (as parallel_for would)
+  // and normalizes each plane into its scratch, which the pooling then reads.
+  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), channels));
+  pool_.run([&](int t) {
+    if (t >= parts) return;
+    const int64_t c0 = channels * t / parts, c1 = channels * (t + 1) / parts;
+    float* plane = work.data() + t * per_thread_floats(x.shape());
+    for (int64_t c = c0; c < c1; ++c) {
+      const ChannelAffine a = channel_statistics(xp, batch, channels, s, c, gamma, beta, eps,
+                                                 momentum, running_mean, running_var, mean, rstd);
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t p = b * channels + c;
+        normalize_plane(xp + p * s, plane, s, a.m, a.g, a.b, true);
+        cpu::max_pool_2x2_plane(plane, w, oh, ow, yp + p * ohw, ap + p * ohw);
+      }
+    }
+  });
+}
+
+void CpuBackend::batch_norm_relu_pool_backward(const Tensor& x, const Tensor& y,
+                                               std::span<const int32_t> argmax, const Tensor& gamma,
+                                               const Tensor& mean, const Tensor& rstd,
+                                               const Tensor& dy, Tensor* dx, Tensor& dgamma,
+                                               Tensor& dbeta, std::span<float> work) {
+  const int64_t batch = x.dim(0), channels = x.dim(1), h = x.dim(2), w = x.dim(3), s = h * w;
+  const int64_t oh = y.dim(2), ow = y.dim(3), ohw = oh * ow;
+  const int64_t per_thread = per_thread_floats(x.shape());
+  const float inv_n = 1.0f / static_cast<float>(batch * s);
+  const float* xp = x.data();
+  const float* yp = y.data();
+  const float* g = dy.data();
+  const int32_t* ap = argmax.data();
+  float* dxp = dx ? dx->data() : nullptr;
+  // As batch_norm_grad with the ReLU fused, a channel's gradient at the ReLU's output rebuilt
+  // plane by plane into the thread's scratch (still in its L2 cache for the second pass) instead
+  // of read from a full-size one.
+  const int parts = static_cast<int>(std::min<int64_t>(num_threads(), channels));
+  pool_.run([&](int t) {
+    if (t >= parts) return;
+    const int64_t c0 = channels * t / parts, c1 = channels * (t + 1) / parts;
+    float* dz = work.data() + t * per_thread;
+    float* masked = dz + batch * s;
+    for (int64_t c = c0; c < c1; ++c) {
+      const float m = mean.data()[c], r = rstd.data()[c];
+      const F vm = Simd::set1(m);
+      Simd::Acc sum_dy[2], sum_dy_xm[2];
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t p = b * channels + c;
+        unpool_relu_grad(yp + p * ohw, ap + p * ohw, g + p * ohw, h, w, oh, ow, masked, dz + b * s);
+        grad_sums_plane<false>(dz + b * s, nullptr, xp + p * s, s, vm, sum_dy, sum_dy_xm);
+      }
+      const double total_dy = total(sum_dy);
+      const double total_dy_xhat = total(sum_dy_xm) * r;
+      dbeta.data()[c] = static_cast<float>(total_dy);
+      dgamma.data()[c] = static_cast<float>(total_dy_xhat);
+      if (dxp == nullptr) continue;
+      const float k = gamma.data()[c] * r;
+      const float a = static_cast<float>(total_dy) * inv_n;
+      const float bq = static_cast<float>(total_dy_xhat) * inv_n;
+      const F vk = Simd::set1(k), vslope = Simd::set1(-k * r * bq), voff = Simd::set1(-k * a);
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t p = b * channels + c;
+        grad_dx_plane<false>(dz + b * s, nullptr, xp + p * s, dxp + p * s, s, vm, vk, vslope, voff);
       }
     }
   });

@@ -221,5 +221,87 @@ TEST(CpuBatchNorm, FusedReluIsBatchNormThenRelu) {
   }
 }
 
+// The fused triple gives the bits of the ops in turn, for any thread count.
+TEST(CpuBatchNorm, FusedReluAndMaxPoolAreTheThreeOpsInTurn) {
+  // Odd extents (the last row and column are not pooled), planes shorter than a vector, channel
+  // counts the thread counts do not divide.
+  for (const Shape& shape : {Shape{3, 19, 7, 5}, Shape{2, 16, 8, 8}, Shape{4, 5, 6, 10},
+                             Shape{5, 3, 2, 2}, Shape{2, 7, 12, 12}}) {
+    const int64_t ch = shape[1];
+    const Shape pooled{shape[0], ch, shape[2] / 2, shape[3] / 2};
+    Tensor x(shape), dy(pooled), gamma(Shape{ch}), beta(Shape{ch});
+    fill(x, 1, -2.0f, 3.0f);
+    fill(dy, 2, -1.0f, 1.0f);
+    fill(gamma, 3, 0.5f, 1.5f);
+    fill(beta, 4, -2.0f, 0.0f);  // most windows clip somewhere, some wholly
+    std::vector<float> one_thread_dx, one_thread_dgamma;
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE("shape " + shape.to_string() + ", " + std::to_string(threads) + " threads");
+      CpuBackend backend(threads);
+      struct Run {
+        Tensor rm, rv, mean, rstd, y, dx, dgamma, dbeta;
+        std::vector<int32_t> argmax;
+        std::vector<float> work;
+      };
+      const auto make_run = [&](int64_t work) {
+        Run r{Tensor(Shape{ch}),
+              Tensor(Shape{ch}),
+              Tensor(Shape{ch}),
+              Tensor(Shape{ch}),
+              Tensor(pooled),
+              Tensor(shape),
+              Tensor(Shape{ch}),
+              Tensor(Shape{ch}),
+              std::vector<int32_t>(static_cast<size_t>(pooled.numel())),
+              std::vector<float>(static_cast<size_t>(work))};
+        fill(r.rv, 8, 0.5f, 2.0f);
+        return r;
+      };
+      Run fused = make_run(backend.batch_norm_relu_pool_workspace(shape));
+      Run ops = make_run(backend.Backend::batch_norm_relu_pool_workspace(shape));
+      backend.batch_norm_relu_pool_forward_train(x, gamma, beta, 1e-5f, 0.1f, fused.rm, fused.rv,
+                                                 fused.mean, fused.rstd, fused.y, fused.argmax,
+                                                 fused.work);
+      backend.Backend::batch_norm_relu_pool_forward_train(x, gamma, beta, 1e-5f, 0.1f, ops.rm,
+                                                          ops.rv, ops.mean, ops.rstd, ops.y,
+                                                          ops.argmax, ops.work);
+      backend.batch_norm_relu_pool_backward(x, fused.y, fused.argmax, gamma, fused.mean, fused.rstd,
+                                            dy, &fused.dx, fused.dgamma, fused.dbeta, fused.work);
+      backend.Backend::batch_norm_relu_pool_backward(x, ops.y, ops.argmax, gamma, ops.mean,
+                                                     ops.rstd, dy, &ops.dx, ops.dgamma, ops.dbeta,
+                                                     ops.work);
+      int64_t clipped = 0;
+      for (float v : fused.y.span()) clipped += v == 0.0f;
+      EXPECT_GT(clipped, 0);  // some windows are all clipped: their gradient stops at the ReLU
+      EXPECT_TRUE(same_bits(fused.y, ops.y));
+      EXPECT_EQ(fused.argmax, ops.argmax);
+      EXPECT_TRUE(same_bits(fused.mean, ops.mean));
+      EXPECT_TRUE(same_bits(fused.rstd, ops.rstd));
+      EXPECT_TRUE(same_bits(fused.rm, ops.rm));
+      EXPECT_TRUE(same_bits(fused.rv, ops.rv));
+      EXPECT_TRUE(same_bits(fused.dx, ops.dx));
+      EXPECT_TRUE(same_bits(fused.dgamma, ops.dgamma));
+      EXPECT_TRUE(same_bits(fused.dbeta, ops.dbeta));
+      // A second backward gives the same bits (the sums' order is fixed).
+      Tensor dx2(shape), dgamma2(Shape{ch}), dbeta2(Shape{ch});
+      backend.batch_norm_relu_pool_backward(x, fused.y, fused.argmax, gamma, fused.mean, fused.rstd,
+                                            dy, &dx2, dgamma2, dbeta2, fused.work);
+      EXPECT_TRUE(same_bits(fused.dx, dx2));
+      EXPECT_TRUE(same_bits(fused.dgamma, dgamma2));
+      EXPECT_TRUE(same_bits(fused.dbeta, dbeta2));
+      const auto dx_now = fused.dx.span(), dgamma_now = fused.dgamma.span();
+      if (threads == 1) {
+        one_thread_dx.assign(dx_now.begin(), dx_now.end());
+        one_thread_dgamma.assign(dgamma_now.begin(), dgamma_now.end());
+      } else {
+        // Channels are split between threads whole: the thread count changes no bit.
+        EXPECT_EQ(0, std::memcmp(dx_now.data(), one_thread_dx.data(), dx_now.size_bytes()));
+        EXPECT_EQ(
+            0, std::memcmp(dgamma_now.data(), one_thread_dgamma.data(), dgamma_now.size_bytes()));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tuner::training

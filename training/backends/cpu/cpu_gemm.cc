@@ -589,7 +589,7 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
         cpu::activation_grad_from_output(act, yp + offset, g, dzp + offset, n);
         g = dzp + offset;
       }
-      for (int64_t b = 0; b < b1 - b0; ++b) {
+      for (int64_t b = 0; db != nullptr && b < b1 - b0; ++b) {
         for (int64_t o = 0; o < d.out; ++o) {
           db_t[o] += cpu::sum_fixed_order(g + (b * d.out + o) * d.s, d.s);
         }
@@ -617,7 +617,9 @@ void CpuBackend::conv2d_backward(const Window2d& win, const Tensor& x, const Ten
                                          d.out * d.s);
         g = dzp + b * d.out * d.s;
       }
-      for (int64_t o = 0; o < d.out; ++o) db_t[o] += cpu::sum_fixed_order(g + o * d.s, d.s);
+      for (int64_t o = 0; db != nullptr && o < d.out; ++o) {
+        db_t[o] += cpu::sum_fixed_order(g + o * d.s, d.s);
+      }
       conv_backward_sample(precision_, win, d, g, colp + b * d.ckk * d.s, wp, dw_t, dcol,
                            dxp ? dxp + b * d.c_in * d.h * d.w : nullptr);
     }

@@ -38,6 +38,9 @@ struct TestModel {
   const char* spec;
   bool pixels = false;    // exported with a uint8 input transform, given raw pixels
   bool channels = false;  // exported with a per-channel input transform, given images in [0, 1]
+  // A table [F] with embedded features: exported with a per-feature input transform (the index
+  // features' mean 0 and stddev 1), given raw rows whose indices include -1 (unknown category).
+  bool table = false;
 };
 
 // The MLP and the small CNN of docs/model_spec.md, and a model with every other layer kind.
@@ -97,6 +100,11 @@ const TestModel kModels[] = {
         {"type": "flatten"},
         {"type": "linear", "out": 3}]})",
      false, true},
+    {"table_embeddings", R"({"input": [6], "embeddings": [
+        {"at": 0, "categories": 5, "dim": 3}, {"at": 3, "categories": 2, "dim": 2}],
+        "layers": [{"type": "linear", "out": 8}, {"type": "relu"},
+        {"type": "linear", "out": 3}]})",
+     false, false, true},
 };
 
 void fill_normal(Rng& rng, std::span<float> values, float scale) {
@@ -174,6 +182,29 @@ nlohmann::json export_one(const TestModel& m, const std::filesystem::path& dir, 
     t.feature_stddev.assign(norm.stddev().begin(), norm.stddev().end());
     options.input_transform = t;
   }
+  std::vector<float> rows;
+  if (m.table) {
+    // Raw rows: numeric features around 10, every index of each table and -1; the engine's
+    // inputs are them normalized per feature, as the csv loader's Normalizer does.
+    OnnxInputTransform t;
+    std::vector<bool> index(static_cast<size_t>(spec.input[0]), false);
+    for (const EmbeddedColumn& c : spec.layers[0].embedded) index[static_cast<size_t>(c.at)] = true;
+    for (size_t f = 0; f < index.size(); ++f) {
+      t.feature_mean.push_back(index[f] ? 0.0f : 10.0f + static_cast<float>(f));
+      t.feature_stddev.push_back(index[f] ? 1.0f : 2.0f);
+    }
+    rows.resize(static_cast<size_t>(x.numel()));
+    for (int64_t s = 0; s < kBatch; ++s) {
+      for (size_t f = 0; f < index.size(); ++f) {
+        float& v = rows[static_cast<size_t>(s) * index.size() + f];
+        v = index[f] ? static_cast<float>(s % (f == 0 ? 6 : 3)) - 1.0f
+                     : t.feature_mean[f] + 2.0f * rng.normal();
+        x.data()[static_cast<size_t>(s) * index.size() + f] =
+            (v - t.feature_mean[f]) * (1.0f / t.feature_stddev[f]);
+      }
+    }
+    options.input_transform = t;
+  }
   const Tensor& y = model->forward(x, Mode::kEval);
 
   export_onnx(spec, *model, dir / (std::string(m.name) + ".onnx"), options);
@@ -182,9 +213,9 @@ nlohmann::json export_one(const TestModel& m, const std::filesystem::path& dir, 
     out.write(reinterpret_cast<const char*>(pixels.data()),
               static_cast<std::streamsize>(pixels.size()));
     if (!out) throw std::runtime_error(std::string(m.name) + ".input.u8: cannot write");
-  } else if (m.channels) {
+  } else if (m.channels || m.table) {
     Tensor raw(x.shape());
-    raw.copy_from(images);
+    raw.copy_from(m.table ? rows : images);
     write_floats(dir / (std::string(m.name) + ".input.f32"), raw);
   } else {
     write_floats(dir / (std::string(m.name) + ".input.f32"), x);
