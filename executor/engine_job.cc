@@ -194,10 +194,14 @@ class TrialRun {
     }
     for (EpochRecord& e : history_) add_model_figures(e.metrics);
     // The epochs it continues from are this run's too (a re-run is a new trial): its
-    // scheduler sees them, and a stop it answers arrives before more training is done.
+    // scheduler sees them, and a stop it answers arrives before more training is done. An answer
+    // other than continue (a PBT segment's pause at its last epoch, which the checkpoint already
+    // reached) ends a trial of one rank before it trains another epoch.
     if (on_report_) {
       for (const EpochRecord& e : history_) {
-        on_report_(EngineReport{.step = e.epoch, .metrics = e.metrics});
+        const JobDecision decision =
+            on_report_(EngineReport{.step = e.epoch, .metrics = e.metrics});
+        if (decision != JobDecision::kContinue) resumed_decision_ = decision;
       }
     }
   }
@@ -247,6 +251,10 @@ class TrialRun {
   // Trains epoch by epoch until the epochs are done or the run ends (outcome_.end_reason).
   void train() {
     outcome_.end_reason = "completed";
+    if (trial_.world == 1 && resumed_decision_ != JobDecision::kContinue) {
+      outcome_.end_reason = "callback";
+      return;
+    }
     // Rank 0's decision, on every rank (a one-float broadcast; backend memory for NCCL).
     if (comm_) decision_scratch_ = backend_->allocate(training::Shape{1});
     while (trainer_->epoch() < config_.epochs && train_epoch()) {
@@ -387,6 +395,8 @@ class TrialRun {
   const std::string where_;       // "trial 3: job"
   const std::string rank_where_;  // "trial 3: job: rank 0 of 2"
 
+  // The last answer other than continue to the epochs a resumed run reports again.
+  JobDecision resumed_decision_ = JobDecision::kContinue;
   // Set by prepare().
   EngineTrialConfig config_;
   std::optional<engine::InitSource> init_source_;  // training.init_from's weights, when given

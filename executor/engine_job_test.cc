@@ -612,6 +612,30 @@ TEST_F(EngineRun, AStopRequestAbandonsTheEpochAndKeepsTheLastCheckpoint) {
   EXPECT_EQ(training::load_checkpoint(checkpoint).epoch, 1);
 }
 
+// Regression: a resumed trial whose checkpoint was already at its PBT segment's end (paused there
+// at the replayed epoch) trained one more epoch before it stopped, so its checkpoint went past the
+// segment.
+TEST_F(EngineRun, AResumedTrialPausedAtAReplayedEpochTrainsNoFurther) {
+  const std::string checkpoint = (dir_ / "segment.ckpt").string();
+  const EngineOutcome first =
+      run_engine_trial(spec(), {.number = 4, .params = kParams, .checkpoint_path = checkpoint},
+                       [](const EngineReport&) { return JobDecision::kPause; });
+  ASSERT_EQ(first.epochs_completed, 1);
+  std::vector<int64_t> steps;
+  const EngineOutcome again =
+      run_engine_trial(spec(), {.number = 4, .params = kParams, .checkpoint_path = checkpoint},
+                       [&](const EngineReport& r) {
+                         steps.push_back(r.step);
+                         return r.step >= 1 ? JobDecision::kPause : JobDecision::kContinue;
+                       });
+  EXPECT_EQ(again.resumed_from, 1);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1}));
+  EXPECT_EQ(again.end_reason, "callback");
+  EXPECT_EQ(again.epochs_completed, 1);
+  EXPECT_EQ(training::load_checkpoint(checkpoint).epoch, 1);
+  EXPECT_EQ(without_time(again.final_metrics), without_time(first.final_metrics));
+}
+
 TEST_F(EngineRun, AResumedTrialEndsWithTheWeightsOfAnUninterruptedOne) {
   const std::string whole = (dir_ / "whole.ckpt").string();
   const std::string resumed = (dir_ / "resumed.ckpt").string();
