@@ -1152,6 +1152,33 @@ TEST(SweepFileTest, RefusesAnEngineModelThatDoesNotFitItsCsvFilesAtLoad) {
   fs::remove_all(dir);
 }
 
+// Regression: an embedding of a column the CSV lacks was found only when each trial loaded the
+// data, so every trial failed.
+TEST(SweepFileTest, RefusesAnEmbeddingOfAColumnItsCsvFileLacksAtLoad) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("sweep_csv_embed_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "shops.csv") << "size,region,kind\n1,north,x\n2,south,y\n3,north,x\n";
+  Json doc = Json::parse(kMinimal);
+  doc["space"]["params"] = Json::parse(R"({"lr": {"type": "float", "low": 0.001, "high": 0.1}})");
+  doc["objective"] = {{"metric", "val_accuracy"}, {"direction", "maximize"}};
+  doc["job"] = {{"kind", "engine"},
+                {"model", {{"layers", {{{"type", "linear"}, {"out", "classes"}}}}}},
+                {"data",
+                 {{"format", "csv"},
+                  {"dir", dir.string()},
+                  {"path", "shops.csv"},
+                  {"label", "kind"},
+                  {"embedding", {{"regoin", 2}}}}},
+                {"training", {{"epochs", 1}, {"batch_size", 2}}}};
+  EXPECT_EQ(error_of(doc.dump()),
+            "sweep.json: job.data.embedding.regoin: \"regoin\" is not a column of " +
+                (dir / "shops.csv").string() + " (its header has size, region, kind)");
+  doc["job"]["data"]["embedding"] = {{"region", 2}};
+  EXPECT_EQ(error_of(doc.dump()), "");
+  fs::remove_all(dir);
+}
+
 // The probes: each categorical choice of the model's placeholders, the others at their lowest
 // values or first choices.
 TEST(SweepFileTest, RefusesAnEngineModelChoiceThatCannotBuild) {

@@ -155,6 +155,55 @@ struct Column {
   int64_t embedding = 0;            // categorical: > 0, one index slot for an embedding of this dim
 };
 
+// The label and feature columns of a header, as data.label, data.columns, data.categorical and
+// data.embedding choose them (a column data.embedding names is categorical too).
+struct ColumnChoice {
+  size_t label = 0;
+  std::vector<size_t> features;
+  std::vector<bool> categorical;  // per entry of `features`
+};
+
+// Throws when a named column is not in `header_only`'s header, or is not a feature column.
+ColumnChoice choose_columns(const EngineJobSpec& spec, const Table& header_only,
+                            const std::string& path) {
+  const EngineDataFiles& f = spec.files;
+  ColumnChoice c;
+  c.label = column_index(header_only, f.label, path + ".label");
+  if (f.columns.empty()) {
+    for (size_t i = 0; i < header_only.header.size(); ++i) {
+      if (i != c.label) c.features.push_back(i);
+    }
+  } else {
+    for (size_t k = 0; k < f.columns.size(); ++k) {
+      const std::string member = path + ".columns[" + std::to_string(k) + "]";
+      const size_t i = column_index(header_only, f.columns[k], member);
+      if (i == c.label) fail(member, "\"" + f.columns[k] + "\" is the label column");
+      c.features.push_back(i);
+    }
+  }
+  if (c.features.empty()) {
+    fail(path, header_only.file + " has no feature column besides the label");
+  }
+  auto require_feature = [&](const std::string& name, const std::string& member) {
+    const size_t i = column_index(header_only, name, member);
+    if (std::find(c.features.begin(), c.features.end(), i) == c.features.end()) {
+      fail(member, "\"" + name + "\" is not a feature column");
+    }
+  };
+  for (size_t k = 0; k < f.categorical.size(); ++k) {
+    require_feature(f.categorical[k], path + ".categorical[" + std::to_string(k) + "]");
+  }
+  for (const auto& [name, dim] : f.embedding) require_feature(name, path + ".embedding." + name);
+  for (size_t i : c.features) {
+    const std::string& name = header_only.header[i];
+    c.categorical.push_back(
+        std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end() ||
+        std::find_if(f.embedding.begin(), f.embedding.end(),
+                     [&](const auto& e) { return e.first == name; }) != f.embedding.end());
+  }
+  return c;
+}
+
 }  // namespace
 
 Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const std::string& path) {
@@ -172,38 +221,8 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   if (test_file) tables.push_back(&*test_file);
 
   // The columns.
-  const size_t label = column_index(train_file, f.label, path + ".label");
-  std::vector<size_t> feature_indices;
-  if (f.columns.empty()) {
-    for (size_t i = 0; i < train_file.header.size(); ++i) {
-      if (i != label) feature_indices.push_back(i);
-    }
-  } else {
-    for (size_t k = 0; k < f.columns.size(); ++k) {
-      const std::string member = path + ".columns[" + std::to_string(k) + "]";
-      const size_t i = column_index(train_file, f.columns[k], member);
-      if (i == label) fail(member, "\"" + f.columns[k] + "\" is the label column");
-      feature_indices.push_back(i);
-    }
-  }
-  if (feature_indices.empty())
-    fail(path, train_file.file + " has no feature column besides the label");
-  for (size_t k = 0; k < f.categorical.size(); ++k) {
-    const size_t i = column_index(train_file, f.categorical[k],
-                                  path + ".categorical[" + std::to_string(k) + "]");
-    if (std::find(feature_indices.begin(), feature_indices.end(), i) == feature_indices.end()) {
-      fail(path + ".categorical[" + std::to_string(k) + "]",
-           "\"" + f.categorical[k] + "\" is not a feature column");
-    }
-  }
-
-  for (const auto& [name, dim] : f.embedding) {
-    const std::string member = path + ".embedding." + name;
-    const size_t i = column_index(train_file, name, member);
-    if (std::find(feature_indices.begin(), feature_indices.end(), i) == feature_indices.end()) {
-      fail(member, "\"" + name + "\" is not a feature column");
-    }
-  }
+  const ColumnChoice chosen = choose_columns(spec, train_file, path);
+  const size_t label = chosen.label;
   auto embedding_of = [&](const std::string& name) -> int64_t {
     for (const auto& [n, dim] : f.embedding) {
       if (n == name) return dim;
@@ -214,12 +233,10 @@ Splits load_csv(const EngineJobSpec& spec, const SplitSizes& /*sizes*/, const st
   // Every value is checked in file order: a missing label always, a missing feature without
   // data.missing "mean"; the columns whose values are not all numbers are categorical.
   std::vector<Column> columns;
-  for (size_t i : feature_indices) {
-    const std::string& name = train_file.header[i];
-    const bool declared =
-        std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end() ||
-        embedding_of(name) > 0;
-    columns.push_back(Column{.name = name, .index = i, .categorical = declared});
+  for (size_t k = 0; k < chosen.features.size(); ++k) {
+    const size_t i = chosen.features[k];
+    columns.push_back(
+        Column{.name = train_file.header[i], .index = i, .categorical = chosen.categorical[k]});
   }
   const bool regression = spec.task == training::Task::kRegression;
   bool all_integer_labels = true, all_number_labels = true;
@@ -431,43 +448,6 @@ struct CellScan {
   std::set<std::string> names;
 };
 
-// The header's label and feature columns into `scan`, checked as load_csv checks them.
-void scan_columns(const EngineJobSpec& spec, const Table& header_only, const std::string& path,
-                  CellScan& scan) {
-  const EngineDataFiles& f = spec.files;
-  scan.label = column_index(header_only, f.label, path + ".label");
-  if (f.columns.empty()) {
-    for (size_t i = 0; i < header_only.header.size(); ++i) {
-      if (i != scan.label) scan.features.push_back(i);
-    }
-  } else {
-    for (size_t k = 0; k < f.columns.size(); ++k) {
-      const std::string member = path + ".columns[" + std::to_string(k) + "]";
-      const size_t i = column_index(header_only, f.columns[k], member);
-      if (i == scan.label) fail(member, "\"" + f.columns[k] + "\" is the label column");
-      scan.features.push_back(i);
-    }
-  }
-  if (scan.features.empty()) {
-    fail(path, header_only.file + " has no feature column besides the label");
-  }
-  for (size_t i : scan.features) {
-    const std::string& name = header_only.header[i];
-    // A column named by data.embedding is categorical too.
-    scan.categorical.push_back(
-        std::find(f.categorical.begin(), f.categorical.end(), name) != f.categorical.end() ||
-        std::find_if(f.embedding.begin(), f.embedding.end(),
-                     [&](const auto& e) { return e.first == name; }) != f.embedding.end());
-  }
-  for (size_t k = 0; k < f.categorical.size(); ++k) {
-    const std::string member = path + ".categorical[" + std::to_string(k) + "]";
-    const size_t i = column_index(header_only, f.categorical[k], member);
-    if (std::find(scan.features.begin(), scan.features.end(), i) == scan.features.end()) {
-      fail(member, "\"" + f.categorical[k] + "\" is not a feature column");
-    }
-  }
-}
-
 // One file's rows into `scan`; the first file read sets the columns.
 void scan_file(const EngineJobSpec& spec, const std::string& file, const std::string& path,
                CellScan& scan) {
@@ -494,7 +474,10 @@ void scan_file(const EngineJobSpec& spec, const std::string& file, const std::st
         }
         scan.first_file = file;
         scan.header = fields;
-        scan_columns(spec, Table{.file = file, .header = fields}, path, scan);
+        ColumnChoice chosen = choose_columns(spec, Table{.file = file, .header = fields}, path);
+        scan.label = chosen.label;
+        scan.features = std::move(chosen.features);
+        scan.categorical = std::move(chosen.categorical);
       } else if (fields != scan.header) {
         bad(path, file + ": its header is not the header of " + scan.first_file + " (" +
                       join(scan.header) + ")");
