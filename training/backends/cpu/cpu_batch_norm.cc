@@ -186,6 +186,26 @@ inline void for_each_vector_alternating(int64_t s, Fn f) {
 // The total of two sets of accumulators.
 inline double total(const Simd::Acc (&acc)[2]) { return Simd::total(acc[0]) + Simd::total(acc[1]); }
 
+// dx's per-channel coefficients: dx = k dy + (x - mean) slope + offset.
+struct DxCoefficients {
+  F k, slope, offset;
+};
+
+// One channel's gradients from pass 1's sums (of dy and of dy (x - mean)) over its n values: dbeta
+// and dgamma written, dx = k (dy - mean(dy) - xhat mean(dy xhat)) with xhat = (x - mean) r and
+// k = gamma r returned as k dy + (x - mean) (-k r mean(dy xhat)) - k mean(dy).
+DxCoefficients channel_grads(const Simd::Acc (&sum_dy)[2], const Simd::Acc (&sum_dy_xm)[2],
+                             float gamma, float r, float inv_n, float& dgamma, float& dbeta) {
+  const double total_dy = total(sum_dy);
+  const double total_dy_xhat = total(sum_dy_xm) * r;
+  dbeta = static_cast<float>(total_dy);
+  dgamma = static_cast<float>(total_dy_xhat);
+  const float k = gamma * r;
+  const float a = static_cast<float>(total_dy) * inv_n;
+  const float bq = static_cast<float>(total_dy_xhat) * inv_n;
+  return {Simd::set1(k), Simd::set1(-k * r * bq), Simd::set1(-k * a)};
+}
+
 inline F load(const float* p, int n) { return n == kLanes ? Simd::load(p) : Simd::load_n(p, n); }
 inline void store(float* p, F v, int n) {
   if (n == kLanes) {
@@ -359,23 +379,18 @@ void CpuBackend::batch_norm_grad(const Tensor& x, const Tensor* relu_y, const Te
           grad_sums_plane<false>(g + off, nullptr, xp + off, s, vm, sum_dy, sum_dy_xm);
         }
       }
-      const double total_dy = total(sum_dy);
-      const double total_dy_xhat = total(sum_dy_xm) * r;
-      dbeta.data()[c] = static_cast<float>(total_dy);
-      dgamma.data()[c] = static_cast<float>(total_dy_xhat);
+      const DxCoefficients d = channel_grads(sum_dy, sum_dy_xm, gamma.data()[c], r, inv_n,
+                                             dgamma.data()[c], dbeta.data()[c]);
       if (dxp == nullptr) continue;
-      // Pass 2: dx = k (dy - mean(dy) - xhat mean(dy xhat)), xhat = (x - mean) r, k = gamma r,
-      // as k dy + (x - mean) (-k r mean(dy xhat)) - k mean(dy).
-      const float k = gamma.data()[c] * r;
-      const float a = static_cast<float>(total_dy) * inv_n;
-      const float bq = static_cast<float>(total_dy_xhat) * inv_n;
-      const F vk = Simd::set1(k), vslope = Simd::set1(-k * r * bq), voff = Simd::set1(-k * a);
+      // Pass 2: dx from the coefficients.
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t off = (b * channels + c) * s;
         if (yp != nullptr) {
-          grad_dx_plane<true>(g + off, yp + off, xp + off, dxp + off, s, vm, vk, vslope, voff);
+          grad_dx_plane<true>(g + off, yp + off, xp + off, dxp + off, s, vm, d.k, d.slope,
+                              d.offset);
         } else {
-          grad_dx_plane<false>(g + off, nullptr, xp + off, dxp + off, s, vm, vk, vslope, voff);
+          grad_dx_plane<false>(g + off, nullptr, xp + off, dxp + off, s, vm, d.k, d.slope,
+                               d.offset);
         }
       }
     }
@@ -448,18 +463,13 @@ void CpuBackend::batch_norm_relu_pool_backward(const Tensor& x, const Tensor& y,
         unpool_relu_grad(yp + p * ohw, ap + p * ohw, g + p * ohw, h, w, oh, ow, masked, dz + b * s);
         grad_sums_plane<false>(dz + b * s, nullptr, xp + p * s, s, vm, sum_dy, sum_dy_xm);
       }
-      const double total_dy = total(sum_dy);
-      const double total_dy_xhat = total(sum_dy_xm) * r;
-      dbeta.data()[c] = static_cast<float>(total_dy);
-      dgamma.data()[c] = static_cast<float>(total_dy_xhat);
+      const DxCoefficients d = channel_grads(sum_dy, sum_dy_xm, gamma.data()[c], r, inv_n,
+                                             dgamma.data()[c], dbeta.data()[c]);
       if (dxp == nullptr) continue;
-      const float k = gamma.data()[c] * r;
-      const float a = static_cast<float>(total_dy) * inv_n;
-      const float bq = static_cast<float>(total_dy_xhat) * inv_n;
-      const F vk = Simd::set1(k), vslope = Simd::set1(-k * r * bq), voff = Simd::set1(-k * a);
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t p = b * channels + c;
-        grad_dx_plane<false>(dz + b * s, nullptr, xp + p * s, dxp + p * s, s, vm, vk, vslope, voff);
+        grad_dx_plane<false>(dz + b * s, nullptr, xp + p * s, dxp + p * s, s, vm, d.k, d.slope,
+                             d.offset);
       }
     }
   });
