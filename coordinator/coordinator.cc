@@ -287,12 +287,17 @@ struct Coordinator::Impl final : GroupCommit::Listener {
       send(executor.route, DecisionMessage{.lease_id = lease.id, .decision = JobDecision::kPause});
       return;
     }
+    if (lease.work.stopped_at) {  // a stopped job's report sent before the stop reached it
+      send(executor.route, DecisionMessage{.lease_id = lease.id, .decision = JobDecision::kStop});
+      return;
+    }
     if (lease.run->before_segment(lease.work, report.step)) {  // its parent's steps again
       send(executor.route, DecisionMessage{.lease_id = lease.id});
       return;
     }
     const bool stop = lease.run->report(*lease.work.trial, report, leases.describe(lease));
     JobDecision decision = stop ? JobDecision::kStop : JobDecision::kContinue;
+    if (stop) lease.work.stopped_at = report.step;
     if (!stop && lease.run->pauses(lease.work, report.step)) {
       lease.work.paused_at = report.step;
       decision = JobDecision::kPause;

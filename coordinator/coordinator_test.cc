@@ -299,6 +299,26 @@ TEST_F(CoordinatorTest, ReportsAskTheSchedulerAndStoppedTrialsArePruned) {
   EXPECT_EQ(coordinator_->stats().pruned, 1);
 }
 
+// A job told to stop may report again before the stop reaches it (a loaded host, a step that
+// ends as the decision travels): that report is not stored and cannot take the stop back.
+TEST_F(CoordinatorTest, AReportThatArrivesAfterTheStopIsNotStoredAndKeepsTheTrialPruned) {
+  start(/*n_trials=*/1, 3, std::make_shared<StopAboveTen>());
+  auto peer = connect("e1#1");
+  TrialMessage trial = hello_and_get_trial(*peer, "e1");
+  ASSERT_TRUE(peer->send(
+      ReportMessage{.lease_id = trial.lease_id, .step = 1, .metrics = {{"loss", 50.0}}}));
+  EXPECT_EQ(std::get<DecisionMessage>(next(*peer)).decision, JobDecision::kStop);
+  ASSERT_TRUE(
+      peer->send(ReportMessage{.lease_id = trial.lease_id, .step = 2, .metrics = {{"loss", 5.0}}}));
+  EXPECT_EQ(std::get<DecisionMessage>(next(*peer)).decision, JobDecision::kStop);
+  ASSERT_TRUE(peer->send(ResultMessage{.lease_id = trial.lease_id, .metrics = {{"loss", 5.0}}}));
+  EXPECT_TRUE(std::get<AckMessage>(next(*peer)).accepted);
+  FrozenTrial stored = study_->storage().get_trial(trial.trial_id);
+  EXPECT_EQ(stored.state, TrialState::kPruned);
+  EXPECT_EQ(stored.intermediate_values, (std::map<int64_t, double>{{1, 50.0}}));
+  EXPECT_EQ(stored.system_attrs.at("tuner:stopped_at_step"), "1");
+}
+
 // A sweep's constraints bound the job's final metrics; the coordinator stores
 // the trial's constraint values from its RESULT, and fails a trial whose constraint metric is
 // missing or not finite, naming it.

@@ -27,6 +27,9 @@ struct Prepared {
   std::optional<PbtLineage> segment;
   std::optional<int> start_from;
   std::optional<int64_t> paused_at;
+  // The step of the report its job was told to stop at: reports that arrive before the stop
+  // lands are not stored.
+  std::optional<int64_t> stopped_at;
 };
 
 }  // namespace tuner

@@ -67,6 +67,31 @@ constexpr const char* kTunerTables[] = {
     "\tFOREIGN KEY(trial_id) REFERENCES trials (trial_id)\n)",
 };
 
+// The project's indexes on Optuna's tables (Optuna ignores indexes it does not know). A file
+// opened for writing gets those it lacks (Impl::add_indexes); every read works without them.
+struct TunerIndex {
+  const char* name;
+  const char* sql;
+};
+constexpr TunerIndex kTunerIndexes[] = {
+    // Loading a study's trials from a number on (what Study::ask does each time) walks only
+    // those trials; Optuna's own index on trials(study_id) walks the whole study.
+    {"tuner_trials_study_number",
+     "CREATE INDEX IF NOT EXISTS tuner_trials_study_number ON trials (study_id, number)"},
+    // A state filter (get_trials with states, the stale-trial check's RUNNING trials) reads only
+    // the trials in those states, in number order.
+    {"tuner_trials_study_state_number",
+     "CREATE INDEX IF NOT EXISTS tuner_trials_study_state_number ON trials (study_id, state, "
+     "number)"},
+    // get_best_trial walks the values of an objective from the best on (see walk_best_trial).
+    {"tuner_trial_values_objective_value",
+     "CREATE INDEX IF NOT EXISTS tuner_trial_values_objective_value ON trial_values (objective, "
+     "value_type, value)"},
+};
+// What get_best_trial's walk may read before it leaves the search to a scan of the study: rows
+// of other studies or of trials that are not COMPLETE ranked before the study's best, and ties.
+constexpr int kBestTrialWalkLimit = 1000;
+
 os::Revision to_schema_revision(OptunaRevision revision) {
   return revision == OptunaRevision::kV3_0_0_d ? os::Revision::kV3_0_0_d : os::Revision::kV3_2_0_a;
 }
@@ -193,7 +218,7 @@ struct SqliteStorage::Impl {
       create_tuner_tables();
       tx.commit();
     }
-    add_trial_number_index();
+    add_indexes();
   }
 
   const std::string& path() const { return conn.path(); }
@@ -245,14 +270,27 @@ struct SqliteStorage::Impl {
     }
   }
 
-  // Loading a study's trials from a number on (what Study::ask does each time) walks only those
-  // trials with this index; Optuna's own index on trials(study_id) walks the whole study. Added
-  // to files made before it, and to Optuna's (which ignores indexes it does not know).
-  void add_trial_number_index() {
-    auto q = conn.query(
-        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'tuner_trials_study_number'");
-    if (q.step()) return;
-    conn.exec("CREATE INDEX IF NOT EXISTS tuner_trials_study_number ON trials (study_id, number)");
+  bool has_index(const char* name) {
+    auto q = conn.query("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?");
+    q.bind(0, name);
+    return q.step();
+  }
+
+  // Adds the indexes of kTunerIndexes that the file lacks (a file of an older tuner, or
+  // Optuna's), each in its own transaction. They only make reads faster: when one cannot be
+  // created (the write lock is busy past the busy timeout, the disk is full), the open goes on
+  // without it and the rest, and the reads it serves scan instead until a later open adds it.
+  void add_indexes() {
+    for (const TunerIndex& index : kTunerIndexes) {
+      if (has_index(index.name)) continue;
+      try {
+        Transaction tx(conn, Transaction::Kind::kWrite);
+        conn.exec(index.sql);
+        tx.commit();
+      } catch (const Error&) {
+        return;
+      }
+    }
   }
 
   void create_tuner_tables() {
@@ -712,6 +750,45 @@ struct SqliteStorage::Impl {
   }
 
   std::string now() const { return os::format_datetime(options.clock->system_now()); }
+
+  // The id of the COMPLETE trial of `study_id` with the best value of objective 0 (the lowest
+  // number among equal values), found through tuner_trial_values_objective_value: the values
+  // of the best infinity (-inf when minimizing), then the finite ones, are walked from the best
+  // on, across all studies, until the first value a COMPLETE trial of the study has and its
+  // ties are read. nullopt, for the scan to decide, when there is no such index, when it would
+  // read more than kBestTrialWalkLimit rows, or when the study's best value is none of those
+  // (the other infinity, or no value at all). Within a read transaction.
+  std::optional<int64_t> walk_best_trial(int64_t study_id, bool minimize) {
+    if (!has_index("tuner_trial_values_objective_value")) return std::nullopt;
+    int walked = 0;
+    for (const char* type : {minimize ? "INF_NEG" : "INF_POS", "FINITE"}) {
+      auto q = conn.query(std::string("SELECT v.value, t.study_id, t.state, t.number, t.trial_id "
+                                      "FROM trial_values v INDEXED BY "
+                                      "tuner_trial_values_objective_value CROSS JOIN trials t ON "
+                                      "t.trial_id = v.trial_id WHERE v.objective = 0 AND "
+                                      "v.value_type = ? ORDER BY v.value") +
+                          (minimize ? "" : " DESC"));
+      q.bind(0, type);
+      std::optional<int64_t> best_id;
+      int64_t best_number = 0;
+      std::optional<double> best_value;
+      while (q.step()) {
+        if (++walked > kBestTrialWalkLimit) return std::nullopt;
+        // NULL (a malformed finite value) ranks as the scan ranks it, as a value of its own.
+        const std::optional<double> value =
+            q.is_null(0) ? std::nullopt : std::optional<double>(q.real(0));
+        if (best_id && value != best_value) break;  // past the ties of the best value
+        if (q.int64(1) != study_id || q.text_view(2) != "COMPLETE") continue;
+        if (!best_id || q.int64(3) < best_number) {
+          best_id = q.int64(4);
+          best_number = q.int64(3);
+          best_value = value;
+        }
+      }
+      if (best_id) return best_id;
+    }
+    return std::nullopt;
+  }
 
   // RUNNING trials of `study_id` (or just `trial_id`, when study_id < 0) whose last heartbeat,
   // or start when they have none, is earlier than `stale_before`.
@@ -1234,6 +1311,12 @@ std::optional<FrozenTrial> SqliteStorage::get_best_trial(int64_t study_id) {
   StudyRecord record = impl_->load_study(study_id);
   // Optuna files may hold infinite values of COMPLETE trials (value NULL, the type says which).
   const bool minimize = record.directions.front() == StudyDirection::kMinimize;
+  if (std::optional<int64_t> found = impl_->walk_best_trial(study_id, minimize)) {
+    FrozenTrial best = impl_->load_trial(*found);
+    tx.commit();
+    return best;
+  }
+  // The scan of the study's COMPLETE trials, ranking as the walk does.
   auto q = impl_->conn.query(
       minimize ? "SELECT t.trial_id FROM trials t JOIN trial_values v ON v.trial_id = t.trial_id "
                  "AND v.objective = 0 WHERE t.study_id = ? AND t.state = 'COMPLETE' ORDER BY "

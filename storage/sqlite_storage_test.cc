@@ -8,9 +8,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "storage/optuna_schema.h"
 #include "storage/sqlite/checkpointer.h"
@@ -246,6 +249,17 @@ TEST_F(SqliteStorageTest, RefusesANonDatabaseFileUntouched) {
   EXPECT_NE(std::string(e.what()).find(path("notes.db")), std::string::npos) << e.what();
   EXPECT_NE(std::string(e.what()).find("not a SQLite database"), std::string::npos) << e.what();
   EXPECT_EQ(read_bytes(path("notes.db")), before);
+}
+
+TEST_F(SqliteStorageTest, AFileInADirectoryThatDoesNotExistNamesTheDirectory) {
+  const std::string missing = path("no-such-dir") + "/study.db";
+  Error e = error_of([&] { SqliteStorage storage(missing); });
+  EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  EXPECT_NE(
+      std::string(e.what()).find("its directory '" + path("no-such-dir") + "' does not exist"),
+      std::string::npos)
+      << e.what();
+  EXPECT_FALSE(fs::exists(path("no-such-dir")));
 }
 
 TEST_F(SqliteStorageTest, RefusesAForeignDatabaseUntouched) {
@@ -605,6 +619,279 @@ TEST_F(SqliteStorageTest, AStudyFileReplacedByAnotherIsNoticed) {
   const std::optional<std::string> replaced = storage.file_replaced();
   ASSERT_TRUE(replaced);
   EXPECT_NE(replaced->find("replaced"), std::string::npos) << *replaced;
+}
+
+// The indexes this storage adds to Optuna's tables.
+const std::vector<std::string> kTunerIndexNames = {"tuner_trials_study_number",
+                                                   "tuner_trials_study_state_number",
+                                                   "tuner_trial_values_objective_value"};
+
+// One trial as an Optuna-written file may hold it, for the tests of get_best_trial.
+struct StoredTrial {
+  int64_t trial_id = 0;
+  int number = 0;
+  std::string state;
+  std::optional<double> value;  // objective 0; infinities as Optuna stores them
+};
+
+// Inserts trials of `study_id` with these numbers, states and objective-0 values through its own
+// connection, as Optuna writes them (an infinity as value NULL and its type); every trial with a
+// value also gets an objective-1 value of -1e9, better than any when minimizing. Returns them
+// with their ids.
+std::vector<StoredTrial> insert_trials(const std::string& file, int64_t study_id,
+                                       std::vector<StoredTrial> trials) {
+  sqlite::Connection conn(file);
+  conn.exec("BEGIN IMMEDIATE");
+  for (StoredTrial& t : trials) {
+    conn.query("INSERT INTO trials (number, study_id, state) VALUES (?, ?, ?)")
+        .bind(0, t.number)
+        .bind(1, study_id)
+        .bind(2, t.state)
+        .run();
+    t.trial_id = sqlite3_last_insert_rowid(conn.get());
+    if (!t.value) continue;
+    for (int objective : {0, 1}) {
+      const double v = objective == 0 ? *t.value : -1e9;
+      auto q = conn.query(
+          "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?)");
+      q.bind(0, t.trial_id).bind(1, objective);
+      if (std::isfinite(v)) {
+        q.bind(2, v);
+      } else {
+        q.bind_null(2);
+      }
+      q.bind(3, optuna_schema::value_type(v));
+      q.run();
+    }
+  }
+  conn.exec("COMMIT");
+  return trials;
+}
+
+// The best trial's id by the definition: the COMPLETE trial with the best objective-0 value
+// (the best infinity, then the finite values, then the other infinity) and the lowest number.
+std::optional<int64_t> expected_best(const std::vector<StoredTrial>& trials, bool minimize) {
+  const StoredTrial* best = nullptr;
+  auto key = [minimize](const StoredTrial& t) {
+    const double v = *t.value;
+    const int rank = std::isfinite(v) ? 1 : ((v < 0) == minimize ? 0 : 2);
+    return std::tuple(rank, std::isfinite(v) ? (minimize ? v : -v) : 0.0, t.number);
+  };
+  for (const StoredTrial& t : trials) {
+    if (t.state != "COMPLETE" || !t.value) continue;
+    if (!best || key(t) < key(*best)) best = &t;
+  }
+  return best ? std::optional<int64_t>(best->trial_id) : std::nullopt;
+}
+
+std::optional<int64_t> id_of(const std::optional<FrozenTrial>& trial) {
+  return trial ? std::optional<int64_t>(trial->trial_id) : std::nullopt;
+}
+
+// Optuna stores infinite values of COMPLETE trials (tuner refuses them): -inf is the best a
+// minimized study can reach and +inf the worst (the other way around when maximizing); a study
+// with only the worst infinity still has a best trial. With the value index and without it.
+TEST_F(SqliteStorageTest, BestTrialRanksOptunasInfiniteValuesAroundTheFiniteOnes) {
+  const double inf = std::numeric_limits<double>::infinity();
+  SqliteStorage storage(path());
+  struct Case {
+    std::string name;
+    StudyDirection direction;
+    std::vector<double> values;
+    int best_number;
+  };
+  const std::vector<Case> cases = {
+      {"min", StudyDirection::kMinimize, {inf, 3.0, -inf, 1.0, -inf}, 2},
+      {"max", StudyDirection::kMaximize, {-inf, 3.0, inf, 4.0, inf}, 2},
+      {"finite", StudyDirection::kMinimize, {inf, 3.0, inf, -2.0}, 3},
+      {"worst", StudyDirection::kMinimize, {inf, inf}, 0},
+      {"worst_max", StudyDirection::kMaximize, {-inf, -inf}, 0},
+  };
+  std::vector<int64_t> ids;
+  for (const Case& c : cases) {
+    StudyRecord s = storage.create_study(c.name, {c.direction});
+    std::vector<StoredTrial> trials;
+    for (size_t i = 0; i < c.values.size(); ++i) {
+      trials.push_back({.number = static_cast<int>(i), .state = "COMPLETE", .value = c.values[i]});
+    }
+    insert_trials(path(), s.study_id, trials);
+    ids.push_back(s.study_id);
+  }
+  for (bool with_index : {true, false}) {
+    if (!with_index) {
+      sqlite::Connection(path()).exec("DROP INDEX tuner_trial_values_objective_value");
+    }
+    for (size_t i = 0; i < cases.size(); ++i) {
+      auto best = storage.get_best_trial(ids[i]);
+      ASSERT_TRUE(best) << cases[i].name;
+      EXPECT_EQ(best->number, cases[i].best_number) << cases[i].name << " index " << with_index;
+      EXPECT_EQ(best->values[0], cases[i].values[cases[i].best_number]) << cases[i].name;
+    }
+  }
+}
+
+// Studies in one file whose values interleave, rank before one another's, tie (more than the
+// walk of the value index reads, and finished in reverse number order), hold infinities,
+// -0.0 and 0.0, values of trials that are not COMPLETE and better values of a second
+// objective: the best trial is the same with the value index, without it, and by definition.
+TEST_F(SqliteStorageTest, BestTrialIsTheSameWithAndWithoutTheValueIndex) {
+  const double inf = std::numeric_limits<double>::infinity();
+  SqliteStorage storage(path());
+  std::mt19937 rng(7);
+  const std::vector<double> mixed = {-inf, inf, -1.0, -0.0, 0.0, 0.5, 1.0, 2.0, 3.0};
+  const std::vector<std::string> states = {"COMPLETE", "COMPLETE", "COMPLETE", "PRUNED",
+                                           "FAIL",     "RUNNING",  "WAITING"};
+  auto pick = [&rng](const auto& from) { return from[rng() % from.size()]; };
+  struct Study {
+    std::string name;
+    bool minimize;
+    std::vector<StoredTrial> trials;
+  };
+  std::vector<Study> studies;
+  auto mixed_trials = [&](int n, bool with_infinities) {
+    std::vector<StoredTrial> out;
+    for (int i = 0; i < n; ++i) {
+      StoredTrial t{.number = i, .state = pick(states)};
+      double v = pick(mixed);
+      if (!with_infinities && !std::isfinite(v)) v = 4.0;
+      if (t.state == "COMPLETE" || (t.state == "PRUNED" && rng() % 2)) t.value = v;
+      out.push_back(t);
+    }
+    return out;
+  };
+  for (bool minimize : {true, false}) {
+    const std::string dir = minimize ? "min" : "max";
+    studies.push_back({"mixed_" + dir, minimize, mixed_trials(300, true)});
+    studies.push_back({"finite_" + dir, minimize, mixed_trials(300, false)});
+    // 1200 values better than any other study's, then a study ranked after all of them.
+    std::vector<StoredTrial> early, late, ties, few_ties;
+    for (int i = 0; i < 1200; ++i) {
+      early.push_back({.number = i, .state = "COMPLETE", .value = (minimize ? -1 : 1) * (1e4 + i)});
+    }
+    for (int i = 0; i < 50; ++i) {
+      late.push_back({.number = i, .state = "COMPLETE", .value = (minimize ? 1 : -1) * (1e4 + i)});
+    }
+    // Ties stored in reverse number order: more of them than the walk reads, and a few ranked
+    // first of all.
+    for (int i = 1099; i >= 0; --i) {
+      ties.push_back({.number = i, .state = "COMPLETE", .value = minimize ? -5e3 : 5e3});
+    }
+    for (int i = 19; i >= 0; --i) {
+      few_ties.push_back(
+          {.number = i, .state = i % 3 ? "COMPLETE" : "PRUNED", .value = minimize ? -2e4 : 2e4});
+    }
+    studies.push_back({"early_" + dir, minimize, early});
+    studies.push_back({"late_" + dir, minimize, late});
+    studies.push_back({"ties_" + dir, minimize, ties});
+    studies.push_back({"few_ties_" + dir, minimize, few_ties});
+    studies.push_back({"none_complete_" + dir, minimize, {}});
+    for (int i = 0; i < 20; ++i) {
+      studies.back().trials.push_back(
+          {.number = i, .state = i % 2 ? "PRUNED" : "RUNNING", .value = -inf});
+      if (studies.back().trials.back().state == "RUNNING") {
+        studies.back().trials.back().value.reset();
+      }
+    }
+  }
+  std::vector<int64_t> ids;
+  for (Study& s : studies) {
+    const StudyDirection d = s.minimize ? StudyDirection::kMinimize : StudyDirection::kMaximize;
+    const StudyDirection other = s.minimize ? StudyDirection::kMaximize : StudyDirection::kMinimize;
+    ids.push_back(storage.create_study(s.name, {d, other}).study_id);
+    s.trials = insert_trials(path(), ids.back(), s.trials);
+  }
+  std::vector<std::optional<int64_t>> walked;
+  for (size_t i = 0; i < studies.size(); ++i) {
+    walked.push_back(id_of(storage.get_best_trial(ids[i])));
+    EXPECT_EQ(walked.back(), expected_best(studies[i].trials, studies[i].minimize))
+        << studies[i].name;
+  }
+  sqlite::Connection(path()).exec("DROP INDEX tuner_trial_values_objective_value");
+  for (size_t i = 0; i < studies.size(); ++i) {
+    EXPECT_EQ(id_of(storage.get_best_trial(ids[i])), walked[i]) << studies[i].name;
+  }
+}
+
+// A file without this storage's indexes (an older tuner's, Optuna's) is read as it is when
+// opened read-only, and gets them when opened for writing; the reads agree either way.
+TEST_F(SqliteStorageTest, AFileWithoutTheIndexesGetsThemWhenOpenedForWriting) {
+  int64_t study_id = -1;
+  {
+    SqliteStorage storage(path());
+    study_id = storage.create_study("s", {StudyDirection::kMaximize}).study_id;
+    for (double v : {1.0, 3.0, 2.0, 3.0}) {
+      FrozenTrial t = storage.create_trial(study_id);
+      storage.finish_trial(t.trial_id, TrialState::kComplete, {v});
+    }
+    storage.create_trial(study_id);
+  }
+  const std::string tuner_indexes =
+      "SELECT name FROM sqlite_master WHERE name LIKE 'tuner_%' AND type = "
+      "'index'";
+  {
+    sqlite::Connection conn(path());
+    for (const std::string& name : kTunerIndexNames) conn.exec("DROP INDEX " + name);
+    conn.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  ASSERT_TRUE(column(path(), tuner_indexes).empty());
+  TrialFilter running;
+  running.states = std::vector<TrialState>{TrialState::kRunning};
+  {
+    SqliteStorage read_only(path(), SqliteStorageOptions{.read_only = true});
+    EXPECT_EQ(read_only.get_best_trial(study_id)->number, 1);
+    ASSERT_EQ(read_only.get_trials(study_id, running).size(), 1u);
+    EXPECT_EQ(read_only.get_trials(study_id, running)[0].number, 4);
+  }
+  EXPECT_TRUE(column(path(), tuner_indexes).empty());
+  SqliteStorage storage(path());
+  std::vector<std::string> names = column(path(), tuner_indexes);
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> expected = kTunerIndexNames;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(storage.get_best_trial(study_id)->number, 1);
+  EXPECT_EQ(storage.get_trials(study_id, running)[0].number, 4);
+}
+
+// An index that cannot be created when the file is opened (here: another connection holds the
+// write lock past the busy timeout) does not fail the open: the reads scan, and a later open
+// adds it.
+TEST_F(SqliteStorageTest, AnIndexThatCannotBeCreatedLeavesTheOpenToScans) {
+  int64_t study_id = -1;
+  {
+    SqliteStorage storage(path());
+    study_id = storage.create_study("s", {StudyDirection::kMinimize}).study_id;
+    for (double v : {2.0, 1.0, 1.0}) {
+      FrozenTrial t = storage.create_trial(study_id);
+      storage.finish_trial(t.trial_id, TrialState::kComplete, {v});
+    }
+    storage.create_trial(study_id);
+  }
+  sqlite::Connection other(path());
+  for (const std::string& name : kTunerIndexNames) other.exec("DROP INDEX " + name);
+  other.exec("BEGIN IMMEDIATE");
+  SqliteStorageOptions options;
+  options.busy_timeout = std::chrono::milliseconds(20);
+  {
+    SqliteStorage storage(path(), options);
+    EXPECT_EQ(storage.get_best_trial(study_id)->number, 1);
+    TrialFilter running;
+    running.states = std::vector<TrialState>{TrialState::kRunning};
+    ASSERT_EQ(storage.get_trials(study_id, running).size(), 1u);
+    EXPECT_EQ(storage.get_trials(study_id, running)[0].number, 3);
+  }
+  other.exec("ROLLBACK");
+  EXPECT_TRUE(column(path(),
+                     "SELECT name FROM sqlite_master WHERE name = "
+                     "'tuner_trial_values_objective_value'")
+                  .empty());
+  SqliteStorage storage(path(), options);
+  EXPECT_EQ(column(path(),
+                   "SELECT name FROM sqlite_master WHERE name = "
+                   "'tuner_trial_values_objective_value'")
+                .size(),
+            1u);
+  EXPECT_EQ(storage.get_best_trial(study_id)->number, 1);
 }
 
 }  // namespace

@@ -407,6 +407,89 @@ TEST_P(StorageSuite, BestTrialIsTheFirstOfTheBestCompleteValue) {
   EXPECT_TRUE(storage_->get_trials(lo.study_id, filter).empty());
 }
 
+// Equal best values finished in reverse number order: the lowest number wins, not the first
+// value stored.
+TEST_P(StorageSuite, BestTrialAmongTiesIsTheLowestNumberWhateverOrderTheyFinished) {
+  for (StudyDirection direction : {StudyDirection::kMinimize, StudyDirection::kMaximize}) {
+    StudyRecord s =
+        storage_->create_study(direction == StudyDirection::kMinimize ? "min" : "max", {direction});
+    std::vector<FrozenTrial> trials;
+    for (int i = 0; i < 6; ++i) trials.push_back(storage_->create_trial(s.study_id));
+    // numbers 0..5 finish as 5, 4, ..., 0; values 9, 2, 2, 2, 9, 2 by number.
+    for (int i = 5; i >= 0; --i) {
+      const double v = (i == 0 || i == 4) ? 9.0 : 2.0;
+      const double value = direction == StudyDirection::kMinimize ? v : -v;
+      storage_->finish_trial(trials[i].trial_id, TrialState::kComplete, {value});
+    }
+    auto best = storage_->get_best_trial(s.study_id);
+    ASSERT_TRUE(best);
+    EXPECT_EQ(best->number, 1) << to_string(direction);
+    EXPECT_EQ(best->trial_id, trials[1].trial_id);
+  }
+}
+
+// Values of other studies, of other objectives and of trials that are not COMPLETE rank before
+// the study's best and are passed over; several objectives rank by the first one.
+TEST_P(StorageSuite, BestTrialRanksTheFirstObjectiveOfItsOwnCompleteTrials) {
+  StudyRecord other = storage_->create_study("other", {StudyDirection::kMinimize});
+  StudyRecord s =
+      storage_->create_study("s", {StudyDirection::kMinimize, StudyDirection::kMaximize});
+  for (double v : {-50.0, -40.0}) {
+    FrozenTrial t = storage_->create_trial(other.study_id);
+    storage_->finish_trial(t.trial_id, TrialState::kComplete, {v});
+  }
+  EXPECT_FALSE(storage_->get_best_trial(s.study_id));
+  auto finish = [&](TrialState state, std::vector<double> values) {
+    FrozenTrial t = storage_->create_trial(s.study_id);
+    storage_->finish_trial(t.trial_id, state, values);
+    return t.number;
+  };
+  finish(TrialState::kComplete, {3.0, -100.0});  // 0: the best second value
+  finish(TrialState::kPruned, {-30.0, 0.0});     // 1: not COMPLETE
+  finish(TrialState::kFail, {});                 // 2
+  const int best = finish(TrialState::kComplete, {1.0, 5.0});
+  finish(TrialState::kComplete, {1.0, 7.0});  // 4: ties with 3 on the first objective
+  finish(TrialState::kComplete, {2.0, -200.0});
+  storage_->create_trial(s.study_id);  // RUNNING
+  auto got = storage_->get_best_trial(s.study_id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->number, best);
+  EXPECT_EQ(got->values, (std::vector<double>{1.0, 5.0}));
+  EXPECT_EQ(storage_->get_best_trial(other.study_id)->values, std::vector<double>{-50.0});
+}
+
+// The RUNNING list follows every way a trial enters or leaves RUNNING, in number order.
+TEST_P(StorageSuite, RunningTrialsFollowStateChanges) {
+  StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
+  StudyRecord other = storage_->create_study("other", {StudyDirection::kMinimize});
+  storage_->create_trial(other.study_id);  // RUNNING, in another study
+  TrialFilter running;
+  running.states = std::vector<TrialState>{TrialState::kRunning};
+  auto numbers = [&](const TrialFilter& filter) {
+    std::vector<int> out;
+    for (const FrozenTrial& t : storage_->get_trials(s.study_id, filter)) out.push_back(t.number);
+    return out;
+  };
+  EXPECT_TRUE(numbers(running).empty());
+  std::vector<FrozenTrial> t;
+  for (int i = 0; i < 4; ++i) t.push_back(storage_->create_trial(s.study_id));
+  t.push_back(storage_->create_trial(s.study_id, TrialState::kWaiting));
+  EXPECT_EQ(numbers(running), (std::vector<int>{0, 1, 2, 3}));
+  storage_->finish_trial(t[1].trial_id, TrialState::kComplete, {1.0});
+  storage_->finish_trial(t[2].trial_id, TrialState::kPruned, {});
+  EXPECT_EQ(numbers(running), (std::vector<int>{0, 3}));
+  ASSERT_TRUE(storage_->claim_waiting_trial(t[4].trial_id));
+  EXPECT_EQ(numbers(running), (std::vector<int>{0, 3, 4}));
+  auto failed = storage_->fail_stale_trial(t[0].trial_id, TimePoint::max(), {}, nullptr);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(numbers(running), (std::vector<int>{3, 4}));
+  running.min_number = 4;
+  EXPECT_EQ(numbers(running), (std::vector<int>{4}));
+  TrialFilter done;
+  done.states = std::vector<TrialState>{TrialState::kFail, TrialState::kComplete};
+  EXPECT_EQ(numbers(done), (std::vector<int>{0, 1}));
+}
+
 TEST_P(StorageSuite, ABatchCommitsItsCallsTogetherAndEachCallStaysAtomic) {
   StudyRecord s = storage_->create_study("s", {StudyDirection::kMinimize});
   FrozenTrial done = storage_->create_trial(s.study_id);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -50,6 +51,25 @@ void append_loss(const std::vector<double>& values, std::span<const StudyDirecti
     out.push_back(finite ? as_loss(directions[i], values[i])
                          : std::numeric_limits<double>::infinity());
   }
+}
+
+// The size of the first front of the loss vectors plus the number of the second front's
+// boundary points: those of infinite crowding distance within it (nsga2_elite() takes them
+// first from that front; a front of one point, or of one value per objective, has none).
+size_t first_front_and_boundary(const std::vector<double>& losses, size_t m) {
+  const std::vector<int> ranks = non_domination_ranks(losses, m);
+  size_t first = 0;
+  std::vector<double> second;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == 0) ++first;
+    if (ranks[i] == 1) {
+      second.insert(second.end(), losses.begin() + static_cast<ptrdiff_t>(i * m),
+                    losses.begin() + static_cast<ptrdiff_t>((i + 1) * m));
+    }
+  }
+  const std::vector<double> distance = crowding_distances(second, m);
+  return first + static_cast<size_t>(std::count(distance.begin(), distance.end(),
+                                                std::numeric_limits<double>::infinity()));
 }
 
 bool all_finite(const std::vector<double>& values, size_t m) {
@@ -107,11 +127,11 @@ Decision MoAshaScheduler::on_report(const FrozenTrial& trial, int64_t step,
     }
     const size_t n = numbers.size();
     if (n <= static_cast<size_t>(options_.bootstrap_count)) return Decision::kStop;
-    // The quota, raised to the rung's first front but leaving floor(n / eta) to stop (mo_asha.h).
+    // The quota, raised to the rung's first front and the second front's boundary trials but
+    // leaving floor(n / eta) to stop (mo_asha.h).
     const size_t eta = static_cast<size_t>(options_.reduction_factor);
     const size_t quota = std::max<size_t>(n / eta, 1);
-    const size_t front = pareto_front(losses, m).size();
-    const size_t k = std::max(quota, std::min(front, n - n / eta));
+    const size_t k = std::max(quota, std::min(first_front_and_boundary(losses, m), n - n / eta));
     const std::vector<double> feasible(n, 0.0);
     const std::vector<size_t> kept = nsga2_elite(losses, m, feasible, k);
     const bool in =

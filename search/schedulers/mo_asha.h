@@ -17,19 +17,26 @@
 // objectives negated): whole non-dominated fronts (search/pareto.h) while they fit, then the
 // front that does not fit by crowding distance, largest first, ties to the lower trial number.
 // Otherwise it continues. k is the quota max(floor(n / reduction_factor), 1), raised to the size
-// of the first front (the competitors no other dominates) but not above n - floor(n /
-// reduction_factor):
-//   k = max(quota, min(|first front|, n - floor(n / reduction_factor))).
-// So every trial on the rung's first front continues while that front leaves floor(n /
-// reduction_factor) of the rung to stop; a larger front (many objectives make most trials
-// non-dominated) is cut by crowding distance to that size. A vector with a non-finite value
-// ranks after every finite one (it counts as +infinity in every objective); the reporting trial
-// is stopped at any rung it reaches with one.
+// of the first front (the competitors no other dominates) plus the number b of the second
+// front's boundary trials (those of infinite crowding distance within it: with two objectives
+// its most accurate and its cheapest, where its values differ), but not above
+// n - floor(n / reduction_factor):
+//   k = max(quota, min(|first front| + b, n - floor(n / reduction_factor))).
+// So every trial on the rung's first front continues, and the second front's extremes with it,
+// while they leave floor(n / reduction_factor) of the rung to stop; a larger first front (many
+// objectives make most trials non-dominated) is cut by crowding distance to that size. A vector
+// with a non-finite value ranks after every finite one (it counts as +infinity in every
+// objective); the reporting trial is stopped at any rung it reaches with one.
 //
 // Why the first front continues: a study of several objectives returns its Pareto front of
 // COMPLETE trials, and a trial no other dominates at the rung is a candidate for it; with the
 // quota alone a front larger than n / reduction_factor loses members at every rung and the final
 // front is left with few points (bench/sweep/run_mo_asha).
+//
+// Why the second front's extremes: learning curves cross, and a trial a little behind the first
+// front at an early rung can pass it later (bench/sweep/run_mo_asha: the most accurate model of
+// a sweep, dominated at epoch 1 by two slightly smaller, slightly more accurate ones). They are
+// the trials NSGA-II's selection takes first from the second front, at most 2 per objective.
 //
 // Why crowding distance breaks the last front: it needs no reference point (a hypervolume
 // contribution depends on one, and so on the objectives' scales and on the worst trials seen so

@@ -118,7 +118,8 @@ TEST(MoAshaTest, FirstFrontTrialBeyondTheQuotaContinues) {
   study.add(TrialState::kPruned, {{1, {0.40, 800}}});
   const int middle = study.add(TrialState::kRunning, {{1, {0.80, 100}}});
   EXPECT_EQ(study.decide(mo_asha, middle, 1), Decision::kContinue);
-  // A dominated trial in the same place is still held to the quota.
+  // A dominated trial in the same place is still held to the quota (alone on the second front,
+  // it is no boundary point: a front of one point has none).
   MoStudy dominated_study({kMax, kMin});
   dominated_study.add(TrialState::kComplete, {{1, {0.90, 1000}}});
   dominated_study.add(TrialState::kPruned, {{1, {0.70, 900}}});
@@ -127,6 +128,47 @@ TEST(MoAshaTest, FirstFrontTrialBeyondTheQuotaContinues) {
   dominated_study.add(TrialState::kRunning, {{1, {0.80, 100}}});
   const int dominated = dominated_study.add(TrialState::kRunning, {{1, {0.75, 150}}});
   EXPECT_EQ(dominated_study.decide(mo_asha, dominated, 1), Decision::kStop);
+}
+
+// Accuracy (maximized) against size (minimized), reduction factor 3, 7 trials: the first front
+// holds 3, the second front 0.50@500 and the reporting 0.88@1200 (dominated only by 0.90@1000),
+// both its extremes. k = min(3 + 2, 7 - 2) = 5 (the quota is 2): the dominated trial that is the
+// most accurate after the front continues; one on the third front does not.
+TEST(MoAshaTest, SecondFrontExtremesContinue) {
+  const MoAshaScheduler mo_asha({.reduction_factor = 3});
+  auto rung_of = [&](double accuracy, double size) {
+    MoStudy study({kMax, kMin});
+    study.add(TrialState::kComplete, {{1, {0.90, 1000}}});
+    study.add(TrialState::kComplete, {{1, {0.80, 100}}});
+    study.add(TrialState::kComplete, {{1, {0.60, 10}}});
+    study.add(TrialState::kPruned, {{1, {0.50, 500}}});
+    study.add(TrialState::kPruned, {{1, {0.40, 800}}});
+    study.add(TrialState::kPruned, {{1, {0.30, 900}}});
+    const int reporting = study.add(TrialState::kRunning, {{1, {accuracy, size}}});
+    return study.decide(mo_asha, reporting, 1);
+  };
+  EXPECT_EQ(rung_of(0.88, 1200), Decision::kContinue);
+  // 0.70@600: on the second front between its extremes 0.50@500 and 0.88@1200 (absent here,
+  // so the second front is 0.50@500 and 0.70@600, both extremes): continues.
+  EXPECT_EQ(rung_of(0.70, 600), Decision::kContinue);
+  // On the third front (0.50@500 dominates 0.45@550): stops.
+  EXPECT_EQ(rung_of(0.45, 550), Decision::kStop);
+}
+
+// A second front of three trials: its middle one stops, its extremes continue.
+TEST(MoAshaTest, SecondFrontMiddleStops) {
+  const MoAshaScheduler mo_asha({.reduction_factor = 3});
+  MoStudy study({kMax, kMin});
+  study.add(TrialState::kComplete, {{1, {0.90, 1000}}});
+  study.add(TrialState::kComplete, {{1, {0.80, 100}}});
+  study.add(TrialState::kComplete, {{1, {0.60, 10}}});
+  study.add(TrialState::kPruned, {{1, {0.50, 500}}});
+  study.add(TrialState::kPruned, {{1, {0.88, 1200}}});
+  study.add(TrialState::kPruned, {{1, {0.30, 900}}});
+  study.add(TrialState::kPruned, {{1, {0.20, 950}}});
+  // n = 8: quota 2, cap 6, k = 3 + 2 = 5; the second front 0.50@500, 0.88@1200, 0.70@600.
+  const int middle = study.add(TrialState::kRunning, {{1, {0.70, 600}}});
+  EXPECT_EQ(study.decide(mo_asha, middle, 1), Decision::kStop);
 }
 
 // Six trials all on the first front, reduction factor 3: at most 6 - floor(6 / 3) = 4 continue,
@@ -221,7 +263,7 @@ bool brute_force_keeps(const std::vector<std::pair<int, std::vector<double>>>& c
 // rung yet, and a random bootstrap count: the scheduler keeps a trial exactly when the brute-force
 // selection does.
 TEST(MoAshaTest, RungDecisionsMatchABruteForceNonDominatedSort) {
-  int stops = 0, continues = 0;
+  int stops = 0, continues = 0, kept_as_boundary = 0;
   for (uint32_t seed = 0; seed < 600; ++seed) {
     std::mt19937 random(seed);
     const size_t m = 2 + random() % 2;
@@ -271,35 +313,68 @@ TEST(MoAshaTest, RungDecisionsMatchABruteForceNonDominatedSort) {
     const int reporting = study.add(TrialState::kRunning, {{1, random_vector()}, {rung, own}});
     competitors.emplace_back(reporting, as_losses(own));
 
-    // The quota, raised to the first front's size (pairwise domination of the loss vectors),
-    // capped at all but floor(n / reduction_factor) of the rung.
+    // The quota, raised to the first front's size plus the second front's boundary points
+    // (pairwise domination of the loss vectors; per objective whose values differ on the second
+    // front, its least and its greatest, ties to the lower and to the higher number), capped at
+    // all but floor(n / reduction_factor) of the rung.
     const size_t n_at_rung = competitors.size();
-    size_t first_front = 0;
-    for (const auto& [number, a] : competitors) {
-      bool dominated = false;
-      for (const auto& [other, b] : competitors) {
-        bool no_worse = true, better = false;
-        for (size_t j = 0; j < m; ++j) {
-          no_worse = no_worse && b[j] <= a[j];
-          better = better || b[j] < a[j];
+    auto non_dominated = [&](const std::vector<size_t>& among) {
+      std::vector<size_t> front;
+      for (size_t a : among) {
+        bool dominated = false;
+        for (size_t b : among) {
+          bool no_worse = true, better = false;
+          for (size_t j = 0; j < m; ++j) {
+            no_worse = no_worse && competitors[b].second[j] <= competitors[a].second[j];
+            better = better || competitors[b].second[j] < competitors[a].second[j];
+          }
+          dominated = dominated || (no_worse && better);
         }
-        dominated = dominated || (no_worse && better);
+        if (!dominated) front.push_back(a);
       }
-      first_front += dominated ? 0 : 1;
+      return front;
+    };
+    std::vector<size_t> everyone(n_at_rung);
+    for (size_t i = 0; i < n_at_rung; ++i) everyone[i] = i;
+    const std::vector<size_t> first_front = non_dominated(everyone);
+    std::vector<size_t> rest;
+    for (size_t i : everyone) {
+      if (std::find(first_front.begin(), first_front.end(), i) == first_front.end()) {
+        rest.push_back(i);
+      }
+    }
+    const std::vector<size_t> second_front = non_dominated(rest);
+    std::vector<size_t> boundary;
+    for (size_t j = 0; j < m && !second_front.empty(); ++j) {
+      auto value = [&](size_t i) { return competitors[i].second[j]; };
+      size_t low = second_front.front(), high = second_front.front();
+      for (size_t i : second_front) {
+        if (value(i) < value(low)) low = i;
+        if (value(i) >= value(high)) high = i;
+      }
+      if (value(low) == value(high)) continue;
+      for (size_t i : {low, high}) {
+        if (std::find(boundary.begin(), boundary.end(), i) == boundary.end()) boundary.push_back(i);
+      }
     }
     const size_t quota = std::max<size_t>(n_at_rung / reduction_factor, 1);
-    const size_t k =
-        std::max(quota, std::min(first_front, n_at_rung - n_at_rung / reduction_factor));
+    const size_t k = std::max(quota, std::min(first_front.size() + boundary.size(),
+                                              n_at_rung - n_at_rung / reduction_factor));
     const bool keep = competitors.size() > static_cast<size_t>(bootstrap) &&
                       brute_force_keeps(competitors, reporting, k);
+    const size_t k_first_front =
+        std::max(quota, std::min(first_front.size(), n_at_rung - n_at_rung / reduction_factor));
+    if (keep && !brute_force_keeps(competitors, reporting, k_first_front)) ++kept_as_boundary;
     const Decision d = study.decide(mo_asha, reporting, rung);
     ASSERT_EQ(d, keep ? Decision::kContinue : Decision::kStop)
         << "seed " << seed << ", " << competitors.size() << " competitors, k " << k;
     (keep ? continues : stops) += 1;
   }
-  // Both decisions were taken many times.
+  // Both decisions were taken many times, and some trials continued only as a boundary point
+  // of the second front.
   EXPECT_GT(stops, 100);
   EXPECT_GT(continues, 100);
+  EXPECT_GT(kept_as_boundary, 30) << kept_as_boundary;
 }
 
 }  // namespace

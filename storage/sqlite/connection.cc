@@ -1,6 +1,7 @@
 #include "storage/sqlite/connection.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "storage/storage_fault.h"
@@ -29,8 +30,15 @@ ErrorCode code_for(int rc) {
   }
 }
 
-std::string advice_for(int rc) {
+std::string advice_for(int rc, const std::string& path) {
   switch (rc & 0xff) {
+    case SQLITE_CANTOPEN: {
+      const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+      std::error_code ec;
+      if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+        return "; its directory '" + dir.string() + "' does not exist: create it first";
+      return "";
+    }
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       return "; another process holds the database lock longer than the busy timeout: retry, or "
@@ -173,7 +181,7 @@ sqlite3_stmt* Connection::prepare(std::string_view sql) {
 void Connection::fail(int rc, std::string_view what) const {
   std::string detail = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
   std::string message = "SQLite database '" + path_ + "': " + std::string(what) +
-                        " failed: " + detail + advice_for(rc);
+                        " failed: " + detail + advice_for(rc, path_);
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

@@ -3,9 +3,10 @@
 check_rung_decisions(trials, steps, stopped, rungs, reduction_factor, losses) walks the trials in
 number order; at each rung a trial reached, the trials before it that reached the rung compete,
 n of them with it, and the top k by NSGA-II's selection stay: k is n // reduction_factor (at
-least 1), raised to the size of the first front (the finite points no other dominates) up to
-n - n // reduction_factor. A PRUNED trial must
-be stopped at its last rung and nowhere before; a COMPLETE one never. Returns the decisions made.
+least 1), raised to the size of the first front (the finite points no other dominates) plus the
+second front's boundary points (per objective whose values differ on it, its least and its
+greatest) up to n - n // reduction_factor. A PRUNED trial must be stopped at its last rung and
+nowhere before; a COMPLETE one never. Returns the decisions made.
   trials: number -> (trial_id, state); steps: trial_id -> step -> objective values;
   stopped: trial_id -> the step it was stopped at; losses: objective values -> values to minimize.
 read_study(db_path, names) reads those three from a study's SQLite file.
@@ -33,11 +34,26 @@ def read_study(db_path, names):
     return trials, steps, stopped, db
 
 
-def first_front_size(points):
-    """The number of finite loss vectors that no other finite one dominates."""
-    finite = [p for p in points if all(math.isfinite(v) for v in p)]
-    return sum(1 for a in finite if not any(
-        all(x <= y for x, y in zip(b, a)) and b != a for b in finite))
+def non_dominated(points, among):
+    """The indices in `among` whose loss vectors no other of `among` dominates."""
+    return [a for a in among if not any(
+        all(x <= y for x, y in zip(points[b], points[a])) and points[b] != points[a]
+        for b in among)]
+
+
+def first_front_and_boundary(points):
+    """The number of finite loss vectors no other finite one dominates, plus the second front's
+    boundary points: per objective whose values differ on that front, its least (ties: the lower
+    index) and its greatest (ties: the higher index)."""
+    finite = [i for i, p in enumerate(points) if all(math.isfinite(v) for v in p)]
+    first = non_dominated(points, finite)
+    second = non_dominated(points, [i for i in finite if i not in first])
+    boundary = set()
+    for j in range(len(points[0]) if points else 0):
+        order = sorted(second, key=lambda i: (points[i][j], i))
+        if order and points[order[0]][j] != points[order[-1]][j]:
+            boundary |= {order[0], order[-1]}
+    return len(first) + len(boundary)
 
 
 def kept(points, k):
@@ -88,7 +104,7 @@ def check_rung_decisions(trials, steps, stopped, rungs, reduction_factor, losses
             points = [c for c in competitors if c is not None] + [own]
             size = len(points)
             k = max(size // reduction_factor, 1,
-                    min(first_front_size(points), size - size // reduction_factor))
+                    min(first_front_and_boundary(points), size - size // reduction_factor))
             stays = size - 1 in kept(points, k)
             should_stop = state == "PRUNED" and r == last
             assert stays != should_stop, (n, state, r, points)

@@ -2,7 +2,8 @@
 # Warm start end to end (docs/samplers.md, "Warm start"): a sweep seeded by an earlier study that
 # tuner wrote models from its first trial (TPE's proposals, not random start-up ones), keeps its
 # own trials apart (numbered from 0, none copied), and does so again when resumed from the stored
-# study alone; a missing study or file is refused, naming it and the studies that exist.
+# study alone; a missing study or file is refused, naming it and the studies that exist; without a
+# storage it reads the database the sweep runs on.
 #   warm_start_cli_test.sh TUNER_BINARY WORK_DIR
 set -uo pipefail
 tuner="$1"; work="$2/warm-start-$$"
@@ -77,4 +78,16 @@ out=$("$tuner" sweep "$work/d.json" 2>&1); rc=$?
 [ $rc != 0 ] || fail "a missing file was accepted: $out"
 grep -q "no study database at $work/missing.db" <<<"$out" || fail "the missing file's error: $out"
 [ ! -e "$work/missing.db" ] || fail "the missing file was created"
+
+# A warm_start without storage reads the database the sweep runs on: --storage's, not the sweep
+# file's own (scripts/demo runs examples/sweeps/fashion_mnist_mlp_warm.json so, in DEMO_DIR).
+sweep_file slice_e 2 3 ', "storage": "elsewhere/e.db", "warm_start": {"study": "slice_a"}' \
+  > "$work/e.json"
+out=$("$tuner" sweep "$work/e.json" --storage "$work/a.db" 2>&1) ||
+  fail "the warm sweep on --storage exited $?: $out"
+grep -q "warm start: 12 observations from study 'slice_a'$" <<<"$out" ||
+  fail "no warm-start line from the --storage database in: $out"
+[ "$(samplers "$work/a.db" slice_e | tr '\n' ' ')" = "tpe tpe " ] ||
+  fail "warm-started trials on --storage: $(samplers "$work/a.db" slice_e | tr '\n' ' ')"
+[ ! -e "$work/elsewhere" ] || fail "the sweep file's own storage was used despite --storage"
 echo PASS
