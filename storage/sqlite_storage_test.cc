@@ -251,7 +251,7 @@ TEST_F(SqliteStorageTest, RefusesANonDatabaseFileUntouched) {
   EXPECT_EQ(read_bytes(path("notes.db")), before);
 }
 
-TEST_F(SqliteStorageTest, AFileInADirectoryThatDoesNotExistNamesTheDirectory) {
+TEST_F(SqliteStorageTest, AFileInADirectoryThatDoesNotExistOrIsAFileNamesTheDirectory) {
   const std::string missing = path("no-such-dir") + "/study.db";
   Error e = error_of([&] { SqliteStorage storage(missing); });
   EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
@@ -260,6 +260,11 @@ TEST_F(SqliteStorageTest, AFileInADirectoryThatDoesNotExistNamesTheDirectory) {
       std::string::npos)
       << e.what();
   EXPECT_FALSE(fs::exists(path("no-such-dir")));
+  std::ofstream(path("a-file")) << "not a directory\n";
+  Error under_a_file = error_of([&] { SqliteStorage storage(path("a-file") + "/study.db"); });
+  EXPECT_NE(std::string(under_a_file.what()).find("'" + path("a-file") + "' is not a directory"),
+            std::string::npos)
+      << under_a_file.what();
 }
 
 TEST_F(SqliteStorageTest, RefusesAForeignDatabaseUntouched) {

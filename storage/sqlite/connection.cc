@@ -35,9 +35,9 @@ std::string advice_for(int rc, const std::string& path) {
     case SQLITE_CANTOPEN: {
       const std::filesystem::path dir = std::filesystem::path(path).parent_path();
       std::error_code ec;
-      if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-        return "; its directory '" + dir.string() + "' does not exist: create it first";
-      return "";
+      if (dir.empty() || std::filesystem::is_directory(dir, ec)) return "";
+      if (std::filesystem::exists(dir, ec)) return "; '" + dir.string() + "' is not a directory";
+      return "; its directory '" + dir.string() + "' does not exist: create it first";
     }
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
