@@ -196,6 +196,63 @@ Problem categorical6() {
   return p;
 }
 
+// Held out from tuning the GP's categorical handling: eight categoricals of 3 or 4 choices, an
+// additive table per choice plus four pairwise interaction tables (0-3, 1-5, 2-7, 4-6) and one
+// three-way term; the minimum by enumerating the 20,736 points.
+Problem categorical8_heldout() {
+  constexpr size_t kVars = 8;
+  constexpr std::array<size_t, kVars> kChoices = {4, 3, 4, 3, 4, 3, 4, 3};
+  constexpr std::array<std::pair<size_t, size_t>, 4> kPairs = {{{0, 3}, {1, 5}, {2, 7}, {4, 6}}};
+  InstanceRng rng(0xCA7E800000000002ULL);
+  auto unary = std::make_shared<std::array<std::array<double, 4>, kVars>>();
+  auto pair = std::make_shared<std::array<std::array<double, 16>, kPairs.size()>>();
+  auto triple = std::make_shared<std::array<double, 64>>();
+  for (auto& row : *unary) {
+    for (double& v : row) v = 2.0 * rng.uniform();
+  }
+  for (auto& row : *pair) {
+    for (double& v : row) v = 1.5 * rng.uniform();
+  }
+  for (double& v : *triple) v = rng.uniform();
+  auto f = [unary, pair, triple, kPairs](const Point& x) {
+    auto at = [&](size_t i) { return static_cast<size_t>(x[i]); };
+    double v = 0.0;
+    for (size_t i = 0; i < kVars; ++i) v += (*unary)[i][at(i)];
+    for (size_t k = 0; k < kPairs.size(); ++k) {
+      v += (*pair)[k][at(kPairs[k].first) * 4 + at(kPairs[k].second)];
+    }
+    return v + (*triple)[at(0) * 16 + at(2) * 4 + at(4)];
+  };
+  Problem p{.name = "categorical8_heldout",
+            .group = "mixed",
+            .summary =
+                "8 categoricals of 3-4 choices: additive tables, 4 pair and one three-way "
+                "interaction; minimum by enumeration"};
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  for (size_t i = 0; i < kVars; ++i) {
+    p.params.push_back(
+        cat_param("c" + std::to_string(i),
+                  std::vector<std::string>(
+                      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(kChoices[i]))));
+  }
+  double best = INFINITY;
+  Point point(kVars);
+  for (size_t code = 0; code < 20736; ++code) {
+    size_t rest = code;
+    for (size_t i = 0; i < kVars; ++i) {
+      point[i] = static_cast<double>(rest % kChoices[i]);
+      rest /= kChoices[i];
+    }
+    if (const double v = f(point); v < best) {
+      best = v;
+      p.minimizer = point;
+    }
+  }
+  p.optimum = best;
+  p.objective = f;
+  return p;
+}
+
 // --- Conditional spaces -----------------------------------------------------------------------
 
 // A model choice, each model with parameters of its own, and a parameter they share.
@@ -349,6 +406,7 @@ std::vector<Problem> build() {
   out.push_back(noisy(*std::find_if(out.begin(), out.end(),
                                     [](const Problem& q) { return q.name == "mixed_cat_int"; }),
                       0.3));
+  out.push_back(categorical8_heldout());
   return out;
 }
 

@@ -221,6 +221,25 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
                     std::to_string(options.warm_start->lengthscales.size()) +
                     " lengthscales for points of dimension " + std::to_string(dims));
   }
+  const std::vector<int>& groups = options.lengthscale_groups;
+  Eigen::Index n_groups = 0;
+  if (!groups.empty()) {
+    if (groups.size() != dims) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "GaussianProcess::fit: " + std::to_string(groups.size()) +
+                      " lengthscale groups for points of dimension " + std::to_string(dims));
+    }
+    for (int g : groups) n_groups = std::max<Eigen::Index>(n_groups, g + 1);
+    std::vector<int> used(static_cast<size_t>(n_groups), 0);
+    for (int g : groups) {
+      if (g < 0) throw Error(ErrorCode::kInvalidArgument, "GaussianProcess::fit: a group < 0");
+      ++used[static_cast<size_t>(g)];
+    }
+    if (std::find(used.begin(), used.end(), 0) != used.end()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "GaussianProcess::fit: a lengthscale group below the largest is empty");
+    }
+  }
   auto impl = std::make_unique<Impl>();
   impl->dims = static_cast<int>(dims);
   impl->x.resize(static_cast<Eigen::Index>(x.size()), static_cast<Eigen::Index>(dims));
@@ -248,19 +267,66 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
   const Eigen::Index n = impl->x.rows();
   const Eigen::Index d = static_cast<Eigen::Index>(dims);
   Workspace ws(n, d);
-  auto objective = [&](const VectorXd& theta, VectorXd& gradient) {
+  auto full_objective = [&](const VectorXd& theta, VectorXd& gradient) {
     return negative_objective(impl->x, ys, theta, options.min_noise, ws, gradient);
   };
-  VectorXd start(d + 2);
-  start.head(d).setConstant(kLogLengthscaleMean);
-  start(d) = kLogSignalMean;
-  start(d + 1) = kLogNoiseMean;
+  // With tied lengthscales the fit's parameters are [one log lengthscale per group, log s2,
+  // log n2]: expanded to a parameter per dimension, the gradient summed over each group, and the
+  // lengthscale prior of each group's members past its first taken back out.
+  const Eigen::Index p = groups.empty() ? d : n_groups;
+  std::vector<int> members(static_cast<size_t>(p), 1);
+  if (!groups.empty()) {
+    members.assign(static_cast<size_t>(p), 0);
+    for (int g : groups) ++members[static_cast<size_t>(g)];
+  }
+  auto expand = [&](const VectorXd& theta) {
+    if (groups.empty()) return theta;
+    VectorXd full(d + 2);
+    for (Eigen::Index i = 0; i < d; ++i) full(i) = theta(groups[static_cast<size_t>(i)]);
+    full(d) = theta(p);
+    full(d + 1) = theta(p + 1);
+    return full;
+  };
+  VectorXd full_gradient;
+  auto objective = [&](const VectorXd& theta, VectorXd& gradient) {
+    if (groups.empty()) return full_objective(theta, gradient);
+    double value = full_objective(expand(theta), full_gradient);
+    gradient = VectorXd::Zero(p + 2);
+    for (Eigen::Index i = 0; i < d; ++i) {
+      gradient(groups[static_cast<size_t>(i)]) += full_gradient(i);
+    }
+    gradient(p) = full_gradient(d);
+    gradient(p + 1) = full_gradient(d + 1);
+    for (Eigen::Index g = 0; g < p; ++g) {
+      const double extra = members[static_cast<size_t>(g)] - 1;
+      if (extra == 0) continue;
+      double prior_gradient = 0;
+      value += extra * log_prior(theta(g), kLogLengthscaleMean, kLogLengthscaleSd, &prior_gradient);
+      gradient(g) += extra * prior_gradient;
+    }
+    return value;
+  };
+  VectorXd start(p + 2);
+  start.head(p).setConstant(kLogLengthscaleMean);
+  start(p) = kLogSignalMean;
+  start(p + 1) = kLogNoiseMean;
   VectorXd best = start;
   VectorXd gradient;
   double best_value = std::numeric_limits<double>::infinity();
   if (options.warm_start) {
     // One start, from the given parameters: a fit to nearly the same points ends near them.
-    const VectorXd from = log_parameters(*options.warm_start, options.min_noise);
+    const VectorXd full_from = log_parameters(*options.warm_start, options.min_noise);
+    VectorXd from = full_from;
+    if (!groups.empty()) {
+      // A group starts from the mean of its members' log lengthscales.
+      from = VectorXd::Zero(p + 2);
+      for (Eigen::Index i = 0; i < d; ++i) {
+        const int g = groups[static_cast<size_t>(i)];
+        from(g) += full_from(i) / members[static_cast<size_t>(g)];
+      }
+      from(p) = full_from(d);
+      from(p + 1) = full_from(d + 1);
+    }
     const VectorXd theta =
         minimize_lbfgs(objective, from, options.max_iterations, options.warm_relative_decrease);
     best_value = objective(theta, gradient);
@@ -283,6 +349,7 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
       }
     }
   }
+  best = expand(best);
   impl->kernel.lengthscales.resize(dims);
   for (size_t i = 0; i < dims; ++i) {
     impl->kernel.lengthscales[i] = std::exp(best(static_cast<Eigen::Index>(i)));

@@ -45,6 +45,10 @@ struct GpFitOptions {
   // The prior mean, in standard deviations of the outputs from their mean: what the model expects
   // far from every point. Default 0 (the outputs' mean).
   double prior_mean = 0.0;
+  // Tied lengthscales: when not empty, one per dimension, the index of its group (0, 1, ...,
+  // every index below the largest used); the dimensions of a group share one lengthscale (its
+  // prior counted once). Empty (default): one lengthscale per dimension.
+  std::vector<int> lengthscale_groups;
   // When set, the fit runs L-BFGS from these parameters alone (no restarts, no Rng draws); it
   // falls back to the default starts only where they give no finite objective. Their dimension
   // must be the points'. Default: none.

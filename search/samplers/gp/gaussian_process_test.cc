@@ -201,6 +201,35 @@ TEST(GaussianProcess, AWarmStartAtTheOptimumStaysThere) {
                Error);
 }
 
+// Tied lengthscales: the dimensions of a group share one fitted lengthscale, and a group of
+// dimensions that does not matter still gets a long one.
+TEST(GaussianProcess, DimensionsOfALengthscaleGroupShareOneLengthscale) {
+  const Samples train = sample(
+      40, 3, [](const std::vector<double>& p) { return std::sin(5 * p[0]); }, 6);
+  Rng rng(8);
+  const GaussianProcess gp =
+      GaussianProcess::fit(train.x, train.y, rng, {.lengthscale_groups = {0, 1, 1}});
+  const std::vector<double>& l = gp.kernel().lengthscales;
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[1], l[2]);
+  EXPECT_GT(l[1], 3 * l[0]);
+  // A warm start from the fitted parameters stays at them.
+  Rng unused(0);
+  const GaussianProcess warm = GaussianProcess::fit(
+      train.x, train.y, unused, {.lengthscale_groups = {0, 1, 1}, .warm_start = gp.kernel()});
+  EXPECT_NEAR(warm.kernel().lengthscales[0], l[0], 1e-3 * l[0]);
+  EXPECT_EQ(warm.kernel().lengthscales[1], warm.kernel().lengthscales[2]);
+}
+
+TEST(GaussianProcess, BadLengthscaleGroupsAreRefused) {
+  Rng rng(1);
+  const std::vector<std::vector<double>> x = {{0.1, 0.2}, {0.3, 0.4}};
+  const std::vector<double> y = {1.0, 2.0};
+  EXPECT_THROW(GaussianProcess::fit(x, y, rng, {.lengthscale_groups = {0}}), Error);
+  EXPECT_THROW(GaussianProcess::fit(x, y, rng, {.lengthscale_groups = {0, -1}}), Error);
+  EXPECT_THROW(GaussianProcess::fit(x, y, rng, {.lengthscale_groups = {0, 2}}), Error);
+}
+
 TEST(GaussianProcess, BadInputIsRefusedWithWhatIsWrong) {
   Rng rng(1);
   EXPECT_THROW(GaussianProcess::fit({}, {}, rng), Error);

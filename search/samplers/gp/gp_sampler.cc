@@ -95,6 +95,20 @@ Encoding encoding_of(const SearchSpace& space) {
   return e;
 }
 
+// One lengthscale group per parameter (GpFitOptions::lengthscale_groups): a categorical's
+// one-hot coordinates share one, so that the kernel sees its choices as equally far apart (the
+// Hamming distance, as Optuna's GPSampler). Empty (a lengthscale per coordinate) when no
+// parameter has several coordinates.
+std::vector<int> lengthscale_groups(const Encoding& e) {
+  if (e.dims == e.coordinates.size()) return {};
+  std::vector<int> groups(e.dims);
+  for (size_t i = 0; i < e.coordinates.size(); ++i) {
+    const Coordinate& c = e.coordinates[i];
+    for (size_t k = 0; k < c.width; ++k) groups[c.offset + k] = static_cast<int>(i);
+  }
+  return groups;
+}
+
 // The cube coordinate of a numeric parameter's internal value.
 double coordinate_value(const Coordinate& c, double internal) {
   const double v = c.log ? std::log(internal) : internal;
@@ -1181,20 +1195,24 @@ class GpSampler::FitCache {
   // several) under this prior mean (GpFitOptions::prior_mean), fitted from scratch when missing,
   // with an Rng seeded by the points and values.
   GpKernelParams get(int kind, const std::vector<std::vector<double>>& x,
-                     const std::vector<double>& y, double prior_mean = 0.0) {
+                     const std::vector<double>& y, double prior_mean = 0.0,
+                     const std::vector<int>& groups = {}) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->kind == kind && it->prior_mean == prior_mean && it->y == y && it->x == x) {
+        if (it->kind == kind && it->prior_mean == prior_mean && it->groups == groups &&
+            it->y == y && it->x == x) {
           entries_.splice(entries_.begin(), entries_, it);  // most recently used first
           return entries_.front().kernel;
         }
       }
     }
     Rng rng(fingerprint(x, y));
-    GpKernelParams kernel = GaussianProcess::fit(x, y, rng, {.prior_mean = prior_mean}).kernel();
+    GpKernelParams kernel =
+        GaussianProcess::fit(x, y, rng, {.prior_mean = prior_mean, .lengthscale_groups = groups})
+            .kernel();
     std::lock_guard<std::mutex> lock(mutex_);
-    entries_.push_front({kind, prior_mean, x, y, kernel});
+    entries_.push_front({kind, prior_mean, groups, x, y, kernel});
     if (entries_.size() > kCapacity) entries_.pop_back();
     return kernel;
   }
@@ -1218,6 +1236,7 @@ class GpSampler::FitCache {
   struct Entry {
     int kind;
     double prior_mean;
+    std::vector<int> groups;
     std::vector<std::vector<double>> x;
     std::vector<double> y;
     GpKernelParams kernel;
@@ -1325,9 +1344,12 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   add_running_trials(e, history, trial.number, std::nullopt, x, y);
   Rng unused(0);  // a warm fit draws nothing from its Rng
   const double prior_mean = objective_prior_mean(e);
-  const GaussianProcess gp = GaussianProcess::fit(
-      x, y, unused,
-      {.prior_mean = prior_mean, .warm_start = fits_->get(0, anchor.x, anchor.y, prior_mean)});
+  const std::vector<int> groups = lengthscale_groups(e);
+  const GaussianProcess gp =
+      GaussianProcess::fit(x, y, unused,
+                           {.prior_mean = prior_mean,
+                            .lengthscale_groups = groups,
+                            .warm_start = fits_->get(0, anchor.x, anchor.y, prior_mean, groups)});
   // The constraints' GPs, each warm-started from its fit from scratch at the anchor (none when
   // the anchor has no value of it yet).
   const WarmFit fit = fits_->constraint_fit();

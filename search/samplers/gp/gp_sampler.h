@@ -10,13 +10,14 @@
 // Parameters go to the unit cube: floats linearly or, with log, in log space; integers and stepped
 // floats as a range widened by half a step on each side (as Optuna's GPSampler), each value a
 // point of it; a categorical as one coordinate per choice (one-hot), the largest giving the
-// choice. Running trials count as observed at the worst value so far (a constant liar), so
-// parallel workers spread out. The acquisition is maximized over random candidates and candidates
-// near the best trials (scored in one batch, integers and steps at their values), then refined from
-// the best few by L-BFGS over the continuous coordinates (with the acquisition's analytic
-// gradient), by a search over the values of each discrete parameter and by a shrinking local
-// search. A point a trial evaluated or running has is not proposed again (startup trials
-// included) unless the study's objective is noisy (History::noisy): the best new point is.
+// choice, its coordinates sharing one lengthscale in a single objective's fit. Running trials count
+// as observed at the worst value so far (a constant liar), so parallel workers spread out. The
+// acquisition is maximized over random candidates and candidates near the best trials (scored in
+// one batch, integers and steps at their values), then refined from the best few by L-BFGS over the
+// continuous coordinates (with the acquisition's analytic gradient), by a search over the values of
+// each discrete parameter and by a shrinking local search. A point a trial evaluated or running has
+// is not proposed again (startup trials included) unless the study's objective is noisy
+// (History::noisy): the best new point is.
 //
 // The kernel fit. Fitting the kernel parameters from scratch (several L-BFGS starts) costs most
 // of a proposal, and they change little from one trial to the next. So they are fitted from

@@ -320,6 +320,50 @@ std::vector<FrozenTrial> run_study(Sampler& sampler, const SearchSpace& space, u
   return trials;
 }
 
+// Six categoricals of five choices, each adding a random number per choice: an additive
+// objective, its minimum the best choice of each.
+struct AdditiveCategorical {
+  std::vector<std::vector<double>> table;
+  double minimum = 0;
+
+  AdditiveCategorical() {
+    Rng rng(2024);
+    table.assign(6, std::vector<double>(5));
+    for (auto& row : table) {
+      for (double& v : row) v = rng.uniform();
+      minimum += *std::min_element(row.begin(), row.end());
+    }
+  }
+  double operator()(const Params& p) const {
+    double v = 0;
+    for (size_t i = 0; i < 6; ++i) {
+      const std::string choice = std::get<std::string>(p.at("c" + std::to_string(i)));
+      v += table[i][static_cast<size_t>(choice[0] - 'a')];
+    }
+    return v;
+  }
+};
+
+// With a lengthscale per one-hot coordinate (30 for six categoricals of five choices, fitted to
+// a few dozen trials) the GP generalized poorly over purely categorical spaces: on this additive
+// objective 9 of 16 seeds had not found the minimum after 35 trials. With one lengthscale per
+// categorical (any two choices equally far apart) every seed finds it.
+TEST(GpSampler, FindsTheMinimumOfAnAdditiveCategoricalObjective) {
+  SearchSpace space;
+  const std::vector<ParamValue> choices = {std::string("a"), std::string("b"), std::string("c"),
+                                           std::string("d"), std::string("e")};
+  for (int i = 0; i < 6; ++i) space.add_categorical("c" + std::to_string(i), choices);
+  const AdditiveCategorical f;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    GpSampler sampler;
+    double best = INFINITY;
+    for (const FrozenTrial& t : run_study(sampler, space, seed, 35, std::cref(f))) {
+      best = std::min(best, t.values[0]);
+    }
+    EXPECT_NEAR(best, f.minimum, 1e-12) << "seed " << seed;
+  }
+}
+
 // With its prior mean at the values' mean, the GP took the far corners and faces of the cube for
 // the likeliest improvement (the variance is largest there): on Hartmann6 these seeds kept a
 // coordinate within 1e-4 of a face in 108 of their 120 proposals after the startup ones (for 25
