@@ -1217,6 +1217,34 @@ class GpSampler::FitCache {
     return kernel;
   }
 
+  // Whether the objective's values y at the anchor x go to its GP warped
+  // (GpSamplerOptions::warp_outputs): warping_predicts_no_worse, its fits from one start (on the
+  // function suite the same wins and losses as four starts, at a fraction of the time) seeded by
+  // their points and values. Decided once per anchor.
+  bool warps(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+             const GpFitOptions& options) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const Choice& c : choices_) {
+        if (c.prior_mean == options.prior_mean && c.groups == options.lengthscale_groups &&
+            c.y == y && c.x == x) {
+          return c.warp;
+        }
+      }
+    }
+    const bool warp = warping_predicts_no_worse(
+        x, y, [&](const std::vector<std::vector<double>>& at, const std::vector<double>& values) {
+          Rng rng(fingerprint(at, values));
+          GpFitOptions one_start = options;
+          one_start.restarts = 0;
+          return GaussianProcess::fit(at, values, rng, one_start);
+        });
+    std::lock_guard<std::mutex> lock(mutex_);
+    choices_.push_front({options.prior_mean, options.lengthscale_groups, x, y, warp});
+    if (choices_.size() > kChoices) choices_.pop_back();
+    return warp;
+  }
+
   // The constraints' fit: each constraint's GP warm-started from its fit from scratch at the
   // anchor (kind 1; cold, with an Rng seeded by its points, when the anchor has no value of it).
   WarmFit constraint_fit() {
@@ -1241,8 +1269,17 @@ class GpSampler::FitCache {
     std::vector<double> y;
     GpKernelParams kernel;
   };
+  static constexpr size_t kChoices = 2;  // this anchor's and the one before
+  struct Choice {
+    double prior_mean;
+    std::vector<int> groups;
+    std::vector<std::vector<double>> x;
+    std::vector<double> y;
+    bool warp;
+  };
   std::mutex mutex_;
   std::list<Entry> entries_;
+  std::list<Choice> choices_;
 };
 
 GpSampler::GpSampler(GpSamplerOptions options)
@@ -1330,7 +1367,10 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   Observations fitted = std::move(all);
   keep_fit_window(options_.max_fit_trials, anchor.x, anchor.y, anchor.constraints, anchor.feasible);
   keep_fit_window(options_.max_fit_trials, fitted.x, fitted.y, fitted.constraints, fitted.feasible);
-  if (options_.warp_outputs) {
+  const double prior_mean = objective_prior_mean(e);
+  const std::vector<int> groups = lengthscale_groups(e);
+  if (options_.warp_outputs &&
+      fits_->warps(anchor.x, anchor.y, {.prior_mean = prior_mean, .lengthscale_groups = groups})) {
     for (Observations* o : {&anchor, &fitted}) {
       const OutputWarping warp = OutputWarping::fit(o->y);
       for (double& v : o->y) v = warp(v);
@@ -1343,8 +1383,6 @@ Params GpSampler::sample(const SearchSpace& space, const History& history,
   const size_t n_observed = x.size();
   add_running_trials(e, history, trial.number, std::nullopt, x, y);
   Rng unused(0);  // a warm fit draws nothing from its Rng
-  const double prior_mean = objective_prior_mean(e);
-  const std::vector<int> groups = lengthscale_groups(e);
   const GaussianProcess gp =
       GaussianProcess::fit(x, y, unused,
                            {.prior_mean = prior_mean,

@@ -2,11 +2,11 @@
 //
 // After n_startup_trials random trials, each proposal fits a GaussianProcess (Matern 5/2, a
 // lengthscale per dimension, noise; search/samplers/gp/gaussian_process.h) to the COMPLETE trials
-// (their values through a power transform, search/samplers/gp/output_warping.h; the prior mean up
-// to one standard deviation below their mean, so that far from the trials it expects worse than
-// average)
-// and takes the point of the space that maximizes the log expected improvement over the best
-// posterior mean at a trial so far (a noisy objective's luckiest observation is not the target).
+// (their values through a power transform where it predicts the latest trials no worse,
+// search/samplers/gp/output_warping.h; the prior mean up to one standard deviation below their
+// mean, so that far from the trials it expects worse than average) and takes the point of the
+// space that maximizes the log expected improvement over the best posterior mean at a trial so far
+// (a noisy objective's luckiest observation is not the target).
 // Parameters go to the unit cube: floats linearly or, with log, in log space; integers and stepped
 // floats as a range widened by half a step on each side (as Optuna's GPSampler), each value a
 // point of it; a categorical as one coordinate per choice (one-hot), the largest giving the
@@ -84,7 +84,9 @@ struct GpSamplerOptions {
   // in its trials). Default 200.
   int max_fit_trials = 200;
   // Fit the GP to the values through a Yeo-Johnson power transform
-  // (search/samplers/gp/output_warping.h) instead of as they are. Default: true.
+  // (search/samplers/gp/output_warping.h); with one objective and no budget input, only where
+  // it predicts the latest trials no worse (warping_predicts_no_worse, decided at each anchor).
+  // false: always as they are. Default: true.
   bool warp_outputs = true;
   // How often the kernel parameters are fitted from scratch: at every refit_every-th observed
   // trial up to 200 (past it, every 5% of the trials, in multiples of it); the fits in between

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <numbers>
 
 namespace tuner {
 namespace {
@@ -79,6 +81,47 @@ OutputWarping OutputWarping::fit(const std::vector<double>& y) {
 
 double OutputWarping::operator()(double v) const {
   return yeo_johnson((v - mean_) / scale_, lambda_);
+}
+
+double OutputWarping::log_derivative(double v) const {
+  const double z = (v - mean_) / scale_;
+  return (lambda_ - 1) * std::copysign(std::log1p(std::abs(z)), z) - std::log(scale_);
+}
+
+bool warping_predicts_no_worse(
+    const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+    const std::function<GaussianProcess(const std::vector<std::vector<double>>&,
+                                        const std::vector<double>&)>& fit) {
+  const size_t n = y.size(), held = std::max<size_t>(3, n / 4);
+  if (n < held + 4) return true;
+  const size_t m = n - held;
+  const std::vector<std::vector<double>> x_fit(x.begin(),
+                                               x.begin() + static_cast<std::ptrdiff_t>(m));
+  const std::vector<double> y_fit(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(m));
+  const OutputWarping warping = OutputWarping::fit(y_fit);
+  auto log_density = [&](bool warped) {
+    std::vector<double> values = y_fit;
+    if (warped) {
+      for (double& v : values) v = warping(v);
+    }
+    const GaussianProcess gp = fit(x_fit, values);
+    // The noise in the values' units: the fit standardizes them by their standard deviation.
+    double mean = 0, sum_sq = 0;
+    for (double v : values) mean += v / static_cast<double>(m);
+    for (double v : values) sum_sq += (v - mean) * (v - mean);
+    const double noise = gp.kernel().noise_variance * sum_sq / static_cast<double>(m);
+    double sum = 0;
+    for (size_t j = m; j < n; ++j) {
+      const GaussianProcess::Prediction at = gp.predict(x[j]);
+      const double v = warped ? warping(y[j]) : y[j];
+      const double variance = std::max(at.variance + noise, 1e-300);
+      sum += -0.5 *
+             (std::log(2 * std::numbers::pi * variance) + (v - at.mean) * (v - at.mean) / variance);
+      if (warped) sum += warping.log_derivative(y[j]);
+    }
+    return sum;
+  };
+  return !(log_density(false) - log_density(true) > 0.5 * static_cast<double>(held));
 }
 
 }  // namespace tuner

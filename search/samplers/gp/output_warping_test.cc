@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
+
+#include "search/rng.h"
 
 namespace tuner {
 namespace {
@@ -60,6 +63,66 @@ TEST(OutputWarping, IsStrictlyIncreasing) {
       previous = w;
     }
   }
+}
+
+TEST(OutputWarping, LogDerivativeMatchesFiniteDifferences) {
+  std::vector<double> y = normal_sample(60, 5);
+  for (double& v : y) v = -std::exp(2 * v);
+  const OutputWarping warp = OutputWarping::fit(y);
+  for (double v : {-20.0, -3.0, -1.0, -0.2, 0.0, 0.5, 4.0}) {
+    const double h = 1e-6 * (1 + std::abs(v));
+    EXPECT_NEAR(warp.log_derivative(v), std::log((warp(v + h) - warp(v - h)) / (2 * h)), 1e-5) << v;
+  }
+}
+
+// A study's trials in the order a sampler makes them: 40 points uniform over the unit square, then
+// 10 along the line through (0.3, 0.6) in direction (1, -1), within 0.2 of it along and 5e-4
+// across; values -f (maximized, as the GP sampler fits them).
+struct Trials {
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+};
+Trials trials(const std::function<double(double, double)>& f) {
+  std::mt19937_64 gen(7);
+  std::uniform_real_distribution<double> unit(0, 1), close(-0.05, 0.05);
+  Trials t;
+  for (int i = 0; i < 50; ++i) {
+    const double along = 4 * close(gen), across = 0.01 * close(gen);
+    const double a = i < 40 ? unit(gen) : 0.3 + along + across;
+    const double b = i < 40 ? unit(gen) : 0.6 - along + across;
+    t.x.push_back({a, b});
+    t.y.push_back(-f(a, b));
+  }
+  return t;
+}
+
+bool warps(const Trials& t) {
+  return warping_predicts_no_worse(
+      t.x, t.y, [](const std::vector<std::vector<double>>& x, const std::vector<double>& y) {
+        Rng rng(17);
+        return GaussianProcess::fit(x, y, rng);
+      });
+}
+
+// A rotated quadratic valley of condition 1e6, its later trials along the valley's floor: the
+// warping bends the walls the GP extrapolates from, and the values as they are predict the floor.
+TEST(OutputWarping, ForwardCheckDropsTheWarpingInAnIllConditionedValley) {
+  EXPECT_FALSE(warps(trials([](double a, double b) {
+    const double steep = (a - 0.3) + (b - 0.6), flat = (a - 0.3) - (b - 0.6);
+    return 1e6 * steep * steep + flat * flat;
+  })));
+}
+
+// The same trials on a loss that explodes away from its best point, and on a cone: the warped
+// model predicts no worse, and the warping stays; so it does with too few trials to hold any out.
+TEST(OutputWarping, ForwardCheckKeepsTheWarpingWhereItPredictsNoWorse) {
+  EXPECT_TRUE(warps(
+      trials([](double a, double b) { return std::exp(12 * std::hypot(a - 0.3, b - 0.6)) - 1; })));
+  EXPECT_TRUE(warps(trials([](double a, double b) { return std::hypot(a - 0.3, b - 0.6); })));
+  Trials few = trials([](double a, double b) { return 1e6 * (a - b) * (a - b); });
+  few.x.resize(6);
+  few.y.resize(6);
+  EXPECT_TRUE(warps(few));
 }
 
 TEST(OutputWarping, ConstantOrSingleValuesGetTheIdentityShape) {
