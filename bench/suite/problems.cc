@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <numbers>
 #include <stdexcept>
@@ -151,6 +152,30 @@ std::vector<ParamSpec> mixed_cat_int_params() {
           cat_param("act", {"relu", "tanh", "gelu"})};
 }
 
+// Sets p's objective to f and its optimum and minimizer by enumerating every point of a space
+// of categoricals with these numbers of choices (the first varying fastest; the first minimum
+// found kept).
+void set_objective_by_enumeration(Problem& p, const std::vector<size_t>& choices,
+                                  std::function<double(const Point&)> f) {
+  size_t count = 1;
+  for (size_t c : choices) count *= c;
+  double best = INFINITY;
+  Point point(choices.size());
+  for (size_t code = 0; code < count; ++code) {
+    size_t rest = code;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      point[i] = static_cast<double>(rest % choices[i]);
+      rest /= choices[i];
+    }
+    if (const double v = f(point); v < best) {
+      best = v;
+      p.minimizer = point;
+    }
+  }
+  p.optimum = best;
+  p.objective = std::move(f);
+}
+
 // Six categoricals of five choices: a random table per choice and per pair of neighbours on a
 // ring; the minimum found by enumerating the 5^6 points.
 Problem categorical6() {
@@ -180,19 +205,7 @@ Problem categorical6() {
   for (size_t i = 0; i < kVars; ++i) {
     p.params.push_back(cat_param("c" + std::to_string(i), {"a", "b", "c", "d", "e"}));
   }
-  double best = INFINITY;
-  Point point(kVars);
-  for (size_t code = 0; code < 15625; ++code) {
-    size_t rest = code;
-    for (size_t i = 0; i < kVars; ++i, rest /= kChoices)
-      point[i] = static_cast<double>(rest % kChoices);
-    if (const double v = f(point); v < best) {
-      best = v;
-      p.minimizer = point;
-    }
-  }
-  p.optimum = best;
-  p.objective = f;
+  set_objective_by_enumeration(p, std::vector<size_t>(kVars, kChoices), f);
   return p;
 }
 
@@ -235,21 +248,7 @@ Problem categorical8_heldout() {
                   std::vector<std::string>(
                       names.begin(), names.begin() + static_cast<std::ptrdiff_t>(kChoices[i]))));
   }
-  double best = INFINITY;
-  Point point(kVars);
-  for (size_t code = 0; code < 20736; ++code) {
-    size_t rest = code;
-    for (size_t i = 0; i < kVars; ++i) {
-      point[i] = static_cast<double>(rest % kChoices[i]);
-      rest /= kChoices[i];
-    }
-    if (const double v = f(point); v < best) {
-      best = v;
-      p.minimizer = point;
-    }
-  }
-  p.optimum = best;
-  p.objective = f;
+  set_objective_by_enumeration(p, {kChoices.begin(), kChoices.end()}, f);
   return p;
 }
 

@@ -221,21 +221,26 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
                     std::to_string(options.warm_start->lengthscales.size()) +
                     " lengthscales for points of dimension " + std::to_string(dims));
   }
+  // members[g]: the dimensions in lengthscale group g (one group per dimension without groups).
   const std::vector<int>& groups = options.lengthscale_groups;
-  Eigen::Index n_groups = 0;
+  std::vector<int> members(dims, 1);
   if (!groups.empty()) {
     if (groups.size() != dims) {
       throw Error(ErrorCode::kInvalidArgument,
                   "GaussianProcess::fit: " + std::to_string(groups.size()) +
                       " lengthscale groups for points of dimension " + std::to_string(dims));
     }
-    for (int g : groups) n_groups = std::max<Eigen::Index>(n_groups, g + 1);
-    std::vector<int> used(static_cast<size_t>(n_groups), 0);
-    for (int g : groups) {
-      if (g < 0) throw Error(ErrorCode::kInvalidArgument, "GaussianProcess::fit: a group < 0");
-      ++used[static_cast<size_t>(g)];
+    const int largest = *std::max_element(groups.begin(), groups.end());
+    members.assign(static_cast<size_t>(std::max(largest, 0)) + 1, 0);
+    for (size_t i = 0; i < dims; ++i) {
+      if (groups[i] < 0) {
+        throw Error(ErrorCode::kInvalidArgument, "GaussianProcess::fit: dimension " +
+                                                     std::to_string(i) + " has lengthscale group " +
+                                                     std::to_string(groups[i]) + " (below 0)");
+      }
+      ++members[static_cast<size_t>(groups[i])];
     }
-    if (std::find(used.begin(), used.end(), 0) != used.end()) {
+    if (std::find(members.begin(), members.end(), 0) != members.end()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "GaussianProcess::fit: a lengthscale group below the largest is empty");
     }
@@ -273,12 +278,7 @@ GaussianProcess GaussianProcess::fit(const std::vector<std::vector<double>>& x,
   // With tied lengthscales the fit's parameters are [one log lengthscale per group, log s2,
   // log n2]: expanded to a parameter per dimension, the gradient summed over each group, and the
   // lengthscale prior of each group's members past its first taken back out.
-  const Eigen::Index p = groups.empty() ? d : n_groups;
-  std::vector<int> members(static_cast<size_t>(p), 1);
-  if (!groups.empty()) {
-    members.assign(static_cast<size_t>(p), 0);
-    for (int g : groups) ++members[static_cast<size_t>(g)];
-  }
+  const Eigen::Index p = static_cast<Eigen::Index>(members.size());
   auto expand = [&](const VectorXd& theta) {
     if (groups.empty()) return theta;
     VectorXd full(d + 2);

@@ -1200,8 +1200,7 @@ class GpSampler::FitCache {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->kind == kind && it->prior_mean == prior_mean && it->groups == groups &&
-            it->y == y && it->x == x) {
+        if (it->key.is(kind, prior_mean, groups, x, y)) {
           entries_.splice(entries_.begin(), entries_, it);  // most recently used first
           return entries_.front().kernel;
         }
@@ -1212,7 +1211,7 @@ class GpSampler::FitCache {
         GaussianProcess::fit(x, y, rng, {.prior_mean = prior_mean, .lengthscale_groups = groups})
             .kernel();
     std::lock_guard<std::mutex> lock(mutex_);
-    entries_.push_front({kind, prior_mean, groups, x, y, kernel});
+    entries_.push_front({{kind, prior_mean, groups, x, y}, kernel});
     if (entries_.size() > kCapacity) entries_.pop_back();
     return kernel;
   }
@@ -1226,10 +1225,7 @@ class GpSampler::FitCache {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const Choice& c : choices_) {
-        if (c.prior_mean == options.prior_mean && c.groups == options.lengthscale_groups &&
-            c.y == y && c.x == x) {
-          return c.warp;
-        }
+        if (c.key.is(0, options.prior_mean, options.lengthscale_groups, x, y)) return c.warp;
       }
     }
     const bool warp = warping_predicts_no_worse(
@@ -1240,7 +1236,7 @@ class GpSampler::FitCache {
           return GaussianProcess::fit(at, values, rng, one_start);
         });
     std::lock_guard<std::mutex> lock(mutex_);
-    choices_.push_front({options.prior_mean, options.lengthscale_groups, x, y, warp});
+    choices_.push_front({{0, options.prior_mean, options.lengthscale_groups, x, y}, warp});
     if (choices_.size() > kChoices) choices_.pop_back();
     return warp;
   }
@@ -1261,20 +1257,25 @@ class GpSampler::FitCache {
  private:
   // The objectives' anchors and a few constraints', with room for the anchors before.
   static constexpr size_t kCapacity = 16;
-  struct Entry {
+  // What a fit is of: its kind, prior mean, lengthscale groups, points and values.
+  struct Key {
     int kind;
     double prior_mean;
     std::vector<int> groups;
     std::vector<std::vector<double>> x;
     std::vector<double> y;
+    bool is(int k, double m, const std::vector<int>& g, const std::vector<std::vector<double>>& at,
+            const std::vector<double>& values) const {
+      return kind == k && prior_mean == m && groups == g && y == values && x == at;
+    }
+  };
+  struct Entry {
+    Key key;
     GpKernelParams kernel;
   };
   static constexpr size_t kChoices = 2;  // this anchor's and the one before
   struct Choice {
-    double prior_mean;
-    std::vector<int> groups;
-    std::vector<std::vector<double>> x;
-    std::vector<double> y;
+    Key key;
     bool warp;
   };
   std::mutex mutex_;
