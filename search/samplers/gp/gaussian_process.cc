@@ -476,6 +476,7 @@ GaussianProcess::Prediction GaussianProcess::predict_with_gradient(
 }
 
 const GpKernelParams& GaussianProcess::kernel() const { return impl_->kernel; }
+double GaussianProcess::output_scale() const { return impl_->y_scale; }
 double GaussianProcess::log_marginal_likelihood() const { return impl_->lml; }
 int GaussianProcess::dimension() const { return impl_->dims; }
 

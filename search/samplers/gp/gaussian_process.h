@@ -84,6 +84,9 @@ class GaussianProcess {
                                    std::span<double> variance_gradient) const;
 
   const GpKernelParams& kernel() const;
+  // The standard deviation the outputs were divided by before the fit (1 where they are all
+  // equal): kernel()'s variances times its square are in the outputs' squared units.
+  double output_scale() const;
   // The fit's objective at the fitted parameters: the log marginal likelihood of the standardized
   // outputs plus the log priors.
   double log_marginal_likelihood() const;

@@ -105,11 +105,7 @@ bool warping_predicts_no_worse(
       for (double& v : values) v = warping(v);
     }
     const GaussianProcess gp = fit(x_fit, values);
-    // The noise in the values' units: the fit standardizes them by their standard deviation.
-    double mean = 0, sum_sq = 0;
-    for (double v : values) mean += v / static_cast<double>(m);
-    for (double v : values) sum_sq += (v - mean) * (v - mean);
-    const double noise = gp.kernel().noise_variance * sum_sq / static_cast<double>(m);
+    const double noise = gp.kernel().noise_variance * gp.output_scale() * gp.output_scale();
     double sum = 0;
     for (size_t j = m; j < n; ++j) {
       const GaussianProcess::Prediction at = gp.predict(x[j]);
